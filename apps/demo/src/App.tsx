@@ -1,0 +1,178 @@
+import type { BaseError } from '@latchkey/core'
+import {
+  ConnectButton,
+  useAccount,
+  useDisconnect,
+  useSendTransaction,
+  useSignMessage,
+  useSignTypedData,
+  useSwitchChain,
+} from '@latchkey/react'
+import { useId, useState } from 'react'
+import { parseEther } from 'viem'
+
+/** Where the demo's small transfer goes: anvil's last test account. */
+const RECIPIENT = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720'
+
+const mail = {
+  types: {
+    Person: [
+      { name: 'name', type: 'string' },
+      { name: 'wallet', type: 'address' },
+    ],
+    Mail: [
+      { name: 'from', type: 'Person' },
+      { name: 'to', type: 'Person' },
+      { name: 'contents', type: 'string' },
+    ],
+  },
+  primaryType: 'Mail',
+} as const
+
+export function App() {
+  const { address, chain, chainId, isConnected, status } = useAccount()
+  return (
+    <div className="page">
+      <header className="topbar">
+        <a className="brand" href="/">
+          <span className="brand-mark" aria-hidden="true" />
+          Latchkey <span className="brand-sub">demo</span>
+        </a>
+        <ConnectButton />
+      </header>
+      <main>
+        {isConnected && address ? (
+          <Connected address={address} chainId={chainId} chainName={chain?.name ?? 'Unknown network'} />
+        ) : (
+          <section className="hero">
+            <h1>Sign in with your wallet</h1>
+            <p>
+              Connect a browser wallet to try signing and sending on two local chains. No extension? Pick the{' '}
+              <strong>Latchkey Dev Wallet</strong>: it holds a local test key and asks you before it signs anything.
+            </p>
+            {status === 'reconnecting' && <p role="status">Restoring your session…</p>}
+          </section>
+        )}
+      </main>
+      <footer className="footer">Everything here runs on your machine: two anvil chains and this page.</footer>
+    </div>
+  )
+}
+
+function Connected({ address, chainId, chainName }: { address: `0x${string}`; chainId: number; chainName: string }) {
+  const ids = { address: useId(), chain: useId(), signature: useId(), hash: useId(), message: useId(), network: useId() }
+  const [message, setMessage] = useState('Hello from Latchkey! Signing this costs nothing.')
+  const signMessage = useSignMessage()
+  const signTypedData = useSignTypedData()
+  const sendTransaction = useSendTransaction()
+  const switchChain = useSwitchChain()
+  const disconnect = useDisconnect()
+  const [lastError, setLastError] = useState<BaseError | null>(null)
+  const [signature, setSignature] = useState<string>('')
+
+  async function run<value>(action: () => Promise<value>, onValue: (value: value) => void) {
+    setLastError(null)
+    try {
+      onValue(await action())
+    } catch (error) {
+      setLastError(error as BaseError)
+    }
+  }
+
+  return (
+    <div className="grid">
+      <section className="card" aria-labelledby="wallet-heading">
+        <h2 id="wallet-heading">Your wallet</h2>
+        <dl className="facts">
+          <dt id={ids.address}>Address</dt>
+          <dd>
+            <output aria-labelledby={ids.address} className="mono">
+              {address}
+            </output>
+          </dd>
+          <dt id={ids.chain}>Chain ID</dt>
+          <dd>
+            <output aria-labelledby={ids.chain}>{chainId}</output> <span className="muted">{chainName}</span>
+          </dd>
+        </dl>
+        <label htmlFor={ids.network}>Network</label>
+        <select
+          id={ids.network}
+          value={chainId}
+          disabled={switchChain.isPending}
+          onChange={(event) => run(() => switchChain.switchChain({ chainId: Number(event.target.value) }), () => {})}
+        >
+          {switchChain.chains.map((chain) => (
+            <option key={chain.id} value={chain.id}>{`${chain.name} (${chain.id})`}</option>
+          ))}
+        </select>
+        <button type="button" className="secondary" onClick={() => run(() => disconnect.disconnect(), () => {})}>
+          Disconnect
+        </button>
+      </section>
+
+      <section className="card" aria-labelledby="sign-heading">
+        <h2 id="sign-heading">Sign</h2>
+        <label htmlFor={ids.message}>Message</label>
+        <textarea id={ids.message} rows={3} value={message} onChange={(event) => setMessage(event.target.value)} />
+        <div className="row">
+          <button type="button" disabled={signMessage.isPending} onClick={() => run(() => signMessage.signMessage({ message }), setSignature)}>
+            Sign message
+          </button>
+          <button
+            type="button"
+            disabled={signTypedData.isPending}
+            onClick={() =>
+              run(
+                () =>
+                  signTypedData.signTypedData({
+                    ...mail,
+                    domain: { name: 'Latchkey Demo', version: '1', chainId },
+                    message: {
+                      from: { name: 'You', wallet: address },
+                      to: { name: 'Latchkey', wallet: RECIPIENT },
+                      contents: message,
+                    },
+                  }),
+                setSignature,
+              )
+            }
+          >
+            Sign typed data
+          </button>
+        </div>
+        <p className="result">
+          <span id={ids.signature}>Signature</span>
+          <output aria-labelledby={ids.signature} className="mono">
+            {signature}
+          </output>
+        </p>
+      </section>
+
+      <section className="card" aria-labelledby="send-heading">
+        <h2 id="send-heading">Send</h2>
+        <p className="muted">Sends 0.001 ETH on {chainName} to a test account.</p>
+        <button
+          type="button"
+          disabled={sendTransaction.isPending}
+          onClick={() => run(() => sendTransaction.sendTransaction({ to: RECIPIENT, value: parseEther('0.001') }), () => {})}
+        >
+          Send transaction
+        </button>
+        <p className="result">
+          <span id={ids.hash}>Transaction hash</span>
+          <output aria-labelledby={ids.hash} className="mono">
+            {sendTransaction.data ?? ''}
+          </output>
+        </p>
+      </section>
+
+      {lastError && (
+        <div role="alert" className="alert">
+          <strong>{lastError.shortMessage ?? lastError.message}</strong>
+          {lastError.details && lastError.details !== lastError.shortMessage && <span className="muted"> {lastError.details}</span>}
+        </div>
+      )}
+    </div>
+  )
+}

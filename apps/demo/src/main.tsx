@@ -1,0 +1,23 @@
+import { createClient } from '@latchkey/core'
+import { LatchkeyProvider } from '@latchkey/react'
+import { StrictMode } from 'react'
+import { createRoot } from 'react-dom/client'
+import { App } from './App.js'
+import { chains } from './chains.js'
+import { startDevWallet } from './devWallet.js'
+import { Explorer } from './Explorer.js'
+import './demo.css'
+
+// On in the demo only: a wallet for newcomers without an extension.
+startDevWallet()
+
+const client = createClient({ chains })
+const explorer = /^\/explorer\/(\d+)\/address\/(0x[0-9a-fA-F]{40})$/.exec(location.pathname)
+
+createRoot(document.getElementById('root') as HTMLElement).render(
+  <StrictMode>
+    <LatchkeyProvider client={client} theme="auto">
+      {explorer ? <Explorer chainId={Number(explorer[1])} address={explorer[2] as `0x${string}`} /> : <App />}
+    </LatchkeyProvider>
+  </StrictMode>,
+)

@@ -1,0 +1,99 @@
+/**
+ * Bundle size of a minimal Latchkey app against a React-only baseline, built with one Vite config.
+ *
+ *   npm run bench:size            prints the table
+ *   npm run bench:size -- --check also fails when the eager difference exceeds the budget
+ *
+ * eager = the entry chunk plus its transitive static imports (from Vite's manifest); all = every
+ * emitted .js file. Each file is compressed on its own (gzip level 9, brotli quality 11) and summed.
+ */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
+import react from '@vitejs/plugin-react'
+import { build, defaultClientConditions, type Manifest } from 'vite'
+
+/** The issue's target: at most this much more eager JS (gzip) than the React-only baseline. */
+export const EAGER_GZIP_BUDGET_BYTES = 30 * 1024
+
+type Sizes = { files: number; raw: number; gzip: number; brotli: number }
+type Result = { eager: Sizes; all: Sizes; css: number }
+
+const here = import.meta.dirname
+
+async function buildApp(name: string): Promise<Result> {
+  const root = join(here, 'apps', name)
+  const outDir = join(here, '.out', name)
+  const output = await build({
+    root,
+    configFile: false,
+    logLevel: 'error',
+    plugins: [react()],
+    resolve: { conditions: ['source', ...defaultClientConditions] },
+    build: { outDir, emptyOutDir: true, manifest: true, write: true },
+  })
+  void output
+  const manifest = JSON.parse(readFileSync(join(outDir, '.vite', 'manifest.json'), 'utf8')) as Manifest
+  const entry = Object.values(manifest).find((chunk) => chunk.isEntry)
+  if (!entry) throw new Error(`no entry chunk in ${name}`)
+  const eagerFiles = new Set<string>()
+  const visit = (key: string) => {
+    const chunk = manifest[key]
+    if (!chunk || eagerFiles.has(chunk.file)) return
+    eagerFiles.add(chunk.file)
+    for (const imported of chunk.imports ?? []) visit(imported)
+  }
+  visit(Object.keys(manifest).find((key) => manifest[key] === entry) as string)
+  const allFiles = new Set(Object.values(manifest).map((chunk) => chunk.file).filter((file) => file.endsWith('.js')))
+  const css = Object.values(manifest).flatMap((chunk) => chunk.css ?? [])
+  return {
+    eager: measure(outDir, [...eagerFiles]),
+    all: measure(outDir, [...allFiles]),
+    css: [...new Set(css)].reduce((sum, file) => sum + readFileSync(join(outDir, file)).length, 0),
+  }
+}
+
+function measure(dir: string, files: readonly string[]): Sizes {
+  let raw = 0
+  let gzip = 0
+  let brotli = 0
+  for (const file of files) {
+    const bytes = readFileSync(join(dir, file))
+    raw += bytes.length
+    gzip += gzipSync(bytes, { level: 9 }).length
+    brotli += brotliCompressSync(bytes, {
+      params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_LGWIN]: 24 },
+    }).length
+  }
+  return { files: files.length, raw, gzip, brotli }
+}
+
+const kib = (bytes: number) => (bytes / 1024).toFixed(1)
+
+const baseline = await buildApp('baseline')
+const latchkey = await buildApp('latchkey')
+const rows: [string, Result][] = [
+  ['a baseline (React only)', baseline],
+  ['latchkey (provider + ConnectButton)', latchkey],
+]
+console.log('\nBundle size, KiB (each file compressed on its own; eager = entry + static imports)\n')
+console.log(['variant'.padEnd(38), 'eager files', 'eager raw', 'eager gzip', 'eager br', 'all files', 'all raw', 'all gzip', 'all br', 'css raw'].join('  '))
+for (const [name, r] of rows)
+  console.log(
+    [name.padEnd(38), String(r.eager.files).padStart(11), kib(r.eager.raw).padStart(9), kib(r.eager.gzip).padStart(10), kib(r.eager.brotli).padStart(8), String(r.all.files).padStart(9), kib(r.all.raw).padStart(7), kib(r.all.gzip).padStart(8), kib(r.all.brotli).padStart(6), kib(r.css).padStart(7)].join('  '),
+  )
+const eagerGzipDiff = latchkey.eager.gzip - baseline.eager.gzip
+const eagerBrDiff = latchkey.eager.brotli - baseline.eager.brotli
+console.log(
+  `\nlatchkey − baseline: eager +${kib(eagerGzipDiff)} KiB gzip (+${kib(eagerBrDiff)} br, +${kib(latchkey.eager.raw - baseline.eager.raw)} raw); all +${kib(latchkey.all.gzip - baseline.all.gzip)} KiB gzip`,
+)
+console.log('Reference, same method (research/bundle-anchors.md, eager br − floor): wagmi +23.7, RainbowKit +176.7, ConnectKit +305.7, AppKit +397.7, Dynamic +901.9 KiB')
+
+if (process.argv.includes('--check')) {
+  if (eagerGzipDiff > EAGER_GZIP_BUDGET_BYTES) {
+    console.error(`size budget: FAILED: eager +${kib(eagerGzipDiff)} KiB gzip exceeds ${kib(EAGER_GZIP_BUDGET_BYTES)} KiB`)
+    process.exit(1)
+  }
+  console.log(`size budget met: eager +${kib(eagerGzipDiff)} KiB gzip ≤ ${kib(EAGER_GZIP_BUDGET_BYTES)} KiB`)
+  console.log('budget: 1 passed, 0 failed')
+}

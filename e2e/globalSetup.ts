@@ -1,0 +1,18 @@
+import type { TestProject } from 'vitest/node'
+import { getFreePort, startStack } from '@latchkey/devnet'
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    stack: { demo: string; chainA: string; chainB: string }
+  }
+}
+
+/** Starts the whole local stack through the same code as `npm start`, on free ports. */
+export default async function setup(project: TestProject) {
+  const stack = await startStack({
+    ports: { chainA: await getFreePort(), chainB: await getFreePort(), demo: await getFreePort() },
+    stateDir: `${import.meta.dirname}/.artifacts/state`,
+  })
+  project.provide('stack', { demo: stack.urls.demo, chainA: stack.urls.chainA, chainB: stack.urls.chainB })
+  return () => stack.stop()
+}

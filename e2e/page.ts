@@ -1,0 +1,32 @@
+import type { Locator, Page } from 'playwright-core'
+
+/** Waits until the locator's text is exactly `text` (no sleeps: Playwright polls the DOM). */
+export async function waitForText(locator: Locator, text: string | RegExp, timeout = 20_000) {
+  const pattern = typeof text === 'string' ? new RegExp(`^\\s*${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) : text
+  await locator.filter({ hasText: pattern }).first().waitFor({ timeout })
+  return (await locator.first().textContent())?.trim() ?? ''
+}
+
+/** The demo, seen as a user sees it: by role and accessible name. */
+export function demo(page: Page) {
+  const devWallet = page.getByRole('dialog', { name: 'Latchkey Dev Wallet' })
+  return {
+    connectButton: page.getByRole('button', { name: 'Connect Wallet' }),
+    connectModal: page.getByRole('dialog', { name: 'Connect a wallet' }),
+    wallet: (name: string) => page.getByRole('dialog', { name: 'Connect a wallet' }).getByRole('button', { name, exact: true }),
+    address: page.getByRole('status', { name: 'Address' }),
+    chainId: page.getByRole('status', { name: 'Chain ID' }),
+    signature: page.getByRole('status', { name: 'Signature' }),
+    txHash: page.getByRole('status', { name: 'Transaction hash' }),
+    message: page.getByRole('textbox', { name: 'Message' }),
+    network: page.getByRole('combobox', { name: 'Network' }),
+    alert: page.getByRole('alert'),
+    button: (name: string) => page.getByRole('button', { name, exact: true }),
+    /** Answers the dev wallet's next prompt, after checking what it asks. */
+    async answer(expectedTitle: string, approve: boolean) {
+      await devWallet.getByText(expectedTitle, { exact: true }).waitFor()
+      await devWallet.getByRole('button', { name: approve ? 'Approve' : 'Reject' }).click()
+      await devWallet.getByText(expectedTitle, { exact: true }).waitFor({ state: 'detached' })
+    },
+  }
+}

@@ -1,0 +1,216 @@
+import type { Chain } from 'viem'
+import { DEFAULT_CHAIN_ID, EXCLUDED_EIP6963_CONNECTOR_KEYS } from './constants.js'
+import { createProviderDiscovery, type EIP6963ProviderDetail, type ProviderDiscovery } from './connectors/eip6963.js'
+import { injected } from './connectors/injected.js'
+import { legacyWalletName } from './connectors/legacy.js'
+import { InvalidChainsError, NoRpcUrlError } from './errors/connection.js'
+import { initialState, type StateEvent, transition } from './state.js'
+import { createStorage, type KeyValueStorage, type Storage } from './storage.js'
+import type { Connector, CreateConnectorFn, State } from './types.js'
+import { type Logger, report } from './utils/logger.js'
+import { dedicatedWalletRdns } from './walletBook/dedicated.js'
+
+export type ClientConfig = {
+  /** The chains the app supports; switching is allowed only among them. Each needs an RPC url. */
+  chains: readonly [Chain, ...Chain[]]
+  /** Connectors the app sets up itself; EIP-6963 wallets are added on their own. */
+  connectors?: readonly CreateConnectorFn[] | undefined
+  /** Default: localStorage in browsers, memory elsewhere. */
+  storage?: KeyValueStorage | undefined
+  /** Listen for EIP-6963 announcements. Default true. */
+  multiInjectedProviderDiscovery?: boolean | undefined
+  /** The chain used before any wallet says otherwise. Default 1 if configured, else the first chain. */
+  defaultChainId?: number | undefined
+  /** Where warnings and errors go. Default `console`. */
+  logger?: Logger | undefined
+  /** The window to discover wallets in. Default the global one, when there is one. */
+  window?: (EventTarget & { ethereum?: unknown }) | undefined
+}
+
+export type Client = {
+  readonly chains: readonly [Chain, ...Chain[]]
+  readonly storage: Storage
+  readonly logger: Logger
+  getState(): State
+  subscribe(listener: (state: State, previous: State) => void): () => void
+  getConnectors(): readonly Connector[]
+  subscribeConnectors(listener: (connectors: readonly Connector[]) => void): () => void
+  /**
+   * Starts browser-side work (EIP-6963 discovery). Idempotent; returns a function that stops it.
+   * Nothing touches `window` before this is called, so the client is SSR-safe.
+   */
+  mount(): () => void
+  /** @internal */
+  readonly _internal: ClientInternals
+}
+
+/** @internal */
+export type ClientInternals = {
+  dispatch(event: StateEvent): void
+  /** Makes `connector` the live connection: listens to its events, persists, notifies. */
+  setConnection(connector: Connector, accounts: readonly `0x${string}`[], chainId: number): void
+  /** Forgets the live connection and what storage holds of it (SPEC §4). */
+  clearConnection(): void
+  /** A number that changes with every connect attempt, so late results of older ones are ignored. */
+  nextAttempt(): number
+  isCurrentAttempt(attempt: number): boolean
+  report(context: string, error: unknown): void
+}
+
+/**
+ * Creates a Latchkey client: chains, connectors, storage and the connection store.
+ *
+ * @example
+ * import { createClient } from '@latchkey/core'
+ * import { mainnet } from 'viem/chains'
+ * const client = createClient({ chains: [mainnet] })
+ */
+export function createClient(config: ClientConfig): Client {
+  const chains = config.chains
+  if (!chains?.length) throw new InvalidChainsError()
+  for (const chain of chains) if (!chain.rpcUrls?.default?.http?.[0]) throw new NoRpcUrlError({ chainId: chain.id })
+
+  const storage = createStorage({ storage: config.storage })
+  const logger = config.logger ?? console
+  storage.onError = (error) => report(logger, 'storage', error)
+
+  const lastUsed = storage.getLastUsedChainId()
+  const fallbackChainId =
+    config.defaultChainId ?? (chains.some((c) => c.id === DEFAULT_CHAIN_ID) ? DEFAULT_CHAIN_ID : chains[0].id)
+  let state = initialState(chains.some((c) => c.id === lastUsed) ? (lastUsed as number) : fallbackChainId)
+  const stateListeners = new Set<(state: State, previous: State) => void>()
+
+  const build = (fn: CreateConnectorFn) => fn({ chains, storage: storage.forConnector(fn.id) })
+  const configured = (config.connectors ?? []).map(build)
+  const discoveredById = new Map<string, Connector>()
+  let connectors: readonly Connector[] = configured
+  const connectorListeners = new Set<(connectors: readonly Connector[]) => void>()
+
+  let discovery: ProviderDiscovery | undefined
+  let unsubscribeDiscovery: (() => void) | undefined
+  let detachConnection: (() => void) | undefined
+  let attempt = 0
+
+  function setState(next: State) {
+    if (next === state) return
+    const previous = state
+    state = next
+    for (const listener of [...stateListeners]) listener(state, previous)
+  }
+
+  function dispatch(event: StateEvent) {
+    const previous = state
+    setState(transition(state, event))
+    persist(event, previous)
+  }
+
+  /** Storage follows the state: what a connection writes, and what a disconnect clears. */
+  function persist(event: StateEvent, previous: State) {
+    const connectorId = state.connection?.connectorId
+    // However the connection ended (disconnect, wallet locked, no accounts left), its storage goes.
+    if (previous.connection && !state.connection) {
+      storage.forConnector(previous.connection.connectorId).clear()
+      return
+    }
+    if (!connectorId || !state.connection) return
+    const slot = storage.forConnector(connectorId)
+    if (event.type === 'connected' || event.type === 'accountsChanged')
+      slot.set('activeAccount', state.connection.accounts[0])
+    if (event.type === 'connected' || event.type === 'chainChanged') {
+      slot.set('currentChain', state.chainId)
+      storage.setLastUsedChainId(state.chainId)
+    }
+    if (event.type === 'connected') storage.setRecentConnectorId(connectorId)
+  }
+
+  function connectorsFromDiscovery(providers: readonly EIP6963ProviderDetail[], win: ClientConfig['window']) {
+    const taken = new Set(configured.map((c) => c.id))
+    const next: Connector[] = [...configured]
+    for (const { info, provider } of providers) {
+      // A wallet with a dedicated key is listed once, under that key (SPEC §9 excluded keys).
+      const dedicated = dedicatedWalletRdns[info.rdns as keyof typeof dedicatedWalletRdns] as string | undefined
+      const id = dedicated && (EXCLUDED_EIP6963_CONNECTOR_KEYS as readonly string[]).includes(dedicated) ? dedicated : info.rdns
+      if (taken.has(id)) continue
+      taken.add(id)
+      const connector = discoveredById.get(id) ?? build(injected({ id, name: info.name, icon: info.icon, rdns: info.rdns, provider }))
+      discoveredById.set(id, connector)
+      next.push(connector)
+    }
+    // The legacy window.ethereum only when no wallet announces itself.
+    const legacy = win?.ethereum
+    if (providers.length === 0 && legacy && typeof legacy === 'object' && !taken.has('injected')) {
+      const connector =
+        discoveredById.get('injected') ??
+        build(injected({ id: 'injected', name: legacyWalletName(legacy), provider: () => win?.ethereum as never }))
+      discoveredById.set('injected', connector)
+      next.push(connector)
+    }
+    return next
+  }
+
+  function setConnectors(next: readonly Connector[]) {
+    if (next.length === connectors.length && next.every((c, i) => c === connectors[i])) return
+    connectors = next
+    for (const listener of [...connectorListeners]) listener(connectors)
+  }
+
+  const internals: ClientInternals = {
+    dispatch,
+    setConnection(connector, accounts, chainId) {
+      detachConnection?.()
+      const previousId = state.connection?.connectorId
+      const offChange = connector.emitter.on('change', ({ accounts, chainId }) => {
+        if (accounts?.length === 0) return internals.clearConnection()
+        if (accounts) dispatch({ type: 'accountsChanged', accounts })
+        if (chainId !== undefined && state.connection) dispatch({ type: 'chainChanged', chainId })
+      })
+      const offDisconnect = connector.emitter.on('disconnect', () => internals.clearConnection())
+      detachConnection = () => {
+        offChange()
+        offDisconnect()
+        detachConnection = undefined
+      }
+      if (previousId && previousId !== connector.id) storage.forConnector(previousId).clear()
+      dispatch({ type: 'connected', connectorId: connector.id, accounts, chainId })
+    },
+    clearConnection() {
+      detachConnection?.()
+      dispatch({ type: 'disconnected' })
+    },
+    nextAttempt: () => ++attempt,
+    isCurrentAttempt: (value) => value === attempt,
+    report: (context, error) => report(logger, context, error),
+  }
+
+  return {
+    chains,
+    storage,
+    logger,
+    getState: () => state,
+    subscribe(listener) {
+      stateListeners.add(listener)
+      return () => void stateListeners.delete(listener)
+    },
+    getConnectors: () => connectors,
+    subscribeConnectors(listener) {
+      connectorListeners.add(listener)
+      return () => void connectorListeners.delete(listener)
+    },
+    mount() {
+      const win = config.window ?? (typeof window === 'undefined' ? undefined : window)
+      if (!discovery && win && config.multiInjectedProviderDiscovery !== false) {
+        discovery = createProviderDiscovery(win)
+        const refresh = (providers: readonly EIP6963ProviderDetail[]) => setConnectors(connectorsFromDiscovery(providers, win))
+        unsubscribeDiscovery = discovery.subscribe(refresh)
+        refresh(discovery.getProviders())
+      }
+      return () => {
+        unsubscribeDiscovery?.()
+        discovery?.destroy()
+        discovery = undefined
+        unsubscribeDiscovery = undefined
+      }
+    },
+    _internal: internals,
+  }
+}

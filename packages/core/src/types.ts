@@ -1,0 +1,85 @@
+import type { Address, Chain, EIP1193Provider, Hex } from 'viem'
+import type { Emitter } from './utils/emitter.js'
+import type { ConnectorStorage } from './storage.js'
+
+export type { Address, Chain, EIP1193Provider, Hex }
+
+export type ConnectorType = 'injected' | 'walletConnect' | 'embedded' | 'mock'
+
+/** Events every connector emits through its one emitter. */
+export type ConnectorEvents = {
+  /** The wallet changed account or chain. An empty `accounts` means it locked or revoked us. */
+  change: { accounts?: readonly Address[] | undefined; chainId?: number | undefined }
+  connect: { accounts: readonly Address[]; chainId: number }
+  disconnect: undefined
+  /** Out-of-band messages; `display_uri` carries a pairing URI. */
+  message: { type: string; data?: unknown }
+}
+
+export type ConnectParameters = {
+  chainId?: number | undefined
+  signal?: AbortSignal | undefined
+  /** True when restoring a stored connection: the connector must not prompt the user. */
+  isReconnecting?: boolean | undefined
+}
+
+/**
+ * A wallet connector: data plus methods, events through `emitter`. Every connector exposes an
+ * EIP-1193 provider, so viem, ethers or wagmi can drive any of them.
+ */
+export type Connector = {
+  readonly id: string
+  readonly name: string
+  readonly type: ConnectorType
+  /** A data: or https: URL of the wallet's icon. */
+  readonly icon?: string | undefined
+  /** The EIP-6963 reverse-DNS id, when the wallet announced one. */
+  readonly rdns?: string | undefined
+  readonly emitter: Emitter<ConnectorEvents>
+  connect(parameters?: ConnectParameters): Promise<{ accounts: readonly Address[]; chainId: number }>
+  disconnect(): Promise<void>
+  getAccounts(): Promise<readonly Address[]>
+  getChainId(): Promise<number>
+  getProvider(): Promise<EIP1193Provider>
+  isAuthorized(): Promise<boolean>
+  switchChain(parameters: { chainId: number; signal?: AbortSignal | undefined }): Promise<Chain>
+}
+
+/** What a connector factory is given by the client. */
+export type ConnectorConfig = {
+  readonly chains: readonly [Chain, ...Chain[]]
+  readonly storage: ConnectorStorage
+}
+
+/** A connector factory: `injected()`, `walletConnect()`, `embedded()` return one. */
+export type CreateConnectorFn = ((config: ConnectorConfig) => Connector) & {
+  /** Known before the connector is built, so storage can be namespaced by it. */
+  readonly id: string
+}
+
+/** Where the connection stands (ARCHITECTURE.md, SPEC §4). */
+export type ConnectionStatus =
+  | 'disconnected'
+  | 'initialising'
+  | 'pairing'
+  | 'connecting'
+  | 'connected'
+  | 'reconnecting'
+
+export type Connection = {
+  readonly connectorId: string
+  readonly accounts: readonly [Address, ...Address[]]
+  readonly chainId: number
+}
+
+export type State = {
+  readonly status: ConnectionStatus
+  /** The live connection; present only while `status` is `connected` or a new attempt runs over it. */
+  readonly connection: Connection | undefined
+  /** The connector an attempt in progress uses. */
+  readonly pendingConnectorId: string | undefined
+  /** The pairing URI while `status` is `pairing`. */
+  readonly pairingUri: string | undefined
+  /** The chain the app is on: the wallet's when connected, otherwise the last used or the default. */
+  readonly chainId: number
+}

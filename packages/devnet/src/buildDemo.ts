@@ -1,0 +1,66 @@
+import { resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** @internal Root of the monorepo (this file is `packages/devnet/src/buildDemo.ts`). */
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url))
+
+/** @internal The demo app's directory. */
+export const demoRoot = resolve(repoRoot, 'apps/demo')
+
+export type BuildDemoParameters = {
+  /** RPC url of chain A (31337) baked into the build. */
+  chainARpc: string
+  /** RPC url of chain B (31338) baked into the build. */
+  chainBRpc: string
+  /** Where to write the build. Default: `apps/demo/dist`. */
+  outDir?: string
+}
+
+/** Absolute path of the directory holding the built demo (`index.html` and its assets). */
+export type BuildDemoReturnType = string
+
+// Builds change process.env while they run, so two of them must never overlap.
+let queue: Promise<unknown> = Promise.resolve()
+
+/**
+ * Builds the demo app with Vite for the given chains: the RPC urls reach the app as
+ * `import.meta.env.VITE_LATCHKEY_CHAIN_A_RPC` / `_B_RPC`. Always a production build, whatever
+ * `NODE_ENV` the caller runs under (vitest sets `test`); the environment is restored afterwards.
+ *
+ * @example
+ * const dir = await buildDemo({ chainARpc: 'http://127.0.0.1:8545', chainBRpc: 'http://127.0.0.1:8546' })
+ */
+export function buildDemo(parameters: BuildDemoParameters): Promise<BuildDemoReturnType> {
+  const run = queue.then(() => build(parameters))
+  queue = run.catch(() => undefined)
+  return run
+}
+
+async function build(parameters: BuildDemoParameters): Promise<string> {
+  const outDir = resolve(parameters.outDir ?? resolve(demoRoot, 'dist'))
+  // Vite is heavy; load it only when a build is asked for.
+  const vite = await import('vite')
+  const overrides = {
+    VITE_LATCHKEY_CHAIN_A_RPC: parameters.chainARpc,
+    VITE_LATCHKEY_CHAIN_B_RPC: parameters.chainBRpc,
+    NODE_ENV: 'production',
+  }
+  const saved = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]))
+  Object.assign(process.env, overrides)
+  try {
+    await vite.build({
+      root: demoRoot,
+      configFile: resolve(demoRoot, 'vite.config.ts'),
+      mode: 'production',
+      logLevel: 'warn',
+      clearScreen: false,
+      build: { outDir, emptyOutDir: true },
+    })
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key]
+      else process.env[key] = value
+    }
+  }
+  return outDir
+}

@@ -1,0 +1,86 @@
+/**
+ * `npm start`: runs the local stack until Ctrl-C (SIGINT) or SIGTERM, then stops every service
+ * and exits 0.
+ *
+ *   npm start                    chains, demo build, demo server
+ *   npm start -- --no-build      serve the demo built by an earlier run
+ *   npm start -- --no-demo       chains only (also LATCHKEY_DEMO=0)
+ */
+import { isAbsolute, relative } from 'node:path'
+import { PortInUseError } from './instance.js'
+import { type Stack, startStack } from './stack.js'
+
+const usage = `Usage: npm start -- [--no-demo] [--no-build]
+
+  --no-demo    start the chains only (same as LATCHKEY_DEMO=0)
+  --no-build   serve the demo built by an earlier run instead of building it
+
+Environment: LATCHKEY_CHAIN_A_PORT (8545), LATCHKEY_CHAIN_B_PORT (8546), LATCHKEY_DEMO_PORT (5173),
+LATCHKEY_STATE_DIR (.latchkey), LATCHKEY_DEMO=0`
+
+const flags = new Set(process.argv.slice(2))
+if (flags.has('--help') || flags.has('-h')) {
+  console.log(usage)
+  process.exit(0)
+}
+const unknown = [...flags].filter((flag) => flag !== '--no-demo' && flag !== '--no-build')
+if (unknown.length) {
+  console.error(`Unknown option ${unknown.join(' ')}\n\n${usage}`)
+  process.exit(2)
+}
+
+const demo = !flags.has('--no-demo') && process.env['LATCHKEY_DEMO'] !== '0'
+const build = !flags.has('--no-build')
+
+let stack: Stack | undefined
+let stopping = false
+
+// Registered before anything starts, so a Ctrl-C during start-up still stops what started.
+// Repeated signals are ignored: npm forwards the terminal's SIGINT, so each Ctrl-C arrives twice,
+// and stopping is bounded anyway (SIGKILL after a timeout).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (stopping) return
+    stopping = true
+    console.log('\nStopping…')
+    if (stack) void shutdown(stack)
+    // Otherwise start-up is still running; it sees `stopping` when it is done.
+  })
+}
+
+console.log(demo ? (build ? 'Starting Latchkey devnet (building the demo)…' : 'Starting Latchkey devnet…') : 'Starting Latchkey devnet (no demo)…')
+try {
+  stack = await startStack({ demo, build })
+} catch (error) {
+  console.error(`\nCould not start the devnet: ${error instanceof Error ? error.message : String(error)}`)
+  if (error instanceof PortInUseError)
+    console.error('Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT and LATCHKEY_DEMO_PORT.')
+  // Every service that had started was stopped by startStack.
+  process.exit(stopping ? 0 : 1)
+}
+
+if (stopping) await shutdown(stack)
+else console.log(banner(stack))
+
+function banner(stack: Stack): string {
+  const rows: [string, string][] = [
+    ['Chain A', `${stack.urls.chainA}   chain id 31337`],
+    ['Chain B', `${stack.urls.chainB}   chain id 31338`],
+  ]
+  if (stack.urls.demo) rows.push(['Demo', stack.urls.demo])
+  const devJson = relative(process.cwd(), stack.devJson)
+  rows.push(['dev.json', devJson.startsWith('..') || isAbsolute(devJson) ? stack.devJson : devJson])
+  const width = Math.max(...rows.map(([label]) => label.length))
+  return ['', 'Latchkey devnet is running', '', ...rows.map(([label, value]) => `  ${label.padEnd(width)}   ${value}`), '', 'Press Ctrl-C to stop', ''].join('\n')
+}
+
+async function shutdown(stack: Stack): Promise<never> {
+  try {
+    await stack.stop()
+  } catch (error) {
+    console.error(`Some services did not stop cleanly: ${error instanceof Error ? error.message : String(error)}`)
+    process.exit(1)
+  }
+  console.log('Stopped.')
+  process.exit(0)
+}

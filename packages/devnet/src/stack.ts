@@ -1,0 +1,146 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { anvil } from './anvil.js'
+import { buildDemo, repoRoot } from './buildDemo.js'
+import { DevnetError, type Instance } from './instance.js'
+import { staticServer } from './static.js'
+
+export type StartStackOptions = {
+  /**
+   * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
+   * `LATCHKEY_DEMO_PORT`), else 8545, 8546 and 5173.
+   */
+  ports?: { chainA?: number; chainB?: number; demo?: number }
+  /** Build and serve the demo app. Default: `true`. */
+  demo?: boolean
+  /** Build the demo before serving it; `false` serves what is already in `demoDir`. Default: `true`. */
+  build?: boolean
+  /** Where the demo is built to and served from. Default: `<stateDir>/demo`. */
+  demoDir?: string
+  /** Where `dev.json` is written. Default: `LATCHKEY_STATE_DIR`, else `<repo>/.latchkey`. */
+  stateDir?: string
+  /** Environment to read the defaults from. Default: `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>
+}
+
+export type StackChain = { readonly id: number; readonly name: string; readonly rpcUrl: string }
+
+/** The stack's URLs; `demo` exists when the demo is served. */
+export type StackUrls<demo extends boolean = boolean> = { readonly chainA: string; readonly chainB: string } & (demo extends true
+  ? { readonly demo: string }
+  : { readonly demo?: undefined })
+
+/**
+ * Contents of `.latchkey/dev.json`, for tests and tools to find the running stack. The relay,
+ * kms, app backend and reference wallet will add their URLs to `urls` (and their keys beside it)
+ * when they join the stack. `pid` is the process that runs the stack, so a file left by a stack
+ * that is gone can be recognised.
+ */
+export type DevJson = {
+  readonly version: 1
+  readonly startedAt: string
+  readonly pid: number
+  readonly urls: StackUrls
+  readonly chains: readonly StackChain[]
+}
+
+export type Stack<demo extends boolean = boolean> = {
+  readonly urls: StackUrls<demo>
+  readonly chains: readonly StackChain[]
+  /** Path of the `dev.json` this stack wrote. */
+  readonly devJson: string
+  /** Every service, in start order. */
+  readonly instances: readonly Instance[]
+  /** Stops every service, in reverse start order. Files (dev.json, the demo build) stay. */
+  stop(): Promise<void>
+}
+
+/** Whether a stack started with `options` serves the demo: known when `demo` is a literal or absent. */
+type DemoFlag<options> = options extends { demo: false } ? false : options extends { demo: true } ? true : 'demo' extends keyof options ? boolean : true
+
+export const defaultPorts = { chainA: 8545, chainB: 8546, demo: 5173 } as const
+
+/**
+ * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built
+ * for those chains and served as static files; then writes `dev.json`. If any service fails to
+ * start, the ones already started are stopped before the error is rethrown.
+ *
+ * @example
+ * const stack = await startStack({ ports: { chainA: await getFreePort(), chainB: await getFreePort() }, demo: false })
+ * console.log(stack.urls.chainA)
+ * await stack.stop()
+ */
+export async function startStack<const options extends StartStackOptions = {}>(options?: options): Promise<Stack<DemoFlag<options>>> {
+  const env = options?.env ?? process.env
+  const ports = {
+    chainA: options?.ports?.chainA ?? portFromEnv(env, 'LATCHKEY_CHAIN_A_PORT', defaultPorts.chainA),
+    chainB: options?.ports?.chainB ?? portFromEnv(env, 'LATCHKEY_CHAIN_B_PORT', defaultPorts.chainB),
+    demo: options?.ports?.demo ?? portFromEnv(env, 'LATCHKEY_DEMO_PORT', defaultPorts.demo),
+  }
+  const withDemo = options?.demo ?? true
+  const stateDir = resolve(options?.stateDir ?? env['LATCHKEY_STATE_DIR'] ?? join(repoRoot, '.latchkey'))
+  const demoDir = resolve(options?.demoDir ?? join(stateDir, 'demo'))
+
+  const chainA = anvil({ name: 'chain A', port: ports.chainA, chainId: 31337 })
+  const chainB = anvil({ name: 'chain B', port: ports.chainB, chainId: 31338 })
+  const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
+  // Later: relay, kms, app backend and reference wallet join this list.
+  const instances: Instance[] = [chainA, chainB, ...(demo ? [demo] : [])]
+
+  const chains: readonly StackChain[] = [
+    { id: 31337, name: 'Anvil A', rpcUrl: chainA.url },
+    { id: 31338, name: 'Anvil B', rpcUrl: chainB.url },
+  ]
+  const urls = { chainA: chainA.url, chainB: chainB.url, ...(demo ? { demo: demo.url } : {}) } as StackUrls<DemoFlag<options>>
+  const devJson = join(stateDir, 'dev.json')
+  // Created first, before the demo build makes it as a side effect with the default mode: dev.json
+  // will carry the kms parent organization's API key, so only this user may read the directory.
+  await mkdir(stateDir, { recursive: true, mode: 0o700 })
+
+  try {
+    // The build needs only the chains' URLs, so it runs while they start.
+    const results = await Promise.allSettled([
+      chainA.start(),
+      chainB.start(),
+      demo && (options?.build ?? true) ? buildDemo({ chainARpc: chainA.url, chainBRpc: chainB.url, outDir: demoDir }) : undefined,
+    ])
+    const failure = results.find((result) => result.status === 'rejected')
+    if (failure) throw failure.reason
+    await demo?.start()
+    await writeDevJson(devJson, { version: 1, startedAt: new Date().toISOString(), pid: process.pid, urls, chains })
+  } catch (error) {
+    await stopAll(instances).catch(() => undefined)
+    throw error
+  }
+
+  return { urls, chains, devJson, instances, stop: () => stopAll(instances) }
+}
+
+async function stopAll(instances: readonly Instance[]): Promise<void> {
+  const errors: unknown[] = []
+  for (const instance of [...instances].reverse()) {
+    try {
+      await instance.stop()
+    } catch (error) {
+      errors.push(error)
+    }
+  }
+  if (errors.length === 1) throw errors[0]
+  if (errors.length > 1) throw new AggregateError(errors, `${errors.length} services failed to stop`)
+}
+
+async function writeDevJson(path: string, contents: DevJson): Promise<void> {
+  const temporary = `${path}.${process.pid}.tmp`
+  await writeFile(temporary, `${JSON.stringify(contents, null, 2)}\n`, { mode: 0o600 })
+  // Readers never see a half-written file.
+  await rename(temporary, path)
+}
+
+function portFromEnv(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number): number {
+  const value = env[name]
+  if (value === undefined || value === '') return fallback
+  const port = Number(value)
+  if (!/^\d+$/.test(value) || port < 1 || port > 65_535)
+    throw new DevnetError(`${name} must be a port number from 1 to 65535, got "${value}"`, { code: 'INVALID_PORT' })
+  return port
+}

@@ -1,0 +1,21 @@
+import react from '@vitejs/plugin-react'
+import { defaultClientConditions, defaultServerConditions } from 'vite'
+import { defineConfig } from 'vitest/config'
+
+const serverResolve = { conditions: ['source', ...defaultServerConditions], externalConditions: ['source'] }
+
+/** Unit and integration tests of every package; e2e has its own config in e2e/. */
+export default defineConfig({
+  plugins: [react()],
+  // Workspace packages resolve to their TypeScript source through the `source` export condition.
+  resolve: { conditions: ['source', ...defaultClientConditions] },
+  ssr: { resolve: serverResolve },
+  // Vitest loads global setup files in its own environment, which needs the condition too.
+  environments: { __vitest__: { resolve: serverResolve } },
+  test: {
+    include: ['packages/*/src/**/*.test.{ts,tsx}', 'packages/*/test/**/*.test.{ts,tsx}', 'apps/*/src/**/*.test.{ts,tsx}'],
+    globalSetup: ['./test/globalSetup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+  },
+})
