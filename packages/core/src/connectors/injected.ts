@@ -18,6 +18,8 @@ export type InjectedParameters = {
   rdns?: string | undefined
   /** The wallet's provider, or a getter for it. Default: the legacy `window.ethereum`. */
   provider?: EIP1193Provider | (() => EIP1193Provider | undefined) | undefined
+  /** How long to wait for the user (connect, sign, send) and for plain reads, in ms. */
+  timeouts?: { user?: number | undefined; read?: number | undefined } | undefined
 }
 
 type RequestArguments = { method: string; params?: unknown }
@@ -37,6 +39,8 @@ type LooseProvider = {
 export function injected(parameters: InjectedParameters = {}): CreateConnectorFn {
   const id = parameters.id ?? 'injected'
   const name = parameters.name ?? 'Browser Wallet'
+  const userTimeout = parameters.timeouts?.user ?? REQUEST_TIMEOUT_MS
+  const readTimeout = parameters.timeouts?.read ?? RECONNECT_TIMEOUT_MS
   const setup: CreateConnectorFn = Object.assign(
     (config: Parameters<CreateConnectorFn>[0]) => {
       const emitter = createEmitter<ConnectorEvents>()
@@ -49,7 +53,7 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
         return typeof window === 'undefined' ? undefined : (window as { ethereum?: LooseProvider }).ethereum
       }
 
-      async function request<result>(args: RequestArguments, ms = REQUEST_TIMEOUT_MS, signal?: AbortSignal): Promise<result> {
+      async function request<result>(args: RequestArguments, ms = userTimeout, signal?: AbortSignal): Promise<result> {
         const provider = findProvider()
         if (!provider) throw new ProviderNotFoundError({ details: `${name} is not available in this browser.` })
         try {
@@ -82,9 +86,9 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
         }
       }
 
-      const getChainId = async () => Number(await request<string>({ method: 'eth_chainId' }, RECONNECT_TIMEOUT_MS))
+      const getChainId = async () => Number(await request<string>({ method: 'eth_chainId' }, readTimeout))
       const getAccounts = async () =>
-        (await request<string[]>({ method: 'eth_accounts' }, RECONNECT_TIMEOUT_MS)).map((a) => getAddress(a))
+        (await request<string[]>({ method: 'eth_accounts' }, readTimeout)).map((a) => getAddress(a))
 
       const connector: ReturnType<CreateConnectorFn> = {
         id,
@@ -95,8 +99,8 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
         emitter,
         async connect({ chainId, signal, isReconnecting } = {}) {
           const raw = isReconnecting
-            ? await request<string[]>({ method: 'eth_accounts' }, RECONNECT_TIMEOUT_MS, signal)
-            : await request<string[]>({ method: 'eth_requestAccounts' }, CONNECT_TIMEOUT_MS, signal)
+            ? await request<string[]>({ method: 'eth_accounts' }, readTimeout, signal)
+            : await request<string[]>({ method: 'eth_requestAccounts' }, parameters.timeouts?.user ?? CONNECT_TIMEOUT_MS, signal)
           const accounts = raw.map((a) => getAddress(a)) as Address[]
           let current = await getChainId()
           attach()
@@ -127,7 +131,7 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
           const chain = config.chains.find((c) => c.id === chainId)
           if (!chain) throw new ChainNotConfiguredError({ chainId })
           const hexId = `0x${chainId.toString(16)}`
-          const switchTo = () => request({ method: 'wallet_switchEthereumChain', params: [{ chainId: hexId }] }, REQUEST_TIMEOUT_MS, signal)
+          const switchTo = () => request({ method: 'wallet_switchEthereumChain', params: [{ chainId: hexId }] }, userTimeout, signal)
           try {
             await switchTo()
           } catch (error) {
@@ -146,7 +150,7 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
                   },
                 ],
               },
-              REQUEST_TIMEOUT_MS,
+              userTimeout,
               signal,
             )
             // Some wallets switch on add, some do not: switch only if still elsewhere.
