@@ -27,3 +27,14 @@ export { createMemoryStorage, createStorage, type ConnectorStorage, type KeyValu
 export type * from './types.js'
 export type { Logger } from './utils/logger.js'
 export { version } from './version.js'
+export {
+  findWalletById,
+  findWalletByRdns,
+  getInAppBrowserLink,
+  getWalletBook,
+  getWalletConnectDeepLink,
+  type GetWalletConnectDeepLinkOptions,
+  type WalletBook,
+  type WalletBookEntry,
+  type WalletBookInjectedConfig,
+} from './walletBook/index.js'
