@@ -1,0 +1,72 @@
+'use client'
+import type { GetAccountReturnType } from '@latchkey/core'
+import type { ReactNode } from 'react'
+import type { Chain } from 'viem'
+import { useAccount } from './hooks/useAccount.js'
+import { useAccountModal, useConnectModal } from './hooks/useModal.js'
+import { loadModals } from './ModalHost.js'
+import './button.css'
+
+export type ConnectButtonRenderProps = {
+  account: GetAccountReturnType
+  chain: Chain | undefined
+  status: GetAccountReturnType['status']
+  isConnected: boolean
+  openConnectModal(): void
+  openAccountModal(): void
+}
+
+export type ConnectButtonProps = {
+  label?: string | undefined
+  /** Render your own button; Latchkey still provides the state and the modals. */
+  children?: ((props: ConnectButtonRenderProps) => ReactNode) | undefined
+}
+
+/** `0xf39F…2266` */
+export function shortAddress(address: string) {
+  return `${address.slice(0, 6)}…${address.slice(-4)}`
+}
+
+// Warm the modal chunk when the user shows intent, so the first click opens at once.
+const preload = () => void loadModals()
+
+/**
+ * The button that opens the connect modal, or, once connected, the account modal.
+ *
+ * @example
+ * <ConnectButton />
+ * <ConnectButton>{({ isConnected, openConnectModal }) => <MyButton onClick={openConnectModal} />}</ConnectButton>
+ */
+export function ConnectButton({ label = 'Connect Wallet', children }: ConnectButtonProps) {
+  const account = useAccount()
+  const connectModal = useConnectModal()
+  const accountModal = useAccountModal()
+  if (children)
+    return children({
+      account,
+      chain: account.chain,
+      status: account.status,
+      isConnected: account.isConnected,
+      openConnectModal: connectModal.open,
+      openAccountModal: accountModal.open,
+    })
+  if (account.isConnected && account.address)
+    return (
+      <button
+        type="button"
+        className="lk-button lk-button-account"
+        aria-label={`Account ${shortAddress(account.address)}`}
+        onClick={accountModal.open}
+        onPointerEnter={preload}
+        onFocus={preload}
+      >
+        <span className="lk-button-chain">{account.chain?.name ?? `Chain ${account.chainId}`}</span>
+        <span className="lk-button-address">{shortAddress(account.address)}</span>
+      </button>
+    )
+  return (
+    <button type="button" className="lk-button" onClick={connectModal.open} onPointerEnter={preload} onFocus={preload}>
+      {label}
+    </button>
+  )
+}

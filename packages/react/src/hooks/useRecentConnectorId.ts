@@ -1,0 +1,14 @@
+import { useSyncExternalStore } from 'react'
+import { useClient } from './useClient.js'
+
+/**
+ * The id of the wallet used last (for the "Recent" marker), refreshed on every state change.
+ *
+ * @example
+ * const recent = useRecentConnectorId()
+ */
+export function useRecentConnectorId(): string | null {
+  const client = useClient()
+  const snapshot = () => client.storage.getRecentConnectorId()
+  return useSyncExternalStore(client.subscribe, snapshot, () => null)
+}

@@ -1,0 +1,87 @@
+'use client'
+import { useState } from 'react'
+import { shortAddress } from '../ConnectButton.js'
+import { useAccount } from '../hooks/useAccount.js'
+import { useBalance } from '../hooks/useBalance.js'
+import { useDisconnect } from '../hooks/useDisconnect.js'
+import { useSwitchChain } from '../hooks/useSwitchChain.js'
+import { Dialog } from './Dialog.js'
+
+type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
+
+/** Address, balance, network switcher, explorer link and disconnect. */
+export function AccountModal({ theme, onClose }: Props) {
+  const { address, chain, chainId, isConnected } = useAccount()
+  const balance = useBalance({ address, chainId })
+  const switcher = useSwitchChain()
+  const disconnect = useDisconnect()
+  const [copied, setCopied] = useState(false)
+
+  if (!isConnected || !address) return null
+  const explorer = chain?.blockExplorers?.default.url
+  return (
+    <Dialog title="Account" theme={theme} onClose={onClose}>
+      <div className="lk-account">
+        <p className="lk-address">{address}</p>
+        <div className="lk-row">
+          <button
+            type="button"
+            className="lk-secondary"
+            onClick={() =>
+              navigator.clipboard.writeText(address).then(
+                () => setCopied(true),
+                () => setCopied(false),
+              )
+            }
+          >
+            {copied ? 'Copied' : 'Copy address'}
+          </button>
+          {explorer && (
+            <a className="lk-secondary lk-link" href={`${explorer.replace(/\/$/, '')}/address/${address}`} target="_blank" rel="noopener noreferrer">
+              View on {chain?.blockExplorers?.default.name ?? 'explorer'}
+            </a>
+          )}
+        </div>
+        <p className="lk-balance" aria-label="Balance">
+          {balance.status === 'success' && balance.data
+            ? `${trimDecimals(balance.data.formatted)} ${balance.data.symbol}`
+            : balance.status === 'error'
+              ? 'Balance unavailable'
+              : 'Loading balance…'}
+        </p>
+        <h3 className="lk-subheading">Network</h3>
+        <ul className="lk-networks">
+          {switcher.chains.map((c) => (
+            <li key={c.id}>
+              <button
+                type="button"
+                className="lk-network"
+                aria-pressed={c.id === chainId}
+                disabled={switcher.isPending}
+                onClick={() => c.id !== chainId && switcher.switchChain({ chainId: c.id }).catch(() => {})}
+              >
+                {`${c.name} (${c.id})`}
+              </button>
+            </li>
+          ))}
+        </ul>
+        {switcher.error && (
+          <p role="alert" className="lk-alert">
+            {switcher.error.shortMessage}
+          </p>
+        )}
+        <button type="button" className="lk-secondary lk-danger" onClick={() => disconnect.disconnect().then(onClose)}>
+          Disconnect
+        </button>
+        <p className="lk-muted lk-small-print">Connected as {shortAddress(address)}</p>
+      </div>
+    </Dialog>
+  )
+}
+
+/** `10000.123456789` → `10000.1235`; keeps small balances readable. */
+export function trimDecimals(formatted: string, digits = 4) {
+  const [whole, fraction = ''] = formatted.split('.')
+  const kept = fraction.slice(0, digits).replace(/0+$/, '')
+  return kept ? `${whole}.${kept}` : `${whole}`
+}

@@ -1,0 +1,135 @@
+'use client'
+import { type Connector, getWalletBook, type WalletBookEntry } from '@latchkey/core'
+import { useEffect, useId, useMemo, useState } from 'react'
+import { useAccount } from '../hooks/useAccount.js'
+import { useConnect } from '../hooks/useConnect.js'
+import { useConnectors } from '../hooks/useConnectors.js'
+import { useRecentConnectorId } from '../hooks/useRecentConnectorId.js'
+import { Dialog } from './Dialog.js'
+
+type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
+
+/** The wallet list, then the pending view of the wallet the user picked. */
+export function ConnectModal({ theme, onClose }: Props) {
+  const connectors = useConnectors()
+  const recent = useRecentConnectorId()
+  const { isConnected } = useAccount()
+  const connect = useConnect()
+  const [picked, setPicked] = useState<Connector>()
+  const recentLabelId = useId()
+
+  // Connected (here or by a wallet that restored itself): nothing left to do in this modal.
+  useEffect(() => {
+    if (isConnected && connect.status === 'success') onClose()
+  }, [isConnected, connect.status, onClose])
+
+  const ordered = useMemo(
+    () => [...connectors].sort((a, b) => Number(b.id === recent) - Number(a.id === recent)),
+    [connectors, recent],
+  )
+  const more = useMemo(() => notInstalled(getWalletBook().wallets, connectors), [connectors])
+
+  function start(connector: Connector) {
+    setPicked(connector)
+    connect.connect({ connector }).catch(() => {
+      // The error is in connect.error and shown in the pending view; a cancel goes back to the list.
+    })
+  }
+
+  function cancel() {
+    connect.cancel()
+    connect.reset()
+    setPicked(undefined)
+  }
+
+  if (picked)
+    return (
+      <Dialog title="Connect a wallet" theme={theme} onClose={cancelAndClose}>
+        <div className="lk-pending">
+          {picked.icon ? <img src={picked.icon} alt="" width={56} height={56} /> : <span className="lk-monogram lk-large">{picked.name[0]}</span>}
+          <p className="lk-pending-name">{picked.name}</p>
+          {connect.status === 'error' && connect.error?.code !== 'cancelled' ? (
+            <>
+              <p role="alert" className="lk-alert">
+                {connect.error?.shortMessage ?? 'The connection failed.'}
+              </p>
+              <div className="lk-row">
+                <button type="button" className="lk-secondary" onClick={() => (connect.reset(), setPicked(undefined))}>
+                  Back
+                </button>
+                <button type="button" className="lk-primary" onClick={() => start(picked)}>
+                  Try again
+                </button>
+              </div>
+            </>
+          ) : (
+            <>
+              <p className="lk-muted" role="status">
+                Confirm the connection in {picked.name}
+              </p>
+              <span className="lk-spinner" aria-hidden="true" />
+              <button type="button" className="lk-secondary" onClick={cancel}>
+                Cancel
+              </button>
+            </>
+          )}
+        </div>
+      </Dialog>
+    )
+
+  function cancelAndClose() {
+    connect.cancel()
+    onClose()
+  }
+
+  return (
+    <Dialog title="Connect a wallet" theme={theme} onClose={onClose}>
+      <span id={recentLabelId} hidden>
+        Last used
+      </span>
+      {ordered.length > 0 ? (
+        <ul className="lk-wallets">
+          {ordered.map((connector) => (
+            <li key={connector.id}>
+              <button
+                type="button"
+                className="lk-wallet"
+                aria-label={connector.name}
+                aria-describedby={connector.id === recent ? recentLabelId : undefined}
+                onClick={() => start(connector)}
+              >
+                {connector.icon ? <img src={connector.icon} alt="" width={32} height={32} /> : <span className="lk-monogram">{connector.name[0]}</span>}
+                <span className="lk-wallet-name">{connector.name}</span>
+                {connector.id === recent && <span className="lk-badge">Recent</span>}
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="lk-muted">No browser wallet was found. Install one of these, then reload this page.</p>
+      )}
+      {more.length > 0 && (
+        <details className="lk-more" open={ordered.length === 0}>
+          <summary>More wallets</summary>
+          <ul className="lk-wallets lk-grid">
+            {more.map((wallet) => (
+              <li key={wallet.id}>
+                <a className="lk-wallet lk-small" href={wallet.homepage} target="_blank" rel="noopener noreferrer" aria-label={`Get ${wallet.name}`}>
+                  <img src={wallet.icon} alt="" width={24} height={24} />
+                  <span className="lk-wallet-name">{wallet.shortName}</span>
+                </a>
+              </li>
+            ))}
+          </ul>
+        </details>
+      )}
+    </Dialog>
+  )
+}
+
+/** Book wallets that are not among the connectors, matched by rdns or id. */
+export function notInstalled(wallets: readonly WalletBookEntry[], connectors: readonly Connector[]): WalletBookEntry[] {
+  const ids = new Set(connectors.map((c) => c.id))
+  const rdns = new Set(connectors.flatMap((c) => (c.rdns ? [c.rdns] : [])))
+  return wallets.filter((w) => !ids.has(w.id) && !(w.eip6963Config && rdns.has(w.eip6963Config.rdns)))
+}

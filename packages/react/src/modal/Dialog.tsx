@@ -1,0 +1,79 @@
+'use client'
+import { type ReactNode, useEffect, useId, useRef } from 'react'
+
+const focusable = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])'
+
+export type DialogProps = {
+  title: string
+  theme: 'light' | 'dark' | 'auto'
+  onClose(): void
+  children: ReactNode
+}
+
+/**
+ * A WAI-ARIA modal dialog: focus moves in and is trapped, Escape and the backdrop close it, focus
+ * returns to what opened it, and the page behind does not scroll.
+ */
+export function Dialog({ title, theme, onClose, children }: DialogProps) {
+  const titleId = useId()
+  const ref = useRef<HTMLDivElement>(null)
+  const onCloseRef = useRef(onClose)
+  onCloseRef.current = onClose
+
+  useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
+    const dialog = ref.current
+    const first = dialog?.querySelector<HTMLElement>(focusable)
+    ;(first ?? dialog)?.focus()
+    const overflow = document.body.style.overflow
+    document.body.style.overflow = 'hidden'
+    function onKeyDown(event: KeyboardEvent) {
+      if (event.key === 'Escape') {
+        event.stopPropagation()
+        onCloseRef.current()
+        return
+      }
+      if (event.key !== 'Tab' || !dialog) return
+      const items = [...dialog.querySelectorAll<HTMLElement>(focusable)]
+      const firstItem = items[0]
+      const lastItem = items.at(-1)
+      if (!firstItem || !lastItem) return event.preventDefault()
+      if (event.shiftKey && document.activeElement === firstItem) {
+        event.preventDefault()
+        lastItem.focus()
+      } else if (!event.shiftKey && document.activeElement === lastItem) {
+        event.preventDefault()
+        firstItem.focus()
+      } else if (!dialog.contains(document.activeElement)) {
+        event.preventDefault()
+        firstItem.focus()
+      }
+    }
+    document.addEventListener('keydown', onKeyDown)
+    return () => {
+      document.removeEventListener('keydown', onKeyDown)
+      document.body.style.overflow = overflow
+      if (opener?.isConnected) opener.focus()
+    }
+  }, [])
+
+  return (
+    <div
+      className="lk-backdrop"
+      data-lk-theme={theme}
+      onMouseDown={(event) => {
+        if (event.target === event.currentTarget) onClose()
+      }}
+    >
+      <div ref={ref} className="lk-dialog" role="dialog" aria-modal="true" aria-labelledby={titleId} tabIndex={-1}>
+        <header className="lk-dialog-header">
+          <h2 id={titleId}>{title}</h2>
+          <button type="button" className="lk-icon-button" aria-label="Close" onClick={onClose}>
+            ×
+          </button>
+        </header>
+        {children}
+      </div>
+    </div>
+  )
+}
