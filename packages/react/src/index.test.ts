@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { expect, test } from 'vitest'
+
+test('default: exports', async () => {
+  expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
+    [
+      "ConnectButton",
+      "LatchkeyProvider",
+      "useAccount",
+      "useAccountModal",
+      "useBalance",
+      "useChainId",
+      "useClient",
+      "useConnect",
+      "useConnectModal",
+      "useConnectors",
+      "useDisconnect",
+      "useRecentConnectorId",
+      "useSendTransaction",
+      "useSignMessage",
+      "useSignTypedData",
+      "useSwitchChain",
+    ]
+  `)
+})
+
+/** Files reachable from `entry` through static imports inside this package (dynamic import() excluded). */
+function staticGraph(entry: string): string[] {
+  const seen = new Set<string>()
+  const visit = (file: string) => {
+    if (seen.has(file)) return
+    seen.add(file)
+    const source = readFileSync(file, 'utf8')
+    for (const [, specifier] of source.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'(\.[^']+)'/gms)) {
+      const target = resolve(dirname(file), (specifier as string).replace(/\.js$/, ''))
+      const candidates = [`${target}.ts`, `${target}.tsx`, target]
+      const found = candidates.find((candidate) => {
+        try {
+          return readFileSync(candidate) && true
+        } catch {
+          return false
+        }
+      })
+      if (found && /\.tsx?$/.test(found)) visit(found)
+    }
+  }
+  visit(entry)
+  return [...seen].map((file) => relative(import.meta.dirname, file)).sort()
+}
+
+test('behavior: the eager entry never statically reaches the modal code', () => {
+  const graph = staticGraph(join(import.meta.dirname, 'index.ts'))
+  expect(graph.filter((file) => file.startsWith('modal/'))).toEqual([])
+  expect(graph).toContain('ModalHost.tsx')
+  expect(readFileSync(join(import.meta.dirname, 'ModalHost.tsx'), 'utf8')).toContain("import('./modal/Modals.js')")
+})
