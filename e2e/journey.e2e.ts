@@ -1,6 +1,7 @@
 import { createPublicClient, http, verifyMessage, verifyTypedData } from 'viem'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { launch, latchkeyStorage } from './browser.js'
+import { mailTypedData } from '../apps/demo/src/typedData.js'
 import { demo, waitForText } from './page.js'
 
 const stack = inject('stack')
@@ -45,25 +46,8 @@ describe('browser wallet journey', () => {
     expect(typedSignature).not.toBe(signature)
     expect(
       await verifyTypedData({
+        ...mailTypedData({ from: DEV_ADDRESS, chainId: 31337, contents: message }),
         address: DEV_ADDRESS,
-        domain: { name: 'Latchkey Demo', version: '1', chainId: 31337 },
-        types: {
-          Person: [
-            { name: 'name', type: 'string' },
-            { name: 'wallet', type: 'address' },
-          ],
-          Mail: [
-            { name: 'from', type: 'Person' },
-            { name: 'to', type: 'Person' },
-            { name: 'contents', type: 'string' },
-          ],
-        },
-        primaryType: 'Mail',
-        message: {
-          from: { name: 'You', wallet: DEV_ADDRESS },
-          to: { name: 'Latchkey', wallet: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720' },
-          contents: message,
-        },
         signature: typedSignature,
       }),
     ).toBe(true)

@@ -10,24 +10,7 @@ import {
 } from '@latchkey/react'
 import { useId, useState } from 'react'
 import { parseEther } from 'viem'
-
-/** Where the demo's small transfer goes: anvil's last test account. */
-const RECIPIENT = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720'
-
-const mail = {
-  types: {
-    Person: [
-      { name: 'name', type: 'string' },
-      { name: 'wallet', type: 'address' },
-    ],
-    Mail: [
-      { name: 'from', type: 'Person' },
-      { name: 'to', type: 'Person' },
-      { name: 'contents', type: 'string' },
-    ],
-  },
-  primaryType: 'Mail',
-} as const
+import { mailTypedData, RECIPIENT } from './typedData.js'
 
 export function App() {
   const { address, chain, chainId, isConnected, status } = useAccount()
@@ -125,15 +108,7 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
             onClick={() =>
               run(
                 () =>
-                  signTypedData.signTypedData({
-                    ...mail,
-                    domain: { name: 'Latchkey Demo', version: '1', chainId },
-                    message: {
-                      from: { name: 'You', wallet: address },
-                      to: { name: 'Latchkey', wallet: RECIPIENT },
-                      contents: message,
-                    },
-                  }),
+                  signTypedData.signTypedData(mailTypedData({ from: address, chainId, contents: message })),
                 setSignature,
               )
             }
