@@ -60,6 +60,7 @@ describe('browser wallet journey', () => {
     const receipt = await chainA.waitForTransactionReceipt({ hash, pollingInterval: 100 })
     expect(receipt.status).toBe('success')
     expect(receipt.from).toBe(DEV_ADDRESS.toLowerCase())
+    await page.getByText(`Confirmed in block ${receipt.blockNumber}`, { exact: true }).waitFor()
 
     // Switch to the second chain.
     await ui.network.selectOption({ label: 'Anvil B (31338)' })

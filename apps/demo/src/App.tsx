@@ -1,4 +1,4 @@
-import type { BaseError } from '@latchkey/core'
+import { type BaseError, waitForTransactionReceipt } from '@latchkey/core'
 import {
   ConnectButton,
   useAccount,
@@ -6,6 +6,7 @@ import {
   useSendTransaction,
   useSignMessage,
   useSignTypedData,
+  useClient,
   useSwitchChain,
 } from '@latchkey/react'
 import { useId, useState } from 'react'
@@ -52,6 +53,16 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
   const disconnect = useDisconnect()
   const [lastError, setLastError] = useState<BaseError | null>(null)
   const [signature, setSignature] = useState<string>('')
+  const [receipt, setReceipt] = useState<string>('')
+  const client = useClient()
+
+  async function send() {
+    setReceipt('')
+    const hash = await sendTransaction.sendTransaction({ to: RECIPIENT, value: parseEther('0.001') })
+    setReceipt('Waiting for the block…')
+    const { status, blockNumber } = await waitForTransactionReceipt(client, { hash, chainId })
+    setReceipt(status === 'success' ? `Confirmed in block ${blockNumber}` : `Reverted in block ${blockNumber}`)
+  }
 
   async function run<value>(action: () => Promise<value>, onValue: (value: value) => void) {
     setLastError(null)
@@ -130,7 +141,7 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
         <button
           type="button"
           disabled={sendTransaction.isPending}
-          onClick={() => run(() => sendTransaction.sendTransaction({ to: RECIPIENT, value: parseEther('0.001') }), () => {})}
+          onClick={() => run(send, () => {})}
         >
           Send transaction
         </button>
@@ -139,6 +150,9 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
           <output aria-labelledby={ids.hash} className="mono">
             {sendTransaction.data ?? ''}
           </output>
+          <span className="muted" aria-live="polite">
+            {receipt}
+          </span>
         </p>
       </section>
 
