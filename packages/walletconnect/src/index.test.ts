@@ -1,0 +1,5 @@
+import { expect, test } from 'vitest'
+
+test('default: exports', async () => {
+  expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot()
+})
