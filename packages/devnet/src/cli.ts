@@ -15,7 +15,8 @@ const usage = `Usage: npm start -- [--no-demo] [--no-build]
   --no-demo    start the chains only (same as LATCHKEY_DEMO=0)
   --no-build   serve the demo built by an earlier run instead of building it
 
-Environment: LATCHKEY_CHAIN_A_PORT (8545), LATCHKEY_CHAIN_B_PORT (8546), LATCHKEY_DEMO_PORT (5173),
+Environment: LATCHKEY_CHAIN_A_PORT (8545), LATCHKEY_CHAIN_B_PORT (8546), LATCHKEY_RELAY_PORT (5555),
+LATCHKEY_DEMO_PORT (5173),
 LATCHKEY_STATE_DIR (.latchkey), LATCHKEY_DEMO=0`
 
 const flags = new Set(process.argv.slice(2))
@@ -54,7 +55,7 @@ try {
 } catch (error) {
   console.error(`\nCould not start the devnet: ${error instanceof Error ? error.message : String(error)}`)
   if (error instanceof PortInUseError)
-    console.error('Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT and LATCHKEY_DEMO_PORT.')
+    console.error('Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT and LATCHKEY_DEMO_PORT.')
   // Every service that had started was stopped by startStack.
   process.exit(stopping ? 0 : 1)
 }
@@ -67,6 +68,7 @@ function banner(stack: Stack): string {
     ['Chain A', `${stack.urls.chainA}   chain id 31337`],
     ['Chain B', `${stack.urls.chainB}   chain id 31338`],
   ]
+  if (stack.urls.relay) rows.push(['Relay', stack.urls.relay])
   if (stack.urls.demo) rows.push(['Demo', stack.urls.demo])
   const devJson = relative(process.cwd(), stack.devJson)
   rows.push(['dev.json', devJson.startsWith('..') || isAbsolute(devJson) ? stack.devJson : devJson])

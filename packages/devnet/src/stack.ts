@@ -1,16 +1,19 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
+import { createRelay } from '@latchkey/relay'
 import { anvil } from './anvil.js'
 import { buildDemo, repoRoot } from './buildDemo.js'
-import { DevnetError, type Instance } from './instance.js'
+import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
 import { staticServer } from './static.js'
 
 export type StartStackOptions = {
   /**
    * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
-   * `LATCHKEY_DEMO_PORT`), else 8545, 8546 and 5173.
+   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_DEMO_PORT`), else 8545, 8546, 5555 and 5173.
    */
-  ports?: { chainA?: number; chainB?: number; demo?: number }
+  ports?: { chainA?: number; chainB?: number; relay?: number; demo?: number }
+  /** Run the WalletConnect relay. Default: `true`. */
+  relay?: boolean
   /** Build and serve the demo app. Default: `true`. */
   demo?: boolean
   /** Build the demo before serving it; `false` serves what is already in `demoDir`. Default: `true`. */
@@ -26,7 +29,7 @@ export type StartStackOptions = {
 export type StackChain = { readonly id: number; readonly name: string; readonly rpcUrl: string }
 
 /** The stack's URLs; `demo` exists when the demo is served. */
-export type StackUrls<demo extends boolean = boolean> = { readonly chainA: string; readonly chainB: string } & (demo extends true
+export type StackUrls<demo extends boolean = boolean> = { readonly chainA: string; readonly chainB: string; readonly relay?: string } & (demo extends true
   ? { readonly demo: string }
   : { readonly demo?: undefined })
 
@@ -58,7 +61,7 @@ export type Stack<demo extends boolean = boolean> = {
 /** Whether a stack started with `options` serves the demo: known when `demo` is a literal or absent. */
 type DemoFlag<options> = options extends { demo: false } ? false : options extends { demo: true } ? true : 'demo' extends keyof options ? boolean : true
 
-export const defaultPorts = { chainA: 8545, chainB: 8546, demo: 5173 } as const
+export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, demo: 5173 } as const
 
 /**
  * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built
@@ -75,6 +78,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const ports = {
     chainA: options?.ports?.chainA ?? portFromEnv(env, 'LATCHKEY_CHAIN_A_PORT', defaultPorts.chainA),
     chainB: options?.ports?.chainB ?? portFromEnv(env, 'LATCHKEY_CHAIN_B_PORT', defaultPorts.chainB),
+    relay: options?.ports?.relay ?? portFromEnv(env, 'LATCHKEY_RELAY_PORT', defaultPorts.relay),
     demo: options?.ports?.demo ?? portFromEnv(env, 'LATCHKEY_DEMO_PORT', defaultPorts.demo),
   }
   const withDemo = options?.demo ?? true
@@ -83,15 +87,21 @@ export async function startStack<const options extends StartStackOptions = {}>(o
 
   const chainA = anvil({ name: 'chain A', port: ports.chainA, chainId: 31337 })
   const chainB = anvil({ name: 'chain B', port: ports.chainB, chainId: 31338 })
+  const relay = options?.relay === false ? undefined : relayInstance(ports.relay)
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
-  // Later: relay, kms, app backend and reference wallet join this list.
-  const instances: Instance[] = [chainA, chainB, ...(demo ? [demo] : [])]
+  // Later: kms, app backend and reference wallet join this list.
+  const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(demo ? [demo] : [])]
 
   const chains: readonly StackChain[] = [
     { id: 31337, name: 'Anvil A', rpcUrl: chainA.url },
     { id: 31338, name: 'Anvil B', rpcUrl: chainB.url },
   ]
-  const urls = { chainA: chainA.url, chainB: chainB.url, ...(demo ? { demo: demo.url } : {}) } as StackUrls<DemoFlag<options>>
+  const urls = {
+    chainA: chainA.url,
+    chainB: chainB.url,
+    ...(relay ? { relay: relay.url } : {}),
+    ...(demo ? { demo: demo.url } : {}),
+  } as StackUrls<DemoFlag<options>>
   const devJson = join(stateDir, 'dev.json')
   // Created first, before the demo build makes it as a side effect with the default mode: dev.json
   // will carry the kms parent organization's API key, so only this user may read the directory.
@@ -102,6 +112,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     const results = await Promise.allSettled([
       chainA.start(),
       chainB.start(),
+      relay?.start(),
       demo && (options?.build ?? true) ? buildDemo({ chainARpc: chainA.url, chainBRpc: chainB.url, outDir: demoDir }) : undefined,
     ])
     const failure = results.find((result) => result.status === 'rejected')
@@ -143,4 +154,24 @@ function portFromEnv(env: Readonly<Record<string, string | undefined>>, name: st
   if (!/^\d+$/.test(value) || port < 1 || port > 65_535)
     throw new DevnetError(`${name} must be a port number from 1 to 65535, got "${value}"`, { code: 'INVALID_PORT' })
   return port
+}
+
+/** Our WalletConnect relay (in memory for now) as a devnet instance. */
+function relayInstance(port: number): Instance {
+  const relay = createRelay({ port, host: '127.0.0.1' })
+  return defineInstance({
+    name: 'relay',
+    host: relay.host,
+    port,
+    url: relay.url,
+    async start() {
+      try {
+        await relay.start()
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError({ name: 'relay', host: relay.host, port })
+        throw error
+      }
+    },
+    stop: () => relay.stop(),
+  })
 }

@@ -357,17 +357,19 @@ describe('staticServer', () => {
 
 describe('startStack', () => {
   test('default: with demo: false, writes dev.json and stop() frees the ports', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const stack = await startStack({ ports, stateDir, demo: false })
     cleanups.push(() => stack.stop())
 
     const chainA = `http://127.0.0.1:${ports.chainA}`
     const chainB = `http://127.0.0.1:${ports.chainB}`
-    expect(stack.urls).toEqual({ chainA, chainB })
+    const relay = `ws://127.0.0.1:${ports.relay}`
+    expect(stack.urls).toEqual({ chainA, chainB, relay })
     expect(stack.instances.map((instance) => [instance.name, instance.status])).toEqual([
       ['chain A', 'started'],
       ['chain B', 'started'],
+      ['relay', 'started'],
     ])
     expect(stack.devJson).toBe(join(stateDir, 'dev.json'))
     const devJson = JSON.parse(await readFile(stack.devJson, 'utf8')) as { startedAt: string }
@@ -375,7 +377,7 @@ describe('startStack', () => {
       version: 1,
       startedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       pid: process.pid,
-      urls: { chainA, chainB },
+      urls: { chainA, chainB, relay },
       chains: [
         { id: 31337, name: 'Anvil A', rpcUrl: chainA },
         { id: 31338, name: 'Anvil B', rpcUrl: chainB },
@@ -389,14 +391,14 @@ describe('startStack', () => {
     expect(await rpc(chainB, 'eth_chainId')).toBe('0x7a6a')
 
     await stack.stop()
-    expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle'])
-    expect([await canBind(ports.chainA), await canBind(ports.chainB)]).toEqual([true, true])
+    expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle'])
+    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay)]).toEqual([true, true, true])
     // stop() ends processes only; the file stays.
     expect((await stat(stack.devJson)).isFile()).toBe(true)
   })
 
   test('behavior: build: false serves the demo already in demoDir', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), demo: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), demo: await getFreePort() }
     const dir = await mkdtemp(join(tmpdir(), 'latchkey-stack-'))
     const demoDir = join(dir, 'demo')
     await mkdir(demoDir)
@@ -407,11 +409,12 @@ describe('startStack', () => {
     expect((await stat(stateDir)).mode & 0o777).toBe(0o700)
 
     expect(stack.urls.demo).toBe(`http://localhost:${ports.demo}`)
-    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'demo'])
+    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'demo'])
     expect(await (await fetch(`${stack.urls.demo}/explorer/31337`)).text()).toBe('<!doctype html><title>built</title>')
     expect((JSON.parse(await readFile(stack.devJson, 'utf8')) as { urls: unknown }).urls).toEqual({
       chainA: `http://127.0.0.1:${ports.chainA}`,
       chainB: `http://127.0.0.1:${ports.chainB}`,
+      relay: `ws://127.0.0.1:${ports.relay}`,
       demo: `http://localhost:${ports.demo}`,
     })
 
@@ -420,15 +423,25 @@ describe('startStack', () => {
   })
 
   test('error: when one service fails to start, the ones that started are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
     await occupy(ports.chainB)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
 
     const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
     expect(error).toBeInstanceOf(PortInUseError)
     expect((error as PortInUseError).shortMessage).toBe(`port ${ports.chainB} is in use: chain B could not listen on 127.0.0.1:${ports.chainB}`)
-    expect(await canBind(ports.chainA)).toBe(true)
+    expect([await canBind(ports.chainA), await canBind(ports.relay)]).toEqual([true, true])
     await expect(stat(join(stateDir, 'dev.json'))).rejects.toThrow('ENOENT')
+  })
+
+  test('error: the relay port in use is named, and the chains are stopped', async () => {
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
+    await occupy(ports.relay)
+    const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
+    const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
+    expect(error).toBeInstanceOf(PortInUseError)
+    expect((error as PortInUseError).shortMessage).toBe(`port ${ports.relay} is in use: relay could not listen on 127.0.0.1:${ports.relay}`)
+    expect([await canBind(ports.chainA), await canBind(ports.chainB)]).toEqual([true, true])
   })
 
   test('error: a port in the environment that is not a number', async () => {
@@ -440,11 +453,12 @@ describe('startStack', () => {
 
 describe('cli', () => {
   test.each(['SIGINT', 'SIGTERM'] as const)('default: prints the URLs; on %s stops both anvils and exits 0', async (signal) => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
     const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-cli-'))
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
       LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
+      LATCHKEY_RELAY_PORT: String(ports.relay),
       LATCHKEY_STATE_DIR: stateDir,
       LATCHKEY_DEMO: '0',
     })
@@ -457,6 +471,7 @@ describe('cli', () => {
         '',
         `  Chain A    http://127.0.0.1:${ports.chainA}   chain id 31337`,
         `  Chain B    http://127.0.0.1:${ports.chainB}   chain id 31338`,
+        `  Relay      ws://127.0.0.1:${ports.relay}`,
         `  dev.json   ${join(stateDir, 'dev.json')}`,
         '',
         'Press Ctrl-C to stop',
@@ -474,22 +489,23 @@ describe('cli', () => {
     expect(cli.output().stdout.slice(stdout.length)).toBe('\nStopping…\nStopped.\n')
     expect(cli.output().stderr).toBe('')
     expect(await Promise.all(anvils.map(isRunning))).toEqual([false, false])
-    expect([await canBind(ports.chainA), await canBind(ports.chainB)]).toEqual([true, true])
+    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay)]).toEqual([true, true, true])
   })
 
   test('error: a port in use exits 1 with a clear message and leaves nothing running', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
     await occupy(ports.chainA)
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
       LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
+      LATCHKEY_RELAY_PORT: String(ports.relay),
       LATCHKEY_STATE_DIR: await mkdtemp(join(tmpdir(), 'latchkey-cli-')),
       LATCHKEY_DEMO: '0',
     })
     expect(await exitOf(cli)).toEqual({ code: 1, signal: null })
     const { stderr } = cli.output()
     expect(stderr).toContain(`\nCould not start the devnet: port ${ports.chainA} is in use: chain A could not listen on 127.0.0.1:${ports.chainA}\n`)
-    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT and LATCHKEY_DEMO_PORT')
+    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT and LATCHKEY_DEMO_PORT')
     expect(await canBind(ports.chainB)).toBe(true)
   })
 })

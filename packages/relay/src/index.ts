@@ -1,0 +1,3 @@
+// Entry point of @latchkey/relay.
+export { createRelay, type Relay, RelayCloseCode, RelayErrorCode, type RelayLimits, type RelayOptions } from './server.js'
+export { memoryStore, type RelayStore, type StoredMessage } from './store.js'

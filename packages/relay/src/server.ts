@@ -1,0 +1,380 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { sha256 } from '@noble/hashes/sha2.js'
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
+import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
+import { type WebSocket, WebSocketServer } from 'ws'
+import { memoryStore, type RelayStore, type StoredMessage } from './store.js'
+
+export type RelayLimits = {
+  /** Largest `message` accepted in a publish, in bytes. Default 512 KiB. */
+  maxMessageBytes?: number | undefined
+  /** Subscriptions one connection may hold. Default 1000. */
+  maxSubscriptions?: number | undefined
+  /** Requests one connection may send per second. Default 200. */
+  maxRequestsPerSecond?: number | undefined
+}
+
+export type RelayOptions = {
+  port: number
+  /** Default `127.0.0.1`. */
+  host?: string | undefined
+  /** Default: in memory. */
+  store?: RelayStore | undefined
+  /** The clock, unix ms. Tests move it to expire messages. */
+  now?: (() => number) | undefined
+  /** Ping interval; a connection that misses a pong is dropped. Default 30 000 ms. */
+  heartbeatMs?: number | undefined
+  /** Accepted token audiences; default any (localhost and 127.0.0.1 URLs differ). */
+  audiences?: readonly string[] | undefined
+  limits?: RelayLimits | undefined
+}
+
+export type Relay = {
+  readonly name: string
+  readonly host: string
+  readonly port: number
+  /** ws:// URL clients connect to. */
+  readonly url: string
+  start(): Promise<void>
+  stop(): Promise<void>
+  /** Connected clients, for tests and monitoring. */
+  connections(): number
+}
+
+/** JSON-RPC error codes the relay answers with. */
+export const RelayErrorCode = {
+  parse: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  tooLarge: -32010,
+  tooManySubscriptions: -32011,
+  rateLimited: -32012,
+} as const
+
+/** WebSocket close codes: 4001 for a refused token, 4008 for abuse. */
+export const RelayCloseCode = { unauthorized: 4001, policy: 4008 } as const
+
+const TOPIC = /^[0-9a-f]{64}$/
+const MIN_TTL_S = 10
+const MAX_TTL_S = 30 * 86_400
+const MAX_BATCH = 500
+
+type Connection = {
+  socket: WebSocket
+  clientId: string
+  subscriptions: Map<string, string>
+  /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
+  inflight: Map<number, string>
+  /** Message ids on their way to this connection, so a flush and a live push never double up. */
+  sent: Set<string>
+  alive: boolean
+  window: { startedAt: number; count: number }
+}
+
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * A WalletConnect-compatible relay: clients authenticate with an EdDSA JWT, subscribe to topics
+ * and publish to them; each message is kept for its TTL, pushed to current subscribers (never
+ * back to its publisher), flushed to new ones, in publish order, and not sent again after a
+ * client acknowledged it.
+ *
+ * @example
+ * const relay = createRelay({ port: 5555 })
+ * await relay.start()
+ */
+export function createRelay(options: RelayOptions): Relay {
+  const host = options.host ?? '127.0.0.1'
+  const store = options.store ?? memoryStore()
+  const now = options.now ?? Date.now
+  const maxMessageBytes = options.limits?.maxMessageBytes ?? 512 * 1024
+  const maxSubscriptions = options.limits?.maxSubscriptions ?? 1000
+  const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
+  const subscribers = new Map<string, Set<Connection>>()
+  const connections = new Map<WebSocket, Connection>()
+  let server: Server | undefined
+  let wss: WebSocketServer | undefined
+  let timers: NodeJS.Timeout[] = []
+  let nextRequestId = 1
+
+  function accept(socket: WebSocket, request: IncomingMessage) {
+    const token = new URL(request.url ?? '/', 'http://relay').searchParams.get('auth') ?? ''
+    let clientId: string
+    try {
+      clientId = verifyRelayJwt(token, { now: Math.floor(now() / 1000), audiences: options.audiences }).iss
+    } catch (error) {
+      socket.close(RelayCloseCode.unauthorized, error instanceof RelayAuthError ? error.reason : 'unauthorized')
+      return
+    }
+    const connection: Connection = {
+      socket,
+      clientId,
+      subscriptions: new Map(),
+      inflight: new Map(),
+      sent: new Set(),
+      alive: true,
+      window: { startedAt: now(), count: 0 },
+    }
+    connections.set(socket, connection)
+    // Requests of one connection are handled one after another: per-topic order holds.
+    let queue = Promise.resolve()
+    socket.on('message', (data) => {
+      queue = queue.then(() => onMessage(connection, data.toString())).catch(() => undefined)
+    })
+    socket.on('pong', () => (connection.alive = true))
+    socket.on('close', () => {
+      connections.delete(socket)
+      for (const topic of connection.subscriptions.keys()) subscribers.get(topic)?.delete(connection)
+    })
+    socket.on('error', () => undefined)
+  }
+
+  async function onMessage(connection: Connection, text: string) {
+    let payload: { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown }
+    try {
+      payload = JSON.parse(text)
+    } catch {
+      return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
+    }
+    if (payload && typeof payload === 'object' && payload.method === undefined && typeof payload.id === 'number') {
+      const messageId = connection.inflight.get(payload.id)
+      if (messageId === undefined) return
+      connection.inflight.delete(payload.id)
+      if (payload.error === undefined) await store.ack(connection.clientId, messageId)
+      else connection.sent.delete(messageId)
+      return
+    }
+    const id = typeof payload?.id === 'number' || typeof payload?.id === 'string' ? payload.id : null
+    try {
+      if (!payload || typeof payload.method !== 'string') throw new RpcError(RelayErrorCode.invalidRequest, 'Invalid request: method is missing')
+      if (!withinRate(connection)) {
+        reply(connection, id, undefined, new RpcError(RelayErrorCode.rateLimited, `Rate limit: at most ${maxRequestsPerSecond} requests per second`))
+        connection.socket.close(RelayCloseCode.policy, 'rate limit exceeded')
+        return
+      }
+      const after: (() => Promise<void>)[] = []
+      reply(connection, id, await handle(connection, payload.method, (payload.params ?? {}) as Record<string, unknown>, after))
+      // Stored messages follow the subscribe reply, before this connection's next request is handled.
+      for (const task of after) await task()
+    } catch (error) {
+      reply(connection, id, undefined, error instanceof RpcError ? error : new RpcError(-32603, 'Internal error'))
+    }
+  }
+
+  async function handle(
+    connection: Connection,
+    method: string,
+    params: Record<string, unknown>,
+    after: (() => Promise<void>)[],
+  ): Promise<unknown> {
+    switch (method) {
+      case 'irn_subscribe': {
+        const topic = topicParam(params.topic)
+        const subscriptionId = subscribe(connection, topic)
+        after.push(() => flush(connection, topic))
+        return subscriptionId
+      }
+      case 'irn_batchSubscribe': {
+        const topics = topicsParam(params.topics)
+        const ids = topics.map((topic) => subscribe(connection, topic))
+        for (const topic of topics) after.push(() => flush(connection, topic))
+        return ids
+      }
+      case 'irn_unsubscribe': {
+        const topic = topicParam(params.topic)
+        unsubscribe(connection, topic)
+        return true
+      }
+      case 'irn_batchUnsubscribe': {
+        const list = Array.isArray(params.subscriptions) ? params.subscriptions : []
+        for (const entry of list) unsubscribe(connection, topicParam((entry as { topic?: unknown }).topic))
+        return true
+      }
+      case 'irn_publish':
+        await publish(connection, params)
+        return true
+      case 'irn_batchPublish': {
+        const messages = Array.isArray(params.messages) ? params.messages : []
+        if (messages.length > MAX_BATCH) throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: at most ${MAX_BATCH} messages`)
+        for (const message of messages) await publish(connection, message as Record<string, unknown>)
+        return true
+      }
+      case 'irn_batchFetchMessages': {
+        const messages = []
+        for (const topic of topicsParam(params.topics))
+          for (const m of await store.list(topic, now()))
+            if (m.publisher !== connection.clientId && !(await store.isAcked(connection.clientId, m.id)))
+              messages.push({ topic: m.topic, message: m.message, publishedAt: m.publishedAt, tag: m.tag, attestation: '' })
+        return { messages, hasMore: false }
+      }
+      case 'wc_proposeSession': {
+        // The dapp skipped irn_subscribe for the pairing topic: subscribing it is the relay's job.
+        const pairingTopic = topicParam(params.pairingTopic)
+        subscribe(connection, pairingTopic)
+        await publish(connection, { topic: pairingTopic, message: params.sessionProposal, ttl: params.ttl ?? 300, tag: 1100 })
+        return true
+      }
+      case 'wc_approveSession': {
+        const sessionTopic = topicParam(params.sessionTopic)
+        const pairingTopic = topicParam(params.pairingTopic)
+        subscribe(connection, sessionTopic)
+        const ttl = params.ttl ?? 300
+        await publish(connection, { topic: pairingTopic, message: params.sessionProposalResponse, ttl, tag: 1101 })
+        await publish(connection, { topic: sessionTopic, message: params.sessionSettlementRequest, ttl, tag: 1102 })
+        return true
+      }
+      default:
+        throw new RpcError(RelayErrorCode.methodNotFound, `Method not found: ${method}`)
+    }
+  }
+
+  function subscribe(connection: Connection, topic: string): string {
+    const existing = connection.subscriptions.get(topic)
+    if (existing) return existing
+    if (connection.subscriptions.size >= maxSubscriptions)
+      throw new RpcError(RelayErrorCode.tooManySubscriptions, `Too many subscriptions: at most ${maxSubscriptions} per connection`)
+    // The id clients compute themselves: sha256(topic ‖ clientId).
+    const subscriptionId = bytesToHex(sha256(utf8ToBytes(topic + connection.clientId)))
+    connection.subscriptions.set(topic, subscriptionId)
+    const set = subscribers.get(topic) ?? new Set()
+    set.add(connection)
+    subscribers.set(topic, set)
+    return subscriptionId
+  }
+
+  function unsubscribe(connection: Connection, topic: string) {
+    connection.subscriptions.delete(topic)
+    subscribers.get(topic)?.delete(connection)
+  }
+
+  async function publish(connection: Connection, params: Record<string, unknown>) {
+    const topic = topicParam(params.topic)
+    const message = params.message
+    if (typeof message !== 'string' || message.length === 0) throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: message must be a non-empty string')
+    if (Buffer.byteLength(message) > maxMessageBytes)
+      throw new RpcError(RelayErrorCode.tooLarge, `Message too large: at most ${maxMessageBytes} bytes`)
+    const ttl = params.ttl
+    if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < MIN_TTL_S || ttl > MAX_TTL_S)
+      throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: ttl must be whole seconds from ${MIN_TTL_S} to ${MAX_TTL_S}`)
+    const tag = typeof params.tag === 'number' && Number.isInteger(params.tag) ? params.tag : 0
+    const publishedAt = now()
+    const stored: StoredMessage = {
+      id: bytesToHex(sha256(utf8ToBytes(topic + message))),
+      topic,
+      message,
+      tag,
+      publishedAt,
+      expiresAt: publishedAt + ttl * 1000,
+      publisher: connection.clientId,
+    }
+    if (!(await store.add(stored))) return
+    for (const subscriber of subscribers.get(topic) ?? []) deliver(subscriber, stored)
+  }
+
+  async function flush(connection: Connection, topic: string) {
+    for (const message of await store.list(topic, now()))
+      if (!(await store.isAcked(connection.clientId, message.id))) deliver(connection, message)
+  }
+
+  function deliver(connection: Connection, message: StoredMessage) {
+    if (message.publisher === connection.clientId || connection.sent.has(message.id)) return
+    const subscriptionId = connection.subscriptions.get(message.topic)
+    if (!subscriptionId || connection.socket.readyState !== connection.socket.OPEN) return
+    const id = nextRequestId++
+    connection.sent.add(message.id)
+    connection.inflight.set(id, message.id)
+    connection.socket.send(
+      JSON.stringify({
+        id,
+        jsonrpc: '2.0',
+        method: 'irn_subscription',
+        params: { id: subscriptionId, data: { topic: message.topic, message: message.message, publishedAt: message.publishedAt, tag: message.tag, attestation: '' } },
+      }),
+    )
+  }
+
+  function withinRate(connection: Connection) {
+    const time = now()
+    if (time - connection.window.startedAt >= 1000) connection.window = { startedAt: time, count: 0 }
+    connection.window.count++
+    return connection.window.count <= maxRequestsPerSecond
+  }
+
+  function reply(connection: Connection, id: number | string | null, result: unknown, error?: RpcError) {
+    if (connection.socket.readyState !== connection.socket.OPEN) return
+    connection.socket.send(
+      JSON.stringify(error ? { id, jsonrpc: '2.0', error: { code: error.code, message: error.message } } : { id, jsonrpc: '2.0', result }),
+    )
+  }
+
+  return {
+    name: 'relay',
+    host,
+    port: options.port,
+    url: `ws://${host}:${options.port}`,
+    async start() {
+      if (server) return
+      const http = createServer((_request, response) => {
+        response.writeHead(426, { 'content-type': 'text/plain' }).end('This is a WalletConnect relay: connect with a WebSocket.\n')
+      })
+      await new Promise<void>((resolve, reject) => {
+        // EADDRINUSE keeps its code, so callers (devnet) can say which port to change.
+        http.once('error', reject)
+        http.listen(options.port, host, () => {
+          http.off('error', reject)
+          resolve()
+        })
+      })
+      // Attached once listening: ws re-emits server errors, which must not surface as a crash.
+      const sockets = new WebSocketServer({ server: http, maxPayload: maxMessageBytes * 2 })
+      sockets.on('error', () => undefined)
+      sockets.on('connection', accept)
+      server = http
+      wss = sockets
+      const heartbeat = setInterval(() => {
+        for (const [socket, connection] of connections) {
+          if (!connection.alive) {
+            socket.terminate()
+            continue
+          }
+          connection.alive = false
+          socket.ping()
+        }
+      }, options.heartbeatMs ?? 30_000)
+      const prune = setInterval(() => void store.prune(now()), 60_000)
+      timers = [heartbeat, prune]
+      for (const timer of timers) timer.unref()
+    },
+    async stop() {
+      for (const timer of timers) clearInterval(timer)
+      timers = []
+      for (const socket of wss?.clients ?? []) socket.close(1001, 'relay stopping')
+      await new Promise<void>((resolve) => (wss ? wss.close(() => resolve()) : resolve()))
+      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+      for (const socket of wss?.clients ?? []) socket.terminate()
+      server = undefined
+      wss = undefined
+      subscribers.clear()
+      connections.clear()
+    },
+    connections: () => connections.size,
+  }
+}
+
+function topicParam(value: unknown): string {
+  if (typeof value !== 'string' || !TOPIC.test(value)) throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: topic must be 32 bytes of lowercase hex')
+  return value
+}
+
+function topicsParam(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length > MAX_BATCH) throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: topics must be a list of at most ${MAX_BATCH}`)
+  return value.map(topicParam)
+}
