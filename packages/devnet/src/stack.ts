@@ -87,7 +87,10 @@ export async function startStack<const options extends StartStackOptions = {}>(o
 
   const chainA = anvil({ name: 'chain A', port: ports.chainA, chainId: 31337 })
   const chainB = anvil({ name: 'chain B', port: ports.chainB, chainId: 31338 })
-  const relay = options?.relay === false ? undefined : relayInstance(ports.relay)
+  const relay =
+    options?.relay === false
+      ? undefined
+      : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url })
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
   // Later: kms, app backend and reference wallet join this list.
   const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(demo ? [demo] : [])]
@@ -156,9 +159,9 @@ function portFromEnv(env: Readonly<Record<string, string | undefined>>, name: st
   return port
 }
 
-/** Our WalletConnect relay (in memory for now) as a devnet instance. */
-function relayInstance(port: number): Instance {
-  const relay = createRelay({ port, host: '127.0.0.1' })
+/** Our WalletConnect relay (in memory for now), with its JSON-RPC endpoint in front of the chains. */
+function relayInstance(port: number, rpc: Record<string, string>): Instance {
+  const relay = createRelay({ port, host: '127.0.0.1', rpc })
   return defineInstance({
     name: 'relay',
     host: relay.host,

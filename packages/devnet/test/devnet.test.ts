@@ -389,6 +389,8 @@ describe('startStack', () => {
     expect((await stat(stack.devJson)).mode & 0o777).toBe(0o600)
     expect(await rpc(chainA, 'eth_chainId')).toBe('0x7a69')
     expect(await rpc(chainB, 'eth_chainId')).toBe('0x7a6a')
+    // The relay's JSON-RPC endpoint reaches the chains too.
+    expect(await rpc(`${relay.replace('ws://', 'http://')}/v1/?chainId=eip155:31338&projectId=local`, 'eth_chainId')).toBe('0x7a6a')
 
     await stack.stop()
     expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle'])

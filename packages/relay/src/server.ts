@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
@@ -26,6 +26,11 @@ export type RelayOptions = {
   heartbeatMs?: number | undefined
   /** Accepted token audiences; default any (localhost and 127.0.0.1 URLs differ). */
   audiences?: readonly string[] | undefined
+  /**
+   * Chain RPCs behind the JSON-RPC HTTP endpoint `POST /v1/?chainId=eip155:N&projectId=…`, by
+   * CAIP-2 chain id (e.g. `{ 'eip155:31337': 'http://127.0.0.1:8545' }`).
+   */
+  rpc?: Readonly<Record<string, string>> | undefined
   limits?: RelayLimits | undefined
 }
 
@@ -322,9 +327,7 @@ export function createRelay(options: RelayOptions): Relay {
     url: `ws://${host}:${options.port}`,
     async start() {
       if (server) return
-      const http = createServer((_request, response) => {
-        response.writeHead(426, { 'content-type': 'text/plain' }).end('This is a WalletConnect relay: connect with a WebSocket.\n')
-      })
+      const http = createServer((request, response) => void serveHttp(request, response, options.rpc ?? {}))
       await new Promise<void>((resolve, reject) => {
         // EADDRINUSE keeps its code, so callers (devnet) can say which port to change.
         http.once('error', reject)
@@ -367,6 +370,57 @@ export function createRelay(options: RelayOptions): Relay {
     },
     connections: () => connections.size,
   }
+}
+
+const MAX_RPC_BODY_BYTES = 1024 * 1024
+const cors = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'POST, OPTIONS',
+  'access-control-allow-headers': 'content-type',
+  'access-control-max-age': '86400',
+}
+
+/**
+ * The JSON-RPC HTTP endpoint (the eip155 default RPC of SPEC §7): forwards a request body to the
+ * configured RPC of `chainId`. Every other path says how to reach the relay.
+ */
+async function serveHttp(request: IncomingMessage, response: ServerResponse, rpc: Readonly<Record<string, string>>): Promise<void> {
+  const url = new URL(request.url ?? '/', 'http://relay')
+  const rpcError = (status: number, code: number, message: string): void =>
+    void response
+      .writeHead(status, { ...cors, 'content-type': 'application/json' })
+      .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }))
+  if (url.pathname !== '/v1' && url.pathname !== '/v1/') {
+    response.writeHead(426, { 'content-type': 'text/plain' }).end('This is a WalletConnect relay: connect with a WebSocket, or POST JSON-RPC to /v1/?chainId=eip155:N.\n')
+    return
+  }
+  if (request.method === 'OPTIONS') return void response.writeHead(204, cors).end()
+  if (request.method !== 'POST') return void response.writeHead(405, { ...cors, allow: 'POST, OPTIONS' }).end()
+  const chainId = url.searchParams.get('chainId') ?? ''
+  if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(chainId)) return rpcError(400, RelayErrorCode.invalidParams, 'Invalid params: chainId must be a CAIP-2 id such as eip155:1')
+  const upstream = rpc[chainId]
+  if (!upstream) return rpcError(400, RelayErrorCode.invalidParams, `Unsupported chainId ${chainId}`)
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > MAX_RPC_BODY_BYTES) return rpcError(413, RelayErrorCode.tooLarge, `Request too large: at most ${MAX_RPC_BODY_BYTES} bytes`)
+    chunks.push(chunk)
+  }
+  const body = Buffer.concat(chunks).toString('utf8')
+  try {
+    JSON.parse(body)
+  } catch {
+    return rpcError(400, RelayErrorCode.parse, 'Parse error: the body is not JSON')
+  }
+  let answer: Response
+  try {
+    answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  } catch {
+    return rpcError(502, -32603, `The RPC of ${chainId} is unavailable`)
+  }
+  const text = await answer.text()
+  response.writeHead(answer.status, { ...cors, 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(text)
 }
 
 function topicParam(value: unknown): string {
