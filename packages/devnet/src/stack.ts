@@ -1,6 +1,6 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { createRelay } from '@latchkey/relay'
+import { createRelay, type RelayStore, sqliteStore } from '@latchkey/relay'
 import { anvil } from './anvil.js'
 import { buildDemo, repoRoot } from './buildDemo.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
@@ -90,7 +90,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const relay =
     options?.relay === false
       ? undefined
-      : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url })
+      : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url }, join(stateDir, 'relay.db'))
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
   // Later: kms, app backend and reference wallet join this list.
   const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(demo ? [demo] : [])]
@@ -159,22 +159,35 @@ function portFromEnv(env: Readonly<Record<string, string | undefined>>, name: st
   return port
 }
 
-/** Our WalletConnect relay (in memory for now), with its JSON-RPC endpoint in front of the chains. */
-function relayInstance(port: number, rpc: Record<string, string>): Instance {
-  const relay = createRelay({ port, host: '127.0.0.1', rpc })
+/**
+ * Our WalletConnect relay, with its JSON-RPC endpoint in front of the chains and its messages in
+ * a SQLite file in the state directory, so pending messages survive a restart of the stack.
+ */
+function relayInstance(port: number, rpc: Record<string, string>, databasePath: string): Instance {
+  const host = '127.0.0.1'
+  let running: { stop(): Promise<void>; store: RelayStore } | undefined
   return defineInstance({
     name: 'relay',
-    host: relay.host,
+    host,
     port,
-    url: relay.url,
+    url: `ws://${host}:${port}`,
     async start() {
+      // Opened here, not when the stack is described: the state directory exists by now.
+      const store = sqliteStore(databasePath)
+      const relay = createRelay({ port, host, rpc, store })
       try {
         await relay.start()
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError({ name: 'relay', host: relay.host, port })
+        await store.close()
+        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError({ name: 'relay', host, port })
         throw error
       }
+      running = { stop: () => relay.stop(), store }
     },
-    stop: () => relay.stop(),
+    async stop() {
+      await running?.stop()
+      await running?.store.close()
+      running = undefined
+    },
   })
 }

@@ -2,16 +2,27 @@ import { randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { signRelayJwt } from '@latchkey/walletconnect'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { createRelay, memoryStore, type Relay, RelayCloseCode, RelayErrorCode } from '../src/index.js'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createRelay, memoryStore, type Relay, RelayCloseCode, RelayErrorCode, type RelayStore, sqliteStore } from '../src/index.js'
 import { connectClient } from './client.js'
 
 const topic = () => randomBytes(32).toString('hex')
 let relay: Relay
 let clock = Date.now()
 
+// The whole protocol suite runs on every store.
+const stores: [string, () => Promise<RelayStore>][] = [
+  ['memory', async () => memoryStore()],
+  ['sqlite', async () => sqliteStore(join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db'))],
+]
+
+for (const [storeName, makeStore] of stores)
+describe(`relay on the ${storeName} store`, () => {
 beforeEach(async () => {
   clock = Date.now()
-  relay = createRelay({ port: await getFreePort(), store: memoryStore(), now: () => clock, limits: { maxMessageBytes: 1024, maxSubscriptions: 3, maxRequestsPerSecond: 50 } })
+  relay = createRelay({ port: await getFreePort(), store: await makeStore(), now: () => clock, limits: { maxMessageBytes: 1024, maxSubscriptions: 3, maxRequestsPerSecond: 50 } })
   await relay.start()
 })
 afterEach(() => relay.stop())
@@ -220,4 +231,28 @@ describe('bad input', () => {
     expect(results.at(-1)).toMatchObject({ status: 'rejected', reason: { code: RelayErrorCode.rateLimited } })
     expect(await client.closed).toEqual({ code: RelayCloseCode.policy, reason: 'rate limit exceeded' })
   })
+})
+
+})
+
+test('behavior: with the sqlite store, a message waits across a relay restart', async () => {
+  const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
+  const port = await getFreePort()
+  const firstStore = sqliteStore(path)
+  const first = createRelay({ port, store: firstStore })
+  await first.start()
+  const alice = await connectClient(first.url)
+  const t = topic()
+  await alice.request('irn_publish', { topic: t, message: 'still here', ttl: 300, tag: 1 })
+  await first.stop()
+  await firstStore.close()
+  const second = createRelay({ port, store: sqliteStore(path) })
+  await second.start()
+  try {
+    const bob = await connectClient(second.url)
+    await bob.request('irn_subscribe', { topic: t })
+    expect((await bob.nextPush()).params.data.message).toBe('still here')
+  } finally {
+    await second.stop()
+  }
 })

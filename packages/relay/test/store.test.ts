@@ -1,0 +1,75 @@
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, test } from 'vitest'
+import { memoryStore, type RelayStore, type StoredMessage, sqliteStore } from '../src/index.js'
+
+// One suite, every store: what the relay relies on must hold for each back-end.
+const stores: [string, () => Promise<RelayStore>][] = [
+  ['memory', async () => memoryStore()],
+  ['sqlite', async () => sqliteStore(join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db'))],
+]
+
+const message = (id: string, topic: string, expiresAt: number, publisher = 'did:key:a'): StoredMessage => ({
+  id,
+  topic,
+  message: `m-${id}`,
+  tag: 1,
+  publishedAt: 1,
+  expiresAt,
+  publisher,
+})
+
+for (const [name, open] of stores)
+  describe(`${name} store`, () => {
+    test('default: keeps messages per topic in publish order', async () => {
+      const store = await open()
+      await store.add(message('b', 't1', 100))
+      await store.add(message('a', 't1', 100))
+      await store.add(message('c', 't2', 100))
+      expect((await store.list('t1', 0)).map((m) => m.id)).toEqual(['b', 'a'])
+      expect(await store.list('t2', 0)).toEqual([message('c', 't2', 100)])
+      await store.close()
+    })
+
+    test('behavior: the same message id is stored once', async () => {
+      const store = await open()
+      expect(await store.add(message('a', 't', 100))).toBe(true)
+      expect(await store.add(message('a', 't', 100))).toBe(false)
+      expect(await store.list('t', 0)).toHaveLength(1)
+      await store.close()
+    })
+
+    test('behavior: expired messages are not listed and prune drops them with their acks', async () => {
+      const store = await open()
+      await store.add(message('old', 't', 10))
+      await store.add(message('new', 't', 1000))
+      await store.ack('c', 'old')
+      expect((await store.list('t', 10)).map((m) => m.id)).toEqual(['new'])
+      await store.prune(10)
+      expect(await store.isAcked('c', 'old')).toBe(false)
+      expect(await store.add(message('old', 't', 2000))).toBe(true)
+      await store.close()
+    })
+
+    test('behavior: acks are per client', async () => {
+      const store = await open()
+      await store.add(message('a', 't', 100))
+      await store.ack('alice', 'a')
+      await store.ack('alice', 'a')
+      expect([await store.isAcked('alice', 'a'), await store.isAcked('bob', 'a')]).toEqual([true, false])
+      await store.close()
+    })
+  })
+
+test('behavior: the sqlite store keeps messages and acks across a restart', async () => {
+  const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
+  const first = sqliteStore(path)
+  await first.add(message('a', 't', 100))
+  await first.ack('alice', 'a')
+  await first.close()
+  const second = sqliteStore(path)
+  expect(await second.list('t', 0)).toEqual([message('a', 't', 100)])
+  expect(await second.isAcked('alice', 'a')).toBe(true)
+  await second.close()
+})
