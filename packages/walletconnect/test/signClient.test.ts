@@ -1,7 +1,7 @@
 import type { Relay } from '@latchkey/relay'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { ExpiredError, memoryStorage, PeerError, SdkErrors, SessionNotFoundError, StorageWriteError } from '../src/index.js'
-import { account, eip155, grant, next, paired, peer, type Peer, settle, startRelay } from './peers.js'
+import { account, closing, eip155, grant, next, paired, peer, type Peer, settle, startRelay } from './peers.js'
 
 // Our Sign client in both roles, dapp and wallet, through our relay on loopback.
 
@@ -16,14 +16,6 @@ afterEach(() => {
   for (const client of open.splice(0)) client.close()
 })
 afterAll(() => relay.stop())
-
-/**
- * For answers sent from event listeners: the dapp awaits each answer, so a lost one fails the
- * test; only the relay's receipt may still be on its way when the test closes the clients.
- */
-const closing = (error: Error) => {
-  if (!/closed/.test(error.message)) throw error
-}
 
 async function pair() {
   const result = await paired(relay)
