@@ -110,3 +110,73 @@ export class StorageWriteError extends WalletConnectError {
     super('storage_write', 'WalletConnect data could not be saved in this browser.', { details: key, cause })
   }
 }
+
+/*
+ * The EIP-1193 provider's errors, with the catalogue texts of SPEC §8. Their `code`s are stable;
+ * core re-raises them as its own BaseError with the same code and text.
+ */
+
+function providerError(name: string, code: string, text: string) {
+  return class extends WalletConnectError {
+    override name = name
+    constructor(details?: string, cause?: unknown) {
+      super(code, text, { details, cause })
+    }
+  }
+}
+
+/** `request` or `connect` before `init()`. */
+export class ProviderNotInitializedError extends providerError('ProviderNotInitializedError', 'provider_not_initialized', 'Provider not initialized. Call init() first') {}
+/** A call after the provider closed, or while a re-initialisation failed. */
+export class SignClientNotInitializedError extends providerError('SignClientNotInitializedError', 'sign_client_not_initialized', 'Sign Client not initialized') {}
+/** `request` with no session. */
+export class NotConnectedError extends providerError('NotConnectedError', 'not_connected', 'Please call connect() before request()') {}
+/** `connect` with no chains to ask for. */
+export class InvalidChainsError extends providerError('InvalidChainsError', 'invalid_chains', 'Invalid chains') {}
+/** The caller aborted the pairing (closed the modal). */
+export class PairingAbortedError extends providerError('PairingAbortedError', 'pairing_aborted', 'Pairing aborted') {}
+/** Every automatic pairing attempt was rejected or expired. */
+export class MaxPairingAttemptsError extends providerError('MaxPairingAttemptsError', 'max_pairing_attempts', 'Max auto pairing attempts reached') {}
+/** A newer `connect` replaced this one. */
+export class ConnectionResetError extends providerError('ConnectionResetError', 'connection_reset', 'Connection request reset. Please try again.') {}
+/** The wallet rejected the proposal; the provider re-initialises and offers a new pairing. */
+export class ConnectionRejectedError extends providerError('ConnectionRejectedError', 'connection_rejected', 'Connection rejected. Please try again.') {}
+/** A switch to a chain outside the session, with a wallet that cannot add it. */
+export class NetworkSwitchingOnlyInWalletError extends providerError(
+  'NetworkSwitchingOnlyInWalletError',
+  'network_switching_only_available_in_wallet',
+  'Network switching is not available at this time. The user should manually switch network in their wallet',
+) {}
+/** `wallet_addEthereumChain` for a chain the wallet did not grant. */
+export class NetworkSwitchingThroughWalletError extends providerError(
+  'NetworkSwitchingThroughWalletError',
+  'network_switching_through_wallet',
+  'Network switching is only supported through the wallet',
+) {}
+/** No session chain matches: a default chain that is not in the session. */
+export class ChainIdNotFoundError extends providerError('ChainIdNotFoundError', 'chain_id_not_found', 'ChainId not found') {}
+
+/** A read for a chain with no RPC url (no rpcMap entry and no relay RPC). */
+export class RpcProviderNotFoundError extends WalletConnectError {
+  override name = 'RpcProviderNotFoundError'
+  constructor(chain: string) {
+    super('rpc_provider_not_found', `JSON-RPC provider for ${chain} not found`)
+  }
+}
+
+/** A request for a namespace the session was not made with. */
+export class NamespaceNotConfiguredError extends WalletConnectError {
+  override name = 'NamespaceNotConfiguredError'
+  constructor(namespace: string) {
+    super('namespace_not_configured', `Namespace ${namespace} is not configured. Please call connect() first with namespace config.`)
+  }
+}
+
+/** A signing method the wallet did not grant in this session (EIP-1193 code 4200). */
+export class MethodNotGrantedError extends WalletConnectError {
+  override name = 'MethodNotGrantedError'
+  readonly rpcCode = 4200
+  constructor(method: string, chain: string) {
+    super('method_not_granted', `The wallet did not grant ${method} on ${chain}.`)
+  }
+}

@@ -13,7 +13,21 @@ export {
   topicOf,
 } from './crypto.js'
 export {
+  ChainIdNotFoundError,
+  ConnectionRejectedError,
+  ConnectionResetError,
   ExpiredError,
+  InvalidChainsError,
+  MaxPairingAttemptsError,
+  MethodNotGrantedError,
+  NamespaceNotConfiguredError,
+  NetworkSwitchingOnlyInWalletError,
+  NetworkSwitchingThroughWalletError,
+  NotConnectedError,
+  PairingAbortedError,
+  ProviderNotInitializedError,
+  RpcProviderNotFoundError,
+  SignClientNotInitializedError,
   InvalidEnvelopeError,
   InvalidKeyError,
   InvalidNamespacesError,
@@ -80,3 +94,17 @@ export {
 export { type KeyValueStorage, memoryStorage } from './store.js'
 export { createEmitter, type Emitter } from './emitter.js'
 export { type JsonRpcErrorObject, type JsonRpcRequest, type JsonRpcResponse, payloadId } from './jsonrpc.js'
+export {
+  createEthereumProvider,
+  DEFAULT_EVENTS,
+  DEFAULT_METHODS,
+  type EthereumProvider,
+  type EthereumProviderEvents,
+  type EthereumProviderOptions,
+  MAX_PAIRING_ATTEMPTS,
+  OPTIONAL_EVENTS,
+  OPTIONAL_METHODS,
+  REINIT_WAIT_MS,
+  type RequestArguments,
+  relayRpcUrl,
+} from './provider.js'
