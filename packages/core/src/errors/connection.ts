@@ -103,3 +103,36 @@ export class InvalidChainsError extends BaseError {
     super('Invalid chains', parameters)
   }
 }
+
+export type ConnectorErrorType = ConnectorError & { name: 'ConnectorError' }
+/**
+ * A catalogue error raised by a lazily loaded connector package (WalletConnect, embedded), carried
+ * with its own `code` and text so that apps branch on BaseError alone.
+ */
+export class ConnectorError extends BaseError {
+  override name = 'ConnectorError'
+  constructor(source: { code: string; shortMessage: string; details?: string | undefined }, parameters: BaseErrorParameters = {}) {
+    super(source.shortMessage, { cause: source, details: source.details ?? '', ...parameters })
+    this.code = source.code
+  }
+}
+
+export type QrModalNotInstalledErrorType = QrModalNotInstalledError & { name: 'QrModalNotInstalledError' }
+/** `showQrModal: true` without the optional `@latchkey/qr-modal` package. */
+export class QrModalNotInstalledError extends BaseError {
+  override name = 'QrModalNotInstalledError'
+  override code = 'qr_modal_not_installed'
+  constructor(parameters: BaseErrorParameters = {}) {
+    super('To use QR modal, please install the modal package', parameters)
+  }
+}
+
+export type QrModalInstanceErrorType = QrModalInstanceError & { name: 'QrModalInstanceError' }
+/** The QR modal package is there but could not build its modal (no DOM, a broken install). */
+export class QrModalInstanceError extends BaseError {
+  override name = 'QrModalInstanceError'
+  override code = 'qr_modal_instance'
+  constructor(parameters: BaseErrorParameters = {}) {
+    super('Could not generate WalletConnectModal Instance', parameters)
+  }
+}

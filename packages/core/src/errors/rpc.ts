@@ -1,4 +1,5 @@
 import { BaseError, type BaseErrorParameters } from './base.js'
+import { ConnectorError } from './connection.js'
 
 /*
  * EIP-1193 provider errors as typed classes. Connectors convert raw `{ code, message }` errors at
@@ -108,6 +109,8 @@ export class UnknownProviderError extends ProviderRpcError {
 
 const byCode = {
   4001: UserRejectedRequestError,
+  // WalletConnect's "User rejected." (wallets answer proposals and some requests with it).
+  5000: UserRejectedRequestError,
   4100: UnauthorizedProviderError,
   4200: UnsupportedProviderMethodError,
   4900: ProviderDisconnectedError,
@@ -125,11 +128,25 @@ const byCode = {
  */
 export function toProviderError(error: unknown): BaseError {
   if (error instanceof BaseError) return error
+  const catalogued = cataloguedOf(error)
+  if (catalogued) return new ConnectorError(catalogued)
   const code = rpcCodeOf(error)
   const message = messageOf(error)
   if (code === undefined) return new UnknownProviderError(-1, { message, cause: error })
   const Class = byCode[code as keyof typeof byCode]
   return Class ? new Class({ message, cause: error }) : new UnknownProviderError(code, { message, cause: error })
+}
+
+/**
+ * A connector package's own catalogue error (string `code` and `shortMessage`, no EIP-1193
+ * number) anywhere down the cause chain: viem wraps what a provider throws.
+ */
+function cataloguedOf(error: unknown, depth = 0): { code: string; shortMessage: string; details?: string } | undefined {
+  if (!error || typeof error !== 'object' || depth > 8) return undefined
+  const e = error as { code?: unknown; shortMessage?: unknown; rpcCode?: unknown; cause?: unknown }
+  if (typeof e.code === 'string' && typeof e.shortMessage === 'string' && typeof e.rpcCode !== 'number')
+    return error as { code: string; shortMessage: string }
+  return cataloguedOf(e.cause, depth + 1)
 }
 
 /** The first numeric code down the cause chain (viem wraps wallet errors in its own). */
@@ -139,6 +156,8 @@ function rpcCodeOf(error: unknown, depth = 0): number | undefined {
   const nested = e.data?.originalError?.code
   if (typeof nested === 'number') return nested
   if (typeof e.code === 'number') return e.code
+  // WalletConnect peers' errors keep their number beside a string code.
+  if (typeof (e as { rpcCode?: unknown }).rpcCode === 'number') return (e as { rpcCode: number }).rpcCode
   return rpcCodeOf(e.cause, depth + 1)
 }
 
@@ -151,10 +170,13 @@ function messageOf(error: unknown): string | undefined {
   return typeof error === 'string' ? error : undefined
 }
 
+/** Cancellations and waits running out, of every connector (pairing ends when the modal closes). */
+const benignCodes = new Set(['timeout', 'cancelled', 'pairing_aborted', 'connection_reset', 'connection_rejected'])
+
 /** True for failures that are the user's choice or a wait running out: logged as warnings. */
 export function isBenign(error: unknown): boolean {
   return (
     error instanceof UserRejectedRequestError ||
-    (error instanceof BaseError && (error.code === 'timeout' || error.code === 'cancelled'))
+    (error instanceof BaseError && benignCodes.has(error.code))
   )
 }

@@ -1,0 +1,281 @@
+import { getAddress } from 'viem'
+import { DEFAULT_EVENTS, DEFAULT_METHODS, MAX_PAIRING_ATTEMPTS, OPTIONAL_EVENTS, PROVIDER_REINIT_WAIT_MS } from '../constants.js'
+import { ChainNotConfiguredError, NetworkSwitchingNotAvailableError, NotConnectedError, QrModalInstanceError, QrModalNotInstalledError } from '../errors/connection.js'
+import { toProviderError } from '../errors/rpc.js'
+import type { KeyValueStorage } from '../storage.js'
+import type { Address, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
+import { createEmitter } from '../utils/emitter.js'
+
+// Types only: the protocol itself loads with the first use of the connector.
+import type { EthereumProvider, Metadata, WebSocketConstructor } from '@latchkey/walletconnect'
+
+/** What the optional QR modal package exports. */
+export type QrModalModule = {
+  createQrModal(options: { onClose?: (() => void) | undefined }): { open(uri: string): void; close(): void }
+}
+
+export type WalletConnectParameters = {
+  /** Needed for the public relay; our relay runs without one. */
+  projectId?: string | undefined
+  /** Default: the public relay with a project id, else our local relay at ws://localhost:5555. */
+  relayUrl?: string | undefined
+  /** How the wallet shows the app. Default: the page's title, origin and icon. */
+  metadata?: Metadata | undefined
+  /** Show the framework-free QR modal of `@latchkey/qr-modal` (React apps use the Latchkey modal). */
+  showQrModal?: boolean | undefined
+  /** RPC urls for reads, by chain id; the client's chains' urls fill the gaps. */
+  rpcMap?: Readonly<Record<number, string>> | undefined
+  /** Where the protocol keeps keys and sessions. Default: localStorage, else memory. */
+  storage?: KeyValueStorage | undefined
+  /** In Node 20, `ws`'s WebSocket. */
+  WebSocket?: WebSocketConstructor | undefined
+  /** Extra methods and events to ask for besides the defaults (SPEC §9). */
+  optionalMethods?: readonly string[] | undefined
+  /** @internal How the QR modal package is loaded; tests replace it. */
+  loadQrModal?: (() => Promise<QrModalModule>) | undefined
+  /** @internal Wait after re-initialising, SPEC §9 (1000 ms); tests shorten it. */
+  reinitWaitMs?: number | undefined
+}
+
+export const WALLETCONNECT_ID = 'walletConnect'
+
+const ICON =
+  'data:image/svg+xml,' +
+  encodeURIComponent(
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="#3b99fc"/><path d="M9.6 12.2c3.5-3.4 9.3-3.4 12.8 0l.4.4c.2.2.2.5 0 .6l-1.5 1.4a.2.2 0 0 1-.3 0l-.6-.6a6.3 6.3 0 0 0-8.8 0l-.6.6a.2.2 0 0 1-.3 0l-1.5-1.4a.4.4 0 0 1 0-.6zm15.8 2.9 1.3 1.3c.2.2.2.5 0 .6l-6 5.8a.5.5 0 0 1-.6 0l-4.2-4.1a.1.1 0 0 0-.2 0l-4.2 4.1a.5.5 0 0 1-.6 0l-6-5.8a.4.4 0 0 1 0-.6l1.3-1.3a.5.5 0 0 1 .6 0l4.2 4.1a.1.1 0 0 0 .2 0l4.2-4.1a.5.5 0 0 1 .6 0l4.2 4.1a.1.1 0 0 0 .2 0l4.2-4.1a.5.5 0 0 1 .6 0z" fill="#fff"/></svg>',
+  )
+
+/**
+ * The WalletConnect connector: pairs with a mobile wallet through a URI (QR code or deep link).
+ * The protocol (about 20 KB gzip) loads on first use; until then this is a few hundred bytes.
+ *
+ * @example
+ * const client = createClient({ chains: [mainnet], connectors: [walletConnect({ projectId })] })
+ */
+export function walletConnect(parameters: WalletConnectParameters = {}): CreateConnectorFn {
+  const id = WALLETCONNECT_ID
+  const setup: CreateConnectorFn = Object.assign(
+    (config: Parameters<CreateConnectorFn>[0]) => {
+      const emitter = createEmitter<ConnectorEvents>()
+      let provider: Promise<EthereumProvider> | undefined
+      let detach: (() => void) | undefined
+
+      function relayUrl() {
+        if (parameters.relayUrl) return parameters.relayUrl
+        return parameters.projectId ? 'wss://relay.walletconnect.org' : 'ws://localhost:5555'
+      }
+
+      function load(): Promise<EthereumProvider> {
+        provider ??= (async () => {
+          const { createEthereumProvider, memoryStorage } = await import('@latchkey/walletconnect')
+          const rpcMap: Record<number, string> = {}
+          for (const chain of config.chains) rpcMap[chain.id] = chain.rpcUrls.default.http[0]!
+          const created = createEthereumProvider({
+            relayUrl: relayUrl(),
+            projectId: parameters.projectId,
+            metadata: parameters.metadata ?? pageMetadata(),
+            chains: [config.chains[0].id],
+            optionalChains: config.chains.map((chain) => chain.id),
+            // SPEC §9, from core's constants.
+            methods: DEFAULT_METHODS,
+            events: DEFAULT_EVENTS,
+            optionalEvents: OPTIONAL_EVENTS,
+            maxPairingAttempts: MAX_PAIRING_ATTEMPTS,
+            ...(parameters.optionalMethods ? { optionalMethods: parameters.optionalMethods } : {}),
+            rpcMap: { ...rpcMap, ...parameters.rpcMap },
+            storage: parameters.storage ?? browserStorage() ?? memoryStorage(),
+            storagePrefix: `latchkey.${id}.client`,
+            WebSocket: parameters.WebSocket,
+            reinitWaitMs: parameters.reinitWaitMs ?? PROVIDER_REINIT_WAIT_MS,
+          })
+          await created.init()
+          return created
+        })()
+        // A failed load may be retried by the next call.
+        provider.catch(() => (provider = undefined))
+        return provider
+      }
+
+      async function loadQrModal(onClose: () => void) {
+        let module: QrModalModule
+        try {
+          module = await (parameters.loadQrModal ?? (() => import('@latchkey/qr-modal') as Promise<QrModalModule>))()
+        } catch (error) {
+          throw new QrModalNotInstalledError({ cause: error })
+        }
+        try {
+          return module.createQrModal({ onClose })
+        } catch (error) {
+          throw new QrModalInstanceError({ cause: error })
+        }
+      }
+
+      function attach(wc: EthereumProvider) {
+        if (detach) return
+        const onAccounts = (accounts: readonly string[]) => {
+          if (accounts.length) config.storage.set('activeAccount', getAddress(accounts[0]!))
+          emitter.emit('change', { accounts: accounts.map((a) => getAddress(a)) })
+        }
+        const onChain = (hex: string) => {
+          config.storage.set('currentChain', Number(hex))
+          config.storage.set('providerChainId', Number(hex))
+          emitter.emit('change', { chainId: Number(hex) })
+        }
+        const onDisconnect = () => {
+          detach?.()
+          config.storage.clear()
+          emitter.emit('disconnect', undefined)
+        }
+        wc.on('accountsChanged', onAccounts)
+        wc.on('chainChanged', onChain)
+        wc.on('disconnect', onDisconnect)
+        detach = () => {
+          wc.removeListener('accountsChanged', onAccounts)
+          wc.removeListener('chainChanged', onChain)
+          wc.removeListener('disconnect', onDisconnect)
+          detach = undefined
+        }
+      }
+
+      function remember(wc: EthereumProvider) {
+        if (!wc.session) return
+        config.storage.set('sessionTopic', wc.session.topic)
+        config.storage.set('namespaces', wc.session.namespaces)
+        config.storage.set('currentChain', wc.chainId)
+        config.storage.set('providerChainId', wc.chainId)
+        if (wc.accounts[0]) config.storage.set('activeAccount', getAddress(wc.accounts[0]))
+      }
+
+      /** The EIP-1193 face: numeric codes for wallet answers, catalogue errors for ours. */
+      function eip1193(wc: EthereumProvider): EIP1193Provider {
+        const wrapped = {
+          async request(args: { method: string; params?: unknown }) {
+            try {
+              return await wc.request(args)
+            } catch (error) {
+              const rpcCode = (error as { rpcCode?: unknown }).rpcCode
+              if (typeof rpcCode === 'number') throw Object.assign(new Error((error as Error).message), { code: rpcCode === 5000 ? 4001 : rpcCode, cause: error })
+              throw error
+            }
+          },
+          on: wc.on,
+          removeListener: wc.removeListener,
+        }
+        return wrapped as unknown as EIP1193Provider
+      }
+
+      const connector: ReturnType<CreateConnectorFn> = {
+        id,
+        name: 'WalletConnect',
+        type: 'walletConnect',
+        icon: ICON,
+        emitter,
+        async connect({ chainId, signal, isReconnecting } = {}) {
+          try {
+            const wc = await load()
+            if (!wc.session) {
+              if (isReconnecting) throw new NotConnectedError({ details: 'The WalletConnect session has ended.' })
+              // Closing the QR modal ends the attempt as the caller's abort would.
+              const local = new AbortController()
+              const forward = () => local.abort(signal?.reason)
+              signal?.addEventListener('abort', forward, { once: true })
+              if (signal?.aborted) forward()
+              const modal = parameters.showQrModal ? await loadQrModal(() => local.abort()) : undefined
+              const onUri = (uri: string) => {
+                emitter.emit('message', { type: 'display_uri', data: uri })
+                modal?.open(uri)
+              }
+              const onMessage = (message: { type: string; data: unknown }) =>
+                emitter.emit('message', { type: message.type, data: toProviderError(message.data) })
+              wc.on('display_uri', onUri)
+              wc.on('message', onMessage)
+              try {
+                await wc.connect({ signal: local.signal })
+              } finally {
+                signal?.removeEventListener('abort', forward)
+                wc.removeListener('display_uri', onUri)
+                wc.removeListener('message', onMessage)
+                modal?.close()
+              }
+            } else if (isReconnecting) {
+              const stored = config.storage.get('currentChain')
+              if (stored && stored !== wc.chainId) {
+                try {
+                  wc.setDefaultChain(stored)
+                } catch {
+                  // The stored chain left the session; stay on the session's.
+                }
+              }
+            }
+            attach(wc)
+            if (chainId !== undefined && chainId !== wc.chainId && !isReconnecting) {
+              // A chain outside the session is left to the wallet; the connection still stands.
+              await connector.switchChain({ chainId, signal }).catch(() => undefined)
+            }
+            remember(wc)
+            return { accounts: wc.accounts.map((a) => getAddress(a)) as Address[], chainId: wc.chainId }
+          } catch (error) {
+            throw toProviderError(error)
+          }
+        },
+        async disconnect() {
+          detach?.()
+          config.storage.clear()
+          if (!provider) return
+          const wc = await provider
+          await wc.disconnect().catch(() => undefined)
+        },
+        async getAccounts() {
+          return (await load()).accounts.map((a) => getAddress(a)) as Address[]
+        },
+        async getChainId() {
+          return (await load()).chainId
+        },
+        async getProvider() {
+          return eip1193(await load())
+        },
+        async isAuthorized() {
+          // No stored session: nothing to restore, and no reason to load the protocol.
+          if (!config.storage.get('sessionTopic')) return false
+          try {
+            return (await load()).session !== undefined
+          } catch {
+            return false
+          }
+        },
+        async switchChain({ chainId }) {
+          const chain = config.chains.find((c) => c.id === chainId)
+          if (!chain) throw new ChainNotConfiguredError({ chainId })
+          const wc = await load()
+          try {
+            await wc.request({ method: 'wallet_switchEthereumChain', params: [{ chainId: `0x${chainId.toString(16)}` }] })
+          } catch (error) {
+            const mapped = toProviderError(error)
+            if (mapped.code === 'network_switching_only_available_in_wallet') throw new NetworkSwitchingNotAvailableError({ cause: error })
+            throw mapped
+          }
+          config.storage.set('currentChain', chainId)
+          return chain
+        },
+      }
+      return connector
+    },
+    { id },
+  )
+  return setup
+}
+
+function pageMetadata(): Metadata {
+  if (typeof document === 'undefined') return { name: 'Latchkey app', description: '', url: 'http://localhost', icons: [] }
+  const icon = document.querySelector<HTMLLinkElement>('link[rel~="icon"]')?.href
+  return { name: document.title || location.host, description: document.title, url: location.origin, icons: icon ? [icon] : [] }
+}
+
+function browserStorage(): KeyValueStorage | undefined {
+  try {
+    return typeof localStorage === 'undefined' ? undefined : localStorage
+  } catch {
+    // Storage blocked (privacy settings): memory instead.
+    return undefined
+  }
+}
