@@ -1,11 +1,14 @@
 'use client'
 import { type Connector, getWalletBook, type WalletBookEntry } from '@latchkey/core'
-import { useEffect, useId, useMemo, useState } from 'react'
+import { lazy, Suspense, useEffect, useId, useMemo, useState } from 'react'
 import { useAccount } from '../hooks/useAccount.js'
 import { useConnect } from '../hooks/useConnect.js'
 import { useConnectors } from '../hooks/useConnectors.js'
 import { useRecentConnectorId } from '../hooks/useRecentConnectorId.js'
 import { Dialog } from './Dialog.js'
+
+// The QR code and its encoder load only when WalletConnect is picked.
+const WalletConnectView = lazy(() => import('./WalletConnectView.js'))
 
 type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
 
@@ -62,6 +65,10 @@ export function ConnectModal({ theme, onClose }: Props) {
                 </button>
               </div>
             </>
+          ) : picked.type === 'walletConnect' ? (
+            <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
+              <WalletConnectView connector={picked} onCancel={cancel} />
+            </Suspense>
           ) : (
             <>
               <p className="lk-muted" role="status">

@@ -1,0 +1,132 @@
+'use client'
+import { type Connector, getInAppBrowserLink, getWalletBook, getWalletConnectDeepLink } from '@latchkey/core'
+import { useEffect, useMemo, useState, useSyncExternalStore } from 'react'
+import { renderSVG } from 'uqr'
+import { useClient } from '../hooks/useClient.js'
+
+type Props = { connector: Connector; onCancel(): void }
+
+/**
+ * The WalletConnect pairing view: the QR code of the current URI, "Copy link", the time left
+ * before the URI is replaced, and on phones one link per wallet that opens it with the URI (the
+ * href is ready before the tap, so navigation stays inside the user's gesture).
+ */
+export default function WalletConnectView({ connector, onCancel }: Props) {
+  const client = useClient()
+  const uri = useSyncExternalStore(client.subscribe, () => client.getState().pairingUri, () => undefined)
+  const [copied, setCopied] = useState(false)
+  const [rejected, setRejected] = useState<string>()
+  const now = useNow()
+  const onPhone = usePhone()
+
+  useEffect(
+    () =>
+      connector.emitter.on('message', ({ type, data }) => {
+        if (type === 'connection_rejected') setRejected((data as { shortMessage?: string })?.shortMessage ?? 'Connection rejected. Please try again.')
+      }),
+    [connector],
+  )
+  // A new URI: the rejection was answered with a fresh attempt, and nothing is copied yet.
+  useEffect(() => setCopied(false), [uri])
+
+  const qr = useMemo(() => (uri ? renderSVG(uri, { ecc: 'M', border: 2 }) : undefined), [uri])
+  const expiry = uri ? Number(new URLSearchParams(uri.split('?')[1]).get('expiryTimestamp')) : undefined
+  const left = expiry ? Math.max(0, expiry - Math.floor(now / 1000)) : undefined
+  const wallets = useMemo(() => getWalletBook().wallets.filter((wallet) => wallet.walletConnect), [])
+
+  async function copy() {
+    if (!uri) return
+    await navigator.clipboard.writeText(uri)
+    setCopied(true)
+  }
+
+  return (
+    <div className="lk-pending lk-wc">
+      <p className="lk-pending-name">Scan with your phone</p>
+      {rejected && uri && (
+        <p role="alert" className="lk-alert">
+          {rejected}
+        </p>
+      )}
+      {qr ? (
+        <div className="lk-qr" role="img" aria-label="QR code for WalletConnect" dangerouslySetInnerHTML={{ __html: qr }} />
+      ) : (
+        <p className="lk-muted" role="status">
+          Preparing a QR code…
+        </p>
+      )}
+      {left !== undefined && (
+        <p className="lk-muted lk-small-text">{left > 0 ? `This code renews in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` : 'Renewing the code…'}</p>
+      )}
+      <div className="lk-row">
+        <button type="button" className="lk-secondary" onClick={() => void copy()} disabled={!uri}>
+          {copied ? 'Copied' : 'Copy link'}
+        </button>
+        <button type="button" className="lk-secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+      {uri && (
+        <details className="lk-more" open={onPhone}>
+          <summary>Open a wallet on this device</summary>
+          <ul className="lk-wallets lk-grid">
+            {wallets.map((wallet) => {
+              const href = getWalletConnectDeepLink(wallet, uri)
+              return href ? (
+                <li key={wallet.id}>
+                  <a className="lk-wallet lk-small" href={href} rel="noopener noreferrer" aria-label={`Open ${wallet.name}`}>
+                    <img src={wallet.icon} alt="" width={24} height={24} />
+                    <span className="lk-wallet-name">{wallet.shortName}</span>
+                  </a>
+                </li>
+              ) : null
+            })}
+          </ul>
+          <InAppBrowserLinks />
+        </details>
+      )}
+    </div>
+  )
+}
+
+/** "Open this page in the wallet's own browser": for wallets with an in-app browser. */
+function InAppBrowserLinks() {
+  const links = useMemo(
+    () =>
+      typeof location === 'undefined'
+        ? []
+        : getWalletBook().wallets.flatMap((wallet) => {
+            const href = getInAppBrowserLink(wallet, location.href)
+            return href ? [{ wallet, href }] : []
+          }),
+    [],
+  )
+  if (!links.length) return null
+  return (
+    <>
+      <p className="lk-subheading">Or open this page in a wallet’s browser</p>
+      <ul className="lk-links">
+        {links.map(({ wallet, href }) => (
+          <li key={wallet.id}>
+            <a href={href} rel="noopener noreferrer" aria-label={`Open in ${wallet.name} browser`}>
+              {wallet.shortName}
+            </a>
+          </li>
+        ))}
+      </ul>
+    </>
+  )
+}
+
+function useNow() {
+  const [now, setNow] = useState(Date.now)
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1000)
+    return () => clearInterval(timer)
+  }, [])
+  return now
+}
+
+function usePhone() {
+  return useMemo(() => typeof matchMedia === 'function' && matchMedia('(pointer: coarse)').matches, [])
+}
