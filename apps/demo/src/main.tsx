@@ -1,4 +1,4 @@
-import { createClient } from '@latchkey/core'
+import { createClient, walletConnect } from '@latchkey/core'
 import { LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
@@ -11,7 +11,16 @@ import './demo.css'
 // On in the demo only: a wallet for newcomers without an extension.
 startDevWallet()
 
-const client = createClient({ chains })
+// Mobile wallets pair through our relay (npm start runs it on 5555); the reference wallet on 5174 is the "phone".
+const client = createClient({
+  chains,
+  connectors: [
+    walletConnect({
+      relayUrl: import.meta.env.VITE_LATCHKEY_RELAY_URL ?? 'ws://127.0.0.1:5555',
+      metadata: { name: 'Latchkey Demo', description: 'Sign in with a wallet, locally', url: location.origin, icons: [] },
+    }),
+  ],
+})
 const explorer = /^\/explorer\/(\d+)\/address\/(0x[0-9a-fA-F]{40})$/.exec(location.pathname)
 
 createRoot(document.getElementById('root') as HTMLElement).render(
