@@ -3,7 +3,7 @@ import { getFreePort, startStack } from '@latchkey/devnet'
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    stack: { demo: string; chainA: string; chainB: string }
+    stack: { demo: string; chainA: string; chainB: string; relay: string }
   }
 }
 
@@ -13,6 +13,6 @@ export default async function setup(project: TestProject) {
     ports: { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), demo: await getFreePort() },
     stateDir: `${import.meta.dirname}/.artifacts/state`,
   })
-  project.provide('stack', { demo: stack.urls.demo, chainA: stack.urls.chainA, chainB: stack.urls.chainB })
+  project.provide('stack', { demo: stack.urls.demo, chainA: stack.urls.chainA, chainB: stack.urls.chainB, relay: stack.urls.relay! })
   return () => stack.stop()
 }

@@ -12,6 +12,8 @@ export type BuildDemoParameters = {
   chainARpc: string
   /** RPC url of chain B (31338) baked into the build. */
   chainBRpc: string
+  /** WalletConnect relay URL baked into the build (`VITE_LATCHKEY_RELAY_URL`). Default: the demo's own default. */
+  relayUrl?: string | undefined
   /** Where to write the build. Default: `apps/demo/dist`. */
   outDir?: string
 }
@@ -43,6 +45,7 @@ async function build(parameters: BuildDemoParameters): Promise<string> {
   const overrides = {
     VITE_LATCHKEY_CHAIN_A_RPC: parameters.chainARpc,
     VITE_LATCHKEY_CHAIN_B_RPC: parameters.chainBRpc,
+    ...(parameters.relayUrl ? { VITE_LATCHKEY_RELAY_URL: parameters.relayUrl } : {}),
     NODE_ENV: 'production',
   }
   const saved = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]))

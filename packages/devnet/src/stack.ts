@@ -116,7 +116,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       chainA.start(),
       chainB.start(),
       relay?.start(),
-      demo && (options?.build ?? true) ? buildDemo({ chainARpc: chainA.url, chainBRpc: chainB.url, outDir: demoDir }) : undefined,
+      demo && (options?.build ?? true) ? buildDemo({ chainARpc: chainA.url, chainBRpc: chainB.url, relayUrl: relay?.url, outDir: demoDir }) : undefined,
     ])
     const failure = results.find((result) => result.status === 'rejected')
     if (failure) throw failure.reason
