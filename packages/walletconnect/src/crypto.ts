@@ -27,7 +27,7 @@ export type KeyPair = { privateKey: string; publicKey: string }
  * const { privateKey, publicKey } = generateKeyPair()
  */
 export function generateKeyPair(): KeyPair {
-  const privateKey = x25519.utils.randomSecretKey()
+  const privateKey = x25519.utils.randomPrivateKey()
   return { privateKey: bytesToHex(privateKey), publicKey: bytesToHex(x25519.getPublicKey(privateKey)) }
 }
 
