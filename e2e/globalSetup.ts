@@ -3,16 +3,16 @@ import { getFreePort, startStack } from '@latchkey/devnet'
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    stack: { demo: string; chainA: string; chainB: string; relay: string }
+    stack: { demo: string; wallet: string; chainA: string; chainB: string; relay: string }
   }
 }
 
 /** Starts the whole local stack through the same code as `npm start`, on free ports. */
 export default async function setup(project: TestProject) {
   const stack = await startStack({
-    ports: { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), demo: await getFreePort() },
+    ports: { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() },
     stateDir: `${import.meta.dirname}/.artifacts/state`,
   })
-  project.provide('stack', { demo: stack.urls.demo, chainA: stack.urls.chainA, chainB: stack.urls.chainB, relay: stack.urls.relay! })
+  project.provide('stack', { demo: stack.urls.demo, wallet: stack.urls.wallet!, chainA: stack.urls.chainA, chainB: stack.urls.chainB, relay: stack.urls.relay! })
   return () => stack.stop()
 }

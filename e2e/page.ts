@@ -30,3 +30,29 @@ export function demo(page: Page) {
     },
   }
 }
+
+/** The reference wallet (apps/wallet), the "phone" of the WalletConnect tests. */
+export function referenceWallet(page: Page) {
+  const proposal = page.getByRole('article', { name: /^Session proposal from / })
+  return {
+    address: page.getByRole('status', { name: 'Address' }),
+    uri: page.getByRole('textbox', { name: 'Pairing URI' }),
+    pairButton: page.getByRole('button', { name: 'Pair', exact: true }),
+    network: page.getByRole('combobox', { name: 'Network' }),
+    proposal,
+    request: (method: string) => page.getByRole('article', { name: `Request ${method}`, exact: true }),
+    session: (dapp: string) => page.getByRole('listitem', { name: `Session with ${dapp}` }),
+    alert: page.getByRole('alert'),
+    /** Pastes a URI and taps "Pair", as a user would. */
+    async pair(uri: string) {
+      await this.uri.fill(uri)
+      await this.pairButton.click()
+    },
+    /** Answers the request for `method` once it shows, after it is on screen. */
+    async answer(method: string, approve: boolean) {
+      const card = this.request(method)
+      await card.getByRole('button', { name: approve ? 'Approve' : 'Reject' }).click()
+      await card.waitFor({ state: 'detached' })
+    },
+  }
+}

@@ -7,6 +7,9 @@ export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url))
 /** @internal The demo app's directory. */
 export const demoRoot = resolve(repoRoot, 'apps/demo')
 
+/** @internal The reference wallet's directory. */
+export const walletRoot = resolve(repoRoot, 'apps/wallet')
+
 export type BuildDemoParameters = {
   /** RPC url of chain A (31337) baked into the build. */
   chainARpc: string
@@ -14,7 +17,7 @@ export type BuildDemoParameters = {
   chainBRpc: string
   /** WalletConnect relay URL baked into the build (`VITE_LATCHKEY_RELAY_URL`). Default: the demo's own default. */
   relayUrl?: string | undefined
-  /** Where to write the build. Default: `apps/demo/dist`. */
+  /** Where to write the build. Default: `dist` in the app's directory. */
   outDir?: string
 }
 
@@ -33,13 +36,28 @@ let queue: Promise<unknown> = Promise.resolve()
  * const dir = await buildDemo({ chainARpc: 'http://127.0.0.1:8545', chainBRpc: 'http://127.0.0.1:8546' })
  */
 export function buildDemo(parameters: BuildDemoParameters): Promise<BuildDemoReturnType> {
-  const run = queue.then(() => build(parameters))
+  return enqueue(demoRoot, parameters)
+}
+
+/**
+ * Builds the reference wallet (apps/wallet) the same way: it signs and sends on the chains and
+ * pairs through the relay baked in here.
+ *
+ * @example
+ * const dir = await buildWallet({ chainARpc, chainBRpc, relayUrl: 'ws://127.0.0.1:5555', outDir: '.latchkey/wallet' })
+ */
+export function buildWallet(parameters: BuildDemoParameters): Promise<BuildDemoReturnType> {
+  return enqueue(walletRoot, parameters)
+}
+
+function enqueue(root: string, parameters: BuildDemoParameters): Promise<string> {
+  const run = queue.then(() => build(root, parameters))
   queue = run.catch(() => undefined)
   return run
 }
 
-async function build(parameters: BuildDemoParameters): Promise<string> {
-  const outDir = resolve(parameters.outDir ?? resolve(demoRoot, 'dist'))
+async function build(root: string, parameters: BuildDemoParameters): Promise<string> {
+  const outDir = resolve(parameters.outDir ?? resolve(root, 'dist'))
   // Vite is heavy; load it only when a build is asked for.
   const vite = await import('vite')
   const overrides = {
@@ -52,8 +70,8 @@ async function build(parameters: BuildDemoParameters): Promise<string> {
   Object.assign(process.env, overrides)
   try {
     await vite.build({
-      root: demoRoot,
-      configFile: resolve(demoRoot, 'vite.config.ts'),
+      root,
+      configFile: resolve(root, 'vite.config.ts'),
       mode: 'production',
       logLevel: 'warn',
       clearScreen: false,

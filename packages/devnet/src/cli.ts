@@ -2,7 +2,7 @@
  * `npm start`: runs the local stack until Ctrl-C (SIGINT) or SIGTERM, then stops every service
  * and exits 0.
  *
- *   npm start                    chains, demo build, demo server
+ *   npm start                    chains, relay, demo and reference wallet (built, then served)
  *   npm start -- --no-build      serve the demo built by an earlier run
  *   npm start -- --no-demo       chains only (also LATCHKEY_DEMO=0)
  */
@@ -12,11 +12,11 @@ import { type Stack, startStack } from './stack.js'
 
 const usage = `Usage: npm start -- [--no-demo] [--no-build]
 
-  --no-demo    start the chains only (same as LATCHKEY_DEMO=0)
-  --no-build   serve the demo built by an earlier run instead of building it
+  --no-demo    start the chains and the relay only (same as LATCHKEY_DEMO=0)
+  --no-build   serve the demo and wallet built by an earlier run instead of building them
 
 Environment: LATCHKEY_CHAIN_A_PORT (8545), LATCHKEY_CHAIN_B_PORT (8546), LATCHKEY_RELAY_PORT (5555),
-LATCHKEY_DEMO_PORT (5173),
+LATCHKEY_DEMO_PORT (5173), LATCHKEY_WALLET_PORT (5174),
 LATCHKEY_STATE_DIR (.latchkey), LATCHKEY_DEMO=0`
 
 const flags = new Set(process.argv.slice(2))
@@ -49,13 +49,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-console.log(demo ? (build ? 'Starting Latchkey devnet (building the demo)…' : 'Starting Latchkey devnet…') : 'Starting Latchkey devnet (no demo)…')
+console.log(demo ? (build ? 'Starting Latchkey devnet (building the demo and the wallet)…' : 'Starting Latchkey devnet…') : 'Starting Latchkey devnet (no demo)…')
 try {
   stack = await startStack({ demo, build })
 } catch (error) {
   console.error(`\nCould not start the devnet: ${error instanceof Error ? error.message : String(error)}`)
   if (error instanceof PortInUseError)
-    console.error('Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT and LATCHKEY_DEMO_PORT.')
+    console.error('Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT.')
   // Every service that had started was stopped by startStack.
   process.exit(stopping ? 0 : 1)
 }
@@ -70,6 +70,7 @@ function banner(stack: Stack): string {
   ]
   if (stack.urls.relay) rows.push(['Relay', stack.urls.relay])
   if (stack.urls.demo) rows.push(['Demo', stack.urls.demo])
+  if (stack.urls.wallet) rows.push(['Wallet', `${stack.urls.wallet}   reference WalletConnect wallet`])
   const devJson = relative(process.cwd(), stack.devJson)
   rows.push(['dev.json', devJson.startsWith('..') || isAbsolute(devJson) ? stack.devJson : devJson])
   const width = Math.max(...rows.map(([label]) => label.length))

@@ -1,5 +1,5 @@
 export { type AnvilInstance, type AnvilParameters, anvil, resolveAnvilBinary } from './anvil.js'
-export { type BuildDemoParameters, type BuildDemoReturnType, buildDemo } from './buildDemo.js'
+export { type BuildDemoParameters, type BuildDemoReturnType, buildDemo, buildWallet } from './buildDemo.js'
 export {
   type DefineInstanceParameters,
   DevnetError,

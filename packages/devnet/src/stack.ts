@@ -2,24 +2,30 @@ import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { createRelay, type RelayStore, sqliteStore } from '@latchkey/relay'
 import { anvil } from './anvil.js'
-import { buildDemo, repoRoot } from './buildDemo.js'
+import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
 import { staticServer } from './static.js'
 
 export type StartStackOptions = {
   /**
    * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
-   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_DEMO_PORT`), else 8545, 8546, 5555 and 5173.
+   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`), else 8545, 8546, 5555,
+   * 5173 and 5174.
    */
-  ports?: { chainA?: number; chainB?: number; relay?: number; demo?: number }
+  ports?: { chainA?: number; chainB?: number; relay?: number; demo?: number; wallet?: number }
   /** Run the WalletConnect relay. Default: `true`. */
   relay?: boolean
-  /** Build and serve the demo app. Default: `true`. */
+  /**
+   * Build and serve the demo app, and with it the reference wallet (apps/wallet, the "phone" that
+   * pairs over the relay; served only when the relay runs). Default: `true`.
+   */
   demo?: boolean
-  /** Build the demo before serving it; `false` serves what is already in `demoDir`. Default: `true`. */
+  /** Build the apps before serving them; `false` serves what is already in `demoDir` and `walletDir`. Default: `true`. */
   build?: boolean
   /** Where the demo is built to and served from. Default: `<stateDir>/demo`. */
   demoDir?: string
+  /** Where the reference wallet is built to and served from. Default: `<stateDir>/wallet`. */
+  walletDir?: string
   /** Where `dev.json` is written. Default: `LATCHKEY_STATE_DIR`, else `<repo>/.latchkey`. */
   stateDir?: string
   /** Environment to read the defaults from. Default: `process.env`. */
@@ -28,15 +34,15 @@ export type StartStackOptions = {
 
 export type StackChain = { readonly id: number; readonly name: string; readonly rpcUrl: string }
 
-/** The stack's URLs; `demo` exists when the demo is served. */
-export type StackUrls<demo extends boolean = boolean> = { readonly chainA: string; readonly chainB: string; readonly relay?: string } & (demo extends true
+/** The stack's URLs; `demo` exists when the demo is served, `wallet` when the demo and the relay are. */
+export type StackUrls<demo extends boolean = boolean> = { readonly chainA: string; readonly chainB: string; readonly relay?: string; readonly wallet?: string } & (demo extends true
   ? { readonly demo: string }
   : { readonly demo?: undefined })
 
 /**
- * Contents of `.latchkey/dev.json`, for tests and tools to find the running stack. The relay,
- * kms, app backend and reference wallet will add their URLs to `urls` (and their keys beside it)
- * when they join the stack. `pid` is the process that runs the stack, so a file left by a stack
+ * Contents of `.latchkey/dev.json`, for tests and tools to find the running stack. The kms and
+ * the app backend will add their URLs to `urls` (and their keys beside it) when they join the
+ * stack. `pid` is the process that runs the stack, so a file left by a stack
  * that is gone can be recognised.
  */
 export type DevJson = {
@@ -61,7 +67,7 @@ export type Stack<demo extends boolean = boolean> = {
 /** Whether a stack started with `options` serves the demo: known when `demo` is a literal or absent. */
 type DemoFlag<options> = options extends { demo: false } ? false : options extends { demo: true } ? true : 'demo' extends keyof options ? boolean : true
 
-export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, demo: 5173 } as const
+export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, demo: 5173, wallet: 5174 } as const
 
 /**
  * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built
@@ -80,10 +86,12 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainB: options?.ports?.chainB ?? portFromEnv(env, 'LATCHKEY_CHAIN_B_PORT', defaultPorts.chainB),
     relay: options?.ports?.relay ?? portFromEnv(env, 'LATCHKEY_RELAY_PORT', defaultPorts.relay),
     demo: options?.ports?.demo ?? portFromEnv(env, 'LATCHKEY_DEMO_PORT', defaultPorts.demo),
+    wallet: options?.ports?.wallet ?? portFromEnv(env, 'LATCHKEY_WALLET_PORT', defaultPorts.wallet),
   }
   const withDemo = options?.demo ?? true
   const stateDir = resolve(options?.stateDir ?? env['LATCHKEY_STATE_DIR'] ?? join(repoRoot, '.latchkey'))
   const demoDir = resolve(options?.demoDir ?? join(stateDir, 'demo'))
+  const walletDir = resolve(options?.walletDir ?? join(stateDir, 'wallet'))
 
   const chainA = anvil({ name: 'chain A', port: ports.chainA, chainId: 31337 })
   const chainB = anvil({ name: 'chain B', port: ports.chainB, chainId: 31338 })
@@ -92,8 +100,9 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       ? undefined
       : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url }, join(stateDir, 'relay.db'))
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
-  // Later: kms, app backend and reference wallet join this list.
-  const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(demo ? [demo] : [])]
+  const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
+  // Later: kms and the app backend join this list.
+  const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(demo ? [demo] : []), ...(wallet ? [wallet] : [])]
 
   const chains: readonly StackChain[] = [
     { id: 31337, name: 'Anvil A', rpcUrl: chainA.url },
@@ -104,6 +113,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainB: chainB.url,
     ...(relay ? { relay: relay.url } : {}),
     ...(demo ? { demo: demo.url } : {}),
+    ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
   const devJson = join(stateDir, 'dev.json')
   // Created first, before the demo build makes it as a side effect with the default mode: dev.json
@@ -111,16 +121,20 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   await mkdir(stateDir, { recursive: true, mode: 0o700 })
 
   try {
-    // The build needs only the chains' URLs, so it runs while they start.
+    // The builds need only the services' URLs, so they run while the services start.
+    const build = options?.build ?? true
+    const apps = { chainARpc: chainA.url, chainBRpc: chainB.url, relayUrl: relay?.url }
     const results = await Promise.allSettled([
       chainA.start(),
       chainB.start(),
       relay?.start(),
-      demo && (options?.build ?? true) ? buildDemo({ chainARpc: chainA.url, chainBRpc: chainB.url, relayUrl: relay?.url, outDir: demoDir }) : undefined,
+      demo && build ? buildDemo({ ...apps, outDir: demoDir }) : undefined,
+      wallet && build ? buildWallet({ ...apps, outDir: walletDir }) : undefined,
     ])
     const failure = results.find((result) => result.status === 'rejected')
     if (failure) throw failure.reason
     await demo?.start()
+    await wallet?.start()
     await writeDevJson(devJson, { version: 1, startedAt: new Date().toISOString(), pid: process.pid, urls, chains })
   } catch (error) {
     await stopAll(instances).catch(() => undefined)

@@ -138,6 +138,7 @@ test('default: exports', () => {
       "StartTimeoutError",
       "anvil",
       "buildDemo",
+      "buildWallet",
       "defaultPorts",
       "defineInstance",
       "getFreePort",
@@ -399,29 +400,36 @@ describe('startStack', () => {
     expect((await stat(stack.devJson)).isFile()).toBe(true)
   })
 
-  test('behavior: build: false serves the demo already in demoDir', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), demo: await getFreePort() }
+  test('behavior: build: false serves the demo and wallet already in demoDir and walletDir', async () => {
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() }
     const dir = await mkdtemp(join(tmpdir(), 'latchkey-stack-'))
     const demoDir = join(dir, 'demo')
+    const walletDir = join(dir, 'wallet')
     await mkdir(demoDir)
+    await mkdir(walletDir)
     await writeFile(join(demoDir, 'index.html'), '<!doctype html><title>built</title>')
+    await writeFile(join(walletDir, 'index.html'), '<!doctype html><title>wallet</title>')
     const stateDir = join(dir, 'state')
-    const stack = await startStack({ ports, stateDir, demoDir, build: false })
+    const stack = await startStack({ ports, stateDir, demoDir, walletDir, build: false })
     cleanups.push(() => stack.stop())
     expect((await stat(stateDir)).mode & 0o777).toBe(0o700)
 
     expect(stack.urls.demo).toBe(`http://localhost:${ports.demo}`)
-    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'demo'])
+    expect(stack.urls.wallet).toBe(`http://localhost:${ports.wallet}`)
+    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'demo', 'wallet'])
     expect(await (await fetch(`${stack.urls.demo}/explorer/31337`)).text()).toBe('<!doctype html><title>built</title>')
+    // A deep link into the wallet (/wc?uri=…) gets its page.
+    expect(await (await fetch(`${stack.urls.wallet}/wc?uri=wc%3Aabc`)).text()).toBe('<!doctype html><title>wallet</title>')
     expect((JSON.parse(await readFile(stack.devJson, 'utf8')) as { urls: unknown }).urls).toEqual({
       chainA: `http://127.0.0.1:${ports.chainA}`,
       chainB: `http://127.0.0.1:${ports.chainB}`,
       relay: `ws://127.0.0.1:${ports.relay}`,
       demo: `http://localhost:${ports.demo}`,
+      wallet: `http://localhost:${ports.wallet}`,
     })
 
     await stack.stop()
-    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.demo)]).toEqual([true, true, true])
+    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.demo), await canBind(ports.wallet)]).toEqual([true, true, true, true])
   })
 
   test('error: when one service fails to start, the ones that started are stopped', async () => {
@@ -507,7 +515,7 @@ describe('cli', () => {
     expect(await exitOf(cli)).toEqual({ code: 1, signal: null })
     const { stderr } = cli.output()
     expect(stderr).toContain(`\nCould not start the devnet: port ${ports.chainA} is in use: chain A could not listen on 127.0.0.1:${ports.chainA}\n`)
-    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT and LATCHKEY_DEMO_PORT')
+    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT')
     expect(await canBind(ports.chainB)).toBe(true)
   })
 })

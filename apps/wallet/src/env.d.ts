@@ -1,0 +1,6 @@
+/// <reference types="vite/client" />
+interface ImportMetaEnv {
+  readonly VITE_LATCHKEY_CHAIN_A_RPC?: string
+  readonly VITE_LATCHKEY_CHAIN_B_RPC?: string
+  readonly VITE_LATCHKEY_RELAY_URL?: string
+}

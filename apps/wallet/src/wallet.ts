@@ -1,0 +1,347 @@
+import {
+  buildApprovedNamespaces,
+  chainsOf,
+  createSignClient,
+  type JsonRpcErrorObject,
+  type KeyValueStorage,
+  type PendingRequest,
+  type ProposalParams,
+  SdkErrors,
+  type Session,
+  type SignClient,
+  type SignClientEvents,
+  type WebSocketConstructor,
+} from '@latchkey/walletconnect'
+import { type Address, createWalletClient, defineChain, type Hex, http, isAddressEqual, isHex, type TransactionRequest } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+
+/** A chain the wallet can sign and send on. */
+export type WalletChain = { readonly id: number; readonly name: string; readonly rpcUrl: string }
+
+export type WalletOptions = {
+  relayUrl: string
+  chains: readonly [WalletChain, ...WalletChain[]]
+  /** The key the wallet signs with (the reference wallet uses anvil's test key #1). */
+  privateKey: Hex
+  /** Default: in memory. The page passes `localStorage`, so pairings and sessions survive a reload. */
+  storage?: KeyValueStorage | undefined
+  /** In Node 20, `ws`'s WebSocket; browsers have their own. */
+  WebSocket?: WebSocketConstructor | undefined
+}
+
+/** One line of the page's activity log. */
+export type LogEntry = { readonly at: number; readonly text: string }
+
+export type WalletState = {
+  readonly address: Address
+  /** The chain the user picked in the "Network" control. */
+  readonly chainId: number
+  readonly chains: readonly WalletChain[]
+  readonly proposals: readonly ProposalParams[]
+  /** Requests waiting for the user, oldest first. */
+  readonly requests: readonly PendingRequest[]
+  readonly sessions: readonly Session[]
+  /** Newest first, at most 20. */
+  readonly log: readonly LogEntry[]
+}
+
+export type Wallet = {
+  getState(): WalletState
+  subscribe(listener: () => void): () => void
+  /** Pairs with a `wc:` URI; the dapp's proposal then arrives in `proposals`. */
+  pair(uri: string): Promise<void>
+  approve(proposalId: number): Promise<void>
+  reject(proposalId: number): Promise<void>
+  /** Approves (signs, sends, switches) or rejects a pending request and answers the dapp. */
+  answer(requestId: number, approve: boolean): Promise<void>
+  /** Switches the wallet's network and tells every session that holds the chain (`chainChanged`). */
+  setChain(chainId: number): Promise<void>
+  disconnect(topic: string): Promise<void>
+  close(): void
+}
+
+/** What the wallet offers a dapp. */
+export const WALLET_METHODS = [
+  'personal_sign',
+  'eth_sign',
+  'eth_signTypedData',
+  'eth_signTypedData_v4',
+  'eth_sendTransaction',
+  'eth_signTransaction',
+  'wallet_switchEthereumChain',
+  'eth_accounts',
+  'eth_requestAccounts',
+  'eth_chainId',
+] as const
+export const WALLET_EVENTS = ['chainChanged', 'accountsChanged'] as const
+
+/** Answered at once: they reveal nothing the session did not already grant. */
+const SILENT_METHODS = new Set(['eth_accounts', 'eth_requestAccounts', 'eth_chainId'])
+
+const CHAIN_KEY = 'latchkey.wallet.chainId'
+
+/** A request the wallet refuses, with the EIP-1193 / EIP-1474 code the dapp receives. */
+export class WalletRequestError extends Error {
+  override name = 'WalletRequestError'
+  constructor(
+    message: string,
+    readonly code: number,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * The reference wallet's logic, apart from its page: our Sign client in the wallet role, an
+ * account from a private key (viem), and the user's decisions as method calls.
+ *
+ * @example
+ * const wallet = await createWallet({ relayUrl: 'ws://127.0.0.1:5555', chains, privateKey, storage: localStorage })
+ * await wallet.pair(uri)
+ * await wallet.approve(wallet.getState().proposals[0].id)
+ */
+export async function createWallet(options: WalletOptions): Promise<Wallet> {
+  const account = privateKeyToAccount(options.privateKey)
+  const storage = options.storage
+  const client: SignClient = await createSignClient({
+    relayUrl: options.relayUrl,
+    metadata: {
+      name: 'Latchkey Wallet',
+      description: 'The reference wallet of the Latchkey devnet',
+      url: typeof location === 'undefined' ? 'http://localhost:5174' : location.origin,
+      icons: [],
+    },
+    storage,
+    storagePrefix: 'latchkey.wallet.wc',
+    WebSocket: options.WebSocket,
+  })
+  const stored = Number(storage?.getItem(CHAIN_KEY))
+  let chainId = options.chains.some((chain) => chain.id === stored) ? stored : options.chains[0].id
+  let log: LogEntry[] = []
+  const listeners = new Set<() => void>()
+  let state = snapshot()
+
+  function snapshot(): WalletState {
+    return {
+      address: account.address,
+      chainId,
+      chains: options.chains,
+      proposals: client.proposals(),
+      requests: client.pendingRequests().filter((request) => !SILENT_METHODS.has(request.params.request.method)),
+      sessions: client.sessions(),
+      log,
+    }
+  }
+
+  function changed(entry?: string) {
+    if (entry) log = [{ at: Date.now(), text: entry }, ...log].slice(0, 20)
+    state = snapshot()
+    for (const listener of listeners) listener()
+  }
+
+  const names: (keyof SignClientEvents)[] = ['session_proposal', 'session_connect', 'session_update', 'session_extend', 'session_expire', 'proposal_expire', 'session_request_expire', 'pairing_delete', 'pairing_expire']
+  const detach = names.map((name) => client.events.on(name, () => changed()))
+  detach.push(
+    client.events.on('session_request', (request) => {
+      if (SILENT_METHODS.has(request.params.request.method)) void answer(request.id, true).catch(() => undefined)
+      else changed(`${peerName(request.topic)} asks for ${request.params.request.method}`)
+    }),
+    client.events.on('session_delete', ({ topic }) => changed(`${peerName(topic)} disconnected`)),
+  )
+
+  function peerName(topic: string): string {
+    return client.session(topic)?.peer.metadata.name ?? 'The dapp'
+  }
+
+  function chain(id: number): WalletChain {
+    const found = options.chains.find((item) => item.id === id)
+    if (!found) throw new WalletRequestError(`Chain ${id} is not one this wallet has`, 4902)
+    return found
+  }
+
+  function walletClient(id: number) {
+    const { name, rpcUrl } = chain(id)
+    const viemChain = defineChain({ id, name, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } })
+    return createWalletClient({ account, chain: viemChain, transport: http(rpcUrl) })
+  }
+
+  function assertOurs(address: unknown) {
+    if (typeof address !== 'string' || !isHex(address) || address.length !== 42 || !isAddressEqual(address, account.address))
+      throw new WalletRequestError(`${String(address)} is not this wallet's address`, 4100)
+  }
+
+  /** Runs an approved request; the result goes back to the dapp as is. */
+  async function run(request: PendingRequest): Promise<unknown> {
+    const { method, params } = request.params.request
+    const list = Array.isArray(params) ? (params as unknown[]) : []
+    const requestChain = Number(request.params.chainId.split(':')[1])
+    switch (method) {
+      case 'eth_accounts':
+      case 'eth_requestAccounts':
+        return [account.address]
+      case 'eth_chainId':
+        return `0x${chainId.toString(16)}`
+      case 'personal_sign': {
+        assertOurs(list[1])
+        return account.signMessage({ message: messageOf(list[0]) })
+      }
+      case 'eth_sign': {
+        assertOurs(list[0])
+        return account.signMessage({ message: messageOf(list[1]) })
+      }
+      case 'eth_signTypedData':
+      case 'eth_signTypedData_v4': {
+        assertOurs(list[0])
+        const typed = typeof list[1] === 'string' ? JSON.parse(list[1]) : list[1]
+        if (typeof typed !== 'object' || typed === null) throw new WalletRequestError('The typed data is not an object', -32602)
+        return account.signTypedData(typed)
+      }
+      case 'eth_sendTransaction':
+      case 'eth_signTransaction': {
+        const tx = transactionOf(list[0])
+        const client = walletClient(requestChain)
+        if (method === 'eth_sendTransaction') return client.sendTransaction(tx)
+        return client.signTransaction(await client.prepareTransactionRequest(tx))
+      }
+      case 'wallet_switchEthereumChain': {
+        const target = Number((list[0] as { chainId?: unknown } | undefined)?.chainId)
+        chain(target)
+        await setChain(target)
+        return null
+      }
+      default:
+        throw new WalletRequestError(`The wallet does not support ${method}`, 4200)
+    }
+  }
+
+  function transactionOf(value: unknown): TransactionRequest & { account: typeof account } {
+    if (typeof value !== 'object' || value === null) throw new WalletRequestError('The transaction is not an object', -32602)
+    const tx = value as Record<string, unknown>
+    if (tx['from'] !== undefined) assertOurs(tx['from'])
+    const big = (key: string) => (tx[key] === undefined ? {} : { [key]: BigInt(tx[key] as string) })
+    const hex = (key: string) => (tx[key] === undefined ? {} : { [key]: tx[key] as Hex })
+    return {
+      account,
+      ...hex('to'),
+      ...hex('data'),
+      ...big('value'),
+      ...big('gas'),
+      ...big('gasPrice'),
+      ...big('maxFeePerGas'),
+      ...big('maxPriorityFeePerGas'),
+      ...(tx['nonce'] === undefined ? {} : { nonce: Number(tx['nonce']) }),
+    } as TransactionRequest & { account: typeof account }
+  }
+
+  async function respond(request: PendingRequest, outcome: { result: unknown } | { error: JsonRpcErrorObject }) {
+    await client.respond({ topic: request.topic, response: { id: request.id, jsonrpc: '2.0', ...outcome } })
+  }
+
+  async function answer(requestId: number, approve: boolean) {
+    const request = client.pendingRequests().find((item) => item.id === requestId)
+    if (!request) throw new WalletRequestError('That request is no longer pending', -32602)
+    const { method } = request.params.request
+    if (!approve) {
+      await respond(request, { error: SdkErrors.userRejected })
+      changed(`Rejected ${method}`)
+      return
+    }
+    let result: unknown
+    try {
+      result = await run(request)
+    } catch (error) {
+      const code = error instanceof WalletRequestError ? error.code : -32603
+      const message = (error as { shortMessage?: string }).shortMessage ?? (error as Error).message
+      await respond(request, { error: { code, message } })
+      changed(`${method} failed: ${message}`)
+      throw error
+    }
+    await respond(request, { result })
+    if (!SILENT_METHODS.has(method)) changed(`Approved ${method}`)
+  }
+
+  async function setChain(id: number) {
+    chain(id)
+    if (id === chainId) return
+    chainId = id
+    storage?.setItem(CHAIN_KEY, String(id))
+    changed(`Switched to ${chain(id).name} (${id})`)
+    const caip = `eip155:${id}`
+    await Promise.all(
+      client
+        .sessions()
+        .filter((session) => Object.values(session.namespaces).some((ns) => chainsOf(ns).includes(caip)))
+        .map((session) => client.emit({ topic: session.topic, chainId: caip, event: { name: 'chainChanged', data: id } })),
+    )
+  }
+
+  return {
+    getState: () => state,
+    subscribe(listener) {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+    async pair(uri) {
+      await client.pair({ uri: uri.trim() })
+      changed('Paired; waiting for the proposal')
+    },
+    async approve(proposalId) {
+      const proposal = client.proposals().find((item) => item.id === proposalId)
+      if (!proposal) throw new WalletRequestError('That proposal is no longer pending', -32602)
+      const supported = options.chains.map((item) => `eip155:${item.id}`)
+      // The wallet's current chain first: dapps take the first account's chain as the active one.
+      supported.sort((a, b) => Number(b === `eip155:${chainId}`) - Number(a === `eip155:${chainId}`))
+      const name = proposal.proposer.metadata.name
+      let namespaces
+      try {
+        namespaces = buildApprovedNamespaces({
+          proposal,
+          supported: {
+            eip155: { chains: supported, methods: [...WALLET_METHODS], events: [...WALLET_EVENTS], accounts: supported.map((caip) => `${caip}:${account.address}`) },
+          },
+        })
+      } catch (cause) {
+        // What the dapp requires and this wallet lacks, in the user's words.
+        const required = Object.entries(proposal.requiredNamespaces).flatMap(([key, value]) => value.chains ?? [key])
+        const missing = required.filter((chain) => !supported.includes(chain))
+        const error = new WalletRequestError(
+          missing.length ? `${name} requires chains this wallet does not have: ${missing.join(', ')}` : `${name} requires methods or events this wallet does not have`,
+          5100,
+        )
+        error.cause = cause
+        await client.reject({ id: proposalId, reason: SdkErrors.unsupportedChains })
+        changed(`Rejected ${name}: ${error.message}`)
+        throw error
+      }
+      const { acknowledged } = await client.approve({ id: proposalId, namespaces })
+      changed(`Approved ${name}`)
+      void acknowledged().then(
+        () => changed(),
+        () => changed(),
+      )
+    },
+    async reject(proposalId) {
+      const proposal = client.proposals().find((item) => item.id === proposalId)
+      await client.reject({ id: proposalId, reason: SdkErrors.userRejected })
+      changed(`Rejected ${proposal?.proposer.metadata.name ?? 'the proposal'}`)
+    },
+    answer,
+    setChain,
+    async disconnect(topic) {
+      const name = peerName(topic)
+      await client.disconnect({ topic, reason: SdkErrors.userDisconnected })
+      changed(`Disconnected from ${name}`)
+    },
+    close() {
+      for (const off of detach) off()
+      listeners.clear()
+      client.close()
+    },
+  }
+}
+
+/** personal_sign carries hex (raw bytes); some dapps send plain text. */
+function messageOf(value: unknown): string | { raw: Hex } {
+  if (typeof value !== 'string') throw new WalletRequestError('The message is not a string', -32602)
+  return isHex(value) ? { raw: value } : value
+}
