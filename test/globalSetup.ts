@@ -1,22 +1,29 @@
 import type { TestProject } from 'vitest/node'
 import { anvil, getFreePort } from '@latchkey/devnet'
+import { createRelay } from '@latchkey/relay'
 
 declare module 'vitest' {
   export interface ProvidedContext {
     chainARpc: string
     chainBRpc: string
+    /** A relay shared by tests that cannot start their own (happy-dom files, where Node's URL is replaced). */
+    relayUrl: string
   }
 }
 
-/** Two real anvil chains for the whole unit/integration run, on free ports. */
+/** Two real anvil chains and one of our relays for the whole unit/integration run, on free ports. */
 export default async function setup(project: TestProject) {
   const chainA = anvil({ port: await getFreePort(), chainId: 31337 })
   const chainB = anvil({ port: await getFreePort(), chainId: 31338 })
   await chainA.start()
   await chainB.start()
+  const relay = createRelay({ port: await getFreePort() })
+  await relay.start()
   project.provide('chainARpc', chainA.url)
   project.provide('chainBRpc', chainB.url)
+  project.provide('relayUrl', relay.url)
   return async () => {
+    await relay.stop()
     await chainB.stop()
     await chainA.stop()
   }

@@ -1,4 +1,5 @@
 'use client'
+import { NetworkSwitchingNotAvailableError } from '@latchkey/core'
 import { useState } from 'react'
 import { shortAddress } from '../ConnectButton.js'
 import { useAccount } from '../hooks/useAccount.js'
@@ -16,6 +17,8 @@ export function AccountModal({ theme, onClose }: Props) {
   const switcher = useSwitchChain()
   const disconnect = useDisconnect()
   const [copied, setCopied] = useState(false)
+  // The chain last asked for, so a refusal can say where to switch.
+  const [target, setTarget] = useState<{ id: number; name: string }>()
 
   if (!isConnected || !address) return null
   const explorer = chain?.blockExplorers?.default.url
@@ -58,7 +61,11 @@ export function AccountModal({ theme, onClose }: Props) {
                 className="lk-network"
                 aria-pressed={c.id === chainId}
                 disabled={switcher.isPending}
-                onClick={() => c.id !== chainId && switcher.switchChain({ chainId: c.id }).catch(() => {})}
+                onClick={() => {
+                  if (c.id === chainId) return
+                  setTarget({ id: c.id, name: c.name })
+                  switcher.switchChain({ chainId: c.id }).catch(() => {})
+                }}
               >
                 {`${c.name} (${c.id})`}
               </button>
@@ -68,6 +75,12 @@ export function AccountModal({ theme, onClose }: Props) {
         {switcher.error && (
           <p role="alert" className="lk-alert">
             {switcher.error.shortMessage}
+          </p>
+        )}
+        {switcher.error instanceof NetworkSwitchingNotAvailableError && target && target.id !== chainId && (
+          // The session lacks the chain (WalletConnect): only the wallet can add it.
+          <p className="lk-hint" role="note" aria-label="Switch in your wallet">
+            Open your wallet and switch to {target.name} ({target.id}) there; this app follows the wallet's network.
           </p>
         )}
         <button type="button" className="lk-secondary lk-danger" onClick={() => disconnect.disconnect().then(onClose)}>
