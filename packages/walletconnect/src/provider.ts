@@ -84,6 +84,8 @@ export type EthereumProviderOptions = {
   reinitWaitMs?: number | undefined
   /** Read requests go through this; default `fetch`. */
   fetch?: typeof fetch | undefined
+  /** Clock in unix ms, passed to the Sign client; tests move it to expire proposals. */
+  now?: (() => number) | undefined
 }
 
 export type RequestArguments = { method: string; params?: unknown }
@@ -154,6 +156,7 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
       storage: options.storage,
       storagePrefix: options.storagePrefix,
       WebSocket: options.WebSocket,
+      now: options.now,
     })
     detach = [
       next.events.on('session_event', ({ topic, params }) => {

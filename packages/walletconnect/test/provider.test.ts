@@ -105,6 +105,29 @@ describe('connect', () => {
     ])
   })
 
+  test('an expired proposal starts a new attempt with a new URI, and the wallet can pair with that', async () => {
+    let clock = Date.now()
+    const dapp = provider({ now: () => clock })
+    const w = await wallet()
+    await dapp.init()
+    const uris: string[] = []
+    dapp.on('display_uri', (uri) => void uris.push(uri))
+    const shown = (count: number) => new Promise<void>((resolve) => dapp.on('display_uri', () => uris.length >= count && resolve()))
+    const [firstUri, secondUri] = [shown(1), shown(2)]
+    const connecting = dapp.connect()
+    await firstUri
+    // Five minutes later nobody has scanned the code: the proposal expires.
+    clock += 301_000
+    await dapp.signClient!.cleanup()
+    await secondUri
+    expect(uris).toHaveLength(2)
+    expect(uris[1]).not.toBe(uris[0])
+    expect(Number(new URL(uris[1]!.replace('wc:', 'http://x/')).searchParams.get('expiryTimestamp'))).toBe(Math.floor(clock / 1000) + 300)
+    w.events.on('session_proposal', ({ id }) => void w.approve({ id, namespaces: grant() }).catch(closing))
+    await w.pair({ uri: uris[1]! })
+    expect((await connecting).namespaces).toEqual(grant())
+  })
+
   test('after the last attempt: Max auto pairing attempts reached', async () => {
     const dapp = provider({ maxPairingAttempts: 2 })
     const w = await wallet()
