@@ -17,7 +17,7 @@ const usage = `Usage: npm start -- [--no-demo] [--no-build]
 
 Environment: LATCHKEY_CHAIN_A_PORT (8545), LATCHKEY_CHAIN_B_PORT (8546), LATCHKEY_RELAY_PORT (5555),
 LATCHKEY_DEMO_PORT (5173), LATCHKEY_WALLET_PORT (5174),
-LATCHKEY_STATE_DIR (.latchkey), LATCHKEY_DEMO=0`
+LATCHKEY_STATE_DIR (.latchkey), LATCHKEY_DEMO=0, REDIS_URL (the relay keeps messages in Redis instead of SQLite)`
 
 const flags = new Set(process.argv.slice(2))
 if (flags.has('--help') || flags.has('-h')) {

@@ -1,6 +1,6 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { createRelay, type RelayStore, sqliteStore } from '@latchkey/relay'
+import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
@@ -98,7 +98,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const relay =
     options?.relay === false
       ? undefined
-      : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url }, join(stateDir, 'relay.db'))
+      : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url }, env['REDIS_URL'] || join(stateDir, 'relay.db'))
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
   // Later: kms and the app backend join this list.
@@ -175,9 +175,10 @@ function portFromEnv(env: Readonly<Record<string, string | undefined>>, name: st
 
 /**
  * Our WalletConnect relay, with its JSON-RPC endpoint in front of the chains and its messages in
- * a SQLite file in the state directory, so pending messages survive a restart of the stack.
+ * a SQLite file in the state directory (or in Redis, given a `redis://` URL), so pending messages
+ * survive a restart of the stack.
  */
-function relayInstance(port: number, rpc: Record<string, string>, databasePath: string): Instance {
+function relayInstance(port: number, rpc: Record<string, string>, database: string): Instance {
   const host = '127.0.0.1'
   let running: { stop(): Promise<void>; store: RelayStore } | undefined
   return defineInstance({
@@ -187,7 +188,7 @@ function relayInstance(port: number, rpc: Record<string, string>, databasePath: 
     url: `ws://${host}:${port}`,
     async start() {
       // Opened here, not when the stack is described: the state directory exists by now.
-      const store = sqliteStore(databasePath)
+      const store = /^rediss?:\/\//.test(database) ? await redisStore(database) : sqliteStore(database)
       const relay = createRelay({ port, host, rpc, store })
       try {
         await relay.start()

@@ -108,6 +108,7 @@ export function createRelay(options: RelayOptions): Relay {
   let server: Server | undefined
   let wss: WebSocketServer | undefined
   let timers: NodeJS.Timeout[] = []
+  let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
 
   function accept(socket: WebSocket, request: IncomingMessage) {
@@ -281,7 +282,12 @@ export function createRelay(options: RelayOptions): Relay {
       publisher: connection.clientId,
     }
     if (!(await store.add(stored))) return
-    for (const subscriber of subscribers.get(topic) ?? []) deliver(subscriber, stored)
+    fanOut(stored)
+  }
+
+  /** Pushes a newly stored message to this node's subscribers of its topic. */
+  function fanOut(message: StoredMessage) {
+    for (const subscriber of subscribers.get(message.topic) ?? []) deliver(subscriber, message)
   }
 
   async function flush(connection: Connection, topic: string) {
@@ -327,6 +333,8 @@ export function createRelay(options: RelayOptions): Relay {
     url: `ws://${host}:${options.port}`,
     async start() {
       if (server) return
+      // Messages other nodes store (a shared Redis) reach this node's subscribers too.
+      unwatch ??= await store.watch?.(fanOut)
       const http = createServer((request, response) => void serveHttp(request, response, options.rpc ?? {}))
       await new Promise<void>((resolve, reject) => {
         // EADDRINUSE keeps its code, so callers (devnet) can say which port to change.
@@ -359,6 +367,8 @@ export function createRelay(options: RelayOptions): Relay {
     async stop() {
       for (const timer of timers) clearInterval(timer)
       timers = []
+      await unwatch?.()
+      unwatch = undefined
       for (const socket of wss?.clients ?? []) socket.close(1001, 'relay stopping')
       await new Promise<void>((resolve) => (wss ? wss.close(() => resolve()) : resolve()))
       await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))

@@ -26,6 +26,12 @@ export type RelayStore = {
   isAcked(clientId: string, messageId: string): Promise<boolean>
   /** Drops expired messages and their acknowledgements. */
   prune(now: number): Promise<void>
+  /**
+   * For stores that several relay nodes share (Redis): calls `listener` with each message another
+   * node stored, so this node pushes it to its own subscribers. Resolves once listening; the
+   * returned function stops it.
+   */
+  watch?(listener: (message: StoredMessage) => void): Promise<() => Promise<void>>
   close(): Promise<void>
 }
 

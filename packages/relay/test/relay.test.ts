@@ -5,30 +5,38 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createRelay, memoryStore, type Relay, RelayCloseCode, RelayErrorCode, type RelayStore, sqliteStore } from '../src/index.js'
+import { createRelay, memoryStore, type Relay, RelayCloseCode, RelayErrorCode, type RelayStore, redisStore, sqliteStore } from '../src/index.js'
 import { connectClient } from './client.js'
+import { freshRedisStore, redisUrl } from './redis.js'
 
 const topic = () => randomBytes(32).toString('hex')
 let relay: Relay
 let clock = Date.now()
 
+/** One request round trip: everything the relay sent this client before it has arrived. */
+const barrier = (client: Awaited<ReturnType<typeof connectClient>>) => client.request('irn_unsubscribe', { topic: '0'.repeat(64), id: 'x' })
+
 // The whole protocol suite runs on every store.
 const stores: [string, () => Promise<RelayStore>][] = [
   ['memory', async () => memoryStore()],
   ['sqlite', async () => sqliteStore(join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db'))],
+  ['redis', freshRedisStore],
 ]
 
 for (const [storeName, makeStore] of stores)
 describe(`relay on the ${storeName} store`, () => {
+let store: RelayStore
 beforeEach(async () => {
   clock = Date.now()
-  relay = createRelay({ port: await getFreePort(), store: await makeStore(), now: () => clock, limits: { maxMessageBytes: 1024, maxSubscriptions: 3, maxRequestsPerSecond: 50 } })
+  store = await makeStore()
+  relay = createRelay({ port: await getFreePort(), store, now: () => clock, limits: { maxMessageBytes: 1024, maxSubscriptions: 3, maxRequestsPerSecond: 50 } })
   await relay.start()
 })
-afterEach(() => relay.stop())
+afterEach(async () => {
+  await relay.stop()
+  await store.close()
+})
 
-/** One request round trip: everything the relay sent this client before it has arrived. */
-const barrier = (client: Awaited<ReturnType<typeof connectClient>>) => client.request('irn_unsubscribe', { topic: '0'.repeat(64), id: 'x' })
 
 describe('auth', () => {
   test('default: a valid token connects', async () => {
@@ -255,4 +263,53 @@ test('behavior: with the sqlite store, a message waits across a relay restart', 
   } finally {
     await second.stop()
   }
+})
+
+describe('several relay nodes on one Redis', () => {
+  test('default: clients on different nodes hear each other once; stored messages and acks are shared', async () => {
+    const url = await redisUrl()
+    const prefix = `nodes${process.pid}:`
+    const [storeA, storeB] = [await redisStore(url, { prefix }), await redisStore(url, { prefix })]
+    const a = createRelay({ port: await getFreePort(), store: storeA })
+    const b = createRelay({ port: await getFreePort(), store: storeB })
+    await a.start()
+    await b.start()
+    try {
+      const t = topic()
+      const alice = await connectClient(a.url)
+      const dave = await connectClient(b.url)
+      await alice.request('irn_subscribe', { topic: t })
+      await dave.request('irn_subscribe', { topic: t })
+
+      // Published on B: alice (on A) gets it through the fan-out, dave (its publisher's node) locally.
+      const bob = await connectClient(b.url)
+      await bob.request('irn_publish', { topic: t, message: 'from B', ttl: 300, tag: 1 })
+      // Published on A: A's own fan-out notice must not deliver it to alice a second time.
+      const carol = await connectClient(a.url)
+      await carol.request('irn_publish', { topic: t, message: 'from A', ttl: 300, tag: 1 })
+      expect([(await alice.nextPush()).params.data.message, (await alice.nextPush()).params.data.message]).toEqual(['from B', 'from A'])
+      expect([(await dave.nextPush()).params.data.message, (await dave.nextPush()).params.data.message]).toEqual(['from B', 'from A'])
+      await barrier(alice)
+      await carol.request('irn_publish', { topic: t, message: 'last', ttl: 300, tag: 1 })
+      expect((await alice.nextPush()).params.data.message).toBe('last')
+      expect(alice.unread()).toBe(0)
+
+      // Alice moves to node B: what she acked on A is not sent again; a newcomer on B gets it all.
+      await barrier(alice)
+      await alice.close()
+      const again = await connectClient(b.url, { seed: alice.seed })
+      await again.request('irn_subscribe', { topic: t })
+      await carol.request('irn_publish', { topic: t, message: 'after the move', ttl: 300, tag: 1 })
+      expect((await again.nextPush()).params.data.message).toBe('after the move')
+      const erin = await connectClient(b.url)
+      await erin.request('irn_subscribe', { topic: t })
+      const stored = [await erin.nextPush(), await erin.nextPush(), await erin.nextPush(), await erin.nextPush()]
+      expect(stored.map((push) => push.params.data.message)).toEqual(['from B', 'from A', 'last', 'after the move'])
+    } finally {
+      await a.stop()
+      await b.stop()
+      await storeA.close()
+      await storeB.close()
+    }
+  })
 })

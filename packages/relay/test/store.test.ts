@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { memoryStore, type RelayStore, type StoredMessage, sqliteStore } from '../src/index.js'
+import { freshRedisStore } from './redis.js'
 
 // One suite, every store: what the relay relies on must hold for each back-end.
 const stores: [string, () => Promise<RelayStore>][] = [
   ['memory', async () => memoryStore()],
   ['sqlite', async () => sqliteStore(join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db'))],
+  ['redis', freshRedisStore],
 ]
 
 const message = (id: string, topic: string, expiresAt: number, publisher = 'did:key:a'): StoredMessage => ({
