@@ -1,6 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { sha256 } from '@noble/hashes/sha2.js'
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
+import { createHash } from 'node:crypto'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { memoryStore, type RelayStore, type StoredMessage } from './store.js'
@@ -74,6 +73,8 @@ type Connection = {
   /** Message ids on their way to this connection, so a flush and a live push never double up. */
   sent: Set<string>
   alive: boolean
+  /** True while this turn's frames are being gathered into one write. */
+  corked: boolean
   window: { startedAt: number; count: number }
 }
 
@@ -127,6 +128,7 @@ export function createRelay(options: RelayOptions): Relay {
       inflight: new Map(),
       sent: new Set(),
       alive: true,
+      corked: false,
       window: { startedAt: now(), count: 0 },
     }
     connections.set(socket, connection)
@@ -154,8 +156,14 @@ export function createRelay(options: RelayOptions): Relay {
       const messageId = connection.inflight.get(payload.id)
       if (messageId === undefined) return
       connection.inflight.delete(payload.id)
-      if (payload.error === undefined) await store.ack(connection.clientId, messageId)
-      else connection.sent.delete(messageId)
+      if (payload.error !== undefined) return void connection.sent.delete(messageId)
+      // Not awaited: no one waits on an ack, and this connection's next request should not wait
+      // for its commit. Once it is stored the store answers for this message, so `sent` only
+      // bridges the time before and stays as small as the unacknowledged pushes.
+      void store.ack(connection.clientId, messageId).then(
+        () => connection.sent.delete(messageId),
+        () => undefined,
+      )
       return
     }
     const id = typeof payload?.id === 'number' || typeof payload?.id === 'string' ? payload.id : null
@@ -248,7 +256,7 @@ export function createRelay(options: RelayOptions): Relay {
     if (connection.subscriptions.size >= maxSubscriptions)
       throw new RpcError(RelayErrorCode.tooManySubscriptions, `Too many subscriptions: at most ${maxSubscriptions} per connection`)
     // The id clients compute themselves: sha256(topic ‖ clientId).
-    const subscriptionId = bytesToHex(sha256(utf8ToBytes(topic + connection.clientId)))
+    const subscriptionId = sha256Hex(topic + connection.clientId)
     connection.subscriptions.set(topic, subscriptionId)
     const set = subscribers.get(topic) ?? new Set()
     set.add(connection)
@@ -273,7 +281,7 @@ export function createRelay(options: RelayOptions): Relay {
     const tag = typeof params.tag === 'number' && Number.isInteger(params.tag) ? params.tag : 0
     const publishedAt = now()
     const stored: StoredMessage = {
-      id: bytesToHex(sha256(utf8ToBytes(topic + message))),
+      id: sha256Hex(topic + message),
       topic,
       message,
       tag,
@@ -302,13 +310,11 @@ export function createRelay(options: RelayOptions): Relay {
     const id = nextRequestId++
     connection.sent.add(message.id)
     connection.inflight.set(id, message.id)
-    connection.socket.send(
-      JSON.stringify({
-        id,
-        jsonrpc: '2.0',
-        method: 'irn_subscription',
-        params: { id: subscriptionId, data: { topic: message.topic, message: message.message, publishedAt: message.publishedAt, tag: message.tag, attestation: '' } },
-      }),
+    // Written out rather than stringified from objects: this is the hot path, and every part but
+    // the message is hex or a number the relay produced.
+    send(
+      connection,
+      `{"id":${id},"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"${subscriptionId}","data":{"topic":"${message.topic}","message":${JSON.stringify(message.message)},"publishedAt":${message.publishedAt},"tag":${message.tag},"attestation":""}}}`,
     )
   }
 
@@ -321,9 +327,25 @@ export function createRelay(options: RelayOptions): Relay {
 
   function reply(connection: Connection, id: number | string | null, result: unknown, error?: RpcError) {
     if (connection.socket.readyState !== connection.socket.OPEN) return
-    connection.socket.send(
-      JSON.stringify(error ? { id, jsonrpc: '2.0', error: { code: error.code, message: error.message } } : { id, jsonrpc: '2.0', result }),
-    )
+    send(connection, JSON.stringify(error ? { id, jsonrpc: '2.0', error: { code: error.code, message: error.message } } : { id, jsonrpc: '2.0', result }))
+  }
+
+  /**
+   * Sends a frame. Frames for one connection within a turn of the event loop leave in one write:
+   * under load a socket gets a reply and several pushes per turn, and a syscall per frame would
+   * cost more than the relay's own work.
+   */
+  function send(connection: Connection, frame: string) {
+    const raw = (connection.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket
+    if (raw && !connection.corked) {
+      connection.corked = true
+      raw.cork()
+      process.nextTick(() => {
+        connection.corked = false
+        raw.uncork()
+      })
+    }
+    connection.socket.send(frame)
   }
 
   return {
@@ -432,6 +454,8 @@ async function serveHttp(request: IncomingMessage, response: ServerResponse, rpc
   const text = await answer.text()
   response.writeHead(answer.status, { ...cors, 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(text)
 }
+
+const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
 
 function topicParam(value: unknown): string {
   if (typeof value !== 'string' || !TOPIC.test(value)) throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: topic must be 32 bytes of lowercase hex')

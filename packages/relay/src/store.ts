@@ -35,6 +35,66 @@ export type RelayStore = {
   close(): Promise<void>
 }
 
+/** @internal The in-memory state every local store keeps; synchronous, so others can build on it. */
+export type MemoryIndex = {
+  /** False when the id is already held. */
+  add(message: StoredMessage): boolean
+  /** Forgets a message that could not be persisted. */
+  remove(message: StoredMessage): void
+  list(topic: string, now: number): StoredMessage[]
+  /** The message's expiry, if it is held. */
+  expiryOf(messageId: string): number | undefined
+  ack(clientId: string, messageId: string): void
+  isAcked(clientId: string, messageId: string): boolean
+  prune(now: number): void
+  clear(): void
+}
+
+/** @internal */
+export function memoryIndex(): MemoryIndex {
+  const byTopic = new Map<string, StoredMessage[]>()
+  const byId = new Map<string, StoredMessage>()
+  const acks = new Map<string, Set<string>>()
+  return {
+    add(message) {
+      if (byId.has(message.id)) return false
+      byId.set(message.id, message)
+      const list = byTopic.get(message.topic) ?? []
+      list.push(message)
+      byTopic.set(message.topic, list)
+      return true
+    },
+    remove(message) {
+      byId.delete(message.id)
+      acks.delete(message.id)
+      const kept = (byTopic.get(message.topic) ?? []).filter((m) => m.id !== message.id)
+      if (kept.length) byTopic.set(message.topic, kept)
+      else byTopic.delete(message.topic)
+    },
+    list: (topic, now) => (byTopic.get(topic) ?? []).filter((m) => m.expiresAt > now),
+    expiryOf: (messageId) => byId.get(messageId)?.expiresAt,
+    ack(clientId, messageId) {
+      const set = acks.get(messageId) ?? new Set()
+      set.add(clientId)
+      acks.set(messageId, set)
+    },
+    isAcked: (clientId, messageId) => acks.get(messageId)?.has(clientId) ?? false,
+    prune(now) {
+      for (const [topic, list] of byTopic) {
+        const kept = list.filter((m) => m.expiresAt > now)
+        for (const m of list) if (m.expiresAt <= now) (byId.delete(m.id), acks.delete(m.id))
+        if (kept.length) byTopic.set(topic, kept)
+        else byTopic.delete(topic)
+      }
+    },
+    clear() {
+      byTopic.clear()
+      byId.clear()
+      acks.clear()
+    },
+  }
+}
+
 /**
  * A store in process memory: fast, and gone when the relay stops.
  *
@@ -42,41 +102,13 @@ export type RelayStore = {
  * const relay = createRelay({ port: 5555, store: memoryStore() })
  */
 export function memoryStore(): RelayStore {
-  const byTopic = new Map<string, StoredMessage[]>()
-  const ids = new Set<string>()
-  const acks = new Map<string, Set<string>>()
+  const index = memoryIndex()
   return {
-    async add(message) {
-      if (ids.has(message.id)) return false
-      ids.add(message.id)
-      const list = byTopic.get(message.topic) ?? []
-      list.push(message)
-      byTopic.set(message.topic, list)
-      return true
-    },
-    async list(topic, now) {
-      return (byTopic.get(topic) ?? []).filter((m) => m.expiresAt > now)
-    },
-    async ack(clientId, messageId) {
-      const set = acks.get(messageId) ?? new Set()
-      set.add(clientId)
-      acks.set(messageId, set)
-    },
-    async isAcked(clientId, messageId) {
-      return acks.get(messageId)?.has(clientId) ?? false
-    },
-    async prune(now) {
-      for (const [topic, list] of byTopic) {
-        const kept = list.filter((m) => m.expiresAt > now)
-        for (const m of list) if (m.expiresAt <= now) (ids.delete(m.id), acks.delete(m.id))
-        if (kept.length) byTopic.set(topic, kept)
-        else byTopic.delete(topic)
-      }
-    },
-    async close() {
-      byTopic.clear()
-      ids.clear()
-      acks.clear()
-    },
+    add: async (message) => index.add(message),
+    list: async (topic, now) => index.list(topic, now),
+    ack: async (clientId, messageId) => index.ack(clientId, messageId),
+    isAcked: async (clientId, messageId) => index.isAcked(clientId, messageId),
+    prune: async (now) => index.prune(now),
+    close: async () => index.clear(),
   }
 }

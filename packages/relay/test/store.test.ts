@@ -1,6 +1,7 @@
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { describe, expect, test } from 'vitest'
 import { memoryStore, type RelayStore, type StoredMessage, sqliteStore } from '../src/index.js'
 import { freshRedisStore } from './redis.js'
@@ -74,4 +75,26 @@ test('behavior: the sqlite store keeps messages and acks across a restart', asyn
   expect(await second.list('t', 0)).toEqual([message('a', 't', 100)])
   expect(await second.isAcked('alice', 'a')).toBe(true)
   await second.close()
+})
+
+test('behavior: a file in the first layout (indexed tables) is migrated with its messages and acks', async () => {
+  const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
+  const old = new Database(path)
+  old.exec(`
+    create table messages (seq integer primary key autoincrement, id text not null unique, topic text not null, message text not null,
+      tag integer not null, published_at integer not null, expires_at integer not null, publisher text not null);
+    create index messages_topic on messages (topic, seq);
+    create table acks (client_id text not null, message_id text not null, primary key (client_id, message_id)) without rowid;
+    insert into messages (id, topic, message, tag, published_at, expires_at, publisher) values ('b', 't', 'm-b', 1, 1, 100, 'did:key:a'), ('a', 't', 'm-a', 1, 1, 100, 'did:key:a');
+    insert into acks values ('alice', 'a');
+  `)
+  old.close()
+  const store = sqliteStore(path)
+  expect((await store.list('t', 0)).map((m) => m.id)).toEqual(['b', 'a'])
+  expect([await store.isAcked('alice', 'a'), await store.isAcked('alice', 'b')]).toEqual([true, false])
+  expect(await store.add(message('c', 't', 100))).toBe(true)
+  await store.close()
+  const reopened = sqliteStore(path)
+  expect((await reopened.list('t', 0)).map((m) => m.id)).toEqual(['b', 'a', 'c'])
+  await reopened.close()
 })
