@@ -37,7 +37,8 @@ if (messages > 190) throw new Error('--messages is at most 190: more in one burs
 const root = new URL('../', import.meta.url).pathname
 const padding = randomBytes(192).toString('base64') // about the size of a WalletConnect envelope
 
-type Result = { name: string; delivered: number; lost: number; seconds: number; perSecond: number; p50: number; p99: number }
+/** `clientCpu`: share of one core the clients in this process used; near 100 % the clients, not the server, set the pace. */
+type Result = { name: string; delivered: number; lost: number; seconds: number; perSecond: number; p50: number; p99: number; clientCpu: number }
 
 /** Starts `script` in its own Node process and resolves once it prints `ready`. */
 async function startProcess(script: string, args: string[], ready: string): Promise<ChildProcess> {
@@ -125,6 +126,7 @@ async function measure(name: string, urls: readonly string[], protocol: 'irn' | 
     })
 
   const started = performance.now()
+  const cpu = process.cpuUsage()
   let id = 2
   for (let k = 0; k < messages; k++)
     for (const [index, socket] of sockets.entries()) {
@@ -141,10 +143,11 @@ async function measure(name: string, urls: readonly string[], protocol: 'irn' | 
       stall = setTimeout(resolve, 10_000)
     }
   })
+  const used = process.cpuUsage(cpu)
   for (const socket of sockets) socket.terminate()
   const seconds = (lastReceipt - started) / 1000
   latencies.sort((a, b) => a - b)
-  return { name, delivered: seen.size, lost: expected - seen.size, seconds, perSecond: seen.size / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
+  return { name, delivered: seen.size, lost: expected - seen.size, seconds, perSecond: seen.size / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), clientCpu: ((used.user + used.system) / 1e4 / seconds) }
 }
 
 /** Median time from a fresh URI to a settled session, dapp and wallet both our Sign client. */
@@ -204,10 +207,10 @@ try {
 
 const fixed = (value: number, digits = 1) => value.toFixed(digits)
 console.log(`\nRelay throughput on loopback: ${clients} clients × ${messages} messages (${clients * messages} deliveries) per round, each server in its own process\n`)
-console.log(['round', 'server'.padEnd(24), 'delivered'.padStart(9), 'lost'.padStart(5), 'seconds'.padStart(8), 'msgs/s'.padStart(9), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8)].join('  '))
+console.log(['round', 'server'.padEnd(24), 'delivered'.padStart(9), 'lost'.padStart(5), 'seconds'.padStart(8), 'msgs/s'.padStart(9), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'client cpu'.padStart(10)].join('  '))
 const results = runs.flatMap((run) => [run.plain, run.ours])
 for (const [index, r] of results.entries())
-  console.log([String((index >> 1) + 1).padStart(5), r.name.padEnd(24), String(r.delivered).padStart(9), String(r.lost).padStart(5), fixed(r.seconds, 2).padStart(8), fixed(r.perSecond, 0).padStart(9), fixed(r.p50).padStart(8), fixed(r.p99).padStart(8)].join('  '))
+  console.log([String((index >> 1) + 1).padStart(5), r.name.padEnd(24), String(r.delivered).padStart(9), String(r.lost).padStart(5), fixed(r.seconds, 2).padStart(8), fixed(r.perSecond, 0).padStart(9), fixed(r.p50).padStart(8), fixed(r.p99).padStart(8), `${fixed(r.clientCpu, 0)} %`.padStart(10)].join('  '))
 const medianOf = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50)
 const [plainRate, ourRate] = [medianOf(runs.map((run) => run.plain.perSecond)), medianOf(runs.map((run) => run.ours.perSecond))]
 const ratio = ourRate / plainRate

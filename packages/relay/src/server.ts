@@ -132,10 +132,13 @@ export function createRelay(options: RelayOptions): Relay {
       window: { startedAt: now(), count: 0 },
     }
     connections.set(socket, connection)
-    // Requests of one connection are handled one after another: per-topic order holds.
+    // Requests of one connection are handled one after another: per-topic order holds. Acks
+    // (answers to our pushes) need no turn in that queue and are taken at once.
     let queue = Promise.resolve()
     socket.on('message', (data) => {
-      queue = queue.then(() => onMessage(connection, data.toString())).catch(() => undefined)
+      const frame = parseFrame(data.toString())
+      if (frame.kind === 'ack') onAck(connection, frame.payload)
+      else queue = queue.then(() => onMessage(connection, frame)).catch(() => undefined)
     })
     socket.on('pong', () => (connection.alive = true))
     socket.on('close', () => {
@@ -145,27 +148,22 @@ export function createRelay(options: RelayOptions): Relay {
     socket.on('error', () => undefined)
   }
 
-  async function onMessage(connection: Connection, text: string) {
-    let payload: { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown }
-    try {
-      payload = JSON.parse(text)
-    } catch {
-      return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
-    }
-    if (payload && typeof payload === 'object' && payload.method === undefined && typeof payload.id === 'number') {
-      const messageId = connection.inflight.get(payload.id)
-      if (messageId === undefined) return
-      connection.inflight.delete(payload.id)
-      if (payload.error !== undefined) return void connection.sent.delete(messageId)
-      // Not awaited: no one waits on an ack, and this connection's next request should not wait
-      // for its commit. Once it is stored the store answers for this message, so `sent` only
-      // bridges the time before and stays as small as the unacknowledged pushes.
-      void store.ack(connection.clientId, messageId).then(
-        () => connection.sent.delete(messageId),
-        () => undefined,
-      )
-      return
-    }
+  function onAck(connection: Connection, payload: Payload & { id: number }) {
+    const messageId = connection.inflight.get(payload.id)
+    if (messageId === undefined) return
+    connection.inflight.delete(payload.id)
+    if (payload.error !== undefined) return void connection.sent.delete(messageId)
+    // Not awaited: no one waits on an ack. Once it is stored the store answers for this message,
+    // so `sent` only bridges the time before and stays as small as the unacknowledged pushes.
+    void store.ack(connection.clientId, messageId).then(
+      () => connection.sent.delete(messageId),
+      () => undefined,
+    )
+  }
+
+  async function onMessage(connection: Connection, frame: Exclude<Frame, { kind: 'ack' }>) {
+    if (frame.kind === 'unparsable') return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
+    const { payload } = frame
     const id = typeof payload?.id === 'number' || typeof payload?.id === 'string' ? payload.id : null
     try {
       if (!payload || typeof payload.method !== 'string') throw new RpcError(RelayErrorCode.invalidRequest, 'Invalid request: method is missing')
@@ -327,6 +325,8 @@ export function createRelay(options: RelayOptions): Relay {
 
   function reply(connection: Connection, id: number | string | null, result: unknown, error?: RpcError) {
     if (connection.socket.readyState !== connection.socket.OPEN) return
+    // The receipt of a publish, the commonest reply, is written out.
+    if (result === true && typeof id === 'number') return send(connection, `{"id":${id},"jsonrpc":"2.0","result":true}`)
     send(connection, JSON.stringify(error ? { id, jsonrpc: '2.0', error: { code: error.code, message: error.message } } : { id, jsonrpc: '2.0', result }))
   }
 
@@ -456,6 +456,22 @@ async function serveHttp(request: IncomingMessage, response: ServerResponse, rpc
 }
 
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
+
+type Payload = { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown }
+/** A frame from a client: an answer to one of our pushes, a request, or not JSON at all. */
+type Frame = { kind: 'ack'; payload: Payload & { id: number } } | { kind: 'request'; payload: Payload | null } | { kind: 'unparsable' }
+
+function parseFrame(text: string): Frame {
+  let payload: Payload | null
+  try {
+    payload = JSON.parse(text)
+  } catch {
+    return { kind: 'unparsable' }
+  }
+  if (payload && typeof payload === 'object' && payload.method === undefined && typeof payload.id === 'number')
+    return { kind: 'ack', payload: payload as Payload & { id: number } }
+  return { kind: 'request', payload: payload && typeof payload === 'object' ? payload : null }
+}
 
 function topicParam(value: unknown): string {
   if (typeof value !== 'string' || !TOPIC.test(value)) throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: topic must be 32 bytes of lowercase hex')

@@ -43,46 +43,51 @@ export function sqliteStore(path: string): RelayStore {
     index.ack(row.client_id, row.message_id)
 
   // Writes that arrive within COMMIT_WINDOW_MS commit together in one transaction: a commit per
-  // message is what limits SQLite, not the inserts. Each caller resolves only after the commit
-  // that holds its write.
-  type Write = { run(): void; resolve(): void; reject(error: unknown): void }
-  let writes: Write[] = []
+  // message is what limits SQLite, not the inserts. Every writer of a batch waits on the same
+  // promise, which settles with the commit, so a relay that answers a publish has stored it.
+  let messages: StoredMessage[] = []
+  let acks: [messageId: string, clientId: string, expiresAt: number][] = []
+  let batch: { promise: Promise<void>; resolve(): void; reject(error: unknown): void } | undefined
   let timer: NodeJS.Timeout | undefined
-  const commit = db.transaction((batch: readonly Write[]) => {
-    for (const write of batch) write.run()
+  const commit = db.transaction((pendingMessages: readonly StoredMessage[], pendingAcks: typeof acks) => {
+    for (const m of pendingMessages) insertMessage.run(m.id, m.topic, m.message, m.tag, m.publishedAt, m.expiresAt, m.publisher)
+    for (const [messageId, clientId, expiresAt] of pendingAcks) insertAck.run(messageId, clientId, expiresAt)
   })
   const flush = () => {
     clearTimeout(timer)
     timer = undefined
-    const batch = writes
-    writes = []
-    if (!batch.length) return
+    const [pendingMessages, pendingAcks, settle] = [messages, acks, batch]
+    messages = []
+    acks = []
+    batch = undefined
+    if (!settle) return
     try {
-      commit(batch)
-      for (const write of batch) write.resolve()
-    } catch {
-      // One bad write must not fail its neighbours: retry each on its own.
-      for (const write of batch)
-        try {
-          write.run()
-          write.resolve()
-        } catch (error) {
-          write.reject(error)
-        }
+      commit(pendingMessages, pendingAcks)
+      settle.resolve()
+    } catch (error) {
+      settle.reject(error)
     }
   }
-  const write = (run: () => void) =>
-    new Promise<void>((resolve, reject) => {
-      writes.push({ run, resolve, reject })
-      if (writes.length >= MAX_BATCH) flush()
-      else timer ??= setTimeout(flush, COMMIT_WINDOW_MS)
-    })
+  /** The commit that will hold what was just queued. */
+  const committed = (): Promise<void> => {
+    if (!batch) {
+      let resolve!: () => void
+      let reject!: (error: unknown) => void
+      const promise = new Promise<void>((yes, no) => ((resolve = yes), (reject = no)))
+      batch = { promise, resolve, reject }
+      timer = setTimeout(flush, COMMIT_WINDOW_MS)
+    }
+    const { promise } = batch
+    if (messages.length + acks.length >= MAX_BATCH) flush()
+    return promise
+  }
 
   return {
     async add(m: StoredMessage) {
       if (!index.add(m)) return false
+      messages.push(m)
       try {
-        await write(() => insertMessage.run(m.id, m.topic, m.message, m.tag, m.publishedAt, m.expiresAt, m.publisher))
+        await committed()
       } catch (error) {
         index.remove(m)
         throw error
@@ -96,7 +101,8 @@ export function sqliteStore(path: string): RelayStore {
       const expiresAt = index.expiryOf(messageId)
       if (expiresAt === undefined || index.isAcked(clientId, messageId)) return
       index.ack(clientId, messageId)
-      await write(() => insertAck.run(messageId, clientId, expiresAt))
+      acks.push([messageId, clientId, expiresAt])
+      await committed()
     },
     async isAcked(clientId, messageId) {
       return index.isAcked(clientId, messageId)
