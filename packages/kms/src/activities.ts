@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import type { ApiKeyRow, Db, WalletRow } from './db.js'
+import { GrpcCode, KmsError } from './errors.js'
+import { type AccountParams, deriveAccount, digestOf, newMnemonic, signDigest, signTransaction } from './ethereum.js'
+import { open, seal } from './secrets.js'
+
+/** Who is asking: the verified key and its user, in the organization the request names. */
+export type Caller = { readonly apiKey: ApiKeyRow; readonly organizationId: string }
+
+export type ActivityContext = { db: Db; masterKey: Uint8Array; now: () => number; caller: Caller }
+
+type Handler = (params: unknown, context: ActivityContext) => Promise<Record<string, unknown>> | Record<string, unknown>
+type ActivityKind = { intentKey: string; resultKey: string; run: Handler }
+
+const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
+const notFound = (message: string) => new KmsError(GrpcCode.notFound, message)
+
+/** Parses with a schema; the first problem becomes an InvalidArgument naming the field. */
+function parse<schema extends z.ZodType>(schema: schema, value: unknown): z.infer<schema> {
+  const result = schema.safeParse(value)
+  if (result.success) return result.data
+  const issue = result.error.issues[0]!
+  throw invalid(`invalid parameters: ${issue.path.join('.') || '(root)'}: ${issue.message}`)
+}
+
+const accountParams = z.object({
+  curve: z.string(),
+  pathFormat: z.string(),
+  path: z.string(),
+  addressFormat: z.string(),
+})
+const apiKeyParams = z.object({
+  apiKeyName: z.string().min(1).max(256),
+  publicKey: z.string().regex(/^0[23][0-9a-f]{64}$/, 'must be a compressed P-256 public key in lowercase hex'),
+  curveType: z.enum(['API_KEY_CURVE_P256']).optional(),
+  expirationSeconds: z.string().regex(/^\d+$/).optional(),
+})
+
+function insertApiKey(db: Db, userId: string, organizationId: string, key: z.infer<typeof apiKeyParams>, now: number) {
+  if (db.apiKeyByPublicKey(key.publicKey)) throw new KmsError(GrpcCode.alreadyExists, `api key ${key.publicKey} is already registered`)
+  const id = randomUUID()
+  db.insertApiKey({
+    id,
+    user_id: userId,
+    organization_id: organizationId,
+    name: key.apiKeyName,
+    public_key: key.publicKey,
+    curve: key.curveType ?? 'API_KEY_CURVE_P256',
+    credential_type: 'CREDENTIAL_TYPE_API_KEY_P256',
+    expires_at: key.expirationSeconds ? now + Number(key.expirationSeconds) * 1000 : null,
+    created_at: now,
+  })
+  return id
+}
+
+/** Creates a wallet with its first accounts; returns its id and addresses. */
+function createWallet(context: ActivityContext, organizationId: string, name: string, accounts: AccountParams[], mnemonicLength?: number) {
+  const { db, masterKey, now } = context
+  if (db.wallets(organizationId).some((wallet) => wallet.name === name)) throw new KmsError(GrpcCode.alreadyExists, `a wallet named "${name}" already exists`)
+  const walletId = randomUUID()
+  const mnemonic = newMnemonic(mnemonicLength)
+  // Derive first, so a bad account parameter writes nothing.
+  const derived = accounts.map((params) => deriveAccount(mnemonic, params))
+  const at = now()
+  db.insertWallet({ id: walletId, organization_id: organizationId, name, sealed_mnemonic: seal(masterKey, walletId, mnemonic), created_at: at, exported: 0, imported: 0 })
+  for (const account of derived)
+    db.insertAccount({
+      id: randomUUID(),
+      wallet_id: walletId,
+      organization_id: organizationId,
+      curve: account.curve,
+      path_format: account.pathFormat,
+      path: account.path,
+      address_format: account.addressFormat,
+      address: account.address,
+      public_key: account.publicKey,
+      created_at: at,
+    })
+  return { walletId, addresses: derived.map((account) => account.address) }
+}
+
+function walletOf(db: Db, organizationId: string, walletId: string): WalletRow {
+  const wallet = db.wallet(walletId, organizationId)
+  if (!wallet) throw notFound(`wallet ${walletId} not found in organization ${organizationId}`)
+  return wallet
+}
+
+/** The wallet account that `signWith` (an address) names, with the mnemonic to sign with. */
+function signer(context: ActivityContext, signWith: string) {
+  const { db, masterKey, caller } = context
+  const account = db.accountByAddress(caller.organizationId, signWith)
+  if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${caller.organizationId}`)
+  const wallet = walletOf(db, caller.organizationId, account.wallet_id)
+  return { path: account.path, mnemonic: open(masterKey, wallet.id, wallet.sealed_mnemonic) }
+}
+
+const createSubOrganization = z.object({
+  subOrganizationName: z.string().min(1).max(256),
+  rootQuorumThreshold: z.number().int().min(1),
+  rootUsers: z
+    .array(
+      z.object({
+        userName: z.string().min(1).max(256),
+        userEmail: z.email().optional(),
+        apiKeys: z.array(apiKeyParams).default([]),
+        authenticators: z.array(z.unknown()).default([]),
+        oauthProviders: z.array(z.unknown()).default([]),
+      }),
+    )
+    .min(1),
+  wallet: z.object({ walletName: z.string().min(1), accounts: z.array(accountParams), mnemonicLength: z.number().int().optional() }).optional(),
+})
+
+const signRawPayload = z.object({ signWith: z.string().min(1), payload: z.string(), encoding: z.string(), hashFunction: z.string() })
+
+/**
+ * Activity types this service executes, by the exact `type` a client sends: the intent key the
+ * envelope echoes and the result key the clients read (research/turnkey-api.md §1: keys do not
+ * follow one rule).
+ */
+export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>> = {
+  ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7: { op: 'create_sub_organization', intentKey: 'createSubOrganizationIntentV7', resultKey: 'createSubOrganizationResultV7', run: runCreateSubOrganization },
+  ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8: { op: 'create_sub_organization', intentKey: 'createSubOrganizationIntentV8', resultKey: 'createSubOrganizationResultV8', run: runCreateSubOrganization },
+  ACTIVITY_TYPE_CREATE_WALLET: {
+    op: 'create_wallet',
+    intentKey: 'createWalletIntent',
+    resultKey: 'createWalletResult',
+    run(params, context) {
+      const { walletName, accounts, mnemonicLength } = parse(
+        z.object({ walletName: z.string().min(1).max(256), accounts: z.array(accountParams), mnemonicLength: z.number().int().optional() }),
+        params,
+      )
+      return context.db.transaction(() => createWallet(context, context.caller.organizationId, walletName, accounts, mnemonicLength))
+    },
+  },
+  ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS: {
+    op: 'create_wallet_accounts',
+    intentKey: 'createWalletAccountsIntent',
+    resultKey: 'createWalletAccountsResult',
+    run(params, context) {
+      const { walletId, accounts } = parse(z.object({ walletId: z.string(), accounts: z.array(accountParams).min(1) }), params)
+      const { db, masterKey, caller, now } = context
+      const wallet = walletOf(db, caller.organizationId, walletId)
+      const mnemonic = open(masterKey, wallet.id, wallet.sealed_mnemonic)
+      const existing = new Set(db.accountsOfWallet(wallet.id).map((account) => account.path))
+      const derived = accounts.map((params) => deriveAccount(mnemonic, params))
+      for (const account of derived) if (existing.has(account.path)) throw new KmsError(GrpcCode.alreadyExists, `wallet ${walletId} already has an account at ${account.path}`)
+      db.transaction(() => {
+        for (const account of derived)
+          db.insertAccount({
+            id: randomUUID(),
+            wallet_id: wallet.id,
+            organization_id: caller.organizationId,
+            curve: account.curve,
+            path_format: account.pathFormat,
+            path: account.path,
+            address_format: account.addressFormat,
+            address: account.address,
+            public_key: account.publicKey,
+            created_at: now(),
+          })
+      })
+      return { addresses: derived.map((account) => account.address) }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_API_KEYS_V2: {
+    op: 'create_api_keys',
+    intentKey: 'createApiKeysIntentV2',
+    resultKey: 'createApiKeysResult',
+    run(params, context) {
+      const { userId, apiKeys } = parse(z.object({ userId: z.string(), apiKeys: z.array(apiKeyParams).min(1) }), params)
+      const { db, caller, now } = context
+      if (!db.user(userId, caller.organizationId)) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
+      return { apiKeyIds: db.transaction(() => apiKeys.map((key) => insertApiKey(db, userId, caller.organizationId, key, now()))) }
+    },
+  },
+  ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2: {
+    op: 'sign_raw_payload',
+    intentKey: 'signRawPayloadIntentV2',
+    resultKey: 'signRawPayloadResult',
+    async run(params, context) {
+      const { signWith, payload, encoding, hashFunction } = parse(signRawPayload, params)
+      const { mnemonic, path } = signer(context, signWith)
+      return signDigest(mnemonic, path, digestOf(payload, encoding, hashFunction))
+    },
+  },
+  ACTIVITY_TYPE_SIGN_RAW_PAYLOADS: {
+    op: 'sign_raw_payloads',
+    intentKey: 'signRawPayloadsIntent',
+    resultKey: 'signRawPayloadsResult',
+    async run(params, context) {
+      const { signWith, payloads, encoding, hashFunction } = parse(
+        z.object({ signWith: z.string().min(1), payloads: z.array(z.string()).min(1).max(100), encoding: z.string(), hashFunction: z.string() }),
+        params,
+      )
+      const { mnemonic, path } = signer(context, signWith)
+      const digests = payloads.map((payload) => digestOf(payload, encoding, hashFunction))
+      return { signatures: await Promise.all(digests.map((digest) => signDigest(mnemonic, path, digest))) }
+    },
+  },
+  ACTIVITY_TYPE_SIGN_TRANSACTION_V2: {
+    op: 'sign_transaction',
+    intentKey: 'signTransactionIntentV2',
+    resultKey: 'signTransactionResult',
+    async run(params, context) {
+      const { signWith, unsignedTransaction, type } = parse(
+        z.object({ signWith: z.string().min(1), unsignedTransaction: z.string().min(1), type: z.literal('TRANSACTION_TYPE_ETHEREUM') }),
+        params,
+      )
+      void type
+      const { mnemonic, path } = signer(context, signWith)
+      return { signedTransaction: await signTransaction(mnemonic, path, unsignedTransaction) }
+    },
+  },
+}
+
+function runCreateSubOrganization(params: unknown, context: ActivityContext) {
+  const input = parse(createSubOrganization, params)
+  const { db, caller, now } = context
+  const parent = db.organization(caller.organizationId)
+  if (!parent) throw notFound(`organization ${caller.organizationId} not found`)
+  if (parent.parent_id) throw new KmsError(GrpcCode.permissionDenied, 'a sub-organization cannot create sub-organizations')
+  if (input.rootQuorumThreshold > input.rootUsers.length) throw invalid('rootQuorumThreshold is larger than the number of root users')
+  return db.transaction(() => {
+    const subOrganizationId = randomUUID()
+    const at = now()
+    db.insertOrganization({ id: subOrganizationId, name: input.subOrganizationName, parent_id: parent.id, root_quorum_threshold: input.rootQuorumThreshold, created_at: at })
+    const rootUserIds = input.rootUsers.map((user) => {
+      const userId = randomUUID()
+      db.insertUser({ id: userId, organization_id: subOrganizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
+      for (const key of user.apiKeys) insertApiKey(db, userId, subOrganizationId, key, at)
+      return userId
+    })
+    const wallet = input.wallet ? createWallet(context, subOrganizationId, input.wallet.walletName, input.wallet.accounts, input.wallet.mnemonicLength) : undefined
+    return { subOrganizationId, rootUserIds, ...(wallet ? { wallet } : {}) }
+  })
+}
+
+/** Proto int64 timestamps travel as strings. */
+export const timestamp = (ms: number) => ({ seconds: String(Math.floor(ms / 1000)), nanos: String((ms % 1000) * 1_000_000) })

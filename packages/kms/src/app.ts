@@ -1,0 +1,244 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { Hono } from 'hono'
+import { type ActivityContext, ACTIVITIES, type Caller, timestamp } from './activities.js'
+import type { ActivityRow, Db, UserRow } from './db.js'
+import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
+import { verifyApiKeyStamp } from './stamp.js'
+
+export type KmsAppOptions = {
+  db: Db
+  /** 32 bytes: seals wallet mnemonics and keys at rest. */
+  masterKey: Uint8Array
+  /** Clock in unix ms; tests move it to expire keys. */
+  now?: (() => number) | undefined
+  /** Largest request body accepted, in bytes. Default 256 KiB. */
+  maxBodyBytes?: number | undefined
+}
+
+/** How far an activity's timestampMs may lie from the service's clock. */
+export const TIMESTAMP_WINDOW_MS = { past: 10 * 60_000, future: 5 * 60_000 } as const
+
+const CORS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'POST, OPTIONS',
+  'access-control-allow-headers': 'content-type, x-stamp, x-stamp-webauthn, x-stamp-attested, x-client-version, x-session, x-auth-proxy-config-id',
+  'access-control-max-age': '86400',
+}
+
+const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
+
+/**
+ * The key-management API as a Hono app: `POST /public/v1/query/{op}` and
+ * `POST /public/v1/submit/{op}`, each stamped, answered with the Turnkey wire shapes.
+ *
+ * @example
+ * const app = createKmsApp({ db: openDatabase(':memory:'), masterKey })
+ * const response = await app.request('/public/v1/query/whoami', { method: 'POST', body, headers: { 'X-Stamp': stamp } })
+ */
+export function createKmsApp(options: KmsAppOptions) {
+  const { db, masterKey } = options
+  const now = options.now ?? Date.now
+  const maxBodyBytes = options.maxBodyBytes ?? 256 * 1024
+  const app = new Hono()
+
+  app.options('*', () => new Response(null, { status: 204, headers: CORS }))
+
+  app.onError((error) => {
+    const known = error instanceof KmsError ? error : new KmsError(GrpcCode.internal, 'internal error')
+    if (!(error instanceof KmsError)) console.error(error)
+    return Response.json(known.toJSON(), { status: known.status, headers: CORS })
+  })
+  app.notFound(() => Response.json(new KmsError(GrpcCode.notFound, 'no such endpoint').toJSON(), { status: 404, headers: CORS }))
+
+  /** The raw body, its parsed JSON and the caller its stamp proves. Nothing is read twice. */
+  async function authenticate(request: Request): Promise<{ body: Record<string, unknown>; raw: Uint8Array; caller: Caller }> {
+    const declared = Number(request.headers.get('content-length') ?? 0)
+    if (declared > maxBodyBytes) throw new KmsError(GrpcCode.invalidArgument, `request body too large: at most ${maxBodyBytes} bytes`, [], 413)
+    const raw = new Uint8Array(await request.arrayBuffer())
+    if (raw.length > maxBodyBytes) throw new KmsError(GrpcCode.invalidArgument, `request body too large: at most ${maxBodyBytes} bytes`, [], 413)
+    const header = request.headers.get('x-stamp')
+    if (!header) throw new KmsError(GrpcCode.unauthenticated, 'missing stamp: send X-Stamp')
+    const { publicKey } = verifyApiKeyStamp(header, raw)
+    let body: unknown
+    try {
+      body = JSON.parse(new TextDecoder().decode(raw))
+    } catch {
+      throw invalid('the request body is not JSON')
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('the request body must be a JSON object')
+    const organizationId = (body as { organizationId?: unknown }).organizationId
+    if (typeof organizationId !== 'string' || !organizationId) throw invalid('organizationId is required')
+    const apiKey = db.apiKeyByPublicKey(publicKey)
+    if (!apiKey) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
+    // A parent organization's key may act in its sub-organizations.
+    const organization = db.organization(organizationId)
+    if (!organization || (apiKey.organization_id !== organization.id && apiKey.organization_id !== organization.parent_id))
+      throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
+    if (apiKey.expires_at !== null && apiKey.expires_at <= now()) throw new KmsError(GrpcCode.unauthenticated, expiredKeyMessage(publicKey))
+    return { body: body as Record<string, unknown>, raw, caller: { apiKey, organizationId } }
+  }
+
+  app.post('/public/v1/submit/:op', async (c) => {
+    const { body, raw, caller } = await authenticate(c.req.raw)
+    const op = c.req.param('op')
+    const type = body['type']
+    const kind = typeof type === 'string' ? ACTIVITIES[type] : undefined
+    if (!kind || kind.op !== op) throw invalid(`unsupported activity type ${String(type)} for /public/v1/submit/${op}`)
+    const time = Number(body['timestampMs'])
+    if (typeof body['timestampMs'] !== 'string' || !Number.isSafeInteger(time)) throw invalid('timestampMs must be milliseconds since the epoch, as a string')
+    if (time < now() - TIMESTAMP_WINDOW_MS.past || time > now() + TIMESTAMP_WINDOW_MS.future)
+      throw invalid(`timestampMs is outside the accepted window (${TIMESTAMP_WINDOW_MS.past / 60_000} minutes back, ${TIMESTAMP_WINDOW_MS.future / 60_000} ahead)`)
+
+    // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
+    const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
+    const existing = db.activityByFingerprint(fingerprint)
+    if (existing) return c.json({ activity: envelope(existing) }, 200, CORS)
+
+    const context: ActivityContext = { db, masterKey, now, caller }
+    const result = await kind.run(body['parameters'], context)
+    const at = now()
+    const row: ActivityRow = {
+      id: randomUUID(),
+      organization_id: caller.organizationId,
+      fingerprint,
+      type: type as string,
+      status: 'ACTIVITY_STATUS_COMPLETED',
+      intent: JSON.stringify({ [kind.intentKey]: body['parameters'] }),
+      result: JSON.stringify({ [kind.resultKey]: result }),
+      failure: null,
+      created_at: at,
+      updated_at: at,
+    }
+    db.insertActivity(row)
+    return c.json({ activity: envelope(row) }, 200, CORS)
+  })
+
+  app.post('/public/v1/query/:op', async (c) => {
+    const { body, caller } = await authenticate(c.req.raw)
+    const query = QUERIES[c.req.param('op')]
+    if (!query) throw new KmsError(GrpcCode.notFound, `unknown query ${c.req.param('op')}`)
+    return c.json(query(body, caller), 200, CORS)
+  })
+
+  function user(caller: Caller, userId: string): UserRow {
+    const found = db.user(userId, caller.organizationId)
+    if (!found) throw new KmsError(GrpcCode.notFound, `user ${userId} not found in organization ${caller.organizationId}`)
+    return found
+  }
+
+  const string = (body: Record<string, unknown>, key: string) => {
+    const value = body[key]
+    if (typeof value !== 'string' || !value) throw invalid(`${key} is required`)
+    return value
+  }
+
+  const QUERIES: Record<string, (body: Record<string, unknown>, caller: Caller) => unknown> = {
+    whoami(_, caller) {
+      const organization = db.organization(caller.organizationId)!
+      // A parent organization's key answers for its own user.
+      const self = db.user(caller.apiKey.user_id, caller.apiKey.organization_id)!
+      return { organizationId: organization.id, organizationName: organization.name, userId: self.id, username: self.name }
+    },
+    get_user(body, caller) {
+      return { user: userView(user(caller, string(body, 'userId'))) }
+    },
+    list_users(_, caller) {
+      return { users: db.users(caller.organizationId).map(userView) }
+    },
+    get_api_keys(body, caller) {
+      const userId = typeof body['userId'] === 'string' ? body['userId'] : caller.apiKey.user_id
+      return { apiKeys: db.apiKeysOfUser(userId).filter((key) => key.organization_id === caller.organizationId || key.user_id === caller.apiKey.user_id).map(apiKeyView) }
+    },
+    get_wallet(body, caller) {
+      const wallet = db.wallet(string(body, 'walletId'), caller.organizationId)
+      if (!wallet) throw new KmsError(GrpcCode.notFound, `wallet ${String(body['walletId'])} not found in organization ${caller.organizationId}`)
+      return { wallet: walletView(wallet) }
+    },
+    list_wallets(_, caller) {
+      return { wallets: db.wallets(caller.organizationId).map(walletView) }
+    },
+    list_wallet_accounts(body, caller) {
+      const walletId = body['walletId']
+      if (walletId !== undefined && typeof walletId !== 'string') throw invalid('walletId must be a string')
+      if (walletId && !db.wallet(walletId, caller.organizationId)) throw new KmsError(GrpcCode.notFound, `wallet ${walletId} not found in organization ${caller.organizationId}`)
+      const accounts = walletId ? db.accountsOfWallet(walletId) : db.accountsOfOrganization(caller.organizationId)
+      return {
+        accounts: accounts.map((account) => ({
+          walletAccountId: account.id,
+          organizationId: account.organization_id,
+          walletId: account.wallet_id,
+          curve: account.curve,
+          pathFormat: account.path_format,
+          path: account.path,
+          addressFormat: account.address_format,
+          address: account.address,
+          publicKey: account.public_key,
+          createdAt: timestamp(account.created_at),
+          updatedAt: timestamp(account.created_at),
+        })),
+      }
+    },
+    get_activity(body, caller) {
+      const row = db.activity(string(body, 'activityId'), caller.organizationId)
+      if (!row) throw new KmsError(GrpcCode.notFound, `activity ${String(body['activityId'])} not found in organization ${caller.organizationId}`)
+      return { activity: envelope(row) }
+    },
+  }
+
+  function userView(row: UserRow) {
+    return {
+      userId: row.id,
+      userName: row.name,
+      ...(row.email ? { userEmail: row.email } : {}),
+      authenticators: [],
+      apiKeys: db.apiKeysOfUser(row.id).map(apiKeyView),
+      userTags: [],
+      oauthProviders: [],
+      createdAt: timestamp(row.created_at),
+      updatedAt: timestamp(row.created_at),
+    }
+  }
+
+  return app
+}
+
+function apiKeyView(key: { id: string; name: string; public_key: string; credential_type: string; expires_at: number | null; created_at: number }) {
+  return {
+    credential: { publicKey: key.public_key, type: key.credential_type },
+    apiKeyId: key.id,
+    apiKeyName: key.name,
+    createdAt: timestamp(key.created_at),
+    updatedAt: timestamp(key.created_at),
+    ...(key.expires_at !== null ? { expirationSeconds: String(Math.round((key.expires_at - key.created_at) / 1000)) } : {}),
+  }
+}
+
+function walletView(wallet: { id: string; name: string; created_at: number; exported: number; imported: number }) {
+  return {
+    walletId: wallet.id,
+    walletName: wallet.name,
+    createdAt: timestamp(wallet.created_at),
+    updatedAt: timestamp(wallet.created_at),
+    exported: wallet.exported === 1,
+    imported: wallet.imported === 1,
+  }
+}
+
+/** The `v1Activity` shape the clients read. */
+function envelope(row: ActivityRow) {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    status: row.status,
+    type: row.type,
+    intent: JSON.parse(row.intent) as unknown,
+    result: row.result ? (JSON.parse(row.result) as unknown) : {},
+    votes: [],
+    fingerprint: row.fingerprint,
+    canApprove: false,
+    canReject: false,
+    createdAt: timestamp(row.created_at),
+    updatedAt: timestamp(row.updated_at),
+    ...(row.failure ? { failure: JSON.parse(row.failure) as unknown } : {}),
+  }
+}

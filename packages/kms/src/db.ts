@@ -1,0 +1,131 @@
+import Database from 'better-sqlite3'
+
+export type OrganizationRow = { id: string; name: string; parent_id: string | null; root_quorum_threshold: number; created_at: number }
+export type UserRow = { id: string; organization_id: string; name: string; email: string | null; created_at: number }
+export type ApiKeyRow = {
+  id: string
+  user_id: string
+  organization_id: string
+  name: string
+  public_key: string
+  curve: string
+  credential_type: string
+  /** Unix ms; null: never. */
+  expires_at: number | null
+  created_at: number
+}
+export type WalletRow = { id: string; organization_id: string; name: string; sealed_mnemonic: string; created_at: number; exported: number; imported: number }
+export type WalletAccountRow = {
+  id: string
+  wallet_id: string
+  organization_id: string
+  curve: string
+  path_format: string
+  path: string
+  address_format: string
+  address: string
+  public_key: string
+  created_at: number
+}
+export type ActivityRow = {
+  id: string
+  organization_id: string
+  fingerprint: string
+  type: string
+  status: string
+  intent: string
+  result: string | null
+  failure: string | null
+  created_at: number
+  updated_at: number
+}
+
+/**
+ * The service's tables in one SQLite file (better-sqlite3). Key material is stored sealed
+ * (secrets.ts); this module only moves rows.
+ *
+ * @example
+ * const db = openDatabase(':memory:')
+ */
+export function openDatabase(path: string) {
+  const db = new Database(path)
+  db.pragma('journal_mode = WAL')
+  db.pragma('foreign_keys = ON')
+  db.exec(`
+    create table if not exists organizations (
+      id text primary key, name text not null, parent_id text references organizations (id),
+      root_quorum_threshold integer not null default 1, created_at integer not null);
+    create table if not exists users (
+      id text primary key, organization_id text not null references organizations (id), name text not null,
+      email text, created_at integer not null);
+    create table if not exists api_keys (
+      id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id),
+      name text not null, public_key text not null unique, curve text not null, credential_type text not null,
+      expires_at integer, created_at integer not null);
+    create table if not exists wallets (
+      id text primary key, organization_id text not null references organizations (id), name text not null,
+      sealed_mnemonic text not null, created_at integer not null, exported integer not null default 0, imported integer not null default 0,
+      unique (organization_id, name));
+    create table if not exists wallet_accounts (
+      id text primary key, wallet_id text not null references wallets (id), organization_id text not null references organizations (id),
+      curve text not null, path_format text not null, path text not null, address_format text not null, address text not null,
+      public_key text not null, created_at integer not null, unique (wallet_id, path));
+    create index if not exists wallet_accounts_address on wallet_accounts (organization_id, address);
+    create table if not exists activities (
+      id text primary key, organization_id text not null, fingerprint text not null unique, type text not null,
+      status text not null, intent text not null, result text, failure text, created_at integer not null, updated_at integer not null);
+  `)
+  const statements = {
+    insertOrganization: db.prepare('insert into organizations (id, name, parent_id, root_quorum_threshold, created_at) values (?, ?, ?, ?, ?)'),
+    organization: db.prepare('select * from organizations where id = ?'),
+    insertUser: db.prepare('insert into users (id, organization_id, name, email, created_at) values (?, ?, ?, ?, ?)'),
+    user: db.prepare('select * from users where id = ? and organization_id = ?'),
+    users: db.prepare('select * from users where organization_id = ? order by created_at, id'),
+    insertApiKey: db.prepare(
+      'insert into api_keys (id, user_id, organization_id, name, public_key, curve, credential_type, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    apiKeyByPublicKey: db.prepare('select * from api_keys where public_key = ?'),
+    apiKeysOfUser: db.prepare('select * from api_keys where user_id = ? order by created_at, id'),
+    insertWallet: db.prepare('insert into wallets (id, organization_id, name, sealed_mnemonic, created_at) values (?, ?, ?, ?, ?)'),
+    wallet: db.prepare('select * from wallets where id = ? and organization_id = ?'),
+    wallets: db.prepare('select * from wallets where organization_id = ? order by created_at, id'),
+    insertAccount: db.prepare(
+      'insert into wallet_accounts (id, wallet_id, organization_id, curve, path_format, path, address_format, address, public_key, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    accountsOfWallet: db.prepare('select * from wallet_accounts where wallet_id = ? order by created_at, rowid'),
+    accountsOfOrganization: db.prepare('select * from wallet_accounts where organization_id = ? order by created_at, rowid'),
+    accountByAddress: db.prepare('select * from wallet_accounts where organization_id = ? and lower(address) = lower(?)'),
+    insertActivity: db.prepare(
+      'insert into activities (id, organization_id, fingerprint, type, status, intent, result, failure, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    activity: db.prepare('select * from activities where id = ? and organization_id = ?'),
+    activityByFingerprint: db.prepare('select * from activities where fingerprint = ?'),
+  }
+  return {
+    transaction: <result>(work: () => result): result => db.transaction(work)(),
+    insertOrganization: (row: OrganizationRow) => void statements.insertOrganization.run(row.id, row.name, row.parent_id, row.root_quorum_threshold, row.created_at),
+    organization: (id: string) => statements.organization.get(id) as OrganizationRow | undefined,
+    insertUser: (row: UserRow) => void statements.insertUser.run(row.id, row.organization_id, row.name, row.email, row.created_at),
+    user: (id: string, organizationId: string) => statements.user.get(id, organizationId) as UserRow | undefined,
+    users: (organizationId: string) => statements.users.all(organizationId) as UserRow[],
+    insertApiKey: (row: ApiKeyRow) =>
+      void statements.insertApiKey.run(row.id, row.user_id, row.organization_id, row.name, row.public_key, row.curve, row.credential_type, row.expires_at, row.created_at),
+    apiKeyByPublicKey: (publicKey: string) => statements.apiKeyByPublicKey.get(publicKey) as ApiKeyRow | undefined,
+    apiKeysOfUser: (userId: string) => statements.apiKeysOfUser.all(userId) as ApiKeyRow[],
+    insertWallet: (row: WalletRow) => void statements.insertWallet.run(row.id, row.organization_id, row.name, row.sealed_mnemonic, row.created_at),
+    wallet: (id: string, organizationId: string) => statements.wallet.get(id, organizationId) as WalletRow | undefined,
+    wallets: (organizationId: string) => statements.wallets.all(organizationId) as WalletRow[],
+    insertAccount: (row: WalletAccountRow) =>
+      void statements.insertAccount.run(row.id, row.wallet_id, row.organization_id, row.curve, row.path_format, row.path, row.address_format, row.address, row.public_key, row.created_at),
+    accountsOfWallet: (walletId: string) => statements.accountsOfWallet.all(walletId) as WalletAccountRow[],
+    accountsOfOrganization: (organizationId: string) => statements.accountsOfOrganization.all(organizationId) as WalletAccountRow[],
+    accountByAddress: (organizationId: string, address: string) => statements.accountByAddress.get(organizationId, address) as WalletAccountRow | undefined,
+    insertActivity: (row: ActivityRow) =>
+      void statements.insertActivity.run(row.id, row.organization_id, row.fingerprint, row.type, row.status, row.intent, row.result, row.failure, row.created_at, row.updated_at),
+    activity: (id: string, organizationId: string) => statements.activity.get(id, organizationId) as ActivityRow | undefined,
+    activityByFingerprint: (fingerprint: string) => statements.activityByFingerprint.get(fingerprint) as ActivityRow | undefined,
+    close: () => db.close(),
+  }
+}
+
+export type Db = ReturnType<typeof openDatabase>

@@ -1,0 +1,49 @@
+/** gRPC status codes, as the Turnkey API (a grpc-gateway) reports them in `code`. */
+export const GrpcCode = {
+  invalidArgument: 3,
+  notFound: 5,
+  alreadyExists: 6,
+  permissionDenied: 7,
+  resourceExhausted: 8,
+  failedPrecondition: 9,
+  internal: 13,
+  unauthenticated: 16,
+} as const
+
+const httpStatus: Record<number, 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500> = {
+  3: 400,
+  5: 404,
+  6: 409,
+  7: 403,
+  8: 429,
+  9: 400,
+  13: 500,
+  16: 401,
+}
+
+/**
+ * Every error the service answers with: `{ code, message, details }` in the body (what the
+ * official clients turn into "Turnkey error {code}: {message}"), and an HTTP status to match.
+ *
+ * @example
+ * throw new KmsError(GrpcCode.notFound, 'wallet not found', [{ walletId }])
+ */
+export class KmsError extends Error {
+  override name = 'KmsError'
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly details: readonly unknown[] = [],
+    readonly status: number = httpStatus[code] ?? 400,
+  ) {
+    super(message)
+  }
+
+  toJSON() {
+    return { code: this.code, message: this.message, details: this.details }
+  }
+}
+
+/** Texts the official clients match to recognise an unknown or expired session key (research §3.5). */
+export const UNKNOWN_KEY_MESSAGE = 'could not find public key in organization or its parent organization'
+export const expiredKeyMessage = (publicKey: string) => `rpc error: code = Unauthenticated desc = expired api key publicKey: ${publicKey}`

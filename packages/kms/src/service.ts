@@ -1,0 +1,87 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { type ServerType, serve } from '@hono/node-server'
+import { createKmsApp } from './app.js'
+import { type Db, openDatabase } from './db.js'
+
+export type KmsOptions = {
+  /** Default 8090. */
+  port?: number | undefined
+  /** Default `127.0.0.1`. */
+  host?: string | undefined
+  /** SQLite file; default in memory. */
+  databasePath?: string | undefined
+  /** 32 bytes that seal key material at rest. Default: random, so nothing sealed outlives the process. */
+  masterKey?: Uint8Array | undefined
+  /** Clock in unix ms; tests move it to expire keys. */
+  now?: (() => number) | undefined
+}
+
+/** An organization with no parent, its first user and that user's API key. */
+export type ParentOrganization = { organizationId: string; userId: string; apiKeyId: string }
+
+/**
+ * The key-management service as a start/stop instance (the shape of prool), over its Hono app.
+ *
+ * @example
+ * const kms = createKms({ port: 8090, databasePath: '.latchkey/kms.db', masterKey })
+ * await kms.start()
+ * const parent = kms.createParentOrganization({ name: 'Latchkey dev', userName: 'backend', publicKey })
+ */
+export function createKms(options: KmsOptions = {}) {
+  const host = options.host ?? '127.0.0.1'
+  const port = options.port ?? 8090
+  const masterKey = options.masterKey ?? randomBytes(32)
+  if (masterKey.length !== 32) throw new Error('masterKey must be 32 bytes')
+  const now = options.now ?? Date.now
+  const db: Db = openDatabase(options.databasePath ?? ':memory:')
+  const app = createKmsApp({ db, masterKey, now })
+  let server: ServerType | undefined
+
+  return {
+    name: 'kms',
+    host,
+    port,
+    url: `http://${host}:${port}`,
+    app,
+    async start() {
+      if (server) return
+      await new Promise<void>((resolve, reject) => {
+        const started = serve({ fetch: app.fetch, port, hostname: host }, () => resolve())
+        started.once('error', reject)
+        server = started
+      })
+    },
+    async stop() {
+      const running = server
+      server = undefined
+      if (running) await new Promise<void>((resolve) => running.close(() => resolve()))
+      db.close()
+    },
+    /**
+     * Creates an organization with no parent (the app backend's), its first user and an API key
+     * for that user. Not an API call: the hosted service does this at sign-up.
+     */
+    createParentOrganization(parameters: { name: string; userName: string; publicKey: string; apiKeyName?: string }): ParentOrganization {
+      const at = now()
+      const ids = { organizationId: randomUUID(), userId: randomUUID(), apiKeyId: randomUUID() }
+      db.transaction(() => {
+        db.insertOrganization({ id: ids.organizationId, name: parameters.name, parent_id: null, root_quorum_threshold: 1, created_at: at })
+        db.insertUser({ id: ids.userId, organization_id: ids.organizationId, name: parameters.userName, email: null, created_at: at })
+        db.insertApiKey({
+          id: ids.apiKeyId,
+          user_id: ids.userId,
+          organization_id: ids.organizationId,
+          name: parameters.apiKeyName ?? 'root',
+          public_key: parameters.publicKey,
+          curve: 'API_KEY_CURVE_P256',
+          credential_type: 'CREDENTIAL_TYPE_API_KEY_P256',
+          expires_at: null,
+          created_at: at,
+        })
+      })
+      return ids
+    },
+  }
+}
+
+export type Kms = ReturnType<typeof createKms>
