@@ -2,13 +2,22 @@ import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import type { ApiKeyRow, Db, WalletRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
-import { type AccountParams, deriveAccount, digestOf, newMnemonic, signDigest, signTransaction } from './ethereum.js'
+import { p256 } from '@noble/curves/p256'
+import { credentialBundle, exportBundle } from './bundles.js'
+import { type AccountParams, deriveAccount, digestOf, newMnemonic, privateKeyOf, signDigest, signTransaction } from './ethereum.js'
 import { open, seal } from './secrets.js'
 
 /** Who is asking: the verified key and its user, in the organization the request names. */
 export type Caller = { readonly apiKey: ApiKeyRow; readonly organizationId: string }
 
-export type ActivityContext = { db: Db; masterKey: Uint8Array; now: () => number; caller: Caller }
+export type ActivityContext = {
+  db: Db
+  masterKey: Uint8Array
+  /** P-256 private key (hex) that signs export and import bundles. */
+  signerPrivateKey: string
+  now: () => number
+  caller: Caller
+}
 
 type Handler = (params: unknown, context: ActivityContext) => Promise<Record<string, unknown>> | Record<string, unknown>
 type ActivityKind = { intentKey: string; resultKey: string; run: Handler }
@@ -92,8 +101,11 @@ function signer(context: ActivityContext, signWith: string) {
   const account = db.accountByAddress(caller.organizationId, signWith)
   if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${caller.organizationId}`)
   const wallet = walletOf(db, caller.organizationId, account.wallet_id)
-  return { path: account.path, mnemonic: open(masterKey, wallet.id, wallet.sealed_mnemonic) }
+  return { path: account.path, walletId: wallet.id, mnemonic: open(masterKey, wallet.id, wallet.sealed_mnemonic) }
 }
+
+const DEFAULT_SESSION_SECONDS = 900
+const targetPublicKey = z.string().regex(/^(?:0[23][0-9a-f]{64}|04[0-9a-f]{128})$/i, 'must be a P-256 public key in hex (33 or 65 bytes)')
 
 const createSubOrganization = z.object({
   subOrganizationName: z.string().min(1).max(256),
@@ -173,6 +185,75 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const { db, caller, now } = context
       if (!db.user(userId, caller.organizationId)) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
       return { apiKeyIds: db.transaction(() => apiKeys.map((key) => insertApiKey(db, userId, caller.organizationId, key, now()))) }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2: {
+    op: 'create_read_write_session',
+    intentKey: 'createReadWriteSessionIntentV2',
+    resultKey: 'createReadWriteSessionResultV2',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          targetPublicKey,
+          userId: z.string().optional(),
+          apiKeyName: z.string().min(1).max(256).optional(),
+          expirationSeconds: z.string().regex(/^\d+$/).optional(),
+        }),
+        params,
+      )
+      const { db, caller, now } = context
+      const userId = input.userId ?? (caller.apiKey.organization_id === caller.organizationId ? caller.apiKey.user_id : undefined)
+      const user = userId ? db.user(userId, caller.organizationId) : undefined
+      if (!user) throw notFound(`user ${String(userId)} not found in organization ${caller.organizationId}`)
+      const organization = db.organization(caller.organizationId)!
+      // A fresh P-256 key for the session, handed over only inside the bundle.
+      const sessionKey = p256.utils.randomPrivateKey()
+      const bundle = await credentialBundle(input.targetPublicKey, sessionKey)
+      const apiKeyId = randomUUID()
+      const at = now()
+      db.insertApiKey({
+        id: apiKeyId,
+        user_id: user.id,
+        organization_id: caller.organizationId,
+        name: input.apiKeyName ?? `read-write session ${new Date(at).toISOString()}`,
+        public_key: Buffer.from(p256.getPublicKey(sessionKey, true)).toString('hex'),
+        curve: 'API_KEY_CURVE_P256',
+        credential_type: 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256',
+        expires_at: at + Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) * 1000,
+        created_at: at,
+      })
+      return { organizationId: organization.id, organizationName: organization.name, userId: user.id, username: user.name, apiKeyId, credentialBundle: bundle }
+    },
+  },
+  ACTIVITY_TYPE_EXPORT_WALLET: {
+    op: 'export_wallet',
+    intentKey: 'exportWalletIntent',
+    resultKey: 'exportWalletResult',
+    async run(params, context) {
+      const input = parse(z.object({ walletId: z.string().min(1), targetPublicKey, language: z.string().optional() }), params)
+      const { db, masterKey, caller, signerPrivateKey } = context
+      const wallet = walletOf(db, caller.organizationId, input.walletId)
+      const mnemonic = open(masterKey, wallet.id, wallet.sealed_mnemonic)
+      const bundle = await exportBundle({ signerPrivateKey, organizationId: caller.organizationId, targetPublicKey: input.targetPublicKey, plaintext: new TextEncoder().encode(mnemonic) })
+      db.markExported(wallet.id)
+      return { walletId: wallet.id, exportBundle: bundle }
+    },
+  },
+  ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT: {
+    op: 'export_wallet_account',
+    intentKey: 'exportWalletAccountIntent',
+    resultKey: 'exportWalletAccountResult',
+    async run(params, context) {
+      const input = parse(z.object({ address: z.string().min(1), targetPublicKey }), params)
+      const { mnemonic, path, walletId } = signer(context, input.address)
+      const bundle = await exportBundle({
+        signerPrivateKey: context.signerPrivateKey,
+        organizationId: context.caller.organizationId,
+        targetPublicKey: input.targetPublicKey,
+        plaintext: Buffer.from(privateKeyOf(mnemonic, path).slice(2), 'hex'),
+      })
+      context.db.markExported(walletId)
+      return { address: input.address, exportBundle: bundle }
     },
   },
   ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2: {

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto'
+import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
 import { type ActivityContext, ACTIVITIES, type Caller, timestamp } from './activities.js'
 import type { ActivityRow, Db, UserRow } from './db.js'
@@ -9,11 +10,16 @@ export type KmsAppOptions = {
   db: Db
   /** 32 bytes: seals wallet mnemonics and keys at rest. */
   masterKey: Uint8Array
+  /** P-256 private key (hex) that signs export and import bundles; its public key is published. */
+  signerPrivateKey: string
   /** Clock in unix ms; tests move it to expire keys. */
   now?: (() => number) | undefined
   /** Largest request body accepted, in bytes. Default 256 KiB. */
   maxBodyBytes?: number | undefined
 }
+
+/** Where the service publishes its bundle signer's public key (uncompressed hex). */
+export const SIGNER_PATH = '/.well-known/latchkey-kms-signer.json'
 
 /** How far an activity's timestampMs may lie from the service's clock. */
 export const TIMESTAMP_WINDOW_MS = { past: 10 * 60_000, future: 5 * 60_000 } as const
@@ -42,6 +48,10 @@ export function createKmsApp(options: KmsAppOptions) {
   const app = new Hono()
 
   app.options('*', () => new Response(null, { status: 204, headers: CORS }))
+
+  // The key that signs export and import bundles, for apps and frames to pin.
+  const signerPublicKey = Buffer.from(p256.getPublicKey(options.signerPrivateKey, false)).toString('hex')
+  app.get(SIGNER_PATH, () => Response.json({ signerPublicKey }, { headers: CORS }))
 
   app.onError((error) => {
     const known = error instanceof KmsError ? error : new KmsError(GrpcCode.internal, 'internal error')
@@ -94,7 +104,7 @@ export function createKmsApp(options: KmsAppOptions) {
     const existing = db.activityByFingerprint(fingerprint)
     if (existing) return c.json({ activity: envelope(existing) }, 200, CORS)
 
-    const context: ActivityContext = { db, masterKey, now, caller }
+    const context: ActivityContext = { db, masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
     const result = await kind.run(body['parameters'], context)
     const at = now()
     const row: ActivityRow = {

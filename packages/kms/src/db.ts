@@ -89,6 +89,7 @@ export function openDatabase(path: string) {
     insertWallet: db.prepare('insert into wallets (id, organization_id, name, sealed_mnemonic, created_at) values (?, ?, ?, ?, ?)'),
     wallet: db.prepare('select * from wallets where id = ? and organization_id = ?'),
     wallets: db.prepare('select * from wallets where organization_id = ? order by created_at, id'),
+    markExported: db.prepare('update wallets set exported = 1 where id = ?'),
     insertAccount: db.prepare(
       'insert into wallet_accounts (id, wallet_id, organization_id, curve, path_format, path, address_format, address, public_key, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
@@ -115,6 +116,7 @@ export function openDatabase(path: string) {
     insertWallet: (row: WalletRow) => void statements.insertWallet.run(row.id, row.organization_id, row.name, row.sealed_mnemonic, row.created_at),
     wallet: (id: string, organizationId: string) => statements.wallet.get(id, organizationId) as WalletRow | undefined,
     wallets: (organizationId: string) => statements.wallets.all(organizationId) as WalletRow[],
+    markExported: (walletId: string) => void statements.markExported.run(walletId),
     insertAccount: (row: WalletAccountRow) =>
       void statements.insertAccount.run(row.id, row.wallet_id, row.organization_id, row.curve, row.path_format, row.path, row.address_format, row.address, row.public_key, row.created_at),
     accountsOfWallet: (walletId: string) => statements.accountsOfWallet.all(walletId) as WalletAccountRow[],

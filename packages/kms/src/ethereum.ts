@@ -21,6 +21,8 @@ export function newMnemonic(words = 12): string {
 const derived = new Map<string, Hex>()
 
 /** The private key at `path` of `mnemonic` (BIP-32 over the BIP-39 seed). */
+export const privateKeyOf = (mnemonic: string, path: string): Hex => privateKeyAt(mnemonic, path)
+
 function privateKeyAt(mnemonic: string, path: string): Hex {
   const cacheKey = `${mnemonic}\n${path}`
   let key = derived.get(cacheKey)

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { type ServerType, serve } from '@hono/node-server'
+import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
 import { type Db, openDatabase } from './db.js'
 
@@ -12,6 +13,8 @@ export type KmsOptions = {
   databasePath?: string | undefined
   /** 32 bytes that seal key material at rest. Default: random, so nothing sealed outlives the process. */
   masterKey?: Uint8Array | undefined
+  /** P-256 private key (hex) that signs export and import bundles. Default: random. */
+  signerPrivateKey?: string | undefined
   /** Clock in unix ms; tests move it to expire keys. */
   now?: (() => number) | undefined
 }
@@ -34,7 +37,9 @@ export function createKms(options: KmsOptions = {}) {
   if (masterKey.length !== 32) throw new Error('masterKey must be 32 bytes')
   const now = options.now ?? Date.now
   const db: Db = openDatabase(options.databasePath ?? ':memory:')
-  const app = createKmsApp({ db, masterKey, now })
+  const signerPrivateKey = options.signerPrivateKey ?? Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
+  const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
+  const app = createKmsApp({ db, masterKey, signerPrivateKey, now })
   let server: ServerType | undefined
 
   return {
@@ -43,6 +48,8 @@ export function createKms(options: KmsOptions = {}) {
     port,
     url: `http://${host}:${port}`,
     app,
+    /** Uncompressed hex; also served at SIGNER_PATH. */
+    signerPublicKey,
     async start() {
       if (server) return
       await new Promise<void>((resolve, reject) => {
