@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
 import type { ApiKeyRow, Db, WalletRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
 import { p256 } from '@noble/curves/p256'
 import { credentialBundle, exportBundle } from './bundles.js'
 import { type AccountParams, deriveAccount, digestOf, newMnemonic, privateKeyOf, signDigest, signTransaction } from './ethereum.js'
+import type { Mailer } from './mail.js'
 import { open, seal } from './secrets.js'
 
 /** Who is asking: the verified key and its user, in the organization the request names. */
@@ -12,6 +13,7 @@ export type Caller = { readonly apiKey: ApiKeyRow; readonly organizationId: stri
 
 export type ActivityContext = {
   db: Db
+  mailer: Mailer
   masterKey: Uint8Array
   /** P-256 private key (hex) that signs export and import bundles. */
   signerPrivateKey: string
@@ -105,6 +107,50 @@ function signer(context: ActivityContext, signWith: string) {
 }
 
 const DEFAULT_SESSION_SECONDS = 900
+/** OTP codes: valid this long by default, and this many wrong guesses end one. */
+export const OTP_DEFAULT_SECONDS = 300
+export const OTP_MAX_ATTEMPTS = 3
+
+/** A fresh P-256 key, sealed in a credential bundle for `target`; registered by `register`. */
+async function prepareCredential(target: string) {
+  const key = p256.utils.randomPrivateKey()
+  return { key, credentialBundle: await credentialBundle(target, key) }
+}
+
+/** Registers a prepared credential's key for `userId`, with an expiry. Synchronous: it may join a transaction. */
+function register(
+  context: ActivityContext,
+  credential: { key: Uint8Array },
+  parameters: { userId: string; credentialType: string; name: string | undefined; expirationSeconds: string | undefined },
+): string {
+  const apiKeyId = randomUUID()
+  const at = context.now()
+  context.db.insertApiKey({
+    id: apiKeyId,
+    user_id: parameters.userId,
+    organization_id: context.caller.organizationId,
+    name: parameters.name ?? `${parameters.credentialType.replace('CREDENTIAL_TYPE_', '').toLowerCase()} ${new Date(at).toISOString()}`,
+    public_key: Buffer.from(p256.getPublicKey(credential.key, true)).toString('hex'),
+    curve: 'API_KEY_CURVE_P256',
+    credential_type: parameters.credentialType,
+    expires_at: at + Number(parameters.expirationSeconds ?? DEFAULT_SESSION_SECONDS) * 1000,
+    created_at: at,
+  })
+  return apiKeyId
+}
+
+function userByEmail(context: ActivityContext, email: string) {
+  const user = context.db.userByEmail(context.caller.organizationId, email)
+  if (!user) throw notFound(`no user with email ${email} in organization ${context.caller.organizationId}`)
+  return user
+}
+
+const hashCode = (otpId: string, code: string) => createHash('sha256').update(`${otpId}:${code}`).digest()
+
+function newCode(length: number, alphanumeric: boolean): string {
+  const alphabet = alphanumeric ? 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' : '0123456789'
+  return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
+}
 const targetPublicKey = z.string().regex(/^(?:0[23][0-9a-f]{64}|04[0-9a-f]{128})$/i, 'must be a P-256 public key in hex (33 or 65 bytes)')
 
 const createSubOrganization = z.object({
@@ -201,28 +247,130 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         }),
         params,
       )
-      const { db, caller, now } = context
+      const { db, caller } = context
       const userId = input.userId ?? (caller.apiKey.organization_id === caller.organizationId ? caller.apiKey.user_id : undefined)
       const user = userId ? db.user(userId, caller.organizationId) : undefined
       if (!user) throw notFound(`user ${String(userId)} not found in organization ${caller.organizationId}`)
       const organization = db.organization(caller.organizationId)!
       // A fresh P-256 key for the session, handed over only inside the bundle.
-      const sessionKey = p256.utils.randomPrivateKey()
-      const bundle = await credentialBundle(input.targetPublicKey, sessionKey)
-      const apiKeyId = randomUUID()
-      const at = now()
-      db.insertApiKey({
-        id: apiKeyId,
-        user_id: user.id,
-        organization_id: caller.organizationId,
-        name: input.apiKeyName ?? `read-write session ${new Date(at).toISOString()}`,
-        public_key: Buffer.from(p256.getPublicKey(sessionKey, true)).toString('hex'),
-        curve: 'API_KEY_CURVE_P256',
-        credential_type: 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256',
-        expires_at: at + Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) * 1000,
-        created_at: at,
+      const credential = await prepareCredential(input.targetPublicKey)
+      const bundle = credential.credentialBundle
+      const apiKeyId = register(context, credential, {
+        userId: user.id,
+        credentialType: 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256',
+        name: input.apiKeyName,
+        expirationSeconds: input.expirationSeconds,
       })
       return { organizationId: organization.id, organizationName: organization.name, userId: user.id, username: user.name, apiKeyId, credentialBundle: bundle }
+    },
+  },
+  ACTIVITY_TYPE_EMAIL_AUTH_V3: {
+    op: 'email_auth',
+    intentKey: 'emailAuthIntentV3',
+    resultKey: 'emailAuthResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          email: z.email(),
+          targetPublicKey,
+          apiKeyName: z.string().min(1).max(256).optional(),
+          expirationSeconds: z.string().regex(/^\d+$/).optional(),
+          emailCustomization: z.object({ appName: z.string().min(1), magicLinkTemplate: z.string().optional() }).optional(),
+        }),
+        params,
+      )
+      const user = userByEmail(context, input.email)
+      const credential = await prepareCredential(input.targetPublicKey)
+      const bundle = credential.credentialBundle
+      const apiKeyId = register(context, credential, {
+        userId: user.id,
+        credentialType: 'CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256',
+        name: input.apiKeyName,
+        expirationSeconds: input.expirationSeconds,
+      })
+      const appName = input.emailCustomization?.appName ?? 'your app'
+      const link = input.emailCustomization?.magicLinkTemplate?.replace('%s', encodeURIComponent(bundle))
+      await context.mailer.send({
+        to: input.email,
+        subject: `Sign in to ${appName}`,
+        text: `Your sign-in credential for ${appName}:\n\n${link ?? bundle}\n\nIt works once, for ${Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60} minutes.`,
+        html: `<p>Your sign-in credential for ${appName}:</p><p>${link ? `<a href="${link}">Sign in</a>` : `<code>${bundle}</code>`}</p>`,
+      })
+      // The bundle travels by email only.
+      return { userId: user.id, apiKeyId }
+    },
+  },
+  ACTIVITY_TYPE_INIT_OTP_AUTH_V3: {
+    op: 'init_otp_auth',
+    intentKey: 'initOtpAuthIntentV3',
+    resultKey: 'initOtpAuthResultV2',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          otpType: z.literal('OTP_TYPE_EMAIL', 'only OTP_TYPE_EMAIL is supported'),
+          contact: z.email(),
+          otpLength: z.number().int().min(6).max(9).optional(),
+          appName: z.string().min(1).max(128),
+          alphanumeric: z.boolean().optional(),
+          expirationSeconds: z.string().regex(/^\d+$/).optional(),
+        }),
+        params,
+      )
+      const user = userByEmail(context, input.contact)
+      const otpId = randomUUID()
+      const code = newCode(input.otpLength ?? 6, input.alphanumeric ?? false)
+      const seconds = Number(input.expirationSeconds ?? OTP_DEFAULT_SECONDS)
+      const at = context.now()
+      context.db.insertOtp({ id: otpId, organization_id: context.caller.organizationId, user_id: user.id, code_hash: hashCode(otpId, code).toString('hex'), expires_at: at + seconds * 1000, created_at: at })
+      await context.mailer.send({
+        to: input.contact,
+        subject: `${code} is your ${input.appName} code`,
+        text: `Your ${input.appName} sign-in code is ${code}. It expires in ${Math.round(seconds / 60)} minutes.`,
+        html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(seconds / 60)} minutes.</p>`,
+      })
+      return { otpId }
+    },
+  },
+  ACTIVITY_TYPE_OTP_AUTH: {
+    op: 'otp_auth',
+    intentKey: 'otpAuthIntent',
+    resultKey: 'otpAuthResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          otpId: z.string().min(1),
+          otpCode: z.string().min(1).max(16),
+          targetPublicKey,
+          apiKeyName: z.string().min(1).max(256).optional(),
+          expirationSeconds: z.string().regex(/^\d+$/).optional(),
+        }),
+        params,
+      )
+      const { db, caller, now } = context
+      const otp = db.otp(input.otpId, caller.organizationId)
+      if (!otp) throw notFound(`otp ${input.otpId} not found`)
+      if (otp.used) throw new KmsError(GrpcCode.failedPrecondition, 'this code has already been used')
+      if (otp.expires_at <= now()) throw new KmsError(GrpcCode.failedPrecondition, 'this code has expired')
+      if (otp.attempts >= OTP_MAX_ATTEMPTS) throw new KmsError(GrpcCode.resourceExhausted, 'too many wrong codes: request a new one')
+      if (!timingSafeEqual(hashCode(otp.id, input.otpCode.toUpperCase()), Buffer.from(otp.code_hash, 'hex'))) {
+        // The one write a refused request makes: wrong guesses are counted.
+        db.otpAttempt(otp.id)
+        const left = OTP_MAX_ATTEMPTS - otp.attempts - 1
+        throw new KmsError(GrpcCode.invalidArgument, left > 0 ? `invalid code: ${left} attempt${left === 1 ? '' : 's'} left` : 'invalid code: no attempts left, request a new one')
+      }
+      const credential = await prepareCredential(input.targetPublicKey)
+      const apiKeyId = db.transaction(() => {
+        // Checked again inside the transaction: two right answers racing redeem the code once.
+        if (db.otp(otp.id, caller.organizationId)?.used) throw new KmsError(GrpcCode.failedPrecondition, 'this code has already been used')
+        db.otpUsed(otp.id)
+        return register(context, credential, {
+          userId: otp.user_id,
+          credentialType: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
+          name: input.apiKeyName,
+          expirationSeconds: input.expirationSeconds,
+        })
+      })
+      return { userId: otp.user_id, apiKeyId, credentialBundle: credential.credentialBundle }
     },
   },
   ACTIVITY_TYPE_EXPORT_WALLET: {

@@ -3,6 +3,7 @@ import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
 import { type ActivityContext, ACTIVITIES, type Caller, timestamp } from './activities.js'
 import type { ActivityRow, Db, UserRow } from './db.js'
+import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
 import { verifyApiKeyStamp } from './stamp.js'
 
@@ -12,6 +13,8 @@ export type KmsAppOptions = {
   masterKey: Uint8Array
   /** P-256 private key (hex) that signs export and import bundles; its public key is published. */
   signerPrivateKey: string
+  /** Where sign-in emails go. Default: the dev inbox, served at /dev/mailbox. */
+  mailer?: Mailer | undefined
   /** Clock in unix ms; tests move it to expire keys. */
   now?: (() => number) | undefined
   /** Largest request body accepted, in bytes. Default 256 KiB. */
@@ -45,6 +48,7 @@ export function createKmsApp(options: KmsAppOptions) {
   const { db, masterKey } = options
   const now = options.now ?? Date.now
   const maxBodyBytes = options.maxBodyBytes ?? 256 * 1024
+  const mailer = options.mailer ?? devInbox(db, now)
   const app = new Hono()
 
   app.options('*', () => new Response(null, { status: 204, headers: CORS }))
@@ -52,6 +56,12 @@ export function createKmsApp(options: KmsAppOptions) {
   // The key that signs export and import bundles, for apps and frames to pin.
   const signerPublicKey = Buffer.from(p256.getPublicKey(options.signerPrivateKey, false)).toString('hex')
   app.get(SIGNER_PATH, () => Response.json({ signerPublicKey }, { headers: CORS }))
+
+  // The dev inbox, only when mail is not going out by SMTP.
+  if (!options.mailer) {
+    app.get('/dev/mailbox.json', () => Response.json(mailboxJson(db), { headers: CORS }))
+    app.get('/dev/mailbox', () => new Response(mailboxPage(db), { headers: { 'content-type': 'text/html; charset=utf-8' } }))
+  }
 
   app.onError((error) => {
     const known = error instanceof KmsError ? error : new KmsError(GrpcCode.internal, 'internal error')
@@ -104,7 +114,7 @@ export function createKmsApp(options: KmsAppOptions) {
     const existing = db.activityByFingerprint(fingerprint)
     if (existing) return c.json({ activity: envelope(existing) }, 200, CORS)
 
-    const context: ActivityContext = { db, masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
+    const context: ActivityContext = { db, mailer, masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
     const result = await kind.run(body['parameters'], context)
     const at = now()
     const row: ActivityRow = {

@@ -27,6 +27,8 @@ export type WalletAccountRow = {
   public_key: string
   created_at: number
 }
+export type OtpRow = { id: string; organization_id: string; user_id: string; code_hash: string; expires_at: number; attempts: number; used: number; created_at: number }
+export type MailRow = { id: string; to_address: string; subject: string; text: string; html: string; created_at: number }
 export type ActivityRow = {
   id: string
   organization_id: string
@@ -71,6 +73,11 @@ export function openDatabase(path: string) {
       curve text not null, path_format text not null, path text not null, address_format text not null, address text not null,
       public_key text not null, created_at integer not null, unique (wallet_id, path));
     create index if not exists wallet_accounts_address on wallet_accounts (organization_id, address);
+    create table if not exists otps (
+      id text primary key, organization_id text not null, user_id text not null, code_hash text not null,
+      expires_at integer not null, attempts integer not null default 0, used integer not null default 0, created_at integer not null);
+    create table if not exists mailbox (
+      id text primary key, to_address text not null, subject text not null, text text not null, html text not null, created_at integer not null);
     create table if not exists activities (
       id text primary key, organization_id text not null, fingerprint text not null unique, type text not null,
       status text not null, intent text not null, result text, failure text, created_at integer not null, updated_at integer not null);
@@ -81,6 +88,13 @@ export function openDatabase(path: string) {
     insertUser: db.prepare('insert into users (id, organization_id, name, email, created_at) values (?, ?, ?, ?, ?)'),
     user: db.prepare('select * from users where id = ? and organization_id = ?'),
     users: db.prepare('select * from users where organization_id = ? order by created_at, id'),
+    userByEmail: db.prepare('select * from users where organization_id = ? and lower(email) = lower(?)'),
+    insertOtp: db.prepare('insert into otps (id, organization_id, user_id, code_hash, expires_at, created_at) values (?, ?, ?, ?, ?, ?)'),
+    otp: db.prepare('select * from otps where id = ? and organization_id = ?'),
+    otpAttempt: db.prepare('update otps set attempts = attempts + 1 where id = ?'),
+    otpUsed: db.prepare('update otps set used = 1 where id = ?'),
+    insertMail: db.prepare('insert into mailbox (id, to_address, subject, text, html, created_at) values (?, ?, ?, ?, ?, ?)'),
+    mailbox: db.prepare('select * from mailbox order by created_at desc, rowid desc limit 200'),
     insertApiKey: db.prepare(
       'insert into api_keys (id, user_id, organization_id, name, public_key, curve, credential_type, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
@@ -109,6 +123,13 @@ export function openDatabase(path: string) {
     insertUser: (row: UserRow) => void statements.insertUser.run(row.id, row.organization_id, row.name, row.email, row.created_at),
     user: (id: string, organizationId: string) => statements.user.get(id, organizationId) as UserRow | undefined,
     users: (organizationId: string) => statements.users.all(organizationId) as UserRow[],
+    userByEmail: (organizationId: string, email: string) => statements.userByEmail.get(organizationId, email) as UserRow | undefined,
+    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used'>) => void statements.insertOtp.run(row.id, row.organization_id, row.user_id, row.code_hash, row.expires_at, row.created_at),
+    otp: (id: string, organizationId: string) => statements.otp.get(id, organizationId) as OtpRow | undefined,
+    otpAttempt: (id: string) => void statements.otpAttempt.run(id),
+    otpUsed: (id: string) => void statements.otpUsed.run(id),
+    insertMail: (row: MailRow) => void statements.insertMail.run(row.id, row.to_address, row.subject, row.text, row.html, row.created_at),
+    mailbox: () => statements.mailbox.all() as MailRow[],
     insertApiKey: (row: ApiKeyRow) =>
       void statements.insertApiKey.run(row.id, row.user_id, row.organization_id, row.name, row.public_key, row.curve, row.credential_type, row.expires_at, row.created_at),
     apiKeyByPublicKey: (publicKey: string) => statements.apiKeyByPublicKey.get(publicKey) as ApiKeyRow | undefined,

@@ -1,0 +1,147 @@
+import { generateKeyPairSync } from 'node:crypto'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
+import { TurnkeyClient } from '@turnkey/http'
+import { getFreePort } from '@latchkey/devnet'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { createKms, type Kms } from '../src/index.js'
+
+// Email sign-in as the app backend drives it: the parent organization's key starts email_auth or
+// init_otp_auth in the user's sub-organization, the message lands in the dev inbox, and the
+// credential bundle opened with @turnkey/crypto is a working key for the user.
+
+function apiKeyPair() {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  const jwk = privateKey.export({ format: 'jwk' })
+  const y = Buffer.from(jwk.y!, 'base64url')
+  return { apiPrivateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'), apiPublicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}` }
+}
+
+let kms: Kms
+let clock = Date.now()
+const parentKey = apiKeyPair()
+let backend: TurnkeyClient
+let parentOrganizationId: string
+const client = (keys: { apiPrivateKey: string; apiPublicKey: string }) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(keys))
+const fromBundle = (bundle: string, embeddedKey: string) => {
+  const apiPrivateKey = decryptCredentialBundle(bundle, embeddedKey)
+  return client({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') })
+}
+
+beforeAll(async () => {
+  kms = createKms({ port: await getFreePort(), now: () => clock })
+  await kms.start()
+  parentOrganizationId = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey }).organizationId
+  backend = client(parentKey)
+})
+afterAll(() => kms.stop())
+
+let users = 0
+/** A sub-organization whose root user has `email` and no key of its own yet. */
+async function userWithEmail(email = `user${++users}@example.test`) {
+  const { activity } = await backend.createSubOrganization({
+    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+    timestampMs: String(clock),
+    organizationId: parentOrganizationId,
+    parameters: { subOrganizationName: email, rootQuorumThreshold: 1, rootUsers: [{ userName: email, userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }] },
+  })
+  const result = activity.result.createSubOrganizationResultV8!
+  return { email, organizationId: result.subOrganizationId!, userId: result.rootUserIds![0]! }
+}
+
+type Inbox = { messages: { to: string; subject: string; text: string }[] }
+async function latestMailTo(email: string) {
+  const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as Inbox
+  const mail = inbox.messages.find((message) => message.to === email)
+  if (!mail) throw new Error(`no mail to ${email}`)
+  return mail
+}
+
+describe('email_auth', () => {
+  test('default: the bundle arrives by email only and signs the user in', async () => {
+    const user = await userWithEmail()
+    const embedded = generateP256KeyPair()
+    const { activity } = await backend.emailAuth({
+      type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3',
+      timestampMs: String(clock),
+      organizationId: user.organizationId,
+      parameters: { email: user.email, targetPublicKey: embedded.publicKeyUncompressed, emailCustomization: { appName: 'Latchkey Demo' } },
+    })
+    const result = activity.result.emailAuthResult!
+    expect(result.userId).toBe(user.userId)
+    expect(Object.keys(result).sort()).toEqual(['apiKeyId', 'userId'])
+    const mail = await latestMailTo(user.email)
+    expect(mail.subject).toBe('Sign in to Latchkey Demo')
+    const bundle = mail.text.split('\n')[2]!
+    expect(await fromBundle(bundle, embedded.privateKey).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+    expect(await (await fetch(`${kms.url}/dev/mailbox`)).text()).toContain('Sign in to Latchkey Demo')
+  })
+
+  test('error: an email with no user in the organization', async () => {
+    const user = await userWithEmail()
+    await expect(
+      backend.emailAuth({
+        type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3',
+        timestampMs: String(clock),
+        organizationId: user.organizationId,
+        parameters: { email: 'nobody@example.test', targetPublicKey: generateP256KeyPair().publicKeyUncompressed, emailCustomization: { appName: 'x' } },
+      }),
+    ).rejects.toThrow(`Turnkey error 5: no user with email nobody@example.test in organization ${user.organizationId}`)
+  })
+})
+
+describe('one-time codes', () => {
+  async function sendCode(user: Awaited<ReturnType<typeof userWithEmail>>) {
+    const { activity } = await backend.initOtpAuth({
+      type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
+      timestampMs: String(clock),
+      organizationId: user.organizationId,
+      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: user.email, appName: 'Latchkey Demo' },
+    })
+    const otpId = activity.result.initOtpAuthResultV2!.otpId
+    const code = /sign-in code is (\d{6})\./.exec((await latestMailTo(user.email)).text)![1]!
+    return { otpId, code }
+  }
+  let nonce = 0
+  const verify = (user: { organizationId: string }, otpId: string, otpCode: string, target = generateP256KeyPair()) =>
+    backend.otpAuth({
+      type: 'ACTIVITY_TYPE_OTP_AUTH',
+      // Distinct bodies: a repeated body would be the same activity.
+      timestampMs: String(clock + ++nonce),
+      organizationId: user.organizationId,
+      parameters: { otpId, otpCode, targetPublicKey: target.publicKeyUncompressed },
+    })
+
+  test('default: a six-digit code by email; the right code gives a working credential, once', async () => {
+    const user = await userWithEmail()
+    const { otpId, code } = await sendCode(user)
+    expect((await latestMailTo(user.email)).subject).toBe(`${code} is your Latchkey Demo code`)
+    const embedded = generateP256KeyPair()
+    const { activity } = await verify(user, otpId, code, embedded)
+    const result = activity.result.otpAuthResult!
+    expect(result.userId).toBe(user.userId)
+    expect(await fromBundle(result.credentialBundle!, embedded.privateKey).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+    await expect(verify(user, otpId, code)).rejects.toThrow('Turnkey error 9: this code has already been used')
+  })
+
+  test('error: three wrong codes end the code, even for the right one after', async () => {
+    const user = await userWithEmail()
+    const { otpId, code } = await sendCode(user)
+    const wrong = code === '000000' ? '111111' : '000000'
+    await expect(verify(user, otpId, wrong)).rejects.toThrow('Turnkey error 3: invalid code: 2 attempts left')
+    await expect(verify(user, otpId, wrong)).rejects.toThrow('Turnkey error 3: invalid code: 1 attempt left')
+    await expect(verify(user, otpId, wrong)).rejects.toThrow('Turnkey error 3: invalid code: no attempts left, request a new one')
+    await expect(verify(user, otpId, code)).rejects.toThrow('Turnkey error 8: too many wrong codes: request a new one')
+  })
+
+  test('error: a code past its five minutes', async () => {
+    const user = await userWithEmail()
+    const { otpId, code } = await sendCode(user)
+    clock += 301_000
+    try {
+      await expect(verify(user, otpId, code)).rejects.toThrow('Turnkey error 9: this code has expired')
+    } finally {
+      clock -= 301_000
+    }
+  })
+})
