@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { memoryStore, type RelayStore, type StoredMessage } from './store.js'
@@ -132,8 +132,9 @@ export function createRelay(options: RelayOptions): Relay {
       window: { startedAt: now(), count: 0 },
     }
     connections.set(socket, connection)
-    // Requests of one connection are handled one after another: per-topic order holds. Acks
-    // (answers to our pushes) need no turn in that queue and are taken at once.
+    // Requests of one connection are handled one after another: per-topic order holds. A publish
+    // holds its turn only until the store has taken it (see onMessage). Acks (answers to our
+    // pushes) need no turn in that queue and are taken at once.
     let queue = Promise.resolve()
     socket.on('message', (data) => {
       const frame = parseFrame(data.toString())
@@ -161,6 +162,12 @@ export function createRelay(options: RelayOptions): Relay {
     )
   }
 
+  /**
+   * Handles one request; the connection's next request is handled once this resolves. A publish
+   * resolves as soon as the store has taken its messages, which fixes their order, and is answered
+   * when they are stored: a client that pipelines publishes gets them written in one commit instead
+   * of one commit each.
+   */
   async function onMessage(connection: Connection, frame: Exclude<Frame, { kind: 'ack' }>) {
     if (frame.kind === 'unparsable') return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
     const { payload } = frame
@@ -172,12 +179,21 @@ export function createRelay(options: RelayOptions): Relay {
         connection.socket.close(RelayCloseCode.policy, 'rate limit exceeded')
         return
       }
+      if (payload.method === 'irn_publish' || payload.method === 'irn_batchPublish') {
+        const params = (payload.params ?? {}) as Record<string, unknown>
+        const stored = payload.method === 'irn_publish' ? publish(connection, [params]) : publish(connection, batchParam(params.messages))
+        void stored.then(
+          () => reply(connection, id, true),
+          (error: unknown) => reply(connection, id, undefined, internal(error)),
+        )
+        return
+      }
       const after: (() => Promise<void>)[] = []
       reply(connection, id, await handle(connection, payload.method, (payload.params ?? {}) as Record<string, unknown>, after))
       // Stored messages follow the subscribe reply, before this connection's next request is handled.
       for (const task of after) await task()
     } catch (error) {
-      reply(connection, id, undefined, error instanceof RpcError ? error : new RpcError(-32603, 'Internal error'))
+      reply(connection, id, undefined, internal(error))
     }
   }
 
@@ -210,28 +226,18 @@ export function createRelay(options: RelayOptions): Relay {
         for (const entry of list) unsubscribe(connection, topicParam((entry as { topic?: unknown }).topic))
         return true
       }
-      case 'irn_publish':
-        await publish(connection, params)
-        return true
-      case 'irn_batchPublish': {
-        const messages = Array.isArray(params.messages) ? params.messages : []
-        if (messages.length > MAX_BATCH) throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: at most ${MAX_BATCH} messages`)
-        for (const message of messages) await publish(connection, message as Record<string, unknown>)
-        return true
-      }
       case 'irn_batchFetchMessages': {
         const messages = []
         for (const topic of topicsParam(params.topics))
-          for (const m of await store.list(topic, now()))
-            if (m.publisher !== connection.clientId && !(await store.isAcked(connection.clientId, m.id)))
-              messages.push({ topic: m.topic, message: m.message, publishedAt: m.publishedAt, tag: m.tag, attestation: '' })
+          for (const m of await unacknowledged(connection, topic))
+            messages.push({ topic: m.topic, message: m.message, publishedAt: m.publishedAt, tag: m.tag, attestation: '' })
         return { messages, hasMore: false }
       }
       case 'wc_proposeSession': {
         // The dapp skipped irn_subscribe for the pairing topic: subscribing it is the relay's job.
         const pairingTopic = topicParam(params.pairingTopic)
         subscribe(connection, pairingTopic)
-        await publish(connection, { topic: pairingTopic, message: params.sessionProposal, ttl: params.ttl ?? 300, tag: 1100 })
+        await publish(connection, [{ topic: pairingTopic, message: params.sessionProposal, ttl: params.ttl ?? 300, tag: 1100 }])
         return true
       }
       case 'wc_approveSession': {
@@ -239,8 +245,10 @@ export function createRelay(options: RelayOptions): Relay {
         const pairingTopic = topicParam(params.pairingTopic)
         subscribe(connection, sessionTopic)
         const ttl = params.ttl ?? 300
-        await publish(connection, { topic: pairingTopic, message: params.sessionProposalResponse, ttl, tag: 1101 })
-        await publish(connection, { topic: sessionTopic, message: params.sessionSettlementRequest, ttl, tag: 1102 })
+        await publish(connection, [
+          { topic: pairingTopic, message: params.sessionProposalResponse, ttl, tag: 1101 },
+          { topic: sessionTopic, message: params.sessionSettlementRequest, ttl, tag: 1102 },
+        ])
         return true
       }
       default:
@@ -267,7 +275,16 @@ export function createRelay(options: RelayOptions): Relay {
     subscribers.get(topic)?.delete(connection)
   }
 
-  async function publish(connection: Connection, params: Record<string, unknown>) {
+  /**
+   * Checks every message first (one bad message stores none), hands them to the store in order at
+   * once, and pushes each to this node's subscribers once it is stored. Resolves when all are stored.
+   */
+  function publish(connection: Connection, entries: readonly Record<string, unknown>[]): Promise<void> {
+    const messages = entries.map((params) => toStoredMessage(connection, params))
+    return Promise.all(messages.map((message) => store.add(message).then((added) => added && fanOut(message)))).then(() => undefined)
+  }
+
+  function toStoredMessage(connection: Connection, params: Record<string, unknown>): StoredMessage {
     const topic = topicParam(params.topic)
     const message = params.message
     if (typeof message !== 'string' || message.length === 0) throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: message must be a non-empty string')
@@ -278,7 +295,7 @@ export function createRelay(options: RelayOptions): Relay {
       throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: ttl must be whole seconds from ${MIN_TTL_S} to ${MAX_TTL_S}`)
     const tag = typeof params.tag === 'number' && Number.isInteger(params.tag) ? params.tag : 0
     const publishedAt = now()
-    const stored: StoredMessage = {
+    return {
       id: sha256Hex(topic + message),
       topic,
       message,
@@ -287,8 +304,6 @@ export function createRelay(options: RelayOptions): Relay {
       expiresAt: publishedAt + ttl * 1000,
       publisher: connection.clientId,
     }
-    if (!(await store.add(stored))) return
-    fanOut(stored)
   }
 
   /** Pushes a newly stored message to this node's subscribers of its topic. */
@@ -297,8 +312,15 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   async function flush(connection: Connection, topic: string) {
-    for (const message of await store.list(topic, now()))
-      if (!(await store.isAcked(connection.clientId, message.id))) deliver(connection, message)
+    for (const message of await unacknowledged(connection, topic)) deliver(connection, message)
+  }
+
+  /** Stored messages of a topic that this client neither published nor acknowledged, in order. */
+  async function unacknowledged(connection: Connection, topic: string): Promise<StoredMessage[]> {
+    const messages = (await store.list(topic, now())).filter((message) => message.publisher !== connection.clientId)
+    // Asked all at once: a Redis store answers them in one round trip.
+    const acked = await Promise.all(messages.map((message) => store.isAcked(connection.clientId, message.id)))
+    return messages.filter((_, index) => !acked[index])
   }
 
   function deliver(connection: Connection, message: StoredMessage) {
@@ -455,7 +477,7 @@ async function serveHttp(request: IncomingMessage, response: ServerResponse, rpc
   response.writeHead(answer.status, { ...cors, 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(text)
 }
 
-const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
+const sha256Hex = (text: string) => hash('sha256', text, 'hex')
 
 type Payload = { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown }
 /** A frame from a client: an answer to one of our pushes, a request, or not JSON at all. */
@@ -477,6 +499,14 @@ function topicParam(value: unknown): string {
   if (typeof value !== 'string' || !TOPIC.test(value)) throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: topic must be 32 bytes of lowercase hex')
   return value
 }
+
+function batchParam(value: unknown): Record<string, unknown>[] {
+  if (!Array.isArray(value) || value.length > MAX_BATCH) throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: messages must be a list of at most ${MAX_BATCH}`)
+  return value.map((entry) => (entry && typeof entry === 'object' ? entry : {}) as Record<string, unknown>)
+}
+
+/** What a client is told about a failure: our own errors as they are, anything else as an internal error. */
+const internal = (error: unknown) => (error instanceof RpcError ? error : new RpcError(-32603, 'Internal error'))
 
 function topicsParam(value: unknown): string[] {
   if (!Array.isArray(value) || value.length > MAX_BATCH) throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: topics must be a list of at most ${MAX_BATCH}`)

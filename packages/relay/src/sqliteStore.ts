@@ -84,7 +84,11 @@ export function sqliteStore(path: string): RelayStore {
 
   return {
     async add(m: StoredMessage) {
-      if (!index.add(m)) return false
+      if (!index.add(m)) {
+        // The copy held may still wait for its commit; answer once it is stored.
+        await batch?.promise
+        return false
+      }
       messages.push(m)
       try {
         await committed()

@@ -18,7 +18,11 @@ export type StoredMessage = {
  * share the shape; every store passes the same suite.
  */
 export type RelayStore = {
-  /** Stores a message; false when the same message is already stored on its topic. */
+  /**
+   * Stores a message; false when the same message is already stored on its topic (answered once
+   * that copy is stored). The relay calls it again before earlier calls settle: the order of the
+   * calls is the publish order.
+   */
   add(message: StoredMessage): Promise<boolean>
   /** Unexpired messages of a topic, in publish order. */
   list(topic: string, now: number): Promise<readonly StoredMessage[]>

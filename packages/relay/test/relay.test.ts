@@ -90,6 +90,30 @@ describe('publish and subscribe', () => {
     expect(received).toEqual(['one', 'two', 'three'])
   })
 
+  test('behavior: publishes sent without waiting for their receipts are stored and delivered in order', async () => {
+    const alice = await connectClient(relay.url)
+    const bob = await connectClient(relay.url)
+    const t = topic()
+    await bob.request('irn_subscribe', { topic: t })
+    const messages = Array.from({ length: 20 }, (_, index) => `m${index}`)
+    const receipts = messages.map((message) => alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 }))
+    expect(await Promise.all(receipts)).toEqual(messages.map(() => true))
+    const received = []
+    for (const _ of messages) received.push((await bob.nextPush()).params.data.message)
+    expect(received).toEqual(messages)
+  })
+
+  test('default: irn_batchPublish stores every message in order', async () => {
+    const alice = await connectClient(relay.url)
+    const t = topic()
+    const messages = ['one', 'two', 'three'].map((message) => ({ topic: t, message, ttl: 300, tag: 1 }))
+    expect(await alice.request('irn_batchPublish', { messages })).toBe(true)
+    const bob = await connectClient(relay.url)
+    await bob.request('irn_subscribe', { topic: t })
+    const received = [await bob.nextPush(), await bob.nextPush(), await bob.nextPush()].map((p) => p.params.data.message)
+    expect(received).toEqual(['one', 'two', 'three'])
+  })
+
   test('behavior: acknowledged messages are not delivered again on resubscribe', async () => {
     const alice = await connectClient(relay.url)
     const seed = randomBytes(32).toString('hex')
@@ -206,6 +230,22 @@ describe('bad input', () => {
       const other = await connectClient(relay.url)
       expect(await other.request('irn_batchFetchMessages', { topics: ['1'.repeat(64)] })).toEqual({ messages: [], hasMore: false })
     })
+
+  test('error: an irn_batchPublish with one bad message stores none of them', async () => {
+    const client = await connectClient(relay.url)
+    const t = topic()
+    const messages = [{ topic: t, message: 'fine', ttl: 300 }, { topic: t, message: 'bad ttl', ttl: 1 }]
+    await expect(client.request('irn_batchPublish', { messages })).rejects.toMatchObject({
+      code: RelayErrorCode.invalidParams,
+      message: 'Invalid params: ttl must be whole seconds from 10 to 2592000',
+    })
+    await expect(client.request('irn_batchPublish', { messages: 'not a list' })).rejects.toMatchObject({
+      code: RelayErrorCode.invalidParams,
+      message: 'Invalid params: messages must be a list of at most 500',
+    })
+    const other = await connectClient(relay.url)
+    expect(await other.request('irn_batchFetchMessages', { topics: [t] })).toEqual({ messages: [], hasMore: false })
+  })
 
   test('error: a port in use rejects with EADDRINUSE and the running relay is untouched', async () => {
     const second = createRelay({ port: relay.port })

@@ -43,6 +43,16 @@ for (const [name, open] of stores)
       await store.close()
     })
 
+    test('behavior: a duplicate is answered only once the first copy is stored', async () => {
+      const store = await open()
+      const answered: string[] = []
+      const first = store.add(message('a', 't', 100)).then((added) => answered.push(`first ${added}`))
+      const second = store.add(message('a', 't', 100)).then((added) => answered.push(`second ${added}`))
+      await Promise.all([first, second])
+      expect(answered).toEqual(['first true', 'second false'])
+      await store.close()
+    })
+
     test('behavior: expired messages are not listed and prune drops them with their acks', async () => {
       const store = await open()
       await store.add(message('old', 't', 10))
