@@ -1,5 +1,7 @@
-import { mkdir, rename, writeFile } from 'node:fs/promises'
+import { generateKeyPairSync, randomBytes } from 'node:crypto'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
+import { createKms } from '@latchkey/kms'
 import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
@@ -9,12 +11,14 @@ import { staticServer } from './static.js'
 export type StartStackOptions = {
   /**
    * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
-   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`), else 8545, 8546, 5555,
-   * 5173 and 5174.
+   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_KMS_PORT`, `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`), else
+   * 8545, 8546, 5555, 8090, 5173 and 5174.
    */
-  ports?: { chainA?: number; chainB?: number; relay?: number; demo?: number; wallet?: number }
+  ports?: { chainA?: number; chainB?: number; relay?: number; kms?: number; demo?: number; wallet?: number }
   /** Run the WalletConnect relay. Default: `true`. */
   relay?: boolean
+  /** Run the key-management service. Default: `true`. */
+  kms?: boolean
   /**
    * Build and serve the demo app, and with it the reference wallet (apps/wallet, the "phone" that
    * pairs over the relay; served only when the relay runs). Default: `true`.
@@ -35,15 +39,32 @@ export type StartStackOptions = {
 export type StackChain = { readonly id: number; readonly name: string; readonly rpcUrl: string }
 
 /** The stack's URLs; `demo` exists when the demo is served, `wallet` when the demo and the relay are. */
-export type StackUrls<demo extends boolean = boolean> = { readonly chainA: string; readonly chainB: string; readonly relay?: string; readonly wallet?: string } & (demo extends true
+export type StackUrls<demo extends boolean = boolean> = {
+  readonly chainA: string
+  readonly chainB: string
+  readonly relay?: string
+  readonly kms?: string
+  readonly wallet?: string
+} & (demo extends true
   ? { readonly demo: string }
   : { readonly demo?: undefined })
 
 /**
- * Contents of `.latchkey/dev.json`, for tests and tools to find the running stack. The kms and
- * the app backend will add their URLs to `urls` (and their keys beside it) when they join the
- * stack. `pid` is the process that runs the stack, so a file left by a stack
- * that is gone can be recognised.
+ * The kms's parent organization (the app backend's) and its API key pair, and the key that signs
+ * the kms's bundles: what a backend or a test needs to act as the app.
+ */
+export type KmsCredentials = {
+  readonly parentOrganizationId: string
+  readonly apiPublicKey: string
+  readonly apiPrivateKey: string
+  /** Uncompressed hex; pin it as `dangerouslyOverrideSignerPublicKey`. */
+  readonly signerPublicKey: string
+}
+
+/**
+ * Contents of `.latchkey/dev.json`, for tests and tools to find the running stack (the app
+ * backend will add its URL when it joins). `pid` is the process that runs the stack, so a file
+ * left by a stack that is gone can be recognised.
  */
 export type DevJson = {
   readonly version: 1
@@ -51,6 +72,7 @@ export type DevJson = {
   readonly pid: number
   readonly urls: StackUrls
   readonly chains: readonly StackChain[]
+  readonly kms?: KmsCredentials
 }
 
 export type Stack<demo extends boolean = boolean> = {
@@ -60,6 +82,8 @@ export type Stack<demo extends boolean = boolean> = {
   readonly devJson: string
   /** Every service, in start order. */
   readonly instances: readonly Instance[]
+  /** The kms's parent organization and keys, when the kms runs. */
+  readonly kms?: KmsCredentials
   /** Stops every service, in reverse start order. Files (dev.json, the demo build) stay. */
   stop(): Promise<void>
 }
@@ -67,7 +91,7 @@ export type Stack<demo extends boolean = boolean> = {
 /** Whether a stack started with `options` serves the demo: known when `demo` is a literal or absent. */
 type DemoFlag<options> = options extends { demo: false } ? false : options extends { demo: true } ? true : 'demo' extends keyof options ? boolean : true
 
-export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, demo: 5173, wallet: 5174 } as const
+export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090, demo: 5173, wallet: 5174 } as const
 
 /**
  * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built
@@ -85,6 +109,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainA: options?.ports?.chainA ?? portFromEnv(env, 'LATCHKEY_CHAIN_A_PORT', defaultPorts.chainA),
     chainB: options?.ports?.chainB ?? portFromEnv(env, 'LATCHKEY_CHAIN_B_PORT', defaultPorts.chainB),
     relay: options?.ports?.relay ?? portFromEnv(env, 'LATCHKEY_RELAY_PORT', defaultPorts.relay),
+    kms: options?.ports?.kms ?? portFromEnv(env, 'LATCHKEY_KMS_PORT', defaultPorts.kms),
     demo: options?.ports?.demo ?? portFromEnv(env, 'LATCHKEY_DEMO_PORT', defaultPorts.demo),
     wallet: options?.ports?.wallet ?? portFromEnv(env, 'LATCHKEY_WALLET_PORT', defaultPorts.wallet),
   }
@@ -99,10 +124,11 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     options?.relay === false
       ? undefined
       : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url }, env['REDIS_URL'] || join(stateDir, 'relay.db'))
+  const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir)
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
   // Later: kms and the app backend join this list.
-  const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(demo ? [demo] : []), ...(wallet ? [wallet] : [])]
+  const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(kms ? [kms] : []), ...(demo ? [demo] : []), ...(wallet ? [wallet] : [])]
 
   const chains: readonly StackChain[] = [
     { id: 31337, name: 'Anvil A', rpcUrl: chainA.url },
@@ -112,6 +138,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainA: chainA.url,
     chainB: chainB.url,
     ...(relay ? { relay: relay.url } : {}),
+    ...(kms ? { kms: kms.url } : {}),
     ...(demo ? { demo: demo.url } : {}),
     ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
@@ -128,6 +155,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       chainA.start(),
       chainB.start(),
       relay?.start(),
+      kms?.start(),
       demo && build ? buildDemo({ ...apps, outDir: demoDir }) : undefined,
       wallet && build ? buildWallet({ ...apps, outDir: walletDir }) : undefined,
     ])
@@ -135,13 +163,13 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     if (failure) throw failure.reason
     await demo?.start()
     await wallet?.start()
-    await writeDevJson(devJson, { version: 1, startedAt: new Date().toISOString(), pid: process.pid, urls, chains })
+    await writeDevJson(devJson, { version: 1, startedAt: new Date().toISOString(), pid: process.pid, urls, chains, ...(kms ? { kms: kms.credentials() } : {}) })
   } catch (error) {
     await stopAll(instances).catch(() => undefined)
     throw error
   }
 
-  return { urls, chains, devJson, instances, stop: () => stopAll(instances) }
+  return { urls, chains, devJson, instances, ...(kms ? { kms: kms.credentials() } : {}), stop: () => stopAll(instances) }
 }
 
 async function stopAll(instances: readonly Instance[]): Promise<void> {
@@ -205,4 +233,79 @@ function relayInstance(port: number, rpc: Record<string, string>, database: stri
       running = undefined
     },
   })
+}
+
+/** What the kms keeps in the state directory between runs (mode 0600): its keys and the parent organization. */
+type KmsState = {
+  masterKey: string
+  signerPrivateKey: string
+  parent?: { organizationId: string; apiPublicKey: string; apiPrivateKey: string } | undefined
+}
+
+/**
+ * The key-management service, with its data in `kms.db` and its master key, signer key and the
+ * parent organization's API key pair in `kms.json` (mode 0600) in the state directory: created on
+ * the first start, reused after.
+ */
+function kmsInstance(port: number, stateDir: string): Instance & { credentials(): KmsCredentials } {
+  const host = '127.0.0.1'
+  const statePath = join(stateDir, 'kms.json')
+  let running: ReturnType<typeof createKms> | undefined
+  let credentials: KmsCredentials | undefined
+  const instance = defineInstance({
+    name: 'kms',
+    host,
+    port,
+    url: `http://${host}:${port}`,
+    async start() {
+      const state: KmsState = await readFile(statePath, 'utf8').then(
+        (text) => JSON.parse(text) as KmsState,
+        () => ({ masterKey: randomBytes(32).toString('hex'), signerPrivateKey: p256KeyPair().privateKey }),
+      )
+      const kms = createKms({ port, host, databasePath: join(stateDir, 'kms.db'), masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey })
+      try {
+        await kms.start()
+      } catch (error) {
+        await kms.stop()
+        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError({ name: 'kms', host, port })
+        throw error
+      }
+      // First start, or a deleted kms.db: a parent organization for the app backend.
+      if (!state.parent || !kms.hasOrganization(state.parent.organizationId)) {
+        const keys = p256KeyPair()
+        const parent = kms.createParentOrganization({ name: 'Latchkey devnet', userName: 'app backend', publicKey: keys.publicKey })
+        state.parent = { organizationId: parent.organizationId, apiPublicKey: keys.publicKey, apiPrivateKey: keys.privateKey }
+        const temporary = `${statePath}.${process.pid}.tmp`
+        await writeFile(temporary, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 })
+        await rename(temporary, statePath)
+      }
+      credentials = {
+        parentOrganizationId: state.parent.organizationId,
+        apiPublicKey: state.parent.apiPublicKey,
+        apiPrivateKey: state.parent.apiPrivateKey,
+        signerPublicKey: kms.signerPublicKey,
+      }
+      running = kms
+    },
+    async stop() {
+      await running?.stop()
+      running = undefined
+    },
+  })
+  return Object.assign(instance, {
+    credentials() {
+      if (!credentials) throw new DevnetError('the kms has not started', { code: 'NOT_STARTED' })
+      return credentials
+    },
+  })
+}
+
+/** A P-256 key pair as hex: the 32-byte private key and the compressed public key. */
+function p256KeyPair() {
+  const jwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' })
+  const y = Buffer.from(jwk.y!, 'base64url')
+  return {
+    privateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'),
+    publicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}`,
+  }
 }

@@ -1,3 +1,5 @@
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { request } from 'node:http'
@@ -358,7 +360,7 @@ describe('staticServer', () => {
 
 describe('startStack', () => {
   test('default: with demo: false, writes dev.json and stop() frees the ports', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const stack = await startStack({ ports, stateDir, demo: false })
     cleanups.push(() => stack.stop())
@@ -366,11 +368,13 @@ describe('startStack', () => {
     const chainA = `http://127.0.0.1:${ports.chainA}`
     const chainB = `http://127.0.0.1:${ports.chainB}`
     const relay = `ws://127.0.0.1:${ports.relay}`
-    expect(stack.urls).toEqual({ chainA, chainB, relay })
+    const kms = `http://127.0.0.1:${ports.kms}`
+    expect(stack.urls).toEqual({ chainA, chainB, relay, kms })
     expect(stack.instances.map((instance) => [instance.name, instance.status])).toEqual([
       ['chain A', 'started'],
       ['chain B', 'started'],
       ['relay', 'started'],
+      ['kms', 'started'],
     ])
     expect(stack.devJson).toBe(join(stateDir, 'dev.json'))
     const devJson = JSON.parse(await readFile(stack.devJson, 'utf8')) as { startedAt: string }
@@ -378,12 +382,25 @@ describe('startStack', () => {
       version: 1,
       startedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       pid: process.pid,
-      urls: { chainA, chainB, relay },
+      urls: { chainA, chainB, relay, kms },
       chains: [
         { id: 31337, name: 'Anvil A', rpcUrl: chainA },
         { id: 31338, name: 'Anvil B', rpcUrl: chainB },
       ],
+      kms: {
+        parentOrganizationId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        apiPublicKey: expect.stringMatching(/^0[23][0-9a-f]{64}$/),
+        apiPrivateKey: expect.stringMatching(/^[0-9a-f]{64}$/),
+        signerPublicKey: expect.stringMatching(/^04[0-9a-f]{128}$/),
+      },
     })
+    // The parent organization's key from dev.json works against the kms.
+    const credentials = stack.kms!
+    const whoami = await new TurnkeyClient({ baseUrl: kms }, new ApiKeyStamper({ apiPublicKey: credentials.apiPublicKey, apiPrivateKey: credentials.apiPrivateKey })).getWhoami({
+      organizationId: credentials.parentOrganizationId,
+    })
+    expect(whoami).toMatchObject({ organizationId: credentials.parentOrganizationId, organizationName: 'Latchkey devnet', username: 'app backend' })
+    expect((await stat(join(stateDir, 'kms.json'))).mode & 0o777).toBe(0o600)
     expect(stack.chains).toEqual(JSON.parse(await readFile(stack.devJson, 'utf8')).chains)
     expect(Math.abs(Date.parse(devJson.startedAt) - Date.now())).toBeLessThan(60_000)
     expect((await stat(stateDir)).mode & 0o777).toBe(0o700)
@@ -394,14 +411,20 @@ describe('startStack', () => {
     expect(await rpc(`${relay.replace('ws://', 'http://')}/v1/?chainId=eip155:31338&projectId=local`, 'eth_chainId')).toBe('0x7a6a')
 
     await stack.stop()
-    expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle'])
-    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay)]).toEqual([true, true, true])
+    expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle', 'idle'])
+    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay), await canBind(ports.kms)]).toEqual([true, true, true, true])
+
+    // A second start reuses the parent organization and keys.
+    const again = await startStack({ ports, stateDir, demo: false })
+    cleanups.push(() => again.stop())
+    expect(again.kms).toEqual(credentials)
+    await again.stop()
     // stop() ends processes only; the file stays.
     expect((await stat(stack.devJson)).isFile()).toBe(true)
   })
 
   test('behavior: build: false serves the demo and wallet already in demoDir and walletDir', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() }
     const dir = await mkdtemp(join(tmpdir(), 'latchkey-stack-'))
     const demoDir = join(dir, 'demo')
     const walletDir = join(dir, 'wallet')
@@ -416,7 +439,7 @@ describe('startStack', () => {
 
     expect(stack.urls.demo).toBe(`http://localhost:${ports.demo}`)
     expect(stack.urls.wallet).toBe(`http://localhost:${ports.wallet}`)
-    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'demo', 'wallet'])
+    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'kms', 'demo', 'wallet'])
     expect(await (await fetch(`${stack.urls.demo}/explorer/31337`)).text()).toBe('<!doctype html><title>built</title>')
     // A deep link into the wallet (/wc?uri=…) gets its page.
     expect(await (await fetch(`${stack.urls.wallet}/wc?uri=wc%3Aabc`)).text()).toBe('<!doctype html><title>wallet</title>')
@@ -424,6 +447,7 @@ describe('startStack', () => {
       chainA: `http://127.0.0.1:${ports.chainA}`,
       chainB: `http://127.0.0.1:${ports.chainB}`,
       relay: `ws://127.0.0.1:${ports.relay}`,
+      kms: `http://127.0.0.1:${ports.kms}`,
       demo: `http://localhost:${ports.demo}`,
       wallet: `http://localhost:${ports.wallet}`,
     })
@@ -433,7 +457,7 @@ describe('startStack', () => {
   })
 
   test('error: when one service fails to start, the ones that started are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
     await occupy(ports.chainB)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
 
@@ -445,7 +469,7 @@ describe('startStack', () => {
   })
 
   test('error: the relay port in use is named, and the chains are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
     await occupy(ports.relay)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
@@ -463,12 +487,13 @@ describe('startStack', () => {
 
 describe('cli', () => {
   test.each(['SIGINT', 'SIGTERM'] as const)('default: prints the URLs; on %s stops both anvils and exits 0', async (signal) => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
     const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-cli-'))
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
       LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
       LATCHKEY_RELAY_PORT: String(ports.relay),
+      LATCHKEY_KMS_PORT: String(ports.kms),
       LATCHKEY_STATE_DIR: stateDir,
       LATCHKEY_DEMO: '0',
     })
@@ -482,6 +507,7 @@ describe('cli', () => {
         `  Chain A    http://127.0.0.1:${ports.chainA}   chain id 31337`,
         `  Chain B    http://127.0.0.1:${ports.chainB}   chain id 31338`,
         `  Relay      ws://127.0.0.1:${ports.relay}`,
+        `  KMS        http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
         `  dev.json   ${join(stateDir, 'dev.json')}`,
         '',
         'Press Ctrl-C to stop',
@@ -503,19 +529,20 @@ describe('cli', () => {
   })
 
   test('error: a port in use exits 1 with a clear message and leaves nothing running', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
     await occupy(ports.chainA)
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
       LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
       LATCHKEY_RELAY_PORT: String(ports.relay),
+      LATCHKEY_KMS_PORT: String(ports.kms),
       LATCHKEY_STATE_DIR: await mkdtemp(join(tmpdir(), 'latchkey-cli-')),
       LATCHKEY_DEMO: '0',
     })
     expect(await exitOf(cli)).toEqual({ code: 1, signal: null })
     const { stderr } = cli.output()
     expect(stderr).toContain(`\nCould not start the devnet: port ${ports.chainA} is in use: chain A could not listen on 127.0.0.1:${ports.chainA}\n`)
-    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT')
+    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT')
     expect(await canBind(ports.chainB)).toBe(true)
   })
 })

@@ -67,6 +67,8 @@ export function createKms(options: KmsOptions = {}) {
       if (running) await new Promise<void>((resolve) => running.close(() => resolve()))
       db.close()
     },
+    /** Whether the database holds this organization (a deleted database does not). */
+    hasOrganization: (organizationId: string) => db.organization(organizationId) !== undefined,
     /**
      * Creates an organization with no parent (the app backend's), its first user and an API key
      * for that user. Not an API call: the hosted service does this at sign-up.
