@@ -1,0 +1,155 @@
+import { generateKeyPairSync } from 'node:crypto'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
+import { TurnkeyClient } from '@turnkey/http'
+import { getFreePort } from '@latchkey/devnet'
+import { createKms, type Kms } from '@latchkey/kms'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { createServerApp, LIMITS, openStore, type Store } from '../src/index.js'
+
+// The app backend against a real kms on loopback: codes are read from the kms's dev inbox, and
+// the credential bundle the browser receives is opened with @turnkey/crypto and used.
+
+function apiKeyPair() {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  const jwk = privateKey.export({ format: 'jwk' })
+  const y = Buffer.from(jwk.y!, 'base64url')
+  return { apiPrivateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'), apiPublicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}` }
+}
+
+const origin = 'http://localhost:5173'
+let kms: Kms
+let clock = Date.now()
+let store: Store
+let app: ReturnType<typeof createServerApp>
+const backendKey = apiKeyPair()
+let parentOrganizationId: string
+
+beforeAll(async () => {
+  kms = createKms({ port: await getFreePort(), now: () => clock })
+  await kms.start()
+  parentOrganizationId = kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+})
+afterAll(() => kms.stop())
+beforeEach(() => {
+  store = openStore(':memory:')
+  app = createServerApp({
+    store,
+    kmsUrl: kms.url,
+    organizationId: parentOrganizationId,
+    ...backendKey,
+    appName: 'Latchkey Demo',
+    allowedOrigins: [origin],
+    // Each reading a millisecond on, as real time would be: identical bodies are one kms activity.
+    now: () => ++clock,
+    ipOf: (request) => request.headers.get('x-test-ip') ?? '127.0.0.1',
+  })
+})
+afterEach(() => store.close())
+
+let emails = 0
+const newEmail = () => `person${++emails}.${Date.now()}@example.test`
+const post = (path: string, json: unknown, headers: Record<string, string> = {}) =>
+  app.request(path, { method: 'POST', body: JSON.stringify(json), headers: { 'content-type': 'application/json', origin, ...headers } })
+
+async function codeFor(email: string) {
+  const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+  return /sign-in code is (\d{6})\./.exec(inbox.messages.find((message) => message.to === email.toLowerCase())!.text)![1]!
+}
+
+async function signIn(email: string) {
+  const start = await post('/auth/email/start', { email })
+  expect(start.status).toBe(200)
+  const { otpId } = (await start.json()) as { otpId: string }
+  const embedded = generateP256KeyPair()
+  const verify = await post('/auth/email/verify', { otpId, code: await codeFor(email), targetPublicKey: embedded.publicKeyUncompressed })
+  return { verify, embedded, otpId }
+}
+
+describe('email sign-in', () => {
+  test('default: first sign-in creates the wallet; the bundle is a working key; the session cookie is set', async () => {
+    const email = newEmail()
+    const { verify, embedded } = await signIn(email)
+    expect(verify.status).toBe(200)
+    expect(verify.headers.get('access-control-allow-origin')).toBe(origin)
+    expect(verify.headers.get('access-control-allow-credentials')).toBe('true')
+    const result = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string; address: string }
+    expect(result.address).toMatch(/^0x[0-9a-fA-F]{40}$/)
+
+    const cookie = verify.headers.get('set-cookie')!
+    expect(cookie).toMatch(/^latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; SameSite=Lax$/)
+    const session = await app.request('/auth/session', { headers: { cookie: cookie.split(';')[0]! } })
+    expect(await session.json()).toEqual({ email, address: result.address, organizationId: result.organizationId, userId: result.userId, kind: 'email', expiresAt: expect.any(String) })
+
+    const apiPrivateKey = decryptCredentialBundle(result.credentialBundle, embedded.privateKey)
+    const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }))
+    expect(await user.getWhoami({ organizationId: result.organizationId })).toMatchObject({ userId: result.userId, username: email })
+    const { wallets } = await user.getWallets({ organizationId: result.organizationId })
+    expect(wallets.map((wallet) => wallet.walletName)).toEqual(['Turnkey HD'])
+  })
+
+  test('behavior: a second sign-in reuses the account; sign-out ends the session', async () => {
+    const email = newEmail()
+    const first = (await (await signIn(email)).verify.json()) as { address: string }
+    const second = await signIn(email.toUpperCase())
+    const again = (await second.verify.json()) as { address: string }
+    expect(again.address).toBe(first.address)
+    const cookie = second.verify.headers.get('set-cookie')!.split(';')[0]!
+    const out = await app.request('/auth/signout', { method: 'POST', headers: { cookie, origin } })
+    expect(out.status).toBe(204)
+    expect(out.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
+    const session = await app.request('/auth/session', { headers: { cookie } })
+    expect([session.status, await session.json()]).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
+  })
+
+  test('error: a wrong code says how many tries are left and sets no cookie; the code cannot be reused', async () => {
+    const email = newEmail()
+    const { otpId } = (await (await post('/auth/email/start', { email })).json()) as { otpId: string }
+    const code = await codeFor(email)
+    const target = generateP256KeyPair().publicKeyUncompressed
+    const wrong = await post('/auth/email/verify', { otpId, code: code === '000000' ? '111111' : '000000', targetPublicKey: target })
+    expect([wrong.status, await wrong.json()]).toEqual([400, { error: { code: 'kms_refused', message: 'invalid code: 2 attempts left' } }])
+    expect(wrong.headers.get('set-cookie')).toBeNull()
+    expect((await post('/auth/email/verify', { otpId, code, targetPublicKey: target })).status).toBe(200)
+    const reused = await post('/auth/email/verify', { otpId, code, targetPublicKey: target })
+    expect([reused.status, await reused.json()]).toEqual([400, { error: { code: 'unknown_code', message: 'This code was not sent, or has been used; ask for a new one' } }])
+  })
+
+  test('error: bad input is refused before anything is created', async () => {
+    const bad = await post('/auth/email/start', { email: 'not-an-email' })
+    expect([bad.status, await bad.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'email: Invalid email address' } }])
+    const notJson = await app.request('/auth/email/start', { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } })
+    expect([notJson.status, await notJson.json()]).toEqual([400, { error: { code: 'invalid_json', message: 'The request body must be JSON' } }])
+    const target = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: 'abc' })
+    expect([target.status, await target.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'targetPublicKey: must be a P-256 public key in hex' } }])
+    expect(store.account('not-an-email')).toBeUndefined()
+  })
+
+  test(`error: more than ${LIMITS.perEmail} codes per email in ten minutes are refused with Retry-After`, async () => {
+    const email = newEmail()
+    for (let i = 0; i < LIMITS.perEmail; i++) expect((await post('/auth/email/start', { email }, { 'x-test-ip': `10.0.0.${i}` })).status).toBe(200)
+    const limited = await post('/auth/email/start', { email }, { 'x-test-ip': '10.0.1.1' })
+    expect([limited.status, await limited.json()]).toEqual([429, { error: { code: 'rate_limited', message: 'Too many codes sent to this email; try again in 10 minutes' } }])
+    expect(limited.headers.get('retry-after')).toBe('600')
+    clock += LIMITS.windowMs
+    try {
+      expect((await post('/auth/email/start', { email }, { 'x-test-ip': '10.0.1.2' })).status).toBe(200)
+    } finally {
+      clock -= LIMITS.windowMs
+    }
+  })
+
+  test(`error: more than ${LIMITS.perIp} sign-ins from one address in ten minutes are refused`, async () => {
+    const ip = '192.0.2.7'
+    for (let i = 0; i < LIMITS.perIp; i++) await post('/auth/email/start', { email: `x${i}@${i}.invalid-but-parsed.test` }, { 'x-test-ip': ip })
+    const limited = await post('/auth/email/start', { email: newEmail() }, { 'x-test-ip': ip })
+    expect([limited.status, ((await limited.json()) as { error: { code: string } }).error.code]).toEqual([429, 'rate_limited'])
+  })
+
+  test('behavior: CORS preflight only for the configured origin', async () => {
+    const allowed = await app.request('/auth/email/start', { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } })
+    expect([allowed.status, allowed.headers.get('access-control-allow-origin')]).toEqual([204, origin])
+    const other = await app.request('/auth/email/start', { method: 'OPTIONS', headers: { origin: 'https://evil.test' } })
+    expect(other.status).toBe(403)
+  })
+})
