@@ -1,3 +1,4 @@
+#!/usr/bin/env -S node --conditions=source --import tsx
 /**
  * The relay on its own, for self-hosting:
  *
@@ -92,8 +93,8 @@ try {
   const code = (error as NodeJS.ErrnoException).code
   exit(1, code === 'EADDRINUSE' ? `Port ${port} on ${host} is in use; choose another with --port or PORT` : `Could not start the relay: ${(error as Error).message}`)
 }
-console.log(`Relay listening on ${relay.url} (store: ${storeName})`)
 
+// Installed before the line below: whoever waits for it may signal at once.
 let stopping = false
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.on(signal, () => {
@@ -107,3 +108,4 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
         (error: unknown) => exit(1, `The relay did not stop cleanly: ${(error as Error).message}`),
       )
   })
+console.log(`Relay listening on ${relay.url} (store: ${storeName})`)

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { mkdtemp } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -14,14 +15,20 @@ import { redisUrl } from './redis.js'
 // The relay CLI as an operator runs it: a child process, its output, its exit code, signals.
 
 const cliPath = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url))
+const packageJson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { bin: Record<string, string> }
+const binPath = fileURLToPath(new URL(`../${packageJson.bin['latchkey-relay']}`, import.meta.url))
 const topic = () => randomBytes(32).toString('hex')
 const children: ChildProcess[] = []
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
 })
 
-function cli(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', cliPath, ...args], {
+/** Runs the CLI as the start script does, or as its package `bin` (an executable with a shebang). */
+function cli(args: string[], env: Record<string, string> = {}, how: 'node' | 'bin' = 'node') {
+  const [command, prefix] = how === 'bin' ? [binPath, []] : [process.execPath, ['--conditions=source', '--import', 'tsx', cliPath]]
+  const child = spawn(command, [...prefix, ...args], {
+    cwd: repoRoot,
     env: { ...process.env, PORT: '', HOST: '', REDIS_URL: '', RELAY_DB: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -94,6 +101,14 @@ describe('relay CLI', () => {
     await alice.request('irn_subscribe', { topic: t })
     await bob.request('irn_publish', { topic: t, message: 'across nodes', ttl: 300, tag: 1 })
     expect((await alice.nextPush()).params.data.message).toBe('across nodes')
+  })
+
+  test('bin: the package bin (latchkey-relay) runs the CLI', async () => {
+    const port = await getFreePort()
+    const relay = cli(['--port', String(port), '--memory'], {}, 'bin')
+    expect(await relay.waitFor('\n')).toBe(`Relay listening on ws://127.0.0.1:${port} (store: memory)\n`)
+    relay.child.kill('SIGINT')
+    expect(await relay.exited).toEqual({ code: 0, signal: null })
   })
 
   test('--help: prints the usage and exits 0', async () => {

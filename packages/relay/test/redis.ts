@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { getFreePort } from '@latchkey/devnet'
+import { Redis } from 'ioredis'
 import { afterAll } from 'vitest'
 import { type RelayStore, redisStore } from '../src/index.js'
 
@@ -39,7 +40,17 @@ async function start() {
     child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready:\n${output}`)))
     child.once('error', reject)
   })
-  return { url: `redis://127.0.0.1:${port}`, process: child }
+  // And it answers: one PING on a fresh connection.
+  const url = `redis://127.0.0.1:${port}`
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 })
+  try {
+    await probe.connect()
+    const pong = await probe.ping()
+    if (pong !== 'PONG') throw new Error(`redis-server answered PING with ${pong}`)
+  } finally {
+    probe.disconnect()
+  }
+  return { url, process: child }
 }
 
 afterAll(async () => {
