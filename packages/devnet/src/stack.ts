@@ -2,6 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { createKms } from '@latchkey/kms'
+import { createAppServer } from '@latchkey/server'
 import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
@@ -11,13 +12,13 @@ import { staticServer } from './static.js'
 export type StartStackOptions = {
   /**
    * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
-   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_KMS_PORT`, `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`), else
-   * 8545, 8546, 5555, 8090, 5173 and 5174.
+   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_KMS_PORT`, `LATCHKEY_SERVER_PORT`, `LATCHKEY_DEMO_PORT`,
+   * `LATCHKEY_WALLET_PORT`), else 8545, 8546, 5555, 8090, 8787, 5173 and 5174.
    */
-  ports?: { chainA?: number; chainB?: number; relay?: number; kms?: number; demo?: number; wallet?: number }
+  ports?: { chainA?: number; chainB?: number; relay?: number; kms?: number; server?: number; demo?: number; wallet?: number }
   /** Run the WalletConnect relay. Default: `true`. */
   relay?: boolean
-  /** Run the key-management service. Default: `true`. */
+  /** Run the key-management service, and the app backend that uses it. Default: `true`. */
   kms?: boolean
   /**
    * Build and serve the demo app, and with it the reference wallet (apps/wallet, the "phone" that
@@ -44,6 +45,7 @@ export type StackUrls<demo extends boolean = boolean> = {
   readonly chainB: string
   readonly relay?: string
   readonly kms?: string
+  readonly server?: string
   readonly wallet?: string
 } & (demo extends true
   ? { readonly demo: string }
@@ -62,9 +64,8 @@ export type KmsCredentials = {
 }
 
 /**
- * Contents of `.latchkey/dev.json`, for tests and tools to find the running stack (the app
- * backend will add its URL when it joins). `pid` is the process that runs the stack, so a file
- * left by a stack that is gone can be recognised.
+ * Contents of `.latchkey/dev.json`, for tests and tools to find the running stack. `pid` is the
+ * process that runs the stack, so a file left by a stack that is gone can be recognised.
  */
 export type DevJson = {
   readonly version: 1
@@ -91,7 +92,7 @@ export type Stack<demo extends boolean = boolean> = {
 /** Whether a stack started with `options` serves the demo: known when `demo` is a literal or absent. */
 type DemoFlag<options> = options extends { demo: false } ? false : options extends { demo: true } ? true : 'demo' extends keyof options ? boolean : true
 
-export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090, demo: 5173, wallet: 5174 } as const
+export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090, server: 8787, demo: 5173, wallet: 5174 } as const
 
 /**
  * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built
@@ -110,6 +111,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainB: options?.ports?.chainB ?? portFromEnv(env, 'LATCHKEY_CHAIN_B_PORT', defaultPorts.chainB),
     relay: options?.ports?.relay ?? portFromEnv(env, 'LATCHKEY_RELAY_PORT', defaultPorts.relay),
     kms: options?.ports?.kms ?? portFromEnv(env, 'LATCHKEY_KMS_PORT', defaultPorts.kms),
+    server: options?.ports?.server ?? portFromEnv(env, 'LATCHKEY_SERVER_PORT', defaultPorts.server),
     demo: options?.ports?.demo ?? portFromEnv(env, 'LATCHKEY_DEMO_PORT', defaultPorts.demo),
     wallet: options?.ports?.wallet ?? portFromEnv(env, 'LATCHKEY_WALLET_PORT', defaultPorts.wallet),
   }
@@ -126,9 +128,10 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url }, env['REDIS_URL'] || join(stateDir, 'relay.db'))
   const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir)
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
+  const server = kms ? serverInstance(ports.server, kms, stateDir, [`http://localhost:${ports.demo}`, `http://127.0.0.1:${ports.demo}`]) : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
   // Later: kms and the app backend join this list.
-  const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(kms ? [kms] : []), ...(demo ? [demo] : []), ...(wallet ? [wallet] : [])]
+  const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(kms ? [kms] : []), ...(server ? [server] : []), ...(demo ? [demo] : []), ...(wallet ? [wallet] : [])]
 
   const chains: readonly StackChain[] = [
     { id: 31337, name: 'Anvil A', rpcUrl: chainA.url },
@@ -139,6 +142,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainB: chainB.url,
     ...(relay ? { relay: relay.url } : {}),
     ...(kms ? { kms: kms.url } : {}),
+    ...(server ? { server: server.url } : {}),
     ...(demo ? { demo: demo.url } : {}),
     ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
@@ -161,6 +165,8 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     ])
     const failure = results.find((result) => result.status === 'rejected')
     if (failure) throw failure.reason
+    // The backend acts with the kms's parent organization key, known once the kms has started.
+    await server?.start()
     await demo?.start()
     await wallet?.start()
     await writeDevJson(devJson, { version: 1, startedAt: new Date().toISOString(), pid: process.pid, urls, chains, ...(kms ? { kms: kms.credentials() } : {}) })
@@ -308,4 +314,45 @@ function p256KeyPair() {
     privateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'),
     publicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}`,
   }
+}
+
+/**
+ * The app backend, acting for the kms's parent organization, with its data in `server.db` and
+ * the demo's origins allowed.
+ */
+function serverInstance(port: number, kms: ReturnType<typeof kmsInstance>, stateDir: string, allowedOrigins: readonly string[]): Instance {
+  const host = '127.0.0.1'
+  let running: ReturnType<typeof createAppServer> | undefined
+  return defineInstance({
+    name: 'server',
+    host,
+    port,
+    url: `http://${host}:${port}`,
+    async start() {
+      const credentials = kms.credentials()
+      const server = createAppServer({
+        port,
+        host,
+        databasePath: join(stateDir, 'server.db'),
+        kmsUrl: kms.url,
+        organizationId: credentials.parentOrganizationId,
+        apiPublicKey: credentials.apiPublicKey,
+        apiPrivateKey: credentials.apiPrivateKey,
+        appName: 'Latchkey Demo',
+        allowedOrigins,
+      })
+      try {
+        await server.start()
+      } catch (error) {
+        await server.stop()
+        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError({ name: 'server', host, port })
+        throw error
+      }
+      running = server
+    },
+    async stop() {
+      await running?.stop()
+      running = undefined
+    },
+  })
 }

@@ -360,7 +360,7 @@ describe('staticServer', () => {
 
 describe('startStack', () => {
   test('default: with demo: false, writes dev.json and stop() frees the ports', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const stack = await startStack({ ports, stateDir, demo: false })
     cleanups.push(() => stack.stop())
@@ -369,12 +369,14 @@ describe('startStack', () => {
     const chainB = `http://127.0.0.1:${ports.chainB}`
     const relay = `ws://127.0.0.1:${ports.relay}`
     const kms = `http://127.0.0.1:${ports.kms}`
-    expect(stack.urls).toEqual({ chainA, chainB, relay, kms })
+    const server = `http://127.0.0.1:${ports.server}`
+    expect(stack.urls).toEqual({ chainA, chainB, relay, kms, server })
     expect(stack.instances.map((instance) => [instance.name, instance.status])).toEqual([
       ['chain A', 'started'],
       ['chain B', 'started'],
       ['relay', 'started'],
       ['kms', 'started'],
+      ['server', 'started'],
     ])
     expect(stack.devJson).toBe(join(stateDir, 'dev.json'))
     const devJson = JSON.parse(await readFile(stack.devJson, 'utf8')) as { startedAt: string }
@@ -382,7 +384,7 @@ describe('startStack', () => {
       version: 1,
       startedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       pid: process.pid,
-      urls: { chainA, chainB, relay, kms },
+      urls: { chainA, chainB, relay, kms, server },
       chains: [
         { id: 31337, name: 'Anvil A', rpcUrl: chainA },
         { id: 31338, name: 'Anvil B', rpcUrl: chainB },
@@ -401,6 +403,9 @@ describe('startStack', () => {
     })
     expect(whoami).toMatchObject({ organizationId: credentials.parentOrganizationId, organizationName: 'Latchkey devnet', username: 'app backend' })
     expect((await stat(join(stateDir, 'kms.json'))).mode & 0o777).toBe(0o600)
+    // The backend answers, and knows no session yet.
+    const session = await fetch(`${server}/auth/session`)
+    expect([session.status, await session.json()]).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
     expect(stack.chains).toEqual(JSON.parse(await readFile(stack.devJson, 'utf8')).chains)
     expect(Math.abs(Date.parse(devJson.startedAt) - Date.now())).toBeLessThan(60_000)
     expect((await stat(stateDir)).mode & 0o777).toBe(0o700)
@@ -411,8 +416,8 @@ describe('startStack', () => {
     expect(await rpc(`${relay.replace('ws://', 'http://')}/v1/?chainId=eip155:31338&projectId=local`, 'eth_chainId')).toBe('0x7a6a')
 
     await stack.stop()
-    expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle', 'idle'])
-    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay), await canBind(ports.kms)]).toEqual([true, true, true, true])
+    expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle', 'idle', 'idle'])
+    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay), await canBind(ports.kms), await canBind(ports.server)]).toEqual([true, true, true, true, true])
 
     // A second start reuses the parent organization and keys.
     const again = await startStack({ ports, stateDir, demo: false })
@@ -424,7 +429,7 @@ describe('startStack', () => {
   })
 
   test('behavior: build: false serves the demo and wallet already in demoDir and walletDir', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() }
     const dir = await mkdtemp(join(tmpdir(), 'latchkey-stack-'))
     const demoDir = join(dir, 'demo')
     const walletDir = join(dir, 'wallet')
@@ -439,7 +444,7 @@ describe('startStack', () => {
 
     expect(stack.urls.demo).toBe(`http://localhost:${ports.demo}`)
     expect(stack.urls.wallet).toBe(`http://localhost:${ports.wallet}`)
-    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'kms', 'demo', 'wallet'])
+    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'kms', 'server', 'demo', 'wallet'])
     expect(await (await fetch(`${stack.urls.demo}/explorer/31337`)).text()).toBe('<!doctype html><title>built</title>')
     // A deep link into the wallet (/wc?uri=…) gets its page.
     expect(await (await fetch(`${stack.urls.wallet}/wc?uri=wc%3Aabc`)).text()).toBe('<!doctype html><title>wallet</title>')
@@ -448,6 +453,7 @@ describe('startStack', () => {
       chainB: `http://127.0.0.1:${ports.chainB}`,
       relay: `ws://127.0.0.1:${ports.relay}`,
       kms: `http://127.0.0.1:${ports.kms}`,
+      server: `http://127.0.0.1:${ports.server}`,
       demo: `http://localhost:${ports.demo}`,
       wallet: `http://localhost:${ports.wallet}`,
     })
@@ -457,7 +463,7 @@ describe('startStack', () => {
   })
 
   test('error: when one service fails to start, the ones that started are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
     await occupy(ports.chainB)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
 
@@ -469,7 +475,7 @@ describe('startStack', () => {
   })
 
   test('error: the relay port in use is named, and the chains are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
     await occupy(ports.relay)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
@@ -487,13 +493,14 @@ describe('startStack', () => {
 
 describe('cli', () => {
   test.each(['SIGINT', 'SIGTERM'] as const)('default: prints the URLs; on %s stops both anvils and exits 0', async (signal) => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
     const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-cli-'))
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
       LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
       LATCHKEY_RELAY_PORT: String(ports.relay),
       LATCHKEY_KMS_PORT: String(ports.kms),
+      LATCHKEY_SERVER_PORT: String(ports.server),
       LATCHKEY_STATE_DIR: stateDir,
       LATCHKEY_DEMO: '0',
     })
@@ -508,6 +515,7 @@ describe('cli', () => {
         `  Chain B    http://127.0.0.1:${ports.chainB}   chain id 31338`,
         `  Relay      ws://127.0.0.1:${ports.relay}`,
         `  KMS        http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
+        `  Backend    http://127.0.0.1:${ports.server}`,
         `  dev.json   ${join(stateDir, 'dev.json')}`,
         '',
         'Press Ctrl-C to stop',
@@ -529,20 +537,21 @@ describe('cli', () => {
   })
 
   test('error: a port in use exits 1 with a clear message and leaves nothing running', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
     await occupy(ports.chainA)
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
       LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
       LATCHKEY_RELAY_PORT: String(ports.relay),
       LATCHKEY_KMS_PORT: String(ports.kms),
+      LATCHKEY_SERVER_PORT: String(ports.server),
       LATCHKEY_STATE_DIR: await mkdtemp(join(tmpdir(), 'latchkey-cli-')),
       LATCHKEY_DEMO: '0',
     })
     expect(await exitOf(cli)).toEqual({ code: 1, signal: null })
     const { stderr } = cli.output()
     expect(stderr).toContain(`\nCould not start the devnet: port ${ports.chainA} is in use: chain A could not listen on 127.0.0.1:${ports.chainA}\n`)
-    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT')
+    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT')
     expect(await canBind(ports.chainB)).toBe(true)
   })
 })
