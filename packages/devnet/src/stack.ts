@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { createKms } from '@latchkey/kms'
+import { createKms, type WebauthnConfig } from '@latchkey/kms'
 import { createAppServer } from '@latchkey/server'
 import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
 import { anvil } from './anvil.js'
@@ -126,9 +126,10 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     options?.relay === false
       ? undefined
       : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url }, env['REDIS_URL'] || join(stateDir, 'relay.db'))
-  const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir)
+  const demoOrigins = [`http://localhost:${ports.demo}`, `http://127.0.0.1:${ports.demo}`]
+  const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir, { rpIds: ['localhost'], origins: demoOrigins })
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
-  const server = kms ? serverInstance(ports.server, kms, stateDir, [`http://localhost:${ports.demo}`, `http://127.0.0.1:${ports.demo}`]) : undefined
+  const server = kms ? serverInstance(ports.server, kms, stateDir, demoOrigins) : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
   // Later: kms and the app backend join this list.
   const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(kms ? [kms] : []), ...(server ? [server] : []), ...(demo ? [demo] : []), ...(wallet ? [wallet] : [])]
@@ -251,9 +252,9 @@ type KmsState = {
 /**
  * The key-management service, with its data in `kms.db` and its master key, signer key and the
  * parent organization's API key pair in `kms.json` (mode 0600) in the state directory: created on
- * the first start, reused after.
+ * the first start, reused after. Passkeys are accepted from the demo's origins.
  */
-function kmsInstance(port: number, stateDir: string): Instance & { credentials(): KmsCredentials } {
+function kmsInstance(port: number, stateDir: string, webauthn: WebauthnConfig): Instance & { credentials(): KmsCredentials } {
   const host = '127.0.0.1'
   const statePath = join(stateDir, 'kms.json')
   let running: ReturnType<typeof createKms> | undefined
@@ -268,7 +269,7 @@ function kmsInstance(port: number, stateDir: string): Instance & { credentials()
         (text) => JSON.parse(text) as KmsState,
         () => ({ masterKey: randomBytes(32).toString('hex'), signerPrivateKey: p256KeyPair().privateKey }),
       )
-      const kms = createKms({ port, host, databasePath: join(stateDir, 'kms.db'), masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey })
+      const kms = createKms({ port, host, databasePath: join(stateDir, 'kms.db'), masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey, webauthn })
       try {
         await kms.start()
       } catch (error) {

@@ -1,18 +1,23 @@
 import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
-import type { ApiKeyRow, Db, WalletRow } from './db.js'
+import type { Db, WalletRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
 import { p256 } from '@noble/curves/p256'
 import { credentialBundle, exportBundle } from './bundles.js'
 import { type AccountParams, deriveAccount, digestOf, newMnemonic, privateKeyOf, signDigest, signTransaction } from './ethereum.js'
 import type { Mailer } from './mail.js'
+import { type AuthenticatorParams, toTransport, type WebauthnConfig, verifyRegistration } from './webauthn.js'
 import { open, seal } from './secrets.js'
 
-/** Who is asking: the verified key and its user, in the organization the request names. */
-export type Caller = { readonly apiKey: ApiKeyRow; readonly organizationId: string }
+/**
+ * Who is asking: the user whose API key or passkey stamped the request, the organization that
+ * user belongs to, and the organization the request names (the same, or a sub-organization).
+ */
+export type Caller = { readonly userId: string; readonly homeOrganizationId: string; readonly organizationId: string }
 
 export type ActivityContext = {
   db: Db
+  webauthn: WebauthnConfig
   mailer: Mailer
   masterKey: Uint8Array
   /** P-256 private key (hex) that signs export and import bundles. */
@@ -162,7 +167,15 @@ const createSubOrganization = z.object({
         userName: z.string().min(1).max(256),
         userEmail: z.email().optional(),
         apiKeys: z.array(apiKeyParams).default([]),
-        authenticators: z.array(z.unknown()).default([]),
+        authenticators: z
+          .array(
+            z.object({
+              authenticatorName: z.string().min(1).max(256),
+              challenge: z.string().min(1),
+              attestation: z.object({ credentialId: z.string().min(1), clientDataJson: z.string().min(1), attestationObject: z.string().min(1), transports: z.array(z.string()).default([]) }),
+            }),
+          )
+          .default([]),
         oauthProviders: z.array(z.unknown()).default([]),
       }),
     )
@@ -248,7 +261,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         params,
       )
       const { db, caller } = context
-      const userId = input.userId ?? (caller.apiKey.organization_id === caller.organizationId ? caller.apiKey.user_id : undefined)
+      const userId = input.userId ?? (caller.homeOrganizationId === caller.organizationId ? caller.userId : undefined)
       const user = userId ? db.user(userId, caller.organizationId) : undefined
       if (!user) throw notFound(`user ${String(userId)} not found in organization ${caller.organizationId}`)
       const organization = db.organization(caller.organizationId)!
@@ -444,9 +457,15 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
   },
 }
 
-function runCreateSubOrganization(params: unknown, context: ActivityContext) {
+async function runCreateSubOrganization(params: unknown, context: ActivityContext) {
   const input = parse(createSubOrganization, params)
   const { db, caller, now } = context
+  // Every passkey is verified before anything is written.
+  const passkeys = await Promise.all(
+    input.rootUsers.map((user) => Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator as AuthenticatorParams, context.webauthn) })))),
+  )
+  for (const { verified } of passkeys.flat())
+    if (db.authenticatorByCredential(verified.credentialId)) throw new KmsError(GrpcCode.alreadyExists, `credential ${verified.credentialId} is already registered`)
   const parent = db.organization(caller.organizationId)
   if (!parent) throw notFound(`organization ${caller.organizationId} not found`)
   if (parent.parent_id) throw new KmsError(GrpcCode.permissionDenied, 'a sub-organization cannot create sub-organizations')
@@ -455,10 +474,24 @@ function runCreateSubOrganization(params: unknown, context: ActivityContext) {
     const subOrganizationId = randomUUID()
     const at = now()
     db.insertOrganization({ id: subOrganizationId, name: input.subOrganizationName, parent_id: parent.id, root_quorum_threshold: input.rootQuorumThreshold, created_at: at })
-    const rootUserIds = input.rootUsers.map((user) => {
+    const rootUserIds = input.rootUsers.map((user, index) => {
       const userId = randomUUID()
       db.insertUser({ id: userId, organization_id: subOrganizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
       for (const key of user.apiKeys) insertApiKey(db, userId, subOrganizationId, key, at)
+      for (const { authenticator, verified } of passkeys[index]!)
+        db.insertAuthenticator({
+          id: randomUUID(),
+          user_id: userId,
+          organization_id: subOrganizationId,
+          name: authenticator.authenticatorName,
+          credential_id: verified.credentialId,
+          public_key: verified.publicKey,
+          counter: verified.counter,
+          transports: JSON.stringify(authenticator.attestation.transports.map(toTransport)),
+          aaguid: verified.aaguid,
+          attestation_type: verified.attestationType,
+          created_at: at,
+        })
       return userId
     })
     const wallet = input.wallet ? createWallet(context, subOrganizationId, input.wallet.walletName, input.wallet.accounts, input.wallet.mnemonicLength) : undefined

@@ -6,6 +6,10 @@ import type { ActivityRow, Db, UserRow } from './db.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
 import { verifyApiKeyStamp } from './stamp.js'
+import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from './webauthn.js'
+
+/** Passkeys of the local demo. */
+export const DEFAULT_WEBAUTHN: WebauthnConfig = { rpIds: ['localhost'], origins: ['http://localhost:5173'] }
 
 export type KmsAppOptions = {
   db: Db
@@ -13,6 +17,8 @@ export type KmsAppOptions = {
   masterKey: Uint8Array
   /** P-256 private key (hex) that signs export and import bundles; its public key is published. */
   signerPrivateKey: string
+  /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */
+  webauthn?: WebauthnConfig | undefined
   /** Where sign-in emails go. Default: the dev inbox, served at /dev/mailbox. */
   mailer?: Mailer | undefined
   /** Clock in unix ms; tests move it to expire keys. */
@@ -76,9 +82,23 @@ export function createKmsApp(options: KmsAppOptions) {
     if (declared > maxBodyBytes) throw new KmsError(GrpcCode.invalidArgument, `request body too large: at most ${maxBodyBytes} bytes`, [], 413)
     const raw = new Uint8Array(await request.arrayBuffer())
     if (raw.length > maxBodyBytes) throw new KmsError(GrpcCode.invalidArgument, `request body too large: at most ${maxBodyBytes} bytes`, [], 413)
-    const header = request.headers.get('x-stamp')
-    if (!header) throw new KmsError(GrpcCode.unauthenticated, 'missing stamp: send X-Stamp')
-    const { publicKey } = verifyApiKeyStamp(header, raw)
+    const apiKeyStamp = request.headers.get('x-stamp')
+    const passkeyStamp = request.headers.get('x-stamp-webauthn')
+    if (!apiKeyStamp && !passkeyStamp) throw new KmsError(GrpcCode.unauthenticated, 'missing stamp: send X-Stamp or X-Stamp-Webauthn')
+    // The stamp is checked before the body is parsed: nothing unauthenticated is interpreted.
+    let signer: { userId: string; organizationId: string; expiresAt: number | null; publicKey: string; authenticatorId?: string; counter?: number }
+    if (apiKeyStamp) {
+      const { publicKey } = verifyApiKeyStamp(apiKeyStamp, raw)
+      const apiKey = db.apiKeyByPublicKey(publicKey)
+      if (!apiKey) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
+      signer = { userId: apiKey.user_id, organizationId: apiKey.organization_id, expiresAt: apiKey.expires_at, publicKey }
+    } else {
+      const stamp = parseWebauthnStamp(passkeyStamp!)
+      const authenticator = db.authenticatorByCredential(stamp.credentialId)
+      if (!authenticator) throw new KmsError(GrpcCode.unauthenticated, `could not find credential ${stamp.credentialId} in organization or its parent organization`)
+      const counter = await verifyWebauthnStamp(stamp, raw, authenticator, options.webauthn ?? DEFAULT_WEBAUTHN)
+      signer = { userId: authenticator.user_id, organizationId: authenticator.organization_id, expiresAt: null, publicKey: stamp.credentialId, authenticatorId: authenticator.id, counter }
+    }
     let body: unknown
     try {
       body = JSON.parse(new TextDecoder().decode(raw))
@@ -88,14 +108,13 @@ export function createKmsApp(options: KmsAppOptions) {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('the request body must be a JSON object')
     const organizationId = (body as { organizationId?: unknown }).organizationId
     if (typeof organizationId !== 'string' || !organizationId) throw invalid('organizationId is required')
-    const apiKey = db.apiKeyByPublicKey(publicKey)
-    if (!apiKey) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
     // A parent organization's key may act in its sub-organizations.
     const organization = db.organization(organizationId)
-    if (!organization || (apiKey.organization_id !== organization.id && apiKey.organization_id !== organization.parent_id))
+    if (!organization || (signer.organizationId !== organization.id && signer.organizationId !== organization.parent_id))
       throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
-    if (apiKey.expires_at !== null && apiKey.expires_at <= now()) throw new KmsError(GrpcCode.unauthenticated, expiredKeyMessage(publicKey))
-    return { body: body as Record<string, unknown>, raw, caller: { apiKey, organizationId } }
+    if (signer.expiresAt !== null && signer.expiresAt <= now()) throw new KmsError(GrpcCode.unauthenticated, expiredKeyMessage(signer.publicKey))
+    if (signer.authenticatorId) db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
+    return { body: body as Record<string, unknown>, raw, caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId } }
   }
 
   app.post('/public/v1/submit/:op', async (c) => {
@@ -114,7 +133,7 @@ export function createKmsApp(options: KmsAppOptions) {
     const existing = db.activityByFingerprint(fingerprint)
     if (existing) return c.json({ activity: envelope(existing) }, 200, CORS)
 
-    const context: ActivityContext = { db, mailer, masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
+    const context: ActivityContext = { db, webauthn: options.webauthn ?? DEFAULT_WEBAUTHN, mailer, masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
     const result = await kind.run(body['parameters'], context)
     const at = now()
     const row: ActivityRow = {
@@ -156,7 +175,7 @@ export function createKmsApp(options: KmsAppOptions) {
     whoami(_, caller) {
       const organization = db.organization(caller.organizationId)!
       // A parent organization's key answers for its own user.
-      const self = db.user(caller.apiKey.user_id, caller.apiKey.organization_id)!
+      const self = db.user(caller.userId, caller.homeOrganizationId)!
       return { organizationId: organization.id, organizationName: organization.name, userId: self.id, username: self.name }
     },
     get_user(body, caller) {
@@ -166,8 +185,8 @@ export function createKmsApp(options: KmsAppOptions) {
       return { users: db.users(caller.organizationId).map(userView) }
     },
     get_api_keys(body, caller) {
-      const userId = typeof body['userId'] === 'string' ? body['userId'] : caller.apiKey.user_id
-      return { apiKeys: db.apiKeysOfUser(userId).filter((key) => key.organization_id === caller.organizationId || key.user_id === caller.apiKey.user_id).map(apiKeyView) }
+      const userId = typeof body['userId'] === 'string' ? body['userId'] : caller.userId
+      return { apiKeys: db.apiKeysOfUser(userId).filter((key) => key.organization_id === caller.organizationId || key.user_id === caller.userId).map(apiKeyView) }
     },
     get_wallet(body, caller) {
       const wallet = db.wallet(string(body, 'walletId'), caller.organizationId)

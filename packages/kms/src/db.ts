@@ -27,6 +27,21 @@ export type WalletAccountRow = {
   public_key: string
   created_at: number
 }
+/** A passkey: its credential id and COSE public key (base64url), as registered. */
+export type AuthenticatorRow = {
+  id: string
+  user_id: string
+  organization_id: string
+  name: string
+  credential_id: string
+  public_key: string
+  counter: number
+  /** JSON array of AUTHENTICATOR_TRANSPORT_* values. */
+  transports: string
+  aaguid: string
+  attestation_type: string
+  created_at: number
+}
 export type OtpRow = { id: string; organization_id: string; user_id: string; code_hash: string; expires_at: number; attempts: number; used: number; created_at: number }
 export type MailRow = { id: string; to_address: string; subject: string; text: string; html: string; created_at: number }
 export type ActivityRow = {
@@ -73,6 +88,10 @@ export function openDatabase(path: string) {
       curve text not null, path_format text not null, path text not null, address_format text not null, address text not null,
       public_key text not null, created_at integer not null, unique (wallet_id, path));
     create index if not exists wallet_accounts_address on wallet_accounts (organization_id, address);
+    create table if not exists authenticators (
+      id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id),
+      name text not null, credential_id text not null unique, public_key text not null, counter integer not null,
+      transports text not null, aaguid text not null, attestation_type text not null, created_at integer not null);
     create table if not exists otps (
       id text primary key, organization_id text not null, user_id text not null, code_hash text not null,
       expires_at integer not null, attempts integer not null default 0, used integer not null default 0, created_at integer not null);
@@ -88,6 +107,12 @@ export function openDatabase(path: string) {
     insertUser: db.prepare('insert into users (id, organization_id, name, email, created_at) values (?, ?, ?, ?, ?)'),
     user: db.prepare('select * from users where id = ? and organization_id = ?'),
     users: db.prepare('select * from users where organization_id = ? order by created_at, id'),
+    insertAuthenticator: db.prepare(
+      'insert into authenticators (id, user_id, organization_id, name, credential_id, public_key, counter, transports, aaguid, attestation_type, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    authenticatorByCredential: db.prepare('select * from authenticators where credential_id = ?'),
+    authenticatorsOfUser: db.prepare('select * from authenticators where user_id = ? order by created_at, id'),
+    authenticatorCounter: db.prepare('update authenticators set counter = ? where id = ?'),
     userByEmail: db.prepare('select * from users where organization_id = ? and lower(email) = lower(?)'),
     insertOtp: db.prepare('insert into otps (id, organization_id, user_id, code_hash, expires_at, created_at) values (?, ?, ?, ?, ?, ?)'),
     otp: db.prepare('select * from otps where id = ? and organization_id = ?'),
@@ -123,6 +148,11 @@ export function openDatabase(path: string) {
     insertUser: (row: UserRow) => void statements.insertUser.run(row.id, row.organization_id, row.name, row.email, row.created_at),
     user: (id: string, organizationId: string) => statements.user.get(id, organizationId) as UserRow | undefined,
     users: (organizationId: string) => statements.users.all(organizationId) as UserRow[],
+    insertAuthenticator: (row: AuthenticatorRow) =>
+      void statements.insertAuthenticator.run(row.id, row.user_id, row.organization_id, row.name, row.credential_id, row.public_key, row.counter, row.transports, row.aaguid, row.attestation_type, row.created_at),
+    authenticatorByCredential: (credentialId: string) => statements.authenticatorByCredential.get(credentialId) as AuthenticatorRow | undefined,
+    authenticatorsOfUser: (userId: string) => statements.authenticatorsOfUser.all(userId) as AuthenticatorRow[],
+    setAuthenticatorCounter: (id: string, counter: number) => void statements.authenticatorCounter.run(counter, id),
     userByEmail: (organizationId: string, email: string) => statements.userByEmail.get(organizationId, email) as UserRow | undefined,
     insertOtp: (row: Omit<OtpRow, 'attempts' | 'used'>) => void statements.insertOtp.run(row.id, row.organization_id, row.user_id, row.code_hash, row.expires_at, row.created_at),
     otp: (id: string, organizationId: string) => statements.otp.get(id, organizationId) as OtpRow | undefined,

@@ -4,6 +4,7 @@ import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
 import { type Db, openDatabase } from './db.js'
 import type { Mailer } from './mail.js'
+import type { WebauthnConfig } from './webauthn.js'
 
 export type KmsOptions = {
   /** Default 8090. */
@@ -14,6 +15,8 @@ export type KmsOptions = {
   databasePath?: string | undefined
   /** 32 bytes that seal key material at rest. Default: random, so nothing sealed outlives the process. */
   masterKey?: Uint8Array | undefined
+  /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */
+  webauthn?: WebauthnConfig | undefined
   /** Where sign-in emails go (e.g. SMTP). Default: the dev inbox at /dev/mailbox. */
   mailer?: Mailer | undefined
   /** P-256 private key (hex) that signs export and import bundles. Default: random. */
@@ -42,7 +45,7 @@ export function createKms(options: KmsOptions = {}) {
   const db: Db = openDatabase(options.databasePath ?? ':memory:')
   const signerPrivateKey = options.signerPrivateKey ?? Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
-  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer: options.mailer })
+  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer: options.mailer, webauthn: options.webauthn })
   let server: ServerType | undefined
 
   return {

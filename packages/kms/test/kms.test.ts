@@ -195,7 +195,7 @@ describe('refusals', () => {
 
   test('error: a missing stamp, malformed JSON, an oversized body, a stale timestamp', async () => {
     const missing = await fetch(`${kms.url}/public/v1/query/whoami`, { method: 'POST', body: '{}' })
-    expect([missing.status, await missing.json()]).toEqual([401, { code: 16, message: 'missing stamp: send X-Stamp', details: [] }])
+    expect([missing.status, await missing.json()]).toEqual([401, { code: 16, message: 'missing stamp: send X-Stamp or X-Stamp-Webauthn', details: [] }])
     expect(await post('/public/v1/query/whoami', '{"organizationId":')).toEqual({ status: 400, body: { code: 3, message: 'the request body is not JSON', details: [] } })
     expect((await post('/public/v1/query/whoami', JSON.stringify({ organizationId: parent.organizationId, padding: 'x'.repeat(300 * 1024) }))).status).toBe(413)
     const stale = JSON.stringify({
