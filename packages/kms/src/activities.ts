@@ -53,7 +53,7 @@ const apiKeyParams = z.object({
   expirationSeconds: z.string().regex(/^\d+$/).optional(),
 })
 
-function insertApiKey(db: Db, userId: string, organizationId: string, key: z.infer<typeof apiKeyParams>, now: number) {
+function insertApiKey(db: Db, userId: string, organizationId: string, key: z.infer<typeof apiKeyParams>, now: number, credentialType = 'CREDENTIAL_TYPE_API_KEY_P256') {
   if (db.apiKeyByPublicKey(key.publicKey)) throw new KmsError(GrpcCode.alreadyExists, `api key ${key.publicKey} is already registered`)
   const id = randomUUID()
   db.insertApiKey({
@@ -63,7 +63,7 @@ function insertApiKey(db: Db, userId: string, organizationId: string, key: z.inf
     name: key.apiKeyName,
     public_key: key.publicKey,
     curve: key.curveType ?? 'API_KEY_CURVE_P256',
-    credential_type: 'CREDENTIAL_TYPE_API_KEY_P256',
+    credential_type: credentialType,
     expires_at: key.expirationSeconds ? now + Number(key.expirationSeconds) * 1000 : null,
     created_at: now,
   })
@@ -158,6 +158,38 @@ function newCode(length: number, alphanumeric: boolean): string {
 }
 const targetPublicKey = z.string().regex(/^(?:0[23][0-9a-f]{64}|04[0-9a-f]{128})$/i, 'must be a P-256 public key in hex (33 or 65 bytes)')
 
+const authenticatorParams = z.object({
+  authenticatorName: z.string().min(1).max(256),
+  challenge: z.string().min(1),
+  attestation: z.object({ credentialId: z.string().min(1), clientDataJson: z.string().min(1), attestationObject: z.string().min(1), transports: z.array(z.string()).default([]) }),
+})
+
+function insertAuthenticator(db: Db, userId: string, organizationId: string, authenticator: AuthenticatorParams, passkey: Awaited<ReturnType<typeof verifyRegistration>>, at: number) {
+  const id = randomUUID()
+  db.insertAuthenticator({
+    id,
+    user_id: userId,
+    organization_id: organizationId,
+    name: authenticator.authenticatorName,
+    credential_id: passkey.credentialId,
+    public_key: passkey.publicKey,
+    counter: passkey.counter,
+    transports: JSON.stringify(authenticator.attestation.transports.map(toTransport)),
+    aaguid: passkey.aaguid,
+    attestation_type: passkey.attestationType,
+    created_at: at,
+  })
+  return id
+}
+
+/** A JWT signed ES256 over SHA-256(SHA-256(header.payload)), signature r‖s: the hosted notarizer's scheme. */
+function sessionJwt(claims: Record<string, unknown>, privateKey: string): string {
+  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
+  const input = `${encode({ alg: 'ES256', typ: 'JWT' })}.${encode(claims)}`
+  const digest = createHash('sha256').update(createHash('sha256').update(input).digest()).digest()
+  return `${input}.${Buffer.from(p256.sign(digest, privateKey).toCompactRawBytes()).toString('base64url')}`
+}
+
 const createSubOrganization = z.object({
   subOrganizationName: z.string().min(1).max(256),
   rootQuorumThreshold: z.number().int().min(1),
@@ -167,15 +199,7 @@ const createSubOrganization = z.object({
         userName: z.string().min(1).max(256),
         userEmail: z.email().optional(),
         apiKeys: z.array(apiKeyParams).default([]),
-        authenticators: z
-          .array(
-            z.object({
-              authenticatorName: z.string().min(1).max(256),
-              challenge: z.string().min(1),
-              attestation: z.object({ credentialId: z.string().min(1), clientDataJson: z.string().min(1), attestationObject: z.string().min(1), transports: z.array(z.string()).default([]) }),
-            }),
-          )
-          .default([]),
+        authenticators: z.array(authenticatorParams).default([]),
         oauthProviders: z.array(z.unknown()).default([]),
       }),
     )
@@ -386,6 +410,51 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       return { userId: otp.user_id, apiKeyId, credentialBundle: credential.credentialBundle }
     },
   },
+  ACTIVITY_TYPE_STAMP_LOGIN: {
+    op: 'stamp_login',
+    intentKey: 'stampLoginIntent',
+    resultKey: 'stampLoginResult',
+    run(params, context) {
+      const input = parse(
+        z.object({
+          publicKey: z.string().regex(/^0[23][0-9a-f]{64}$/, 'must be a compressed P-256 public key in lowercase hex'),
+          expirationSeconds: z.string().regex(/^\d+$/).optional(),
+          invalidateExisting: z.boolean().optional(),
+        }),
+        params,
+      )
+      const { db, caller, now } = context
+      if (caller.homeOrganizationId !== caller.organizationId) throw new KmsError(GrpcCode.permissionDenied, 'stamp_login signs in a user of this organization: stamp it with their own passkey or key')
+      const seconds = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
+      db.transaction(() =>
+        insertApiKey(db, caller.userId, caller.organizationId, { apiKeyName: `login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) }, now(), 'CREDENTIAL_TYPE_LOGIN'),
+      )
+      // The session JWT the browser SDKs keep; signed like the hosted notarizer's (ES256 over a double SHA-256).
+      const claims = {
+        exp: Math.floor(now() / 1000) + seconds,
+        public_key: input.publicKey,
+        session_type: 'SESSION_TYPE_READ_WRITE',
+        user_id: caller.userId,
+        organization_id: caller.organizationId,
+      }
+      return { session: sessionJwt(claims, context.signerPrivateKey) }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2: {
+    op: 'create_authenticators',
+    intentKey: 'createAuthenticatorsIntentV2',
+    resultKey: 'createAuthenticatorsResult',
+    async run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), authenticators: z.array(authenticatorParams).min(1) }), params)
+      const { db, caller, now } = context
+      if (!db.user(input.userId, caller.organizationId)) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
+      const verified = await Promise.all(input.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })))
+      for (const { verified: passkey } of verified)
+        if (db.authenticatorByCredential(passkey.credentialId)) throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
+      const authenticatorIds = db.transaction(() => verified.map(({ authenticator, verified: passkey }) => insertAuthenticator(db, input.userId, caller.organizationId, authenticator, passkey, now())))
+      return { authenticatorIds }
+    },
+  },
   ACTIVITY_TYPE_EXPORT_WALLET: {
     op: 'export_wallet',
     intentKey: 'exportWalletIntent',
@@ -462,7 +531,7 @@ async function runCreateSubOrganization(params: unknown, context: ActivityContex
   const { db, caller, now } = context
   // Every passkey is verified before anything is written.
   const passkeys = await Promise.all(
-    input.rootUsers.map((user) => Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator as AuthenticatorParams, context.webauthn) })))),
+    input.rootUsers.map((user) => Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })))),
   )
   for (const { verified } of passkeys.flat())
     if (db.authenticatorByCredential(verified.credentialId)) throw new KmsError(GrpcCode.alreadyExists, `credential ${verified.credentialId} is already registered`)
@@ -478,20 +547,7 @@ async function runCreateSubOrganization(params: unknown, context: ActivityContex
       const userId = randomUUID()
       db.insertUser({ id: userId, organization_id: subOrganizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
       for (const key of user.apiKeys) insertApiKey(db, userId, subOrganizationId, key, at)
-      for (const { authenticator, verified } of passkeys[index]!)
-        db.insertAuthenticator({
-          id: randomUUID(),
-          user_id: userId,
-          organization_id: subOrganizationId,
-          name: authenticator.authenticatorName,
-          credential_id: verified.credentialId,
-          public_key: verified.publicKey,
-          counter: verified.counter,
-          transports: JSON.stringify(authenticator.attestation.transports.map(toTransport)),
-          aaguid: verified.aaguid,
-          attestation_type: verified.attestationType,
-          created_at: at,
-        })
+      for (const { authenticator, verified } of passkeys[index]!) insertAuthenticator(db, userId, subOrganizationId, authenticator, verified, at)
       return userId
     })
     const wallet = input.wallet ? createWallet(context, subOrganizationId, input.wallet.walletName, input.wallet.accounts, input.wallet.mnemonicLength) : undefined

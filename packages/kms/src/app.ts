@@ -188,6 +188,22 @@ export function createKmsApp(options: KmsAppOptions) {
       const userId = typeof body['userId'] === 'string' ? body['userId'] : caller.userId
       return { apiKeys: db.apiKeysOfUser(userId).filter((key) => key.organization_id === caller.organizationId || key.user_id === caller.userId).map(apiKeyView) }
     },
+    get_authenticators(body, caller) {
+      return {
+        authenticators: db.authenticatorsOfUser(user(caller, string(body, 'userId')).id).map((row) => ({
+          transports: JSON.parse(row.transports) as string[],
+          attestationType: row.attestation_type,
+          aaguid: row.aaguid,
+          credentialId: row.credential_id,
+          model: '',
+          credential: { publicKey: row.public_key, type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR' },
+          authenticatorId: row.id,
+          authenticatorName: row.name,
+          createdAt: timestamp(row.created_at),
+          updatedAt: timestamp(row.created_at),
+        })),
+      }
+    },
     get_wallet(body, caller) {
       const wallet = db.wallet(string(body, 'walletId'), caller.organizationId)
       if (!wallet) throw new KmsError(GrpcCode.notFound, `wallet ${String(body['walletId'])} not found in organization ${caller.organizationId}`)

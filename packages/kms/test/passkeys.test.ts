@@ -1,5 +1,6 @@
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { verifySessionJwtSignature } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { getFreePort } from '@latchkey/devnet'
@@ -162,5 +163,56 @@ describe('passkeys', () => {
     await user.getWhoami({ organizationId })
     authenticator.state.counter = 0
     await expect(user.getWhoami({ organizationId })).rejects.toThrow(/^Turnkey error 16: invalid passkey stamp: .*counter/)
+  })
+})
+
+describe('passkeys of a signed-in user', () => {
+  test('behavior: "Add a passkey" (create_authenticators), then it alone signs in with stamp_login', async () => {
+    // A user who signed in some other way holds an API key.
+    const keys = apiKeyPair()
+    const { activity } = await backend.createSubOrganization({
+      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+      timestampMs: String(clock),
+      organizationId: parentOrganizationId,
+      parameters: {
+        subOrganizationName: `api key user ${keys.apiPublicKey}`,
+        rootQuorumThreshold: 1,
+        rootUsers: [{ userName: 'api key user', apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }],
+      },
+    })
+    const organizationId = activity.result.createSubOrganizationResultV8!.subOrganizationId!
+    const userId = activity.result.createSubOrganizationResultV8!.rootUserIds![0]!
+    const withKey = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(keys))
+    const authenticator = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    const added = await withKey.createAuthenticators({
+      type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+      timestampMs: String(clock),
+      organizationId,
+      parameters: { userId, authenticators: [{ authenticatorName: 'Laptop', challenge, attestation: authenticator.register(challenge) }] },
+    })
+    const [authenticatorId] = added.activity.result.createAuthenticatorsResult!.authenticatorIds
+    const { authenticators } = await withKey.getAuthenticators({ organizationId, userId })
+    expect(authenticators.map((a) => [a.authenticatorId, a.authenticatorName, a.credentialId, a.transports])).toEqual([[authenticatorId, 'Laptop', authenticator.credentialId, ['AUTHENTICATOR_TRANSPORT_INTERNAL']]])
+
+    // The passkey alone: stamp_login registers a fresh session key and returns the session JWT.
+    useAuthenticator(authenticator)
+    const sessionKey = apiKeyPair()
+    const login = await new TurnkeyClient({ baseUrl: kms.url }, new WebauthnStamper({ rpId })).stampLogin({
+      type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+      timestampMs: String(clock),
+      organizationId,
+      parameters: { publicKey: sessionKey.apiPublicKey, expirationSeconds: '900' },
+    })
+    const jwt = login.activity.result.stampLoginResult!.session
+    expect(await verifySessionJwtSignature(jwt, kms.signerPublicKey)).toBe(true)
+    expect(JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString())).toEqual({
+      exp: Math.floor(clock / 1000) + 900,
+      public_key: sessionKey.apiPublicKey,
+      session_type: 'SESSION_TYPE_READ_WRITE',
+      user_id: userId,
+      organization_id: organizationId,
+    })
+    expect(await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).getWhoami({ organizationId })).toMatchObject({ userId })
   })
 })
