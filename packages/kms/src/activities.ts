@@ -3,7 +3,9 @@ import { z } from 'zod'
 import type { Db, WalletRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
 import { p256 } from '@noble/curves/p256'
-import { credentialBundle, exportBundle } from './bundles.js'
+import { validateMnemonic } from '@scure/bip39'
+import { wordlist } from '@scure/bip39/wordlists/english'
+import { credentialBundle, exportBundle, hpkeOpen, signBundle } from './bundles.js'
 import { type AccountParams, deriveAccount, digestOf, newMnemonic, privateKeyOf, signDigest, signTransaction } from './ethereum.js'
 import type { Mailer } from './mail.js'
 import { type AuthenticatorParams, toTransport, type WebauthnConfig, verifyRegistration } from './webauthn.js'
@@ -453,6 +455,75 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         if (db.authenticatorByCredential(passkey.credentialId)) throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
       const authenticatorIds = db.transaction(() => verified.map(({ authenticator, verified: passkey }) => insertAuthenticator(db, input.userId, caller.organizationId, authenticator, passkey, now())))
       return { authenticatorIds }
+    },
+  },
+  ACTIVITY_TYPE_INIT_IMPORT_WALLET: {
+    op: 'init_import_wallet',
+    intentKey: 'initImportWalletIntent',
+    resultKey: 'initImportWalletResult',
+    run(params, context) {
+      const { userId } = parse(z.object({ userId: z.string().min(1) }), params)
+      const { db, caller, masterKey, now, signerPrivateKey } = context
+      if (!db.user(userId, caller.organizationId)) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
+      // A fresh target key per import, kept sealed until the import arrives.
+      const target = p256.utils.randomPrivateKey()
+      db.upsertImportTarget({ user_id: userId, organization_id: caller.organizationId, sealed_private_key: seal(masterKey, `import:${userId}`, Buffer.from(target).toString('hex')), created_at: now() })
+      const targetPublic = Buffer.from(p256.getPublicKey(target, false)).toString('hex')
+      return { importBundle: signBundle(signerPrivateKey, { organizationId: caller.organizationId, userId, targetPublic }) }
+    },
+  },
+  ACTIVITY_TYPE_IMPORT_WALLET: {
+    op: 'import_wallet',
+    intentKey: 'importWalletIntent',
+    resultKey: 'importWalletResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({ userId: z.string().min(1), walletName: z.string().min(1).max(256), encryptedBundle: z.string().min(1), accounts: z.array(accountParams) }),
+        params,
+      )
+      const { db, caller, masterKey, now } = context
+      const target = db.importTarget(input.userId, caller.organizationId)
+      if (!target) throw new KmsError(GrpcCode.failedPrecondition, 'no import in progress for this user: call init_import_wallet first')
+      let envelope: { encappedPublic?: unknown; ciphertext?: unknown }
+      try {
+        envelope = JSON.parse(input.encryptedBundle)
+      } catch {
+        throw invalid('encryptedBundle is not JSON')
+      }
+      if (typeof envelope.encappedPublic !== 'string' || typeof envelope.ciphertext !== 'string') throw invalid('encryptedBundle must hold encappedPublic and ciphertext')
+      const plaintext = await hpkeOpen(
+        open(masterKey, `import:${input.userId}`, target.sealed_private_key),
+        Buffer.from(envelope.encappedPublic, 'hex'),
+        Buffer.from(envelope.ciphertext, 'hex'),
+      )
+      const text = new TextDecoder().decode(plaintext)
+      if (text.includes('\n--PASS--\n')) throw invalid('wallets with a BIP-39 passphrase cannot be imported here')
+      const mnemonic = text.trim().split(/\s+/).join(' ')
+      if (!validateMnemonic(mnemonic, wordlist)) throw invalid('the imported secret is not a valid BIP-39 mnemonic')
+      if (db.wallets(caller.organizationId).some((wallet) => wallet.name === input.walletName)) throw new KmsError(GrpcCode.alreadyExists, `a wallet named "${input.walletName}" already exists`)
+      const derived = input.accounts.map((account) => deriveAccount(mnemonic, account))
+      const walletId = randomUUID()
+      const at = now()
+      db.transaction(() => {
+        db.insertWallet({ id: walletId, organization_id: caller.organizationId, name: input.walletName, sealed_mnemonic: seal(masterKey, walletId, mnemonic), created_at: at, exported: 0, imported: 1 })
+        db.markImported(walletId)
+        for (const account of derived)
+          db.insertAccount({
+            id: randomUUID(),
+            wallet_id: walletId,
+            organization_id: caller.organizationId,
+            curve: account.curve,
+            path_format: account.pathFormat,
+            path: account.path,
+            address_format: account.addressFormat,
+            address: account.address,
+            public_key: account.publicKey,
+            created_at: at,
+          })
+        // One import per init: the target key is spent.
+        db.deleteImportTarget(input.userId)
+      })
+      return { walletId, addresses: derived.map((account) => account.address) }
     },
   },
   ACTIVITY_TYPE_EXPORT_WALLET: {

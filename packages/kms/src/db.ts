@@ -42,6 +42,8 @@ export type AuthenticatorRow = {
   attestation_type: string
   created_at: number
 }
+/** The key an import bundle is encrypted to, per user, sealed at rest. */
+export type ImportTargetRow = { user_id: string; organization_id: string; sealed_private_key: string; created_at: number }
 export type OtpRow = { id: string; organization_id: string; user_id: string; code_hash: string; expires_at: number; attempts: number; used: number; created_at: number }
 export type MailRow = { id: string; to_address: string; subject: string; text: string; html: string; created_at: number }
 export type ActivityRow = {
@@ -92,6 +94,8 @@ export function openDatabase(path: string) {
       id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id),
       name text not null, credential_id text not null unique, public_key text not null, counter integer not null,
       transports text not null, aaguid text not null, attestation_type text not null, created_at integer not null);
+    create table if not exists import_targets (
+      user_id text primary key references users (id), organization_id text not null, sealed_private_key text not null, created_at integer not null);
     create table if not exists otps (
       id text primary key, organization_id text not null, user_id text not null, code_hash text not null,
       expires_at integer not null, attempts integer not null default 0, used integer not null default 0, created_at integer not null);
@@ -110,6 +114,12 @@ export function openDatabase(path: string) {
     insertAuthenticator: db.prepare(
       'insert into authenticators (id, user_id, organization_id, name, credential_id, public_key, counter, transports, aaguid, attestation_type, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
+    upsertImportTarget: db.prepare(
+      'insert into import_targets (user_id, organization_id, sealed_private_key, created_at) values (?, ?, ?, ?) on conflict (user_id) do update set sealed_private_key = excluded.sealed_private_key, created_at = excluded.created_at',
+    ),
+    importTarget: db.prepare('select * from import_targets where user_id = ? and organization_id = ?'),
+    deleteImportTarget: db.prepare('delete from import_targets where user_id = ?'),
+    markImported: db.prepare('update wallets set imported = 1 where id = ?'),
     authenticatorByCredential: db.prepare('select * from authenticators where credential_id = ?'),
     authenticatorsOfUser: db.prepare('select * from authenticators where user_id = ? order by created_at, id'),
     authenticatorCounter: db.prepare('update authenticators set counter = ? where id = ?'),
@@ -150,6 +160,10 @@ export function openDatabase(path: string) {
     users: (organizationId: string) => statements.users.all(organizationId) as UserRow[],
     insertAuthenticator: (row: AuthenticatorRow) =>
       void statements.insertAuthenticator.run(row.id, row.user_id, row.organization_id, row.name, row.credential_id, row.public_key, row.counter, row.transports, row.aaguid, row.attestation_type, row.created_at),
+    upsertImportTarget: (row: ImportTargetRow) => void statements.upsertImportTarget.run(row.user_id, row.organization_id, row.sealed_private_key, row.created_at),
+    importTarget: (userId: string, organizationId: string) => statements.importTarget.get(userId, organizationId) as ImportTargetRow | undefined,
+    deleteImportTarget: (userId: string) => void statements.deleteImportTarget.run(userId),
+    markImported: (walletId: string) => void statements.markImported.run(walletId),
     authenticatorByCredential: (credentialId: string) => statements.authenticatorByCredential.get(credentialId) as AuthenticatorRow | undefined,
     authenticatorsOfUser: (userId: string) => statements.authenticatorsOfUser.all(userId) as AuthenticatorRow[],
     setAuthenticatorCounter: (id: string, counter: number) => void statements.authenticatorCounter.run(counter, id),

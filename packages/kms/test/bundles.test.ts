@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { generateKeyPairSync } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { decryptCredentialBundle, decryptExportBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
+import { decryptCredentialBundle, decryptExportBundle, encryptWalletToBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { getFreePort } from '@latchkey/devnet'
-import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms, openExportBundle, SIGNER_PATH } from '../src/index.js'
 
@@ -140,6 +140,37 @@ describe('our bundles, opened by @turnkey/crypto', () => {
     } finally {
       clock -= 121_000
     }
+  })
+
+  test('behavior: import — init gives a signed bundle; the wallet encrypted to it is imported with its addresses', async () => {
+    const user = client(userKey)
+    const init = await user.initImportWallet({ type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', timestampMs: String(clock), organizationId: sub.organizationId, parameters: { userId: sub.userId } })
+    const mnemonic = generateMnemonic(english)
+    const encryptedBundle = await encryptWalletToBundle({
+      mnemonic,
+      importBundle: init.activity.result.initImportWalletResult!.importBundle,
+      userId: sub.userId,
+      organizationId: sub.organizationId,
+      dangerouslyOverrideSignerPublicKey: kms.signerPublicKey,
+    })
+    const imported = await user.importWallet({
+      type: 'ACTIVITY_TYPE_IMPORT_WALLET',
+      timestampMs: String(clock),
+      organizationId: sub.organizationId,
+      parameters: { userId: sub.userId, walletName: 'Imported', encryptedBundle, accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
+    })
+    const result = imported.activity.result.importWalletResult!
+    expect(result.addresses).toEqual([mnemonicToAccount(mnemonic).address])
+    expect((await user.getWallet({ organizationId: sub.organizationId, walletId: result.walletId })).wallet).toMatchObject({ walletName: 'Imported', imported: true })
+    // The target key is spent: the same bundle cannot be imported again.
+    await expect(
+      user.importWallet({
+        type: 'ACTIVITY_TYPE_IMPORT_WALLET',
+        timestampMs: String(clock + 1),
+        organizationId: sub.organizationId,
+        parameters: { userId: sub.userId, walletName: 'Again', encryptedBundle, accounts: [] },
+      }),
+    ).rejects.toThrow('Turnkey error 9: no import in progress for this user: call init_import_wallet first')
   })
 
   test('error: a target that is not a P-256 key is refused', async () => {
