@@ -11,6 +11,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -37,8 +38,23 @@ if (messages > 190) throw new Error('--messages is at most 190: more in one burs
 const root = new URL('../', import.meta.url).pathname
 const padding = randomBytes(192).toString('base64') // about the size of a WalletConnect envelope
 
-/** `clientCpu`: share of one core the clients in this process used; near 100 % the clients, not the server, set the pace. */
-type Result = { name: string; delivered: number; lost: number; seconds: number; perSecond: number; p50: number; p99: number; clientCpu: number }
+/**
+ * `clientCpu`: share of one core the clients in this process used; near 100 % the clients, not the
+ * server, set the pace. `serverMicros`: the server process's CPU time per delivered message, which
+ * other load on the machine hardly changes (NaN where /proc is missing).
+ */
+type Result = { name: string; delivered: number; lost: number; seconds: number; perSecond: number; p50: number; p99: number; clientCpu: number; serverMicros: number }
+
+/** CPU time (user + system) a process has used, in ms; NaN without Linux's /proc. */
+function processCpuMs(pid: number): number {
+  try {
+    // Fields after the command name; utime and stime are the 12th and 13th, in clock ticks (100 per second).
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return Number.NaN
+  }
+}
 
 /** Starts `script` in its own Node process and resolves once it prints `ready`. */
 async function startProcess(script: string, args: string[], ready: string): Promise<ChildProcess> {
@@ -84,7 +100,7 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
  * One run: `clients` sockets in pairs, each publishing `messages` to its pair's topic. `protocol`
  * says how to subscribe, publish and read a push.
  */
-async function measure(name: string, urls: readonly string[], protocol: 'irn' | 'plain'): Promise<Result> {
+async function measure(name: string, server: ChildProcess, urls: readonly string[], protocol: 'irn' | 'plain'): Promise<Result> {
   const sockets = await openSockets(urls)
   const topics = Array.from({ length: clients / 2 }, () => randomBytes(32).toString('hex'))
   const expected = clients * messages
@@ -127,6 +143,7 @@ async function measure(name: string, urls: readonly string[], protocol: 'irn' | 
 
   const started = performance.now()
   const cpu = process.cpuUsage()
+  const serverCpu = processCpuMs(server.pid!)
   let id = 2
   for (let k = 0; k < messages; k++)
     for (const [index, socket] of sockets.entries()) {
@@ -144,10 +161,11 @@ async function measure(name: string, urls: readonly string[], protocol: 'irn' | 
     }
   })
   const used = process.cpuUsage(cpu)
+  const serverMs = processCpuMs(server.pid!) - serverCpu
   for (const socket of sockets) socket.terminate()
   const seconds = (lastReceipt - started) / 1000
   latencies.sort((a, b) => a - b)
-  return { name, delivered: seen.size, lost: expected - seen.size, seconds, perSecond: seen.size / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), clientCpu: ((used.user + used.system) / 1e4 / seconds) }
+  return { name, delivered: seen.size, lost: expected - seen.size, seconds, perSecond: seen.size / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), clientCpu: ((used.user + used.system) / 1e4 / seconds), serverMicros: (serverMs * 1000) / seen.size }
 }
 
 /** Median time from a fresh URI to a settled session, dapp and wallet both our Sign client. */
@@ -191,10 +209,10 @@ try {
   try {
     // Interleaved rounds, so drift on this machine hits both servers alike.
     for (let round = 0; round < rounds; round++) {
-      const plainResult = await measure('plain ws fan-out', Array.from({ length: clients }, () => `ws://127.0.0.1:${plainPort}`), 'plain')
+      const plainResult = await measure('plain ws fan-out', plain, Array.from({ length: clients }, () => `ws://127.0.0.1:${plainPort}`), 'plain')
       // Tokens are minted before timing, as real clients hold theirs before they publish.
       const urls = Array.from({ length: clients }, () => `${url}/?auth=${signRelayJwt({ seed: randomBytes(32).toString('hex'), aud: url })}`)
-      runs.push({ plain: plainResult, ours: await measure('latchkey relay (SQLite)', urls, 'irn') })
+      runs.push({ plain: plainResult, ours: await measure('latchkey relay (SQLite)', ours, urls, 'irn') })
     }
     pairing = await pairingTimes(url)
   } finally {
@@ -207,16 +225,18 @@ try {
 
 const fixed = (value: number, digits = 1) => value.toFixed(digits)
 console.log(`\nRelay throughput on loopback: ${clients} clients × ${messages} messages (${clients * messages} deliveries) per round, each server in its own process\n`)
-console.log(['round', 'server'.padEnd(24), 'delivered'.padStart(9), 'lost'.padStart(5), 'seconds'.padStart(8), 'msgs/s'.padStart(9), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'client cpu'.padStart(10)].join('  '))
+console.log(['round', 'server'.padEnd(24), 'delivered'.padStart(9), 'lost'.padStart(5), 'seconds'.padStart(8), 'msgs/s'.padStart(9), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'client cpu'.padStart(10), 'server µs/msg'.padStart(13)].join('  '))
 const results = runs.flatMap((run) => [run.plain, run.ours])
 for (const [index, r] of results.entries())
-  console.log([String((index >> 1) + 1).padStart(5), r.name.padEnd(24), String(r.delivered).padStart(9), String(r.lost).padStart(5), fixed(r.seconds, 2).padStart(8), fixed(r.perSecond, 0).padStart(9), fixed(r.p50).padStart(8), fixed(r.p99).padStart(8), `${fixed(r.clientCpu, 0)} %`.padStart(10)].join('  '))
+  console.log([String((index >> 1) + 1).padStart(5), r.name.padEnd(24), String(r.delivered).padStart(9), String(r.lost).padStart(5), fixed(r.seconds, 2).padStart(8), fixed(r.perSecond, 0).padStart(9), fixed(r.p50).padStart(8), fixed(r.p99).padStart(8), `${fixed(r.clientCpu, 0)} %`.padStart(10), fixed(r.serverMicros).padStart(13)].join('  '))
 const medianOf = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50)
 const [plainRate, ourRate] = [medianOf(runs.map((run) => run.plain.perSecond)), medianOf(runs.map((run) => run.ours.perSecond))]
 const ratio = ourRate / plainRate
 console.log(
   `\nmedian of ${runs.length} rounds: plain ws ${fixed(plainRate, 0)} msgs/s, latchkey ${fixed(ourRate, 0)} msgs/s: latchkey / plain ws = ${fixed(ratio, 2)}× (target ≥ 0.5: ${ratio >= 0.5 ? 'met' : 'missed'})`,
 )
+const [plainMicros, ourMicros] = [medianOf(runs.map((run) => run.plain.serverMicros)), medianOf(runs.map((run) => run.ours.serverMicros))]
+console.log(`server CPU per delivered message, median: plain ws ${fixed(plainMicros)} µs, latchkey ${fixed(ourMicros)} µs`)
 const median = percentile(pairing, 50)
 console.log(
   `Pairing through the latchkey relay, URI → settled session, ${pairing.length} runs: median ${fixed(median)} ms, p90 ${fixed(percentile(pairing, 90))} ms (target < 300 ms: ${median < 300 ? 'met' : 'missed'})`,

@@ -48,6 +48,7 @@ export type MemoryIndex = {
   list(topic: string, now: number): StoredMessage[]
   /** The message's expiry, if it is held. */
   expiryOf(messageId: string): number | undefined
+  /** Ignored for a message that is not held. */
   ack(clientId: string, messageId: string): void
   isAcked(clientId: string, messageId: string): boolean
   prune(now: number): void
@@ -58,7 +59,8 @@ export type MemoryIndex = {
 export function memoryIndex(): MemoryIndex {
   const byTopic = new Map<string, StoredMessage[]>()
   const byId = new Map<string, StoredMessage>()
-  const acks = new Map<string, Set<string>>()
+  // Client ids that acknowledged each message: usually one, so a short list rather than a Set.
+  const acks = new Map<string, string[]>()
   return {
     add(message) {
       if (byId.has(message.id)) return false
@@ -78,11 +80,13 @@ export function memoryIndex(): MemoryIndex {
     list: (topic, now) => (byTopic.get(topic) ?? []).filter((m) => m.expiresAt > now),
     expiryOf: (messageId) => byId.get(messageId)?.expiresAt,
     ack(clientId, messageId) {
-      const set = acks.get(messageId) ?? new Set()
-      set.add(clientId)
-      acks.set(messageId, set)
+      // An ack for a message no longer held (expired between push and ack) has nothing to protect.
+      if (!byId.has(messageId)) return
+      const clients = acks.get(messageId)
+      if (!clients) acks.set(messageId, [clientId])
+      else if (!clients.includes(clientId)) clients.push(clientId)
     },
-    isAcked: (clientId, messageId) => acks.get(messageId)?.has(clientId) ?? false,
+    isAcked: (clientId, messageId) => acks.get(messageId)?.includes(clientId) ?? false,
     prune(now) {
       for (const [topic, list] of byTopic) {
         const kept = list.filter((m) => m.expiresAt > now)

@@ -73,6 +73,14 @@ for (const [name, open] of stores)
       expect([await store.isAcked('alice', 'a'), await store.isAcked('bob', 'a')]).toEqual([true, false])
       await store.close()
     })
+
+    test('behavior: an ack for a message that is not stored is dropped', async () => {
+      const store = await open()
+      await store.ack('alice', 'gone')
+      await store.add(message('gone', 't', 100))
+      expect(await store.isAcked('alice', 'gone')).toBe(false)
+      await store.close()
+    })
   })
 
 test('behavior: the sqlite store keeps messages and acks across a restart', async () => {
