@@ -114,6 +114,8 @@ function signer(context: ActivityContext, signWith: string) {
 }
 
 const DEFAULT_SESSION_SECONDS = 900
+/** A recovery credential works this long at most (SPEC §5). */
+export const RECOVERY_CODE_SECONDS = 900
 /** OTP codes: valid this long by default, and this many wrong guesses end one. */
 export const OTP_DEFAULT_SECONDS = 300
 export const OTP_MAX_ATTEMPTS = 3
@@ -337,6 +339,50 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       })
       // The bundle travels by email only.
       return { userId: user.id, apiKeyId }
+    },
+  },
+  ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2: {
+    op: 'init_user_email_recovery',
+    intentKey: 'initUserEmailRecoveryIntentV2',
+    resultKey: 'initUserEmailRecoveryResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          email: z.email(),
+          targetPublicKey,
+          expirationSeconds: z.string().regex(/^\d+$/).optional(),
+          emailCustomization: z.object({ appName: z.string().min(1) }).optional(),
+        }),
+        params,
+      )
+      const user = userByEmail(context, input.email)
+      const seconds = Math.min(Number(input.expirationSeconds ?? RECOVERY_CODE_SECONDS), RECOVERY_CODE_SECONDS)
+      const credential = await prepareCredential(input.targetPublicKey)
+      register(context, credential, { userId: user.id, credentialType: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256', name: undefined, expirationSeconds: String(seconds) })
+      const appName = input.emailCustomization?.appName ?? 'your app'
+      await context.mailer.send({
+        to: input.email,
+        subject: `Recover your ${appName} account`,
+        text: `Your recovery credential for ${appName}:\n\n${credential.credentialBundle}\n\nIt works for ${Math.round(seconds / 60)} minutes. If you did not ask to recover your account, ignore this email.`,
+        html: `<p>Your recovery credential for ${appName}:</p><p><code>${credential.credentialBundle}</code></p><p>It works for ${Math.round(seconds / 60)} minutes.</p>`,
+      })
+      return { userId: user.id }
+    },
+  },
+  ACTIVITY_TYPE_RECOVER_USER: {
+    op: 'recover_user',
+    intentKey: 'recoverUserIntent',
+    resultKey: 'recoverUserResult',
+    async run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), authenticator: authenticatorParams }), params)
+      const { db, caller, now } = context
+      if (caller.userId !== input.userId && caller.homeOrganizationId === caller.organizationId)
+        throw new KmsError(GrpcCode.permissionDenied, 'a user can only recover their own account')
+      if (!db.user(input.userId, caller.organizationId)) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
+      const passkey = await verifyRegistration(input.authenticator, context.webauthn)
+      if (db.authenticatorByCredential(passkey.credentialId)) throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
+      const id = db.transaction(() => insertAuthenticator(db, input.userId, caller.organizationId, input.authenticator, passkey, now()))
+      return { authenticatorId: [id] }
     },
   },
   ACTIVITY_TYPE_INIT_OTP_AUTH_V3: {

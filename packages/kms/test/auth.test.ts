@@ -1,21 +1,18 @@
-import { generateKeyPairSync } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
+import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { getFreePort } from '@latchkey/devnet'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
+import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
+import { apiKeyPair } from './keys.js'
 
 // Email sign-in as the app backend drives it: the parent organization's key starts email_auth or
 // init_otp_auth in the user's sub-organization, the message lands in the dev inbox, and the
 // credential bundle opened with @turnkey/crypto is a working key for the user.
 
-function apiKeyPair() {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = privateKey.export({ format: 'jwk' })
-  const y = Buffer.from(jwk.y!, 'base64url')
-  return { apiPrivateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'), apiPublicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}` }
-}
 
 let kms: Kms
 let clock = Date.now()
@@ -142,6 +139,54 @@ describe('one-time codes', () => {
       await expect(verify(user, otpId, code)).rejects.toThrow('Turnkey error 9: this code has expired')
     } finally {
       clock -= 301_000
+    }
+  })
+})
+
+describe('email recovery', () => {
+  test('default: a recovery credential by email lets the user register a new passkey, which then signs in alone', async () => {
+    const user = await userWithEmail()
+    const embedded = generateP256KeyPair()
+    const { activity } = await backend.initUserEmailRecovery({
+      type: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2',
+      timestampMs: String(clock),
+      organizationId: user.organizationId,
+      parameters: { email: user.email, targetPublicKey: embedded.publicKeyUncompressed, emailCustomization: { appName: 'Latchkey Demo' } },
+    })
+    expect(activity.result.initUserEmailRecoveryResult).toEqual({ userId: user.userId })
+    const mail = await latestMailTo(user.email)
+    expect(mail.subject).toBe('Recover your Latchkey Demo account')
+    const recovery = fromBundle(mail.text.split('\n')[2]!, embedded.privateKey)
+
+    const authenticator = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    const recovered = await recovery.recoverUser({
+      type: 'ACTIVITY_TYPE_RECOVER_USER',
+      timestampMs: String(clock),
+      organizationId: user.organizationId,
+      parameters: { userId: user.userId, authenticator: { authenticatorName: 'New phone', challenge, attestation: authenticator.register(challenge) } },
+    })
+    expect(recovered.activity.result.recoverUserResult!.authenticatorId).toHaveLength(1)
+    useAuthenticator(authenticator)
+    expect(await new TurnkeyClient({ baseUrl: kms.url }, new WebauthnStamper({ rpId })).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+  })
+
+  test('error: the recovery credential stops working after 900 seconds', async () => {
+    const user = await userWithEmail()
+    const embedded = generateP256KeyPair()
+    await backend.initUserEmailRecovery({
+      type: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2',
+      timestampMs: String(clock),
+      organizationId: user.organizationId,
+      // Asking for longer than the rule allows is capped.
+      parameters: { email: user.email, targetPublicKey: embedded.publicKeyUncompressed, expirationSeconds: '3600', emailCustomization: { appName: 'x' } },
+    })
+    const recovery = fromBundle((await latestMailTo(user.email)).text.split('\n')[2]!, embedded.privateKey)
+    clock += 901_000
+    try {
+      await expect(recovery.getWhoami({ organizationId: user.organizationId })).rejects.toThrow('expired api key publicKey')
+    } finally {
+      clock -= 901_000
     }
   })
 })

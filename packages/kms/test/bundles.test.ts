@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs'
-import { generateKeyPairSync } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, decryptExportBundle, encryptWalletToBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
@@ -7,6 +6,7 @@ import { getFreePort } from '@latchkey/devnet'
 import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms, openExportBundle, SIGNER_PATH } from '../src/index.js'
+import { apiKeyPair } from './keys.js'
 
 // Bundles: the real export bundle of the hosted service opened by our code, and our bundles
 // opened by @turnkey/crypto as an app or frame would, given our signer key.
@@ -44,12 +44,6 @@ describe('the hosted service’s export bundle', () => {
   })
 })
 
-function apiKeyPair() {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = privateKey.export({ format: 'jwk' })
-  const y = Buffer.from(jwk.y!, 'base64url')
-  return { apiPrivateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'), apiPublicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}` }
-}
 
 describe('our bundles, opened by @turnkey/crypto', () => {
   let kms: Kms

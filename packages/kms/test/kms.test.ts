@@ -1,4 +1,3 @@
-import { generateKeyPairSync } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { createAccount } from '@turnkey/viem'
@@ -16,22 +15,12 @@ import {
 } from 'viem'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { createKms, type Kms, UNKNOWN_KEY_MESSAGE } from '../src/index.js'
+import { apiKeyPair } from './keys.js'
 
 // The official clients (@turnkey/http with @turnkey/api-key-stamper, @turnkey/viem) against our
 // kms on loopback, with nothing changed but the base URL; signatures are checked with viem and a
 // transaction is sent to the test run's anvil chain.
 
-/** A P-256 API key pair as the clients take it: 32-byte private key and compressed public key, hex. */
-function apiKeyPair() {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = privateKey.export({ format: 'jwk' })
-  const x = Buffer.from(jwk.x!, 'base64url')
-  const y = Buffer.from(jwk.y!, 'base64url')
-  return {
-    apiPrivateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'),
-    apiPublicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${x.toString('hex')}`,
-  }
-}
 
 const chain = defineChain({
   id: 31337,

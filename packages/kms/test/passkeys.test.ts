@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { verifySessionJwtSignature } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
@@ -7,78 +7,10 @@ import { getFreePort } from '@latchkey/devnet'
 import { hashMessage, recoverAddress, serializeSignature } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
+import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
+import { apiKeyPair } from './keys.js'
 
-// Passkeys with the official @turnkey/webauthn-stamper. Node has no authenticator, so a software
-// one stands in for the hardware (browsers' are covered by Chromium's virtual authenticator in
-// e2e): an ES256 key that answers navigator.credentials.get as a platform authenticator would.
-
-const rpId = 'localhost'
-const origin = 'http://localhost:5173'
-
-/** Minimal CBOR: unsigned and negative integers, byte and text strings, maps. */
-function cbor(value: unknown): Buffer {
-  const head = (major: number, length: number) =>
-    length < 24 ? Buffer.from([(major << 5) | length]) : length < 256 ? Buffer.from([(major << 5) | 24, length]) : Buffer.from([(major << 5) | 25, length >> 8, length & 255])
-  if (typeof value === 'number') return value >= 0 ? head(0, value) : head(1, -1 - value)
-  if (typeof value === 'string') return Buffer.concat([head(3, Buffer.byteLength(value)), Buffer.from(value)])
-  if (value instanceof Uint8Array) return Buffer.concat([head(2, value.length), value])
-  const entries = value instanceof Map ? [...value.entries()] : Object.entries(value as object)
-  return Buffer.concat([head(5, entries.length), ...entries.flatMap(([key, item]) => [cbor(key), cbor(item)])])
-}
-
-const sha256 = (data: Uint8Array | string) => createHash('sha256').update(data).digest()
-const toArrayBuffer = (bytes: Buffer) => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)
-
-function softwareAuthenticator(options: { origin?: string } = {}) {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = publicKey.export({ format: 'jwk' })
-  const credentialId = randomBytes(16)
-  const state = { counter: 0 }
-  const clientOrigin = options.origin ?? origin
-  return {
-    state,
-    credentialId: credentialId.toString('base64url'),
-    /** A "none" attestation for `challenge` (base64url), as the clients send it. */
-    register(challenge: string) {
-      const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.create', challenge, origin: clientOrigin, crossOrigin: false }))
-      const coseKey = cbor(new Map<number, unknown>([[1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x!, 'base64url')], [-3, Buffer.from(jwk.y!, 'base64url')]]))
-      const length = Buffer.from([credentialId.length >> 8, credentialId.length & 255])
-      const authData = Buffer.concat([sha256(rpId), Buffer.from([0x45]), Buffer.alloc(4), Buffer.alloc(16), length, credentialId, coseKey])
-      return {
-        credentialId: credentialId.toString('base64url'),
-        clientDataJson: clientData.toString('base64url'),
-        attestationObject: cbor({ fmt: 'none', attStmt: {}, authData }).toString('base64url'),
-        transports: ['AUTHENTICATOR_TRANSPORT_INTERNAL' as const],
-      }
-    },
-    /** navigator.credentials, for the stamper. */
-    credentials: {
-      async get({ publicKey: request }: { publicKey: { challenge: ArrayBuffer; rpId: string } }) {
-        state.counter++
-        const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: Buffer.from(request.challenge).toString('base64url'), origin: clientOrigin, crossOrigin: false }))
-        const counter = Buffer.alloc(4)
-        counter.writeUInt32BE(state.counter)
-        const authenticatorData = Buffer.concat([sha256(request.rpId), Buffer.from([0x05]), counter])
-        const signature = sign('sha256', Buffer.concat([authenticatorData, sha256(clientData)]), privateKey)
-        return {
-          id: credentialId.toString('base64url'),
-          rawId: toArrayBuffer(credentialId),
-          type: 'public-key',
-          authenticatorAttachment: 'platform',
-          response: { clientDataJSON: toArrayBuffer(clientData), authenticatorData: toArrayBuffer(authenticatorData), signature: toArrayBuffer(signature), userHandle: null },
-          getClientExtensionResults: () => ({}),
-        }
-      },
-    },
-  }
-}
-
-function apiKeyPair() {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = privateKey.export({ format: 'jwk' })
-  const y = Buffer.from(jwk.y!, 'base64url')
-  return { apiPrivateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'), apiPublicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}` }
-}
+// Passkeys with the official @turnkey/webauthn-stamper and a software authenticator (authenticator.ts).
 
 let kms: Kms
 const clock = Date.now()
@@ -87,7 +19,7 @@ let parentOrganizationId: string
 let backend: TurnkeyClient
 
 beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now: () => clock, webauthn: { rpIds: [rpId], origins: [origin] } })
+  kms = createKms({ port: await getFreePort(), now: () => clock, webauthn: { rpIds: [rpId], origins: ['http://localhost:5173'] } })
   await kms.start()
   parentOrganizationId = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey }).organizationId
   backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
@@ -107,11 +39,6 @@ function signUp(attestation: ReturnType<ReturnType<typeof softwareAuthenticator>
       wallet: { walletName: 'Turnkey HD', accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
     },
   })
-}
-
-/** Makes `authenticator` the one navigator.credentials answers with. */
-function useAuthenticator(authenticator: ReturnType<typeof softwareAuthenticator>) {
-  Object.defineProperty(globalThis, 'navigator', { value: { credentials: authenticator.credentials }, configurable: true, writable: true })
 }
 
 describe('passkeys', () => {
