@@ -117,6 +117,49 @@ export function createKmsApp(options: KmsAppOptions) {
     return { body: body as Record<string, unknown>, raw, caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId } }
   }
 
+  /**
+   * approve_activity and reject_activity: a root user's vote on an activity waiting for consensus.
+   * Enough approvals run it as its submitter; enough rejections (so approvals can no longer reach
+   * the threshold) reject it. The answer is the target activity, as the clients expect. Registered
+   * before the general route, which would take these paths otherwise.
+   */
+  for (const [op, type, selection] of [
+    ['approve_activity', 'ACTIVITY_TYPE_APPROVE_ACTIVITY', 'VOTE_SELECTION_APPROVED'],
+    ['reject_activity', 'ACTIVITY_TYPE_REJECT_ACTIVITY', 'VOTE_SELECTION_REJECTED'],
+  ] as const)
+    app.post(`/public/v1/submit/${op}`, async (c) => {
+      const { body, caller } = await authenticate(c.req.raw)
+      if (body['type'] !== type) throw invalid(`unsupported activity type ${String(body['type'])} for /public/v1/submit/${op}`)
+      const fingerprint = (body['parameters'] as { fingerprint?: unknown } | undefined)?.fingerprint
+      if (typeof fingerprint !== 'string') throw invalid('parameters.fingerprint is required')
+      const target = db.activityByFingerprint(fingerprint)
+      if (!target || target.organization_id !== caller.organizationId) throw new KmsError(GrpcCode.notFound, `no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
+      if (caller.homeOrganizationId !== caller.organizationId) throw new KmsError(GrpcCode.permissionDenied, 'only the organization’s own users vote on its activities')
+      if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED') throw new KmsError(GrpcCode.failedPrecondition, `activity ${target.id} is ${target.status}, not waiting for consensus`)
+      if (db.votes(target.id).some((vote) => vote.user_id === caller.userId)) throw new KmsError(GrpcCode.alreadyExists, 'you have already voted on this activity')
+      const at = now()
+      db.insertVote({ id: randomUUID(), activity_id: target.id, user_id: caller.userId, selection, created_at: at })
+      const votes = db.votes(target.id)
+      const threshold = db.organization(caller.organizationId)!.root_quorum_threshold
+      const approvals = votes.filter((vote) => vote.selection === 'VOTE_SELECTION_APPROVED').length
+      const rejections = votes.length - approvals
+      const voters = db.users(caller.organizationId).length
+      if (approvals >= threshold) {
+        const kind = ACTIVITIES[target.type]!
+        const intent = JSON.parse(target.intent) as Record<string, unknown>
+        const submitter: Caller = { userId: target.submitted_by!, homeOrganizationId: target.submitted_from!, organizationId: target.organization_id }
+        try {
+          const result = await kind.run(intent[kind.intentKey], activityContext(submitter))
+          db.settleActivity(target.id, 'ACTIVITY_STATUS_COMPLETED', JSON.stringify({ [kind.resultKey]: result }), null, now())
+        } catch (error) {
+          // It was accepted when submitted; what fails now is reported on the activity itself.
+          const failure = error instanceof KmsError ? error.toJSON() : { code: GrpcCode.internal, message: 'internal error', details: [] }
+          db.settleActivity(target.id, 'ACTIVITY_STATUS_FAILED', null, JSON.stringify(failure), now())
+        }
+      } else if (voters - rejections < threshold) db.settleActivity(target.id, 'ACTIVITY_STATUS_REJECTED', null, null, at)
+      return c.json({ activity: envelope(db.activity(target.id, caller.organizationId)!) }, 200, CORS)
+    })
+
   app.post('/public/v1/submit/:op', async (c) => {
     const { body, raw, caller } = await authenticate(c.req.raw)
     const op = c.req.param('op')
@@ -133,8 +176,6 @@ export function createKmsApp(options: KmsAppOptions) {
     const existing = db.activityByFingerprint(fingerprint)
     if (existing) return c.json({ activity: envelope(existing) }, 200, CORS)
 
-    const context: ActivityContext = { db, webauthn: options.webauthn ?? DEFAULT_WEBAUTHN, mailer, masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
-    const result = await kind.run(body['parameters'], context)
     const at = now()
     const row: ActivityRow = {
       id: randomUUID(),
@@ -143,14 +184,33 @@ export function createKmsApp(options: KmsAppOptions) {
       type: type as string,
       status: 'ACTIVITY_STATUS_COMPLETED',
       intent: JSON.stringify({ [kind.intentKey]: body['parameters'] }),
-      result: JSON.stringify({ [kind.resultKey]: result }),
+      result: null,
       failure: null,
       created_at: at,
       updated_at: at,
+      submitted_by: caller.userId,
+      submitted_from: caller.homeOrganizationId,
     }
-    db.insertActivity(row)
-    return c.json({ activity: envelope(row) }, 200, CORS)
+    // Root quorum: in an organization that needs more than one approval, its own users' activities
+    // wait for the others (the parent organization's key, acting for the app, is not held to it).
+    const organization = db.organization(caller.organizationId)!
+    if (organization.root_quorum_threshold > 1 && caller.homeOrganizationId === caller.organizationId) {
+      db.transaction(() => {
+        db.insertActivity({ ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' })
+        db.insertVote({ id: randomUUID(), activity_id: row.id, user_id: caller.userId, selection: 'VOTE_SELECTION_APPROVED', created_at: at })
+      })
+      return c.json({ activity: envelope(db.activity(row.id, caller.organizationId)!) }, 200, CORS)
+    }
+    const result = await kind.run(body['parameters'], activityContext(caller))
+    db.insertActivity({ ...row, result: JSON.stringify({ [kind.resultKey]: result }) })
+    return c.json({ activity: envelope(db.activity(row.id, caller.organizationId)!) }, 200, CORS)
   })
+
+  function activityContext(caller: Caller): ActivityContext {
+    return { db, webauthn: options.webauthn ?? DEFAULT_WEBAUTHN, mailer, masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
+  }
+
+
 
   app.post('/public/v1/query/:op', async (c) => {
     const { body, caller } = await authenticate(c.req.raw)
@@ -254,6 +314,37 @@ export function createKmsApp(options: KmsAppOptions) {
     }
   }
 
+  /** The `v1Activity` shape the clients read. */
+  function envelope(row: ActivityRow) {
+    const waiting = row.status === 'ACTIVITY_STATUS_CONSENSUS_NEEDED'
+    return {
+      id: row.id,
+      organizationId: row.organization_id,
+      status: row.status,
+      type: row.type,
+      intent: JSON.parse(row.intent) as unknown,
+      result: row.result ? (JSON.parse(row.result) as unknown) : {},
+      votes: db.votes(row.id).map((vote) => ({
+        id: vote.id,
+        userId: vote.user_id,
+        user: userView(db.user(vote.user_id, row.organization_id)!),
+        activityId: row.id,
+        selection: vote.selection,
+        message: '',
+        publicKey: '',
+        signature: '',
+        scheme: '',
+        createdAt: timestamp(vote.created_at),
+      })),
+      fingerprint: row.fingerprint,
+      canApprove: waiting,
+      canReject: waiting,
+      createdAt: timestamp(row.created_at),
+      updatedAt: timestamp(row.updated_at),
+      ...(row.failure ? { failure: JSON.parse(row.failure) as unknown } : {}),
+    }
+  }
+
   return app
 }
 
@@ -279,21 +370,4 @@ function walletView(wallet: { id: string; name: string; created_at: number; expo
   }
 }
 
-/** The `v1Activity` shape the clients read. */
-function envelope(row: ActivityRow) {
-  return {
-    id: row.id,
-    organizationId: row.organization_id,
-    status: row.status,
-    type: row.type,
-    intent: JSON.parse(row.intent) as unknown,
-    result: row.result ? (JSON.parse(row.result) as unknown) : {},
-    votes: [],
-    fingerprint: row.fingerprint,
-    canApprove: false,
-    canReject: false,
-    createdAt: timestamp(row.created_at),
-    updatedAt: timestamp(row.updated_at),
-    ...(row.failure ? { failure: JSON.parse(row.failure) as unknown } : {}),
-  }
-}
+

@@ -57,7 +57,11 @@ export type ActivityRow = {
   failure: string | null
   created_at: number
   updated_at: number
+  /** Who submitted it, and from which organization: an activity waiting for consensus runs as them. */
+  submitted_by: string | null
+  submitted_from: string | null
 }
+export type VoteRow = { id: string; activity_id: string; user_id: string; selection: string; created_at: number }
 
 /**
  * The service's tables in one SQLite file (better-sqlite3). Key material is stored sealed
@@ -103,8 +107,15 @@ export function openDatabase(path: string) {
       id text primary key, to_address text not null, subject text not null, text text not null, html text not null, created_at integer not null);
     create table if not exists activities (
       id text primary key, organization_id text not null, fingerprint text not null unique, type text not null,
-      status text not null, intent text not null, result text, failure text, created_at integer not null, updated_at integer not null);
+      status text not null, intent text not null, result text, failure text, created_at integer not null, updated_at integer not null,
+      submitted_by text, submitted_from text);
+    create table if not exists votes (
+      id text primary key, activity_id text not null references activities (id), user_id text not null, selection text not null,
+      created_at integer not null, unique (activity_id, user_id));
   `)
+  // Columns added after the first layout.
+  const activityColumns = new Set((db.prepare('pragma table_info(activities)').all() as { name: string }[]).map((column) => column.name))
+  if (!activityColumns.has('submitted_by')) db.exec('alter table activities add column submitted_by text; alter table activities add column submitted_from text')
   const statements = {
     insertOrganization: db.prepare('insert into organizations (id, name, parent_id, root_quorum_threshold, created_at) values (?, ?, ?, ?, ?)'),
     organization: db.prepare('select * from organizations where id = ?'),
@@ -146,8 +157,11 @@ export function openDatabase(path: string) {
     accountsOfOrganization: db.prepare('select * from wallet_accounts where organization_id = ? order by created_at, rowid'),
     accountByAddress: db.prepare('select * from wallet_accounts where organization_id = ? and lower(address) = lower(?)'),
     insertActivity: db.prepare(
-      'insert into activities (id, organization_id, fingerprint, type, status, intent, result, failure, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'insert into activities (id, organization_id, fingerprint, type, status, intent, result, failure, created_at, updated_at, submitted_by, submitted_from) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
+    settleActivity: db.prepare('update activities set status = ?, result = ?, failure = ?, updated_at = ? where id = ?'),
+    insertVote: db.prepare('insert into votes (id, activity_id, user_id, selection, created_at) values (?, ?, ?, ?, ?)'),
+    votes: db.prepare('select * from votes where activity_id = ? order by created_at, rowid'),
     activity: db.prepare('select * from activities where id = ? and organization_id = ?'),
     activityByFingerprint: db.prepare('select * from activities where fingerprint = ?'),
   }
@@ -188,7 +202,12 @@ export function openDatabase(path: string) {
     accountsOfOrganization: (organizationId: string) => statements.accountsOfOrganization.all(organizationId) as WalletAccountRow[],
     accountByAddress: (organizationId: string, address: string) => statements.accountByAddress.get(organizationId, address) as WalletAccountRow | undefined,
     insertActivity: (row: ActivityRow) =>
-      void statements.insertActivity.run(row.id, row.organization_id, row.fingerprint, row.type, row.status, row.intent, row.result, row.failure, row.created_at, row.updated_at),
+      void statements.insertActivity.run(
+        row.id, row.organization_id, row.fingerprint, row.type, row.status, row.intent, row.result, row.failure, row.created_at, row.updated_at, row.submitted_by, row.submitted_from,
+      ),
+    settleActivity: (id: string, status: string, result: string | null, failure: string | null, at: number) => void statements.settleActivity.run(status, result, failure, at, id),
+    insertVote: (row: VoteRow) => void statements.insertVote.run(row.id, row.activity_id, row.user_id, row.selection, row.created_at),
+    votes: (activityId: string) => statements.votes.all(activityId) as VoteRow[],
     activity: (id: string, organizationId: string) => statements.activity.get(id, organizationId) as ActivityRow | undefined,
     activityByFingerprint: (fingerprint: string) => statements.activityByFingerprint.get(fingerprint) as ActivityRow | undefined,
     close: () => db.close(),
