@@ -4,8 +4,10 @@ import { memoryIndex, type RelayStore, type StoredMessage } from './store.js'
 /** How long a write waits for others to share its commit, and how many may share one. */
 const COMMIT_WINDOW_MS = 2
 const MAX_BATCH = 1000
+/** Acks of messages that expire within the same span share a row, kept until the last of them expires. */
+const ACK_ROW_SPAN_MS = 3_600_000
 /** Layout of the file; older files are migrated when opened. */
-const SCHEMA_VERSION = 2
+const SCHEMA_VERSION = 3
 
 /**
  * A store in a SQLite file (better-sqlite3): messages and acknowledgements survive a relay
@@ -14,7 +16,9 @@ const SCHEMA_VERSION = 2
  * The file is an append-only log: rows carry no secondary index, so a commit writes a few pages at
  * the end of the file instead of one page per index per message (random topic and message ids
  * would scatter them). What the relay looks up (messages by topic, ids, acks) is held in memory
- * and rebuilt from the file when it opens; expired rows are deleted by `prune`. A publish is
+ * and rebuilt from the file when it opens; expired rows are deleted by `prune`. Acks, as many as
+ * messages, are written a row per commit and expiry hour (`message-id client-id expiry` lines), not
+ * a row each: a row outlives the earliest of its acks' messages by at most that hour. A publish is
  * answered only after the commit that holds it.
  *
  * @example
@@ -31,7 +35,7 @@ export function sqliteStore(path: string): RelayStore {
   const insertMessage = db.prepare(
     'insert into messages (id, topic, message, tag, published_at, expires_at, publisher) values (?, ?, ?, ?, ?, ?, ?)',
   )
-  const insertAck = db.prepare('insert into acks (message_id, client_id, expires_at) values (?, ?, ?)')
+  const insertAcks = db.prepare('insert into acks (expires_at, entries) values (?, ?)')
   const deleteMessages = db.prepare('delete from messages where expires_at <= ?')
   const deleteAcks = db.prepare('delete from acks where expires_at <= ?')
 
@@ -39,8 +43,13 @@ export function sqliteStore(path: string): RelayStore {
   type Row = { id: string; topic: string; message: string; tag: number; published_at: number; expires_at: number; publisher: string }
   for (const row of db.prepare('select * from messages order by seq').iterate() as IterableIterator<Row>)
     index.add({ id: row.id, topic: row.topic, message: row.message, tag: row.tag, publishedAt: row.published_at, expiresAt: row.expires_at, publisher: row.publisher })
-  for (const row of db.prepare('select message_id, client_id from acks').iterate() as IterableIterator<{ message_id: string; client_id: string }>)
-    index.ack(row.client_id, row.message_id)
+  for (const row of db.prepare('select entries from acks').iterate() as IterableIterator<{ entries: string }>)
+    for (const entry of row.entries.split('\n')) {
+      const [messageId = '', clientId = '', expiresAt] = entry.split(' ')
+      // An ack whose message is gone (its row lives until the last of its messages expires) is
+      // dropped, also when the same message was published again since: that copy expires later.
+      if (index.expiryOf(messageId) === Number(expiresAt)) index.ack(clientId, messageId)
+    }
 
   // Writes that arrive within COMMIT_WINDOW_MS commit together in one transaction: a commit per
   // message is what limits SQLite, not the inserts. Every writer of a batch waits on the same
@@ -51,7 +60,15 @@ export function sqliteStore(path: string): RelayStore {
   let timer: NodeJS.Timeout | undefined
   const commit = db.transaction((pendingMessages: readonly StoredMessage[], pendingAcks: typeof acks) => {
     for (const m of pendingMessages) insertMessage.run(m.id, m.topic, m.message, m.tag, m.publishedAt, m.expiresAt, m.publisher)
-    for (const [messageId, clientId, expiresAt] of pendingAcks) insertAck.run(messageId, clientId, expiresAt)
+    const rows = new Map<number, { expiresAt: number; entries: string[] }>()
+    for (const [messageId, clientId, expiresAt] of pendingAcks) {
+      const span = Math.floor(expiresAt / ACK_ROW_SPAN_MS)
+      const row = rows.get(span) ?? { expiresAt, entries: [] }
+      row.expiresAt = Math.max(row.expiresAt, expiresAt)
+      row.entries.push(`${messageId} ${clientId} ${expiresAt}`)
+      rows.set(span, row)
+    }
+    for (const row of rows.values()) insertAcks.run(row.expiresAt, row.entries.join('\n'))
   })
   const flush = () => {
     clearTimeout(timer)
@@ -134,8 +151,8 @@ function migrate(db: Database.Database) {
   if (version === SCHEMA_VERSION) return
   db.transaction(() => {
     const existing = new Set((db.prepare("select name from sqlite_master where type = 'table'").all() as { name: string }[]).map((row) => row.name))
-    if (existing.has('messages')) db.exec('alter table messages rename to messages_v1')
-    if (existing.has('acks')) db.exec('alter table acks rename to acks_v1')
+    if (existing.has('messages')) db.exec('alter table messages rename to messages_old')
+    if (existing.has('acks')) db.exec('alter table acks rename to acks_old')
     db.exec(`
       create table messages (
         seq integer primary key autoincrement,
@@ -148,21 +165,24 @@ function migrate(db: Database.Database) {
         publisher text not null
       );
       create table acks (
-        message_id text not null,
-        client_id text not null,
-        expires_at integer not null
+        seq integer primary key,
+        expires_at integer not null,
+        entries text not null
       );
     `)
-    // Version 1 indexed everything (unique ids, topics, expiry; acks keyed by client and message).
+    // Version 1 indexed everything (unique ids, topics, expiry; acks keyed by client and message);
+    // version 2 had no indexes and a row per ack. Both have the message columns of today and acks
+    // with message_id and client_id.
     if (existing.has('messages')) {
       db.exec(`insert into messages (id, topic, message, tag, published_at, expires_at, publisher)
-        select id, topic, message, tag, published_at, expires_at, publisher from messages_v1 order by seq`)
-      db.exec('drop table messages_v1')
+        select id, topic, message, tag, published_at, expires_at, publisher from messages_old order by seq`)
+      db.exec('drop table messages_old')
     }
     if (existing.has('acks')) {
-      db.exec(`insert into acks (message_id, client_id, expires_at)
-        select a.message_id, a.client_id, m.expires_at from acks_v1 a join messages m on m.id = a.message_id`)
-      db.exec('drop table acks_v1')
+      db.exec(`insert into acks (expires_at, entries)
+        select max(m.expires_at), group_concat(a.message_id || ' ' || a.client_id || ' ' || m.expires_at, char(10))
+        from acks_old a join messages m on m.id = a.message_id group by m.expires_at / ${ACK_ROW_SPAN_MS}`)
+      db.exec('drop table acks_old')
     }
     db.pragma(`user_version = ${SCHEMA_VERSION}`)
   })()

@@ -116,3 +116,38 @@ test('behavior: a file in the first layout (indexed tables) is migrated with its
   expect((await reopened.list('t', 0)).map((m) => m.id)).toEqual(['b', 'a', 'c'])
   await reopened.close()
 })
+
+test('behavior: a file in the second layout (a row per ack) is migrated with its messages and acks', async () => {
+  const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
+  const old = new Database(path)
+  old.exec(`
+    create table messages (seq integer primary key autoincrement, id text not null, topic text not null, message text not null,
+      tag integer not null, published_at integer not null, expires_at integer not null, publisher text not null);
+    create table acks (message_id text not null, client_id text not null, expires_at integer not null);
+    insert into messages (id, topic, message, tag, published_at, expires_at, publisher) values ('a', 't', 'm-a', 1, 1, 100, 'did:key:a'), ('b', 't', 'm-b', 1, 1, 100, 'did:key:a');
+    insert into acks values ('a', 'alice', 100), ('b', 'alice', 100), ('b', 'bob', 100);
+    pragma user_version = 2;
+  `)
+  old.close()
+  const store = sqliteStore(path)
+  expect((await store.list('t', 0)).map((m) => m.id)).toEqual(['a', 'b'])
+  expect([await store.isAcked('alice', 'a'), await store.isAcked('alice', 'b'), await store.isAcked('bob', 'a'), await store.isAcked('bob', 'b')]).toEqual([true, true, false, true])
+  await store.close()
+})
+
+test('behavior: the sqlite store forgets, across a restart, acks of messages pruned and published again', async () => {
+  const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
+  const first = sqliteStore(path)
+  await first.add(message('short', 't', 10))
+  await first.add(message('long', 't', 1000))
+  // Both acks share a row, which stays until 'long' expires.
+  await Promise.all([first.ack('alice', 'short'), first.ack('alice', 'long')])
+  await first.prune(10)
+  await first.add(message('short', 't', 2000))
+  await first.close()
+  const second = sqliteStore(path)
+  expect((await second.list('t', 10)).map((m) => m.id)).toEqual(['long', 'short'])
+  expect([await second.isAcked('alice', 'long'), await second.isAcked('alice', 'short')]).toEqual([true, false])
+  await second.close()
+})
+
