@@ -6,7 +6,7 @@ import { p256 } from '@noble/curves/p256'
 import { validateMnemonic } from '@scure/bip39'
 import { wordlist } from '@scure/bip39/wordlists/english'
 import { credentialBundle, exportBundle, hpkeOpen, signBundle } from './bundles.js'
-import { type AccountParams, deriveAccount, digestOf, newMnemonic, privateKeyOf, signDigest, signTransaction } from './ethereum.js'
+import { type AccountParams, type DerivedAccount, deriveAccount, digestOf, newMnemonic, privateKeyOf, signDigest, signTransaction } from './ethereum.js'
 import type { Mailer } from './mail.js'
 import { type AuthenticatorParams, toTransport, type WebauthnConfig, verifyRegistration } from './webauthn.js'
 import { open, seal } from './secrets.js'
@@ -82,7 +82,13 @@ function createWallet(context: ActivityContext, organizationId: string, name: st
   const derived = accounts.map((params) => deriveAccount(mnemonic, params))
   const at = now()
   db.insertWallet({ id: walletId, organization_id: organizationId, name, sealed_mnemonic: seal(masterKey, walletId, mnemonic), created_at: at, exported: 0, imported: 0 })
-  for (const account of derived)
+  insertAccounts(db, walletId, organizationId, derived, at)
+  return { walletId, addresses: derived.map((account) => account.address) }
+}
+
+/** Stores derived accounts of a wallet. */
+function insertAccounts(db: Db, walletId: string, organizationId: string, accounts: readonly DerivedAccount[], at: number) {
+  for (const account of accounts)
     db.insertAccount({
       id: randomUUID(),
       wallet_id: walletId,
@@ -95,7 +101,6 @@ function createWallet(context: ActivityContext, organizationId: string, name: st
       public_key: account.publicKey,
       created_at: at,
     })
-  return { walletId, addresses: derived.map((account) => account.address) }
 }
 
 function walletOf(db: Db, organizationId: string, walletId: string): WalletRow {
@@ -245,21 +250,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const existing = new Set(db.accountsOfWallet(wallet.id).map((account) => account.path))
       const derived = accounts.map((params) => deriveAccount(mnemonic, params))
       for (const account of derived) if (existing.has(account.path)) throw new KmsError(GrpcCode.alreadyExists, `wallet ${walletId} already has an account at ${account.path}`)
-      db.transaction(() => {
-        for (const account of derived)
-          db.insertAccount({
-            id: randomUUID(),
-            wallet_id: wallet.id,
-            organization_id: caller.organizationId,
-            curve: account.curve,
-            path_format: account.pathFormat,
-            path: account.path,
-            address_format: account.addressFormat,
-            address: account.address,
-            public_key: account.publicKey,
-            created_at: now(),
-          })
-      })
+      db.transaction(() => insertAccounts(db, wallet.id, caller.organizationId, derived, now()))
       return { addresses: derived.map((account) => account.address) }
     },
   },
@@ -334,7 +325,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       await context.mailer.send({
         to: input.email,
         subject: `Sign in to ${appName}`,
-        text: `Your sign-in credential for ${appName}:\n\n${link ?? bundle}\n\nIt works once, for ${Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60} minutes.`,
+        text: `Your sign-in credential for ${appName}:\n\n${link ?? bundle}\n\nIt works for ${Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60} minutes.`,
         html: `<p>Your sign-in credential for ${appName}:</p><p>${link ? `<a href="${link}">Sign in</a>` : `<code>${bundle}</code>`}</p>`,
       })
       // The bundle travels by email only.
@@ -553,19 +544,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       db.transaction(() => {
         db.insertWallet({ id: walletId, organization_id: caller.organizationId, name: input.walletName, sealed_mnemonic: seal(masterKey, walletId, mnemonic), created_at: at, exported: 0, imported: 1 })
         db.markImported(walletId)
-        for (const account of derived)
-          db.insertAccount({
-            id: randomUUID(),
-            wallet_id: walletId,
-            organization_id: caller.organizationId,
-            curve: account.curve,
-            path_format: account.pathFormat,
-            path: account.path,
-            address_format: account.addressFormat,
-            address: account.address,
-            public_key: account.publicKey,
-            created_at: at,
-          })
+        insertAccounts(db, walletId, caller.organizationId, derived, at)
         // One import per init: the target key is spent.
         db.deleteImportTarget(input.userId)
       })
