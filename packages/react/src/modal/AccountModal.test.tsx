@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-import { cleanup, render, screen, within } from '@testing-library/react'
+import { cleanup, render, screen, waitFor, within } from '@testing-library/react'
 import userEvent from '@testing-library/user-event'
 import { connect, createClient, createMemoryStorage, walletConnect } from '@latchkey/core'
 import { buildApprovedNamespaces, createSignClient, type SignClient, type WebSocketConstructor } from '@latchkey/walletconnect'
@@ -85,4 +85,6 @@ test('behavior: a chain the WalletConnect session lacks shows the error and "swi
   await wallet.emit({ topic: session!.topic, chainId: 'eip155:31338', event: { name: 'chainChanged', data: 31338 } })
   expect(await followed).toBe(true)
   expect(within(dialog).getByRole('button', { name: 'Anvil B (31338)' }).getAttribute('aria-pressed')).toBe('true')
+  // The balance on the new chain arrives (and no read is left in flight when the page goes).
+  await waitFor(() => expect(within(dialog).getByLabelText('Balance').textContent).toMatch(/ ETH$/))
 })
