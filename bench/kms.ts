@@ -15,7 +15,7 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { generateP256KeyPair } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { getFreePort } from '@latchkey/devnet'
-import { createKms } from '@latchkey/kms'
+import { createKms, generateApiKeyPair as apiKeyPair } from '@latchkey/kms'
 import { createServerApp, openStore } from '@latchkey/server'
 import { keccak256, toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
@@ -28,12 +28,6 @@ const requests = arg('--requests', 3000)
 const concurrency = arg('--concurrency', 32)
 const fixed = (value: number, digits = 0) => value.toFixed(digits)
 
-function apiKeyPair() {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = privateKey.export({ format: 'jwk' })
-  const y = Buffer.from(jwk.y!, 'base64url')
-  return { apiPrivateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'), apiPublicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}` }
-}
 
 /** The crypto one request needs, alone: verify a P-256 stamp over a body, sign a digest with secp256k1. */
 async function rawCryptoRate(): Promise<number> {

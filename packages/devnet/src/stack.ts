@@ -1,7 +1,7 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { createKms, type WebauthnConfig } from '@latchkey/kms'
+import { createKms, generateApiKeyPair, type WebauthnConfig } from '@latchkey/kms'
 import { createAppServer } from '@latchkey/server'
 import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
 import { anvil } from './anvil.js'
@@ -267,7 +267,7 @@ function kmsInstance(port: number, stateDir: string, webauthn: WebauthnConfig): 
     async start() {
       const state: KmsState = await readFile(statePath, 'utf8').then(
         (text) => JSON.parse(text) as KmsState,
-        () => ({ masterKey: randomBytes(32).toString('hex'), signerPrivateKey: p256KeyPair().privateKey }),
+        () => ({ masterKey: randomBytes(32).toString('hex'), signerPrivateKey: generateApiKeyPair().apiPrivateKey }),
       )
       const kms = createKms({ port, host, databasePath: join(stateDir, 'kms.db'), masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey, webauthn })
       try {
@@ -279,9 +279,9 @@ function kmsInstance(port: number, stateDir: string, webauthn: WebauthnConfig): 
       }
       // First start, or a deleted kms.db: a parent organization for the app backend.
       if (!state.parent || !kms.hasOrganization(state.parent.organizationId)) {
-        const keys = p256KeyPair()
-        const parent = kms.createParentOrganization({ name: 'Latchkey devnet', userName: 'app backend', publicKey: keys.publicKey })
-        state.parent = { organizationId: parent.organizationId, apiPublicKey: keys.publicKey, apiPrivateKey: keys.privateKey }
+        const keys = generateApiKeyPair()
+        const parent = kms.createParentOrganization({ name: 'Latchkey devnet', userName: 'app backend', publicKey: keys.apiPublicKey })
+        state.parent = { organizationId: parent.organizationId, ...keys }
         const temporary = `${statePath}.${process.pid}.tmp`
         await writeFile(temporary, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 })
         await rename(temporary, statePath)
@@ -307,15 +307,6 @@ function kmsInstance(port: number, stateDir: string, webauthn: WebauthnConfig): 
   })
 }
 
-/** A P-256 key pair as hex: the 32-byte private key and the compressed public key. */
-function p256KeyPair() {
-  const jwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' })
-  const y = Buffer.from(jwk.y!, 'base64url')
-  return {
-    privateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'),
-    publicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}`,
-  }
-}
 
 /**
  * The app backend, acting for the kms's parent organization, with its data in `server.db` and

@@ -96,7 +96,9 @@ export function openDatabase(path: string) {
       id text primary key, wallet_id text not null references wallets (id), organization_id text not null references organizations (id),
       curve text not null, path_format text not null, path text not null, address_format text not null, address text not null,
       public_key text not null, created_at integer not null, unique (wallet_id, path));
-    create index if not exists wallet_accounts_address on wallet_accounts (organization_id, address);
+    drop index if exists wallet_accounts_address;
+    -- Addresses are looked up in any letter case (signWith may be checksummed or not).
+    create index if not exists wallet_accounts_address_nocase on wallet_accounts (organization_id, address collate nocase);
     create table if not exists authenticators (
       id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id),
       name text not null, credential_id text not null unique, public_key text not null, counter integer not null,
@@ -158,7 +160,7 @@ export function openDatabase(path: string) {
     ),
     accountsOfWallet: db.prepare('select * from wallet_accounts where wallet_id = ? order by created_at, rowid'),
     accountsOfOrganization: db.prepare('select * from wallet_accounts where organization_id = ? order by created_at, rowid'),
-    accountByAddress: db.prepare('select * from wallet_accounts where organization_id = ? and lower(address) = lower(?)'),
+    accountByAddress: db.prepare('select * from wallet_accounts where organization_id = ? and address = ? collate nocase'),
     insertActivity: db.prepare(
       'insert into activities (id, organization_id, fingerprint, type, status, intent, result, failure, created_at, updated_at, submitted_by, submitted_from) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),

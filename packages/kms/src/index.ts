@@ -7,3 +7,4 @@ export { createKms, type Kms, type KmsOptions, type ParentOrganization } from '.
 export { API_KEY_P256_SCHEME, type Stamp, verifyApiKeyStamp } from './stamp.js'
 export { devInbox, type Mail, type Mailer } from './mail.js'
 export type { WebauthnConfig } from './webauthn.js'
+export { generateApiKeyPair } from './keys.js'

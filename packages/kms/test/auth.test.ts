@@ -7,7 +7,7 @@ import { getFreePort } from '@latchkey/devnet'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
-import { apiKeyPair } from './keys.js'
+import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
 
 // Email sign-in as the app backend drives it: the parent organization's key starts email_auth or
 // init_otp_auth in the user's sub-organization, the message lands in the dev inbox, and the

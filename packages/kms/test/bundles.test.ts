@@ -6,7 +6,7 @@ import { getFreePort } from '@latchkey/devnet'
 import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms, openExportBundle, SIGNER_PATH } from '../src/index.js'
-import { apiKeyPair } from './keys.js'
+import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
 
 // Bundles: the real export bundle of the hosted service opened by our code, and our bundles
 // opened by @turnkey/crypto as an app or frame would, given our signer key.

@@ -3,7 +3,7 @@ import { TurnkeyClient } from '@turnkey/http'
 import { getFreePort } from '@latchkey/devnet'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
-import { apiKeyPair } from './keys.js'
+import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
 
 // Root quorum: in a sub-organization of two root users that needs both, an activity waits in
 // ACTIVITY_STATUS_CONSENSUS_NEEDED until the other approves (then it runs) or rejects it.

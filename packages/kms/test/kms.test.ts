@@ -15,7 +15,7 @@ import {
 } from 'viem'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { createKms, type Kms, UNKNOWN_KEY_MESSAGE } from '../src/index.js'
-import { apiKeyPair } from './keys.js'
+import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
 
 // The official clients (@turnkey/http with @turnkey/api-key-stamper, @turnkey/viem) against our
 // kms on loopback, with nothing changed but the base URL; signatures are checked with viem and a

@@ -8,7 +8,7 @@ import { hashMessage, recoverAddress, serializeSignature } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
-import { apiKeyPair } from './keys.js'
+import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
 
 // Passkeys with the official @turnkey/webauthn-stamper and a software authenticator (authenticator.ts).
 

@@ -1,21 +1,14 @@
-import { generateKeyPairSync } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { getFreePort } from '@latchkey/devnet'
-import { createKms, type Kms } from '@latchkey/kms'
+import { createKms, generateApiKeyPair as apiKeyPair, type Kms } from '@latchkey/kms'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { createServerApp, LIMITS, openStore, type Store } from '../src/index.js'
 
 // The app backend against a real kms on loopback: codes are read from the kms's dev inbox, and
 // the credential bundle the browser receives is opened with @turnkey/crypto and used.
 
-function apiKeyPair() {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = privateKey.export({ format: 'jwk' })
-  const y = Buffer.from(jwk.y!, 'base64url')
-  return { apiPrivateKey: Buffer.from(jwk.d!, 'base64url').toString('hex'), apiPublicKey: `${y[31]! % 2 === 0 ? '02' : '03'}${Buffer.from(jwk.x!, 'base64url').toString('hex')}` }
-}
 
 const origin = 'http://localhost:5173'
 let kms: Kms

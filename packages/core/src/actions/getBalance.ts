@@ -1,8 +1,8 @@
 import { type Chain, createClient, http, type Client as ViemClient, type Transport } from 'viem'
 import { getBalance as readBalance } from 'viem/actions'
 import type { Client } from '../createClient.js'
-import { ChainNotConfiguredError } from '../errors/connection.js'
 import type { Address } from '../types.js'
+import { perChain } from './perChain.js'
 
 export type GetBalanceParameters = { address: Address; chainId?: number | undefined }
 
@@ -19,16 +19,7 @@ const readers = new WeakMap<Client, Map<number, ViemClient<Transport, Chain>>>()
  * const { value, symbol } = await getBalance(client, { address })
  */
 export async function getBalance(client: Client, parameters: GetBalanceParameters): Promise<GetBalanceReturnType> {
-  const id = parameters.chainId ?? client.getState().chainId
-  const chain = client.chains.find((c) => c.id === id)
-  if (!chain) throw new ChainNotConfiguredError({ chainId: id })
-  const byChain = readers.get(client) ?? new Map<number, ViemClient<Transport, Chain>>()
-  readers.set(client, byChain)
-  let reader = byChain.get(id)
-  if (!reader) {
-    reader = createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
-    byChain.set(id, reader)
-  }
+  const reader = perChain(readers, client, parameters.chainId, (chain) => createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) }))
   const value = await readBalance(reader, { address: parameters.address })
-  return { value, decimals: chain.nativeCurrency.decimals, symbol: chain.nativeCurrency.symbol }
+  return { value, decimals: reader.chain.nativeCurrency.decimals, symbol: reader.chain.nativeCurrency.symbol }
 }
