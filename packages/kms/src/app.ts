@@ -40,6 +40,9 @@ const CORS = {
   'access-control-max-age': '86400',
 }
 
+/** Paths where a sub-organization's user may name the parent organization (Turnkey's "sub-organization look-up"). */
+const SUB_ORGANIZATION_LOOKUPS = new Set(['/public/v1/query/whoami', '/public/v1/submit/stamp_login'])
+
 const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
 
 /**
@@ -108,13 +111,19 @@ export function createKmsApp(options: KmsAppOptions) {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('the request body must be a JSON object')
     const organizationId = (body as { organizationId?: unknown }).organizationId
     if (typeof organizationId !== 'string' || !organizationId) throw invalid('organizationId is required')
-    // A parent organization's key may act in its sub-organizations.
-    const organization = db.organization(organizationId)
+    // A parent organization's key may act in its sub-organizations. The other way round is a look-up:
+    // a sub-organization's user who names the parent in whoami or stamp_login (a passkey sign-in that
+    // does not yet know its sub-organization) is answered in their own sub-organization.
+    let organization = db.organization(organizationId)
+    if (organization && signer.organizationId !== organization.id && SUB_ORGANIZATION_LOOKUPS.has(new URL(request.url).pathname)) {
+      const home = db.organization(signer.organizationId)
+      if (home?.parent_id === organization.id) organization = home
+    }
     if (!organization || (signer.organizationId !== organization.id && signer.organizationId !== organization.parent_id))
       throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
     if (signer.expiresAt !== null && signer.expiresAt <= now()) throw new KmsError(GrpcCode.unauthenticated, expiredKeyMessage(signer.publicKey))
     if (signer.authenticatorId) db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
-    return { body: body as Record<string, unknown>, raw, caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId } }
+    return { body: body as Record<string, unknown>, raw, caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id } }
   }
 
   /**

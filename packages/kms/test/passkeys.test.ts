@@ -142,4 +142,29 @@ describe('passkeys of a signed-in user', () => {
     })
     expect(await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).getWhoami({ organizationId })).toMatchObject({ userId })
   })
+
+  test('behavior: a passkey that does not know its sub-organization signs in by naming the parent (sub-organization look-up)', async () => {
+    const authenticator = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    const { activity } = await signUp(authenticator.register(challenge), challenge, 'returning user')
+    const { subOrganizationId, rootUserIds } = activity.result.createSubOrganizationResultV8!
+    useAuthenticator(authenticator)
+    const user = new TurnkeyClient({ baseUrl: kms.url }, new WebauthnStamper({ rpId }))
+    expect(await user.getWhoami({ organizationId: parentOrganizationId })).toMatchObject({ organizationId: subOrganizationId, userId: rootUserIds![0] })
+    const sessionKey = apiKeyPair()
+    const login = await user.stampLogin({
+      type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+      timestampMs: String(clock),
+      organizationId: parentOrganizationId,
+      parameters: { publicKey: sessionKey.apiPublicKey, expirationSeconds: '900' },
+    })
+    expect(login.activity.organizationId).toBe(subOrganizationId)
+    const claims = JSON.parse(Buffer.from(login.activity.result.stampLoginResult!.session.split('.')[1]!, 'base64url').toString())
+    expect(claims).toMatchObject({ organization_id: subOrganizationId, user_id: rootUserIds![0] })
+    // Only those two: anything else naming the parent is refused, and nothing is written there.
+    await expect(
+      user.createWallet({ type: 'ACTIVITY_TYPE_CREATE_WALLET', timestampMs: String(clock), organizationId: parentOrganizationId, parameters: { walletName: 'sneaky', accounts: [] } }),
+    ).rejects.toThrow('Turnkey error 16: could not find public key in organization or its parent organization')
+    expect((await backend.getWallets({ organizationId: parentOrganizationId })).wallets.map((w) => w.walletName)).not.toContain('sneaky')
+  })
 })
