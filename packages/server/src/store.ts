@@ -2,13 +2,50 @@ import Database from 'better-sqlite3'
 
 /** A person who signed in by email: their sub-organization, user and first wallet address. */
 export type AccountRow = { email: string; organization_id: string; user_id: string; address: string; created_at: number }
+/** A person who signed up with a passkey: the credential, their sub-organization, user and first address. */
+export type PasskeyAccountRow = {
+  credential_id: string
+  organization_id: string
+  user_id: string
+  address: string
+  email: string | null
+  passkey_identifier: string | null
+  created_at: number
+}
+/** What the backend knows of a sub-organization, however its user signed up. */
+export type KnownAccount = { organization_id: string; user_id: string; address: string; email: string | null }
 /** A code sent and not yet redeemed: which sub-organization it belongs to. */
 export type PendingCodeRow = { otp_id: string; email: string; organization_id: string; created_at: number }
-/** A signed-in browser. */
-export type SessionRow = { id: string; email: string; organization_id: string; user_id: string; address: string; kind: string; expires_at: number; created_at: number }
+/** How a browser signed in. */
+export type SessionKind = 'email' | 'passkey' | 'recovery'
+/** A signed-in browser. `email` is null for an account that signed up with a passkey alone. */
+export type SessionRow = {
+  id: string
+  email: string | null
+  organization_id: string
+  user_id: string
+  address: string
+  kind: SessionKind
+  expires_at: number
+  created_at: number
+}
+
+/** The layout this code writes (`pragma user_version`); layout 1 (user_version 0) is migrated on open. */
+export const STORE_LAYOUT = 2
+
+const SESSIONS_TABLE = `
+  create table sessions (
+    id text primary key, email text, organization_id text not null, user_id text not null, address text not null,
+    kind text not null, expires_at integer not null, created_at integer not null)`
+
+/** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
+export class StoreConflictError extends Error {
+  override name = 'StoreConflictError'
+}
 
 /**
- * The backend's own tables (better-sqlite3): accounts by email, codes in flight, sessions.
+ * The backend's own tables (better-sqlite3): accounts by email, passkey accounts by credential,
+ * codes in flight, sessions.
  *
  * @example
  * const store = openStore(':memory:')
@@ -16,18 +53,51 @@ export type SessionRow = { id: string; email: string; organization_id: string; u
 export function openStore(path: string) {
   const db = new Database(path)
   db.pragma('journal_mode = WAL')
-  db.exec(`
-    create table if not exists accounts (
-      email text primary key, organization_id text not null, user_id text not null, address text not null, created_at integer not null);
-    create table if not exists pending_codes (
-      otp_id text primary key, email text not null, organization_id text not null, created_at integer not null);
-    create table if not exists sessions (
-      id text primary key, email text not null, organization_id text not null, user_id text not null, address text not null,
-      kind text not null, expires_at integer not null, created_at integer not null);
-  `)
+  const layout = db.pragma('user_version', { simple: true }) as number
+  if (layout > STORE_LAYOUT) {
+    db.close()
+    throw new Error(`${path} has store layout ${layout}, newer than this server's (${STORE_LAYOUT})`)
+  }
+  db.transaction(() => {
+    const hasSessions = db.prepare(`select 1 from sqlite_master where type = 'table' and name = 'sessions'`).get() !== undefined
+    // Layout 1 required an email on every session; passkey accounts may have none.
+    if (layout < 2 && hasSessions) {
+      db.exec(`
+        alter table sessions rename to sessions_layout1;
+        ${SESSIONS_TABLE};
+        insert into sessions select id, email, organization_id, user_id, address, kind, expires_at, created_at from sessions_layout1;
+        drop table sessions_layout1;
+      `)
+    }
+    db.exec(`
+      create table if not exists accounts (
+        email text primary key, organization_id text not null, user_id text not null, address text not null, created_at integer not null);
+      create index if not exists accounts_by_organization on accounts (organization_id);
+      create table if not exists passkey_accounts (
+        credential_id text primary key, organization_id text not null, user_id text not null, address text not null,
+        email text, passkey_identifier text, created_at integer not null);
+      create unique index if not exists passkey_accounts_by_email on passkey_accounts (email) where email is not null;
+      create index if not exists passkey_accounts_by_organization on passkey_accounts (organization_id);
+      create table if not exists pending_codes (
+        otp_id text primary key, email text not null, organization_id text not null, created_at integer not null);
+      ${SESSIONS_TABLE.replace('create table', 'create table if not exists')};
+    `)
+    db.pragma(`user_version = ${STORE_LAYOUT}`)
+  })()
+
   const statements = {
     account: db.prepare('select * from accounts where email = ?'),
+    passkeyAccountByEmail: db.prepare('select * from passkey_accounts where email = ?'),
     insertAccount: db.prepare('insert into accounts (email, organization_id, user_id, address, created_at) values (?, ?, ?, ?, ?)'),
+    passkeyAccount: db.prepare('select * from passkey_accounts where credential_id = ?'),
+    insertPasskeyAccount: db.prepare(
+      'insert into passkey_accounts (credential_id, organization_id, user_id, address, email, passkey_identifier, created_at) values (?, ?, ?, ?, ?, ?, ?)',
+    ),
+    accountByOrganization: db.prepare(`
+      select organization_id, user_id, address, email from accounts where organization_id = @organizationId
+      union all
+      select organization_id, user_id, address, email from passkey_accounts where organization_id = @organizationId
+      limit 1`),
     pendingCode: db.prepare('select * from pending_codes where otp_id = ?'),
     // The same request within one millisecond is the same kms activity, so the same otpId.
     insertPendingCode: db.prepare('insert or ignore into pending_codes (otp_id, email, organization_id, created_at) values (?, ?, ?, ?)'),
@@ -39,8 +109,26 @@ export function openStore(path: string) {
     pruneSessions: db.prepare('delete from sessions where expires_at <= ?'),
   }
   return {
-    account: (email: string) => statements.account.get(email) as AccountRow | undefined,
+    /** The account whose root user has this email, whether it signed up by email or with a passkey. */
+    account(email: string): AccountRow | undefined {
+      const byEmail = statements.account.get(email) as AccountRow | undefined
+      if (byEmail) return byEmail
+      const passkey = statements.passkeyAccountByEmail.get(email) as PasskeyAccountRow | undefined
+      return passkey ? { email, organization_id: passkey.organization_id, user_id: passkey.user_id, address: passkey.address, created_at: passkey.created_at } : undefined
+    },
     insertAccount: (row: AccountRow) => void statements.insertAccount.run(row.email, row.organization_id, row.user_id, row.address, row.created_at),
+    passkeyAccount: (credentialId: string) => statements.passkeyAccount.get(credentialId) as PasskeyAccountRow | undefined,
+    /** Throws StoreConflictError when the credential or the email is already registered. */
+    insertPasskeyAccount(row: PasskeyAccountRow) {
+      try {
+        statements.insertPasskeyAccount.run(row.credential_id, row.organization_id, row.user_id, row.address, row.email, row.passkey_identifier, row.created_at)
+      } catch (error) {
+        if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new StoreConflictError((error as Error).message)
+        throw error
+      }
+    },
+    /** The account of a sub-organization, if this backend created it. */
+    accountByOrganization: (organizationId: string) => statements.accountByOrganization.get({ organizationId }) as KnownAccount | undefined,
     pendingCode: (otpId: string) => statements.pendingCode.get(otpId) as PendingCodeRow | undefined,
     insertPendingCode: (row: PendingCodeRow) => void statements.insertPendingCode.run(row.otp_id, row.email, row.organization_id, row.created_at),
     deletePendingCode: (otpId: string) => void statements.deletePendingCode.run(otpId),

@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
+import type { Context } from 'hono'
+import { getCookie, setCookie } from 'hono/cookie'
+import type { z } from 'zod'
+import { ServerError } from '../errors.js'
+import type { KnownAccount, SessionKind, SessionRow, Store } from '../store.js'
+
+/** The session cookie: httpOnly, SameSite=Lax, Secure on https. */
+export const SESSION_COOKIE = 'latchkey_session'
+
+/**
+ * Requests each key may make per window: sign-in codes and recovery emails per email; sign-ins
+ * (codes, passkey sign-ups, recoveries, logins that need a kms look-up) per IP; session keys per
+ * signed-in session.
+ */
+export const LIMITS = { perEmail: 5, perIp: 30, perSession: 30, windowMs: 10 * 60_000 } as const
+
+/** What the routes share; built once per app by `createRouteContext`. @internal */
+export type RouteContext = {
+  store: Store
+  /** The parent organization's client: its key acts in every sub-organization the backend created. */
+  kms: TurnkeyClient
+  organizationId: string
+  appName: string
+  sessionSignerPublicKey: string | undefined
+  now: () => number
+  /** Session length in seconds. */
+  sessionSeconds: number
+  limits: {
+    codesPerEmail: (key: string) => number | undefined
+    recoveriesPerEmail: (key: string) => number | undefined
+    signInsPerIp: (key: string) => number | undefined
+    sessionKeysPerSession: (key: string) => number | undefined
+  }
+  ipOf: (c: Context) => string
+}
+
+/** Fixed-window counters in memory: enough for one backend process. Answers seconds to wait when over. */
+export function limiter(limit: number, windowMs: number, now: () => number) {
+  const windows = new Map<string, { startedAt: number; count: number }>()
+  return (key: string): number | undefined => {
+    const time = now()
+    let window = windows.get(key)
+    if (!window || time - window.startedAt >= windowMs) {
+      if (windows.size > 100_000) windows.clear()
+      window = { startedAt: time, count: 0 }
+      windows.set(key, window)
+    }
+    window.count++
+    return window.count > limit ? Math.ceil((window.startedAt + windowMs - time) / 1000) : undefined
+  }
+}
+
+/** Throws 429 with Retry-After when `wait` (from a limiter) says so. */
+export function enforce(wait: number | undefined, message: (minutes: number) => string) {
+  if (wait) throw new ServerError(429, 'rate_limited', message(Math.ceil(wait / 60)), wait)
+}
+
+/** A JSON body checked by `schema`; the first problem is the error. */
+export async function readBody<schema extends z.ZodType>(request: Request, schema: schema): Promise<z.infer<schema>> {
+  let json: unknown
+  try {
+    json = await request.json()
+  } catch {
+    throw new ServerError(400, 'invalid_json', 'The request body must be JSON')
+  }
+  const parsed = schema.safeParse(json)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!
+    throw new ServerError(400, 'invalid_request', `${issue.path.join('.') || 'body'}: ${issue.message}`)
+  }
+  return parsed.data
+}
+
+/** Calls the kms; its refusals reach the browser as 400 with the kms's message, outages as 502. */
+export async function callKms<result>(work: () => Promise<result>): Promise<result> {
+  try {
+    return await work()
+  } catch (error) {
+    const message = (error as Error).message
+    const refused = /^Turnkey error (\d+): (.*?)(?: \(Details: .*\))?$/s.exec(message)
+    if (refused) throw new ServerError(refused[1] === '8' ? 429 : 400, 'kms_refused', refused[2]!)
+    throw new ServerError(502, 'kms_unavailable', 'The key-management service is unavailable')
+  }
+}
+
+/** Starts a browser session for `account`: a row and the httpOnly cookie. `until` caps its end (unix ms). */
+export function startSession(c: Context, context: RouteContext, account: KnownAccount, kind: SessionKind, until?: number) {
+  const at = context.now()
+  const expiresAt = Math.min(at + context.sessionSeconds * 1000, until ?? Number.POSITIVE_INFINITY)
+  const session: SessionRow = {
+    id: randomBytes(32).toString('base64url'),
+    email: account.email,
+    organization_id: account.organization_id,
+    user_id: account.user_id,
+    address: account.address,
+    kind,
+    expires_at: expiresAt,
+    created_at: at,
+  }
+  context.store.insertSession(session)
+  setCookie(c, SESSION_COOKIE, session.id, {
+    httpOnly: true,
+    sameSite: 'Lax',
+    secure: new URL(c.req.url).protocol === 'https:',
+    path: '/',
+    maxAge: Math.floor((expiresAt - at) / 1000),
+  })
+  return session
+}
+
+/** The session the cookie names, or 401. */
+export function currentSession(c: Context, context: RouteContext): SessionRow {
+  const id = getCookie(c, SESSION_COOKIE)
+  const session = id ? context.store.session(id) : undefined
+  if (!session || session.expires_at <= context.now()) throw new ServerError(401, 'signed_out', 'Not signed in')
+  return session
+}
+
+/** The parent organization's client and the limiters. @internal */
+export function createRouteContext(options: {
+  store: Store
+  kmsUrl: string
+  organizationId: string
+  apiPublicKey: string
+  apiPrivateKey: string
+  appName: string
+  sessionSignerPublicKey?: string | undefined
+  now?: (() => number) | undefined
+  ipOf?: ((request: Request, env: unknown) => string) | undefined
+  sessionSeconds?: number | undefined
+}): RouteContext {
+  const now = options.now ?? Date.now
+  return {
+    store: options.store,
+    kms: new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey })),
+    organizationId: options.organizationId,
+    appName: options.appName,
+    sessionSignerPublicKey: options.sessionSignerPublicKey,
+    now,
+    sessionSeconds: options.sessionSeconds ?? 7 * 86_400,
+    limits: {
+      codesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
+      recoveriesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
+      signInsPerIp: limiter(LIMITS.perIp, LIMITS.windowMs, now),
+      sessionKeysPerSession: limiter(LIMITS.perSession, LIMITS.windowMs, now),
+    },
+    ipOf: (c) =>
+      options.ipOf?.(c.req.raw, c.env) ?? (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown',
+  }
+}

@@ -1,0 +1,37 @@
+import { verifySessionJwtSignature } from '@turnkey/crypto'
+import { z } from 'zod'
+import { ServerError } from '../errors.js'
+
+const claimsSchema = z.object({
+  exp: z.number().int(),
+  public_key: z.string(),
+  session_type: z.string(),
+  user_id: z.string().min(1),
+  organization_id: z.string().min(1),
+})
+
+/** The claims of a session JWT (stamp_login, otp_login): `exp` in unix seconds. */
+export type SessionClaims = z.infer<typeof claimsSchema>
+
+/**
+ * The claims of a read-write session JWT signed by `signerPublicKey` (the kms's signer, or
+ * Turnkey's notarizer when undefined) that has not expired; otherwise a 401 saying why.
+ */
+export async function verifySessionJwt(jwt: string, signerPublicKey: string | undefined, now: number): Promise<SessionClaims> {
+  let signed: boolean
+  try {
+    signed = await verifySessionJwtSignature(jwt, signerPublicKey)
+  } catch {
+    signed = false
+  }
+  if (!signed) throw new ServerError(401, 'invalid_session', 'The session token is not signed by the key-management service')
+  let claims: SessionClaims
+  try {
+    claims = claimsSchema.parse(JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')))
+  } catch {
+    throw new ServerError(401, 'invalid_session', 'The session token does not carry session claims')
+  }
+  if (claims.exp * 1000 <= now) throw new ServerError(401, 'session_expired', 'The session token has expired; sign in again')
+  if (claims.session_type !== 'SESSION_TYPE_READ_WRITE') throw new ServerError(401, 'invalid_session', 'The session token is read-only; sign in with a read-write session')
+  return claims
+}

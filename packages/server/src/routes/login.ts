@@ -1,0 +1,55 @@
+import type { Context } from 'hono'
+import { z } from 'zod'
+import { ServerError } from '../errors.js'
+import { callKms, enforce, readBody, type RouteContext, startSession } from '../internal/context.js'
+import { verifySessionJwt } from '../internal/sessionJwt.js'
+import type { KnownAccount } from '../store.js'
+
+const loginSchema = z.object({
+  session: z
+    .string()
+    .max(8192)
+    .regex(/^[\w-]+\.[\w-]+\.[\w-]+$/, 'must be a session JWT'),
+  kind: z.enum(['passkey', 'recovery']).default('passkey'),
+})
+
+const foreign = () => new ServerError(401, 'unknown_organization', 'The session token is for an organization this app does not manage')
+
+/**
+ * `POST /auth/login` `{session, kind?}` → `{organizationId, userId, address}` and the session
+ * cookie. `session` is the JWT the kms's stamp_login returned to the browser (stamped by a passkey,
+ * or by a recovery credential with `kind: 'recovery'`); it must be signed by the session signer,
+ * unexpired, read-write, and for one of this backend's sub-organizations. A sub-organization this
+ * backend did not record is accepted when the parent organization's key can read its wallet.
+ *
+ * @example
+ * app.post('/auth/login', login(context))
+ */
+export const login = (context: RouteContext) => async (c: Context) => {
+  const input = await readBody(c.req.raw, loginSchema)
+  const claims = await verifySessionJwt(input.session, context.sessionSignerPublicKey, context.now())
+  if (claims.organization_id === context.organizationId) throw foreign()
+  const account = context.store.accountByOrganization(claims.organization_id) ?? (await lookUp(c, context, claims.organization_id, claims.user_id))
+  // The JWT names the user who signed in; the sub-organization may hold more than its root user.
+  const session = startSession(c, context, { ...account, user_id: claims.user_id }, input.kind, input.kind === 'recovery' ? claims.exp * 1000 : undefined)
+  return c.json({ organizationId: session.organization_id, userId: session.user_id, address: session.address })
+}
+
+/** A sub-organization created elsewhere: the parent organization's key must be able to read it. */
+async function lookUp(c: Context, context: RouteContext, organizationId: string, userId: string): Promise<KnownAccount> {
+  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  const refusedAsForeign = async <result>(work: () => Promise<result>) => {
+    try {
+      return await callKms(work)
+    } catch (error) {
+      throw error instanceof ServerError && error.code === 'kms_refused' ? foreign() : error
+    }
+  }
+  const [{ accounts }, { user }] = await Promise.all([
+    refusedAsForeign(() => context.kms.getWalletAccounts({ organizationId })),
+    refusedAsForeign(() => context.kms.getUser({ organizationId, userId })),
+  ])
+  const ethereum = accounts.find((account) => account.addressFormat === 'ADDRESS_FORMAT_ETHEREUM')
+  if (!ethereum) throw new ServerError(404, 'account_not_found', 'Account not found: the organization has no Ethereum wallet account')
+  return { organization_id: organizationId, user_id: userId, address: ethereum.address, email: user.userEmail ?? null }
+}

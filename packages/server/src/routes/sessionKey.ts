@@ -1,0 +1,38 @@
+import type { Context } from 'hono'
+import { z } from 'zod'
+import { incompleteAnswer } from '../errors.js'
+import { callKms, currentSession, enforce, readBody, type RouteContext } from '../internal/context.js'
+import { compressedP256Key, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
+
+const sessionKeySchema = z.object({ publicKey: compressedP256Key, expirationSeconds: sessionKeySeconds.optional() })
+
+/**
+ * `POST /auth/session-key` `{publicKey, expirationSeconds?}` with the session cookie → `{apiKeyId,
+ * expiresAt}`: the parent organization's key registers `publicKey` as an API key of the session's
+ * user that expires after `expirationSeconds` (default 900). How the browser starts a new session
+ * key, without restoring, once its old one has expired (SPEC §4).
+ *
+ * @example
+ * app.post('/auth/session-key', sessionKey(context))
+ */
+export const sessionKey = (context: RouteContext) => async (c: Context) => {
+  const session = currentSession(c, context)
+  const input = await readBody(c.req.raw, sessionKeySchema)
+  enforce(context.limits.sessionKeysPerSession(session.id), (minutes) => `Too many session keys for this session; try again in ${minutes} minutes`)
+  const seconds = input.expirationSeconds ?? SESSION_KEY_SECONDS.default
+  const at = context.now()
+  const { activity } = await callKms(() =>
+    context.kms.createApiKeys({
+      type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+      timestampMs: String(at),
+      organizationId: session.organization_id,
+      parameters: {
+        userId: session.user_id,
+        apiKeys: [{ apiKeyName: `session ${new Date(at).toISOString()}`, publicKey: input.publicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: String(seconds) }],
+      },
+    }),
+  )
+  const apiKeyId = activity.result.createApiKeysResult?.apiKeyIds[0]
+  if (!apiKeyId) throw incompleteAnswer()
+  return c.json({ apiKeyId, expiresAt: new Date(at + seconds * 1000).toISOString() })
+}

@@ -1,0 +1,135 @@
+import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
+import { WebauthnStamper } from '@turnkey/webauthn-stamper'
+import { getFreePort } from '@latchkey/devnet'
+import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
+import { createServerApp, openStore, type Store } from '../src/index.js'
+import { rpId, softwareAuthenticator, useAuthenticator } from '../../kms/test/authenticator.js'
+
+// The app backend against a real kms on loopback (passkeys accepted from http://localhost:5173,
+// rp id localhost, as the software authenticator presents them). Each test gets a fresh store and
+// app; the kms and its clock live for the file.
+
+export const origin = 'http://localhost:5173'
+export { generateApiKeyPair, rpId, softwareAuthenticator, useAuthenticator }
+export type Authenticator = ReturnType<typeof softwareAuthenticator>
+type Keys = { apiPublicKey: string; apiPrivateKey: string }
+
+/** Registers the hooks for a file and returns what its tests use. */
+export function useBackend() {
+  const backendKey = generateApiKeyPair()
+  const t = {
+    kms: undefined as unknown as Kms,
+    store: undefined as unknown as Store,
+    app: undefined as unknown as ReturnType<typeof createServerApp>,
+    parentOrganizationId: '',
+    /** The parent organization's own client, to look at what the backend did. */
+    backend: undefined as unknown as TurnkeyClient,
+    /** The kms's clock (unix ms); the app reads it a millisecond on each time, as real time would move. */
+    clock: Date.now(),
+    backendKey,
+  }
+  beforeAll(async () => {
+    t.kms = createKms({ port: await getFreePort(), now: () => t.clock })
+    await t.kms.start()
+    t.parentOrganizationId = t.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+    t.backend = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(backendKey))
+  })
+  afterAll(() => t.kms.stop())
+  beforeEach(() => {
+    t.store = openStore(':memory:')
+    t.app = createServerApp({
+      store: t.store,
+      kmsUrl: t.kms.url,
+      organizationId: t.parentOrganizationId,
+      ...backendKey,
+      sessionSignerPublicKey: t.kms.signerPublicKey,
+      appName: 'Latchkey Demo',
+      allowedOrigins: [origin],
+      now: () => ++t.clock,
+      ipOf: (request) => request.headers.get('x-test-ip') ?? '127.0.0.1',
+    })
+  })
+  afterEach(() => t.store.close())
+
+  const post = (path: string, json: unknown, headers: Record<string, string> = {}) =>
+    t.app.request(path, { method: 'POST', body: JSON.stringify(json), headers: { 'content-type': 'application/json', origin, ...headers } })
+
+  /** The browser's side of a passkey sign-up: a passkey, a session key, and the request. */
+  async function passkeySignup(fields: { email?: string; passkeyIdentifier?: string; sessionSeconds?: number } = {}) {
+    const authenticator = softwareAuthenticator()
+    const sessionKey = generateApiKeyPair()
+    const challenge = randomBytes(32).toString('base64url')
+    const response = await post('/auth/passkey/signup', { ...fields, challenge, attestation: authenticator.register(challenge), sessionPublicKey: sessionKey.apiPublicKey })
+    return { response, authenticator, sessionKey }
+  }
+
+  /** A passkey sign-up that must succeed: its account and the `cookie` header of its session. */
+  async function signedUpWithPasskey(fields: { email?: string; passkeyIdentifier?: string; sessionSeconds?: number } = { passkeyIdentifier: 'my passkey' }) {
+    const { response, authenticator, sessionKey } = await passkeySignup(fields)
+    expect(response.status).toBe(200)
+    const account = (await response.json()) as { organizationId: string; userId: string; address: string }
+    return { ...account, authenticator, sessionKey, cookie: cookieOf(response) }
+  }
+
+  /** stamp_login as the browser calls it, naming the parent organization: the session JWT. */
+  async function stampLogin(client: TurnkeyClient, publicKey: string, organizationId = t.parentOrganizationId) {
+    const { activity } = await client.stampLogin({
+      type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+      timestampMs: String(t.clock),
+      organizationId,
+      parameters: { publicKey, expirationSeconds: '900' },
+    })
+    return activity.result.stampLoginResult!.session
+  }
+
+  return {
+    t,
+    post,
+    passkeySignup,
+    signedUpWithPasskey,
+    stampLogin,
+    /** A client stamping with `keys` (a session key, a recovery credential). */
+    withKey: (keys: Keys) => new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(keys)),
+    /** A client stamping with `authenticator`, as @turnkey/webauthn-stamper does in a browser. */
+    withPasskey(authenticator: Authenticator) {
+      useAuthenticator(authenticator)
+      return new TurnkeyClient({ baseUrl: t.kms.url }, new WebauthnStamper({ rpId }))
+    },
+    session: (cookie: string) => t.app.request('/auth/session', { headers: { cookie } }),
+    /** Messages of the kms's dev inbox to `email`, newest first. */
+    async mailTo(email: string) {
+      const inbox = (await (await fetch(`${t.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; subject: string; text: string }[] }
+      return inbox.messages.filter((message) => message.to === email)
+    },
+  }
+}
+
+/** The `cookie` request header that carries a response's session cookie. */
+export const cookieOf = (response: Response) => response.headers.get('set-cookie')!.split(';')[0]!
+
+let emails = 0
+export const newEmail = () => `person${++emails}.${Date.now()}@example.test`
+
+/** `[status, body]` of a response, for one exact assertion. */
+export const answer = async (response: Response) => [response.status, await response.json()]
+
+/**
+ * A session JWT signed as the kms and Turnkey's notarizer sign them (ES256 over a double SHA-256,
+ * raw r‖s), with a key of our own: `publicKey` is its uncompressed hex.
+ */
+export function jwtSigner() {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  const jwk = publicKey.export({ format: 'jwk' })
+  return {
+    publicKey: `04${Buffer.from(jwk.x!, 'base64url').toString('hex')}${Buffer.from(jwk.y!, 'base64url').toString('hex')}`,
+    sign(claims: object) {
+      const input = `${Buffer.from(JSON.stringify({ alg: 'ES256', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
+      // sign() hashes once more: the signature is over sha256(sha256(input)).
+      const signature = sign('sha256', createHash('sha256').update(input).digest(), { key: privateKey, dsaEncoding: 'ieee-p1363' })
+      return `${input}.${signature.toString('base64url')}`
+    },
+  }
+}
