@@ -1,4 +1,4 @@
-import { createClient, walletConnect } from '@latchkey/core'
+import { createClient, embedded, walletConnect } from '@latchkey/core'
 import { LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
@@ -19,6 +19,8 @@ const client = createClient({
       relayUrl: import.meta.env.VITE_LATCHKEY_RELAY_URL ?? 'ws://127.0.0.1:5555',
       metadata: { name: 'Latchkey Demo', description: 'Sign in with a wallet, locally', url: location.origin, icons: [] },
     }),
+    // Email and passkey sign-in through our backend (8787), keys in our kms (8090), frames on 8091.
+    embedded({ appName: 'Latchkey Demo', backendUrl: import.meta.env.VITE_LATCHKEY_SERVER_URL ?? 'http://localhost:8787' }),
   ],
 })
 const explorer = /^\/explorer\/(\d+)\/address\/(0x[0-9a-fA-F]{40})$/.exec(location.pathname)

@@ -17,6 +17,8 @@ export type BuildDemoParameters = {
   chainBRpc: string
   /** WalletConnect relay URL baked into the build (`VITE_LATCHKEY_RELAY_URL`). Default: the demo's own default. */
   relayUrl?: string | undefined
+  /** The app backend as the browser reaches it (`VITE_LATCHKEY_SERVER_URL`): a localhost URL, same-site with the demo for its cookie. */
+  serverUrl?: string | undefined
   /** Where to write the build. Default: `dist` in the app's directory. */
   outDir?: string
 }
@@ -64,6 +66,7 @@ async function build(root: string, parameters: BuildDemoParameters): Promise<str
     VITE_LATCHKEY_CHAIN_A_RPC: parameters.chainARpc,
     VITE_LATCHKEY_CHAIN_B_RPC: parameters.chainBRpc,
     ...(parameters.relayUrl ? { VITE_LATCHKEY_RELAY_URL: parameters.relayUrl } : {}),
+    ...(parameters.serverUrl ? { VITE_LATCHKEY_SERVER_URL: parameters.serverUrl } : {}),
     NODE_ENV: 'production',
   }
   const saved = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]))

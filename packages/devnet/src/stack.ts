@@ -155,7 +155,8 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   try {
     // The builds need only the services' URLs, so they run while the services start.
     const build = options?.build ?? true
-    const apps = { chainARpc: chainA.url, chainBRpc: chainB.url, relayUrl: relay?.url }
+    // The backend's session cookie is SameSite: the demo (localhost) must call it on localhost too.
+    const apps = { chainARpc: chainA.url, chainBRpc: chainB.url, relayUrl: relay?.url, serverUrl: server ? `http://localhost:${ports.server}` : undefined }
     const results = await Promise.allSettled([
       chainA.start(),
       chainB.start(),

@@ -1,6 +1,6 @@
 'use client'
-import { NetworkSwitchingNotAvailableError } from '@latchkey/core'
-import { useState } from 'react'
+import { isEmbeddedConnector, NetworkSwitchingNotAvailableError } from '@latchkey/core'
+import { lazy, Suspense, useState } from 'react'
 import { shortAddress } from '../ConnectButton.js'
 import { useAccount } from '../hooks/useAccount.js'
 import { useBalance } from '../hooks/useBalance.js'
@@ -8,11 +8,14 @@ import { useDisconnect } from '../hooks/useDisconnect.js'
 import { useSwitchChain } from '../hooks/useSwitchChain.js'
 import { Dialog } from './Dialog.js'
 
+// Export, import and passkeys: only for the embedded wallet, loaded with it.
+const EmbeddedTools = lazy(() => import('./EmbeddedTools.js'))
+
 type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
 
 /** Address, balance, network switcher, explorer link and disconnect. */
 export function AccountModal({ theme, onClose }: Props) {
-  const { address, chain, chainId, isConnected } = useAccount()
+  const { address, chain, chainId, isConnected, connector } = useAccount()
   const balance = useBalance({ address, chainId })
   const switcher = useSwitchChain()
   const disconnect = useDisconnect()
@@ -82,6 +85,11 @@ export function AccountModal({ theme, onClose }: Props) {
           <p className="lk-hint" role="note" aria-label="Switch in your wallet">
             Open your wallet and switch to {target.name} ({target.id}) there; this app follows the wallet's network.
           </p>
+        )}
+        {isEmbeddedConnector(connector) && (
+          <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
+            <EmbeddedTools connector={connector} />
+          </Suspense>
         )}
         <button type="button" className="lk-secondary lk-danger" onClick={() => disconnect.disconnect().then(onClose)}>
           Disconnect

@@ -1,5 +1,5 @@
 'use client'
-import { type Connector, getWalletBook, type WalletBookEntry } from '@latchkey/core'
+import { type Connector, type EmbeddedConnector, getWalletBook, isEmbeddedConnector, type WalletBookEntry } from '@latchkey/core'
 import { lazy, Suspense, useEffect, useId, useMemo, useState } from 'react'
 import { useAccount } from '../hooks/useAccount.js'
 import { useConnect } from '../hooks/useConnect.js'
@@ -9,6 +9,9 @@ import { Dialog } from './Dialog.js'
 
 // The QR code and its encoder load only when WalletConnect is picked.
 const WalletConnectView = lazy(() => import('./WalletConnectView.js'))
+// Email, passkey and recovery sign-in load only when picked, with the embedded wallet's code.
+const EmbeddedView = lazy(() => import('./EmbeddedView.js'))
+type EmbeddedMode = import('./EmbeddedView.js').EmbeddedMode
 
 type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
 
@@ -19,7 +22,9 @@ export function ConnectModal({ theme, onClose }: Props) {
   const { isConnected } = useAccount()
   const connect = useConnect()
   const [picked, setPicked] = useState<Connector>()
+  const [embeddedMode, setEmbeddedMode] = useState<EmbeddedMode>()
   const recentLabelId = useId()
+  const embedded = connectors.find(isEmbeddedConnector) as EmbeddedConnector | undefined
 
   // Connected (here or by a wallet that restored itself): nothing left to do in this modal.
   useEffect(() => {
@@ -27,7 +32,7 @@ export function ConnectModal({ theme, onClose }: Props) {
   }, [isConnected, connect.status, onClose])
 
   const ordered = useMemo(
-    () => [...connectors].sort((a, b) => Number(b.id === recent) - Number(a.id === recent)),
+    () => connectors.filter((c) => !isEmbeddedConnector(c)).sort((a, b) => Number(b.id === recent) - Number(a.id === recent)),
     [connectors, recent],
   )
   const more = useMemo(() => notInstalled(getWalletBook().wallets, connectors), [connectors])
@@ -44,6 +49,15 @@ export function ConnectModal({ theme, onClose }: Props) {
     connect.reset()
     setPicked(undefined)
   }
+
+  if (embedded && embeddedMode)
+    return (
+      <Dialog title="Sign in" theme={theme} onClose={cancelAndClose}>
+        <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
+          <EmbeddedView key={embeddedMode} connector={embedded} mode={embeddedMode} onBack={() => (connect.reset(), setEmbeddedMode(undefined))} />
+        </Suspense>
+      </Dialog>
+    )
 
   if (picked)
     return (
@@ -94,6 +108,27 @@ export function ConnectModal({ theme, onClose }: Props) {
       <span id={recentLabelId} hidden>
         Last used
       </span>
+      {embedded && (
+        <div className="lk-embedded-start">
+          <button type="button" className="lk-primary lk-wide" onClick={() => setEmbeddedMode('email')}>
+            Continue with email
+          </button>
+          <div className="lk-row">
+            <button type="button" className="lk-secondary" onClick={() => setEmbeddedMode('passkey')}>
+              Continue with passkey
+            </button>
+            <button type="button" className="lk-secondary" onClick={() => setEmbeddedMode('create-passkey')}>
+              Create a passkey
+            </button>
+          </div>
+          <button type="button" className="lk-text-button" onClick={() => setEmbeddedMode('recover')}>
+            Recover account
+          </button>
+          <p className="lk-divider">
+            <span>or use a wallet</span>
+          </p>
+        </div>
+      )}
       {ordered.length > 0 ? (
         <ul className="lk-wallets">
           {ordered.map((connector) => (

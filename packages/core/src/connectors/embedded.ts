@@ -1,0 +1,184 @@
+import { ChainNotConfiguredError, ConnectorError, NotConnectedError } from '../errors/connection.js'
+import { toProviderError } from '../errors/rpc.js'
+import type { Address, Connector, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
+import { createEmitter } from '../utils/emitter.js'
+
+// Types only: the embedded wallet (key-management client, crypto, passkeys) loads on first use.
+import type * as Embedded from '@latchkey/embedded'
+
+export type EmbeddedParameters = {
+  /** Shown in sign-in emails and passkey prompts. Required (SPEC §5). */
+  appName: string
+  /** The app backend (@latchkey/server). Default: http://localhost:8787, the local stack's. */
+  backendUrl?: string | undefined
+  /** The key-management API; default: what the backend's /auth/config says. */
+  kmsUrl?: string | undefined
+  /** The parent organization; default: what the backend's /auth/config says. */
+  organizationId?: string | undefined
+  /** The export, import and recovery frames' origin; default: what the backend's /auth/config says. */
+  framesUrl?: string | undefined
+  /** Passkey relying party id. Default: the page's host name. */
+  rpId?: string | undefined
+  /** Lifetime of a session key in seconds. Default 900. */
+  sessionSeconds?: number | undefined
+  /** @internal Tests replace the wallet's pieces (key store, storage, fetch). */
+  walletOptions?: Partial<Embedded.EmbeddedWalletOptions> | undefined
+}
+
+/** The flows the sign-in UI drives; the connector connects once one of them has signed in. */
+export type EmbeddedFlows = {
+  wallet: Embedded.EmbeddedWallet
+  passkeys: ReturnType<typeof Embedded.passkeyFlows>
+  exportWallet(container: HTMLElement): Promise<{ close(): void }>
+  importWallet(container: HTMLElement): Promise<{ complete(walletName: string): Promise<Address>; close(): void }>
+  startRecovery(container: HTMLElement, email: string): Promise<{ finish(code: string): Promise<Embedded.EmbeddedWalletCredential>; close(): void }>
+}
+
+/** The embedded connector: a connector plus the sign-in and wallet flows, loaded on demand. */
+export type EmbeddedConnector = Connector & { readonly type: 'embedded'; getFlows(): Promise<EmbeddedFlows> }
+
+export const EMBEDDED_ID = 'embedded'
+const STORED_KEY = 'latchkey.embedded.wallet'
+
+const ICON =
+  'data:image/svg+xml,' +
+  encodeURIComponent(
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="#6d28d9"/><path d="M8 11h16v10H8z" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/><path d="m8 11 8 6 8-6" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/></svg>',
+  )
+
+/** Whether `connector` is the embedded one, with its flows. */
+export function isEmbeddedConnector(connector: Connector | undefined): connector is EmbeddedConnector {
+  return connector?.type === 'embedded' && typeof (connector as Partial<EmbeddedConnector>).getFlows === 'function'
+}
+
+/**
+ * The embedded-wallet connector: email or passkey sign-in through the app backend, keys held by
+ * the key-management service, signing through its API. Its code (about the size of the modal)
+ * loads on first use; until then the connector is a few hundred bytes.
+ *
+ * @example
+ * const client = createClient({ chains, connectors: [embedded({ appName: 'Demo', backendUrl: 'http://localhost:8787' })] })
+ */
+export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
+  const id = EMBEDDED_ID
+  const setup: CreateConnectorFn = Object.assign(
+    (config: Parameters<CreateConnectorFn>[0]) => {
+      const emitter = createEmitter<ConnectorEvents>()
+      let flows: Promise<EmbeddedFlows> | undefined
+      let provider: EIP1193Provider | undefined
+
+      function load(): Promise<EmbeddedFlows> {
+        flows ??= (async () => {
+          const module = await import('@latchkey/embedded')
+          const wallet = module.createEmbeddedWallet({
+            appName: parameters.appName,
+            backendUrl: parameters.backendUrl ?? 'http://localhost:8787',
+            kmsUrl: parameters.kmsUrl,
+            organizationId: parameters.organizationId,
+            framesUrl: parameters.framesUrl,
+            sessionSeconds: parameters.sessionSeconds,
+            chains: config.chains,
+            ...parameters.walletOptions,
+          })
+          let last = wallet.current
+          wallet.subscribe((next) => {
+            const before = last
+            last = next
+            if (!next) {
+              if (before) {
+                config.storage.clear()
+                emitter.emit('disconnect', undefined)
+              }
+              return
+            }
+            config.storage.set('activeAccount', next.credential.address)
+            config.storage.set('currentChain', next.chainId)
+            if (before && before.credential.address !== next.credential.address) emitter.emit('change', { accounts: [next.credential.address] })
+            if (before && before.chainId !== next.chainId) emitter.emit('change', { chainId: next.chainId })
+          })
+          provider = module.createEmbeddedProvider(wallet, config.chains) as unknown as EIP1193Provider
+          const rpId = parameters.rpId ?? (typeof location === 'undefined' ? 'localhost' : location.hostname)
+          return {
+            wallet,
+            passkeys: module.passkeyFlows(wallet, { rpId, appName: parameters.appName, sessionSeconds: parameters.sessionSeconds }),
+            exportWallet: (container) => module.exportWallet(wallet, container),
+            importWallet: (container) => module.importWallet(wallet, container),
+            startRecovery: (container, email) => module.startRecovery(wallet, container, email),
+          }
+        })()
+        flows.catch(() => (flows = undefined))
+        return flows
+      }
+
+      const connector: EmbeddedConnector = {
+        id,
+        name: 'Email or passkey',
+        type: 'embedded',
+        icon: ICON,
+        emitter,
+        getFlows: load,
+        async connect({ chainId, isReconnecting } = {}) {
+          try {
+            const { wallet } = await load()
+            const current = isReconnecting ? await wallet.restore() : wallet.current
+            if (!current) {
+              if (isReconnecting) throw new NotConnectedError({ details: 'The embedded wallet session has ended.' })
+              throw new ConnectorError({ code: 'account_not_found', shortMessage: 'Account not found', details: 'Sign in with email or a passkey first.' })
+            }
+            if (chainId !== undefined && chainId !== wallet.chainId && config.chains.some((chain) => chain.id === chainId)) wallet.switchChain(chainId)
+            config.storage.set('activeAccount', current.credential.address)
+            config.storage.set('currentChain', wallet.chainId)
+            return { accounts: [current.credential.address], chainId: wallet.chainId }
+          } catch (error) {
+            throw toProviderError(error)
+          }
+        },
+        async disconnect() {
+          config.storage.clear()
+          if (!flows) return
+          await (await flows).wallet.signOut()
+        },
+        async getAccounts() {
+          const current = (await load()).wallet.current
+          return current ? [current.credential.address] : []
+        },
+        async getChainId() {
+          return (await load()).wallet.chainId
+        },
+        async getProvider() {
+          await load()
+          return provider!
+        },
+        async isAuthorized() {
+          // Nothing stored: nothing to restore, and no reason to load the wallet's code.
+          if (!(parameters.walletOptions?.storage ?? browserStorage())?.getItem(STORED_KEY)) return false
+          try {
+            return (await (await load()).wallet.restore()) !== undefined
+          } catch {
+            return false
+          }
+        },
+        async switchChain({ chainId }) {
+          // Local: the wallet signs for any configured chain.
+          const chain = config.chains.find((candidate) => candidate.id === chainId)
+          if (!chain) throw new ChainNotConfiguredError({ chainId })
+          ;(await load()).wallet.switchChain(chainId)
+          config.storage.set('currentChain', chainId)
+          return chain
+        },
+      }
+      return connector
+    },
+    { id },
+  )
+  return setup
+}
+
+function browserStorage(): Storage | undefined {
+  try {
+    return typeof localStorage === 'undefined' ? undefined : localStorage
+  } catch {
+    // Storage blocked (privacy settings): nothing was stored either.
+    return undefined
+  }
+}

@@ -1,0 +1,63 @@
+import { CannotProceedError, InvalidCodeError } from './errors.js'
+
+/** What the app backend (@latchkey/server) tells the browser about the key-management service. */
+export type BackendConfig = { organizationId: string; kmsUrl: string; framesUrl?: string | undefined }
+
+/** The signed-in user, as the backend answers sign-in routes. */
+export type BackendAccount = { organizationId: string; userId: string; address: string }
+
+/**
+ * The app backend's auth routes, with the session cookie (`credentials: 'include'`). Its refusals
+ * become catalogue errors: a wrong or expired code is `InvalidCodeError`, anything else it refuses
+ * `CannotProceedError` with the backend's own words as details.
+ *
+ * @example
+ * const backend = createBackend('http://localhost:8787')
+ * const { otpId } = await backend.post('/auth/email/start', { email })
+ */
+export function createBackend(baseUrl: string, fetchFn: typeof fetch = globalThis.fetch) {
+  const base = baseUrl.replace(/\/+$/, '')
+  async function request<result>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<result> {
+    let response: Response
+    try {
+      response = await fetchFn(`${base}${path}`, {
+        method,
+        credentials: 'include',
+        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      })
+    } catch (error) {
+      throw new CannotProceedError({ details: `The app backend at ${base} is unreachable`, cause: error })
+    }
+    if (response.status === 204) return undefined as result
+    const json = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined
+    if (!response.ok) {
+      const message = json?.error?.message ?? `${response.status} ${response.statusText}`
+      throw codeProblem(json?.error?.code, message) ? new InvalidCodeError({ details: message }) : new BackendError(response.status, json?.error?.code ?? 'unknown', message)
+    }
+    return json as result
+  }
+  return {
+    get: <result>(path: string) => request<result>('GET', path),
+    post: <result>(path: string, body: unknown) => request<result>('POST', path, body),
+  }
+}
+
+export type Backend = ReturnType<typeof createBackend>
+
+/** Refusals that mean "this code will not do" (the kms's words, passed on by the backend). */
+function codeProblem(code: string | undefined, message: string): boolean {
+  if (code === 'unknown_code') return true
+  return code === 'kms_refused' && /invalid code|code has expired|already been used|too many wrong codes|otp .* not found/i.test(message)
+}
+
+/** The backend refused: `status` and its `code`, the catalogue text with its message as details. */
+export class BackendError extends CannotProceedError {
+  override name = 'BackendError'
+  constructor(
+    readonly status: number,
+    readonly backendCode: string,
+    message: string,
+  ) {
+    super({ details: message })
+  }
+}

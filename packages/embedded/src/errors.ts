@@ -1,0 +1,108 @@
+/**
+ * The one error base of @latchkey/embedded. `shortMessage` is the catalogue text (SPEC §8), `code`
+ * a stable identifier; core carries both onto its own `ConnectorError` at the connector.
+ *
+ * @example
+ * try { await wallet.verifyEmail({ otpId, code }) } catch (e) { if (e instanceof EmbeddedError) console.log(e.code) }
+ */
+export class EmbeddedError extends Error {
+  override name = 'EmbeddedError'
+  readonly code: string
+  readonly shortMessage: string
+  readonly details: string | undefined
+
+  constructor(code: string, shortMessage: string, options: { details?: string | undefined; cause?: unknown } = {}) {
+    super(options.details ? `${shortMessage}\n\nDetails: ${options.details}` : shortMessage, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = code
+    this.shortMessage = shortMessage
+    this.details = options.details
+  }
+}
+
+const details = (cause: unknown) => (cause instanceof Error ? cause.message : cause === undefined ? undefined : String(cause))
+
+/** A catalogue error: one class per SPEC §8 text, each with its code. */
+function catalogued(code: string, shortMessage: string, name: string) {
+  const Class = class extends EmbeddedError {
+    constructor(options: { details?: string | undefined; cause?: unknown } = {}) {
+      super(code, shortMessage, { details: options.details ?? details(options.cause), cause: options.cause })
+      this.name = name
+    }
+  }
+  return Class
+}
+
+/** No signed-in embedded wallet, or it has no Ethereum account. */
+export const AccountNotFoundError = catalogued('account_not_found', 'Account not found', 'AccountNotFoundError')
+/** The backend refused the request (rate limit, an account that already exists, ...); `details` says why. */
+export const CannotProceedError = catalogued('cannot_proceed', 'Cannot proceed with your request', 'CannotProceedError')
+/** A sign-in or recovery code that is wrong, used, expired or too old (SPEC §5: 900 s for recovery). */
+export const InvalidCodeError = catalogued('invalid_code', 'The code is invalid or expired.', 'InvalidCodeError')
+/** No WebAuthn in this browser (or not a secure context). */
+export const WebauthnNotSupportedError = catalogued('webauthn_not_supported', 'Webauthn is not supported on this device', 'WebauthnNotSupportedError')
+/** Neither a stored session key nor a new one could be set up. */
+export const SessionError = catalogued('session_failed', 'Failed to create or restore session', 'SessionError')
+/** The backend would not register a new session key (signed out there, or unreachable). */
+export const SessionKeyRegistrationError = catalogued('session_key_registration', 'Cannot register session key to init provider', 'SessionKeyRegistrationError')
+/** A call that needs the key-management client before the wallet was set up. */
+export const ClientsNotFoundError = catalogued('clients_not_found', 'Required clients not found', 'ClientsNotFoundError')
+/** The session does not name the user's sub-organization. */
+export const SubOrganizationNotFoundError = catalogued('sub_organization_not_found', 'Turnkey sub organization id not found', 'SubOrganizationNotFoundError')
+/** A completed sign_raw_payload without r, s and v. */
+export const SignRawPayloadResultNotFoundError = catalogued('sign_raw_payload_result_not_found', 'Sign raw payload result not found', 'SignRawPayloadResultNotFoundError')
+/** A signing call without the address or key id to sign with. */
+export const MissingSignWithError = catalogued('missing_sign_with', 'Missing signWith parameter', 'MissingSignWithError')
+/** The organization needs more approvals (root quorum) before this runs. */
+export const ConsensusNeededError = catalogued('consensus_needed', 'Activity requires consensus', 'ConsensusNeededError')
+/** The embedded wallet was set up without an app name (SPEC §5). */
+export const MissingAppNameError = catalogued('missing_app_name', 'The embedded wallet needs an appName', 'MissingAppNameError')
+/** The key-management client was set up without a base url (SPEC §5). */
+export const MissingBaseUrlError = catalogued('missing_base_url', 'The key-management client needs a base url', 'MissingBaseUrlError')
+/** Passkey sign-up without a name for the passkey (SPEC §5). */
+export const PasskeyIdentifierRequiredError = catalogued('passkey_identifier_required', 'Registering a passkey needs an email or a passkeyIdentifier', 'PasskeyIdentifierRequiredError')
+
+/** An activity that ended in any status but COMPLETED or CONSENSUS_NEEDED. */
+export class ActivityStatusError extends EmbeddedError {
+  override name = 'ActivityStatusError'
+  constructor(
+    readonly status: string,
+    options: { details?: string | undefined } = {},
+  ) {
+    super('activity_status', `Expected COMPLETED status, got ${status}`, options)
+  }
+}
+
+/** The key-management API refused a request: "Turnkey error {code}: {message}". */
+export class KmsRequestError extends EmbeddedError {
+  override name = 'KmsRequestError'
+  constructor(
+    readonly kmsCode: number,
+    message: string,
+    options: { details?: string | undefined; cause?: unknown } = {},
+  ) {
+    super('kms_request', `Turnkey error ${kmsCode}: ${message}`, options)
+  }
+}
+
+/** A WebAuthn ceremony that failed; `code` is the @simplewebauthn code (ERROR_CEREMONY_ABORTED, ...). */
+export class WebauthnCeremonyError extends EmbeddedError {
+  override name = 'WebauthnCeremonyError'
+  constructor(code: string, options: { details?: string | undefined; cause?: unknown } = {}) {
+    super(code, CEREMONY_TEXT[code] ?? 'The passkey could not be used.', options)
+  }
+}
+
+const CEREMONY_TEXT: Record<string, string> = {
+  ERROR_CEREMONY_ABORTED: 'The passkey prompt was closed.',
+  ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED: 'This passkey is already registered.',
+  ERROR_INVALID_DOMAIN: 'Passkeys cannot be used on this domain.',
+  ERROR_INVALID_RP_ID: 'The passkey relying party id does not match this site.',
+  ERROR_INVALID_USER_ID_LENGTH: 'The passkey user id must be 1 to 64 bytes.',
+  ERROR_AUTHENTICATOR_GENERAL_ERROR: 'The authenticator failed.',
+}
+
+/** The two messages of an expired or unknown session key (research/turnkey-api.md §3.5). */
+export function isSessionKeyExpired(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : ''
+  return message.includes('could not find public key in organization or its parent organization') || message.includes('expired api key')
+}

@@ -1,0 +1,112 @@
+import { IframeStamper } from '@turnkey/iframe-stamper'
+import { ClientsNotFoundError, InvalidCodeError } from './errors.js'
+import type { EmbeddedWallet, EmbeddedWalletCredential } from './wallet.js'
+
+/** The frame pages the key-management service serves on its own origin (SPEC §2). */
+export type FrameKind = 'auth' | 'recovery' | 'export' | 'import'
+
+let frames = 0
+
+/**
+ * Mounts one frame in `container` (a sandboxed iframe, `allow-scripts allow-same-origin`, from the
+ * frames origin) and opens its message channel.
+ */
+async function mountFrame(wallet: EmbeddedWallet, kind: FrameKind, container: HTMLElement): Promise<IframeStamper> {
+  const { framesUrl } = await wallet.settings()
+  if (!framesUrl) throw new ClientsNotFoundError({ details: 'No frames url: set framesUrl, or have the backend publish one' })
+  const stamper = new IframeStamper({ iframeUrl: `${framesUrl.replace(/\/+$/, '')}/${kind}`, iframeContainer: container, iframeElementId: `latchkey-${kind}-frame-${++frames}` })
+  stamper.iframe.title = TITLES[kind]
+  await stamper.init()
+  return stamper
+}
+
+const TITLES: Record<FrameKind, string> = {
+  auth: 'Wallet session',
+  recovery: 'Account recovery',
+  export: 'Your secret recovery phrase',
+  import: 'Import a wallet',
+}
+
+/**
+ * "Export wallet": the wallet's export bundle is encrypted to the export frame's key and opened
+ * inside that frame, which shows the phrase. The page never holds it (the frame is cross-origin).
+ *
+ * @example
+ * const exported = await exportWallet(wallet, document.getElementById('export')!)
+ * // later: exported.close()
+ */
+export async function exportWallet(wallet: EmbeddedWallet, container: HTMLElement): Promise<{ close(): void }> {
+  const frame = await mountFrame(wallet, 'export', container)
+  try {
+    const bundle = await wallet.exportBundle(frame.publicKey()!)
+    await frame.injectWalletExportBundle(bundle, wallet.current!.organizationId)
+  } catch (error) {
+    frame.clear()
+    throw error
+  }
+  return { close: () => frame.clear() }
+}
+
+/**
+ * "Import wallet": the import frame takes the phrase the user types and encrypts it to the
+ * service's import key; `complete` sends that ciphertext and answers the new wallet's address.
+ *
+ * @example
+ * const importing = await importWallet(wallet, container)
+ * const address = await importing.complete('Imported')
+ */
+export async function importWallet(wallet: EmbeddedWallet, container: HTMLElement): Promise<{ complete(walletName: string): Promise<`0x${string}`>; close(): void }> {
+  const frame = await mountFrame(wallet, 'import', container)
+  try {
+    const bundle = await wallet.importBundle()
+    await frame.injectImportBundle(bundle, wallet.current!.organizationId, wallet.current!.userId)
+  } catch (error) {
+    frame.clear()
+    throw error
+  }
+  return {
+    async complete(walletName) {
+      const encrypted = await frame.extractWalletEncryptedBundle()
+      const address = await wallet.importWallet(encrypted, walletName)
+      frame.clear()
+      return address
+    },
+    close: () => frame.clear(),
+  }
+}
+
+/**
+ * "Recover account" by email: the recovery frame's key receives the credential the email carries
+ * (the code the user pastes); with it the frame stamps a new session for 1800 s.
+ *
+ * @example
+ * const recovery = await startRecovery(wallet, container, 'ada@example.com')
+ * await recovery.finish(codeFromEmail)
+ */
+export async function startRecovery(
+  wallet: EmbeddedWallet,
+  container: HTMLElement,
+  email: string,
+): Promise<{ finish(code: string): Promise<EmbeddedWalletCredential>; close(): void }> {
+  const frame = await mountFrame(wallet, 'recovery', container)
+  let started: { organizationId: string; userId: string }
+  try {
+    started = await wallet.startRecovery(email, frame.publicKey()!)
+  } catch (error) {
+    frame.clear()
+    throw error
+  }
+  return {
+    async finish(code) {
+      try {
+        await frame.injectCredentialBundle(code.trim())
+      } catch (error) {
+        throw new InvalidCodeError({ cause: error })
+      }
+      const credential = await wallet.finishRecovery(frame, started)
+      frame.clear()
+      return credential
+    },
+    close: () => frame.clear(),
+  }
+}

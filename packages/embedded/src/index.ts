@@ -1,0 +1,43 @@
+export {
+  AccountNotFoundError,
+  ActivityStatusError,
+  CannotProceedError,
+  ClientsNotFoundError,
+  ConsensusNeededError,
+  EmbeddedError,
+  InvalidCodeError,
+  isSessionKeyExpired,
+  KmsRequestError,
+  MissingAppNameError,
+  MissingBaseUrlError,
+  MissingSignWithError,
+  PasskeyIdentifierRequiredError,
+  SessionError,
+  SessionKeyRegistrationError,
+  SignRawPayloadResultNotFoundError,
+  SubOrganizationNotFoundError,
+  WebauthnCeremonyError,
+  WebauthnNotSupportedError,
+} from './errors.js'
+export { BackendError, type BackendAccount, type BackendConfig } from './backend.js'
+export { exportWallet, type FrameKind, importWallet, startRecovery } from './frames.js'
+export { createPasskey, PASSKEY_ALGORITHM, type PasskeyAttestation, passkeyFlows, WEBAUTHN_CHALLENGE_BYTES, WEBAUTHN_TIMEOUT_MS, WEBAUTHN_USER_VERIFICATION } from './passkeys.js'
+export { createEmbeddedProvider, ProviderRpcError } from './provider.js'
+export { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
+export {
+  completed,
+  createEmbeddedWallet,
+  DEFAULT_SESSION_SECONDS,
+  type EmbeddedWallet,
+  type EmbeddedWalletCredential,
+  type EmbeddedWalletOptions,
+  type KeyValueStorage,
+  kmsCall,
+  RECOVERY_CODE_SECONDS,
+  RECOVERY_SESSION_SECONDS,
+  type RecoveryState,
+  type SessionKey,
+  type SignInKind,
+  type StoredWallet,
+  WALLET_NAMES,
+} from './wallet.js'

@@ -1,0 +1,122 @@
+import { browserSupportsWebAuthn, startRegistration, WebAuthnError } from '@simplewebauthn/browser'
+import { WebauthnStamper } from '@turnkey/webauthn-stamper'
+import { EmbeddedError, PasskeyIdentifierRequiredError, WebauthnCeremonyError, WebauthnNotSupportedError } from './errors.js'
+import { completed, DEFAULT_SESSION_SECONDS, type EmbeddedWallet, type EmbeddedWalletCredential, kmsCall } from './wallet.js'
+
+/** SPEC §9: passkey constants. */
+export const WEBAUTHN_TIMEOUT_MS = 300_000
+export const WEBAUTHN_USER_VERIFICATION = 'preferred' as const
+export const WEBAUTHN_CHALLENGE_BYTES = 32
+export const PASSKEY_ALGORITHM = -7
+
+/** SPEC §3: what a passkey registration hands the key-management service. */
+export type PasskeyAttestation = { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] }
+
+const TRANSPORTS: Record<string, string> = {
+  internal: 'AUTHENTICATOR_TRANSPORT_INTERNAL',
+  usb: 'AUTHENTICATOR_TRANSPORT_USB',
+  nfc: 'AUTHENTICATOR_TRANSPORT_NFC',
+  ble: 'AUTHENTICATOR_TRANSPORT_BLE',
+  hybrid: 'AUTHENTICATOR_TRANSPORT_HYBRID',
+}
+
+const base64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+
+function assertWebauthn() {
+  if (!browserSupportsWebAuthn()) throw new WebauthnNotSupportedError()
+}
+
+/** A WebAuthn failure as its ceremony code (SPEC §8), or unchanged when it is ours already. */
+function ceremonyError(error: unknown): Error {
+  if (error instanceof EmbeddedError) return error
+  if (error instanceof WebAuthnError) return new WebauthnCeremonyError(error.code, { details: error.message, cause: error })
+  if (error instanceof DOMException && error.name === 'NotAllowedError') return new WebauthnCeremonyError('ERROR_CEREMONY_ABORTED', { details: error.message, cause: error })
+  return error instanceof Error ? error : new Error(String(error))
+}
+
+/**
+ * Creates a passkey: 32 random challenge bytes, ES256 (-7), a discoverable credential, user
+ * verification 'preferred', 300 s (SPEC §9). `userId` must be 1 to 64 bytes (SPEC §5).
+ *
+ * @example
+ * const { challenge, attestation } = await createPasskey({ rpId: 'localhost', rpName: 'Demo', userName: 'ada@example.com' })
+ */
+export async function createPasskey(parameters: { rpId: string; rpName: string; userName: string; userId?: Uint8Array | undefined }): Promise<{ challenge: string; attestation: PasskeyAttestation }> {
+  assertWebauthn()
+  const userId = parameters.userId ?? crypto.getRandomValues(new Uint8Array(16))
+  if (userId.length < 1 || userId.length > 64) throw new WebauthnCeremonyError('ERROR_INVALID_USER_ID_LENGTH', { details: `The user id is ${userId.length} bytes` })
+  const challenge = base64url(crypto.getRandomValues(new Uint8Array(WEBAUTHN_CHALLENGE_BYTES)))
+  let response: Awaited<ReturnType<typeof startRegistration>>
+  try {
+    response = await startRegistration({
+      optionsJSON: {
+        challenge,
+        rp: { id: parameters.rpId, name: parameters.rpName },
+        user: { id: base64url(userId), name: parameters.userName, displayName: parameters.userName },
+        pubKeyCredParams: [{ type: 'public-key', alg: PASSKEY_ALGORITHM }],
+        authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: WEBAUTHN_USER_VERIFICATION },
+        timeout: WEBAUTHN_TIMEOUT_MS,
+        attestation: 'none',
+      },
+    })
+  } catch (error) {
+    throw ceremonyError(error)
+  }
+  return {
+    challenge,
+    attestation: {
+      credentialId: response.id,
+      clientDataJson: response.response.clientDataJSON,
+      attestationObject: response.response.attestationObject,
+      transports: (response.response.transports ?? []).map((transport) => TRANSPORTS[transport]).filter((transport): transport is string => transport !== undefined),
+    },
+  }
+}
+
+/**
+ * Passkey flows of an embedded wallet: sign-up (a new sub-organization whose root user is the
+ * passkey), sign-in with the passkey alone (stamp_login naming the parent organization, which the
+ * kms resolves to the user's sub-organization) and "Add a passkey".
+ *
+ * @example
+ * const passkeys = passkeyFlows(wallet, { rpId: location.hostname, appName: 'Demo' })
+ * await passkeys.signUp({ email: 'ada@example.com' })
+ */
+export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; appName: string; sessionSeconds?: number | undefined }) {
+  const sessionSeconds = options.sessionSeconds ?? DEFAULT_SESSION_SECONDS
+  return {
+    async signUp(parameters: { email?: string | undefined; passkeyIdentifier?: string | undefined }): Promise<EmbeddedWalletCredential> {
+      const name = parameters.email?.trim() || parameters.passkeyIdentifier?.trim()
+      if (!name) throw new PasskeyIdentifierRequiredError()
+      const { challenge, attestation } = await createPasskey({ rpId: options.rpId, rpName: options.appName, userName: name })
+      return wallet.signUpWithAttestation({ ...parameters, challenge, attestation })
+    },
+
+    async signIn(): Promise<EmbeddedWalletCredential> {
+      assertWebauthn()
+      const { organizationId } = await wallet.settings()
+      const publicKey = await wallet.newSessionKey()
+      const stamper = new WebauthnStamper({ rpId: options.rpId, timeout: WEBAUTHN_TIMEOUT_MS, userVerification: WEBAUTHN_USER_VERIFICATION })
+      const kms = await wallet.client(stamper)
+      let result: Record<string, unknown>
+      try {
+        result = completed(
+          await kmsCall(() =>
+            kms.stampLogin({ type: 'ACTIVITY_TYPE_STAMP_LOGIN', timestampMs: String(Date.now()), organizationId, parameters: { publicKey, expirationSeconds: String(sessionSeconds) } }),
+          ),
+        )
+      } catch (error) {
+        throw ceremonyError(error)
+      }
+      const session = (result['stampLoginResult'] as { session: string }).session
+      return wallet.signInWithSession(session, 'passkey', publicKey, sessionSeconds)
+    },
+
+    /** Registers another passkey for the signed-in user; answers its authenticator id. */
+    async add(name = 'Passkey'): Promise<string> {
+      const current = wallet.current
+      const { challenge, attestation } = await createPasskey({ rpId: options.rpId, rpName: options.appName, userName: current?.credential.address ?? name })
+      return wallet.addAuthenticator({ authenticatorName: name, challenge, attestation })
+    },
+  }
+}

@@ -1,0 +1,123 @@
+'use client'
+import type { EmbeddedConnector, EmbeddedFlows } from '@latchkey/core'
+import { useEffect, useId, useRef, useState } from 'react'
+
+type Props = { connector: EmbeddedConnector }
+type Panel = 'export' | 'import' | undefined
+
+/**
+ * The embedded wallet's own tools in the account modal: "Export wallet" (the phrase appears in the
+ * export frame only), "Import wallet" (typed into the import frame), "Add a passkey".
+ */
+export default function EmbeddedTools({ connector }: Props) {
+  const [panel, setPanel] = useState<Panel>()
+  const [pending, setPending] = useState<string>()
+  const [status, setStatus] = useState<string>()
+  const [error, setError] = useState<{ shortMessage?: string; message?: string }>()
+  const [walletName, setWalletName] = useState('Imported wallet')
+  const host = useRef<HTMLDivElement>(null)
+  const open = useRef<{ close(): void; complete?: Awaited<ReturnType<EmbeddedFlows['importWallet']>>['complete'] }>(undefined)
+  const nameId = useId()
+
+  useEffect(() => () => open.current?.close(), [])
+
+  async function run(label: string, work: () => Promise<void>) {
+    setPending(label)
+    setError(undefined)
+    setStatus(undefined)
+    try {
+      await work()
+    } catch (caught) {
+      setError(caught as Error)
+    } finally {
+      setPending(undefined)
+    }
+  }
+
+  function close() {
+    open.current?.close()
+    open.current = undefined
+    setPanel(undefined)
+  }
+
+  function show(next: Exclude<Panel, undefined>) {
+    close()
+    setPanel(next)
+    // The frame mounts into the host once it is rendered.
+    queueMicrotask(() =>
+      void run(next === 'export' ? 'Opening the export frame…' : 'Opening the import frame…', async () => {
+        const flows = await connector.getFlows()
+        open.current = next === 'export' ? await flows.exportWallet(host.current!) : await flows.importWallet(host.current!)
+        if (next === 'export') setStatus('Your secret recovery phrase is shown in the frame above. Only this frame can read it.')
+      }),
+    )
+  }
+
+  return (
+    <div className="lk-tools">
+      <h3 className="lk-subheading">Embedded wallet</h3>
+      <div className="lk-row">
+        <button type="button" className="lk-secondary" disabled={pending !== undefined} aria-pressed={panel === 'export'} onClick={() => (panel === 'export' ? close() : show('export'))}>
+          Export wallet
+        </button>
+        <button type="button" className="lk-secondary" disabled={pending !== undefined} aria-pressed={panel === 'import'} onClick={() => (panel === 'import' ? close() : show('import'))}>
+          Import wallet
+        </button>
+        <button
+          type="button"
+          className="lk-secondary"
+          disabled={pending !== undefined}
+          onClick={() =>
+            void run('Waiting for your passkey…', async () => {
+              await (await connector.getFlows()).passkeys.add()
+              setStatus('Passkey added. You can now sign in with it alone.')
+            })
+          }
+        >
+          Add a passkey
+        </button>
+      </div>
+      <div ref={host} className="lk-frame-host" hidden={panel === undefined} />
+      {panel === 'import' && open.current?.complete && (
+        <div className="lk-form">
+          <label htmlFor={nameId}>Wallet name</label>
+          <input id={nameId} value={walletName} onChange={(event) => setWalletName(event.target.value)} />
+          <button
+            type="button"
+            className="lk-primary"
+            disabled={pending !== undefined || !walletName.trim()}
+            onClick={() =>
+              void run('Importing…', async () => {
+                const address = await open.current!.complete!(walletName.trim())
+                close()
+                setStatus(`Imported ${address}`)
+              })
+            }
+          >
+            Import
+          </button>
+        </div>
+      )}
+      {panel && (
+        <button type="button" className="lk-text-button" onClick={close}>
+          Done
+        </button>
+      )}
+      {pending && (
+        <p className="lk-muted" role="status">
+          {pending}
+        </p>
+      )}
+      {status && !pending && (
+        <p className="lk-muted" role="status" aria-label="Wallet tools status">
+          {status}
+        </p>
+      )}
+      {error && (
+        <p role="alert" className="lk-alert">
+          {error.shortMessage ?? error.message}
+        </p>
+      )}
+    </div>
+  )
+}
