@@ -331,6 +331,7 @@ function serverInstance(port: number, kms: ReturnType<typeof kmsInstance>, state
         organizationId: credentials.parentOrganizationId,
         apiPublicKey: credentials.apiPublicKey,
         apiPrivateKey: credentials.apiPrivateKey,
+        sessionSignerPublicKey: credentials.signerPublicKey,
         appName: 'Latchkey Demo',
         allowedOrigins,
       })

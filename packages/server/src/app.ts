@@ -22,6 +22,10 @@ export type ServerAppOptions = {
    * (dev.json `kms.signerPublicKey`). Default: Turnkey's production notarizer key.
    */
   sessionSignerPublicKey?: string | undefined
+  /** The key-management API as browsers reach it, published at /auth/config. Default: `kmsUrl`. */
+  publicKmsUrl?: string | undefined
+  /** Where the key-management frames (export, import, recovery) are served, published at /auth/config. */
+  framesUrl?: string | undefined
   /** Shown in sign-in and recovery emails. */
   appName: string
   /** Browser origins allowed to call with credentials (the demo's). */
@@ -82,6 +86,8 @@ export function createServerApp(options: ServerAppOptions) {
     return c.json({ error: { code: 'internal', message: 'Something went wrong on the server' } }, 500)
   })
 
+  // What the browser's embedded wallet needs to talk to the kms itself: nothing secret.
+  app.get('/auth/config', (c) => c.json({ organizationId: options.organizationId, kmsUrl: options.publicKmsUrl ?? options.kmsUrl, ...(options.framesUrl ? { framesUrl: options.framesUrl } : {}) }))
   app.post('/auth/email/start', emailStart(context))
   app.post('/auth/email/verify', emailVerify(context))
   app.post('/auth/passkey/signup', passkeySignup(context))
