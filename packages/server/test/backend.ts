@@ -85,9 +85,30 @@ export function useBackend() {
     return activity.result.stampLoginResult!.session
   }
 
+  /** Email sign-in that must succeed: the verify answer and the `cookie` header of its session. */
+  async function signedInByEmail(email: string) {
+    const start = await post('/auth/email/start', { email })
+    expect(start.status).toBe(200)
+    const { otpId } = (await start.json()) as { otpId: string }
+    const [mail] = await mailTo(email)
+    const code = /sign-in code is (\d{6})\./.exec(mail!.text)![1]
+    const verify = await post('/auth/email/verify', { otpId, code, targetPublicKey: generateApiKeyPair().apiPublicKey })
+    expect(verify.status).toBe(200)
+    const account = (await verify.json()) as { organizationId: string; userId: string; address: string }
+    return { ...account, cookie: cookieOf(verify) }
+  }
+
+  /** Messages of the kms's dev inbox to `email`, newest first. */
+  async function mailTo(email: string) {
+    const inbox = (await (await fetch(`${t.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; subject: string; text: string }[] }
+    return inbox.messages.filter((message) => message.to === email)
+  }
+
   return {
     t,
     post,
+    mailTo,
+    signedInByEmail,
     passkeySignup,
     signedUpWithPasskey,
     stampLogin,
@@ -99,11 +120,6 @@ export function useBackend() {
       return new TurnkeyClient({ baseUrl: t.kms.url }, new WebauthnStamper({ rpId }))
     },
     session: (cookie: string) => t.app.request('/auth/session', { headers: { cookie } }),
-    /** Messages of the kms's dev inbox to `email`, newest first. */
-    async mailTo(email: string) {
-      const inbox = (await (await fetch(`${t.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; subject: string; text: string }[] }
-      return inbox.messages.filter((message) => message.to === email)
-    },
   }
 }
 

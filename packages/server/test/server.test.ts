@@ -81,6 +81,29 @@ describe('email sign-in', () => {
     expect(wallets.map((wallet) => wallet.walletName)).toEqual(['Turnkey HD'])
   })
 
+  test('behavior: the credential is a session key that works 900 seconds, or the sessionSeconds asked for', async () => {
+    for (const [sessionSeconds, lifetime] of [[undefined, 900], [120, 120]] as const) {
+      const email = newEmail()
+      const { otpId } = (await (await post('/auth/email/start', { email })).json()) as { otpId: string }
+      const embedded = generateP256KeyPair()
+      const verify = await post('/auth/email/verify', { otpId, code: await codeFor(email), targetPublicKey: embedded.publicKeyUncompressed, ...(sessionSeconds ? { sessionSeconds } : {}) })
+      const result = (await verify.json()) as { credentialBundle: string; organizationId: string }
+      const apiPrivateKey = decryptCredentialBundle(result.credentialBundle, embedded.privateKey)
+      const apiPublicKey = Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex')
+      const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper({ apiPrivateKey, apiPublicKey }))
+      const { apiKeys } = await user.getApiKeys({ organizationId: result.organizationId })
+      expect(apiKeys.find((key) => key.credential.publicKey === apiPublicKey)?.expirationSeconds).toBe(String(lifetime))
+      clock += lifetime * 1000
+      try {
+        await expect(user.getWhoami({ organizationId: result.organizationId })).rejects.toThrow(`expired api key publicKey: ${apiPublicKey}`)
+      } finally {
+        clock -= lifetime * 1000
+      }
+    }
+    const bad = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: generateP256KeyPair().publicKeyUncompressed, sessionSeconds: 30 })
+    expect(await bad.json()).toEqual({ error: { code: 'invalid_request', message: 'sessionSeconds: must be at least 60 seconds' } })
+  })
+
   test('behavior: a second sign-in reuses the account; sign-out ends the session', async () => {
     const email = newEmail()
     const first = (await (await signIn(email)).verify.json()) as { address: string }

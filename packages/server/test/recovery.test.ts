@@ -1,0 +1,102 @@
+import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
+import { describe, expect, test } from 'vitest'
+import { LIMITS, RECOVERY_CODE_SECONDS } from '../src/index.js'
+import { answer, cookieOf, generateApiKeyPair, newEmail, useBackend } from './backend.js'
+
+// Email recovery as the recovery frame drives it: the backend asks the kms to email a recovery
+// credential encrypted to the frame's key; the frame opens it (here @turnkey/crypto, as the frame
+// does), stamps stamp_login with it naming the parent organization, and the JWT signs the browser in.
+
+const { t, post, mailTo, signedUpWithPasskey, signedInByEmail, stampLogin, withKey, session } = useBackend()
+
+/** The recovery frame's side: opens the emailed bundle with its embedded key into a stamping client. */
+async function recoveryCredential(email: string, embeddedPrivateKey: string) {
+  const [mail] = await mailTo(email)
+  expect(mail!.subject).toBe('Recover your Latchkey Demo account')
+  const apiPrivateKey = decryptCredentialBundle(mail!.text.split('\n')[2]!, embeddedPrivateKey)
+  return withKey({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') })
+}
+
+describe('POST /auth/recovery/start', () => {
+  test('default: the emailed credential stamps stamp_login; /auth/login with kind recovery signs in until the JWT expires', async () => {
+    const email = newEmail()
+    const account = await signedUpWithPasskey({ email })
+    const embedded = generateP256KeyPair()
+    const start = await post('/auth/recovery/start', { email, targetPublicKey: embedded.publicKeyUncompressed })
+    expect(await answer(start)).toEqual([200, { organizationId: account.organizationId, userId: account.userId }])
+
+    const recovery = await recoveryCredential(email, embedded.privateKey)
+    const sessionKey = generateApiKeyPair()
+    const jwt = await stampLogin(recovery, sessionKey.apiPublicKey)
+    const login = await post('/auth/login', { session: jwt, kind: 'recovery' })
+    const at = t.clock
+    expect(await answer(login)).toEqual([200, { organizationId: account.organizationId, userId: account.userId, address: account.address }])
+    // A recovery session lasts as long as its JWT (900 s here), not the 7 days of a sign-in.
+    const { exp } = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as { exp: number }
+    expect(login.headers.get('set-cookie')).toMatch(new RegExp(`^latchkey_session=[\\w-]{43}; Max-Age=${Math.floor((exp * 1000 - at) / 1000)}; Path=/; HttpOnly; SameSite=Lax$`))
+    expect(await answer(await session(cookieOf(login)))).toEqual([
+      200,
+      { email, organizationId: account.organizationId, userId: account.userId, address: account.address, kind: 'recovery', expiresAt: new Date(exp * 1000).toISOString() },
+    ])
+    expect(await withKey(sessionKey).getWhoami({ organizationId: account.organizationId })).toMatchObject({ userId: account.userId })
+  })
+
+  test('behavior: an email account recovers too, with a compressed target key; the credential works 900 seconds', async () => {
+    const email = newEmail()
+    const account = await signedInByEmail(email)
+    const embedded = generateP256KeyPair()
+    expect(await answer(await post('/auth/recovery/start', { email: email.toUpperCase(), targetPublicKey: embedded.publicKey }))).toEqual([
+      200,
+      { organizationId: account.organizationId, userId: account.userId },
+    ])
+    const recovery = await recoveryCredential(email, embedded.privateKey)
+    t.clock += (RECOVERY_CODE_SECONDS - 1) * 1000
+    try {
+      const jwt = await stampLogin(recovery, generateApiKeyPair().apiPublicKey)
+      expect(await answer(await post('/auth/login', { session: jwt, kind: 'recovery' }))).toEqual([
+        200,
+        { organizationId: account.organizationId, userId: account.userId, address: account.address },
+      ])
+      t.clock += 2000
+      await expect(stampLogin(recovery, generateApiKeyPair().apiPublicKey)).rejects.toThrow('expired api key publicKey')
+    } finally {
+      t.clock -= (RECOVERY_CODE_SECONDS + 1) * 1000
+    }
+  })
+
+  test('error: an email with no account is 404 and nothing is sent', async () => {
+    const email = newEmail()
+    expect(await answer(await post('/auth/recovery/start', { email, targetPublicKey: generateP256KeyPair().publicKeyUncompressed }))).toEqual([
+      404,
+      { error: { code: 'unknown_account', message: 'No account with this email' } },
+    ])
+    expect(await mailTo(email)).toEqual([])
+    // A passkey-only account has no email to recover by.
+    await signedUpWithPasskey({ passkeyIdentifier: email })
+    expect((await post('/auth/recovery/start', { email, targetPublicKey: generateP256KeyPair().publicKeyUncompressed })).status).toBe(404)
+    expect(await mailTo(email)).toEqual([])
+  })
+
+  test('error: bad input is refused and nothing is sent', async () => {
+    const email = newEmail()
+    await signedUpWithPasskey({ email })
+    const cases: [object, string][] = [
+      [{ email, targetPublicKey: 'abc' }, 'targetPublicKey: must be a P-256 public key in hex'],
+      [{ email, targetPublicKey: `04${'11'.repeat(64)}` }, 'targetPublicKey: is not a point on P-256'],
+      [{ email: 'nobody', targetPublicKey: generateP256KeyPair().publicKey }, 'email: Invalid email address'],
+    ]
+    for (const [body, message] of cases) expect(await answer(await post('/auth/recovery/start', body))).toEqual([400, { error: { code: 'invalid_request', message } }])
+    expect(await mailTo(email)).toEqual([])
+  })
+
+  test(`error: more than ${LIMITS.perEmail} recovery emails per email in ten minutes`, async () => {
+    const email = newEmail()
+    await signedUpWithPasskey({ email })
+    const targetPublicKey = generateP256KeyPair().publicKeyUncompressed
+    for (let i = 0; i < LIMITS.perEmail; i++) expect((await post('/auth/recovery/start', { email, targetPublicKey }, { 'x-test-ip': `10.1.0.${i}` })).status).toBe(200)
+    const limited = await post('/auth/recovery/start', { email, targetPublicKey }, { 'x-test-ip': '10.1.1.1' })
+    expect(await answer(limited)).toEqual([429, { error: { code: 'rate_limited', message: 'Too many recovery emails sent to this email; try again in 10 minutes' } }])
+    expect(limited.headers.get('retry-after')).toBe('600')
+    expect(await mailTo(email)).toHaveLength(LIMITS.perEmail)
+  })
+})
