@@ -45,7 +45,7 @@ export class StoreConflictError extends Error {
 
 /**
  * The backend's own tables (better-sqlite3): accounts by email, passkey accounts by credential,
- * codes in flight, sessions.
+ * codes in flight, session JWTs already used, sessions.
  *
  * @example
  * const store = openStore(':memory:')
@@ -78,6 +78,7 @@ export function openStore(path: string) {
         email text, passkey_identifier text, created_at integer not null);
       create unique index if not exists passkey_accounts_by_email on passkey_accounts (email) where email is not null;
       create index if not exists passkey_accounts_by_organization on passkey_accounts (organization_id);
+      create table if not exists spent_session_tokens (digest text primary key, expires_at integer not null);
       create table if not exists pending_codes (
         otp_id text primary key, email text not null, organization_id text not null, created_at integer not null);
       ${SESSIONS_TABLE.replace('create table', 'create table if not exists')};
@@ -103,6 +104,9 @@ export function openStore(path: string) {
     insertPendingCode: db.prepare('insert or ignore into pending_codes (otp_id, email, organization_id, created_at) values (?, ?, ?, ?)'),
     deletePendingCode: db.prepare('delete from pending_codes where otp_id = ?'),
     prunePendingCodes: db.prepare('delete from pending_codes where created_at < ?'),
+    spendSessionToken: db.prepare('insert or ignore into spent_session_tokens (digest, expires_at) values (?, ?)'),
+    sessionTokenSpent: db.prepare('select 1 from spent_session_tokens where digest = ?'),
+    pruneSessionTokens: db.prepare('delete from spent_session_tokens where expires_at <= ?'),
     session: db.prepare('select * from sessions where id = ?'),
     insertSession: db.prepare('insert into sessions (id, email, organization_id, user_id, address, kind, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)'),
     deleteSession: db.prepare('delete from sessions where id = ?'),
@@ -132,13 +136,18 @@ export function openStore(path: string) {
     pendingCode: (otpId: string) => statements.pendingCode.get(otpId) as PendingCodeRow | undefined,
     insertPendingCode: (row: PendingCodeRow) => void statements.insertPendingCode.run(row.otp_id, row.email, row.organization_id, row.created_at),
     deletePendingCode: (otpId: string) => void statements.deletePendingCode.run(otpId),
+    /** Whether a session JWT (by the digest of its signed part) has signed a browser in already. */
+    sessionTokenSpent: (digest: string) => statements.sessionTokenSpent.get(digest) !== undefined,
+    /** Marks a session JWT used until it expires; false when it already was. */
+    spendSessionToken: (digest: string, expiresAt: number) => statements.spendSessionToken.run(digest, expiresAt).changes === 1,
     session: (id: string) => statements.session.get(id) as SessionRow | undefined,
     insertSession: (row: SessionRow) =>
       void statements.insertSession.run(row.id, row.email, row.organization_id, row.user_id, row.address, row.kind, row.expires_at, row.created_at),
     deleteSession: (id: string) => void statements.deleteSession.run(id),
-    /** Drops sessions that have expired and codes older than `codesBefore`. */
+    /** Drops sessions and spent session JWTs that have expired, and codes older than `codesBefore`. */
     prune(now: number, codesBefore: number) {
       statements.pruneSessions.run(now)
+      statements.pruneSessionTokens.run(now)
       statements.prunePendingCodes.run(codesBefore)
     },
     close: () => db.close(),

@@ -159,6 +159,24 @@ describe('POST /auth/login', () => {
     expect(await withKey(sessionKey).getWhoami({ organizationId: account.organizationId })).toMatchObject({ userId: account.userId })
   })
 
+  test('error: a session JWT signs a browser in once, even with its signature rewritten (s → n − s)', async () => {
+    const account = await signedUpWithPasskey()
+    const jwt = await stampLogin(withPasskey(account.authenticator), generateApiKeyPair().apiPublicKey)
+    expect((await post('/auth/login', { session: jwt })).status).toBe(200)
+    const again = await post('/auth/login', { session: jwt })
+    expect(await answer(again)).toEqual([401, { error: { code: 'invalid_session', message: 'This session token has already signed in; sign in again' } }])
+    expect(again.headers.get('set-cookie')).toBeNull()
+    const [header, payload, signature] = jwt.split('.')
+    const raw = Buffer.from(signature!, 'base64url')
+    const n = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
+    const s = BigInt(`0x${raw.subarray(32).toString('hex')}`)
+    const rewritten = Buffer.concat([raw.subarray(0, 32), Buffer.from((n - s).toString(16).padStart(64, '0'), 'hex')]).toString('base64url')
+    expect(await answer(await post('/auth/login', { session: `${header}.${payload}.${rewritten}` }))).toEqual([
+      401,
+      { error: { code: 'invalid_session', message: 'This session token has already signed in; sign in again' } },
+    ])
+  })
+
   test('behavior: a sub-organization the backend did not record is looked up with the parent key', async () => {
     const authenticator = softwareAuthenticator()
     const challenge = randomBytes(32).toString('base64url')

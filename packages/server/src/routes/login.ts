@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { ServerError } from '../errors.js'
@@ -13,14 +14,16 @@ const loginSchema = z.object({
   kind: z.enum(['passkey', 'recovery']).default('passkey'),
 })
 
+const spent = () => new ServerError(401, 'invalid_session', 'This session token has already signed in; sign in again')
 const foreign = () => new ServerError(401, 'unknown_organization', 'The session token is for an organization this app does not manage')
 
 /**
  * `POST /auth/login` `{session, kind?}` → `{organizationId, userId, address}` and the session
  * cookie. `session` is the JWT the kms's stamp_login returned to the browser (stamped by a passkey,
  * or by a recovery credential with `kind: 'recovery'`); it must be signed by the session signer,
- * unexpired, read-write, and for one of this backend's sub-organizations. A sub-organization this
- * backend did not record is accepted when the parent organization's key can read its wallet.
+ * unexpired, read-write, not used here before, and for one of this backend's sub-organizations. A
+ * sub-organization this backend did not record is accepted when the parent organization's key can
+ * read its wallet.
  *
  * @example
  * app.post('/auth/login', login(context))
@@ -28,8 +31,13 @@ const foreign = () => new ServerError(401, 'unknown_organization', 'The session 
 export const login = (context: RouteContext) => async (c: Context) => {
   const input = await readBody(c.req.raw, loginSchema)
   const claims = await verifySessionJwt(input.session, context.sessionSignerPublicKey, context.now())
+  // Keyed by the signed part: an ECDSA signature can be rewritten into another valid one.
+  const digest = createHash('sha256').update(input.session.slice(0, input.session.lastIndexOf('.'))).digest('base64url')
+  if (context.store.sessionTokenSpent(digest)) throw spent()
   if (claims.organization_id === context.organizationId) throw foreign()
   const account = context.store.accountByOrganization(claims.organization_id) ?? (await lookUp(c, context, claims.organization_id, claims.user_id))
+  // Checked again as it is written: two requests racing with one token sign in once.
+  if (!context.store.spendSessionToken(digest, claims.exp * 1000)) throw spent()
   // The JWT names the user who signed in; the sub-organization may hold more than its root user.
   const session = startSession(c, context, { ...account, user_id: claims.user_id }, input.kind, input.kind === 'recovery' ? claims.exp * 1000 : undefined)
   return c.json({ organizationId: session.organization_id, userId: session.user_id, address: session.address })
