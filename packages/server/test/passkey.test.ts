@@ -7,7 +7,7 @@ import { answer, cookieOf, generateApiKeyPair, jwtSigner, newEmail, origin, soft
 // @turnkey/webauthn-stamper, the kms verifies the attestation and the stamps, the session JWT comes
 // from the kms's own stamp_login.
 
-const { t, post, passkeySignup, signedUpWithPasskey, stampLogin, withKey, withPasskey, session } = useBackend()
+const { t, post, passkeySignup, signedInByEmail, signedUpWithPasskey, stampLogin, withKey, withPasskey, session } = useBackend()
 const UNKNOWN_KEY = 'Turnkey error 16: could not find public key in organization or its parent organization'
 
 /** Nothing of a refused sign-up exists: no account, the session key and the passkey unknown to the kms. */
@@ -72,6 +72,14 @@ describe('POST /auth/passkey/signup', () => {
     } finally {
       t.clock -= 120_000
     }
+  })
+
+  test('behavior: an email that signed up with a passkey signs in by email to the same account', async () => {
+    const email = newEmail()
+    const account = await signedUpWithPasskey({ email })
+    const byEmail = await signedInByEmail(email)
+    expect(byEmail).toMatchObject({ organizationId: account.organizationId, userId: account.userId, address: account.address })
+    expect(await answer(await session(byEmail.cookie))).toMatchObject([200, { email, kind: 'email' }])
   })
 
   test('error: neither an email nor a passkeyIdentifier; nothing is registered', async () => {
