@@ -3,7 +3,7 @@ import { getFreePort, startStack } from '@latchkey/devnet'
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    stack: { demo: string; wallet: string; chainA: string; chainB: string; relay: string }
+    stack: { demo: string; wallet: string; chainA: string; chainB: string; relay: string; kms: string; server: string }
   }
 }
 
@@ -13,6 +13,6 @@ export default async function setup(project: TestProject) {
     ports: { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() },
     stateDir: `${import.meta.dirname}/.artifacts/state`,
   })
-  project.provide('stack', { demo: stack.urls.demo, wallet: stack.urls.wallet!, chainA: stack.urls.chainA, chainB: stack.urls.chainB, relay: stack.urls.relay! })
+  project.provide('stack', { demo: stack.urls.demo, wallet: stack.urls.wallet!, chainA: stack.urls.chainA, chainB: stack.urls.chainB, relay: stack.urls.relay!, kms: stack.urls.kms!, server: stack.urls.server! })
   return () => stack.stop()
 }

@@ -1,4 +1,4 @@
-import { type BaseError, waitForTransactionReceipt } from '@latchkey/core'
+import { type BaseError, getPublicClient, waitForTransactionReceipt } from '@latchkey/core'
 import {
   ConnectButton,
   useAccount,
@@ -62,6 +62,12 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
     setReceipt('Waiting for the block…')
     const { status, blockNumber } = await waitForTransactionReceipt(client, { hash, chainId })
     setReceipt(status === 'success' ? `Confirmed in block ${blockNumber}` : `Reverted in block ${blockNumber}`)
+  }
+
+  /** The local chains are anvil: a new wallet (an embedded one, say) gets test ether from the chain itself. */
+  async function fund() {
+    await getPublicClient(client, { chainId }).request({ method: 'anvil_setBalance', params: [address, '0x8AC7230489E80000'] } as never)
+    setReceipt('Added 10 test ETH')
   }
 
   async function run<value>(action: () => Promise<value>, onValue: (value: value) => void) {
@@ -144,6 +150,9 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
           onClick={() => run(send, () => {})}
         >
           Send transaction
+        </button>
+        <button type="button" className="secondary" onClick={() => run(fund, () => {})}>
+          Get test ETH
         </button>
         <p className="result">
           <span id={ids.hash}>Transaction hash</span>

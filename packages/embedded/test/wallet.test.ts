@@ -88,7 +88,7 @@ function memoryStorage(): KeyValueStorage {
 let people = 0
 async function codeFor(email: string): Promise<string> {
   const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
-  const message = inbox.messages.findLast((candidate) => candidate.to === email)
+  const message = inbox.messages.filter((candidate) => candidate.to === email).at(-1)
   return /code is (\d{6})/.exec(message!.text)![1]!
 }
 
@@ -236,6 +236,7 @@ describe('activity status (SPEC §4)', () => {
       } catch (error) {
         return error as ActivityStatusError
       }
+      return undefined
     })()
     expect(rejected?.status).toBe('ACTIVITY_STATUS_REJECTED')
   })

@@ -6,7 +6,7 @@ import { useConnect } from '../hooks/useConnect.js'
 /** Which embedded sign-in the user picked in the wallet list. */
 export type EmbeddedMode = 'email' | 'passkey' | 'create-passkey' | 'recover'
 
-type Props = { connector: EmbeddedConnector; mode: EmbeddedMode; onBack(): void }
+type Props = { connector: EmbeddedConnector; mode: EmbeddedMode; onBack(): void; onConnected(): void }
 
 /** Seconds before "Resend code" is offered again. */
 export const RESEND_COOLDOWN_SECONDS = 30
@@ -24,7 +24,7 @@ function describe(error: unknown): { text: string; reason: string | undefined } 
  * Email code, passkey and email-recovery sign-in for the embedded wallet. Each step shows its
  * pending state; errors are announced (role "alert"); a code can be sent again after a cooldown.
  */
-export default function EmbeddedView({ connector, mode, onBack }: Props) {
+export default function EmbeddedView({ connector, mode, onBack, onConnected }: Props) {
   const connect = useConnect()
   const [step, setStep] = useState<'address' | 'code'>('address')
   const [email, setEmail] = useState('')
@@ -59,7 +59,10 @@ export default function EmbeddedView({ connector, mode, onBack }: Props) {
   }
 
   const flows = () => connector.getFlows()
-  const finish = async () => void (await connect.connect({ connector }))
+  const finish = async () => {
+    await connect.connect({ connector })
+    onConnected()
+  }
 
   async function sendCode() {
     const { wallet } = await flows()

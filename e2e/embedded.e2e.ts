@@ -1,0 +1,197 @@
+import type { Page } from 'playwright-core'
+import { createPublicClient, http, verifyMessage, verifyTypedData } from 'viem'
+import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
+import { mailTypedData } from '../apps/demo/src/typedData.js'
+import { launch } from './browser.js'
+import { demo, waitForText } from './page.js'
+
+// The embedded wallet in the demo, against the whole local stack: our backend, our kms and its
+// dev inbox, anvil. Passkeys use Chromium's virtual authenticator.
+
+const stack = inject('stack')
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/
+
+let browser: Awaited<ReturnType<typeof launch>>
+beforeEach(async () => {
+  browser = await launch()
+})
+afterEach(async () => {
+  await browser.close()
+})
+
+let people = 0
+const newEmail = () => `e2e${++people}.${Date.now()}@example.test`
+
+/** The newest message the dev inbox holds for `email`. */
+async function lastMail(email: string): Promise<{ subject: string; text: string }> {
+  const inbox = (await (await fetch(`${stack.kms}/dev/mailbox.json`)).json()) as { messages: { to: string; subject: string; text: string }[] }
+  const message = inbox.messages.filter((candidate) => candidate.to === email).at(-1)
+  if (!message) throw new Error(`no mail for ${email}`)
+  return message
+}
+
+/** The embedded sign-in views, by role and name as a user finds them. */
+function signIn(page: Page) {
+  const modal = page.getByRole('dialog', { name: /Connect a wallet|Sign in/ })
+  return {
+    modal,
+    email: modal.getByRole('textbox', { name: 'Email' }),
+    code: modal.getByRole('textbox', { name: 'Code' }),
+    button: (name: string) => modal.getByRole('button', { name, exact: true }),
+    alert: modal.getByRole('alert'),
+  }
+}
+
+/** A virtual platform authenticator that says yes by itself (CDP WebAuthn). */
+async function addPasskeyAuthenticator(page: Page) {
+  const cdp = await page.context().newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  })
+  return {
+    credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials,
+  }
+}
+
+/** Email sign-up through the demo, the code read from the kms's dev inbox; answers the address. */
+async function signUpByEmail(page: Page, email: string): Promise<`0x${string}`> {
+  const ui = demo(page)
+  const view = signIn(page)
+  await page.goto(stack.demo)
+  await ui.connectButton.click()
+  await view.button('Continue with email').click()
+  await view.email.fill(email)
+  await view.button('Continue').click()
+  // The code box appears once the backend answered, by then the mail is in the inbox.
+  await view.code.waitFor()
+  const code = /code is (\d{6})/.exec((await lastMail(email)).text)![1]!
+  await view.code.fill(code)
+  await view.button('Verify').click()
+  const address = (await waitForText(ui.address, ADDRESS)) as `0x${string}`
+  await view.modal.waitFor({ state: 'detached' })
+  return address
+}
+
+describe('embedded wallet', () => {
+  test('default: email sign-up, sign, typed data, a transaction with a receipt, reload restores', async () => {
+    const { page } = browser
+    const ui = demo(page)
+    const email = newEmail()
+    const address = await signUpByEmail(page, email)
+    expect(await waitForText(ui.chainId, '31337')).toBe('31337')
+
+    // personal_sign through the kms, verified here.
+    const message = await ui.message.inputValue()
+    await ui.button('Sign message').click()
+    const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
+    expect(await verifyMessage({ address, message, signature })).toBe(true)
+
+    // EIP-712 typed data.
+    await ui.button('Sign typed data').click()
+    await ui.signature.filter({ hasNotText: signature }).filter({ hasText: /^0x[0-9a-f]{130}$/ }).waitFor()
+    const typed = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
+    expect(await verifyTypedData({ ...mailTypedData({ from: address, chainId: 31337, contents: message }), address, signature: typed })).toBe(true)
+
+    // A transaction signed by the kms and mined on anvil.
+    await ui.button('Get test ETH').click()
+    await page.getByText('Added 10 test ETH', { exact: true }).waitFor()
+    await ui.button('Send transaction').click()
+    const hash = (await waitForText(ui.txHash, /^0x[0-9a-f]{64}$/)) as `0x${string}`
+    const receipt = await createPublicClient({ transport: http(stack.chainA) }).waitForTransactionReceipt({ hash, pollingInterval: 100 })
+    expect(receipt.status).toBe('success')
+    expect(receipt.from).toBe(address.toLowerCase())
+
+    // Reload: still signed in, with no new sign-in and no new session key.
+    const backendCalls: string[] = []
+    page.on('request', (request) => {
+      if (request.url().startsWith(stack.server.replace('127.0.0.1', 'localhost'))) backendCalls.push(new URL(request.url()).pathname)
+    })
+    await page.reload()
+    expect(await waitForText(ui.address, address)).toBe(address)
+    await ui.button('Sign message').click()
+    const again = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
+    expect(await verifyMessage({ address, message, signature: again })).toBe(true)
+    expect(backendCalls.filter((path) => path !== '/auth/config')).toEqual([])
+
+    // The page's storage holds no private key: the session key is a non-extractable CryptoKey.
+    const stored = await page.evaluate(async () => {
+      const db = await new Promise<IDBDatabase>((resolve, reject) => {
+        const request = indexedDB.open('TurnkeyStamperDB', 1)
+        request.onsuccess = () => resolve(request.result)
+        request.onerror = () => reject(request.error)
+      })
+      const key = await new Promise<CryptoKey>((resolve) => {
+        const request = db.transaction('KeyStore').objectStore('KeyStore').get('turnkeyKeyPair-priv')
+        request.onsuccess = () => resolve(request.result as CryptoKey)
+      })
+      const exported = await crypto.subtle.exportKey('jwk', key).then(
+        () => 'exported',
+        (error: Error) => error.name,
+      )
+      return { extractable: key.extractable, exported, local: JSON.stringify(localStorage) }
+    })
+    expect(stored).toMatchObject({ extractable: false, exported: 'InvalidAccessError' })
+    expect(stored.local).not.toMatch(/"privateKey"|apiPrivateKey/)
+  })
+
+  test('error: a wrong code is announced, and the right one still works', async () => {
+    const { page } = browser
+    const ui = demo(page)
+    const view = signIn(page)
+    const email = newEmail()
+    await page.goto(stack.demo)
+    await ui.connectButton.click()
+    await view.button('Continue with email').click()
+    await view.email.fill(email)
+    await view.button('Continue').click()
+    await view.code.waitFor()
+    const code = /code is (\d{6})/.exec((await lastMail(email)).text)![1]!
+    await view.code.fill(code === '000000' ? '111111' : '000000')
+    await view.button('Verify').click()
+    expect(await waitForText(view.alert, /The code is invalid or expired\./)).toContain('attempts left')
+    await view.code.fill(code)
+    await view.button('Verify').click()
+    await waitForText(ui.address, ADDRESS)
+  })
+
+  test('behavior: passkey sign-up, then the passkey alone signs in again', async () => {
+    const { page } = browser
+    const ui = demo(page)
+    const view = signIn(page)
+    const authenticator = await addPasskeyAuthenticator(page)
+    await page.goto(stack.demo)
+    await ui.connectButton.click()
+    await view.button('Create a passkey').click()
+    await view.email.fill(newEmail())
+    await view.button('Continue').click()
+    const address = (await waitForText(ui.address, ADDRESS)) as `0x${string}`
+    expect(await authenticator.credentials()).toHaveLength(1)
+
+    await ui.button('Sign message').click()
+    const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
+    expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
+
+    // Signed out, then back with the passkey alone.
+    await ui.button('Disconnect').click()
+    await ui.connectButton.click()
+    await view.button('Continue with passkey').click()
+    expect(await waitForText(ui.address, address)).toBe(address)
+  })
+
+  test('behavior: an email user adds a passkey in the account modal, then signs in with it alone', async () => {
+    const { page } = browser
+    const ui = demo(page)
+    const view = signIn(page)
+    await addPasskeyAuthenticator(page)
+    const address = await signUpByEmail(page, newEmail())
+    await page.getByRole('button', { name: /^Account/ }).click()
+    const account = page.getByRole('dialog', { name: 'Account' })
+    await account.getByRole('button', { name: 'Add a passkey', exact: true }).click()
+    await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), 'Passkey added. You can now sign in with it alone.')
+    await account.getByRole('button', { name: 'Disconnect', exact: true }).click()
+    await ui.connectButton.click()
+    await view.button('Continue with passkey').click()
+    expect(await waitForText(ui.address, address)).toBe(address)
+  })
+})
