@@ -1,4 +1,3 @@
-import { decryptCredentialBundle, generateP256KeyPair } from '@turnkey/crypto'
 import { TurnkeyClient, TurnkeyRequestError } from '@turnkey/http'
 import {
   type Chain,
@@ -309,22 +308,14 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return backend.post<{ otpId: string }>('/auth/email/start', { email })
     },
 
-    /** Redeems the code: the credential bundle it returns becomes the session key. */
+    /**
+     * Redeems the code for a new session key: the key is made here, non-extractable, and only its
+     * public half goes to the backend, which registers it for the user.
+     */
     async verifyEmail({ otpId, code }: { otpId: string; code: string }): Promise<EmbeddedWalletCredential> {
-      const target = generateP256KeyPair()
-      const answer = await backend.post<BackendAccount & { credentialBundle: string }>('/auth/email/verify', {
-        otpId,
-        code: code.trim(),
-        targetPublicKey: target.publicKeyUncompressed,
-        sessionSeconds,
-      })
-      let publicKey: string
-      try {
-        publicKey = await sessionKeys.importPrivateKey(decryptCredentialBundle(answer.credentialBundle, target.privateKey))
-      } catch (error) {
-        throw new SessionError({ cause: error })
-      }
-      return finishSignIn(answer, 'email', publicKey, sessionSeconds)
+      const sessionPublicKey = await wallet.newSessionKey()
+      const answer = await backend.post<BackendAccount & { sessionExpiresAt: string }>('/auth/email/verify', { otpId, code: code.trim(), sessionPublicKey, sessionSeconds })
+      return finishSignIn(answer, 'email', sessionPublicKey, sessionSeconds)
     },
 
     /**

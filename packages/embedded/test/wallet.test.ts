@@ -1,5 +1,4 @@
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { p256 } from '@noble/curves/p256'
 import { getFreePort } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
 import { createServerApp, openStore } from '@latchkey/server'
@@ -63,10 +62,6 @@ function memoryKeys(): SessionKeyStore & { privateKey(): string | undefined } {
   return {
     async create() {
       key = generateApiKeyPair()
-      return key.apiPublicKey
-    },
-    async importPrivateKey(hex) {
-      key = { apiPrivateKey: hex, apiPublicKey: Buffer.from(p256.getPublicKey(hex, true)).toString('hex') }
       return key.apiPublicKey
     },
     async publicKey() {

@@ -104,6 +104,30 @@ describe('email sign-in', () => {
     expect(await bad.json()).toEqual({ error: { code: 'invalid_request', message: 'sessionSeconds: must be at least 60 seconds' } })
   })
 
+  test('behavior: with sessionPublicKey the browser\'s own key is registered for sessionSeconds; no credential leaves the backend', async () => {
+    const email = newEmail()
+    const { otpId } = (await (await post('/auth/email/start', { email })).json()) as { otpId: string }
+    const browserKey = apiKeyPair()
+    const verify = await post('/auth/email/verify', { otpId, code: await codeFor(email), sessionPublicKey: browserKey.apiPublicKey, sessionSeconds: 600 })
+    expect(verify.status).toBe(200)
+    expect(verify.headers.get('set-cookie')).toMatch(/^latchkey_session=/)
+    const result = (await verify.json()) as Record<string, string>
+    expect(Object.keys(result).sort()).toEqual(['address', 'organizationId', 'sessionExpiresAt', 'userId'])
+    const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(browserKey))
+    expect(await user.getWhoami({ organizationId: result['organizationId']! })).toMatchObject({ userId: result['userId'] })
+    const { apiKeys } = await user.getApiKeys({ organizationId: result['organizationId']! })
+    expect(apiKeys.find((key) => key.credential.publicKey === browserKey.apiPublicKey)?.expirationSeconds).toBe('600')
+    // The one-time credential the backend used to register it lives a minute at most.
+    expect(apiKeys.filter((key) => key.credential.type === 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256').map((key) => key.expirationSeconds)).toEqual(['60'])
+  })
+
+  test('error: verify takes exactly one of targetPublicKey and sessionPublicKey', async () => {
+    const both = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: generateP256KeyPair().publicKeyUncompressed, sessionPublicKey: apiKeyPair().apiPublicKey })
+    expect([both.status, await both.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'body: send either targetPublicKey or sessionPublicKey' } }])
+    const neither = await post('/auth/email/verify', { otpId: 'x', code: '123456' })
+    expect([neither.status, await neither.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'body: send either targetPublicKey or sessionPublicKey' } }])
+  })
+
   test('behavior: a second sign-in reuses the account; sign-out ends the session', async () => {
     const email = newEmail()
     const first = (await (await signIn(email)).verify.json()) as { address: string }

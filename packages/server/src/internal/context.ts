@@ -22,6 +22,8 @@ export type RouteContext = {
   store: Store
   /** The parent organization's client: its key acts in every sub-organization the backend created. */
   kms: TurnkeyClient
+  /** The kms base url, for clients stamped by a user's own credential. */
+  kmsUrl: string
   organizationId: string
   appName: string
   sessionSignerPublicKey: string | undefined
@@ -136,6 +138,7 @@ export function createRouteContext(options: {
   return {
     store: options.store,
     kms: new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey })),
+    kmsUrl: options.kmsUrl,
     organizationId: options.organizationId,
     appName: options.appName,
     sessionSignerPublicKey: options.sessionSignerPublicKey,

@@ -1,17 +1,24 @@
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
+import { TurnkeyClient } from '@turnkey/http'
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, readBody, type RouteContext, startSession } from '../internal/context.js'
-import { email, p256PublicKey, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
+import { compressedP256Key, email, p256PublicKey, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
 
 const startSchema = z.object({ email })
 const verifySchema = z.object({
   otpId: z.string().min(1).max(64),
   code: z.string().regex(/^[0-9A-Za-z]{6,9}$/, 'must be the 6 to 9 characters of the code'),
-  targetPublicKey: p256PublicKey,
+  targetPublicKey: p256PublicKey.optional(),
+  sessionPublicKey: compressedP256Key.optional(),
   sessionSeconds: sessionKeySeconds.optional(),
-})
+}).refine((input) => (input.targetPublicKey === undefined) !== (input.sessionPublicKey === undefined), 'send either targetPublicKey or sessionPublicKey')
+
+/** How long the credential the backend itself opens (to register a browser's session key) lives. */
+const REGISTRATION_CREDENTIAL_SECONDS = 60
 
 /**
  * `POST /auth/email/start` `{email}` → `{otpId}`: on the first sign-in of an email, a
@@ -63,9 +70,15 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
 }
 
 /**
- * `POST /auth/email/verify` `{otpId, code, targetPublicKey, sessionSeconds?}` → `{credentialBundle,
- * organizationId, userId, address}` and the session cookie. The bundle holds a key that works
- * `sessionSeconds` (default 900), encrypted to `targetPublicKey`.
+ * `POST /auth/email/verify` `{otpId, code, sessionPublicKey | targetPublicKey, sessionSeconds?}` and
+ * the session cookie. Two ways to receive the key the code earns, lasting `sessionSeconds`
+ * (default 900):
+ * - `sessionPublicKey`: the browser's own key (non-extractable, never leaves it). The backend
+ *   redeems the code for a short-lived credential of the user, and with it registers that key as
+ *   the user's API key (no delegated access needed on hosted Turnkey) → `{organizationId, userId,
+ *   address, sessionExpiresAt}`.
+ * - `targetPublicKey`: the credential itself, HPKE-encrypted to that key → `{credentialBundle,
+ *   organizationId, userId, address}` (for frames and SDKs that open bundles).
  *
  * @example
  * app.post('/auth/email/verify', emailVerify(context))
@@ -75,6 +88,8 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
   const input = await readBody(c.req.raw, verifySchema)
   const pending = store.pendingCode(input.otpId)
   if (!pending) throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
+  const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
+  const target = input.targetPublicKey ? undefined : generateP256KeyPair()
   const { activity } = await callKms(() =>
     kms.otpAuth({
       type: 'ACTIVITY_TYPE_OTP_AUTH',
@@ -83,15 +98,36 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
       parameters: {
         otpId: input.otpId,
         otpCode: input.code,
-        targetPublicKey: input.targetPublicKey,
-        expirationSeconds: String(input.sessionSeconds ?? SESSION_KEY_SECONDS.default),
+        targetPublicKey: input.targetPublicKey ?? target!.publicKeyUncompressed,
+        expirationSeconds: String(target ? REGISTRATION_CREDENTIAL_SECONDS : seconds),
       },
     }),
   )
   const result = activity.result.otpAuthResult
-  if (!result?.credentialBundle) throw incompleteAnswer()
+  if (!result?.credentialBundle || !result.userId) throw incompleteAnswer()
   store.deletePendingCode(input.otpId)
   const account = store.account(pending.email)!
+  const answer = { organizationId: account.organization_id, userId: account.user_id, address: account.address }
+  if (!target) {
+    startSession(c, context, account, 'email')
+    return c.json({ credentialBundle: result.credentialBundle, ...answer })
+  }
+  // The user's own short-lived credential registers the browser's key; then it is forgotten.
+  const credential = decryptCredentialBundle(result.credentialBundle, target.privateKey)
+  const asUser = new TurnkeyClient({ baseUrl: context.kmsUrl }, new ApiKeyStamper({ apiPublicKey: Buffer.from(getPublicKey(credential, true)).toString('hex'), apiPrivateKey: credential }))
+  const at = now()
+  const registered = await callKms(() =>
+    asUser.createApiKeys({
+      type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+      timestampMs: String(at),
+      organizationId: account.organization_id,
+      parameters: {
+        userId: result.userId!,
+        apiKeys: [{ apiKeyName: `session ${new Date(at).toISOString()}`, publicKey: input.sessionPublicKey!, curveType: 'API_KEY_CURVE_P256', expirationSeconds: String(seconds) }],
+      },
+    }),
+  )
+  if (!registered.activity.result.createApiKeysResult?.apiKeyIds[0]) throw incompleteAnswer()
   startSession(c, context, account, 'email')
-  return c.json({ credentialBundle: result.credentialBundle, organizationId: account.organization_id, userId: account.user_id, address: account.address })
+  return c.json({ ...answer, sessionExpiresAt: new Date(at + seconds * 1000).toISOString() })
 }
