@@ -135,6 +135,45 @@ describe('embedded wallet', () => {
     expect(stored.local).not.toMatch(/"privateKey"|apiPrivateKey/)
   })
 
+  test('behavior: a session key the kms does not know is replaced through the backend and the signature retried once', async () => {
+    const { page } = browser
+    const ui = demo(page)
+    const address = await signUpByEmail(page, newEmail())
+    // The stored key becomes one the kms never registered (as after a revocation): same storage
+    // shape, a new non-extractable key, so the page restores it and meets the refusal on use.
+    await page.evaluate(async () => {
+      const pair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify'])
+      const raw = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey))
+      const compressed = [2 + (raw[64]! & 1), ...raw.slice(1, 33)].map((byte) => byte.toString(16).padStart(2, '0')).join('')
+      const db = await new Promise<IDBDatabase>((resolve, reject) => {
+        const request = indexedDB.open('TurnkeyStamperDB', 1)
+        request.onsuccess = () => resolve(request.result)
+        request.onerror = () => reject(request.error)
+      })
+      await new Promise<void>((resolve, reject) => {
+        const tx = db.transaction('KeyStore', 'readwrite')
+        tx.objectStore('KeyStore').put(compressed, 'turnkeyKeyPair-pub')
+        tx.objectStore('KeyStore').put(pair.privateKey, 'turnkeyKeyPair-priv')
+        tx.oncomplete = () => resolve()
+        tx.onerror = () => reject(tx.error)
+      })
+      const record = JSON.parse(localStorage.getItem('latchkey.embedded.wallet')!) as { session: { publicKey: string } }
+      record.session.publicKey = compressed
+      localStorage.setItem('latchkey.embedded.wallet', JSON.stringify(record))
+    })
+    await page.reload()
+    await waitForText(ui.address, address)
+    const calls: string[] = []
+    page.on('request', (request) => {
+      const path = new URL(request.url()).pathname
+      if (request.method() === 'POST' && (path === '/auth/session-key' || path.endsWith('/sign_raw_payload'))) calls.push(path)
+    })
+    await ui.button('Sign message').click()
+    const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
+    expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
+    expect(calls).toEqual(['/public/v1/submit/sign_raw_payload', '/auth/session-key', '/public/v1/submit/sign_raw_payload'])
+  })
+
   test('error: a wrong code is announced, and the right one still works', async () => {
     const { page } = browser
     const ui = demo(page)
