@@ -1,105 +1,28 @@
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { getFreePort } from '@latchkey/devnet'
-import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
-import { createServerApp, openStore } from '@latchkey/server'
-import { createPublicClient, defineChain, http, parseEther, verifyMessage, verifyTypedData } from 'viem'
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
-import {
-  type ActivityStatusError,
-  completed,
-  createEmbeddedWallet,
-  type KeyValueStorage,
-  type SessionKeyStore,
-} from '../src/index.js'
+import { createPublicClient, http, parseEther, verifyMessage, verifyTypedData } from 'viem'
+import { describe, expect, test, beforeAll } from 'vitest'
+import { type ActivityStatusError, completed, createEmbeddedWallet, type KeyValueStorage } from '../src/index.js'
+import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
 
 // The embedded wallet's logic in Node against a real kms and a real app backend, with an anvil
 // chain: the browser-only parts (IndexedDB keys, passkeys, frames) are covered in e2e/embedded.
 
-let kms: Kms
-let clock = Date.now()
-const now = () => clock
-const backendKey = generateApiKeyPair()
-let organizationId: string
-let backendUrl: string
-let stopBackend: () => void
-const chain = defineChain({ id: 31337, name: 'Anvil A', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [inject('chainARpc')] } } })
-
-beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now })
-  await kms.start()
-  organizationId = kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
-  const store = openStore(':memory:')
-  const app = createServerApp({ store, kmsUrl: kms.url, organizationId, ...backendKey, sessionSignerPublicKey: kms.signerPublicKey, appName: 'Embedded test', allowedOrigins: [], now, ipOf: () => '127.0.0.1' })
-  const { serve } = await import('@hono/node-server')
-  const port = await getFreePort()
-  const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' })
-  backendUrl = `http://127.0.0.1:${port}`
-  stopBackend = () => (server.close(), store.close())
-})
-afterAll(async () => {
-  stopBackend()
-  await kms.stop()
-})
-
-/** A browser's cookie jar for one user, and a log of the backend paths it called. */
-function browserFetch() {
-  let cookie: string | undefined
-  const calls: string[] = []
-  const fetchFn: typeof fetch = async (input, init) => {
-    const url = new URL(String(input))
-    if (url.origin === backendUrl) calls.push(url.pathname)
-    const response = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } })
-    const set = response.headers.getSetCookie().find((line) => line.startsWith('latchkey_session='))
-    if (set) cookie = set.split(';')[0]
-    return response
-  }
-  return { fetchFn, calls, forget: () => (cookie = undefined) }
-}
-
-/** Session keys in memory (Node has no IndexedDB): same contract, the private key in a closure. */
-function memoryKeys(): SessionKeyStore & { privateKey(): string | undefined } {
-  let key: { apiPublicKey: string; apiPrivateKey: string } | undefined
-  return {
-    async create() {
-      key = generateApiKeyPair()
-      return key.apiPublicKey
-    },
-    async publicKey() {
-      return key?.apiPublicKey
-    },
-    stamper: { stamp: (payload) => new ApiKeyStamper(key!).stamp(payload) },
-    async clear() {
-      key = undefined
-    },
-    privateKey: () => key?.apiPrivateKey,
-  }
-}
-
-function memoryStorage(): KeyValueStorage {
-  const values = new Map<string, string>()
-  return { getItem: (k) => values.get(k) ?? null, setItem: (k, v) => void values.set(k, v), removeItem: (k) => void values.delete(k) }
-}
-
+const stack = useEmbeddedStack()
+const chain = stack.chain
 let people = 0
-async function codeFor(email: string): Promise<string> {
-  const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
-  const message = inbox.messages.filter((candidate) => candidate.to === email).at(-1)
-  return /code is (\d{6})/.exec(message!.text)![1]!
-}
 
-function newWallet(overrides: { storage?: KeyValueStorage; keys?: ReturnType<typeof memoryKeys>; browser?: ReturnType<typeof browserFetch> } = {}) {
-  const browser = overrides.browser ?? browserFetch()
+function newWallet(overrides: { storage?: KeyValueStorage; keys?: ReturnType<typeof memoryKeys>; browser?: ReturnType<typeof stack.browserFetch> } = {}) {
+  const browser = overrides.browser ?? stack.browserFetch()
   const keys = overrides.keys ?? memoryKeys()
   const storage = overrides.storage ?? memoryStorage()
-  const wallet = createEmbeddedWallet({ appName: 'Embedded test', backendUrl, kmsUrl: kms.url, organizationId, chains: [chain], storage, sessionKeys: keys, now, fetch: browser.fetchFn })
+  const wallet = createEmbeddedWallet({ appName: 'Embedded test', backendUrl: stack.backendUrl, kmsUrl: stack.kms.url, organizationId: stack.organizationId, chains: [chain], storage, sessionKeys: keys, now: stack.now, fetch: browser.fetchFn })
   return { wallet, browser, keys, storage }
 }
 
 async function signedIn(): Promise<ReturnType<typeof newWallet> & { email: string }> {
   const setup = newWallet()
-  const email = `embedded${++people}.${clock}@example.test`
+  const email = `embedded${++people}.${stack.clock}@example.test`
   const { otpId } = await setup.wallet.startEmail(email)
-  await setup.wallet.verifyEmail({ otpId, code: await codeFor(email) })
+  await setup.wallet.verifyEmail({ otpId, code: await stack.codeFor(email) })
   return { ...setup, email }
 }
 
@@ -114,20 +37,20 @@ describe('email sign-in', () => {
     })
     expect(current.credential.address).toMatch(/^0x[0-9a-fA-F]{40}$/)
     expect(current.session.publicKey).toBe(await keys.publicKey())
-    expect(Date.parse(current.session.expirationDate)).toBe(clock + 900_000)
+    expect(Date.parse(current.session.expirationDate)).toBe(stack.clock + 900_000)
   })
 
   test('error: a wrong code is "The code is invalid or expired." and signs nobody in', async () => {
     const { wallet } = newWallet()
     const email = `wrong${++people}@example.test`
     const { otpId } = await wallet.startEmail(email)
-    const right = await codeFor(email)
+    const right = await stack.codeFor(email)
     await expect(wallet.verifyEmail({ otpId, code: right === '000000' ? '111111' : '000000' })).rejects.toMatchObject({ shortMessage: 'The code is invalid or expired.', code: 'invalid_code' })
     expect(wallet.current).toBeUndefined()
   })
 
   test('error: no appName is refused up front (SPEC §5)', () => {
-    expect(() => createEmbeddedWallet({ appName: '', backendUrl, chains: [chain] })).toThrow('The embedded wallet needs an appName')
+    expect(() => createEmbeddedWallet({ appName: '', backendUrl: stack.backendUrl, chains: [chain] })).toThrow('The embedded wallet needs an appName')
   })
 })
 
@@ -184,7 +107,7 @@ describe('session keys', () => {
   test('behavior: an expired session key is replaced through the backend and the signature retried once', async () => {
     const { wallet, browser, keys } = await signedIn()
     const first = await keys.publicKey()
-    clock += 901_000
+    stack.clock += 901_000
     const signature = await wallet.signMessage({ message: 'after expiry' })
     expect(await verifyMessage({ address: wallet.current!.credential.address, message: 'after expiry', signature })).toBe(true)
     expect(browser.calls.filter((path) => path === '/auth/session-key')).toHaveLength(1)
@@ -195,7 +118,7 @@ describe('session keys', () => {
   test('error: without a backend session the refresh fails with "Cannot register session key to init provider"', async () => {
     const { wallet, browser } = await signedIn()
     browser.forget()
-    clock += 901_000
+    stack.clock += 901_000
     await expect(wallet.signMessage({ message: 'x' })).rejects.toMatchObject({ shortMessage: 'Cannot register session key to init provider' })
   })
 

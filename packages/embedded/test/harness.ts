@@ -1,0 +1,89 @@
+import { serve } from '@hono/node-server'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { getFreePort } from '@latchkey/devnet'
+import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
+import { createServerApp, openStore } from '@latchkey/server'
+import { defineChain } from 'viem'
+import { afterAll, beforeAll, inject } from 'vitest'
+import type { KeyValueStorage, SessionKeyStore } from '../src/index.js'
+
+/**
+ * A real kms and a real app backend on loopback for one test file, sharing a clock the test can
+ * move, and chain A of the unit run's anvil. Registers its own beforeAll/afterAll.
+ *
+ * @example
+ * const stack = useEmbeddedStack()
+ * test('…', async () => { const wallet = createEmbeddedWallet({ backendUrl: stack.backendUrl, … }) })
+ */
+export function useEmbeddedStack() {
+  const backendKey = generateApiKeyPair()
+  const stack = {
+    clock: Date.now(),
+    now: () => stack.clock,
+    kms: undefined as unknown as Kms,
+    organizationId: '',
+    backendUrl: '',
+    chain: defineChain({ id: 31337, name: 'Anvil A', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [inject('chainARpc')] } } }),
+    /** The six-digit code of the newest sign-in email to `email`, from the kms's dev inbox. */
+    async codeFor(email: string): Promise<string> {
+      const inbox = (await (await fetch(`${stack.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+      const message = inbox.messages.filter((candidate) => candidate.to === email).at(-1)
+      return /code is (\d{6})/.exec(message!.text)![1]!
+    },
+    /** A browser's cookie jar for one user, and a log of the backend paths it called. */
+    browserFetch() {
+      let cookie: string | undefined
+      const calls: string[] = []
+      const fetchFn: typeof fetch = async (input, init) => {
+        const url = new URL(String(input))
+        if (url.origin === stack.backendUrl) calls.push(url.pathname)
+        const response = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } })
+        const set = response.headers.getSetCookie().find((line) => line.startsWith('latchkey_session='))
+        if (set) cookie = set.split(';')[0]
+        return response
+      }
+      return { fetchFn, calls, forget: () => (cookie = undefined) }
+    },
+  }
+  let stop: (() => Promise<void>) | undefined
+  beforeAll(async () => {
+    stack.kms = createKms({ port: await getFreePort(), now: stack.now })
+    await stack.kms.start()
+    stack.organizationId = stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+    const store = openStore(':memory:')
+    const app = createServerApp({ store, kmsUrl: stack.kms.url, organizationId: stack.organizationId, ...backendKey, sessionSignerPublicKey: stack.kms.signerPublicKey, appName: 'Embedded test', allowedOrigins: [], now: stack.now, ipOf: () => '127.0.0.1' })
+    const port = await getFreePort()
+    const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' })
+    stack.backendUrl = `http://127.0.0.1:${port}`
+    stop = async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      store.close()
+      await stack.kms.stop()
+    }
+  })
+  afterAll(() => stop?.())
+  return stack
+}
+
+/** Session keys in memory (Node has no IndexedDB): the same contract, the private key in a closure. */
+export function memoryKeys(): SessionKeyStore {
+  let key: { apiPublicKey: string; apiPrivateKey: string } | undefined
+  return {
+    async create() {
+      key = generateApiKeyPair()
+      return key.apiPublicKey
+    },
+    async publicKey() {
+      return key?.apiPublicKey
+    },
+    stamper: { stamp: (payload) => new ApiKeyStamper(key!).stamp(payload) },
+    async clear() {
+      key = undefined
+    },
+  }
+}
+
+export function memoryStorage(): KeyValueStorage {
+  const values = new Map<string, string>()
+  return { getItem: (k) => values.get(k) ?? null, setItem: (k, v) => void values.set(k, v), removeItem: (k) => void values.delete(k) }
+}
