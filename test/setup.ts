@@ -1,5 +1,5 @@
 import type { Hex } from 'viem'
-import { createClient, createMemoryStorage, injected, type Logger } from '@latchkey/core'
+import { createClient, createMemoryStorage, injected, type Logger, type SignInAdapter } from '@latchkey/core'
 import { createDevWallet, type DevWalletPrompt } from '@latchkey/core/dev'
 import { testChains } from './chains.js'
 
@@ -14,7 +14,7 @@ export function createRecordingLogger(): Logger & { warnings: string[]; errors: 
  * A client with one injected connector over a real dev wallet on the anvil chains. `decide`
  * answers the wallet's prompts (default: approve), so a test can reject or hold a request.
  */
-export function setupClient(parameters: { privateKey: Hex; decide?: (prompt: DevWalletPrompt) => Promise<boolean> }) {
+export function setupClient(parameters: { privateKey: Hex; decide?: (prompt: DevWalletPrompt) => Promise<boolean>; signIn?: SignInAdapter }) {
   const chains = testChains()
   const prompts: DevWalletPrompt[] = []
   const wallet = createDevWallet({
@@ -32,6 +32,7 @@ export function setupClient(parameters: { privateKey: Hex; decide?: (prompt: Dev
     connectors: [injected({ id: 'dev', name: 'Dev Wallet', provider: wallet })],
     storage,
     logger,
+    signIn: parameters.signIn,
   })
   return { client, wallet, storage, logger, prompts, chains }
 }

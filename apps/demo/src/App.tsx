@@ -4,6 +4,7 @@ import {
   useAccount,
   useDisconnect,
   useSendTransaction,
+  useSignIn,
   useSignMessage,
   useSignTypedData,
   useClient,
@@ -44,7 +45,8 @@ export function App() {
 }
 
 function Connected({ address, chainId, chainName }: { address: `0x${string}`; chainId: number; chainName: string }) {
-  const ids = { address: useId(), chain: useId(), signature: useId(), hash: useId(), message: useId(), network: useId() }
+  const ids = { address: useId(), chain: useId(), signature: useId(), hash: useId(), message: useId(), network: useId(), session: useId() }
+  const signIn = useSignIn()
   const [message, setMessage] = useState('Hello from Latchkey! Signing this costs nothing.')
   const signMessage = useSignMessage()
   const signTypedData = useSignTypedData()
@@ -109,6 +111,25 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
         <button type="button" className="secondary" onClick={() => run(() => disconnect.disconnect(), () => {})}>
           Disconnect
         </button>
+      </section>
+
+      <section className="card" aria-labelledby="session-heading">
+        <h2 id="session-heading">Sign in</h2>
+        <p className="muted">Connected is not signed in: sign one message and our backend knows it is you (EIP-4361).</p>
+        <div className="row">
+          <button type="button" disabled={signIn.isPending || signIn.status === 'signedIn'} onClick={() => run(() => signIn.signIn(), () => {})}>
+            {signIn.status === 'signing' ? 'Check your wallet…' : signIn.status === 'verifying' ? 'Signing in…' : 'Sign in'}
+          </button>
+          <button type="button" className="secondary" disabled={signIn.status !== 'signedIn'} onClick={() => run(() => signIn.signOut(), () => {})}>
+            Sign out
+          </button>
+        </div>
+        <p className="result">
+          <span id={ids.session}>Session</span>
+          <output aria-labelledby={ids.session} className="mono">
+            {signIn.status === 'signedIn' ? (signIn.session?.address ?? '') : ''}
+          </output>
+        </p>
       </section>
 
       <section className="card" aria-labelledby="sign-heading">

@@ -1,4 +1,4 @@
-import { createClient, embedded, walletConnect } from '@latchkey/core'
+import { createClient, embedded, serverAdapter, walletConnect } from '@latchkey/core'
 import { LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
@@ -11,6 +11,9 @@ import './demo.css'
 // On in the demo only: a wallet for newcomers without an extension.
 startDevWallet()
 
+// Our backend (8787): embedded-wallet sign-in and Sign-In with Ethereum for every wallet.
+const backendUrl = import.meta.env.VITE_LATCHKEY_SERVER_URL ?? 'http://localhost:8787'
+
 // Mobile wallets pair through our relay (npm start runs it on 5555); the reference wallet on 5174 is the "phone".
 const client = createClient({
   chains,
@@ -20,8 +23,9 @@ const client = createClient({
       metadata: { name: 'Latchkey Demo', description: 'Sign in with a wallet, locally', url: location.origin, icons: [] },
     }),
     // Email and passkey sign-in through our backend (8787), keys in our kms (8090), frames on 8091.
-    embedded({ appName: 'Latchkey Demo', backendUrl: import.meta.env.VITE_LATCHKEY_SERVER_URL ?? 'http://localhost:8787' }),
+    embedded({ appName: 'Latchkey Demo', backendUrl }),
   ],
+  signIn: serverAdapter(backendUrl),
 })
 const explorer = /^\/explorer\/(\d+)\/address\/(0x[0-9a-fA-F]{40})$/.exec(location.pathname)
 

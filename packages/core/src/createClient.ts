@@ -6,6 +6,7 @@ import { legacyWalletName } from './connectors/legacy.js'
 import { InvalidChainsError, NoRpcUrlError } from './errors/connection.js'
 import { initialState, type StateEvent, transition } from './state.js'
 import { createStorage, type KeyValueStorage, type Storage } from './storage.js'
+import { createSignInStore, type SignInAdapter, type SignInStore } from './signIn/store.js'
 import type { Connector, CreateConnectorFn, State } from './types.js'
 import { type Logger, report } from './utils/logger.js'
 import { dedicatedWalletRdns } from './walletBook/dedicated.js'
@@ -25,12 +26,16 @@ export type ClientConfig = {
   logger?: Logger | undefined
   /** The window to discover wallets in. Default the global one, when there is one. */
   window?: (EventTarget & { ethereum?: unknown }) | undefined
+  /** Sign-In with Ethereum against the app's backend: `serverAdapter(url)` or your own adapter. */
+  signIn?: SignInAdapter | undefined
 }
 
 export type Client = {
   readonly chains: readonly [Chain, ...Chain[]]
   readonly storage: Storage
   readonly logger: Logger
+  /** Sign-in state and its adapter, when the client was given `signIn`. */
+  readonly auth: SignInStore | undefined
   getState(): State
   subscribe(listener: (state: State, previous: State) => void): () => void
   getConnectors(): readonly Connector[]
@@ -182,15 +187,19 @@ export function createClient(config: ClientConfig): Client {
     report: (context, error) => report(logger, context, error),
   }
 
+  const subscribe = (listener: (state: State, previous: State) => void) => {
+    stateListeners.add(listener)
+    return () => void stateListeners.delete(listener)
+  }
+  const auth = config.signIn ? createSignInStore(config.signIn, { getState: () => state, subscribe }) : undefined
+
   return {
     chains,
     storage,
     logger,
+    auth,
     getState: () => state,
-    subscribe(listener) {
-      stateListeners.add(listener)
-      return () => void stateListeners.delete(listener)
-    },
+    subscribe,
     getConnectors: () => connectors,
     subscribeConnectors(listener) {
       connectorListeners.add(listener)
@@ -204,6 +213,8 @@ export function createClient(config: ClientConfig): Client {
         unsubscribeDiscovery = discovery.subscribe(refresh)
         refresh(discovery.getProviders())
       }
+      // A session the backend kept across a reload.
+      void auth?.restore()
       return () => {
         unsubscribeDiscovery?.()
         discovery?.destroy()

@@ -36,6 +36,8 @@ test('default: exports', async () => {
       "REQUEST_TIMEOUT_MS",
       "RequestPendingError",
       "STORAGE_PREFIX",
+      "SignInNotConfiguredError",
+      "SignInRejectedError",
       "TimeoutError",
       "UnauthorizedProviderError",
       "UnknownProviderError",
@@ -52,6 +54,7 @@ test('default: exports', async () => {
       "createClient",
       "createMemoryStorage",
       "createProviderDiscovery",
+      "createSiweMessage",
       "createStorage",
       "disconnect",
       "embedded",
@@ -63,6 +66,7 @@ test('default: exports', async () => {
       "getConnectors",
       "getInAppBrowserLink",
       "getPublicClient",
+      "getSignIn",
       "getWalletBook",
       "getWalletConnectDeepLink",
       "initialState",
@@ -71,7 +75,10 @@ test('default: exports', async () => {
       "isEmbeddedConnector",
       "reconnect",
       "sendTransaction",
+      "serverAdapter",
+      "signIn",
       "signMessage",
+      "signOut",
       "signTypedData",
       "switchChain",
       "toProviderError",
@@ -82,6 +89,7 @@ test('default: exports', async () => {
       "watchAccount",
       "watchChainId",
       "watchConnectors",
+      "watchSignIn",
     ]
   `)
 })

@@ -21,6 +21,19 @@ export { EMBEDDED_ID, embedded, type EmbeddedConnector, type EmbeddedFlows, type
 export { injected, type InjectedParameters } from './connectors/injected.js'
 export { type QrModalModule, WALLETCONNECT_ID, walletConnect, type WalletConnectParameters } from './connectors/walletConnect.js'
 export { type Client, type ClientConfig, createClient } from './createClient.js'
+export {
+  createSiweMessage,
+  getSignIn,
+  signIn,
+  type SignInErrorType,
+  SignInNotConfiguredError,
+  type SignInParameters,
+  SignInRejectedError,
+  signOut,
+  watchSignIn,
+} from './signIn/actions.js'
+export { serverAdapter } from './signIn/serverAdapter.js'
+export type { CreateMessageParameters, SignInAdapter, SignInSession, SignInState, SignInStatus, SignInStore } from './signIn/store.js'
 export { BaseError, type BaseErrorParameters, type BaseErrorType } from './errors/base.js'
 export * from './errors/connection.js'
 export * from './errors/rpc.js'

@@ -3,6 +3,7 @@ import type { GetAccountReturnType } from '@latchkey/core'
 import type { ReactNode } from 'react'
 import type { Chain } from 'viem'
 import { useAccount } from './hooks/useAccount.js'
+import { useSignIn } from './hooks/useSignIn.js'
 import { useAccountModal, useConnectModal } from './hooks/useModal.js'
 import { loadModals } from './ModalHost.js'
 import './button.css'
@@ -14,10 +15,14 @@ export type ConnectButtonRenderProps = {
   isConnected: boolean
   openConnectModal(): void
   openAccountModal(): void
+  /** Sign-in state, when the client has a sign-in adapter. */
+  signIn: ReturnType<typeof useSignIn>
 }
 
 export type ConnectButtonProps = {
   label?: string | undefined
+  /** Connected is not signed in: show "Sign in" until the wallet has signed the sign-in message. Needs `signIn` on the client. */
+  requireSignIn?: boolean | undefined
   /** Render your own button; Latchkey still provides the state and the modals. */
   children?: ((props: ConnectButtonRenderProps) => ReactNode) | undefined
 }
@@ -37,10 +42,11 @@ const preload = () => void loadModals()
  * <ConnectButton />
  * <ConnectButton>{({ isConnected, openConnectModal }) => <MyButton onClick={openConnectModal} />}</ConnectButton>
  */
-export function ConnectButton({ label = 'Connect Wallet', children }: ConnectButtonProps) {
+export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false, children }: ConnectButtonProps) {
   const account = useAccount()
   const connectModal = useConnectModal()
   const accountModal = useAccountModal()
+  const signIn = useSignIn()
   if (children)
     return children({
       account,
@@ -49,7 +55,19 @@ export function ConnectButton({ label = 'Connect Wallet', children }: ConnectBut
       isConnected: account.isConnected,
       openConnectModal: connectModal.open,
       openAccountModal: accountModal.open,
+      signIn,
     })
+  if (account.isConnected && account.address && requireSignIn && signIn.status !== 'signedIn')
+    return (
+      <span className="lk-button-group">
+        <button type="button" className="lk-button" disabled={signIn.isPending} onClick={() => void signIn.signIn().catch(() => {})}>
+          {signIn.status === 'signing' ? 'Check your wallet…' : signIn.status === 'verifying' ? 'Signing in…' : signIn.status === 'error' ? 'Try signing in again' : 'Sign in'}
+        </button>
+        <button type="button" className="lk-button lk-button-account" aria-label={`Account ${shortAddress(account.address)}`} onClick={accountModal.open} onPointerEnter={preload} onFocus={preload}>
+          <span className="lk-button-address">{shortAddress(account.address)}</span>
+        </button>
+      </span>
+    )
   if (account.isConnected && account.address)
     return (
       <button

@@ -18,6 +18,8 @@ test('default: exports', async () => {
       "useDisconnect",
       "useRecentConnectorId",
       "useSendTransaction",
+      "useSession",
+      "useSignIn",
       "useSignMessage",
       "useSignTypedData",
       "useSwitchChain",

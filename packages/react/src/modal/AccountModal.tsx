@@ -5,6 +5,7 @@ import { shortAddress } from '../ConnectButton.js'
 import { useAccount } from '../hooks/useAccount.js'
 import { useBalance } from '../hooks/useBalance.js'
 import { useDisconnect } from '../hooks/useDisconnect.js'
+import { useSignIn } from '../hooks/useSignIn.js'
 import { useSwitchChain } from '../hooks/useSwitchChain.js'
 import { Dialog } from './Dialog.js'
 
@@ -19,6 +20,7 @@ export function AccountModal({ theme, onClose }: Props) {
   const balance = useBalance({ address, chainId })
   const switcher = useSwitchChain()
   const disconnect = useDisconnect()
+  const session = useSignIn()
   const [copied, setCopied] = useState(false)
   // The chain last asked for, so a refusal can say where to switch.
   const [target, setTarget] = useState<{ id: number; name: string }>()
@@ -85,6 +87,16 @@ export function AccountModal({ theme, onClose }: Props) {
           <p className="lk-hint" role="note" aria-label="Switch in your wallet">
             Open your wallet and switch to {target.name} ({target.id}) there; this app follows the wallet's network.
           </p>
+        )}
+        {session.status === 'signedIn' && (
+          <div className="lk-row lk-signed-in">
+            <p className="lk-muted lk-small-text" role="status" aria-label="Sign-in status">
+              Signed in{session.session?.expiresAt ? ` until ${new Date(session.session.expiresAt).toLocaleString()}` : ''}
+            </p>
+            <button type="button" className="lk-secondary" onClick={() => void session.signOut()}>
+              Sign out
+            </button>
+          </div>
         )}
         {isEmbeddedConnector(connector) && (
           <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>

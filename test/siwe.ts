@@ -1,0 +1,34 @@
+import { createPublicClient, getAddress, http } from 'viem'
+import { parseSiweMessage, verifySiweMessage } from 'viem/siwe'
+import type { SignInAdapter } from '@latchkey/core'
+import { testChains } from './chains.js'
+
+/**
+ * A sign-in adapter that verifies for real, in the test process: single-use nonces, viem's SIWE
+ * verification against anvil chain A. `calls` records what the client asked of it.
+ */
+export function verifyingAdapter(domain = 'localhost') {
+  const nonces = new Set<string>()
+  const calls: string[] = []
+  let counter = 0
+  const publicClient = createPublicClient({ chain: testChains()[0], transport: http() })
+  const adapter: SignInAdapter = {
+    async getNonce() {
+      calls.push('getNonce')
+      const nonce = `nonce${++counter}abcdefgh`
+      nonces.add(nonce)
+      return nonce
+    },
+    async verify({ message, signature, walletKind }) {
+      calls.push('verify')
+      const fields = parseSiweMessage(message)
+      if (!fields.nonce || !nonces.delete(fields.nonce)) throw new Error('unknown nonce')
+      if (!(await verifySiweMessage(publicClient, { message, signature, domain }))) throw new Error('bad signature')
+      return { address: getAddress(fields.address!), chainId: fields.chainId, walletKind }
+    },
+    async signOut() {
+      calls.push('signOut')
+    },
+  }
+  return { adapter, calls }
+}
