@@ -1,15 +1,15 @@
 import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
-import type { Db, WalletRow } from './db.js'
+import type { Db, WalletAccountRow, WalletRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
 import { p256 } from '@noble/curves/p256'
 import { validateMnemonic } from '@scure/bip39'
 import { wordlist } from '@scure/bip39/wordlists/english'
 import { credentialBundle, exportBundle, hpkeOpen, signBundle } from './bundles.js'
-import { type AccountParams, type DerivedAccount, deriveAccount, digestOf, newMnemonic, privateKeyOf, signDigest, signTransaction } from './ethereum.js'
+import { type AccountParams, type DerivedAccount, deriveAccounts, digestOf, newMnemonic, signDigest, signTransaction } from './ethereum.js'
 import type { Mailer } from './mail.js'
 import { type AuthenticatorParams, toTransport, type WebauthnConfig, verifyRegistration } from './webauthn.js'
-import { open, seal } from './secrets.js'
+import { accountKeyRecord, open, openBytes, seal } from './secrets.js'
 
 /**
  * Who is asking: the user whose API key or passkey stamped the request, the organization that
@@ -79,28 +79,35 @@ function createWallet(context: ActivityContext, organizationId: string, name: st
   const walletId = randomUUID()
   const mnemonic = newMnemonic(mnemonicLength)
   // Derive first, so a bad account parameter writes nothing.
-  const derived = accounts.map((params) => deriveAccount(mnemonic, params))
+  const derived = deriveAccounts(mnemonic, accounts)
   const at = now()
   db.insertWallet({ id: walletId, organization_id: organizationId, name, sealed_mnemonic: seal(masterKey, walletId, mnemonic), created_at: at, exported: 0, imported: 0 })
-  insertAccounts(db, walletId, organizationId, derived, at)
+  insertAccounts(context, walletId, organizationId, derived, at)
   return { walletId, addresses: derived.map((account) => account.address) }
 }
 
-/** Stores derived accounts of a wallet. */
-function insertAccounts(db: Db, walletId: string, organizationId: string, accounts: readonly DerivedAccount[], at: number) {
-  for (const account of accounts)
-    db.insertAccount({
-      id: randomUUID(),
-      wallet_id: walletId,
-      organization_id: organizationId,
-      curve: account.curve,
-      path_format: account.pathFormat,
-      path: account.path,
-      address_format: account.addressFormat,
-      address: account.address,
-      public_key: account.publicKey,
-      created_at: at,
-    })
+/** Stores derived accounts of a wallet, each with its private key sealed beside it; the keys are zeroed. */
+function insertAccounts(context: Pick<ActivityContext, 'db' | 'masterKey'>, walletId: string, organizationId: string, accounts: readonly DerivedAccount[], at: number) {
+  try {
+    for (const account of accounts) {
+      const id = randomUUID()
+      context.db.insertAccount({
+        id,
+        wallet_id: walletId,
+        organization_id: organizationId,
+        curve: account.curve,
+        path_format: account.pathFormat,
+        path: account.path,
+        address_format: account.addressFormat,
+        address: account.address,
+        public_key: account.publicKey,
+        created_at: at,
+        sealed_private_key: seal(context.masterKey, accountKeyRecord(id), account.privateKey),
+      })
+    }
+  } finally {
+    for (const account of accounts) account.privateKey.fill(0)
+  }
 }
 
 function walletOf(db: Db, organizationId: string, walletId: string): WalletRow {
@@ -109,13 +116,29 @@ function walletOf(db: Db, organizationId: string, walletId: string): WalletRow {
   return wallet
 }
 
-/** The wallet account that `signWith` (an address) names, with the mnemonic to sign with. */
-function signer(context: ActivityContext, signWith: string) {
+/**
+ * Runs `use` with the private key of the wallet account that `signWith` (an address) names in the
+ * caller's organization, and zeroes the key after. The key is opened from its sealed copy (one
+ * AES-GCM block); an account stored before keys were sealed is derived from the wallet's mnemonic
+ * once and sealed for the next time.
+ */
+async function withAccountKey<result>(context: ActivityContext, signWith: string, use: (privateKey: Uint8Array, account: WalletAccountRow) => result | Promise<result>): Promise<result> {
   const { db, masterKey, caller } = context
   const account = db.accountByAddress(caller.organizationId, signWith)
   if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${caller.organizationId}`)
-  const wallet = walletOf(db, caller.organizationId, account.wallet_id)
-  return { path: account.path, walletId: wallet.id, mnemonic: open(masterKey, wallet.id, wallet.sealed_mnemonic) }
+  let privateKey: Uint8Array
+  if (account.sealed_private_key) privateKey = openBytes(masterKey, accountKeyRecord(account.id), account.sealed_private_key)
+  else {
+    const wallet = walletOf(db, caller.organizationId, account.wallet_id)
+    const params = { curve: account.curve, pathFormat: account.path_format, path: account.path, addressFormat: account.address_format }
+    privateKey = deriveAccounts(open(masterKey, wallet.id, wallet.sealed_mnemonic), [params])[0]!.privateKey
+    db.sealAccountKey(account.id, seal(masterKey, accountKeyRecord(account.id), privateKey))
+  }
+  try {
+    return await use(privateKey, account)
+  } finally {
+    privateKey.fill(0)
+  }
 }
 
 const DEFAULT_SESSION_SECONDS = 900
@@ -248,9 +271,13 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const wallet = walletOf(db, caller.organizationId, walletId)
       const mnemonic = open(masterKey, wallet.id, wallet.sealed_mnemonic)
       const existing = new Set(db.accountsOfWallet(wallet.id).map((account) => account.path))
-      const derived = accounts.map((params) => deriveAccount(mnemonic, params))
-      for (const account of derived) if (existing.has(account.path)) throw new KmsError(GrpcCode.alreadyExists, `wallet ${walletId} already has an account at ${account.path}`)
-      db.transaction(() => insertAccounts(db, wallet.id, caller.organizationId, derived, now()))
+      const derived = deriveAccounts(mnemonic, accounts)
+      const taken = derived.find((account) => existing.has(account.path))
+      if (taken) {
+        for (const account of derived) account.privateKey.fill(0)
+        throw new KmsError(GrpcCode.alreadyExists, `wallet ${walletId} already has an account at ${taken.path}`)
+      }
+      db.transaction(() => insertAccounts(context, wallet.id, caller.organizationId, derived, now()))
       return { addresses: derived.map((account) => account.address) }
     },
   },
@@ -538,13 +565,13 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const mnemonic = text.trim().split(/\s+/).join(' ')
       if (!validateMnemonic(mnemonic, wordlist)) throw invalid('the imported secret is not a valid BIP-39 mnemonic')
       if (db.wallets(caller.organizationId).some((wallet) => wallet.name === input.walletName)) throw new KmsError(GrpcCode.alreadyExists, `a wallet named "${input.walletName}" already exists`)
-      const derived = input.accounts.map((account) => deriveAccount(mnemonic, account))
+      const derived = deriveAccounts(mnemonic, input.accounts)
       const walletId = randomUUID()
       const at = now()
       db.transaction(() => {
         db.insertWallet({ id: walletId, organization_id: caller.organizationId, name: input.walletName, sealed_mnemonic: seal(masterKey, walletId, mnemonic), created_at: at, exported: 0, imported: 1 })
         db.markImported(walletId)
-        insertAccounts(db, walletId, caller.organizationId, derived, at)
+        insertAccounts(context, walletId, caller.organizationId, derived, at)
         // One import per init: the target key is spent.
         db.deleteImportTarget(input.userId)
       })
@@ -571,13 +598,10 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     resultKey: 'exportWalletAccountResult',
     async run(params, context) {
       const input = parse(z.object({ address: z.string().min(1), targetPublicKey }), params)
-      const { mnemonic, path, walletId } = signer(context, input.address)
-      const bundle = await exportBundle({
-        signerPrivateKey: context.signerPrivateKey,
-        organizationId: context.caller.organizationId,
-        targetPublicKey: input.targetPublicKey,
-        plaintext: Buffer.from(privateKeyOf(mnemonic, path).slice(2), 'hex'),
-      })
+      const { bundle, walletId } = await withAccountKey(context, input.address, async (privateKey, account) => ({
+        walletId: account.wallet_id,
+        bundle: await exportBundle({ signerPrivateKey: context.signerPrivateKey, organizationId: context.caller.organizationId, targetPublicKey: input.targetPublicKey, plaintext: privateKey }),
+      }))
       context.db.markExported(walletId)
       return { address: input.address, exportBundle: bundle }
     },
@@ -588,8 +612,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     resultKey: 'signRawPayloadResult',
     async run(params, context) {
       const { signWith, payload, encoding, hashFunction } = parse(signRawPayload, params)
-      const { mnemonic, path } = signer(context, signWith)
-      return signDigest(mnemonic, path, digestOf(payload, encoding, hashFunction))
+      return withAccountKey(context, signWith, (privateKey) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))
     },
   },
   ACTIVITY_TYPE_SIGN_RAW_PAYLOADS: {
@@ -601,9 +624,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         z.object({ signWith: z.string().min(1), payloads: z.array(z.string()).min(1).max(100), encoding: z.string(), hashFunction: z.string() }),
         params,
       )
-      const { mnemonic, path } = signer(context, signWith)
-      const digests = payloads.map((payload) => digestOf(payload, encoding, hashFunction))
-      return { signatures: await Promise.all(digests.map((digest) => signDigest(mnemonic, path, digest))) }
+      return { signatures: await withAccountKey(context, signWith, (privateKey) => payloads.map((payload) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))) }
     },
   },
   ACTIVITY_TYPE_SIGN_TRANSACTION_V2: {
@@ -616,8 +637,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         params,
       )
       void type
-      const { mnemonic, path } = signer(context, signWith)
-      return { signedTransaction: await signTransaction(mnemonic, path, unsignedTransaction) }
+      return { signedTransaction: await withAccountKey(context, signWith, (privateKey) => signTransaction(privateKey, unsignedTransaction)) }
     },
   },
 }

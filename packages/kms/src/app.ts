@@ -211,8 +211,10 @@ export function createKmsApp(options: KmsAppOptions) {
       return c.json({ activity: envelope(db.activity(row.id, caller.organizationId)!) }, 200, CORS)
     }
     const result = await kind.run(body['parameters'], activityContext(caller))
-    db.insertActivity({ ...row, result: JSON.stringify({ [kind.resultKey]: result }) })
-    return c.json({ activity: envelope(db.activity(row.id, caller.organizationId)!) }, 200, CORS)
+    const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }
+    db.insertActivity(stored)
+    // Answered from the row just stored, not read back and parsed again.
+    return c.json({ activity: activityView(stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } }) }, 200, CORS)
   })
 
   function activityContext(caller: Caller): ActivityContext {
@@ -325,15 +327,21 @@ export function createKmsApp(options: KmsAppOptions) {
 
   /** The `v1Activity` shape the clients read. */
   function envelope(row: ActivityRow) {
+    return activityView(row)
+  }
+
+  /** `envelope`; for an activity stored this moment, `fresh` holds its intent and result as stored. */
+  function activityView(row: ActivityRow, fresh?: { intent: unknown; result: unknown }) {
     const waiting = row.status === 'ACTIVITY_STATUS_CONSENSUS_NEEDED'
     return {
       id: row.id,
       organizationId: row.organization_id,
       status: row.status,
       type: row.type,
-      intent: JSON.parse(row.intent) as unknown,
-      result: row.result ? (JSON.parse(row.result) as unknown) : {},
-      votes: db.votes(row.id).map((vote) => ({
+      intent: fresh ? fresh.intent : (JSON.parse(row.intent) as unknown),
+      result: fresh ? fresh.result : row.result ? (JSON.parse(row.result) as unknown) : {},
+      // An activity stored this moment (`fresh`: its intent and result as stored) has no votes yet.
+      votes: (fresh ? [] : db.votes(row.id)).map((vote) => ({
         id: vote.id,
         userId: vote.user_id,
         user: userView(db.user(vote.user_id, row.organization_id)!),

@@ -26,6 +26,12 @@ export type WalletAccountRow = {
   address: string
   public_key: string
   created_at: number
+  /**
+   * The account's private key, sealed under the master key with `accountKeyRecord(id)` as
+   * associated data, so signing opens 32 bytes instead of deriving from the mnemonic. Null for
+   * accounts stored before keys were kept: the first signing derives and seals it.
+   */
+  sealed_private_key: string | null
 }
 /** A passkey: its credential id and COSE public key (base64url), as registered. */
 export type AuthenticatorRow = {
@@ -95,7 +101,7 @@ export function openDatabase(path: string) {
     create table if not exists wallet_accounts (
       id text primary key, wallet_id text not null references wallets (id), organization_id text not null references organizations (id),
       curve text not null, path_format text not null, path text not null, address_format text not null, address text not null,
-      public_key text not null, created_at integer not null, unique (wallet_id, path));
+      public_key text not null, created_at integer not null, sealed_private_key text, unique (wallet_id, path));
     drop index if exists wallet_accounts_address;
     -- Addresses are looked up in any letter case (signWith may be checksummed or not).
     create index if not exists wallet_accounts_address_nocase on wallet_accounts (organization_id, address collate nocase);
@@ -121,6 +127,8 @@ export function openDatabase(path: string) {
   // Columns added after the first layout.
   const activityColumns = new Set((db.prepare('pragma table_info(activities)').all() as { name: string }[]).map((column) => column.name))
   if (!activityColumns.has('submitted_by')) db.exec('alter table activities add column submitted_by text; alter table activities add column submitted_from text')
+  const accountColumns = new Set((db.prepare('pragma table_info(wallet_accounts)').all() as { name: string }[]).map((column) => column.name))
+  if (!accountColumns.has('sealed_private_key')) db.exec('alter table wallet_accounts add column sealed_private_key text')
   const statements = {
     insertOrganization: db.prepare('insert into organizations (id, name, parent_id, root_quorum_threshold, created_at) values (?, ?, ?, ?, ?)'),
     organization: db.prepare('select * from organizations where id = ?'),
@@ -156,8 +164,9 @@ export function openDatabase(path: string) {
     wallets: db.prepare('select * from wallets where organization_id = ? order by created_at, id'),
     markExported: db.prepare('update wallets set exported = 1 where id = ?'),
     insertAccount: db.prepare(
-      'insert into wallet_accounts (id, wallet_id, organization_id, curve, path_format, path, address_format, address, public_key, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'insert into wallet_accounts (id, wallet_id, organization_id, curve, path_format, path, address_format, address, public_key, created_at, sealed_private_key) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
+    sealAccountKey: db.prepare('update wallet_accounts set sealed_private_key = ? where id = ? and sealed_private_key is null'),
     accountsOfWallet: db.prepare('select * from wallet_accounts where wallet_id = ? order by created_at, rowid'),
     accountsOfOrganization: db.prepare('select * from wallet_accounts where organization_id = ? order by created_at, rowid'),
     accountByAddress: db.prepare('select * from wallet_accounts where organization_id = ? and address = ? collate nocase'),
@@ -202,7 +211,11 @@ export function openDatabase(path: string) {
     wallets: (organizationId: string) => statements.wallets.all(organizationId) as WalletRow[],
     markExported: (walletId: string) => void statements.markExported.run(walletId),
     insertAccount: (row: WalletAccountRow) =>
-      void statements.insertAccount.run(row.id, row.wallet_id, row.organization_id, row.curve, row.path_format, row.path, row.address_format, row.address, row.public_key, row.created_at),
+      void statements.insertAccount.run(
+        row.id, row.wallet_id, row.organization_id, row.curve, row.path_format, row.path, row.address_format, row.address, row.public_key, row.created_at, row.sealed_private_key,
+      ),
+    /** Keeps an older account's key sealed beside it, once derived; a key already there stays. */
+    sealAccountKey: (accountId: string, sealedPrivateKey: string) => void statements.sealAccountKey.run(sealedPrivateKey, accountId),
     accountsOfWallet: (walletId: string) => statements.accountsOfWallet.all(walletId) as WalletAccountRow[],
     accountsOfOrganization: (organizationId: string) => statements.accountsOfOrganization.all(organizationId) as WalletAccountRow[],
     accountByAddress: (organizationId: string, address: string) => statements.accountByAddress.get(organizationId, address) as WalletAccountRow | undefined,

@@ -1,12 +1,17 @@
-import { bytesToHex, hashTypedData, type Hex, isHex, keccak256, parseTransaction, sha256, toHex, type TransactionSerializable } from 'viem'
-import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { secp256k1 } from '@noble/curves/secp256k1'
+import { mnemonicToSeedSync } from '@scure/bip39'
+import { bytesToHex, hashTypedData, type Hex, hexToBytes, isHex, keccak256, parseTransaction, sha256, toHex, type TransactionSerializable } from 'viem'
+import { english, generateMnemonic, HDKey, publicKeyToAddress, signTransaction as signSerializable } from 'viem/accounts'
 import { GrpcCode, KmsError } from './errors.js'
 
 /** The account parameters of create_wallet and create_wallet_accounts. */
 export type AccountParams = { curve: string; pathFormat: string; path: string; addressFormat: string }
 
-/** An account derived from a wallet's mnemonic. */
-export type DerivedAccount = AccountParams & { address: string; publicKey: string }
+/**
+ * An account derived from a wallet's mnemonic, with its private key: the caller seals that key
+ * for the account row and then zeroes it.
+ */
+export type DerivedAccount = AccountParams & { address: string; publicKey: string; privateKey: Uint8Array }
 
 const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
 
@@ -17,48 +22,48 @@ export function newMnemonic(words = 12): string {
   return generateMnemonic(english, strength)
 }
 
-// Deriving from a mnemonic runs PBKDF2; signing keys are kept once derived.
-const derived = new Map<string, Hex>()
+const ADDRESS_FORMATS = new Set(['ADDRESS_FORMAT_ETHEREUM', 'ADDRESS_FORMAT_COMPRESSED', 'ADDRESS_FORMAT_UNCOMPRESSED'])
 
-/** The private key at `path` of `mnemonic` (BIP-32 over the BIP-39 seed). */
-export const privateKeyOf = (mnemonic: string, path: string): Hex => privateKeyAt(mnemonic, path)
-
-function privateKeyAt(mnemonic: string, path: string): Hex {
-  const cacheKey = `${mnemonic}\n${path}`
-  let key = derived.get(cacheKey)
-  if (!key) {
-    const hd = mnemonicToAccount(mnemonic, { path: path as `m/44'/60'/${string}` }).getHdKey()
-    if (!hd.privateKey) throw new KmsError(GrpcCode.internal, `no private key at ${path}`)
-    key = bytesToHex(hd.privateKey)
-    if (derived.size > 10_000) derived.clear()
-    derived.set(cacheKey, key)
-  }
-  return key
-}
-
-/**
- * Derives an account: secp256k1 keys on a BIP-32 path, with an Ethereum address (or the public
- * key itself, for the compressed and uncompressed address formats).
- */
-export function deriveAccount(mnemonic: string, params: AccountParams): DerivedAccount {
+function checkAccountParams(params: AccountParams) {
   if (params.curve !== 'CURVE_SECP256K1') throw invalid(`unsupported curve ${params.curve}: this service signs with CURVE_SECP256K1`)
   if (params.pathFormat !== 'PATH_FORMAT_BIP32') throw invalid(`unsupported path format ${params.pathFormat}`)
   if (!/^m(\/\d+'?)+$/.test(params.path)) throw invalid(`invalid BIP-32 path ${params.path}`)
-  const account = privateKeyToAccount(privateKeyAt(mnemonic, params.path))
-  const uncompressed = account.publicKey
-  const compressed = compress(uncompressed)
-  const address = {
-    ADDRESS_FORMAT_ETHEREUM: account.address,
-    ADDRESS_FORMAT_COMPRESSED: compressed.slice(2),
-    ADDRESS_FORMAT_UNCOMPRESSED: uncompressed.slice(2),
-  }[params.addressFormat]
-  if (!address) throw invalid(`unsupported address format ${params.addressFormat}`)
-  return { ...params, address, publicKey: compressed.slice(2) }
+  if (!ADDRESS_FORMATS.has(params.addressFormat)) throw invalid(`unsupported address format ${params.addressFormat}`)
 }
 
-function compress(uncompressed: Hex): Hex {
-  const y = BigInt(`0x${uncompressed.slice(-64)}`)
-  return `0x${y % 2n === 0n ? '02' : '03'}${uncompressed.slice(4, 68)}`
+/**
+ * Derives accounts: secp256k1 keys on BIP-32 paths of the mnemonic's BIP-39 seed, with an Ethereum
+ * address (or the public key itself, for the compressed and uncompressed address formats). The
+ * seed (2048 rounds of PBKDF2, the slow part) is computed once for all of them and wiped after;
+ * every parameter is checked before.
+ *
+ * @example
+ * const [account] = deriveAccounts(mnemonic, [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }])
+ */
+export function deriveAccounts(mnemonic: string, accounts: readonly AccountParams[]): DerivedAccount[] {
+  for (const params of accounts) checkAccountParams(params)
+  if (!accounts.length) return []
+  const seed = mnemonicToSeedSync(mnemonic)
+  const root = HDKey.fromMasterSeed(seed)
+  try {
+    return accounts.map((params) => {
+      const node = root.derive(params.path)
+      if (!node.privateKey) throw new KmsError(GrpcCode.internal, `no private key at ${params.path}`)
+      const privateKey = Uint8Array.from(node.privateKey)
+      node.wipePrivateData()
+      const uncompressed = bytesToHex(secp256k1.getPublicKey(privateKey, false))
+      const compressed = bytesToHex(secp256k1.getPublicKey(privateKey, true)).slice(2)
+      const address = {
+        ADDRESS_FORMAT_ETHEREUM: publicKeyToAddress(uncompressed),
+        ADDRESS_FORMAT_COMPRESSED: compressed,
+        ADDRESS_FORMAT_UNCOMPRESSED: uncompressed.slice(2),
+      }[params.addressFormat]!
+      return { ...params, address, publicKey: compressed, privateKey }
+    })
+  } finally {
+    root.wipePrivateData()
+    seed.fill(0)
+  }
 }
 
 /** The 32 bytes to sign for a sign_raw_payload request. */
@@ -93,15 +98,20 @@ export function digestOf(payload: string, encoding: string, hashFunction: string
   }
 }
 
-/** r, s (64 hex digits each) and v ("00" or "01", the y parity), without 0x: what the clients read. */
-export async function signDigest(mnemonic: string, path: string, digest: Hex): Promise<{ r: string; s: string; v: string }> {
-  const signature = await privateKeyToAccount(privateKeyAt(mnemonic, path)).sign({ hash: digest })
-  const v = Number.parseInt(signature.slice(130, 132), 16)
-  return { r: signature.slice(2, 66), s: signature.slice(66, 130), v: v === 27 || v === 0 ? '00' : '01' }
+/**
+ * Signs a 32-byte digest: r, s (64 hex digits each, s low as Ethereum requires) and v ("00" or
+ * "01", the y parity), without 0x: what the clients read. Deterministic (RFC 6979).
+ *
+ * @example
+ * const { r, s, v } = signDigest(privateKey, digestOf(payload, 'PAYLOAD_ENCODING_HEXADECIMAL', 'HASH_FUNCTION_NO_OP'))
+ */
+export function signDigest(privateKey: Uint8Array, digest: Hex): { r: string; s: string; v: string } {
+  const { r, s, recovery } = secp256k1.sign(hexToBytes(digest), privateKey, { lowS: true })
+  return { r: r.toString(16).padStart(64, '0'), s: s.toString(16).padStart(64, '0'), v: recovery & 1 ? '01' : '00' }
 }
 
 /** Signs an unsigned serialized Ethereum transaction (legacy, EIP-2930, EIP-1559, EIP-7702); hex without 0x. */
-export async function signTransaction(mnemonic: string, path: string, unsignedTransaction: string): Promise<string> {
+export async function signTransaction(privateKey: Uint8Array, unsignedTransaction: string): Promise<string> {
   const hex = (unsignedTransaction.startsWith('0x') ? unsignedTransaction : `0x${unsignedTransaction}`) as Hex
   let transaction: TransactionSerializable
   try {
@@ -109,6 +119,6 @@ export async function signTransaction(mnemonic: string, path: string, unsignedTr
   } catch (error) {
     throw invalid(`unsignedTransaction is not a serialized Ethereum transaction: ${(error as Error).message.split('\n')[0]}`)
   }
-  const signed = await privateKeyToAccount(privateKeyAt(mnemonic, path)).signTransaction(transaction)
+  const signed = await signSerializable({ privateKey: bytesToHex(privateKey), transaction })
   return signed.slice(2)
 }
