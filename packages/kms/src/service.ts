@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { type ServerType, serve } from '@hono/node-server'
+import { createAdaptorServer, type ServerType, serve } from '@hono/node-server'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
 import { type Db, openDatabase } from './db.js'
+import { createFramesApp } from './frames/app.js'
 import type { Mailer } from './mail.js'
 import type { WebauthnConfig } from './webauthn.js'
 
@@ -23,6 +24,20 @@ export type KmsOptions = {
   signerPrivateKey?: string | undefined
   /** Clock in unix ms; tests move it to expire keys. */
   now?: (() => number) | undefined
+  /** Serve the auth, recovery, export and import frames from their own origin. Default: no frames. */
+  frames?: FramesOptions | undefined
+}
+
+export type FramesOptions = {
+  /** Default 8091. */
+  port?: number | undefined
+  /**
+   * Host name in `framesUrl` and address to listen on. Default `localhost`: 127.0.0.1 and ::1, so
+   * the frames are a secure context (WebCrypto) over plain http.
+   */
+  host?: string | undefined
+  /** Origins allowed to embed the frames and open their channel, e.g. `http://localhost:5173`. */
+  parentOrigins: readonly string[]
 }
 
 /** An organization with no parent, its first user and that user's API key. */
@@ -46,7 +61,11 @@ export function createKms(options: KmsOptions = {}) {
   const signerPrivateKey = options.signerPrivateKey ?? Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
   const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer: options.mailer, webauthn: options.webauthn })
+  const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
+  const framesHost = options.frames?.host ?? 'localhost'
+  const framesPort = options.frames?.port ?? 8091
   let server: ServerType | undefined
+  let framesServers: ServerType[] = []
 
   return {
     name: 'kms',
@@ -54,20 +73,31 @@ export function createKms(options: KmsOptions = {}) {
     port,
     url: `http://${host}:${port}`,
     app,
+    /** The frames' origin, e.g. http://localhost:8091 (pages at /auth, /recovery, /export, /import), when `frames` is set. */
+    framesUrl: framesApp ? `http://${framesHost.includes(':') ? `[${framesHost}]` : framesHost}:${framesPort}` : undefined,
+    /** The frames' Hono app, when `frames` is set. */
+    framesApp,
     /** Uncompressed hex; also served at SIGNER_PATH. */
     signerPublicKey,
     async start() {
       if (server) return
-      await new Promise<void>((resolve, reject) => {
-        const started = serve({ fetch: app.fetch, port, hostname: host }, () => resolve())
+      const api = await new Promise<ServerType>((resolve, reject) => {
+        const started = serve({ fetch: app.fetch, port, hostname: host }, () => resolve(started))
         started.once('error', reject)
-        server = started
       })
+      try {
+        framesServers = framesApp ? await listenFrames(framesApp.fetch, framesHost, framesPort) : []
+      } catch (error) {
+        await closeServer(api)
+        throw error
+      }
+      server = api
     },
     async stop() {
-      const running = server
+      const running = [...(server ? [server] : []), ...framesServers]
       server = undefined
-      if (running) await new Promise<void>((resolve) => running.close(() => resolve()))
+      framesServers = []
+      await Promise.all(running.map(closeServer))
       db.close()
     },
     /** Whether the database holds this organization (a deleted database does not). */
@@ -100,3 +130,30 @@ export function createKms(options: KmsOptions = {}) {
 }
 
 export type Kms = ReturnType<typeof createKms>
+
+/**
+ * Listens for the frames on `host`; `localhost` means 127.0.0.1 and, where the machine has IPv6,
+ * ::1, so every client's idea of localhost reaches the frames and nothing else.
+ */
+async function listenFrames(fetch: (request: Request) => Response | Promise<Response>, host: string, port: number): Promise<ServerType[]> {
+  const addresses = host === 'localhost' ? [{ address: '127.0.0.1', required: true }, { address: '::1', required: false }] : [{ address: host, required: true }]
+  const servers: ServerType[] = []
+  for (const { address, required } of addresses) {
+    const server = createAdaptorServer({ fetch })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(port, address, () => resolve())
+      })
+      servers.push(server)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (!required && (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT')) continue
+      await Promise.all(servers.map(closeServer))
+      throw error
+    }
+  }
+  return servers
+}
+
+const closeServer = (server: ServerType) => new Promise<void>((resolve) => server.close(() => resolve()))

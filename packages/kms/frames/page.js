@@ -1,0 +1,52 @@
+// Generated from src/frames/browser/page.ts by `npm run build:frames -w @latchkey/kms`. Do not edit.
+import { FrameError } from './encoding.js';
+import { browserAccepts, parseSettings } from './settings.js';
+export function pageConfig(document) {
+    const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.getAttribute('content')?.trim() ?? '';
+    return {
+        page: meta('latchkey-frame'),
+        parentOrigins: meta('latchkey-parent-origins').split(/\s+/).filter(Boolean),
+        signerPublicKey: meta('latchkey-signer-public-key'),
+    };
+}
+export function element(id) {
+    const found = document.getElementById(id);
+    if (!found)
+        throw new Error(`#${id} is missing from the page`);
+    return found;
+}
+/** Shows why the frame will not run, in place of its content. */
+export function showRefusal(message) {
+    const main = document.querySelector('main');
+    if (!main)
+        return;
+    const alert = document.createElement('p');
+    alert.className = 'error';
+    alert.setAttribute('role', 'alert');
+    alert.textContent = `This frame cannot run here: ${message}.`;
+    main.replaceChildren(alert);
+}
+/** Shows a handler's refusal in the frame's alert as well as sending it to the parent. */
+export function showingErrors(alert, handler) {
+    return async (request, context) => {
+        try {
+            const reply = await handler(request, context);
+            alert.hidden = true;
+            alert.textContent = '';
+            return reply;
+        }
+        catch (error) {
+            if (error instanceof FrameError) {
+                alert.textContent = `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`;
+                alert.hidden = false;
+            }
+            throw error;
+        }
+    };
+}
+/** APPLY_SETTINGS on the secret's box and its label. */
+export function applySettings(value, targets) {
+    for (const declaration of parseSettings(value, browserAccepts))
+        targets[declaration.target].style.setProperty(declaration.property, declaration.value);
+    return { type: 'SETTINGS_APPLIED', value: true };
+}

@@ -1,0 +1,98 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { Hono } from 'hono'
+import { FRAME_PAGES, framePage } from './pages.js'
+
+// The frames' own origin: four pages and their scripts and stylesheet, nothing else. Every
+// response carries a CSP that allows only this origin's scripts and styles, no connections, no
+// images, and embedding only by the configured parent origins.
+
+export type FramesAppOptions = {
+  /** The kms's bundle signer (uncompressed hex), baked into the export and import pages. */
+  signerPublicKey: string
+  /** Origins (`scheme://host[:port]`) allowed to embed the frames and open their channel. */
+  parentOrigins: readonly string[]
+}
+
+/** Where the compiled frame scripts and the stylesheet are served from. */
+const assetsDirectory = new URL('../../frames/', import.meta.url)
+
+const contentTypes: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' }
+
+/** Checks `origin` is exactly an http(s) origin, as a browser writes `event.origin`. */
+export function assertOrigin(origin: string): string {
+  let parsed: URL | undefined
+  try {
+    parsed = new URL(origin)
+  } catch {
+    parsed = undefined
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.origin !== origin)
+    throw new Error(`frames.parentOrigins: ${JSON.stringify(origin)} is not an origin like https://app.example or http://localhost:5173`)
+  return origin
+}
+
+/**
+ * The frames' Content-Security-Policy: scripts and styles of this origin only, nothing fetched,
+ * no images, embedding only by `parentOrigins` (`'none'` when there are none).
+ */
+export function framesContentSecurityPolicy(parentOrigins: readonly string[]): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'none'",
+    "connect-src 'none'",
+    `frame-ancestors ${parentOrigins.length ? parentOrigins.join(' ') : "'none'"}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "require-trusted-types-for 'script'",
+    "trusted-types 'none'",
+  ].join('; ')
+}
+
+/**
+ * The frames as a Hono app: `GET /auth`, `/recovery`, `/export`, `/import` and `/assets/*`.
+ *
+ * @example
+ * const frames = createFramesApp({ signerPublicKey: kms.signerPublicKey, parentOrigins: ['http://localhost:5173'] })
+ * const response = await frames.request('/export')
+ */
+export function createFramesApp(options: FramesAppOptions) {
+  const parentOrigins = options.parentOrigins.map(assertOrigin)
+  if (!/^04[0-9a-f]{128}$/i.test(options.signerPublicKey)) throw new Error('signerPublicKey must be an uncompressed P-256 public key in hex')
+  const securityHeaders = {
+    'content-security-policy': framesContentSecurityPolicy(parentOrigins),
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+  }
+  const assets = new Map(
+    readdirSync(assetsDirectory)
+      .filter((name) => /\.(?:js|css)$/.test(name))
+      .map((name) => [name, { body: readFileSync(new URL(name, assetsDirectory), 'utf8'), type: contentTypes[name.slice(name.lastIndexOf('.'))]! }]),
+  )
+  const pages = new Map(
+    FRAME_PAGES.map((page) => [page, (secret: 'mnemonic' | 'private-key') => framePage({ page, parentOrigins, signerPublicKey: options.signerPublicKey.toLowerCase(), secret })]),
+  )
+
+  const app = new Hono()
+  app.use('*', async (c, next) => {
+    await next()
+    for (const [name, value] of Object.entries(securityHeaders)) c.res.headers.set(name, value)
+  })
+  for (const page of FRAME_PAGES)
+    app.on(['GET', 'HEAD'], `/${page}`, (c) => {
+      const secret = page === 'import' && c.req.query('secret') === 'private-key' ? 'private-key' : 'mnemonic'
+      return c.body(pages.get(page)!(secret), 200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+    })
+  app.on(['GET', 'HEAD'], '/assets/:name', (c) => {
+    const asset = assets.get(c.req.param('name'))
+    if (!asset) return c.text('Not found', 404)
+    return c.body(asset.body, 200, { 'content-type': asset.type, 'cache-control': 'no-cache' })
+  })
+  app.notFound((c) => c.text('Not found', 404))
+  app.onError((error, c) => {
+    console.error(error)
+    return c.text('Internal error', 500)
+  })
+  return app
+}

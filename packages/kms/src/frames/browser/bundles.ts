@@ -1,0 +1,96 @@
+import { base58checkDecode, type Bytes, bytesToBase64url, bytesToHex, FrameError, hexToBytes, utf8Decode, utf8Encode } from './encoding.js'
+import type { EmbeddedKey } from './embeddedKey.js'
+import { hpkeOpen, hpkeSeal } from './hpke.js'
+import { importSigningKey, p1363ToDer, uncompressedPoint, verifySignature } from './p256.js'
+
+// What the frames do with bundles (research/turnkey-api.md §4): open credential bundles into a
+// stamping key, verify and open export bundles, verify import bundles and seal secrets to them.
+
+/** A credential opened from a bundle: a non-extractable signing key and its compressed public key. */
+export type Credential = { readonly key: CryptoKey; readonly publicKey: string }
+
+/** Opens a credential bundle, base58check(compressed enc ‖ ciphertext), with the embedded key. */
+export async function openCredentialBundle(bundle: string, embeddedKey: EmbeddedKey): Promise<Credential> {
+  const bytes = await base58checkDecode(bundle.trim())
+  if (bytes.length <= 33) throw new FrameError('the credential bundle is too short')
+  const secret = await hpkeOpen({ recipientPrivateKey: embeddedKey.privateKey, recipientPublicKey: embeddedKey.publicKey, enc: bytes.subarray(0, 33), ciphertext: bytes.subarray(33) })
+  try {
+    return await importSigningKey(secret)
+  } finally {
+    secret.fill(0)
+  }
+}
+
+/** The `X-Stamp` value `ApiKeyStamper` makes: base64url JSON {publicKey, scheme, signature (DER hex)}. */
+export async function stamp(credential: Credential, payload: string): Promise<string> {
+  const signature = new Uint8Array(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, credential.key, utf8Encode(payload)))
+  const body = { publicKey: credential.publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature: bytesToHex(p1363ToDer(signature)) }
+  return bytesToBase64url(utf8Encode(JSON.stringify(body)))
+}
+
+/**
+ * The data of a signed `v1.0.0` envelope (export and import bundles), after checking that the
+ * service's signer key signed it. The key is the one baked into the page, never the one the
+ * envelope names.
+ */
+export async function verifySignedBundle(bundle: string, signerPublicKey: string): Promise<Record<string, unknown>> {
+  let envelope: Record<string, unknown>
+  try {
+    envelope = JSON.parse(bundle) as Record<string, unknown>
+  } catch {
+    throw new FrameError('the bundle is not JSON')
+  }
+  if (typeof envelope !== 'object' || envelope === null) throw new FrameError('the bundle is not a signed bundle')
+  if (envelope['version'] !== 'v1.0.0') throw new FrameError(`unsupported bundle version ${JSON.stringify(envelope['version'])?.slice(0, 40)}`)
+  const named = envelope['enclaveQuorumPublic']
+  if (named !== undefined && (typeof named !== 'string' || named.toLowerCase() !== signerPublicKey.toLowerCase()))
+    throw new FrameError(`the bundle is signed by ${String(named).slice(0, 140)}, not by this service's signer ${signerPublicKey}`)
+  if (typeof envelope['data'] !== 'string' || typeof envelope['dataSignature'] !== 'string') throw new FrameError('the bundle has no data or no signature')
+  const data = hexToBytes(envelope['data'], 'the bundle data')
+  let valid = false
+  try {
+    valid = await verifySignature(hexToBytes(signerPublicKey), hexToBytes(envelope['dataSignature'], 'the bundle signature'), data)
+  } catch {
+    valid = false
+  }
+  if (!valid) throw new FrameError('the bundle signature does not verify')
+  try {
+    const inner = JSON.parse(utf8Decode(data)) as unknown
+    if (typeof inner === 'object' && inner !== null && !Array.isArray(inner)) return inner as Record<string, unknown>
+  } catch {
+    // Reported below.
+  }
+  throw new FrameError('the bundle data is not a JSON object')
+}
+
+const expectField = (data: Record<string, unknown>, field: string, expected: string, what: string) => {
+  if (data[field] !== expected) throw new FrameError(`the bundle belongs to ${what} ${String(data[field]).slice(0, 80)}, not ${expected}`)
+}
+
+/** Verifies an export bundle for `organizationId` and opens it with the embedded key. */
+export async function openExportBundle(parameters: { bundle: string; organizationId: string; signerPublicKey: string; embeddedKey: EmbeddedKey }): Promise<Bytes> {
+  const data = await verifySignedBundle(parameters.bundle, parameters.signerPublicKey)
+  expectField(data, 'organizationId', parameters.organizationId, 'organization')
+  if (typeof data['encappedPublic'] !== 'string' || typeof data['ciphertext'] !== 'string') throw new FrameError('the export bundle has no encappedPublic or ciphertext')
+  return hpkeOpen({
+    recipientPrivateKey: parameters.embeddedKey.privateKey,
+    recipientPublicKey: parameters.embeddedKey.publicKey,
+    enc: hexToBytes(data['encappedPublic'], 'encappedPublic'),
+    ciphertext: hexToBytes(data['ciphertext'], 'ciphertext'),
+  })
+}
+
+/** Verifies an import bundle for `organizationId` and `userId`; returns the target key (uncompressed). */
+export async function readImportBundle(parameters: { bundle: string; organizationId: string; userId: string; signerPublicKey: string }): Promise<Bytes> {
+  const data = await verifySignedBundle(parameters.bundle, parameters.signerPublicKey)
+  expectField(data, 'organizationId', parameters.organizationId, 'organization')
+  expectField(data, 'userId', parameters.userId, 'user')
+  if (typeof data['targetPublic'] !== 'string') throw new FrameError('the import bundle has no targetPublic')
+  return uncompressedPoint(hexToBytes(data['targetPublic'], 'targetPublic'))
+}
+
+/** `plaintext` sealed to the import target: the `encryptedBundle` import_wallet and import_private_key take. */
+export async function sealImportBundle(targetPublicKey: Uint8Array, plaintext: Uint8Array): Promise<string> {
+  const { enc, ciphertext } = await hpkeSeal({ recipientPublicKey: targetPublicKey, plaintext })
+  return JSON.stringify({ encappedPublic: bytesToHex(enc), ciphertext: bytesToHex(ciphertext) })
+}

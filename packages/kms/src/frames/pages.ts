@@ -1,0 +1,84 @@
+// The frames' HTML. The configuration a page needs (its name, the parent origins, the signer
+// key) is written into meta tags here, so the page fetches nothing; scripts and styles are
+// separate files of this origin, so the CSP needs no 'unsafe-inline'.
+
+/** The frame pages, by path. `auth` and `recovery` are the same page with their own embedded keys. */
+export const FRAME_PAGES = ['auth', 'recovery', 'export', 'import'] as const
+export type FramePage = (typeof FRAME_PAGES)[number]
+
+export type PageParameters = {
+  page: FramePage
+  parentOrigins: readonly string[]
+  /** Uncompressed hex. */
+  signerPublicKey: string
+  /** Import frame: what the user types. Default `mnemonic`. */
+  secret?: 'mnemonic' | 'private-key' | undefined
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`)
+
+const titles: Record<FramePage, string> = {
+  auth: 'Latchkey sign-in',
+  recovery: 'Latchkey recovery',
+  export: 'Latchkey export',
+  import: 'Latchkey import',
+}
+
+function body(parameters: PageParameters): string {
+  switch (parameters.page) {
+    case 'auth':
+    case 'recovery':
+      return `<main>
+<p class="visually-hidden">This frame keeps a sign-in key for the app that embeds it. There is nothing to do here.</p>
+</main>`
+    case 'export':
+      return `<main>
+<p id="status" class="status" role="status">Waiting for the export…</p>
+<section id="secret" class="secret" hidden>
+<h1 id="secret-label" class="label">Secret recovery phrase</h1>
+<ol id="words" class="words" aria-labelledby="secret-label" hidden></ol>
+<code id="key" class="key" aria-labelledby="secret-label" hidden></code>
+<p class="warning">Anyone who has this can take everything it holds. Write it down, keep it offline and never share it.</p>
+</section>
+<p id="error" class="error" role="alert" hidden></p>
+</main>`
+    case 'import': {
+      const key = parameters.secret === 'private-key'
+      return `<main>
+<label id="secret-label" class="label" for="secret">${key ? 'Private key' : 'Secret recovery phrase'}</label>
+<textarea id="secret" rows="4" autocomplete="off" autocapitalize="none" spellcheck="false" aria-describedby="hint"></textarea>
+<p id="hint" class="hint">${
+        key ? '64 hexadecimal characters.' : 'Your 12 to 24 words, separated by spaces.'
+      } It is encrypted inside this frame; the app only receives the encrypted copy.</p>
+<p id="error" class="error" role="alert" hidden></p>
+</main>`
+    }
+  }
+}
+
+/**
+ * The HTML of one frame page.
+ *
+ * @example
+ * framePage({ page: 'export', parentOrigins: ['http://localhost:5173'], signerPublicKey })
+ */
+export function framePage(parameters: PageParameters): string {
+  const script = parameters.page === 'recovery' ? 'auth' : parameters.page
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="latchkey-frame" content="${parameters.page}">
+<meta name="latchkey-parent-origins" content="${escapeHtml(parameters.parentOrigins.join(' '))}">
+<meta name="latchkey-signer-public-key" content="${escapeHtml(parameters.signerPublicKey)}">
+<title>${titles[parameters.page]}</title>
+<link rel="stylesheet" href="/assets/frames.css">
+<script type="module" src="/assets/${script}.js"></script>
+</head>
+<body>
+${body(parameters)}
+</body>
+</html>
+`
+}

@@ -1,0 +1,134 @@
+import { readdirSync } from 'node:fs'
+import { getFreePort } from '@latchkey/devnet'
+import { describe, expect, test } from 'vitest'
+import { createFramesApp, createKms, FRAME_PAGES, framesContentSecurityPolicy } from '../src/index.js'
+import { compiledFrames, compileFrames } from '../src/frames/build.js'
+
+// The frames' origin as served: pages, scripts, the stylesheet, and the headers that confine them.
+
+const signerPublicKey = `04${'ab'.repeat(64)}`
+const parentOrigins = ['http://localhost:5173', 'https://app.example']
+const app = createFramesApp({ signerPublicKey, parentOrigins })
+
+const expectedPolicy =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'none'; connect-src 'none'; frame-ancestors http://localhost:5173 https://app.example; base-uri 'none'; form-action 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
+
+const securityHeaders = (response: Response) => ({
+  csp: response.headers.get('content-security-policy'),
+  nosniff: response.headers.get('x-content-type-options'),
+  referrer: response.headers.get('referrer-policy'),
+})
+
+describe('pages', () => {
+  test.each(FRAME_PAGES)('default: /%s is HTML with the CSP, nosniff and no-referrer', async (page) => {
+    const response = await app.request(`/${page}`)
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(response.headers.get('cache-control')).toBe('no-store')
+    expect(securityHeaders(response)).toEqual({ csp: expectedPolicy, nosniff: 'nosniff', referrer: 'no-referrer' })
+    const html = await response.text()
+    expect(html).toContain(`<meta name="latchkey-frame" content="${page}">`)
+    expect(html).toContain('<meta name="latchkey-parent-origins" content="http://localhost:5173 https://app.example">')
+    expect(html).toContain(`<meta name="latchkey-signer-public-key" content="${signerPublicKey}">`)
+    expect(html).toContain(`<script type="module" src="/assets/${page === 'recovery' ? 'auth' : page}.js"></script>`)
+    // No inline script or style: the CSP allows neither.
+    expect(html.match(/<script/g)).toHaveLength(1)
+    expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/)
+  })
+
+  test('behavior: the export frame labels the phrase; the import frame labels its field', async () => {
+    const exportHtml = await (await app.request('/export')).text()
+    expect(exportHtml).toContain('<h1 id="secret-label" class="label">Secret recovery phrase</h1>')
+    expect(exportHtml).toContain('<ol id="words" class="words" aria-labelledby="secret-label" hidden></ol>')
+    const importHtml = await (await app.request('/import')).text()
+    expect(importHtml).toContain('<label id="secret-label" class="label" for="secret">Secret recovery phrase</label>')
+    const keyHtml = await (await app.request('/import?secret=private-key')).text()
+    expect(keyHtml).toContain('<label id="secret-label" class="label" for="secret">Private key</label>')
+  })
+
+  test('behavior: no parent origins means no embedding at all', async () => {
+    const closed = createFramesApp({ signerPublicKey, parentOrigins: [] })
+    expect((await closed.request('/auth')).headers.get('content-security-policy')).toContain("frame-ancestors 'none';")
+    expect(framesContentSecurityPolicy([])).toBe(expectedPolicy.replace('http://localhost:5173 https://app.example', "'none'"))
+  })
+
+  test('error: anything else is 404, with the same headers', async () => {
+    for (const path of ['/', '/auth/', '/assets/missing.js', '/assets/../src/index.ts', '/.well-known/latchkey-kms-signer.json']) {
+      const response = await app.request(path)
+      expect({ path, status: response.status }).toEqual({ path, status: 404 })
+      expect(securityHeaders(response)).toEqual({ csp: expectedPolicy, nosniff: 'nosniff', referrer: 'no-referrer' })
+    }
+    expect((await app.request('/auth', { method: 'POST' })).status).toBe(404)
+  })
+
+  test('error: parent origins must be origins; the signer key must be an uncompressed point', () => {
+    expect(() => createFramesApp({ signerPublicKey, parentOrigins: ['http://localhost:5173/'] })).toThrowErrorMatchingInlineSnapshot(
+      `[Error: frames.parentOrigins: "http://localhost:5173/" is not an origin like https://app.example or http://localhost:5173]`,
+    )
+    expect(() => createFramesApp({ signerPublicKey, parentOrigins: ['*'] })).toThrow('frames.parentOrigins: "*" is not an origin')
+    expect(() => createFramesApp({ signerPublicKey, parentOrigins: ["http://a.example 'unsafe-inline'"] })).toThrow('is not an origin')
+    expect(() => createFramesApp({ signerPublicKey: '02abcd', parentOrigins })).toThrow('signerPublicKey must be an uncompressed P-256 public key in hex')
+  })
+})
+
+describe('assets', () => {
+  test('default: every compiled module and the stylesheet, with their types', async () => {
+    const files = readdirSync(compiledFrames).sort()
+    expect(files).toEqual([...[...compileFrames().keys()], 'frames.css'].sort())
+    for (const file of files) {
+      const response = await app.request(`/assets/${file}`)
+      expect(response.status).toBe(200)
+      expect(response.headers.get('content-type')).toBe(file.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8')
+      expect(securityHeaders(response)).toEqual({ csp: expectedPolicy, nosniff: 'nosniff', referrer: 'no-referrer' })
+    }
+  })
+
+  test('behavior: frames/*.js is what src/frames/browser compiles to (run npm run build:frames -w @latchkey/kms)', async () => {
+    for (const [file, text] of compileFrames()) expect(await (await app.request(`/assets/${file}`)).text(), file).toBe(text)
+  })
+
+  test('behavior: the scripts fetch nothing and write no HTML', () => {
+    for (const [file, text] of compileFrames()) expect({ file, sinks: text.match(/\bfetch\(|XMLHttpRequest|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/g) }).toEqual({ file, sinks: null })
+  })
+})
+
+describe('createKms({ frames })', () => {
+  test('default: serves the frames on their own port at http://localhost:<port>, stops with the kms', async () => {
+    const framesPort = await getFreePort()
+    const kms = createKms({ port: await getFreePort(), frames: { port: framesPort, parentOrigins: ['http://localhost:5173'] } })
+    expect(kms.framesUrl).toBe(`http://localhost:${framesPort}`)
+    await kms.start()
+    try {
+      const response = await fetch(`${kms.framesUrl}/export`)
+      expect(response.status).toBe(200)
+      expect(response.headers.get('content-security-policy')).toContain('frame-ancestors http://localhost:5173;')
+      expect(await response.text()).toContain(`<meta name="latchkey-signer-public-key" content="${kms.signerPublicKey}">`)
+      // The API stays on its own origin; the frames are not served there.
+      expect((await fetch(`${kms.url}/export`)).status).toBe(404)
+    } finally {
+      await kms.stop()
+    }
+    await expect(fetch(`http://127.0.0.1:${framesPort}/export`)).rejects.toThrow('fetch failed')
+  })
+
+  test('behavior: without frames there is no frames URL', () => {
+    expect(createKms().framesUrl).toBeUndefined()
+  })
+
+  test('error: a taken frames port fails start and leaves the API port free', async () => {
+    const framesPort = await getFreePort()
+    const apiPort = await getFreePort()
+    const holder = createKms({ port: await getFreePort(), frames: { port: framesPort, parentOrigins: [] } })
+    await holder.start()
+    try {
+      const kms = createKms({ port: apiPort, frames: { port: framesPort, parentOrigins: [] } })
+      await expect(kms.start()).rejects.toMatchObject({ code: 'EADDRINUSE', port: framesPort })
+      await kms.stop()
+      const again = createKms({ port: apiPort })
+      await again.start()
+      await again.stop()
+    } finally {
+      await holder.stop()
+    }
+  })
+})
