@@ -55,7 +55,7 @@ try {
 } catch (error) {
   console.error(`\nCould not start the devnet: ${error instanceof Error ? error.message : String(error)}`)
   if (error instanceof PortInUseError)
-    console.error('Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT.')
+    console.error('Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT.')
   // Every service that had started was stopped by startStack.
   process.exit(stopping ? 0 : 1)
 }
@@ -70,6 +70,7 @@ function banner(stack: Stack): string {
   ]
   if (stack.urls.relay) rows.push(['Relay', stack.urls.relay])
   if (stack.urls.kms) rows.push(['KMS', `${stack.urls.kms}   dev inbox ${stack.urls.kms}/dev/mailbox`])
+  if (stack.urls.frames) rows.push(['Frames', `${stack.urls.frames}   /auth /recovery /export /import`])
   if (stack.urls.server) rows.push(['Backend', stack.urls.server])
   if (stack.urls.demo) rows.push(['Demo', stack.urls.demo])
   if (stack.urls.wallet) rows.push(['Wallet', `${stack.urls.wallet}   reference WalletConnect wallet`])

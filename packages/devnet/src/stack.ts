@@ -12,10 +12,10 @@ import { staticServer } from './static.js'
 export type StartStackOptions = {
   /**
    * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
-   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_KMS_PORT`, `LATCHKEY_SERVER_PORT`, `LATCHKEY_DEMO_PORT`,
-   * `LATCHKEY_WALLET_PORT`), else 8545, 8546, 5555, 8090, 8787, 5173 and 5174.
+   * `LATCHKEY_RELAY_PORT`, `LATCHKEY_KMS_PORT`, `LATCHKEY_KMS_FRAMES_PORT`, `LATCHKEY_SERVER_PORT`,
+   * `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`), else 8545, 8546, 5555, 8090, 8091, 8787, 5173 and 5174.
    */
-  ports?: { chainA?: number; chainB?: number; relay?: number; kms?: number; server?: number; demo?: number; wallet?: number }
+  ports?: { chainA?: number; chainB?: number; relay?: number; kms?: number; frames?: number; server?: number; demo?: number; wallet?: number }
   /** Run the WalletConnect relay. Default: `true`. */
   relay?: boolean
   /** Run the key-management service, and the app backend that uses it. Default: `true`. */
@@ -45,6 +45,8 @@ export type StackUrls<demo extends boolean = boolean> = {
   readonly chainB: string
   readonly relay?: string
   readonly kms?: string
+  /** The kms frames' origin (pages at /auth, /recovery, /export, /import). */
+  readonly frames?: string
   readonly server?: string
   readonly wallet?: string
 } & (demo extends true
@@ -92,7 +94,7 @@ export type Stack<demo extends boolean = boolean> = {
 /** Whether a stack started with `options` serves the demo: known when `demo` is a literal or absent. */
 type DemoFlag<options> = options extends { demo: false } ? false : options extends { demo: true } ? true : 'demo' extends keyof options ? boolean : true
 
-export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090, server: 8787, demo: 5173, wallet: 5174 } as const
+export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090, frames: 8091, server: 8787, demo: 5173, wallet: 5174 } as const
 
 /**
  * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built
@@ -111,6 +113,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainB: options?.ports?.chainB ?? portFromEnv(env, 'LATCHKEY_CHAIN_B_PORT', defaultPorts.chainB),
     relay: options?.ports?.relay ?? portFromEnv(env, 'LATCHKEY_RELAY_PORT', defaultPorts.relay),
     kms: options?.ports?.kms ?? portFromEnv(env, 'LATCHKEY_KMS_PORT', defaultPorts.kms),
+    frames: options?.ports?.frames ?? portFromEnv(env, 'LATCHKEY_KMS_FRAMES_PORT', defaultPorts.frames),
     server: options?.ports?.server ?? portFromEnv(env, 'LATCHKEY_SERVER_PORT', defaultPorts.server),
     demo: options?.ports?.demo ?? portFromEnv(env, 'LATCHKEY_DEMO_PORT', defaultPorts.demo),
     wallet: options?.ports?.wallet ?? portFromEnv(env, 'LATCHKEY_WALLET_PORT', defaultPorts.wallet),
@@ -127,7 +130,9 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       ? undefined
       : relayInstance(ports.relay, { 'eip155:31337': chainA.url, 'eip155:31338': chainB.url }, env['REDIS_URL'] || join(stateDir, 'relay.db'))
   const demoOrigins = [`http://localhost:${ports.demo}`, `http://127.0.0.1:${ports.demo}`]
-  const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir, { rpIds: ['localhost'], origins: demoOrigins })
+  // The frames may be embedded by the demo and the reference wallet.
+  const frameParents = [...demoOrigins, `http://localhost:${ports.wallet}`, `http://127.0.0.1:${ports.wallet}`]
+  const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir, { rpIds: ['localhost'], origins: demoOrigins }, { port: ports.frames, parentOrigins: frameParents })
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
   const server = kms ? serverInstance(ports.server, kms, stateDir, demoOrigins) : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
@@ -142,7 +147,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainA: chainA.url,
     chainB: chainB.url,
     ...(relay ? { relay: relay.url } : {}),
-    ...(kms ? { kms: kms.url } : {}),
+    ...(kms ? { kms: kms.url, frames: kms.framesUrl } : {}),
     ...(server ? { server: server.url } : {}),
     ...(demo ? { demo: demo.url } : {}),
     ...(wallet ? { wallet: wallet.url } : {}),
@@ -255,7 +260,12 @@ type KmsState = {
  * parent organization's API key pair in `kms.json` (mode 0600) in the state directory: created on
  * the first start, reused after. Passkeys are accepted from the demo's origins.
  */
-function kmsInstance(port: number, stateDir: string, webauthn: WebauthnConfig): Instance & { credentials(): KmsCredentials } {
+function kmsInstance(
+  port: number,
+  stateDir: string,
+  webauthn: WebauthnConfig,
+  frames: { port: number; parentOrigins: readonly string[] },
+): Instance & { credentials(): KmsCredentials; framesUrl: string } {
   const host = '127.0.0.1'
   const statePath = join(stateDir, 'kms.json')
   let running: ReturnType<typeof createKms> | undefined
@@ -270,12 +280,13 @@ function kmsInstance(port: number, stateDir: string, webauthn: WebauthnConfig): 
         (text) => JSON.parse(text) as KmsState,
         () => ({ masterKey: randomBytes(32).toString('hex'), signerPrivateKey: generateApiKeyPair().apiPrivateKey }),
       )
-      const kms = createKms({ port, host, databasePath: join(stateDir, 'kms.db'), masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey, webauthn })
+      const kms = createKms({ port, host, databasePath: join(stateDir, 'kms.db'), masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey, webauthn, frames })
       try {
         await kms.start()
       } catch (error) {
         await kms.stop()
-        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError({ name: 'kms', host, port })
+        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
+          throw (error as { port?: number }).port === frames.port ? new PortInUseError({ name: 'kms frames', host: 'localhost', port: frames.port }) : new PortInUseError({ name: 'kms', host, port })
         throw error
       }
       // First start, or a deleted kms.db: a parent organization for the app backend.
@@ -301,6 +312,7 @@ function kmsInstance(port: number, stateDir: string, webauthn: WebauthnConfig): 
     },
   })
   return Object.assign(instance, {
+    framesUrl: `http://localhost:${frames.port}`,
     credentials() {
       if (!credentials) throw new DevnetError('the kms has not started', { code: 'NOT_STARTED' })
       return credentials
@@ -328,6 +340,7 @@ function serverInstance(port: number, kms: ReturnType<typeof kmsInstance>, state
         host,
         databasePath: join(stateDir, 'server.db'),
         kmsUrl: kms.url,
+        framesUrl: kms.framesUrl,
         organizationId: credentials.parentOrganizationId,
         apiPublicKey: credentials.apiPublicKey,
         apiPrivateKey: credentials.apiPrivateKey,

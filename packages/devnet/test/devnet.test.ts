@@ -12,6 +12,7 @@ import * as devnet from '../src/index.js'
 import {
   anvil,
   DevnetError,
+  defaultPorts,
   getFreePort,
   type Instance,
   PortInUseError,
@@ -360,7 +361,7 @@ describe('staticServer', () => {
 
 describe('startStack', () => {
   test('default: with demo: false, writes dev.json and stop() frees the ports', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const stack = await startStack({ ports, stateDir, demo: false })
     cleanups.push(() => stack.stop())
@@ -370,7 +371,8 @@ describe('startStack', () => {
     const relay = `ws://127.0.0.1:${ports.relay}`
     const kms = `http://127.0.0.1:${ports.kms}`
     const server = `http://127.0.0.1:${ports.server}`
-    expect(stack.urls).toEqual({ chainA, chainB, relay, kms, server })
+    const frames = `http://localhost:${ports.frames}`
+    expect(stack.urls).toEqual({ chainA, chainB, relay, kms, frames, server })
     expect(stack.instances.map((instance) => [instance.name, instance.status])).toEqual([
       ['chain A', 'started'],
       ['chain B', 'started'],
@@ -384,7 +386,7 @@ describe('startStack', () => {
       version: 1,
       startedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       pid: process.pid,
-      urls: { chainA, chainB, relay, kms, server },
+      urls: { chainA, chainB, relay, kms, frames, server },
       chains: [
         { id: 31337, name: 'Anvil A', rpcUrl: chainA },
         { id: 31338, name: 'Anvil B', rpcUrl: chainB },
@@ -403,6 +405,14 @@ describe('startStack', () => {
     })
     expect(whoami).toMatchObject({ organizationId: credentials.parentOrganizationId, organizationName: 'Latchkey devnet', username: 'app backend' })
     expect((await stat(join(stateDir, 'kms.json'))).mode & 0o777).toBe(0o600)
+    // The kms frames may be embedded by the demo and the wallet, and know the signer key.
+    const framePage = await fetch(`${frames}/export`)
+    expect(framePage.headers.get('content-security-policy')).toContain(
+      `frame-ancestors http://localhost:${defaultPorts.demo} http://127.0.0.1:${defaultPorts.demo} http://localhost:${defaultPorts.wallet} http://127.0.0.1:${defaultPorts.wallet};`,
+    )
+    expect(await framePage.text()).toContain(`<meta name="latchkey-signer-public-key" content="${credentials.signerPublicKey}">`)
+    // The backend tells browsers where the frames are.
+    expect(await (await fetch(`${server}/auth/config`)).json()).toMatchObject({ framesUrl: frames })
     // The backend answers, and knows no session yet.
     const session = await fetch(`${server}/auth/session`)
     expect([session.status, await session.json()]).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
@@ -417,7 +427,14 @@ describe('startStack', () => {
 
     await stack.stop()
     expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle', 'idle', 'idle'])
-    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay), await canBind(ports.kms), await canBind(ports.server)]).toEqual([true, true, true, true, true])
+    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay), await canBind(ports.kms), await canBind(ports.frames), await canBind(ports.server)]).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ])
 
     // A second start reuses the parent organization and keys.
     const again = await startStack({ ports, stateDir, demo: false })
@@ -429,7 +446,7 @@ describe('startStack', () => {
   })
 
   test('behavior: build: false serves the demo and wallet already in demoDir and walletDir', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() }
     const dir = await mkdtemp(join(tmpdir(), 'latchkey-stack-'))
     const demoDir = join(dir, 'demo')
     const walletDir = join(dir, 'wallet')
@@ -453,6 +470,7 @@ describe('startStack', () => {
       chainB: `http://127.0.0.1:${ports.chainB}`,
       relay: `ws://127.0.0.1:${ports.relay}`,
       kms: `http://127.0.0.1:${ports.kms}`,
+      frames: `http://localhost:${ports.frames}`,
       server: `http://127.0.0.1:${ports.server}`,
       demo: `http://localhost:${ports.demo}`,
       wallet: `http://localhost:${ports.wallet}`,
@@ -463,7 +481,7 @@ describe('startStack', () => {
   })
 
   test('error: when one service fails to start, the ones that started are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
     await occupy(ports.chainB)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
 
@@ -475,13 +493,23 @@ describe('startStack', () => {
   })
 
   test('error: the relay port in use is named, and the chains are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
     await occupy(ports.relay)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
     expect(error).toBeInstanceOf(PortInUseError)
     expect((error as PortInUseError).shortMessage).toBe(`port ${ports.relay} is in use: relay could not listen on 127.0.0.1:${ports.relay}`)
     expect([await canBind(ports.chainA), await canBind(ports.chainB)]).toEqual([true, true])
+  })
+
+  test('error: the kms frames port in use is named', async () => {
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
+    await occupy(ports.frames)
+    const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
+    const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
+    expect(error).toBeInstanceOf(PortInUseError)
+    expect((error as PortInUseError).shortMessage).toBe(`port ${ports.frames} is in use: kms frames could not listen on localhost:${ports.frames}`)
+    expect([await canBind(ports.chainA), await canBind(ports.kms)]).toEqual([true, true])
   })
 
   test('error: a port in the environment that is not a number', async () => {
@@ -493,13 +521,14 @@ describe('startStack', () => {
 
 describe('cli', () => {
   test.each(['SIGINT', 'SIGTERM'] as const)('default: prints the URLs; on %s stops both anvils and exits 0', async (signal) => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
     const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-cli-'))
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
       LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
       LATCHKEY_RELAY_PORT: String(ports.relay),
       LATCHKEY_KMS_PORT: String(ports.kms),
+      LATCHKEY_KMS_FRAMES_PORT: String(ports.frames),
       LATCHKEY_SERVER_PORT: String(ports.server),
       LATCHKEY_STATE_DIR: stateDir,
       LATCHKEY_DEMO: '0',
@@ -515,6 +544,7 @@ describe('cli', () => {
         `  Chain B    http://127.0.0.1:${ports.chainB}   chain id 31338`,
         `  Relay      ws://127.0.0.1:${ports.relay}`,
         `  KMS        http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
+        `  Frames     http://localhost:${ports.frames}   /auth /recovery /export /import`,
         `  Backend    http://127.0.0.1:${ports.server}`,
         `  dev.json   ${join(stateDir, 'dev.json')}`,
         '',
@@ -537,13 +567,14 @@ describe('cli', () => {
   })
 
   test('error: a port in use exits 1 with a clear message and leaves nothing running', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), server: await getFreePort() }
+    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
     await occupy(ports.chainA)
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
       LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
       LATCHKEY_RELAY_PORT: String(ports.relay),
       LATCHKEY_KMS_PORT: String(ports.kms),
+      LATCHKEY_KMS_FRAMES_PORT: String(ports.frames),
       LATCHKEY_SERVER_PORT: String(ports.server),
       LATCHKEY_STATE_DIR: await mkdtemp(join(tmpdir(), 'latchkey-cli-')),
       LATCHKEY_DEMO: '0',
@@ -551,7 +582,7 @@ describe('cli', () => {
     expect(await exitOf(cli)).toEqual({ code: 1, signal: null })
     const { stderr } = cli.output()
     expect(stderr).toContain(`\nCould not start the devnet: port ${ports.chainA} is in use: chain A could not listen on 127.0.0.1:${ports.chainA}\n`)
-    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT')
+    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT')
     expect(await canBind(ports.chainB)).toBe(true)
   })
 })
