@@ -1,12 +1,15 @@
 import { Hono } from 'hono'
 import { ServerError } from './errors.js'
 import { createRouteContext } from './internal/context.js'
+import type { SiweChain } from './internal/siwe.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
+import { nonce } from './routes/nonce.js'
 import { passkeySignup } from './routes/passkeySignup.js'
 import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
 import { sessionKey } from './routes/sessionKey.js'
+import { siwe } from './routes/siwe.js'
 import type { Store } from './store.js'
 
 export type ServerAppOptions = {
@@ -28,8 +31,15 @@ export type ServerAppOptions = {
   framesUrl?: string | undefined
   /** Shown in sign-in and recovery emails. */
   appName: string
-  /** Browser origins allowed to call with credentials (the demo's). */
+  /** Browser origins allowed to call with credentials (the demo's); SIWE messages' uris must have one. */
   allowedOrigins: readonly string[]
+  /**
+   * The domains (host[:port]) a SIWE message may be for; a message's uri may also have their https
+   * origins. Default: the hosts of `allowedOrigins`.
+   */
+  siweDomains?: readonly string[] | undefined
+  /** The chains SIWE messages may name, each with an RPC url its signatures are verified through. Default: none. */
+  chains?: readonly SiweChain[] | undefined
   /** Clock in unix ms. */
   now?: (() => number) | undefined
   /** The client's IP, for per-IP limits; default: the socket's address, else "unknown". */
@@ -39,16 +49,18 @@ export type ServerAppOptions = {
 }
 
 export { LIMITS, SESSION_COOKIE } from './internal/context.js'
+export { SIWE_COOKIE, SIWE_TIMES, type SiweChain } from './internal/siwe.js'
 export { WALLET_NAME } from './internal/wallet.js'
 export { ServerError } from './errors.js'
 
 /**
  * The app backend as a Hono app. It holds the parent organization's API key and is the only place
  * that creates sub-organizations, starts email sign-in and recovery, and registers session keys;
- * the browser never sees that key. The routes are listed in the package README.
+ * the browser never sees that key. Any wallet signs in with Ethereum (SIWE) into the same kind of
+ * session. The routes are listed in the package README.
  *
  * @example
- * const app = createServerApp({ store: openStore(':memory:'), kmsUrl, organizationId, apiPublicKey, apiPrivateKey, sessionSignerPublicKey, appName: 'Demo', allowedOrigins: ['http://localhost:5173'] })
+ * const app = createServerApp({ store: openStore(':memory:'), kmsUrl, organizationId, apiPublicKey, apiPrivateKey, sessionSignerPublicKey, appName: 'Demo', allowedOrigins: ['http://localhost:5173'], chains: [{ id: 31337, rpcUrl: 'http://127.0.0.1:8545' }] })
  */
 export function createServerApp(options: ServerAppOptions) {
   const context = createRouteContext(options)
@@ -94,6 +106,8 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/login', login(context))
   app.post('/auth/session-key', sessionKey(context))
   app.post('/auth/recovery/start', recoveryStart(context))
+  app.get('/auth/nonce', nonce(context))
+  app.post('/auth/siwe', siwe(context))
   app.get('/auth/session', session(context))
   app.post('/auth/signout', signOut(context))
   return app

@@ -16,27 +16,40 @@ export type PasskeyAccountRow = {
 export type KnownAccount = { organization_id: string; user_id: string; address: string; email: string | null }
 /** A code sent and not yet redeemed: which sub-organization it belongs to. */
 export type PendingCodeRow = { otp_id: string; email: string; organization_id: string; created_at: number }
-/** How a browser signed in. */
-export type SessionKind = 'email' | 'passkey' | 'recovery'
-/** A signed-in browser. `email` is null for an account that signed up with a passkey alone. */
+/** How a browser signed in: an embedded-wallet sign-in, or Sign-In with Ethereum. */
+export type SessionKind = 'email' | 'passkey' | 'recovery' | 'siwe'
+/** The kind of wallet that signed a SIWE message, as the browser reports it. */
+export type WalletKind = 'injected' | 'walletConnect' | 'embedded'
+/**
+ * A signed-in browser. `email` is null for an account that signed up with a passkey alone;
+ * `organization_id` and `user_id` are null for a SIWE session of a wallet this backend did not
+ * create; `chain_id` and `wallet_kind` are set for SIWE sessions only.
+ */
 export type SessionRow = {
   id: string
   email: string | null
-  organization_id: string
-  user_id: string
+  organization_id: string | null
+  user_id: string | null
   address: string
   kind: SessionKind
+  chain_id: number | null
+  wallet_kind: WalletKind | null
   expires_at: number
   created_at: number
 }
+/** A SIWE nonce: issued to the browser holding the pre-session cookie `holder`, spent once. */
+export type NonceRow = { nonce: string; holder: string; expires_at: number; used_at: number | null }
 
-/** The layout this code writes (`pragma user_version`); layout 1 (user_version 0) is migrated on open. */
-export const STORE_LAYOUT = 2
+/**
+ * The layout this code writes (`pragma user_version`); layouts 1 (user_version 0) and 2 are
+ * migrated on open.
+ */
+export const STORE_LAYOUT = 3
 
 const SESSIONS_TABLE = `
   create table sessions (
-    id text primary key, email text, organization_id text not null, user_id text not null, address text not null,
-    kind text not null, expires_at integer not null, created_at integer not null)`
+    id text primary key, email text, organization_id text, user_id text, address text not null,
+    kind text not null, chain_id integer, wallet_kind text, expires_at integer not null, created_at integer not null)`
 
 /** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
 export class StoreConflictError extends Error {
@@ -45,7 +58,7 @@ export class StoreConflictError extends Error {
 
 /**
  * The backend's own tables (better-sqlite3): accounts by email, passkey accounts by credential,
- * codes in flight, session JWTs already used, sessions.
+ * codes in flight, session JWTs already used, SIWE nonces, sessions.
  *
  * @example
  * const store = openStore(':memory:')
@@ -60,13 +73,15 @@ export function openStore(path: string) {
   }
   db.transaction(() => {
     const hasSessions = db.prepare(`select 1 from sqlite_master where type = 'table' and name = 'sessions'`).get() !== undefined
-    // Layout 1 required an email on every session; passkey accounts may have none.
-    if (layout < 2 && hasSessions) {
+    // Layout 1 required an email on every session (passkey accounts may have none), layout 2 an
+    // organization (SIWE sessions of outside wallets have none) and had no chain or wallet kind.
+    if (layout < 3 && hasSessions) {
       db.exec(`
-        alter table sessions rename to sessions_layout1;
+        alter table sessions rename to sessions_before;
         ${SESSIONS_TABLE};
-        insert into sessions select id, email, organization_id, user_id, address, kind, expires_at, created_at from sessions_layout1;
-        drop table sessions_layout1;
+        insert into sessions (id, email, organization_id, user_id, address, kind, expires_at, created_at)
+          select id, email, organization_id, user_id, address, kind, expires_at, created_at from sessions_before;
+        drop table sessions_before;
       `)
     }
     db.exec(`
@@ -78,10 +93,15 @@ export function openStore(path: string) {
         email text, passkey_identifier text, created_at integer not null);
       create unique index if not exists passkey_accounts_by_email on passkey_accounts (email) where email is not null;
       create index if not exists passkey_accounts_by_organization on passkey_accounts (organization_id);
+      create index if not exists accounts_by_address on accounts (lower(address));
+      create index if not exists passkey_accounts_by_address on passkey_accounts (lower(address));
       create table if not exists spent_session_tokens (digest text primary key, expires_at integer not null);
       create table if not exists pending_codes (
         otp_id text primary key, email text not null, organization_id text not null, created_at integer not null);
       ${SESSIONS_TABLE.replace('create table', 'create table if not exists')};
+      create table if not exists siwe_nonces (
+        nonce text primary key, holder text not null, expires_at integer not null, used_at integer);
+      create index if not exists siwe_nonces_by_expiry on siwe_nonces (expires_at);
     `)
     db.pragma(`user_version = ${STORE_LAYOUT}`)
   })()
@@ -108,9 +128,21 @@ export function openStore(path: string) {
     sessionTokenSpent: db.prepare('select 1 from spent_session_tokens where digest = ?'),
     pruneSessionTokens: db.prepare('delete from spent_session_tokens where expires_at <= ?'),
     session: db.prepare('select * from sessions where id = ?'),
-    insertSession: db.prepare('insert into sessions (id, email, organization_id, user_id, address, kind, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)'),
+    insertSession: db.prepare(
+      'insert into sessions (id, email, organization_id, user_id, address, kind, chain_id, wallet_kind, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
     deleteSession: db.prepare('delete from sessions where id = ?'),
     pruneSessions: db.prepare('delete from sessions where expires_at <= ?'),
+    insertNonce: db.prepare('insert into siwe_nonces (nonce, holder, expires_at) values (?, ?, ?)'),
+    nonce: db.prepare('select * from siwe_nonces where nonce = ?'),
+    // One statement: of two requests racing with one nonce, exactly one spends it.
+    spendNonce: db.prepare('update siwe_nonces set used_at = @at where nonce = @nonce and holder = @holder and used_at is null and expires_at > @at'),
+    pruneNonces: db.prepare('delete from siwe_nonces where expires_at <= ?'),
+    accountByAddress: db.prepare(`
+      select organization_id, user_id, address, email from accounts where lower(address) = lower(@address)
+      union all
+      select organization_id, user_id, address, email from passkey_accounts where lower(address) = lower(@address)
+      limit 1`),
   }
   return {
     /** The account whose root user has this email, whether it signed up by email or with a passkey. */
@@ -142,12 +174,21 @@ export function openStore(path: string) {
     spendSessionToken: (digest: string, expiresAt: number) => statements.spendSessionToken.run(digest, expiresAt).changes === 1,
     session: (id: string) => statements.session.get(id) as SessionRow | undefined,
     insertSession: (row: SessionRow) =>
-      void statements.insertSession.run(row.id, row.email, row.organization_id, row.user_id, row.address, row.kind, row.expires_at, row.created_at),
+      void statements.insertSession.run(row.id, row.email, row.organization_id, row.user_id, row.address, row.kind, row.chain_id, row.wallet_kind, row.expires_at, row.created_at),
     deleteSession: (id: string) => void statements.deleteSession.run(id),
-    /** Drops sessions and spent session JWTs that have expired, and codes older than `codesBefore`. */
+    /** The account of the embedded wallet at `address` (any case), if this backend created it. */
+    accountByAddress: (address: string) => statements.accountByAddress.get({ address }) as KnownAccount | undefined,
+    insertNonce: (row: Omit<NonceRow, 'used_at'>) => void statements.insertNonce.run(row.nonce, row.holder, row.expires_at),
+    nonce: (nonce: string) => statements.nonce.get(nonce) as NonceRow | undefined,
+    /** Marks the nonce used if it is `holder`'s, unused and unexpired at `at`; false otherwise. */
+    spendNonce: (nonce: string, holder: string, at: number) => statements.spendNonce.run({ nonce, holder, at }).changes === 1,
+    /** Drops SIWE nonces that have expired, used or not. */
+    pruneNonces: (now: number) => void statements.pruneNonces.run(now),
+    /** Drops sessions, spent session JWTs and SIWE nonces that have expired, and codes older than `codesBefore`. */
     prune(now: number, codesBefore: number) {
       statements.pruneSessions.run(now)
       statements.pruneSessionTokens.run(now)
+      statements.pruneNonces.run(now)
       statements.prunePendingCodes.run(codesBefore)
     },
     close: () => db.close(),

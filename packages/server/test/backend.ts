@@ -1,11 +1,12 @@
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { getFreePort } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
-import { createServerApp, openStore, type Store } from '../src/index.js'
+import { createServerApp, openStore, type ServerAppOptions, type SiweChain, type Store } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from '../../kms/test/authenticator.js'
 
 // The app backend against a real kms on loopback (passkeys accepted from http://localhost:5173,
@@ -17,8 +18,8 @@ export { generateApiKeyPair, rpId, softwareAuthenticator, useAuthenticator }
 export type Authenticator = ReturnType<typeof softwareAuthenticator>
 type Keys = { apiPublicKey: string; apiPrivateKey: string }
 
-/** Registers the hooks for a file and returns what its tests use. */
-export function useBackend() {
+/** Registers the hooks for a file and returns what its tests use; `chains` are the SIWE chains. */
+export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
   const backendKey = generateApiKeyPair()
   const t = {
     kms: undefined as unknown as Kms,
@@ -30,6 +31,8 @@ export function useBackend() {
     /** The kms's clock (unix ms); the app reads it a millisecond on each time, as real time would move. */
     clock: Date.now(),
     backendKey,
+    /** The options each test's app is created with, for a test that needs another app over the same store. */
+    options: undefined as unknown as ServerAppOptions,
   }
   beforeAll(async () => {
     t.kms = createKms({ port: await getFreePort(), now: () => t.clock })
@@ -40,7 +43,7 @@ export function useBackend() {
   afterAll(() => t.kms.stop())
   beforeEach(() => {
     t.store = openStore(':memory:')
-    t.app = createServerApp({
+    t.options = {
       store: t.store,
       kmsUrl: t.kms.url,
       organizationId: t.parentOrganizationId,
@@ -50,7 +53,9 @@ export function useBackend() {
       allowedOrigins: [origin],
       now: () => ++t.clock,
       ipOf: (request) => request.headers.get('x-test-ip') ?? '127.0.0.1',
-    })
+      chains: options.chains,
+    }
+    t.app = createServerApp(t.options)
   })
   afterEach(() => t.store.close())
 
@@ -85,17 +90,23 @@ export function useBackend() {
     return activity.result.stampLoginResult!.session
   }
 
-  /** Email sign-in that must succeed: the verify answer and the `cookie` header of its session. */
+  /**
+   * Email sign-in that must succeed: the verify answer, the `cookie` header of its session, and
+   * `user`, a client stamping with the credential the code earned (as the embedded wallet's key).
+   */
   async function signedInByEmail(email: string) {
     const start = await post('/auth/email/start', { email })
     expect(start.status).toBe(200)
     const { otpId } = (await start.json()) as { otpId: string }
     const [mail] = await mailTo(email)
     const code = /sign-in code is (\d{6})\./.exec(mail!.text)![1]
-    const verify = await post('/auth/email/verify', { otpId, code, targetPublicKey: generateApiKeyPair().apiPublicKey })
+    const target = generateApiKeyPair()
+    const verify = await post('/auth/email/verify', { otpId, code, targetPublicKey: target.apiPublicKey })
     expect(verify.status).toBe(200)
-    const account = (await verify.json()) as { organizationId: string; userId: string; address: string }
-    return { ...account, cookie: cookieOf(verify) }
+    const { credentialBundle, ...account } = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string; address: string }
+    const apiPrivateKey = decryptCredentialBundle(credentialBundle, target.apiPrivateKey)
+    const user = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }))
+    return { ...account, cookie: cookieOf(verify), user }
   }
 
   /** Messages of the kms's dev inbox to `email`, newest first. */

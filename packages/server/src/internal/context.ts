@@ -5,17 +5,18 @@ import type { Context } from 'hono'
 import { getCookie, setCookie } from 'hono/cookie'
 import type { z } from 'zod'
 import { ServerError } from '../errors.js'
-import type { KnownAccount, SessionKind, SessionRow, Store } from '../store.js'
+import type { SessionKind, SessionRow, Store } from '../store.js'
+import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
 /** The session cookie: httpOnly, SameSite=Lax, Secure on https. */
 export const SESSION_COOKIE = 'latchkey_session'
 
 /**
  * Requests each key may make per window: sign-in codes and recovery emails per email; sign-ins
- * (codes, passkey sign-ups, recoveries, logins that need a kms look-up) per IP; session keys per
- * signed-in session.
+ * (codes, passkey sign-ups, recoveries, logins that need a kms look-up) and SIWE nonces per IP;
+ * session keys per signed-in session.
  */
-export const LIMITS = { perEmail: 5, perIp: 30, perSession: 30, windowMs: 10 * 60_000 } as const
+export const LIMITS = { perEmail: 5, perIp: 30, noncesPerIp: 60, perSession: 30, windowMs: 10 * 60_000 } as const
 
 /** What the routes share; built once per app by `createRouteContext`. @internal */
 export type RouteContext = {
@@ -30,10 +31,12 @@ export type RouteContext = {
   now: () => number
   /** Session length in seconds. */
   sessionSeconds: number
+  siwe: SiweConfig
   limits: {
     codesPerEmail: (key: string) => number | undefined
     recoveriesPerEmail: (key: string) => number | undefined
     signInsPerIp: (key: string) => number | undefined
+    noncesPerIp: (key: string) => number | undefined
     sessionKeysPerSession: (key: string) => number | undefined
   }
   ipOf: (c: Context) => string
@@ -88,17 +91,22 @@ export async function callKms<result>(work: () => Promise<result>): Promise<resu
   }
 }
 
-/** Starts a browser session for `account`: a row and the httpOnly cookie. `until` caps its end (unix ms). */
-export function startSession(c: Context, context: RouteContext, account: KnownAccount, kind: SessionKind, until?: number) {
+/** Who a session is for: an account, or (SIWE) an address with its chain and wallet kind. */
+export type SessionSubject = Pick<SessionRow, 'email' | 'organization_id' | 'user_id' | 'address'> & Partial<Pick<SessionRow, 'chain_id' | 'wallet_kind'>>
+
+/** Starts a browser session for `subject`: a row and the httpOnly cookie. `until` caps its end (unix ms). */
+export function startSession(c: Context, context: RouteContext, subject: SessionSubject, kind: SessionKind, until?: number) {
   const at = context.now()
   const expiresAt = Math.min(at + context.sessionSeconds * 1000, until ?? Number.POSITIVE_INFINITY)
   const session: SessionRow = {
     id: randomBytes(32).toString('base64url'),
-    email: account.email,
-    organization_id: account.organization_id,
-    user_id: account.user_id,
-    address: account.address,
+    email: subject.email,
+    organization_id: subject.organization_id,
+    user_id: subject.user_id,
+    address: subject.address,
     kind,
+    chain_id: subject.chain_id ?? null,
+    wallet_kind: subject.wallet_kind ?? null,
     expires_at: expiresAt,
     created_at: at,
   }
@@ -121,6 +129,24 @@ export function currentSession(c: Context, context: RouteContext): SessionRow {
   return session
 }
 
+/**
+ * A session as `GET /auth/session` and sign-in answer it; SIWE sessions add `chainId` and `walletKind`.
+ *
+ * @example
+ * return c.json(sessionAnswer(currentSession(c, context)))
+ */
+export function sessionAnswer(row: SessionRow) {
+  return {
+    email: row.email,
+    address: row.address,
+    organizationId: row.organization_id,
+    userId: row.user_id,
+    kind: row.kind,
+    ...(row.kind === 'siwe' ? { chainId: row.chain_id, walletKind: row.wallet_kind } : {}),
+    expiresAt: new Date(row.expires_at).toISOString(),
+  }
+}
+
 /** The parent organization's client and the limiters. @internal */
 export function createRouteContext(options: {
   store: Store
@@ -133,6 +159,9 @@ export function createRouteContext(options: {
   now?: (() => number) | undefined
   ipOf?: ((request: Request, env: unknown) => string) | undefined
   sessionSeconds?: number | undefined
+  allowedOrigins: readonly string[]
+  siweDomains?: readonly string[] | undefined
+  chains?: readonly SiweChain[] | undefined
 }): RouteContext {
   const now = options.now ?? Date.now
   return {
@@ -144,10 +173,12 @@ export function createRouteContext(options: {
     sessionSignerPublicKey: options.sessionSignerPublicKey,
     now,
     sessionSeconds: options.sessionSeconds ?? 7 * 86_400,
+    siwe: createSiweConfig(options),
     limits: {
       codesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
       recoveriesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
       signInsPerIp: limiter(LIMITS.perIp, LIMITS.windowMs, now),
+      noncesPerIp: limiter(LIMITS.noncesPerIp, LIMITS.windowMs, now),
       sessionKeysPerSession: limiter(LIMITS.perSession, LIMITS.windowMs, now),
     },
     ipOf: (c) =>

@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import { z } from 'zod'
-import { incompleteAnswer } from '../errors.js'
+import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, currentSession, enforce, readBody, type RouteContext } from '../internal/context.js'
 import { compressedP256Key, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 
@@ -10,13 +10,16 @@ const sessionKeySchema = z.object({ publicKey: compressedP256Key, expirationSeco
  * `POST /auth/session-key` `{publicKey, expirationSeconds?}` with the session cookie → `{apiKeyId,
  * expiresAt}`: the parent organization's key registers `publicKey` as an API key of the session's
  * user that expires after `expirationSeconds` (default 900). How the browser starts a new session
- * key, without restoring, once its old one has expired (SPEC §4).
+ * key, without restoring, once its old one has expired (SPEC §4). A SIWE session of a wallet this
+ * backend did not create has no user to register a key for: 403.
  *
  * @example
  * app.post('/auth/session-key', sessionKey(context))
  */
 export const sessionKey = (context: RouteContext) => async (c: Context) => {
   const session = currentSession(c, context)
+  const { organization_id: organizationId, user_id: userId } = session
+  if (organizationId === null || userId === null) throw new ServerError(403, 'no_embedded_wallet', "This session's wallet is not an embedded wallet of this app")
   const input = await readBody(c.req.raw, sessionKeySchema)
   enforce(context.limits.sessionKeysPerSession(session.id), (minutes) => `Too many session keys for this session; try again in ${minutes} minutes`)
   const seconds = input.expirationSeconds ?? SESSION_KEY_SECONDS.default
@@ -25,9 +28,9 @@ export const sessionKey = (context: RouteContext) => async (c: Context) => {
     context.kms.createApiKeys({
       type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
       timestampMs: String(at),
-      organizationId: session.organization_id,
+      organizationId,
       parameters: {
-        userId: session.user_id,
+        userId,
         apiKeys: [{ apiKeyName: `session ${new Date(at).toISOString()}`, publicKey: input.publicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: String(seconds) }],
       },
     }),
