@@ -134,7 +134,12 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const frameParents = [...demoOrigins, `http://localhost:${ports.wallet}`, `http://127.0.0.1:${ports.wallet}`]
   const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir, { rpIds: ['localhost'], origins: demoOrigins }, { port: ports.frames, parentOrigins: frameParents })
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
-  const server = kms ? serverInstance(ports.server, kms, stateDir, demoOrigins) : undefined
+  const server = kms
+    ? serverInstance(ports.server, kms, stateDir, demoOrigins, [
+        { id: 31337, rpcUrl: chainA.url },
+        { id: 31338, rpcUrl: chainB.url },
+      ])
+    : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
   // Later: kms and the app backend join this list.
   const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(kms ? [kms] : []), ...(server ? [server] : []), ...(demo ? [demo] : []), ...(wallet ? [wallet] : [])]
@@ -322,10 +327,16 @@ function kmsInstance(
 
 
 /**
- * The app backend, acting for the kms's parent organization, with its data in `server.db` and
- * the demo's origins allowed.
+ * The app backend, acting for the kms's parent organization, with its data in `server.db`, the
+ * demo's origins allowed, and SIWE signatures verified on `chains`.
  */
-function serverInstance(port: number, kms: ReturnType<typeof kmsInstance>, stateDir: string, allowedOrigins: readonly string[]): Instance {
+function serverInstance(
+  port: number,
+  kms: ReturnType<typeof kmsInstance>,
+  stateDir: string,
+  allowedOrigins: readonly string[],
+  chains: readonly { id: number; rpcUrl: string }[],
+): Instance {
   const host = '127.0.0.1'
   let running: ReturnType<typeof createAppServer> | undefined
   return defineInstance({
@@ -347,6 +358,7 @@ function serverInstance(port: number, kms: ReturnType<typeof kmsInstance>, state
         sessionSignerPublicKey: credentials.signerPublicKey,
         appName: 'Latchkey Demo',
         allowedOrigins,
+        chains,
       })
       try {
         await server.start()
