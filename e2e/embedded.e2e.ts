@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core'
 import { createPublicClient, http, verifyMessage, verifyTypedData } from 'viem'
+import { english, generateMnemonic, mnemonicToAccount } from 'viem/accounts'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { mailTypedData } from '../apps/demo/src/typedData.js'
 import { launch } from './browser.js'
@@ -22,10 +23,10 @@ afterEach(async () => {
 let people = 0
 const newEmail = () => `e2e${++people}.${Date.now()}@example.test`
 
-/** The newest message the dev inbox holds for `email`. */
+/** The newest message the dev inbox holds for `email` (it lists newest first). */
 async function lastMail(email: string): Promise<{ subject: string; text: string }> {
   const inbox = (await (await fetch(`${stack.kms}/dev/mailbox.json`)).json()) as { messages: { to: string; subject: string; text: string }[] }
-  const message = inbox.messages.filter((candidate) => candidate.to === email).at(-1)
+  const message = inbox.messages.find((candidate) => candidate.to === email)
   if (!message) throw new Error(`no mail for ${email}`)
   return message
 }
@@ -102,7 +103,8 @@ describe('embedded wallet', () => {
     expect(receipt.status).toBe('success')
     expect(receipt.from).toBe(address.toLowerCase())
 
-    // Reload: still signed in, with no new sign-in and no new session key.
+    // Reload: still signed in, with no new sign-in and no new session key (the page does ask the
+    // backend for its config and for the sign-in session it keeps).
     const backendCalls: string[] = []
     page.on('request', (request) => {
       if (request.url().startsWith(stack.server.replace('127.0.0.1', 'localhost'))) backendCalls.push(new URL(request.url()).pathname)
@@ -112,7 +114,9 @@ describe('embedded wallet', () => {
     await ui.button('Sign message').click()
     const again = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(await verifyMessage({ address, message, signature: again })).toBe(true)
-    expect(backendCalls.filter((path) => path !== '/auth/config')).toEqual([])
+    // Reading the backend's session is allowed; signing in again or a new session key is not.
+    expect(backendCalls.filter((path) => path.startsWith('/auth/email/') || path === '/auth/login' || path === '/auth/session-key')).toEqual([])
+    expect(backendCalls.length).toBeGreaterThan(0)
 
     // The page's storage holds no private key: the session key is a non-extractable CryptoKey.
     const stored = await page.evaluate(async () => {
@@ -232,5 +236,95 @@ describe('embedded wallet', () => {
     await ui.connectButton.click()
     await view.button('Continue with passkey').click()
     expect(await waitForText(ui.address, address)).toBe(address)
+  })
+
+  test('behavior: Export wallet shows the phrase inside the export frame only; the page cannot read it', async () => {
+    const { page } = browser
+    const address = await signUpByEmail(page, newEmail())
+    await page.getByRole('button', { name: /^Account/ }).click()
+    const account = page.getByRole('dialog', { name: 'Account' })
+    await account.getByRole('button', { name: 'Export wallet', exact: true }).click()
+    const frame = page.frameLocator('iframe[title="Your secret recovery phrase"]')
+    const words = frame.getByRole('list', { name: 'Secret recovery phrase' }).getByRole('listitem')
+    await words.first().waitFor()
+    const phrase = (await words.allTextContents()).map((word) => word.trim()).join(' ')
+    expect(phrase.split(' ').length).toBeGreaterThanOrEqual(12)
+    // The phrase is this wallet's: its first Ethereum account is the signed-in address.
+    expect(mnemonicToAccount(phrase).address).toBe(address)
+    // The page holds a cross-origin frame: no document to read, and the phrase is nowhere in it.
+    const seen = await page.evaluate(() => {
+      const iframe = document.querySelector<HTMLIFrameElement>('iframe[title="Your secret recovery phrase"]')!
+      return { document: iframe.contentDocument === null, sandbox: iframe.getAttribute('sandbox'), html: document.documentElement.outerHTML, storage: JSON.stringify(localStorage) }
+    })
+    expect(seen.document).toBe(true)
+    expect(seen.sandbox).toBe('allow-scripts allow-same-origin')
+    expect(seen.html).not.toContain(phrase)
+    expect(seen.storage).not.toContain(phrase.split(' ')[0]! + ' ' + phrase.split(' ')[1]!)
+  })
+
+  test('behavior: Import wallet takes a phrase typed into the import frame and answers its address', async () => {
+    const { page } = browser
+    await signUpByEmail(page, newEmail())
+    await page.getByRole('button', { name: /^Account/ }).click()
+    const account = page.getByRole('dialog', { name: 'Account' })
+    await account.getByRole('button', { name: 'Import wallet', exact: true }).click()
+    const mnemonic = generateMnemonic(english)
+    const frame = page.frameLocator('iframe[title="Import a wallet"]')
+    await frame.getByRole('textbox', { name: 'Secret recovery phrase' }).fill(mnemonic)
+    await account.getByRole('textbox', { name: 'Wallet name' }).fill('Old wallet')
+    await account.getByRole('button', { name: 'Import', exact: true }).click()
+    const expected = mnemonicToAccount(mnemonic).address
+    expect(await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), `Imported ${expected}`)).toBe(`Imported ${expected}`)
+  })
+
+  test('behavior: after losing the session, Recover account by email brings the same wallet back', async () => {
+    const email = newEmail()
+    const address = await signUpByEmail(browser.page, email)
+    // Another browser: nothing stored, no cookie.
+    const other = await launch()
+    try {
+      const { page } = other
+      const ui = demo(page)
+      const view = signIn(page)
+      await page.goto(stack.demo)
+      await ui.connectButton.click()
+      await view.button('Recover account').click()
+      await view.email.fill(email)
+      await view.button('Continue').click()
+      await view.code.waitFor()
+      const mail = await lastMail(email)
+      expect(mail.subject).toBe('Recover your Latchkey Demo account')
+      const credential = /\n\n(\S+)\n\n/.exec(mail.text)![1]!
+      await view.code.fill(credential)
+      await view.button('Verify').click()
+      expect(await waitForText(ui.address, address)).toBe(address)
+      await ui.button('Sign message').click()
+      const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
+      expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
+    } finally {
+      await other.close()
+    }
+  })
+
+  test('error: a recovery code that is not one is refused with "The code is invalid or expired."', async () => {
+    const email = newEmail()
+    await signUpByEmail(browser.page, email)
+    const other = await launch()
+    try {
+      const { page } = other
+      const ui = demo(page)
+      const view = signIn(page)
+      await page.goto(stack.demo)
+      await ui.connectButton.click()
+      await view.button('Recover account').click()
+      await view.email.fill(email)
+      await view.button('Continue').click()
+      await view.code.fill('not-a-recovery-credential')
+      await view.button('Verify').click()
+      await waitForText(view.alert, /^The code is invalid or expired\./)
+      expect(await ui.address.count()).toBe(0)
+    } finally {
+      await other.close()
+    }
   })
 })

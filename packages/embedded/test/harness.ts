@@ -24,10 +24,10 @@ export function useEmbeddedStack() {
     organizationId: '',
     backendUrl: '',
     chain: defineChain({ id: 31337, name: 'Anvil A', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [inject('chainARpc')] } } }),
-    /** The six-digit code of the newest sign-in email to `email`, from the kms's dev inbox. */
+    /** The six-digit code of the newest sign-in email to `email`, from the kms's dev inbox (newest first). */
     async codeFor(email: string): Promise<string> {
       const inbox = (await (await fetch(`${stack.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
-      const message = inbox.messages.filter((candidate) => candidate.to === email).at(-1)
+      const message = inbox.messages.find((candidate) => candidate.to === email)
       return /code is (\d{6})/.exec(message!.text)![1]!
     },
     /** A browser's cookie jar for one user, and a log of the backend paths it called. */
