@@ -102,8 +102,9 @@ describe('POST /auth/siwe', () => {
     expect(await answer(await session(cookieOf(response)))).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
   })
 
-  test('behavior: on chain B, without an expiration or a wallet kind: seven days, walletKind null', async () => {
-    const { message, signature, cookie } = await signedIn({ chainId: 31338 })
+  test('behavior: on chain B, without a statement, an expiration or a wallet kind: seven days, walletKind null', async () => {
+    const { message, signature, cookie } = await signedIn({ chainId: 31338, statement: undefined })
+    expect(message).toContain(`${alice.address}\n\n\nURI: `)
     const response = await signIn({ message, signature }, cookie)
     const at = t.clock
     const body = (await response.json()) as Record<string, unknown>

@@ -58,9 +58,10 @@ export function readSiweMessage(text: string): SiweFields | undefined {
   if (!URL.canParse(uri)) return undefined
   // The parser skips lines it does not expect (a field out of order, text after the last field):
   // every line must be one it read.
+  // The header, the address and a blank line; the statement's line, if any; a blank line.
   const lines =
-    3 +
-    (fields.statement !== undefined ? 2 : 0) +
+    4 +
+    (fields.statement !== undefined ? 1 : 0) +
     5 +
     (fields.expirationTime ? 1 : 0) +
     (fields.notBefore ? 1 : 0) +
