@@ -5,17 +5,26 @@ import { GrpcCode, KmsError } from './errors.js'
 import { p256 } from '@noble/curves/p256'
 import { validateMnemonic } from '@scure/bip39'
 import { wordlist } from '@scure/bip39/wordlists/english'
-import { credentialBundle, exportBundle, hpkeOpen, signBundle } from './bundles.js'
+import { exportBundle, hpkeOpen, signBundle } from './bundles.js'
 import { type AccountParams, type DerivedAccount, deriveAccounts, digestOf, newMnemonic, signDigest, signTransaction } from './ethereum.js'
 import type { Mailer } from './mail.js'
-import { type AuthenticatorParams, toTransport, type WebauthnConfig, verifyRegistration } from './webauthn.js'
+import { DEFAULT_SESSION_SECONDS, insertApiKey, insertAuthenticator, prepareCredential, registerCredential, sessionJwt } from './credentials.js'
+import { apiKeyParams, authenticatorParams, invalid, notFound, parse, targetPublicKey } from './params.js'
+import { ADMIN_ACTIVITIES, heldPrivateKey } from './admin/index.js'
+import { type WebauthnConfig, verifyRegistration } from './webauthn.js'
 import { accountKeyRecord, open, openBytes, seal } from './secrets.js'
 
 /**
  * Who is asking: the user whose API key or passkey stamped the request, the organization that
  * user belongs to, and the organization the request names (the same, or a sub-organization).
  */
-export type Caller = { readonly userId: string; readonly homeOrganizationId: string; readonly organizationId: string }
+export type Caller = {
+  readonly userId: string
+  readonly homeOrganizationId: string
+  readonly organizationId: string
+  /** The API key's public key or the passkey's credential id that stamped the request (absent when an approved activity runs later). */
+  readonly credential?: string | undefined
+}
 
 export type ActivityContext = {
   db: Db
@@ -31,46 +40,12 @@ export type ActivityContext = {
 type Handler = (params: unknown, context: ActivityContext) => Promise<Record<string, unknown>> | Record<string, unknown>
 type ActivityKind = { intentKey: string; resultKey: string; run: Handler }
 
-const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
-const notFound = (message: string) => new KmsError(GrpcCode.notFound, message)
-
-/** Parses with a schema; the first problem becomes an InvalidArgument naming the field. */
-function parse<schema extends z.ZodType>(schema: schema, value: unknown): z.infer<schema> {
-  const result = schema.safeParse(value)
-  if (result.success) return result.data
-  const issue = result.error.issues[0]!
-  throw invalid(`invalid parameters: ${issue.path.join('.') || '(root)'}: ${issue.message}`)
-}
-
 const accountParams = z.object({
   curve: z.string(),
   pathFormat: z.string(),
   path: z.string(),
   addressFormat: z.string(),
 })
-const apiKeyParams = z.object({
-  apiKeyName: z.string().min(1).max(256),
-  publicKey: z.string().regex(/^0[23][0-9a-f]{64}$/, 'must be a compressed P-256 public key in lowercase hex'),
-  curveType: z.enum(['API_KEY_CURVE_P256']).optional(),
-  expirationSeconds: z.string().regex(/^\d+$/).optional(),
-})
-
-function insertApiKey(db: Db, userId: string, organizationId: string, key: z.infer<typeof apiKeyParams>, now: number, credentialType = 'CREDENTIAL_TYPE_API_KEY_P256') {
-  if (db.apiKeyByPublicKey(key.publicKey)) throw new KmsError(GrpcCode.alreadyExists, `api key ${key.publicKey} is already registered`)
-  const id = randomUUID()
-  db.insertApiKey({
-    id,
-    user_id: userId,
-    organization_id: organizationId,
-    name: key.apiKeyName,
-    public_key: key.publicKey,
-    curve: key.curveType ?? 'API_KEY_CURVE_P256',
-    credential_type: credentialType,
-    expires_at: key.expirationSeconds ? now + Number(key.expirationSeconds) * 1000 : null,
-    created_at: now,
-  })
-  return id
-}
 
 /** Creates a wallet with its first accounts; returns its id and addresses. */
 function createWallet(context: ActivityContext, organizationId: string, name: string, accounts: AccountParams[], mnemonicLength?: number) {
@@ -141,40 +116,22 @@ async function withAccountKey<result>(context: ActivityContext, signWith: string
   }
 }
 
-const DEFAULT_SESSION_SECONDS = 900
+/** Runs `use` with the key `signWith` names: a private key, by id or address (admin/privateKeys.ts), or else a wallet account's. Zeroed after. */
+async function withSigningKey<result>(context: ActivityContext, signWith: string, use: (privateKey: Uint8Array) => result | Promise<result>): Promise<result> {
+  const held = heldPrivateKey(context, signWith)
+  if (!held) return withAccountKey(context, signWith, use)
+  try {
+    return await use(held)
+  } finally {
+    held.fill(0)
+  }
+}
+
 /** A recovery credential works this long at most (SPEC §5). */
 export const RECOVERY_CODE_SECONDS = 900
 /** OTP codes: valid this long by default, and this many wrong guesses end one. */
 export const OTP_DEFAULT_SECONDS = 300
 export const OTP_MAX_ATTEMPTS = 3
-
-/** A fresh P-256 key, sealed in a credential bundle for `target`; registered by `register`. */
-async function prepareCredential(target: string) {
-  const key = p256.utils.randomPrivateKey()
-  return { key, credentialBundle: await credentialBundle(target, key) }
-}
-
-/** Registers a prepared credential's key for `userId`, with an expiry. Synchronous: it may join a transaction. */
-function register(
-  context: ActivityContext,
-  credential: { key: Uint8Array },
-  parameters: { userId: string; credentialType: string; name: string | undefined; expirationSeconds: string | undefined },
-): string {
-  const apiKeyId = randomUUID()
-  const at = context.now()
-  context.db.insertApiKey({
-    id: apiKeyId,
-    user_id: parameters.userId,
-    organization_id: context.caller.organizationId,
-    name: parameters.name ?? `${parameters.credentialType.replace('CREDENTIAL_TYPE_', '').toLowerCase()} ${new Date(at).toISOString()}`,
-    public_key: Buffer.from(p256.getPublicKey(credential.key, true)).toString('hex'),
-    curve: 'API_KEY_CURVE_P256',
-    credential_type: parameters.credentialType,
-    expires_at: at + Number(parameters.expirationSeconds ?? DEFAULT_SESSION_SECONDS) * 1000,
-    created_at: at,
-  })
-  return apiKeyId
-}
 
 function userByEmail(context: ActivityContext, email: string) {
   const user = context.db.userByEmail(context.caller.organizationId, email)
@@ -187,39 +144,6 @@ const hashCode = (otpId: string, code: string) => createHash('sha256').update(`$
 function newCode(length: number, alphanumeric: boolean): string {
   const alphabet = alphanumeric ? 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' : '0123456789'
   return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
-}
-const targetPublicKey = z.string().regex(/^(?:0[23][0-9a-f]{64}|04[0-9a-f]{128})$/i, 'must be a P-256 public key in hex (33 or 65 bytes)')
-
-const authenticatorParams = z.object({
-  authenticatorName: z.string().min(1).max(256),
-  challenge: z.string().min(1),
-  attestation: z.object({ credentialId: z.string().min(1), clientDataJson: z.string().min(1), attestationObject: z.string().min(1), transports: z.array(z.string()).default([]) }),
-})
-
-function insertAuthenticator(db: Db, userId: string, organizationId: string, authenticator: AuthenticatorParams, passkey: Awaited<ReturnType<typeof verifyRegistration>>, at: number) {
-  const id = randomUUID()
-  db.insertAuthenticator({
-    id,
-    user_id: userId,
-    organization_id: organizationId,
-    name: authenticator.authenticatorName,
-    credential_id: passkey.credentialId,
-    public_key: passkey.publicKey,
-    counter: passkey.counter,
-    transports: JSON.stringify(authenticator.attestation.transports.map(toTransport)),
-    aaguid: passkey.aaguid,
-    attestation_type: passkey.attestationType,
-    created_at: at,
-  })
-  return id
-}
-
-/** A JWT signed ES256 over SHA-256(SHA-256(header.payload)), signature r‖s: the hosted notarizer's scheme. */
-function sessionJwt(claims: Record<string, unknown>, privateKey: string): string {
-  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
-  const input = `${encode({ alg: 'ES256', typ: 'JWT' })}.${encode(claims)}`
-  const digest = createHash('sha256').update(createHash('sha256').update(input).digest()).digest()
-  return `${input}.${Buffer.from(p256.sign(digest, privateKey).toCompactRawBytes()).toString('base64url')}`
 }
 
 const createSubOrganization = z.object({
@@ -247,6 +171,8 @@ const signRawPayload = z.object({ signWith: z.string().min(1), payload: z.string
  * follow one rule).
  */
 export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>> = {
+  // Users, tags, policies, private keys, OAuth, organization settings and deletions (admin/).
+  ...ADMIN_ACTIVITIES,
   ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7: { op: 'create_sub_organization', intentKey: 'createSubOrganizationIntentV7', resultKey: 'createSubOrganizationResultV7', run: runCreateSubOrganization },
   ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8: { op: 'create_sub_organization', intentKey: 'createSubOrganizationIntentV8', resultKey: 'createSubOrganizationResultV8', run: runCreateSubOrganization },
   ACTIVITY_TYPE_CREATE_WALLET: {
@@ -314,7 +240,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       // A fresh P-256 key for the session, handed over only inside the bundle.
       const credential = await prepareCredential(input.targetPublicKey)
       const bundle = credential.credentialBundle
-      const apiKeyId = register(context, credential, {
+      const apiKeyId = registerCredential(context, credential, {
         userId: user.id,
         credentialType: 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256',
         name: input.apiKeyName,
@@ -341,7 +267,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const user = userByEmail(context, input.email)
       const credential = await prepareCredential(input.targetPublicKey)
       const bundle = credential.credentialBundle
-      const apiKeyId = register(context, credential, {
+      const apiKeyId = registerCredential(context, credential, {
         userId: user.id,
         credentialType: 'CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256',
         name: input.apiKeyName,
@@ -376,7 +302,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const user = userByEmail(context, input.email)
       const seconds = Math.min(Number(input.expirationSeconds ?? RECOVERY_CODE_SECONDS), RECOVERY_CODE_SECONDS)
       const credential = await prepareCredential(input.targetPublicKey)
-      register(context, credential, { userId: user.id, credentialType: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256', name: undefined, expirationSeconds: String(seconds) })
+      registerCredential(context, credential, { userId: user.id, credentialType: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256', name: undefined, expirationSeconds: String(seconds) })
       const appName = input.emailCustomization?.appName ?? 'your app'
       await context.mailer.send({
         to: input.email,
@@ -466,7 +392,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         // Checked again inside the transaction: two right answers racing redeem the code once.
         if (db.otp(otp.id, caller.organizationId)?.used) throw new KmsError(GrpcCode.failedPrecondition, 'this code has already been used')
         db.otpUsed(otp.id)
-        return register(context, credential, {
+        return registerCredential(context, credential, {
           userId: otp.user_id,
           credentialType: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
           name: input.apiKeyName,
@@ -612,7 +538,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     resultKey: 'signRawPayloadResult',
     async run(params, context) {
       const { signWith, payload, encoding, hashFunction } = parse(signRawPayload, params)
-      return withAccountKey(context, signWith, (privateKey) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))
+      return withSigningKey(context, signWith, (privateKey) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))
     },
   },
   ACTIVITY_TYPE_SIGN_RAW_PAYLOADS: {
@@ -624,7 +550,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         z.object({ signWith: z.string().min(1), payloads: z.array(z.string()).min(1).max(100), encoding: z.string(), hashFunction: z.string() }),
         params,
       )
-      return { signatures: await withAccountKey(context, signWith, (privateKey) => payloads.map((payload) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))) }
+      return { signatures: await withSigningKey(context, signWith, (privateKey) => payloads.map((payload) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))) }
     },
   },
   ACTIVITY_TYPE_SIGN_TRANSACTION_V2: {
@@ -637,7 +563,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         params,
       )
       void type
-      return { signedTransaction: await withAccountKey(context, signWith, (privateKey) => signTransaction(privateKey, unsignedTransaction)) }
+      return { signedTransaction: await withSigningKey(context, signWith, (privateKey) => signTransaction(privateKey, unsignedTransaction)) }
     },
   },
 }
@@ -670,6 +596,5 @@ async function runCreateSubOrganization(params: unknown, context: ActivityContex
     return { subOrganizationId, rootUserIds, ...(wallet ? { wallet } : {}) }
   })
 }
-
 /** Proto int64 timestamps travel as strings. */
 export const timestamp = (ms: number) => ({ seconds: String(Math.floor(ms / 1000)), nanos: String((ms % 1000) * 1_000_000) })

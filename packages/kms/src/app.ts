@@ -1,11 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
-import { type ActivityContext, ACTIVITIES, type Caller, timestamp } from './activities.js'
-import type { ActivityRow, Db, UserRow } from './db.js'
+import { type ActivityContext, ACTIVITIES, type Caller } from './activities.js'
+import type { ActivityRow, Db } from './db.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
 import { verifyApiKeyStamp } from './stamp.js'
+import { createQueries } from './queries.js'
+import { timestamp, userView } from './views.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from './webauthn.js'
 
 /** Passkeys of the local demo. */
@@ -123,7 +125,7 @@ export function createKmsApp(options: KmsAppOptions) {
       throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
     if (signer.expiresAt !== null && signer.expiresAt <= now()) throw new KmsError(GrpcCode.unauthenticated, expiredKeyMessage(signer.publicKey))
     if (signer.authenticatorId) db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
-    return { body: body as Record<string, unknown>, raw, caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id } }
+    return { body: body as Record<string, unknown>, raw, caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey } }
   }
 
   /**
@@ -230,99 +232,11 @@ export function createKmsApp(options: KmsAppOptions) {
     return c.json(query(body, caller), 200, CORS)
   })
 
-  function user(caller: Caller, userId: string): UserRow {
-    const found = db.user(userId, caller.organizationId)
-    if (!found) throw new KmsError(GrpcCode.notFound, `user ${userId} not found in organization ${caller.organizationId}`)
-    return found
-  }
+  const QUERIES = createQueries({ db, envelope, signerPrivateKey: options.signerPrivateKey })
 
-  const string = (body: Record<string, unknown>, key: string) => {
-    const value = body[key]
-    if (typeof value !== 'string' || !value) throw invalid(`${key} is required`)
-    return value
-  }
-
-  const QUERIES: Record<string, (body: Record<string, unknown>, caller: Caller) => unknown> = {
-    whoami(_, caller) {
-      const organization = db.organization(caller.organizationId)!
-      // A parent organization's key answers for its own user.
-      const self = db.user(caller.userId, caller.homeOrganizationId)!
-      return { organizationId: organization.id, organizationName: organization.name, userId: self.id, username: self.name }
-    },
-    get_user(body, caller) {
-      return { user: userView(user(caller, string(body, 'userId'))) }
-    },
-    list_users(_, caller) {
-      return { users: db.users(caller.organizationId).map(userView) }
-    },
-    get_api_keys(body, caller) {
-      const userId = typeof body['userId'] === 'string' ? body['userId'] : caller.userId
-      return { apiKeys: db.apiKeysOfUser(userId).filter((key) => key.organization_id === caller.organizationId || key.user_id === caller.userId).map(apiKeyView) }
-    },
-    get_authenticators(body, caller) {
-      return {
-        authenticators: db.authenticatorsOfUser(user(caller, string(body, 'userId')).id).map((row) => ({
-          transports: JSON.parse(row.transports) as string[],
-          attestationType: row.attestation_type,
-          aaguid: row.aaguid,
-          credentialId: row.credential_id,
-          model: '',
-          credential: { publicKey: row.public_key, type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR' },
-          authenticatorId: row.id,
-          authenticatorName: row.name,
-          createdAt: timestamp(row.created_at),
-          updatedAt: timestamp(row.created_at),
-        })),
-      }
-    },
-    get_wallet(body, caller) {
-      const wallet = db.wallet(string(body, 'walletId'), caller.organizationId)
-      if (!wallet) throw new KmsError(GrpcCode.notFound, `wallet ${String(body['walletId'])} not found in organization ${caller.organizationId}`)
-      return { wallet: walletView(wallet) }
-    },
-    list_wallets(_, caller) {
-      return { wallets: db.wallets(caller.organizationId).map(walletView) }
-    },
-    list_wallet_accounts(body, caller) {
-      const walletId = body['walletId']
-      if (walletId !== undefined && typeof walletId !== 'string') throw invalid('walletId must be a string')
-      if (walletId && !db.wallet(walletId, caller.organizationId)) throw new KmsError(GrpcCode.notFound, `wallet ${walletId} not found in organization ${caller.organizationId}`)
-      const accounts = walletId ? db.accountsOfWallet(walletId) : db.accountsOfOrganization(caller.organizationId)
-      return {
-        accounts: accounts.map((account) => ({
-          walletAccountId: account.id,
-          organizationId: account.organization_id,
-          walletId: account.wallet_id,
-          curve: account.curve,
-          pathFormat: account.path_format,
-          path: account.path,
-          addressFormat: account.address_format,
-          address: account.address,
-          publicKey: account.public_key,
-          createdAt: timestamp(account.created_at),
-          updatedAt: timestamp(account.created_at),
-        })),
-      }
-    },
-    get_activity(body, caller) {
-      const row = db.activity(string(body, 'activityId'), caller.organizationId)
-      if (!row) throw new KmsError(GrpcCode.notFound, `activity ${String(body['activityId'])} not found in organization ${caller.organizationId}`)
-      return { activity: envelope(row) }
-    },
-  }
-
-  function userView(row: UserRow) {
-    return {
-      userId: row.id,
-      userName: row.name,
-      ...(row.email ? { userEmail: row.email } : {}),
-      authenticators: [],
-      apiKeys: db.apiKeysOfUser(row.id).map(apiKeyView),
-      userTags: [],
-      oauthProviders: [],
-      createdAt: timestamp(row.created_at),
-      updatedAt: timestamp(row.created_at),
-    }
+  const voter = (userId: string, organizationId: string) => {
+    const user = db.user(userId, organizationId)
+    return user && { user: userView(db, user) }
   }
 
   /** The `v1Activity` shape the clients read. */
@@ -344,7 +258,8 @@ export function createKmsApp(options: KmsAppOptions) {
       votes: (fresh ? [] : db.votes(row.id)).map((vote) => ({
         id: vote.id,
         userId: vote.user_id,
-        user: userView(db.user(vote.user_id, row.organization_id)!),
+        // A voter deleted since is left out.
+        ...(voter(vote.user_id, row.organization_id) ?? {}),
         activityId: row.id,
         selection: vote.selection,
         message: '',
@@ -364,27 +279,3 @@ export function createKmsApp(options: KmsAppOptions) {
 
   return app
 }
-
-function apiKeyView(key: { id: string; name: string; public_key: string; credential_type: string; expires_at: number | null; created_at: number }) {
-  return {
-    credential: { publicKey: key.public_key, type: key.credential_type },
-    apiKeyId: key.id,
-    apiKeyName: key.name,
-    createdAt: timestamp(key.created_at),
-    updatedAt: timestamp(key.created_at),
-    ...(key.expires_at !== null ? { expirationSeconds: String(Math.round((key.expires_at - key.created_at) / 1000)) } : {}),
-  }
-}
-
-function walletView(wallet: { id: string; name: string; created_at: number; exported: number; imported: number }) {
-  return {
-    walletId: wallet.id,
-    walletName: wallet.name,
-    createdAt: timestamp(wallet.created_at),
-    updatedAt: timestamp(wallet.created_at),
-    exported: wallet.exported === 1,
-    imported: wallet.imported === 1,
-  }
-}
-
-

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3'
+import { adminStatements } from './adminDb.js'
 
 export type OrganizationRow = { id: string; name: string; parent_id: string | null; root_quorum_threshold: number; created_at: number }
 export type UserRow = { id: string; organization_id: string; name: string; email: string | null; created_at: number }
@@ -229,6 +230,8 @@ export function openDatabase(path: string) {
     activity: (id: string, organizationId: string) => statements.activity.get(id, organizationId) as ActivityRow | undefined,
     activityByFingerprint: (fingerprint: string) => statements.activityByFingerprint.get(fingerprint) as ActivityRow | undefined,
     close: () => db.close(),
+    // Private keys, tags, policies, invitations, OAuth providers, features (adminDb.ts).
+    ...adminStatements(db),
   }
 }
 

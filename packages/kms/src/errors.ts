@@ -6,18 +6,22 @@ export const GrpcCode = {
   permissionDenied: 7,
   resourceExhausted: 8,
   failedPrecondition: 9,
+  unimplemented: 12,
   internal: 13,
+  unavailable: 14,
   unauthenticated: 16,
 } as const
 
-const httpStatus: Record<number, 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500> = {
+const httpStatus: Record<number, 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 501 | 503> = {
   3: 400,
   5: 404,
   6: 409,
   7: 403,
   8: 429,
   9: 400,
+  12: 501,
   13: 500,
+  14: 503,
   16: 401,
 }
 

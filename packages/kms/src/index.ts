@@ -8,5 +8,6 @@ export { createFramesApp, type FramesAppOptions, framesContentSecurityPolicy } f
 export { FRAME_PAGES, type FramePage } from './frames/pages.js'
 export { API_KEY_P256_SCHEME, type Stamp, verifyApiKeyStamp } from './stamp.js'
 export { devInbox, type Mail, type Mailer } from './mail.js'
+export { SMTP_URL_VARIABLE, smtpMailer, type SmtpOptions } from './smtp.js'
 export type { WebauthnConfig } from './webauthn.js'
 export { generateApiKeyPair } from './keys.js'

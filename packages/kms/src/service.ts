@@ -5,6 +5,7 @@ import { createKmsApp } from './app.js'
 import { type Db, openDatabase } from './db.js'
 import { createFramesApp } from './frames/app.js'
 import type { Mailer } from './mail.js'
+import { SMTP_URL_VARIABLE, smtpMailer, type SmtpOptions } from './smtp.js'
 import type { WebauthnConfig } from './webauthn.js'
 
 export type KmsOptions = {
@@ -18,8 +19,10 @@ export type KmsOptions = {
   masterKey?: Uint8Array | undefined
   /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */
   webauthn?: WebauthnConfig | undefined
-  /** Where sign-in emails go (e.g. SMTP). Default: the dev inbox at /dev/mailbox. */
+  /** Where sign-in emails go. Default: SMTP when `smtp` or LATCHKEY_SMTP_URL is set, else the dev inbox at /dev/mailbox. */
   mailer?: Mailer | undefined
+  /** Send mail through this SMTP server (unless `mailer` is given). Default: LATCHKEY_SMTP_URL, if set. */
+  smtp?: SmtpOptions | undefined
   /** P-256 private key (hex) that signs export and import bundles. Default: random. */
   signerPrivateKey?: string | undefined
   /** Clock in unix ms; tests move it to expire keys. */
@@ -60,7 +63,9 @@ export function createKms(options: KmsOptions = {}) {
   const db: Db = openDatabase(options.databasePath ?? ':memory:')
   const signerPrivateKey = options.signerPrivateKey ?? Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
-  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer: options.mailer, webauthn: options.webauthn })
+  const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
+  const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from }) : undefined)
+  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer, webauthn: options.webauthn })
   const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
   const framesHost = options.frames?.host ?? 'localhost'
   const framesPort = options.frames?.port ?? 8091

@@ -1,0 +1,170 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import type { ActivityContext } from '../activities.js'
+import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
+import { ids, invalid, notFound, parse, targetPublicKey, uint64 } from '../params.js'
+import { type ActivityTable, alreadyExists, userIn } from './table.js'
+
+// OAuth: OIDC identities registered for users, and sign-in with an OIDC token of one of them.
+//
+// What is verified of a token: that it is a JWT (three base64url parts, JSON header and claims),
+// that it names an issuer, an audience and a subject, that it has not expired, that its nonce is
+// the SHA-256 of the key the credential goes to, and that the identity is registered for a user of
+// the organization. Its signature is not: checking it needs the issuer's keys (JWKS), which this
+// service, meant to run offline, does not fetch. The parent organization's key that submits the
+// activity (the app backend, which received the token from the provider) is trusted for that.
+
+/** The claims of an OIDC token this service reads. */
+export type OidcClaims = { iss: string; sub: string; aud: string[]; exp: number | undefined; nonce: string | undefined }
+
+const claimsSchema = z.object({
+  iss: z.string().min(1),
+  sub: z.string().min(1),
+  aud: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+  exp: z.number().optional(),
+  nonce: z.string().optional(),
+})
+
+/**
+ * The claims of an OIDC token (a JWT), checked for shape only: see the note at the top of this file.
+ *
+ * @example
+ * const { iss, sub, aud } = decodeOidcToken(oidcToken)
+ */
+export function decodeOidcToken(token: string): OidcClaims {
+  const parts = token.split('.')
+  if (parts.length !== 3 || parts.some((part) => !/^[A-Za-z0-9_-]+$/.test(part))) throw invalid('oidcToken is not a JWT: expected three base64url parts')
+  let header: unknown
+  let claims: unknown
+  try {
+    header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8'))
+    claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'))
+  } catch {
+    throw invalid('oidcToken is not a JWT: its header and claims must be JSON')
+  }
+  if (typeof header !== 'object' || header === null || typeof (header as { alg?: unknown }).alg !== 'string') throw invalid('oidcToken is not a JWT: its header has no alg')
+  const parsed = claimsSchema.safeParse(claims)
+  if (!parsed.success) throw invalid(`oidcToken claims are incomplete: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`)
+  const { iss, sub, aud, exp, nonce } = parsed.data
+  return { iss, sub, aud: typeof aud === 'string' ? [aud] : aud, exp, nonce }
+}
+
+/** The nonce an OIDC token must carry to sign in the holder of `publicKey`: hex SHA-256 of the key's hex. */
+export const nonceFor = (publicKey: string) => createHash('sha256').update(publicKey).digest('hex')
+
+/** An OAuth provider to register: from an OIDC token, or from its claims. */
+export const oauthProviderParams = z
+  .object({
+    providerName: z.string().min(1).max(256),
+    oidcToken: z.string().min(1).optional(),
+    oidcClaims: z.object({ iss: z.string().min(1), sub: z.string().min(1), aud: z.string().min(1) }).optional(),
+  })
+  .refine((provider) => (provider.oidcToken === undefined) !== (provider.oidcClaims === undefined), 'give either oidcToken or oidcClaims')
+
+/** The identity (issuer, audience, subject) a provider registers. */
+export function oauthIdentity(provider: z.infer<typeof oauthProviderParams>): { issuer: string; audience: string; subject: string } {
+  if (provider.oidcClaims) return { issuer: provider.oidcClaims.iss, audience: provider.oidcClaims.aud, subject: provider.oidcClaims.sub }
+  const claims = decodeOidcToken(provider.oidcToken!)
+  return { issuer: claims.iss, audience: claims.aud[0]!, subject: claims.sub }
+}
+
+/** Stores OAuth providers for a user; refused when an identity is registered in the organization already. Synchronous, for a transaction. */
+export function insertOauthProviders(context: ActivityContext, userId: string, providers: readonly z.infer<typeof oauthProviderParams>[]): string[] {
+  const { db, caller, now } = context
+  return providers.map((provider) => {
+    const identity = oauthIdentity(provider)
+    if (db.oauthProviderByIdentity(caller.organizationId, identity.issuer, identity.audience, identity.subject))
+      throw alreadyExists(`the OAuth identity ${identity.subject} of ${identity.issuer} is already registered in organization ${caller.organizationId}`)
+    const id = randomUUID()
+    db.insertOauthProvider({ id, user_id: userId, organization_id: caller.organizationId, name: provider.providerName, ...identity, created_at: now() })
+    return id
+  })
+}
+
+/** The user an OIDC token signs in: checked as described at the top of this file. */
+function userOfToken(context: ActivityContext, oidcToken: string, publicKey: string) {
+  const { db, caller, now } = context
+  const claims = decodeOidcToken(oidcToken)
+  if (claims.exp !== undefined && claims.exp * 1000 <= now()) throw invalid(`the OIDC token expired at ${new Date(claims.exp * 1000).toISOString()}`)
+  if (claims.nonce !== nonceFor(publicKey)) throw invalid('the OIDC token nonce must be the hex SHA-256 of the public key the credential is for')
+  for (const audience of claims.aud) {
+    const provider = db.oauthProviderByIdentity(caller.organizationId, claims.iss, audience, claims.sub)
+    if (provider) return provider.user_id
+  }
+  throw notFound(`no user in organization ${caller.organizationId} has the OAuth identity ${claims.sub} of ${claims.iss}`)
+}
+
+/** Drops a user's earlier OAuth credentials (`invalidateExisting`). */
+function invalidateOauthKeys(context: ActivityContext, userId: string) {
+  for (const key of context.db.apiKeysOfUser(userId)) if (key.credential_type === 'CREDENTIAL_TYPE_OAUTH_KEY_P256') context.db.deleteApiKey(key.id)
+}
+
+export const OAUTH_ACTIVITIES: ActivityTable = {
+  ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2: {
+    op: 'create_oauth_providers',
+    intentKey: 'createOauthProvidersIntentV2',
+    resultKey: 'createOauthProvidersResultV2',
+    run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), oauthProviders: z.array(oauthProviderParams).min(1).max(100) }), params)
+      const user = userIn(context, input.userId)
+      return { providerIds: context.db.transaction(() => insertOauthProviders(context, user.id, input.oauthProviders)) }
+    },
+  },
+  ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS: {
+    op: 'delete_oauth_providers',
+    intentKey: 'deleteOauthProvidersIntent',
+    resultKey: 'deleteOauthProvidersResult',
+    run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), providerIds: ids('provider') }), params)
+      const { db, caller } = context
+      const user = userIn(context, input.userId)
+      for (const providerId of input.providerIds)
+        if (db.oauthProvider(providerId, caller.organizationId)?.user_id !== user.id) throw notFound(`OAuth provider ${providerId} not found for user ${user.id}`)
+      db.transaction(() => input.providerIds.forEach((providerId) => db.deleteOauthProvider(providerId)))
+      return { providerIds: input.providerIds }
+    },
+  },
+  ACTIVITY_TYPE_OAUTH: {
+    op: 'oauth',
+    intentKey: 'oauthIntent',
+    resultKey: 'oauthResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({ oidcToken: z.string().min(1), targetPublicKey, apiKeyName: z.string().min(1).max(256).optional(), expirationSeconds: uint64.optional(), invalidateExisting: z.boolean().optional() }),
+        params,
+      )
+      const userId = userOfToken(context, input.oidcToken, input.targetPublicKey)
+      const credential = await prepareCredential(input.targetPublicKey)
+      const apiKeyId = context.db.transaction(() => {
+        if (input.invalidateExisting) invalidateOauthKeys(context, userId)
+        return registerCredential(context, credential, { userId, credentialType: 'CREDENTIAL_TYPE_OAUTH_KEY_P256', name: input.apiKeyName, expirationSeconds: input.expirationSeconds })
+      })
+      return { userId, apiKeyId, credentialBundle: credential.credentialBundle }
+    },
+  },
+  ACTIVITY_TYPE_OAUTH_LOGIN: {
+    op: 'oauth_login',
+    intentKey: 'oauthLoginIntent',
+    resultKey: 'oauthLoginResult',
+    run(params, context) {
+      const input = parse(
+        z.object({
+          oidcToken: z.string().min(1),
+          publicKey: z.string().regex(/^0[23][0-9a-f]{64}$/, 'must be a compressed P-256 public key in lowercase hex'),
+          expirationSeconds: uint64.optional(),
+          invalidateExisting: z.boolean().optional(),
+        }),
+        params,
+      )
+      const { db, caller, now } = context
+      const userId = userOfToken(context, input.oidcToken, input.publicKey)
+      const seconds = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
+      db.transaction(() => {
+        if (input.invalidateExisting) invalidateOauthKeys(context, userId)
+        insertApiKey(db, userId, caller.organizationId, { apiKeyName: `oauth login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) }, now(), 'CREDENTIAL_TYPE_OAUTH_KEY_P256')
+      })
+      const claims = { exp: Math.floor(now() / 1000) + seconds, public_key: input.publicKey, session_type: 'SESSION_TYPE_READ_WRITE', user_id: userId, organization_id: caller.organizationId }
+      return { session: sessionJwt(claims, context.signerPrivateKey) }
+    },
+  },
+}

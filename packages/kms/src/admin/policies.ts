@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import type { ActivityContext } from '../activities.js'
+import type { PolicyRow } from '../adminDb.js'
+import { ids, notFound, parse } from '../params.js'
+import type { ActivityTable } from './table.js'
+
+// Policies are stored and reported as the clients wrote them. They are not evaluated: every user of
+// an organization may do what its root users may, and `condition` and `consensus` are kept as text.
+
+const effect = z.enum(['EFFECT_ALLOW', 'EFFECT_DENY'])
+const expression = z.string().max(4096)
+const policyParams = z.object({
+  policyName: z.string().min(1).max(256),
+  effect,
+  condition: expression.optional(),
+  consensus: expression.optional(),
+  notes: z.string().max(4096).default(''),
+  time: z.string().optional(),
+})
+
+function insertPolicies(context: ActivityContext, policies: readonly z.infer<typeof policyParams>[]) {
+  const at = context.now()
+  const rows: PolicyRow[] = policies.map((policy) => ({
+    id: randomUUID(),
+    organization_id: context.caller.organizationId,
+    name: policy.policyName,
+    effect: policy.effect,
+    condition: policy.condition ?? '',
+    consensus: policy.consensus ?? '',
+    notes: policy.notes,
+    time: policy.time ?? null,
+    created_at: at,
+    updated_at: at,
+  }))
+  context.db.transaction(() => rows.forEach((row) => context.db.insertPolicy(row)))
+  return rows.map((row) => row.id)
+}
+
+function policyOf(context: ActivityContext, policyId: string) {
+  const policy = context.db.policy(policyId, context.caller.organizationId)
+  if (!policy) throw notFound(`policy ${policyId} not found in organization ${context.caller.organizationId}`)
+  return policy
+}
+
+function deletePolicies(context: ActivityContext, policyIds: readonly string[]) {
+  for (const policyId of policyIds) policyOf(context, policyId)
+  context.db.transaction(() => policyIds.forEach((policyId) => context.db.deletePolicy(policyId)))
+}
+
+export const POLICY_ACTIVITIES: ActivityTable = {
+  ACTIVITY_TYPE_CREATE_POLICIES: {
+    op: 'create_policies',
+    intentKey: 'createPoliciesIntent',
+    resultKey: 'createPoliciesResult',
+    run(params, context) {
+      const input = parse(z.object({ policies: z.array(policyParams).min(1).max(100) }), params)
+      return { policyIds: insertPolicies(context, input.policies) }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_POLICY_V3: {
+    op: 'create_policy',
+    intentKey: 'createPolicyIntentV3',
+    resultKey: 'createPolicyResult',
+    run(params, context) {
+      return { policyId: insertPolicies(context, [parse(policyParams, params)])[0]! }
+    },
+  },
+  ACTIVITY_TYPE_UPDATE_POLICY_V2: {
+    op: 'update_policy',
+    intentKey: 'updatePolicyIntentV2',
+    resultKey: 'updatePolicyResultV2',
+    run(params, context) {
+      const input = parse(
+        z.object({
+          policyId: z.string().min(1),
+          policyName: z.string().min(1).max(256).optional(),
+          policyEffect: effect.optional(),
+          policyCondition: expression.optional(),
+          policyConsensus: expression.optional(),
+          policyNotes: z.string().max(4096).optional(),
+          time: z.string().optional(),
+        }),
+        params,
+      )
+      const policy = policyOf(context, input.policyId)
+      context.db.transaction(() =>
+        context.db.updatePolicy({
+          ...policy,
+          name: input.policyName ?? policy.name,
+          effect: input.policyEffect ?? policy.effect,
+          condition: input.policyCondition ?? policy.condition,
+          consensus: input.policyConsensus ?? policy.consensus,
+          notes: input.policyNotes ?? policy.notes,
+          time: input.time ?? policy.time,
+          updated_at: context.now(),
+        }),
+      )
+      return { policyId: policy.id }
+    },
+  },
+  ACTIVITY_TYPE_DELETE_POLICY: {
+    op: 'delete_policy',
+    intentKey: 'deletePolicyIntent',
+    resultKey: 'deletePolicyResult',
+    run(params, context) {
+      const { policyId } = parse(z.object({ policyId: z.string().min(1) }), params)
+      deletePolicies(context, [policyId])
+      return { policyId }
+    },
+  },
+  ACTIVITY_TYPE_DELETE_POLICIES: {
+    op: 'delete_policies',
+    intentKey: 'deletePoliciesIntent',
+    resultKey: 'deletePoliciesResult',
+    run(params, context) {
+      const { policyIds } = parse(z.object({ policyIds: ids('policy') }), params)
+      deletePolicies(context, policyIds)
+      return { policyIds }
+    },
+  },
+}

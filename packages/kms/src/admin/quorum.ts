@@ -1,0 +1,18 @@
+import type { Db } from '../db.js'
+
+// The root quorum: the users whose approvals an organization's activities need, and how many.
+// An organization records its members once its users change; until then every user it has was
+// created with it as a root user (create_sub_organization, the parent organization's first user).
+
+/** The root users of an organization. */
+export function rootUserIds(db: Db, organizationId: string): string[] {
+  const members = db.rootQuorumMembers(organizationId)
+  return members.length ? members : db.users(organizationId).map((user) => user.id)
+}
+
+/** Records the root users as they are now, before users are added or removed. */
+export function pinRootQuorum(db: Db, organizationId: string): string[] {
+  const members = rootUserIds(db, organizationId)
+  db.setRootQuorumMembers(organizationId, members)
+  return members
+}

@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import type { ActivityContext } from '../activities.js'
+import type { TagType } from '../adminDb.js'
+import { ids, notFound, parse } from '../params.js'
+import { type ActivityTable, alreadyExists } from './table.js'
+
+// Tags group users, or private keys, under a name (policies refer to them; tags themselves grant nothing).
+
+const KINDS = {
+  TAG_TYPE_USER: { noun: 'user tag', member: 'user', exists: (context: ActivityContext, id: string) => context.db.user(id, context.caller.organizationId) !== undefined },
+  TAG_TYPE_PRIVATE_KEY: { noun: 'private key tag', member: 'private key', exists: (context: ActivityContext, id: string) => context.db.privateKey(id, context.caller.organizationId) !== undefined },
+} as const
+
+function checkMembers(context: ActivityContext, type: TagType, memberIds: readonly string[]) {
+  const kind = KINDS[type]
+  for (const id of memberIds) if (!kind.exists(context, id)) throw notFound(`${kind.member} ${id} not found in organization ${context.caller.organizationId}`)
+}
+
+function checkName(context: ActivityContext, type: TagType, name: string) {
+  if (context.db.tagByName(context.caller.organizationId, type, name)) throw alreadyExists(`a ${KINDS[type].noun} named "${name}" already exists`)
+}
+
+function tagOf(context: ActivityContext, type: TagType, tagId: string) {
+  const tag = context.db.tag(tagId, context.caller.organizationId, type)
+  if (!tag) throw notFound(`${KINDS[type].noun} ${tagId} not found in organization ${context.caller.organizationId}`)
+  return tag
+}
+
+function createTag(context: ActivityContext, type: TagType, name: string, memberIds: readonly string[]) {
+  checkName(context, type, name)
+  checkMembers(context, type, memberIds)
+  const id = randomUUID()
+  const at = context.now()
+  context.db.transaction(() => {
+    context.db.insertTag({ id, organization_id: context.caller.organizationId, name, type, created_at: at, updated_at: at })
+    for (const memberId of memberIds) context.db.addTagMember(id, memberId)
+  })
+  return id
+}
+
+function updateTag(context: ActivityContext, type: TagType, change: { tagId: string; newName: string | undefined; add: readonly string[]; remove: readonly string[] }) {
+  const { db, now } = context
+  const tag = tagOf(context, type, change.tagId)
+  if (change.newName !== undefined && change.newName !== tag.name) checkName(context, type, change.newName)
+  checkMembers(context, type, change.add)
+  const at = now()
+  db.transaction(() => {
+    db.renameTag(change.newName ?? tag.name, at, tag.id)
+    for (const memberId of change.remove) db.removeTagMember(tag.id, memberId)
+    for (const memberId of change.add) db.addTagMember(tag.id, memberId)
+  })
+  return tag.id
+}
+
+/** Deletes tags; returns the members that carried them. */
+function deleteTags(context: ActivityContext, type: TagType, tagIds: readonly string[]) {
+  const tags = tagIds.map((tagId) => tagOf(context, type, tagId))
+  const members = new Set(tags.flatMap((tag) => context.db.tagMembers(tag.id)))
+  context.db.transaction(() => tags.forEach((tag) => context.db.deleteTag(tag.id)))
+  return [...members]
+}
+
+const name = z.string().min(1).max(256)
+
+export const TAG_ACTIVITIES: ActivityTable = {
+  ACTIVITY_TYPE_CREATE_USER_TAG: {
+    op: 'create_user_tag',
+    intentKey: 'createUserTagIntent',
+    resultKey: 'createUserTagResult',
+    run(params, context) {
+      const input = parse(z.object({ userTagName: name, userIds: z.array(z.string().min(1)).default([]) }), params)
+      return { userTagId: createTag(context, 'TAG_TYPE_USER', input.userTagName, input.userIds), userIds: input.userIds }
+    },
+  },
+  ACTIVITY_TYPE_UPDATE_USER_TAG: {
+    op: 'update_user_tag',
+    intentKey: 'updateUserTagIntent',
+    resultKey: 'updateUserTagResult',
+    run(params, context) {
+      const input = parse(
+        z.object({ userTagId: z.string().min(1), newUserTagName: name.optional(), addUserIds: z.array(z.string().min(1)).default([]), removeUserIds: z.array(z.string().min(1)).default([]) }),
+        params,
+      )
+      return { userTagId: updateTag(context, 'TAG_TYPE_USER', { tagId: input.userTagId, newName: input.newUserTagName, add: input.addUserIds, remove: input.removeUserIds }) }
+    },
+  },
+  ACTIVITY_TYPE_DELETE_USER_TAGS: {
+    op: 'delete_user_tags',
+    intentKey: 'deleteUserTagsIntent',
+    resultKey: 'deleteUserTagsResult',
+    run(params, context) {
+      const input = parse(z.object({ userTagIds: ids('user tag') }), params)
+      return { userTagIds: input.userTagIds, userIds: deleteTags(context, 'TAG_TYPE_USER', input.userTagIds) }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG: {
+    op: 'create_private_key_tag',
+    intentKey: 'createPrivateKeyTagIntent',
+    resultKey: 'createPrivateKeyTagResult',
+    run(params, context) {
+      const input = parse(z.object({ privateKeyTagName: name, privateKeyIds: z.array(z.string().min(1)).default([]) }), params)
+      return { privateKeyTagId: createTag(context, 'TAG_TYPE_PRIVATE_KEY', input.privateKeyTagName, input.privateKeyIds), privateKeyIds: input.privateKeyIds }
+    },
+  },
+  ACTIVITY_TYPE_UPDATE_PRIVATE_KEY_TAG: {
+    op: 'update_private_key_tag',
+    intentKey: 'updatePrivateKeyTagIntent',
+    resultKey: 'updatePrivateKeyTagResult',
+    run(params, context) {
+      const input = parse(
+        z.object({
+          privateKeyTagId: z.string().min(1),
+          newPrivateKeyTagName: name.optional(),
+          addPrivateKeyIds: z.array(z.string().min(1)).default([]),
+          removePrivateKeyIds: z.array(z.string().min(1)).default([]),
+        }),
+        params,
+      )
+      return {
+        privateKeyTagId: updateTag(context, 'TAG_TYPE_PRIVATE_KEY', { tagId: input.privateKeyTagId, newName: input.newPrivateKeyTagName, add: input.addPrivateKeyIds, remove: input.removePrivateKeyIds }),
+      }
+    },
+  },
+  ACTIVITY_TYPE_DELETE_PRIVATE_KEY_TAGS: {
+    op: 'delete_private_key_tags',
+    intentKey: 'deletePrivateKeyTagsIntent',
+    resultKey: 'deletePrivateKeyTagsResult',
+    run(params, context) {
+      const input = parse(z.object({ privateKeyTagIds: ids('private key tag') }), params)
+      return { privateKeyTagIds: input.privateKeyTagIds, privateKeyIds: deleteTags(context, 'TAG_TYPE_PRIVATE_KEY', input.privateKeyTagIds) }
+    },
+  },
+}

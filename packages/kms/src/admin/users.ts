@@ -1,0 +1,304 @@
+import { randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import type { ActivityContext } from '../activities.js'
+import { insertApiKey, insertAuthenticator, sessionJwt } from '../credentials.js'
+import { apiKeyParams, authenticatorParams, ids, invalid, notFound, parse } from '../params.js'
+import { verifyRegistration } from '../webauthn.js'
+import { insertOauthProviders, oauthProviderParams } from './oauth.js'
+import { pinRootQuorum, rootUserIds } from './quorum.js'
+import { type ActivityTable, alreadyExists, failedPrecondition, userIn } from './table.js'
+
+// Users of an organization beyond its root users: creating, changing and deleting them, their
+// API keys and passkeys, invitations, and read-only sessions.
+
+/** How long a read-only session lasts. */
+export const READ_ONLY_SESSION_SECONDS = 3600
+
+const phoneNumber = z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number, such as +14155550100')
+const userParams = z.object({
+  userName: z.string().min(1).max(256),
+  userEmail: z.email().optional(),
+  userPhoneNumber: phoneNumber.optional(),
+  apiKeys: z.array(apiKeyParams).default([]),
+  authenticators: z.array(authenticatorParams).default([]),
+  oauthProviders: z.array(oauthProviderParams).default([]),
+  userTags: z.array(z.string().min(1)).default([]),
+})
+type UserParams = z.infer<typeof userParams>
+
+/** Refuses an email another user of the organization (or of the same request) already has. */
+function checkEmails(context: ActivityContext, emails: readonly (string | undefined)[], exceptUserId?: string) {
+  const seen = new Set<string>()
+  for (const email of emails) {
+    if (!email) continue
+    const owner = context.db.userByEmail(context.caller.organizationId, email)
+    if ((owner && owner.id !== exceptUserId) || seen.has(email.toLowerCase())) throw alreadyExists(`a user with email ${email} already exists in organization ${context.caller.organizationId}`)
+    seen.add(email.toLowerCase())
+  }
+}
+
+/** Tags of users in the organization the request names. */
+function checkUserTags(context: ActivityContext, tagIds: readonly string[]) {
+  for (const tagId of tagIds) if (!context.db.tag(tagId, context.caller.organizationId, 'TAG_TYPE_USER')) throw notFound(`user tag ${tagId} not found in organization ${context.caller.organizationId}`)
+}
+
+/**
+ * Creates users (not root users: the root quorum stays as it was). Passkeys are verified and every
+ * reference checked before anything is written; then all of them are written, or none.
+ */
+async function createUsers(context: ActivityContext, users: readonly UserParams[]) {
+  const { db, caller, now } = context
+  const passkeys = await Promise.all(
+    users.map((user) => Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })))),
+  )
+  for (const { verified } of passkeys.flat()) if (db.authenticatorByCredential(verified.credentialId)) throw alreadyExists(`credential ${verified.credentialId} is already registered`)
+  checkEmails(context, users.map((user) => user.userEmail))
+  checkUserTags(context, users.flatMap((user) => user.userTags))
+  return db.transaction(() => {
+    pinRootQuorum(db, caller.organizationId)
+    const at = now()
+    return users.map((user, index) => {
+      const userId = randomUUID()
+      db.insertUser({ id: userId, organization_id: caller.organizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
+      if (user.userPhoneNumber) db.updateUser({ id: userId, name: user.userName, email: user.userEmail ?? null, phone_number: user.userPhoneNumber, updated_at: at })
+      for (const key of user.apiKeys) insertApiKey(db, userId, caller.organizationId, key, at)
+      for (const { authenticator, verified } of passkeys[index]!) insertAuthenticator(db, userId, caller.organizationId, authenticator, verified, at)
+      insertOauthProviders(context, userId, user.oauthProviders)
+      for (const tagId of new Set(user.userTags)) (db.addTagMember(tagId, userId), db.touchTag(at, tagId))
+      return userId
+    })
+  })
+}
+
+/** Applies a change of name, email, phone number or tags to a user. */
+function updateUser(context: ActivityContext, userId: string, change: { userName?: string | undefined; userEmail?: string | undefined; userPhoneNumber?: string | undefined; userTagIds?: readonly string[] | undefined }) {
+  const { db, caller, now } = context
+  const user = userIn(context, userId)
+  const details = db.userDetails(user.id, caller.organizationId)!
+  if (change.userEmail !== undefined) checkEmails(context, [change.userEmail], user.id)
+  if (change.userTagIds) checkUserTags(context, change.userTagIds)
+  const at = now()
+  db.transaction(() => {
+    db.updateUser({ id: user.id, name: change.userName ?? user.name, email: change.userEmail ?? user.email, phone_number: change.userPhoneNumber ?? details.phone_number, updated_at: at })
+    // An empty list leaves the tags as they are (the clients send [] when not changing them).
+    if (change.userTagIds?.length) {
+      for (const tagId of db.tagsOf(user.id)) if (db.tag(tagId, caller.organizationId, 'TAG_TYPE_USER')) db.removeTagMember(tagId, user.id)
+      for (const tagId of new Set(change.userTagIds)) (db.addTagMember(tagId, user.id), db.touchTag(at, tagId))
+    }
+  })
+  return { userId: user.id }
+}
+
+/** Refuses when the credential that stamped this request is among those being removed. */
+function refuseOwnCredential(context: ActivityContext, credentials: readonly string[], what: string) {
+  if (context.caller.credential && credentials.includes(context.caller.credential))
+    throw failedPrecondition(`${what} stamps this request and cannot remove itself: stamp the request with another credential`)
+}
+
+export const USER_ACTIVITIES: ActivityTable = {
+  ACTIVITY_TYPE_CREATE_USERS_V4: {
+    op: 'create_users',
+    intentKey: 'createUsersIntentV4',
+    resultKey: 'createUsersResult',
+    async run(params, context) {
+      const input = parse(z.object({ users: z.array(userParams).min(1).max(100) }), params)
+      return { userIds: await createUsers(context, input.users) }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_API_ONLY_USERS: {
+    op: 'create_api_only_users',
+    intentKey: 'createApiOnlyUsersIntent',
+    resultKey: 'createApiOnlyUsersResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          apiOnlyUsers: z
+            .array(z.object({ userName: z.string().min(1).max(256), userEmail: z.email().optional(), userTags: z.array(z.string().min(1)).default([]), apiKeys: z.array(apiKeyParams.omit({ curveType: true })).min(1) }))
+            .min(1)
+            .max(100),
+        }),
+        params,
+      )
+      return { userIds: await createUsers(context, input.apiOnlyUsers.map((user) => ({ ...user, authenticators: [], oauthProviders: [] }))) }
+    },
+  },
+  ACTIVITY_TYPE_UPDATE_USER: {
+    op: 'update_user',
+    intentKey: 'updateUserIntent',
+    resultKey: 'updateUserResult',
+    run(params, context) {
+      const input = parse(
+        z.object({ userId: z.string().min(1), userName: z.string().min(1).max(256).optional(), userEmail: z.email().optional(), userTagIds: z.array(z.string().min(1)).optional(), userPhoneNumber: phoneNumber.optional() }),
+        params,
+      )
+      return updateUser(context, input.userId, input)
+    },
+  },
+  ACTIVITY_TYPE_UPDATE_USER_NAME: {
+    op: 'update_user_name',
+    intentKey: 'updateUserNameIntent',
+    resultKey: 'updateUserNameResult',
+    run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), userName: z.string().min(1).max(256) }), params)
+      return updateUser(context, input.userId, input)
+    },
+  },
+  ACTIVITY_TYPE_UPDATE_USER_EMAIL: {
+    op: 'update_user_email',
+    intentKey: 'updateUserEmailIntent',
+    resultKey: 'updateUserEmailResult',
+    run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), userEmail: z.email(), verificationToken: z.string().optional() }), params)
+      if (input.verificationToken) throw invalid('verificationToken is not supported: this service issues no OTP verification tokens')
+      return updateUser(context, input.userId, { userEmail: input.userEmail })
+    },
+  },
+  ACTIVITY_TYPE_UPDATE_USER_PHONE_NUMBER: {
+    op: 'update_user_phone_number',
+    intentKey: 'updateUserPhoneNumberIntent',
+    resultKey: 'updateUserPhoneNumberResult',
+    run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), userPhoneNumber: phoneNumber, verificationToken: z.string().optional() }), params)
+      if (input.verificationToken) throw invalid('verificationToken is not supported: this service issues no OTP verification tokens')
+      return updateUser(context, input.userId, { userPhoneNumber: input.userPhoneNumber })
+    },
+  },
+  ACTIVITY_TYPE_DELETE_USERS: {
+    op: 'delete_users',
+    intentKey: 'deleteUsersIntent',
+    resultKey: 'deleteUsersResult',
+    run(params, context) {
+      const input = parse(z.object({ userIds: ids('user') }), params)
+      const { db, caller } = context
+      for (const userId of input.userIds) userIn(context, userId)
+      if (caller.homeOrganizationId === caller.organizationId && input.userIds.includes(caller.userId))
+        throw failedPrecondition('a user cannot delete themselves: the key that stamps this request would go with them')
+      const roots = rootUserIds(db, caller.organizationId)
+      const remaining = roots.filter((userId) => !input.userIds.includes(userId))
+      const threshold = db.organization(caller.organizationId)!.root_quorum_threshold
+      if (remaining.length === 0) throw failedPrecondition(`cannot delete the last root user of organization ${caller.organizationId}`)
+      if (remaining.length < threshold)
+        throw failedPrecondition(`deleting these users would leave ${remaining.length} root users, fewer than the root quorum threshold of ${threshold}: change the root quorum first (update_root_quorum)`)
+      db.transaction(() => {
+        pinRootQuorum(db, caller.organizationId)
+        for (const userId of input.userIds) db.deleteUser(userId)
+      })
+      return { userIds: input.userIds }
+    },
+  },
+  ACTIVITY_TYPE_DELETE_API_KEYS: {
+    op: 'delete_api_keys',
+    intentKey: 'deleteApiKeysIntent',
+    resultKey: 'deleteApiKeysResult',
+    run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), apiKeyIds: ids('API key') }), params)
+      const { db, caller } = context
+      const user = userIn(context, input.userId)
+      const keys = input.apiKeyIds.map((apiKeyId) => {
+        const key = db.apiKey(apiKeyId, caller.organizationId)
+        if (key?.user_id !== user.id) throw notFound(`API key ${apiKeyId} not found for user ${user.id}`)
+        return key
+      })
+      for (const key of keys) refuseOwnCredential(context, [key.public_key], `API key ${key.id}`)
+      db.transaction(() => keys.forEach((key) => db.deleteApiKey(key.id)))
+      return { apiKeyIds: input.apiKeyIds }
+    },
+  },
+  ACTIVITY_TYPE_DELETE_AUTHENTICATORS: {
+    op: 'delete_authenticators',
+    intentKey: 'deleteAuthenticatorsIntent',
+    resultKey: 'deleteAuthenticatorsResult',
+    run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), authenticatorIds: ids('authenticator') }), params)
+      const { db, caller } = context
+      const user = userIn(context, input.userId)
+      const authenticators = input.authenticatorIds.map((authenticatorId) => {
+        const authenticator = db.authenticator(authenticatorId, caller.organizationId)
+        if (authenticator?.user_id !== user.id) throw notFound(`authenticator ${authenticatorId} not found for user ${user.id}`)
+        return authenticator
+      })
+      for (const authenticator of authenticators) refuseOwnCredential(context, [authenticator.credential_id], `authenticator ${authenticator.id}`)
+      db.transaction(() => authenticators.forEach((authenticator) => db.deleteAuthenticator(authenticator.id)))
+      return { authenticatorIds: input.authenticatorIds }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_INVITATIONS: {
+    op: 'create_invitations',
+    intentKey: 'createInvitationsIntent',
+    resultKey: 'createInvitationsResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          invitations: z
+            .array(
+              z.object({
+                receiverUserName: z.string().min(1).max(256),
+                receiverUserEmail: z.email(),
+                receiverUserTags: z.array(z.string().min(1)).default([]),
+                accessType: z.enum(['ACCESS_TYPE_WEB', 'ACCESS_TYPE_API', 'ACCESS_TYPE_ALL']),
+                senderUserId: z.string().min(1),
+              }),
+            )
+            .min(1)
+            .max(100),
+        }),
+        params,
+      )
+      const { db, caller, now } = context
+      const organization = db.organization(caller.organizationId)!
+      const senders = input.invitations.map((invitation) => userIn(context, invitation.senderUserId))
+      checkUserTags(context, input.invitations.flatMap((invitation) => invitation.receiverUserTags))
+      const at = now()
+      const rows = input.invitations.map((invitation) => ({
+        id: randomUUID(),
+        organization_id: caller.organizationId,
+        receiver_user_name: invitation.receiverUserName,
+        receiver_email: invitation.receiverUserEmail,
+        receiver_user_tags: JSON.stringify(invitation.receiverUserTags),
+        access_type: invitation.accessType,
+        sender_user_id: invitation.senderUserId,
+        status: 'INVITATION_STATUS_CREATED',
+        created_at: at,
+        updated_at: at,
+      }))
+      // Mail first: an invitation stored but never sent would be worse than one sent and retried.
+      for (const [index, row] of rows.entries())
+        await context.mailer.send({
+          to: row.receiver_email,
+          subject: `${senders[index]!.name} invited you to ${organization.name}`,
+          text: `${senders[index]!.name} invited you, as ${row.receiver_user_name}, to ${organization.name}.\n\nInvitation: ${row.id}`,
+          html: `<p>${escapeHtml(senders[index]!.name)} invited you, as ${escapeHtml(row.receiver_user_name)}, to ${escapeHtml(organization.name)}.</p><p>Invitation: <code>${row.id}</code></p>`,
+        })
+      db.transaction(() => rows.forEach((row) => db.insertInvitation(row)))
+      return { invitationIds: rows.map((row) => row.id) }
+    },
+  },
+  ACTIVITY_TYPE_DELETE_INVITATION: {
+    op: 'delete_invitation',
+    intentKey: 'deleteInvitationIntent',
+    resultKey: 'deleteInvitationResult',
+    run(params, context) {
+      const { invitationId } = parse(z.object({ invitationId: z.string().min(1) }), params)
+      const { db, caller } = context
+      if (!db.invitation(invitationId, caller.organizationId)) throw notFound(`invitation ${invitationId} not found in organization ${caller.organizationId}`)
+      db.transaction(() => db.deleteInvitation(invitationId))
+      return { invitationId }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION: {
+    op: 'create_read_only_session',
+    intentKey: 'createReadOnlySessionIntent',
+    resultKey: 'createReadOnlySessionResult',
+    run(params, context) {
+      parse(z.object({}), params ?? {})
+      const { db, caller, now } = context
+      const organization = db.organization(caller.organizationId)!
+      const user = db.user(caller.userId, caller.homeOrganizationId)!
+      const sessionExpiry = Math.floor(now() / 1000) + READ_ONLY_SESSION_SECONDS
+      const session = sessionJwt({ exp: sessionExpiry, session_type: 'SESSION_TYPE_READ_ONLY', user_id: user.id, organization_id: organization.id }, context.signerPrivateKey)
+      return { organizationId: organization.id, organizationName: organization.name, userId: user.id, username: user.name, session, sessionExpiry: String(sessionExpiry) }
+    },
+  },
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)

@@ -1,0 +1,95 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { p256 } from '@noble/curves/p256'
+import type { ActivityContext } from './activities.js'
+import { credentialBundle } from './bundles.js'
+import type { Db } from './db.js'
+import { GrpcCode, KmsError } from './errors.js'
+import type { ApiKeyParams } from './params.js'
+import { type AuthenticatorParams, toTransport, type verifyRegistration } from './webauthn.js'
+
+// What activities register for users: API keys, passkeys, credentials handed over in bundles and
+// session tokens.
+
+/** Session keys, login keys and OAuth credentials work this long unless asked otherwise. */
+export const DEFAULT_SESSION_SECONDS = 900
+
+/**
+ * Registers an API key for a user; refused when the public key is registered already.
+ *
+ * @example
+ * const apiKeyId = insertApiKey(db, userId, organizationId, { apiKeyName: 'backend', publicKey }, now())
+ */
+export function insertApiKey(db: Db, userId: string, organizationId: string, key: ApiKeyParams, now: number, credentialType = 'CREDENTIAL_TYPE_API_KEY_P256'): string {
+  if (db.apiKeyByPublicKey(key.publicKey)) throw new KmsError(GrpcCode.alreadyExists, `api key ${key.publicKey} is already registered`)
+  const id = randomUUID()
+  db.insertApiKey({
+    id,
+    user_id: userId,
+    organization_id: organizationId,
+    name: key.apiKeyName,
+    public_key: key.publicKey,
+    curve: key.curveType ?? 'API_KEY_CURVE_P256',
+    credential_type: credentialType,
+    expires_at: key.expirationSeconds ? now + Number(key.expirationSeconds) * 1000 : null,
+    created_at: now,
+  })
+  return id
+}
+
+/** Stores a passkey whose registration `verifyRegistration` accepted. */
+export function insertAuthenticator(db: Db, userId: string, organizationId: string, authenticator: AuthenticatorParams, passkey: Awaited<ReturnType<typeof verifyRegistration>>, at: number): string {
+  const id = randomUUID()
+  db.insertAuthenticator({
+    id,
+    user_id: userId,
+    organization_id: organizationId,
+    name: authenticator.authenticatorName,
+    credential_id: passkey.credentialId,
+    public_key: passkey.publicKey,
+    counter: passkey.counter,
+    transports: JSON.stringify(authenticator.attestation.transports.map(toTransport)),
+    aaguid: passkey.aaguid,
+    attestation_type: passkey.attestationType,
+    created_at: at,
+  })
+  return id
+}
+
+/** A fresh P-256 key, sealed in a credential bundle for `target`; registered by `registerCredential`. */
+export async function prepareCredential(target: string) {
+  const key = p256.utils.randomPrivateKey()
+  return { key, credentialBundle: await credentialBundle(target, key) }
+}
+
+/** Registers a prepared credential's key for `userId`, with an expiry. Synchronous: it may join a transaction. */
+export function registerCredential(
+  context: ActivityContext,
+  credential: { key: Uint8Array },
+  parameters: { userId: string; credentialType: string; name: string | undefined; expirationSeconds: string | undefined },
+): string {
+  const apiKeyId = randomUUID()
+  const at = context.now()
+  context.db.insertApiKey({
+    id: apiKeyId,
+    user_id: parameters.userId,
+    organization_id: context.caller.organizationId,
+    name: parameters.name ?? `${parameters.credentialType.replace('CREDENTIAL_TYPE_', '').toLowerCase()} ${new Date(at).toISOString()}`,
+    public_key: Buffer.from(p256.getPublicKey(credential.key, true)).toString('hex'),
+    curve: 'API_KEY_CURVE_P256',
+    credential_type: parameters.credentialType,
+    expires_at: at + Number(parameters.expirationSeconds ?? DEFAULT_SESSION_SECONDS) * 1000,
+    created_at: at,
+  })
+  return apiKeyId
+}
+
+/**
+ * A JWT signed ES256 over SHA-256(SHA-256(header.payload)), signature r‖s: the hosted notarizer's
+ * scheme, which `@turnkey/crypto` `verifySessionJwtSignature` checks.
+ */
+export function sessionJwt(claims: Record<string, unknown>, privateKey: string): string {
+  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
+  const input = `${encode({ alg: 'ES256', typ: 'JWT' })}.${encode(claims)}`
+  const digest = createHash('sha256').update(createHash('sha256').update(input).digest()).digest()
+  return `${input}.${Buffer.from(p256.sign(digest, privateKey).toCompactRawBytes()).toString('base64url')}`
+}

@@ -1,0 +1,45 @@
+import { GrpcCode, KmsError } from './errors.js'
+import type { Mailer } from './mail.js'
+
+/** Where mail goes out: an SMTP server's URL and the sender. */
+export type SmtpOptions = {
+  /**
+   * `smtp://user:password@host:587` (STARTTLS when offered), `smtps://…:465` (TLS from the start);
+   * nodemailer options may follow as query parameters, e.g. `?requireTLS=true`.
+   */
+  url: string
+  /** The From header. Default `Latchkey <no-reply@{host of url}>`. */
+  from?: string | undefined
+}
+
+/** The environment variable `createKms` reads when no `smtp` option is given. */
+export const SMTP_URL_VARIABLE = 'LATCHKEY_SMTP_URL'
+
+/**
+ * A mailer that sends through an SMTP server (nodemailer, loaded on the first message). A message
+ * the server does not accept fails the activity that sent it (14, "could not send the email: …").
+ *
+ * @example
+ * const kms = createKms({ mailer: smtpMailer({ url: 'smtp://mail.example.com:587', from: 'My app <login@example.com>' }) })
+ */
+export function smtpMailer(options: SmtpOptions): Mailer {
+  let url: URL
+  try {
+    url = new URL(options.url)
+  } catch {
+    throw new Error(`the SMTP url is not a URL: ${options.url.replace(/\/\/[^@/]*@/, '//…@')}`)
+  }
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`the SMTP url must start with smtp:// or smtps://, not ${url.protocol}//`)
+  const from = options.from ?? `Latchkey <no-reply@${url.hostname}>`
+  let transport: Promise<import('nodemailer').Transporter> | undefined
+  return {
+    async send(mail) {
+      transport ??= import('nodemailer').then((nodemailer) => nodemailer.createTransport(options.url))
+      try {
+        await (await transport).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html })
+      } catch (error) {
+        throw new KmsError(GrpcCode.unavailable, `could not send the email: ${(error as Error).message}`)
+      }
+    },
+  }
+}
