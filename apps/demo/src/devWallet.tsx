@@ -1,15 +1,17 @@
-import { announceProvider, createDevWallet, type DevWalletPrompt, devWalletInfo } from '@latchkey/core/dev'
-import { useEffect, useRef, useSyncExternalStore } from 'react'
+import { announceProvider, createDevWallet, type DevWallet, type DevWalletPrompt, devWalletInfo } from '@latchkey/core/dev'
+import { useEffect, useId, useRef, useState, useSyncExternalStore } from 'react'
 import { createRoot } from 'react-dom/client'
 import { chains } from './chains.js'
 
-/** Anvil's first test key: funded on both local chains. Never use it anywhere else. */
+/** Anvil's first and third test keys: funded on both local chains. Never use them anywhere else. */
 const ANVIL_KEY_0 = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80'
+const ANVIL_KEY_2 = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a'
 
 /** The wallet's own storage, apart from the app's `latchkey.*` keys, as an extension's would be. */
 const walletStorage = {
   chainId: 'latchkeyDevWallet.chainId',
   authorized: 'latchkeyDevWallet.authorized',
+  account: 'latchkeyDevWallet.account',
 }
 
 type Pending = { prompt: DevWalletPrompt; resolve: (approved: boolean) => void }
@@ -27,6 +29,9 @@ function setQueue(next: readonly Pending[]) {
 export function startDevWallet() {
   const wallet = createDevWallet({
     privateKey: ANVIL_KEY_0,
+    otherKeys: [ANVIL_KEY_2],
+    accountIndex: Number(localStorage.getItem(walletStorage.account) ?? 0),
+    onAccountChanged: (index) => localStorage.setItem(walletStorage.account, String(index)),
     chains,
     chainId: Number(localStorage.getItem(walletStorage.chainId) ?? chains[0].id),
     authorized: localStorage.getItem(walletStorage.authorized) === 'true',
@@ -39,11 +44,13 @@ export function startDevWallet() {
   const host = document.createElement('div')
   host.id = 'latchkey-dev-wallet'
   document.body.append(host)
-  createRoot(host).render(<DevWalletWindow address={wallet.account.address} />)
+  createRoot(host).render(<DevWalletWindow wallet={wallet} />)
 }
 
 /** The wallet's confirm window, in the browser's top layer like an extension popup. */
-function DevWalletWindow({ address }: { address: string }) {
+function DevWalletWindow({ wallet }: { wallet: DevWallet }) {
+  const [index, setIndex] = useState(() => wallet.accounts.indexOf(wallet.account))
+  const address = wallet.accounts[index]!.address
   const current = useSyncExternalStore(
     (listener) => {
       listeners.add(listener)
@@ -65,7 +72,26 @@ function DevWalletWindow({ address }: { address: string }) {
     current.resolve(approved)
   }
 
+  const switchId = useId()
   return (
+    <>
+    {/* The wallet's own account list, as an extension's toolbar menu would be. */}
+    <div className="dev-wallet-switch">
+      <label htmlFor={switchId}>Dev wallet account</label>
+      <select
+        id={switchId}
+        value={index}
+        onChange={(event) => {
+          const next = Number(event.target.value)
+          setIndex(next)
+          wallet.selectAccount(next)
+        }}
+      >
+        {wallet.accounts.map((account, i) => (
+          <option key={account.address} value={i}>{`${account.address.slice(0, 6)}…${account.address.slice(-4)}`}</option>
+        ))}
+      </select>
+    </div>
     <section ref={ref} popover="manual" role="dialog" aria-label={devWalletInfo.name} className="dev-wallet">
       <header>
         <img src={devWalletInfo.icon} alt="" width={20} height={20} />
@@ -89,6 +115,7 @@ function DevWalletWindow({ address }: { address: string }) {
         </>
       )}
     </section>
+    </>
   )
 }
 

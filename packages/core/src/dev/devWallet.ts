@@ -22,6 +22,12 @@ export type DevWalletPrompt = {
 export type DevWalletParameters = {
   /** The anvil test key the wallet holds. */
   privateKey: Hex
+  /** More keys the user can switch to (`selectAccount`), as in a real wallet's account list. */
+  otherKeys?: readonly Hex[] | undefined
+  /** The account in use at start: 0 is `privateKey`, 1 the first of `otherKeys`. Default 0. */
+  accountIndex?: number | undefined
+  /** Called when the user switches account, so a page can remember it across reloads. */
+  onAccountChanged?: ((index: number) => void) | undefined
   chains: readonly [Chain, ...Chain[]]
   /** The chain the wallet starts on. Default the first. */
   chainId?: number | undefined
@@ -36,6 +42,10 @@ export type DevWalletParameters = {
 
 export type DevWallet = EIP1193Provider & {
   readonly account: LocalAccount
+  /** Every account the wallet holds, in order. */
+  readonly accounts: readonly LocalAccount[]
+  /** Emulates the user picking another account in the wallet: `accountsChanged` goes to the site. */
+  selectAccount(index: number): void
   readonly chainId: number
   /** Emulates the user switching account or chain in the wallet's own UI. */
   emit(event: 'accountsChanged' | 'chainChanged' | 'disconnect' | 'connect', data: unknown): void
@@ -62,7 +72,9 @@ class RpcError extends Error {
  * announceDevWallet(window, wallet)
  */
 export function createDevWallet(parameters: DevWalletParameters): DevWallet {
-  const account = privateKeyToAccount(parameters.privateKey)
+  const accounts = [parameters.privateKey, ...(parameters.otherKeys ?? [])].map((key) => privateKeyToAccount(key))
+  let index = Math.min(Math.max(parameters.accountIndex ?? 0, 0), accounts.length - 1)
+  const current = () => accounts[index]!
   const listeners = new Map<string, Set<Listener>>()
   const approve = parameters.approve ?? (async () => true)
   let chainId = parameters.chainId ?? parameters.chains[0].id
@@ -70,7 +82,7 @@ export function createDevWallet(parameters: DevWalletParameters): DevWallet {
   if (!parameters.chains.some((c) => c.id === chainId)) chainId = parameters.chains[0].id
 
   const chain = () => parameters.chains.find((c) => c.id === chainId) ?? parameters.chains[0]
-  const walletClient = () => createWalletClient({ account, chain: chain(), transport: http(chain().rpcUrls.default.http[0]) })
+  const walletClient = () => createWalletClient({ account: current(), chain: chain(), transport: http(chain().rpcUrls.default.http[0]) })
 
   function emit(event: string, data: unknown) {
     for (const listener of [...(listeners.get(event) ?? [])]) listener(data)
@@ -85,7 +97,7 @@ export function createDevWallet(parameters: DevWalletParameters): DevWallet {
   }
 
   function requireOwnAddress(address: unknown) {
-    if (typeof address !== 'string' || address.toLowerCase() !== account.address.toLowerCase())
+    if (typeof address !== 'string' || address.toLowerCase() !== current().address.toLowerCase())
       throw new RpcError(4100, `Unknown account ${String(address)}.`)
   }
 
@@ -94,14 +106,14 @@ export function createDevWallet(parameters: DevWalletParameters): DevWallet {
     switch (method) {
       case 'eth_requestAccounts':
         if (!authorized) {
-          await ask(method, `Connect ${account.address} to this site`, list)
+          await ask(method, `Connect ${current().address} to this site`, list)
           authorized = true
           parameters.onAuthorizedChanged?.(true)
           emit('connect', { chainId: numberToHex(chainId) })
         }
-        return [account.address]
+        return [current().address]
       case 'eth_accounts':
-        return authorized ? [account.address] : []
+        return authorized ? [current().address] : []
       case 'eth_chainId':
         return numberToHex(chainId)
       case 'net_version':
@@ -116,7 +128,7 @@ export function createDevWallet(parameters: DevWalletParameters): DevWallet {
         requireOwnAddress(address)
         const text = isHex(data) ? safeText(data) : String(data)
         await ask(method, text, list)
-        return account.signMessage({ message: isHex(data) ? { raw: data } : String(data) })
+        return current().signMessage({ message: isHex(data) ? { raw: data } : String(data) })
       }
       case 'eth_signTypedData_v4': {
         requireAuthorized()
@@ -125,7 +137,7 @@ export function createDevWallet(parameters: DevWalletParameters): DevWallet {
         const typed = typeof json === 'string' ? JSON.parse(json) : json
         await ask(method, `Sign typed data: ${typed.primaryType}`, list)
         const { EIP712Domain: _, ...types } = typed.types
-        return account.signTypedData({ domain: typed.domain, types, primaryType: typed.primaryType, message: typed.message })
+        return current().signTypedData({ domain: typed.domain, types, primaryType: typed.primaryType, message: typed.message })
       }
       case 'eth_sendTransaction': {
         requireAuthorized()
@@ -180,7 +192,16 @@ export function createDevWallet(parameters: DevWalletParameters): DevWallet {
       listeners.get(event)?.delete(listener)
     },
     emit,
-    account,
+    get account() {
+      return current()
+    },
+    accounts,
+    selectAccount(next: number) {
+      if (!accounts[next] || next === index) return
+      index = next
+      parameters.onAccountChanged?.(index)
+      if (authorized) emit('accountsChanged', [current().address])
+    },
     get chainId() {
       return chainId
     },

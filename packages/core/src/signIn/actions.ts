@@ -83,7 +83,8 @@ export async function signIn(client: Client, parameters: SignInParameters = {}):
     // The wallet may have moved on while the prompt was open.
     if (client.getState().connection?.accounts[0] !== address) throw new SignInRejectedError({ details: 'The account changed while signing.' })
     auth.set({ status: 'verifying', session: undefined, error: undefined })
-    const session = await auth.adapter.verify({ message, signature, walletKind: connector?.type })
+    // Test doubles are no wallet kind a backend knows.
+    const session = await auth.adapter.verify({ message, signature, walletKind: connector?.type === 'mock' ? undefined : connector?.type })
     auth.set({ status: 'signedIn', session, error: undefined })
     return session
   } catch (error) {
