@@ -11,6 +11,7 @@ const stack = inject('stack')
 const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266'
 const DEV_SECOND_ADDRESS = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC'
 const WALLET_ADDRESS = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
+const WALLET_SECOND_ADDRESS = '0x90F79bf6EB2c4f870365E785982E1f101E93b906'
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 // The demo calls the backend on localhost, same-site with itself, for the SameSite cookies.
 const backend = stack.server.replace('127.0.0.1', 'localhost')
@@ -77,7 +78,7 @@ describe('Sign-In with Ethereum', () => {
     expect(await session(page).textContent()).toBe('')
   })
 
-  test('behavior: the reference WalletConnect wallet signs the sign-in message; reload keeps the session; sign out', async () => {
+  test('behavior: the reference WalletConnect wallet signs the sign-in message; reload keeps it; another account in the wallet ends it; sign out', async () => {
     const { page, context } = browser
     await context.grantPermissions(['clipboard-read', 'clipboard-write'])
     const walletPage = await context.newPage()
@@ -103,10 +104,22 @@ describe('Sign-In with Ethereum', () => {
 
     await page.reload()
     expect(await waitForText(session(page), WALLET_ADDRESS)).toBe(WALLET_ADDRESS)
-    await ui.button('Sign out').click()
+
+    // The user switches account in the wallet: the session update reaches the demo, the session ends.
+    await walletPage.getByRole('combobox', { name: 'Account' }).selectOption({ index: 1 })
+    expect(await waitForText(ui.address, WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
     await session(page).filter({ hasNotText: WALLET_ADDRESS }).waitFor()
+    expect(await session(page).textContent()).toBe('')
+    await expect.poll(async () => (await backendSession(page)).status).toBe(401)
+
+    // Signing in as that account, then out.
+    await ui.button('Sign in').click()
+    await wallet.answer('personal_sign', true)
+    expect(await waitForText(session(page), WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
+    await ui.button('Sign out').click()
+    await session(page).filter({ hasNotText: WALLET_SECOND_ADDRESS }).waitFor()
     expect((await backendSession(page)).status).toBe(401)
-    expect(await waitForText(ui.address, WALLET_ADDRESS)).toBe(WALLET_ADDRESS)
+    expect(await waitForText(ui.address, WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
   })
 
   test('behavior: the embedded wallet signs in with no prompt; reload keeps the session; disconnect ends it', async () => {

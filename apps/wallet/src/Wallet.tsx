@@ -48,6 +48,16 @@ export function Wallet({ wallet, initialUri }: { wallet: WalletController; initi
           </output>
         </p>
         <label>
+          Account{' '}
+          <select value={state.address} onChange={(event) => void act(() => wallet.setAccount(event.target.value as `0x${string}`))}>
+            {state.addresses.map((address) => (
+              <option key={address} value={address}>
+                {`${address.slice(0, 6)}…${address.slice(-4)}`}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
           Network{' '}
           <select value={state.chainId} onChange={(event) => void act(() => wallet.setChain(Number(event.target.value)))}>
             {state.chains.map((chain) => (

@@ -227,6 +227,27 @@ describe('requests', () => {
     expect(subject.getState().chainId).toBe(31338)
   })
 
+  test('behavior: the Account control updates the session to the new account and tells the dapp; an unknown account is refused', async () => {
+    const other = generatePrivateKey()
+    const switching = await createWallet({ relayUrl: relay.url, chains, privateKey: key, otherKeys: [other], storage: memoryStorage(), WebSocket: WebSocket as unknown as WebSocketConstructor })
+    open.push(switching)
+    const dappSide = await dappClient()
+    const settled = await session(switching, dappSide)
+    const second = privateKeyToAccount(other).address
+    expect(switching.getState().addresses).toEqual([address, second])
+    const updated = next(dappSide, 'session_update')
+    const event = next(dappSide, 'session_event')
+    await switching.setAccount(second)
+    expect((await updated).params.namespaces['eip155']?.accounts).toEqual(settled.namespaces['eip155']!.accounts.map((account) => account.replace(address, second)))
+    expect((await event).params.event).toEqual({ name: 'accountsChanged', data: [second] })
+    expect(switching.getState().address).toBe(second)
+    // It signs as the new account now.
+    const { request, result } = await ask(switching, dappSide, settled.topic, 'personal_sign', [toHex('now me'), second])
+    await switching.answer(request.id, true)
+    expect(await verifyMessage({ address: second, message: 'now me', signature: (await result) as Hex })).toBe(true)
+    await expect(switching.setAccount('0x000000000000000000000000000000000000dEaD')).rejects.toThrow('is not an account of this wallet')
+  })
+
   test('behavior: Disconnect ends the session on both sides', async () => {
     const deleted = next(dapp, 'session_delete')
     await subject.disconnect(topic)

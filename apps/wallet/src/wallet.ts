@@ -13,7 +13,7 @@ import {
   type WebSocketConstructor,
 } from '@latchkey/walletconnect'
 import { type Address, createWalletClient, defineChain, type Hex, http, isAddressEqual, isHex, type TransactionRequest } from 'viem'
-import { privateKeyToAccount } from 'viem/accounts'
+import { type LocalAccount, privateKeyToAccount } from 'viem/accounts'
 
 /** A chain the wallet can sign and send on. */
 export type WalletChain = { readonly id: number; readonly name: string; readonly rpcUrl: string }
@@ -23,6 +23,8 @@ export type WalletOptions = {
   chains: readonly [WalletChain, ...WalletChain[]]
   /** The key the wallet signs with (the reference wallet uses anvil's test key #1). */
   privateKey: Hex
+  /** More keys the user can switch to in the "Account" control. */
+  otherKeys?: readonly Hex[] | undefined
   /** Default: in memory. The page passes `localStorage`, so pairings and sessions survive a reload. */
   storage?: KeyValueStorage | undefined
   /** In Node 20, `ws`'s WebSocket; browsers have their own. */
@@ -34,6 +36,8 @@ export type LogEntry = { readonly at: number; readonly text: string }
 
 export type WalletState = {
   readonly address: Address
+  /** Every account the wallet holds; `address` is the one in use. */
+  readonly addresses: readonly Address[]
   /** The chain the user picked in the "Network" control. */
   readonly chainId: number
   readonly chains: readonly WalletChain[]
@@ -56,6 +60,8 @@ export type Wallet = {
   answer(requestId: number, approve: boolean): Promise<void>
   /** Switches the wallet's network and tells every session that holds the chain (`chainChanged`). */
   setChain(chainId: number): Promise<void>
+  /** Switches account: every session is updated to it and told (`accountsChanged`). */
+  setAccount(address: Address): Promise<void>
   disconnect(topic: string): Promise<void>
   close(): void
 }
@@ -79,6 +85,7 @@ export const WALLET_EVENTS = ['chainChanged', 'accountsChanged'] as const
 const SILENT_METHODS = new Set(['eth_accounts', 'eth_requestAccounts', 'eth_chainId'])
 
 const CHAIN_KEY = 'latchkey.wallet.chainId'
+const ACCOUNT_KEY = 'latchkey.wallet.account'
 
 /** A request the wallet refuses, with the EIP-1193 / EIP-1474 code the dapp receives. */
 export class WalletRequestError extends Error {
@@ -101,8 +108,9 @@ export class WalletRequestError extends Error {
  * await wallet.approve(wallet.getState().proposals[0].id)
  */
 export async function createWallet(options: WalletOptions): Promise<Wallet> {
-  const account = privateKeyToAccount(options.privateKey)
+  const accounts = [options.privateKey, ...(options.otherKeys ?? [])].map((key) => privateKeyToAccount(key))
   const storage = options.storage
+  let account = accounts.find((candidate) => candidate.address === storage?.getItem(ACCOUNT_KEY)) ?? accounts[0]!
   const client: SignClient = await createSignClient({
     relayUrl: options.relayUrl,
     metadata: {
@@ -124,6 +132,7 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
   function snapshot(): WalletState {
     return {
       address: account.address,
+      addresses: accounts.map((candidate) => candidate.address),
       chainId,
       chains: options.chains,
       proposals: client.proposals(),
@@ -214,7 +223,7 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
     }
   }
 
-  function transactionOf(value: unknown): TransactionRequest & { account: typeof account } {
+  function transactionOf(value: unknown): TransactionRequest & { account: LocalAccount } {
     if (typeof value !== 'object' || value === null) throw new WalletRequestError('The transaction is not an object', -32602)
     const tx = value as Record<string, unknown>
     if (tx['from'] !== undefined) assertOurs(tx['from'])
@@ -230,7 +239,7 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
       ...big('maxFeePerGas'),
       ...big('maxPriorityFeePerGas'),
       ...(tx['nonce'] === undefined ? {} : { nonce: Number(tx['nonce']) }),
-    } as TransactionRequest & { account: typeof account }
+    } as TransactionRequest & { account: LocalAccount }
   }
 
   async function respond(request: PendingRequest, outcome: { result: unknown } | { error: JsonRpcErrorObject }) {
@@ -272,6 +281,26 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
         .sessions()
         .filter((session) => Object.values(session.namespaces).some((ns) => chainsOf(ns).includes(caip)))
         .map((session) => client.emit({ topic: session.topic, chainId: caip, event: { name: 'chainChanged', data: id } })),
+    )
+  }
+
+  async function setAccount(address: Address) {
+    const next = accounts.find((candidate) => isAddressEqual(candidate.address, address))
+    if (!next) throw new WalletRequestError(`${address} is not an account of this wallet`, 4100)
+    if (next === account) return
+    account = next
+    storage?.setItem(ACCOUNT_KEY, next.address)
+    changed(`Switched to account ${next.address}`)
+    // Each session now holds the new account on its chains, and hears of it.
+    await Promise.all(
+      client.sessions().map(async (session) => {
+        const namespaces = Object.fromEntries(
+          Object.entries(session.namespaces).map(([key, namespace]) => [key, { ...namespace, accounts: chainsOf(namespace).map((caip) => `${caip}:${next.address}`) }]),
+        )
+        await client.update({ topic: session.topic, namespaces })
+        const first = chainsOf(Object.values(session.namespaces)[0]!)[0]!
+        await client.emit({ topic: session.topic, chainId: first, event: { name: 'accountsChanged', data: [next.address] } })
+      }),
     )
   }
 
@@ -327,6 +356,7 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
     },
     answer,
     setChain,
+    setAccount,
     async disconnect(topic) {
       const name = peerName(topic)
       await client.disconnect({ topic, reason: SdkErrors.userDisconnected })
