@@ -122,7 +122,7 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(ui.address, WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
   })
 
-  test('behavior: the embedded wallet signs in with no prompt; reload keeps the session; disconnect ends it', async () => {
+  test('behavior: the embedded wallet signs in with no prompt; reload keeps it; another account ends it; disconnect ends it', async () => {
     const { page } = browser
     const ui = demo(page)
     const email = `siwe${Date.now()}@example.test`
@@ -144,6 +144,23 @@ describe('Sign-In with Ethereum', () => {
 
     await page.reload()
     expect(await waitForText(session(page), address)).toBe(address)
+
+    // Another account of the embedded wallet: the session for the first one ends.
+    await page.getByRole('button', { name: /^Account/ }).click()
+    const account = page.getByRole('dialog', { name: 'Account' })
+    await account.getByRole('button', { name: 'Add an account', exact: true }).click()
+    const status = await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), /^Now using 0x[0-9a-fA-F]{40}$/)
+    const second = status.replace('Now using ', '')
+    expect(second).not.toBe(address)
+    await page.keyboard.press('Escape')
+    expect(await waitForText(ui.address, second)).toBe(second)
+    await session(page).filter({ hasNotText: address }).waitFor()
+    expect(await session(page).textContent()).toBe('')
+    await expect.poll(async () => (await backendSession(page)).status).toBe(401)
+
+    // Signed in again as the second account, then disconnect ends that session too.
+    await ui.button('Sign in').click()
+    expect(await waitForText(session(page), second)).toBe(second)
     await ui.button('Disconnect').click()
     await ui.connectButton.waitFor()
     expect((await backendSession(page)).status).toBe(401)

@@ -392,6 +392,41 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return chain
     },
 
+    /** The Ethereum accounts of the signed-in user's wallet, in derivation order. */
+    async accounts(): Promise<`0x${string}`[]> {
+      const { organizationId, credential } = signedIn()
+      const { accounts } = await withSession((kms) => kmsCall(() => kms.getWalletAccounts({ organizationId, walletId: credential.signerRefId })))
+      return accounts.filter((account) => account.addressFormat === 'ADDRESS_FORMAT_ETHEREUM').map((account) => getAddress(account.address))
+    },
+
+    /** Derives the wallet's next Ethereum account (m/44'/60'/0'/0/i) and switches to it. */
+    async addAccount(): Promise<EmbeddedWalletCredential> {
+      const { organizationId, credential } = signedIn()
+      const index = (await wallet.accounts()).length
+      const result = await withSession(async (kms) =>
+        completed(
+          await kmsCall(() =>
+            kms.createWalletAccounts({
+              type: 'ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS',
+              timestampMs: String(now()),
+              organizationId,
+              parameters: { walletId: credential.signerRefId, accounts: [{ ...ETHEREUM_ACCOUNT, path: `m/44'/60'/0'/0/${index}` }] },
+            }),
+          ),
+        ),
+      )
+      const address = (result['createWalletAccountsResult'] as { addresses: string[] }).addresses[0]!
+      return wallet.selectAccount(address)
+    },
+
+    /** Switches to another account of the user's wallet; the provider announces `accountsChanged`. */
+    async selectAccount(address: string): Promise<EmbeddedWalletCredential> {
+      const current = signedIn()
+      const next = await withSession((kms) => credentialOf(current.organizationId, address, kms))
+      write({ ...signedIn(), credential: next })
+      return next
+    },
+
     /** Passkey registration for the signed-in user (create_authenticators), stamped by the session key. */
     async addAuthenticator(parameters: { authenticatorName: string; challenge: string; attestation: { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] } }): Promise<string> {
       const { userId, organizationId } = signedIn()

@@ -91,6 +91,22 @@ describe('signing', () => {
     expect((await client.getBalance({ address: to })) - before).toBe(parseEther('0.01'))
   })
 
+  test('behavior: a second account is derived, switched to, signs as itself, and the first can be picked again', async () => {
+    const { wallet } = await signedIn()
+    const first = wallet.current!.credential.address
+    const changes: string[] = []
+    wallet.subscribe((record) => changes.push(record?.credential.address ?? ''))
+    const second = await wallet.addAccount()
+    expect(second.address).not.toBe(first)
+    expect(second.signerRefId).toBe(wallet.current!.credential.signerRefId)
+    expect(await wallet.accounts()).toEqual([first, second.address])
+    const signature = await wallet.signMessage({ message: 'second account' })
+    expect(await verifyMessage({ address: second.address, message: 'second account', signature })).toBe(true)
+    await wallet.selectAccount(first)
+    expect(changes).toEqual([second.address, first])
+    await expect(wallet.selectAccount('0x000000000000000000000000000000000000dEaD')).rejects.toMatchObject({ shortMessage: 'Account not found' })
+  })
+
   test('error: no signWith is "Missing signWith parameter"', async () => {
     await expect(user.wallet.signMessage({ message: 'x', signWith: '' })).rejects.toMatchObject({ shortMessage: 'Missing signWith parameter' })
   })

@@ -7,7 +7,8 @@ type Panel = 'export' | 'import' | undefined
 
 /**
  * The embedded wallet's own tools in the account modal: "Export wallet" (the phrase appears in the
- * export frame only), "Import wallet" (typed into the import frame), "Add a passkey".
+ * export frame only), "Import wallet" (typed into the import frame), "Add an account" (the next
+ * derived account, switched to), "Add a passkey".
  */
 export default function EmbeddedTools({ connector }: Props) {
   const [panel, setPanel] = useState<Panel>()
@@ -62,6 +63,19 @@ export default function EmbeddedTools({ connector }: Props) {
         </button>
         <button type="button" className="lk-secondary" disabled={pending !== undefined} aria-pressed={panel === 'import'} onClick={() => (panel === 'import' ? close() : show('import'))}>
           Import wallet
+        </button>
+        <button
+          type="button"
+          className="lk-secondary"
+          disabled={pending !== undefined}
+          onClick={() =>
+            void run('Adding an account…', async () => {
+              const { address } = await (await connector.getFlows()).wallet.addAccount()
+              setStatus(`Now using ${address}`)
+            })
+          }
+        >
+          Add an account
         </button>
         <button
           type="button"
