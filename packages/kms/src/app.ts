@@ -5,6 +5,7 @@ import { type ActivityContext, ACTIVITIES, type Caller } from './activities.js'
 import type { ActivityRow, Db } from './db.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
+import { rootUserIds } from './admin/quorum.js'
 import { verifyApiKeyStamp } from './stamp.js'
 import { createQueries } from './queries.js'
 import { timestamp, userView } from './views.js'
@@ -147,14 +148,17 @@ export function createKmsApp(options: KmsAppOptions) {
       if (!target || target.organization_id !== caller.organizationId) throw new KmsError(GrpcCode.notFound, `no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
       if (caller.homeOrganizationId !== caller.organizationId) throw new KmsError(GrpcCode.permissionDenied, 'only the organization’s own users vote on its activities')
       if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED') throw new KmsError(GrpcCode.failedPrecondition, `activity ${target.id} is ${target.status}, not waiting for consensus`)
+      const roots = rootUserIds(db, caller.organizationId)
+      if (!roots.includes(caller.userId)) throw new KmsError(GrpcCode.permissionDenied, 'only root users vote on activities that need the root quorum')
       if (db.votes(target.id).some((vote) => vote.user_id === caller.userId)) throw new KmsError(GrpcCode.alreadyExists, 'you have already voted on this activity')
       const at = now()
       db.insertVote({ id: randomUUID(), activity_id: target.id, user_id: caller.userId, selection, created_at: at })
-      const votes = db.votes(target.id)
+      // Only root users' votes count, against the number of root users.
+      const votes = db.votes(target.id).filter((vote) => roots.includes(vote.user_id))
       const threshold = db.organization(caller.organizationId)!.root_quorum_threshold
       const approvals = votes.filter((vote) => vote.selection === 'VOTE_SELECTION_APPROVED').length
       const rejections = votes.length - approvals
-      const voters = db.users(caller.organizationId).length
+      const voters = roots.length
       if (approvals >= threshold) {
         const kind = ACTIVITIES[target.type]!
         const intent = JSON.parse(target.intent) as Record<string, unknown>

@@ -83,3 +83,23 @@ test('error: an approval that can no longer run leaves the activity FAILED with 
   const failed = await alice.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: second.activity.fingerprint } })
   expect([failed.activity.status, failed.activity.failure]).toEqual(['ACTIVITY_STATUS_FAILED', { code: 6, message: 'a wallet named "Twice" already exists', details: [] }])
 })
+
+test('error: a user outside the root quorum cannot vote, and does not count toward a rejection', async () => {
+  const { organizationId, alice, bob } = await twoOfTwo()
+  // Carol joins as an ordinary user (that too needs both roots).
+  const carolKey = apiKeyPair()
+  const added = await alice.createUsers({
+    type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { users: [{ userName: 'carol', apiKeys: [{ apiKeyName: 'carol', publicKey: carolKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] },
+  })
+  await bob.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: added.activity.fingerprint } })
+  const carol = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(carolKey))
+  const { activity } = await createWallet(alice, organizationId, 'Roots only')
+  await expect(
+    carol.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: activity.fingerprint } }),
+  ).rejects.toThrow('Turnkey error 7: only root users vote on activities that need the root quorum')
+  expect((await alice.getActivity({ organizationId, activityId: activity.id })).activity).toMatchObject({ status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED', votes: [expect.objectContaining({ selection: 'VOTE_SELECTION_APPROVED' })] })
+  expect((await alice.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName)).not.toContain('Roots only')
+})
