@@ -243,22 +243,24 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     }
   }
 
+  /** Submits an activity stamped by the session key (one refresh and retry) and answers its result under `key`. */
+  async function submit<result>(key: string, call: (kms: TurnkeyClient) => Promise<{ activity: Activity }>): Promise<result | undefined> {
+    const result = await withSession(async (kms) => completed(await kmsCall(() => call(kms))))
+    return result[key] as result | undefined
+  }
+
   async function sign(hash: Hex, signWith: string | undefined): Promise<Hex> {
     if (!signWith) throw new MissingSignWithError()
     const { organizationId } = signedIn()
-    const result = await withSession(async (kms) =>
-      completed(
-        await kmsCall(() =>
-          kms.signRawPayload({
-            type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
-            timestampMs: String(now()),
-            organizationId,
-            parameters: { signWith, payload: hash, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
-          }),
-        ),
-      ),
+    const result = await submit<{ r?: string; s?: string; v?: string }>('signRawPayloadResult', (kms) =>
+      kms.signRawPayload({
+        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+        timestampMs: String(now()),
+        organizationId,
+        parameters: { signWith, payload: hash, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+      }),
     )
-    const signature = result['signRawPayloadResult'] as { r?: string; s?: string; v?: string } | undefined
+    const signature = result
     if (!signature?.r || !signature.s || signature.v === undefined) throw new SignRawPayloadResultNotFoundError()
     return serializeSignature({ r: `0x${signature.r}`, s: `0x${signature.s}`, yParity: Number.parseInt(signature.v, 16) % 27 })
   }
@@ -266,19 +268,15 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   async function signTransaction(transaction: TransactionSerializable, signWith: string | undefined): Promise<Hex> {
     if (!signWith) throw new MissingSignWithError()
     const { organizationId } = signedIn()
-    const result = await withSession(async (kms) =>
-      completed(
-        await kmsCall(() =>
-          kms.signTransaction({
-            type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
-            timestampMs: String(now()),
-            organizationId,
-            parameters: { signWith, unsignedTransaction: serializeTransaction(transaction).slice(2), type: 'TRANSACTION_TYPE_ETHEREUM' },
-          }),
-        ),
-      ),
+    const result = await submit<{ signedTransaction?: string }>('signTransactionResult', (kms) =>
+      kms.signTransaction({
+        type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+        timestampMs: String(now()),
+        organizationId,
+        parameters: { signWith, unsignedTransaction: serializeTransaction(transaction).slice(2), type: 'TRANSACTION_TYPE_ETHEREUM' },
+      }),
     )
-    const signed = (result['signTransactionResult'] as { signedTransaction?: string } | undefined)?.signedTransaction
+    const signed = result?.signedTransaction
     if (!signed) throw new SignRawPayloadResultNotFoundError({ details: 'sign_transaction returned no signed transaction' })
     return (signed.startsWith('0x') ? signed : `0x${signed}`) as Hex
   }
@@ -403,19 +401,15 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     async addAccount(): Promise<EmbeddedWalletCredential> {
       const { organizationId, credential } = signedIn()
       const index = (await wallet.accounts()).length
-      const result = await withSession(async (kms) =>
-        completed(
-          await kmsCall(() =>
-            kms.createWalletAccounts({
-              type: 'ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS',
-              timestampMs: String(now()),
-              organizationId,
-              parameters: { walletId: credential.signerRefId, accounts: [{ ...ETHEREUM_ACCOUNT, path: `m/44'/60'/0'/0/${index}` }] },
-            }),
-          ),
-        ),
+      const result = await submit<{ addresses: string[] }>('createWalletAccountsResult', (kms) =>
+        kms.createWalletAccounts({
+          type: 'ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS',
+          timestampMs: String(now()),
+          organizationId,
+          parameters: { walletId: credential.signerRefId, accounts: [{ ...ETHEREUM_ACCOUNT, path: `m/44'/60'/0'/0/${index}` }] },
+        }),
       )
-      const address = (result['createWalletAccountsResult'] as { addresses: string[] }).addresses[0]!
+      const address = result!.addresses[0]!
       return wallet.selectAccount(address)
     },
 
@@ -430,59 +424,45 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** Passkey registration for the signed-in user (create_authenticators), stamped by the session key. */
     async addAuthenticator(parameters: { authenticatorName: string; challenge: string; attestation: { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] } }): Promise<string> {
       const { userId, organizationId } = signedIn()
-      const result = await withSession(async (kms) =>
-        completed(
-          await kmsCall(() =>
-            kms.createAuthenticators({
-              type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
-              timestampMs: String(now()),
-              organizationId,
-              parameters: { userId, authenticators: [parameters as never] },
-            }),
-          ),
-        ),
+      const result = await submit<{ authenticatorIds: string[] }>('createAuthenticatorsResult', (kms) =>
+        kms.createAuthenticators({
+          type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+          timestampMs: String(now()),
+          organizationId,
+          parameters: { userId, authenticators: [parameters as never] },
+        }),
       )
-      return (result['createAuthenticatorsResult'] as { authenticatorIds: string[] }).authenticatorIds[0]!
+      return result!.authenticatorIds[0]!
     },
 
     /** The export bundle of the user's wallet, encrypted to `targetPublicKey` (the export frame's key). */
     async exportBundle(targetPublicKey: string): Promise<string> {
       const { organizationId, credential } = signedIn()
-      const result = await withSession(async (kms) =>
-        completed(
-          await kmsCall(() =>
-            kms.exportWallet({ type: 'ACTIVITY_TYPE_EXPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { walletId: credential.signerRefId, targetPublicKey } }),
-          ),
-        ),
+      const result = await submit<{ exportBundle: string }>('exportWalletResult', (kms) =>
+        kms.exportWallet({ type: 'ACTIVITY_TYPE_EXPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { walletId: credential.signerRefId, targetPublicKey } }),
       )
-      return (result['exportWalletResult'] as { exportBundle: string }).exportBundle
+      return result!.exportBundle
     },
 
     /** The import bundle the import frame encrypts to. */
     async importBundle(): Promise<string> {
       const { organizationId, userId } = signedIn()
-      const result = await withSession(async (kms) =>
-        completed(await kmsCall(() => kms.initImportWallet({ type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { userId } }))),
-      )
-      return (result['initImportWalletResult'] as { importBundle: string }).importBundle
+      const result = await submit<{ importBundle: string }>('initImportWalletResult', (kms) => kms.initImportWallet({ type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { userId } }))
+      return result!.importBundle
     },
 
     /** Imports the wallet the import frame encrypted; answers its first Ethereum address. */
     async importWallet(encryptedBundle: string, walletName: string): Promise<`0x${string}`> {
       const { organizationId, userId } = signedIn()
-      const result = await withSession(async (kms) =>
-        completed(
-          await kmsCall(() =>
-            kms.importWallet({
-              type: 'ACTIVITY_TYPE_IMPORT_WALLET',
-              timestampMs: String(now()),
-              organizationId,
-              parameters: { userId, walletName, encryptedBundle, accounts: [ETHEREUM_ACCOUNT] },
-            }),
-          ),
-        ),
+      const result = await submit<{ addresses: string[] }>('importWalletResult', (kms) =>
+        kms.importWallet({
+          type: 'ACTIVITY_TYPE_IMPORT_WALLET',
+          timestampMs: String(now()),
+          organizationId,
+          parameters: { userId, walletName, encryptedBundle, accounts: [ETHEREUM_ACCOUNT] },
+        }),
       )
-      return getAddress((result['importWalletResult'] as { addresses: string[] }).addresses[0]!)
+      return getAddress(result!.addresses[0]!)
     },
 
     /** Starts email recovery: the email carries a code (a credential bundle) for `targetPublicKey`. */
