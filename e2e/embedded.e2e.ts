@@ -74,6 +74,28 @@ async function signUpByEmail(page: Page, email: string): Promise<`0x${string}`> 
   return address
 }
 
+/** Runs `work` in a second browser: nothing stored, no cookie, as after losing a session. */
+async function inAnotherBrowser(work: (page: Page) => Promise<void>) {
+  const other = await launch()
+  try {
+    await work(other.page)
+  } finally {
+    await other.close()
+  }
+}
+
+/** "Recover account" for `email` up to the code box (the recovery email is sent by then). */
+async function startRecovery(page: Page, email: string) {
+  const view = signIn(page)
+  await page.goto(stack.demo)
+  await demo(page).connectButton.click()
+  await view.button('Recover account').click()
+  await view.email.fill(email)
+  await view.button('Continue').click()
+  await view.code.waitFor()
+  return view
+}
+
 describe('embedded wallet', () => {
   test('default: email sign-up, sign, typed data, a transaction with a receipt, reload restores', async () => {
     const { page } = browser
@@ -280,18 +302,9 @@ describe('embedded wallet', () => {
   test('behavior: after losing the session, Recover account by email brings the same wallet back', async () => {
     const email = newEmail()
     const address = await signUpByEmail(browser.page, email)
-    // Another browser: nothing stored, no cookie.
-    const other = await launch()
-    try {
-      const { page } = other
+    await inAnotherBrowser(async (page) => {
       const ui = demo(page)
-      const view = signIn(page)
-      await page.goto(stack.demo)
-      await ui.connectButton.click()
-      await view.button('Recover account').click()
-      await view.email.fill(email)
-      await view.button('Continue').click()
-      await view.code.waitFor()
+      const view = await startRecovery(page, email)
       const mail = await lastMail(email)
       expect(mail.subject).toBe('Recover your Latchkey Demo account')
       const credential = /\n\n(\S+)\n\n/.exec(mail.text)![1]!
@@ -301,30 +314,18 @@ describe('embedded wallet', () => {
       await ui.button('Sign message').click()
       const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
       expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
-    } finally {
-      await other.close()
-    }
+    })
   })
 
   test('error: a recovery code that is not one is refused with "The code is invalid or expired."', async () => {
     const email = newEmail()
     await signUpByEmail(browser.page, email)
-    const other = await launch()
-    try {
-      const { page } = other
-      const ui = demo(page)
-      const view = signIn(page)
-      await page.goto(stack.demo)
-      await ui.connectButton.click()
-      await view.button('Recover account').click()
-      await view.email.fill(email)
-      await view.button('Continue').click()
+    await inAnotherBrowser(async (page) => {
+      const view = await startRecovery(page, email)
       await view.code.fill('not-a-recovery-credential')
       await view.button('Verify').click()
       await waitForText(view.alert, /^The code is invalid or expired\./)
-      expect(await ui.address.count()).toBe(0)
-    } finally {
-      await other.close()
-    }
+      expect(await demo(page).address.count()).toBe(0)
+    })
   })
 })
