@@ -1,7 +1,7 @@
 import { TurnkeyClient, TurnkeyRequestError } from '@turnkey/http'
 import {
   type Chain,
-  createPublicClient,
+  createClient,
   getAddress,
   type Hex,
   hashMessage,
@@ -372,7 +372,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     async sendTransaction(request: { to?: `0x${string}` | null | undefined; value?: bigint | undefined; data?: Hex | undefined; gas?: bigint | undefined; nonce?: number | undefined; maxFeePerGas?: bigint | undefined; maxPriorityFeePerGas?: bigint | undefined; gasPrice?: bigint | undefined }): Promise<Hex> {
       const { credential, chainId } = signedIn()
       const chain = chainOf(chainId)
-      const publicClient = createPublicClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
+      // A bare client with the one action it needs: not every public action in the lazy chunk.
+      const publicClient = createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
       const prepared = await prepareTransactionRequest(publicClient, { ...request, account: credential.address, chain } as Parameters<typeof prepareTransactionRequest>[1])
       const { account: _account, from: _from, parameters: _parameters, chainId: _chainId, ...fields } = prepared as Record<string, unknown>
       const signed = await signTransaction({ ...(fields as TransactionSerializable), chainId: chain.id }, credential.address)
