@@ -122,7 +122,7 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(ui.address, WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
   })
 
-  test('behavior: the embedded wallet signs in with no prompt; reload keeps it; another account ends it; disconnect ends it', async () => {
+  test('behavior: the embedded wallet signs in with no prompt; reload keeps it; another account ends it; sign out; disconnect ends it', async () => {
     const { page } = browser
     const ui = demo(page)
     const email = `siwe${Date.now()}@example.test`
@@ -158,7 +158,15 @@ describe('Sign-In with Ethereum', () => {
     expect(await session(page).textContent()).toBe('')
     await expect.poll(async () => (await backendSession(page)).status).toBe(401)
 
-    // Signed in again as the second account, then disconnect ends that session too.
+    // Signed in again as the second account, then signed out; the wallet stays connected.
+    await ui.button('Sign in').click()
+    expect(await waitForText(session(page), second)).toBe(second)
+    await ui.button('Sign out').click()
+    await session(page).filter({ hasNotText: second }).waitFor()
+    expect((await backendSession(page)).status).toBe(401)
+    expect(await waitForText(ui.address, second)).toBe(second)
+
+    // Signed in once more, a disconnect ends that session too.
     await ui.button('Sign in').click()
     expect(await waitForText(session(page), second)).toBe(second)
     await ui.button('Disconnect').click()
