@@ -1,5 +1,6 @@
 import { createServer } from 'node:http'
 import { getFreePort } from '@latchkey/devnet'
+import { generateApiKeyPair } from '@latchkey/kms'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createEmbeddedWallet, createPasskey, passkeyFlows } from '../src/index.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
@@ -118,5 +119,22 @@ describe('SPEC §8 embedded-wallet errors', () => {
     expect(recovered.isRecoverySessionActive()).toBe(false)
     await expect(recovered.refreshSession()).rejects.toMatchObject({ shortMessage: 'Failed to create or restore session' })
     expect(recovered.current).toBeUndefined()
+  })
+
+  test("error: 'Activity requires consensus' when the user's organization needs a second root user's approval", async () => {
+    const wallet = walletWith()
+    await signIn(wallet)
+    const { organizationId, userId } = wallet.current!
+    const kms = await wallet.client()
+    const cosigner = generateApiKeyPair()
+    const added = await kms.createUsers({
+      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+      timestampMs: String(stack.now()),
+      organizationId,
+      parameters: { users: [{ userName: 'cosigner', apiKeys: [{ apiKeyName: 'cosigner', publicKey: cosigner.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] },
+    })
+    const cosignerId = added.activity.result.createUsersResult!.userIds[0]!
+    await kms.updateRootQuorum({ type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', timestampMs: String(stack.now() + 1), organizationId, parameters: { threshold: 2, userIds: [userId, cosignerId] } })
+    await expect(wallet.signMessage({ message: 'needs two' })).rejects.toMatchObject({ code: 'consensus_needed', shortMessage: 'Activity requires consensus' })
   })
 })
