@@ -1,5 +1,5 @@
-import type Database from 'better-sqlite3'
 import type { ActivityRow, ApiKeyRow, AuthenticatorRow, OrganizationRow, UserRow, WalletAccountRow } from './db.js'
+import type { SqlDatabase } from './storage/sqlDatabase.js'
 
 /** A user with the columns the key-management API added: phone number and last change. */
 export type UserDetailsRow = UserRow & { phone_number: string | null; updated_at: number | null }
@@ -48,16 +48,8 @@ export type InvitationRow = {
 export type OauthProviderRow = { id: string; user_id: string; organization_id: string; name: string; issuer: string; audience: string; subject: string; created_at: number }
 export type FeatureRow = { organization_id: string; name: string; value: string }
 
-/**
- * The tables of the key-management API beyond wallets and sign-in: private keys, tags, policies,
- * invitations, OAuth providers, organization features and the root quorum's members. Opened by
- * `openDatabase`, whose object carries these statements too.
- *
- * @example
- * const db = openDatabase(':memory:')
- * db.privateKeys(organizationId)
- */
-export function adminStatements(db: Database.Database) {
+/** The tables below in SQLite, after db.ts's; storage/postgresSchema.ts has them in PostgreSQL (change both). */
+export function createSqliteAdminSchema(db: SqlDatabase) {
   db.exec(`
     create table if not exists private_keys (
       id text primary key, organization_id text not null references organizations (id), name text not null, curve text not null,
@@ -94,6 +86,18 @@ export function adminStatements(db: Database.Database) {
   const userColumns = new Set((db.prepare('pragma table_info(users)').all() as { name: string }[]).map((column) => column.name))
   if (!userColumns.has('phone_number')) db.exec('alter table users add column phone_number text')
   if (!userColumns.has('updated_at')) db.exec('alter table users add column updated_at integer')
+}
+
+/**
+ * The tables of the key-management API beyond wallets and sign-in: private keys, tags, policies,
+ * invitations, OAuth providers, organization features and the root quorum's members. Opened by
+ * `openDatabase`, whose object carries these statements too.
+ *
+ * @example
+ * const db = openDatabase(':memory:')
+ * db.privateKeys(organizationId)
+ */
+export function adminStatements(db: SqlDatabase) {
 
   const get = <row>(sql: string) => {
     const statement = db.prepare(sql)

@@ -1,5 +1,8 @@
-import Database from 'better-sqlite3'
-import { adminStatements } from './adminDb.js'
+import { adminStatements, createSqliteAdminSchema } from './adminDb.js'
+import { openPostgres } from './storage/postgres.js'
+import { createPostgresSchema } from './storage/postgresSchema.js'
+import { isPostgresUrl, type SqlDatabase } from './storage/sqlDatabase.js'
+import { openSqlite } from './storage/sqlite.js'
 
 export type OrganizationRow = { id: string; name: string; parent_id: string | null; root_quorum_threshold: number; created_at: number }
 export type UserRow = { id: string; organization_id: string; name: string; email: string | null; created_at: number }
@@ -71,19 +74,28 @@ export type ActivityRow = {
 export type VoteRow = { id: string; activity_id: string; user_id: string; selection: string; created_at: number }
 
 /**
- * The service's tables in one SQLite file (better-sqlite3). Key material is stored sealed
- * (secrets.ts); this module only moves rows.
+ * The service's tables in one SQLite file (better-sqlite3), or in PostgreSQL when `location` is a
+ * postgres:// URL (storage/postgres.ts). Key material is stored sealed (secrets.ts); this module
+ * only moves rows.
  *
  * @example
  * const db = openDatabase(':memory:')
+ * const shared = openDatabase('postgres://latchkey@db.internal/kms')
  */
-export function openDatabase(path: string) {
-  const db = new Database(path)
-  db.pragma('journal_mode = WAL')
-  // Each commit reaches the WAL with write() at once; syncs happen at checkpoints. A killed process
-  // loses nothing; only a power cut could take the last moments' activities.
-  db.pragma('synchronous = NORMAL')
-  db.pragma('foreign_keys = ON')
+export function openDatabase(location: string) {
+  const db: SqlDatabase = isPostgresUrl(location) ? openPostgres(location) : openSqlite(location)
+  try {
+    if (db.dialect === 'postgres') createPostgresSchema(db)
+    else createSqliteSchema(db)
+    return statementsOf(db)
+  } catch (error) {
+    db.close()
+    throw error
+  }
+}
+
+/** The tables in SQLite; storage/postgresSchema.ts has them in PostgreSQL (change both). */
+function createSqliteSchema(db: SqlDatabase) {
   db.exec(`
     create table if not exists organizations (
       id text primary key, name text not null, parent_id text references organizations (id),
@@ -130,6 +142,10 @@ export function openDatabase(path: string) {
   if (!activityColumns.has('submitted_by')) db.exec('alter table activities add column submitted_by text; alter table activities add column submitted_from text')
   const accountColumns = new Set((db.prepare('pragma table_info(wallet_accounts)').all() as { name: string }[]).map((column) => column.name))
   if (!accountColumns.has('sealed_private_key')) db.exec('alter table wallet_accounts add column sealed_private_key text')
+  createSqliteAdminSchema(db)
+}
+
+function statementsOf(db: SqlDatabase) {
   const statements = {
     insertOrganization: db.prepare('insert into organizations (id, name, parent_id, root_quorum_threshold, created_at) values (?, ?, ?, ?, ?)'),
     organization: db.prepare('select * from organizations where id = ?'),
@@ -181,7 +197,7 @@ export function openDatabase(path: string) {
     activityByFingerprint: db.prepare('select * from activities where fingerprint = ?'),
   }
   return {
-    transaction: <result>(work: () => result): result => db.transaction(work)(),
+    transaction: <result>(work: () => result): result => db.transaction(work),
     insertOrganization: (row: OrganizationRow) => void statements.insertOrganization.run(row.id, row.name, row.parent_id, row.root_quorum_threshold, row.created_at),
     organization: (id: string) => statements.organization.get(id) as OrganizationRow | undefined,
     insertUser: (row: UserRow) => void statements.insertUser.run(row.id, row.organization_id, row.name, row.email, row.created_at),

@@ -3,6 +3,7 @@ import { createAdaptorServer, type ServerType, serve } from '@hono/node-server'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
 import { type Db, openDatabase } from './db.js'
+import { isPostgresUrl } from './storage/sqlDatabase.js'
 import { createFramesApp } from './frames/app.js'
 import type { Mailer } from './mail.js'
 import { SMTP_URL_VARIABLE, smtpMailer, type SmtpOptions } from './smtp.js'
@@ -13,8 +14,13 @@ export type KmsOptions = {
   port?: number | undefined
   /** Default `127.0.0.1`. */
   host?: string | undefined
-  /** SQLite file; default in memory. */
+  /** SQLite file; default in memory (unless `databaseUrl` or DATABASE_URL names PostgreSQL). */
   databasePath?: string | undefined
+  /**
+   * PostgreSQL instead of SQLite: a postgres:// URL. Default: DATABASE_URL, when it is one and no
+   * `databasePath` is given. The tables are created on first start.
+   */
+  databaseUrl?: string | undefined
   /** 32 bytes that seal key material at rest. Default: random, so nothing sealed outlives the process. */
   masterKey?: Uint8Array | undefined
   /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */
@@ -51,6 +57,7 @@ export type ParentOrganization = { organizationId: string; userId: string; apiKe
  *
  * @example
  * const kms = createKms({ port: 8090, databasePath: '.latchkey/kms.db', masterKey })
+ * // or, shared by several instances: createKms({ databaseUrl: 'postgres://latchkey@db.internal/kms', masterKey })
  * await kms.start()
  * const parent = kms.createParentOrganization({ name: 'Latchkey dev', userName: 'backend', publicKey })
  */
@@ -60,7 +67,7 @@ export function createKms(options: KmsOptions = {}) {
   const masterKey = options.masterKey ?? randomBytes(32)
   if (masterKey.length !== 32) throw new Error('masterKey must be 32 bytes')
   const now = options.now ?? Date.now
-  const db: Db = openDatabase(options.databasePath ?? ':memory:')
+  const db: Db = openDatabase(databaseLocation(options))
   const signerPrivateKey = options.signerPrivateKey ?? Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
@@ -135,6 +142,20 @@ export function createKms(options: KmsOptions = {}) {
 }
 
 export type Kms = ReturnType<typeof createKms>
+
+/** The environment variable naming a PostgreSQL database for the kms (and the server). */
+export const DATABASE_URL_VARIABLE = 'DATABASE_URL'
+
+/** Where the kms keeps its tables: an explicit option first, then DATABASE_URL, then SQLite in memory. */
+function databaseLocation(options: KmsOptions) {
+  if (options.databaseUrl !== undefined) {
+    if (!isPostgresUrl(options.databaseUrl)) throw new Error(`databaseUrl must be a postgres:// or postgresql:// URL`)
+    return options.databaseUrl
+  }
+  if (options.databasePath !== undefined) return options.databasePath
+  const fromEnvironment = process.env[DATABASE_URL_VARIABLE]
+  return fromEnvironment && isPostgresUrl(fromEnvironment) ? fromEnvironment : ':memory:'
+}
 
 /**
  * Listens for the frames on `host`; `localhost` means 127.0.0.1 and, where the machine has IPv6,
