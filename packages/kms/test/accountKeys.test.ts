@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
-import Database from 'better-sqlite3'
 import { getFreePort } from '@latchkey/devnet'
 import { type Hex, keccak256, recoverAddress, serializeSignature, toHex } from 'viem'
 import { privateKeyToAccount, sign } from 'viem/accounts'
@@ -13,6 +12,8 @@ import { deriveAccounts, signDigest } from '../src/ethereum.js'
 import { accountKeyRecord, openBytes } from '../src/secrets.js'
 import { createKms, type Kms } from '../src/index.js'
 import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import type { SqlDatabase } from '../src/storage/sqlDatabase.js'
+import { connect, type TestDatabase, testDatabase } from './database.js'
 
 // Wallet account keys: derived once from the mnemonic, kept sealed beside the account, opened to
 // sign. What is signed must be what the mnemonic's key signs, and the row must hold no plaintext.
@@ -67,22 +68,26 @@ describe('sealed account keys in the service', () => {
   const databasePath = join(dir, 'kms.db')
   const masterKey = randomBytes(32)
   let kms: Kms
+  let database: TestDatabase
   let clock = Date.now()
 
   // A fresh port each start: the clients' kept-alive sockets to a stopped service are not reused.
   const start = async () => {
-    kms = createKms({ port: await getFreePort(), databasePath, masterKey, now: () => clock })
+    kms = createKms({ port: await getFreePort(), ...database, masterKey, now: () => clock })
     await kms.start()
   }
-  beforeAll(start)
+  beforeAll(async () => {
+    database = await testDatabase(databasePath)
+    await start()
+  })
   afterAll(async () => {
     await kms.stop()
     rmSync(dir, { recursive: true, force: true })
   })
 
   /** A second connection to the service's database, for what no API does: reading and damaging rows. */
-  const surgery = <result>(work: (db: Database.Database) => result): result => {
-    const db = new Database(databasePath)
+  const surgery = <result>(work: (db: SqlDatabase) => result): result => {
+    const db = connect(database)
     try {
       return work(db)
     } finally {

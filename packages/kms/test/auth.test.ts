@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
 import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import { testDatabase } from './database.js'
 
 // Email sign-in as the app backend drives it: the parent organization's key starts email_auth or
 // init_otp_auth in the user's sub-organization, the message lands in the dev inbox, and the
@@ -26,7 +27,7 @@ const fromBundle = (bundle: string, embeddedKey: string) => {
 }
 
 beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now: () => clock })
+  kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
   await kms.start()
   parentOrganizationId = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey }).organizationId
   backend = client(parentKey)

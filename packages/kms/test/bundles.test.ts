@@ -7,6 +7,7 @@ import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } fro
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms, openExportBundle, SIGNER_PATH } from '../src/index.js'
 import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import { testDatabase } from './database.js'
 
 // Bundles: the real export bundle of the hosted service opened by our code, and our bundles
 // opened by @turnkey/crypto as an app or frame would, given our signer key.
@@ -53,7 +54,7 @@ describe('our bundles, opened by @turnkey/crypto', () => {
   const client = (keys: { apiPrivateKey: string; apiPublicKey: string }) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(keys))
 
   beforeAll(async () => {
-    kms = createKms({ port: await getFreePort(), now: () => clock })
+    kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
     await kms.start()
     const parentKey = apiKeyPair()
     const parent = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })

@@ -4,6 +4,7 @@ import { getFreePort } from '@latchkey/devnet'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
 import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import { testDatabase } from './database.js'
 
 // Root quorum: in a sub-organization of two root users that needs both, an activity waits in
 // ACTIVITY_STATUS_CONSENSUS_NEEDED until the other approves (then it runs) or rejects it.
@@ -15,7 +16,7 @@ const parentKey = apiKeyPair()
 let parentOrganizationId: string
 
 beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now: () => clock })
+  kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
   await kms.start()
   parentOrganizationId = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey }).organizationId
 })

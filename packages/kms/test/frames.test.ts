@@ -3,6 +3,7 @@ import { getFreePort } from '@latchkey/devnet'
 import { describe, expect, test } from 'vitest'
 import { createFramesApp, createKms, FRAME_PAGES, framesContentSecurityPolicy } from '../src/index.js'
 import { compiledFrames, compileFrames } from '../src/frames/build.js'
+import { testDatabase } from './database.js'
 
 // The frames' origin as served: pages, scripts, the stylesheet, and the headers that confine them.
 
@@ -95,7 +96,7 @@ describe('assets', () => {
 describe('createKms({ frames })', () => {
   test('default: serves the frames on their own port at http://localhost:<port>, stops with the kms', async () => {
     const framesPort = await getFreePort()
-    const kms = createKms({ port: await getFreePort(), frames: { port: framesPort, parentOrigins: ['http://localhost:5173'] } })
+    const kms = createKms({ port: await getFreePort(), ...(await testDatabase()), frames: { port: framesPort, parentOrigins: ['http://localhost:5173'] } })
     expect(kms.framesUrl).toBe(`http://localhost:${framesPort}`)
     await kms.start()
     try {
@@ -111,20 +112,22 @@ describe('createKms({ frames })', () => {
     await expect(fetch(`http://127.0.0.1:${framesPort}/export`)).rejects.toThrow('fetch failed')
   })
 
-  test('behavior: without frames there is no frames URL', () => {
-    expect(createKms().framesUrl).toBeUndefined()
+  test('behavior: without frames there is no frames URL', async () => {
+    const kms = createKms(await testDatabase())
+    expect(kms.framesUrl).toBeUndefined()
+    await kms.stop()
   })
 
   test('error: a taken frames port fails start and leaves the API port free', async () => {
     const framesPort = await getFreePort()
     const apiPort = await getFreePort()
-    const holder = createKms({ port: await getFreePort(), frames: { port: framesPort, parentOrigins: [] } })
+    const holder = createKms({ port: await getFreePort(), ...(await testDatabase()), frames: { port: framesPort, parentOrigins: [] } })
     await holder.start()
     try {
-      const kms = createKms({ port: apiPort, frames: { port: framesPort, parentOrigins: [] } })
+      const kms = createKms({ port: apiPort, ...(await testDatabase()), frames: { port: framesPort, parentOrigins: [] } })
       await expect(kms.start()).rejects.toMatchObject({ code: 'EADDRINUSE', port: framesPort })
       await kms.stop()
-      const again = createKms({ port: apiPort })
+      const again = createKms({ port: apiPort, ...(await testDatabase()) })
       await again.start()
       await again.stop()
     } finally {

@@ -3,6 +3,7 @@ import { TurnkeyClient } from '@turnkey/http'
 import { getFreePort } from '@latchkey/devnet'
 import { expect } from 'vitest'
 import { createKms, generateApiKeyPair, type Kms, type KmsOptions } from '../src/index.js'
+import { testDatabase } from './database.js'
 
 // A kms on a free port with a parent organization, driven by the official @turnkey/http client:
 // what the admin, private-key, OAuth and SMTP suites share.
@@ -22,7 +23,7 @@ export const ethereumKey = (privateKeyName: string, privateKeyTags: string[] = [
 export async function startKms(options: KmsOptions = {}) {
   const clock = { now: Date.now() }
   let sequence = 0
-  const kms: Kms = createKms({ port: await getFreePort(), now: () => clock.now, ...options })
+  const kms: Kms = createKms({ port: await getFreePort(), now: () => clock.now, ...(await testDatabase()), ...options })
   await kms.start()
   const parentKey = generateApiKeyPair()
   const parent = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })

@@ -16,6 +16,7 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { createKms, type Kms, UNKNOWN_KEY_MESSAGE } from '../src/index.js'
 import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import { testDatabase } from './database.js'
 
 // The official clients (@turnkey/http with @turnkey/api-key-stamper, @turnkey/viem) against our
 // kms on loopback, with nothing changed but the base URL; signatures are checked with viem and a
@@ -38,7 +39,7 @@ let parentClient: TurnkeyClient
 const client = (keys: ReturnType<typeof apiKeyPair>) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(keys))
 
 beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now: () => clock })
+  kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
   await kms.start()
   parent = kms.createParentOrganization({ name: 'Test app', userName: 'backend', publicKey: parentKey.apiPublicKey })
   parentClient = client(parentKey)

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
 import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import { testDatabase } from './database.js'
 
 // Passkeys with the official @turnkey/webauthn-stamper and a software authenticator (authenticator.ts).
 
@@ -19,7 +20,7 @@ let parentOrganizationId: string
 let backend: TurnkeyClient
 
 beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now: () => clock, webauthn: { rpIds: [rpId], origins: ['http://localhost:5173'] } })
+  kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()), webauthn: { rpIds: [rpId], origins: ['http://localhost:5173'] } })
   await kms.start()
   parentOrganizationId = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey }).organizationId
   backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
