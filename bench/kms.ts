@@ -1,6 +1,6 @@
 /**
  * The key-management service under load: stamped sign_raw_payload requests per second through
- * HTTP (SQLite store, stamp verification, activity stored), printed beside the raw rate of the
+ * HTTP (SQLite store, or PostgreSQL when DATABASE_URL is set; stamp verification, activity stored), printed beside the raw rate of the
  * same crypto measured in this run (P-256 stamp verification + secp256k1 signing, on one core, the
  * fastest way this machine has: node:crypto for P-256, noble with the service's precomputed base
  * table for secp256k1 — OpenSSL's secp256k1 is no faster and signs only what it hashes itself);
@@ -76,7 +76,8 @@ function rawCryptoRates() {
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-kms-'))
-const kms = createKms({ port: await getFreePort(), databasePath: join(dir, 'kms.db') })
+const databaseUrl = process.env.DATABASE_URL
+const kms = createKms({ port: await getFreePort(), ...(databaseUrl ? { databaseUrl } : { databasePath: join(dir, 'kms.db') }) })
 await kms.start()
 try {
   const backendKey = apiKeyPair()
@@ -150,7 +151,7 @@ try {
   rounds.sort((a, b) => a - b)
 
   const serverShare = serverMs / 1000 / load.seconds
-  console.log(`\nkms: ${load.served} stamped sign_raw_payload requests over HTTP, ${concurrency} in flight, client in its own process (SQLite store, WAL)\n`)
+  console.log(`\nkms: ${load.served} stamped sign_raw_payload requests over HTTP, ${concurrency} in flight, client in its own process (${databaseUrl ? 'PostgreSQL store' : 'SQLite store, WAL'})\n`)
   console.log(`  requests per second      ${fixed(rate)}   (target ≥ 1000: ${rate >= 1000 ? 'met' : 'missed'})`)
   console.log(`  latency p50 / p99        ${fixed(percentile(latencies, 50), 1)} / ${fixed(percentile(latencies, 99), 1)} ms`)
   console.log(`  failed                   ${load.failed}${load.firstFailure ? ` (first: ${load.firstFailure})` : ''}`)
