@@ -15,6 +15,8 @@ export default defineConfig({
   test: {
     include: ['packages/*/src/**/*.test.{ts,tsx}', 'packages/*/test/**/*.test.{ts,tsx}', 'apps/*/src/**/*.test.{ts,tsx}'],
     globalSetup: ['./test/globalSetup.ts'],
+    // A kms created without storage options would follow a DATABASE_URL from the shell into a shared database.
+    env: { DATABASE_URL: '' },
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
