@@ -132,7 +132,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const demoOrigins = [`http://localhost:${ports.demo}`, `http://127.0.0.1:${ports.demo}`]
   // The frames may be embedded by the demo and the reference wallet.
   const frameParents = [...demoOrigins, `http://localhost:${ports.wallet}`, `http://127.0.0.1:${ports.wallet}`]
-  const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir, { rpIds: ['localhost'], origins: demoOrigins }, { port: ports.frames, parentOrigins: frameParents })
+  const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir, { rpIds: ['localhost'], origins: demoOrigins }, { port: ports.frames, parentOrigins: frameParents }, env['DATABASE_URL'] || undefined)
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
   const server = kms
     ? serverInstance(ports.server, kms, stateDir, demoOrigins, [
@@ -270,6 +270,7 @@ function kmsInstance(
   stateDir: string,
   webauthn: WebauthnConfig,
   frames: { port: number; parentOrigins: readonly string[] },
+  databaseUrl: string | undefined,
 ): Instance & { credentials(): KmsCredentials; framesUrl: string } {
   const host = '127.0.0.1'
   const statePath = join(stateDir, 'kms.json')
@@ -285,7 +286,9 @@ function kmsInstance(
         (text) => JSON.parse(text) as KmsState,
         () => ({ masterKey: randomBytes(32).toString('hex'), signerPrivateKey: generateApiKeyPair().apiPrivateKey }),
       )
-      const kms = createKms({ port, host, databasePath: join(stateDir, 'kms.db'), masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey, webauthn, frames })
+      // DATABASE_URL (postgres://) puts the kms's data in PostgreSQL; otherwise kms.db beside its keys.
+      const storage = databaseUrl ? { databaseUrl } : { databasePath: join(stateDir, 'kms.db') }
+      const kms = createKms({ port, host, ...storage, masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey, webauthn, frames })
       try {
         await kms.start()
       } catch (error) {
