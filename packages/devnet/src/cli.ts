@@ -71,7 +71,8 @@ function banner(stack: Stack): string {
   if (stack.urls.relay) rows.push(['Relay', stack.urls.relay])
   if (stack.urls.kms) rows.push(['KMS', `${stack.urls.kms}   dev inbox ${stack.urls.kms}/dev/mailbox`])
   if (stack.urls.frames) rows.push(['Frames', `${stack.urls.frames}   /auth /recovery /export /import`])
-  if (stack.urls.server) rows.push(['Backend', stack.urls.server])
+  // Browsers call it on localhost, same-site with the demo, for its SameSite cookies.
+  if (stack.urls.server) rows.push(['Backend', `${stack.urls.server.replace('127.0.0.1', 'localhost')}   sign-in, sessions (listens on 127.0.0.1)`])
   if (stack.urls.demo) rows.push(['Demo', stack.urls.demo])
   if (stack.urls.wallet) rows.push(['Wallet', `${stack.urls.wallet}   reference WalletConnect wallet`])
   const devJson = relative(process.cwd(), stack.devJson)

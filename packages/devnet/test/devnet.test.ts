@@ -545,7 +545,7 @@ describe('cli', () => {
         `  Relay      ws://127.0.0.1:${ports.relay}`,
         `  KMS        http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
         `  Frames     http://localhost:${ports.frames}   /auth /recovery /export /import`,
-        `  Backend    http://127.0.0.1:${ports.server}`,
+        `  Backend    http://localhost:${ports.server}   sign-in, sessions (listens on 127.0.0.1)`,
         `  dev.json   ${join(stateDir, 'dev.json')}`,
         '',
         'Press Ctrl-C to stop',
