@@ -6,6 +6,7 @@ import type { ActivityRow, Db } from './db.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
 import { rootUserIds } from './admin/quorum.js'
+import { readSessionJwt } from './credentials.js'
 import { verifyApiKeyStamp } from './stamp.js'
 import { createQueries } from './queries.js'
 import { timestamp, userView } from './views.js'
@@ -90,10 +91,19 @@ export function createKmsApp(options: KmsAppOptions) {
     if (raw.length > maxBodyBytes) throw new KmsError(GrpcCode.invalidArgument, `request body too large: at most ${maxBodyBytes} bytes`, [], 413)
     const apiKeyStamp = request.headers.get('x-stamp')
     const passkeyStamp = request.headers.get('x-stamp-webauthn')
-    if (!apiKeyStamp && !passkeyStamp) throw new KmsError(GrpcCode.unauthenticated, 'missing stamp: send X-Stamp or X-Stamp-Webauthn')
+    const readOnlySession = request.headers.get('x-session')
+    if (!apiKeyStamp && !passkeyStamp && !readOnlySession) throw new KmsError(GrpcCode.unauthenticated, 'missing stamp: send X-Stamp or X-Stamp-Webauthn')
     // The stamp is checked before the body is parsed: nothing unauthenticated is interpreted.
     let signer: { userId: string; organizationId: string; expiresAt: number | null; publicKey: string; authenticatorId?: string; counter?: number }
-    if (apiKeyStamp) {
+    if (!apiKeyStamp && !passkeyStamp) {
+      // A read-only session token (create_read_only_session), replayed in X-Session: queries only.
+      if (!new URL(request.url).pathname.startsWith('/public/v1/query/')) throw new KmsError(GrpcCode.permissionDenied, 'a read-only session (X-Session) may only query; stamp activities with X-Stamp or X-Stamp-Webauthn')
+      const claims = readSessionJwt(readOnlySession!, signerPublicKey)
+      if (!claims || claims['session_type'] !== 'SESSION_TYPE_READ_ONLY' || typeof claims['user_id'] !== 'string' || typeof claims['organization_id'] !== 'string' || typeof claims['exp'] !== 'number')
+        throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: not a session token this service issued')
+      if (!db.user(claims['user_id'], claims['organization_id'])) throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: its user no longer exists')
+      signer = { userId: claims['user_id'], organizationId: claims['organization_id'], expiresAt: claims['exp'] * 1000, publicKey: 'read-only session' }
+    } else if (apiKeyStamp) {
       const { publicKey } = verifyApiKeyStamp(apiKeyStamp, raw)
       const apiKey = db.apiKeyByPublicKey(publicKey)
       if (!apiKey) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
@@ -124,7 +134,8 @@ export function createKmsApp(options: KmsAppOptions) {
     }
     if (!organization || (signer.organizationId !== organization.id && signer.organizationId !== organization.parent_id))
       throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
-    if (signer.expiresAt !== null && signer.expiresAt <= now()) throw new KmsError(GrpcCode.unauthenticated, expiredKeyMessage(signer.publicKey))
+    if (signer.expiresAt !== null && signer.expiresAt <= now())
+      throw new KmsError(GrpcCode.unauthenticated, signer.publicKey === 'read-only session' ? 'read-only session expired' : expiredKeyMessage(signer.publicKey))
     if (signer.authenticatorId) db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
     return { body: body as Record<string, unknown>, raw, caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey } }
   }

@@ -93,3 +93,23 @@ export function sessionJwt(claims: Record<string, unknown>, privateKey: string):
   const digest = createHash('sha256').update(createHash('sha256').update(input).digest()).digest()
   return `${input}.${Buffer.from(p256.sign(digest, privateKey).toCompactRawBytes()).toString('base64url')}`
 }
+
+/**
+ * The claims of a session JWT this service signed, or undefined when the token is malformed or
+ * its signature is not ours. Expiry is the caller's to check.
+ */
+export function readSessionJwt(token: string, publicKey: Uint8Array | string): Record<string, unknown> | undefined {
+  const parts = token.split('.')
+  if (parts.length !== 3) return undefined
+  const [header, claims, signature] = parts as [string, string, string]
+  const digest = createHash('sha256').update(createHash('sha256').update(`${header}.${claims}`).digest()).digest()
+  try {
+    const bytes = Buffer.from(signature, 'base64url')
+    if (bytes.length !== 64 || !p256.verify(bytes, digest, publicKey, { lowS: false })) return undefined
+    const parsed = JSON.parse(Buffer.from(claims, 'base64url').toString('utf8')) as unknown
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined
+  } catch {
+    return undefined
+  }
+}
+

@@ -389,6 +389,35 @@ describe('the organization', () => {
     })
   })
 
+  test('behavior: the read-only session token, replayed in X-Session, answers queries only, until it expires', async () => {
+    const { clock, kms } = harness
+    const sub = await harness.subOrganization()
+    const { activity } = await sub.client.createReadOnlySession({ type: 'ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION', timestampMs: harness.timestampMs(), organizationId: sub.organizationId, parameters: {} })
+    const token = activity.result.createReadOnlySessionResult!.session
+    const withSession = (path: string, body: unknown, session = token) =>
+      fetch(`${kms.url}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'X-Session': session } }).then(async (response) => [response.status, await response.json()])
+    expect(await withSession('/public/v1/query/whoami', { organizationId: sub.organizationId })).toEqual([200, expect.objectContaining({ organizationId: sub.organizationId, userId: sub.userId })])
+    expect((await withSession('/public/v1/query/list_wallets', { organizationId: sub.organizationId }))[0]).toBe(200)
+    // Activities need a stamp; nothing is written.
+    const wallets = (await sub.client.getWallets({ organizationId: sub.organizationId })).wallets.length
+    const submit = await withSession('/public/v1/submit/create_wallet', { type: 'ACTIVITY_TYPE_CREATE_WALLET', timestampMs: harness.timestampMs(), organizationId: sub.organizationId, parameters: { walletName: 'no', accounts: [] } })
+    expect(submit).toEqual([403, expect.objectContaining({ code: 7, message: expect.stringContaining('a read-only session (X-Session) may only query') })])
+    expect((await sub.client.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(wallets)
+    // A token changed after signing, and another organization, are refused.
+    const [header, claims, signature] = token.split('.') as [string, string, string]
+    const forged = `${header}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(claims, 'base64url').toString()), session_type: 'SESSION_TYPE_READ_ONLY', user_id: 'someone-else' })).toString('base64url')}.${signature}`
+    expect(await withSession('/public/v1/query/whoami', { organizationId: sub.organizationId }, forged)).toEqual([401, expect.objectContaining({ code: 16, message: 'invalid read-only session: not a session token this service issued' })])
+    const other = await harness.subOrganization()
+    expect((await withSession('/public/v1/query/whoami', { organizationId: other.organizationId }))[0]).toBe(401)
+    // An hour later it no longer works.
+    clock.now += 3601_000
+    try {
+      expect(await withSession('/public/v1/query/whoami', { organizationId: sub.organizationId })).toEqual([401, expect.objectContaining({ code: 16, message: 'read-only session expired' })])
+    } finally {
+      clock.now -= 3601_000
+    }
+  })
+
   test('behavior: list_activities filters by type and status, newest first, in pages', async () => {
     const { timestampMs } = harness
     const sub = await harness.subOrganization()
