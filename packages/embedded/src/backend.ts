@@ -32,7 +32,7 @@ export function createBackend(baseUrl: string, fetchFn: typeof fetch = globalThi
     const json = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined
     if (!response.ok) {
       const message = json?.error?.message ?? `${response.status} ${response.statusText}`
-      throw codeProblem(json?.error?.code, message) ? new InvalidCodeError({ details: message }) : new BackendError(response.status, json?.error?.code ?? 'unknown', message)
+      throw CODE_REFUSALS.has(json?.error?.code ?? '') ? new InvalidCodeError({ details: message }) : new BackendError(response.status, json?.error?.code ?? 'unknown', message)
     }
     return json as result
   }
@@ -44,11 +44,8 @@ export function createBackend(baseUrl: string, fetchFn: typeof fetch = globalThi
 
 export type Backend = ReturnType<typeof createBackend>
 
-/** Refusals that mean "this code will not do" (the kms's words, passed on by the backend). */
-function codeProblem(code: string | undefined, message: string): boolean {
-  if (code === 'unknown_code') return true
-  return code === 'kms_refused' && /invalid code|code has expired|already been used|too many wrong codes|otp .* not found/i.test(message)
-}
+/** The backend's codes for "this code will not do": not sent or spent, or refused by the kms. */
+const CODE_REFUSALS = new Set(['unknown_code', 'invalid_code'])
 
 /** The backend refused: `status` and its `code`, the catalogue text with its message as details. */
 export class BackendError extends CannotProceedError {

@@ -47,7 +47,6 @@ export function indexedDbSessionKeys(): SessionKeyStore {
     stamper: { stamp: async (payload) => (await stamper()).stamp(payload) },
     async clear() {
       await (await stamper()).clear()
-      ready = undefined
     },
   }
 }

@@ -218,7 +218,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       await signOut()
       throw new SessionError({ details: 'The recovery session has expired; sign in again.' })
     }
-    await sessionKeys.clear()
+    // create() replaces the stored key: the old one is removed with it (SPEC §4).
     const publicKey = await sessionKeys.create()
     try {
       const { expiresAt } = await backend.post<{ expiresAt: string }>('/auth/session-key', { publicKey, expirationSeconds: sessionSeconds })
@@ -342,15 +342,13 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
 
     /** Registers a passkey-backed account through the backend; the new session key is its first API key. */
     async signUpWithAttestation(parameters: { email?: string | undefined; passkeyIdentifier?: string | undefined; challenge: string; attestation: unknown }): Promise<EmbeddedWalletCredential> {
-      await sessionKeys.clear()
       const sessionPublicKey = await sessionKeys.create()
       const account = await backend.post<BackendAccount>('/auth/passkey/signup', { ...parameters, sessionPublicKey, sessionSeconds })
       return finishSignIn(account, 'passkey', sessionPublicKey, sessionSeconds)
     },
 
     /** A fresh session key for a sign-in that stamps `stamp_login` itself (passkey, recovery). */
-    async newSessionKey(): Promise<string> {
-      await sessionKeys.clear()
+    newSessionKey(): Promise<string> {
       return sessionKeys.create()
     },
 

@@ -69,6 +69,36 @@ describe('SPEC §8 embedded-wallet errors', () => {
       await expect(createPasskey({ rpId: 'localhost', rpName: 'Errors test', userName: 'ada', userId })).rejects.toMatchObject({ code: 'ERROR_INVALID_USER_ID_LENGTH' })
   })
 
+  test('behavior: a passkey is asked for with SPEC §9\'s options; a dismissed prompt is ERROR_CEREMONY_ABORTED', async () => {
+    // A browser whose authenticator prompt the user dismisses: what it was asked is kept.
+    const asked: CredentialCreationOptions[] = []
+    ;(globalThis as { PublicKeyCredential?: unknown }).PublicKeyCredential = function PublicKeyCredential() {}
+    Object.defineProperty(globalThis, 'navigator', {
+      configurable: true,
+      value: {
+        credentials: {
+          create: async (options: CredentialCreationOptions) => {
+            asked.push(options)
+            throw new DOMException('The user dismissed the prompt', 'AbortError')
+          },
+        },
+      },
+    })
+    try {
+      await expect(createPasskey({ rpId: 'localhost', rpName: 'Errors test', userName: 'ada@example.test' })).rejects.toMatchObject({ code: 'ERROR_CEREMONY_ABORTED' })
+    } finally {
+      Reflect.deleteProperty(globalThis, 'navigator')
+    }
+    const publicKey = asked[0]!.publicKey!
+    expect(publicKey.timeout).toBe(300_000)
+    expect(publicKey.authenticatorSelection).toMatchObject({ userVerification: 'preferred', residentKey: 'required' })
+    expect(publicKey.pubKeyCredParams).toEqual([{ type: 'public-key', alg: -7 }])
+    expect((publicKey.challenge as ArrayBuffer).byteLength).toBe(32)
+    expect((publicKey.user.id as ArrayBuffer).byteLength).toBeGreaterThanOrEqual(1)
+    expect((publicKey.user.id as ArrayBuffer).byteLength).toBeLessThanOrEqual(64)
+    expect(publicKey.rp).toEqual({ id: 'localhost', name: 'Errors test' })
+  })
+
   test("error: 'Required clients not found' when the backend cannot say where the kms is", async () => {
     const wallet = walletWith(undefined, { kmsUrl: undefined, organizationId: undefined, backendUrl: 'http://127.0.0.1:9' })
     await expect(wallet.settings()).rejects.toMatchObject({ shortMessage: 'Required clients not found' })

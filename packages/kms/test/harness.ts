@@ -1,6 +1,8 @@
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { encryptPrivateKeyToBundle } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { getFreePort } from '@latchkey/devnet'
+import { generatePrivateKey } from 'viem/accounts'
 import { expect } from 'vitest'
 import { createKms, generateApiKeyPair, type Kms, type KmsOptions } from '../src/index.js'
 import { testDatabase } from './database.js'
@@ -72,7 +74,32 @@ export async function startKms(options: KmsOptions = {}) {
     return { privateKeyId: created!.privateKeyId!, address: created!.addresses!.find((address) => address.format === 'ADDRESS_FORMAT_ETHEREUM')!.address as `0x${string}` }
   }
 
-  return { kms, clock, parent, parentKey, backend, client, timestampMs, subOrganization, createPrivateKey }
+  /**
+   * A fresh secp256k1 key encrypted with @turnkey/crypto to the sub-organization's import bundle,
+   * and `importKey()`, which submits import_private_key (named "imported") with it.
+   */
+  async function prepareImport(sub: Awaited<ReturnType<typeof subOrganization>>) {
+    const secret = generatePrivateKey()
+    const init = await sub.client.initImportPrivateKey({ organizationId: sub.organizationId, type: 'ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY', timestampMs: timestampMs(), parameters: { userId: sub.userId } })
+    const encryptedBundle = await encryptPrivateKeyToBundle({
+      privateKey: secret,
+      keyFormat: 'HEXADECIMAL',
+      importBundle: init.activity.result.initImportPrivateKeyResult!.importBundle,
+      userId: sub.userId,
+      organizationId: sub.organizationId,
+      dangerouslyOverrideSignerPublicKey: kms.signerPublicKey,
+    })
+    const importKey = () =>
+      sub.client.importPrivateKey({
+        organizationId: sub.organizationId,
+        type: 'ACTIVITY_TYPE_IMPORT_PRIVATE_KEY',
+        timestampMs: timestampMs(),
+        parameters: { userId: sub.userId, privateKeyName: 'imported', encryptedBundle, curve: 'CURVE_SECP256K1', addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] },
+      })
+    return { secret, importKey }
+  }
+
+  return { kms, clock, parent, parentKey, backend, client, timestampMs, subOrganization, createPrivateKey, prepareImport }
 }
 
 /** Posts a raw body stamped by `keys`: for requests the typed client would not let a test write. */

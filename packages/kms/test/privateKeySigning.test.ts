@@ -1,8 +1,7 @@
-import { encryptPrivateKeyToBundle } from '@turnkey/crypto'
 import type { TurnkeyClient } from '@turnkey/http'
 import { createAccount } from '@turnkey/viem'
 import { hashMessage, type Hex, parseEther, recoverAddress, recoverTransactionAddress, serializeSignature, serializeTransaction, type TransactionSerialized, verifyMessage } from 'viem'
-import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
+import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { startKms } from './harness.js'
 
@@ -58,25 +57,9 @@ test('behavior: @turnkey/viem signs a message and a transaction with a private k
 })
 
 test('behavior: an imported key signs as its own address', async () => {
-  const { timestampMs, kms } = harness
   const sub = await harness.subOrganization()
-  const base = { organizationId: sub.organizationId }
-  const secret = generatePrivateKey()
-  const init = await sub.client.initImportPrivateKey({ ...base, type: 'ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY', timestampMs: timestampMs(), parameters: { userId: sub.userId } })
-  const encryptedBundle = await encryptPrivateKeyToBundle({
-    privateKey: secret,
-    keyFormat: 'HEXADECIMAL',
-    importBundle: init.activity.result.initImportPrivateKeyResult!.importBundle,
-    userId: sub.userId,
-    organizationId: sub.organizationId,
-    dangerouslyOverrideSignerPublicKey: kms.signerPublicKey,
-  })
-  const imported = await sub.client.importPrivateKey({
-    ...base,
-    type: 'ACTIVITY_TYPE_IMPORT_PRIVATE_KEY',
-    timestampMs: timestampMs(),
-    parameters: { userId: sub.userId, privateKeyName: 'imported', encryptedBundle, curve: 'CURVE_SECP256K1', addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] },
-  })
+  const { secret, importKey } = await harness.prepareImport(sub)
+  const imported = await importKey()
   const hash = hashMessage('imported')
   const { privateKeyId } = imported.activity.result.importPrivateKeyResult!
   expect(await signerOf(hash, (await signRawPayload(sub.client, sub.organizationId, privateKeyId, hash)).activity.result.signRawPayloadResult!)).toBe(privateKeyToAddress(secret))

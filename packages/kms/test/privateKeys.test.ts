@@ -84,26 +84,9 @@ describe('private keys', () => {
   })
 
   test('default: init_import_private_key and import_private_key take a key encrypted with @turnkey/crypto', async () => {
-    const { timestampMs, kms } = harness
     const sub = await harness.subOrganization()
     const base = { organizationId: sub.organizationId }
-    const secret = generatePrivateKey()
-    const init = await sub.client.initImportPrivateKey({ ...base, type: 'ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY', timestampMs: timestampMs(), parameters: { userId: sub.userId } })
-    const encryptedBundle = await encryptPrivateKeyToBundle({
-      privateKey: secret,
-      keyFormat: 'HEXADECIMAL',
-      importBundle: init.activity.result.initImportPrivateKeyResult!.importBundle,
-      userId: sub.userId,
-      organizationId: sub.organizationId,
-      dangerouslyOverrideSignerPublicKey: kms.signerPublicKey,
-    })
-    const importKey = () =>
-      sub.client.importPrivateKey({
-        ...base,
-        type: 'ACTIVITY_TYPE_IMPORT_PRIVATE_KEY',
-        timestampMs: timestampMs(),
-        parameters: { userId: sub.userId, privateKeyName: 'imported', encryptedBundle, curve: 'CURVE_SECP256K1', addressFormats: ['ADDRESS_FORMAT_ETHEREUM'] },
-      })
+    const { secret, importKey } = await harness.prepareImport(sub)
     const { activity } = await importKey()
     const result = activity.result.importPrivateKeyResult!
     expect(result.addresses).toEqual([{ format: 'ADDRESS_FORMAT_ETHEREUM', address: privateKeyToAddress(secret) }])

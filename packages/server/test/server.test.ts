@@ -148,7 +148,7 @@ describe('email sign-in', () => {
     const code = await codeFor(email)
     const target = generateP256KeyPair().publicKeyUncompressed
     const wrong = await post('/auth/email/verify', { otpId, code: code === '000000' ? '111111' : '000000', targetPublicKey: target })
-    expect([wrong.status, await wrong.json()]).toEqual([400, { error: { code: 'kms_refused', message: 'invalid code: 2 attempts left' } }])
+    expect([wrong.status, await wrong.json()]).toEqual([400, { error: { code: 'invalid_code', message: 'invalid code: 2 attempts left' } }])
     expect(wrong.headers.get('set-cookie')).toBeNull()
     expect((await post('/auth/email/verify', { otpId, code, targetPublicKey: target })).status).toBe(200)
     const reused = await post('/auth/email/verify', { otpId, code, targetPublicKey: target })

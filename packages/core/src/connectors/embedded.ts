@@ -38,6 +38,8 @@ export type EmbeddedFlows = {
 export type EmbeddedConnector = Connector & { readonly type: 'embedded'; getFlows(): Promise<EmbeddedFlows> }
 
 export const EMBEDDED_ID = 'embedded'
+// Where @latchkey/embedded keeps its record (its STORAGE_KEY): read here so that a page with no
+// sign-in never loads the package. Importing the constant would make the package eager.
 const STORED_KEY = 'latchkey.embedded.wallet'
 
 const ICON =

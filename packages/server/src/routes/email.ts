@@ -90,6 +90,8 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
   if (!pending) throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const target = input.targetPublicKey ? undefined : generateP256KeyPair()
+  // Everything the kms refuses here is about the code (wrong, spent, expired, too many tries):
+  // one code, invalid_code, for the browser to branch on; the kms's words stay the message.
   const { activity } = await callKms(() =>
     kms.otpAuth({
       type: 'ACTIVITY_TYPE_OTP_AUTH',
@@ -102,7 +104,10 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
         expirationSeconds: String(target ? REGISTRATION_CREDENTIAL_SECONDS : seconds),
       },
     }),
-  )
+  ).catch((error: unknown) => {
+    if (error instanceof ServerError && error.code === 'kms_refused') throw new ServerError(error.status, 'invalid_code', error.message)
+    throw error
+  })
   const result = activity.result.otpAuthResult
   if (!result?.credentialBundle || !result.userId) throw incompleteAnswer()
   store.deletePendingCode(input.otpId)
