@@ -18,13 +18,13 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
+import { getFreePort } from '@latchkey/devnet'
+import { generateApiKeyPair as apiKeyPair, createKms } from '@latchkey/kms'
+import { createServerApp, openStore } from '@latchkey/server'
 import { secp256k1 } from '@noble/curves/secp256k1'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { generateP256KeyPair } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
-import { getFreePort } from '@latchkey/devnet'
-import { createKms, generateApiKeyPair as apiKeyPair } from '@latchkey/kms'
-import { createServerApp, openStore } from '@latchkey/server'
 import type { LoadResult, LoadStart } from './kms/load.js'
 
 const arg = (name: string, fallback: number) => {
@@ -91,14 +91,28 @@ try {
     parameters: {
       subOrganizationName: 'bench user',
       rootQuorumThreshold: 1,
-      rootUsers: [{ userName: 'bench', userEmail: 'bench@example.test', apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }],
-      wallet: { walletName: 'Turnkey HD', accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
+      rootUsers: [
+        {
+          userName: 'bench',
+          userEmail: 'bench@example.test',
+          apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+          authenticators: [],
+          oauthProviders: [],
+        },
+      ],
+      wallet: {
+        walletName: 'Turnkey HD',
+        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+      },
     },
   })
   const result = activity.result.createSubOrganizationResultV8!
 
   // The client process stamps and warms up, says `ready`; the window opens on `go`.
-  const client = fork(new URL('./kms/load.ts', import.meta.url).pathname, [], { execArgv: ['--conditions=source', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const client = fork(new URL('./kms/load.ts', import.meta.url).pathname, [], {
+    execArgv: ['--conditions=source', '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   const start: LoadStart = {
     type: 'start',
     url: kms.url,
@@ -110,10 +124,11 @@ try {
     warmup: 500,
   }
   const messages = (async function* () {
-    while (true) yield await new Promise<{ type: string }>((resolve, reject) => {
-      client.once('message', (message) => resolve(message as { type: string }))
-      client.once('exit', (code) => reject(new Error(`the load client exited (${code})`)))
-    })
+    while (true)
+      yield await new Promise<{ type: string }>((resolve, reject) => {
+        client.once('message', (message) => resolve(message as { type: string }))
+        client.once('exit', (code) => reject(new Error(`the load client exited (${code})`)))
+      })
   })()
   client.send(start)
   if ((await messages.next()).value?.type !== 'ready') throw new Error('the load client did not get ready')
@@ -151,17 +166,29 @@ try {
   rounds.sort((a, b) => a - b)
 
   const serverShare = serverMs / 1000 / load.seconds
-  console.log(`\nkms: ${load.served} stamped sign_raw_payload requests over HTTP, ${concurrency} in flight, client in its own process (${databaseUrl ? 'PostgreSQL store' : 'SQLite store, WAL'})\n`)
+  console.log(
+    `\nkms: ${load.served} stamped sign_raw_payload requests over HTTP, ${concurrency} in flight, client in its own process (${databaseUrl ? 'PostgreSQL store' : 'SQLite store, WAL'})\n`,
+  )
   console.log(`  requests per second      ${fixed(rate)}   (target ≥ 1000: ${rate >= 1000 ? 'met' : 'missed'})`)
   console.log(`  latency p50 / p99        ${fixed(percentile(latencies, 50), 1)} / ${fixed(percentile(latencies, 99), 1)} ms`)
   console.log(`  failed                   ${load.failed}${load.firstFailure ? ` (first: ${load.firstFailure})` : ''}`)
-  console.log(`  server CPU               ${fixed((serverMs * 1000) / load.served)} µs per request, ${fixed(serverShare * 100)} % of one core (one event loop, plus V8's helper threads)`)
+  console.log(
+    `  server CPU               ${fixed((serverMs * 1000) / load.served)} µs per request, ${fixed(serverShare * 100)} % of one core (one event loop, plus V8's helper threads)`,
+  )
   console.log(`  per server CPU second    ${fixed((load.served * 1000) / serverMs)} requests (what the service does with one core to itself)`)
-  console.log(`  client CPU               ${fixed((load.cpuMs * 1000) / load.served)} µs per request, ${fixed((load.cpuMs / 1000 / load.seconds) * 100)} % of one core`)
-  console.log(`  machine load average     ${fixed(loadBefore, 2)} before, ${fixed(loadAfter, 2)} after (this bench adds about 1.2 on its own; more is other work sharing the 2 cores)`)
-  console.log(`\n  raw crypto on one core, same run: P-256 verify ${fixed(raw.verify)}/s, secp256k1 sign ${fixed(raw.sign)}/s, both ${fixed(raw.both)}/s (${fixed(1e6 / raw.both)} µs)`)
+  console.log(
+    `  client CPU               ${fixed((load.cpuMs * 1000) / load.served)} µs per request, ${fixed((load.cpuMs / 1000 / load.seconds) * 100)} % of one core`,
+  )
+  console.log(
+    `  machine load average     ${fixed(loadBefore, 2)} before, ${fixed(loadAfter, 2)} after (this bench adds about 1.2 on its own; more is other work sharing the 2 cores)`,
+  )
+  console.log(
+    `\n  raw crypto on one core, same run: P-256 verify ${fixed(raw.verify)}/s, secp256k1 sign ${fixed(raw.sign)}/s, both ${fixed(raw.both)}/s (${fixed(1e6 / raw.both)} µs)`,
+  )
   console.log(`  kms / raw crypto         ${fixed(rate / raw.both, 2)}× (target ≥ 0.33: ${rate / raw.both >= 1 / 3 ? 'met' : 'missed'})`)
-  console.log(`\nEmail sign-in round trip through the app backend (first sign-in: sub-organization, wallet, code, verify), 10 runs: median ${fixed(rounds[5]!, 1)} ms, max ${fixed(rounds[9]!, 1)} ms`)
+  console.log(
+    `\nEmail sign-in round trip through the app backend (first sign-in: sub-organization, wallet, code, verify), 10 runs: median ${fixed(rounds[5]!, 1)} ms, max ${fixed(rounds[9]!, 1)} ms`,
+  )
   if (load.failed) process.exitCode = 1
 } finally {
   await kms.stop()

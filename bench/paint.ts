@@ -38,7 +38,16 @@ async function measureOnce(url: string): Promise<number> {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
+    ],
   })
   try {
     const page = context.pages()[0] ?? (await context.newPage())
@@ -67,7 +76,8 @@ try {
     for (const [i, server] of servers.entries()) times[variants[i] as (typeof variants)[number]].push(await measureOnce(server.url))
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
   console.log(`\nTime to a usable connect button, ms from navigation (median of ${runs}, interleaved)\n`)
-  for (const name of variants) console.log(`${name.padEnd(10)} ${median(times[name]).toFixed(0).padStart(5)}   runs: ${times[name].map((t) => t.toFixed(0)).join(', ')}`)
+  for (const name of variants)
+    console.log(`${name.padEnd(10)} ${median(times[name]).toFixed(0).padStart(5)}   runs: ${times[name].map((t) => t.toFixed(0)).join(', ')}`)
   console.log(`\nlatchkey − baseline: ${(median(times.latchkey) - median(times.baseline)).toFixed(0)} ms (target ≤ 30 ms)`)
   console.log('Reference (research/bundle-anchors.md, painted − floor): RainbowKit +204 ms, AppKit +605 ms')
 } finally {

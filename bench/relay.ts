@@ -43,7 +43,17 @@ const padding = randomBytes(192).toString('base64') // about the size of a Walle
  * server, set the pace. `serverMicros`: the server process's CPU time per delivered message, which
  * other load on the machine hardly changes (NaN where /proc is missing).
  */
-type Result = { name: string; delivered: number; lost: number; seconds: number; perSecond: number; p50: number; p99: number; clientCpu: number; serverMicros: number }
+type Result = {
+  name: string
+  delivered: number
+  lost: number
+  seconds: number
+  perSecond: number
+  p50: number
+  p99: number
+  clientCpu: number
+  serverMicros: number
+}
 
 /** CPU time (user + system) a process has used, in ms; NaN without Linux's /proc. */
 function processCpuMs(pid: number): number {
@@ -149,7 +159,11 @@ async function measure(name: string, server: ChildProcess, urls: readonly string
     for (const [index, socket] of sockets.entries()) {
       const topic = topics[index >> 1]!
       const message = `${performance.now()}|${index}.${k}|${padding}`
-      socket.send(JSON.stringify(protocol === 'irn' ? { id: id++, jsonrpc: '2.0', method: 'irn_publish', params: { topic, message, ttl: 300, tag: 1108 } } : { topic, message }))
+      socket.send(
+        JSON.stringify(
+          protocol === 'irn' ? { id: id++, jsonrpc: '2.0', method: 'irn_publish', params: { topic, message, ttl: 300, tag: 1108 } } : { topic, message },
+        ),
+      )
     }
   // Done when every message arrived, or when nothing more arrives for ten seconds.
   await new Promise<void>((resolve) => {
@@ -165,7 +179,17 @@ async function measure(name: string, server: ChildProcess, urls: readonly string
   for (const socket of sockets) socket.terminate()
   const seconds = (lastReceipt - started) / 1000
   latencies.sort((a, b) => a - b)
-  return { name, delivered: seen.size, lost: expected - seen.size, seconds, perSecond: seen.size / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), clientCpu: ((used.user + used.system) / 1e4 / seconds), serverMicros: (serverMs * 1000) / seen.size }
+  return {
+    name,
+    delivered: seen.size,
+    lost: expected - seen.size,
+    seconds,
+    perSecond: seen.size / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    clientCpu: (used.user + used.system) / 1e4 / seconds,
+    serverMicros: (serverMs * 1000) / seen.size,
+  }
 }
 
 /** Median time from a fresh URI to a settled session, dapp and wallet both our Sign client. */
@@ -185,7 +209,9 @@ async function pairingTimes(relayUrl: string): Promise<number[]> {
   try {
     for (let run = 0; run < pairings; run++) {
       const started = performance.now()
-      const { uri, approval } = await dapp.connect({ optionalNamespaces: { eip155: { chains: ['eip155:31337'], methods: ['personal_sign'], events: ['chainChanged'] } } })
+      const { uri, approval } = await dapp.connect({
+        optionalNamespaces: { eip155: { chains: ['eip155:31337'], methods: ['personal_sign'], events: ['chainChanged'] } },
+      })
       await wallet.pair({ uri })
       await approval()
       times.push(performance.now() - started)
@@ -209,7 +235,12 @@ try {
   try {
     // Interleaved rounds, so drift on this machine hits both servers alike.
     for (let round = 0; round < rounds; round++) {
-      const plainResult = await measure('plain ws fan-out', plain, Array.from({ length: clients }, () => `ws://127.0.0.1:${plainPort}`), 'plain')
+      const plainResult = await measure(
+        'plain ws fan-out',
+        plain,
+        Array.from({ length: clients }, () => `ws://127.0.0.1:${plainPort}`),
+        'plain',
+      )
       // Tokens are minted before timing, as real clients hold theirs before they publish.
       const urls = Array.from({ length: clients }, () => `${url}/?auth=${signRelayJwt({ seed: randomBytes(32).toString('hex'), aud: url })}`)
       runs.push({ plain: plainResult, ours: await measure('latchkey relay (SQLite)', ours, urls, 'irn') })
@@ -224,12 +255,44 @@ try {
 }
 
 const fixed = (value: number, digits = 1) => value.toFixed(digits)
-console.log(`\nRelay throughput on loopback: ${clients} clients × ${messages} messages (${clients * messages} deliveries) per round, each server in its own process\n`)
-console.log(['round', 'server'.padEnd(24), 'delivered'.padStart(9), 'lost'.padStart(5), 'seconds'.padStart(8), 'msgs/s'.padStart(9), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'client cpu'.padStart(10), 'server µs/msg'.padStart(13)].join('  '))
+console.log(
+  `\nRelay throughput on loopback: ${clients} clients × ${messages} messages (${clients * messages} deliveries) per round, each server in its own process\n`,
+)
+console.log(
+  [
+    'round',
+    'server'.padEnd(24),
+    'delivered'.padStart(9),
+    'lost'.padStart(5),
+    'seconds'.padStart(8),
+    'msgs/s'.padStart(9),
+    'p50 ms'.padStart(8),
+    'p99 ms'.padStart(8),
+    'client cpu'.padStart(10),
+    'server µs/msg'.padStart(13),
+  ].join('  '),
+)
 const results = runs.flatMap((run) => [run.plain, run.ours])
 for (const [index, r] of results.entries())
-  console.log([String((index >> 1) + 1).padStart(5), r.name.padEnd(24), String(r.delivered).padStart(9), String(r.lost).padStart(5), fixed(r.seconds, 2).padStart(8), fixed(r.perSecond, 0).padStart(9), fixed(r.p50).padStart(8), fixed(r.p99).padStart(8), `${fixed(r.clientCpu, 0)} %`.padStart(10), fixed(r.serverMicros).padStart(13)].join('  '))
-const medianOf = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50)
+  console.log(
+    [
+      String((index >> 1) + 1).padStart(5),
+      r.name.padEnd(24),
+      String(r.delivered).padStart(9),
+      String(r.lost).padStart(5),
+      fixed(r.seconds, 2).padStart(8),
+      fixed(r.perSecond, 0).padStart(9),
+      fixed(r.p50).padStart(8),
+      fixed(r.p99).padStart(8),
+      `${fixed(r.clientCpu, 0)} %`.padStart(10),
+      fixed(r.serverMicros).padStart(13),
+    ].join('  '),
+  )
+const medianOf = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  )
 const [plainRate, ourRate] = [medianOf(runs.map((run) => run.plain.perSecond)), medianOf(runs.map((run) => run.ours.perSecond))]
 const ratio = ourRate / plainRate
 console.log(

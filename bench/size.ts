@@ -48,7 +48,11 @@ async function buildApp(name: string): Promise<Result> {
     for (const imported of chunk.imports ?? []) visit(imported)
   }
   visit(Object.keys(manifest).find((key) => manifest[key] === entry) as string)
-  const allFiles = new Set(Object.values(manifest).map((chunk) => chunk.file).filter((file) => file.endsWith('.js')))
+  const allFiles = new Set(
+    Object.values(manifest)
+      .map((chunk) => chunk.file)
+      .filter((file) => file.endsWith('.js')),
+  )
   const css = Object.values(manifest).flatMap((chunk) => chunk.css ?? [])
   return {
     eager: measure(outDir, [...eagerFiles]),
@@ -111,27 +115,42 @@ console.log('\nBundle size, KiB (each file compressed on its own; eager = entry 
 console.log(['variant'.padEnd(38), 'eager files', 'eager raw', 'eager gzip', 'eager br', 'all files', 'all raw', 'all gzip', 'all br', 'css raw'].join('  '))
 for (const [name, r] of rows)
   console.log(
-    [name.padEnd(38), String(r.eager.files).padStart(11), kib(r.eager.raw).padStart(9), kib(r.eager.gzip).padStart(10), kib(r.eager.brotli).padStart(8), String(r.all.files).padStart(9), kib(r.all.raw).padStart(7), kib(r.all.gzip).padStart(8), kib(r.all.brotli).padStart(6), kib(r.css).padStart(7)].join('  '),
+    [
+      name.padEnd(38),
+      String(r.eager.files).padStart(11),
+      kib(r.eager.raw).padStart(9),
+      kib(r.eager.gzip).padStart(10),
+      kib(r.eager.brotli).padStart(8),
+      String(r.all.files).padStart(9),
+      kib(r.all.raw).padStart(7),
+      kib(r.all.gzip).padStart(8),
+      kib(r.all.brotli).padStart(6),
+      kib(r.css).padStart(7),
+    ].join('  '),
   )
 const eagerGzipDiff = latchkey.eager.gzip - baseline.eager.gzip
 const eagerBrDiff = latchkey.eager.brotli - baseline.eager.brotli
 console.log(
   `\nlatchkey − baseline: eager +${kib(eagerGzipDiff)} KiB gzip (+${kib(eagerBrDiff)} br, +${kib(latchkey.eager.raw - baseline.eager.raw)} raw); all +${kib(latchkey.all.gzip - baseline.all.gzip)} KiB gzip`,
 )
-console.log('Reference, same method (research/bundle-anchors.md, eager br − floor): wagmi +23.7, RainbowKit +176.7, ConnectKit +305.7, AppKit +397.7, Dynamic +901.9 KiB')
+console.log(
+  'Reference, same method (research/bundle-anchors.md, eager br − floor): wagmi +23.7, RainbowKit +176.7, ConnectKit +305.7, AppKit +397.7, Dynamic +901.9 KiB',
+)
 const walletConnectEagerDiff = withWalletConnect.eager.gzip - latchkey.eager.gzip
 const walletConnectChunk = lazySizes(withWalletConnect, 'packages/walletconnect/src/index.ts')
 console.log(
   `walletConnect(): eager +${kib(walletConnectEagerDiff)} KiB gzip over latchkey; loaded on first use: ${walletConnectChunk.files} file(s), ${kib(walletConnectChunk.raw)} KiB raw, ${kib(walletConnectChunk.gzip)} KiB gzip, ${kib(walletConnectChunk.brotli)} KiB br`,
 )
-console.log('Reference: the official sign-client + universal-provider weigh about 250 KB minified in the peers\' bundles')
+console.log("Reference: the official sign-client + universal-provider weigh about 250 KB minified in the peers' bundles")
 const signInEagerDiff = withSignIn.eager.gzip - latchkey.eager.gzip
 console.log(
   `signIn: serverAdapter + requireSignIn: eager +${kib(signInEagerDiff)} KiB gzip over latchkey (both carry ConnectButton's sign-in state and actions); viem's SIWE builder and the signing code load with the first sign-in`,
 )
 const embeddedEagerDiff = withEmbedded.eager.gzip - latchkey.eager.gzip
 const embeddedChunk = lazySizes(withEmbedded, 'packages/embedded/src/index.ts')
-const embeddedEager = [...withEmbedded.eagerFiles].some((file) => Object.entries(withEmbedded.manifest).some(([key, chunk]) => chunk.file === file && key.includes('packages/embedded/')))
+const embeddedEager = [...withEmbedded.eagerFiles].some((file) =>
+  Object.entries(withEmbedded.manifest).some(([key, chunk]) => chunk.file === file && key.includes('packages/embedded/')),
+)
 console.log(
   `embedded(): eager +${kib(embeddedEagerDiff)} KiB gzip over latchkey${embeddedEager ? ' (EMBEDDED CODE IS EAGER)' : ', none of @latchkey/embedded eager'}; loaded on first use: ${embeddedChunk.files} file(s), ${kib(embeddedChunk.raw)} KiB raw, ${kib(embeddedChunk.gzip)} KiB gzip, ${kib(embeddedChunk.brotli)} KiB br`,
 )

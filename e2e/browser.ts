@@ -35,6 +35,10 @@ export async function launch(): Promise<{ context: BrowserContext; page: Page; c
 /** Everything Latchkey keeps in the page's localStorage. */
 export function latchkeyStorage(page: Page): Promise<Record<string, string>> {
   return page.evaluate(() =>
-    Object.fromEntries(Object.keys(localStorage).filter((k) => k.startsWith('latchkey.')).map((k) => [k, localStorage.getItem(k) ?? ''])),
+    Object.fromEntries(
+      Object.keys(localStorage)
+        .filter((k) => k.startsWith('latchkey.'))
+        .map((k) => [k, localStorage.getItem(k) ?? '']),
+    ),
   )
 }

@@ -48,7 +48,14 @@ async function addPasskeyAuthenticator(page: Page) {
   const cdp = await page.context().newCDPSession(page)
   await cdp.send('WebAuthn.enable')
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
   })
   return {
     credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials,
@@ -112,7 +119,10 @@ describe('embedded wallet', () => {
 
     // EIP-712 typed data.
     await ui.button('Sign typed data').click()
-    await ui.signature.filter({ hasNotText: signature }).filter({ hasText: /^0x[0-9a-f]{130}$/ }).waitFor()
+    await ui.signature
+      .filter({ hasNotText: signature })
+      .filter({ hasText: /^0x[0-9a-f]{130}$/ })
+      .waitFor()
     const typed = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(await verifyTypedData({ ...mailTypedData({ from: address, chainId: 31337, contents: message }), address, signature: typed })).toBe(true)
 
@@ -276,12 +286,17 @@ describe('embedded wallet', () => {
     // The page holds a cross-origin frame: no document to read, and the phrase is nowhere in it.
     const seen = await page.evaluate(() => {
       const iframe = document.querySelector<HTMLIFrameElement>('iframe[title="Your secret recovery phrase"]')!
-      return { document: iframe.contentDocument === null, sandbox: iframe.getAttribute('sandbox'), html: document.documentElement.outerHTML, storage: JSON.stringify(localStorage) }
+      return {
+        document: iframe.contentDocument === null,
+        sandbox: iframe.getAttribute('sandbox'),
+        html: document.documentElement.outerHTML,
+        storage: JSON.stringify(localStorage),
+      }
     })
     expect(seen.document).toBe(true)
     expect(seen.sandbox).toBe('allow-scripts allow-same-origin')
     expect(seen.html).not.toContain(phrase)
-    expect(seen.storage).not.toContain(phrase.split(' ')[0]! + ' ' + phrase.split(' ')[1]!)
+    expect(seen.storage).not.toContain(`${phrase.split(' ')[0]!} ${phrase.split(' ')[1]!}`)
   })
 
   test('behavior: Import wallet takes a phrase typed into the import frame and answers its address', async () => {

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { TurnkeyClient } from '@turnkey/http'
 import { getFreePort } from '@latchkey/devnet'
 import { createKms, exportBundle, generateApiKeyPair, type Kms, signBundle } from '@latchkey/kms'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
 import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { build } from 'vite'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
@@ -12,7 +12,12 @@ import { launch } from './browser.js'
 // allowed origin (http://localhost:<port>) — the same page at http://127.0.0.1:<port> is a
 // different origin, and is not allowed.
 
-const ethereumAccount = { curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const
+const ethereumAccount = {
+  curve: 'CURVE_SECP256K1',
+  pathFormat: 'PATH_FORMAT_BIP32',
+  path: "m/44'/60'/0'/0/0",
+  addressFormat: 'ADDRESS_FORMAT_ETHEREUM',
+} as const
 
 let parentBundle: string
 let pagePort: number
@@ -101,7 +106,18 @@ async function openFrame(origin: string, name: string, path: string, ttlMs?: num
 }
 
 /** Runs a method of the official stamper of frame `name` in the page; resolves with its result, or the error's message. */
-function stamperCall(name: string, method: 'injectCredentialBundle' | 'injectWalletExportBundle' | 'injectKeyExportBundle' | 'injectImportBundle' | 'extractWalletEncryptedBundle' | 'getEmbeddedPublicKey' | 'applySettings', ...args: unknown[]) {
+function stamperCall(
+  name: string,
+  method:
+    | 'injectCredentialBundle'
+    | 'injectWalletExportBundle'
+    | 'injectKeyExportBundle'
+    | 'injectImportBundle'
+    | 'extractWalletEncryptedBundle'
+    | 'getEmbeddedPublicKey'
+    | 'applySettings',
+  ...args: unknown[]
+) {
   return browser.page.evaluate(
     async ([name, method, args]) => {
       const stamper = window.latchkeyTest.stamper(name) as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>
@@ -138,7 +154,10 @@ describe('auth frame', () => {
     expect(stored!.expiresAt - Date.now()).toBeLessThanOrEqual(48 * 3600_000)
 
     // Nothing to stamp with before a credential arrives.
-    const whoamiBefore = await browser.page.evaluate(([url, organizationId]) => window.latchkeyTest.whoami('auth', url, organizationId).catch((error: Error) => error.message), [kms.url, app.organizationId] as const)
+    const whoamiBefore = await browser.page.evaluate(
+      ([url, organizationId]) => window.latchkeyTest.whoami('auth', url, organizationId).catch((error: Error) => error.message),
+      [kms.url, app.organizationId] as const,
+    )
     expect(whoamiBefore).toBe('there is no credential to stamp with: inject a credential bundle first')
 
     const { activity } = await appClient.createReadWriteSession({
@@ -150,7 +169,10 @@ describe('auth frame', () => {
     const { credentialBundle } = activity.result.createReadWriteSessionResultV2!
     expect(await stamperCall('auth', 'injectCredentialBundle', credentialBundle)).toEqual({ value: true })
 
-    const whoami = await browser.page.evaluate(([url, organizationId]) => window.latchkeyTest.whoami('auth', url, organizationId), [kms.url, app.organizationId] as const)
+    const whoami = await browser.page.evaluate(([url, organizationId]) => window.latchkeyTest.whoami('auth', url, organizationId), [
+      kms.url,
+      app.organizationId,
+    ] as const)
     expect(whoami).toEqual({ organizationId: app.organizationId, organizationName: 'Frames app', userId: app.userId, username: 'alice' })
 
     // The page received the public key and replies, never the credential.
@@ -161,9 +183,12 @@ describe('auth frame', () => {
     // A reload keeps the embedded key (localStorage) but not the credential (memory only).
     await browser.page.reload()
     expect(await openFrame(allowed, 'auth', '/auth')).toBe(publicKey)
-    expect(await browser.page.evaluate(([url, organizationId]) => window.latchkeyTest.whoami('auth', url, organizationId).catch((error: Error) => error.message), [kms.url, app.organizationId] as const)).toBe(
-      'there is no credential to stamp with: inject a credential bundle first',
-    )
+    expect(
+      await browser.page.evaluate(([url, organizationId]) => window.latchkeyTest.whoami('auth', url, organizationId).catch((error: Error) => error.message), [
+        kms.url,
+        app.organizationId,
+      ] as const),
+    ).toBe('there is no credential to stamp with: inject a credential bundle first')
   })
 
   test('behavior: dangerouslyOverrideIframeKeyTtl sets the recovery frame’s key lifetime; a bundle for another key is refused', async () => {
@@ -194,7 +219,12 @@ describe('export frame', () => {
 
     // A bundle signed by a key that is not the kms's signer.
     const otherSigner = generateApiKeyPair().apiPrivateKey
-    const forged = await exportBundle({ signerPrivateKey: otherSigner, organizationId: app.organizationId, targetPublicKey: publicKey, plaintext: new TextEncoder().encode(generateMnemonic(english)) })
+    const forged = await exportBundle({
+      signerPrivateKey: otherSigner,
+      organizationId: app.organizationId,
+      targetPublicKey: publicKey,
+      plaintext: new TextEncoder().encode(generateMnemonic(english)),
+    })
     const forgedSigner = (JSON.parse(forged) as { enclaveQuorumPublic: string }).enclaveQuorumPublic
     const refusal = `the bundle is signed by ${forgedSigner}, not by this service's signer ${kms.signerPublicKey}`
     expect(await stamperCall('export', 'injectWalletExportBundle', forged, app.organizationId)).toEqual({ error: refusal })
@@ -220,13 +250,15 @@ describe('export frame', () => {
 
     // The page cannot read the frame, and no message it received holds the phrase.
     expect(await browser.page.evaluate(() => (document.getElementById('export') as HTMLIFrameElement).contentDocument)).toBeNull()
-    expect(await browser.page.evaluate(() => {
-      try {
-        return (document.getElementById('export') as HTMLIFrameElement).contentWindow!.document.body.textContent
-      } catch (error) {
-        return (error as Error).name
-      }
-    })).toBe('SecurityError')
+    expect(
+      await browser.page.evaluate(() => {
+        try {
+          return (document.getElementById('export') as HTMLIFrameElement).contentWindow!.document.body.textContent
+        } catch (error) {
+          return (error as Error).name
+        }
+      }),
+    ).toBe('SecurityError')
     const received = await receivedByPage('export')
     expect(received.channel).toEqual([
       { type: 'PUBLIC_KEY_READY', value: publicKey },
@@ -346,7 +378,9 @@ describe('origins and framing', () => {
         () => (result.settled = true),
         () => (result.settled = true),
       )
-      return new Promise<{ settled: boolean }>((resolve) => document.getElementById('auth')!.addEventListener('load', () => queueMicrotask(() => resolve(result))))
+      return new Promise<{ settled: boolean }>((resolve) =>
+        document.getElementById('auth')!.addEventListener('load', () => queueMicrotask(() => resolve(result))),
+      )
     }, `${framesUrl}/auth`)
     expect((await blocked).failure()?.errorText).toBe('net::ERR_BLOCKED_BY_RESPONSE')
     expect((await violation).text()).toContain(`violates the following Content Security Policy directive: "frame-ancestors ${allowed}"`)
@@ -377,7 +411,9 @@ describe('origins and framing', () => {
     expect(message).toEqual({ origin: framesUrl, data: { type: 'ERROR', value: `origin ${refused} is not allowed to embed this frame` } })
     expect(settled).toBe(false)
     expect(await receivedByPage('auth')).toEqual({ channel: [], window: [message] })
-    expect(await page.frameLocator('#auth').getByRole('alert').textContent()).toBe(`This frame cannot run here: origin ${refused} is not allowed to embed this frame.`)
+    expect(await page.frameLocator('#auth').getByRole('alert').textContent()).toBe(
+      `This frame cannot run here: origin ${refused} is not allowed to embed this frame.`,
+    )
   })
 
   test('error: a frame nested in another frame refuses to run, even under allowed origins', async () => {

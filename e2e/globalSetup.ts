@@ -1,5 +1,5 @@
-import type { TestProject } from 'vitest/node'
 import { getFreePort, startStack } from '@latchkey/devnet'
+import type { TestProject } from 'vitest/node'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -10,9 +10,27 @@ declare module 'vitest' {
 /** Starts the whole local stack through the same code as `npm start`, on free ports. */
 export default async function setup(project: TestProject) {
   const stack = await startStack({
-    ports: { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() },
+    ports: {
+      chainA: await getFreePort(),
+      chainB: await getFreePort(),
+      relay: await getFreePort(),
+      kms: await getFreePort(),
+      frames: await getFreePort(),
+      server: await getFreePort(),
+      demo: await getFreePort(),
+      wallet: await getFreePort(),
+    },
     stateDir: `${import.meta.dirname}/.artifacts/state`,
   })
-  project.provide('stack', { demo: stack.urls.demo, wallet: stack.urls.wallet!, chainA: stack.urls.chainA, chainB: stack.urls.chainB, relay: stack.urls.relay!, kms: stack.urls.kms!, frames: stack.urls.frames!, server: stack.urls.server! })
+  project.provide('stack', {
+    demo: stack.urls.demo,
+    wallet: stack.urls.wallet!,
+    chainA: stack.urls.chainA,
+    chainB: stack.urls.chainB,
+    relay: stack.urls.relay!,
+    kms: stack.urls.kms!,
+    frames: stack.urls.frames!,
+    server: stack.urls.server!,
+  })
   return () => stack.stop()
 }

@@ -1,7 +1,7 @@
 import { createPublicClient, http, verifyMessage, verifyTypedData } from 'viem'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
-import { launch, latchkeyStorage } from './browser.js'
 import { mailTypedData } from '../apps/demo/src/typedData.js'
+import { latchkeyStorage, launch } from './browser.js'
 import { demo, waitForText } from './page.js'
 
 const stack = inject('stack')
@@ -41,7 +41,10 @@ describe('browser wallet journey', () => {
     // Sign typed data; verified against the same domain and message the demo builds.
     await ui.button('Sign typed data').click()
     await ui.answer('Typed data signature request', true)
-    await ui.signature.filter({ hasNotText: signature }).filter({ hasText: /^0x[0-9a-f]{130}$/ }).waitFor()
+    await ui.signature
+      .filter({ hasNotText: signature })
+      .filter({ hasText: /^0x[0-9a-f]{130}$/ })
+      .waitFor()
     const typedSignature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(typedSignature).not.toBe(signature)
     expect(
@@ -96,7 +99,12 @@ describe('browser wallet journey', () => {
     await page.addInitScript(() => {
       const provider = { request: async () => [], on() {}, removeListener() {} }
       const detail = Object.freeze({
-        info: Object.freeze({ uuid: 'test-uuid', name: 'Test Wallet', icon: 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22/%3E', rdns: 'com.example.testwallet' }),
+        info: Object.freeze({
+          uuid: 'test-uuid',
+          name: 'Test Wallet',
+          icon: 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22/%3E',
+          rdns: 'com.example.testwallet',
+        }),
         provider,
       })
       const announce = () => window.dispatchEvent(new CustomEvent('eip6963:announceProvider', { detail }))

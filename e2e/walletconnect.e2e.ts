@@ -76,10 +76,17 @@ describe('WalletConnect journey with the reference wallet', () => {
     await ui.button('Sign typed data').click()
     await wallet.request('eth_signTypedData_v4').getByLabel('Typed data').filter({ hasText: '"primaryType": "Mail"' }).waitFor()
     await wallet.answer('eth_signTypedData_v4', true)
-    await ui.signature.filter({ hasNotText: signature }).filter({ hasText: /^0x[0-9a-f]{130}$/ }).waitFor()
+    await ui.signature
+      .filter({ hasNotText: signature })
+      .filter({ hasText: /^0x[0-9a-f]{130}$/ })
+      .waitFor()
     const typedSignature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(
-      await verifyTypedData({ ...mailTypedData({ from: walletAddress, chainId: 31337, contents: message }), address: walletAddress, signature: typedSignature }),
+      await verifyTypedData({
+        ...mailTypedData({ from: walletAddress, chainId: 31337, contents: message }),
+        address: walletAddress,
+        signature: typedSignature,
+      }),
     ).toBe(true)
 
     // A transaction: the wallet shows the transfer, sends it to chain A, the demo shows the receipt.

@@ -22,8 +22,7 @@ function run(command, args, env = {}) {
 
 if (!existsSync(chromium)) {
   if (process.platform !== 'linux') fail(`${chromium} is missing; the end-to-end tests need Debian's chromium package (Linux).`)
-  if (process.getuid?.() !== 0)
-    fail(`${chromium} is missing. Install it as root: sudo apt-get update && sudo apt-get install -y chromium`)
+  if (process.getuid?.() !== 0) fail(`${chromium} is missing. Install it as root: sudo apt-get update && sudo apt-get install -y chromium`)
   if (!existsSync('/usr/bin/apt-get')) fail(`${chromium} is missing and there is no apt-get to install it with (the tests expect Debian's chromium package).`)
   run('apt-get', ['update'])
   run('apt-get', ['install', '-y', 'chromium'], { DEBIAN_FRONTEND: 'noninteractive' })

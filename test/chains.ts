@@ -1,5 +1,5 @@
-import { inject } from 'vitest'
 import { defineChain, type Hex } from 'viem'
+import { inject } from 'vitest'
 
 /** The local chains the tests run against, with the RPC urls globalSetup provided. */
 export function testChains() {

@@ -1,6 +1,6 @@
-import type { TestProject } from 'vitest/node'
 import { anvil, getFreePort } from '@latchkey/devnet'
 import { createRelay } from '@latchkey/relay'
+import type { TestProject } from 'vitest/node'
 
 declare module 'vitest' {
   export interface ProvidedContext {

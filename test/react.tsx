@@ -1,7 +1,7 @@
-import { render } from '@testing-library/react'
 import { createClient, createMemoryStorage, injected } from '@latchkey/core'
 import { createDevWallet, type DevWalletPrompt } from '@latchkey/core/dev'
 import { LatchkeyProvider } from '@latchkey/react'
+import { render } from '@testing-library/react'
 import type { ReactNode } from 'react'
 import { anvilKeys, testChains } from './chains.js'
 import { createRecordingLogger } from './setup.js'
@@ -10,7 +10,10 @@ import { createRecordingLogger } from './setup.js'
  * Renders `ui` inside a provider over a real client and a real dev wallet on anvil. `decide`
  * answers the wallet's prompts; a test can hold one open by returning a pending promise.
  */
-export function renderWithClient(ui: ReactNode, options: { decide?: (prompt: DevWalletPrompt) => Promise<boolean>; storage?: ReturnType<typeof createMemoryStorage> } = {}) {
+export function renderWithClient(
+  ui: ReactNode,
+  options: { decide?: (prompt: DevWalletPrompt) => Promise<boolean>; storage?: ReturnType<typeof createMemoryStorage> } = {},
+) {
   const chains = testChains()
   const wallet = createDevWallet({ privateKey: anvilKeys[0], chains, approve: (prompt) => options.decide?.(prompt) ?? Promise.resolve(true) })
   const storage = options.storage ?? createMemoryStorage()

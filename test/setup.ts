@@ -1,6 +1,6 @@
-import type { Hex } from 'viem'
 import { createClient, createMemoryStorage, injected, type Logger, type SignInAdapter } from '@latchkey/core'
 import { createDevWallet, type DevWalletPrompt } from '@latchkey/core/dev'
+import type { Hex } from 'viem'
 import { testChains } from './chains.js'
 
 /** A logger that records what it is told, so tests can assert warning versus error. */

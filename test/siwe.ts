@@ -1,6 +1,6 @@
+import type { SignInAdapter } from '@latchkey/core'
 import { createPublicClient, getAddress, http } from 'viem'
 import { parseSiweMessage, verifySiweMessage } from 'viem/siwe'
-import type { SignInAdapter } from '@latchkey/core'
 import { testChains } from './chains.js'
 
 /**

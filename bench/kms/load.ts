@@ -21,7 +21,15 @@ export type LoadStart = {
   concurrency: number
   warmup: number
 }
-export type LoadResult = { type: 'result'; served: number; failed: number; seconds: number; latencies: number[]; cpuMs: number; firstFailure: string | undefined }
+export type LoadResult = {
+  type: 'result'
+  served: number
+  failed: number
+  seconds: number
+  latencies: number[]
+  cpuMs: number
+  firstFailure: string | undefined
+}
 
 type Prepared = { body: string; headers: Record<string, string> }
 
@@ -33,10 +41,18 @@ async function prepare(start: LoadStart, count: number, tag: string): Promise<Pr
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: String(Date.now()),
       organizationId: start.organizationId,
-      parameters: { signWith: start.signWith, payload: keccak256(toHex(`${tag} ${i}`)), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+      parameters: {
+        signWith: start.signWith,
+        payload: keccak256(toHex(`${tag} ${i}`)),
+        encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+        hashFunction: 'HASH_FUNCTION_NO_OP',
+      },
     })
     const { stampHeaderName, stampHeaderValue } = await stamper.stamp(body)
-    prepared.push({ body, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), [stampHeaderName]: stampHeaderValue } })
+    prepared.push({
+      body,
+      headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), [stampHeaderName]: stampHeaderValue },
+    })
   }
   return prepared
 }

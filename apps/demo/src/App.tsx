@@ -2,12 +2,12 @@ import { type BaseError, getPublicClient, waitForTransactionReceipt } from '@lat
 import {
   ConnectButton,
   useAccount,
+  useClient,
   useDisconnect,
   useSendTransaction,
   useSignIn,
   useSignMessage,
   useSignTypedData,
-  useClient,
   useSwitchChain,
 } from '@latchkey/react'
 import { useId, useState } from 'react'
@@ -32,8 +32,8 @@ export function App() {
           <section className="hero">
             <h1>Sign in with your wallet</h1>
             <p>
-              Connect a browser wallet to try signing and sending on two local chains. No extension? Pick the{' '}
-              <strong>Latchkey Dev Wallet</strong>: it holds a local test key and asks you before it signs anything.
+              Connect a browser wallet to try signing and sending on two local chains. No extension? Pick the <strong>Latchkey Dev Wallet</strong>: it holds a
+              local test key and asks you before it signs anything.
             </p>
             {status === 'reconnecting' && <p role="status">Restoring your session…</p>}
           </section>
@@ -102,13 +102,27 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
           id={ids.network}
           value={chainId}
           disabled={switchChain.isPending}
-          onChange={(event) => run(() => switchChain.switchChain({ chainId: Number(event.target.value) }), () => {})}
+          onChange={(event) =>
+            run(
+              () => switchChain.switchChain({ chainId: Number(event.target.value) }),
+              () => {},
+            )
+          }
         >
           {switchChain.chains.map((chain) => (
             <option key={chain.id} value={chain.id}>{`${chain.name} (${chain.id})`}</option>
           ))}
         </select>
-        <button type="button" className="secondary" onClick={() => run(() => disconnect.disconnect(), () => {})}>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() =>
+            run(
+              () => disconnect.disconnect(),
+              () => {},
+            )
+          }
+        >
           Disconnect
         </button>
       </section>
@@ -117,10 +131,29 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
         <h2 id="session-heading">Sign in</h2>
         <p className="muted">Connected is not signed in: sign one message and our backend knows it is you (EIP-4361).</p>
         <div className="row">
-          <button type="button" disabled={signIn.isPending || signIn.status === 'signedIn'} onClick={() => run(() => signIn.signIn(), () => {})}>
+          <button
+            type="button"
+            disabled={signIn.isPending || signIn.status === 'signedIn'}
+            onClick={() =>
+              run(
+                () => signIn.signIn(),
+                () => {},
+              )
+            }
+          >
             {signIn.status === 'signing' ? 'Check your wallet…' : signIn.status === 'verifying' ? 'Signing in…' : 'Sign in'}
           </button>
-          <button type="button" className="secondary" disabled={signIn.status !== 'signedIn'} onClick={() => run(() => signIn.signOut(), () => {})}>
+          <button
+            type="button"
+            className="secondary"
+            disabled={signIn.status !== 'signedIn'}
+            onClick={() =>
+              run(
+                () => signIn.signOut(),
+                () => {},
+              )
+            }
+          >
             Sign out
           </button>
         </div>
@@ -143,13 +176,7 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
           <button
             type="button"
             disabled={signTypedData.isPending}
-            onClick={() =>
-              run(
-                () =>
-                  signTypedData.signTypedData(mailTypedData({ from: address, chainId, contents: message })),
-                setSignature,
-              )
-            }
+            onClick={() => run(() => signTypedData.signTypedData(mailTypedData({ from: address, chainId, contents: message })), setSignature)}
           >
             Sign typed data
           </button>
@@ -165,11 +192,7 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
       <section className="card" aria-labelledby="send-heading">
         <h2 id="send-heading">Send</h2>
         <p className="muted">Sends 0.001 ETH on {chainName} to a test account.</p>
-        <button
-          type="button"
-          disabled={sendTransaction.isPending}
-          onClick={() => run(send, () => {})}
-        >
+        <button type="button" disabled={sendTransaction.isPending} onClick={() => run(send, () => {})}>
           Send transaction
         </button>
         <button type="button" className="secondary" onClick={() => run(fund, () => {})}>

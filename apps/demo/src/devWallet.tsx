@@ -75,46 +75,46 @@ function DevWalletWindow({ wallet }: { wallet: DevWallet }) {
   const switchId = useId()
   return (
     <>
-    {/* The wallet's own account list, as an extension's toolbar menu would be. */}
-    <div className="dev-wallet-switch">
-      <label htmlFor={switchId}>Dev wallet account</label>
-      <select
-        id={switchId}
-        value={index}
-        onChange={(event) => {
-          const next = Number(event.target.value)
-          setIndex(next)
-          wallet.selectAccount(next)
-        }}
-      >
-        {wallet.accounts.map((account, i) => (
-          <option key={account.address} value={i}>{`${account.address.slice(0, 6)}…${account.address.slice(-4)}`}</option>
-        ))}
-      </select>
-    </div>
-    <section ref={ref} popover="manual" role="dialog" aria-label={devWalletInfo.name} className="dev-wallet">
-      <header>
-        <img src={devWalletInfo.icon} alt="" width={20} height={20} />
-        <strong>{devWalletInfo.name}</strong>
-      </header>
-      {current && (
-        <>
-          <p className="dev-wallet-method">{titleOf(current.prompt.method)}</p>
-          <p className="dev-wallet-summary">{current.prompt.summary}</p>
-          <p className="dev-wallet-account">
-            Account <code>{`${address.slice(0, 6)}…${address.slice(-4)}`}</code>
-          </p>
-          <div className="dev-wallet-actions">
-            <button type="button" onClick={() => answer(false)}>
-              Reject
-            </button>
-            <button type="button" className="primary" onClick={() => answer(true)}>
-              Approve
-            </button>
-          </div>
-        </>
-      )}
-    </section>
+      {/* The wallet's own account list, as an extension's toolbar menu would be. */}
+      <div className="dev-wallet-switch">
+        <label htmlFor={switchId}>Dev wallet account</label>
+        <select
+          id={switchId}
+          value={index}
+          onChange={(event) => {
+            const next = Number(event.target.value)
+            setIndex(next)
+            wallet.selectAccount(next)
+          }}
+        >
+          {wallet.accounts.map((account, i) => (
+            <option key={account.address} value={i}>{`${account.address.slice(0, 6)}…${account.address.slice(-4)}`}</option>
+          ))}
+        </select>
+      </div>
+      <section ref={ref} popover="manual" role="dialog" aria-label={devWalletInfo.name} className="dev-wallet">
+        <header>
+          <img src={devWalletInfo.icon} alt="" width={20} height={20} />
+          <strong>{devWalletInfo.name}</strong>
+        </header>
+        {current && (
+          <>
+            <p className="dev-wallet-method">{titleOf(current.prompt.method)}</p>
+            <p className="dev-wallet-summary">{current.prompt.summary}</p>
+            <p className="dev-wallet-account">
+              Account <code>{`${address.slice(0, 6)}…${address.slice(-4)}`}</code>
+            </p>
+            <div className="dev-wallet-actions">
+              <button type="button" onClick={() => answer(false)}>
+                Reject
+              </button>
+              <button type="button" className="primary" onClick={() => answer(true)}>
+                Approve
+              </button>
+            </div>
+          </>
+        )}
+      </section>
     </>
   )
 }

@@ -25,6 +25,7 @@ export function Wallet({ wallet, initialUri }: { wallet: WalletController; initi
   }
 
   // A deep link (`/?uri=wc:…`) pairs as soon as the page opens.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: pairs once per deep link; act is recreated each render
   useEffect(() => {
     if (initialUri) void act(() => wallet.pair(initialUri))
   }, [wallet, initialUri])
@@ -90,7 +91,12 @@ export function Wallet({ wallet, initialUri }: { wallet: WalletController; initi
       </section>
 
       {state.proposals.map((proposal) => (
-        <ProposalCard key={proposal.id} proposal={proposal} busy={busy} onAnswer={(approve) => act(() => (approve ? wallet.approve(proposal.id) : wallet.reject(proposal.id)))} />
+        <ProposalCard
+          key={proposal.id}
+          proposal={proposal}
+          busy={busy}
+          onAnswer={(approve) => act(() => (approve ? wallet.approve(proposal.id) : wallet.reject(proposal.id)))}
+        />
       ))}
 
       {state.requests.map((request) => (
@@ -147,7 +153,17 @@ function ProposalCard({ proposal, busy, onAnswer }: { proposal: ProposalParams; 
   )
 }
 
-function RequestCard({ request, session, busy, onAnswer }: { request: PendingRequest; session: Session | undefined; busy: boolean; onAnswer(approve: boolean): Promise<void> }) {
+function RequestCard({
+  request,
+  session,
+  busy,
+  onAnswer,
+}: {
+  request: PendingRequest
+  session: Session | undefined
+  busy: boolean
+  onAnswer(approve: boolean): Promise<void>
+}) {
   const { method } = request.params.request
   return (
     <article className="card" aria-label={`Request ${method}`}>
@@ -167,10 +183,12 @@ function RequestDetails({ request }: { request: PendingRequest }) {
   const list = Array.isArray(params) ? (params as unknown[]) : []
   if (method === 'personal_sign' || method === 'eth_sign') {
     const message = String(method === 'personal_sign' ? list[0] : list[1])
+    // biome-ignore lint/a11y/useAriaPropsSupportedByRole: the label names the request's content for tests and readers that look it up by label
     return <pre aria-label="Message">{isHex(message) ? readable(message) : message}</pre>
   }
   if (method.startsWith('eth_signTypedData')) {
     const data = typeof list[1] === 'string' ? JSON.parse(list[1]) : list[1]
+    // biome-ignore lint/a11y/useAriaPropsSupportedByRole: the label names the request's content for tests and readers that look it up by label
     return <pre aria-label="Typed data">{JSON.stringify(data, null, 2)}</pre>
   }
   if (method === 'eth_sendTransaction' || method === 'eth_signTransaction') {

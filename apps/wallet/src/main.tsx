@@ -1,7 +1,7 @@
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
-import { createWallet } from './wallet.js'
 import { Wallet } from './Wallet.js'
+import { createWallet } from './wallet.js'
 import './wallet.css'
 
 // Anvil's test key #1: funded on every local chain, and not the dev wallet's key #0, so the demo

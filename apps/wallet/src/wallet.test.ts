@@ -9,7 +9,7 @@ import {
   type SignClientEvents,
   type WebSocketConstructor,
 } from '@latchkey/walletconnect'
-import { createPublicClient, http, type Hex, toHex, verifyMessage, verifyTypedData } from 'viem'
+import { createPublicClient, type Hex, http, toHex, verifyMessage, verifyTypedData } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
 import { WebSocket } from 'ws'
@@ -229,7 +229,14 @@ describe('requests', () => {
 
   test('behavior: the Account control updates the session to the new account and tells the dapp; an unknown account is refused', async () => {
     const other = generatePrivateKey()
-    const switching = await createWallet({ relayUrl: relay.url, chains, privateKey: key, otherKeys: [other], storage: memoryStorage(), WebSocket: WebSocket as unknown as WebSocketConstructor })
+    const switching = await createWallet({
+      relayUrl: relay.url,
+      chains,
+      privateKey: key,
+      otherKeys: [other],
+      storage: memoryStorage(),
+      WebSocket: WebSocket as unknown as WebSocketConstructor,
+    })
     open.push(switching)
     const dappSide = await dappClient()
     const settled = await session(switching, dappSide)
@@ -238,7 +245,9 @@ describe('requests', () => {
     const updated = next(dappSide, 'session_update')
     const event = next(dappSide, 'session_event')
     await switching.setAccount(second)
-    expect((await updated).params.namespaces['eip155']?.accounts).toEqual(settled.namespaces['eip155']!.accounts.map((account) => account.replace(address, second)))
+    expect((await updated).params.namespaces['eip155']?.accounts).toEqual(
+      settled.namespaces['eip155']!.accounts.map((account) => account.replace(address, second)),
+    )
     expect((await event).params.event).toEqual({ name: 'accountsChanged', data: [second] })
     expect(switching.getState().address).toBe(second)
     // It signs as the new account now.

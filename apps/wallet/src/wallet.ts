@@ -148,7 +148,17 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
     for (const listener of listeners) listener()
   }
 
-  const names: (keyof SignClientEvents)[] = ['session_proposal', 'session_connect', 'session_update', 'session_extend', 'session_expire', 'proposal_expire', 'session_request_expire', 'pairing_delete', 'pairing_expire']
+  const names: (keyof SignClientEvents)[] = [
+    'session_proposal',
+    'session_connect',
+    'session_update',
+    'session_extend',
+    'session_expire',
+    'proposal_expire',
+    'session_request_expire',
+    'pairing_delete',
+    'pairing_expire',
+  ]
   const detach = names.map((name) => client.events.on(name, () => changed()))
   detach.push(
     client.events.on('session_request', (request) => {
@@ -295,7 +305,10 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
     await Promise.all(
       client.sessions().map(async (session) => {
         const namespaces = Object.fromEntries(
-          Object.entries(session.namespaces).map(([key, namespace]) => [key, { ...namespace, accounts: chainsOf(namespace).map((caip) => `${caip}:${next.address}`) }]),
+          Object.entries(session.namespaces).map(([key, namespace]) => [
+            key,
+            { ...namespace, accounts: chainsOf(namespace).map((caip) => `${caip}:${next.address}`) },
+          ]),
         )
         await client.update({ topic: session.topic, namespaces })
         const first = chainsOf(Object.values(session.namespaces)[0]!)[0]!
@@ -321,12 +334,17 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
       // The wallet's current chain first: dapps take the first account's chain as the active one.
       supported.sort((a, b) => Number(b === `eip155:${chainId}`) - Number(a === `eip155:${chainId}`))
       const name = proposal.proposer.metadata.name
-      let namespaces
+      let namespaces: ReturnType<typeof buildApprovedNamespaces>
       try {
         namespaces = buildApprovedNamespaces({
           proposal,
           supported: {
-            eip155: { chains: supported, methods: [...WALLET_METHODS], events: [...WALLET_EVENTS], accounts: supported.map((caip) => `${caip}:${account.address}`) },
+            eip155: {
+              chains: supported,
+              methods: [...WALLET_METHODS],
+              events: [...WALLET_EVENTS],
+              accounts: supported.map((caip) => `${caip}:${account.address}`),
+            },
           },
         })
       } catch (cause) {
@@ -334,7 +352,9 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
         const required = Object.entries(proposal.requiredNamespaces).flatMap(([key, value]) => value.chains ?? [key])
         const missing = required.filter((chain) => !supported.includes(chain))
         const error = new WalletRequestError(
-          missing.length ? `${name} requires chains this wallet does not have: ${missing.join(', ')}` : `${name} requires methods or events this wallet does not have`,
+          missing.length
+            ? `${name} requires chains this wallet does not have: ${missing.join(', ')}`
+            : `${name} requires methods or events this wallet does not have`,
           5100,
         )
         error.cause = cause

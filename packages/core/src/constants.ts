@@ -51,15 +51,7 @@ export const PASSKEY_PUBLIC_KEY_ALGORITHM = -7
  * EIP-6963 announcements of these wallets are not listed as generic injected connectors: the
  * wallet gets a dedicated connector keyed by the same id, so no wallet appears twice.
  */
-export const EXCLUDED_EIP6963_CONNECTOR_KEYS = [
-  'phantomevm',
-  'coinbase',
-  'exodusevm',
-  'abstract',
-  'metamask',
-  'edenonline',
-  'intersend',
-] as const
+export const EXCLUDED_EIP6963_CONNECTOR_KEYS = ['phantomevm', 'coinbase', 'exodusevm', 'abstract', 'metamask', 'edenonline', 'intersend'] as const
 
 /** The fixed storage key of the last used chain id. */
 export const LAST_USED_CHAIN_ID_KEY = 'latchkey.lastUsedChainId'

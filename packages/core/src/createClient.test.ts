@@ -1,13 +1,18 @@
 import { defineChain } from 'viem'
 import { mainnet } from 'viem/chains'
 import { describe, expect, test } from 'vitest'
-import { announceProvider } from './dev/devWallet.js'
 import { injected } from './connectors/injected.js'
 import { createClient } from './createClient.js'
+import { announceProvider } from './dev/devWallet.js'
 import { InvalidChainsError, NoRpcUrlError } from './errors/connection.js'
 import { createMemoryStorage } from './storage.js'
 
-const chainA = defineChain({ id: 31337, name: 'A', nativeCurrency: { name: 'E', symbol: 'E', decimals: 18 }, rpcUrls: { default: { http: ['http://127.0.0.1:1'] } } })
+const chainA = defineChain({
+  id: 31337,
+  name: 'A',
+  nativeCurrency: { name: 'E', symbol: 'E', decimals: 18 },
+  rpcUrls: { default: { http: ['http://127.0.0.1:1'] } },
+})
 const chainB = defineChain({ ...chainA, id: 31338, name: 'B' })
 
 const fakeProvider = () => ({ request: async () => [] })

@@ -1,12 +1,12 @@
 import type { Chain } from 'viem'
-import { DEFAULT_CHAIN_ID, EXCLUDED_EIP6963_CONNECTOR_KEYS } from './constants.js'
 import { createProviderDiscovery, type EIP6963ProviderDetail, type ProviderDiscovery } from './connectors/eip6963.js'
 import { injected } from './connectors/injected.js'
 import { legacyWalletName } from './connectors/legacy.js'
+import { DEFAULT_CHAIN_ID, EXCLUDED_EIP6963_CONNECTOR_KEYS } from './constants.js'
 import { InvalidChainsError, NoRpcUrlError } from './errors/connection.js'
+import { createSignInStore, type SignInAdapter, type SignInStore } from './signIn/store.js'
 import { initialState, type StateEvent, transition } from './state.js'
 import { createStorage, type KeyValueStorage, type Storage } from './storage.js'
-import { createSignInStore, type SignInAdapter, type SignInStore } from './signIn/store.js'
 import type { Connector, CreateConnectorFn, State } from './types.js'
 import { type Logger, report } from './utils/logger.js'
 import { dedicatedWalletRdns } from './walletBook/dedicated.js'
@@ -80,8 +80,7 @@ export function createClient(config: ClientConfig): Client {
   storage.onError = (error) => report(logger, 'storage', error)
 
   const lastUsed = storage.getLastUsedChainId()
-  const fallbackChainId =
-    config.defaultChainId ?? (chains.some((c) => c.id === DEFAULT_CHAIN_ID) ? DEFAULT_CHAIN_ID : chains[0].id)
+  const fallbackChainId = config.defaultChainId ?? (chains.some((c) => c.id === DEFAULT_CHAIN_ID) ? DEFAULT_CHAIN_ID : chains[0].id)
   let state = initialState(chains.some((c) => c.id === lastUsed) ? (lastUsed as number) : fallbackChainId)
   const stateListeners = new Set<(state: State, previous: State) => void>()
 
@@ -119,8 +118,7 @@ export function createClient(config: ClientConfig): Client {
     }
     if (!connectorId || !state.connection) return
     const slot = storage.forConnector(connectorId)
-    if (event.type === 'connected' || event.type === 'accountsChanged')
-      slot.set('activeAccount', state.connection.accounts[0])
+    if (event.type === 'connected' || event.type === 'accountsChanged') slot.set('activeAccount', state.connection.accounts[0])
     if (event.type === 'connected' || event.type === 'chainChanged') {
       slot.set('currentChain', state.chainId)
       storage.setLastUsedChainId(state.chainId)
@@ -145,8 +143,7 @@ export function createClient(config: ClientConfig): Client {
     const legacy = win?.ethereum
     if (providers.length === 0 && legacy && typeof legacy === 'object' && !taken.has('injected')) {
       const connector =
-        discoveredById.get('injected') ??
-        build(injected({ id: 'injected', name: legacyWalletName(legacy), provider: () => win?.ethereum as never }))
+        discoveredById.get('injected') ?? build(injected({ id: 'injected', name: legacyWalletName(legacy), provider: () => win?.ethereum as never }))
       discoveredById.set('injected', connector)
       next.push(connector)
     }

@@ -32,9 +32,7 @@ export function transition(state: State, event: StateEvent): State {
     case 'initialised':
       return state.status === 'initialising' ? { ...state, status: 'connecting' } : state
     case 'pairing':
-      return state.pendingConnectorId === undefined || state.status === 'connected'
-        ? state
-        : { ...state, status: 'pairing', pairingUri: event.uri }
+      return state.pendingConnectorId === undefined || state.status === 'connected' ? state : { ...state, status: 'pairing', pairingUri: event.uri }
     case 'reconnect':
       return { ...state, status: 'reconnecting', pendingConnectorId: event.connectorId }
     case 'connected': {

@@ -48,7 +48,14 @@ describe('createStorage', () => {
     const backend = createMemoryStorage()
     const quota = new Error('QuotaExceededError')
     const storage = createStorage({
-      storage: { ...backend, getItem: backend.getItem, removeItem: backend.removeItem, setItem: () => { throw quota } },
+      storage: {
+        ...backend,
+        getItem: backend.getItem,
+        removeItem: backend.removeItem,
+        setItem: () => {
+          throw quota
+        },
+      },
     })
     const reported: unknown[] = []
     storage.onError = (error) => reported.push(error)

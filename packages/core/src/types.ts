@@ -1,6 +1,6 @@
 import type { Address, Chain, EIP1193Provider, Hex } from 'viem'
-import type { Emitter } from './utils/emitter.js'
 import type { ConnectorStorage } from './storage.js'
+import type { Emitter } from './utils/emitter.js'
 
 export type { Address, Chain, EIP1193Provider, Hex }
 
@@ -58,13 +58,7 @@ export type CreateConnectorFn = ((config: ConnectorConfig) => Connector) & {
 }
 
 /** Where the connection stands (ARCHITECTURE.md, SPEC §4). */
-export type ConnectionStatus =
-  | 'disconnected'
-  | 'initialising'
-  | 'pairing'
-  | 'connecting'
-  | 'connected'
-  | 'reconnecting'
+export type ConnectionStatus = 'disconnected' | 'initialising' | 'pairing' | 'connecting' | 'connected' | 'reconnecting'
 
 export type Connection = {
   readonly connectorId: string

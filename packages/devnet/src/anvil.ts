@@ -109,8 +109,7 @@ async function spawnUntilListening(parameters: {
       const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
         cleanup()
         if (/address already in use/i.test(stderr)) reject(new PortInUseError({ name, host, port, details: stderr }))
-        else
-          reject(new StartFailedError({ name, reason: `anvil exited (${signal ?? `code ${code}`}) before it was listening`, details: stderr || stdout }))
+        else reject(new StartFailedError({ name, reason: `anvil exited (${signal ?? `code ${code}`}) before it was listening`, details: stderr || stdout }))
       }
       const timer = setTimeout(() => {
         cleanup()

@@ -49,13 +49,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-console.log(demo ? (build ? 'Starting Latchkey devnet (building the demo and the wallet)…' : 'Starting Latchkey devnet…') : 'Starting Latchkey devnet (no demo)…')
+console.log(
+  demo ? (build ? 'Starting Latchkey devnet (building the demo and the wallet)…' : 'Starting Latchkey devnet…') : 'Starting Latchkey devnet (no demo)…',
+)
 try {
   stack = await startStack({ demo, build })
 } catch (error) {
   console.error(`\nCould not start the devnet: ${error instanceof Error ? error.message : String(error)}`)
   if (error instanceof PortInUseError)
-    console.error('Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT.')
+    console.error(
+      'Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT.',
+    )
   // Every service that had started was stopped by startStack.
   process.exit(stopping ? 0 : 1)
 }
@@ -78,7 +82,9 @@ function banner(stack: Stack): string {
   const devJson = relative(process.cwd(), stack.devJson)
   rows.push(['dev.json', devJson.startsWith('..') || isAbsolute(devJson) ? stack.devJson : devJson])
   const width = Math.max(...rows.map(([label]) => label.length))
-  return ['', 'Latchkey devnet is running', '', ...rows.map(([label, value]) => `  ${label.padEnd(width)}   ${value}`), '', 'Press Ctrl-C to stop', ''].join('\n')
+  return ['', 'Latchkey devnet is running', '', ...rows.map(([label, value]) => `  ${label.padEnd(width)}   ${value}`), '', 'Press Ctrl-C to stop', ''].join(
+    '\n',
+  )
 }
 
 async function shutdown(stack: Stack): Promise<never> {

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { createKms, generateApiKeyPair, type WebauthnConfig } from '@latchkey/kms'
-import { createAppServer } from '@latchkey/server'
 import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
+import { createAppServer } from '@latchkey/server'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
@@ -49,9 +49,7 @@ export type StackUrls<demo extends boolean = boolean> = {
   readonly frames?: string
   readonly server?: string
   readonly wallet?: string
-} & (demo extends true
-  ? { readonly demo: string }
-  : { readonly demo?: undefined })
+} & (demo extends true ? { readonly demo: string } : { readonly demo?: undefined })
 
 /**
  * The kms's parent organization (the app backend's) and its API key pair, and the key that signs
@@ -106,6 +104,7 @@ export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090
  * console.log(stack.urls.chainA)
  * await stack.stop()
  */
+// biome-ignore lint/complexity/noBannedTypes: {} is the 'no options given' default that DemoFlag reads
 export async function startStack<const options extends StartStackOptions = {}>(options?: options): Promise<Stack<DemoFlag<options>>> {
   const env = options?.env ?? process.env
   const ports = {
@@ -132,7 +131,16 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const demoOrigins = [`http://localhost:${ports.demo}`, `http://127.0.0.1:${ports.demo}`]
   // The frames may be embedded by the demo and the reference wallet.
   const frameParents = [...demoOrigins, `http://localhost:${ports.wallet}`, `http://127.0.0.1:${ports.wallet}`]
-  const kms = options?.kms === false ? undefined : kmsInstance(ports.kms, stateDir, { rpIds: ['localhost'], origins: demoOrigins }, { port: ports.frames, parentOrigins: frameParents }, env['DATABASE_URL'] || undefined)
+  const kms =
+    options?.kms === false
+      ? undefined
+      : kmsInstance(
+          ports.kms,
+          stateDir,
+          { rpIds: ['localhost'], origins: demoOrigins },
+          { port: ports.frames, parentOrigins: frameParents },
+          env['DATABASE_URL'] || undefined,
+        )
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
   const server = kms
     ? serverInstance(ports.server, kms, stateDir, demoOrigins, [
@@ -142,7 +150,15 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
   // Later: kms and the app backend join this list.
-  const instances: Instance[] = [chainA, chainB, ...(relay ? [relay] : []), ...(kms ? [kms] : []), ...(server ? [server] : []), ...(demo ? [demo] : []), ...(wallet ? [wallet] : [])]
+  const instances: Instance[] = [
+    chainA,
+    chainB,
+    ...(relay ? [relay] : []),
+    ...(kms ? [kms] : []),
+    ...(server ? [server] : []),
+    ...(demo ? [demo] : []),
+    ...(wallet ? [wallet] : []),
+  ]
 
   const chains: readonly StackChain[] = [
     { id: 31337, name: 'Anvil A', rpcUrl: chainA.url },
@@ -288,13 +304,23 @@ function kmsInstance(
       )
       // DATABASE_URL (postgres://) puts the kms's data in PostgreSQL; otherwise kms.db beside its keys.
       const storage = databaseUrl ? { databaseUrl } : { databasePath: join(stateDir, 'kms.db') }
-      const kms = createKms({ port, host, ...storage, masterKey: Buffer.from(state.masterKey, 'hex'), signerPrivateKey: state.signerPrivateKey, webauthn, frames })
+      const kms = createKms({
+        port,
+        host,
+        ...storage,
+        masterKey: Buffer.from(state.masterKey, 'hex'),
+        signerPrivateKey: state.signerPrivateKey,
+        webauthn,
+        frames,
+      })
       try {
         await kms.start()
       } catch (error) {
         await kms.stop()
         if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
-          throw (error as { port?: number }).port === frames.port ? new PortInUseError({ name: 'kms frames', host: 'localhost', port: frames.port }) : new PortInUseError({ name: 'kms', host, port })
+          throw (error as { port?: number }).port === frames.port
+            ? new PortInUseError({ name: 'kms frames', host: 'localhost', port: frames.port })
+            : new PortInUseError({ name: 'kms', host, port })
         throw error
       }
       // First start, or a deleted kms.db: a parent organization for the app backend.
@@ -327,7 +353,6 @@ function kmsInstance(
     },
   })
 }
-
 
 /**
  * The app backend, acting for the kms's parent organization, with its data in `server.db`, the

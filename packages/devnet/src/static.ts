@@ -73,7 +73,13 @@ export function staticServer(parameters: StaticServerParameters): Instance {
         })
       }
       // `localhost` means both loopback addresses; ::1 is optional (IPv6 may be off).
-      const addresses = host === 'localhost' ? [{ address: '127.0.0.1', required: true }, { address: '::1', required: false }] : [{ address: host, required: true }]
+      const addresses =
+        host === 'localhost'
+          ? [
+              { address: '127.0.0.1', required: true },
+              { address: '::1', required: false },
+            ]
+          : [{ address: host, required: true }]
       try {
         for (const { address, required } of addresses) {
           const server = createServer(handler)

@@ -1,5 +1,3 @@
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { TurnkeyClient } from '@turnkey/http'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { request } from 'node:http'
@@ -7,19 +5,11 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
 import { afterEach, describe, expect, test, vi } from 'vitest'
 import * as devnet from '../src/index.js'
-import {
-  anvil,
-  DevnetError,
-  defaultPorts,
-  getFreePort,
-  type Instance,
-  PortInUseError,
-  StartFailedError,
-  startStack,
-  staticServer,
-} from '../src/index.js'
+import { anvil, DevnetError, defaultPorts, getFreePort, type Instance, PortInUseError, StartFailedError, startStack, staticServer } from '../src/index.js'
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url))
 const cliPath = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
@@ -215,6 +205,7 @@ describe('anvil', () => {
         `import { anvil, getFreePort } from ${JSON.stringify(fileURLToPath(new URL('../src/index.ts', import.meta.url)))}`,
         'const chain = anvil({ port: await getFreePort(), chainId: 31337 })',
         'await chain.start()',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the source of a script the test writes
         'console.log(`pid ${chain.pid}`)',
         ending === 'process.exit()' ? 'process.exit(0)' : 'setInterval(() => {}, 1_000)',
       ].join('\n')
@@ -326,7 +317,15 @@ describe('staticServer', () => {
 
   test('error: a path that leaves the root is 400', async () => {
     const { server } = await site()
-    for (const path of ['/../secret.txt', '/assets/../../secret.txt', '/%2e%2e/secret.txt', '/assets/..%2f..%2fsecret.txt', '/..%5csecret.txt', '/%00', '/%E0%A4%A']) {
+    for (const path of [
+      '/../secret.txt',
+      '/assets/../../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/assets/..%2f..%2fsecret.txt',
+      '/..%5csecret.txt',
+      '/%00',
+      '/%E0%A4%A',
+    ]) {
       expect({ path, ...(await rawGet(server.port, path)) }).toEqual({ path, status: 400, body: 'Bad request' })
     }
   })
@@ -361,7 +360,14 @@ describe('staticServer', () => {
 
 describe('startStack', () => {
   test('default: with demo: false, writes dev.json and stop() frees the ports', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
+    const ports = {
+      chainA: await getFreePort(),
+      chainB: await getFreePort(),
+      relay: await getFreePort(),
+      kms: await getFreePort(),
+      frames: await getFreePort(),
+      server: await getFreePort(),
+    }
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const stack = await startStack({ ports, stateDir, demo: false })
     cleanups.push(() => stack.stop())
@@ -400,7 +406,10 @@ describe('startStack', () => {
     })
     // The parent organization's key from dev.json works against the kms.
     const credentials = stack.kms!
-    const whoami = await new TurnkeyClient({ baseUrl: kms }, new ApiKeyStamper({ apiPublicKey: credentials.apiPublicKey, apiPrivateKey: credentials.apiPrivateKey })).getWhoami({
+    const whoami = await new TurnkeyClient(
+      { baseUrl: kms },
+      new ApiKeyStamper({ apiPublicKey: credentials.apiPublicKey, apiPrivateKey: credentials.apiPrivateKey }),
+    ).getWhoami({
       organizationId: credentials.parentOrganizationId,
     })
     expect(whoami).toMatchObject({ organizationId: credentials.parentOrganizationId, organizationName: 'Latchkey devnet', username: 'app backend' })
@@ -427,14 +436,14 @@ describe('startStack', () => {
 
     await stack.stop()
     expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle', 'idle', 'idle'])
-    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay), await canBind(ports.kms), await canBind(ports.frames), await canBind(ports.server)]).toEqual([
-      true,
-      true,
-      true,
-      true,
-      true,
-      true,
-    ])
+    expect([
+      await canBind(ports.chainA),
+      await canBind(ports.chainB),
+      await canBind(ports.relay),
+      await canBind(ports.kms),
+      await canBind(ports.frames),
+      await canBind(ports.server),
+    ]).toEqual([true, true, true, true, true, true])
 
     // A second start reuses the parent organization and keys.
     const again = await startStack({ ports, stateDir, demo: false })
@@ -446,7 +455,16 @@ describe('startStack', () => {
   })
 
   test('behavior: build: false serves the demo and wallet already in demoDir and walletDir', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort(), demo: await getFreePort(), wallet: await getFreePort() }
+    const ports = {
+      chainA: await getFreePort(),
+      chainB: await getFreePort(),
+      relay: await getFreePort(),
+      kms: await getFreePort(),
+      frames: await getFreePort(),
+      server: await getFreePort(),
+      demo: await getFreePort(),
+      wallet: await getFreePort(),
+    }
     const dir = await mkdtemp(join(tmpdir(), 'latchkey-stack-'))
     const demoDir = join(dir, 'demo')
     const walletDir = join(dir, 'wallet')
@@ -481,7 +499,14 @@ describe('startStack', () => {
   })
 
   test('error: when one service fails to start, the ones that started are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
+    const ports = {
+      chainA: await getFreePort(),
+      chainB: await getFreePort(),
+      relay: await getFreePort(),
+      kms: await getFreePort(),
+      frames: await getFreePort(),
+      server: await getFreePort(),
+    }
     await occupy(ports.chainB)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
 
@@ -493,7 +518,14 @@ describe('startStack', () => {
   })
 
   test('error: the relay port in use is named, and the chains are stopped', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
+    const ports = {
+      chainA: await getFreePort(),
+      chainB: await getFreePort(),
+      relay: await getFreePort(),
+      kms: await getFreePort(),
+      frames: await getFreePort(),
+      server: await getFreePort(),
+    }
     await occupy(ports.relay)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
@@ -503,7 +535,14 @@ describe('startStack', () => {
   })
 
   test('error: the kms frames port in use is named', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
+    const ports = {
+      chainA: await getFreePort(),
+      chainB: await getFreePort(),
+      relay: await getFreePort(),
+      kms: await getFreePort(),
+      frames: await getFreePort(),
+      server: await getFreePort(),
+    }
     await occupy(ports.frames)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
@@ -521,7 +560,14 @@ describe('startStack', () => {
 
 describe('cli', () => {
   test.each(['SIGINT', 'SIGTERM'] as const)('default: prints the URLs; on %s stops both anvils and exits 0', async (signal) => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
+    const ports = {
+      chainA: await getFreePort(),
+      chainB: await getFreePort(),
+      relay: await getFreePort(),
+      kms: await getFreePort(),
+      frames: await getFreePort(),
+      server: await getFreePort(),
+    }
     const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-cli-'))
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
@@ -567,7 +613,14 @@ describe('cli', () => {
   })
 
   test('error: a port in use exits 1 with a clear message and leaves nothing running', async () => {
-    const ports = { chainA: await getFreePort(), chainB: await getFreePort(), relay: await getFreePort(), kms: await getFreePort(), frames: await getFreePort(), server: await getFreePort() }
+    const ports = {
+      chainA: await getFreePort(),
+      chainB: await getFreePort(),
+      relay: await getFreePort(),
+      kms: await getFreePort(),
+      frames: await getFreePort(),
+      server: await getFreePort(),
+    }
     await occupy(ports.chainA)
     const cli = spawnNode([cliPath], {
       LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
@@ -582,7 +635,9 @@ describe('cli', () => {
     expect(await exitOf(cli)).toEqual({ code: 1, signal: null })
     const { stderr } = cli.output()
     expect(stderr).toContain(`\nCould not start the devnet: port ${ports.chainA} is in use: chain A could not listen on 127.0.0.1:${ports.chainA}\n`)
-    expect(stderr).toContain('choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT')
+    expect(stderr).toContain(
+      'choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT',
+    )
     expect(await canBind(ports.chainB)).toBe(true)
   })
 })

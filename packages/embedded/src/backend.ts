@@ -32,7 +32,9 @@ export function createBackend(baseUrl: string, fetchFn: typeof fetch = globalThi
     const json = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined
     if (!response.ok) {
       const message = json?.error?.message ?? `${response.status} ${response.statusText}`
-      throw CODE_REFUSALS.has(json?.error?.code ?? '') ? new InvalidCodeError({ details: message }) : new BackendError(response.status, json?.error?.code ?? 'unknown', message)
+      throw CODE_REFUSALS.has(json?.error?.code ?? '')
+        ? new InvalidCodeError({ details: message })
+        : new BackendError(response.status, json?.error?.code ?? 'unknown', message)
     }
     return json as result
   }

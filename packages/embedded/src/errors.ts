@@ -49,7 +49,11 @@ export const ClientsNotFoundError = catalogued('clients_not_found', 'Required cl
 /** The session does not name the user's sub-organization. */
 export const SubOrganizationNotFoundError = catalogued('sub_organization_not_found', 'Turnkey sub organization id not found', 'SubOrganizationNotFoundError')
 /** A completed sign_raw_payload without r, s and v. */
-export const SignRawPayloadResultNotFoundError = catalogued('sign_raw_payload_result_not_found', 'Sign raw payload result not found', 'SignRawPayloadResultNotFoundError')
+export const SignRawPayloadResultNotFoundError = catalogued(
+  'sign_raw_payload_result_not_found',
+  'Sign raw payload result not found',
+  'SignRawPayloadResultNotFoundError',
+)
 /** A signing call without the address or key id to sign with. */
 export const MissingSignWithError = catalogued('missing_sign_with', 'Missing signWith parameter', 'MissingSignWithError')
 /** The organization needs more approvals (root quorum) before this runs. */
@@ -59,7 +63,11 @@ export const MissingAppNameError = catalogued('missing_app_name', 'The embedded 
 /** The key-management client was set up without a base url (SPEC §5). */
 export const MissingBaseUrlError = catalogued('missing_base_url', 'The key-management client needs a base url', 'MissingBaseUrlError')
 /** Passkey sign-up without a name for the passkey (SPEC §5). */
-export const PasskeyIdentifierRequiredError = catalogued('passkey_identifier_required', 'Registering a passkey needs an email or a passkeyIdentifier', 'PasskeyIdentifierRequiredError')
+export const PasskeyIdentifierRequiredError = catalogued(
+  'passkey_identifier_required',
+  'Registering a passkey needs an email or a passkeyIdentifier',
+  'PasskeyIdentifierRequiredError',
+)
 
 /** An activity that ended in any status but COMPLETED or CONSENSUS_NEEDED. */
 export class ActivityStatusError extends EmbeddedError {

@@ -14,7 +14,11 @@ let frames = 0
 async function mountFrame(wallet: EmbeddedWallet, kind: FrameKind, container: HTMLElement): Promise<IframeStamper> {
   const { framesUrl } = await wallet.settings()
   if (!framesUrl) throw new ClientsNotFoundError({ details: 'No frames url: set framesUrl, or have the backend publish one' })
-  const stamper = new IframeStamper({ iframeUrl: `${framesUrl.replace(/\/+$/, '')}/${kind}`, iframeContainer: container, iframeElementId: `latchkey-${kind}-frame-${++frames}` })
+  const stamper = new IframeStamper({
+    iframeUrl: `${framesUrl.replace(/\/+$/, '')}/${kind}`,
+    iframeContainer: container,
+    iframeElementId: `latchkey-${kind}-frame-${++frames}`,
+  })
   stamper.iframe.title = TITLES[kind]
   await stamper.init()
   return stamper
@@ -55,7 +59,10 @@ export async function exportWallet(wallet: EmbeddedWallet, container: HTMLElemen
  * const importing = await importWallet(wallet, container)
  * const address = await importing.complete('Imported')
  */
-export async function importWallet(wallet: EmbeddedWallet, container: HTMLElement): Promise<{ complete(walletName: string): Promise<`0x${string}`>; close(): void }> {
+export async function importWallet(
+  wallet: EmbeddedWallet,
+  container: HTMLElement,
+): Promise<{ complete(walletName: string): Promise<`0x${string}`>; close(): void }> {
   const frame = await mountFrame(wallet, 'import', container)
   try {
     const bundle = await wallet.importBundle()

@@ -1,3 +1,4 @@
+export { type BackendAccount, type BackendConfig, BackendError } from './backend.js'
 export {
   AccountNotFoundError,
   ActivityStatusError,
@@ -19,9 +20,16 @@ export {
   WebauthnCeremonyError,
   WebauthnNotSupportedError,
 } from './errors.js'
-export { BackendError, type BackendAccount, type BackendConfig } from './backend.js'
 export { exportWallet, type FrameKind, importWallet, startRecovery } from './frames.js'
-export { createPasskey, PASSKEY_ALGORITHM, type PasskeyAttestation, passkeyFlows, WEBAUTHN_CHALLENGE_BYTES, WEBAUTHN_TIMEOUT_MS, WEBAUTHN_USER_VERIFICATION } from './passkeys.js'
+export {
+  createPasskey,
+  PASSKEY_ALGORITHM,
+  type PasskeyAttestation,
+  passkeyFlows,
+  WEBAUTHN_CHALLENGE_BYTES,
+  WEBAUTHN_TIMEOUT_MS,
+  WEBAUTHN_USER_VERIFICATION,
+} from './passkeys.js'
 export { createEmbeddedProvider, ProviderRpcError } from './provider.js'
 export { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
 export {

@@ -20,7 +20,11 @@ const TRANSPORTS: Record<string, string> = {
   hybrid: 'AUTHENTICATOR_TRANSPORT_HYBRID',
 }
 
-const base64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '')
 
 function assertWebauthn() {
   if (!browserSupportsWebAuthn()) throw new WebauthnNotSupportedError()
@@ -30,7 +34,8 @@ function assertWebauthn() {
 function ceremonyError(error: unknown): Error {
   if (error instanceof EmbeddedError) return error
   if (error instanceof WebAuthnError) return new WebauthnCeremonyError(error.code, { details: error.message, cause: error })
-  if (error instanceof DOMException && error.name === 'NotAllowedError') return new WebauthnCeremonyError('ERROR_CEREMONY_ABORTED', { details: error.message, cause: error })
+  if (error instanceof DOMException && error.name === 'NotAllowedError')
+    return new WebauthnCeremonyError('ERROR_CEREMONY_ABORTED', { details: error.message, cause: error })
   return error instanceof Error ? error : new Error(String(error))
 }
 
@@ -41,10 +46,16 @@ function ceremonyError(error: unknown): Error {
  * @example
  * const { challenge, attestation } = await createPasskey({ rpId: 'localhost', rpName: 'Demo', userName: 'ada@example.com' })
  */
-export async function createPasskey(parameters: { rpId: string; rpName: string; userName: string; userId?: Uint8Array | undefined }): Promise<{ challenge: string; attestation: PasskeyAttestation }> {
+export async function createPasskey(parameters: {
+  rpId: string
+  rpName: string
+  userName: string
+  userId?: Uint8Array | undefined
+}): Promise<{ challenge: string; attestation: PasskeyAttestation }> {
   assertWebauthn()
   const userId = parameters.userId ?? crypto.getRandomValues(new Uint8Array(16))
-  if (userId.length < 1 || userId.length > 64) throw new WebauthnCeremonyError('ERROR_INVALID_USER_ID_LENGTH', { details: `The user id is ${userId.length} bytes` })
+  if (userId.length < 1 || userId.length > 64)
+    throw new WebauthnCeremonyError('ERROR_INVALID_USER_ID_LENGTH', { details: `The user id is ${userId.length} bytes` })
   const challenge = base64url(crypto.getRandomValues(new Uint8Array(WEBAUTHN_CHALLENGE_BYTES)))
   let response: Awaited<ReturnType<typeof startRegistration>>
   try {
@@ -68,7 +79,9 @@ export async function createPasskey(parameters: { rpId: string; rpName: string; 
       credentialId: response.id,
       clientDataJson: response.response.clientDataJSON,
       attestationObject: response.response.attestationObject,
-      transports: (response.response.transports ?? []).map((transport) => TRANSPORTS[transport]).filter((transport): transport is string => transport !== undefined),
+      transports: (response.response.transports ?? [])
+        .map((transport) => TRANSPORTS[transport])
+        .filter((transport): transport is string => transport !== undefined),
     },
   }
 }
@@ -102,7 +115,12 @@ export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; ap
       try {
         result = completed(
           await kmsCall(() =>
-            kms.stampLogin({ type: 'ACTIVITY_TYPE_STAMP_LOGIN', timestampMs: String(Date.now()), organizationId, parameters: { publicKey, expirationSeconds: String(sessionSeconds) } }),
+            kms.stampLogin({
+              type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+              timestampMs: String(Date.now()),
+              organizationId,
+              parameters: { publicKey, expirationSeconds: String(sessionSeconds) },
+            }),
           ),
         )
       } catch (error) {

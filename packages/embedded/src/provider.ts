@@ -3,7 +3,18 @@ import { AccountNotFoundError } from './errors.js'
 import type { EmbeddedWallet } from './wallet.js'
 
 type Listener = (...args: never[]) => void
-type RpcTransaction = { from?: string; to?: `0x${string}` | null; value?: Hex; data?: Hex; input?: Hex; gas?: Hex; nonce?: Hex; maxFeePerGas?: Hex; maxPriorityFeePerGas?: Hex; gasPrice?: Hex }
+type RpcTransaction = {
+  from?: string
+  to?: `0x${string}` | null
+  value?: Hex
+  data?: Hex
+  input?: Hex
+  gas?: Hex
+  nonce?: Hex
+  maxFeePerGas?: Hex
+  maxPriorityFeePerGas?: Hex
+  gasPrice?: Hex
+}
 
 /** An EIP-1193 error: a numeric `code` as wallets send them (4100, 4200, 4902). */
 export class ProviderRpcError extends Error {
@@ -45,7 +56,8 @@ export function createEmbeddedProvider(wallet: EmbeddedWallet, chains: readonly 
   function account(requested?: unknown): `0x${string}` {
     const current = wallet.current
     if (!current) throw new ProviderRpcError(4100, 'The embedded wallet is not signed in.')
-    if (typeof requested === 'string' && requested.toLowerCase() !== current.credential.address.toLowerCase()) throw new AccountNotFoundError({ details: `This wallet cannot sign for ${requested}` })
+    if (typeof requested === 'string' && requested.toLowerCase() !== current.credential.address.toLowerCase())
+      throw new AccountNotFoundError({ details: `This wallet cannot sign for ${requested}` })
     return current.credential.address
   }
 

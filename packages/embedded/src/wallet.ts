@@ -102,7 +102,12 @@ export const RECOVERY_SESSION_SECONDS = 1800
 export const DEFAULT_SESSION_SECONDS = 900
 export const WALLET_NAMES = ['Turnkey', 'Turnkey HD'] as const
 const STORAGE_KEY = 'latchkey.embedded.wallet'
-const ETHEREUM_ACCOUNT = { curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const
+const ETHEREUM_ACCOUNT = {
+  curve: 'CURVE_SECP256K1',
+  pathFormat: 'PATH_FORMAT_BIP32',
+  path: "m/44'/60'/0'/0/0",
+  addressFormat: 'ADDRESS_FORMAT_ETHEREUM',
+} as const
 
 type Activity = { status: string; result: Record<string, unknown>; failure?: { message?: string } | undefined }
 
@@ -147,9 +152,14 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
 
   /** The kms url, parent organization and frames url: given, else the backend's. */
   function settings(): Promise<BackendConfig> {
-    if (options.kmsUrl && options.organizationId) return Promise.resolve({ kmsUrl: options.kmsUrl, organizationId: options.organizationId, framesUrl: options.framesUrl })
+    if (options.kmsUrl && options.organizationId)
+      return Promise.resolve({ kmsUrl: options.kmsUrl, organizationId: options.organizationId, framesUrl: options.framesUrl })
     config ??= backend.get<BackendConfig>('/auth/config').then(
-      (answer) => ({ kmsUrl: options.kmsUrl ?? answer.kmsUrl, organizationId: options.organizationId ?? answer.organizationId, framesUrl: options.framesUrl ?? answer.framesUrl }),
+      (answer) => ({
+        kmsUrl: options.kmsUrl ?? answer.kmsUrl,
+        organizationId: options.organizationId ?? answer.organizationId,
+        framesUrl: options.framesUrl ?? answer.framesUrl,
+      }),
       (error: unknown) => {
         throw new ClientsNotFoundError({ details: 'The app backend did not say where the key-management service is', cause: error })
       },
@@ -180,7 +190,9 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     if (!organizationId) throw new SubOrganizationNotFoundError()
     const { accounts } = await kmsCall(() => kms.getWalletAccounts({ organizationId }))
     const wanted = address?.toLowerCase()
-    const account = accounts.find((candidate) => candidate.addressFormat === 'ADDRESS_FORMAT_ETHEREUM' && (!wanted || candidate.address.toLowerCase() === wanted))
+    const account = accounts.find(
+      (candidate) => candidate.addressFormat === 'ADDRESS_FORMAT_ETHEREUM' && (!wanted || candidate.address.toLowerCase() === wanted),
+    )
     if (!account) throw new AccountNotFoundError({ details: `No Ethereum account in sub-organization ${organizationId}` })
     const { wallet } = await kmsCall(() => kms.getWallet({ organizationId, walletId: account.walletId }))
     return {
@@ -194,7 +206,13 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   }
 
   /** Signed in: the credential, the session key's expiry, and the record kept for reloads. */
-  async function finishSignIn(account: BackendAccount, kind: SignInKind, sessionPublicKey: string, seconds: number, recovery?: RecoveryState): Promise<EmbeddedWalletCredential> {
+  async function finishSignIn(
+    account: BackendAccount,
+    kind: SignInKind,
+    sessionPublicKey: string,
+    seconds: number,
+    recovery?: RecoveryState,
+  ): Promise<EmbeddedWalletCredential> {
     const credential = await credentialOf(account.organizationId, account.address, await client())
     write({
       credential,
@@ -312,7 +330,12 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
      */
     async verifyEmail({ otpId, code }: { otpId: string; code: string }): Promise<EmbeddedWalletCredential> {
       const sessionPublicKey = await wallet.newSessionKey()
-      const answer = await backend.post<BackendAccount & { sessionExpiresAt: string }>('/auth/email/verify', { otpId, code: code.trim(), sessionPublicKey, sessionSeconds })
+      const answer = await backend.post<BackendAccount & { sessionExpiresAt: string }>('/auth/email/verify', {
+        otpId,
+        code: code.trim(),
+        sessionPublicKey,
+        sessionSeconds,
+      })
       return finishSignIn(answer, 'email', sessionPublicKey, sessionSeconds)
     },
 
@@ -335,13 +358,24 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     },
 
     /** Signs in with a session JWT the caller obtained (passkey or recovery stamp_login). */
-    async signInWithSession(session: string, kind: 'passkey' | 'recovery', sessionPublicKey: string, seconds: number, recovery?: RecoveryState): Promise<EmbeddedWalletCredential> {
+    async signInWithSession(
+      session: string,
+      kind: 'passkey' | 'recovery',
+      sessionPublicKey: string,
+      seconds: number,
+      recovery?: RecoveryState,
+    ): Promise<EmbeddedWalletCredential> {
       const account = await backend.post<BackendAccount>('/auth/login', { session, kind })
       return finishSignIn(account, kind, sessionPublicKey, seconds, recovery)
     },
 
     /** Registers a passkey-backed account through the backend; the new session key is its first API key. */
-    async signUpWithAttestation(parameters: { email?: string | undefined; passkeyIdentifier?: string | undefined; challenge: string; attestation: unknown }): Promise<EmbeddedWalletCredential> {
+    async signUpWithAttestation(parameters: {
+      email?: string | undefined
+      passkeyIdentifier?: string | undefined
+      challenge: string
+      attestation: unknown
+    }): Promise<EmbeddedWalletCredential> {
       const sessionPublicKey = await sessionKeys.create()
       const account = await backend.post<BackendAccount>('/auth/passkey/signup', { ...parameters, sessionPublicKey, sessionSeconds })
       return finishSignIn(account, 'passkey', sessionPublicKey, sessionSeconds)
@@ -367,12 +401,23 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return signTransaction(transaction, signWith ?? record?.credential.address)
     },
     /** Fills nonce, gas and fees from the chain, signs through the kms and broadcasts. */
-    async sendTransaction(request: { to?: `0x${string}` | null | undefined; value?: bigint | undefined; data?: Hex | undefined; gas?: bigint | undefined; nonce?: number | undefined; maxFeePerGas?: bigint | undefined; maxPriorityFeePerGas?: bigint | undefined; gasPrice?: bigint | undefined }): Promise<Hex> {
+    async sendTransaction(request: {
+      to?: `0x${string}` | null | undefined
+      value?: bigint | undefined
+      data?: Hex | undefined
+      gas?: bigint | undefined
+      nonce?: number | undefined
+      maxFeePerGas?: bigint | undefined
+      maxPriorityFeePerGas?: bigint | undefined
+      gasPrice?: bigint | undefined
+    }): Promise<Hex> {
       const { credential, chainId } = signedIn()
       const chain = chainOf(chainId)
       // A bare client with the one action it needs: not every public action in the lazy chunk.
       const publicClient = createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
-      const prepared = await prepareTransactionRequest(publicClient, { ...request, account: credential.address, chain } as Parameters<typeof prepareTransactionRequest>[1])
+      const prepared = await prepareTransactionRequest(publicClient, { ...request, account: credential.address, chain } as Parameters<
+        typeof prepareTransactionRequest
+      >[1])
       const { account: _account, from: _from, parameters: _parameters, chainId: _chainId, ...fields } = prepared as Record<string, unknown>
       const signed = await signTransaction({ ...(fields as TransactionSerializable), chainId: chain.id }, credential.address)
       return publicClient.request({ method: 'eth_sendRawTransaction', params: [signed] })
@@ -421,7 +466,11 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     },
 
     /** Passkey registration for the signed-in user (create_authenticators), stamped by the session key. */
-    async addAuthenticator(parameters: { authenticatorName: string; challenge: string; attestation: { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] } }): Promise<string> {
+    async addAuthenticator(parameters: {
+      authenticatorName: string
+      challenge: string
+      attestation: { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] }
+    }): Promise<string> {
       const { userId, organizationId } = signedIn()
       const result = await submit<{ authenticatorIds: string[] }>('createAuthenticatorsResult', (kms) =>
         kms.createAuthenticators({
@@ -438,7 +487,12 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     async exportBundle(targetPublicKey: string): Promise<string> {
       const { organizationId, credential } = signedIn()
       const result = await submit<{ exportBundle: string }>('exportWalletResult', (kms) =>
-        kms.exportWallet({ type: 'ACTIVITY_TYPE_EXPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { walletId: credential.signerRefId, targetPublicKey } }),
+        kms.exportWallet({
+          type: 'ACTIVITY_TYPE_EXPORT_WALLET',
+          timestampMs: String(now()),
+          organizationId,
+          parameters: { walletId: credential.signerRefId, targetPublicKey },
+        }),
       )
       return result!.exportBundle
     },
@@ -446,7 +500,9 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** The import bundle the import frame encrypts to. */
     async importBundle(): Promise<string> {
       const { organizationId, userId } = signedIn()
-      const result = await submit<{ importBundle: string }>('initImportWalletResult', (kms) => kms.initImportWallet({ type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { userId } }))
+      const result = await submit<{ importBundle: string }>('initImportWalletResult', (kms) =>
+        kms.initImportWallet({ type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { userId } }),
+      )
       return result!.importBundle
     },
 
@@ -483,7 +539,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
         throw new InvalidCodeError({ cause: error })
       }
       const fresh = apiKeys.some(
-        (key) => key.credential.type === 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256' && now() - Number(key.createdAt.seconds) * 1000 <= RECOVERY_CODE_SECONDS * 1000,
+        (key) =>
+          key.credential.type === 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256' && now() - Number(key.createdAt.seconds) * 1000 <= RECOVERY_CODE_SECONDS * 1000,
       )
       if (!fresh) throw new InvalidCodeError({ details: `No recovery credential younger than ${RECOVERY_CODE_SECONDS} s` })
       const publicKey = await wallet.newSessionKey()
@@ -539,7 +596,10 @@ export async function kmsCall<result>(call: () => Promise<result>): Promise<resu
     }
     // fetch's own failure; anything else (a passkey prompt closed, ...) is the caller's to read.
     if (!(error instanceof TypeError)) throw error
-    throw new EmbeddedError('kms_unreachable', 'The key-management service is unreachable.', { details: error instanceof Error ? error.message : String(error), cause: error })
+    throw new EmbeddedError('kms_unreachable', 'The key-management service is unreachable.', {
+      details: error instanceof Error ? error.message : String(error),
+      cause: error,
+    })
   }
 }
 

@@ -12,7 +12,10 @@ import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
 const stack = useEmbeddedStack()
 let people = 0
 
-function walletWith(fetchFn: typeof fetch = stack.browserFetch().fetchFn, overrides: { kmsUrl?: string | undefined; organizationId?: string | undefined; backendUrl?: string } = {}) {
+function walletWith(
+  fetchFn: typeof fetch = stack.browserFetch().fetchFn,
+  overrides: { kmsUrl?: string | undefined; organizationId?: string | undefined; backendUrl?: string } = {},
+) {
   return createEmbeddedWallet({
     appName: 'Errors test',
     backendUrl: overrides.backendUrl ?? stack.backendUrl,
@@ -48,7 +51,10 @@ afterEach(() => {
 
 describe('SPEC §8 embedded-wallet errors', () => {
   test("error: 'Cannot proceed with your request', with the backend's reason", async () => {
-    await expect(walletWith().startEmail('not-an-email')).rejects.toMatchObject({ shortMessage: 'Cannot proceed with your request', details: 'email: Invalid email address' })
+    await expect(walletWith().startEmail('not-an-email')).rejects.toMatchObject({
+      shortMessage: 'Cannot proceed with your request',
+      details: 'email: Invalid email address',
+    })
   })
 
   test("error: 'Webauthn is not supported on this device' where the browser has no WebAuthn (here: Node)", async () => {
@@ -59,17 +65,21 @@ describe('SPEC §8 embedded-wallet errors', () => {
 
   test("error: 'Registering a passkey needs an email or a passkeyIdentifier' (SPEC §5)", async () => {
     const passkeys = passkeyFlows(walletWith(), { rpId: 'localhost', appName: 'Errors test' })
-    await expect(passkeys.signUp({ email: ' ', passkeyIdentifier: '' })).rejects.toMatchObject({ shortMessage: 'Registering a passkey needs an email or a passkeyIdentifier' })
+    await expect(passkeys.signUp({ email: ' ', passkeyIdentifier: '' })).rejects.toMatchObject({
+      shortMessage: 'Registering a passkey needs an email or a passkeyIdentifier',
+    })
   })
 
   test('error: ERROR_INVALID_USER_ID_LENGTH for a WebAuthn user id outside 1 to 64 bytes, before any prompt', async () => {
     // A browser with WebAuthn: the check happens before navigator.credentials is touched.
     ;(globalThis as { PublicKeyCredential?: unknown }).PublicKeyCredential = function PublicKeyCredential() {}
     for (const userId of [new Uint8Array(0), new Uint8Array(65)])
-      await expect(createPasskey({ rpId: 'localhost', rpName: 'Errors test', userName: 'ada', userId })).rejects.toMatchObject({ code: 'ERROR_INVALID_USER_ID_LENGTH' })
+      await expect(createPasskey({ rpId: 'localhost', rpName: 'Errors test', userName: 'ada', userId })).rejects.toMatchObject({
+        code: 'ERROR_INVALID_USER_ID_LENGTH',
+      })
   })
 
-  test('behavior: a passkey is asked for with SPEC §9\'s options; a dismissed prompt is ERROR_CEREMONY_ABORTED', async () => {
+  test("behavior: a passkey is asked for with SPEC §9's options; a dismissed prompt is ERROR_CEREMONY_ABORTED", async () => {
     // A browser whose authenticator prompt the user dismisses: what it was asked is kept.
     const asked: CredentialCreationOptions[] = []
     ;(globalThis as { PublicKeyCredential?: unknown }).PublicKeyCredential = function PublicKeyCredential() {}
@@ -85,7 +95,9 @@ describe('SPEC §8 embedded-wallet errors', () => {
       },
     })
     try {
-      await expect(createPasskey({ rpId: 'localhost', rpName: 'Errors test', userName: 'ada@example.test' })).rejects.toMatchObject({ code: 'ERROR_CEREMONY_ABORTED' })
+      await expect(createPasskey({ rpId: 'localhost', rpName: 'Errors test', userName: 'ada@example.test' })).rejects.toMatchObject({
+        code: 'ERROR_CEREMONY_ABORTED',
+      })
     } finally {
       Reflect.deleteProperty(globalThis, 'navigator')
     }
@@ -118,8 +130,15 @@ describe('SPEC §8 embedded-wallet errors', () => {
         const chunks: Buffer[] = []
         request.on('data', (chunk: Buffer) => chunks.push(chunk)).on('end', () => resolve(Buffer.concat(chunks)))
       })
-      const headers = Object.fromEntries(Object.entries(request.headers).filter(([name]) => name.startsWith('x-') || name === 'content-type')) as Record<string, string>
-      const upstream = await fetch(`${stack.kms.url}${request.url}`, { method: request.method ?? 'POST', headers, ...(request.method === 'POST' ? { body: new Uint8Array(body) } : {}) })
+      const headers = Object.fromEntries(Object.entries(request.headers).filter(([name]) => name.startsWith('x-') || name === 'content-type')) as Record<
+        string,
+        string
+      >
+      const upstream = await fetch(`${stack.kms.url}${request.url}`, {
+        method: request.method ?? 'POST',
+        headers,
+        ...(request.method === 'POST' ? { body: new Uint8Array(body) } : {}),
+      })
       let text = await upstream.text()
       if (request.url?.endsWith('/submit/sign_raw_payload')) {
         const { activity } = JSON.parse(text) as { activity: Record<string, unknown> }
@@ -144,8 +163,20 @@ describe('SPEC §8 embedded-wallet errors', () => {
     const current = wallet.current!
     const ended = new Date(stack.clock - 1000).toISOString()
     const storage = memoryStorage()
-    storage.setItem('latchkey.embedded.wallet', JSON.stringify({ ...current, recovery: { recoveryType: 'email', recoveryUserId: current.userId, createdAt: ended, sessionExpiration: ended } }))
-    const recovered = createEmbeddedWallet({ appName: 'Errors test', backendUrl: stack.backendUrl, kmsUrl: stack.kms.url, organizationId: stack.organizationId, chains: [stack.chain], storage, sessionKeys: memoryKeys(), now: stack.now })
+    storage.setItem(
+      'latchkey.embedded.wallet',
+      JSON.stringify({ ...current, recovery: { recoveryType: 'email', recoveryUserId: current.userId, createdAt: ended, sessionExpiration: ended } }),
+    )
+    const recovered = createEmbeddedWallet({
+      appName: 'Errors test',
+      backendUrl: stack.backendUrl,
+      kmsUrl: stack.kms.url,
+      organizationId: stack.organizationId,
+      chains: [stack.chain],
+      storage,
+      sessionKeys: memoryKeys(),
+      now: stack.now,
+    })
     expect(recovered.isRecoverySessionActive()).toBe(false)
     await expect(recovered.refreshSession()).rejects.toMatchObject({ shortMessage: 'Failed to create or restore session' })
     expect(recovered.current).toBeUndefined()
@@ -161,10 +192,25 @@ describe('SPEC §8 embedded-wallet errors', () => {
       type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
       timestampMs: String(stack.now()),
       organizationId,
-      parameters: { users: [{ userName: 'cosigner', apiKeys: [{ apiKeyName: 'cosigner', publicKey: cosigner.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] },
+      parameters: {
+        users: [
+          {
+            userName: 'cosigner',
+            apiKeys: [{ apiKeyName: 'cosigner', publicKey: cosigner.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+            authenticators: [],
+            oauthProviders: [],
+            userTags: [],
+          },
+        ],
+      },
     })
     const cosignerId = added.activity.result.createUsersResult!.userIds[0]!
-    await kms.updateRootQuorum({ type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', timestampMs: String(stack.now() + 1), organizationId, parameters: { threshold: 2, userIds: [userId, cosignerId] } })
+    await kms.updateRootQuorum({
+      type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+      timestampMs: String(stack.now() + 1),
+      organizationId,
+      parameters: { threshold: 2, userIds: [userId, cosignerId] },
+    })
     await expect(wallet.signMessage({ message: 'needs two' })).rejects.toMatchObject({ code: 'consensus_needed', shortMessage: 'Activity requires consensus' })
   })
 })

@@ -1,8 +1,8 @@
 import { serve } from '@hono/node-server'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { getFreePort } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
 import { createServerApp, openStore } from '@latchkey/server'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { defineChain } from 'viem'
 import { afterAll, beforeAll, inject } from 'vitest'
 import type { KeyValueStorage, SessionKeyStore } from '../src/index.js'
@@ -23,7 +23,12 @@ export function useEmbeddedStack() {
     kms: undefined as unknown as Kms,
     organizationId: '',
     backendUrl: '',
-    chain: defineChain({ id: 31337, name: 'Anvil A', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [inject('chainARpc')] } } }),
+    chain: defineChain({
+      id: 31337,
+      name: 'Anvil A',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [inject('chainARpc')] } },
+    }),
     /** The six-digit code of the newest sign-in email to `email`, from the kms's dev inbox (newest first). */
     async codeFor(email: string): Promise<string> {
       const inbox = (await (await fetch(`${stack.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
@@ -51,7 +56,17 @@ export function useEmbeddedStack() {
     await stack.kms.start()
     stack.organizationId = stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
     const store = openStore(':memory:')
-    const app = createServerApp({ store, kmsUrl: stack.kms.url, organizationId: stack.organizationId, ...backendKey, sessionSignerPublicKey: stack.kms.signerPublicKey, appName: 'Embedded test', allowedOrigins: [], now: stack.now, ipOf: () => '127.0.0.1' })
+    const app = createServerApp({
+      store,
+      kmsUrl: stack.kms.url,
+      organizationId: stack.organizationId,
+      ...backendKey,
+      sessionSignerPublicKey: stack.kms.signerPublicKey,
+      appName: 'Embedded test',
+      allowedOrigins: [],
+      now: stack.now,
+      ipOf: () => '127.0.0.1',
+    })
     const port = await getFreePort()
     const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' })
     stack.backendUrl = `http://127.0.0.1:${port}`

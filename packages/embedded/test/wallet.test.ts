@@ -1,5 +1,5 @@
 import { createPublicClient, http, parseEther, verifyMessage, verifyTypedData } from 'viem'
-import { describe, expect, test, beforeAll } from 'vitest'
+import { beforeAll, describe, expect, test } from 'vitest'
 import { type ActivityStatusError, completed, createEmbeddedWallet, type KeyValueStorage } from '../src/index.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
 
@@ -14,7 +14,17 @@ function newWallet(overrides: { storage?: KeyValueStorage; keys?: ReturnType<typ
   const browser = overrides.browser ?? stack.browserFetch()
   const keys = overrides.keys ?? memoryKeys()
   const storage = overrides.storage ?? memoryStorage()
-  const wallet = createEmbeddedWallet({ appName: 'Embedded test', backendUrl: stack.backendUrl, kmsUrl: stack.kms.url, organizationId: stack.organizationId, chains: [chain], storage, sessionKeys: keys, now: stack.now, fetch: browser.fetchFn })
+  const wallet = createEmbeddedWallet({
+    appName: 'Embedded test',
+    backendUrl: stack.backendUrl,
+    kmsUrl: stack.kms.url,
+    organizationId: stack.organizationId,
+    chains: [chain],
+    storage,
+    sessionKeys: keys,
+    now: stack.now,
+    fetch: browser.fetchFn,
+  })
   return { wallet, browser, keys, storage }
 }
 
@@ -45,7 +55,10 @@ describe('email sign-in', () => {
     const email = `wrong${++people}@example.test`
     const { otpId } = await wallet.startEmail(email)
     const right = await stack.codeFor(email)
-    await expect(wallet.verifyEmail({ otpId, code: right === '000000' ? '111111' : '000000' })).rejects.toMatchObject({ shortMessage: 'The code is invalid or expired.', code: 'invalid_code' })
+    await expect(wallet.verifyEmail({ otpId, code: right === '000000' ? '111111' : '000000' })).rejects.toMatchObject({
+      shortMessage: 'The code is invalid or expired.',
+      code: 'invalid_code',
+    })
     expect(wallet.current).toBeUndefined()
   })
 

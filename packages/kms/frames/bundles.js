@@ -7,7 +7,12 @@ export async function openCredentialBundle(bundle, embeddedKey) {
     const bytes = await base58checkDecode(bundle.trim());
     if (bytes.length <= 33)
         throw new FrameError('the credential bundle is too short');
-    const secret = await hpkeOpen({ recipientPrivateKey: embeddedKey.privateKey, recipientPublicKey: embeddedKey.publicKey, enc: bytes.subarray(0, 33), ciphertext: bytes.subarray(33) });
+    const secret = await hpkeOpen({
+        recipientPrivateKey: embeddedKey.privateKey,
+        recipientPublicKey: embeddedKey.publicKey,
+        enc: bytes.subarray(0, 33),
+        ciphertext: bytes.subarray(33),
+    });
     try {
         return await importSigningKey(secret);
     }

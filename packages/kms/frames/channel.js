@@ -1,6 +1,6 @@
 // Generated from src/frames/browser/channel.ts by `npm run build:frames -w @latchkey/kms`. Do not edit.
-import { FrameError } from './encoding.js';
 import { DEFAULT_EMBEDDED_KEY_TTL_MS } from './embeddedKey.js';
+import { FrameError } from './encoding.js';
 // The @turnkey/iframe-stamper protocol, frame side (research/turnkey-api.md §5):
 //  1. The embedding page posts {type: TURNKEY_INIT_MESSAGE_CHANNEL, dangerouslyOverrideIframeKeyTtl?}
 //     to this frame's origin on `load`, transferring a MessagePort.
@@ -111,7 +111,11 @@ export function openFrameChannel(parameters) {
             }
             const request = data;
             try {
-                const handler = Object.hasOwn(common, request.type) ? common[request.type] : Object.hasOwn(parameters.handlers, request.type) ? parameters.handlers[request.type] : undefined;
+                const handler = Object.hasOwn(common, request.type)
+                    ? common[request.type]
+                    : Object.hasOwn(parameters.handlers, request.type)
+                        ? parameters.handlers[request.type]
+                        : undefined;
                 if (!handler)
                     throw new FrameError(`the ${page} frame does not handle ${request.type}`);
                 const reply = await handler(request, context);

@@ -1,18 +1,18 @@
 import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
-import { z } from 'zod'
-import type { Db, WalletAccountRow, WalletRow } from './db.js'
-import { GrpcCode, KmsError } from './errors.js'
 import { p256 } from '@noble/curves/p256'
 import { validateMnemonic } from '@scure/bip39'
 import { wordlist } from '@scure/bip39/wordlists/english'
+import { z } from 'zod'
+import { ADMIN_ACTIVITIES, heldPrivateKey } from './admin/index.js'
 import { exportBundle, hpkeOpen, signBundle } from './bundles.js'
+import { DEFAULT_SESSION_SECONDS, insertApiKey, insertAuthenticator, prepareCredential, registerCredential, sessionJwt } from './credentials.js'
+import type { Db, WalletAccountRow, WalletRow } from './db.js'
+import { GrpcCode, KmsError } from './errors.js'
 import { type AccountParams, type DerivedAccount, deriveAccounts, digestOf, newMnemonic, signDigest, signTransaction } from './ethereum.js'
 import type { Mailer } from './mail.js'
-import { DEFAULT_SESSION_SECONDS, insertApiKey, insertAuthenticator, prepareCredential, registerCredential, sessionJwt } from './credentials.js'
 import { apiKeyParams, authenticatorParams, invalid, notFound, parse, targetPublicKey } from './params.js'
-import { ADMIN_ACTIVITIES, heldPrivateKey } from './admin/index.js'
-import { type WebauthnConfig, verifyRegistration } from './webauthn.js'
 import { accountKeyRecord, open, openBytes, seal } from './secrets.js'
+import { verifyRegistration, type WebauthnConfig } from './webauthn.js'
 
 /**
  * Who is asking: the user whose API key or passkey stamped the request, the organization that
@@ -56,13 +56,27 @@ function createWallet(context: ActivityContext, organizationId: string, name: st
   // Derive first, so a bad account parameter writes nothing.
   const derived = deriveAccounts(mnemonic, accounts)
   const at = now()
-  db.insertWallet({ id: walletId, organization_id: organizationId, name, sealed_mnemonic: seal(masterKey, walletId, mnemonic), created_at: at, exported: 0, imported: 0 })
+  db.insertWallet({
+    id: walletId,
+    organization_id: organizationId,
+    name,
+    sealed_mnemonic: seal(masterKey, walletId, mnemonic),
+    created_at: at,
+    exported: 0,
+    imported: 0,
+  })
   insertAccounts(context, walletId, organizationId, derived, at)
   return { walletId, addresses: derived.map((account) => account.address) }
 }
 
 /** Stores derived accounts of a wallet, each with its private key sealed beside it; the keys are zeroed. */
-function insertAccounts(context: Pick<ActivityContext, 'db' | 'masterKey'>, walletId: string, organizationId: string, accounts: readonly DerivedAccount[], at: number) {
+function insertAccounts(
+  context: Pick<ActivityContext, 'db' | 'masterKey'>,
+  walletId: string,
+  organizationId: string,
+  accounts: readonly DerivedAccount[],
+  at: number,
+) {
   try {
     for (const account of accounts) {
       const id = randomUUID()
@@ -97,7 +111,11 @@ function walletOf(db: Db, organizationId: string, walletId: string): WalletRow {
  * AES-GCM block); an account stored before keys were sealed is derived from the wallet's mnemonic
  * once and sealed for the next time.
  */
-async function withAccountKey<result>(context: ActivityContext, signWith: string, use: (privateKey: Uint8Array, account: WalletAccountRow) => result | Promise<result>): Promise<result> {
+async function withAccountKey<result>(
+  context: ActivityContext,
+  signWith: string,
+  use: (privateKey: Uint8Array, account: WalletAccountRow) => result | Promise<result>,
+): Promise<result> {
   const { db, masterKey, caller } = context
   const account = db.accountByAddress(caller.organizationId, signWith)
   if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${caller.organizationId}`)
@@ -173,8 +191,18 @@ const signRawPayload = z.object({ signWith: z.string().min(1), payload: z.string
 export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>> = {
   // Users, tags, policies, private keys, OAuth, organization settings and deletions (admin/).
   ...ADMIN_ACTIVITIES,
-  ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7: { op: 'create_sub_organization', intentKey: 'createSubOrganizationIntentV7', resultKey: 'createSubOrganizationResultV7', run: runCreateSubOrganization },
-  ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8: { op: 'create_sub_organization', intentKey: 'createSubOrganizationIntentV8', resultKey: 'createSubOrganizationResultV8', run: runCreateSubOrganization },
+  ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7: {
+    op: 'create_sub_organization',
+    intentKey: 'createSubOrganizationIntentV7',
+    resultKey: 'createSubOrganizationResultV7',
+    run: runCreateSubOrganization,
+  },
+  ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8: {
+    op: 'create_sub_organization',
+    intentKey: 'createSubOrganizationIntentV8',
+    resultKey: 'createSubOrganizationResultV8',
+    run: runCreateSubOrganization,
+  },
   ACTIVITY_TYPE_CREATE_WALLET: {
     op: 'create_wallet',
     intentKey: 'createWalletIntent',
@@ -302,7 +330,12 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const user = userByEmail(context, input.email)
       const seconds = Math.min(Number(input.expirationSeconds ?? RECOVERY_CODE_SECONDS), RECOVERY_CODE_SECONDS)
       const credential = await prepareCredential(input.targetPublicKey)
-      registerCredential(context, credential, { userId: user.id, credentialType: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256', name: undefined, expirationSeconds: String(seconds) })
+      registerCredential(context, credential, {
+        userId: user.id,
+        credentialType: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256',
+        name: undefined,
+        expirationSeconds: String(seconds),
+      })
       const appName = input.emailCustomization?.appName ?? 'your app'
       await context.mailer.send({
         to: input.email,
@@ -324,7 +357,8 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         throw new KmsError(GrpcCode.permissionDenied, 'a user can only recover their own account')
       if (!db.user(input.userId, caller.organizationId)) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
       const passkey = await verifyRegistration(input.authenticator, context.webauthn)
-      if (db.authenticatorByCredential(passkey.credentialId)) throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
+      if (db.authenticatorByCredential(passkey.credentialId))
+        throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
       const id = db.transaction(() => insertAuthenticator(db, input.userId, caller.organizationId, input.authenticator, passkey, now()))
       return { authenticatorId: [id] }
     },
@@ -350,7 +384,14 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const code = newCode(input.otpLength ?? 6, input.alphanumeric ?? false)
       const seconds = Number(input.expirationSeconds ?? OTP_DEFAULT_SECONDS)
       const at = context.now()
-      context.db.insertOtp({ id: otpId, organization_id: context.caller.organizationId, user_id: user.id, code_hash: hashCode(otpId, code).toString('hex'), expires_at: at + seconds * 1000, created_at: at })
+      context.db.insertOtp({
+        id: otpId,
+        organization_id: context.caller.organizationId,
+        user_id: user.id,
+        code_hash: hashCode(otpId, code).toString('hex'),
+        expires_at: at + seconds * 1000,
+        created_at: at,
+      })
       await context.mailer.send({
         to: input.contact,
         subject: `${code} is your ${input.appName} code`,
@@ -385,7 +426,10 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         // The one write a refused request makes: wrong guesses are counted.
         db.otpAttempt(otp.id)
         const left = OTP_MAX_ATTEMPTS - otp.attempts - 1
-        throw new KmsError(GrpcCode.invalidArgument, left > 0 ? `invalid code: ${left} attempt${left === 1 ? '' : 's'} left` : 'invalid code: no attempts left, request a new one')
+        throw new KmsError(
+          GrpcCode.invalidArgument,
+          left > 0 ? `invalid code: ${left} attempt${left === 1 ? '' : 's'} left` : 'invalid code: no attempts left, request a new one',
+        )
       }
       const credential = await prepareCredential(input.targetPublicKey)
       const apiKeyId = db.transaction(() => {
@@ -416,10 +460,18 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         params,
       )
       const { db, caller, now } = context
-      if (caller.homeOrganizationId !== caller.organizationId) throw new KmsError(GrpcCode.permissionDenied, 'stamp_login signs in a user of this organization: stamp it with their own passkey or key')
+      if (caller.homeOrganizationId !== caller.organizationId)
+        throw new KmsError(GrpcCode.permissionDenied, 'stamp_login signs in a user of this organization: stamp it with their own passkey or key')
       const seconds = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
       db.transaction(() =>
-        insertApiKey(db, caller.userId, caller.organizationId, { apiKeyName: `login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) }, now(), 'CREDENTIAL_TYPE_LOGIN'),
+        insertApiKey(
+          db,
+          caller.userId,
+          caller.organizationId,
+          { apiKeyName: `login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) },
+          now(),
+          'CREDENTIAL_TYPE_LOGIN',
+        ),
       )
       // The session JWT the browser SDKs keep; signed like the hosted notarizer's (ES256 over a double SHA-256).
       const claims = {
@@ -440,10 +492,15 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const input = parse(z.object({ userId: z.string().min(1), authenticators: z.array(authenticatorParams).min(1) }), params)
       const { db, caller, now } = context
       if (!db.user(input.userId, caller.organizationId)) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
-      const verified = await Promise.all(input.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })))
+      const verified = await Promise.all(
+        input.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })),
+      )
       for (const { verified: passkey } of verified)
-        if (db.authenticatorByCredential(passkey.credentialId)) throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
-      const authenticatorIds = db.transaction(() => verified.map(({ authenticator, verified: passkey }) => insertAuthenticator(db, input.userId, caller.organizationId, authenticator, passkey, now())))
+        if (db.authenticatorByCredential(passkey.credentialId))
+          throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
+      const authenticatorIds = db.transaction(() =>
+        verified.map(({ authenticator, verified: passkey }) => insertAuthenticator(db, input.userId, caller.organizationId, authenticator, passkey, now())),
+      )
       return { authenticatorIds }
     },
   },
@@ -457,7 +514,12 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       if (!db.user(userId, caller.organizationId)) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
       // A fresh target key per import, kept sealed until the import arrives.
       const target = p256.utils.randomPrivateKey()
-      db.upsertImportTarget({ user_id: userId, organization_id: caller.organizationId, sealed_private_key: seal(masterKey, `import:${userId}`, Buffer.from(target).toString('hex')), created_at: now() })
+      db.upsertImportTarget({
+        user_id: userId,
+        organization_id: caller.organizationId,
+        sealed_private_key: seal(masterKey, `import:${userId}`, Buffer.from(target).toString('hex')),
+        created_at: now(),
+      })
       const targetPublic = Buffer.from(p256.getPublicKey(target, false)).toString('hex')
       return { importBundle: signBundle(signerPrivateKey, { organizationId: caller.organizationId, userId, targetPublic }) }
     },
@@ -480,7 +542,8 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       } catch {
         throw invalid('encryptedBundle is not JSON')
       }
-      if (typeof envelope.encappedPublic !== 'string' || typeof envelope.ciphertext !== 'string') throw invalid('encryptedBundle must hold encappedPublic and ciphertext')
+      if (typeof envelope.encappedPublic !== 'string' || typeof envelope.ciphertext !== 'string')
+        throw invalid('encryptedBundle must hold encappedPublic and ciphertext')
       const plaintext = await hpkeOpen(
         open(masterKey, `import:${input.userId}`, target.sealed_private_key),
         Buffer.from(envelope.encappedPublic, 'hex'),
@@ -490,12 +553,21 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       if (text.includes('\n--PASS--\n')) throw invalid('wallets with a BIP-39 passphrase cannot be imported here')
       const mnemonic = text.trim().split(/\s+/).join(' ')
       if (!validateMnemonic(mnemonic, wordlist)) throw invalid('the imported secret is not a valid BIP-39 mnemonic')
-      if (db.wallets(caller.organizationId).some((wallet) => wallet.name === input.walletName)) throw new KmsError(GrpcCode.alreadyExists, `a wallet named "${input.walletName}" already exists`)
+      if (db.wallets(caller.organizationId).some((wallet) => wallet.name === input.walletName))
+        throw new KmsError(GrpcCode.alreadyExists, `a wallet named "${input.walletName}" already exists`)
       const derived = deriveAccounts(mnemonic, input.accounts)
       const walletId = randomUUID()
       const at = now()
       db.transaction(() => {
-        db.insertWallet({ id: walletId, organization_id: caller.organizationId, name: input.walletName, sealed_mnemonic: seal(masterKey, walletId, mnemonic), created_at: at, exported: 0, imported: 1 })
+        db.insertWallet({
+          id: walletId,
+          organization_id: caller.organizationId,
+          name: input.walletName,
+          sealed_mnemonic: seal(masterKey, walletId, mnemonic),
+          created_at: at,
+          exported: 0,
+          imported: 1,
+        })
         db.markImported(walletId)
         insertAccounts(context, walletId, caller.organizationId, derived, at)
         // One import per init: the target key is spent.
@@ -513,7 +585,12 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const { db, masterKey, caller, signerPrivateKey } = context
       const wallet = walletOf(db, caller.organizationId, input.walletId)
       const mnemonic = open(masterKey, wallet.id, wallet.sealed_mnemonic)
-      const bundle = await exportBundle({ signerPrivateKey, organizationId: caller.organizationId, targetPublicKey: input.targetPublicKey, plaintext: new TextEncoder().encode(mnemonic) })
+      const bundle = await exportBundle({
+        signerPrivateKey,
+        organizationId: caller.organizationId,
+        targetPublicKey: input.targetPublicKey,
+        plaintext: new TextEncoder().encode(mnemonic),
+      })
       db.markExported(wallet.id)
       return { walletId: wallet.id, exportBundle: bundle }
     },
@@ -526,7 +603,12 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const input = parse(z.object({ address: z.string().min(1), targetPublicKey }), params)
       const { bundle, walletId } = await withAccountKey(context, input.address, async (privateKey, account) => ({
         walletId: account.wallet_id,
-        bundle: await exportBundle({ signerPrivateKey: context.signerPrivateKey, organizationId: context.caller.organizationId, targetPublicKey: input.targetPublicKey, plaintext: privateKey }),
+        bundle: await exportBundle({
+          signerPrivateKey: context.signerPrivateKey,
+          organizationId: context.caller.organizationId,
+          targetPublicKey: input.targetPublicKey,
+          plaintext: privateKey,
+        }),
       }))
       context.db.markExported(walletId)
       return { address: input.address, exportBundle: bundle }
@@ -550,7 +632,11 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         z.object({ signWith: z.string().min(1), payloads: z.array(z.string()).min(1).max(100), encoding: z.string(), hashFunction: z.string() }),
         params,
       )
-      return { signatures: await withSigningKey(context, signWith, (privateKey) => payloads.map((payload) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))) }
+      return {
+        signatures: await withSigningKey(context, signWith, (privateKey) =>
+          payloads.map((payload) => signDigest(privateKey, digestOf(payload, encoding, hashFunction))),
+        ),
+      }
     },
   },
   ACTIVITY_TYPE_SIGN_TRANSACTION_V2: {
@@ -573,10 +659,13 @@ async function runCreateSubOrganization(params: unknown, context: ActivityContex
   const { db, caller, now } = context
   // Every passkey is verified before anything is written.
   const passkeys = await Promise.all(
-    input.rootUsers.map((user) => Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })))),
+    input.rootUsers.map((user) =>
+      Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) }))),
+    ),
   )
   for (const { verified } of passkeys.flat())
-    if (db.authenticatorByCredential(verified.credentialId)) throw new KmsError(GrpcCode.alreadyExists, `credential ${verified.credentialId} is already registered`)
+    if (db.authenticatorByCredential(verified.credentialId))
+      throw new KmsError(GrpcCode.alreadyExists, `credential ${verified.credentialId} is already registered`)
   const parent = db.organization(caller.organizationId)
   if (!parent) throw notFound(`organization ${caller.organizationId} not found`)
   if (parent.parent_id) throw new KmsError(GrpcCode.permissionDenied, 'a sub-organization cannot create sub-organizations')
@@ -584,7 +673,13 @@ async function runCreateSubOrganization(params: unknown, context: ActivityContex
   return db.transaction(() => {
     const subOrganizationId = randomUUID()
     const at = now()
-    db.insertOrganization({ id: subOrganizationId, name: input.subOrganizationName, parent_id: parent.id, root_quorum_threshold: input.rootQuorumThreshold, created_at: at })
+    db.insertOrganization({
+      id: subOrganizationId,
+      name: input.subOrganizationName,
+      parent_id: parent.id,
+      root_quorum_threshold: input.rootQuorumThreshold,
+      created_at: at,
+    })
     const rootUserIds = input.rootUsers.map((user, index) => {
       const userId = randomUUID()
       db.insertUser({ id: userId, organization_id: subOrganizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
@@ -592,7 +687,9 @@ async function runCreateSubOrganization(params: unknown, context: ActivityContex
       for (const { authenticator, verified } of passkeys[index]!) insertAuthenticator(db, userId, subOrganizationId, authenticator, verified, at)
       return userId
     })
-    const wallet = input.wallet ? createWallet(context, subOrganizationId, input.wallet.walletName, input.wallet.accounts, input.wallet.mnemonicLength) : undefined
+    const wallet = input.wallet
+      ? createWallet(context, subOrganizationId, input.wallet.walletName, input.wallet.accounts, input.wallet.mnemonicLength)
+      : undefined
     return { subOrganizationId, rootUserIds, ...(wallet ? { wallet } : {}) }
   })
 }

@@ -45,7 +45,16 @@ export type InvitationRow = {
   updated_at: number
 }
 /** An OIDC identity (issuer, audience, subject) that signs a user in through `oauth`. */
-export type OauthProviderRow = { id: string; user_id: string; organization_id: string; name: string; issuer: string; audience: string; subject: string; created_at: number }
+export type OauthProviderRow = {
+  id: string
+  user_id: string
+  organization_id: string
+  name: string
+  issuer: string
+  audience: string
+  subject: string
+  created_at: number
+}
 export type FeatureRow = { organization_id: string; name: string; value: string }
 
 /** The tables below in SQLite, after db.ts's; storage/postgresSchema.ts has them in PostgreSQL (change both). */
@@ -98,7 +107,6 @@ export function createSqliteAdminSchema(db: SqlDatabase) {
  * db.privateKeys(organizationId)
  */
 export function adminStatements(db: SqlDatabase) {
-
   const get = <row>(sql: string) => {
     const statement = db.prepare(sql)
     return (...parameters: unknown[]) => statement.get(...parameters) as row | undefined
@@ -153,12 +161,16 @@ export function adminStatements(db: SqlDatabase) {
   const insertTag = run('insert into tags (id, organization_id, name, type, created_at, updated_at) values (?, ?, ?, ?, ?, ?)')
   const tagMembers = all<{ member_id: string }>('select member_id from tag_members where tag_id = ? order by rowid')
   const tagsOf = all<{ tag_id: string }>('select tag_id from tag_members where member_id = ? order by rowid')
-  const insertPolicy = run('insert into policies (id, organization_id, name, effect, condition, consensus, notes, time, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+  const insertPolicy = run(
+    'insert into policies (id, organization_id, name, effect, condition, consensus, notes, time, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  )
   const updatePolicy = run('update policies set name = ?, effect = ?, condition = ?, consensus = ?, notes = ?, time = ?, updated_at = ? where id = ?')
   const insertInvitation = run(
     'insert into invitations (id, organization_id, receiver_user_name, receiver_email, receiver_user_tags, access_type, sender_user_id, status, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   )
-  const insertOauthProvider = run('insert into oauth_providers (id, user_id, organization_id, name, issuer, audience, subject, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)')
+  const insertOauthProvider = run(
+    'insert into oauth_providers (id, user_id, organization_id, name, issuer, audience, subject, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+  )
   const insertPrivateKey = run(
     'insert into private_keys (id, organization_id, name, curve, public_key, sealed_private_key, created_at, exported, imported) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
   )
@@ -195,7 +207,9 @@ export function adminStatements(db: SqlDatabase) {
       for (const userId of userIds) insertRootQuorumMember(organizationId, userId)
     },
     features: all<FeatureRow>('select * from organization_features where organization_id = ? order by name'),
-    setFeature: run('insert into organization_features (organization_id, name, value) values (?, ?, ?) on conflict (organization_id, name) do update set value = excluded.value'),
+    setFeature: run(
+      'insert into organization_features (organization_id, name, value) values (?, ?, ?) on conflict (organization_id, name) do update set value = excluded.value',
+    ),
     removeFeature: run('delete from organization_features where organization_id = ? and name = ?'),
 
     // Tags of users and private keys.
@@ -222,13 +236,25 @@ export function adminStatements(db: SqlDatabase) {
 
     // Invitations.
     insertInvitation: (row: InvitationRow) =>
-      insertInvitation(row.id, row.organization_id, row.receiver_user_name, row.receiver_email, row.receiver_user_tags, row.access_type, row.sender_user_id, row.status, row.created_at, row.updated_at),
+      insertInvitation(
+        row.id,
+        row.organization_id,
+        row.receiver_user_name,
+        row.receiver_email,
+        row.receiver_user_tags,
+        row.access_type,
+        row.sender_user_id,
+        row.status,
+        row.created_at,
+        row.updated_at,
+      ),
     invitation: get<InvitationRow>('select * from invitations where id = ? and organization_id = ?'),
     invitations: all<InvitationRow>('select * from invitations where organization_id = ? order by created_at, rowid'),
     deleteInvitation: run('delete from invitations where id = ?'),
 
     // OAuth providers.
-    insertOauthProvider: (row: OauthProviderRow) => insertOauthProvider(row.id, row.user_id, row.organization_id, row.name, row.issuer, row.audience, row.subject, row.created_at),
+    insertOauthProvider: (row: OauthProviderRow) =>
+      insertOauthProvider(row.id, row.user_id, row.organization_id, row.name, row.issuer, row.audience, row.subject, row.created_at),
     oauthProvider: get<OauthProviderRow>('select * from oauth_providers where id = ? and organization_id = ?'),
     oauthProvidersOfUser: all<OauthProviderRow>('select * from oauth_providers where user_id = ? order by created_at, rowid'),
     oauthProviders: all<OauthProviderRow>('select * from oauth_providers where organization_id = ? order by created_at, rowid'),
@@ -274,5 +300,4 @@ export function adminStatements(db: SqlDatabase) {
     },
     subOrganizationsByOauth: all<{ id: string }>(subOrganizationsWith('oauth_providers', 'issuer = ? and audience = ? and subject = ?')),
   }
-
 }

@@ -1,14 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
-import { type ActivityContext, ACTIVITIES, type Caller } from './activities.js'
-import type { ActivityRow, Db } from './db.js'
-import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
-import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
+import { ACTIVITIES, type ActivityContext, type Caller } from './activities.js'
 import { rootUserIds } from './admin/quorum.js'
 import { readSessionJwt } from './credentials.js'
-import { verifyApiKeyStamp } from './stamp.js'
+import type { ActivityRow, Db } from './db.js'
+import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
+import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { createQueries } from './queries.js'
+import { verifyApiKeyStamp } from './stamp.js'
 import { timestamp, userView } from './views.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from './webauthn.js'
 
@@ -97,11 +97,18 @@ export function createKmsApp(options: KmsAppOptions) {
     let signer: { userId: string; organizationId: string; expiresAt: number | null; publicKey: string; authenticatorId?: string; counter?: number }
     if (!apiKeyStamp && !passkeyStamp) {
       // A read-only session token (create_read_only_session), replayed in X-Session: queries only.
-      if (!new URL(request.url).pathname.startsWith('/public/v1/query/')) throw new KmsError(GrpcCode.permissionDenied, 'a read-only session (X-Session) may only query; stamp activities with X-Stamp or X-Stamp-Webauthn')
+      if (!new URL(request.url).pathname.startsWith('/public/v1/query/'))
+        throw new KmsError(GrpcCode.permissionDenied, 'a read-only session (X-Session) may only query; stamp activities with X-Stamp or X-Stamp-Webauthn')
       const claims = readSessionJwt(readOnlySession!, signerPublicKey)
-      if (!claims || claims['session_type'] !== 'SESSION_TYPE_READ_ONLY' || typeof claims['user_id'] !== 'string' || typeof claims['organization_id'] !== 'string' || typeof claims['exp'] !== 'number')
+      if (
+        claims?.['session_type'] !== 'SESSION_TYPE_READ_ONLY' ||
+        typeof claims['user_id'] !== 'string' ||
+        typeof claims['organization_id'] !== 'string' ||
+        typeof claims['exp'] !== 'number'
+      )
         throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: not a session token this service issued')
-      if (!db.user(claims['user_id'], claims['organization_id'])) throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: its user no longer exists')
+      if (!db.user(claims['user_id'], claims['organization_id']))
+        throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: its user no longer exists')
       signer = { userId: claims['user_id'], organizationId: claims['organization_id'], expiresAt: claims['exp'] * 1000, publicKey: 'read-only session' }
     } else if (apiKeyStamp) {
       const { publicKey } = verifyApiKeyStamp(apiKeyStamp, raw)
@@ -111,9 +118,17 @@ export function createKmsApp(options: KmsAppOptions) {
     } else {
       const stamp = parseWebauthnStamp(passkeyStamp!)
       const authenticator = db.authenticatorByCredential(stamp.credentialId)
-      if (!authenticator) throw new KmsError(GrpcCode.unauthenticated, `could not find credential ${stamp.credentialId} in organization or its parent organization`)
+      if (!authenticator)
+        throw new KmsError(GrpcCode.unauthenticated, `could not find credential ${stamp.credentialId} in organization or its parent organization`)
       const counter = await verifyWebauthnStamp(stamp, raw, authenticator, options.webauthn ?? DEFAULT_WEBAUTHN)
-      signer = { userId: authenticator.user_id, organizationId: authenticator.organization_id, expiresAt: null, publicKey: stamp.credentialId, authenticatorId: authenticator.id, counter }
+      signer = {
+        userId: authenticator.user_id,
+        organizationId: authenticator.organization_id,
+        expiresAt: null,
+        publicKey: stamp.credentialId,
+        authenticatorId: authenticator.id,
+        counter,
+      }
     }
     let body: unknown
     try {
@@ -137,7 +152,11 @@ export function createKmsApp(options: KmsAppOptions) {
     if (signer.expiresAt !== null && signer.expiresAt <= now())
       throw new KmsError(GrpcCode.unauthenticated, signer.publicKey === 'read-only session' ? 'read-only session expired' : expiredKeyMessage(signer.publicKey))
     if (signer.authenticatorId) db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
-    return { body: body as Record<string, unknown>, raw, caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey } }
+    return {
+      body: body as Record<string, unknown>,
+      raw,
+      caller: { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey },
+    }
   }
 
   /**
@@ -156,12 +175,16 @@ export function createKmsApp(options: KmsAppOptions) {
       const fingerprint = (body['parameters'] as { fingerprint?: unknown } | undefined)?.fingerprint
       if (typeof fingerprint !== 'string') throw invalid('parameters.fingerprint is required')
       const target = db.activityByFingerprint(fingerprint)
-      if (!target || target.organization_id !== caller.organizationId) throw new KmsError(GrpcCode.notFound, `no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
-      if (caller.homeOrganizationId !== caller.organizationId) throw new KmsError(GrpcCode.permissionDenied, 'only the organization’s own users vote on its activities')
-      if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED') throw new KmsError(GrpcCode.failedPrecondition, `activity ${target.id} is ${target.status}, not waiting for consensus`)
+      if (!target || target.organization_id !== caller.organizationId)
+        throw new KmsError(GrpcCode.notFound, `no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
+      if (caller.homeOrganizationId !== caller.organizationId)
+        throw new KmsError(GrpcCode.permissionDenied, 'only the organization’s own users vote on its activities')
+      if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED')
+        throw new KmsError(GrpcCode.failedPrecondition, `activity ${target.id} is ${target.status}, not waiting for consensus`)
       const roots = rootUserIds(db, caller.organizationId)
       if (!roots.includes(caller.userId)) throw new KmsError(GrpcCode.permissionDenied, 'only root users vote on activities that need the root quorum')
-      if (db.votes(target.id).some((vote) => vote.user_id === caller.userId)) throw new KmsError(GrpcCode.alreadyExists, 'you have already voted on this activity')
+      if (db.votes(target.id).some((vote) => vote.user_id === caller.userId))
+        throw new KmsError(GrpcCode.alreadyExists, 'you have already voted on this activity')
       const at = now()
       db.insertVote({ id: randomUUID(), activity_id: target.id, user_id: caller.userId, selection, created_at: at })
       // Only root users' votes count, against the number of root users.
@@ -195,7 +218,9 @@ export function createKmsApp(options: KmsAppOptions) {
     const time = Number(body['timestampMs'])
     if (typeof body['timestampMs'] !== 'string' || !Number.isSafeInteger(time)) throw invalid('timestampMs must be milliseconds since the epoch, as a string')
     if (time < now() - TIMESTAMP_WINDOW_MS.past || time > now() + TIMESTAMP_WINDOW_MS.future)
-      throw invalid(`timestampMs is outside the accepted window (${TIMESTAMP_WINDOW_MS.past / 60_000} minutes back, ${TIMESTAMP_WINDOW_MS.future / 60_000} ahead)`)
+      throw invalid(
+        `timestampMs is outside the accepted window (${TIMESTAMP_WINDOW_MS.past / 60_000} minutes back, ${TIMESTAMP_WINDOW_MS.future / 60_000} ahead)`,
+      )
 
     // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
     const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
@@ -237,8 +262,6 @@ export function createKmsApp(options: KmsAppOptions) {
   function activityContext(caller: Caller): ActivityContext {
     return { db, webauthn: options.webauthn ?? DEFAULT_WEBAUTHN, mailer, masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
   }
-
-
 
   app.post('/public/v1/query/:op', async (c) => {
     const { body, caller } = await authenticate(c.req.raw)

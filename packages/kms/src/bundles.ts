@@ -1,7 +1,7 @@
 import { Aes256Gcm, CipherSuite, DhkemP256HkdfSha256, HkdfSha256 } from '@hpke/core'
-import { createBase58check } from '@scure/base'
 import { p256 } from '@noble/curves/p256'
 import { sha256 } from '@noble/hashes/sha2'
+import { createBase58check } from '@scure/base'
 import { GrpcCode, KmsError } from './errors.js'
 
 // Bundles as the Turnkey clients and frames read them (research/turnkey-api.md §4): RFC 9180 HPKE
@@ -22,7 +22,7 @@ const bytesToHex = (bytes: Uint8Array) => Array.from(bytes, (byte) => byte.toStr
 const concat = (...parts: Uint8Array[]) => {
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0))
   let offset = 0
-  for (const part of parts) (out.set(part, offset), (offset += part.length))
+  for (const part of parts) out.set(part, offset), (offset += part.length)
   return out
 }
 
@@ -100,9 +100,18 @@ export function signBundle(signerPrivateKey: string, data: object): string {
  * An export bundle: `plaintext` (a mnemonic, or a private key's bytes) encrypted to the target key
  * and signed, naming the organization it belongs to.
  */
-export async function exportBundle(parameters: { signerPrivateKey: string; organizationId: string; targetPublicKey: string; plaintext: Uint8Array }): Promise<string> {
+export async function exportBundle(parameters: {
+  signerPrivateKey: string
+  organizationId: string
+  targetPublicKey: string
+  plaintext: Uint8Array
+}): Promise<string> {
   const { enc, ciphertext } = await hpkeSeal(parameters.targetPublicKey, parameters.plaintext)
-  return signBundle(parameters.signerPrivateKey, { encappedPublic: bytesToHex(enc), ciphertext: bytesToHex(ciphertext), organizationId: parameters.organizationId })
+  return signBundle(parameters.signerPrivateKey, {
+    encappedPublic: bytesToHex(enc),
+    ciphertext: bytesToHex(ciphertext),
+    organizationId: parameters.organizationId,
+  })
 }
 
 /**
@@ -112,7 +121,12 @@ export async function exportBundle(parameters: { signerPrivateKey: string; organ
  * @example
  * const mnemonic = new TextDecoder().decode(await openExportBundle({ bundle, recipientPrivateKey, signerPublicKey, organizationId }))
  */
-export async function openExportBundle(parameters: { bundle: string; recipientPrivateKey: string; signerPublicKey: string; organizationId: string }): Promise<Uint8Array> {
+export async function openExportBundle(parameters: {
+  bundle: string
+  recipientPrivateKey: string
+  signerPublicKey: string
+  organizationId: string
+}): Promise<Uint8Array> {
   let envelope: Partial<SignedBundle>
   try {
     envelope = JSON.parse(parameters.bundle)
@@ -121,7 +135,10 @@ export async function openExportBundle(parameters: { bundle: string; recipientPr
   }
   if (envelope.version !== 'v1.0.0') throw new KmsError(GrpcCode.invalidArgument, `unsupported bundle version ${String(envelope.version)}`)
   if (envelope.enclaveQuorumPublic?.toLowerCase() !== parameters.signerPublicKey.toLowerCase())
-    throw new KmsError(GrpcCode.permissionDenied, `the bundle is signed by ${String(envelope.enclaveQuorumPublic)}, not the expected signer ${parameters.signerPublicKey}`)
+    throw new KmsError(
+      GrpcCode.permissionDenied,
+      `the bundle is signed by ${String(envelope.enclaveQuorumPublic)}, not the expected signer ${parameters.signerPublicKey}`,
+    )
   const data = hexToBytes(envelope.data ?? '')
   let valid = false
   try {

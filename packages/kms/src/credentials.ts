@@ -19,7 +19,14 @@ export const DEFAULT_SESSION_SECONDS = 900
  * @example
  * const apiKeyId = insertApiKey(db, userId, organizationId, { apiKeyName: 'backend', publicKey }, now())
  */
-export function insertApiKey(db: Db, userId: string, organizationId: string, key: ApiKeyParams, now: number, credentialType = 'CREDENTIAL_TYPE_API_KEY_P256'): string {
+export function insertApiKey(
+  db: Db,
+  userId: string,
+  organizationId: string,
+  key: ApiKeyParams,
+  now: number,
+  credentialType = 'CREDENTIAL_TYPE_API_KEY_P256',
+): string {
   if (db.apiKeyByPublicKey(key.publicKey)) throw new KmsError(GrpcCode.alreadyExists, `api key ${key.publicKey} is already registered`)
   const id = randomUUID()
   db.insertApiKey({
@@ -37,7 +44,14 @@ export function insertApiKey(db: Db, userId: string, organizationId: string, key
 }
 
 /** Stores a passkey whose registration `verifyRegistration` accepted. */
-export function insertAuthenticator(db: Db, userId: string, organizationId: string, authenticator: AuthenticatorParams, passkey: Awaited<ReturnType<typeof verifyRegistration>>, at: number): string {
+export function insertAuthenticator(
+  db: Db,
+  userId: string,
+  organizationId: string,
+  authenticator: AuthenticatorParams,
+  passkey: Awaited<ReturnType<typeof verifyRegistration>>,
+  at: number,
+): string {
   const id = randomUUID()
   db.insertAuthenticator({
     id,
@@ -102,7 +116,9 @@ export function readSessionJwt(token: string, publicKey: Uint8Array | string): R
   const parts = token.split('.')
   if (parts.length !== 3) return undefined
   const [header, claims, signature] = parts as [string, string, string]
-  const digest = createHash('sha256').update(createHash('sha256').update(`${header}.${claims}`).digest()).digest()
+  const digest = createHash('sha256')
+    .update(createHash('sha256').update(`${header}.${claims}`).digest())
+    .digest()
   try {
     const bytes = Buffer.from(signature, 'base64url')
     if (bytes.length !== 64 || !p256.verify(bytes, digest, publicKey, { lowS: false })) return undefined
@@ -112,4 +128,3 @@ export function readSessionJwt(token: string, publicKey: Uint8Array | string): R
     return undefined
   }
 }
-

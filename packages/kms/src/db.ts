@@ -54,7 +54,16 @@ export type AuthenticatorRow = {
 }
 /** The key an import bundle is encrypted to, per user, sealed at rest. */
 export type ImportTargetRow = { user_id: string; organization_id: string; sealed_private_key: string; created_at: number }
-export type OtpRow = { id: string; organization_id: string; user_id: string; code_hash: string; expires_at: number; attempts: number; used: number; created_at: number }
+export type OtpRow = {
+  id: string
+  organization_id: string
+  user_id: string
+  code_hash: string
+  expires_at: number
+  attempts: number
+  used: number
+  created_at: number
+}
 export type MailRow = { id: string; to_address: string; subject: string; text: string; html: string; created_at: number }
 export type ActivityRow = {
   id: string
@@ -139,7 +148,8 @@ function createSqliteSchema(db: SqlDatabase) {
   `)
   // Columns added after the first layout.
   const activityColumns = new Set((db.prepare('pragma table_info(activities)').all() as { name: string }[]).map((column) => column.name))
-  if (!activityColumns.has('submitted_by')) db.exec('alter table activities add column submitted_by text; alter table activities add column submitted_from text')
+  if (!activityColumns.has('submitted_by'))
+    db.exec('alter table activities add column submitted_by text; alter table activities add column submitted_from text')
   const accountColumns = new Set((db.prepare('pragma table_info(wallet_accounts)').all() as { name: string }[]).map((column) => column.name))
   if (!accountColumns.has('sealed_private_key')) db.exec('alter table wallet_accounts add column sealed_private_key text')
   createSqliteAdminSchema(db)
@@ -198,14 +208,28 @@ function statementsOf(db: SqlDatabase) {
   }
   return {
     transaction: <result>(work: () => result): result => db.transaction(work),
-    insertOrganization: (row: OrganizationRow) => void statements.insertOrganization.run(row.id, row.name, row.parent_id, row.root_quorum_threshold, row.created_at),
+    insertOrganization: (row: OrganizationRow) =>
+      void statements.insertOrganization.run(row.id, row.name, row.parent_id, row.root_quorum_threshold, row.created_at),
     organization: (id: string) => statements.organization.get(id) as OrganizationRow | undefined,
     insertUser: (row: UserRow) => void statements.insertUser.run(row.id, row.organization_id, row.name, row.email, row.created_at),
     user: (id: string, organizationId: string) => statements.user.get(id, organizationId) as UserRow | undefined,
     users: (organizationId: string) => statements.users.all(organizationId) as UserRow[],
     insertAuthenticator: (row: AuthenticatorRow) =>
-      void statements.insertAuthenticator.run(row.id, row.user_id, row.organization_id, row.name, row.credential_id, row.public_key, row.counter, row.transports, row.aaguid, row.attestation_type, row.created_at),
-    upsertImportTarget: (row: ImportTargetRow) => void statements.upsertImportTarget.run(row.user_id, row.organization_id, row.sealed_private_key, row.created_at),
+      void statements.insertAuthenticator.run(
+        row.id,
+        row.user_id,
+        row.organization_id,
+        row.name,
+        row.credential_id,
+        row.public_key,
+        row.counter,
+        row.transports,
+        row.aaguid,
+        row.attestation_type,
+        row.created_at,
+      ),
+    upsertImportTarget: (row: ImportTargetRow) =>
+      void statements.upsertImportTarget.run(row.user_id, row.organization_id, row.sealed_private_key, row.created_at),
     importTarget: (userId: string, organizationId: string) => statements.importTarget.get(userId, organizationId) as ImportTargetRow | undefined,
     deleteImportTarget: (userId: string) => void statements.deleteImportTarget.run(userId),
     markImported: (walletId: string) => void statements.markImported.run(walletId),
@@ -213,14 +237,25 @@ function statementsOf(db: SqlDatabase) {
     authenticatorsOfUser: (userId: string) => statements.authenticatorsOfUser.all(userId) as AuthenticatorRow[],
     setAuthenticatorCounter: (id: string, counter: number) => void statements.authenticatorCounter.run(counter, id),
     userByEmail: (organizationId: string, email: string) => statements.userByEmail.get(organizationId, email) as UserRow | undefined,
-    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used'>) => void statements.insertOtp.run(row.id, row.organization_id, row.user_id, row.code_hash, row.expires_at, row.created_at),
+    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used'>) =>
+      void statements.insertOtp.run(row.id, row.organization_id, row.user_id, row.code_hash, row.expires_at, row.created_at),
     otp: (id: string, organizationId: string) => statements.otp.get(id, organizationId) as OtpRow | undefined,
     otpAttempt: (id: string) => void statements.otpAttempt.run(id),
     otpUsed: (id: string) => void statements.otpUsed.run(id),
     insertMail: (row: MailRow) => void statements.insertMail.run(row.id, row.to_address, row.subject, row.text, row.html, row.created_at),
     mailbox: () => statements.mailbox.all() as MailRow[],
     insertApiKey: (row: ApiKeyRow) =>
-      void statements.insertApiKey.run(row.id, row.user_id, row.organization_id, row.name, row.public_key, row.curve, row.credential_type, row.expires_at, row.created_at),
+      void statements.insertApiKey.run(
+        row.id,
+        row.user_id,
+        row.organization_id,
+        row.name,
+        row.public_key,
+        row.curve,
+        row.credential_type,
+        row.expires_at,
+        row.created_at,
+      ),
     apiKeyByPublicKey: (publicKey: string) => statements.apiKeyByPublicKey.get(publicKey) as ApiKeyRow | undefined,
     apiKeysOfUser: (userId: string) => statements.apiKeysOfUser.all(userId) as ApiKeyRow[],
     insertWallet: (row: WalletRow) => void statements.insertWallet.run(row.id, row.organization_id, row.name, row.sealed_mnemonic, row.created_at),
@@ -229,7 +264,17 @@ function statementsOf(db: SqlDatabase) {
     markExported: (walletId: string) => void statements.markExported.run(walletId),
     insertAccount: (row: WalletAccountRow) =>
       void statements.insertAccount.run(
-        row.id, row.wallet_id, row.organization_id, row.curve, row.path_format, row.path, row.address_format, row.address, row.public_key, row.created_at, row.sealed_private_key,
+        row.id,
+        row.wallet_id,
+        row.organization_id,
+        row.curve,
+        row.path_format,
+        row.path,
+        row.address_format,
+        row.address,
+        row.public_key,
+        row.created_at,
+        row.sealed_private_key,
       ),
     /** Keeps an older account's key sealed beside it, once derived; a key already there stays. */
     sealAccountKey: (accountId: string, sealedPrivateKey: string) => void statements.sealAccountKey.run(sealedPrivateKey, accountId),
@@ -238,9 +283,21 @@ function statementsOf(db: SqlDatabase) {
     accountByAddress: (organizationId: string, address: string) => statements.accountByAddress.get(organizationId, address) as WalletAccountRow | undefined,
     insertActivity: (row: ActivityRow) =>
       void statements.insertActivity.run(
-        row.id, row.organization_id, row.fingerprint, row.type, row.status, row.intent, row.result, row.failure, row.created_at, row.updated_at, row.submitted_by, row.submitted_from,
+        row.id,
+        row.organization_id,
+        row.fingerprint,
+        row.type,
+        row.status,
+        row.intent,
+        row.result,
+        row.failure,
+        row.created_at,
+        row.updated_at,
+        row.submitted_by,
+        row.submitted_from,
       ),
-    settleActivity: (id: string, status: string, result: string | null, failure: string | null, at: number) => void statements.settleActivity.run(status, result, failure, at, id),
+    settleActivity: (id: string, status: string, result: string | null, failure: string | null, at: number) =>
+      void statements.settleActivity.run(status, result, failure, at, id),
     insertVote: (row: VoteRow) => void statements.insertVote.run(row.id, row.activity_id, row.user_id, row.selection, row.created_at),
     votes: (activityId: string) => statements.votes.all(activityId) as VoteRow[],
     activity: (id: string, organizationId: string) => statements.activity.get(id, organizationId) as ActivityRow | undefined,

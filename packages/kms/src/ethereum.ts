@@ -1,6 +1,6 @@
 import { secp256k1 } from '@noble/curves/secp256k1'
 import { mnemonicToSeedSync } from '@scure/bip39'
-import { bytesToHex, hashTypedData, type Hex, hexToBytes, isHex, keccak256, parseTransaction, sha256, toHex, type TransactionSerializable } from 'viem'
+import { bytesToHex, type Hex, hashTypedData, hexToBytes, isHex, keccak256, parseTransaction, sha256, type TransactionSerializable, toHex } from 'viem'
 import { english, generateMnemonic, HDKey, publicKeyToAddress, signTransaction as signSerializable } from 'viem/accounts'
 import { GrpcCode, KmsError } from './errors.js'
 

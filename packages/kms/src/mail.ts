@@ -21,7 +21,7 @@ export function devInbox(db: Db, now: () => number = Date.now): Mailer {
   }
 }
 
-const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /** The dev inbox as a page. */
 export function mailboxPage(db: Db): string {
@@ -29,7 +29,7 @@ export function mailboxPage(db: Db): string {
     .mailbox()
     .map(
       (mail) =>
-        `<article><h2>${escape(mail.subject)}</h2><p class="meta">To ${escape(mail.to_address)} · ${new Date(mail.created_at).toISOString()}</p><pre>${escape(mail.text)}</pre></article>`,
+        `<article><h2>${escapeHtml(mail.subject)}</h2><p class="meta">To ${escapeHtml(mail.to_address)} · ${new Date(mail.created_at).toISOString()}</p><pre>${escapeHtml(mail.text)}</pre></article>`,
     )
     .join('\n')
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Latchkey dev inbox</title>
@@ -39,5 +39,9 @@ export function mailboxPage(db: Db): string {
 
 /** The dev inbox as JSON. */
 export function mailboxJson(db: Db) {
-  return { messages: db.mailbox().map((mail) => ({ id: mail.id, to: mail.to_address, subject: mail.subject, text: mail.text, createdAt: new Date(mail.created_at).toISOString() })) }
+  return {
+    messages: db
+      .mailbox()
+      .map((mail) => ({ id: mail.id, to: mail.to_address, subject: mail.subject, text: mail.text, createdAt: new Date(mail.created_at).toISOString() })),
+  }
 }

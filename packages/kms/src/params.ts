@@ -42,7 +42,12 @@ export type ApiKeyParams = z.infer<typeof apiKeyParams>
 export const authenticatorParams = z.object({
   authenticatorName: z.string().min(1).max(256),
   challenge: z.string().min(1),
-  attestation: z.object({ credentialId: z.string().min(1), clientDataJson: z.string().min(1), attestationObject: z.string().min(1), transports: z.array(z.string()).default([]) }),
+  attestation: z.object({
+    credentialId: z.string().min(1),
+    clientDataJson: z.string().min(1),
+    attestationObject: z.string().min(1),
+    transports: z.array(z.string()).default([]),
+  }),
 })
 
 /** The client's key a bundle is encrypted to. */

@@ -123,7 +123,10 @@ export function createQueries(options: { db: Db; envelope: (row: ActivityRow) =>
       const { enclaveType } = parse(z.object({ enclaveType: z.string().min(1) }), body)
       const role = ATTESTED_ENCLAVES[enclaveType]
       if (!role)
-        throw new KmsError(GrpcCode.unimplemented, `no attestation for enclave type ${enclaveType}: this service runs no enclaves; it attests its signer key for ${Object.keys(ATTESTED_ENCLAVES).join(' and ')}`)
+        throw new KmsError(
+          GrpcCode.unimplemented,
+          `no attestation for enclave type ${enclaveType}: this service runs no enclaves; it attests its signer key for ${Object.keys(ATTESTED_ENCLAVES).join(' and ')}`,
+        )
       // Not an AWS Nitro attestation: a statement of the key that does the enclave's job here,
       // signed by that key (DER ECDSA P-256 over SHA-256 of the statement's bytes).
       const statement = JSON.stringify({
@@ -151,7 +154,12 @@ export function createQueries(options: { db: Db; envelope: (row: ActivityRow) =>
     },
     get_api_keys(body, caller) {
       const userId = typeof body['userId'] === 'string' ? body['userId'] : caller.userId
-      return { apiKeys: db.apiKeysOfUser(userId).filter((key) => key.organization_id === caller.organizationId || key.user_id === caller.userId).map(apiKeyView) }
+      return {
+        apiKeys: db
+          .apiKeysOfUser(userId)
+          .filter((key) => key.organization_id === caller.organizationId || key.user_id === caller.userId)
+          .map(apiKeyView),
+      }
     },
     get_authenticator(body, caller) {
       const authenticatorId = string(body, 'authenticatorId')
@@ -191,7 +199,9 @@ export function createQueries(options: { db: Db; envelope: (row: ActivityRow) =>
     },
     get_wallet_account(body, caller) {
       const input = parse(
-        z.object({ walletId: z.string().min(1), address: z.string().min(1).optional(), path: z.string().min(1).optional() }).refine((query) => (query.address === undefined) !== (query.path === undefined), 'give either address or path'),
+        z
+          .object({ walletId: z.string().min(1), address: z.string().min(1).optional(), path: z.string().min(1).optional() })
+          .refine((query) => (query.address === undefined) !== (query.path === undefined), 'give either address or path'),
         body,
       )
       found(db.wallet(input.walletId, caller.organizationId), 'wallet', input.walletId, caller)

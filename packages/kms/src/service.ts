@@ -3,10 +3,10 @@ import { createAdaptorServer, type ServerType, serve } from '@hono/node-server'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
 import { type Db, openDatabase } from './db.js'
-import { isPostgresUrl } from './storage/sqlDatabase.js'
 import { createFramesApp } from './frames/app.js'
 import type { Mailer } from './mail.js'
-import { SMTP_URL_VARIABLE, smtpMailer, type SmtpOptions } from './smtp.js'
+import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
+import { isPostgresUrl } from './storage/sqlDatabase.js'
 import type { WebauthnConfig } from './webauthn.js'
 
 export type KmsOptions = {
@@ -162,7 +162,13 @@ function databaseLocation(options: KmsOptions) {
  * ::1, so every client's idea of localhost reaches the frames and nothing else.
  */
 async function listenFrames(fetch: (request: Request) => Response | Promise<Response>, host: string, port: number): Promise<ServerType[]> {
-  const addresses = host === 'localhost' ? [{ address: '127.0.0.1', required: true }, { address: '::1', required: false }] : [{ address: host, required: true }]
+  const addresses =
+    host === 'localhost'
+      ? [
+          { address: '127.0.0.1', required: true },
+          { address: '::1', required: false },
+        ]
+      : [{ address: host, required: true }]
   const servers: ServerType[] = []
   for (const { address, required } of addresses) {
     const server = createAdaptorServer({ fetch })

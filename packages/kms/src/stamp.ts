@@ -40,7 +40,8 @@ export function verifyApiKeyStamp(header: string, body: Uint8Array): Stamp {
   }
   const { publicKey, scheme, signature } = stamp ?? {}
   if (scheme !== API_KEY_P256_SCHEME) throw unauthenticated(`unsupported stamp scheme: ${String(scheme)}`)
-  if (typeof publicKey !== 'string' || !/^0[23][0-9a-f]{64}$/.test(publicKey)) throw unauthenticated('malformed stamp: publicKey must be a compressed P-256 key in hex')
+  if (typeof publicKey !== 'string' || !/^0[23][0-9a-f]{64}$/.test(publicKey))
+    throw unauthenticated('malformed stamp: publicKey must be a compressed P-256 key in hex')
   if (typeof signature !== 'string' || !/^(?:[0-9a-f]{2})+$/.test(signature)) throw unauthenticated('malformed stamp: signature must be DER hex')
   let valid: boolean
   try {

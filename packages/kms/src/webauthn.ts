@@ -6,7 +6,13 @@ import { GrpcCode, KmsError } from './errors.js'
 /** Where passkeys may be used: the relying party ids and the page origins that ask. */
 export type WebauthnConfig = { readonly rpIds: readonly string[]; readonly origins: readonly string[] }
 
-const TRANSPORTS: Record<string, string> = { internal: 'AUTHENTICATOR_TRANSPORT_INTERNAL', usb: 'AUTHENTICATOR_TRANSPORT_USB', nfc: 'AUTHENTICATOR_TRANSPORT_NFC', ble: 'AUTHENTICATOR_TRANSPORT_BLE', hybrid: 'AUTHENTICATOR_TRANSPORT_HYBRID' }
+const TRANSPORTS: Record<string, string> = {
+  internal: 'AUTHENTICATOR_TRANSPORT_INTERNAL',
+  usb: 'AUTHENTICATOR_TRANSPORT_USB',
+  nfc: 'AUTHENTICATOR_TRANSPORT_NFC',
+  ble: 'AUTHENTICATOR_TRANSPORT_BLE',
+  hybrid: 'AUTHENTICATOR_TRANSPORT_HYBRID',
+}
 const FROM_TRANSPORT = Object.fromEntries(Object.entries(TRANSPORTS).map(([short, long]) => [long, short]))
 
 /** The registration of a passkey as the clients send it (create_sub_organization, create_authenticators). */
@@ -22,7 +28,7 @@ export type AuthenticatorParams = {
  */
 export async function verifyRegistration(params: AuthenticatorParams, config: WebauthnConfig) {
   const { attestation } = params
-  let verified
+  let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>
   try {
     verified = await verifyRegistrationResponse({
       response: {
@@ -79,7 +85,7 @@ export function parseWebauthnStamp(header: string): WebauthnStamp {
  */
 export async function verifyWebauthnStamp(stamp: WebauthnStamp, body: Uint8Array, authenticator: AuthenticatorRow, config: WebauthnConfig): Promise<number> {
   const challenge = Buffer.from(createHash('sha256').update(body).digest('hex'), 'utf8').toString('base64url')
-  let verified
+  let verified: Awaited<ReturnType<typeof verifyAuthenticationResponse>>
   try {
     verified = await verifyAuthenticationResponse({
       response: {

@@ -2,16 +2,15 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
-import { getFreePort } from '@latchkey/devnet'
 import { type Hex, keccak256, recoverAddress, serializeSignature, toHex } from 'viem'
 import { privateKeyToAccount, sign } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { deriveAccounts, signDigest } from '../src/ethereum.js'
+import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '../src/index.js'
 import { accountKeyRecord, openBytes } from '../src/secrets.js'
-import { createKms, type Kms } from '../src/index.js'
-import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
 import type { SqlDatabase } from '../src/storage/sqlDatabase.js'
 import { connect, type TestDatabase, testDatabase } from './database.js'
 
@@ -20,10 +19,15 @@ import { connect, type TestDatabase, testDatabase } from './database.js'
 
 // The BIP-39 test mnemonic of Hardhat and anvil, with its published first two accounts.
 const TEST_MNEMONIC = 'test test test test test test test test test test test junk'
-const ANVIL_0 = { address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', privateKey: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80' } as const
+const ANVIL_0 = {
+  address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+  privateKey: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+} as const
 const ANVIL_1 = { address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8' } as const
-const account = (path: string, addressFormat: 'ADDRESS_FORMAT_ETHEREUM' | 'ADDRESS_FORMAT_COMPRESSED' | 'ADDRESS_FORMAT_UNCOMPRESSED' = 'ADDRESS_FORMAT_ETHEREUM') =>
-  ({ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path, addressFormat }) as const
+const account = (
+  path: string,
+  addressFormat: 'ADDRESS_FORMAT_ETHEREUM' | 'ADDRESS_FORMAT_COMPRESSED' | 'ADDRESS_FORMAT_UNCOMPRESSED' = 'ADDRESS_FORMAT_ETHEREUM',
+) => ({ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path, addressFormat }) as const
 const SECP256K1_HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n
 
 describe('deriveAccounts and signDigest', () => {
@@ -44,9 +48,9 @@ describe('deriveAccounts and signDigest', () => {
   })
 
   test('error: a bad account parameter is refused before the seed is computed', () => {
-    expect(() => deriveAccounts(TEST_MNEMONIC, [account("m/44'/60'/0'/0/0"), { ...account("m/44'/60'/0'/0/1"), addressFormat: 'ADDRESS_FORMAT_SOLANA' }])).toThrow(
-      'unsupported address format ADDRESS_FORMAT_SOLANA',
-    )
+    expect(() =>
+      deriveAccounts(TEST_MNEMONIC, [account("m/44'/60'/0'/0/0"), { ...account("m/44'/60'/0'/0/1"), addressFormat: 'ADDRESS_FORMAT_SOLANA' }]),
+    ).toThrow('unsupported address format ADDRESS_FORMAT_SOLANA')
   })
 
   test('behavior: signatures are viem’s (RFC 6979), low-S, and recover to the address', async () => {
@@ -95,7 +99,10 @@ describe('sealed account keys in the service', () => {
     }
   }
   const sealedKeyOf = (address: string) =>
-    surgery((db) => db.prepare('select id, sealed_private_key from wallet_accounts where address = ?').get(address) as { id: string; sealed_private_key: string | null })
+    surgery(
+      (db) =>
+        db.prepare('select id, sealed_private_key from wallet_accounts where address = ?').get(address) as { id: string; sealed_private_key: string | null },
+    )
 
   /** A sub-organization whose user holds `keys` (expiring after `expirationSeconds`, if given), with a wallet of two accounts. */
   async function subOrganization(keys = apiKeyPair(), expirationSeconds?: string) {
@@ -111,7 +118,9 @@ describe('sealed account keys in the service', () => {
         rootUsers: [
           {
             userName: 'user',
-            apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', ...(expirationSeconds ? { expirationSeconds } : {}) }],
+            apiKeys: [
+              { apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', ...(expirationSeconds ? { expirationSeconds } : {}) },
+            ],
             authenticators: [],
             oauthProviders: [],
           },
@@ -136,7 +145,8 @@ describe('sealed account keys in the service', () => {
     const { r, s, v } = activity.result.signRawPayloadResult!
     return { r, s, v }
   }
-  const recovered = ({ r, s, v }: { r: string; s: string; v: string }, digest: Hex) => recoverAddress({ hash: digest, signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) }) })
+  const recovered = ({ r, s, v }: { r: string; s: string; v: string }, digest: Hex) =>
+    recoverAddress({ hash: digest, signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) }) })
 
   test('default: each account’s key is sealed beside it, bound to its row, and signs for its address', async () => {
     const user = await subOrganization()
@@ -177,8 +187,14 @@ describe('sealed account keys in the service', () => {
   test('error: a sealed key moved to another account’s row does not open', async () => {
     const user = await subOrganization()
     const [first, second] = user.addresses as [Hex, Hex]
-    surgery((db) => db.prepare('update wallet_accounts set sealed_private_key = (select sealed_private_key from wallet_accounts where address = ?) where address = ?').run(first, second))
-    await expect(signWithClient(user, second, keccak256(toHex('moved')))).rejects.toThrow('Turnkey error 13: stored key material does not open with this master key')
+    surgery((db) =>
+      db
+        .prepare('update wallet_accounts set sealed_private_key = (select sealed_private_key from wallet_accounts where address = ?) where address = ?')
+        .run(first, second),
+    )
+    await expect(signWithClient(user, second, keccak256(toHex('moved')))).rejects.toThrow(
+      'Turnkey error 13: stored key material does not open with this master key',
+    )
   })
 
   test('error: a key that signed a moment ago is refused once it expires', async () => {

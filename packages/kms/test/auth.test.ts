@@ -1,19 +1,17 @@
 import { randomBytes } from 'node:crypto'
+import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
-import { getFreePort } from '@latchkey/devnet'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createKms, type Kms } from '../src/index.js'
+import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
-import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
 import { testDatabase } from './database.js'
 
 // Email sign-in as the app backend drives it: the parent organization's key starts email_auth or
 // init_otp_auth in the user's sub-organization, the message lands in the dev inbox, and the
 // credential bundle opened with @turnkey/crypto is a working key for the user.
-
 
 let kms: Kms
 let clock = Date.now()
@@ -41,7 +39,11 @@ async function userWithEmail(email = `user${++users}@example.test`) {
     type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
     timestampMs: String(clock),
     organizationId: parentOrganizationId,
-    parameters: { subOrganizationName: email, rootQuorumThreshold: 1, rootUsers: [{ userName: email, userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }] },
+    parameters: {
+      subOrganizationName: email,
+      rootQuorumThreshold: 1,
+      rootUsers: [{ userName: email, userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }],
+    },
   })
   const result = activity.result.createSubOrganizationResultV8!
   return { email, organizationId: result.subOrganizationId!, userId: result.rootUserIds![0]! }
@@ -118,7 +120,9 @@ describe('one-time codes', () => {
     const { activity } = await verify(user, otpId, code, embedded)
     const result = activity.result.otpAuthResult!
     expect(result.userId).toBe(user.userId)
-    expect(await fromBundle(result.credentialBundle!, embedded.privateKey).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+    expect(await fromBundle(result.credentialBundle!, embedded.privateKey).getWhoami({ organizationId: user.organizationId })).toMatchObject({
+      userId: user.userId,
+    })
     await expect(verify(user, otpId, code)).rejects.toThrow('Turnkey error 9: this code has already been used')
   })
 
@@ -169,7 +173,9 @@ describe('email recovery', () => {
     })
     expect(recovered.activity.result.recoverUserResult!.authenticatorId).toHaveLength(1)
     useAuthenticator(authenticator)
-    expect(await new TurnkeyClient({ baseUrl: kms.url }, new WebauthnStamper({ rpId })).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+    expect(await new TurnkeyClient({ baseUrl: kms.url }, new WebauthnStamper({ rpId })).getWhoami({ organizationId: user.organizationId })).toMatchObject({
+      userId: user.userId,
+    })
   })
 
   test('error: the recovery credential stops working after 900 seconds', async () => {

@@ -10,7 +10,11 @@ export const origin = 'http://localhost:5173'
 /** Minimal CBOR: unsigned and negative integers, byte and text strings, maps. */
 function cbor(value: unknown): Buffer {
   const head = (major: number, length: number) =>
-    length < 24 ? Buffer.from([(major << 5) | length]) : length < 256 ? Buffer.from([(major << 5) | 24, length]) : Buffer.from([(major << 5) | 25, length >> 8, length & 255])
+    length < 24
+      ? Buffer.from([(major << 5) | length])
+      : length < 256
+        ? Buffer.from([(major << 5) | 24, length])
+        : Buffer.from([(major << 5) | 25, length >> 8, length & 255])
   if (typeof value === 'number') return value >= 0 ? head(0, value) : head(1, -1 - value)
   if (typeof value === 'string') return Buffer.concat([head(3, Buffer.byteLength(value)), Buffer.from(value)])
   if (value instanceof Uint8Array) return Buffer.concat([head(2, value.length), value])
@@ -34,7 +38,15 @@ export function softwareAuthenticator(options: { origin?: string } = {}) {
     /** A "none" attestation for `challenge` (base64url), as the clients send it. */
     register(challenge: string) {
       const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.create', challenge, origin: clientOrigin, crossOrigin: false }))
-      const coseKey = cbor(new Map<number, unknown>([[1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x!, 'base64url')], [-3, Buffer.from(jwk.y!, 'base64url')]]))
+      const coseKey = cbor(
+        new Map<number, unknown>([
+          [1, 2],
+          [3, -7],
+          [-1, 1],
+          [-2, Buffer.from(jwk.x!, 'base64url')],
+          [-3, Buffer.from(jwk.y!, 'base64url')],
+        ]),
+      )
       const length = Buffer.from([credentialId.length >> 8, credentialId.length & 255])
       const authData = Buffer.concat([sha256(rpId), Buffer.from([0x45]), Buffer.alloc(4), Buffer.alloc(16), length, credentialId, coseKey])
       return {
@@ -48,7 +60,9 @@ export function softwareAuthenticator(options: { origin?: string } = {}) {
     credentials: {
       async get({ publicKey: request }: { publicKey: { challenge: ArrayBuffer; rpId: string } }) {
         state.counter++
-        const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: Buffer.from(request.challenge).toString('base64url'), origin: clientOrigin, crossOrigin: false }))
+        const clientData = Buffer.from(
+          JSON.stringify({ type: 'webauthn.get', challenge: Buffer.from(request.challenge).toString('base64url'), origin: clientOrigin, crossOrigin: false }),
+        )
         const counter = Buffer.alloc(4)
         counter.writeUInt32BE(state.counter)
         const authenticatorData = Buffer.concat([sha256(request.rpId), Buffer.from([0x05]), counter])
@@ -58,14 +72,18 @@ export function softwareAuthenticator(options: { origin?: string } = {}) {
           rawId: toArrayBuffer(credentialId),
           type: 'public-key',
           authenticatorAttachment: 'platform',
-          response: { clientDataJSON: toArrayBuffer(clientData), authenticatorData: toArrayBuffer(authenticatorData), signature: toArrayBuffer(signature), userHandle: null },
+          response: {
+            clientDataJSON: toArrayBuffer(clientData),
+            authenticatorData: toArrayBuffer(authenticatorData),
+            signature: toArrayBuffer(signature),
+            userHandle: null,
+          },
           getClientExtensionResults: () => ({}),
         }
       },
     },
   }
 }
-
 
 /** Makes `authenticator` the one navigator.credentials answers with. */
 export function useAuthenticator(authenticator: ReturnType<typeof softwareAuthenticator>) {

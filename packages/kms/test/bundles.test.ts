@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs'
+import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, decryptExportBundle, encryptWalletToBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
-import { getFreePort } from '@latchkey/devnet'
 import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createKms, type Kms, openExportBundle, SIGNER_PATH } from '../src/index.js'
-import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import { generateApiKeyPair as apiKeyPair, createKms, type Kms, openExportBundle, SIGNER_PATH } from '../src/index.js'
 import { testDatabase } from './database.js'
 
 // Bundles: the real export bundle of the hosted service opened by our code, and our bundles
@@ -45,7 +44,6 @@ describe('the hosted service’s export bundle', () => {
   })
 })
 
-
 describe('our bundles, opened by @turnkey/crypto', () => {
   let kms: Kms
   let clock = Date.now()
@@ -65,12 +63,27 @@ describe('our bundles, opened by @turnkey/crypto', () => {
       parameters: {
         subOrganizationName: 'user',
         rootQuorumThreshold: 1,
-        rootUsers: [{ userName: 'user', apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }],
-        wallet: { walletName: 'Turnkey HD', accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
+        rootUsers: [
+          {
+            userName: 'user',
+            apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+            authenticators: [],
+            oauthProviders: [],
+          },
+        ],
+        wallet: {
+          walletName: 'Turnkey HD',
+          accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+        },
       },
     })
     const result = activity.result.createSubOrganizationResultV8!
-    sub = { organizationId: result.subOrganizationId!, walletId: result.wallet!.walletId, address: result.wallet!.addresses[0] as `0x${string}`, userId: result.rootUserIds![0]! }
+    sub = {
+      organizationId: result.subOrganizationId!,
+      walletId: result.wallet!.walletId,
+      address: result.wallet!.addresses[0] as `0x${string}`,
+      userId: result.rootUserIds![0]!,
+    }
   })
   afterAll(() => kms.stop())
 
@@ -139,7 +152,12 @@ describe('our bundles, opened by @turnkey/crypto', () => {
 
   test('behavior: import — init gives a signed bundle; the wallet encrypted to it is imported with its addresses', async () => {
     const user = client(userKey)
-    const init = await user.initImportWallet({ type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', timestampMs: String(clock), organizationId: sub.organizationId, parameters: { userId: sub.userId } })
+    const init = await user.initImportWallet({
+      type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET',
+      timestampMs: String(clock),
+      organizationId: sub.organizationId,
+      parameters: { userId: sub.userId },
+    })
     const mnemonic = generateMnemonic(english)
     const encryptedBundle = await encryptWalletToBundle({
       mnemonic,
@@ -152,11 +170,19 @@ describe('our bundles, opened by @turnkey/crypto', () => {
       type: 'ACTIVITY_TYPE_IMPORT_WALLET',
       timestampMs: String(clock),
       organizationId: sub.organizationId,
-      parameters: { userId: sub.userId, walletName: 'Imported', encryptedBundle, accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
+      parameters: {
+        userId: sub.userId,
+        walletName: 'Imported',
+        encryptedBundle,
+        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+      },
     })
     const result = imported.activity.result.importWalletResult!
     expect(result.addresses).toEqual([mnemonicToAccount(mnemonic).address])
-    expect((await user.getWallet({ organizationId: sub.organizationId, walletId: result.walletId })).wallet).toMatchObject({ walletName: 'Imported', imported: true })
+    expect((await user.getWallet({ organizationId: sub.organizationId, walletId: result.walletId })).wallet).toMatchObject({
+      walletName: 'Imported',
+      imported: true,
+    })
     // The target key is spent: the same bundle cannot be imported again.
     await expect(
       user.importWallet({

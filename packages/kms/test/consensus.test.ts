@@ -1,9 +1,8 @@
+import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
-import { getFreePort } from '@latchkey/devnet'
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import { createKms, type Kms } from '../src/index.js'
-import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '../src/index.js'
 import { testDatabase } from './database.js'
 
 // Root quorum: in a sub-organization of two root users that needs both, an activity waits in
@@ -24,7 +23,12 @@ afterAll(() => kms.stop())
 
 async function twoOfTwo() {
   const [aliceKey, bobKey] = [apiKeyPair(), apiKeyPair()]
-  const root = (name: string, key: ReturnType<typeof apiKeyPair>) => ({ userName: name, apiKeys: [{ apiKeyName: name, publicKey: key.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const }], authenticators: [], oauthProviders: [] })
+  const root = (name: string, key: ReturnType<typeof apiKeyPair>) => ({
+    userName: name,
+    apiKeys: [{ apiKeyName: name, publicKey: key.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const }],
+    authenticators: [],
+    oauthProviders: [],
+  })
   const { activity } = await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey)).createSubOrganization({
     type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
     timestampMs: String(clock),
@@ -41,7 +45,10 @@ const createWallet = (client: TurnkeyClient, organizationId: string, walletName:
     type: 'ACTIVITY_TYPE_CREATE_WALLET',
     timestampMs: String(clock + ++nonce),
     organizationId,
-    parameters: { walletName, accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
+    parameters: {
+      walletName,
+      accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+    },
   })
 
 test('default: the activity waits for the second root user, whose approval runs it', async () => {
@@ -54,7 +61,12 @@ test('default: the activity waits for the second root user, whose approval runs 
   ])
   expect((await bob.getWallets({ organizationId })).wallets).toEqual([])
 
-  const approved = await bob.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: activity.fingerprint } })
+  const approved = await bob.approveActivity({
+    type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { fingerprint: activity.fingerprint },
+  })
   expect(approved.activity.id).toBe(activity.id)
   expect(approved.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   expect(approved.activity.result.createWalletResult!.addresses).toHaveLength(1)
@@ -66,12 +78,27 @@ test('behavior: a rejection ends it; it cannot then be approved, and no one vote
   const { organizationId, alice, bob } = await twoOfTwo()
   const { activity } = await createWallet(alice, organizationId, 'Refused')
   await expect(
-    alice.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: activity.fingerprint } }),
+    alice.approveActivity({
+      type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+      timestampMs: String(clock + ++nonce),
+      organizationId,
+      parameters: { fingerprint: activity.fingerprint },
+    }),
   ).rejects.toThrow('Turnkey error 6: you have already voted on this activity')
-  const rejected = await bob.rejectActivity({ type: 'ACTIVITY_TYPE_REJECT_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: activity.fingerprint } })
+  const rejected = await bob.rejectActivity({
+    type: 'ACTIVITY_TYPE_REJECT_ACTIVITY',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { fingerprint: activity.fingerprint },
+  })
   expect(rejected.activity.status).toBe('ACTIVITY_STATUS_REJECTED')
   await expect(
-    bob.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: activity.fingerprint } }),
+    bob.approveActivity({
+      type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+      timestampMs: String(clock + ++nonce),
+      organizationId,
+      parameters: { fingerprint: activity.fingerprint },
+    }),
   ).rejects.toThrow(`Turnkey error 9: activity ${activity.id} is ACTIVITY_STATUS_REJECTED, not waiting for consensus`)
   expect((await alice.getWallets({ organizationId })).wallets).toEqual([])
 })
@@ -80,9 +107,22 @@ test('error: an approval that can no longer run leaves the activity FAILED with 
   const { organizationId, alice, bob } = await twoOfTwo()
   const first = await createWallet(alice, organizationId, 'Twice')
   const second = await createWallet(bob, organizationId, 'Twice')
-  await bob.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: first.activity.fingerprint } })
-  const failed = await alice.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: second.activity.fingerprint } })
-  expect([failed.activity.status, failed.activity.failure]).toEqual(['ACTIVITY_STATUS_FAILED', { code: 6, message: 'a wallet named "Twice" already exists', details: [] }])
+  await bob.approveActivity({
+    type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { fingerprint: first.activity.fingerprint },
+  })
+  const failed = await alice.approveActivity({
+    type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { fingerprint: second.activity.fingerprint },
+  })
+  expect([failed.activity.status, failed.activity.failure]).toEqual([
+    'ACTIVITY_STATUS_FAILED',
+    { code: 6, message: 'a wallet named "Twice" already exists', details: [] },
+  ])
 })
 
 test('error: a user outside the root quorum cannot vote, and does not count toward a rejection', async () => {
@@ -93,14 +133,37 @@ test('error: a user outside the root quorum cannot vote, and does not count towa
     type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
     timestampMs: String(clock + ++nonce),
     organizationId,
-    parameters: { users: [{ userName: 'carol', apiKeys: [{ apiKeyName: 'carol', publicKey: carolKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [], userTags: [] }] },
+    parameters: {
+      users: [
+        {
+          userName: 'carol',
+          apiKeys: [{ apiKeyName: 'carol', publicKey: carolKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+          authenticators: [],
+          oauthProviders: [],
+          userTags: [],
+        },
+      ],
+    },
   })
-  await bob.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: added.activity.fingerprint } })
+  await bob.approveActivity({
+    type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { fingerprint: added.activity.fingerprint },
+  })
   const carol = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(carolKey))
   const { activity } = await createWallet(alice, organizationId, 'Roots only')
   await expect(
-    carol.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint: activity.fingerprint } }),
+    carol.approveActivity({
+      type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+      timestampMs: String(clock + ++nonce),
+      organizationId,
+      parameters: { fingerprint: activity.fingerprint },
+    }),
   ).rejects.toThrow('Turnkey error 7: only root users vote on activities that need the root quorum')
-  expect((await alice.getActivity({ organizationId, activityId: activity.id })).activity).toMatchObject({ status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED', votes: [expect.objectContaining({ selection: 'VOTE_SELECTION_APPROVED' })] })
+  expect((await alice.getActivity({ organizationId, activityId: activity.id })).activity).toMatchObject({
+    status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED',
+    votes: [expect.objectContaining({ selection: 'VOTE_SELECTION_APPROVED' })],
+  })
   expect((await alice.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName)).not.toContain('Roots only')
 })

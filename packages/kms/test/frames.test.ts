@@ -1,8 +1,8 @@
 import { readdirSync } from 'node:fs'
 import { getFreePort } from '@latchkey/devnet'
 import { describe, expect, test } from 'vitest'
-import { createFramesApp, createKms, FRAME_PAGES, framesContentSecurityPolicy } from '../src/index.js'
 import { compiledFrames, compileFrames } from '../src/frames/build.js'
+import { createFramesApp, createKms, FRAME_PAGES, framesContentSecurityPolicy } from '../src/index.js'
 import { testDatabase } from './database.js'
 
 // The frames' origin as served: pages, scripts, the stylesheet, and the headers that confine them.
@@ -89,7 +89,11 @@ describe('assets', () => {
   })
 
   test('behavior: the scripts fetch nothing and write no HTML', () => {
-    for (const [file, text] of compileFrames()) expect({ file, sinks: text.match(/\bfetch\(|XMLHttpRequest|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/g) }).toEqual({ file, sinks: null })
+    for (const [file, text] of compileFrames())
+      expect({ file, sinks: text.match(/\bfetch\(|XMLHttpRequest|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/g) }).toEqual({
+        file,
+        sinks: null,
+      })
   })
 })
 

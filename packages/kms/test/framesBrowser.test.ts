@@ -4,15 +4,23 @@ import { sha256 } from '@noble/hashes/sha2'
 import { createBase58check } from '@scure/base'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { describe, expect, test } from 'vitest'
-import { credentialBundle, exportBundle, generateApiKeyPair, hpkeOpen as serviceOpen, hpkeSeal as serviceSeal, signBundle, verifyApiKeyStamp } from '../src/index.js'
 import { openCredentialBundle, openExportBundle, readImportBundle, sealImportBundle, stamp } from '../src/frames/browser/bundles.js'
 import { type FrameWindow, openFrameChannel } from '../src/frames/browser/channel.js'
-import { DEFAULT_EMBEDDED_KEY_TTL_MS, type EmbeddedKey, embeddedKeyStore, embeddedKeyStorageKey, type KeyStorage } from '../src/frames/browser/embeddedKey.js'
+import { DEFAULT_EMBEDDED_KEY_TTL_MS, type EmbeddedKey, embeddedKeyStorageKey, embeddedKeyStore, type KeyStorage } from '../src/frames/browser/embeddedKey.js'
 import { base58checkDecode, bytesToHex, hexToBytes, utf8Decode } from '../src/frames/browser/encoding.js'
 import { hpkeOpen, hpkeSeal } from '../src/frames/browser/hpke.js'
 import { derToP1363, p1363ToDer, uncompressedPoint } from '../src/frames/browser/p256.js'
 import { keyFormatOf, parseMnemonic, parsePrivateKey } from '../src/frames/browser/secrets.js'
 import { parseSettings } from '../src/frames/browser/settings.js'
+import {
+  credentialBundle,
+  exportBundle,
+  generateApiKeyPair,
+  hpkeOpen as serviceOpen,
+  hpkeSeal as serviceSeal,
+  signBundle,
+  verifyApiKeyStamp,
+} from '../src/index.js'
 
 // The frames' browser code, run in Node's WebCrypto: against the service's own bundle code
 // (@hpke/core and noble underneath), a real bundle of the hosted service, and ApiKeyStamper.
@@ -78,7 +86,7 @@ describe('encoding', () => {
 describe('hpke', () => {
   test('default: the service opens what the frame seals', async () => {
     const recipient = generateApiKeyPair()
-    const plaintext = new TextEncoder().encode('abandon '.repeat(11) + 'about')
+    const plaintext = new TextEncoder().encode(`${'abandon '.repeat(11)}about`)
     const { enc, ciphertext } = await hpkeSeal({ recipientPublicKey: hexToBytes(recipient.apiPublicKey), plaintext })
     expect(enc).toHaveLength(65)
     expect(ciphertext).toHaveLength(plaintext.length + 16)
@@ -92,17 +100,23 @@ describe('hpke', () => {
     expect(await hpkeOpen({ recipientPrivateKey: key.privateKey, recipientPublicKey: key.publicKey, enc, ciphertext })).toEqual(Uint8Array.of(1, 2, 3))
     // The encapsulated key may come compressed, as in credential bundles.
     const compressed = p256.ProjectivePoint.fromHex(enc).toRawBytes(true)
-    expect(await hpkeOpen({ recipientPrivateKey: key.privateKey, recipientPublicKey: key.publicKey, enc: compressed, ciphertext })).toEqual(Uint8Array.of(1, 2, 3))
+    expect(await hpkeOpen({ recipientPrivateKey: key.privateKey, recipientPublicKey: key.publicKey, enc: compressed, ciphertext })).toEqual(
+      Uint8Array.of(1, 2, 3),
+    )
   })
 
   test('error: another key, or a changed byte, does not open', async () => {
     const recipient = generateApiKeyPair()
     const other = await embeddedKeyFrom(generateApiKeyPair().apiPrivateKey)
     const { enc, ciphertext } = await serviceSeal(recipient.apiPublicKey, Uint8Array.of(1, 2, 3))
-    await expect(hpkeOpen({ recipientPrivateKey: other.privateKey, recipientPublicKey: other.publicKey, enc, ciphertext })).rejects.toThrow('the bundle does not open with this frame’s key')
+    await expect(hpkeOpen({ recipientPrivateKey: other.privateKey, recipientPublicKey: other.publicKey, enc, ciphertext })).rejects.toThrow(
+      'the bundle does not open with this frame’s key',
+    )
     const mine = await embeddedKeyFrom(recipient.apiPrivateKey)
     ciphertext[0]! ^= 1
-    await expect(hpkeOpen({ recipientPrivateKey: mine.privateKey, recipientPublicKey: mine.publicKey, enc, ciphertext })).rejects.toThrow('the bundle does not open with this frame’s key')
+    await expect(hpkeOpen({ recipientPrivateKey: mine.privateKey, recipientPublicKey: mine.publicKey, enc, ciphertext })).rejects.toThrow(
+      'the bundle does not open with this frame’s key',
+    )
   })
 })
 
@@ -127,7 +141,9 @@ describe('auth frame: credential bundles and stamps', () => {
 
   test('error: a bundle for another key', async () => {
     const bundle = await credentialBundle(generateApiKeyPair().apiPublicKey, hexToBytes(generateApiKeyPair().apiPrivateKey))
-    await expect(openCredentialBundle(bundle, await embeddedKeyFrom(generateApiKeyPair().apiPrivateKey))).rejects.toThrow('the bundle does not open with this frame’s key')
+    await expect(openCredentialBundle(bundle, await embeddedKeyFrom(generateApiKeyPair().apiPrivateKey))).rejects.toThrow(
+      'the bundle does not open with this frame’s key',
+    )
   })
 })
 
@@ -150,9 +166,14 @@ describe('export frame: export bundles', () => {
 
   test('default: opens the service’s bundle', async () => {
     const embedded = generateApiKeyPair()
-    const bundle = await exportBundle({ signerPrivateKey: signer, organizationId: 'org-1', targetPublicKey: embedded.apiPublicKey, plaintext: new TextEncoder().encode('zoo '.repeat(11) + 'wrong') })
+    const bundle = await exportBundle({
+      signerPrivateKey: signer,
+      organizationId: 'org-1',
+      targetPublicKey: embedded.apiPublicKey,
+      plaintext: new TextEncoder().encode(`${'zoo '.repeat(11)}wrong`),
+    })
     const plaintext = await openExportBundle({ bundle, organizationId: 'org-1', signerPublicKey, embeddedKey: await embeddedKeyFrom(embedded.apiPrivateKey) })
-    expect(utf8Decode(plaintext)).toBe('zoo '.repeat(11) + 'wrong')
+    expect(utf8Decode(plaintext)).toBe(`${'zoo '.repeat(11)}wrong`)
   })
 
   test('error: another signer, a forged signer field, another organization, another version', async () => {
@@ -166,7 +187,12 @@ describe('export frame: export bundles', () => {
     await expect(open(JSON.stringify({ ...JSON.parse(forged), enclaveQuorumPublic: signerPublicKey }))).rejects.toThrow('the bundle signature does not verify')
     const { enclaveQuorumPublic: _, ...unnamed } = JSON.parse(forged) as Record<string, string>
     await expect(open(JSON.stringify(unnamed))).rejects.toThrow('the bundle signature does not verify')
-    const genuine = await exportBundle({ signerPrivateKey: signer, organizationId: 'org-1', targetPublicKey: embedded.apiPublicKey, plaintext: Uint8Array.of(1) })
+    const genuine = await exportBundle({
+      signerPrivateKey: signer,
+      organizationId: 'org-1',
+      targetPublicKey: embedded.apiPublicKey,
+      plaintext: Uint8Array.of(1),
+    })
     await expect(open(genuine, 'org-2')).rejects.toThrow('the bundle belongs to organization org-1, not org-2')
     await expect(open(JSON.stringify({ ...JSON.parse(genuine), version: 'v2' }))).rejects.toThrow('unsupported bundle version "v2"')
     await expect(open('not json')).rejects.toThrow('the bundle is not JSON')
@@ -180,7 +206,9 @@ describe('import frame: import bundles', () => {
     const bundle = signBundle(signer, { organizationId: 'org-1', userId: 'user-1', targetPublic })
     const key = await readImportBundle({ bundle, organizationId: 'org-1', userId: 'user-1', signerPublicKey })
     expect(bytesToHex(key)).toBe(targetPublic)
-    const encrypted = JSON.parse(await sealImportBundle(key, parseMnemonic('  Legal winner thank year wave sausage worth useful legal winner thank yellow \n'))) as Record<string, string>
+    const encrypted = JSON.parse(
+      await sealImportBundle(key, parseMnemonic('  Legal winner thank year wave sausage worth useful legal winner thank yellow \n')),
+    ) as Record<string, string>
     expect(Object.keys(encrypted)).toEqual(['encappedPublic', 'ciphertext'])
     const opened = await serviceOpen(target.apiPrivateKey, hexToBytes(encrypted['encappedPublic']!), hexToBytes(encrypted['ciphertext']!))
     expect(new TextDecoder().decode(opened)).toBe('legal winner thank year wave sausage worth useful legal winner thank yellow')
@@ -198,7 +226,7 @@ describe('import frame: import bundles', () => {
 
   test('error: what the user types is checked before anything is encrypted', () => {
     expect(() => parseMnemonic('one two three')).toThrow('a secret recovery phrase has 12, 15, 18, 21 or 24 words')
-    expect(() => parseMnemonic('abandon '.repeat(11) + 'ab0ut')).toThrow('a secret recovery phrase has only English BIP-39 words')
+    expect(() => parseMnemonic(`${'abandon '.repeat(11)}ab0ut`)).toThrow('a secret recovery phrase has only English BIP-39 words')
     expect(bytesToHex(parsePrivateKey(` 0x${'0a'.repeat(32)} `))).toBe('0a'.repeat(32))
     expect(() => parsePrivateKey('0a'.repeat(31))).toThrow('a private key is 64 hexadecimal characters')
     expect(keyFormatOf(undefined)).toBe('HEXADECIMAL')
@@ -218,7 +246,10 @@ describe('APPLY_SETTINGS', () => {
   })
 
   test('error: other properties, values that reach further, passphrases, values the browser refuses', () => {
-    const parse = (settings: unknown, check: (property: string, value: string) => boolean = accepts) => () => parseSettings(JSON.stringify(settings), check)
+    const parse =
+      (settings: unknown, check: (property: string, value: string) => boolean = accepts) =>
+      () =>
+        parseSettings(JSON.stringify(settings), check)
     expect(parse({ styles: { background: 'red' } })).toThrow('style background is not allowed; allowed: padding, margin,')
     expect(parse({ styles: { color: 'red; position: fixed' } })).toThrow('style color: "red; position: fixed" is not an allowed value')
     expect(parse({ styles: { backgroundColor: 'url(https://evil.example/x)' } })).toThrow('is not an allowed value')
@@ -262,12 +293,17 @@ describe('channel', () => {
   function frameWindow(options: { nested?: boolean; ancestorOrigins?: string[] } = {}) {
     const listeners: ((event: MessageEvent) => void)[] = []
     const posted: Posted[] = []
-    const windowLike = (name: string) => ({ name, postMessage: (message: unknown, { targetOrigin }: { targetOrigin: string }) => posted.push({ message, targetOrigin }) })
+    const windowLike = (name: string) => ({
+      name,
+      postMessage: (message: unknown, { targetOrigin }: { targetOrigin: string }) => posted.push({ message, targetOrigin }),
+    })
     const parent = windowLike('parent')
     const frame: FrameWindow = {
       parent,
       top: options.nested ? windowLike('top') : parent,
-      location: options.ancestorOrigins ? { ancestorOrigins: { length: options.ancestorOrigins.length, item: (index) => options.ancestorOrigins![index] ?? null } } : {},
+      location: options.ancestorOrigins
+        ? { ancestorOrigins: { length: options.ancestorOrigins.length, item: (index) => options.ancestorOrigins![index] ?? null } }
+        : {},
       addEventListener: (_type, listener) => void listeners.push(listener),
     }
     return {
@@ -306,9 +342,11 @@ describe('channel', () => {
       page: 'auth',
       parentOrigins: ['https://app.example'],
       keys: embeddedKeyStore({ storage, page: 'auth' }),
-      handlers: { async ECHO(request) {
-        return { type: 'ECHOED', value: request.value }
-      } },
+      handlers: {
+        async ECHO(request) {
+          return { type: 'ECHOED', value: request.value }
+        },
+      },
       log: (message) => log.push(message),
     })
 
@@ -320,7 +358,11 @@ describe('channel', () => {
     const ready = (await channel.next()) as { type: string; value: string }
     expect(ready).toEqual({ type: 'PUBLIC_KEY_READY', value: expect.stringMatching(/^04[0-9a-f]{128}$/) })
     expect(await channel.request({ type: 'ECHO', requestId: 'r1', value: 'hi' })).toEqual({ type: 'ECHOED', value: 'hi', requestId: 'r1' })
-    expect(await channel.request({ type: 'GET_EMBEDDED_PUBLIC_KEY', requestId: 'r2' })).toEqual({ type: 'EMBEDDED_PUBLIC_KEY', value: ready.value, requestId: 'r2' })
+    expect(await channel.request({ type: 'GET_EMBEDDED_PUBLIC_KEY', requestId: 'r2' })).toEqual({
+      type: 'EMBEDDED_PUBLIC_KEY',
+      value: ready.value,
+      requestId: 'r2',
+    })
     expect(await channel.request({ type: 'RESET_EMBEDDED_KEY', requestId: 'r3' })).toEqual({ type: 'EMBEDDED_KEY_RESET', value: true, requestId: 'r3' })
     expect(storage.map.size).toBe(0)
     expect(await channel.request({ type: 'GET_EMBEDDED_PUBLIC_KEY', requestId: 'r4' })).toEqual({ type: 'EMBEDDED_PUBLIC_KEY', value: null, requestId: 'r4' })
@@ -349,8 +391,16 @@ describe('channel', () => {
     open(frame, memoryStorage(), log)
     const channel = init('https://app.example')
     await channel.next()
-    expect(await channel.request({ type: 'SIGN_TRANSACTION', requestId: 'r1' })).toEqual({ type: 'ERROR', value: 'the auth frame does not handle SIGN_TRANSACTION', requestId: 'r1' })
-    expect(await channel.request({ type: 'toString', requestId: 'r2' })).toEqual({ type: 'ERROR', value: 'the auth frame does not handle toString', requestId: 'r2' })
+    expect(await channel.request({ type: 'SIGN_TRANSACTION', requestId: 'r1' })).toEqual({
+      type: 'ERROR',
+      value: 'the auth frame does not handle SIGN_TRANSACTION',
+      requestId: 'r1',
+    })
+    expect(await channel.request({ type: 'toString', requestId: 'r2' })).toEqual({
+      type: 'ERROR',
+      value: 'the auth frame does not handle toString',
+      requestId: 'r2',
+    })
     channel.post({ type: 'ECHO' })
     expect(await channel.request({ type: 'ECHO', requestId: 'r3', value: 1 })).toEqual({ type: 'ECHOED', value: 1, requestId: 'r3' })
     expect(log).toEqual(['ignored a message without a type and a requestId'])
@@ -368,7 +418,10 @@ describe('channel', () => {
     expect(posted).toEqual([
       { message: { type: 'ERROR', value: 'origin https://evil.example is not allowed to open a channel to this frame' }, targetOrigin: 'https://evil.example' },
       { message: { type: 'ERROR', value: 'the channel must be opened by the page that embeds this frame' }, targetOrigin: 'https://app.example' },
-      { message: { type: 'ERROR', value: 'dangerouslyOverrideIframeKeyTtl must be a positive whole number of milliseconds' }, targetOrigin: 'https://app.example' },
+      {
+        message: { type: 'ERROR', value: 'dangerouslyOverrideIframeKeyTtl must be a positive whole number of milliseconds' },
+        targetOrigin: 'https://app.example',
+      },
     ])
     expect(log).toEqual([
       'refused a channel from https://evil.example: origin https://evil.example is not allowed to open a channel to this frame',
@@ -385,8 +438,12 @@ describe('channel', () => {
 
   test('error: a nested frame, an unframed page or a foreign embedder refuses to run', () => {
     expect(open(frameWindow({ nested: true }).frame)).toEqual({ refused: 'this frame refuses to run inside a nested frame' })
-    expect(open(frameWindow({ ancestorOrigins: ['https://app.example', 'https://app.example'] }).frame)).toEqual({ refused: 'this frame refuses to run inside a nested frame' })
-    expect(open(frameWindow({ ancestorOrigins: ['https://evil.example'] }).frame)).toEqual({ refused: 'origin https://evil.example is not allowed to embed this frame' })
+    expect(open(frameWindow({ ancestorOrigins: ['https://app.example', 'https://app.example'] }).frame)).toEqual({
+      refused: 'this frame refuses to run inside a nested frame',
+    })
+    expect(open(frameWindow({ ancestorOrigins: ['https://evil.example'] }).frame)).toEqual({
+      refused: 'origin https://evil.example is not allowed to embed this frame',
+    })
     const unframed: { parent?: unknown; top?: unknown } & Omit<FrameWindow, 'parent' | 'top'> = { location: {}, addEventListener: () => undefined }
     unframed.parent = unframed.top = unframed
     expect(open(unframed as FrameWindow)).toEqual({ refused: 'this page runs only inside a frame of an allowed app' })

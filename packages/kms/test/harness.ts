@@ -1,7 +1,7 @@
+import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { encryptPrivateKeyToBundle } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
-import { getFreePort } from '@latchkey/devnet'
 import { generatePrivateKey } from 'viem/accounts'
 import { expect } from 'vitest'
 import { createKms, generateApiKeyPair, type Kms, type KmsOptions } from '../src/index.js'
@@ -11,7 +11,12 @@ import { testDatabase } from './database.js'
 // what the admin, private-key, OAuth and SMTP suites share.
 
 export type ApiKeyPair = ReturnType<typeof generateApiKeyPair>
-export const ethereumAccount = { curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const
+export const ethereumAccount = {
+  curve: 'CURVE_SECP256K1',
+  pathFormat: 'PATH_FORMAT_BIP32',
+  path: "m/44'/60'/0'/0/0",
+  addressFormat: 'ADDRESS_FORMAT_ETHEREUM',
+} as const
 
 /** create_private_keys parameters of a secp256k1 key with an Ethereum and a compressed address. */
 export const ethereumKey = (privateKeyName: string, privateKeyTags: string[] = []) => ({
@@ -69,9 +74,17 @@ export async function startKms(options: KmsOptions = {}) {
 
   /** A private key named `name` in the organization; its id and Ethereum address. */
   async function createPrivateKey(by: TurnkeyClient, organizationId: string, name: string) {
-    const { activity } = await by.createPrivateKeys({ type: 'ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2', timestampMs: timestampMs(), organizationId, parameters: { privateKeys: [ethereumKey(name)] } })
+    const { activity } = await by.createPrivateKeys({
+      type: 'ACTIVITY_TYPE_CREATE_PRIVATE_KEYS_V2',
+      timestampMs: timestampMs(),
+      organizationId,
+      parameters: { privateKeys: [ethereumKey(name)] },
+    })
     const [created] = activity.result.createPrivateKeysResultV2!.privateKeys
-    return { privateKeyId: created!.privateKeyId!, address: created!.addresses!.find((address) => address.format === 'ADDRESS_FORMAT_ETHEREUM')!.address as `0x${string}` }
+    return {
+      privateKeyId: created!.privateKeyId!,
+      address: created!.addresses!.find((address) => address.format === 'ADDRESS_FORMAT_ETHEREUM')!.address as `0x${string}`,
+    }
   }
 
   /**
@@ -80,7 +93,12 @@ export async function startKms(options: KmsOptions = {}) {
    */
   async function prepareImport(sub: Awaited<ReturnType<typeof subOrganization>>) {
     const secret = generatePrivateKey()
-    const init = await sub.client.initImportPrivateKey({ organizationId: sub.organizationId, type: 'ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY', timestampMs: timestampMs(), parameters: { userId: sub.userId } })
+    const init = await sub.client.initImportPrivateKey({
+      organizationId: sub.organizationId,
+      type: 'ACTIVITY_TYPE_INIT_IMPORT_PRIVATE_KEY',
+      timestampMs: timestampMs(),
+      parameters: { userId: sub.userId },
+    })
     const encryptedBundle = await encryptPrivateKeyToBundle({
       privateKey: secret,
       keyFormat: 'HEXADECIMAL',

@@ -1,27 +1,15 @@
+import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { createAccount } from '@turnkey/viem'
-import { getFreePort } from '@latchkey/devnet'
-import {
-  createPublicClient,
-  createWalletClient,
-  defineChain,
-  http,
-  parseEther,
-  recoverTransactionAddress,
-  toHex,
-  verifyMessage,
-  verifyTypedData,
-} from 'viem'
+import { createPublicClient, createWalletClient, defineChain, http, parseEther, recoverTransactionAddress, toHex, verifyMessage, verifyTypedData } from 'viem'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
-import { createKms, type Kms, UNKNOWN_KEY_MESSAGE } from '../src/index.js'
-import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
+import { generateApiKeyPair as apiKeyPair, createKms, type Kms, UNKNOWN_KEY_MESSAGE } from '../src/index.js'
 import { testDatabase } from './database.js'
 
 // The official clients (@turnkey/http with @turnkey/api-key-stamper, @turnkey/viem) against our
 // kms on loopback, with nothing changed but the base URL; signatures are checked with viem and a
 // transaction is sent to the test run's anvil chain.
-
 
 const chain = defineChain({
   id: 31337,
@@ -29,7 +17,12 @@ const chain = defineChain({
   nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
   rpcUrls: { default: { http: [inject('chainARpc')] } },
 })
-const ethereumAccount = { curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const
+const ethereumAccount = {
+  curve: 'CURVE_SECP256K1',
+  pathFormat: 'PATH_FORMAT_BIP32',
+  path: "m/44'/60'/0'/0/0",
+  addressFormat: 'ADDRESS_FORMAT_ETHEREUM',
+} as const
 
 let kms: Kms
 let clock = Date.now()
@@ -59,7 +52,9 @@ async function subOrganization(keys = apiKeyPair(), expirationSeconds?: string) 
         {
           userName: 'user',
           userEmail: 'user@example.test',
-          apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', ...(expirationSeconds ? { expirationSeconds } : {}) }],
+          apiKeys: [
+            { apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', ...(expirationSeconds ? { expirationSeconds } : {}) },
+          ],
           authenticators: [],
           oauthProviders: [],
         },
@@ -69,7 +64,13 @@ async function subOrganization(keys = apiKeyPair(), expirationSeconds?: string) 
   })
   expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   const result = activity.result.createSubOrganizationResultV8!
-  return { keys, organizationId: result.subOrganizationId!, address: result.wallet!.addresses[0] as `0x${string}`, walletId: result.wallet!.walletId, userId: result.rootUserIds![0]! }
+  return {
+    keys,
+    organizationId: result.subOrganizationId!,
+    address: result.wallet!.addresses[0] as `0x${string}`,
+    walletId: result.wallet!.walletId,
+    userId: result.rootUserIds![0]!,
+  }
 }
 
 describe('with the official clients', () => {
@@ -85,7 +86,11 @@ describe('with the official clients', () => {
   test('behavior: a sub-organization with a wallet; its user sees it; the parent key may act in it', async () => {
     const sub = await subOrganization()
     const user = client(sub.keys)
-    expect(await user.getWhoami({ organizationId: sub.organizationId })).toMatchObject({ organizationId: sub.organizationId, userId: sub.userId, username: 'user' })
+    expect(await user.getWhoami({ organizationId: sub.organizationId })).toMatchObject({
+      organizationId: sub.organizationId,
+      userId: sub.userId,
+      username: 'user',
+    })
     const { wallets } = await user.getWallets({ organizationId: sub.organizationId })
     expect(wallets.map((wallet) => wallet.walletName)).toEqual(['Turnkey HD'])
     const { accounts } = await parentClient.getWalletAccounts({ organizationId: sub.organizationId, walletId: sub.walletId })
@@ -133,14 +138,20 @@ describe('with the official clients', () => {
     })
     const send = async () => {
       const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(sub.keys).stamp(body)
-      return (await (await fetch(`${kms.url}/public/v1/submit/sign_raw_payload`, { method: 'POST', body, headers: { [stampHeaderName]: stampHeaderValue } })).json()) as {
+      return (await (
+        await fetch(`${kms.url}/public/v1/submit/sign_raw_payload`, { method: 'POST', body, headers: { [stampHeaderName]: stampHeaderValue } })
+      ).json()) as {
         activity: { id: string; fingerprint: string; result: { signRawPayloadResult: { r: string; s: string; v: string } } }
       }
     }
     const [first, second] = [await send(), await send()]
     expect(second.activity.id).toBe(first.activity.id)
     expect(first.activity.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/)
-    expect(first.activity.result.signRawPayloadResult).toMatchObject({ r: expect.stringMatching(/^[0-9a-f]{64}$/), s: expect.stringMatching(/^[0-9a-f]{64}$/), v: expect.stringMatching(/^0[01]$/) })
+    expect(first.activity.result.signRawPayloadResult).toMatchObject({
+      r: expect.stringMatching(/^[0-9a-f]{64}$/),
+      s: expect.stringMatching(/^[0-9a-f]{64}$/),
+      v: expect.stringMatching(/^0[01]$/),
+    })
   })
 })
 
@@ -186,7 +197,10 @@ describe('refusals', () => {
   test('error: a missing stamp, malformed JSON, an oversized body, a stale timestamp', async () => {
     const missing = await fetch(`${kms.url}/public/v1/query/whoami`, { method: 'POST', body: '{}' })
     expect([missing.status, await missing.json()]).toEqual([401, { code: 16, message: 'missing stamp: send X-Stamp or X-Stamp-Webauthn', details: [] }])
-    expect(await post('/public/v1/query/whoami', '{"organizationId":')).toEqual({ status: 400, body: { code: 3, message: 'the request body is not JSON', details: [] } })
+    expect(await post('/public/v1/query/whoami', '{"organizationId":')).toEqual({
+      status: 400,
+      body: { code: 3, message: 'the request body is not JSON', details: [] },
+    })
     expect((await post('/public/v1/query/whoami', JSON.stringify({ organizationId: parent.organizationId, padding: 'x'.repeat(300 * 1024) }))).status).toBe(413)
     const stale = JSON.stringify({
       type: 'ACTIVITY_TYPE_CREATE_WALLET',
@@ -220,7 +234,12 @@ describe('refusals', () => {
         type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
         timestampMs: String(clock),
         organizationId: parent.organizationId,
-        parameters: { signWith: '0x000000000000000000000000000000000000dEaD', payload: `0x${'11'.repeat(32)}`, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+        parameters: {
+          signWith: '0x000000000000000000000000000000000000dEaD',
+          payload: `0x${'11'.repeat(32)}`,
+          encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+          hashFunction: 'HASH_FUNCTION_NO_OP',
+        },
       }),
     ).rejects.toThrow(`Turnkey error 5: no wallet account with address 0x000000000000000000000000000000000000dEaD in organization ${parent.organizationId}`)
   })

@@ -49,7 +49,10 @@ describe('OAuth providers', () => {
       type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
       timestampMs: harness.timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { userId: sub.userId, oauthProviders: [{ providerName: 'Apple', oidcClaims: { iss: 'https://appleid.apple.com', aud: 'apple-app', sub: 'apple-subject' } }] },
+      parameters: {
+        userId: sub.userId,
+        oauthProviders: [{ providerName: 'Apple', oidcClaims: { iss: 'https://appleid.apple.com', aud: 'apple-app', sub: 'apple-subject' } }],
+      },
     })
     const appleId = added.activity.result.createOauthProvidersResultV2!.providerIds[0]
     const { oauthProviders } = await sub.client.getOauthProviders({ organizationId: sub.organizationId, userId: sub.userId })
@@ -63,23 +66,45 @@ describe('OAuth providers', () => {
   test('error: an identity registered twice is 6; a provider with both or neither of token and claims is 3; nothing is added', async () => {
     const sub = await withGoogleUser()
     const create = (oauthProviders: { providerName: string; oidcToken?: string; oidcClaims?: { iss: string; aud: string; sub: string } }[]) =>
-      sub.client.createOauthProviders({ type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2', timestampMs: harness.timestampMs(), organizationId: sub.organizationId, parameters: { userId: sub.userId, oauthProviders } })
-    await expect(create([{ providerName: 'Other', oidcClaims: { iss: 'https://other', aud: 'a', sub: 'b' } }, { providerName: 'Again', oidcClaims: { iss: ISSUER, aud: AUDIENCE, sub: sub.subject } }])).rejects.toThrow(
-      `Turnkey error 6: the OAuth identity ${sub.subject} of ${ISSUER} is already registered in organization ${sub.organizationId}`,
+      sub.client.createOauthProviders({
+        type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { userId: sub.userId, oauthProviders },
+      })
+    await expect(
+      create([
+        { providerName: 'Other', oidcClaims: { iss: 'https://other', aud: 'a', sub: 'b' } },
+        { providerName: 'Again', oidcClaims: { iss: ISSUER, aud: AUDIENCE, sub: sub.subject } },
+      ]),
+    ).rejects.toThrow(`Turnkey error 6: the OAuth identity ${sub.subject} of ${ISSUER} is already registered in organization ${sub.organizationId}`)
+    await expect(create([{ providerName: 'Neither' }])).rejects.toThrow(
+      'Turnkey error 3: invalid parameters: oauthProviders.0: give either oidcToken or oidcClaims',
     )
-    await expect(create([{ providerName: 'Neither' }])).rejects.toThrow('Turnkey error 3: invalid parameters: oauthProviders.0: give either oidcToken or oidcClaims')
-    await expect(create([{ providerName: 'Broken', oidcToken: 'a.b' }])).rejects.toThrow('Turnkey error 3: oidcToken is not a JWT: expected three base64url parts')
-    expect((await sub.client.getOauthProviders({ organizationId: sub.organizationId })).oauthProviders.map((provider) => provider.providerName)).toEqual(['Google'])
+    await expect(create([{ providerName: 'Broken', oidcToken: 'a.b' }])).rejects.toThrow(
+      'Turnkey error 3: oidcToken is not a JWT: expected three base64url parts',
+    )
+    expect((await sub.client.getOauthProviders({ organizationId: sub.organizationId })).oauthProviders.map((provider) => provider.providerName)).toEqual([
+      'Google',
+    ])
   })
 
   test('behavior: delete_oauth_providers removes the identity, which then signs no one in', async () => {
     const sub = await withGoogleUser()
-    const { activity } = await sub.client.deleteOauthProviders({ type: 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS', timestampMs: harness.timestampMs(), organizationId: sub.organizationId, parameters: { userId: sub.userId, providerIds: [sub.providerId] } })
+    const { activity } = await sub.client.deleteOauthProviders({
+      type: 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userId: sub.userId, providerIds: [sub.providerId] },
+    })
     expect(activity.result.deleteOauthProvidersResult).toEqual({ providerIds: [sub.providerId] })
     const target = generateP256KeyPair()
-    await expect(oauth(sub.organizationId, { oidcToken: oidcToken({ sub: sub.subject, nonce: nonceFor(target.publicKeyUncompressed) }), targetPublicKey: target.publicKeyUncompressed })).rejects.toThrow(
-      `Turnkey error 5: no user in organization ${sub.organizationId} has the OAuth identity ${sub.subject} of ${ISSUER}`,
-    )
+    await expect(
+      oauth(sub.organizationId, {
+        oidcToken: oidcToken({ sub: sub.subject, nonce: nonceFor(target.publicKeyUncompressed) }),
+        targetPublicKey: target.publicKeyUncompressed,
+      }),
+    ).rejects.toThrow(`Turnkey error 5: no user in organization ${sub.organizationId} has the OAuth identity ${sub.subject} of ${ISSUER}`)
   })
 })
 
@@ -97,13 +122,21 @@ describe('sign-in with an OIDC token', () => {
     const apiPrivateKey = decryptCredentialBundle(result.credentialBundle, embedded.privateKey)
     const user = harness.client({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') })
     expect(await user.getWhoami({ organizationId: sub.organizationId })).toMatchObject({ userId: sub.userId })
-    expect((await backend.getApiKey({ organizationId: sub.organizationId, apiKeyId: result.apiKeyId })).apiKey).toMatchObject({ credential: { type: 'CREDENTIAL_TYPE_OAUTH_KEY_P256' }, expirationSeconds: '900' })
+    expect((await backend.getApiKey({ organizationId: sub.organizationId, apiKeyId: result.apiKeyId })).apiKey).toMatchObject({
+      credential: { type: 'CREDENTIAL_TYPE_OAUTH_KEY_P256' },
+      expirationSeconds: '900',
+    })
   })
 
   test('behavior: through @turnkey/sdk-server, with invalidateExisting dropping the earlier OAuth credential', async () => {
     const { kms, parentKey } = harness
     const sub = await withGoogleUser()
-    const sdk = new Turnkey({ apiBaseUrl: kms.url, apiPublicKey: parentKey.apiPublicKey, apiPrivateKey: parentKey.apiPrivateKey, defaultOrganizationId: harness.parent.organizationId }).apiClient()
+    const sdk = new Turnkey({
+      apiBaseUrl: kms.url,
+      apiPublicKey: parentKey.apiPublicKey,
+      apiPrivateKey: parentKey.apiPrivateKey,
+      defaultOrganizationId: harness.parent.organizationId,
+    }).apiClient()
     const signIn = async (invalidateExisting: boolean) => {
       const embedded = generateP256KeyPair()
       const token = oidcToken({ sub: sub.subject, nonce: nonceFor(embedded.publicKeyUncompressed) })
@@ -124,7 +157,11 @@ describe('sign-in with an OIDC token', () => {
       type: 'ACTIVITY_TYPE_OAUTH_LOGIN',
       timestampMs: harness.timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { oidcToken: oidcToken({ sub: sub.subject, nonce: nonceFor(session.apiPublicKey) }), publicKey: session.apiPublicKey, expirationSeconds: '600' },
+      parameters: {
+        oidcToken: oidcToken({ sub: sub.subject, nonce: nonceFor(session.apiPublicKey) }),
+        publicKey: session.apiPublicKey,
+        expirationSeconds: '600',
+      },
     })
     const jwt = activity.result.oauthLoginResult!.session
     expect(await verifySessionJwtSignature(jwt, harness.kms.signerPublicKey)).toBe(true)
@@ -147,13 +184,19 @@ describe('sign-in with an OIDC token', () => {
     await expect(attempt(oidcToken({ sub: sub.subject, nonce: nonceFor(generateP256KeyPair().publicKeyUncompressed) }))).rejects.toThrow(
       'Turnkey error 3: the OIDC token nonce must be the hex SHA-256 of the public key the credential is for',
     )
-    await expect(attempt(oidcToken({ sub: sub.subject }))).rejects.toThrow('Turnkey error 3: the OIDC token nonce must be the hex SHA-256 of the public key the credential is for')
+    await expect(attempt(oidcToken({ sub: sub.subject }))).rejects.toThrow(
+      'Turnkey error 3: the OIDC token nonce must be the hex SHA-256 of the public key the credential is for',
+    )
     const expired = Math.floor(harness.clock.now / 1000) - 1
-    await expect(attempt(oidcToken({ sub: sub.subject, nonce, exp: expired }))).rejects.toThrow(`Turnkey error 3: the OIDC token expired at ${new Date(expired * 1000).toISOString()}`)
+    await expect(attempt(oidcToken({ sub: sub.subject, nonce, exp: expired }))).rejects.toThrow(
+      `Turnkey error 3: the OIDC token expired at ${new Date(expired * 1000).toISOString()}`,
+    )
     await expect(attempt(oidcToken({ sub: sub.subject, nonce, aud: 'another-app' }))).rejects.toThrow(
       `Turnkey error 5: no user in organization ${sub.organizationId} has the OAuth identity ${sub.subject} of ${ISSUER}`,
     )
-    await expect(attempt(`${encode({ alg: 'RS256' })}.${encode({ iss: ISSUER, aud: AUDIENCE })}.c2ln`)).rejects.toThrow('Turnkey error 3: oidcToken claims are incomplete: sub: Invalid input')
+    await expect(attempt(`${encode({ alg: 'RS256' })}.${encode({ iss: ISSUER, aud: AUDIENCE })}.c2ln`)).rejects.toThrow(
+      'Turnkey error 3: oidcToken claims are incomplete: sub: Invalid input',
+    )
     await expect(attempt('not-a-jwt')).rejects.toThrow('Turnkey error 3: oidcToken is not a JWT: expected three base64url parts')
     expect(await keyCount(sub.organizationId, sub.userId)).toBe(before)
     // An audience list naming the registered one is accepted.

@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto'
+import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { verifySessionJwtSignature } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
-import { getFreePort } from '@latchkey/devnet'
 import { hashMessage, recoverAddress, serializeSignature } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createKms, type Kms } from '../src/index.js'
+import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
-import { generateApiKeyPair as apiKeyPair } from '../src/index.js'
 import { testDatabase } from './database.js'
 
 // Passkeys with the official @turnkey/webauthn-stamper and a software authenticator (authenticator.ts).
@@ -37,7 +36,10 @@ function signUp(attestation: ReturnType<ReturnType<typeof softwareAuthenticator>
       subOrganizationName: `${name} ${attestation.credentialId}`,
       rootQuorumThreshold: 1,
       rootUsers: [{ userName: name, apiKeys: [], authenticators: [{ authenticatorName: 'Passkey', challenge, attestation }], oauthProviders: [] }],
-      wallet: { walletName: 'Turnkey HD', accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
+      wallet: {
+        walletName: 'Turnkey HD',
+        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+      },
     },
   })
 }
@@ -78,7 +80,9 @@ describe('passkeys', () => {
   test('error: an attestation from another origin is refused', async () => {
     const authenticator = softwareAuthenticator({ origin: 'https://phishing.test' })
     const challenge = randomBytes(32).toString('base64url')
-    await expect(signUp(authenticator.register(challenge), challenge)).rejects.toThrow(/^Turnkey error 3: the passkey attestation does not verify: .*phishing\.test/)
+    await expect(signUp(authenticator.register(challenge), challenge)).rejects.toThrow(
+      /^Turnkey error 3: the passkey attestation does not verify: .*phishing\.test/,
+    )
   })
 
   test('error: a stamp whose signature counter went back (a cloned authenticator) is refused', async () => {
@@ -105,7 +109,14 @@ describe('passkeys of a signed-in user', () => {
       parameters: {
         subOrganizationName: `api key user ${keys.apiPublicKey}`,
         rootQuorumThreshold: 1,
-        rootUsers: [{ userName: 'api key user', apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }],
+        rootUsers: [
+          {
+            userName: 'api key user',
+            apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+            authenticators: [],
+            oauthProviders: [],
+          },
+        ],
       },
     })
     const organizationId = activity.result.createSubOrganizationResultV8!.subOrganizationId!
@@ -121,7 +132,9 @@ describe('passkeys of a signed-in user', () => {
     })
     const [authenticatorId] = added.activity.result.createAuthenticatorsResult!.authenticatorIds
     const { authenticators } = await withKey.getAuthenticators({ organizationId, userId })
-    expect(authenticators.map((a) => [a.authenticatorId, a.authenticatorName, a.credentialId, a.transports])).toEqual([[authenticatorId, 'Laptop', authenticator.credentialId, ['AUTHENTICATOR_TRANSPORT_INTERNAL']]])
+    expect(authenticators.map((a) => [a.authenticatorId, a.authenticatorName, a.credentialId, a.transports])).toEqual([
+      [authenticatorId, 'Laptop', authenticator.credentialId, ['AUTHENTICATOR_TRANSPORT_INTERNAL']],
+    ])
 
     // The passkey alone: stamp_login registers a fresh session key and returns the session JWT.
     useAuthenticator(authenticator)
@@ -164,7 +177,12 @@ describe('passkeys of a signed-in user', () => {
     expect(claims).toMatchObject({ organization_id: subOrganizationId, user_id: rootUserIds![0] })
     // Only those two: anything else naming the parent is refused, and nothing is written there.
     await expect(
-      user.createWallet({ type: 'ACTIVITY_TYPE_CREATE_WALLET', timestampMs: String(clock), organizationId: parentOrganizationId, parameters: { walletName: 'sneaky', accounts: [] } }),
+      user.createWallet({
+        type: 'ACTIVITY_TYPE_CREATE_WALLET',
+        timestampMs: String(clock),
+        organizationId: parentOrganizationId,
+        parameters: { walletName: 'sneaky', accounts: [] },
+      }),
     ).rejects.toThrow('Turnkey error 16: could not find public key in organization or its parent organization')
     expect((await backend.getWallets({ organizationId: parentOrganizationId })).wallets.map((w) => w.walletName)).not.toContain('sneaky')
   })

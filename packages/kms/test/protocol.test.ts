@@ -31,12 +31,12 @@ function clientType(op: string): string | undefined {
 
 test('default: each path takes the activity type the client sends, with intent and result keys the clients know', () => {
   // The reading of the types file itself: a path's type, and keys that exist and keys that do not.
-  expect([clientType('create_users'), intentKeys.has('createUsersIntentV4'), resultKeys.has('createUsersResult'), resultKeys.has('createUsersResultV4')]).toEqual([
-    'ACTIVITY_TYPE_CREATE_USERS_V4',
-    true,
-    true,
-    false,
-  ])
+  expect([
+    clientType('create_users'),
+    intentKeys.has('createUsersIntentV4'),
+    resultKeys.has('createUsersResult'),
+    resultKeys.has('createUsersResultV4'),
+  ]).toEqual(['ACTIVITY_TYPE_CREATE_USERS_V4', true, true, false])
   const problems: string[] = []
   const ops = new Set(Object.values(ACTIVITIES).map((activity) => activity.op))
   for (const op of ops) {
@@ -53,15 +53,65 @@ test('default: each path takes the activity type the client sends, with intent a
 
 test('default: every operation of SPEC §7 that the client has is served', () => {
   const submits = [
-    'create_api_keys', 'create_api_only_users', 'create_authenticators', 'create_invitations', 'create_oauth_providers', 'create_policies', 'create_policy',
-    'create_private_key_tag', 'create_private_keys', 'create_read_only_session', 'create_read_write_session', 'create_sub_organization', 'create_user_tag',
-    'create_users', 'create_wallet', 'create_wallet_accounts', 'delete_api_keys', 'delete_authenticators', 'delete_invitation', 'delete_oauth_providers',
-    'delete_policy', 'delete_policies', 'delete_private_key_tags', 'delete_private_keys', 'delete_sub_organization', 'delete_user_tags', 'delete_users',
-    'delete_wallets', 'delete_wallet_accounts', 'email_auth', 'export_private_key', 'export_wallet', 'export_wallet_account', 'import_private_key',
-    'import_wallet', 'init_import_private_key', 'init_import_wallet', 'init_otp_auth', 'init_user_email_recovery', 'oauth', 'oauth_login', 'otp_auth',
-    'recover_user', 'remove_organization_feature', 'set_organization_feature', 'sign_raw_payload', 'sign_raw_payloads', 'sign_transaction', 'stamp_login',
-    'update_organization_name', 'update_policy', 'update_private_key_tag', 'update_root_quorum', 'update_user', 'update_user_email', 'update_user_name',
-    'update_user_phone_number', 'update_user_tag', 'update_wallet',
+    'create_api_keys',
+    'create_api_only_users',
+    'create_authenticators',
+    'create_invitations',
+    'create_oauth_providers',
+    'create_policies',
+    'create_policy',
+    'create_private_key_tag',
+    'create_private_keys',
+    'create_read_only_session',
+    'create_read_write_session',
+    'create_sub_organization',
+    'create_user_tag',
+    'create_users',
+    'create_wallet',
+    'create_wallet_accounts',
+    'delete_api_keys',
+    'delete_authenticators',
+    'delete_invitation',
+    'delete_oauth_providers',
+    'delete_policy',
+    'delete_policies',
+    'delete_private_key_tags',
+    'delete_private_keys',
+    'delete_sub_organization',
+    'delete_user_tags',
+    'delete_users',
+    'delete_wallets',
+    'delete_wallet_accounts',
+    'email_auth',
+    'export_private_key',
+    'export_wallet',
+    'export_wallet_account',
+    'import_private_key',
+    'import_wallet',
+    'init_import_private_key',
+    'init_import_wallet',
+    'init_otp_auth',
+    'init_user_email_recovery',
+    'oauth',
+    'oauth_login',
+    'otp_auth',
+    'recover_user',
+    'remove_organization_feature',
+    'set_organization_feature',
+    'sign_raw_payload',
+    'sign_raw_payloads',
+    'sign_transaction',
+    'stamp_login',
+    'update_organization_name',
+    'update_policy',
+    'update_private_key_tag',
+    'update_root_quorum',
+    'update_user',
+    'update_user_email',
+    'update_user_name',
+    'update_user_phone_number',
+    'update_user_tag',
+    'update_wallet',
   ]
   const served = new Set(Object.values(ACTIVITIES).map((activity) => activity.op))
   expect(submits.filter((op) => !served.has(op))).toEqual([])

@@ -1,5 +1,5 @@
-import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { getFreePort } from '@latchkey/devnet'
+import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { type ParsedMail, simpleParser } from 'mailparser'
 import { SMTPServer } from 'smtp-server'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -70,7 +70,11 @@ describe('createKms({ smtp })', () => {
     })
     expect(activity.result.emailAuthResult!.userId).toBe(sub.userId)
     const mail = await mailTo('smtp-user@example.test')
-    expect([mail.subject, mail.from?.text, mail.envelopeTo]).toEqual(['Sign in to Latchkey Demo', '"Latchkey" <login@latchkey.test>', ['smtp-user@example.test']])
+    expect([mail.subject, mail.from?.text, mail.envelopeTo]).toEqual([
+      'Sign in to Latchkey Demo',
+      '"Latchkey" <login@latchkey.test>',
+      ['smtp-user@example.test'],
+    ])
     const lines = mail.text!.split('\n')
     expect([lines[0], lines[4]]).toEqual(['Your sign-in credential for Latchkey Demo:', 'It works for 15 minutes.'])
     const apiPrivateKey = decryptCredentialBundle(lines[2]!, embedded.privateKey)
@@ -87,7 +91,11 @@ describe('createKms({ smtp })', () => {
         type: 'ACTIVITY_TYPE_CREATE_INVITATIONS',
         timestampMs: harness.timestampMs(),
         organizationId: sub.organizationId,
-        parameters: { invitations: [{ receiverUserName: 'x', receiverUserEmail: 'x@blocked.test', receiverUserTags: [], accessType: 'ACCESS_TYPE_WEB', senderUserId: sub.userId }] },
+        parameters: {
+          invitations: [
+            { receiverUserName: 'x', receiverUserEmail: 'x@blocked.test', receiverUserTags: [], accessType: 'ACCESS_TYPE_WEB', senderUserId: sub.userId },
+          ],
+        },
       }),
     ).rejects.toThrow("Turnkey error 14: could not send the email: Can't send mail - all recipients were rejected: 550 mailbox unavailable")
     expect((await sub.client.getOrganization({ organizationId: sub.organizationId })).organizationData.invitations).toEqual([])
@@ -106,7 +114,17 @@ describe(SMTP_URL_VARIABLE, () => {
         type: 'ACTIVITY_TYPE_CREATE_INVITATIONS',
         timestampMs: harness.timestampMs(),
         organizationId: sub.organizationId,
-        parameters: { invitations: [{ receiverUserName: 'grace', receiverUserEmail: 'grace@example.test', receiverUserTags: [], accessType: 'ACCESS_TYPE_ALL', senderUserId: sub.userId }] },
+        parameters: {
+          invitations: [
+            {
+              receiverUserName: 'grace',
+              receiverUserEmail: 'grace@example.test',
+              receiverUserTags: [],
+              accessType: 'ACCESS_TYPE_ALL',
+              senderUserId: sub.userId,
+            },
+          ],
+        },
       })
       const mail = await mailTo('grace@example.test')
       expect([mail.from?.text, mail.subject]).toEqual(['"Latchkey" <no-reply@127.0.0.1>', `root invited you to sub ${sub.keys.apiPublicKey.slice(2, 12)}`])

@@ -98,7 +98,9 @@ describe(`storage (${testBackend})`, () => {
     const db = openDatabase(location(await testDatabase()))
     try {
       db.insertOrganization(organization('a'))
-      expect(() => db.insertOrganization({ ...organization('a'), name: 'other' })).toThrow(/UNIQUE constraint failed: organizations.id|duplicate key value violates unique constraint "organizations_pkey"/)
+      expect(() => db.insertOrganization({ ...organization('a'), name: 'other' })).toThrow(
+        /UNIQUE constraint failed: organizations.id|duplicate key value violates unique constraint "organizations_pkey"/,
+      )
       expect(db.organization('a')?.name).toBe('org a')
     } finally {
       db.close()
@@ -124,7 +126,11 @@ describe(`storage (${testBackend})`, () => {
         created_at: 1,
         sealed_private_key: null,
       })
-      expect([address, address.toLowerCase(), address.toUpperCase().replace('0X', '0x')].map((form) => db.accountByAddress('o', form)?.id)).toEqual(['a', 'a', 'a'])
+      expect([address, address.toLowerCase(), address.toUpperCase().replace('0X', '0x')].map((form) => db.accountByAddress('o', form)?.id)).toEqual([
+        'a',
+        'a',
+        'a',
+      ])
       expect(db.walletAccountByAddress('w', address.toLowerCase())?.address).toBe(address)
     } finally {
       db.close()

@@ -3,8 +3,8 @@ import type { GetAccountReturnType } from '@latchkey/core'
 import type { ReactNode } from 'react'
 import type { Chain } from 'viem'
 import { useAccount } from './hooks/useAccount.js'
-import { useSignIn } from './hooks/useSignIn.js'
 import { useAccountModal, useConnectModal } from './hooks/useModal.js'
+import { useSignIn } from './hooks/useSignIn.js'
 import { loadModals } from './ModalHost.js'
 import './button.css'
 
@@ -61,9 +61,22 @@ export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false,
     return (
       <span className="lk-button-group">
         <button type="button" className="lk-button" disabled={signIn.isPending} onClick={() => void signIn.signIn().catch(() => {})}>
-          {signIn.status === 'signing' ? 'Check your wallet…' : signIn.status === 'verifying' ? 'Signing in…' : signIn.status === 'error' ? 'Try signing in again' : 'Sign in'}
+          {signIn.status === 'signing'
+            ? 'Check your wallet…'
+            : signIn.status === 'verifying'
+              ? 'Signing in…'
+              : signIn.status === 'error'
+                ? 'Try signing in again'
+                : 'Sign in'}
         </button>
-        <button type="button" className="lk-button lk-button-account" aria-label={`Account ${shortAddress(account.address)}`} onClick={accountModal.open} onPointerEnter={preload} onFocus={preload}>
+        <button
+          type="button"
+          className="lk-button lk-button-account"
+          aria-label={`Account ${shortAddress(account.address)}`}
+          onClick={accountModal.open}
+          onPointerEnter={preload}
+          onFocus={preload}
+        >
           <span className="lk-button-address">{shortAddress(account.address)}</span>
         </button>
       </span>

@@ -1,8 +1,9 @@
 // @vitest-environment happy-dom
-import { act, render, screen, waitFor } from '@testing-library/react'
-import userEvent from '@testing-library/user-event'
+
 import { connect, createClient, createMemoryStorage, injected } from '@latchkey/core'
 import { createDevWallet } from '@latchkey/core/dev'
+import { act, render, screen, waitFor } from '@testing-library/react'
+import userEvent from '@testing-library/user-event'
 import { privateKeyToAddress } from 'viem/accounts'
 import { expect, test } from 'vitest'
 import { anvilKeys, testChains } from '../../../test/chains.js'

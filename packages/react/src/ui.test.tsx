@@ -1,15 +1,15 @@
 // @vitest-environment happy-dom
-import { act, screen, waitFor, within } from '@testing-library/react'
-import userEvent from '@testing-library/user-event'
+
 import { connect, getWalletBook } from '@latchkey/core'
+import { act, cleanup, screen, waitFor, within } from '@testing-library/react'
+import userEvent from '@testing-library/user-event'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterEach, describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { renderWithClient } from '../../../test/react.js'
 import { ConnectButton } from './ConnectButton.js'
-import { notInstalled, ConnectModal } from './modal/ConnectModal.js'
 import { trimDecimals } from './modal/AccountModal.js'
-import { cleanup } from '@testing-library/react'
+import { ConnectModal, notInstalled } from './modal/ConnectModal.js'
 
 const address = privateKeyToAddress(anvilKeys[0])
 afterEach(cleanup)
@@ -32,7 +32,9 @@ describe('ConnectButton', () => {
 
   test('behavior: the render prop gets state and openers', async () => {
     renderWithClient(
-      <ConnectButton>{({ isConnected, status, openConnectModal }) => <button type="button" onClick={openConnectModal}>{`mine ${status} ${isConnected}`}</button>}</ConnectButton>,
+      <ConnectButton>
+        {({ isConnected, status, openConnectModal }) => <button type="button" onClick={openConnectModal}>{`mine ${status} ${isConnected}`}</button>}
+      </ConnectButton>,
     )
     await userEvent.click(screen.getByRole('button', { name: 'mine disconnected false' }))
     expect(await screen.findByRole('dialog', { name: 'Connect a wallet' })).toBeTruthy()
@@ -49,7 +51,9 @@ describe('connect modal', () => {
     const { storage } = renderWithClient(<ConnectButton />, {})
     storage.setItem('latchkey.recentConnectorId', '"other"')
     const dialog = await open()
-    const buttons = within(dialog).getAllByRole('button').filter((b) => b.getAttribute('aria-label') !== 'Close')
+    const buttons = within(dialog)
+      .getAllByRole('button')
+      .filter((b) => b.getAttribute('aria-label') !== 'Close')
     expect(buttons.map((b) => b.getAttribute('aria-label'))).toEqual(['Other Wallet', 'Dev Wallet'])
     expect(within(dialog).getByRole('button', { name: 'Other Wallet' }).getAttribute('aria-describedby')).toBeTruthy()
     expect(within(dialog).getByRole('button', { name: 'Dev Wallet' }).getAttribute('aria-describedby')).toBeNull()

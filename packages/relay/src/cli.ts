@@ -91,7 +91,10 @@ try {
 } catch (error) {
   await store.close()
   const code = (error as NodeJS.ErrnoException).code
-  exit(1, code === 'EADDRINUSE' ? `Port ${port} on ${host} is in use; choose another with --port or PORT` : `Could not start the relay: ${(error as Error).message}`)
+  exit(
+    1,
+    code === 'EADDRINUSE' ? `Port ${port} on ${host} is in use; choose another with --port or PORT` : `Could not start the relay: ${(error as Error).message}`,
+  )
 }
 
 // Installed before the line below: whoever waits for it may signal at once.

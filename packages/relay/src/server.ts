@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { hash } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { memoryStore, type RelayStore, type StoredMessage } from './store.js'
@@ -197,12 +197,7 @@ export function createRelay(options: RelayOptions): Relay {
     }
   }
 
-  async function handle(
-    connection: Connection,
-    method: string,
-    params: Record<string, unknown>,
-    after: (() => Promise<void>)[],
-  ): Promise<unknown> {
+  async function handle(connection: Connection, method: string, params: Record<string, unknown>, after: (() => Promise<void>)[]): Promise<unknown> {
     switch (method) {
       case 'irn_subscribe': {
         const topic = topicParam(params.topic)
@@ -287,9 +282,9 @@ export function createRelay(options: RelayOptions): Relay {
   function toStoredMessage(connection: Connection, params: Record<string, unknown>): StoredMessage {
     const topic = topicParam(params.topic)
     const message = params.message
-    if (typeof message !== 'string' || message.length === 0) throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: message must be a non-empty string')
-    if (Buffer.byteLength(message) > maxMessageBytes)
-      throw new RpcError(RelayErrorCode.tooLarge, `Message too large: at most ${maxMessageBytes} bytes`)
+    if (typeof message !== 'string' || message.length === 0)
+      throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: message must be a non-empty string')
+    if (Buffer.byteLength(message) > maxMessageBytes) throw new RpcError(RelayErrorCode.tooLarge, `Message too large: at most ${maxMessageBytes} bytes`)
     const ttl = params.ttl
     if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < MIN_TTL_S || ttl > MAX_TTL_S)
       throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: ttl must be whole seconds from ${MIN_TTL_S} to ${MAX_TTL_S}`)
@@ -441,17 +436,18 @@ const cors = {
 async function serveHttp(request: IncomingMessage, response: ServerResponse, rpc: Readonly<Record<string, string>>): Promise<void> {
   const url = new URL(request.url ?? '/', 'http://relay')
   const rpcError = (status: number, code: number, message: string): void =>
-    void response
-      .writeHead(status, { ...cors, 'content-type': 'application/json' })
-      .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }))
+    void response.writeHead(status, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }))
   if (url.pathname !== '/v1' && url.pathname !== '/v1/') {
-    response.writeHead(426, { 'content-type': 'text/plain' }).end('This is a WalletConnect relay: connect with a WebSocket, or POST JSON-RPC to /v1/?chainId=eip155:N.\n')
+    response
+      .writeHead(426, { 'content-type': 'text/plain' })
+      .end('This is a WalletConnect relay: connect with a WebSocket, or POST JSON-RPC to /v1/?chainId=eip155:N.\n')
     return
   }
   if (request.method === 'OPTIONS') return void response.writeHead(204, cors).end()
   if (request.method !== 'POST') return void response.writeHead(405, { ...cors, allow: 'POST, OPTIONS' }).end()
   const chainId = url.searchParams.get('chainId') ?? ''
-  if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(chainId)) return rpcError(400, RelayErrorCode.invalidParams, 'Invalid params: chainId must be a CAIP-2 id such as eip155:1')
+  if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(chainId))
+    return rpcError(400, RelayErrorCode.invalidParams, 'Invalid params: chainId must be a CAIP-2 id such as eip155:1')
   const upstream = rpc[chainId]
   if (!upstream) return rpcError(400, RelayErrorCode.invalidParams, `Unsupported chainId ${chainId}`)
   const chunks: Buffer[] = []
@@ -496,12 +492,14 @@ function parseFrame(text: string): Frame {
 }
 
 function topicParam(value: unknown): string {
-  if (typeof value !== 'string' || !TOPIC.test(value)) throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: topic must be 32 bytes of lowercase hex')
+  if (typeof value !== 'string' || !TOPIC.test(value))
+    throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: topic must be 32 bytes of lowercase hex')
   return value
 }
 
 function batchParam(value: unknown): Record<string, unknown>[] {
-  if (!Array.isArray(value) || value.length > MAX_BATCH) throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: messages must be a list of at most ${MAX_BATCH}`)
+  if (!Array.isArray(value) || value.length > MAX_BATCH)
+    throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: messages must be a list of at most ${MAX_BATCH}`)
   return value.map((entry) => (entry && typeof entry === 'object' ? entry : {}) as Record<string, unknown>)
 }
 
@@ -509,6 +507,7 @@ function batchParam(value: unknown): Record<string, unknown>[] {
 const internal = (error: unknown) => (error instanceof RpcError ? error : new RpcError(-32603, 'Internal error'))
 
 function topicsParam(value: unknown): string[] {
-  if (!Array.isArray(value) || value.length > MAX_BATCH) throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: topics must be a list of at most ${MAX_BATCH}`)
+  if (!Array.isArray(value) || value.length > MAX_BATCH)
+    throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: topics must be a list of at most ${MAX_BATCH}`)
   return value.map(topicParam)
 }

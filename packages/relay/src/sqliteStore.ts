@@ -32,9 +32,7 @@ export function sqliteStore(path: string): RelayStore {
   db.pragma('synchronous = NORMAL')
   migrate(db)
 
-  const insertMessage = db.prepare(
-    'insert into messages (id, topic, message, tag, published_at, expires_at, publisher) values (?, ?, ?, ?, ?, ?, ?)',
-  )
+  const insertMessage = db.prepare('insert into messages (id, topic, message, tag, published_at, expires_at, publisher) values (?, ?, ?, ?, ?, ?, ?)')
   const insertAcks = db.prepare('insert into acks (expires_at, entries) values (?, ?)')
   const deleteMessages = db.prepare('delete from messages where expires_at <= ?')
   const deleteAcks = db.prepare('delete from acks where expires_at <= ?')
@@ -42,7 +40,15 @@ export function sqliteStore(path: string): RelayStore {
   const index = memoryIndex()
   type Row = { id: string; topic: string; message: string; tag: number; published_at: number; expires_at: number; publisher: string }
   for (const row of db.prepare('select * from messages order by seq').iterate() as IterableIterator<Row>)
-    index.add({ id: row.id, topic: row.topic, message: row.message, tag: row.tag, publishedAt: row.published_at, expiresAt: row.expires_at, publisher: row.publisher })
+    index.add({
+      id: row.id,
+      topic: row.topic,
+      message: row.message,
+      tag: row.tag,
+      publishedAt: row.published_at,
+      expiresAt: row.expires_at,
+      publisher: row.publisher,
+    })
   for (const row of db.prepare('select entries from acks').iterate() as IterableIterator<{ entries: string }>)
     for (const entry of row.entries.split('\n')) {
       const [messageId = '', clientId = '', expiresAt] = entry.split(' ')

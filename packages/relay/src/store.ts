@@ -90,7 +90,7 @@ export function memoryIndex(): MemoryIndex {
     prune(now) {
       for (const [topic, list] of byTopic) {
         const kept = list.filter((m) => m.expiresAt > now)
-        for (const m of list) if (m.expiresAt <= now) (byId.delete(m.id), acks.delete(m.id))
+        for (const m of list) if (m.expiresAt <= now) byId.delete(m.id), acks.delete(m.id)
         if (kept.length) byTopic.set(topic, kept)
         else byTopic.delete(topic)
       }

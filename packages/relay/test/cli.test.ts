@@ -146,6 +146,8 @@ describe('relay CLI', () => {
     const port = await getFreePort()
     const relay = cli(['--port', String(await getFreePort()), '--redis', `redis://127.0.0.1:${port}`])
     expect(await relay.exited).toEqual({ code: 1, signal: null })
-    expect(relay.output().stderr).toMatch(new RegExp(`^Could not open the store: Could not connect to Redis at redis://127.0.0.1:${port} \\(store\\): .*ECONNREFUSED`))
+    expect(relay.output().stderr).toMatch(
+      new RegExp(`^Could not open the store: Could not connect to Redis at redis://127.0.0.1:${port} \\(store\\): .*ECONNREFUSED`),
+    )
   })
 })

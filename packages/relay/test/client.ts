@@ -16,9 +16,7 @@ export async function connectClient(url: string, options: { seed?: string; token
   const pushes: Push[] = []
   const waiters: ((push: Push) => void)[] = []
   let nextId = 1
-  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
-  )
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })))
   socket.on('message', (data) => {
     const payload = JSON.parse(data.toString())
     if (payload.method === 'irn_subscription') {
@@ -34,10 +32,7 @@ export async function connectClient(url: string, options: { seed?: string; token
     if (payload.error) entry.reject(Object.assign(new Error(payload.error.message), { code: payload.error.code }))
     else entry.resolve(payload.result)
   })
-  const opened = await Promise.race([
-    new Promise<boolean>((resolve) => socket.once('open', () => resolve(true))),
-    closed.then(() => false),
-  ])
+  const opened = await Promise.race([new Promise<boolean>((resolve) => socket.once('open', () => resolve(true))), closed.then(() => false)])
   return {
     seed,
     socket,

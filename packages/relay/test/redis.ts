@@ -29,7 +29,9 @@ async function start() {
   const ensured = spawnSync(process.execPath, [ensureScript], { encoding: 'utf8' })
   if (ensured.status !== 0) throw new Error(`redis-server is not available:\n${ensured.stderr}`)
   const port = await getFreePort()
-  const child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
   // Redis says when it accepts connections; that line is the synchronisation.
   await new Promise<void>((resolve, reject) => {

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { getFreePort } from '@latchkey/devnet'
-import { signRelayJwt } from '@latchkey/walletconnect'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { getFreePort } from '@latchkey/devnet'
+import { signRelayJwt } from '@latchkey/walletconnect'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { createRelay, memoryStore, type Relay, RelayCloseCode, RelayErrorCode, type RelayStore, redisStore, sqliteStore } from '../src/index.js'
 import { connectClient } from './client.js'
 import { freshRedisStore, redisUrl } from './redis.js'
@@ -24,264 +24,294 @@ const stores: [string, () => Promise<RelayStore>][] = [
 ]
 
 for (const [storeName, makeStore] of stores)
-describe(`relay on the ${storeName} store`, () => {
-let store: RelayStore
-beforeEach(async () => {
-  clock = Date.now()
-  store = await makeStore()
-  relay = createRelay({ port: await getFreePort(), store, now: () => clock, limits: { maxMessageBytes: 1024, maxSubscriptions: 3, maxRequestsPerSecond: 50 } })
-  await relay.start()
-})
-afterEach(async () => {
-  await relay.stop()
-  await store.close()
-})
-
-
-describe('auth', () => {
-  test('default: a valid token connects', async () => {
-    const client = await connectClient(relay.url)
-    expect(client.opened).toBe(true)
-    expect(relay.connections()).toBe(1)
-    await client.close()
-  })
-
-  test('error: a bad token is closed with 4001 and the reason', async () => {
-    const client = await connectClient(relay.url, { token: 'not-a-jwt' })
-    expect(await client.closed).toEqual({ code: RelayCloseCode.unauthorized, reason: 'the token is not a JWT' })
-  })
-
-  test('error: an expired token is closed with 4001 and the reason', async () => {
-    const seed = randomBytes(32).toString('hex')
-    const token = signRelayJwt({ seed, aud: relay.url, iat: Math.floor(clock / 1000) - 2 * 86_400 })
-    const client = await connectClient(relay.url, { token })
-    expect(await client.closed).toEqual({ code: RelayCloseCode.unauthorized, reason: 'the token has expired' })
-  })
-})
-
-describe('publish and subscribe', () => {
-  test('default: a subscriber gets the message with the WalletConnect push shape, and its id', async () => {
-    const alice = await connectClient(relay.url)
-    const bob = await connectClient(relay.url)
-    const t = topic()
-    const subscriptionId = await bob.request<string>('irn_subscribe', { topic: t })
-    expect(subscriptionId).toMatch(/^[0-9a-f]{64}$/)
-    expect(await alice.request('irn_publish', { topic: t, message: 'hello', ttl: 300, tag: 1108, prompt: false })).toBe(true)
-    const push = await bob.nextPush()
-    expect(push.params).toEqual({ id: subscriptionId, data: { topic: t, message: 'hello', publishedAt: clock, tag: 1108, attestation: '' } })
-  })
-
-  test('behavior: never echoed to the publisher, even when it subscribes to the topic', async () => {
-    const alice = await connectClient(relay.url)
-    const t = topic()
-    await alice.request('irn_subscribe', { topic: t })
-    await alice.request('irn_publish', { topic: t, message: 'mine', ttl: 300, tag: 1 })
-    await barrier(alice)
-    expect(alice.unread()).toBe(0)
-  })
-
-  test('behavior: store-and-forward: a later subscriber gets what was published before, in order', async () => {
-    const alice = await connectClient(relay.url)
-    const t = topic()
-    for (const message of ['one', 'two', 'three']) await alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 })
-    const bob = await connectClient(relay.url)
-    await bob.request('irn_subscribe', { topic: t })
-    const received = [await bob.nextPush(), await bob.nextPush(), await bob.nextPush()].map((p) => p.params.data.message)
-    expect(received).toEqual(['one', 'two', 'three'])
-  })
-
-  test('behavior: publishes sent without waiting for their receipts are stored and delivered in order', async () => {
-    const alice = await connectClient(relay.url)
-    const bob = await connectClient(relay.url)
-    const t = topic()
-    await bob.request('irn_subscribe', { topic: t })
-    const messages = Array.from({ length: 20 }, (_, index) => `m${index}`)
-    const receipts = messages.map((message) => alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 }))
-    expect(await Promise.all(receipts)).toEqual(messages.map(() => true))
-    const received = []
-    for (const _ of messages) received.push((await bob.nextPush()).params.data.message)
-    expect(received).toEqual(messages)
-  })
-
-  test('default: irn_batchPublish stores every message in order', async () => {
-    const alice = await connectClient(relay.url)
-    const t = topic()
-    const messages = ['one', 'two', 'three'].map((message) => ({ topic: t, message, ttl: 300, tag: 1 }))
-    expect(await alice.request('irn_batchPublish', { messages })).toBe(true)
-    const bob = await connectClient(relay.url)
-    await bob.request('irn_subscribe', { topic: t })
-    const received = [await bob.nextPush(), await bob.nextPush(), await bob.nextPush()].map((p) => p.params.data.message)
-    expect(received).toEqual(['one', 'two', 'three'])
-  })
-
-  test('behavior: acknowledged messages are not delivered again on resubscribe', async () => {
-    const alice = await connectClient(relay.url)
-    const seed = randomBytes(32).toString('hex')
-    const t = topic()
-    await alice.request('irn_publish', { topic: t, message: 'once', ttl: 300, tag: 1 })
-    const bob = await connectClient(relay.url, { seed })
-    await bob.request('irn_subscribe', { topic: t })
-    expect((await bob.nextPush()).params.data.message).toBe('once')
-    await barrier(bob) // the ack has been handled once the next request is answered
-    await bob.close()
-    const again = await connectClient(relay.url, { seed })
-    await again.request('irn_batchSubscribe', { topics: [t] })
-    await barrier(again)
-    expect(again.unread()).toBe(0)
-  })
-
-  test('behavior: an unacknowledged message is delivered again after a reconnect', async () => {
-    const alice = await connectClient(relay.url)
-    const seed = randomBytes(32).toString('hex')
-    const t = topic()
-    await alice.request('irn_publish', { topic: t, message: 'retry me', ttl: 300, tag: 1 })
-    const bob = await connectClient(relay.url, { seed, ack: false })
-    await bob.request('irn_subscribe', { topic: t })
-    expect((await bob.nextPush()).params.data.message).toBe('retry me')
-    await bob.close()
-    const again = await connectClient(relay.url, { seed })
-    await again.request('irn_subscribe', { topic: t })
-    expect((await again.nextPush()).params.data.message).toBe('retry me')
-  })
-
-  test('behavior: a message is kept for its TTL only', async () => {
-    const alice = await connectClient(relay.url)
-    const t = topic()
-    await alice.request('irn_publish', { topic: t, message: 'short-lived', ttl: 10, tag: 1 })
-    clock += 10_001
-    const bob = await connectClient(relay.url)
-    await bob.request('irn_subscribe', { topic: t })
-    await barrier(bob)
-    expect(bob.unread()).toBe(0)
-  })
-
-  test('behavior: the same message published twice is delivered once', async () => {
-    const alice = await connectClient(relay.url)
-    const bob = await connectClient(relay.url)
-    const t = topic()
-    await bob.request('irn_subscribe', { topic: t })
-    await alice.request('irn_publish', { topic: t, message: 'dup', ttl: 300, tag: 1 })
-    await alice.request('irn_publish', { topic: t, message: 'dup', ttl: 300, tag: 1 })
-    expect((await bob.nextPush()).params.data.message).toBe('dup')
-    await barrier(bob)
-    expect(bob.unread()).toBe(0)
-  })
-
-  test('behavior: after unsubscribe nothing more arrives', async () => {
-    const alice = await connectClient(relay.url)
-    const bob = await connectClient(relay.url)
-    const t = topic()
-    await bob.request('irn_subscribe', { topic: t })
-    await bob.request('irn_unsubscribe', { topic: t, id: 'x' })
-    await alice.request('irn_publish', { topic: t, message: 'late', ttl: 300, tag: 1 })
-    await barrier(bob)
-    expect(bob.unread()).toBe(0)
-  })
-
-  test('behavior: irn_batchFetchMessages returns what this client has not acknowledged', async () => {
-    const alice = await connectClient(relay.url)
-    const bob = await connectClient(relay.url)
-    const t = topic()
-    await alice.request('irn_publish', { topic: t, message: 'fetched', ttl: 300, tag: 5 })
-    const result = await bob.request<{ messages: { message: string; tag: number }[]; hasMore: boolean }>('irn_batchFetchMessages', { topics: [t] })
-    expect(result).toMatchObject({ hasMore: false, messages: [{ topic: t, message: 'fetched', tag: 5, attestation: '' }] })
-  })
-})
-
-describe('session methods', () => {
-  test('default: wc_proposeSession subscribes the dapp to the pairing topic and publishes the proposal', async () => {
-    const dapp = await connectClient(relay.url)
-    const wallet = await connectClient(relay.url)
-    const pairingTopic = topic()
-    await wallet.request('irn_subscribe', { topic: pairingTopic })
-    expect(await dapp.request('wc_proposeSession', { pairingTopic, sessionProposal: 'proposal', ttl: 300, correlationId: 1 })).toBe(true)
-    expect((await wallet.nextPush()).params.data).toMatchObject({ topic: pairingTopic, message: 'proposal', tag: 1100 })
-    // The answer on the pairing topic reaches the dapp without it ever calling irn_subscribe.
-    const sessionTopic = topic()
-    await wallet.request('wc_approveSession', {
-      sessionTopic,
-      pairingTopic,
-      sessionProposalResponse: 'response',
-      sessionSettlementRequest: 'settle',
-      ttl: 300,
-      correlationId: 1,
+  describe(`relay on the ${storeName} store`, () => {
+    let store: RelayStore
+    beforeEach(async () => {
+      clock = Date.now()
+      store = await makeStore()
+      relay = createRelay({
+        port: await getFreePort(),
+        store,
+        now: () => clock,
+        limits: { maxMessageBytes: 1024, maxSubscriptions: 3, maxRequestsPerSecond: 50 },
+      })
+      await relay.start()
     })
-    expect((await dapp.nextPush()).params.data).toMatchObject({ topic: pairingTopic, message: 'response', tag: 1101 })
-    await dapp.request('irn_subscribe', { topic: sessionTopic })
-    expect((await dapp.nextPush()).params.data).toMatchObject({ topic: sessionTopic, message: 'settle', tag: 1102 })
-  })
-})
-
-describe('bad input', () => {
-  const cases: [string, string, unknown, number, string][] = [
-    ['a topic that is not 32 bytes of hex', 'irn_subscribe', { topic: 'abc' }, RelayErrorCode.invalidParams, 'Invalid params: topic must be 32 bytes of lowercase hex'],
-    ['an unknown method', 'irn_teleport', {}, RelayErrorCode.methodNotFound, 'Method not found: irn_teleport'],
-    ['a ttl out of range', 'irn_publish', { topic: '1'.repeat(64), message: 'm', ttl: 5 }, RelayErrorCode.invalidParams, 'Invalid params: ttl must be whole seconds from 10 to 2592000'],
-    ['an empty message', 'irn_publish', { topic: '1'.repeat(64), message: '', ttl: 300 }, RelayErrorCode.invalidParams, 'Invalid params: message must be a non-empty string'],
-    ['a message over the size limit', 'irn_publish', { topic: '1'.repeat(64), message: 'x'.repeat(1025), ttl: 300 }, RelayErrorCode.tooLarge, 'Message too large: at most 1024 bytes'],
-  ]
-  for (const [name, method, params, code, message] of cases)
-    test(`error: ${name}`, async () => {
-      const client = await connectClient(relay.url)
-      await expect(client.request(method, params)).rejects.toMatchObject({ code, message })
-      // The connection survives and nothing was stored.
-      const t = topic()
-      expect(await client.request('irn_subscribe', { topic: t })).toMatch(/^[0-9a-f]{64}$/)
-      const other = await connectClient(relay.url)
-      expect(await other.request('irn_batchFetchMessages', { topics: ['1'.repeat(64)] })).toEqual({ messages: [], hasMore: false })
+    afterEach(async () => {
+      await relay.stop()
+      await store.close()
     })
 
-  test('error: an irn_batchPublish with one bad message stores none of them', async () => {
-    const client = await connectClient(relay.url)
-    const t = topic()
-    const messages = [{ topic: t, message: 'fine', ttl: 300 }, { topic: t, message: 'bad ttl', ttl: 1 }]
-    await expect(client.request('irn_batchPublish', { messages })).rejects.toMatchObject({
-      code: RelayErrorCode.invalidParams,
-      message: 'Invalid params: ttl must be whole seconds from 10 to 2592000',
+    describe('auth', () => {
+      test('default: a valid token connects', async () => {
+        const client = await connectClient(relay.url)
+        expect(client.opened).toBe(true)
+        expect(relay.connections()).toBe(1)
+        await client.close()
+      })
+
+      test('error: a bad token is closed with 4001 and the reason', async () => {
+        const client = await connectClient(relay.url, { token: 'not-a-jwt' })
+        expect(await client.closed).toEqual({ code: RelayCloseCode.unauthorized, reason: 'the token is not a JWT' })
+      })
+
+      test('error: an expired token is closed with 4001 and the reason', async () => {
+        const seed = randomBytes(32).toString('hex')
+        const token = signRelayJwt({ seed, aud: relay.url, iat: Math.floor(clock / 1000) - 2 * 86_400 })
+        const client = await connectClient(relay.url, { token })
+        expect(await client.closed).toEqual({ code: RelayCloseCode.unauthorized, reason: 'the token has expired' })
+      })
     })
-    await expect(client.request('irn_batchPublish', { messages: 'not a list' })).rejects.toMatchObject({
-      code: RelayErrorCode.invalidParams,
-      message: 'Invalid params: messages must be a list of at most 500',
+
+    describe('publish and subscribe', () => {
+      test('default: a subscriber gets the message with the WalletConnect push shape, and its id', async () => {
+        const alice = await connectClient(relay.url)
+        const bob = await connectClient(relay.url)
+        const t = topic()
+        const subscriptionId = await bob.request<string>('irn_subscribe', { topic: t })
+        expect(subscriptionId).toMatch(/^[0-9a-f]{64}$/)
+        expect(await alice.request('irn_publish', { topic: t, message: 'hello', ttl: 300, tag: 1108, prompt: false })).toBe(true)
+        const push = await bob.nextPush()
+        expect(push.params).toEqual({ id: subscriptionId, data: { topic: t, message: 'hello', publishedAt: clock, tag: 1108, attestation: '' } })
+      })
+
+      test('behavior: never echoed to the publisher, even when it subscribes to the topic', async () => {
+        const alice = await connectClient(relay.url)
+        const t = topic()
+        await alice.request('irn_subscribe', { topic: t })
+        await alice.request('irn_publish', { topic: t, message: 'mine', ttl: 300, tag: 1 })
+        await barrier(alice)
+        expect(alice.unread()).toBe(0)
+      })
+
+      test('behavior: store-and-forward: a later subscriber gets what was published before, in order', async () => {
+        const alice = await connectClient(relay.url)
+        const t = topic()
+        for (const message of ['one', 'two', 'three']) await alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 })
+        const bob = await connectClient(relay.url)
+        await bob.request('irn_subscribe', { topic: t })
+        const received = [await bob.nextPush(), await bob.nextPush(), await bob.nextPush()].map((p) => p.params.data.message)
+        expect(received).toEqual(['one', 'two', 'three'])
+      })
+
+      test('behavior: publishes sent without waiting for their receipts are stored and delivered in order', async () => {
+        const alice = await connectClient(relay.url)
+        const bob = await connectClient(relay.url)
+        const t = topic()
+        await bob.request('irn_subscribe', { topic: t })
+        const messages = Array.from({ length: 20 }, (_, index) => `m${index}`)
+        const receipts = messages.map((message) => alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 }))
+        expect(await Promise.all(receipts)).toEqual(messages.map(() => true))
+        const received = []
+        for (const _ of messages) received.push((await bob.nextPush()).params.data.message)
+        expect(received).toEqual(messages)
+      })
+
+      test('default: irn_batchPublish stores every message in order', async () => {
+        const alice = await connectClient(relay.url)
+        const t = topic()
+        const messages = ['one', 'two', 'three'].map((message) => ({ topic: t, message, ttl: 300, tag: 1 }))
+        expect(await alice.request('irn_batchPublish', { messages })).toBe(true)
+        const bob = await connectClient(relay.url)
+        await bob.request('irn_subscribe', { topic: t })
+        const received = [await bob.nextPush(), await bob.nextPush(), await bob.nextPush()].map((p) => p.params.data.message)
+        expect(received).toEqual(['one', 'two', 'three'])
+      })
+
+      test('behavior: acknowledged messages are not delivered again on resubscribe', async () => {
+        const alice = await connectClient(relay.url)
+        const seed = randomBytes(32).toString('hex')
+        const t = topic()
+        await alice.request('irn_publish', { topic: t, message: 'once', ttl: 300, tag: 1 })
+        const bob = await connectClient(relay.url, { seed })
+        await bob.request('irn_subscribe', { topic: t })
+        expect((await bob.nextPush()).params.data.message).toBe('once')
+        await barrier(bob) // the ack has been handled once the next request is answered
+        await bob.close()
+        const again = await connectClient(relay.url, { seed })
+        await again.request('irn_batchSubscribe', { topics: [t] })
+        await barrier(again)
+        expect(again.unread()).toBe(0)
+      })
+
+      test('behavior: an unacknowledged message is delivered again after a reconnect', async () => {
+        const alice = await connectClient(relay.url)
+        const seed = randomBytes(32).toString('hex')
+        const t = topic()
+        await alice.request('irn_publish', { topic: t, message: 'retry me', ttl: 300, tag: 1 })
+        const bob = await connectClient(relay.url, { seed, ack: false })
+        await bob.request('irn_subscribe', { topic: t })
+        expect((await bob.nextPush()).params.data.message).toBe('retry me')
+        await bob.close()
+        const again = await connectClient(relay.url, { seed })
+        await again.request('irn_subscribe', { topic: t })
+        expect((await again.nextPush()).params.data.message).toBe('retry me')
+      })
+
+      test('behavior: a message is kept for its TTL only', async () => {
+        const alice = await connectClient(relay.url)
+        const t = topic()
+        await alice.request('irn_publish', { topic: t, message: 'short-lived', ttl: 10, tag: 1 })
+        clock += 10_001
+        const bob = await connectClient(relay.url)
+        await bob.request('irn_subscribe', { topic: t })
+        await barrier(bob)
+        expect(bob.unread()).toBe(0)
+      })
+
+      test('behavior: the same message published twice is delivered once', async () => {
+        const alice = await connectClient(relay.url)
+        const bob = await connectClient(relay.url)
+        const t = topic()
+        await bob.request('irn_subscribe', { topic: t })
+        await alice.request('irn_publish', { topic: t, message: 'dup', ttl: 300, tag: 1 })
+        await alice.request('irn_publish', { topic: t, message: 'dup', ttl: 300, tag: 1 })
+        expect((await bob.nextPush()).params.data.message).toBe('dup')
+        await barrier(bob)
+        expect(bob.unread()).toBe(0)
+      })
+
+      test('behavior: after unsubscribe nothing more arrives', async () => {
+        const alice = await connectClient(relay.url)
+        const bob = await connectClient(relay.url)
+        const t = topic()
+        await bob.request('irn_subscribe', { topic: t })
+        await bob.request('irn_unsubscribe', { topic: t, id: 'x' })
+        await alice.request('irn_publish', { topic: t, message: 'late', ttl: 300, tag: 1 })
+        await barrier(bob)
+        expect(bob.unread()).toBe(0)
+      })
+
+      test('behavior: irn_batchFetchMessages returns what this client has not acknowledged', async () => {
+        const alice = await connectClient(relay.url)
+        const bob = await connectClient(relay.url)
+        const t = topic()
+        await alice.request('irn_publish', { topic: t, message: 'fetched', ttl: 300, tag: 5 })
+        const result = await bob.request<{ messages: { message: string; tag: number }[]; hasMore: boolean }>('irn_batchFetchMessages', { topics: [t] })
+        expect(result).toMatchObject({ hasMore: false, messages: [{ topic: t, message: 'fetched', tag: 5, attestation: '' }] })
+      })
     })
-    const other = await connectClient(relay.url)
-    expect(await other.request('irn_batchFetchMessages', { topics: [t] })).toEqual({ messages: [], hasMore: false })
-  })
 
-  test('error: a port in use rejects with EADDRINUSE and the running relay is untouched', async () => {
-    const second = createRelay({ port: relay.port })
-    await expect(second.start()).rejects.toMatchObject({ code: 'EADDRINUSE' })
-    const client = await connectClient(relay.url)
-    expect(client.opened).toBe(true)
-  })
+    describe('session methods', () => {
+      test('default: wc_proposeSession subscribes the dapp to the pairing topic and publishes the proposal', async () => {
+        const dapp = await connectClient(relay.url)
+        const wallet = await connectClient(relay.url)
+        const pairingTopic = topic()
+        await wallet.request('irn_subscribe', { topic: pairingTopic })
+        expect(await dapp.request('wc_proposeSession', { pairingTopic, sessionProposal: 'proposal', ttl: 300, correlationId: 1 })).toBe(true)
+        expect((await wallet.nextPush()).params.data).toMatchObject({ topic: pairingTopic, message: 'proposal', tag: 1100 })
+        // The answer on the pairing topic reaches the dapp without it ever calling irn_subscribe.
+        const sessionTopic = topic()
+        await wallet.request('wc_approveSession', {
+          sessionTopic,
+          pairingTopic,
+          sessionProposalResponse: 'response',
+          sessionSettlementRequest: 'settle',
+          ttl: 300,
+          correlationId: 1,
+        })
+        expect((await dapp.nextPush()).params.data).toMatchObject({ topic: pairingTopic, message: 'response', tag: 1101 })
+        await dapp.request('irn_subscribe', { topic: sessionTopic })
+        expect((await dapp.nextPush()).params.data).toMatchObject({ topic: sessionTopic, message: 'settle', tag: 1102 })
+      })
+    })
 
-  test('error: a frame that is not JSON gets a parse error and the connection stays', async () => {
-    const client = await connectClient(relay.url)
-    const reply = new Promise<string>((resolve) => client.socket.once('message', (data) => resolve(data.toString())))
-    client.socket.send('{nope')
-    expect(JSON.parse(await reply)).toEqual({ id: null, jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the frame is not JSON' } })
-    expect(await client.request('irn_subscribe', { topic: topic() })).toMatch(/^[0-9a-f]{64}$/)
-  })
+    describe('bad input', () => {
+      const cases: [string, string, unknown, number, string][] = [
+        [
+          'a topic that is not 32 bytes of hex',
+          'irn_subscribe',
+          { topic: 'abc' },
+          RelayErrorCode.invalidParams,
+          'Invalid params: topic must be 32 bytes of lowercase hex',
+        ],
+        ['an unknown method', 'irn_teleport', {}, RelayErrorCode.methodNotFound, 'Method not found: irn_teleport'],
+        [
+          'a ttl out of range',
+          'irn_publish',
+          { topic: '1'.repeat(64), message: 'm', ttl: 5 },
+          RelayErrorCode.invalidParams,
+          'Invalid params: ttl must be whole seconds from 10 to 2592000',
+        ],
+        [
+          'an empty message',
+          'irn_publish',
+          { topic: '1'.repeat(64), message: '', ttl: 300 },
+          RelayErrorCode.invalidParams,
+          'Invalid params: message must be a non-empty string',
+        ],
+        [
+          'a message over the size limit',
+          'irn_publish',
+          { topic: '1'.repeat(64), message: 'x'.repeat(1025), ttl: 300 },
+          RelayErrorCode.tooLarge,
+          'Message too large: at most 1024 bytes',
+        ],
+      ]
+      for (const [name, method, params, code, message] of cases)
+        test(`error: ${name}`, async () => {
+          const client = await connectClient(relay.url)
+          await expect(client.request(method, params)).rejects.toMatchObject({ code, message })
+          // The connection survives and nothing was stored.
+          const t = topic()
+          expect(await client.request('irn_subscribe', { topic: t })).toMatch(/^[0-9a-f]{64}$/)
+          const other = await connectClient(relay.url)
+          expect(await other.request('irn_batchFetchMessages', { topics: ['1'.repeat(64)] })).toEqual({ messages: [], hasMore: false })
+        })
 
-  test('error: more subscriptions than allowed', async () => {
-    const client = await connectClient(relay.url)
-    for (let i = 0; i < 3; i++) await client.request('irn_subscribe', { topic: topic() })
-    await expect(client.request('irn_subscribe', { topic: topic() })).rejects.toMatchObject({
-      code: RelayErrorCode.tooManySubscriptions,
-      message: 'Too many subscriptions: at most 3 per connection',
+      test('error: an irn_batchPublish with one bad message stores none of them', async () => {
+        const client = await connectClient(relay.url)
+        const t = topic()
+        const messages = [
+          { topic: t, message: 'fine', ttl: 300 },
+          { topic: t, message: 'bad ttl', ttl: 1 },
+        ]
+        await expect(client.request('irn_batchPublish', { messages })).rejects.toMatchObject({
+          code: RelayErrorCode.invalidParams,
+          message: 'Invalid params: ttl must be whole seconds from 10 to 2592000',
+        })
+        await expect(client.request('irn_batchPublish', { messages: 'not a list' })).rejects.toMatchObject({
+          code: RelayErrorCode.invalidParams,
+          message: 'Invalid params: messages must be a list of at most 500',
+        })
+        const other = await connectClient(relay.url)
+        expect(await other.request('irn_batchFetchMessages', { topics: [t] })).toEqual({ messages: [], hasMore: false })
+      })
+
+      test('error: a port in use rejects with EADDRINUSE and the running relay is untouched', async () => {
+        const second = createRelay({ port: relay.port })
+        await expect(second.start()).rejects.toMatchObject({ code: 'EADDRINUSE' })
+        const client = await connectClient(relay.url)
+        expect(client.opened).toBe(true)
+      })
+
+      test('error: a frame that is not JSON gets a parse error and the connection stays', async () => {
+        const client = await connectClient(relay.url)
+        const reply = new Promise<string>((resolve) => client.socket.once('message', (data) => resolve(data.toString())))
+        client.socket.send('{nope')
+        expect(JSON.parse(await reply)).toEqual({ id: null, jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the frame is not JSON' } })
+        expect(await client.request('irn_subscribe', { topic: topic() })).toMatch(/^[0-9a-f]{64}$/)
+      })
+
+      test('error: more subscriptions than allowed', async () => {
+        const client = await connectClient(relay.url)
+        for (let i = 0; i < 3; i++) await client.request('irn_subscribe', { topic: topic() })
+        await expect(client.request('irn_subscribe', { topic: topic() })).rejects.toMatchObject({
+          code: RelayErrorCode.tooManySubscriptions,
+          message: 'Too many subscriptions: at most 3 per connection',
+        })
+      })
+
+      test('error: a flood of requests is refused and the connection closed with 4008', async () => {
+        const client = await connectClient(relay.url)
+        const t = topic()
+        const results = await Promise.allSettled(Array.from({ length: 51 }, () => client.request('irn_subscribe', { topic: t })))
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(50)
+        expect(results.at(-1)).toMatchObject({ status: 'rejected', reason: { code: RelayErrorCode.rateLimited } })
+        expect(await client.closed).toEqual({ code: RelayCloseCode.policy, reason: 'rate limit exceeded' })
+      })
     })
   })
-
-  test('error: a flood of requests is refused and the connection closed with 4008', async () => {
-    const client = await connectClient(relay.url)
-    const t = topic()
-    const results = await Promise.allSettled(Array.from({ length: 51 }, () => client.request('irn_subscribe', { topic: t })))
-    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(50)
-    expect(results.at(-1)).toMatchObject({ status: 'rejected', reason: { code: RelayErrorCode.rateLimited } })
-    expect(await client.closed).toEqual({ code: RelayCloseCode.policy, reason: 'rate limit exceeded' })
-  })
-})
-
-})
 
 test('behavior: with the sqlite store, a message waits across a relay restart', async () => {
   const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')

@@ -131,7 +131,12 @@ test('behavior: a file in the second layout (a row per ack) is migrated with its
   old.close()
   const store = sqliteStore(path)
   expect((await store.list('t', 0)).map((m) => m.id)).toEqual(['a', 'b'])
-  expect([await store.isAcked('alice', 'a'), await store.isAcked('alice', 'b'), await store.isAcked('bob', 'a'), await store.isAcked('bob', 'b')]).toEqual([true, true, false, true])
+  expect([await store.isAcked('alice', 'a'), await store.isAcked('alice', 'b'), await store.isAcked('bob', 'a'), await store.isAcked('bob', 'b')]).toEqual([
+    true,
+    true,
+    false,
+    true,
+  ])
   await store.close()
 })
 
@@ -150,4 +155,3 @@ test('behavior: the sqlite store forgets, across a restart, acks of messages pru
   expect([await second.isAcked('alice', 'long'), await second.isAcked('alice', 'short')]).toEqual([true, false])
   await second.close()
 })
-

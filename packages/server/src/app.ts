@@ -48,10 +48,10 @@ export type ServerAppOptions = {
   sessionSeconds?: number | undefined
 }
 
+export { ServerError } from './errors.js'
 export { LIMITS, SESSION_COOKIE } from './internal/context.js'
 export { SIWE_COOKIE, SIWE_TIMES, type SiweChain } from './internal/siwe.js'
 export { WALLET_NAME } from './internal/wallet.js'
-export { ServerError } from './errors.js'
 
 /**
  * The app backend as a Hono app. It holds the parent organization's API key and is the only place
@@ -99,7 +99,13 @@ export function createServerApp(options: ServerAppOptions) {
   })
 
   // What the browser's embedded wallet needs to talk to the kms itself: nothing secret.
-  app.get('/auth/config', (c) => c.json({ organizationId: options.organizationId, kmsUrl: options.publicKmsUrl ?? options.kmsUrl, ...(options.framesUrl ? { framesUrl: options.framesUrl } : {}) }))
+  app.get('/auth/config', (c) =>
+    c.json({
+      organizationId: options.organizationId,
+      kmsUrl: options.publicKmsUrl ?? options.kmsUrl,
+      ...(options.framesUrl ? { framesUrl: options.framesUrl } : {}),
+    }),
+  )
   app.post('/auth/email/start', emailStart(context))
   app.post('/auth/email/verify', emailVerify(context))
   app.post('/auth/passkey/signup', passkeySignup(context))

@@ -1,7 +1,7 @@
 // Entry point of @latchkey/server.
-export { createServerApp, LIMITS, SESSION_COOKIE, ServerError, type ServerAppOptions, SIWE_COOKIE, SIWE_TIMES, type SiweChain, WALLET_NAME } from './app.js'
-export { RECOVERY_CODE_SECONDS } from './routes/recoveryStart.js'
+export { createServerApp, LIMITS, SESSION_COOKIE, type ServerAppOptions, ServerError, SIWE_COOKIE, SIWE_TIMES, type SiweChain, WALLET_NAME } from './app.js'
 export { SESSION_KEY_SECONDS } from './internal/schemas.js'
+export { RECOVERY_CODE_SECONDS } from './routes/recoveryStart.js'
 export { type AppServerOptions, createAppServer } from './service.js'
 export {
   type AccountRow,

@@ -150,7 +150,9 @@ export function openStore(path: string) {
       const byEmail = statements.account.get(email) as AccountRow | undefined
       if (byEmail) return byEmail
       const passkey = statements.passkeyAccountByEmail.get(email) as PasskeyAccountRow | undefined
-      return passkey ? { email, organization_id: passkey.organization_id, user_id: passkey.user_id, address: passkey.address, created_at: passkey.created_at } : undefined
+      return passkey
+        ? { email, organization_id: passkey.organization_id, user_id: passkey.user_id, address: passkey.address, created_at: passkey.created_at }
+        : undefined
     },
     insertAccount: (row: AccountRow) => void statements.insertAccount.run(row.email, row.organization_id, row.user_id, row.address, row.created_at),
     passkeyAccount: (credentialId: string) => statements.passkeyAccount.get(credentialId) as PasskeyAccountRow | undefined,
@@ -174,7 +176,18 @@ export function openStore(path: string) {
     spendSessionToken: (digest: string, expiresAt: number) => statements.spendSessionToken.run(digest, expiresAt).changes === 1,
     session: (id: string) => statements.session.get(id) as SessionRow | undefined,
     insertSession: (row: SessionRow) =>
-      void statements.insertSession.run(row.id, row.email, row.organization_id, row.user_id, row.address, row.kind, row.chain_id, row.wallet_kind, row.expires_at, row.created_at),
+      void statements.insertSession.run(
+        row.id,
+        row.email,
+        row.organization_id,
+        row.user_id,
+        row.address,
+        row.kind,
+        row.chain_id,
+        row.wallet_kind,
+        row.expires_at,
+        row.created_at,
+      ),
     deleteSession: (id: string) => void statements.deleteSession.run(id),
     /** The account of the embedded wallet at `address` (any case), if this backend created it. */
     accountByAddress: (address: string) => statements.accountByAddress.get({ address }) as KnownAccount | undefined,

@@ -1,13 +1,13 @@
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
+import { getFreePort } from '@latchkey/devnet'
+import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
-import { getFreePort } from '@latchkey/devnet'
-import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
-import { createServerApp, openStore, type ServerAppOptions, type SiweChain, type Store } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from '../../kms/test/authenticator.js'
+import { createServerApp, openStore, type ServerAppOptions, type SiweChain, type Store } from '../src/index.js'
 
 // The app backend against a real kms on loopback (passkeys accepted from http://localhost:5173,
 // rp id localhost, as the software authenticator presents them). Each test gets a fresh store and
@@ -67,7 +67,12 @@ export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
     const authenticator = softwareAuthenticator()
     const sessionKey = generateApiKeyPair()
     const challenge = randomBytes(32).toString('base64url')
-    const response = await post('/auth/passkey/signup', { ...fields, challenge, attestation: authenticator.register(challenge), sessionPublicKey: sessionKey.apiPublicKey })
+    const response = await post('/auth/passkey/signup', {
+      ...fields,
+      challenge,
+      attestation: authenticator.register(challenge),
+      sessionPublicKey: sessionKey.apiPublicKey,
+    })
     return { response, authenticator, sessionKey }
   }
 
@@ -105,7 +110,10 @@ export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
     expect(verify.status).toBe(200)
     const { credentialBundle, ...account } = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string; address: string }
     const apiPrivateKey = decryptCredentialBundle(credentialBundle, target.apiPrivateKey)
-    const user = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }))
+    const user = new TurnkeyClient(
+      { baseUrl: t.kms.url },
+      new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }),
+    )
     return { ...account, cookie: cookieOf(verify), user }
   }
 

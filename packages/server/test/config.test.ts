@@ -3,7 +3,14 @@ import { createServerApp, openStore } from '../src/index.js'
 
 // GET /auth/config: what the browser's embedded wallet needs, and nothing secret.
 
-const base = { kmsUrl: 'http://127.0.0.1:8090', organizationId: 'org-1', apiPublicKey: '02'.padEnd(66, '1'), apiPrivateKey: 'ab'.repeat(32), appName: 'Demo', allowedOrigins: ['http://localhost:5173'] }
+const base = {
+  kmsUrl: 'http://127.0.0.1:8090',
+  organizationId: 'org-1',
+  apiPublicKey: '02'.padEnd(66, '1'),
+  apiPrivateKey: 'ab'.repeat(32),
+  appName: 'Demo',
+  allowedOrigins: ['http://localhost:5173'],
+}
 
 test('default: the parent organization, the kms url browsers use and the frames url; never the API key', async () => {
   const app = createServerApp({ ...base, store: openStore(':memory:'), publicKmsUrl: 'http://localhost:8090', framesUrl: 'http://localhost:8091' })

@@ -47,7 +47,9 @@ describe('POST /auth/passkey/signup', () => {
     const { user: root } = await user.getUser({ organizationId: account.organizationId, userId: account.userId })
     expect([root.userName, root.userEmail]).toEqual([email, email])
     const { authenticators } = await user.getAuthenticators({ organizationId: account.organizationId, userId: account.userId })
-    expect(authenticators.map((a) => [a.authenticatorName, a.credentialId, a.transports])).toEqual([['Passkey', authenticator.credentialId, ['AUTHENTICATOR_TRANSPORT_INTERNAL']]])
+    expect(authenticators.map((a) => [a.authenticatorName, a.credentialId, a.transports])).toEqual([
+      ['Passkey', authenticator.credentialId, ['AUTHENTICATOR_TRANSPORT_INTERNAL']],
+    ])
     const { wallets } = await user.getWallets({ organizationId: account.organizationId })
     expect(wallets.map((wallet) => wallet.walletName)).toEqual(['Turnkey HD'])
     const { accounts } = await user.getWalletAccounts({ organizationId: account.organizationId, walletId: wallets[0]!.walletId })
@@ -84,7 +86,10 @@ describe('POST /auth/passkey/signup', () => {
 
   test('error: neither an email nor a passkeyIdentifier; nothing is registered', async () => {
     const { response, authenticator, sessionKey } = await passkeySignup({})
-    expect(await answer(response)).toEqual([400, { error: { code: 'missing_identifier', message: 'Registering a passkey needs an email or a passkeyIdentifier' } }])
+    expect(await answer(response)).toEqual([
+      400,
+      { error: { code: 'missing_identifier', message: 'Registering a passkey needs an email or a passkeyIdentifier' } },
+    ])
     expect(response.headers.get('set-cookie')).toBeNull()
     await expectNothingRegistered(authenticator, sessionKey)
   })
@@ -109,13 +114,19 @@ describe('POST /auth/passkey/signup', () => {
     const email = newEmail()
     expect((await post('/auth/email/start', { email })).status).toBe(200)
     const first = await passkeySignup({ email: email.toUpperCase() })
-    expect(await answer(first.response)).toEqual([409, { error: { code: 'account_exists', message: 'An account with this email already exists; sign in instead' } }])
+    expect(await answer(first.response)).toEqual([
+      409,
+      { error: { code: 'account_exists', message: 'An account with this email already exists; sign in instead' } },
+    ])
     await expectNothingRegistered(first.authenticator, first.sessionKey)
 
     const other = newEmail()
     await signedUpWithPasskey({ email: other })
     const second = await passkeySignup({ email: other })
-    expect(await answer(second.response)).toEqual([409, { error: { code: 'account_exists', message: 'An account with this email already exists; sign in instead' } }])
+    expect(await answer(second.response)).toEqual([
+      409,
+      { error: { code: 'account_exists', message: 'An account with this email already exists; sign in instead' } },
+    ])
     await expectNothingRegistered(second.authenticator, second.sessionKey)
   })
 
@@ -123,7 +134,12 @@ describe('POST /auth/passkey/signup', () => {
     const { authenticator } = await signedUpWithPasskey()
     const challenge = randomBytes(32).toString('base64url')
     const sessionKey = generateApiKeyPair()
-    const again = await post('/auth/passkey/signup', { passkeyIdentifier: 'again', challenge, attestation: authenticator.register(challenge), sessionPublicKey: sessionKey.apiPublicKey })
+    const again = await post('/auth/passkey/signup', {
+      passkeyIdentifier: 'again',
+      challenge,
+      attestation: authenticator.register(challenge),
+      sessionPublicKey: sessionKey.apiPublicKey,
+    })
     expect(await answer(again)).toEqual([409, { error: { code: 'passkey_exists', message: 'This passkey is already registered; sign in with it' } }])
     await expect(withKey(sessionKey).getWhoami({ organizationId: t.parentOrganizationId })).rejects.toThrow(UNKNOWN_KEY)
   })
@@ -140,12 +156,16 @@ describe('POST /auth/passkey/signup', () => {
       [{ ...valid, sessionPublicKey: `02${'ff'.repeat(32)}` }, 'sessionPublicKey: is not a point on P-256'],
       [{ ...valid, challenge: randomBytes(16).toString('base64url') }, 'challenge: must be the base64url of 32 random bytes'],
       [{ ...valid, attestation: { ...valid.attestation, clientDataJson: 'not base64url!' } }, 'attestation.clientDataJson: must be base64url'],
-      [{ ...valid, attestation: { ...valid.attestation, transports: ['usb'] } }, expect.stringMatching(/^attestation\.transports\.0: Invalid option: expected one of "AUTHENTICATOR_TRANSPORT_BLE"/)],
+      [
+        { ...valid, attestation: { ...valid.attestation, transports: ['usb'] } },
+        expect.stringMatching(/^attestation\.transports\.0: Invalid option: expected one of "AUTHENTICATOR_TRANSPORT_BLE"/),
+      ],
       [{ ...valid, email: 'not-an-email' }, 'email: Invalid email address'],
       [{ ...valid, sessionSeconds: 10 }, 'sessionSeconds: must be at least 60 seconds'],
       [{ ...valid, sessionSeconds: 86_401 }, 'sessionSeconds: must be at most 86400 seconds'],
     ]
-    for (const [body, message] of cases) expect(await answer(await post('/auth/passkey/signup', body))).toEqual([400, { error: { code: 'invalid_request', message } }])
+    for (const [body, message] of cases)
+      expect(await answer(await post('/auth/passkey/signup', body))).toEqual([400, { error: { code: 'invalid_request', message } }])
     await expectNothingRegistered(authenticator, sessionKey)
   })
 })
@@ -195,14 +215,28 @@ describe('POST /auth/login', () => {
       parameters: {
         subOrganizationName: 'made elsewhere',
         rootQuorumThreshold: 1,
-        rootUsers: [{ userName: 'elsewhere', userEmail: 'elsewhere@example.test', apiKeys: [], authenticators: [{ authenticatorName: 'Passkey', challenge, attestation: authenticator.register(challenge) }], oauthProviders: [] }],
-        wallet: { walletName: 'Turnkey HD', accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
+        rootUsers: [
+          {
+            userName: 'elsewhere',
+            userEmail: 'elsewhere@example.test',
+            apiKeys: [],
+            authenticators: [{ authenticatorName: 'Passkey', challenge, attestation: authenticator.register(challenge) }],
+            oauthProviders: [],
+          },
+        ],
+        wallet: {
+          walletName: 'Turnkey HD',
+          accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+        },
       },
     })
     const created = activity.result.createSubOrganizationResultV8!
     const jwt = await stampLogin(withPasskey(authenticator), generateApiKeyPair().apiPublicKey)
     const response = await post('/auth/login', { session: jwt })
-    expect(await answer(response)).toEqual([200, { organizationId: created.subOrganizationId, userId: created.rootUserIds![0], address: created.wallet!.addresses[0] }])
+    expect(await answer(response)).toEqual([
+      200,
+      { organizationId: created.subOrganizationId, userId: created.rootUserIds![0], address: created.wallet!.addresses[0] },
+    ])
     expect(await answer(await session(cookieOf(response)))).toMatchObject([200, { email: 'elsewhere@example.test', kind: 'passkey' }])
   })
 
@@ -213,10 +247,16 @@ describe('POST /auth/login', () => {
     const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString())
     const forged = Buffer.from(JSON.stringify({ ...claims, organization_id: other.organizationId, user_id: other.userId })).toString('base64url')
     const response = await post('/auth/login', { session: `${header}.${forged}.${signature}` })
-    expect(await answer(response)).toEqual([401, { error: { code: 'invalid_session', message: 'The session token is not signed by the key-management service' } }])
+    expect(await answer(response)).toEqual([
+      401,
+      { error: { code: 'invalid_session', message: 'The session token is not signed by the key-management service' } },
+    ])
     expect(response.headers.get('set-cookie')).toBeNull()
     const truncated = await post('/auth/login', { session: `${header}.${payload}.${signature!.slice(0, 20)}` })
-    expect(await answer(truncated)).toEqual([401, { error: { code: 'invalid_session', message: 'The session token is not signed by the key-management service' } }])
+    expect(await answer(truncated)).toEqual([
+      401,
+      { error: { code: 'invalid_session', message: 'The session token is not signed by the key-management service' } },
+    ])
   })
 
   test('error: an expired JWT', async () => {
@@ -234,9 +274,18 @@ describe('POST /auth/login', () => {
 
   test('error: a JWT from another signer key, with the right claims', async () => {
     const account = await signedUpWithPasskey()
-    const claims = { exp: Math.floor(t.clock / 1000) + 900, public_key: generateApiKeyPair().apiPublicKey, session_type: 'SESSION_TYPE_READ_WRITE', user_id: account.userId, organization_id: account.organizationId }
+    const claims = {
+      exp: Math.floor(t.clock / 1000) + 900,
+      public_key: generateApiKeyPair().apiPublicKey,
+      session_type: 'SESSION_TYPE_READ_WRITE',
+      user_id: account.userId,
+      organization_id: account.organizationId,
+    }
     const response = await post('/auth/login', { session: jwtSigner().sign(claims) })
-    expect(await answer(response)).toEqual([401, { error: { code: 'invalid_session', message: 'The session token is not signed by the key-management service' } }])
+    expect(await answer(response)).toEqual([
+      401,
+      { error: { code: 'invalid_session', message: 'The session token is not signed by the key-management service' } },
+    ])
     expect(response.headers.get('set-cookie')).toBeNull()
   })
 
@@ -253,13 +302,26 @@ describe('POST /auth/login', () => {
       parameters: {
         subOrganizationName: 'theirs',
         rootQuorumThreshold: 1,
-        rootUsers: [{ userName: 'theirs', apiKeys: [], authenticators: [{ authenticatorName: 'Passkey', challenge, attestation: authenticator.register(challenge) }], oauthProviders: [] }],
-        wallet: { walletName: 'Turnkey HD', accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }] },
+        rootUsers: [
+          {
+            userName: 'theirs',
+            apiKeys: [],
+            authenticators: [{ authenticatorName: 'Passkey', challenge, attestation: authenticator.register(challenge) }],
+            oauthProviders: [],
+          },
+        ],
+        wallet: {
+          walletName: 'Turnkey HD',
+          accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+        },
       },
     })
     const theirs = await stampLogin(withPasskey(authenticator), generateApiKeyPair().apiPublicKey, otherParent)
     const foreign = await post('/auth/login', { session: theirs })
-    expect(await answer(foreign)).toEqual([401, { error: { code: 'unknown_organization', message: 'The session token is for an organization this app does not manage' } }])
+    expect(await answer(foreign)).toEqual([
+      401,
+      { error: { code: 'unknown_organization', message: 'The session token is for an organization this app does not manage' } },
+    ])
     expect(foreign.headers.get('set-cookie')).toBeNull()
 
     const parent = await stampLogin(withKey(t.backendKey), generateApiKeyPair().apiPublicKey)
@@ -275,20 +337,48 @@ describe('POST /auth/login', () => {
       type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
       timestampMs: String(t.clock),
       organizationId: t.parentOrganizationId,
-      parameters: { subOrganizationName: 'no wallet', rootQuorumThreshold: 1, rootUsers: [{ userName: 'no wallet', apiKeys: [{ apiKeyName: 'k', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] }] },
+      parameters: {
+        subOrganizationName: 'no wallet',
+        rootQuorumThreshold: 1,
+        rootUsers: [
+          {
+            userName: 'no wallet',
+            apiKeys: [{ apiKeyName: 'k', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+            authenticators: [],
+            oauthProviders: [],
+          },
+        ],
+      },
     })
     const jwt = await stampLogin(withKey(keys), generateApiKeyPair().apiPublicKey)
-    expect(await answer(await post('/auth/login', { session: jwt }))).toEqual([404, { error: { code: 'account_not_found', message: 'Account not found: the organization has no Ethereum wallet account' } }])
+    expect(await answer(await post('/auth/login', { session: jwt }))).toEqual([
+      404,
+      { error: { code: 'account_not_found', message: 'Account not found: the organization has no Ethereum wallet account' } },
+    ])
   })
 
   test('error: read-only or claim-less tokens from the right signer, and malformed bodies', async () => {
     // A backend that trusts a signer of our own, to sign what the kms never would.
     const signer = jwtSigner()
     const store = openStore(':memory:')
-    const app = createServerApp({ store, kmsUrl: t.kms.url, organizationId: t.parentOrganizationId, ...t.backendKey, sessionSignerPublicKey: signer.publicKey, appName: 'x', allowedOrigins: [] })
+    const app = createServerApp({
+      store,
+      kmsUrl: t.kms.url,
+      organizationId: t.parentOrganizationId,
+      ...t.backendKey,
+      sessionSignerPublicKey: signer.publicKey,
+      appName: 'x',
+      allowedOrigins: [],
+    })
     const login = (json: unknown) => app.request('/auth/login', { method: 'POST', body: JSON.stringify(json), headers: { 'content-type': 'application/json' } })
     const account = await signedUpWithPasskey()
-    const claims = { exp: Math.floor(t.clock / 1000) + 900, public_key: generateApiKeyPair().apiPublicKey, session_type: 'SESSION_TYPE_READ_WRITE', user_id: account.userId, organization_id: account.organizationId }
+    const claims = {
+      exp: Math.floor(t.clock / 1000) + 900,
+      public_key: generateApiKeyPair().apiPublicKey,
+      session_type: 'SESSION_TYPE_READ_WRITE',
+      user_id: account.userId,
+      organization_id: account.organizationId,
+    }
     try {
       expect(await answer(await login({ session: signer.sign({ ...claims, session_type: 'SESSION_TYPE_READ_ONLY' }) }))).toEqual([
         401,
@@ -300,7 +390,10 @@ describe('POST /auth/login', () => {
       ])
       // The same claims, signed right, are accepted (the account is looked up in the kms).
       expect((await login({ session: signer.sign(claims) })).status).toBe(200)
-      expect(await answer(await login({ session: 'not a jwt' }))).toEqual([400, { error: { code: 'invalid_request', message: 'session: must be a session JWT' } }])
+      expect(await answer(await login({ session: 'not a jwt' }))).toEqual([
+        400,
+        { error: { code: 'invalid_request', message: 'session: must be a session JWT' } },
+      ])
       expect(await answer(await login({ session: signer.sign(claims), kind: 'email' }))).toEqual([
         400,
         { error: { code: 'invalid_request', message: 'kind: Invalid option: expected one of "passkey"|"recovery"' } },

@@ -33,10 +33,19 @@ describe('POST /auth/recovery/start', () => {
     expect(await answer(login)).toEqual([200, { organizationId: account.organizationId, userId: account.userId, address: account.address }])
     // A recovery session lasts as long as its JWT (900 s here), not the 7 days of a sign-in.
     const { exp } = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as { exp: number }
-    expect(login.headers.get('set-cookie')).toMatch(new RegExp(`^latchkey_session=[\\w-]{43}; Max-Age=${Math.floor((exp * 1000 - at) / 1000)}; Path=/; HttpOnly; SameSite=Lax$`))
+    expect(login.headers.get('set-cookie')).toMatch(
+      new RegExp(`^latchkey_session=[\\w-]{43}; Max-Age=${Math.floor((exp * 1000 - at) / 1000)}; Path=/; HttpOnly; SameSite=Lax$`),
+    )
     expect(await answer(await session(cookieOf(login)))).toEqual([
       200,
-      { email, organizationId: account.organizationId, userId: account.userId, address: account.address, kind: 'recovery', expiresAt: new Date(exp * 1000).toISOString() },
+      {
+        email,
+        organizationId: account.organizationId,
+        userId: account.userId,
+        address: account.address,
+        kind: 'recovery',
+        expiresAt: new Date(exp * 1000).toISOString(),
+      },
     ])
     expect(await withKey(sessionKey).getWhoami({ organizationId: account.organizationId })).toMatchObject({ userId: account.userId })
   })
@@ -85,7 +94,8 @@ describe('POST /auth/recovery/start', () => {
       [{ email, targetPublicKey: `04${'11'.repeat(64)}` }, 'targetPublicKey: is not a point on P-256'],
       [{ email: 'nobody', targetPublicKey: generateP256KeyPair().publicKey }, 'email: Invalid email address'],
     ]
-    for (const [body, message] of cases) expect(await answer(await post('/auth/recovery/start', body))).toEqual([400, { error: { code: 'invalid_request', message } }])
+    for (const [body, message] of cases)
+      expect(await answer(await post('/auth/recovery/start', body))).toEqual([400, { error: { code: 'invalid_request', message } }])
     expect(await mailTo(email)).toEqual([])
   })
 
@@ -93,9 +103,13 @@ describe('POST /auth/recovery/start', () => {
     const email = newEmail()
     await signedUpWithPasskey({ email })
     const targetPublicKey = generateP256KeyPair().publicKeyUncompressed
-    for (let i = 0; i < LIMITS.perEmail; i++) expect((await post('/auth/recovery/start', { email, targetPublicKey }, { 'x-test-ip': `10.1.0.${i}` })).status).toBe(200)
+    for (let i = 0; i < LIMITS.perEmail; i++)
+      expect((await post('/auth/recovery/start', { email, targetPublicKey }, { 'x-test-ip': `10.1.0.${i}` })).status).toBe(200)
     const limited = await post('/auth/recovery/start', { email, targetPublicKey }, { 'x-test-ip': '10.1.1.1' })
-    expect(await answer(limited)).toEqual([429, { error: { code: 'rate_limited', message: 'Too many recovery emails sent to this email; try again in 10 minutes' } }])
+    expect(await answer(limited)).toEqual([
+      429,
+      { error: { code: 'rate_limited', message: 'Too many recovery emails sent to this email; try again in 10 minutes' } },
+    ])
     expect(limited.headers.get('retry-after')).toBe('600')
     expect(await mailTo(email)).toHaveLength(LIMITS.perEmail)
   })

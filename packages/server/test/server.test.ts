@@ -1,14 +1,13 @@
+import { getFreePort } from '@latchkey/devnet'
+import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
-import { getFreePort } from '@latchkey/devnet'
-import { createKms, generateApiKeyPair as apiKeyPair, type Kms } from '@latchkey/kms'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { createServerApp, LIMITS, openStore, type Store } from '../src/index.js'
 
 // The app backend against a real kms on loopback: codes are read from the kms's dev inbox, and
 // the credential bundle the browser receives is opened with @turnkey/crypto and used.
-
 
 const origin = 'http://localhost:5173'
 let kms: Kms
@@ -72,21 +71,39 @@ describe('email sign-in', () => {
     const cookie = verify.headers.get('set-cookie')!
     expect(cookie).toMatch(/^latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; SameSite=Lax$/)
     const session = await app.request('/auth/session', { headers: { cookie: cookie.split(';')[0]! } })
-    expect(await session.json()).toEqual({ email, address: result.address, organizationId: result.organizationId, userId: result.userId, kind: 'email', expiresAt: expect.any(String) })
+    expect(await session.json()).toEqual({
+      email,
+      address: result.address,
+      organizationId: result.organizationId,
+      userId: result.userId,
+      kind: 'email',
+      expiresAt: expect.any(String),
+    })
 
     const apiPrivateKey = decryptCredentialBundle(result.credentialBundle, embedded.privateKey)
-    const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }))
+    const user = new TurnkeyClient(
+      { baseUrl: kms.url },
+      new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }),
+    )
     expect(await user.getWhoami({ organizationId: result.organizationId })).toMatchObject({ userId: result.userId, username: email })
     const { wallets } = await user.getWallets({ organizationId: result.organizationId })
     expect(wallets.map((wallet) => wallet.walletName)).toEqual(['Turnkey HD'])
   })
 
   test('behavior: the credential is a session key that works 900 seconds, or the sessionSeconds asked for', async () => {
-    for (const [sessionSeconds, lifetime] of [[undefined, 900], [120, 120]] as const) {
+    for (const [sessionSeconds, lifetime] of [
+      [undefined, 900],
+      [120, 120],
+    ] as const) {
       const email = newEmail()
       const { otpId } = (await (await post('/auth/email/start', { email })).json()) as { otpId: string }
       const embedded = generateP256KeyPair()
-      const verify = await post('/auth/email/verify', { otpId, code: await codeFor(email), targetPublicKey: embedded.publicKeyUncompressed, ...(sessionSeconds ? { sessionSeconds } : {}) })
+      const verify = await post('/auth/email/verify', {
+        otpId,
+        code: await codeFor(email),
+        targetPublicKey: embedded.publicKeyUncompressed,
+        ...(sessionSeconds ? { sessionSeconds } : {}),
+      })
       const result = (await verify.json()) as { credentialBundle: string; organizationId: string }
       const apiPrivateKey = decryptCredentialBundle(result.credentialBundle, embedded.privateKey)
       const apiPublicKey = Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex')
@@ -100,11 +117,16 @@ describe('email sign-in', () => {
         clock -= lifetime * 1000
       }
     }
-    const bad = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: generateP256KeyPair().publicKeyUncompressed, sessionSeconds: 30 })
+    const bad = await post('/auth/email/verify', {
+      otpId: 'x',
+      code: '123456',
+      targetPublicKey: generateP256KeyPair().publicKeyUncompressed,
+      sessionSeconds: 30,
+    })
     expect(await bad.json()).toEqual({ error: { code: 'invalid_request', message: 'sessionSeconds: must be at least 60 seconds' } })
   })
 
-  test('behavior: with sessionPublicKey the browser\'s own key is registered for sessionSeconds; no credential leaves the backend', async () => {
+  test("behavior: with sessionPublicKey the browser's own key is registered for sessionSeconds; no credential leaves the backend", async () => {
     const email = newEmail()
     const { otpId } = (await (await post('/auth/email/start', { email })).json()) as { otpId: string }
     const browserKey = apiKeyPair()
@@ -122,10 +144,21 @@ describe('email sign-in', () => {
   })
 
   test('error: verify takes exactly one of targetPublicKey and sessionPublicKey', async () => {
-    const both = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: generateP256KeyPair().publicKeyUncompressed, sessionPublicKey: apiKeyPair().apiPublicKey })
-    expect([both.status, await both.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'body: send either targetPublicKey or sessionPublicKey' } }])
+    const both = await post('/auth/email/verify', {
+      otpId: 'x',
+      code: '123456',
+      targetPublicKey: generateP256KeyPair().publicKeyUncompressed,
+      sessionPublicKey: apiKeyPair().apiPublicKey,
+    })
+    expect([both.status, await both.json()]).toEqual([
+      400,
+      { error: { code: 'invalid_request', message: 'body: send either targetPublicKey or sessionPublicKey' } },
+    ])
     const neither = await post('/auth/email/verify', { otpId: 'x', code: '123456' })
-    expect([neither.status, await neither.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'body: send either targetPublicKey or sessionPublicKey' } }])
+    expect([neither.status, await neither.json()]).toEqual([
+      400,
+      { error: { code: 'invalid_request', message: 'body: send either targetPublicKey or sessionPublicKey' } },
+    ])
   })
 
   test('behavior: a second sign-in reuses the account; sign-out ends the session', async () => {
@@ -152,7 +185,10 @@ describe('email sign-in', () => {
     expect(wrong.headers.get('set-cookie')).toBeNull()
     expect((await post('/auth/email/verify', { otpId, code, targetPublicKey: target })).status).toBe(200)
     const reused = await post('/auth/email/verify', { otpId, code, targetPublicKey: target })
-    expect([reused.status, await reused.json()]).toEqual([400, { error: { code: 'unknown_code', message: 'This code was not sent, or has been used; ask for a new one' } }])
+    expect([reused.status, await reused.json()]).toEqual([
+      400,
+      { error: { code: 'unknown_code', message: 'This code was not sent, or has been used; ask for a new one' } },
+    ])
   })
 
   test('error: bad input is refused before anything is created', async () => {
@@ -161,7 +197,10 @@ describe('email sign-in', () => {
     const notJson = await app.request('/auth/email/start', { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } })
     expect([notJson.status, await notJson.json()]).toEqual([400, { error: { code: 'invalid_json', message: 'The request body must be JSON' } }])
     const target = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: 'abc' })
-    expect([target.status, await target.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'targetPublicKey: must be a P-256 public key in hex' } }])
+    expect([target.status, await target.json()]).toEqual([
+      400,
+      { error: { code: 'invalid_request', message: 'targetPublicKey: must be a P-256 public key in hex' } },
+    ])
     expect(store.account('not-an-email')).toBeUndefined()
   })
 
@@ -169,7 +208,10 @@ describe('email sign-in', () => {
     const email = newEmail()
     for (let i = 0; i < LIMITS.perEmail; i++) expect((await post('/auth/email/start', { email }, { 'x-test-ip': `10.0.0.${i}` })).status).toBe(200)
     const limited = await post('/auth/email/start', { email }, { 'x-test-ip': '10.0.1.1' })
-    expect([limited.status, await limited.json()]).toEqual([429, { error: { code: 'rate_limited', message: 'Too many codes sent to this email; try again in 10 minutes' } }])
+    expect([limited.status, await limited.json()]).toEqual([
+      429,
+      { error: { code: 'rate_limited', message: 'Too many codes sent to this email; try again in 10 minutes' } },
+    ])
     expect(limited.headers.get('retry-after')).toBe('600')
     clock += LIMITS.windowMs
     try {

@@ -87,7 +87,8 @@ describe('POST /auth/session-key', () => {
       [{ publicKey: key.apiPublicKey, expirationSeconds: 90.5 }, 'expirationSeconds: must be a whole number of seconds'],
       [{ publicKey: key.apiPublicKey, expirationSeconds: '900' }, 'expirationSeconds: Invalid input: expected number, received string'],
     ]
-    for (const [body, message] of cases) expect(await answer(await post('/auth/session-key', body, { cookie: account.cookie }))).toEqual([400, { error: { code: 'invalid_request', message } }])
+    for (const [body, message] of cases)
+      expect(await answer(await post('/auth/session-key', body, { cookie: account.cookie }))).toEqual([400, { error: { code: 'invalid_request', message } }])
     await expect(withKey(key).getWhoami({ organizationId: account.organizationId })).rejects.toThrow(UNKNOWN_KEY)
   })
 
@@ -101,10 +102,14 @@ describe('POST /auth/session-key', () => {
 
   test(`error: more than ${LIMITS.perSession} keys per session in ten minutes`, async () => {
     const account = await signedUpWithPasskey()
-    for (let i = 0; i < LIMITS.perSession; i++) expect((await post('/auth/session-key', { publicKey: generateApiKeyPair().apiPublicKey }, { cookie: account.cookie })).status).toBe(200)
+    for (let i = 0; i < LIMITS.perSession; i++)
+      expect((await post('/auth/session-key', { publicKey: generateApiKeyPair().apiPublicKey }, { cookie: account.cookie })).status).toBe(200)
     const key = generateApiKeyPair()
     const limited = await post('/auth/session-key', { publicKey: key.apiPublicKey }, { cookie: account.cookie })
-    expect(await answer(limited)).toEqual([429, { error: { code: 'rate_limited', message: 'Too many session keys for this session; try again in 10 minutes' } }])
+    expect(await answer(limited)).toEqual([
+      429,
+      { error: { code: 'rate_limited', message: 'Too many session keys for this session; try again in 10 minutes' } },
+    ])
     expect(limited.headers.get('retry-after')).toBe('600')
     await expect(withKey(key).getWhoami({ organizationId: account.organizationId })).rejects.toThrow(UNKNOWN_KEY)
     // Another session of the same person is counted apart.

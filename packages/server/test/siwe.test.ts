@@ -1,6 +1,16 @@
-import { type Address, createTestClient, getContractAddress, type Hex, hashMessage, http, publicActions, serializeErc6492Signature, serializeSignature } from 'viem'
+import {
+  type Address,
+  createTestClient,
+  getContractAddress,
+  type Hex,
+  hashMessage,
+  http,
+  publicActions,
+  serializeErc6492Signature,
+  serializeSignature,
+} from 'viem'
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts'
-import { createSiweMessage, type CreateSiweMessageParameters } from 'viem/siwe'
+import { type CreateSiweMessageParameters, createSiweMessage } from 'viem/siwe'
 import { describe, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { createServerApp, LIMITS } from '../src/index.js'
@@ -79,7 +89,10 @@ describe('GET /auth/nonce', () => {
   test('error: more than 60 nonces from one IP in ten minutes are refused; another IP is not', async () => {
     for (let index = 0; index < LIMITS.noncesPerIp; index++) await nonceFor()
     const refused = await t.app.request('/auth/nonce')
-    expect(await answer(refused)).toEqual([429, { error: { code: 'rate_limited', message: 'Too many sign-in attempts from this network; try again in 10 minutes' } }])
+    expect(await answer(refused)).toEqual([
+      429,
+      { error: { code: 'rate_limited', message: 'Too many sign-in attempts from this network; try again in 10 minutes' } },
+    ])
     expect(refused.headers.get('retry-after')).toMatch(/^(?:599|600)$/)
     expect(refused.headers.get('set-cookie')).toBeNull()
     expect((await t.app.request('/auth/nonce', { headers: { 'x-test-ip': '10.0.0.2' } })).status).toBe(200)
@@ -91,7 +104,16 @@ describe('POST /auth/siwe', () => {
     const expirationTime = new Date(t.clock + 3_600_000)
     const { message, signature, cookie } = await signedIn({ expirationTime })
     const response = await signIn({ message, signature, walletKind: 'injected' }, cookie)
-    const expected = { email: null, address: alice.address, organizationId: null, userId: null, kind: 'siwe', chainId: 31337, walletKind: 'injected', expiresAt: expirationTime.toISOString() }
+    const expected = {
+      email: null,
+      address: alice.address,
+      organizationId: null,
+      userId: null,
+      kind: 'siwe',
+      chainId: 31337,
+      walletKind: 'injected',
+      expiresAt: expirationTime.toISOString(),
+    }
     expect(await answer(response)).toEqual([200, expected])
     expect(response.headers.get('access-control-allow-credentials')).toBe('true')
     const sessionCookie = response.headers.get('set-cookie')!
@@ -108,7 +130,16 @@ describe('POST /auth/siwe', () => {
     const response = await signIn({ message, signature }, cookie)
     const at = t.clock
     const body = (await response.json()) as Record<string, unknown>
-    expect(body).toEqual({ email: null, address: alice.address, organizationId: null, userId: null, kind: 'siwe', chainId: 31338, walletKind: null, expiresAt: expect.any(String) })
+    expect(body).toEqual({
+      email: null,
+      address: alice.address,
+      organizationId: null,
+      userId: null,
+      kind: 'siwe',
+      chainId: 31338,
+      walletKind: null,
+      expiresAt: expect.any(String),
+    })
     expect(Date.parse(body['expiresAt'] as string) - at).toBe(7 * 86_400_000)
   })
 
@@ -139,7 +170,16 @@ describe('POST /auth/siwe', () => {
     const response = await signIn({ message, signature, walletKind: 'embedded' }, browser.cookie)
     expect(await answer(response)).toEqual([
       200,
-      { email, address, organizationId: account.organizationId, userId: account.userId, kind: 'siwe', chainId: 31337, walletKind: 'embedded', expiresAt: expect.any(String) },
+      {
+        email,
+        address,
+        organizationId: account.organizationId,
+        userId: account.userId,
+        kind: 'siwe',
+        chainId: 31337,
+        walletKind: 'embedded',
+        expiresAt: expect.any(String),
+      },
     ])
     const key = generateApiKeyPair()
     const sessionKey = await post('/auth/session-key', { publicKey: key.apiPublicKey }, { cookie: cookieOf(response) })
@@ -151,7 +191,10 @@ describe('POST /auth/siwe', () => {
     const { message, signature, cookie } = await signedIn()
     const response = await signIn({ message, signature, walletKind: 'injected' }, cookie)
     const refused = await post('/auth/session-key', { publicKey: '02'.padEnd(66, '1') }, { cookie: cookieOf(response) })
-    expect(await answer(refused)).toEqual([403, { error: { code: 'no_embedded_wallet', message: "This session's wallet is not an embedded wallet of this app" } }])
+    expect(await answer(refused)).toEqual([
+      403,
+      { error: { code: 'no_embedded_wallet', message: "This session's wallet is not an embedded wallet of this app" } },
+    ])
   })
 
   test('behavior: two requests racing with one nonce sign in once', async () => {
@@ -166,9 +209,19 @@ describe('POST /auth/siwe', () => {
     expect((await signIn({ message: expired, signature: await alice.signMessage({ message: expired }) }, cookie)).status).toBe(401)
     const message = messageFor({ nonce })
     const forged = await mallory.signMessage({ message })
-    await expectRefused(await signIn({ message, signature: forged }, cookie), 401, 'invalid_signature', `The signature is not ${alice.address}'s signature of this message`)
+    await expectRefused(
+      await signIn({ message, signature: forged }, cookie),
+      401,
+      'invalid_signature',
+      `The signature is not ${alice.address}'s signature of this message`,
+    )
     // The genuine signature comes too late: the nonce verified a signature already.
-    await expectRefused(await signIn({ message, signature: await alice.signMessage({ message }) }, cookie), 401, 'invalid_nonce', 'This nonce has been used; ask for a new one')
+    await expectRefused(
+      await signIn({ message, signature: await alice.signMessage({ message }) }, cookie),
+      401,
+      'invalid_nonce',
+      'This nonce has been used; ask for a new one',
+    )
   })
 })
 
@@ -176,26 +229,49 @@ describe('POST /auth/siwe refusals', () => {
   test('error: invalid_message: not an EIP-4361 message', async () => {
     const { cookie } = await nonceFor()
     const message = 'Sign in to Latchkey please'
-    await expectRefused(await signIn({ message, signature: await alice.signMessage({ message }) }, cookie), 400, 'invalid_message', 'The message is not an EIP-4361 sign-in message')
+    await expectRefused(
+      await signIn({ message, signature: await alice.signMessage({ message }) }, cookie),
+      400,
+      'invalid_message',
+      'The message is not an EIP-4361 sign-in message',
+    )
   })
 
   test('error: invalid_message: a line the parser skips (signed, so only the check refuses it)', async () => {
     const { nonce, cookie } = await nonceFor()
     // viem reads fields in order: an Expiration Time after the Request ID would be ignored.
     const message = `${messageFor({ nonce, requestId: 'r1' })}\nExpiration Time: ${iso(t.clock - 1000)}`
-    await expectRefused(await signIn({ message, signature: await alice.signMessage({ message }) }, cookie), 400, 'invalid_message', 'The message is not an EIP-4361 sign-in message')
+    await expectRefused(
+      await signIn({ message, signature: await alice.signMessage({ message }) }, cookie),
+      400,
+      'invalid_message',
+      'The message is not an EIP-4361 sign-in message',
+    )
   })
 
   test('error: invalid_message: an address with a broken checksum', async () => {
     const { nonce, cookie } = await nonceFor()
-    const message = messageFor({ nonce }).replace(alice.address, alice.address.replace(/[a-f]/, (letter) => letter.toUpperCase()))
-    await expectRefused(await signIn({ message, signature: await alice.signMessage({ message }) }, cookie), 400, 'invalid_message', 'The message is not an EIP-4361 sign-in message')
+    const message = messageFor({ nonce }).replace(
+      alice.address,
+      alice.address.replace(/[a-f]/, (letter) => letter.toUpperCase()),
+    )
+    await expectRefused(
+      await signIn({ message, signature: await alice.signMessage({ message }) }, cookie),
+      400,
+      'invalid_message',
+      'The message is not an EIP-4361 sign-in message',
+    )
   })
 
   test('error: invalid_request: a signature that is not hex, a wallet kind we do not know', async () => {
     const { message, signature, cookie } = await signedIn()
     await expectRefused(await signIn({ message, signature: 'signed' as Hex }, cookie), 400, 'invalid_request', 'signature: must be 0x-prefixed hex bytes')
-    await expectRefused(await signIn({ message, signature, walletKind: 'ledger' }, cookie), 400, 'invalid_request', 'walletKind: Invalid option: expected one of "injected"|"walletConnect"|"embedded"')
+    await expectRefused(
+      await signIn({ message, signature, walletKind: 'ledger' }, cookie),
+      400,
+      'invalid_request',
+      'walletKind: Invalid option: expected one of "injected"|"walletConnect"|"embedded"',
+    )
   })
 
   test('error: wrong_domain: another site, or our host under another scheme', async () => {
@@ -223,7 +299,12 @@ describe('POST /auth/siwe refusals', () => {
   test('error: invalid_nonce: a nonce this backend never issued', async () => {
     const { cookie } = await nonceFor()
     const message = messageFor({ nonce: 'a'.repeat(32) })
-    await expectRefused(await signIn({ message, signature: await alice.signMessage({ message }) }, cookie), 401, 'invalid_nonce', 'This nonce was not issued here; ask for a new one')
+    await expectRefused(
+      await signIn({ message, signature: await alice.signMessage({ message }) }, cookie),
+      401,
+      'invalid_nonce',
+      'This nonce was not issued here; ask for a new one',
+    )
   })
 
   test("error: invalid_nonce: another browser's nonce", async () => {
@@ -249,7 +330,12 @@ describe('POST /auth/siwe refusals', () => {
   test('error: issued_in_future: issued more than five minutes ahead of the server', async () => {
     const issuedAt = t.clock + 301_000
     const { message, signature, cookie } = await signedIn({ issuedAt: new Date(issuedAt) })
-    await expectRefused(await signIn({ message, signature }, cookie), 401, 'issued_in_future', `The message says it was issued at ${iso(issuedAt)}, in the future; check the device's clock`)
+    await expectRefused(
+      await signIn({ message, signature }, cookie),
+      401,
+      'issued_in_future',
+      `The message says it was issued at ${iso(issuedAt)}, in the future; check the device's clock`,
+    )
     // Within the skew a browser's clock may run ahead.
     const ahead = await signedIn({ issuedAt: new Date(t.clock + 240_000) })
     expect((await signIn(ahead, ahead.cookie)).status).toBe(200)
@@ -269,26 +355,46 @@ describe('POST /auth/siwe refusals', () => {
 
   test('error: invalid_signature: signed by someone else', async () => {
     const { message, signature, cookie } = await signedIn({ address: alice.address }, mallory)
-    await expectRefused(await signIn({ message, signature }, cookie), 401, 'invalid_signature', `The signature is not ${alice.address}'s signature of this message`)
+    await expectRefused(
+      await signIn({ message, signature }, cookie),
+      401,
+      'invalid_signature',
+      `The signature is not ${alice.address}'s signature of this message`,
+    )
   })
 
   test('error: invalid_signature: the address changed after signing', async () => {
     const { message, signature, cookie } = await signedIn()
     const tampered = message.replace(alice.address, mallory.address)
-    await expectRefused(await signIn({ message: tampered, signature }, cookie), 401, 'invalid_signature', `The signature is not ${mallory.address}'s signature of this message`)
+    await expectRefused(
+      await signIn({ message: tampered, signature }, cookie),
+      401,
+      'invalid_signature',
+      `The signature is not ${mallory.address}'s signature of this message`,
+    )
   })
 
   test('error: invalid_signature: the statement changed after signing', async () => {
     const { message, signature, cookie } = await signedIn()
     const tampered = message.replace('Sign in to Latchkey Demo.', 'Sign in to Latchkey Demo and transfer everything.')
     expect(tampered).not.toBe(message)
-    await expectRefused(await signIn({ message: tampered, signature }, cookie), 401, 'invalid_signature', `The signature is not ${alice.address}'s signature of this message`)
+    await expectRefused(
+      await signIn({ message: tampered, signature }, cookie),
+      401,
+      'invalid_signature',
+      `The signature is not ${alice.address}'s signature of this message`,
+    )
   })
 
   test('error: invalid_signature: a byte of the signature changed', async () => {
     const { message, signature, cookie } = await signedIn()
     const tampered = `${signature.slice(0, 40)}${signature[40] === '0' ? '1' : '0'}${signature.slice(41)}` as Hex
-    await expectRefused(await signIn({ message, signature: tampered }, cookie), 401, 'invalid_signature', `The signature is not ${alice.address}'s signature of this message`)
+    await expectRefused(
+      await signIn({ message, signature: tampered }, cookie),
+      401,
+      'invalid_signature',
+      `The signature is not ${alice.address}'s signature of this message`,
+    )
   })
 
   test('error: chain_unavailable: the chain does not answer a check only it can make', async () => {
@@ -310,16 +416,27 @@ describe('POST /auth/siwe refusals', () => {
 // ecrecover(hash, signature) is its owner (compiled into the code), else 0xffffffff.
 const walletRuntime = (owner: Address): Hex =>
   `0x${[
-    '600035', '60e01c', '631626ba7e', '14', '601357', '600080fd', // selector must be isValidSignature, else revert
-    '5b', '600435600052', // 0x13: mem[0x00] = hash
+    '600035',
+    '60e01c',
+    '631626ba7e',
+    '14',
+    '601357',
+    '600080fd', // selector must be isValidSignature, else revert
+    '5b',
+    '600435600052', // 0x13: mem[0x00] = hash
     '60243560040180', // base = 4 + the bytes' offset (their length word), twice
     '60200135604052', // mem[0x40] = r = calldata[base + 0x20]
     '8060400135606052', // mem[0x60] = s = calldata[base + 0x40]
     '6060013560f81c602052', // mem[0x20] = v = the byte at calldata[base + 0x60]
-    '6020608060806000', '60015afa50', // staticcall ecrecover(mem[0x00..0x80]) into mem[0x80..0xa0]
-    '608051', `73${owner.slice(2).toLowerCase()}`, '14', '607357', // owner? jump to 0x73
+    '6020608060806000',
+    '60015afa50', // staticcall ecrecover(mem[0x00..0x80]) into mem[0x80..0xa0]
+    '608051',
+    `73${owner.slice(2).toLowerCase()}`,
+    '14',
+    '607357', // owner? jump to 0x73
     '63ffffffff60e01b60005260206000f3', // return 0xffffffff
-    '5b', '631626ba7e60e01b60005260206000f3', // 0x73: return the magic value
+    '5b',
+    '631626ba7e60e01b60005260206000f3', // 0x73: return the magic value
   ].join('')}`
 // Init code returning the runtime that follows it (11 bytes of prefix).
 const walletInitCode = (owner: Address): Hex => {
@@ -366,6 +483,11 @@ describe('contract wallets', () => {
     const forged = await nonceFor()
     const forgedMessage = messageFor({ nonce: forged.nonce, address: wallet })
     const forgedSignature = serializeErc6492Signature({ address: factory, data: initCode, signature: await mallory.signMessage({ message: forgedMessage }) })
-    await expectRefused(await signIn({ message: forgedMessage, signature: forgedSignature }, forged.cookie), 401, 'invalid_signature', `The signature is not ${wallet}'s signature of this message`)
+    await expectRefused(
+      await signIn({ message: forgedMessage, signature: forgedSignature }, forged.cookie),
+      401,
+      'invalid_signature',
+      `The signature is not ${wallet}'s signature of this message`,
+    )
   })
 })

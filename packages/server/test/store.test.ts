@@ -43,9 +43,28 @@ describe('openStore', () => {
       expect(store.account('a@example.test')).toEqual({ email: 'a@example.test', organization_id: 'org-a', user_id: 'user-a', address: '0xa', created_at: 1 })
       expect(store.pendingCode('otp-a')).toEqual({ otp_id: 'otp-a', email: 'a@example.test', organization_id: 'org-a', created_at: 2 })
       expect(store.session('session-a')).toMatchObject({ email: 'a@example.test', kind: 'email' })
-      store.insertSession({ id: 'session-b', email: null, organization_id: 'org-b', user_id: 'user-b', address: '0xb', kind: 'passkey', chain_id: null, wallet_kind: null, expires_at: 5, created_at: 4 })
+      store.insertSession({
+        id: 'session-b',
+        email: null,
+        organization_id: 'org-b',
+        user_id: 'user-b',
+        address: '0xb',
+        kind: 'passkey',
+        chain_id: null,
+        wallet_kind: null,
+        expires_at: 5,
+        created_at: 4,
+      })
       expect(store.session('session-b')).toMatchObject({ email: null, kind: 'passkey' })
-      store.insertPasskeyAccount({ credential_id: 'cred-b', organization_id: 'org-b', user_id: 'user-b', address: '0xb', email: null, passkey_identifier: 'laptop', created_at: 4 })
+      store.insertPasskeyAccount({
+        credential_id: 'cred-b',
+        organization_id: 'org-b',
+        user_id: 'user-b',
+        address: '0xb',
+        email: null,
+        passkey_identifier: 'laptop',
+        created_at: 4,
+      })
       expect(store.accountByOrganization('org-b')).toEqual({ organization_id: 'org-b', user_id: 'user-b', address: '0xb', email: null })
       expect(store.accountByOrganization('org-a')).toEqual({ organization_id: 'org-a', user_id: 'user-a', address: '0xa', email: 'a@example.test' })
     } finally {
@@ -81,12 +100,37 @@ describe('openStore', () => {
     const store = openStore(path)
     try {
       expect(store.session('session-a')).toEqual({
-        id: 'session-a', email: null, organization_id: 'org-a', user_id: 'user-a', address: '0xa', kind: 'passkey', chain_id: null, wallet_kind: null, expires_at: 9999999999999, created_at: 3,
+        id: 'session-a',
+        email: null,
+        organization_id: 'org-a',
+        user_id: 'user-a',
+        address: '0xa',
+        kind: 'passkey',
+        chain_id: null,
+        wallet_kind: null,
+        expires_at: 9999999999999,
+        created_at: 3,
       })
-      const siwe = { id: 'session-b', email: null, organization_id: null, user_id: null, address: '0xb', kind: 'siwe', chain_id: 31337, wallet_kind: 'injected', expires_at: 5, created_at: 4 } as const
+      const siwe = {
+        id: 'session-b',
+        email: null,
+        organization_id: null,
+        user_id: null,
+        address: '0xb',
+        kind: 'siwe',
+        chain_id: 31337,
+        wallet_kind: 'injected',
+        expires_at: 5,
+        created_at: 4,
+      } as const
       store.insertSession(siwe)
       expect(store.session('session-b')).toEqual(siwe)
-      expect(store.accountByAddress('0xabc0000000000000000000000000000000000001')).toEqual({ organization_id: 'org-a', user_id: 'user-a', address: '0xAbC0000000000000000000000000000000000001', email: 'a@example.test' })
+      expect(store.accountByAddress('0xabc0000000000000000000000000000000000001')).toEqual({
+        organization_id: 'org-a',
+        user_id: 'user-a',
+        address: '0xAbC0000000000000000000000000000000000001',
+        email: 'a@example.test',
+      })
       store.insertNonce({ nonce: 'n1', holder: 'h', expires_at: 10 })
       expect(store.spendNonce('n1', 'other', 5)).toBe(false)
       expect(store.spendNonce('n1', 'h', 10)).toBe(false)
@@ -103,7 +147,15 @@ describe('openStore', () => {
   test('behavior: a passkey account with an email is found by that email; emails and credentials are unique', () => {
     const store = openStore(':memory:')
     try {
-      const row = { credential_id: 'cred', organization_id: 'org', user_id: 'user', address: '0x1', email: 'p@example.test', passkey_identifier: null, created_at: 1 }
+      const row = {
+        credential_id: 'cred',
+        organization_id: 'org',
+        user_id: 'user',
+        address: '0x1',
+        email: 'p@example.test',
+        passkey_identifier: null,
+        created_at: 1,
+      }
       store.insertPasskeyAccount(row)
       expect(store.account('p@example.test')).toEqual({ email: 'p@example.test', organization_id: 'org', user_id: 'user', address: '0x1', created_at: 1 })
       expect(() => store.insertPasskeyAccount({ ...row, credential_id: 'other' })).toThrow(/UNIQUE constraint failed: passkey_accounts\.email/)

@@ -126,9 +126,17 @@ function providerError(name: string, code: string, text: string) {
 }
 
 /** `request` or `connect` before `init()`. */
-export class ProviderNotInitializedError extends providerError('ProviderNotInitializedError', 'provider_not_initialized', 'Provider not initialized. Call init() first') {}
+export class ProviderNotInitializedError extends providerError(
+  'ProviderNotInitializedError',
+  'provider_not_initialized',
+  'Provider not initialized. Call init() first',
+) {}
 /** A call after the provider closed, or while a re-initialisation failed. */
-export class SignClientNotInitializedError extends providerError('SignClientNotInitializedError', 'sign_client_not_initialized', 'Sign Client not initialized') {}
+export class SignClientNotInitializedError extends providerError(
+  'SignClientNotInitializedError',
+  'sign_client_not_initialized',
+  'Sign Client not initialized',
+) {}
 /** `request` with no session. */
 export class NotConnectedError extends providerError('NotConnectedError', 'not_connected', 'Please call connect() before request()') {}
 /** `connect` with no chains to ask for. */

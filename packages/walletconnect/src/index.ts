@@ -1,4 +1,16 @@
 // Entry point of @latchkey/walletconnect.
+
+export {
+  clientIdOf,
+  publicKeyOf,
+  RELAY_JWT_LEEWAY_S,
+  RELAY_JWT_TTL_S,
+  RelayAuthError,
+  type RelayJwtClaims,
+  type SignRelayJwtParameters,
+  signRelayJwt,
+  verifyRelayJwt,
+} from './auth.js'
 export {
   type DecodedEnvelope,
   decodeEnvelope,
@@ -12,12 +24,17 @@ export {
   type KeyPair,
   topicOf,
 } from './crypto.js'
+export { createEmitter, type Emitter } from './emitter.js'
 export {
   ChainIdNotFoundError,
   ConnectionRejectedError,
   ConnectionResetError,
   ExpiredError,
   InvalidChainsError,
+  InvalidEnvelopeError,
+  InvalidKeyError,
+  InvalidNamespacesError,
+  InvalidPairingUriError,
   MaxPairingAttemptsError,
   MethodNotGrantedError,
   NamespaceNotConfiguredError,
@@ -25,33 +42,46 @@ export {
   NetworkSwitchingThroughWalletError,
   NotConnectedError,
   PairingAbortedError,
-  ProviderNotInitializedError,
-  RpcProviderNotFoundError,
-  SignClientNotInitializedError,
-  InvalidEnvelopeError,
-  InvalidKeyError,
-  InvalidNamespacesError,
-  InvalidPairingUriError,
   PairingExpiredError,
   PeerError,
+  ProviderNotInitializedError,
   RelayConnectionError,
   RelayRequestError,
+  RpcProviderNotFoundError,
   SessionNotFoundError,
+  SignClientNotInitializedError,
   StorageWriteError,
   WalletConnectError,
 } from './errors.js'
-export { formatPairingUri, type PairingUri, parsePairingUri } from './uri.js'
+export { type JsonRpcErrorObject, type JsonRpcRequest, type JsonRpcResponse, payloadId } from './jsonrpc.js'
 export {
-  clientIdOf,
-  publicKeyOf,
-  RELAY_JWT_LEEWAY_S,
-  RELAY_JWT_TTL_S,
-  RelayAuthError,
-  type RelayJwtClaims,
-  type SignRelayJwtParameters,
-  signRelayJwt,
-  verifyRelayJwt,
-} from './auth.js'
+  assertConforms,
+  assertProposalNamespaces,
+  assertSessionNamespaces,
+  buildApprovedNamespaces,
+  chainsOf,
+  isChainId,
+  type ProposalNamespace,
+  type ProposalNamespaces,
+  parseAccountId,
+  type SessionNamespace,
+  type SessionNamespaces,
+  type SupportedNamespace,
+} from './namespaces.js'
+export {
+  createEthereumProvider,
+  DEFAULT_EVENTS,
+  DEFAULT_METHODS,
+  type EthereumProvider,
+  type EthereumProviderEvents,
+  type EthereumProviderOptions,
+  MAX_PAIRING_ATTEMPTS,
+  OPTIONAL_EVENTS,
+  OPTIONAL_METHODS,
+  REINIT_WAIT_MS,
+  type RequestArguments,
+  relayRpcUrl,
+} from './provider.js'
 export {
   createRelayClient,
   type PublishOptions,
@@ -62,20 +92,6 @@ export {
   type WebSocketConstructor,
   type WebSocketLike,
 } from './relayClient.js'
-export {
-  assertConforms,
-  assertProposalNamespaces,
-  assertSessionNamespaces,
-  buildApprovedNamespaces,
-  chainsOf,
-  isChainId,
-  parseAccountId,
-  type ProposalNamespace,
-  type ProposalNamespaces,
-  type SessionNamespace,
-  type SessionNamespaces,
-  type SupportedNamespace,
-} from './namespaces.js'
 export {
   type ConnectParameters,
   createSignClient,
@@ -92,19 +108,4 @@ export {
   type SignClientOptions,
 } from './signClient.js'
 export { type KeyValueStorage, memoryStorage } from './store.js'
-export { createEmitter, type Emitter } from './emitter.js'
-export { type JsonRpcErrorObject, type JsonRpcRequest, type JsonRpcResponse, payloadId } from './jsonrpc.js'
-export {
-  createEthereumProvider,
-  DEFAULT_EVENTS,
-  DEFAULT_METHODS,
-  type EthereumProvider,
-  type EthereumProviderEvents,
-  type EthereumProviderOptions,
-  MAX_PAIRING_ATTEMPTS,
-  OPTIONAL_EVENTS,
-  OPTIONAL_METHODS,
-  REINIT_WAIT_MS,
-  type RequestArguments,
-  relayRpcUrl,
-} from './provider.js'
+export { formatPairingUri, type PairingUri, parsePairingUri } from './uri.js'

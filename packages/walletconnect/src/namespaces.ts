@@ -67,14 +67,12 @@ export function requestedChains(key: string, namespace: ProposalNamespace): stri
 }
 
 function strings(value: unknown, what: string) {
-  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string'))
-    throw new InvalidNamespacesError(`${what} must be an array of strings`)
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) throw new InvalidNamespacesError(`${what} must be an array of strings`)
 }
 
 /** Throws InvalidNamespacesError unless every key, chain, method and event list is well formed. */
 export function assertProposalNamespaces(namespaces: unknown): asserts namespaces is ProposalNamespaces {
-  if (typeof namespaces !== 'object' || namespaces === null || Array.isArray(namespaces))
-    throw new InvalidNamespacesError('namespaces must be an object')
+  if (typeof namespaces !== 'object' || namespaces === null || Array.isArray(namespaces)) throw new InvalidNamespacesError('namespaces must be an object')
   for (const [key, value] of Object.entries(namespaces as Record<string, ProposalNamespace>)) {
     if (!NAMESPACE.test(key) && !isChainId(key)) throw new InvalidNamespacesError(`${key} is not a namespace or CAIP-2 chain id`)
     if (value.chains !== undefined) {
@@ -90,8 +88,7 @@ export function assertProposalNamespaces(namespaces: unknown): asserts namespace
 
 /** Throws InvalidNamespacesError unless the session namespaces are well formed. */
 export function assertSessionNamespaces(namespaces: unknown): asserts namespaces is SessionNamespaces {
-  if (typeof namespaces !== 'object' || namespaces === null || Array.isArray(namespaces))
-    throw new InvalidNamespacesError('namespaces must be an object')
+  if (typeof namespaces !== 'object' || namespaces === null || Array.isArray(namespaces)) throw new InvalidNamespacesError('namespaces must be an object')
   const entries = Object.entries(namespaces as Record<string, SessionNamespace>)
   if (!entries.length) throw new InvalidNamespacesError('a session needs at least one namespace')
   for (const [key, value] of entries) {
@@ -117,7 +114,9 @@ export function assertSessionNamespaces(namespaces: unknown): asserts namespaces
  */
 export function assertConforms(session: SessionNamespaces, required: ProposalNamespaces) {
   for (const [key, asked] of Object.entries(required)) {
-    const granted = Object.entries(session).filter(([name]) => namespaceOf(name) === namespaceOf(key)).map(([, value]) => value)
+    const granted = Object.entries(session)
+      .filter(([name]) => namespaceOf(name) === namespaceOf(key))
+      .map(([, value]) => value)
     if (!granted.length) throw new InvalidNamespacesError(`required namespace ${key} was not granted`)
     const chains = new Set(granted.flatMap(chainsOf))
     const methods = new Set(granted.flatMap((value) => value.methods))

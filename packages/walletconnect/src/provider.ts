@@ -16,7 +16,7 @@ import {
   ProviderNotInitializedError,
   RpcProviderNotFoundError,
   SignClientNotInitializedError,
-  WalletConnectError,
+  type WalletConnectError,
 } from './errors.js'
 import { chainsOf, namespaceOf, parseAccountId, type SessionNamespace } from './namespaces.js'
 import type { WebSocketConstructor } from './relayClient.js'
@@ -289,7 +289,8 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
       requireClient()
       const chains = parameters.chains ?? options.chains
       const optionalChains = parameters.optionalChains ?? options.optionalChains ?? []
-      if (!Array.isArray(chains) || chains.some((id) => !Number.isSafeInteger(id) || id <= 0)) throw new InvalidChainsError('chains must be a list of chain ids')
+      if (!Array.isArray(chains) || chains.some((id) => !Number.isSafeInteger(id) || id <= 0))
+        throw new InvalidChainsError('chains must be a list of chain ids')
       if (!chains.length && !optionalChains.length) throw new InvalidChainsError('at least one chain is needed in chains or optionalChains')
 
       if (parameters.signal?.aborted) throw new PairingAbortedError()
@@ -299,7 +300,15 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
       pending = controller
       const onAbort = () => controller.abort(new PairingAbortedError())
       parameters.signal?.addEventListener('abort', onAbort, { once: true })
-      const required = chains.length ? { eip155: { chains: chains.map((id) => `eip155:${id}`), methods: [...(options.methods ?? DEFAULT_METHODS)], events: [...(options.events ?? DEFAULT_EVENTS)] } } : {}
+      const required = chains.length
+        ? {
+            eip155: {
+              chains: chains.map((id) => `eip155:${id}`),
+              methods: [...(options.methods ?? DEFAULT_METHODS)],
+              events: [...(options.events ?? DEFAULT_EVENTS)],
+            },
+          }
+        : {}
       const optional = {
         eip155: {
           chains: [...new Set([...chains, ...optionalChains])].map((id) => `eip155:${id}`),
@@ -364,7 +373,11 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
         }
       }
       if (granted(args.method))
-        return (await client.request({ topic: session.topic, chainId: `eip155:${chainId}`, request: { method: args.method, params: args.params ?? [] } })) as never
+        return (await client.request({
+          topic: session.topic,
+          chainId: `eip155:${chainId}`,
+          request: { method: args.method, params: args.params ?? [] },
+        })) as never
       if (WALLET_ONLY.test(args.method)) throw new MethodNotGrantedError(args.method, `eip155:${chainId}`)
       return (await read(args)) as never
     },

@@ -2,9 +2,9 @@ import { ed25519 } from '@noble/curves/ed25519.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
 import { clientIdOf, signRelayJwt } from './auth.js'
+import { createEmitter, type Emitter } from './emitter.js'
 import { RelayConnectionError, RelayRequestError } from './errors.js'
 import { isObject, isRequest, isResponse, type JsonRpcRequest, payloadId } from './jsonrpc.js'
-import { createEmitter, type Emitter } from './emitter.js'
 
 /*
  * The relay client: one WebSocket to an irn relay, opened when there is something to do,

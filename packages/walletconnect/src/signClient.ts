@@ -2,16 +2,7 @@ import { bytesToHex, randomBytes } from '@noble/hashes/utils.js'
 import { decrypt, deriveSymKey, encrypt, generateKeyPair, generateSymKey, topicOf } from './crypto.js'
 import { createEmitter, type Emitter } from './emitter.js'
 import { ExpiredError, PeerError, SessionNotFoundError, StorageWriteError, WalletConnectError } from './errors.js'
-import {
-  isErrorResponse,
-  isObject,
-  isRequest,
-  isResponse,
-  type JsonRpcErrorObject,
-  type JsonRpcRequest,
-  type JsonRpcResponse,
-  payloadId,
-} from './jsonrpc.js'
+import { isErrorResponse, isObject, isRequest, isResponse, type JsonRpcErrorObject, type JsonRpcRequest, type JsonRpcResponse, payloadId } from './jsonrpc.js'
 import {
   assertConforms,
   assertProposalNamespaces,
@@ -254,9 +245,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
   const reportStorage = (error: StorageWriteError) => events.emit('error', error)
 
   const seed = restoreSeed(storage, `${prefix}.seed`, reportStorage)
-  const relay =
-    options.relay ??
-    createRelayClient({ relayUrl: options.relayUrl, projectId: options.projectId, seed, WebSocket: options.WebSocket })
+  const relay = options.relay ?? createRelayClient({ relayUrl: options.relayUrl, projectId: options.projectId, seed, WebSocket: options.WebSocket })
   relay.emitter.on('error', (error) => events.emit('error', error))
 
   const pairings = recordStore<PairingRecord>(storage, `${prefix}.pairings`, reportStorage)
@@ -269,11 +258,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
   const seenRequests = new Set<string>()
 
   function keyFor(topic: string): string | undefined {
-    return (
-      pairings.get(topic)?.symKey ??
-      sessions.get(topic)?.symKey ??
-      proposals.values().find((p) => p.sessionTopic === topic)?.sessionSymKey
-    )
+    return pairings.get(topic)?.symKey ?? sessions.get(topic)?.symKey ?? proposals.values().find((p) => p.sessionTopic === topic)?.sessionSymKey
   }
 
   // ---------- sending ----------
@@ -613,11 +598,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
   // ---------- start ----------
 
   await cleanup()
-  const topics = [
-    ...pairings.keys(),
-    ...sessions.keys(),
-    ...proposals.values().flatMap((p) => (p.sessionTopic ? [p.sessionTopic] : [])),
-  ]
+  const topics = [...pairings.keys(), ...sessions.keys(), ...proposals.values().flatMap((p) => (p.sessionTopic ? [p.sessionTopic] : []))]
   // Re-subscribed on the next task, so that listeners attached right after `await
   // createSignClient()` hear the messages stored for us while we were away.
   setTimeout(() => {
@@ -679,8 +660,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
       const session = requireSession(topic)
       const granted = grantedFor(session, chainId)
       if (!granted) throw new WalletConnectError('unsupported_chain', `The session does not include ${chainId}.`)
-      if (!granted.methods.has(request.method))
-        throw new WalletConnectError('unsupported_method', `The wallet did not grant ${request.method} on ${chainId}.`)
+      if (!granted.methods.has(request.method)) throw new WalletConnectError('unsupported_method', `The wallet did not grant ${request.method} on ${chainId}.`)
       const ttl = Math.min(SEVEN_DAYS, Math.max(FIVE_MINUTES, expiry))
       const params: SessionRequestParams = {
         request: { method: request.method, params: request.params ?? [], expiryTimestamp: now() + ttl },
@@ -761,8 +741,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
 
     async update({ topic, namespaces }) {
       const session = requireSession(topic)
-      if (session.controller !== session.self.publicKey)
-        throw new WalletConnectError('not_controller', 'Only the wallet can update a session.')
+      if (session.controller !== session.self.publicKey) throw new WalletConnectError('not_controller', 'Only the wallet can update a session.')
       assertSessionNamespaces(namespaces)
       assertConforms(namespaces, session.requiredNamespaces)
       sessions.set(topic, { ...session, namespaces })
@@ -806,13 +785,21 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
       throw new SessionNotFoundError(topic)
     },
 
-    sessions: () => sessions.values().filter((s) => s.expiry > now()).map(toSession),
+    sessions: () =>
+      sessions
+        .values()
+        .filter((s) => s.expiry > now())
+        .map(toSession),
     session: (topic) => {
       const record = sessions.get(topic)
       return record && record.expiry > now() ? toSession(record) : undefined
     },
     pairings: () => pairings.values().map(toPairing),
-    proposals: () => proposals.values().filter((p) => p.role === 'wallet').map((p) => p.params),
+    proposals: () =>
+      proposals
+        .values()
+        .filter((p) => p.role === 'wallet')
+        .map((p) => p.params),
     pendingRequests: () => requests.values(),
     cleanup,
     close() {

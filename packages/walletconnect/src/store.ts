@@ -38,11 +38,7 @@ export type RecordStore<value> = {
   keys(): string[]
 }
 
-export function recordStore<value>(
-  storage: KeyValueStorage,
-  key: string,
-  onError: (error: StorageWriteError) => void,
-): RecordStore<value> {
+export function recordStore<value>(storage: KeyValueStorage, key: string, onError: (error: StorageWriteError) => void): RecordStore<value> {
   const records = new Map<string, value>(read(storage, key))
   const save = () => {
     try {

@@ -19,12 +19,26 @@ describe('pairing URI', () => {
     const theirs = official.parseUri(formatPairingUri(pairing))
     expect(theirs).toMatchObject({ topic, version: 2, symKey, expiryTimestamp: 1_800_000_000, relay: { protocol: 'irn' } })
     const key = generateSymKey()
-    const officialUri = official.formatUri({ protocol: 'wc', version: 2, topic: topicOf(key), symKey: key, relay: { protocol: 'irn' }, expiryTimestamp: 1_900_000_000 })
+    const officialUri = official.formatUri({
+      protocol: 'wc',
+      version: 2,
+      topic: topicOf(key),
+      symKey: key,
+      relay: { protocol: 'irn' },
+      expiryTimestamp: 1_900_000_000,
+    })
     expect(parsePairingUri(officialUri)).toEqual({ topic: topicOf(key), version: 2, relay: { protocol: 'irn' }, symKey: key, expiryTimestamp: 1_900_000_000 })
   })
 
   test('behavior: relay data and methods round-trip', () => {
-    const pairing = { topic, version: 2 as const, relay: { protocol: 'irn', data: 'abc' }, symKey, expiryTimestamp: 1, methods: ['wc_sessionPropose', 'wc_authRequest'] }
+    const pairing = {
+      topic,
+      version: 2 as const,
+      relay: { protocol: 'irn', data: 'abc' },
+      symKey,
+      expiryTimestamp: 1,
+      methods: ['wc_sessionPropose', 'wc_authRequest'],
+    }
     expect(parsePairingUri(formatPairingUri(pairing))).toEqual(pairing)
   })
 

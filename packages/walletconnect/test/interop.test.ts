@@ -1,11 +1,11 @@
-import type { Relay } from '@latchkey/relay'
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
+import type { Relay } from '@latchkey/relay'
 import { SignClient as OfficialSignClient } from '@walletconnect/sign-client'
 import { Web3Wallet } from '@walletconnect/web3wallet'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
-import { PeerError } from '../src/index.js'
-import { account, closing, eip155, grant, next, peer, type Peer, startRelay } from './peers.js'
+import type { PeerError } from '../src/index.js'
+import { account, closing, eip155, grant, next, type Peer, peer, startRelay } from './peers.js'
 
 // Our Sign client against the official Apache-2.0 clients (test-only): @walletconnect/sign-client
 // @2.21.8 in both directions, and @walletconnect/web3wallet@1.16.1 (which runs sign-client 2.17.1,
@@ -87,7 +87,9 @@ describe('our dapp, their wallet', () => {
 
     const signed = await dapp.request({ topic: session.topic, chainId: 'eip155:31337', request: { method: 'personal_sign', params: ['0x6869', account] } })
     expect(signed).toBe('their-signature-of-0x6869')
-    const refused = await dapp.request({ topic: session.topic, chainId: 'eip155:31337', request: { method: 'eth_sendTransaction', params: [{}] } }).catch((e: unknown) => e)
+    const refused = await dapp
+      .request({ topic: session.topic, chainId: 'eip155:31337', request: { method: 'eth_sendTransaction', params: [{}] } })
+      .catch((e: unknown) => e)
     expect((refused as PeerError).rpcCode).toBe(4001)
 
     const event = next(dapp, 'session_event')
@@ -178,7 +180,9 @@ describe('web3wallet 1.16.1 as the wallet', () => {
     const dapp = await official('their-dapp')
     const wallet = await web3wallet('their-web3wallet')
     wallet.on('session_proposal', ({ id }) => wallet.approveSession({ id, namespaces: grant() }).catch(closing))
-    wallet.on('session_request', ({ id, topic }) => wallet.respondSessionRequest({ topic, response: { id, jsonrpc: '2.0', result: '0xsigned' } }).catch(closing))
+    wallet.on('session_request', ({ id, topic }) =>
+      wallet.respondSessionRequest({ topic, response: { id, jsonrpc: '2.0', result: '0xsigned' } }).catch(closing),
+    )
     const { uri, approval } = await dapp.connect({ optionalNamespaces: { eip155 } })
     await wallet.core.pairing.pair({ uri: uri as string })
     const session = await approval()

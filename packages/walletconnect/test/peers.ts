@@ -22,11 +22,7 @@ export async function startRelay(port?: number): Promise<Relay> {
 export type Peer = SignClient & { storage: KeyValueStorage }
 
 /** A Sign client of ours on `relay`; reuse `storage` to model a reload. */
-export async function peer(
-  relay: Relay,
-  name: string,
-  extra: { storage?: KeyValueStorage; now?: () => number } = {},
-): Promise<Peer> {
+export async function peer(relay: Relay, name: string, extra: { storage?: KeyValueStorage; now?: () => number } = {}): Promise<Peer> {
   const storage = extra.storage ?? memoryStorage()
   const client = await createSignClient({
     relayUrl: relay.url,

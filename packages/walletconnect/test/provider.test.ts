@@ -1,6 +1,6 @@
 import type { Relay } from '@latchkey/relay'
-import { WebSocket } from 'ws'
 import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from 'vitest'
+import { WebSocket } from 'ws'
 import {
   createEthereumProvider,
   type EthereumProvider,
@@ -10,7 +10,7 @@ import {
   type WalletConnectError,
   type WebSocketConstructor,
 } from '../src/index.js'
-import { account, closing, grant, next, peer, type Peer, startRelay } from './peers.js'
+import { account, closing, grant, next, type Peer, peer, startRelay } from './peers.js'
 
 // The EIP-1193 provider (dapp side) against our wallet-role Sign client, through our relay; reads
 // go to a real anvil chain.
@@ -62,7 +62,11 @@ async function connected(options: Partial<EthereumProviderOptions> = {}, chains 
   return { dapp, w, session }
 }
 
-const code = (promise: Promise<unknown>) => promise.then(() => 'resolved', (error: WalletConnectError) => `${error.code}: ${error.shortMessage}`)
+const code = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'resolved',
+    (error: WalletConnectError) => `${error.code}: ${error.shortMessage}`,
+  )
 
 describe('connect', () => {
   test('default: a URI is shown, the wallet approves, accounts and chain come from the session', async () => {
@@ -82,7 +86,11 @@ describe('connect', () => {
     const { params } = await next(w, 'session_proposal')
     controller.abort()
     expect(await connecting).toMatchObject({ code: 'pairing_aborted' })
-    expect(params.requiredNamespaces.eip155).toEqual({ chains: ['eip155:31337'], methods: ['eth_sendTransaction', 'personal_sign'], events: ['chainChanged', 'accountsChanged'] })
+    expect(params.requiredNamespaces.eip155).toEqual({
+      chains: ['eip155:31337'],
+      methods: ['eth_sendTransaction', 'personal_sign'],
+      events: ['chainChanged', 'accountsChanged'],
+    })
     expect(params.optionalNamespaces.eip155?.events).toEqual(['chainChanged', 'accountsChanged', 'message', 'disconnect', 'connect'])
     expect(params.optionalNamespaces.eip155?.chains).toEqual(['eip155:31337', 'eip155:31338'])
   })
@@ -165,8 +173,12 @@ describe('connect', () => {
 describe('requests', () => {
   test('default: signing goes to the wallet, reads go to the chain', async () => {
     const { dapp, w } = await connected()
-    w.events.on('session_request', ({ id, topic, params }) =>
-      void w.respond({ topic, response: { id, jsonrpc: '2.0', result: `signed ${String((params.request.params as string[])[0])} on ${params.chainId}` } }).catch(closing),
+    w.events.on(
+      'session_request',
+      ({ id, topic, params }) =>
+        void w
+          .respond({ topic, response: { id, jsonrpc: '2.0', result: `signed ${String((params.request.params as string[])[0])} on ${params.chainId}` } })
+          .catch(closing),
     )
     expect(await dapp.request({ method: 'personal_sign', params: ['0x6869', account] })).toBe('signed 0x6869 on eip155:31337')
     expect(await dapp.request({ method: 'eth_getBalance', params: [account, 'latest'] })).toMatch(/^0x[0-9a-f]+$/)
@@ -188,7 +200,9 @@ describe('requests', () => {
       'namespace_not_configured: Namespace solana is not configured. Please call connect() first with namespace config.',
     )
     expect(await code(dapp.request({ method: 'eth_blockNumber' }))).toBe('rpc_provider_not_found: JSON-RPC provider for eip155:31337 not found')
-    expect(await code(dapp.request({ method: 'eth_signTypedData_v4', params: [] }))).toBe('method_not_granted: The wallet did not grant eth_signTypedData_v4 on eip155:31337.')
+    expect(await code(dapp.request({ method: 'eth_signTypedData_v4', params: [] }))).toBe(
+      'method_not_granted: The wallet did not grant eth_signTypedData_v4 on eip155:31337.',
+    )
   })
 
   test('with a project id and no rpcMap, reads go to the relay’s JSON-RPC endpoint', async () => {
@@ -196,7 +210,9 @@ describe('requests', () => {
     const { dapp } = await connected({
       rpcMap: {},
       projectId: 'local',
-      fetch: async (url, init) => (urls.push(String(url)), new Response(JSON.stringify({ id: 1, jsonrpc: '2.0', result: '0x2a' }), { status: 200, ...init && {} })),
+      fetch: async (url, init) => (
+        urls.push(String(url)), new Response(JSON.stringify({ id: 1, jsonrpc: '2.0', result: '0x2a' }), { status: 200, ...(init && {}) })
+      ),
     })
     expect(await dapp.request({ method: 'eth_blockNumber' })).toBe('0x2a')
     expect(urls).toEqual([`${relay.url.replace('ws', 'http')}/v1/?chainId=eip155%3A31337&projectId=local`])
@@ -230,7 +246,12 @@ describe('chains and events', () => {
     const namespaces = { eip155: { ...grant(['eip155:31337']).eip155, methods: ['personal_sign', 'eth_sendTransaction', 'wallet_switchEthereumChain'] } }
     const { dapp, w, session } = await connected({}, namespaces)
     w.events.on('session_request', async ({ id, topic }) => {
-      await w.update({ topic, namespaces: { eip155: { ...namespaces.eip155, chains: ['eip155:31337', 'eip155:31338'], accounts: [...namespaces.eip155.accounts, `eip155:31338:${account}`] } } })
+      await w.update({
+        topic,
+        namespaces: {
+          eip155: { ...namespaces.eip155, chains: ['eip155:31337', 'eip155:31338'], accounts: [...namespaces.eip155.accounts, `eip155:31338:${account}`] },
+        },
+      })
       await w.respond({ topic, response: { id, jsonrpc: '2.0', result: null } }).catch(closing)
     })
     await dapp.request({ method: 'wallet_switchEthereumChain', params: [{ chainId: '0x7a6a' }] })

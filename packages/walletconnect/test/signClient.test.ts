@@ -1,7 +1,7 @@
 import type { Relay } from '@latchkey/relay'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { ExpiredError, memoryStorage, PeerError, SdkErrors, SessionNotFoundError, StorageWriteError } from '../src/index.js'
-import { account, closing, eip155, grant, next, paired, peer, type Peer, settle, startRelay } from './peers.js'
+import { account, closing, eip155, grant, next, type Peer, paired, peer, settle, startRelay } from './peers.js'
 
 // Our Sign client in both roles, dapp and wallet, through our relay on loopback.
 
@@ -88,7 +88,9 @@ describe('requests, events and updates', () => {
   test('default: a request reaches the wallet and its answer comes back', async () => {
     const { dapp, wallet, session } = await pair()
     wallet.events.on('session_request', ({ id, topic, params }) => {
-      wallet.respond({ topic, response: { id, jsonrpc: '2.0', result: `signed:${String((params.request.params as string[])[0])}:${params.chainId}` } }).catch(closing)
+      wallet
+        .respond({ topic, response: { id, jsonrpc: '2.0', result: `signed:${String((params.request.params as string[])[0])}:${params.chainId}` } })
+        .catch(closing)
     })
     const result = await dapp.request({ topic: session.topic, chainId: 'eip155:31338', request: { method: 'personal_sign', params: ['0x68690a', account] } })
     expect(result).toBe('signed:0x68690a:eip155:31338')
@@ -100,7 +102,9 @@ describe('requests, events and updates', () => {
     wallet.events.on('session_request', ({ id, topic }) => {
       wallet.respond({ topic, response: { id, jsonrpc: '2.0', error: { code: 4001, message: 'User rejected the request.' } } }).catch(closing)
     })
-    const error = await dapp.request({ topic: session.topic, chainId: 'eip155:31337', request: { method: 'personal_sign', params: [] } }).catch((e: unknown) => e)
+    const error = await dapp
+      .request({ topic: session.topic, chainId: 'eip155:31337', request: { method: 'personal_sign', params: [] } })
+      .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(PeerError)
     expect((error as PeerError).rpcCode).toBe(4001)
   })
@@ -113,7 +117,9 @@ describe('requests, events and updates', () => {
       wallet.respond({ topic, response: { id, jsonrpc: '2.0', result: true } }).catch(closing)
     })
     await Promise.all(
-      [1, 2, 3, 4, 5, 6, 7, 8].map((n) => dapp.request({ topic: session.topic, chainId: 'eip155:31337', request: { method: 'eth_sendTransaction', params: [n] } })),
+      [1, 2, 3, 4, 5, 6, 7, 8].map((n) =>
+        dapp.request({ topic: session.topic, chainId: 'eip155:31337', request: { method: 'eth_sendTransaction', params: [n] } }),
+      ),
     )
     expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
   })
@@ -191,7 +197,9 @@ describe('persistence and expiry', () => {
     const result = dappAgain.request({ topic: session.topic, chainId: 'eip155:31337', request: { method: 'personal_sign', params: ['0x01'] } })
 
     const walletAgain = track(await peer(relay, 'wallet', { storage: wallet.storage }))
-    walletAgain.events.on('session_request', ({ id, topic }) => walletAgain.respond({ topic, response: { id, jsonrpc: '2.0', result: 'late but here' } }).catch(closing))
+    walletAgain.events.on('session_request', ({ id, topic }) =>
+      walletAgain.respond({ topic, response: { id, jsonrpc: '2.0', result: 'late but here' } }).catch(closing),
+    )
     expect(await result).toBe('late but here')
   })
 

@@ -1,9 +1,9 @@
+import { privateKeyToAddress } from 'viem/accounts'
 import { describe, expect, test } from 'vitest'
 import { anvilKeys } from '../../../../test/chains.js'
 import { setupClient } from '../../../../test/setup.js'
 import { CancelledError, ChainNotConfiguredError, ConnectorNotFoundError, TimeoutError } from '../errors/connection.js'
 import { UserRejectedRequestError } from '../errors/rpc.js'
-import { privateKeyToAddress } from 'viem/accounts'
 import { connect } from './connect.js'
 import { getAccount } from './getAccount.js'
 

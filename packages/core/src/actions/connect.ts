@@ -1,6 +1,6 @@
 import type { Client } from '../createClient.js'
-import { CancelledError, ChainNotConfiguredError, type ConnectorNotFoundErrorType } from '../errors/connection.js'
 import type { BaseError } from '../errors/base.js'
+import { CancelledError, ChainNotConfiguredError, type ConnectorNotFoundErrorType } from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'
 import type { Address, Connector } from '../types.js'
 import { resolveConnector } from './internal.js'

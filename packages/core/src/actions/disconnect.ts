@@ -1,6 +1,6 @@
 import type { Client } from '../createClient.js'
 
-export type DisconnectReturnType = void
+export type DisconnectReturnType = undefined
 
 /**
  * Disconnects the wallet and clears the session, accounts, namespaces and the stored active

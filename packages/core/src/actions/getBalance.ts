@@ -1,4 +1,4 @@
-import { type Chain, createClient, http, type Client as ViemClient, type Transport } from 'viem'
+import { type Chain, createClient, http, type Transport, type Client as ViemClient } from 'viem'
 import { getBalance as readBalance } from 'viem/actions'
 import type { Client } from '../createClient.js'
 import type { Address } from '../types.js'

@@ -11,5 +11,10 @@ const cache = new WeakMap<Client, Map<number, PublicClient<Transport, Chain>>>()
  * const block = await getPublicClient(client, { chainId: 31337 }).getBlockNumber()
  */
 export function getPublicClient(client: Client, { chainId }: { chainId?: number | undefined } = {}): PublicClient<Transport, Chain> {
-  return perChain(cache, client, chainId, (chain) => createPublicClient({ chain, transport: http(chain.rpcUrls.default.http[0]) }) as PublicClient<Transport, Chain>)
+  return perChain(
+    cache,
+    client,
+    chainId,
+    (chain) => createPublicClient({ chain, transport: http(chain.rpcUrls.default.http[0]) }) as PublicClient<Transport, Chain>,
+  )
 }

@@ -1,5 +1,5 @@
-import type { Client } from '../createClient.js'
 import { RECONNECT_TIMEOUT_MS } from '../constants.js'
+import type { Client } from '../createClient.js'
 import { TimeoutError } from '../errors/connection.js'
 import type { Connector } from '../types.js'
 

@@ -1,6 +1,6 @@
 import { sendTransaction as viemSendTransaction } from 'viem/actions'
-import type { Client } from '../createClient.js'
 import { REQUEST_TIMEOUT_MS } from '../constants.js'
+import type { Client } from '../createClient.js'
 import type { BaseError } from '../errors/base.js'
 import type { NotConnectedErrorType } from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'
@@ -35,10 +35,11 @@ export async function sendTransaction(client: Client, parameters: SendTransactio
   const { account, signal, ...request } = parameters
   const wallet = await getWalletClient(client, account)
   try {
-    return await withTimeout(
-      viemSendTransaction(wallet, { ...request, account: wallet.account, chain: wallet.chain ?? null } as never),
-      { what: 'Sending the transaction', ms: REQUEST_TIMEOUT_MS, signal },
-    )
+    return await withTimeout(viemSendTransaction(wallet, { ...request, account: wallet.account, chain: wallet.chain ?? null } as never), {
+      what: 'Sending the transaction',
+      ms: REQUEST_TIMEOUT_MS,
+      signal,
+    })
   } catch (error) {
     const typed = toProviderError(error)
     client._internal.report('sendTransaction', typed)

@@ -1,7 +1,7 @@
 import type { SignableMessage } from 'viem'
 import { signMessage as viemSignMessage } from 'viem/actions'
-import type { Client } from '../createClient.js'
 import { REQUEST_TIMEOUT_MS } from '../constants.js'
+import type { Client } from '../createClient.js'
 import type { BaseError } from '../errors/base.js'
 import type { NotConnectedErrorType } from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'

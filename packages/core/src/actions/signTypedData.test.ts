@@ -12,8 +12,15 @@ const address = privateKeyToAddress(key)
 const typedData = {
   domain: { name: 'Latchkey Demo', version: '1', chainId: 31337, verifyingContract: '0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC' },
   types: {
-    Person: [{ name: 'name', type: 'string' }, { name: 'wallet', type: 'address' }],
-    Mail: [{ name: 'from', type: 'Person' }, { name: 'to', type: 'Person' }, { name: 'contents', type: 'string' }],
+    Person: [
+      { name: 'name', type: 'string' },
+      { name: 'wallet', type: 'address' },
+    ],
+    Mail: [
+      { name: 'from', type: 'Person' },
+      { name: 'to', type: 'Person' },
+      { name: 'contents', type: 'string' },
+    ],
   },
   primaryType: 'Mail',
   message: {

@@ -1,7 +1,7 @@
 import type { TypedData, TypedDataDefinition } from 'viem'
 import { signTypedData as viemSignTypedData } from 'viem/actions'
-import type { Client } from '../createClient.js'
 import { REQUEST_TIMEOUT_MS } from '../constants.js'
+import type { Client } from '../createClient.js'
 import type { BaseError } from '../errors/base.js'
 import type { NotConnectedErrorType } from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'
@@ -34,10 +34,11 @@ export async function signTypedData<const typedData extends TypedData | Record<s
   const { account, signal, ...definition } = parameters
   const wallet = await getWalletClient(client, account)
   try {
-    return await withTimeout(
-      viemSignTypedData(wallet, { ...(definition as TypedDataDefinition), account: wallet.account }),
-      { what: 'Signing the typed data', ms: REQUEST_TIMEOUT_MS, signal },
-    )
+    return await withTimeout(viemSignTypedData(wallet, { ...(definition as TypedDataDefinition), account: wallet.account }), {
+      what: 'Signing the typed data',
+      ms: REQUEST_TIMEOUT_MS,
+      signal,
+    })
   } catch (error) {
     const typed = toProviderError(error)
     client._internal.report('signTypedData', typed)

@@ -57,11 +57,7 @@ describe('switchChain', () => {
     const { client, calls } = walletKnowingOnlyA({ canSwitch: true })
     await connect(client, { connector: 'w' })
     await switchChain(client, { chainId: 31338 })
-    expect(calls.filter((m) => m.startsWith('wallet_'))).toEqual([
-      'wallet_switchEthereumChain',
-      'wallet_addEthereumChain',
-      'wallet_switchEthereumChain',
-    ])
+    expect(calls.filter((m) => m.startsWith('wallet_'))).toEqual(['wallet_switchEthereumChain', 'wallet_addEthereumChain', 'wallet_switchEthereumChain'])
     expect(client.getState().chainId).toBe(31338)
   })
 

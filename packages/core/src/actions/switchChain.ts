@@ -1,11 +1,7 @@
 import type { Chain } from 'viem'
 import type { Client } from '../createClient.js'
 import type { BaseError } from '../errors/base.js'
-import {
-  ChainNotConfiguredError,
-  type ChainNotConfiguredErrorType,
-  type NetworkSwitchingNotAvailableErrorType,
-} from '../errors/connection.js'
+import { ChainNotConfiguredError, type ChainNotConfiguredErrorType, type NetworkSwitchingNotAvailableErrorType } from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'
 import { requireConnection } from './internal.js'
 

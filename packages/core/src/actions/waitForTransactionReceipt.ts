@@ -18,10 +18,7 @@ export type WaitForTransactionReceiptReturnType = TransactionReceipt
  * @example
  * const { status } = await waitForTransactionReceipt(client, { hash })
  */
-export function waitForTransactionReceipt(
-  client: Client,
-  parameters: WaitForTransactionReceiptParameters,
-): Promise<WaitForTransactionReceiptReturnType> {
+export function waitForTransactionReceipt(client: Client, parameters: WaitForTransactionReceiptParameters): Promise<WaitForTransactionReceiptReturnType> {
   return getPublicClient(client, { chainId: parameters.chainId }).waitForTransactionReceipt({
     hash: parameters.hash,
     timeout: parameters.timeoutMs ?? 60_000,

@@ -1,5 +1,5 @@
 import type { Client } from '../createClient.js'
-import { getAccount, type GetAccountReturnType } from './getAccount.js'
+import { type GetAccountReturnType, getAccount } from './getAccount.js'
 
 export type WatchAccountParameters = {
   onChange(account: GetAccountReturnType, previous: GetAccountReturnType): void

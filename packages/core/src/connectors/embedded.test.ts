@@ -1,7 +1,7 @@
 import { verifyMessage } from 'viem'
 import { describe, expect, test } from 'vitest'
-import { memoryKeys, memoryStorage, useEmbeddedStack } from '../../../embedded/test/harness.js'
 import { testChains } from '../../../../test/chains.js'
+import { memoryKeys, memoryStorage, useEmbeddedStack } from '../../../embedded/test/harness.js'
 import { connect } from '../actions/connect.js'
 import { disconnect } from '../actions/disconnect.js'
 import { reconnect } from '../actions/reconnect.js'
@@ -18,7 +18,12 @@ import { embedded, isEmbeddedConnector } from './embedded.js'
 const stack = useEmbeddedStack()
 let people = 0
 
-function setup(shared?: { storage: KeyValueStorage; walletStorage: KeyValueStorage; keys: ReturnType<typeof memoryKeys>; browser: ReturnType<typeof stack.browserFetch> }) {
+function setup(shared?: {
+  storage: KeyValueStorage
+  walletStorage: KeyValueStorage
+  keys: ReturnType<typeof memoryKeys>
+  browser: ReturnType<typeof stack.browserFetch>
+}) {
   const state = shared ?? { storage: createMemoryStorage(), walletStorage: memoryStorage(), keys: memoryKeys(), browser: stack.browserFetch() }
   const client = createClient({
     chains: testChains(),

@@ -1,10 +1,9 @@
+// Types only: the embedded wallet (key-management client, crypto, passkeys) loads on first use.
+import type * as Embedded from '@latchkey/embedded'
 import { ChainNotConfiguredError, ConnectorError, NotConnectedError } from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'
 import type { Address, Connector, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
 import { createEmitter } from '../utils/emitter.js'
-
-// Types only: the embedded wallet (key-management client, crypto, passkeys) loads on first use.
-import type * as Embedded from '@latchkey/embedded'
 
 export type EmbeddedParameters = {
   /** Shown in sign-in emails and passkey prompts. Required (SPEC §5). */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import { createRecordingLogger } from '../../../../test/setup.js'
 import { testChains } from '../../../../test/chains.js'
+import { createRecordingLogger } from '../../../../test/setup.js'
 import { connect } from '../actions/connect.js'
 import { createClient } from '../createClient.js'
 import { ProviderNotFoundError, TimeoutError } from '../errors/connection.js'
@@ -46,8 +46,7 @@ describe('injected', () => {
 
   test('behavior: accounts are checksummed whatever case the wallet uses', async () => {
     const lower = {
-      request: async ({ method }: { method: string }) =>
-        method === 'eth_chainId' ? '0x7a69' : ['0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266'],
+      request: async ({ method }: { method: string }) => (method === 'eth_chainId' ? '0x7a69' : ['0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266']),
     }
     const { client } = clientWith(injected({ id: 'lower', provider: lower as never }))
     expect(await connect(client, { connector: 'lower' })).toEqual({

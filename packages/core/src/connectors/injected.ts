@@ -1,10 +1,6 @@
 import { getAddress } from 'viem'
 import { CONNECT_TIMEOUT_MS, RECONNECT_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../constants.js'
-import {
-  ChainNotConfiguredError,
-  NetworkSwitchingNotAvailableError,
-  ProviderNotFoundError,
-} from '../errors/connection.js'
+import { ChainNotConfiguredError, NetworkSwitchingNotAvailableError, ProviderNotFoundError } from '../errors/connection.js'
 import { toProviderError, UnrecognizedChainError, UnsupportedProviderMethodError } from '../errors/rpc.js'
 import type { Address, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
 import { createEmitter } from '../utils/emitter.js'
@@ -66,8 +62,7 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
       function attach() {
         const provider = findProvider()
         if (detach || !provider?.on) return
-        const onAccountsChanged = (accounts: string[]) =>
-          emitter.emit('change', { accounts: accounts.map((a) => getAddress(a)) })
+        const onAccountsChanged = (accounts: string[]) => emitter.emit('change', { accounts: accounts.map((a) => getAddress(a)) })
         const onChainChanged = (chainId: string | number) => emitter.emit('change', { chainId: Number(chainId) })
         const onDisconnect = (error?: { code?: number }) => {
           // 1013: the wallet is reconnecting to its node (MetaMask); the session is not over.
@@ -87,8 +82,7 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
       }
 
       const getChainId = async () => Number(await request<string>({ method: 'eth_chainId' }, readTimeout))
-      const getAccounts = async () =>
-        (await request<string[]>({ method: 'eth_accounts' }, readTimeout)).map((a) => getAddress(a))
+      const getAccounts = async () => (await request<string[]>({ method: 'eth_accounts' }, readTimeout)).map((a) => getAddress(a))
 
       const connector: ReturnType<CreateConnectorFn> = {
         id,
@@ -104,8 +98,7 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
           const accounts = raw.map((a) => getAddress(a)) as Address[]
           let current = await getChainId()
           attach()
-          if (chainId !== undefined && chainId !== current && !isReconnecting)
-            current = (await connector.switchChain({ chainId, signal })).id
+          if (chainId !== undefined && chainId !== current && !isReconnecting) current = (await connector.switchChain({ chainId, signal })).id
           return { accounts, chainId: current }
         },
         async disconnect() {

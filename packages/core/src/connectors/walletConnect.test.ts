@@ -8,8 +8,8 @@ import {
   type SignClient,
   type WebSocketConstructor,
 } from '@latchkey/walletconnect'
-import { privateKeyToAccount } from 'viem/accounts'
 import { verifyMessage } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { WebSocket } from 'ws'
 import { anvilKeys, testChains } from '../../../../test/chains.js'
@@ -20,7 +20,7 @@ import { signMessage } from '../actions/signMessage.js'
 import { switchChain } from '../actions/switchChain.js'
 import { createClient } from '../createClient.js'
 import { createMemoryStorage } from '../storage.js'
-import { walletConnect, type WalletConnectParameters } from './walletConnect.js'
+import { type WalletConnectParameters, walletConnect } from './walletConnect.js'
 
 // The walletConnect connector driven through the client's actions, paired with a wallet made of
 // our wallet-role Sign client and a real key, through our relay. Signing only: no transactions,
@@ -59,7 +59,10 @@ async function wallet(options: { chains?: string[]; reject?: boolean } = {}): Pr
   client.events.on('session_proposal', ({ id, params }) => {
     const answer = options.reject
       ? client.reject({ id })
-      : client.approve({ id, namespaces: buildApprovedNamespaces({ proposal: params, supported: supported(options.chains ?? ['eip155:31337', 'eip155:31338']) }) })
+      : client.approve({
+          id,
+          namespaces: buildApprovedNamespaces({ proposal: params, supported: supported(options.chains ?? ['eip155:31337', 'eip155:31338']) }),
+        })
     answer.catch(() => undefined)
   })
   client.events.on('session_request', async ({ id, topic, params }) => {
@@ -73,11 +76,19 @@ async function wallet(options: { chains?: string[]; reject?: boolean } = {}): Pr
 function setup(extra: Partial<WalletConnectParameters> = {}, storage = createMemoryStorage(), wcStorage: KeyValueStorage = memoryStorage()) {
   const client = createClient({
     chains: testChains(),
-    connectors: [walletConnect({ relayUrl: relay.url, WebSocket: WebSocket as unknown as WebSocketConstructor, storage: wcStorage, reinitWaitMs: 0, ...extra })],
+    connectors: [
+      walletConnect({ relayUrl: relay.url, WebSocket: WebSocket as unknown as WebSocketConstructor, storage: wcStorage, reinitWaitMs: 0, ...extra }),
+    ],
     storage,
   })
   const connector = client.getConnectors().find((c) => c.id === 'walletConnect')!
-  closers.push(() => void connector.getProvider().then((p) => (p as unknown as { close?: () => void }).close?.()).catch(() => undefined))
+  closers.push(
+    () =>
+      void connector
+        .getProvider()
+        .then((p) => (p as unknown as { close?: () => void }).close?.())
+        .catch(() => undefined),
+  )
   return { client, connector, storage, wcStorage }
 }
 
@@ -178,13 +189,19 @@ describe('walletConnect connector', () => {
     const controller = new AbortController()
     const attempt = connect(client, { connector, signal: controller.signal }).catch((e: unknown) => e)
     await expect.poll(() => uris.length).toBe(2)
-    expect(messages.find((m) => m.type === 'connection_rejected')?.data).toMatchObject({ code: 'connection_rejected', shortMessage: 'Connection rejected. Please try again.' })
+    expect(messages.find((m) => m.type === 'connection_rejected')?.data).toMatchObject({
+      code: 'connection_rejected',
+      shortMessage: 'Connection rejected. Please try again.',
+    })
     controller.abort()
     expect(await attempt).toMatchObject({ code: 'pairing_aborted', shortMessage: 'Pairing aborted' })
   })
 
   test('showQrModal without the package, and with a package that cannot build its modal', async () => {
-    const missing = setup({ showQrModal: true, loadQrModal: () => Promise.reject(Object.assign(new Error("Cannot find package '@latchkey/qr-modal'"), { code: 'ERR_MODULE_NOT_FOUND' })) })
+    const missing = setup({
+      showQrModal: true,
+      loadQrModal: () => Promise.reject(Object.assign(new Error("Cannot find package '@latchkey/qr-modal'"), { code: 'ERR_MODULE_NOT_FOUND' })),
+    })
     await expect(connect(missing.client, { connector: missing.connector })).rejects.toMatchObject({
       code: 'qr_modal_not_installed',
       shortMessage: 'To use QR modal, please install the modal package',

@@ -1,13 +1,18 @@
+// Types only: the protocol itself loads with the first use of the connector.
+import type { EthereumProvider, Metadata, WebSocketConstructor } from '@latchkey/walletconnect'
 import { getAddress } from 'viem'
 import { DEFAULT_EVENTS, DEFAULT_METHODS, MAX_PAIRING_ATTEMPTS, OPTIONAL_EVENTS, PROVIDER_REINIT_WAIT_MS } from '../constants.js'
-import { ChainNotConfiguredError, NetworkSwitchingNotAvailableError, NotConnectedError, QrModalInstanceError, QrModalNotInstalledError } from '../errors/connection.js'
+import {
+  ChainNotConfiguredError,
+  NetworkSwitchingNotAvailableError,
+  NotConnectedError,
+  QrModalInstanceError,
+  QrModalNotInstalledError,
+} from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'
 import type { KeyValueStorage } from '../storage.js'
 import type { Address, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
 import { createEmitter } from '../utils/emitter.js'
-
-// Types only: the protocol itself loads with the first use of the connector.
-import type { EthereumProvider, Metadata, WebSocketConstructor } from '@latchkey/walletconnect'
 
 /** What the optional QR modal package exports. */
 export type QrModalModule = {
@@ -154,7 +159,8 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
               return await wc.request(args)
             } catch (error) {
               const rpcCode = (error as { rpcCode?: unknown }).rpcCode
-              if (typeof rpcCode === 'number') throw Object.assign(new Error((error as Error).message), { code: rpcCode === 5000 ? 4001 : rpcCode, cause: error })
+              if (typeof rpcCode === 'number')
+                throw Object.assign(new Error((error as Error).message), { code: rpcCode === 5000 ? 4001 : rpcCode, cause: error })
               throw error
             }
           },

@@ -1,14 +1,4 @@
-import {
-  type Chain,
-  createWalletClient,
-  type EIP1193Provider,
-  type Hex,
-  http,
-  hexToString,
-  isHex,
-  type LocalAccount,
-  numberToHex,
-} from 'viem'
+import { type Chain, createWalletClient, type EIP1193Provider, type Hex, hexToString, http, isHex, type LocalAccount, numberToHex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 
 /** A request the dev wallet asks its user to approve. */
@@ -221,8 +211,7 @@ function safeText(data: Hex) {
 export const devWalletInfo = {
   name: 'Latchkey Dev Wallet',
   rdns: 'dev.latchkey.wallet',
-  icon:
-    "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'%3E%3Crect width='32' height='32' rx='8' fill='%235b4cf0'/%3E%3Cpath d='M11 15v-3a5 5 0 0 1 10 0v3' stroke='white' stroke-width='2.5' fill='none'/%3E%3Crect x='9' y='15' width='14' height='10' rx='2' fill='white'/%3E%3C/svg%3E",
+  icon: "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'%3E%3Crect width='32' height='32' rx='8' fill='%235b4cf0'/%3E%3Cpath d='M11 15v-3a5 5 0 0 1 10 0v3' stroke='white' stroke-width='2.5' fill='none'/%3E%3Crect x='9' y='15' width='14' height='10' rx='2' fill='white'/%3E%3C/svg%3E",
 } as const
 
 /**

@@ -33,11 +33,7 @@ export class BaseError extends Error {
   constructor(shortMessage: string, parameters: BaseErrorParameters = {}) {
     const details =
       parameters.details ??
-      (parameters.cause instanceof BaseError
-        ? parameters.cause.details
-        : parameters.cause instanceof Error
-          ? parameters.cause.message
-          : '')
+      (parameters.cause instanceof BaseError ? parameters.cause.details : parameters.cause instanceof Error ? parameters.cause.message : '')
     const message = [
       shortMessage,
       ...(parameters.metaMessages?.length ? ['', ...parameters.metaMessages] : []),
@@ -66,7 +62,6 @@ export class BaseError extends Error {
 
 function walk(error: unknown, fn?: (error: unknown) => boolean): unknown {
   if (fn?.(error)) return error
-  if (error && typeof error === 'object' && 'cause' in error && error.cause !== undefined)
-    return walk(error.cause, fn)
+  if (error && typeof error === 'object' && 'cause' in error && error.cause !== undefined) return walk(error.cause, fn)
   return fn ? null : error
 }

@@ -87,10 +87,7 @@ export class NetworkSwitchingNotAvailableError extends BaseError {
   override name = 'NetworkSwitchingNotAvailableError'
   override code = 'network_switching_only_available_in_wallet'
   constructor(parameters: BaseErrorParameters = {}) {
-    super(
-      'Network switching is not available at this time. The user should manually switch network in their wallet',
-      parameters,
-    )
+    super('Network switching is not available at this time. The user should manually switch network in their wallet', parameters)
   }
 }
 

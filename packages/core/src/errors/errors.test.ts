@@ -1,4 +1,4 @@
-import { UserRejectedRequestError as ViemUserRejected, TransactionExecutionError } from 'viem'
+import { TransactionExecutionError, UserRejectedRequestError as ViemUserRejected } from 'viem'
 import { describe, expect, test } from 'vitest'
 import * as connection from './connection.js'
 import * as rpc from './rpc.js'

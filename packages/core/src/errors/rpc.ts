@@ -144,8 +144,7 @@ export function toProviderError(error: unknown): BaseError {
 function cataloguedOf(error: unknown, depth = 0): { code: string; shortMessage: string; details?: string } | undefined {
   if (!error || typeof error !== 'object' || depth > 8) return undefined
   const e = error as { code?: unknown; shortMessage?: unknown; rpcCode?: unknown; cause?: unknown }
-  if (typeof e.code === 'string' && typeof e.shortMessage === 'string' && typeof e.rpcCode !== 'number')
-    return error as { code: string; shortMessage: string }
+  if (typeof e.code === 'string' && typeof e.shortMessage === 'string' && typeof e.rpcCode !== 'number') return error as { code: string; shortMessage: string }
   return cataloguedOf(e.cause, depth + 1)
 }
 
@@ -175,8 +174,5 @@ const benignCodes = new Set(['timeout', 'cancelled', 'pairing_aborted', 'connect
 
 /** True for failures that are the user's choice or a wait running out: logged as warnings. */
 export function isBenign(error: unknown): boolean {
-  return (
-    error instanceof UserRejectedRequestError ||
-    (error instanceof BaseError && benignCodes.has(error.code))
-  )
+  return error instanceof UserRejectedRequestError || (error instanceof BaseError && benignCodes.has(error.code))
 }

@@ -88,7 +88,8 @@ export async function signIn(client: Client, parameters: SignInParameters = {}):
     auth.set({ status: 'signedIn', session, error: undefined })
     return session
   } catch (error) {
-    const typed = error instanceof BaseError ? error : error instanceof Error && !('code' in error) ? new SignInRejectedError({ cause: error }) : toProviderError(error)
+    const typed =
+      error instanceof BaseError ? error : error instanceof Error && !('code' in error) ? new SignInRejectedError({ cause: error }) : toProviderError(error)
     auth.set({ status: 'error', session: undefined, error: typed })
     client._internal.report('signIn', typed)
     throw typed

@@ -1,6 +1,6 @@
 import { BaseError } from '../errors/base.js'
-import type { SignInAdapter, SignInSession } from './store.js'
 import { SignInRejectedError } from './actions.js'
+import type { SignInAdapter, SignInSession } from './store.js'
 
 /**
  * The sign-in adapter for @latchkey/server: `GET /auth/nonce`, `POST /auth/siwe`, `GET
@@ -26,7 +26,11 @@ export function serverAdapter(url: string, fetchFn: typeof fetch = (...args) => 
   return {
     getNonce: async () => (await call<{ nonce: string }>('/auth/nonce')).nonce,
     verify: ({ message, signature, walletKind }) =>
-      call<SignInSession>('/auth/siwe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message, signature, walletKind }) }),
+      call<SignInSession>('/auth/siwe', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message, signature, walletKind }),
+      }),
     async getSession() {
       try {
         return await call<SignInSession>('/auth/session')

@@ -69,7 +69,10 @@ const sameAddress = (a: string | undefined, b: string | undefined) => a !== unde
  *
  * @internal createClient builds it when given `signIn`.
  */
-export function createSignInStore(adapter: SignInAdapter, connection: { getState(): State; subscribe(listener: (state: State, previous: State) => void): () => void }): SignInStore {
+export function createSignInStore(
+  adapter: SignInAdapter,
+  connection: { getState(): State; subscribe(listener: (state: State, previous: State) => void): () => void },
+): SignInStore {
   let state: SignInState = idle
   const listeners = new Set<(state: SignInState) => void>()
   let restoring: Promise<void> | undefined

@@ -89,11 +89,7 @@ export function findWalletById(book: WalletBook, id: string): WalletBookEntry | 
  * getWalletConnectDeepLink(metaMask, 'wc:abc@2?relay-protocol=irn&symKey=00')
  * // 'https://metamask.app.link/wc?uri=wc%3Aabc%402%3Frelay-protocol%3Dirn%26symKey%3D00'
  */
-export function getWalletConnectDeepLink(
-  entry: WalletBookEntry,
-  wcUri: string,
-  options: GetWalletConnectDeepLinkOptions = {},
-): string | undefined {
+export function getWalletConnectDeepLink(entry: WalletBookEntry, wcUri: string, options: GetWalletConnectDeepLinkOptions = {}): string | undefined {
   if (!entry.walletConnect || !wcUri.startsWith('wc:')) return undefined
   const { native, universal } = entry.mobile
   const base = options.preferUniversal === false ? (native ?? universal) : (universal ?? native)

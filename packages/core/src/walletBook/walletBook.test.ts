@@ -2,14 +2,7 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, test } from 'vitest'
 import { EXCLUDED_EIP6963_CONNECTOR_KEYS } from '../constants.js'
 import { dedicatedWalletRdns } from './dedicated.js'
-import {
-  findWalletById,
-  findWalletByRdns,
-  getInAppBrowserLink,
-  getWalletBook,
-  getWalletConnectDeepLink,
-  type WalletBookEntry,
-} from './index.js'
+import { findWalletById, findWalletByRdns, getInAppBrowserLink, getWalletBook, getWalletConnectDeepLink, type WalletBookEntry } from './index.js'
 
 const book = getWalletBook()
 const WC_URI = 'wc:abc@2?relay-protocol=irn&symKey=00'
@@ -248,30 +241,20 @@ describe('findWalletById / findWalletByRdns', () => {
 
 describe('getWalletConnectDeepLink', () => {
   test('default: universal link first, with the wc: URI percent-encoded', () => {
-    expect(getWalletConnectDeepLink(wallet('metamask'), WC_URI)).toBe(
-      'https://metamask.app.link/wc?uri=wc%3Aabc%402%3Frelay-protocol%3Dirn%26symKey%3D00',
-    )
-    expect(getWalletConnectDeepLink(wallet('trust'), WC_URI)).toBe(
-      `https://link.trustwallet.com/wc?uri=${ENCODED_WC_URI}`,
-    )
+    expect(getWalletConnectDeepLink(wallet('metamask'), WC_URI)).toBe('https://metamask.app.link/wc?uri=wc%3Aabc%402%3Frelay-protocol%3Dirn%26symKey%3D00')
+    expect(getWalletConnectDeepLink(wallet('trust'), WC_URI)).toBe(`https://link.trustwallet.com/wc?uri=${ENCODED_WC_URI}`)
     expect(getWalletConnectDeepLink(wallet('rainbow'), WC_URI)).toBe(`https://rnbwapp.com/wc?uri=${ENCODED_WC_URI}`)
   })
 
   test('behavior: preferUniversal false picks the native scheme', () => {
-    expect(getWalletConnectDeepLink(wallet('metamask'), WC_URI, { preferUniversal: false })).toBe(
-      `metamask://wc?uri=${ENCODED_WC_URI}`,
-    )
+    expect(getWalletConnectDeepLink(wallet('metamask'), WC_URI, { preferUniversal: false })).toBe(`metamask://wc?uri=${ENCODED_WC_URI}`)
   })
 
   test('behavior: falls back to the link the wallet has', () => {
     // OKX has no universal link; a native path base keeps its path.
     expect(getWalletConnectDeepLink(wallet('okx'), WC_URI)).toBe(`okex://main/wc?uri=${ENCODED_WC_URI}`)
-    expect(getWalletConnectDeepLink(wallet('bybit'), WC_URI)).toBe(
-      `bybitapp://open/route?targetUrl=by://web3/walletconnect/wc?uri=${ENCODED_WC_URI}`,
-    )
-    expect(getWalletConnectDeepLink(wallet('ledger'), WC_URI, { preferUniversal: true })).toBe(
-      `ledgerlive://wc?uri=${ENCODED_WC_URI}`,
-    )
+    expect(getWalletConnectDeepLink(wallet('bybit'), WC_URI)).toBe(`bybitapp://open/route?targetUrl=by://web3/walletconnect/wc?uri=${ENCODED_WC_URI}`)
+    expect(getWalletConnectDeepLink(wallet('ledger'), WC_URI, { preferUniversal: true })).toBe(`ledgerlive://wc?uri=${ENCODED_WC_URI}`)
   })
 
   test('error: no link for a wallet that does not pair through WalletConnect', () => {
@@ -291,27 +274,17 @@ describe('getWalletConnectDeepLink', () => {
 
 describe('getInAppBrowserLink', () => {
   test('default: fills the template with the encoded dapp URL', () => {
-    expect(getInAppBrowserLink(wallet('metamask'), DAPP_URL)).toBe(
-      'https://metamask.app.link/dapp/https%3A%2F%2Fapp.example%2Fpath%3Fx%3D1',
-    )
-    expect(getInAppBrowserLink(wallet('coinbase'), DAPP_URL)).toBe(
-      `https://go.cb-w.com/dapp?cb_url=${ENCODED_DAPP_URL}`,
-    )
-    expect(getInAppBrowserLink(wallet('trust'), DAPP_URL)).toBe(
-      `https://link.trustwallet.com/open_url?coin_id=60&url=${ENCODED_DAPP_URL}`,
-    )
+    expect(getInAppBrowserLink(wallet('metamask'), DAPP_URL)).toBe('https://metamask.app.link/dapp/https%3A%2F%2Fapp.example%2Fpath%3Fx%3D1')
+    expect(getInAppBrowserLink(wallet('coinbase'), DAPP_URL)).toBe(`https://go.cb-w.com/dapp?cb_url=${ENCODED_DAPP_URL}`)
+    expect(getInAppBrowserLink(wallet('trust'), DAPP_URL)).toBe(`https://link.trustwallet.com/open_url?coin_id=60&url=${ENCODED_DAPP_URL}`)
   })
 
   test('behavior: replaces every {url} in the template', () => {
-    expect(getInAppBrowserLink(wallet('phantomevm'), DAPP_URL)).toBe(
-      `https://phantom.app/ul/browse/${ENCODED_DAPP_URL}?ref=${ENCODED_DAPP_URL}`,
-    )
+    expect(getInAppBrowserLink(wallet('phantomevm'), DAPP_URL)).toBe(`https://phantom.app/ul/browse/${ENCODED_DAPP_URL}?ref=${ENCODED_DAPP_URL}`)
   })
 
   test('behavior: a dapp URL with $ patterns is inserted literally', () => {
-    expect(getInAppBrowserLink(wallet('metamask'), "https://app.example/$&$'")).toBe(
-      "https://metamask.app.link/dapp/https%3A%2F%2Fapp.example%2F%24%26%24'",
-    )
+    expect(getInAppBrowserLink(wallet('metamask'), "https://app.example/$&$'")).toBe("https://metamask.app.link/dapp/https%3A%2F%2Fapp.example%2F%24%26%24'")
   })
 
   test('error: no link for a wallet without an in-app browser link', () => {

@@ -22,6 +22,6 @@ export const ADMIN_ACTIVITIES: ActivityTable = {
   ...OAUTH_ACTIVITIES,
 }
 
-export { heldPrivateKey } from './privateKeys.js'
 export { decodeOidcToken, nonceFor } from './oauth.js'
+export { heldPrivateKey } from './privateKeys.js'
 export { rootUserIds } from './quorum.js'

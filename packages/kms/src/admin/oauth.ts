@@ -42,9 +42,11 @@ export function decodeOidcToken(token: string): OidcClaims {
   } catch {
     throw invalid('oidcToken is not a JWT: its header and claims must be JSON')
   }
-  if (typeof header !== 'object' || header === null || typeof (header as { alg?: unknown }).alg !== 'string') throw invalid('oidcToken is not a JWT: its header has no alg')
+  if (typeof header !== 'object' || header === null || typeof (header as { alg?: unknown }).alg !== 'string')
+    throw invalid('oidcToken is not a JWT: its header has no alg')
   const parsed = claimsSchema.safeParse(claims)
-  if (!parsed.success) throw invalid(`oidcToken claims are incomplete: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`)
+  if (!parsed.success)
+    throw invalid(`oidcToken claims are incomplete: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`)
   const { iss, sub, aud, exp, nonce } = parsed.data
   return { iss, sub, aud: typeof aud === 'string' ? [aud] : aud, exp, nonce }
 }
@@ -119,8 +121,11 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
       const { db, caller } = context
       const user = userIn(context, input.userId)
       for (const providerId of input.providerIds)
-        if (db.oauthProvider(providerId, caller.organizationId)?.user_id !== user.id) throw notFound(`OAuth provider ${providerId} not found for user ${user.id}`)
-      db.transaction(() => input.providerIds.forEach((providerId) => db.deleteOauthProvider(providerId)))
+        if (db.oauthProvider(providerId, caller.organizationId)?.user_id !== user.id)
+          throw notFound(`OAuth provider ${providerId} not found for user ${user.id}`)
+      db.transaction(() => {
+        for (const providerId of input.providerIds) db.deleteOauthProvider(providerId)
+      })
       return { providerIds: input.providerIds }
     },
   },
@@ -130,14 +135,25 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
     resultKey: 'oauthResult',
     async run(params, context) {
       const input = parse(
-        z.object({ oidcToken: z.string().min(1), targetPublicKey, apiKeyName: z.string().min(1).max(256).optional(), expirationSeconds: uint64.optional(), invalidateExisting: z.boolean().optional() }),
+        z.object({
+          oidcToken: z.string().min(1),
+          targetPublicKey,
+          apiKeyName: z.string().min(1).max(256).optional(),
+          expirationSeconds: uint64.optional(),
+          invalidateExisting: z.boolean().optional(),
+        }),
         params,
       )
       const userId = userOfToken(context, input.oidcToken, input.targetPublicKey)
       const credential = await prepareCredential(input.targetPublicKey)
       const apiKeyId = context.db.transaction(() => {
         if (input.invalidateExisting) invalidateOauthKeys(context, userId)
-        return registerCredential(context, credential, { userId, credentialType: 'CREDENTIAL_TYPE_OAUTH_KEY_P256', name: input.apiKeyName, expirationSeconds: input.expirationSeconds })
+        return registerCredential(context, credential, {
+          userId,
+          credentialType: 'CREDENTIAL_TYPE_OAUTH_KEY_P256',
+          name: input.apiKeyName,
+          expirationSeconds: input.expirationSeconds,
+        })
       })
       return { userId, apiKeyId, credentialBundle: credential.credentialBundle }
     },
@@ -161,9 +177,22 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
       const seconds = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
       db.transaction(() => {
         if (input.invalidateExisting) invalidateOauthKeys(context, userId)
-        insertApiKey(db, userId, caller.organizationId, { apiKeyName: `oauth login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) }, now(), 'CREDENTIAL_TYPE_OAUTH_KEY_P256')
+        insertApiKey(
+          db,
+          userId,
+          caller.organizationId,
+          { apiKeyName: `oauth login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) },
+          now(),
+          'CREDENTIAL_TYPE_OAUTH_KEY_P256',
+        )
       })
-      const claims = { exp: Math.floor(now() / 1000) + seconds, public_key: input.publicKey, session_type: 'SESSION_TYPE_READ_WRITE', user_id: userId, organization_id: caller.organizationId }
+      const claims = {
+        exp: Math.floor(now() / 1000) + seconds,
+        public_key: input.publicKey,
+        session_type: 'SESSION_TYPE_READ_WRITE',
+        user_id: userId,
+        organization_id: caller.organizationId,
+      }
       return { session: sessionJwt(claims, context.signerPrivateKey) }
     },
   },

@@ -27,7 +27,9 @@ const features = (context: ActivityContext) => context.db.features(context.calle
 export function refuseUnexported(what: readonly { exported: number; label: string }[], deleteWithoutExport: boolean | undefined) {
   const unexported = what.filter((item) => item.exported !== 1)
   if (unexported.length && !deleteWithoutExport)
-    throw failedPrecondition(`${unexported.map((item) => item.label).join(', ')} ${unexported.length === 1 ? 'has' : 'have'} not been exported: export first, or set deleteWithoutExport`)
+    throw failedPrecondition(
+      `${unexported.map((item) => item.label).join(', ')} ${unexported.length === 1 ? 'has' : 'have'} not been exported: export first, or set deleteWithoutExport`,
+    )
 }
 
 export const ORGANIZATION_ACTIVITIES: ActivityTable = {
@@ -48,7 +50,8 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
     run(params, context) {
       const input = parse(z.object({ name: z.enum(FEATURE_NAMES) }), params)
       const { db, caller } = context
-      if (!db.features(caller.organizationId).some((feature) => feature.name === input.name)) throw notFound(`feature ${input.name} is not set in organization ${caller.organizationId}`)
+      if (!db.features(caller.organizationId).some((feature) => feature.name === input.name))
+        throw notFound(`feature ${input.name} is not set in organization ${caller.organizationId}`)
       db.transaction(() => db.removeFeature(caller.organizationId, input.name))
       return { features: features(context) }
     },
@@ -61,7 +64,8 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
       const input = parse(z.object({ threshold: z.number().int().min(1), userIds: ids('user') }), params)
       const { db, caller } = context
       for (const userId of input.userIds) userIn(context, userId)
-      if (input.threshold > input.userIds.length) throw failedPrecondition(`a threshold of ${input.threshold} cannot be met by ${input.userIds.length} root users`)
+      if (input.threshold > input.userIds.length)
+        throw failedPrecondition(`a threshold of ${input.threshold} cannot be met by ${input.userIds.length} root users`)
       db.transaction(() => {
         db.setRootQuorumMembers(caller.organizationId, input.userIds)
         db.setRootQuorumThreshold(input.threshold, caller.organizationId)
@@ -87,7 +91,8 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
       const input = parse(z.object({ deleteWithoutExport: z.boolean().optional() }), params ?? {})
       const { db, caller } = context
       const organization = db.organization(caller.organizationId)!
-      if (!organization.parent_id) throw failedPrecondition(`organization ${organization.id} is not a sub-organization: a parent organization is not deleted through the API`)
+      if (!organization.parent_id)
+        throw failedPrecondition(`organization ${organization.id} is not a sub-organization: a parent organization is not deleted through the API`)
       refuseUnexported(
         [
           ...db.wallets(organization.id).map((wallet) => ({ exported: wallet.exported, label: `wallet ${wallet.id}` })),

@@ -33,7 +33,9 @@ function insertPolicies(context: ActivityContext, policies: readonly z.infer<typ
     created_at: at,
     updated_at: at,
   }))
-  context.db.transaction(() => rows.forEach((row) => context.db.insertPolicy(row)))
+  context.db.transaction(() => {
+    for (const row of rows) context.db.insertPolicy(row)
+  })
   return rows.map((row) => row.id)
 }
 
@@ -45,7 +47,9 @@ function policyOf(context: ActivityContext, policyId: string) {
 
 function deletePolicies(context: ActivityContext, policyIds: readonly string[]) {
   for (const policyId of policyIds) policyOf(context, policyId)
-  context.db.transaction(() => policyIds.forEach((policyId) => context.db.deletePolicy(policyId)))
+  context.db.transaction(() => {
+    for (const policyId of policyIds) context.db.deletePolicy(policyId)
+  })
 }
 
 export const POLICY_ACTIVITIES: ActivityTable = {

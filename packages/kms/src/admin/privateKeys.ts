@@ -23,9 +23,15 @@ const privateKeyRecord = (privateKeyId: string) => `private-key:${privateKeyId}`
 /** The same record as init_import_wallet: a user has one import in progress, for a wallet or a key. */
 const importRecord = (userId: string) => `import:${userId}`
 
-const curve = z.string().refine((value) => value === 'CURVE_SECP256K1', { error: (issue) => `unsupported curve ${String(issue.input)}: this service signs with CURVE_SECP256K1` })
+const curve = z
+  .string()
+  .refine((value) => value === 'CURVE_SECP256K1', { error: (issue) => `unsupported curve ${String(issue.input)}: this service signs with CURVE_SECP256K1` })
 const addressFormats = z
-  .array(z.string().refine((value): value is (typeof ADDRESS_FORMATS)[number] => (ADDRESS_FORMATS as readonly string[]).includes(value), { error: (issue) => `unsupported address format ${String(issue.input)}` }))
+  .array(
+    z.string().refine((value): value is (typeof ADDRESS_FORMATS)[number] => (ADDRESS_FORMATS as readonly string[]).includes(value), {
+      error: (issue) => `unsupported address format ${String(issue.input)}`,
+    }),
+  )
   .refine((list) => new Set(list).size === list.length, 'an address format is named twice')
 
 /** The addresses of a secp256k1 key in the formats asked for. */
@@ -70,7 +76,8 @@ function privateKeyIn(context: ActivityContext, privateKeyId: string) {
   return key
 }
 
-const openPrivateKey = (context: ActivityContext, row: PrivateKeyRow) => Buffer.from(open(context.masterKey, privateKeyRecord(row.id), row.sealed_private_key), 'hex')
+const openPrivateKey = (context: ActivityContext, row: PrivateKeyRow) =>
+  Buffer.from(open(context.masterKey, privateKeyRecord(row.id), row.sealed_private_key), 'hex')
 
 /**
  * The private key `signWith` names in the caller's organization, by id or by address, opened; or
@@ -107,14 +114,20 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
       )
       const { db, caller, now } = context
       for (const tagId of input.privateKeys.flatMap((key) => key.privateKeyTags))
-        if (!db.tag(tagId, caller.organizationId, 'TAG_TYPE_PRIVATE_KEY')) throw notFound(`private key tag ${tagId} not found in organization ${caller.organizationId}`)
+        if (!db.tag(tagId, caller.organizationId, 'TAG_TYPE_PRIVATE_KEY'))
+          throw notFound(`private key tag ${tagId} not found in organization ${caller.organizationId}`)
       const secrets = input.privateKeys.map(() => secp256k1.utils.randomPrivateKey())
       try {
         return {
           privateKeys: db.transaction(() =>
             input.privateKeys.map((key, index) => {
-              const created = insertPrivateKey(context, { name: key.privateKeyName, privateKey: secrets[index]!, addressFormats: key.addressFormats, imported: false })
-              for (const tagId of new Set(key.privateKeyTags)) (db.addTagMember(tagId, created.privateKeyId), db.touchTag(now(), tagId))
+              const created = insertPrivateKey(context, {
+                name: key.privateKeyName,
+                privateKey: secrets[index]!,
+                addressFormats: key.addressFormats,
+                imported: false,
+              })
+              for (const tagId of new Set(key.privateKeyTags)) db.addTagMember(tagId, created.privateKeyId), db.touchTag(now(), tagId)
               return created
             }),
           ),
@@ -131,7 +144,10 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
     run(params, context) {
       const input = parse(z.object({ privateKeyIds: ids('private key'), deleteWithoutExport: z.boolean().optional() }), params)
       const keys = input.privateKeyIds.map((privateKeyId) => privateKeyIn(context, privateKeyId))
-      refuseUnexported(keys.map((key) => ({ exported: key.exported, label: `private key ${key.id}` })), input.deleteWithoutExport)
+      refuseUnexported(
+        keys.map((key) => ({ exported: key.exported, label: `private key ${key.id}` })),
+        input.deleteWithoutExport,
+      )
       context.db.transaction(() => {
         for (const key of keys) {
           context.db.untagMember(key.id)
@@ -150,7 +166,12 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
       const key = privateKeyIn(context, input.privateKeyId)
       const plaintext = openPrivateKey(context, key)
       try {
-        const bundle = await exportBundle({ signerPrivateKey: context.signerPrivateKey, organizationId: context.caller.organizationId, targetPublicKey: input.targetPublicKey, plaintext })
+        const bundle = await exportBundle({
+          signerPrivateKey: context.signerPrivateKey,
+          organizationId: context.caller.organizationId,
+          targetPublicKey: input.targetPublicKey,
+          plaintext,
+        })
         context.db.markPrivateKeyExported(key.id)
         return { privateKeyId: key.id, exportBundle: bundle }
       } finally {
@@ -168,7 +189,12 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
       userIn(context, userId)
       // A fresh target key per import, kept sealed until the import arrives.
       const target = p256.utils.randomPrivateKey()
-      db.upsertImportTarget({ user_id: userId, organization_id: caller.organizationId, sealed_private_key: seal(masterKey, importRecord(userId), Buffer.from(target).toString('hex')), created_at: now() })
+      db.upsertImportTarget({
+        user_id: userId,
+        organization_id: caller.organizationId,
+        sealed_private_key: seal(masterKey, importRecord(userId), Buffer.from(target).toString('hex')),
+        created_at: now(),
+      })
       const targetPublic = Buffer.from(p256.getPublicKey(target, false)).toString('hex')
       target.fill(0)
       return { importBundle: signBundle(signerPrivateKey, { organizationId: caller.organizationId, userId, targetPublic }) }
@@ -179,7 +205,10 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
     intentKey: 'importPrivateKeyIntent',
     resultKey: 'importPrivateKeyResult',
     async run(params, context) {
-      const input = parse(z.object({ userId: z.string().min(1), privateKeyName: z.string().min(1).max(256), encryptedBundle: z.string().min(1), curve, addressFormats }), params)
+      const input = parse(
+        z.object({ userId: z.string().min(1), privateKeyName: z.string().min(1).max(256), encryptedBundle: z.string().min(1), curve, addressFormats }),
+        params,
+      )
       const { db, caller, masterKey } = context
       userIn(context, input.userId)
       const target = db.importTarget(input.userId, caller.organizationId)
@@ -190,10 +219,16 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
       } catch {
         throw invalid('encryptedBundle is not JSON')
       }
-      if (typeof envelope.encappedPublic !== 'string' || typeof envelope.ciphertext !== 'string') throw invalid('encryptedBundle must hold encappedPublic and ciphertext')
-      const privateKey = await hpkeOpen(open(masterKey, importRecord(input.userId), target.sealed_private_key), Buffer.from(envelope.encappedPublic, 'hex'), Buffer.from(envelope.ciphertext, 'hex'))
+      if (typeof envelope.encappedPublic !== 'string' || typeof envelope.ciphertext !== 'string')
+        throw invalid('encryptedBundle must hold encappedPublic and ciphertext')
+      const privateKey = await hpkeOpen(
+        open(masterKey, importRecord(input.userId), target.sealed_private_key),
+        Buffer.from(envelope.encappedPublic, 'hex'),
+        Buffer.from(envelope.ciphertext, 'hex'),
+      )
       try {
-        if (privateKey.length !== 32 || !secp256k1.utils.isValidPrivateKey(privateKey)) throw invalid('the imported secret is not a secp256k1 private key (32 bytes)')
+        if (privateKey.length !== 32 || !secp256k1.utils.isValidPrivateKey(privateKey))
+          throw invalid('the imported secret is not a secp256k1 private key (32 bytes)')
         return db.transaction(() => {
           const imported = insertPrivateKey(context, { name: input.privateKeyName, privateKey, addressFormats: input.addressFormats, imported: true })
           // One import per init: the target key is spent.

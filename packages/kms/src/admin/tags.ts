@@ -8,8 +8,16 @@ import { type ActivityTable, alreadyExists } from './table.js'
 // Tags group users, or private keys, under a name (policies refer to them; tags themselves grant nothing).
 
 const KINDS = {
-  TAG_TYPE_USER: { noun: 'user tag', member: 'user', exists: (context: ActivityContext, id: string) => context.db.user(id, context.caller.organizationId) !== undefined },
-  TAG_TYPE_PRIVATE_KEY: { noun: 'private key tag', member: 'private key', exists: (context: ActivityContext, id: string) => context.db.privateKey(id, context.caller.organizationId) !== undefined },
+  TAG_TYPE_USER: {
+    noun: 'user tag',
+    member: 'user',
+    exists: (context: ActivityContext, id: string) => context.db.user(id, context.caller.organizationId) !== undefined,
+  },
+  TAG_TYPE_PRIVATE_KEY: {
+    noun: 'private key tag',
+    member: 'private key',
+    exists: (context: ActivityContext, id: string) => context.db.privateKey(id, context.caller.organizationId) !== undefined,
+  },
 } as const
 
 function checkMembers(context: ActivityContext, type: TagType, memberIds: readonly string[]) {
@@ -39,7 +47,11 @@ function createTag(context: ActivityContext, type: TagType, name: string, member
   return id
 }
 
-function updateTag(context: ActivityContext, type: TagType, change: { tagId: string; newName: string | undefined; add: readonly string[]; remove: readonly string[] }) {
+function updateTag(
+  context: ActivityContext,
+  type: TagType,
+  change: { tagId: string; newName: string | undefined; add: readonly string[]; remove: readonly string[] },
+) {
   const { db, now } = context
   const tag = tagOf(context, type, change.tagId)
   if (change.newName !== undefined && change.newName !== tag.name) checkName(context, type, change.newName)
@@ -57,7 +69,9 @@ function updateTag(context: ActivityContext, type: TagType, change: { tagId: str
 function deleteTags(context: ActivityContext, type: TagType, tagIds: readonly string[]) {
   const tags = tagIds.map((tagId) => tagOf(context, type, tagId))
   const members = new Set(tags.flatMap((tag) => context.db.tagMembers(tag.id)))
-  context.db.transaction(() => tags.forEach((tag) => context.db.deleteTag(tag.id)))
+  context.db.transaction(() => {
+    for (const tag of tags) context.db.deleteTag(tag.id)
+  })
   return [...members]
 }
 
@@ -79,10 +93,22 @@ export const TAG_ACTIVITIES: ActivityTable = {
     resultKey: 'updateUserTagResult',
     run(params, context) {
       const input = parse(
-        z.object({ userTagId: z.string().min(1), newUserTagName: name.optional(), addUserIds: z.array(z.string().min(1)).default([]), removeUserIds: z.array(z.string().min(1)).default([]) }),
+        z.object({
+          userTagId: z.string().min(1),
+          newUserTagName: name.optional(),
+          addUserIds: z.array(z.string().min(1)).default([]),
+          removeUserIds: z.array(z.string().min(1)).default([]),
+        }),
         params,
       )
-      return { userTagId: updateTag(context, 'TAG_TYPE_USER', { tagId: input.userTagId, newName: input.newUserTagName, add: input.addUserIds, remove: input.removeUserIds }) }
+      return {
+        userTagId: updateTag(context, 'TAG_TYPE_USER', {
+          tagId: input.userTagId,
+          newName: input.newUserTagName,
+          add: input.addUserIds,
+          remove: input.removeUserIds,
+        }),
+      }
     },
   },
   ACTIVITY_TYPE_DELETE_USER_TAGS: {
@@ -118,7 +144,12 @@ export const TAG_ACTIVITIES: ActivityTable = {
         params,
       )
       return {
-        privateKeyTagId: updateTag(context, 'TAG_TYPE_PRIVATE_KEY', { tagId: input.privateKeyTagId, newName: input.newPrivateKeyTagName, add: input.addPrivateKeyIds, remove: input.removePrivateKeyIds }),
+        privateKeyTagId: updateTag(context, 'TAG_TYPE_PRIVATE_KEY', {
+          tagId: input.privateKeyTagId,
+          newName: input.newPrivateKeyTagName,
+          add: input.addPrivateKeyIds,
+          remove: input.removePrivateKeyIds,
+        }),
       }
     },
   },

@@ -32,14 +32,17 @@ function checkEmails(context: ActivityContext, emails: readonly (string | undefi
   for (const email of emails) {
     if (!email) continue
     const owner = context.db.userByEmail(context.caller.organizationId, email)
-    if ((owner && owner.id !== exceptUserId) || seen.has(email.toLowerCase())) throw alreadyExists(`a user with email ${email} already exists in organization ${context.caller.organizationId}`)
+    if ((owner && owner.id !== exceptUserId) || seen.has(email.toLowerCase()))
+      throw alreadyExists(`a user with email ${email} already exists in organization ${context.caller.organizationId}`)
     seen.add(email.toLowerCase())
   }
 }
 
 /** Tags of users in the organization the request names. */
 function checkUserTags(context: ActivityContext, tagIds: readonly string[]) {
-  for (const tagId of tagIds) if (!context.db.tag(tagId, context.caller.organizationId, 'TAG_TYPE_USER')) throw notFound(`user tag ${tagId} not found in organization ${context.caller.organizationId}`)
+  for (const tagId of tagIds)
+    if (!context.db.tag(tagId, context.caller.organizationId, 'TAG_TYPE_USER'))
+      throw notFound(`user tag ${tagId} not found in organization ${context.caller.organizationId}`)
 }
 
 /**
@@ -49,29 +52,43 @@ function checkUserTags(context: ActivityContext, tagIds: readonly string[]) {
 async function createUsers(context: ActivityContext, users: readonly UserParams[]) {
   const { db, caller, now } = context
   const passkeys = await Promise.all(
-    users.map((user) => Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })))),
+    users.map((user) =>
+      Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) }))),
+    ),
   )
-  for (const { verified } of passkeys.flat()) if (db.authenticatorByCredential(verified.credentialId)) throw alreadyExists(`credential ${verified.credentialId} is already registered`)
-  checkEmails(context, users.map((user) => user.userEmail))
-  checkUserTags(context, users.flatMap((user) => user.userTags))
+  for (const { verified } of passkeys.flat())
+    if (db.authenticatorByCredential(verified.credentialId)) throw alreadyExists(`credential ${verified.credentialId} is already registered`)
+  checkEmails(
+    context,
+    users.map((user) => user.userEmail),
+  )
+  checkUserTags(
+    context,
+    users.flatMap((user) => user.userTags),
+  )
   return db.transaction(() => {
     pinRootQuorum(db, caller.organizationId)
     const at = now()
     return users.map((user, index) => {
       const userId = randomUUID()
       db.insertUser({ id: userId, organization_id: caller.organizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
-      if (user.userPhoneNumber) db.updateUser({ id: userId, name: user.userName, email: user.userEmail ?? null, phone_number: user.userPhoneNumber, updated_at: at })
+      if (user.userPhoneNumber)
+        db.updateUser({ id: userId, name: user.userName, email: user.userEmail ?? null, phone_number: user.userPhoneNumber, updated_at: at })
       for (const key of user.apiKeys) insertApiKey(db, userId, caller.organizationId, key, at)
       for (const { authenticator, verified } of passkeys[index]!) insertAuthenticator(db, userId, caller.organizationId, authenticator, verified, at)
       insertOauthProviders(context, userId, user.oauthProviders)
-      for (const tagId of new Set(user.userTags)) (db.addTagMember(tagId, userId), db.touchTag(at, tagId))
+      for (const tagId of new Set(user.userTags)) db.addTagMember(tagId, userId), db.touchTag(at, tagId)
       return userId
     })
   })
 }
 
 /** Applies a change of name, email, phone number or tags to a user. */
-function updateUser(context: ActivityContext, userId: string, change: { userName?: string | undefined; userEmail?: string | undefined; userPhoneNumber?: string | undefined; userTagIds?: readonly string[] | undefined }) {
+function updateUser(
+  context: ActivityContext,
+  userId: string,
+  change: { userName?: string | undefined; userEmail?: string | undefined; userPhoneNumber?: string | undefined; userTagIds?: readonly string[] | undefined },
+) {
   const { db, caller, now } = context
   const user = userIn(context, userId)
   const details = db.userDetails(user.id, caller.organizationId)!
@@ -79,11 +96,17 @@ function updateUser(context: ActivityContext, userId: string, change: { userName
   if (change.userTagIds) checkUserTags(context, change.userTagIds)
   const at = now()
   db.transaction(() => {
-    db.updateUser({ id: user.id, name: change.userName ?? user.name, email: change.userEmail ?? user.email, phone_number: change.userPhoneNumber ?? details.phone_number, updated_at: at })
+    db.updateUser({
+      id: user.id,
+      name: change.userName ?? user.name,
+      email: change.userEmail ?? user.email,
+      phone_number: change.userPhoneNumber ?? details.phone_number,
+      updated_at: at,
+    })
     // An empty list leaves the tags as they are (the clients send [] when not changing them).
     if (change.userTagIds?.length) {
       for (const tagId of db.tagsOf(user.id)) if (db.tag(tagId, caller.organizationId, 'TAG_TYPE_USER')) db.removeTagMember(tagId, user.id)
-      for (const tagId of new Set(change.userTagIds)) (db.addTagMember(tagId, user.id), db.touchTag(at, tagId))
+      for (const tagId of new Set(change.userTagIds)) db.addTagMember(tagId, user.id), db.touchTag(at, tagId)
     }
   })
   return { userId: user.id }
@@ -113,13 +136,25 @@ export const USER_ACTIVITIES: ActivityTable = {
       const input = parse(
         z.object({
           apiOnlyUsers: z
-            .array(z.object({ userName: z.string().min(1).max(256), userEmail: z.email().optional(), userTags: z.array(z.string().min(1)).default([]), apiKeys: z.array(apiKeyParams.omit({ curveType: true })).min(1) }))
+            .array(
+              z.object({
+                userName: z.string().min(1).max(256),
+                userEmail: z.email().optional(),
+                userTags: z.array(z.string().min(1)).default([]),
+                apiKeys: z.array(apiKeyParams.omit({ curveType: true })).min(1),
+              }),
+            )
             .min(1)
             .max(100),
         }),
         params,
       )
-      return { userIds: await createUsers(context, input.apiOnlyUsers.map((user) => ({ ...user, authenticators: [], oauthProviders: [] }))) }
+      return {
+        userIds: await createUsers(
+          context,
+          input.apiOnlyUsers.map((user) => ({ ...user, authenticators: [], oauthProviders: [] })),
+        ),
+      }
     },
   },
   ACTIVITY_TYPE_UPDATE_USER: {
@@ -128,7 +163,13 @@ export const USER_ACTIVITIES: ActivityTable = {
     resultKey: 'updateUserResult',
     run(params, context) {
       const input = parse(
-        z.object({ userId: z.string().min(1), userName: z.string().min(1).max(256).optional(), userEmail: z.email().optional(), userTagIds: z.array(z.string().min(1)).optional(), userPhoneNumber: phoneNumber.optional() }),
+        z.object({
+          userId: z.string().min(1),
+          userName: z.string().min(1).max(256).optional(),
+          userEmail: z.email().optional(),
+          userTagIds: z.array(z.string().min(1)).optional(),
+          userPhoneNumber: phoneNumber.optional(),
+        }),
         params,
       )
       return updateUser(context, input.userId, input)
@@ -178,7 +219,9 @@ export const USER_ACTIVITIES: ActivityTable = {
       const threshold = db.organization(caller.organizationId)!.root_quorum_threshold
       if (remaining.length === 0) throw failedPrecondition(`cannot delete the last root user of organization ${caller.organizationId}`)
       if (remaining.length < threshold)
-        throw failedPrecondition(`deleting these users would leave ${remaining.length} root users, fewer than the root quorum threshold of ${threshold}: change the root quorum first (update_root_quorum)`)
+        throw failedPrecondition(
+          `deleting these users would leave ${remaining.length} root users, fewer than the root quorum threshold of ${threshold}: change the root quorum first (update_root_quorum)`,
+        )
       db.transaction(() => {
         pinRootQuorum(db, caller.organizationId)
         for (const userId of input.userIds) db.deleteUser(userId)
@@ -200,7 +243,9 @@ export const USER_ACTIVITIES: ActivityTable = {
         return key
       })
       for (const key of keys) refuseOwnCredential(context, [key.public_key], `API key ${key.id}`)
-      db.transaction(() => keys.forEach((key) => db.deleteApiKey(key.id)))
+      db.transaction(() => {
+        for (const key of keys) db.deleteApiKey(key.id)
+      })
       return { apiKeyIds: input.apiKeyIds }
     },
   },
@@ -218,7 +263,9 @@ export const USER_ACTIVITIES: ActivityTable = {
         return authenticator
       })
       for (const authenticator of authenticators) refuseOwnCredential(context, [authenticator.credential_id], `authenticator ${authenticator.id}`)
-      db.transaction(() => authenticators.forEach((authenticator) => db.deleteAuthenticator(authenticator.id)))
+      db.transaction(() => {
+        for (const authenticator of authenticators) db.deleteAuthenticator(authenticator.id)
+      })
       return { authenticatorIds: input.authenticatorIds }
     },
   },
@@ -247,7 +294,10 @@ export const USER_ACTIVITIES: ActivityTable = {
       const { db, caller, now } = context
       const organization = db.organization(caller.organizationId)!
       const senders = input.invitations.map((invitation) => userIn(context, invitation.senderUserId))
-      checkUserTags(context, input.invitations.flatMap((invitation) => invitation.receiverUserTags))
+      checkUserTags(
+        context,
+        input.invitations.flatMap((invitation) => invitation.receiverUserTags),
+      )
       const at = now()
       const rows = input.invitations.map((invitation) => ({
         id: randomUUID(),
@@ -269,7 +319,9 @@ export const USER_ACTIVITIES: ActivityTable = {
           text: `${senders[index]!.name} invited you, as ${row.receiver_user_name}, to ${organization.name}.\n\nInvitation: ${row.id}`,
           html: `<p>${escapeHtml(senders[index]!.name)} invited you, as ${escapeHtml(row.receiver_user_name)}, to ${escapeHtml(organization.name)}.</p><p>Invitation: <code>${row.id}</code></p>`,
         })
-      db.transaction(() => rows.forEach((row) => db.insertInvitation(row)))
+      db.transaction(() => {
+        for (const row of rows) db.insertInvitation(row)
+      })
       return { invitationIds: rows.map((row) => row.id) }
     },
   },
@@ -295,8 +347,18 @@ export const USER_ACTIVITIES: ActivityTable = {
       const organization = db.organization(caller.organizationId)!
       const user = db.user(caller.userId, caller.homeOrganizationId)!
       const sessionExpiry = Math.floor(now() / 1000) + READ_ONLY_SESSION_SECONDS
-      const session = sessionJwt({ exp: sessionExpiry, session_type: 'SESSION_TYPE_READ_ONLY', user_id: user.id, organization_id: organization.id }, context.signerPrivateKey)
-      return { organizationId: organization.id, organizationName: organization.name, userId: user.id, username: user.name, session, sessionExpiry: String(sessionExpiry) }
+      const session = sessionJwt(
+        { exp: sessionExpiry, session_type: 'SESSION_TYPE_READ_ONLY', user_id: user.id, organization_id: organization.id },
+        context.signerPrivateKey,
+      )
+      return {
+        organizationId: organization.id,
+        organizationName: organization.name,
+        userId: user.id,
+        username: user.name,
+        session,
+        sessionExpiry: String(sessionExpiry),
+      }
     },
   },
 }

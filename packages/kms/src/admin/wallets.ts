@@ -22,7 +22,8 @@ export const WALLET_ACTIVITIES: ActivityTable = {
       const { db, caller } = context
       const wallet = walletIn(context, input.walletId)
       if (input.walletName !== undefined && input.walletName !== wallet.name) {
-        if (db.wallets(caller.organizationId).some((other) => other.name === input.walletName)) throw alreadyExists(`a wallet named "${input.walletName}" already exists`)
+        if (db.wallets(caller.organizationId).some((other) => other.name === input.walletName))
+          throw alreadyExists(`a wallet named "${input.walletName}" already exists`)
         db.transaction(() => db.renameWallet(input.walletName, wallet.id))
       }
       return { walletId: wallet.id }
@@ -35,8 +36,13 @@ export const WALLET_ACTIVITIES: ActivityTable = {
     run(params, context) {
       const input = parse(z.object({ walletIds: ids('wallet'), deleteWithoutExport: z.boolean().optional() }), params)
       const wallets = input.walletIds.map((walletId) => walletIn(context, walletId))
-      refuseUnexported(wallets.map((wallet) => ({ exported: wallet.exported, label: `wallet ${wallet.id}` })), input.deleteWithoutExport)
-      context.db.transaction(() => wallets.forEach((wallet) => context.db.deleteWallet(wallet.id)))
+      refuseUnexported(
+        wallets.map((wallet) => ({ exported: wallet.exported, label: `wallet ${wallet.id}` })),
+        input.deleteWithoutExport,
+      )
+      context.db.transaction(() => {
+        for (const wallet of wallets) context.db.deleteWallet(wallet.id)
+      })
       return { walletIds: input.walletIds }
     },
   },
@@ -56,7 +62,9 @@ export const WALLET_ACTIVITIES: ActivityTable = {
         accounts.map((account) => ({ exported: db.wallet(account.wallet_id, caller.organizationId)!.exported, label: `wallet account ${account.id}` })),
         input.deleteWithoutExport,
       )
-      db.transaction(() => accounts.forEach((account) => db.deleteWalletAccount(account.id)))
+      db.transaction(() => {
+        for (const account of accounts) db.deleteWalletAccount(account.id)
+      })
       return { walletAccountIds: input.walletAccountIds }
     },
   },

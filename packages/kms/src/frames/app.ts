@@ -71,7 +71,10 @@ export function createFramesApp(options: FramesAppOptions) {
       .map((name) => [name, { body: readFileSync(new URL(name, assetsDirectory), 'utf8'), type: contentTypes[name.slice(name.lastIndexOf('.'))]! }]),
   )
   const pages = new Map(
-    FRAME_PAGES.map((page) => [page, (secret: 'mnemonic' | 'private-key') => framePage({ page, parentOrigins, signerPublicKey: options.signerPublicKey.toLowerCase(), secret })]),
+    FRAME_PAGES.map((page) => [
+      page,
+      (secret: 'mnemonic' | 'private-key') => framePage({ page, parentOrigins, signerPublicKey: options.signerPublicKey.toLowerCase(), secret }),
+    ]),
   )
 
   const app = new Hono()

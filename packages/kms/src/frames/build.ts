@@ -15,7 +15,9 @@ const header = (name: string) => `// Generated from src/frames/browser/${name}.t
 /** The compiled modules, by file name (`auth.js`, …). Types are erased; nothing else changes. */
 export function compileFrames(): Map<string, string> {
   const compiled = new Map<string, string>()
-  for (const file of readdirSync(browserSources).filter((name) => name.endsWith('.ts')).sort()) {
+  for (const file of readdirSync(browserSources)
+    .filter((name) => name.endsWith('.ts'))
+    .sort()) {
     const source = readFileSync(new URL(file, browserSources), 'utf8')
     const { outputText } = ts.transpileModule(source, {
       fileName: file,

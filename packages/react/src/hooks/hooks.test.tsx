@@ -1,7 +1,8 @@
 // @vitest-environment happy-dom
-import { act, renderHook, waitFor } from '@testing-library/react'
+
 import { CancelledError, connect, createClient, createMemoryStorage, injected, UserRejectedRequestError } from '@latchkey/core'
 import { createDevWallet } from '@latchkey/core/dev'
+import { act, renderHook, waitFor } from '@testing-library/react'
 import type { ReactNode } from 'react'
 import { privateKeyToAddress } from 'viem/accounts'
 import { describe, expect, test } from 'vitest'

@@ -1,4 +1,4 @@
-import { getAccount, type GetAccountReturnType } from '@latchkey/core'
+import { type GetAccountReturnType, getAccount } from '@latchkey/core'
 import { useCallback, useSyncExternalStore } from 'react'
 import { useClient } from './useClient.js'
 

@@ -16,6 +16,7 @@ export function useBalance({ address, chainId }: { address: Address | undefined;
   const client = useClient()
   const [result, setResult] = useState<{ data?: Balance; status: 'pending' | 'success' | 'error' }>({ status: 'pending' })
   const [generation, setGeneration] = useState(0)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: generation is the refetch trigger
   useEffect(() => {
     if (!address) return
     let live = true

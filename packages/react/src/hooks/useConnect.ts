@@ -1,4 +1,4 @@
-import { connect, type ConnectParameters, type ConnectReturnType, type Connector } from '@latchkey/core'
+import { type Connector, type ConnectParameters, type ConnectReturnType, connect } from '@latchkey/core'
 import { useCallback, useRef, useState } from 'react'
 import { type ActionState, useAction } from './useAction.js'
 import { useClient } from './useClient.js'

@@ -1,4 +1,4 @@
-import { type Hex, sendTransaction, type SendTransactionParameters } from '@latchkey/core'
+import { type Hex, type SendTransactionParameters, sendTransaction } from '@latchkey/core'
 import { type ActionState, useAction } from './useAction.js'
 import { useClient } from './useClient.js'
 

@@ -1,4 +1,4 @@
-import { type Hex, signMessage, type SignMessageParameters } from '@latchkey/core'
+import { type Hex, type SignMessageParameters, signMessage } from '@latchkey/core'
 import { type ActionState, useAction } from './useAction.js'
 import { useClient } from './useClient.js'
 

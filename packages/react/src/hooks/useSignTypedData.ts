@@ -1,4 +1,4 @@
-import { type Hex, signTypedData, type SignTypedDataParameters } from '@latchkey/core'
+import { type Hex, type SignTypedDataParameters, signTypedData } from '@latchkey/core'
 import type { TypedData } from 'viem'
 import { type ActionState, useAction } from './useAction.js'
 import { useClient } from './useClient.js'

@@ -1,4 +1,4 @@
-import { switchChain, type SwitchChainParameters } from '@latchkey/core'
+import { type SwitchChainParameters, switchChain } from '@latchkey/core'
 import type { Chain } from 'viem'
 import { type ActionState, useAction } from './useAction.js'
 import { useClient } from './useClient.js'

@@ -1,8 +1,9 @@
 // @vitest-environment happy-dom
-import { cleanup, render, screen, waitFor, within } from '@testing-library/react'
-import userEvent from '@testing-library/user-event'
+
 import { connect, createClient, createMemoryStorage, walletConnect } from '@latchkey/core'
 import { buildApprovedNamespaces, createSignClient, type SignClient, type WebSocketConstructor } from '@latchkey/walletconnect'
+import { cleanup, render, screen, waitFor, within } from '@testing-library/react'
+import userEvent from '@testing-library/user-event'
 import { afterEach, expect, inject, test } from 'vitest'
 import { WebSocket } from 'ws'
 import { testChains } from '../../../../test/chains.js'
@@ -31,7 +32,14 @@ async function walletGranting(chains: string[]): Promise<SignClient> {
   wallet.events.on('session_proposal', ({ id, params }) => {
     const namespaces = buildApprovedNamespaces({
       proposal: params,
-      supported: { eip155: { chains, methods: ['personal_sign', 'eth_sendTransaction'], events: ['chainChanged', 'accountsChanged'], accounts: chains.map((c) => `${c}:${address}`) } },
+      supported: {
+        eip155: {
+          chains,
+          methods: ['personal_sign', 'eth_sendTransaction'],
+          events: ['chainChanged', 'accountsChanged'],
+          accounts: chains.map((c) => `${c}:${address}`),
+        },
+      },
     })
     void wallet.approve({ id, namespaces }).catch(() => undefined)
   })
@@ -48,7 +56,13 @@ test('behavior: a chain the WalletConnect session lacks shows the error and "swi
     connectors: [walletConnect({ relayUrl, WebSocket: WebSocket as unknown as WebSocketConstructor })],
   })
   const connector = client.getConnectors()[0]!
-  closers.push(() => void connector.getProvider().then((p) => (p as unknown as { close?: () => void }).close?.()).catch(() => undefined))
+  closers.push(
+    () =>
+      void connector
+        .getProvider()
+        .then((p) => (p as unknown as { close?: () => void }).close?.())
+        .catch(() => undefined),
+  )
   client.subscribe((state) => {
     if (state.status === 'pairing' && state.pairingUri) void wallet.pair({ uri: state.pairingUri }).catch(() => undefined)
   })

@@ -50,6 +50,7 @@ export function AccountModal({ theme, onClose }: Props) {
             </a>
           )}
         </div>
+        {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the label names the figure for tests and readers that look it up by label */}
         <p className="lk-balance" aria-label="Balance">
           {balance.status === 'success' && balance.data
             ? `${trimDecimals(balance.data.formatted)} ${balance.data.symbol}`

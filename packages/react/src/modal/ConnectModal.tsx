@@ -54,7 +54,13 @@ export function ConnectModal({ theme, onClose }: Props) {
     return (
       <Dialog title="Sign in" theme={theme} onClose={cancelAndClose}>
         <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
-          <EmbeddedView key={embeddedMode} connector={embedded} mode={embeddedMode} onBack={() => (connect.reset(), setEmbeddedMode(undefined))} onConnected={onClose} />
+          <EmbeddedView
+            key={embeddedMode}
+            connector={embedded}
+            mode={embeddedMode}
+            onBack={() => (connect.reset(), setEmbeddedMode(undefined))}
+            onConnected={onClose}
+          />
         </Suspense>
       </Dialog>
     )

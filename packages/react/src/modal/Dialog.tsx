@@ -58,6 +58,7 @@ export function Dialog({ title, theme, onClose, children }: DialogProps) {
   }, [])
 
   return (
+    // biome-ignore lint/a11y/noStaticElementInteractions: a click on the backdrop closes the dialog; Escape does the same from the keyboard
     <div
       className="lk-backdrop"
       data-lk-theme={theme}

@@ -45,12 +45,13 @@ export default function EmbeddedTools({ connector }: Props) {
     close()
     setPanel(next)
     // The frame mounts into the host once it is rendered.
-    queueMicrotask(() =>
-      void run(next === 'export' ? 'Opening the export frame…' : 'Opening the import frame…', async () => {
-        const flows = await connector.getFlows()
-        open.current = next === 'export' ? await flows.exportWallet(host.current!) : await flows.importWallet(host.current!)
-        if (next === 'export') setStatus('Your secret recovery phrase is shown in the frame above. Only this frame can read it.')
-      }),
+    queueMicrotask(
+      () =>
+        void run(next === 'export' ? 'Opening the export frame…' : 'Opening the import frame…', async () => {
+          const flows = await connector.getFlows()
+          open.current = next === 'export' ? await flows.exportWallet(host.current!) : await flows.importWallet(host.current!)
+          if (next === 'export') setStatus('Your secret recovery phrase is shown in the frame above. Only this frame can read it.')
+        }),
     )
   }
 
@@ -58,10 +59,22 @@ export default function EmbeddedTools({ connector }: Props) {
     <div className="lk-tools">
       <h3 className="lk-subheading">Embedded wallet</h3>
       <div className="lk-row">
-        <button type="button" className="lk-secondary" disabled={pending !== undefined} aria-pressed={panel === 'export'} onClick={() => (panel === 'export' ? close() : show('export'))}>
+        <button
+          type="button"
+          className="lk-secondary"
+          disabled={pending !== undefined}
+          aria-pressed={panel === 'export'}
+          onClick={() => (panel === 'export' ? close() : show('export'))}
+        >
           Export wallet
         </button>
-        <button type="button" className="lk-secondary" disabled={pending !== undefined} aria-pressed={panel === 'import'} onClick={() => (panel === 'import' ? close() : show('import'))}>
+        <button
+          type="button"
+          className="lk-secondary"
+          disabled={pending !== undefined}
+          aria-pressed={panel === 'import'}
+          onClick={() => (panel === 'import' ? close() : show('import'))}
+        >
           Import wallet
         </button>
         <button

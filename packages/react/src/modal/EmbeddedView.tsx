@@ -114,7 +114,15 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
       ) : step === 'address' ? (
         <form className="lk-form" onSubmit={onSubmitEmail}>
           <label htmlFor={emailId}>Email</label>
-          <input id={emailId} type="email" autoComplete="email" required value={email} onChange={(event) => setEmail(event.target.value)} disabled={pending !== undefined} />
+          <input
+            id={emailId}
+            type="email"
+            autoComplete="email"
+            required
+            value={email}
+            onChange={(event) => setEmail(event.target.value)}
+            disabled={pending !== undefined}
+          />
           <button type="submit" className="lk-primary" disabled={pending !== undefined}>
             {pending ?? 'Continue'}
           </button>
@@ -127,7 +135,15 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
           </p>
           <label htmlFor={codeId}>Code</label>
           {mode === 'recover' ? (
-            <textarea id={codeId} required rows={3} value={code} onChange={(event) => setCode(event.target.value)} disabled={pending !== undefined} spellCheck={false} />
+            <textarea
+              id={codeId}
+              required
+              rows={3}
+              value={code}
+              onChange={(event) => setCode(event.target.value)}
+              disabled={pending !== undefined}
+              spellCheck={false}
+            />
           ) : (
             <input
               id={codeId}

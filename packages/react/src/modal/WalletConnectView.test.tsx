@@ -1,7 +1,8 @@
 // @vitest-environment happy-dom
+
+import { type Connector, type ConnectorEvents, type CreateConnectorFn, createClient, createMemoryStorage } from '@latchkey/core'
 import { cleanup, render, screen, waitFor, within } from '@testing-library/react'
 import userEvent from '@testing-library/user-event'
-import { type Connector, type ConnectorEvents, createClient, createMemoryStorage, type CreateConnectorFn } from '@latchkey/core'
 import { afterEach, expect, test } from 'vitest'
 import { testChains } from '../../../../test/chains.js'
 import { createRecordingLogger } from '../../../../test/setup.js'
@@ -61,7 +62,13 @@ function pairingConnector() {
 
 function renderModal() {
   const { fn, emitter } = pairingConnector()
-  const client = createClient({ chains: testChains(), storage: createMemoryStorage(), logger: createRecordingLogger(), window: new EventTarget(), connectors: [fn] })
+  const client = createClient({
+    chains: testChains(),
+    storage: createMemoryStorage(),
+    logger: createRecordingLogger(),
+    window: new EventTarget(),
+    connectors: [fn],
+  })
   render(
     <LatchkeyProvider client={client}>
       <ConnectModal theme="light" onClose={() => undefined} />

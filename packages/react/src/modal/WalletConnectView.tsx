@@ -13,7 +13,11 @@ type Props = { connector: Connector; onCancel(): void }
  */
 export default function WalletConnectView({ connector, onCancel }: Props) {
   const client = useClient()
-  const uri = useSyncExternalStore(client.subscribe, () => client.getState().pairingUri, () => undefined)
+  const uri = useSyncExternalStore(
+    client.subscribe,
+    () => client.getState().pairingUri,
+    () => undefined,
+  )
   const [copied, setCopied] = useState(false)
   const [rejected, setRejected] = useState<string>()
   const now = useNow()
@@ -27,6 +31,7 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
     [connector],
   )
   // A new URI: the rejection was answered with a fresh attempt, and nothing is copied yet.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new URI is the trigger that resets the copied state
   useEffect(() => setCopied(false), [uri])
 
   const qr = useMemo(() => (uri ? renderSVG(uri, { ecc: 'M', border: 2 }) : undefined), [uri])
@@ -49,6 +54,7 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
         </p>
       )}
       {qr ? (
+        // biome-ignore lint/security/noDangerouslySetInnerHtml: uqr renders the SVG from the pairing URI alone; no user-controlled markup
         <div className="lk-qr" role="img" aria-label="QR code for WalletConnect" dangerouslySetInnerHTML={{ __html: qr }} />
       ) : (
         <p className="lk-muted" role="status">
@@ -56,7 +62,9 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
         </p>
       )}
       {left !== undefined && (
-        <p className="lk-muted lk-small-text">{left > 0 ? `This code renews in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` : 'Renewing the code…'}</p>
+        <p className="lk-muted lk-small-text">
+          {left > 0 ? `This code renews in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` : 'Renewing the code…'}
+        </p>
       )}
       <div className="lk-row">
         <button type="button" className="lk-secondary" onClick={() => void copy()} disabled={!uri}>

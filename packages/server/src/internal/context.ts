@@ -182,6 +182,8 @@ export function createRouteContext(options: {
       sessionKeysPerSession: limiter(LIMITS.perSession, LIMITS.windowMs, now),
     },
     ipOf: (c) =>
-      options.ipOf?.(c.req.raw, c.env) ?? (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown',
+      options.ipOf?.(c.req.raw, c.env) ??
+      (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ??
+      'unknown',
   }
 }

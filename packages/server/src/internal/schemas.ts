@@ -33,7 +33,12 @@ export const sessionKeySeconds = z
   .min(SESSION_KEY_SECONDS.min, `must be at least ${SESSION_KEY_SECONDS.min} seconds`)
   .max(SESSION_KEY_SECONDS.max, `must be at most ${SESSION_KEY_SECONDS.max} seconds`)
 
-const base64url = (maxLength: number) => z.string().min(1).max(maxLength).regex(/^[A-Za-z0-9_-]+$/, 'must be base64url')
+const base64url = (maxLength: number) =>
+  z
+    .string()
+    .min(1)
+    .max(maxLength)
+    .regex(/^[A-Za-z0-9_-]+$/, 'must be base64url')
 
 /** A WebAuthn registration as @turnkey/http's getWebAuthnAttestation and sdk-browser send it. */
 export const attestation = z.object({
@@ -41,7 +46,15 @@ export const attestation = z.object({
   clientDataJson: base64url(8192),
   attestationObject: base64url(16_384),
   transports: z
-    .array(z.enum(['AUTHENTICATOR_TRANSPORT_BLE', 'AUTHENTICATOR_TRANSPORT_INTERNAL', 'AUTHENTICATOR_TRANSPORT_NFC', 'AUTHENTICATOR_TRANSPORT_USB', 'AUTHENTICATOR_TRANSPORT_HYBRID']))
+    .array(
+      z.enum([
+        'AUTHENTICATOR_TRANSPORT_BLE',
+        'AUTHENTICATOR_TRANSPORT_INTERNAL',
+        'AUTHENTICATOR_TRANSPORT_NFC',
+        'AUTHENTICATOR_TRANSPORT_USB',
+        'AUTHENTICATOR_TRANSPORT_HYBRID',
+      ]),
+    )
     .max(5),
 })
 

@@ -32,6 +32,7 @@ export async function verifySessionJwt(jwt: string, signerPublicKey: string | un
     throw new ServerError(401, 'invalid_session', 'The session token does not carry session claims')
   }
   if (claims.exp * 1000 <= now) throw new ServerError(401, 'session_expired', 'The session token has expired; sign in again')
-  if (claims.session_type !== 'SESSION_TYPE_READ_WRITE') throw new ServerError(401, 'invalid_session', 'The session token is read-only; sign in with a read-write session')
+  if (claims.session_type !== 'SESSION_TYPE_READ_WRITE')
+    throw new ServerError(401, 'invalid_session', 'The session token is read-only; sign in with a read-write session')
   return claims
 }

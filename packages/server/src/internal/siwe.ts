@@ -32,11 +32,18 @@ export type SiweConfig = {
  * @example
  * const siwe = createSiweConfig({ allowedOrigins: ['http://localhost:5173'], chains: [{ id: 31337, rpcUrl }] })
  */
-export function createSiweConfig(options: { allowedOrigins: readonly string[]; siweDomains?: readonly string[] | undefined; chains?: readonly SiweChain[] | undefined }): SiweConfig {
+export function createSiweConfig(options: {
+  allowedOrigins: readonly string[]
+  siweDomains?: readonly string[] | undefined
+  chains?: readonly SiweChain[] | undefined
+}): SiweConfig {
   const domains = options.siweDomains ?? options.allowedOrigins.map((origin) => new URL(origin).host)
   return {
     domains: new Set(domains.map((domain) => domain.toLowerCase())),
-    uriOrigins: new Set([...options.allowedOrigins.map((origin) => new URL(origin).origin), ...(options.siweDomains ?? []).map((domain) => new URL(`https://${domain}`).origin)]),
+    uriOrigins: new Set([
+      ...options.allowedOrigins.map((origin) => new URL(origin).origin),
+      ...(options.siweDomains ?? []).map((domain) => new URL(`https://${domain}`).origin),
+    ]),
     clients: new Map((options.chains ?? []).map((chain) => [chain.id, createPublicClient({ transport: http(chain.rpcUrl) }) as PublicClient])),
   }
 }

@@ -4,18 +4,20 @@ import { TurnkeyClient } from '@turnkey/http'
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
-import { callKms, enforce, readBody, type RouteContext, startSession } from '../internal/context.js'
+import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { compressedP256Key, email, p256PublicKey, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
 
 const startSchema = z.object({ email })
-const verifySchema = z.object({
-  otpId: z.string().min(1).max(64),
-  code: z.string().regex(/^[0-9A-Za-z]{6,9}$/, 'must be the 6 to 9 characters of the code'),
-  targetPublicKey: p256PublicKey.optional(),
-  sessionPublicKey: compressedP256Key.optional(),
-  sessionSeconds: sessionKeySeconds.optional(),
-}).refine((input) => (input.targetPublicKey === undefined) !== (input.sessionPublicKey === undefined), 'send either targetPublicKey or sessionPublicKey')
+const verifySchema = z
+  .object({
+    otpId: z.string().min(1).max(64),
+    code: z.string().regex(/^[0-9A-Za-z]{6,9}$/, 'must be the 6 to 9 characters of the code'),
+    targetPublicKey: p256PublicKey.optional(),
+    sessionPublicKey: compressedP256Key.optional(),
+    sessionSeconds: sessionKeySeconds.optional(),
+  })
+  .refine((input) => (input.targetPublicKey === undefined) !== (input.sessionPublicKey === undefined), 'send either targetPublicKey or sessionPublicKey')
 
 /** How long the credential the backend itself opens (to register a browser's session key) lives. */
 const REGISTRATION_CREDENTIAL_SECONDS = 60
@@ -51,7 +53,13 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
     )
     const result = activity.result.createSubOrganizationResultV8
     if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
-    account = { email: address, organization_id: result.subOrganizationId, user_id: result.rootUserIds[0], address: result.wallet.addresses[0], created_at: now() }
+    account = {
+      email: address,
+      organization_id: result.subOrganizationId,
+      user_id: result.rootUserIds[0],
+      address: result.wallet.addresses[0],
+      created_at: now(),
+    }
     store.insertAccount(account)
   }
   const organizationId = account.organization_id
@@ -119,7 +127,10 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
   }
   // The user's own short-lived credential registers the browser's key; then it is forgotten.
   const credential = decryptCredentialBundle(result.credentialBundle, target.privateKey)
-  const asUser = new TurnkeyClient({ baseUrl: context.kmsUrl }, new ApiKeyStamper({ apiPublicKey: Buffer.from(getPublicKey(credential, true)).toString('hex'), apiPrivateKey: credential }))
+  const asUser = new TurnkeyClient(
+    { baseUrl: context.kmsUrl },
+    new ApiKeyStamper({ apiPublicKey: Buffer.from(getPublicKey(credential, true)).toString('hex'), apiPrivateKey: credential }),
+  )
   const at = now()
   const registered = await callKms(() =>
     asUser.createApiKeys({
@@ -128,7 +139,14 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
       organizationId: account.organization_id,
       parameters: {
         userId: result.userId!,
-        apiKeys: [{ apiKeyName: `session ${new Date(at).toISOString()}`, publicKey: input.sessionPublicKey!, curveType: 'API_KEY_CURVE_P256', expirationSeconds: String(seconds) }],
+        apiKeys: [
+          {
+            apiKeyName: `session ${new Date(at).toISOString()}`,
+            publicKey: input.sessionPublicKey!,
+            curveType: 'API_KEY_CURVE_P256',
+            expirationSeconds: String(seconds),
+          },
+        ],
       },
     }),
   )

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { ServerError } from '../errors.js'
-import { callKms, enforce, readBody, type RouteContext, startSession } from '../internal/context.js'
+import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { verifySessionJwt } from '../internal/sessionJwt.js'
 import type { KnownAccount } from '../store.js'
 
@@ -32,7 +32,9 @@ export const login = (context: RouteContext) => async (c: Context) => {
   const input = await readBody(c.req.raw, loginSchema)
   const claims = await verifySessionJwt(input.session, context.sessionSignerPublicKey, context.now())
   // Keyed by the signed part: an ECDSA signature can be rewritten into another valid one.
-  const digest = createHash('sha256').update(input.session.slice(0, input.session.lastIndexOf('.'))).digest('base64url')
+  const digest = createHash('sha256')
+    .update(input.session.slice(0, input.session.lastIndexOf('.')))
+    .digest('base64url')
   if (context.store.sessionTokenSpent(digest)) throw spent()
   if (claims.organization_id === context.organizationId) throw foreign()
   const account = context.store.accountByOrganization(claims.organization_id) ?? (await lookUp(c, context, claims.organization_id, claims.user_id))

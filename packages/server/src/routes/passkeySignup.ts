@@ -1,7 +1,7 @@
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
-import { callKms, enforce, readBody, type RouteContext, startSession } from '../internal/context.js'
+import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { attestation, challenge, compressedP256Key, email, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
 import { StoreConflictError } from '../store.js'

@@ -1,7 +1,7 @@
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
-import { callKms, enforce, readBody, type RouteContext } from '../internal/context.js'
+import { callKms, enforce, type RouteContext, readBody } from '../internal/context.js'
 import { email, p256PublicKey } from '../internal/schemas.js'
 
 /** How long the emailed recovery credential works (SPEC §5). */
@@ -29,7 +29,12 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
       type: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2',
       timestampMs: String(context.now()),
       organizationId: account.organization_id,
-      parameters: { email: address, targetPublicKey: input.targetPublicKey, expirationSeconds: String(RECOVERY_CODE_SECONDS), emailCustomization: { appName: context.appName } },
+      parameters: {
+        email: address,
+        targetPublicKey: input.targetPublicKey,
+        expirationSeconds: String(RECOVERY_CODE_SECONDS),
+        emailCustomization: { appName: context.appName },
+      },
     }),
   )
   const userId = activity.result.initUserEmailRecoveryResult?.userId

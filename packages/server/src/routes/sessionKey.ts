@@ -1,7 +1,7 @@
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
-import { callKms, currentSession, enforce, readBody, type RouteContext } from '../internal/context.js'
+import { callKms, currentSession, enforce, type RouteContext, readBody } from '../internal/context.js'
 import { compressedP256Key, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 
 const sessionKeySchema = z.object({ publicKey: compressedP256Key, expirationSeconds: sessionKeySeconds.optional() })
@@ -19,7 +19,8 @@ const sessionKeySchema = z.object({ publicKey: compressedP256Key, expirationSeco
 export const sessionKey = (context: RouteContext) => async (c: Context) => {
   const session = currentSession(c, context)
   const { organization_id: organizationId, user_id: userId } = session
-  if (organizationId === null || userId === null) throw new ServerError(403, 'no_embedded_wallet', "This session's wallet is not an embedded wallet of this app")
+  if (organizationId === null || userId === null)
+    throw new ServerError(403, 'no_embedded_wallet', "This session's wallet is not an embedded wallet of this app")
   const input = await readBody(c.req.raw, sessionKeySchema)
   enforce(context.limits.sessionKeysPerSession(session.id), (minutes) => `Too many session keys for this session; try again in ${minutes} minutes`)
   const seconds = input.expirationSeconds ?? SESSION_KEY_SECONDS.default
@@ -31,7 +32,14 @@ export const sessionKey = (context: RouteContext) => async (c: Context) => {
       organizationId,
       parameters: {
         userId,
-        apiKeys: [{ apiKeyName: `session ${new Date(at).toISOString()}`, publicKey: input.publicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: String(seconds) }],
+        apiKeys: [
+          {
+            apiKeyName: `session ${new Date(at).toISOString()}`,
+            publicKey: input.publicKey,
+            curveType: 'API_KEY_CURVE_P256',
+            expirationSeconds: String(seconds),
+          },
+        ],
       },
     }),
   )

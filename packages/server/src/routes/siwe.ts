@@ -5,14 +5,17 @@ import { verifyMessage } from 'viem/actions'
 import { validateSiweMessage } from 'viem/siwe'
 import { z } from 'zod'
 import { ServerError } from '../errors.js'
-import { readBody, type RouteContext, SESSION_COOKIE, sessionAnswer, startSession } from '../internal/context.js'
+import { type RouteContext, readBody, SESSION_COOKIE, sessionAnswer, startSession } from '../internal/context.js'
 import { readSiweMessage, SIWE_COOKIE, SIWE_TIMES } from '../internal/siwe.js'
 import type { NonceRow } from '../store.js'
 
 const siweSchema = z.object({
   message: z.string().min(1).max(8192),
   // 65 bytes for an EOA; EIP-1271 and EIP-6492 signatures are longer (a 6492 one carries its factory call).
-  signature: z.string().max(32_768).regex(/^0x(?:[0-9a-fA-F]{2})+$/, 'must be 0x-prefixed hex bytes'),
+  signature: z
+    .string()
+    .max(32_768)
+    .regex(/^0x(?:[0-9a-fA-F]{2})+$/, 'must be 0x-prefixed hex bytes'),
   walletKind: z.enum(['injected', 'walletConnect', 'embedded']).optional(),
 })
 
@@ -56,7 +59,11 @@ export const siwe = (context: RouteContext) => async (c: Context) => {
   const holder = getCookie(c, SIWE_COOKIE)
   checkNonce(store.nonce(message.nonce), holder, at)
   if (message.issuedAt.getTime() > at + SIWE_TIMES.issuedAtSkewSeconds * 1000) {
-    throw new ServerError(401, 'issued_in_future', `The message says it was issued at ${message.issuedAt.toISOString()}, in the future; check the device's clock`)
+    throw new ServerError(
+      401,
+      'issued_in_future',
+      `The message says it was issued at ${message.issuedAt.toISOString()}, in the future; check the device's clock`,
+    )
   }
   if (message.expirationTime && message.expirationTime.getTime() <= at) {
     throw new ServerError(401, 'message_expired', `The message expired at ${message.expirationTime.toISOString()}; sign in again`)

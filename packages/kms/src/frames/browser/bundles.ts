@@ -1,5 +1,5 @@
-import { base58checkDecode, type Bytes, bytesToBase64url, bytesToHex, FrameError, hexToBytes, utf8Decode, utf8Encode } from './encoding.js'
 import type { EmbeddedKey } from './embeddedKey.js'
+import { type Bytes, base58checkDecode, bytesToBase64url, bytesToHex, FrameError, hexToBytes, utf8Decode, utf8Encode } from './encoding.js'
 import { hpkeOpen, hpkeSeal } from './hpke.js'
 import { importSigningKey, p1363ToDer, uncompressedPoint, verifySignature } from './p256.js'
 
@@ -13,7 +13,12 @@ export type Credential = { readonly key: CryptoKey; readonly publicKey: string }
 export async function openCredentialBundle(bundle: string, embeddedKey: EmbeddedKey): Promise<Credential> {
   const bytes = await base58checkDecode(bundle.trim())
   if (bytes.length <= 33) throw new FrameError('the credential bundle is too short')
-  const secret = await hpkeOpen({ recipientPrivateKey: embeddedKey.privateKey, recipientPublicKey: embeddedKey.publicKey, enc: bytes.subarray(0, 33), ciphertext: bytes.subarray(33) })
+  const secret = await hpkeOpen({
+    recipientPrivateKey: embeddedKey.privateKey,
+    recipientPublicKey: embeddedKey.publicKey,
+    enc: bytes.subarray(0, 33),
+    ciphertext: bytes.subarray(33),
+  })
   try {
     return await importSigningKey(secret)
   } finally {
@@ -68,10 +73,16 @@ const expectField = (data: Record<string, unknown>, field: string, expected: str
 }
 
 /** Verifies an export bundle for `organizationId` and opens it with the embedded key. */
-export async function openExportBundle(parameters: { bundle: string; organizationId: string; signerPublicKey: string; embeddedKey: EmbeddedKey }): Promise<Bytes> {
+export async function openExportBundle(parameters: {
+  bundle: string
+  organizationId: string
+  signerPublicKey: string
+  embeddedKey: EmbeddedKey
+}): Promise<Bytes> {
   const data = await verifySignedBundle(parameters.bundle, parameters.signerPublicKey)
   expectField(data, 'organizationId', parameters.organizationId, 'organization')
-  if (typeof data['encappedPublic'] !== 'string' || typeof data['ciphertext'] !== 'string') throw new FrameError('the export bundle has no encappedPublic or ciphertext')
+  if (typeof data['encappedPublic'] !== 'string' || typeof data['ciphertext'] !== 'string')
+    throw new FrameError('the export bundle has no encappedPublic or ciphertext')
   return hpkeOpen({
     recipientPrivateKey: parameters.embeddedKey.privateKey,
     recipientPublicKey: parameters.embeddedKey.publicKey,

@@ -1,5 +1,5 @@
-import { FrameError } from './encoding.js'
 import { DEFAULT_EMBEDDED_KEY_TTL_MS, type EmbeddedKey, type EmbeddedKeyStore } from './embeddedKey.js'
+import { FrameError } from './encoding.js'
 
 // The @turnkey/iframe-stamper protocol, frame side (research/turnkey-api.md §5):
 //  1. The embedding page posts {type: TURNKEY_INIT_MESSAGE_CHANNEL, dangerouslyOverrideIframeKeyTtl?}
@@ -156,7 +156,11 @@ export function openFrameChannel(parameters: OpenFrameChannelParameters): { refu
       }
       const request = data as FrameRequest
       try {
-        const handler = Object.hasOwn(common, request.type) ? common[request.type] : Object.hasOwn(parameters.handlers, request.type) ? parameters.handlers[request.type] : undefined
+        const handler = Object.hasOwn(common, request.type)
+          ? common[request.type]
+          : Object.hasOwn(parameters.handlers, request.type)
+            ? parameters.handlers[request.type]
+            : undefined
         if (!handler) throw new FrameError(`the ${page} frame does not handle ${request.type}`)
         const reply = await handler(request, context)
         port.postMessage({ type: reply.type, value: reply.value, requestId: request.requestId })

@@ -82,7 +82,9 @@ export type EmbeddedKeyStore = ReturnType<typeof embeddedKeyStore>
 async function fromJwk(jwk: JsonWebKey, expiresAt: number): Promise<EmbeddedKey> {
   const privateKey = await crypto.subtle.importKey('jwk', jwk, { name: 'ECDH', namedCurve: 'P-256' }, false, ['deriveBits'])
   const publicJwk: JsonWebKey = { kty: 'EC', crv: 'P-256', x: jwk.x ?? '', y: jwk.y ?? '', ext: true }
-  const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', await crypto.subtle.importKey('jwk', publicJwk, { name: 'ECDH', namedCurve: 'P-256' }, true, [])))
+  const publicKey = new Uint8Array(
+    await crypto.subtle.exportKey('raw', await crypto.subtle.importKey('jwk', publicJwk, { name: 'ECDH', namedCurve: 'P-256' }, true, [])),
+  )
   return { privateKey, publicKey, publicKeyHex: bytesToHex(publicKey), expiresAt }
 }
 

@@ -32,7 +32,8 @@ async function expand(prk: Bytes, info: Uint8Array, length: number): Promise<Byt
   return concatBytes(...blocks).slice(0, length)
 }
 
-const labeledExtract = (suite: Uint8Array, salt: Uint8Array, label: string, ikm: Uint8Array) => extract(salt, concatBytes(VERSION, suite, utf8Encode(label), ikm))
+const labeledExtract = (suite: Uint8Array, salt: Uint8Array, label: string, ikm: Uint8Array) =>
+  extract(salt, concatBytes(VERSION, suite, utf8Encode(label), ikm))
 const labeledExpand = (suite: Uint8Array, prk: Bytes, label: string, info: Uint8Array, length: number) =>
   expand(prk, concatBytes(Uint8Array.of(length >> 8, length & 0xff), VERSION, suite, utf8Encode(label), info), length)
 
@@ -63,13 +64,19 @@ const ecdh = async (privateKey: CryptoKey, publicKey: Bytes) => {
  * Encrypts `plaintext` to `recipientPublicKey` (SEC1, either form). Returns the encapsulated key
  * (65 bytes, uncompressed) and the ciphertext with its tag. Associated data: enc ‖ pkR.
  */
-export async function hpkeSeal(parameters: { recipientPublicKey: Uint8Array; plaintext: Uint8Array; info?: Uint8Array }): Promise<{ enc: Bytes; ciphertext: Bytes }> {
+export async function hpkeSeal(parameters: {
+  recipientPublicKey: Uint8Array
+  plaintext: Uint8Array
+  info?: Uint8Array
+}): Promise<{ enc: Bytes; ciphertext: Bytes }> {
   const pkR = uncompressedPoint(parameters.recipientPublicKey)
   const ephemeral = await crypto.subtle.generateKey({ name: 'ECDH', namedCurve: 'P-256' }, false, ['deriveBits'])
   const enc = new Uint8Array(await crypto.subtle.exportKey('raw', ephemeral.publicKey))
   const secret = await sharedSecret(await ecdh(ephemeral.privateKey, pkR), concatBytes(enc, pkR))
   const { key, nonce } = await keySchedule(secret, parameters.info ?? BUNDLE_INFO)
-  const ciphertext = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv: nonce, additionalData: concatBytes(enc, pkR) }, key, concatBytes(parameters.plaintext)))
+  const ciphertext = new Uint8Array(
+    await crypto.subtle.encrypt({ name: 'AES-GCM', iv: nonce, additionalData: concatBytes(enc, pkR) }, key, concatBytes(parameters.plaintext)),
+  )
   return { enc, ciphertext }
 }
 
@@ -95,7 +102,9 @@ export async function hpkeOpen(parameters: {
   const secret = await sharedSecret(dh, concatBytes(enc, pkR))
   const { key, nonce } = await keySchedule(secret, parameters.info ?? BUNDLE_INFO)
   try {
-    return new Uint8Array(await crypto.subtle.decrypt({ name: 'AES-GCM', iv: nonce, additionalData: concatBytes(enc, pkR) }, key, concatBytes(parameters.ciphertext)))
+    return new Uint8Array(
+      await crypto.subtle.decrypt({ name: 'AES-GCM', iv: nonce, additionalData: concatBytes(enc, pkR) }, key, concatBytes(parameters.ciphertext)),
+    )
   } catch {
     throw new FrameError('the bundle does not open with this frame’s key')
   }

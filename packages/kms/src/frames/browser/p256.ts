@@ -36,8 +36,7 @@ export function uncompressedPoint(bytes: Uint8Array): Bytes {
 }
 
 /** The 33-byte compressed form of a 65-byte uncompressed point. */
-export const compressedPoint = (uncompressed: Uint8Array): Bytes =>
-  concatBytes(Uint8Array.of(2 + ((uncompressed[64] ?? 0) & 1)), uncompressed.subarray(1, 33))
+export const compressedPoint = (uncompressed: Uint8Array): Bytes => concatBytes(Uint8Array.of(2 + ((uncompressed[64] ?? 0) & 1)), uncompressed.subarray(1, 33))
 
 /** DER `SEQUENCE { INTEGER r, INTEGER s }` to the 64-byte r ‖ s WebCrypto verifies. */
 export function derToP1363(der: Uint8Array): Bytes {

@@ -1,5 +1,5 @@
-import { FrameError } from './encoding.js'
 import type { FrameHandler, FrameReply } from './channel.js'
+import { FrameError } from './encoding.js'
 import { browserAccepts, parseSettings } from './settings.js'
 
 // What every frame page reads from its HTML (the kms writes it into meta tags: pages fetch
