@@ -8,11 +8,6 @@ export const WEBAUTHN_TIMEOUT_MS = 300_000
 export const WEBAUTHN_USER_VERIFICATION = 'preferred' as const
 export const WEBAUTHN_CHALLENGE_BYTES = 32
 export const PASSKEY_ALGORITHM = -7
-/**
- * RS256, listed after ES256 for authenticators that cannot make ES256 keys (the kms and Turnkey
- * accept both); without it, browsers warn that such authenticators may fail to register.
- */
-const PASSKEY_FALLBACK_ALGORITHM = -257
 
 /** SPEC §3: what a passkey registration hands the key-management service. */
 export type PasskeyAttestation = { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] }
@@ -45,9 +40,8 @@ function ceremonyError(error: unknown): Error {
 }
 
 /**
- * Creates a passkey: 32 random challenge bytes, ES256 (-7; RS256 only where the authenticator
- * has no ES256), a discoverable credential, user verification 'preferred', 300 s (SPEC §9).
- * `userId` must be 1 to 64 bytes (SPEC §5).
+ * Creates a passkey: 32 random challenge bytes, ES256 (-7), a discoverable credential, user
+ * verification 'preferred', 300 s (SPEC §9). `userId` must be 1 to 64 bytes (SPEC §5).
  *
  * @example
  * const { challenge, attestation } = await createPasskey({ rpId: 'localhost', rpName: 'Demo', userName: 'ada@example.com' })
@@ -70,10 +64,7 @@ export async function createPasskey(parameters: {
         challenge,
         rp: { id: parameters.rpId, name: parameters.rpName },
         user: { id: base64url(userId), name: parameters.userName, displayName: parameters.userName },
-        pubKeyCredParams: [
-          { type: 'public-key', alg: PASSKEY_ALGORITHM },
-          { type: 'public-key', alg: PASSKEY_FALLBACK_ALGORITHM },
-        ],
+        pubKeyCredParams: [{ type: 'public-key', alg: PASSKEY_ALGORITHM }],
         authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: WEBAUTHN_USER_VERIFICATION },
         timeout: WEBAUTHN_TIMEOUT_MS,
         attestation: 'none',

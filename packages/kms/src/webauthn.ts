@@ -23,14 +23,8 @@ export type AuthenticatorParams = {
 }
 
 /**
- * The passkey algorithms accepted, as the clients ask for them: ES256 (-7, SPEC §9) first, which
- * every current authenticator makes; RS256 (-257) for those without it, as Turnkey accepts too.
- */
-const PASSKEY_ALGORITHMS = [-7, -257] as const
-
-/**
  * Verifies a passkey registration (@simplewebauthn/server: challenge, origin, rp id, attestation)
- * and returns what to store. ES256 or RS256 keys (`PASSKEY_ALGORITHMS`).
+ * and returns what to store. Only ES256 (-7) keys: what the clients ask for (SPEC §9).
  */
 export async function verifyRegistration(params: AuthenticatorParams, config: WebauthnConfig) {
   const { attestation } = params
@@ -52,7 +46,7 @@ export async function verifyRegistration(params: AuthenticatorParams, config: We
       expectedOrigin: [...config.origins],
       expectedRPID: [...config.rpIds],
       requireUserVerification: false,
-      supportedAlgorithmIDs: [...PASSKEY_ALGORITHMS],
+      supportedAlgorithmIDs: [-7],
     })
   } catch (error) {
     throw new KmsError(GrpcCode.invalidArgument, `the passkey attestation does not verify: ${(error as Error).message}`)

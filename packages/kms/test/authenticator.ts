@@ -1,8 +1,8 @@
-import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto'
+import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 
-// A software passkey for Node tests: Node has no authenticator, so an ES256 key (or RS256, as
-// authenticators without ES256 make) answers navigator.credentials as a platform authenticator
-// would (browsers' are covered by Chromium's virtual authenticator in e2e).
+// A software passkey for Node tests: Node has no authenticator, so an ES256 key answers
+// navigator.credentials as a platform authenticator would (browsers' are covered by Chromium's
+// virtual authenticator in e2e).
 
 export const rpId = 'localhost'
 export const origin = 'http://localhost:5173'
@@ -25,35 +25,10 @@ function cbor(value: unknown): Buffer {
 const sha256 = (data: Uint8Array | string) => createHash('sha256').update(data).digest()
 const toArrayBuffer = (bytes: Buffer) => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)
 
-/** The COSE public key of `publicKey` (RFC 9053): EC2 P-256 for ES256 (-7), RSA for RS256 (-257). */
-function coseKeyOf(publicKey: KeyObject, algorithm: -7 | -257): Buffer {
-  const jwk = publicKey.export({ format: 'jwk' })
-  const bytes = (value: string | undefined) => Buffer.from(value!, 'base64url')
-  if (algorithm === -257)
-    return cbor(
-      new Map<number, unknown>([
-        [1, 3],
-        [3, -257],
-        [-1, bytes(jwk.n)],
-        [-2, bytes(jwk.e)],
-      ]),
-    )
-  return cbor(
-    new Map<number, unknown>([
-      [1, 2],
-      [3, -7],
-      [-1, 1],
-      [-2, bytes(jwk.x)],
-      [-3, bytes(jwk.y)],
-    ]),
-  )
-}
-
 /** A passkey: `register` makes its attestation, `credentials` answers navigator.credentials.get. */
-export function softwareAuthenticator(options: { origin?: string; algorithm?: -7 | -257 } = {}) {
-  const algorithm = options.algorithm ?? -7
-  const { privateKey, publicKey } =
-    algorithm === -257 ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ec', { namedCurve: 'P-256' })
+export function softwareAuthenticator(options: { origin?: string } = {}) {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  const jwk = publicKey.export({ format: 'jwk' })
   const credentialId = randomBytes(16)
   const state = { counter: 0 }
   const clientOrigin = options.origin ?? origin
@@ -63,7 +38,15 @@ export function softwareAuthenticator(options: { origin?: string; algorithm?: -7
     /** A "none" attestation for `challenge` (base64url), as the clients send it. */
     register(challenge: string) {
       const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.create', challenge, origin: clientOrigin, crossOrigin: false }))
-      const coseKey = coseKeyOf(publicKey, algorithm)
+      const coseKey = cbor(
+        new Map<number, unknown>([
+          [1, 2],
+          [3, -7],
+          [-1, 1],
+          [-2, Buffer.from(jwk.x!, 'base64url')],
+          [-3, Buffer.from(jwk.y!, 'base64url')],
+        ]),
+      )
       const length = Buffer.from([credentialId.length >> 8, credentialId.length & 255])
       const authData = Buffer.concat([sha256(rpId), Buffer.from([0x45]), Buffer.alloc(4), Buffer.alloc(16), length, credentialId, coseKey])
       return {

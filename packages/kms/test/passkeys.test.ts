@@ -67,15 +67,6 @@ describe('passkeys', () => {
     expect(authenticator.state.counter).toBe(2)
   })
 
-  test('behavior: an RS256 passkey (an authenticator without ES256) signs up and stamps', async () => {
-    const authenticator = softwareAuthenticator({ algorithm: -257 })
-    const challenge = randomBytes(32).toString('base64url')
-    const result = (await signUp(authenticator.register(challenge), challenge, 'rsa passkey user')).activity.result.createSubOrganizationResultV8!
-    useAuthenticator(authenticator)
-    const user = new TurnkeyClient({ baseUrl: kms.url }, new WebauthnStamper({ rpId }))
-    expect(await user.getWhoami({ organizationId: result.subOrganizationId! })).toMatchObject({ userId: result.rootUserIds![0], username: 'rsa passkey user' })
-  })
-
   test('error: an attestation for another challenge is refused and nothing is registered', async () => {
     const authenticator = softwareAuthenticator()
     const attestation = authenticator.register(randomBytes(32).toString('base64url'))
