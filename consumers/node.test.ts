@@ -25,7 +25,8 @@ test('behavior: renderToString of <LatchkeyProvider> with <ConnectButton /> give
   expect((await node('ssr.mjs')).trim()).toBe('<button type="button" class="lk-button">Connect Wallet</button>')
 })
 
-test('behavior: the relay opens its SQLite store on the binding npm built from source', async () => {
+// The compile of the binding runs in the background from the install on: a few minutes on a busy 2-core machine.
+test('behavior: the relay opens its SQLite store on the binding npm built from source', { timeout: 600_000 }, async () => {
   await nativeModulesReady(inject('consumers'))
   expect((await node('sqlite.mjs')).trim()).toBe('sqlite store opened, pruned and closed')
 })

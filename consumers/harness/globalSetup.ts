@@ -1,6 +1,8 @@
-import { cp, readdir, rm } from 'node:fs/promises'
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestProject } from 'vitest/node'
+import { packPackages } from '../../scripts/pack.mjs'
 import { appsDir, installConsumers } from './install.js'
 import { nativeBuildEnded, startNativeBuild } from './native.js'
 
@@ -11,7 +13,11 @@ declare module 'vitest' {
   }
 }
 
-/** Packs every publishable package and installs the tarballs once, into the directory all consumer tests share. */
+/**
+ * Packs every publishable package (scripts/pack.mjs: one build, then `npm pack`) and installs the
+ * tarballs once, into the directory all consumer tests share. `LATCHKEY_CONSUMER_TARBALLS` names
+ * a directory of tarballs packed earlier instead.
+ */
 export default async function setup(project: TestProject) {
   const reused = process.env['LATCHKEY_CONSUMERS_DIR']
   if (reused) {
@@ -22,9 +28,11 @@ export default async function setup(project: TestProject) {
     return () => nativeBuild?.stop()
   }
   const started = performance.now()
-  // TEMPORARY until the build branch's scripts/pack.mjs lands: tarballs packed by hand.
-  const tarballDir = process.env['LATCHKEY_CONSUMER_TARBALLS']!
-  const tarballs = (await readdir(tarballDir)).filter((name) => name.endsWith('.tgz')).map((name) => join(tarballDir, name))
+  const packedEarlier = process.env['LATCHKEY_CONSUMER_TARBALLS']
+  const packDirectory = packedEarlier ?? (await mkdtemp(join(tmpdir(), 'latchkey-consumer-packs-')))
+  const tarballs = packedEarlier
+    ? (await readdir(packedEarlier)).filter((name) => name.endsWith('.tgz')).map((name) => join(packedEarlier, name))
+    : (await packPackages({ destination: packDirectory })).map((packed) => packed.tarball)
   const packed = performance.now()
   const dir = await installConsumers({ tarballs })
   const installed = performance.now()
@@ -33,6 +41,7 @@ export default async function setup(project: TestProject) {
   project.provide('consumers', dir)
   return async () => {
     await nativeBuild.stop()
+    if (!packedEarlier) await rm(packDirectory, { recursive: true, force: true })
     if (process.env['LATCHKEY_KEEP_CONSUMERS']) return console.log(`consumers: kept ${dir}`)
     await rm(dir, { recursive: true, force: true })
   }
