@@ -4,7 +4,7 @@ import { english, generateMnemonic, mnemonicToAccount } from 'viem/accounts'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { mailTypedData } from '../apps/demo/src/typedData.js'
 import { failedRequest, launch } from './browser.js'
-import { demo, waitForText } from './page.js'
+import { demo, es256OnlyPasskeyWarning, waitForText } from './page.js'
 
 // The embedded wallet in the demo, against the whole local stack: our backend, our kms and its
 // dev inbox, anvil. Passkeys use Chromium's virtual authenticator.
@@ -236,6 +236,7 @@ describe('embedded wallet', () => {
 
   test('behavior: passkey sign-up, then the passkey alone signs in again', async () => {
     const { page } = browser
+    browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
     const ui = demo(page)
     const view = signIn(page)
     const authenticator = await addPasskeyAuthenticator(page)
@@ -260,6 +261,7 @@ describe('embedded wallet', () => {
 
   test('behavior: an email user adds a passkey in the account modal, then signs in with it alone', async () => {
     const { page } = browser
+    browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
     const ui = demo(page)
     const view = signIn(page)
     await addPasskeyAuthenticator(page)

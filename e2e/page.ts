@@ -69,3 +69,13 @@ export function referenceWallet(page: Page) {
     },
   }
 }
+
+/**
+ * Chromium's warning on every passkey registration whose options list ES256 alone. SPEC §9 fixes
+ * the passkey public key algorithm at -7 (ES256), so a passkey sign-up provokes it by design.
+ *
+ * @example
+ * browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+ */
+export const es256OnlyPasskeyWarning = (entry: ConsoleEntry): boolean =>
+  entry.kind === 'warning' && entry.text.startsWith('publicKey.pubKeyCredParams is missing')
