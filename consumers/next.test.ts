@@ -74,6 +74,8 @@ test('behavior: the page hydrates without a console error or hydration warning, 
     await page.goto(url)
     await page.getByRole('status').filter({ hasText: 'Hydrated' }).waitFor()
 
+    // Latchkey's stylesheet reached the page with the button: its accent colour, not the browser's grey.
+    expect(await page.getByRole('button', { name: 'Connect Wallet' }).evaluate((button) => getComputedStyle(button).backgroundColor)).toBe('rgb(91, 76, 240)')
     await page.getByRole('button', { name: 'Connect Wallet' }).click()
     await page.getByRole('dialog', { name: 'Connect a wallet' }).getByRole('button', { name: testWalletInfo.name, exact: true }).click()
     await page.getByText(account.address, { exact: true }).waitFor()

@@ -54,6 +54,8 @@ test('behavior: in Chromium it connects an EIP-6963 wallet and signs a message t
     const wallet = await installTestWallet(page, { account, chainId: chain.chainId, rpcUrl: chain.url })
     await page.goto(`http://127.0.0.1:${port}/`)
 
+    // Latchkey's stylesheet reached the page with the button: its accent colour, not the browser's grey.
+    expect(await page.getByRole('button', { name: 'Connect Wallet' }).evaluate((button) => getComputedStyle(button).backgroundColor)).toBe('rgb(91, 76, 240)')
     await page.getByRole('button', { name: 'Connect Wallet' }).click()
     await page.getByRole('dialog', { name: 'Connect a wallet' }).getByRole('button', { name: testWalletInfo.name, exact: true }).click()
     await page.getByText(account.address, { exact: true }).waitFor()

@@ -2,7 +2,7 @@
 import type { ModalName } from '../context.js'
 import { AccountModal } from './AccountModal.js'
 import { ConnectModal } from './ConnectModal.js'
-import './modal.css'
+import '#modal.css'
 
 /** The lazily loaded modal bundle: one component per modal name. */
 export default function Modals({ name, theme, onClose }: { name: ModalName; theme: 'light' | 'dark' | 'auto'; onClose(): void }) {
