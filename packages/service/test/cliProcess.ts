@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { afterEach } from 'vitest'
+import { afterAll, afterEach } from 'vitest'
 
 // A service bin as an operator runs it, for the bins' tests: a child process from the TypeScript
 // source (until the packages are built, `node --conditions=source --import tsx`), its JSON log
@@ -28,27 +28,30 @@ export type CliProcess = {
   waitForLog(matches: (line: LogLine) => boolean): Promise<LogLine>
 }
 
-const running: ChildProcess[] = []
-afterEach(() => {
-  for (const child of running.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-})
+const running: { test: ChildProcess[]; file: ChildProcess[] } = { test: [], file: [] }
+const killAll = (children: ChildProcess[]) => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+}
+afterEach(() => killAll(running.test))
+afterAll(() => killAll(running.file))
 
 /**
  * Starts `cli` (a package's `src/cli.ts`, as a path from the repository root) with `args` and only
- * the given variables among those a bin reads. Killed after the test if still running.
+ * the given variables among those a bin reads. Killed after the test if still running (after the
+ * file's tests with `scope: 'file'`, for a service started in beforeAll).
  *
  * @example
  * const relay = startCli('packages/relay/src/cli.ts', ['--port', '5555', '--memory'])
  * await relay.waitForLog((line) => line.msg.startsWith('Relay listening'))
  */
-export function startCli(cli: string, args: readonly string[], env: Record<string, string> = {}): CliProcess {
+export function startCli(cli: string, args: readonly string[], env: Record<string, string> = {}, scope: 'test' | 'file' = 'test'): CliProcess {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('LATCHKEY_') && !CLEARED.includes(name)))
   const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', cli, ...args], {
     cwd: repoRoot,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  running.push(child)
+  running[scope].push(child)
   let stdout = ''
   let stderr = ''
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
