@@ -143,7 +143,9 @@ export function createHttpObserver(options: HttpObserverOptions = {}): HttpObser
             if (inflight.size === 0) for (const resolve of whenIdle.splice(0)) resolve()
           }
         })
-        withRequestId(requestId, () => inner(request, response))
+        // The request's context costs a little on every request: only worth it when lines are logged.
+        if (logger) withRequestId(requestId, () => inner(request, response))
+        else inner(request, response)
       }
     },
     requestIdOf,
