@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getFreePort } from '@latchkey/devnet'
 import { generateApiKeyPair } from '@latchkey/kms'
-import { p256 } from '@noble/curves/p256'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
 import { beforeAll, describe, expect, test } from 'vitest'
@@ -27,8 +26,8 @@ const secretFile = async (contents: string) => {
 }
 
 const masterKey = randomBytes(32).toString('hex')
-const signerPrivateKey = Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
-const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
+const signerPrivateKey = generateApiKeyPair().apiPrivateKey
+const signerPublicKey = Buffer.from(getPublicKey(signerPrivateKey, false)).toString('hex')
 const backendKey = generateApiKeyPair()
 let kms: CliProcess & { url: string }
 let organizationId: string
