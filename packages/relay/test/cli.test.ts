@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { mkdtemp } from 'node:fs/promises'
+import { mkdtemp, readFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -156,6 +156,13 @@ describe('latchkey-relay', () => {
     const other = await connectClient(ws, { token: signRelayJwt({ seed: randomBytes(32).toString('hex'), aud: 'wss://relay.elsewhere' }) })
     expect(await other.closed).toEqual({ code: 4001, reason: 'the token is for another relay (wss://relay.elsewhere)' })
     await mine.close()
+  })
+
+  test('--version: prints the package version, exits 0', async () => {
+    const relay = startCli(cli, ['--version'])
+    expect(await relay.exited).toEqual({ code: 0, signal: null })
+    const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect(relay.stdout()).toBe(`${version}\n`)
   })
 
   test('--help: lists every flag and variable, exits 0', async () => {
