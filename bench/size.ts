@@ -1,11 +1,15 @@
 /**
  * Bundle size of a minimal Latchkey app against a React-only baseline, built with one Vite config.
  *
- *   npm run bench:size            prints the table
- *   npm run bench:size -- --check also fails when the eager difference exceeds the budget
+ *   npm run bench:size              prints the table
+ *   npm run bench:size -- --check   also fails when a figure exceeds its budget
+ *   npm run bench:size -- --browser also serves the minimal app (gzip) to Chromium, clicks Connect
+ *                                   and prints what the browser downloaded beside the estimate
  *
  * eager = the entry chunk plus its transitive static imports (from Vite's manifest); all = every
  * emitted .js file. Each file is compressed on its own (gzip level 9, brotli quality 11) and summed.
+ * A lazy figure (first click on Connect, first use of WalletConnect…) = the dynamically imported
+ * chunk plus the chunks it imports statically, and their CSS, minus what the page already has.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -19,16 +23,20 @@ export const EAGER_GZIP_BUDGET_BYTES = 30 * 1024
 export const SIGN_IN_GZIP_BUDGET_BYTES = 3 * 1024
 /** Issue 3's target: the WalletConnect code an app downloads on first use, at most this (gzip). */
 export const WALLETCONNECT_GZIP_BUDGET_BYTES = 30 * 1024
+/** Issue 11's target: what the first click on Connect downloads in the minimal app, JS and CSS (gzip). */
+export const FIRST_CLICK_GZIP_BUDGET_BYTES = 20 * 1024
 
 type Sizes = { files: number; raw: number; gzip: number; brotli: number }
 type Result = { eager: Sizes; all: Sizes; css: number; manifest: Manifest; outDir: string; eagerFiles: ReadonlySet<string> }
+/** What a dynamic import downloads: its JS and its CSS, and the files, so a later figure can leave them out. */
+type Download = { js: Sizes; css: Sizes; files: ReadonlySet<string> }
 
 const here = import.meta.dirname
 
 async function buildApp(name: string): Promise<Result> {
   const root = join(here, 'apps', name)
   const outDir = join(here, '.out', name)
-  const output = await build({
+  await build({
     root,
     configFile: false,
     logLevel: 'error',
@@ -36,7 +44,6 @@ async function buildApp(name: string): Promise<Result> {
     resolve: { conditions: ['source', ...defaultClientConditions] },
     build: { outDir, emptyOutDir: true, manifest: true, write: true },
   })
-  void output
   const manifest = JSON.parse(readFileSync(join(outDir, '.vite', 'manifest.json'), 'utf8')) as Manifest
   const entry = Object.values(manifest).find((chunk) => chunk.isEntry)
   if (!entry) throw new Error(`no entry chunk in ${name}`)
@@ -45,6 +52,7 @@ async function buildApp(name: string): Promise<Result> {
     const chunk = manifest[key]
     if (!chunk || eagerFiles.has(chunk.file)) return
     eagerFiles.add(chunk.file)
+    for (const css of chunk.css ?? []) eagerFiles.add(css)
     for (const imported of chunk.imports ?? []) visit(imported)
   }
   visit(Object.keys(manifest).find((key) => manifest[key] === entry) as string)
@@ -55,7 +63,10 @@ async function buildApp(name: string): Promise<Result> {
   )
   const css = Object.values(manifest).flatMap((chunk) => chunk.css ?? [])
   return {
-    eager: measure(outDir, [...eagerFiles]),
+    eager: measure(
+      outDir,
+      [...eagerFiles].filter((file) => file.endsWith('.js')),
+    ),
     all: measure(outDir, [...allFiles]),
     css: [...new Set(css)].reduce((sum, file) => sum + readFileSync(join(outDir, file)).length, 0),
     manifest,
@@ -65,21 +76,35 @@ async function buildApp(name: string): Promise<Result> {
 }
 
 /**
- * What loading the module from `source` downloads beyond what the page already has: its chunk and
- * the chunks it imports statically, minus the eager ones.
+ * What importing the module whose manifest key matches `source` downloads beyond the page and the
+ * files in `loaded`: its chunk, the chunks it imports statically and their CSS, as Vite's preload
+ * helper fetches them.
  */
-function lazySizes(result: Result, source: string): Sizes {
-  const key = Object.keys(result.manifest).find((item) => item.endsWith(source))
-  if (!key) throw new Error(`no chunk for ${source}: is it still imported dynamically?`)
+function lazyDownload(result: Result, source: RegExp, loaded: ReadonlySet<string> = new Set()): Download {
+  const key = Object.keys(result.manifest).find((item) => source.test(item) && result.manifest[item]?.isDynamicEntry)
+  if (!key) throw new Error(`no dynamically imported chunk for ${source}: is it still imported with import()?`)
   const files = new Set<string>()
+  const skip = (file: string) => files.has(file) || result.eagerFiles.has(file) || loaded.has(file)
   const visit = (name: string) => {
     const chunk = result.manifest[name]
-    if (!chunk || files.has(chunk.file) || result.eagerFiles.has(chunk.file)) return
+    if (!chunk || skip(chunk.file)) return
     files.add(chunk.file)
+    for (const css of chunk.css ?? []) if (!skip(css)) files.add(css)
     for (const imported of chunk.imports ?? []) visit(imported)
   }
   visit(key)
-  return measure(result.outDir, [...files])
+  const list = [...files]
+  return {
+    js: measure(
+      result.outDir,
+      list.filter((file) => file.endsWith('.js')),
+    ),
+    css: measure(
+      result.outDir,
+      list.filter((file) => file.endsWith('.css')),
+    ),
+    files,
+  }
 }
 
 function measure(dir: string, files: readonly string[]): Sizes {
@@ -98,6 +123,15 @@ function measure(dir: string, files: readonly string[]): Sizes {
 }
 
 const kib = (bytes: number) => (bytes / 1024).toFixed(1)
+const describeDownload = (download: Download) =>
+  `${download.js.files + download.css.files} file(s), ${kib(download.js.gzip + download.css.gzip)} KiB gzip (JS ${kib(download.js.gzip)} + CSS ${kib(download.css.gzip)}; ${kib(download.js.brotli + download.css.brotli)} KiB br, ${kib(download.js.raw + download.css.raw)} KiB raw)`
+
+// Workspace sources (`packages/react/src/modal/ConnectModal.tsx`).
+const connectModal = /react\/src\/modal\/ConnectModal\.tsx$/
+const accountModal = /react\/src\/modal\/AccountModal\.tsx$/
+const checksum = /core\/src\/utils\/getAddress\.ts$/
+const walletConnectProtocol = /walletconnect\/src\/index\.ts$/
+const embeddedWallet = /embedded\/src\/index\.ts$/
 
 const baseline = await buildApp('baseline')
 const latchkey = await buildApp('latchkey')
@@ -136,8 +170,20 @@ console.log(
 console.log(
   'Reference, same method (research/bundle-anchors.md, eager br − floor): wagmi +23.7, RainbowKit +176.7, ConnectKit +305.7, AppKit +397.7, Dynamic +901.9 KiB',
 )
+
+// The minimal app's journey, in the order a user meets it.
+const firstClick = lazyDownload(latchkey, connectModal)
+const pickWallet = lazyDownload(latchkey, checksum, firstClick.files)
+const accountAfterConnect = lazyDownload(latchkey, accountModal, new Set([...firstClick.files, ...pickWallet.files]))
+const accountOnItsOwn = lazyDownload(latchkey, accountModal, pickWallet.files)
+console.log(`first click on Connect (the connect modal): ${describeDownload(firstClick)}`)
+console.log(`then connecting a browser wallet (viem's address checksum): ${describeDownload(pickWallet)}`)
+console.log(
+  `account modal, first open: ${describeDownload(accountAfterConnect)} after the connect modal; ${kib(accountOnItsOwn.js.gzip + accountOnItsOwn.css.gzip)} KiB gzip for a returning user (restored connection, connect modal never opened)`,
+)
+
 const walletConnectEagerDiff = withWalletConnect.eager.gzip - latchkey.eager.gzip
-const walletConnectChunk = lazySizes(withWalletConnect, 'packages/walletconnect/src/index.ts')
+const walletConnectChunk = lazyDownload(withWalletConnect, walletConnectProtocol).js
 console.log(
   `walletConnect(): eager +${kib(walletConnectEagerDiff)} KiB gzip over latchkey; loaded on first use: ${walletConnectChunk.files} file(s), ${kib(walletConnectChunk.raw)} KiB raw, ${kib(walletConnectChunk.gzip)} KiB gzip, ${kib(walletConnectChunk.brotli)} KiB br`,
 )
@@ -147,13 +193,24 @@ console.log(
   `signIn: serverAdapter + requireSignIn: eager +${kib(signInEagerDiff)} KiB gzip over latchkey (both carry ConnectButton's sign-in state and actions); viem's SIWE builder and the signing code load with the first sign-in`,
 )
 const embeddedEagerDiff = withEmbedded.eager.gzip - latchkey.eager.gzip
-const embeddedChunk = lazySizes(withEmbedded, 'packages/embedded/src/index.ts')
+const embeddedChunk = lazyDownload(withEmbedded, embeddedWallet).js
 const embeddedEager = [...withEmbedded.eagerFiles].some((file) =>
   Object.entries(withEmbedded.manifest).some(([key, chunk]) => chunk.file === file && key.includes('packages/embedded/')),
 )
 console.log(
   `embedded(): eager +${kib(embeddedEagerDiff)} KiB gzip over latchkey${embeddedEager ? ' (EMBEDDED CODE IS EAGER)' : ', none of @latchkey/embedded eager'}; loaded on first use: ${embeddedChunk.files} file(s), ${kib(embeddedChunk.raw)} KiB raw, ${kib(embeddedChunk.gzip)} KiB gzip, ${kib(embeddedChunk.brotli)} KiB br`,
 )
+
+if (process.argv.includes('--browser')) {
+  const { measureFirstClick } = await import('./firstClick.js')
+  const seen = await measureFirstClick(latchkey.outDir)
+  const estimate = firstClick.js.gzip + firstClick.css.gzip
+  console.log(
+    `first click on Connect in Chromium (gzip-encoded bodies of the JS and CSS requested from the click on): ${seen.files.length} file(s), ${kib(seen.bytes)} KiB; the estimate above: ${kib(estimate)} KiB (${seen.bytes === estimate ? 'equal' : `${seen.bytes > estimate ? '+' : ''}${seen.bytes - estimate} bytes`})`,
+  )
+  const estimated = [...firstClick.files].sort()
+  if (seen.files.join() !== estimated.join()) console.log(`  files differ: browser ${seen.files.join(', ')}; estimate ${estimated.join(', ')}`)
+}
 
 if (process.argv.includes('--check')) {
   const budgets: [string, number, number][] = [
@@ -162,6 +219,7 @@ if (process.argv.includes('--check')) {
     ['lazy WalletConnect chunk', walletConnectChunk.gzip, WALLETCONNECT_GZIP_BUDGET_BYTES],
     ['eager latchkey + embedded() − baseline', withEmbedded.eager.gzip - baseline.eager.gzip, EAGER_GZIP_BUDGET_BYTES],
     ['eager latchkey + signIn − latchkey', signInEagerDiff, SIGN_IN_GZIP_BUDGET_BYTES],
+    ['first click on Connect (JS + CSS)', firstClick.js.gzip + firstClick.css.gzip, FIRST_CLICK_GZIP_BUDGET_BYTES],
     // Issue 4: the embedded-wallet code is absent from the eager bundle.
     ['@latchkey/embedded modules in the eager bundle', embeddedEager ? 1 : 0, 0],
   ]
