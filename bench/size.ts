@@ -126,12 +126,15 @@ const kib = (bytes: number) => (bytes / 1024).toFixed(1)
 const describeDownload = (download: Download) =>
   `${download.js.files + download.css.files} file(s), ${kib(download.js.gzip + download.css.gzip)} KiB gzip (JS ${kib(download.js.gzip)} + CSS ${kib(download.css.gzip)}; ${kib(download.js.brotli + download.css.brotli)} KiB br, ${kib(download.js.raw + download.css.raw)} KiB raw)`
 
-// Workspace sources (`packages/react/src/modal/ConnectModal.tsx`).
-const connectModal = /react\/src\/modal\/ConnectModal\.tsx$/
-const accountModal = /react\/src\/modal\/AccountModal\.tsx$/
-const checksum = /core\/src\/utils\/getAddress\.ts$/
-const walletConnectProtocol = /walletconnect\/src\/index\.ts$/
-const embeddedWallet = /embedded\/src\/index\.ts$/
+// A module of ours, from the workspace source (`packages/react/src/modal/ConnectModal.tsx`) or
+// from an installed package's dist (`node_modules/@latchkey/react/dist/modal/ConnectModal.js`).
+const ours = (pkg: string, path: string) => new RegExp(`${pkg}/(src/${path}\\.tsx?|dist/${path}\\.js)$`)
+const connectModal = ours('react', 'modal/ConnectModal')
+const accountModal = ours('react', 'modal/AccountModal')
+const checksum = ours('core', 'utils/getAddress')
+const walletConnectProtocol = ours('walletconnect', 'index')
+const embeddedWallet = ours('embedded', 'index')
+const embeddedModule = /(packages|@latchkey)\/embedded\//
 
 const baseline = await buildApp('baseline')
 const latchkey = await buildApp('latchkey')
@@ -195,7 +198,7 @@ console.log(
 const embeddedEagerDiff = withEmbedded.eager.gzip - latchkey.eager.gzip
 const embeddedChunk = lazyDownload(withEmbedded, embeddedWallet).js
 const embeddedEager = [...withEmbedded.eagerFiles].some((file) =>
-  Object.entries(withEmbedded.manifest).some(([key, chunk]) => chunk.file === file && key.includes('packages/embedded/')),
+  Object.entries(withEmbedded.manifest).some(([key, chunk]) => chunk.file === file && embeddedModule.test(key)),
 )
 console.log(
   `embedded(): eager +${kib(embeddedEagerDiff)} KiB gzip over latchkey${embeddedEager ? ' (EMBEDDED CODE IS EAGER)' : ', none of @latchkey/embedded eager'}; loaded on first use: ${embeddedChunk.files} file(s), ${kib(embeddedChunk.raw)} KiB raw, ${kib(embeddedChunk.gzip)} KiB gzip, ${kib(embeddedChunk.brotli)} KiB br`,
