@@ -3,8 +3,8 @@ import { createPublicClient, http, verifyMessage, verifyTypedData } from 'viem'
 import { english, generateMnemonic, mnemonicToAccount } from 'viem/accounts'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { mailTypedData } from '../apps/demo/src/typedData.js'
-import { launch } from './browser.js'
-import { demo, waitForText } from './page.js'
+import { failedRequest, launch } from './browser.js'
+import { demo, es256OnlyPasskeyWarning, waitForText } from './page.js'
 
 // The embedded wallet in the demo, against the whole local stack: our backend, our kms and its
 // dev inbox, anvil. Passkeys use Chromium's virtual authenticator.
@@ -199,6 +199,8 @@ describe('embedded wallet', () => {
     })
     await page.reload()
     await waitForText(ui.address, address)
+    // The kms refuses the unknown key (401, which the browser prints); the wallet recovers from it.
+    browser.expectConsole('the kms refusing the unknown session key', failedRequest(`${stack.kms}/public/v1/submit/sign_raw_payload`))
     const calls: string[] = []
     page.on('request', (request) => {
       const path = new URL(request.url()).pathname
@@ -222,6 +224,8 @@ describe('embedded wallet', () => {
     await view.button('Continue').click()
     await view.code.waitFor()
     const code = /code is (\d{6})/.exec((await lastMail(email)).text)![1]!
+    // The backend refuses the wrong code (400, which the browser prints); the user sees why.
+    browser.expectConsole('the backend refusing the wrong code', failedRequest(`${stack.server.replace('127.0.0.1', 'localhost')}/auth/email/verify`))
     await view.code.fill(code === '000000' ? '111111' : '000000')
     await view.button('Verify').click()
     expect(await waitForText(view.alert, /The code is invalid or expired\./)).toContain('attempts left')
@@ -232,6 +236,7 @@ describe('embedded wallet', () => {
 
   test('behavior: passkey sign-up, then the passkey alone signs in again', async () => {
     const { page } = browser
+    browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
     const ui = demo(page)
     const view = signIn(page)
     const authenticator = await addPasskeyAuthenticator(page)
@@ -256,6 +261,7 @@ describe('embedded wallet', () => {
 
   test('behavior: an email user adds a passkey in the account modal, then signs in with it alone', async () => {
     const { page } = browser
+    browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
     const ui = demo(page)
     const view = signIn(page)
     await addPasskeyAuthenticator(page)

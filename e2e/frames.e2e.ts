@@ -29,10 +29,12 @@ let app: { organizationId: string; userId: string }
 let allowed: string
 let refused: string
 
+// Each page names its (empty) icon, as an app would, so the browser asks for no /favicon.ico.
+const head = (title: string) => `<meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,">`
 const pages: Record<string, string> = {
-  '/': '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>App</title><script type="module" src="/parent.js"></script></head><body></body></html>',
+  '/': `<!doctype html><html lang="en"><head>${head('App')}<script type="module" src="/parent.js"></script></head><body></body></html>`,
   // The app's page inside a frame of its own: the kms frame it embeds is nested.
-  '/nested': '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Outer</title></head><body><iframe id="inner" src="/"></iframe></body></html>',
+  '/nested': `<!doctype html><html lang="en"><head>${head('Outer')}</head><body><iframe id="inner" src="/"></iframe></body></html>`,
 }
 
 function servePage(request: IncomingMessage, response: ServerResponse) {
@@ -135,10 +137,16 @@ function stamperCall(
 const receivedByPage = (name: string) =>
   browser.page.evaluate((name) => ({ channel: window.latchkeyTest.received(name), window: window.latchkeyTest.windowMessages() }), name)
 
+/** The frame in the element `#id` (the stamper names its iframe after the frame). */
+async function frameOf(id: string) {
+  const frame = await (await browser.page.locator(`#${id}`).elementHandle())?.contentFrame()
+  if (!frame) throw new Error(`no #${id} frame`)
+  return frame
+}
+
 /** The frame's own localStorage entry, read by the test (the page cannot). */
 async function storedKey(page: string) {
-  const frame = browser.page.frames().find((candidate) => candidate.url() === `${framesUrl}/${page}`)
-  if (!frame) throw new Error(`no ${page} frame`)
+  const frame = await frameOf(page)
   const text = await frame.evaluate((name) => localStorage.getItem(name), `latchkey.frames.${page}.embeddedKey`)
   return text === null ? null : (JSON.parse(text) as { expiresAt: number; parentOrigin: string; jwk: JsonWebKey })
 }
@@ -369,22 +377,31 @@ describe('import frame', () => {
 describe('origins and framing', () => {
   test('error: a page of another origin cannot embed the frames (frame-ancestors); the channel never opens', async () => {
     const { page } = browser
-    await page.goto(`${refused}/`)
-    const blocked = page.waitForEvent('requestfailed', (request) => request.url() === `${framesUrl}/auth`)
+    // The browser reports the violation in the embedding page's console; the directive names it in every browser.
+    browser.expectConsole('the frame-ancestors violation', (entry) => entry.kind === 'error' && entry.text.includes('frame-ancestors'))
     const violation = page.waitForEvent('console', (message) => message.type() === 'error' && message.text().includes('frame-ancestors'))
+    await page.goto(`${refused}/`)
+    const framesRequests: string[] = []
+    page.on('request', (request) => {
+      if (request.url().startsWith(framesUrl)) framesRequests.push(new URL(request.url()).pathname)
+    })
+    const blocked = page.waitForEvent('requestfailed', (request) => request.url() === `${framesUrl}/auth`)
     const state = await page.evaluate((url) => {
       const result = { settled: false }
       window.latchkeyTest.init('auth', url).then(
         () => (result.settled = true),
         () => (result.settled = true),
       )
+      // The frame element's load event fires once the browser is done with the frame, whatever it shows.
       return new Promise<{ settled: boolean }>((resolve) =>
         document.getElementById('auth')!.addEventListener('load', () => queueMicrotask(() => resolve(result))),
       )
     }, `${framesUrl}/auth`)
-    expect((await blocked).failure()?.errorText).toBe('net::ERR_BLOCKED_BY_RESPONSE')
-    expect((await violation).text()).toContain(`violates the following Content Security Policy directive: "frame-ancestors ${allowed}"`)
-    expect(page.frames().map((frame) => frame.url())).toEqual([`${refused}/`, 'chrome-error://chromewebdata/'])
+    // The browser refused the frame's document: it never rendered, so none of its scripts or styles were asked for.
+    await Promise.all([blocked, violation])
+    expect(framesRequests.filter((path) => path !== '/auth')).toEqual([])
+    expect(await page.frameLocator('#auth').locator('meta[name="latchkey-frame"]').count()).toBe(0)
+    // The channel never opened: the stamper's init neither resolved nor rejected, and nothing came from the frame.
     expect(state).toEqual({ settled: false })
     expect(await receivedByPage('auth')).toEqual({ channel: [], window: [] })
   })
@@ -398,6 +415,10 @@ describe('origins and framing', () => {
       delete headers['content-security-policy']
       await route.fulfill({ response, headers })
     })
+    browser.expectConsole(
+      'the frame logs why it refuses the channel',
+      (entry) => entry.kind === 'warning' && entry.source.startsWith(framesUrl) && entry.text.includes(`origin ${refused} is not allowed to embed this frame`),
+    )
     await page.goto(`${refused}/`)
     const { message, settled } = await page.evaluate(
       async ([url, framesOrigin]) => {
@@ -418,8 +439,12 @@ describe('origins and framing', () => {
 
   test('error: a frame nested in another frame refuses to run, even under allowed origins', async () => {
     const { page } = browser
+    browser.expectConsole(
+      'the frame logs why it refuses the channel',
+      (entry) => entry.kind === 'warning' && entry.source.startsWith(framesUrl) && entry.text.includes('this frame refuses to run inside a nested frame'),
+    )
     await page.goto(`${allowed}/nested`)
-    const inner = page.frames().find((frame) => frame.url() === `${allowed}/`)!
+    const inner = await frameOf('inner')
     await inner.waitForFunction(() => 'latchkeyTest' in window)
     const message = await inner.evaluate(
       ([url, framesOrigin]) => {

@@ -1,4 +1,5 @@
 import type { Locator, Page } from 'playwright-core'
+import type { ConsoleEntry } from './browser.js'
 
 /** Waits until the locator's text is exactly `text` (no sleeps: Playwright polls the DOM). */
 export async function waitForText(locator: Locator, text: string | RegExp, timeout = 20_000) {
@@ -6,6 +7,18 @@ export async function waitForText(locator: Locator, text: string | RegExp, timeo
   await locator.filter({ hasText: pattern }).first().waitFor({ timeout })
   return (await locator.first().textContent())?.trim() ?? ''
 }
+
+/**
+ * The warning Latchkey logs when `action` ends in a user's denial, a timeout or a cancellation
+ * (ARCHITECTURE: those log as warnings, not errors).
+ *
+ * @example
+ * browser.expectConsole('the rejected signature', latchkeyWarning('signMessage'))
+ */
+export const latchkeyWarning =
+  (action: string) =>
+  (entry: ConsoleEntry): boolean =>
+    entry.kind === 'warning' && entry.text.startsWith(`[latchkey] ${action}: `)
 
 /** The demo, seen as a user sees it: by role and accessible name. */
 export function demo(page: Page) {
@@ -56,3 +69,13 @@ export function referenceWallet(page: Page) {
     },
   }
 }
+
+/**
+ * Chromium's warning on every passkey registration whose options list ES256 alone. SPEC §9 fixes
+ * the passkey public key algorithm at -7 (ES256), so a passkey sign-up provokes it by design.
+ *
+ * @example
+ * browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+ */
+export const es256OnlyPasskeyWarning = (entry: ConsoleEntry): boolean =>
+  entry.kind === 'warning' && entry.text.startsWith('publicKey.pubKeyCredParams is missing')

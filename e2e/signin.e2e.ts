@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { launch } from './browser.js'
-import { demo, referenceWallet, waitForText } from './page.js'
+import { demo, latchkeyWarning, referenceWallet, waitForText } from './page.js'
 
 // Sign-In with Ethereum in the demo for each wallet kind, against our backend: the dev browser
 // wallet, the reference WalletConnect wallet and the embedded wallet. "Session" shows the address
@@ -28,15 +28,35 @@ function session(page: Page) {
   return page.getByRole('status', { name: 'Session' })
 }
 
-/** What the backend says about this browser's session cookie. */
-function backendSession(page: Page): Promise<{ status: number; body: Record<string, unknown> }> {
+/** What the backend says about this browser's session cookie: the session, or null when signed out. */
+function backendSession(page: Page): Promise<{ status: number; body: Record<string, unknown> | null }> {
   return page.evaluate(async (url) => {
     const response = await fetch(`${url}/auth/session`, { credentials: 'include' })
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> | null }
   }, backend)
 }
 
+const signedOut = { status: 200, body: null }
+
+/** Reloads `page` and waits for the demo's question to the backend about its session; answers the backend's answer. */
+async function reloadAndRestore(page: Page): Promise<unknown> {
+  const restore = page.waitForResponse((response) => response.url() === `${backend}/auth/session` && response.request().method() === 'GET')
+  await page.reload()
+  return (await restore).json()
+}
+
 describe('Sign-In with Ethereum', () => {
+  test('default: a signed-out first visit asks the backend for its session, hears null, and logs nothing', async () => {
+    const { page } = browser
+    const asked = page.waitForResponse((response) => response.url() === `${backend}/auth/session`)
+    await page.goto(stack.demo)
+    const answer = await asked
+    expect([answer.status(), await answer.json()]).toEqual([200, null])
+    await demo(page).connectButton.waitFor()
+    // The quiet console itself is checked for every test when the browser closes (e2e/browser.ts).
+    expect(browser.console()).toEqual([])
+  })
+
   test('default: the dev browser wallet signs in, stays signed in across a reload, another account ends it, sign out', async () => {
     const { page } = browser
     const ui = demo(page)
@@ -47,7 +67,8 @@ describe('Sign-In with Ethereum', () => {
     await waitForText(ui.address, DEV_ADDRESS)
     expect(await session(page).textContent()).toBe('')
 
-    // A dismissed prompt: an alert, and signing in again works.
+    // A dismissed prompt: an alert (and a warning in the console), and signing in again works.
+    browser.expectConsole('the dismissed sign-in signature', latchkeyWarning('signMessage'))
     await ui.button('Sign in').click()
     await ui.answer('Signature request', false)
     await waitForText(ui.alert, /User rejected the request\./)
@@ -64,7 +85,7 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(ui.address, DEV_SECOND_ADDRESS)).toBe(DEV_SECOND_ADDRESS)
     await session(page).filter({ hasNotText: DEV_ADDRESS }).waitFor()
     expect(await session(page).textContent()).toBe('')
-    await expect.poll(async () => (await backendSession(page)).status).toBe(401)
+    await expect.poll(() => backendSession(page)).toEqual(signedOut)
 
     // Signing in as that account, then out.
     await ui.button('Sign in').click()
@@ -72,8 +93,9 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(session(page), DEV_SECOND_ADDRESS)).toBe(DEV_SECOND_ADDRESS)
     await ui.button('Sign out').click()
     await session(page).filter({ hasNotText: DEV_SECOND_ADDRESS }).waitFor()
-    expect((await backendSession(page)).status).toBe(401)
-    await page.reload()
+    await expect.poll(() => backendSession(page)).toEqual(signedOut)
+    // After a reload the demo asks the backend, hears "signed out", and shows no session.
+    expect(await reloadAndRestore(page)).toBeNull()
     await waitForText(ui.address, DEV_SECOND_ADDRESS)
     expect(await session(page).textContent()).toBe('')
   })
@@ -110,7 +132,7 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(ui.address, WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
     await session(page).filter({ hasNotText: WALLET_ADDRESS }).waitFor()
     expect(await session(page).textContent()).toBe('')
-    await expect.poll(async () => (await backendSession(page)).status).toBe(401)
+    await expect.poll(() => backendSession(page)).toEqual(signedOut)
 
     // Signing in as that account, then out.
     await ui.button('Sign in').click()
@@ -118,7 +140,7 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(session(page), WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
     await ui.button('Sign out').click()
     await session(page).filter({ hasNotText: WALLET_SECOND_ADDRESS }).waitFor()
-    expect((await backendSession(page)).status).toBe(401)
+    await expect.poll(() => backendSession(page)).toEqual(signedOut)
     expect(await waitForText(ui.address, WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
   })
 
@@ -156,14 +178,14 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(ui.address, second)).toBe(second)
     await session(page).filter({ hasNotText: address }).waitFor()
     expect(await session(page).textContent()).toBe('')
-    await expect.poll(async () => (await backendSession(page)).status).toBe(401)
+    await expect.poll(() => backendSession(page)).toEqual(signedOut)
 
     // Signed in again as the second account, then signed out; the wallet stays connected.
     await ui.button('Sign in').click()
     expect(await waitForText(session(page), second)).toBe(second)
     await ui.button('Sign out').click()
     await session(page).filter({ hasNotText: second }).waitFor()
-    expect((await backendSession(page)).status).toBe(401)
+    await expect.poll(() => backendSession(page)).toEqual(signedOut)
     expect(await waitForText(ui.address, second)).toBe(second)
 
     // Signed in once more, a disconnect ends that session too.
@@ -171,6 +193,6 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(session(page), second)).toBe(second)
     await ui.button('Disconnect').click()
     await ui.connectButton.waitFor()
-    expect((await backendSession(page)).status).toBe(401)
+    await expect.poll(() => backendSession(page)).toEqual(signedOut)
   })
 })

@@ -113,12 +113,12 @@ describe('WalletConnect journey with the reference wallet', () => {
     expect(await waitForText(ui.address, walletAddress)).toBe(walletAddress)
     await walletPage.reload()
     await wallet.session('Latchkey Demo').waitFor()
-    expect(await wallet.network.inputValue()).toBe('31338')
+    await expect.poll(() => wallet.network.inputValue()).toBe('31338')
 
     // The wallet ends the session; the demo is disconnected and forgets it.
     await wallet.session('Latchkey Demo').getByRole('button', { name: 'Disconnect' }).click()
     await ui.connectButton.waitFor()
-    expect(await page.evaluate(() => localStorage.getItem('latchkey.walletConnect.sessionTopic'))).toBeNull()
+    await expect.poll(() => page.evaluate(() => localStorage.getItem('latchkey.walletConnect.sessionTopic'))).toBeNull()
     await walletPage.getByText('No dapp is connected.', { exact: true }).waitFor()
   })
 
@@ -135,7 +135,7 @@ describe('WalletConnect journey with the reference wallet', () => {
     await wallet.proposal.getByRole('button', { name: 'Reject' }).click()
     await wallet.proposal.waitFor({ state: 'detached' })
     // The deep link's URI does not stay in the address bar, so a reload does not pair again.
-    expect(new URL(walletPage.url()).search).toBe('')
+    await walletPage.waitForURL((url) => url.search === '')
 
     await ui.alert.filter({ hasText: 'Connection rejected. Please try again.' }).waitFor()
     await ui.button('Copy link').click()

@@ -93,13 +93,3 @@ test('default: exports', async () => {
     ]
   `)
 })
-
-test('default: dev exports', async () => {
-  expect(Object.keys(await import('./dev/index.js')).sort()).toMatchInlineSnapshot(`
-    [
-      "announceProvider",
-      "createDevWallet",
-      "devWalletInfo",
-    ]
-  `)
-})

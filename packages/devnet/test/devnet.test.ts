@@ -424,7 +424,7 @@ describe('startStack', () => {
     expect(await (await fetch(`${server}/auth/config`)).json()).toMatchObject({ framesUrl: frames })
     // The backend answers, and knows no session yet.
     const session = await fetch(`${server}/auth/session`)
-    expect([session.status, await session.json()]).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
+    expect([session.status, await session.json()]).toEqual([200, null])
     expect(stack.chains).toEqual(JSON.parse(await readFile(stack.devJson, 'utf8')).chains)
     expect(Math.abs(Date.parse(devJson.startedAt) - Date.now())).toBeLessThan(60_000)
     expect((await stat(stateDir)).mode & 0o777).toBe(0o700)

@@ -22,11 +22,14 @@ export type AuthenticatorParams = {
   attestation: { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] }
 }
 
+/** What the kms stores of a verified passkey registration. */
+export type VerifiedRegistration = { credentialId: string; publicKey: string; counter: number; aaguid: string; attestationType: string }
+
 /**
  * Verifies a passkey registration (@simplewebauthn/server: challenge, origin, rp id, attestation)
  * and returns what to store. Only ES256 (-7) keys: what the clients ask for (SPEC §9).
  */
-export async function verifyRegistration(params: AuthenticatorParams, config: WebauthnConfig) {
+export async function verifyRegistration(params: AuthenticatorParams, config: WebauthnConfig): Promise<VerifiedRegistration> {
   const { attestation } = params
   let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>
   try {

@@ -29,3 +29,11 @@ test('the close button calls onClose; close() by the app does not', () => {
   document.querySelector('latchkey-qr-modal')?.shadowRoot?.querySelector<HTMLButtonElement>('.close')?.click()
   expect(closed).toBe(1)
 })
+
+test('default: exports', async () => {
+  expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
+    [
+      "createQrModal",
+    ]
+  `)
+})

@@ -204,7 +204,7 @@ export function openStore(path: string) {
       statements.pruneNonces.run(now)
       statements.prunePendingCodes.run(codesBefore)
     },
-    close: () => db.close(),
+    close: () => void db.close(),
   }
 }
 

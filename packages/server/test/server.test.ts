@@ -171,8 +171,30 @@ describe('email sign-in', () => {
     const out = await app.request('/auth/signout', { method: 'POST', headers: { cookie, origin } })
     expect(out.status).toBe(204)
     expect(out.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
+    // Signed out is an answer (200, null), not an error; the stale cookie is cleared.
     const session = await app.request('/auth/session', { headers: { cookie } })
-    expect([session.status, await session.json()]).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
+    expect([session.status, await session.json()]).toEqual([200, null])
+    expect(session.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
+  })
+
+  test('default: signed out, GET /auth/session answers 200 null; an ended session the same, its cookie cleared', async () => {
+    const none = await app.request('/auth/session', { headers: { origin } })
+    expect([none.status, await none.json()]).toEqual([200, null])
+    expect(none.headers.get('content-type')).toBe('application/json')
+    expect(none.headers.get('set-cookie')).toBeNull()
+    expect(none.headers.get('access-control-allow-credentials')).toBe('true')
+
+    const unknown = await app.request('/auth/session', { headers: { origin, cookie: 'latchkey_session=not-a-session' } })
+    expect([unknown.status, await unknown.json()]).toEqual([200, null])
+    expect(unknown.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
+
+    const { verify } = await signIn(newEmail())
+    const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
+    expect((await app.request('/auth/session', { headers: { cookie } })).status).toBe(200)
+    clock += 7 * 86_400_000
+    const expired = await app.request('/auth/session', { headers: { cookie } })
+    expect([expired.status, await expired.json()]).toEqual([200, null])
+    expect(expired.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
   })
 
   test('error: a wrong code says how many tries are left and sets no cookie; the code cannot be reused', async () => {

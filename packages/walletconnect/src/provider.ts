@@ -262,7 +262,7 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
   }
 
   async function switchChain(target: number): Promise<null> {
-    if (sessionChains().includes(target)) return (switchLocally(target), null)
+    if (sessionChains().includes(target)) return switchLocally(target), null
     if (!granted('wallet_switchEthereumChain')) throw new NetworkSwitchingOnlyInWalletError(`eip155:${target} is not in the session`)
     await requireClient().request({
       topic: session!.topic,

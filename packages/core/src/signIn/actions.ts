@@ -60,6 +60,8 @@ export async function signIn(client: Client, parameters: SignInParameters = {}):
   const auth = store(client)
   const connection = client.getState().connection
   const connector = client.getConnectors().find((candidate) => candidate.id === connection?.connectorId)
+  // signMessage logs its own failure: a dismissed prompt is one warning, not two.
+  let loggedBySigning: unknown
   try {
     if (!connection) throw new NotConnectedError()
     const address = connection.accounts[0]
@@ -79,7 +81,10 @@ export async function signIn(client: Client, parameters: SignInParameters = {}):
     const message = await (auth.adapter.createMessage ?? createSiweMessage)(fields)
     // The signing code (viem's wallet client) loads with the first sign-in, not with the page.
     const { signMessage } = await import('../actions/signMessage.js')
-    const signature = await signMessage(client, { message, account: address })
+    const signature = await signMessage(client, { message, account: address }).catch((error: unknown) => {
+      loggedBySigning = error
+      throw error
+    })
     // The wallet may have moved on while the prompt was open.
     if (client.getState().connection?.accounts[0] !== address) throw new SignInRejectedError({ details: 'The account changed while signing.' })
     auth.set({ status: 'verifying', session: undefined, error: undefined })
@@ -91,7 +96,7 @@ export async function signIn(client: Client, parameters: SignInParameters = {}):
     const typed =
       error instanceof BaseError ? error : error instanceof Error && !('code' in error) ? new SignInRejectedError({ cause: error }) : toProviderError(error)
     auth.set({ status: 'error', session: undefined, error: typed })
-    client._internal.report('signIn', typed)
+    if (typed !== loggedBySigning) client._internal.report('signIn', typed)
     throw typed
   }
 }

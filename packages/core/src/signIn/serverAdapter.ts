@@ -4,25 +4,29 @@ import type { SignInAdapter, SignInSession } from './store.js'
 
 /**
  * The sign-in adapter for @latchkey/server: `GET /auth/nonce`, `POST /auth/siwe`, `GET
- * /auth/session`, `POST /auth/signout`, with the backend's httpOnly cookies.
+ * /auth/session`, `POST /auth/signout`, with the backend's httpOnly cookies. `getSession` answers
+ * null when signed out and throws when the backend cannot be reached (the client then stays
+ * signed out).
  *
  * @example
  * const client = createClient({ chains, signIn: serverAdapter('http://localhost:8787') })
  */
 export function serverAdapter(url: string, fetchFn: typeof fetch = (...args) => globalThis.fetch(...args)): SignInAdapter {
   const base = url.replace(/\/+$/, '')
-  async function call<result>(path: string, init: RequestInit = {}): Promise<result> {
-    let response: Response
+  async function send(path: string, init: RequestInit = {}): Promise<Response> {
     try {
-      response = await fetchFn(`${base}${path}`, { credentials: 'include', ...init })
+      return await fetchFn(`${base}${path}`, { credentials: 'include', ...init })
     } catch (error) {
       throw new BaseError('The sign-in server is unreachable.', { cause: error })
     }
+  }
+  async function read<result>(response: Response): Promise<result> {
     if (response.status === 204) return undefined as result
     const json = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined
     if (!response.ok) throw new SignInRejectedError({ details: json?.error?.message ?? `${response.status} ${response.statusText}` })
     return json as result
   }
+  const call = async <result>(path: string, init?: RequestInit) => read<result>(await send(path, init))
   return {
     getNonce: async () => (await call<{ nonce: string }>('/auth/nonce')).nonce,
     verify: ({ message, signature, walletKind }) =>
@@ -31,12 +35,11 @@ export function serverAdapter(url: string, fetchFn: typeof fetch = (...args) => 
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ message, signature, walletKind }),
       }),
+    // Signed out is 200 `null` (no failed request in the console); backends before it answered 401.
     async getSession() {
-      try {
-        return await call<SignInSession>('/auth/session')
-      } catch {
-        return null
-      }
+      const response = await send('/auth/session')
+      if (response.status === 401) return null
+      return (await read<SignInSession | null>(response)) ?? null
     },
     signOut: () => call<void>('/auth/signout', { method: 'POST' }),
   }

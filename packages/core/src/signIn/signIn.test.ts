@@ -37,10 +37,13 @@ describe('signIn', () => {
   test('error: a dismissed prompt leaves "error", and signing in again works', async () => {
     let allow = false
     const { adapter } = verifyingAdapter()
-    const { client } = setupClient({ privateKey: key, signIn: adapter, decide: async (prompt) => prompt.method !== 'personal_sign' || allow })
+    const { client, logger } = setupClient({ privateKey: key, signIn: adapter, decide: async (prompt) => prompt.method !== 'personal_sign' || allow })
     await connect(client, { connector: 'dev' })
     await expect(signIn(client)).rejects.toBeInstanceOf(UserRejectedRequestError)
     expect(getSignIn(client)).toMatchObject({ status: 'error', session: undefined })
+    // One denial, one warning (SPEC §8 handling), from the signature it denied.
+    expect(logger.warnings).toEqual(['[latchkey] signMessage: User rejected the request.'])
+    expect(logger.errors).toEqual([])
     allow = true
     await signIn(client)
     expect(getSignIn(client).status).toBe('signedIn')
@@ -48,12 +51,13 @@ describe('signIn', () => {
 
   test('error: a refusal by the backend is "error" with its reason; not connected is refused before any request', async () => {
     const { adapter, calls } = verifyingAdapter()
-    const { client } = setupClient({ privateKey: key, signIn: { ...adapter, verify: async () => Promise.reject(new Error('wrong domain')) } })
+    const { client, logger } = setupClient({ privateKey: key, signIn: { ...adapter, verify: async () => Promise.reject(new Error('wrong domain')) } })
     await expect(signIn(client)).rejects.toThrow('Please call connect() before request()')
     expect(calls).toEqual([])
     await connect(client, { connector: 'dev' })
     await expect(signIn(client)).rejects.toMatchObject({ shortMessage: 'Sign-in was refused.', details: 'wrong domain' })
     expect(getSignIn(client).status).toBe('error')
+    expect(logger.errors).toEqual(['[latchkey] signIn: Please call connect() before request()', '[latchkey] signIn: Sign-in was refused.'])
   })
 
   test('behavior: disconnecting ends the session at the backend; signOut alone keeps the wallet', async () => {

@@ -121,11 +121,17 @@ export function startSession(c: Context, context: RouteContext, subject: Session
   return session
 }
 
-/** The session the cookie names, or 401. */
-export function currentSession(c: Context, context: RouteContext): SessionRow {
+/** The unexpired session the cookie names, or undefined. */
+export function validSession(c: Context, context: RouteContext): SessionRow | undefined {
   const id = getCookie(c, SESSION_COOKIE)
   const session = id ? context.store.session(id) : undefined
-  if (!session || session.expires_at <= context.now()) throw new ServerError(401, 'signed_out', 'Not signed in')
+  return session && session.expires_at > context.now() ? session : undefined
+}
+
+/** The session the cookie names, or 401 (for routes that need one). */
+export function currentSession(c: Context, context: RouteContext): SessionRow {
+  const session = validSession(c, context)
+  if (!session) throw new ServerError(401, 'signed_out', 'Not signed in')
   return session
 }
 

@@ -1,17 +1,25 @@
 import type { Context } from 'hono'
 import { deleteCookie, getCookie } from 'hono/cookie'
-import { currentSession, type RouteContext, SESSION_COOKIE, sessionAnswer } from '../internal/context.js'
+import { type RouteContext, SESSION_COOKIE, sessionAnswer, validSession } from '../internal/context.js'
 
 /**
  * `GET /auth/session` → `{email, address, organizationId, userId, kind, expiresAt}` (SIWE sessions
- * also `chainId` and `walletKind`) or 401. `email` is null for an account that signed up with a
- * passkey alone; `organizationId` and `userId` are null for a SIWE session of a wallet this backend
- * did not create.
+ * also `chainId` and `walletKind`), or 200 `null` when signed out. `email` is null for an account
+ * that signed up with a passkey alone; `organizationId` and `userId` are null for a SIWE session of
+ * a wallet this backend did not create.
+ *
+ * Signed out is an answer, not an error: every signed-out page load asks, and a 4xx there is
+ * printed by the browser as a failed resource load. A cookie naming an ended session is cleared.
  *
  * @example
  * app.get('/auth/session', session(context))
  */
-export const session = (context: RouteContext) => (c: Context) => c.json(sessionAnswer(currentSession(c, context)))
+export const session = (context: RouteContext) => (c: Context) => {
+  const current = validSession(c, context)
+  if (current) return c.json(sessionAnswer(current))
+  if (getCookie(c, SESSION_COOKIE) !== undefined) deleteCookie(c, SESSION_COOKIE, { path: '/' })
+  return c.json(null)
+}
 
 /**
  * `POST /auth/signout` → 204: the session is deleted and the cookie cleared.

@@ -1,0 +1,21 @@
+import { expect, test } from 'vitest'
+
+// The public names of @latchkey/server: an API change shows in review as a change to this list.
+test('default: exports', async () => {
+  expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
+    [
+      "LIMITS",
+      "RECOVERY_CODE_SECONDS",
+      "SESSION_COOKIE",
+      "SESSION_KEY_SECONDS",
+      "SIWE_COOKIE",
+      "SIWE_TIMES",
+      "STORE_LAYOUT",
+      "ServerError",
+      "WALLET_NAME",
+      "createAppServer",
+      "createServerApp",
+      "openStore",
+    ]
+  `)
+})
