@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto'
+import type { Logger } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
 import { ACTIVITIES, type ActivityContext, type Caller } from './activities.js'
@@ -29,6 +30,8 @@ export type KmsAppOptions = {
   now?: (() => number) | undefined
   /** Largest request body accepted, in bytes. Default 256 KiB. */
   maxBodyBytes?: number | undefined
+  /** Where unexpected errors (answered 500) are logged. Default: the console. */
+  logger?: Logger | undefined
 }
 
 /** Where the service publishes its bundle signer's public key (uncompressed hex). */
@@ -78,7 +81,10 @@ export function createKmsApp(options: KmsAppOptions) {
 
   app.onError((error) => {
     const known = error instanceof KmsError ? error : new KmsError(GrpcCode.internal, 'internal error')
-    if (!(error instanceof KmsError)) console.error(error)
+    if (!(error instanceof KmsError)) {
+      if (options.logger) options.logger.error({ err: error }, `unexpected error: ${error.message}`)
+      else console.error(error)
+    }
     return Response.json(known.toJSON(), { status: known.status, headers: CORS })
   })
   app.notFound(() => Response.json(new KmsError(GrpcCode.notFound, 'no such endpoint').toJSON(), { status: 404, headers: CORS }))

@@ -205,6 +205,7 @@ function statementsOf(db: SqlDatabase) {
     votes: db.prepare('select * from votes where activity_id = ? order by created_at, rowid'),
     activity: db.prepare('select * from activities where id = ? and organization_id = ?'),
     activityByFingerprint: db.prepare('select * from activities where fingerprint = ?'),
+    ping: db.prepare('select 1 as ok'),
   }
   return {
     transaction: <result>(work: () => result): result => db.transaction(work),
@@ -302,6 +303,8 @@ function statementsOf(db: SqlDatabase) {
     votes: (activityId: string) => statements.votes.all(activityId) as VoteRow[],
     activity: (id: string, organizationId: string) => statements.activity.get(id, organizationId) as ActivityRow | undefined,
     activityByFingerprint: (fingerprint: string) => statements.activityByFingerprint.get(fingerprint) as ActivityRow | undefined,
+    /** Throws unless the database answers a query: the kms's `GET /readyz`. */
+    ping: () => void statements.ping.get(),
     close: () => db.close(),
     // Private keys, tags, policies, invitations, OAuth providers, features (adminDb.ts).
     ...adminStatements(db),

@@ -1,8 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { createAdaptorServer, type ServerType, serve } from '@hono/node-server'
+import { createServer, type Server } from 'node:http'
+import { getRequestListener } from '@hono/node-server'
+import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
 import { type Db, openDatabase } from './db.js'
+import { GrpcCode, KmsError } from './errors.js'
 import { createFramesApp } from './frames/app.js'
 import type { Mailer } from './mail.js'
 import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
@@ -35,6 +38,11 @@ export type KmsOptions = {
   now?: (() => number) | undefined
   /** Serve the auth, recovery, export and import frames from their own origin. Default: no frames. */
   frames?: FramesOptions | undefined
+  /**
+   * Where to log (pino): one line per request with its request id, and unexpected errors; never a
+   * stamp, a body or a query string. Default: no request log, unexpected errors on the console.
+   */
+  logger?: Logger | undefined
 }
 
 export type FramesOptions = {
@@ -72,12 +80,14 @@ export function createKms(options: KmsOptions = {}) {
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
   const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from }) : undefined)
-  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer, webauthn: options.webauthn })
+  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer, webauthn: options.webauthn, logger: options.logger })
   const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
   const framesHost = options.frames?.host ?? 'localhost'
   const framesPort = options.frames?.port ?? 8091
-  let server: ServerType | undefined
-  let framesServers: ServerType[] = []
+  // Request ids, the request log, /healthz and /readyz (the database answers) on the API and the frames.
+  const observer = createHttpObserver({ logger: options.logger, ready: () => db.ping() })
+  let server: Server | undefined
+  let framesServers: Server[] = []
 
   return {
     name: 'kms',
@@ -93,27 +103,40 @@ export function createKms(options: KmsOptions = {}) {
     signerPublicKey,
     async start() {
       if (server) return
-      const api = await new Promise<ServerType>((resolve, reject) => {
-        const started = serve({ fetch: app.fetch, port, hostname: host }, () => resolve(started))
-        started.once('error', reject)
-      })
+      const api = await listen(observer, app.fetch, host, port)
       try {
-        framesServers = framesApp ? await listenFrames(framesApp.fetch, framesHost, framesPort) : []
+        framesServers = framesApp ? await listenFrames(observer, framesApp.fetch, framesHost, framesPort) : []
       } catch (error) {
         await closeServer(api)
         throw error
       }
       server = api
     },
+    /**
+     * Stops accepting connections at once, resolves once every request in flight is answered,
+     * then closes the database.
+     */
     async stop() {
       const running = [...(server ? [server] : []), ...framesServers]
       server = undefined
       framesServers = []
-      await Promise.all(running.map(closeServer))
+      await closeGracefully(running, observer)
       db.close()
     },
+    /** Requests not yet answered, oldest first. */
+    inflight: (): InflightRequest[] => observer.inflight(),
     /** Whether the database holds this organization (a deleted database does not). */
     hasOrganization: (organizationId: string) => db.organization(organizationId) !== undefined,
+    /**
+     * The organization with no parent whose root user holds the API key `publicKey`, if any: how
+     * `latchkey-kms init-organization` stays idempotent.
+     */
+    parentOrganizationOf(publicKey: string): (ParentOrganization & { name: string }) | undefined {
+      const apiKey = db.apiKeyByPublicKey(publicKey)
+      const organization = apiKey && db.organization(apiKey.organization_id)
+      if (!apiKey || !organization || organization.parent_id !== null) return undefined
+      return { organizationId: organization.id, name: organization.name, userId: apiKey.user_id, apiKeyId: apiKey.id }
+    },
     /**
      * Creates an organization with no parent (the app backend's), its first user and an API key
      * for that user. Not an API call: the hosted service does this at sign-up.
@@ -122,6 +145,9 @@ export function createKms(options: KmsOptions = {}) {
       const at = now()
       const ids = { organizationId: randomUUID(), userId: randomUUID(), apiKeyId: randomUUID() }
       db.transaction(() => {
+        const taken = db.apiKeyByPublicKey(parameters.publicKey)
+        if (taken)
+          throw new KmsError(GrpcCode.alreadyExists, `the API key ${parameters.publicKey} is already registered, in organization ${taken.organization_id}`)
         db.insertOrganization({ id: ids.organizationId, name: parameters.name, parent_id: null, root_quorum_threshold: 1, created_at: at })
         db.insertUser({ id: ids.userId, organization_id: ids.organizationId, name: parameters.userName, email: null, created_at: at })
         db.insertApiKey({
@@ -161,7 +187,7 @@ function databaseLocation(options: KmsOptions) {
  * Listens for the frames on `host`; `localhost` means 127.0.0.1 and, where the machine has IPv6,
  * ::1, so every client's idea of localhost reaches the frames and nothing else.
  */
-async function listenFrames(fetch: (request: Request) => Response | Promise<Response>, host: string, port: number): Promise<ServerType[]> {
+async function listenFrames(observer: HttpObserver, fetch: (request: Request) => Response | Promise<Response>, host: string, port: number): Promise<Server[]> {
   const addresses =
     host === 'localhost'
       ? [
@@ -169,15 +195,10 @@ async function listenFrames(fetch: (request: Request) => Response | Promise<Resp
           { address: '::1', required: false },
         ]
       : [{ address: host, required: true }]
-  const servers: ServerType[] = []
+  const servers: Server[] = []
   for (const { address, required } of addresses) {
-    const server = createAdaptorServer({ fetch })
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject)
-        server.listen(port, address, () => resolve())
-      })
-      servers.push(server)
+      servers.push(await listen(observer, fetch, address, port))
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       if (!required && (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT')) continue
@@ -188,4 +209,18 @@ async function listenFrames(fetch: (request: Request) => Response | Promise<Resp
   return servers
 }
 
-const closeServer = (server: ServerType) => new Promise<void>((resolve) => server.close(() => resolve()))
+/** A Hono app's fetch on `host:port`, behind the observer (request ids, the request log, health). */
+async function listen(observer: HttpObserver, fetch: (request: Request) => Response | Promise<Response>, host: string, port: number): Promise<Server> {
+  const server = createServer(observer.listener(getRequestListener(fetch)))
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  observer.track(server)
+  return server
+}
+
+const closeServer = (server: Server) => new Promise<void>((resolve) => server.close(() => resolve()))

@@ -5,7 +5,7 @@ import type { Chain } from 'viem'
 import { useAccount } from './hooks/useAccount.js'
 import { useAccountModal, useConnectModal } from './hooks/useModal.js'
 import { useSignIn } from './hooks/useSignIn.js'
-import { loadModals } from './ModalHost.js'
+import { loadAccountModal, loadConnectModal } from './ModalHost.js'
 import '#button.css'
 
 export type ConnectButtonRenderProps = {
@@ -32,8 +32,9 @@ export function shortAddress(address: string) {
   return `${address.slice(0, 6)}…${address.slice(-4)}`
 }
 
-// Warm the modal chunk when the user shows intent, so the first click opens at once.
-const preload = () => void loadModals()
+// Warm the modal's chunk when the user shows intent, so the first click opens at once.
+const preloadConnect = () => void loadConnectModal()
+const preloadAccount = () => void loadAccountModal()
 
 /**
  * The button that opens the connect modal, or, once connected, the account modal.
@@ -74,8 +75,8 @@ export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false,
           className="lk-button lk-button-account"
           aria-label={`Account ${shortAddress(account.address)}`}
           onClick={accountModal.open}
-          onPointerEnter={preload}
-          onFocus={preload}
+          onPointerEnter={preloadAccount}
+          onFocus={preloadAccount}
         >
           <span className="lk-button-address">{shortAddress(account.address)}</span>
         </button>
@@ -88,15 +89,15 @@ export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false,
         className="lk-button lk-button-account"
         aria-label={`Account ${shortAddress(account.address)}`}
         onClick={accountModal.open}
-        onPointerEnter={preload}
-        onFocus={preload}
+        onPointerEnter={preloadAccount}
+        onFocus={preloadAccount}
       >
         <span className="lk-button-chain">{account.chain?.name ?? `Chain ${account.chainId}`}</span>
         <span className="lk-button-address">{shortAddress(account.address)}</span>
       </button>
     )
   return (
-    <button type="button" className="lk-button" onClick={connectModal.open} onPointerEnter={preload} onFocus={preload}>
+    <button type="button" className="lk-button" onClick={connectModal.open} onPointerEnter={preloadConnect} onFocus={preloadConnect}>
       {label}
     </button>
   )

@@ -2,9 +2,15 @@
 import { lazy, Suspense, useContext } from 'react'
 import { LatchkeyContext } from './context.js'
 
-/** The modal code (and the wallet book) download on first open, never with the page. */
-export const loadModals = () => import('./modal/Modals.js')
-const Modals = lazy(loadModals)
+// Each modal is its own chunk, downloaded on first open, never with the page: the connect modal
+// carries the wallet book, the account modal viem's RPC client for the balance, which the first
+// click on Connect has no use for.
+/** @internal Starts downloading the connect modal (idempotent). */
+export const loadConnectModal = () => import('./modal/ConnectModal.js')
+/** @internal Starts downloading the account modal (idempotent). */
+export const loadAccountModal = () => import('./modal/AccountModal.js')
+const ConnectModal = lazy(() => loadConnectModal().then((module) => ({ default: module.ConnectModal })))
+const AccountModal = lazy(() => loadAccountModal().then((module) => ({ default: module.AccountModal })))
 
 /** @internal Renders the open modal, if any. */
 export function ModalHost({ theme }: { theme: 'light' | 'dark' | 'auto' }) {
@@ -12,7 +18,7 @@ export function ModalHost({ theme }: { theme: 'light' | 'dark' | 'auto' }) {
   if (!context?.modal) return null
   return (
     <Suspense fallback={null}>
-      <Modals name={context.modal} theme={theme} onClose={context.closeModal} />
+      {context.modal === 'connect' ? <ConnectModal theme={theme} onClose={context.closeModal} /> : <AccountModal theme={theme} onClose={context.closeModal} />}
     </Suspense>
   )
 }

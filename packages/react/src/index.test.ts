@@ -55,5 +55,14 @@ test('behavior: the eager entry never statically reaches the modal code', () => 
   const graph = staticGraph(join(import.meta.dirname, 'index.ts'))
   expect(graph.filter((file) => file.startsWith('modal/'))).toEqual([])
   expect(graph).toContain('ModalHost.tsx')
-  expect(readFileSync(join(import.meta.dirname, 'ModalHost.tsx'), 'utf8')).toContain("import('./modal/Modals.js')")
+  const host = readFileSync(join(import.meta.dirname, 'ModalHost.tsx'), 'utf8')
+  expect(host).toContain("import('./modal/ConnectModal.js')")
+  expect(host).toContain("import('./modal/AccountModal.js')")
+})
+
+test('behavior: the connect modal never statically reaches the account modal or the balance reader', () => {
+  // The first click on Connect downloads the connect modal's graph; viem's RPC client comes with the account modal.
+  const graph = staticGraph(join(import.meta.dirname, 'modal', 'ConnectModal.tsx'))
+  expect(graph).toContain('modal/Dialog.tsx')
+  expect(graph.filter((file) => file === 'modal/AccountModal.tsx' || file === 'hooks/useBalance.ts')).toEqual([])
 })

@@ -1,114 +1,126 @@
-#!/usr/bin/env -S node --conditions=source --import tsx
+#!/usr/bin/env node
 /**
- * The relay on its own, for self-hosting:
- *
- *   node --conditions=source --import tsx packages/relay/src/cli.ts --port 5555 --db relay.db
- *
- * Runs until SIGINT or SIGTERM, then closes every connection and the store and exits 0.
+ * `latchkey-relay`: the relay on its own, for self-hosting. Settings by flag or environment
+ * variable (`latchkey-relay --help`), JSON logs on standard output, `GET /healthz` and
+ * `GET /readyz`, a graceful stop on SIGTERM or SIGINT. The package README has the details.
  */
-import { parseArgs } from 'node:util'
+import { createRequire } from 'node:module'
+import { resolve } from 'node:path'
+import { baseSettings, custom, list, runService, SettingsError, settingLabel, text, toggle, url, withoutCredentials } from '@latchkey/service'
 import { redisStore } from './redisStore.js'
 import { createRelay } from './server.js'
 import { sqliteStore } from './sqliteStore.js'
 import { memoryStore, type RelayStore } from './store.js'
 
-const usage = `Usage: latchkey-relay [options]
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
-  --port <n>              port to listen on (PORT, default 5555)
-  --host <address>        address to listen on (HOST, default 127.0.0.1)
-  --db <path>             SQLite file for stored messages (RELAY_DB, default relay.db)
-  --memory                keep messages in memory only
-  --redis <url>           keep messages in Redis, shared with other relay nodes (REDIS_URL)
-  --rpc <chainId>=<url>   a chain behind POST /v1/?chainId=…, repeatable
-                          (e.g. --rpc eip155:31337=http://127.0.0.1:8545)
-  -h, --help              this text`
+const CHAIN_ID = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/
 
-/** Exits with a message: 2 for a usage error, 1 for a failure to start. */
-function exit(code: 1 | 2, message: string): never {
-  console.error(code === 2 ? `${message}\n\n${usage}` : message)
-  process.exit(code)
+const settings = {
+  ...baseSettings({ port: 5555 }),
+  db: text({
+    flag: 'db',
+    env: 'LATCHKEY_RELAY_DB',
+    valueName: '<path>',
+    description:
+      'Keep messages in this SQLite file. Without a store setting: relay.db in the working directory (development only); production needs --db, --redis or --memory.',
+  }),
+  redis: url({
+    flag: 'redis',
+    env: 'REDIS_URL',
+    protocols: ['redis:', 'rediss:'],
+    description: 'Keep messages in Redis, shared with every relay node given the same URL (redis:// or rediss://).',
+  }),
+  memory: toggle({ flag: 'memory', env: 'LATCHKEY_RELAY_MEMORY', description: 'Keep messages in memory only: pending messages are lost on a restart.' }),
+  rpc: list(
+    custom({
+      flag: 'rpc',
+      env: 'LATCHKEY_RELAY_RPC',
+      valueName: '<chainId>=<url>',
+      description: 'A chain behind POST /v1/?chainId=…, e.g. eip155:1=https://rpc.example (its URL may hold an API key: never logged).',
+      convert: (entry, label): [string, string] => {
+        const split = entry.indexOf('=')
+        const [chainId, rpcUrl] = [entry.slice(0, split), entry.slice(split + 1)]
+        if (split < 0 || !CHAIN_ID.test(chainId))
+          throw new SettingsError(`${label} must look like eip155:1=https://rpc.example, got ${JSON.stringify(withoutCredentials(entry))}`)
+        let parsed: URL | undefined
+        try {
+          parsed = new URL(rpcUrl)
+        } catch {
+          parsed = undefined
+        }
+        if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+          throw new SettingsError(`${label}: the RPC of ${chainId} must be an http:// or https:// URL`)
+        return [chainId, rpcUrl]
+      },
+      secretsOf: ([, rpcUrl]) => [rpcUrl],
+    }),
+  ),
+  audiences: list(
+    url({
+      flag: 'audience',
+      env: 'LATCHKEY_RELAY_AUDIENCES',
+      protocols: ['wss:', 'ws:', 'https:', 'http:'],
+      production: 'required',
+      description:
+        'The relay URL clients name in their auth token (its `aud`), e.g. wss://relay.example.com: tokens made for another relay are refused. Default: any.',
+    }),
+  ),
 }
 
-let args: ReturnType<typeof parse>
-function parse() {
-  return parseArgs({
-    options: {
-      port: { type: 'string' },
-      host: { type: 'string' },
-      db: { type: 'string' },
-      memory: { type: 'boolean' },
-      redis: { type: 'string' },
-      rpc: { type: 'string', multiple: true },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: false,
-  }).values
-}
-try {
-  args = parse()
-} catch (error) {
-  exit(2, (error as Error).message)
-}
-if (args.help) {
-  console.log(usage)
-  process.exit(0)
-}
-
-/** An environment variable, when set to something. */
-const env = (name: string) => process.env[name] || undefined
-
-const portText = args.port ?? env('PORT') ?? '5555'
-const port = Number(portText)
-if (!/^\d+$/.test(portText) || port < 1 || port > 65_535) exit(2, `--port must be a port number from 1 to 65535, got "${portText}"`)
-const host = args.host ?? env('HOST') ?? '127.0.0.1'
-const redisUrl = args.redis ?? env('REDIS_URL')
-if ([args.memory, args.db !== undefined, args.redis !== undefined].filter(Boolean).length > 1) exit(2, 'Choose one store: --db, --memory or --redis')
-
-const rpc: Record<string, string> = {}
-for (const entry of args.rpc ?? []) {
-  const match = /^([-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32})=(https?:\/\/.+)$/.exec(entry)
-  if (!match) exit(2, `--rpc must look like eip155:1=https://rpc.example, got "${entry}"`)
-  rpc[match[1]!] = match[2]!
-}
-
-let store: RelayStore
-let storeName: string
-try {
-  if (args.memory) [store, storeName] = [memoryStore(), 'memory']
-  else if (redisUrl && args.db === undefined) [store, storeName] = [await redisStore(redisUrl), `redis ${redisUrl}`]
-  else {
-    const path = args.db ?? env('RELAY_DB') ?? 'relay.db'
-    ;[store, storeName] = [sqliteStore(path), `sqlite ${path}`]
-  }
-} catch (error) {
-  exit(1, `Could not open the store: ${(error as Error).message}`)
-}
-
-const relay = createRelay({ port, host, store, rpc })
-try {
-  await relay.start()
-} catch (error) {
-  await store.close()
-  const code = (error as NodeJS.ErrnoException).code
-  exit(
-    1,
-    code === 'EADDRINUSE' ? `Port ${port} on ${host} is in use; choose another with --port or PORT` : `Could not start the relay: ${(error as Error).message}`,
-  )
-}
-
-// Installed before the line below: whoever waits for it may signal at once.
-let stopping = false
-for (const signal of ['SIGINT', 'SIGTERM'] as const)
-  process.on(signal, () => {
-    if (stopping) return
-    stopping = true
-    void relay
-      .stop()
-      .then(() => store.close())
-      .then(
-        () => process.exit(0),
-        (error: unknown) => exit(1, `The relay did not stop cleanly: ${(error as Error).message}`),
-      )
-  })
-console.log(`Relay listening on ${relay.url} (store: ${storeName})`)
+await runService({
+  name: 'latchkey-relay',
+  version,
+  summary: 'A self-hostable WalletConnect-compatible relay: WebSocket JSON-RPC with store-and-forward, and JSON-RPC over HTTP at POST /v1/?chainId=….',
+  settings,
+  production(_values, given) {
+    // An implicit relay.db in whatever directory the process starts in is a development default.
+    return given.has('db') || given.has('redis') || given.has('memory')
+      ? []
+      : [`a store: ${settingLabel(settings.db)}, ${settingLabel(settings.redis)} or ${settingLabel(settings.memory)}`]
+  },
+  notes: [
+    'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the store answers, else 503 with {"status":"unavailable","reason":…}.',
+  ],
+  async start(values, { logger }) {
+    const chosen = (['db', 'redis', 'memory'] as const).filter((key) => (key === 'memory' ? values.memory : values[key] !== undefined))
+    if (chosen.length > 1) throw new SettingsError(`choose one store, not ${chosen.map((key) => settingLabel(settings[key])).join(' and ')}`)
+    let store: RelayStore
+    let storeName: string
+    try {
+      if (values.memory) [store, storeName] = [memoryStore(), 'memory']
+      else if (values.redis) [store, storeName] = [await redisStore(values.redis), `redis ${withoutCredentials(values.redis)}`]
+      else {
+        const path = resolve(values.db ?? 'relay.db')
+        ;[store, storeName] = [sqliteStore(path), `sqlite ${path}`]
+      }
+    } catch (error) {
+      throw new Error(`could not open the store: ${(error as Error).message}`)
+    }
+    const relay = createRelay({
+      port: values.port,
+      host: values.host,
+      store,
+      rpc: Object.fromEntries(values.rpc),
+      audiences: values.audiences.length ? values.audiences : undefined,
+      logger,
+    })
+    try {
+      await relay.start()
+    } catch (error) {
+      await store.close()
+      throw error
+    }
+    logger.info(
+      { url: relay.url, store: storeName, chains: values.rpc.map(([chainId]) => chainId), audiences: values.audiences },
+      `Relay listening on ${relay.url} (store: ${storeName})`,
+    )
+    return {
+      async stop() {
+        await relay.stop()
+        await store.close()
+      },
+      inflight: () => relay.inflight(),
+    }
+  },
+})

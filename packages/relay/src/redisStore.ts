@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
 import type { RelayStore, StoredMessage } from './store.js'
 
@@ -57,7 +58,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
     } catch (cause) {
       redis.disconnect()
       const reason = lastError ?? (cause as Error)
-      throw new Error(`Could not connect to Redis at ${url} (${purpose}): ${reason.message}`, { cause: reason })
+      throw new Error(`Could not connect to Redis at ${withoutCredentials(url)} (${purpose}): ${reason.message}`, { cause: reason })
     }
     return redis
   }
@@ -127,6 +128,10 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
         await own.unsubscribe(channel)
         own.removeAllListeners('message')
       }
+    },
+    async ping() {
+      const answer = await redis.ping()
+      if (answer !== 'PONG') throw new Error(`Redis answered PING with ${answer}`)
     },
     async close() {
       subscriber?.disconnect()

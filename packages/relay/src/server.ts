@@ -1,5 +1,7 @@
 import { hash } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { performance } from 'node:perf_hooks'
+import { createHttpObserver, type InflightRequest, type Logger, pathOf } from '@latchkey/service'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { memoryStore, type RelayStore, type StoredMessage } from './store.js'
@@ -31,6 +33,11 @@ export type RelayOptions = {
    */
   rpc?: Readonly<Record<string, string>> | undefined
   limits?: RelayLimits | undefined
+  /**
+   * Where to log (pino): one line per HTTP request and per WebSocket connection when it closes,
+   * each with its request id; never a token or a query string. Default: no logs.
+   */
+  logger?: Logger | undefined
 }
 
 export type Relay = {
@@ -43,6 +50,8 @@ export type Relay = {
   stop(): Promise<void>
   /** Connected clients, for tests and monitoring. */
   connections(): number
+  /** HTTP requests not yet answered (WebSocket connections are not requests). */
+  inflight(): InflightRequest[]
 }
 
 /** JSON-RPC error codes the relay answers with. */
@@ -111,8 +120,30 @@ export function createRelay(options: RelayOptions): Relay {
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
+  const { logger } = options
+  // GET /readyz: the store answers.
+  const observer = createHttpObserver({ logger, ready: () => store.ping?.() })
+  /** The id given to each WebSocket upgrade (echoed in its 101 response), for its log line. */
+  const upgradeIds = new WeakMap<IncomingMessage, string>()
 
   function accept(socket: WebSocket, request: IncomingMessage) {
+    if (logger) {
+      const requestId = upgradeIds.get(request) ?? observer.requestIdOf(request)
+      const startedAt = performance.now()
+      const path = pathOf(request.url)
+      socket.once('close', (code: number, reason: Buffer) => {
+        const fields = {
+          reqId: requestId,
+          method: 'GET',
+          path,
+          status: 101,
+          closeCode: code,
+          closeReason: reason.toString(),
+          durationMs: Math.round(performance.now() - startedAt),
+        }
+        logger.info(fields, `WebSocket ${path} closed ${code}${fields.closeReason ? ` (${fields.closeReason})` : ''}`)
+      })
+    }
     const token = new URL(request.url ?? '/', 'http://relay').searchParams.get('auth') ?? ''
     let clientId: string
     try {
@@ -374,7 +405,8 @@ export function createRelay(options: RelayOptions): Relay {
       if (server) return
       // Messages other nodes store (a shared Redis) reach this node's subscribers too.
       unwatch ??= await store.watch?.(fanOut)
-      const http = createServer((request, response) => void serveHttp(request, response, options.rpc ?? {}))
+      const http = createServer(observer.listener((request, response) => void serveHttp(request, response, options.rpc ?? {})))
+      observer.track(http)
       await new Promise<void>((resolve, reject) => {
         // EADDRINUSE keeps its code, so callers (devnet) can say which port to change.
         http.once('error', reject)
@@ -386,6 +418,11 @@ export function createRelay(options: RelayOptions): Relay {
       // Attached once listening: ws re-emits server errors, which must not surface as a crash.
       const sockets = new WebSocketServer({ server: http, maxPayload: maxMessageBytes * 2 })
       sockets.on('error', () => undefined)
+      sockets.on('headers', (headers, request) => {
+        const requestId = observer.requestIdOf(request)
+        upgradeIds.set(request, requestId)
+        headers.push(`x-request-id: ${requestId}`)
+      })
       sockets.on('connection', accept)
       server = http
       wss = sockets
@@ -403,21 +440,31 @@ export function createRelay(options: RelayOptions): Relay {
       timers = [heartbeat, prune]
       for (const timer of timers) timer.unref()
     },
+    /**
+     * Stops accepting connections at once, closes every WebSocket (1001, clients reconnect
+     * elsewhere), and resolves once the HTTP requests in flight are answered. The store stays open:
+     * its owner closes it after this.
+     */
     async stop() {
       for (const timer of timers) clearInterval(timer)
       timers = []
-      await unwatch?.()
-      unwatch = undefined
-      for (const socket of wss?.clients ?? []) socket.close(1001, 'relay stopping')
-      await new Promise<void>((resolve) => (wss ? wss.close(() => resolve()) : resolve()))
-      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
-      for (const socket of wss?.clients ?? []) socket.terminate()
+      const [http, sockets] = [server, wss]
       server = undefined
       wss = undefined
+      // First, before anything is awaited: no new connection from here on.
+      const closed = new Promise<void>((resolve) => (http?.listening ? http.close(() => resolve()) : resolve()))
+      for (const socket of sockets?.clients ?? []) socket.close(1001, 'relay stopping')
+      await observer.drain()
+      await unwatch?.()
+      unwatch = undefined
+      await new Promise<void>((resolve) => (sockets ? sockets.close(() => resolve()) : resolve()))
+      await closed
+      for (const socket of sockets?.clients ?? []) socket.terminate()
       subscribers.clear()
       connections.clear()
     },
     connections: () => connections.size,
+    inflight: () => observer.inflight(),
   }
 }
 

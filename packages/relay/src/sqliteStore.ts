@@ -36,6 +36,7 @@ export function sqliteStore(path: string): RelayStore {
   const insertAcks = db.prepare('insert into acks (expires_at, entries) values (?, ?)')
   const deleteMessages = db.prepare('delete from messages where expires_at <= ?')
   const deleteAcks = db.prepare('delete from acks where expires_at <= ?')
+  const selectOne = db.prepare('select 1')
 
   const index = memoryIndex()
   type Row = { id: string; topic: string; message: string; tag: number; published_at: number; expires_at: number; publisher: string }
@@ -142,6 +143,9 @@ export function sqliteStore(path: string): RelayStore {
         deleteAcks.run(now)
         deleteMessages.run(now)
       })()
+    },
+    async ping() {
+      selectOne.get()
     },
     async close() {
       flush()

@@ -36,6 +36,8 @@ export type RelayStore = {
    * returned function stops it.
    */
   watch?(listener: (message: StoredMessage) => void): Promise<() => Promise<void>>
+  /** Resolves when the store answers (a query, a PING), rejects otherwise: the relay's `GET /readyz`. */
+  ping?(): Promise<void>
   close(): Promise<void>
 }
 

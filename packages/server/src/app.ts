@@ -1,3 +1,4 @@
+import type { Logger } from '@latchkey/service'
 import { Hono } from 'hono'
 import { ServerError } from './errors.js'
 import { createRouteContext } from './internal/context.js'
@@ -46,6 +47,8 @@ export type ServerAppOptions = {
   ipOf?: ((request: Request, env: unknown) => string) | undefined
   /** Session length. Default 7 days. */
   sessionSeconds?: number | undefined
+  /** Where unexpected errors (answered 500) are logged. Default: the console. */
+  logger?: Logger | undefined
 }
 
 export { ServerError } from './errors.js'
@@ -94,7 +97,8 @@ export function createServerApp(options: ServerAppOptions) {
       if (error.retryAfterSeconds) c.header('retry-after', String(error.retryAfterSeconds))
       return c.json({ error: { code: error.code, message: error.message } }, error.status)
     }
-    console.error(error)
+    if (options.logger) options.logger.error({ err: error }, `unexpected error: ${error.message}`)
+    else console.error(error)
     return c.json({ error: { code: 'internal', message: 'Something went wrong on the server' } }, 500)
   })
 

@@ -1,4 +1,6 @@
-import { type ServerType, serve } from '@hono/node-server'
+import { createServer, type Server } from 'node:http'
+import { getRequestListener } from '@hono/node-server'
+import { closeGracefully, createHttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { createServerApp, type ServerAppOptions } from './app.js'
 import { openStore } from './store.js'
 
@@ -9,6 +11,17 @@ export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
   host?: string | undefined
   /** SQLite file; default in memory. */
   databasePath?: string | undefined
+  /**
+   * Where to log (pino): one line per request with its request id, and unexpected errors; never a
+   * cookie, a body or a query string. Default: no request log, unexpected errors on the console.
+   */
+  logger?: Logger | undefined
+  /**
+   * Behind a reverse proxy that terminates TLS: take the scheme from `X-Forwarded-Proto` (so
+   * session cookies are `Secure`) and the client's address from the last `X-Forwarded-For` entry
+   * (per-IP limits), unless `ipOf` is given. Only with a proxy that sets both; default false.
+   */
+  trustProxy?: boolean | undefined
 }
 
 /**
@@ -22,8 +35,11 @@ export function createAppServer(options: AppServerOptions) {
   const host = options.host ?? '127.0.0.1'
   const port = options.port ?? 8787
   const store = openStore(options.databasePath ?? ':memory:')
-  const app = createServerApp({ ...options, store })
-  let server: ServerType | undefined
+  const ipOf = options.ipOf ?? (options.trustProxy ? forwardedFor : undefined)
+  const app = createServerApp({ ...options, store, ipOf })
+  // Request ids, the request log, /healthz and /readyz (the store answers).
+  const observer = createHttpObserver({ logger: options.logger, ready: () => store.ping() })
+  let server: Server | undefined
   return {
     name: 'server',
     host,
@@ -32,17 +48,49 @@ export function createAppServer(options: AppServerOptions) {
     app,
     async start() {
       if (server) return
+      const requests = getRequestListener(app.fetch)
+      const started = createServer(
+        observer.listener(
+          options.trustProxy
+            ? (incoming, outgoing) => {
+                // An absolute request target is how the adapter learns the scheme the browser used.
+                const proto = String(incoming.headers['x-forwarded-proto'] ?? '')
+                  .split(',')[0]!
+                  .trim()
+                if ((proto === 'https' || proto === 'http') && incoming.url?.startsWith('/') && incoming.headers.host)
+                  incoming.url = `${proto}://${incoming.headers.host}${incoming.url}`
+                return requests(incoming, outgoing)
+              }
+            : requests,
+        ),
+      )
       await new Promise<void>((resolve, reject) => {
-        const started = serve({ fetch: app.fetch, port, hostname: host }, () => resolve())
         started.once('error', reject)
-        server = started
+        started.listen(port, host, () => {
+          started.off('error', reject)
+          resolve()
+        })
       })
+      observer.track(started)
+      server = started
     },
+    /**
+     * Stops accepting connections at once, resolves once every request in flight is answered,
+     * then closes the store.
+     */
     async stop() {
       const running = server
       server = undefined
-      if (running) await new Promise<void>((resolve) => running.close(() => resolve()))
+      await closeGracefully(running ? [running] : [], observer)
       store.close()
     },
+    /** Requests not yet answered, oldest first. */
+    inflight: (): InflightRequest[] => observer.inflight(),
   }
+}
+
+/** The client's address as the proxy in front saw it: the last X-Forwarded-For entry. */
+function forwardedFor(request: Request, env: unknown): string {
+  const last = request.headers.get('x-forwarded-for')?.split(',').at(-1)?.trim()
+  return last || ((env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown')
 }

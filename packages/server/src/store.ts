@@ -107,6 +107,7 @@ export function openStore(path: string) {
   })()
 
   const statements = {
+    ping: db.prepare('select 1 as ok'),
     account: db.prepare('select * from accounts where email = ?'),
     passkeyAccountByEmail: db.prepare('select * from passkey_accounts where email = ?'),
     insertAccount: db.prepare('insert into accounts (email, organization_id, user_id, address, created_at) values (?, ?, ?, ?, ?)'),
@@ -204,6 +205,8 @@ export function openStore(path: string) {
       statements.pruneNonces.run(now)
       statements.prunePendingCodes.run(codesBefore)
     },
+    /** Throws unless the database answers a query: the backend's `GET /readyz`. */
+    ping: () => void statements.ping.get(),
     close: () => void db.close(),
   }
 }

@@ -1,4 +1,3 @@
-import { type Account, type Chain, createWalletClient, custom, type WalletClient } from 'viem'
 import type { Client } from '../createClient.js'
 import { ConnectorNotFoundError, NotConnectedError } from '../errors/connection.js'
 import type { Address, Connector } from '../types.js'
@@ -17,15 +16,4 @@ export function resolveConnector(client: Client, connector: Connector | string):
   const found = client.getConnectors().find((c) => c.id === connector)
   if (!found) throw new ConnectorNotFoundError({ id: connector })
   return found
-}
-
-/** @internal A viem wallet client over the connected wallet's EIP-1193 provider. */
-export async function getWalletClient(
-  client: Client,
-  account?: Address | undefined,
-): Promise<WalletClient<ReturnType<typeof custom>, Chain | undefined, Account>> {
-  const { connector, account: active, chainId } = requireConnection(client)
-  const provider = await connector.getProvider()
-  const chain = client.chains.find((c) => c.id === chainId)
-  return createWalletClient({ account: account ?? active, chain, transport: custom(provider) })
 }

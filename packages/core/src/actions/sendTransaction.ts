@@ -6,7 +6,7 @@ import type { NotConnectedErrorType } from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'
 import type { Address, Hex } from '../types.js'
 import { withTimeout } from '../utils/wait.js'
-import { getWalletClient } from './internal.js'
+import { getWalletClient } from './walletClient.js'
 
 export type SendTransactionParameters = {
   to: Address

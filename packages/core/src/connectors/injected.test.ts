@@ -4,7 +4,7 @@ import { createRecordingLogger } from '../../../../test/setup.js'
 import { connect } from '../actions/connect.js'
 import { createClient } from '../createClient.js'
 import { ProviderNotFoundError, TimeoutError } from '../errors/connection.js'
-import { RequestPendingError } from '../errors/rpc.js'
+import { RequestPendingError, UnknownProviderError } from '../errors/rpc.js'
 import { createMemoryStorage } from '../storage.js'
 import { injected } from './injected.js'
 
@@ -53,5 +53,28 @@ describe('injected', () => {
       accounts: ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266'],
       chainId: 31337,
     })
+  })
+
+  test('behavior: the wallet switching accounts is checksummed and applied when the event fires', async () => {
+    const listeners = new Map<string, (value: unknown) => void>()
+    const wallet = {
+      request: async ({ method }: { method: string }) => (method === 'eth_chainId' ? '0x7a69' : ['0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266']),
+      on: (event: string, listener: (value: unknown) => void) => listeners.set(event, listener),
+      removeListener: (event: string) => listeners.delete(event),
+    }
+    const { client } = clientWith(injected({ id: 'events', provider: wallet as never }))
+    await connect(client, { connector: 'events' })
+    listeners.get('accountsChanged')!(['0x70997970c51812dc3a010c7d01b50e0d17dc79c8'])
+    // No await in between: the checksum code loaded with the connection, the event needs no download.
+    expect(client.getState().connection?.accounts).toEqual(['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'])
+  })
+
+  test('error: a malformed account from the wallet fails the connection and leaves the client disconnected', async () => {
+    const broken = { request: async ({ method }: { method: string }) => (method === 'eth_chainId' ? '0x7a69' : ['0x1234']) }
+    const { client } = clientWith(injected({ id: 'broken', name: 'Broken', provider: broken as never }))
+    const error = await connect(client, { connector: 'broken' }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(UnknownProviderError)
+    expect((error as UnknownProviderError).details).toContain('Address "0x1234" is invalid.')
+    expect(client.getState()).toMatchObject({ status: 'disconnected', connection: undefined })
   })
 })

@@ -1,8 +1,8 @@
-import { getAddress } from 'viem'
 import { CONNECT_TIMEOUT_MS, RECONNECT_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../constants.js'
 import { ChainNotConfiguredError, NetworkSwitchingNotAvailableError, ProviderNotFoundError } from '../errors/connection.js'
 import { toProviderError, UnrecognizedChainError, UnsupportedProviderMethodError } from '../errors/rpc.js'
 import type { Address, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
+import { type ChecksumAddress, loadChecksumAddress } from '../utils/checksum.js'
 import { createEmitter } from '../utils/emitter.js'
 import { withTimeout } from '../utils/wait.js'
 
@@ -59,10 +59,11 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
         }
       }
 
-      function attach() {
+      // Takes the loaded checksum so that the wallet's events are handled synchronously, in order.
+      function attach(checksum: ChecksumAddress) {
         const provider = findProvider()
         if (detach || !provider?.on) return
-        const onAccountsChanged = (accounts: string[]) => emitter.emit('change', { accounts: accounts.map((a) => getAddress(a)) })
+        const onAccountsChanged = (accounts: string[]) => emitter.emit('change', { accounts: accounts.map(checksum) })
         const onChainChanged = (chainId: string | number) => emitter.emit('change', { chainId: Number(chainId) })
         const onDisconnect = (error?: { code?: number }) => {
           // 1013: the wallet is reconnecting to its node (MetaMask); the session is not over.
@@ -82,7 +83,10 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
       }
 
       const getChainId = async () => Number(await request<string>({ method: 'eth_chainId' }, readTimeout))
-      const getAccounts = async () => (await request<string[]>({ method: 'eth_accounts' }, readTimeout)).map((a) => getAddress(a))
+      const getAccounts = async () => {
+        const raw = await request<string[]>({ method: 'eth_accounts' }, readTimeout)
+        return raw.map(await loadChecksumAddress())
+      }
 
       const connector: ReturnType<CreateConnectorFn> = {
         id,
@@ -92,12 +96,16 @@ export function injected(parameters: InjectedParameters = {}): CreateConnectorFn
         rdns: parameters.rdns,
         emitter,
         async connect({ chainId, signal, isReconnecting } = {}) {
+          // The checksum code downloads while the wallet asks the user; a failed download is
+          // reported by the await below.
+          loadChecksumAddress().catch(() => {})
           const raw = isReconnecting
             ? await request<string[]>({ method: 'eth_accounts' }, readTimeout, signal)
             : await request<string[]>({ method: 'eth_requestAccounts' }, parameters.timeouts?.user ?? CONNECT_TIMEOUT_MS, signal)
-          const accounts = raw.map((a) => getAddress(a)) as Address[]
+          const checksum = await loadChecksumAddress()
+          const accounts: Address[] = raw.map(checksum)
           let current = await getChainId()
-          attach()
+          attach(checksum)
           if (chainId !== undefined && chainId !== current && !isReconnecting) current = (await connector.switchChain({ chainId, signal })).id
           return { accounts, chainId: current }
         },

@@ -1,0 +1,286 @@
+#!/usr/bin/env node
+/**
+ * `latchkey-kms`: the key-management service on its own, for self-hosting, and its one-off
+ * commands (`init-organization`, `generate-keys`). Settings by flag or environment variable
+ * (`latchkey-kms --help`), JSON logs on standard output, `GET /healthz` and `GET /readyz`, a
+ * graceful stop on SIGTERM or SIGINT. The package README has the details.
+ */
+import { randomBytes } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { resolve } from 'node:path'
+import {
+  baseSettings,
+  custom,
+  hexBytes,
+  list,
+  origin,
+  port,
+  runService,
+  SettingsError,
+  secret,
+  secretUrl,
+  settingLabel,
+  text,
+  withoutCredentials,
+} from '@latchkey/service'
+import { p256 } from '@noble/curves/p256'
+import { KmsError } from './errors.js'
+import { generateApiKeyPair } from './keys.js'
+import { createKms } from './service.js'
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
+
+/** Where the kms keeps its tables: a SQLite file or PostgreSQL (the serve command and init-organization share them). */
+const storeSettings = {
+  db: text({
+    flag: 'db',
+    env: 'LATCHKEY_KMS_DB',
+    valueName: '<path>',
+    description: 'Keep the data in this SQLite file. Without a store setting: in memory (development only); production needs --db or DATABASE_URL.',
+  }),
+  databaseUrl: secretUrl({
+    env: 'DATABASE_URL',
+    fileFlag: 'database-url-file',
+    protocols: ['postgres:', 'postgresql:'],
+    description: 'Keep the data in PostgreSQL (postgres:// or postgresql://); several kms instances may share it. The tables are created on first start.',
+  }),
+}
+
+const settings = {
+  ...baseSettings({ port: 8090 }),
+  ...storeSettings,
+  masterKey: secret({
+    env: 'LATCHKEY_KMS_MASTER_KEY',
+    fileFlag: 'master-key-file',
+    production: 'required',
+    convert: hexBytes(32),
+    description:
+      'The 32-byte key (64 hex characters) that seals wallets and keys at rest: keep it, or nothing sealed can be opened again. Without it: generated at start, so only an in-memory store is allowed.',
+  }),
+  signerKey: secret({
+    env: 'LATCHKEY_KMS_SIGNER_KEY',
+    fileFlag: 'signer-key-file',
+    production: 'required',
+    convert: (text, label) => {
+      const hex = text.trim().replace(/^0x/i, '')
+      if (!/^[0-9a-fA-F]{64}$/.test(hex) || !p256.utils.isValidPrivateKey(hex))
+        throw new SettingsError(`${label} must be a P-256 private key as 64 hex characters`)
+      return hex.toLowerCase()
+    },
+    description:
+      'The P-256 private key (64 hex characters) that signs export and import bundles and session tokens; backends and frames pin its public key. Without it: generated at start.',
+  }),
+  smtpUrl: secretUrl({
+    env: 'LATCHKEY_SMTP_URL',
+    fileFlag: 'smtp-url-file',
+    protocols: ['smtp:', 'smtps:'],
+    production: 'required',
+    description:
+      'Send sign-in and recovery mail through this SMTP server: smtp://user:password@host:587 (STARTTLS) or smtps://…:465. Without it: the dev inbox at /dev/mailbox (development only).',
+  }),
+  mailFrom: text({ flag: 'mail-from', env: 'LATCHKEY_SMTP_FROM', description: 'The From header of mail. Default: Latchkey <no-reply@{SMTP host}>.' }),
+  rpIds: list(
+    text({
+      flag: 'rp-id',
+      env: 'LATCHKEY_KMS_RP_IDS',
+      valueName: '<domain>',
+      production: 'required',
+      description: 'Relying party ids passkeys may be registered and used for: the domain of the app (e.g. app.example).',
+    }),
+    { default: ['localhost'] },
+  ),
+  passkeyOrigins: list(
+    origin({
+      flag: 'passkey-origin',
+      env: 'LATCHKEY_KMS_PASSKEY_ORIGINS',
+      production: 'required',
+      description: 'Page origins passkey ceremonies may come from (e.g. https://app.example).',
+    }),
+    { default: ['http://localhost:5173'] },
+  ),
+  framesParentOrigins: list(
+    origin({
+      flag: 'frames-parent-origin',
+      env: 'LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
+      description: 'Serve the auth, recovery, export and import frames on their own port, embeddable by these origins only. Without it: no frames.',
+    }),
+  ),
+  framesPort: port({ flag: 'frames-port', env: 'LATCHKEY_KMS_FRAMES_PORT', default: 8091, description: 'Port of the frames.' }),
+  framesHost: text({
+    flag: 'frames-host',
+    env: 'LATCHKEY_KMS_FRAMES_HOST',
+    valueName: '<address>',
+    description: 'Address the frames listen on. Default: localhost (127.0.0.1 and ::1) when --host is 127.0.0.1, else --host.',
+  }),
+}
+
+/** The store settings as createKms takes them; init-organization refuses to run without one. */
+function storeOf(values: { db: string | undefined; databaseUrl: string | undefined }) {
+  if (values.db !== undefined && values.databaseUrl !== undefined)
+    throw new SettingsError(`choose one store, not ${settingLabel(storeSettings.db)} and ${settingLabel(storeSettings.databaseUrl)}`)
+  if (values.databaseUrl !== undefined)
+    return { options: { databaseUrl: values.databaseUrl }, name: `postgres ${withoutCredentials(values.databaseUrl)}`, persistent: true }
+  if (values.db !== undefined) {
+    const path = resolve(values.db)
+    return { options: { databasePath: path }, name: `sqlite ${path}`, persistent: true }
+  }
+  return { options: { databasePath: ':memory:' }, name: 'memory', persistent: false }
+}
+
+/** createKms, with a store that cannot be opened said in one line. */
+function openKms(options: Parameters<typeof createKms>[0] & {}, storeName: string) {
+  try {
+    return createKms(options)
+  } catch (error) {
+    throw new Error(`could not open the store (${storeName}): ${(error as Error).message}`)
+  }
+}
+
+const compressedPublicKey = (text: string, label: string) => {
+  const hex = text.trim().toLowerCase()
+  let valid = /^0[23][0-9a-f]{64}$/.test(hex)
+  if (valid)
+    try {
+      p256.ProjectivePoint.fromHex(hex)
+    } catch {
+      valid = false
+    }
+  if (!valid) throw new SettingsError(`${label} must be a compressed P-256 public key (66 hex characters starting 02 or 03), got ${JSON.stringify(text)}`)
+  return hex
+}
+
+const initOrganizationSettings = {
+  ...storeSettings,
+  name: text({ flag: 'name', env: 'LATCHKEY_ORGANIZATION_NAME', description: 'The organization’s name (required).' }),
+  publicKey: custom({
+    flag: 'public-key',
+    env: 'LATCHKEY_API_PUBLIC_KEY',
+    valueName: '<hex>',
+    description: 'The backend’s API public key, compressed P-256 hex (required).',
+    convert: compressedPublicKey,
+  }),
+  userName: text({ flag: 'user-name', default: 'app backend', description: 'Name of the organization’s first user, who holds the key.' }),
+  apiKeyName: text({ flag: 'api-key-name', default: 'root', description: 'Name of the API key.' }),
+}
+
+await runService({
+  name: 'latchkey-kms',
+  version,
+  summary:
+    'A key-management service wire-compatible with the Turnkey API: stamped requests, organizations, wallets, signing, email and passkey sign-in. Optionally serves the auth, recovery, export and import frames on their own origin.',
+  settings,
+  production(_values, given) {
+    return given.has('db') || given.has('databaseUrl') ? [] : [`a store: ${settingLabel(settings.db)} or ${settingLabel(settings.databaseUrl)}`]
+  },
+  notes: [
+    'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the database answers a query, else 503 with {"status":"unavailable","reason":…} (both on the frames port too).',
+    'Set up: `latchkey-kms generate-keys` prints fresh keys; `latchkey-kms init-organization --name … --public-key …` creates the organization a backend acts for.',
+  ],
+  async start(values, { logger, production }) {
+    const store = storeOf(values)
+    if (store.persistent && !values.masterKey)
+      throw new SettingsError(
+        `a persistent store (${store.name}) needs a master key that outlives the process: set ${settingLabel(settings.masterKey)} (\`latchkey-kms generate-keys\` makes one), or use no store setting to keep everything in memory`,
+      )
+    const framesHost = values.framesHost ?? (values.host === '127.0.0.1' ? 'localhost' : values.host)
+    const kms = openKms(
+      {
+        ...store.options,
+        port: values.port,
+        host: values.host,
+        masterKey: values.masterKey,
+        signerPrivateKey: values.signerKey,
+        smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom } : undefined,
+        webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
+        frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
+        logger,
+      },
+      store.name,
+    )
+    try {
+      await kms.start()
+    } catch (error) {
+      await kms.stop()
+      throw error
+    }
+    const mail = values.smtpUrl ? `smtp ${withoutCredentials(values.smtpUrl)}` : 'dev inbox'
+    logger.info(
+      {
+        url: kms.url,
+        framesUrl: kms.framesUrl,
+        store: store.name,
+        mail,
+        signerPublicKey: kms.signerPublicKey,
+        passkeys: { rpIds: values.rpIds, origins: values.passkeyOrigins },
+        production,
+      },
+      `kms listening on ${kms.url}${kms.framesUrl ? `, frames on ${kms.framesUrl}` : ''} (store: ${store.name}; mail: ${mail})`,
+    )
+    if (!values.masterKey) logger.warn('the master key was generated for this process: what it seals is lost when the process stops (development only)')
+    if (!values.signerKey)
+      logger.warn('the signer key was generated for this process: backends and frames must pin its new public key after each restart (development only)')
+    if (!values.smtpUrl) logger.warn(`mail goes to the dev inbox at ${kms.url}/dev/mailbox, readable by anyone who reaches the kms (development only)`)
+    return { stop: () => kms.stop(), inflight: () => kms.inflight() }
+  },
+  commands: {
+    'init-organization': {
+      summary: 'Create the organization (no parent) a backend acts for, its first user and API key; prints their ids as JSON. Idempotent.',
+      settings: initOrganizationSettings,
+      async run(values: {
+        db: string | undefined
+        databaseUrl: string | undefined
+        name: string | undefined
+        publicKey: string | undefined
+        userName: string
+        apiKeyName: string
+      }) {
+        if (values.name === undefined) throw new SettingsError(`${settingLabel(initOrganizationSettings.name)} is required`)
+        if (values.publicKey === undefined) throw new SettingsError(`${settingLabel(initOrganizationSettings.publicKey)} is required`)
+        if (values.db === undefined && values.databaseUrl === undefined)
+          throw new SettingsError(
+            `init-organization writes to the kms's store: set ${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}, as the kms has them`,
+          )
+        const store = storeOf(values)
+        // Organizations, users and API keys are not sealed: no master key is needed to create them.
+        const kms = openKms({ ...store.options, masterKey: randomBytes(32) }, store.name)
+        try {
+          const existing = kms.parentOrganizationOf(values.publicKey)
+          if (existing) {
+            if (existing.name !== values.name)
+              throw new SettingsError(
+                `the API key is already the key of organization ${existing.organizationId} ("${existing.name}"), not "${values.name}": use that organization, or a new key pair`,
+              )
+            return { ...existing, created: false }
+          }
+          const created = kms.createParentOrganization({
+            name: values.name,
+            userName: values.userName,
+            publicKey: values.publicKey,
+            apiKeyName: values.apiKeyName,
+          })
+          return { organizationId: created.organizationId, name: values.name, userId: created.userId, apiKeyId: created.apiKeyId, created: true }
+        } catch (error) {
+          if (error instanceof KmsError) throw new SettingsError(error.message)
+          throw error
+        } finally {
+          await kms.stop()
+        }
+      },
+    },
+    'generate-keys': {
+      summary: 'Print a fresh master key, signer key pair and backend API key pair as JSON (hex), for the settings above and the backend.',
+      settings: {},
+      async run() {
+        const signerPrivateKey = Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
+        const api = generateApiKeyPair()
+        return {
+          masterKey: randomBytes(32).toString('hex'),
+          signerPrivateKey,
+          signerPublicKey: Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex'),
+          apiPrivateKey: api.apiPrivateKey,
+          apiPublicKey: api.apiPublicKey,
+        }
+      },
+    },
+  },
+})

@@ -1,0 +1,231 @@
+#!/usr/bin/env node
+/**
+ * `latchkey-server`: the app backend on its own, for self-hosting. Settings by flag or
+ * environment variable (`latchkey-server --help`), JSON logs on standard output, `GET /healthz`
+ * and `GET /readyz`, a graceful stop on SIGTERM or SIGINT. The package README has the details.
+ */
+import { createRequire } from 'node:module'
+import { resolve } from 'node:path'
+import {
+  baseSettings,
+  custom,
+  integer,
+  list,
+  origin,
+  runService,
+  SettingsError,
+  secret,
+  secretUrl,
+  settingLabel,
+  text,
+  toggle,
+  url,
+  withoutCredentials,
+} from '@latchkey/service'
+import { getPublicKey } from '@turnkey/crypto'
+import type { SiweChain } from './internal/siwe.js'
+import { createAppServer } from './service.js'
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
+
+const hexKey = (pattern: RegExp, what: string) => (text: string, label: string) => {
+  const hex = text.trim().toLowerCase()
+  if (!pattern.test(hex)) throw new SettingsError(`${label} must be ${what}, got ${JSON.stringify(text)}`)
+  return hex
+}
+
+const settings = {
+  ...baseSettings({ port: 8787 }),
+  db: text({
+    flag: 'db',
+    env: 'LATCHKEY_SERVER_DB',
+    valueName: '<path>',
+    description: 'Keep accounts and sessions in this SQLite file. Without it: in memory (development only); production needs it.',
+  }),
+  databaseUrl: secretUrl({
+    env: 'DATABASE_URL',
+    fileFlag: 'database-url-file',
+    protocols: ['postgres:', 'postgresql:'],
+    description: 'Not supported yet: the backend keeps its data in SQLite (--db). Given, it is refused rather than ignored.',
+  }),
+  kmsUrl: url({
+    flag: 'kms-url',
+    env: 'LATCHKEY_KMS_URL',
+    protocols: ['http:', 'https:'],
+    default: 'http://127.0.0.1:8090',
+    production: 'required',
+    description: 'The key-management API the backend calls (latchkey-kms, or https://api.turnkey.com).',
+  }),
+  publicKmsUrl: url({
+    flag: 'public-kms-url',
+    env: 'LATCHKEY_PUBLIC_KMS_URL',
+    protocols: ['http:', 'https:'],
+    description: 'The key-management API as browsers reach it, published at GET /auth/config. Default: --kms-url.',
+  }),
+  framesUrl: url({
+    flag: 'frames-url',
+    env: 'LATCHKEY_FRAMES_URL',
+    protocols: ['http:', 'https:'],
+    description: 'Where browsers load the kms frames (export, import, recovery), published at GET /auth/config.',
+  }),
+  organizationId: text({
+    flag: 'organization-id',
+    env: 'LATCHKEY_ORGANIZATION_ID',
+    valueName: '<id>',
+    description: 'The parent organization the backend acts for, as `latchkey-kms init-organization` printed it (required).',
+  }),
+  apiPublicKey: custom({
+    flag: 'api-public-key',
+    env: 'LATCHKEY_API_PUBLIC_KEY',
+    valueName: '<hex>',
+    description: 'The parent organization’s API public key, compressed P-256 hex (required).',
+    convert: hexKey(/^0[23][0-9a-f]{64}$/, 'a compressed P-256 public key (66 hex characters starting 02 or 03)'),
+  }),
+  apiPrivateKey: secret({
+    env: 'LATCHKEY_API_PRIVATE_KEY',
+    fileFlag: 'api-private-key-file',
+    description: 'The private key of --api-public-key, 64 hex characters (required).',
+    convert: (text, label) => hexKey(/^[0-9a-f]{64}$/, 'a P-256 private key as 64 hex characters')(text.replace(/^0x/i, ''), label),
+  }),
+  sessionSignerPublicKey: custom({
+    flag: 'session-signer-public-key',
+    env: 'LATCHKEY_SESSION_SIGNER_PUBLIC_KEY',
+    valueName: '<hex>',
+    description: 'The key that signs session JWTs, uncompressed P-256 hex: latchkey-kms’s signerPublicKey. Default: Turnkey’s production notarizer key.',
+    convert: hexKey(/^04[0-9a-f]{128}$/, 'an uncompressed P-256 public key (130 hex characters starting 04)'),
+  }),
+  appName: text({ flag: 'app-name', env: 'LATCHKEY_APP_NAME', default: 'Latchkey', valueName: '<name>', description: 'Shown in sign-in and recovery emails.' }),
+  allowedOrigins: list(
+    origin({
+      flag: 'allowed-origin',
+      env: 'LATCHKEY_ALLOWED_ORIGINS',
+      production: 'required',
+      description: 'Browser origins allowed to call with credentials (CORS); a SIWE message’s URI must have one. No wildcard.',
+    }),
+    { default: ['http://localhost:5173'] },
+  ),
+  siweDomains: list(
+    text({
+      flag: 'siwe-domain',
+      env: 'LATCHKEY_SIWE_DOMAINS',
+      valueName: '<host[:port]>',
+      description: 'Domains a SIWE message may be for. Default: the hosts of --allowed-origin.',
+    }),
+  ),
+  chains: list(
+    custom({
+      flag: 'chain',
+      env: 'LATCHKEY_CHAINS',
+      valueName: '<chainId>=<rpcUrl>',
+      description:
+        'A chain SIWE messages may name, with the RPC its signatures are verified through, e.g. 1=https://rpc.example (never logged). Default: none.',
+      convert: (entry, label): SiweChain => {
+        const split = entry.indexOf('=')
+        const [id, rpcUrl] = [entry.slice(0, split), entry.slice(split + 1)]
+        if (split < 0 || !/^[1-9]\d{0,15}$/.test(id))
+          throw new SettingsError(`${label} must look like 1=https://rpc.example, got ${JSON.stringify(withoutCredentials(entry))}`)
+        let parsed: URL | undefined
+        try {
+          parsed = new URL(rpcUrl)
+        } catch {
+          parsed = undefined
+        }
+        if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+          throw new SettingsError(`${label}: the RPC of chain ${id} must be an http:// or https:// URL`)
+        return { id: Number(id), rpcUrl }
+      },
+      secretsOf: (chain) => [chain.rpcUrl],
+    }),
+  ),
+  sessionSeconds: integer({
+    flag: 'session-seconds',
+    env: 'LATCHKEY_SESSION_SECONDS',
+    min: 60,
+    max: 31_536_000,
+    default: 604_800,
+    valueName: '<seconds>',
+    description: 'How long a browser session (the cookie) lasts.',
+  }),
+  trustProxy: toggle({
+    flag: 'trust-proxy',
+    env: 'LATCHKEY_TRUST_PROXY',
+    description:
+      'Behind a reverse proxy that terminates TLS: the scheme from X-Forwarded-Proto (Secure cookies) and the client address from the last X-Forwarded-For entry (per-IP limits). Only with a proxy that sets both.',
+  }),
+}
+
+await runService({
+  name: 'latchkey-server',
+  version,
+  summary:
+    'The app’s own backend: email and passkey sign-in through the key-management service, Sign-In with Ethereum for any wallet, sub-organizations with embedded wallets, session keys, email recovery, session cookies, rate limits.',
+  settings,
+  production: (_values, given) => (given.has('db') ? [] : [settingLabel(settings.db)]),
+  notes: [
+    'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the store answers a query, else 503 with {"status":"unavailable","reason":…}.',
+    'The backend has no session secret to set: a session is a random id in its store, sent as an httpOnly cookie.',
+  ],
+  async start(values, { logger }) {
+    if (values.databaseUrl !== undefined)
+      throw new SettingsError(
+        `${settingLabel(settings.databaseUrl)}: PostgreSQL is not supported by latchkey-server yet; unset it and keep the data in SQLite with ${settingLabel(settings.db)}`,
+      )
+    for (const key of ['organizationId', 'apiPublicKey', 'apiPrivateKey'] as const)
+      if (values[key] === undefined)
+        throw new SettingsError(`${settingLabel(settings[key])} is required (\`latchkey-kms generate-keys\` and \`latchkey-kms init-organization\` give them)`)
+    const [apiPublicKey, apiPrivateKey] = [values.apiPublicKey!, values.apiPrivateKey!]
+    let derived: string
+    try {
+      derived = Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex')
+    } catch {
+      throw new SettingsError(`${settingLabel(settings.apiPrivateKey)} is not a valid P-256 private key`)
+    }
+    if (derived !== apiPublicKey)
+      throw new SettingsError(`${settingLabel(settings.apiPrivateKey)} is not the private key of ${settingLabel(settings.apiPublicKey)}`)
+    const storeName = values.db === undefined ? 'memory' : `sqlite ${resolve(values.db)}`
+    let server: ReturnType<typeof createAppServer>
+    try {
+      server = createAppServer({
+        port: values.port,
+        host: values.host,
+        databasePath: values.db === undefined ? ':memory:' : resolve(values.db),
+        kmsUrl: values.kmsUrl,
+        publicKmsUrl: values.publicKmsUrl,
+        framesUrl: values.framesUrl,
+        organizationId: values.organizationId!,
+        apiPublicKey,
+        apiPrivateKey,
+        sessionSignerPublicKey: values.sessionSignerPublicKey,
+        appName: values.appName,
+        allowedOrigins: values.allowedOrigins,
+        siweDomains: values.siweDomains.length ? values.siweDomains : undefined,
+        chains: values.chains,
+        sessionSeconds: values.sessionSeconds,
+        trustProxy: values.trustProxy,
+        logger,
+      })
+    } catch (error) {
+      throw new Error(`could not open the store (${storeName}): ${(error as Error).message}`)
+    }
+    try {
+      await server.start()
+    } catch (error) {
+      await server.stop()
+      throw error
+    }
+    logger.info(
+      {
+        url: server.url,
+        store: storeName,
+        kmsUrl: withoutCredentials(values.kmsUrl),
+        organizationId: values.organizationId,
+        allowedOrigins: values.allowedOrigins,
+        chains: values.chains.map((chain) => chain.id),
+        trustProxy: values.trustProxy,
+      },
+      `server listening on ${server.url} (store: ${storeName}; kms: ${withoutCredentials(values.kmsUrl)})`,
+    )
+    if (values.db === undefined) logger.warn('accounts and sessions are kept in memory and lost when the process stops (development only)')
+    return { stop: () => server.stop(), inflight: () => server.inflight() }
+  },
+})

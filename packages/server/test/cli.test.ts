@@ -1,0 +1,292 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { getFreePort } from '@latchkey/devnet'
+import { generateApiKeyPair } from '@latchkey/kms'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
+import { beforeAll, describe, expect, test } from 'vitest'
+import { type CliProcess, connectionRefused, listening, startCli, streamingRequest } from '../../service/test/cliProcess.js'
+
+// latchkey-server as an operator runs it, against latchkey-kms as an operator runs it: both child
+// processes, set up the way the READMEs say (generate keys, init-organization, start the kms,
+// start the backend), their JSON log lines, exit codes and signals.
+
+const kmsCli = 'packages/kms/src/cli.ts'
+const serverCli = 'packages/server/src/cli.ts'
+const origin = 'http://localhost:5173'
+
+const directory = () => mkdtemp(join(tmpdir(), 'latchkey-server-cli-'))
+const secretFile = async (contents: string) => {
+  const path = join(await directory(), 'secret')
+  await writeFile(path, `${contents}\n`, { mode: 0o600 })
+  return path
+}
+
+const masterKey = randomBytes(32).toString('hex')
+const signerPrivateKey = generateApiKeyPair().apiPrivateKey
+const signerPublicKey = Buffer.from(getPublicKey(signerPrivateKey, false)).toString('hex')
+const backendKey = generateApiKeyPair()
+let kms: CliProcess & { url: string }
+let organizationId: string
+
+beforeAll(async () => {
+  const db = join(await directory(), 'kms.db')
+  const init = startCli(kmsCli, ['init-organization', '--db', db, '--name', 'Acme', '--public-key', backendKey.apiPublicKey])
+  expect((await init.exited).code).toBe(0)
+  organizationId = (JSON.parse(init.stdout()) as { organizationId: string }).organizationId
+  const port = await getFreePort()
+  const started = startCli(
+    kmsCli,
+    ['--port', String(port), '--db', db],
+    { LATCHKEY_KMS_MASTER_KEY: masterKey, LATCHKEY_KMS_SIGNER_KEY: signerPrivateKey },
+    'file',
+  )
+  await started.waitForLog(listening)
+  kms = { ...started, url: `http://127.0.0.1:${port}` }
+})
+
+/** Every setting the backend needs, the private key in a file; `overrides` replace or add flags. */
+async function serverArgs(port: number, overrides: string[] = []) {
+  return [
+    '--port',
+    String(port),
+    '--db',
+    join(await directory(), 'server.db'),
+    '--kms-url',
+    kms.url,
+    '--organization-id',
+    organizationId,
+    '--api-public-key',
+    backendKey.apiPublicKey,
+    '--api-private-key-file',
+    await secretFile(backendKey.apiPrivateKey),
+    '--session-signer-public-key',
+    signerPublicKey,
+    '--allowed-origin',
+    origin,
+    ...overrides,
+  ]
+}
+
+async function startServer(overrides: string[] = [], env: Record<string, string> = {}) {
+  const port = await getFreePort()
+  const server = startCli(serverCli, await serverArgs(port, overrides), env)
+  const line = await server.waitForLog(listening)
+  return { ...server, port, line, url: `http://127.0.0.1:${port}` }
+}
+
+const post = (url: string, json: unknown, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', origin, ...headers }, body: JSON.stringify(json) })
+
+async function codeFor(email: string) {
+  const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+  return /sign-in code is (\d{6})\./.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
+}
+
+describe('latchkey-server', () => {
+  test('default: an email sign-in through the kms and backend bins, then a stamped whoami; no log line of either holds a key, the code, the cookie, the credential, a stamp or the email', async () => {
+    const server = await startServer(['--log-level', 'debug'])
+    expect(server.line).toMatchObject({
+      level: 'info',
+      service: 'latchkey-server',
+      url: server.url,
+      kmsUrl: kms.url,
+      organizationId,
+      allowedOrigins: [origin],
+      trustProxy: false,
+    })
+    for (const path of ['/healthz', '/readyz']) {
+      const answer = await fetch(`${server.url}${path}`)
+      expect([answer.status, await answer.json()]).toEqual([200, { status: path === '/healthz' ? 'ok' : 'ready' }])
+    }
+
+    const email = `person.${randomBytes(4).toString('hex')}@example.test`
+    const start = await post(`${server.url}/auth/email/start`, { email }, { 'x-request-id': 'sign-in-1' })
+    expect([start.status, start.headers.get('x-request-id')]).toEqual([200, 'sign-in-1'])
+    const { otpId } = (await start.json()) as { otpId: string }
+    const code = await codeFor(email)
+    const target = generateApiKeyPair()
+    const verify = await post(`${server.url}/auth/email/verify`, { otpId, code, targetPublicKey: target.apiPublicKey })
+    expect(verify.status).toBe(200)
+    const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
+    const { credentialBundle, ...account } = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string; address: string }
+    const session = await fetch(`${server.url}/auth/session`, { headers: { cookie, origin } })
+    expect([session.status, await session.json()]).toEqual([200, expect.objectContaining({ email, kind: 'email', organizationId: account.organizationId })])
+
+    // The credential the code earned works against the kms bin.
+    const userPrivateKey = decryptCredentialBundle(credentialBundle, target.apiPrivateKey)
+    const userKey = { apiPrivateKey: userPrivateKey, apiPublicKey: Buffer.from(getPublicKey(userPrivateKey, true)).toString('hex') }
+    const body = JSON.stringify({ organizationId: account.organizationId })
+    const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(userKey).stamp(body)
+    const whoami = await fetch(`${kms.url}/public/v1/query/whoami`, { method: 'POST', headers: { [stampHeaderName]: stampHeaderValue }, body })
+    expect([whoami.status, ((await whoami.json()) as { userId: string }).userId]).toEqual([200, account.userId])
+
+    server.child.kill('SIGTERM')
+    expect(await server.exited).toEqual({ code: 0, signal: null })
+    expect(server.stderr()).toBe('')
+    const lines = server.logs()
+    expect(lines.find((line) => line.reqId === 'sign-in-1')).toMatchObject({ method: 'POST', path: '/auth/email/start', status: 200 })
+    expect(lines.filter((line) => typeof line.path === 'string').map((line) => `${line.method} ${line.path} ${line.status}`)).toEqual([
+      'GET /healthz 200',
+      'GET /readyz 200',
+      'POST /auth/email/start 200',
+      'POST /auth/email/verify 200',
+      'GET /auth/session 200',
+    ])
+    // The kms logged the backend's calls and the stamped whoami, each with its own request id.
+    const kmsRequests = kms.logs().filter((line) => line.path === '/public/v1/query/whoami' || line.path?.toString().startsWith('/public/v1/submit/'))
+    expect(kmsRequests.length).toBeGreaterThanOrEqual(3)
+
+    const everything = `${server.stdout()}${kms.stdout()}`
+    for (const secret of [
+      masterKey,
+      signerPrivateKey,
+      backendKey.apiPrivateKey,
+      userPrivateKey,
+      target.apiPrivateKey,
+      credentialBundle,
+      cookie.split('=')[1]!,
+      stampHeaderValue,
+      email,
+    ])
+      expect(everything).not.toContain(secret)
+    // The code: six digits, never standing on their own in a line (hex ids may hold the same digits inside them).
+    expect(everything).not.toMatch(new RegExp(`(?<![0-9a-f])${code}(?![0-9a-f])`))
+  })
+
+  test('behavior: SIGTERM refuses new connections, answers the sign-in request in flight (it calls the kms), then exits 0', async () => {
+    const server = await startServer()
+    const body = JSON.stringify({ email: `person.${randomBytes(4).toString('hex')}@example.test` })
+    const inFlight = streamingRequest(`${server.url}/auth/email/start`, { 'content-type': 'application/json', origin }, body, 5)
+    await inFlight.accepted
+    server.child.kill('SIGTERM')
+    expect(await server.waitForLog((line) => line.signal === 'SIGTERM')).toMatchObject({ inflight: 1 })
+    expect(await connectionRefused(server.port)).toBe(true)
+    const answer = await inFlight.finish()
+    expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { otpId: expect.any(String) }])
+    expect(await server.exited).toEqual({ code: 0, signal: null })
+    expect(server.logs().at(-1)).toMatchObject({ msg: 'stopped' })
+  })
+
+  test('behavior: --trust-proxy takes the scheme from X-Forwarded-Proto, so cookies are Secure behind a TLS proxy', async () => {
+    const plain = await startServer()
+    const trusting = await startServer(['--trust-proxy'])
+    const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' }
+    const untrusted = await fetch(`${plain.url}/auth/nonce`, { headers: forwarded })
+    const trusted = await fetch(`${trusting.url}/auth/nonce`, { headers: forwarded })
+    expect([untrusted.status, trusted.status]).toEqual([200, 200])
+    expect(untrusted.headers.get('set-cookie')).not.toMatch(/; Secure/i)
+    expect(trusted.headers.get('set-cookie')).toMatch(/; Secure/i)
+  })
+
+  test('production: with every setting given it starts', async () => {
+    const server = await startServer([], { NODE_ENV: 'production' })
+    expect(server.logs().filter((line) => line.level === 'warn')).toEqual([])
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200)
+  })
+
+  test('--help: lists every flag and variable, exits 0', async () => {
+    const help = startCli(serverCli, ['--help'])
+    expect(await help.exited).toEqual({ code: 0, signal: null })
+    for (const setting of [
+      '--host <address>, HOST',
+      '--port <port>, PORT',
+      '--log-level <fatal|error|warn|info|debug|trace|silent>, LOG_LEVEL',
+      '--shutdown-timeout <seconds>, LATCHKEY_SHUTDOWN_TIMEOUT',
+      '--db <path>, LATCHKEY_SERVER_DB',
+      'DATABASE_URL, or a file: --database-url-file <path> / DATABASE_URL_FILE',
+      '--kms-url <url>, LATCHKEY_KMS_URL',
+      '--public-kms-url <url>, LATCHKEY_PUBLIC_KMS_URL',
+      '--frames-url <url>, LATCHKEY_FRAMES_URL',
+      '--organization-id <id>, LATCHKEY_ORGANIZATION_ID',
+      '--api-public-key <hex>, LATCHKEY_API_PUBLIC_KEY',
+      'LATCHKEY_API_PRIVATE_KEY, or a file: --api-private-key-file <path> / LATCHKEY_API_PRIVATE_KEY_FILE',
+      '--session-signer-public-key <hex>, LATCHKEY_SESSION_SIGNER_PUBLIC_KEY',
+      '--app-name <name>, LATCHKEY_APP_NAME',
+      '--allowed-origin <origin>, LATCHKEY_ALLOWED_ORIGINS',
+      '--siwe-domain <host[:port]>, LATCHKEY_SIWE_DOMAINS',
+      '--chain <chainId>=<rpcUrl>, LATCHKEY_CHAINS',
+      '--session-seconds <seconds>, LATCHKEY_SESSION_SECONDS',
+      '--trust-proxy, LATCHKEY_TRUST_PROXY=1',
+    ])
+      expect(help.stdout()).toContain(`\n  ${setting}\n`)
+  })
+
+  test.each<[string, (port: number) => Promise<string[]>, Record<string, string>, string]>([
+    ['an unknown flag', (port) => serverArgs(port, ['--bogus']), {}, 'unknown option --bogus (see latchkey-server --help)'],
+    [
+      'a malformed --kms-url',
+      (port) => serverArgs(port, ['--kms-url', 'kms.internal:8090']),
+      {},
+      '--kms-url must start with http:// or https://, got "kms.internal:8090" (see latchkey-server --help)',
+    ],
+    [
+      'a wildcard origin',
+      (port) => serverArgs(port, ['--allowed-origin', '*']),
+      {},
+      '--allowed-origin does not take a wildcard ("*"): list each origin, e.g. https://app.example (see latchkey-server --help)',
+    ],
+    [
+      'a malformed chain',
+      (port) => serverArgs(port, ['--chain', 'mainnet=https://rpc.example']),
+      {},
+      '--chain must look like 1=https://rpc.example, got "mainnet=https://rpc.example" (see latchkey-server --help)',
+    ],
+    [
+      'DATABASE_URL (PostgreSQL is not supported yet)',
+      (port) => serverArgs(port),
+      { DATABASE_URL: 'postgres://server:pw@db/server' },
+      'DATABASE_URL or --database-url-file / DATABASE_URL_FILE: PostgreSQL is not supported by latchkey-server yet; unset it and keep the data in SQLite with --db / LATCHKEY_SERVER_DB',
+    ],
+    [
+      'no organization',
+      async (port) => ['--port', String(port)],
+      {},
+      '--organization-id / LATCHKEY_ORGANIZATION_ID is required (`latchkey-kms generate-keys` and `latchkey-kms init-organization` give them)',
+    ],
+    [
+      'a private key of another public key',
+      (port) => serverArgs(port),
+      { LATCHKEY_API_PUBLIC_KEY: generateApiKeyPair().apiPublicKey },
+      'LATCHKEY_API_PRIVATE_KEY or --api-private-key-file / LATCHKEY_API_PRIVATE_KEY_FILE is not the private key of --api-public-key / LATCHKEY_API_PUBLIC_KEY',
+    ],
+    [
+      'production on development defaults',
+      async (port) => ['--port', String(port)],
+      { NODE_ENV: 'production' },
+      'refusing to start with development defaults in production (NODE_ENV=production): set --kms-url / LATCHKEY_KMS_URL; --allowed-origin / LATCHKEY_ALLOWED_ORIGINS; --db / LATCHKEY_SERVER_DB',
+    ],
+  ])('error: %s exits 2 with one line, before listening', async (_, args, env, message) => {
+    const argv = await args(await getFreePort())
+    // serverArgs gives the public key as a flag, which wins over the variable: drop it where the variable is tested.
+    const withoutFlag = env.LATCHKEY_API_PUBLIC_KEY ? argv.filter((arg, index) => arg !== '--api-public-key' && argv[index - 1] !== '--api-public-key') : argv
+    const server = startCli(serverCli, withoutFlag, env)
+    expect(await server.exited).toEqual({ code: 2, signal: null })
+    expect([server.stderr(), server.stdout()]).toEqual([`latchkey-server: ${message}\n`, ''])
+  })
+
+  test('error: a SQLite file in a directory that does not exist exits 1 with one line', async () => {
+    const server = startCli(serverCli, await serverArgs(await getFreePort(), ['--db', '/nonexistent/dir/server.db']))
+    expect(await server.exited).toEqual({ code: 1, signal: null })
+    expect([server.stderr(), server.stdout()]).toEqual([
+      'latchkey-server: could not open the store (sqlite /nonexistent/dir/server.db): Cannot open database because the directory does not exist\n',
+      '',
+    ])
+  })
+
+  test('error: a port in use exits 1 with one line', async () => {
+    const holder = createServer()
+    const port = await getFreePort()
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve))
+    try {
+      const server = startCli(serverCli, await serverArgs(port))
+      expect(await server.exited).toEqual({ code: 1, signal: null })
+      expect([server.stderr(), server.stdout()]).toEqual([`latchkey-server: 127.0.0.1:${port} is already in use; choose another port\n`, ''])
+    } finally {
+      holder.close()
+    }
+  })
+})

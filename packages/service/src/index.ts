@@ -1,0 +1,40 @@
+// Entry point of @latchkey/service: the runtime the relay, kms and backend bins share.
+export { SettingsError } from './errors.js'
+export { closeGracefully, createHttpObserver, type HttpObserver, type HttpObserverOptions, type InflightRequest, pathOf } from './http.js'
+export { type CreateLoggerOptions, createLogger, currentRequestId, LOG_LEVELS, type Logger, type LogLevel, scrub, withRequestId } from './logger.js'
+export {
+  type BaseSettings,
+  baseSettings,
+  EXIT,
+  runService,
+  type ServiceCommand,
+  type ServiceContext,
+  type ServiceDefinition,
+  type StartedService,
+} from './run.js'
+export {
+  type AnySetting,
+  checkOrigin,
+  checkUrl,
+  choice,
+  custom,
+  type Environment,
+  hexBytes,
+  integer,
+  list,
+  origin,
+  type ParsedSettings,
+  parseSettings,
+  port,
+  productionGaps,
+  type Setting,
+  type SettingValues,
+  secret,
+  secretUrl,
+  settingLabel,
+  settingsHelp,
+  text,
+  toggle,
+  url,
+  withoutCredentials,
+} from './settings.js'
