@@ -6,7 +6,6 @@ import { App } from './App.js'
 import { chains } from './chains.js'
 import { startDevWallet } from './devWallet.js'
 import { Explorer } from './Explorer.js'
-import '@latchkey/react/styles.css'
 import './demo.css'
 
 // On in the demo only: a wallet for newcomers without an extension.

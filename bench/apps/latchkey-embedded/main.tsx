@@ -3,7 +3,6 @@ import { ConnectButton, LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { mainnet } from 'viem/chains'
-import '@latchkey/react/styles.css'
 
 // The minimal app plus the embedded-wallet connector: its code must load only when used.
 const client = createClient({ chains: [mainnet], connectors: [embedded({ appName: 'Bench', backendUrl: 'https://backend.bench.test' })] })

@@ -3,7 +3,6 @@ import { ConnectButton, LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { mainnet } from 'viem/chains'
-import '@latchkey/react/styles.css'
 
 // The minimal app with Sign-In with Ethereum required after connect: the message builder and the
 // signing code must load with the first sign-in, not with the page.

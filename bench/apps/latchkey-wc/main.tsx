@@ -3,7 +3,6 @@ import { ConnectButton, LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { mainnet } from 'viem/chains'
-import '@latchkey/react/styles.css'
 
 // The minimal app plus the WalletConnect connector: the protocol must load only when used.
 const client = createClient({

@@ -3,7 +3,6 @@ import { ConnectButton, LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { mainnet } from 'viem/chains'
-import '@latchkey/react/styles.css'
 
 // The minimal Latchkey app: provider + ConnectButton, injected wallets only (EIP-6963 discovery).
 const client = createClient({ chains: [mainnet] })
