@@ -6,7 +6,7 @@ import { useAccount } from './hooks/useAccount.js'
 import { useAccountModal, useConnectModal } from './hooks/useModal.js'
 import { useSignIn } from './hooks/useSignIn.js'
 import { loadAccountModal, loadConnectModal } from './ModalHost.js'
-import './button.css'
+import '#button.css'
 
 export type ConnectButtonRenderProps = {
   account: GetAccountReturnType

@@ -1,7 +1,7 @@
 'use client'
 import { type ReactNode, useEffect, useId, useRef } from 'react'
 // Both modals render in this dialog: their styles come with it.
-import './modal.css'
+import '#modal.css'
 
 const focusable = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])'
 

@@ -1,0 +1,21 @@
+import { defaultClientConditions, defaultServerConditions } from 'vite'
+import { defineConfig } from 'vitest/config'
+
+// The test process itself uses the workspace (anvil from @latchkey/devnet, viem); the apps under test never do.
+const serverResolve = { conditions: ['source', ...defaultServerConditions], externalConditions: ['source'] }
+
+/** Consumer apps outside the monorepo, on the packed packages (see README.md). */
+export default defineConfig({
+  resolve: { conditions: ['source', ...defaultClientConditions] },
+  ssr: { resolve: serverResolve },
+  environments: { __vitest__: { resolve: serverResolve } },
+  test: {
+    root: import.meta.dirname,
+    include: ['*.test.ts'],
+    globalSetup: ['./harness/globalSetup.ts'],
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
+    // The files wait on different things (the native build, next build, tsc): run them side by side.
+    maxWorkers: 4,
+  },
+})
