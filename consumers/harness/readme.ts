@@ -3,16 +3,16 @@ import { join } from 'node:path'
 import { repositoryRoot } from './process.js'
 
 /**
- * The integration example of the repository's README: the `tsx` code block under "Use it in an app".
+ * The integration example of the repository's README: the `tsx` code block under "Install in your app".
  *
  * @example
  * const example = await readmeExample() // "import { createClient } from '@latchkey/core'\n…"
  */
 export async function readmeExample(): Promise<string> {
   const readme = await readFile(join(repositoryRoot, 'README.md'), 'utf8')
-  const section = readme.split(/^## /m).find((part) => part.startsWith('Use it in an app'))
+  const section = readme.split(/^## /m).find((part) => part.startsWith('Install in your app'))
   const block = section?.match(/```tsx\n([\s\S]*?)```/)?.[1]
-  if (!block) throw new Error('README.md has no ```tsx block under "## Use it in an app"')
+  if (!block) throw new Error('README.md has no ```tsx block under "## Install in your app"')
   return block
 }
 
