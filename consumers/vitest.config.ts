@@ -13,7 +13,7 @@ export default defineConfig({
     root: import.meta.dirname,
     include: ['*.test.ts'],
     globalSetup: ['./harness/globalSetup.ts'],
-    testTimeout: 180_000,
+    testTimeout: 300_000,
     hookTimeout: 120_000,
     // The files wait on different things (the native build, next build, tsc): run them side by side.
     maxWorkers: 4,
