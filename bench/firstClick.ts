@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { extname, join, normalize } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { chromium, type Request } from 'playwright-core'
+import { chromiumLaunchOptions } from '../test/chromium.js'
 
 const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml' }
 
@@ -36,7 +37,7 @@ export async function measureFirstClick(outDir: string): Promise<{ files: string
     )
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true })
+  const browser = await chromium.launch(chromiumLaunchOptions)
   try {
     const page = await browser.newPage()
     await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)

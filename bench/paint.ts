@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getFreePort, staticServer } from '@latchkey/devnet'
 import { chromium } from 'playwright-core'
+import { chromiumLaunchOptions } from '../test/chromium.js'
 
 const runsArg = process.argv.indexOf('--runs')
 const runs = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 7
@@ -35,20 +36,7 @@ const probe = `
 
 async function measureOnce(url: string): Promise<number> {
   const profile = await mkdtemp(join(tmpdir(), 'latchkey-paint-'))
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
-    ],
-  })
+  const context = await chromium.launchPersistentContext(profile, chromiumLaunchOptions)
   try {
     const page = context.pages()[0] ?? (await context.newPage())
     await page.addInitScript(probe)

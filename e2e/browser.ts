@@ -2,6 +2,7 @@ import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import { chromiumLaunchOptions } from '../test/chromium.js'
 
 /** An error or a warning in the browser's console, or an uncaught error, from any page, frame or worker. */
 export type ConsoleEntry = {
@@ -62,20 +63,7 @@ const describeEntry = (entry: ConsoleEntry) => `  [${entry.kind}] ${entry.text}\
  * await browser.close()
  */
 export async function launch(): Promise<Browser> {
-  const context = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), 'latchkey-e2e-')), {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
-    ],
-  })
+  const context = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), 'latchkey-e2e-')), chromiumLaunchOptions)
   const entries: ConsoleEntry[] = []
   const expected: ExpectedConsole[] = []
   let recording = true

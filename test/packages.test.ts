@@ -124,10 +124,10 @@ describe.each(manifests)('$pkg.name', ({ directory, pkg }) => {
     expect(missing).toEqual([])
   })
 
-  test('default: build and prepack scripts; publishable packages ship dist/ and their sources without tests', () => {
+  test('default: build and prepack scripts (every package exports ./dist, packed or not); publishable packages ship dist/ and their sources without tests', () => {
     expect(pkg.scripts?.['build']).toBe('tsdown --config ../../tsdown.config.ts')
-    if (pkg.private) return
     expect(pkg.scripts?.['prepack']).toBe('npm run build')
+    if (pkg.private) return
     expect(pkg.files).toEqual(expect.arrayContaining(['dist', 'src', '!src/**/*.test.*', '!src/**/test', '!src/**/fixtures', '!**/.latchkey']))
   })
 

@@ -1,27 +1,15 @@
 import { type Browser, chromium, type Page } from 'playwright-core'
+import { chromiumLaunchOptions } from '../../test/chromium.js'
 
 /**
- * Debian's Chromium, headless, with no traffic beyond this machine (the flags of e2e/browser.ts).
+ * Debian's Chromium, headless, with no traffic beyond this machine (test/chromium.ts).
  *
  * @example
  * const browser = await launchBrowser()
  * const { page, consoleMessages } = await openPage(browser)
  */
 export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
-    ],
-  })
+  return chromium.launch(chromiumLaunchOptions)
 }
 
 export type ConsolePage = {
