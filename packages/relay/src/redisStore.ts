@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto'
 import { withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
-import type { RelayStore, StoredMessage } from './store.js'
+import type { NewMessage, RelayStore, StoredMessage } from './store.js'
 
 export type RedisStoreOptions = {
   /** Prefix of every key and of the fan-out channel; relays that share it share messages. Default `latchkey:relay:`. */
@@ -14,15 +13,19 @@ export type RedisStoreOptions = {
  */
 const GRACE_MS = 3_600_000
 
-// Stores a message once: its record (expiring by itself), its place in the topic's list, its
-// expiry in the index, and a fan-out notice to the other relay nodes, all or nothing.
+// Stores a message once: its record (expiring by itself), its place in the topic's list under the
+// next sequence number, its expiry in the index, and a fan-out notice to every relay node, all or
+// nothing. Scripts run one at a time, so sequence numbers, list order and notice order agree.
+// Answers the sequence number, or 0 for a message already stored.
 const ADD = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[3])
+local seq = redis.call('INCR', KEYS[4])
+local entry = seq .. ' ' .. ARGV[3]
+redis.call('RPUSH', KEYS[2], entry)
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-redis.call('PUBLISH', ARGV[6], ARGV[7])
-return 1
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5] .. ':' .. entry)
+redis.call('PUBLISH', ARGV[6], seq .. ' ' .. ARGV[1])
+return seq
 `
 
 // Records an ack for as long as its message lives; an ack for a message that is gone is dropped.
@@ -46,7 +49,6 @@ return 1
 export async function redisStore(url: string, options: RedisStoreOptions = {}): Promise<RelayStore> {
   const prefix = options.prefix ?? 'latchkey:relay:'
   const channel = `${prefix}published`
-  const node = randomUUID()
   const connect = async (purpose: string) => {
     const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true })
     // Later failures surface through the commands that fail; an unhandled 'error' event would end
@@ -69,34 +71,47 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
   const topicKey = (topic: string) => `${prefix}t:${topic}`
   const ackKey = (id: string) => `${prefix}a:${id}`
   const indexKey = `${prefix}expiry`
+  const seqKey = `${prefix}seq`
+  /** A topic list entry is `seq id`. */
+  const parseEntry = (entry: string): [seq: number, id: string] => {
+    const space = entry.indexOf(' ')
+    return [Number(entry.slice(0, space)), entry.slice(space + 1)]
+  }
 
   return {
     async add(message) {
       const keepMs = Math.max(message.expiresAt - message.publishedAt, 0) + GRACE_MS
-      const added = await redis.eval(
+      const seq = (await redis.eval(
         ADD,
-        3,
+        4,
         messageKey(message.id),
         topicKey(message.topic),
         indexKey,
+        seqKey,
         JSON.stringify(message),
         keepMs,
         message.id,
         message.expiresAt,
-        `${message.topic}:${message.id}`,
+        message.topic,
         channel,
-        JSON.stringify({ node, message }),
-      )
-      return added === 1
+      )) as number
+      return seq === 0 ? undefined : { ...message, seq }
     },
     async list(topic, now) {
-      const ids = await redis.lrange(topicKey(topic), 0, -1)
-      if (!ids.length) return []
-      const records = await redis.mget(ids.map(messageKey))
-      const gone = ids.filter((_, index) => records[index] === null)
-      // Records Redis expired by itself leave their ids behind; drop those.
-      if (gone.length) await Promise.all(gone.map((id) => redis.lrem(topicKey(topic), 0, id)))
-      return records.flatMap((record) => (record === null ? [] : [JSON.parse(record) as StoredMessage])).filter((message) => message.expiresAt > now)
+      const entries = await redis.lrange(topicKey(topic), 0, -1)
+      if (!entries.length) return []
+      const parsed = entries.map(parseEntry)
+      const records = await redis.mget(parsed.map(([, id]) => messageKey(id)))
+      const gone = entries.filter((_, index) => records[index] === null)
+      // Records Redis expired by itself leave their entries behind; drop those.
+      if (gone.length) await Promise.all(gone.map((entry) => redis.lrem(topicKey(topic), 0, entry)))
+      const messages: StoredMessage[] = []
+      for (const [index, record] of records.entries()) {
+        if (record === null) continue
+        const message = JSON.parse(record) as NewMessage
+        if (message.expiresAt > now) messages.push({ ...message, seq: parsed[index]![0] })
+      }
+      return messages
     },
     async ack(clientId, messageId) {
       await redis.eval(ACK, 2, messageKey(messageId), ackKey(messageId), clientId)
@@ -110,8 +125,9 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       const batch = redis.multi()
       for (const member of expired) {
         const split = member.indexOf(':')
-        const [topic, id] = [member.slice(0, split), member.slice(split + 1)]
-        batch.lrem(topicKey(topic), 0, id).del(messageKey(id), ackKey(id)).zrem(indexKey, member)
+        const [topic, entry] = [member.slice(0, split), member.slice(split + 1)]
+        const [, id] = parseEntry(entry)
+        batch.lrem(topicKey(topic), 0, entry).del(messageKey(id), ackKey(id)).zrem(indexKey, member)
       }
       await batch.exec()
     },
@@ -120,8 +136,8 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       const own = subscriber
       own.on('message', (from: string, text: string) => {
         if (from !== channel) return
-        const notice = JSON.parse(text) as { node: string; message: StoredMessage }
-        if (notice.node !== node) listener(notice.message)
+        const space = text.indexOf(' ')
+        listener({ ...(JSON.parse(text.slice(space + 1)) as NewMessage), seq: Number(text.slice(0, space)) })
       })
       await own.subscribe(channel)
       return async () => {
