@@ -131,8 +131,8 @@ export function createRelay(options: RelayOptions): Relay {
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
   const subscribers = new Map<string, Set<Connection>>()
   const connections = new Map<WebSocket, Connection>()
-  /** Ack writes not yet stored, by client id: reading a client's backlog waits for them. */
-  const ackWrites = new Map<string, Set<Promise<void>>>()
+  /** The latest ack write not yet stored, by client id: reading a client's backlog waits for it. */
+  const lastAcks = new Map<string, Promise<void>>()
   let server: Server | undefined
   let wss: WebSocketServer | undefined
   let timers: NodeJS.Timeout[] = []
@@ -199,8 +199,7 @@ export function createRelay(options: RelayOptions): Relay {
     socket.on('pong', () => (connection.alive = true))
     socket.on('close', () => {
       connections.delete(socket)
-      for (const topic of connection.subscriptions.keys()) subscribers.get(topic)?.delete(connection)
-      connection.subscriptions.clear()
+      for (const topic of [...connection.subscriptions.keys()]) unsubscribe(connection, topic)
     })
     socket.on('error', () => undefined)
   }
@@ -214,24 +213,20 @@ export function createRelay(options: RelayOptions): Relay {
     // A client that answers a push with an error gets it again when it next subscribes.
     if (ack.data.error !== undefined) return
     const { clientId } = connection
-    const writes = ackWrites.get(clientId) ?? new Set()
-    ackWrites.set(clientId, writes)
+    // Stores take acks in order and settle them in order: the last one stored means all are.
     const write: Promise<void> = store.ack(clientId, messageId).then(
-      () => undefined,
-      () => undefined,
+      () => {
+        if (lastAcks.get(clientId) === write) lastAcks.delete(clientId)
+      },
+      () => {
+        if (lastAcks.get(clientId) === write) lastAcks.delete(clientId)
+      },
     )
-    writes.add(write)
-    void write.then(() => {
-      writes.delete(write)
-      if (!writes.size && ackWrites.get(clientId) === writes) ackWrites.delete(clientId)
-    })
+    lastAcks.set(clientId, write)
   }
 
-  /** Resolves once every ack this node took from the client is stored. */
-  const acksStored = (clientId: string) => {
-    const writes = ackWrites.get(clientId)
-    return writes?.size ? Promise.all(writes).then(() => undefined) : undefined
-  }
+  /** Resolves once every ack this node took from the client is stored (or failed). */
+  const acksStored = (clientId: string) => lastAcks.get(clientId)
 
   /**
    * Handles one request; the connection's next request is handled once this resolves. A publish
@@ -396,6 +391,11 @@ export function createRelay(options: RelayOptions): Relay {
    * node's subscribers as it stores them. Resolves when all are stored.
    */
   function publish(messages: readonly NewMessage[]): Promise<void> {
+    // One message, the common case, without the Promise.all.
+    if (messages.length === 1)
+      return store.add(messages[0]!).then((stored) => {
+        if (stored && !shared) fanOut(stored)
+      })
     return Promise.all(
       messages.map((message) =>
         store.add(message).then((stored) => {
@@ -500,7 +500,7 @@ export function createRelay(options: RelayOptions): Relay {
     app,
     async start() {
       if (server) return
-      unwatch ??= await store.watch?.(fanOut)
+      unwatch ??= await store.watch?.(fanOut, { wants: (topic) => subscribers.has(topic) })
       const http = createServer(observer.listener(getRequestListener(app.fetch)))
       observer.track(http)
       await new Promise<void>((resolve, reject) => {
@@ -556,7 +556,7 @@ export function createRelay(options: RelayOptions): Relay {
       await new Promise<void>((resolve) => (sockets ? sockets.close(() => resolve()) : resolve()))
       await closed
       for (const socket of sockets?.clients ?? []) socket.terminate()
-      await Promise.all([...ackWrites.values()].flatMap((writes) => [...writes]))
+      await Promise.all(lastAcks.values())
       subscribers.clear()
       connections.clear()
     },
