@@ -15,16 +15,16 @@ const GRACE_MS = 3_600_000
 
 // Stores messages, each once: its record (expiring by itself), its place in the topic's list under
 // the next sequence number, its expiry in the index, all or nothing; then one fan-out notice to
-// every relay node, a line per stored message (`seq topic record`). Scripts run one at a time, so
+// every relay node, a line per stored message (`seq topic publisher record`). Scripts run one at a time, so
 // sequence numbers, list order and notice order agree. Answers each message's sequence number, or
 // 0 for one already stored. KEYS: the expiry index, the counter, then a record and a topic list per
-// message; ARGV: the channel, then record, keep ms, id, expiry and topic per message.
+// message; ARGV: the channel, then record, keep ms, id, expiry, topic and publisher per message.
 const ADD = `
 local seqs = {}
 local notice = {}
 for i = 1, (#KEYS - 2) / 2 do
-  local at = 1 + (i - 1) * 5
-  local record, keep, id, expires, topic = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+  local at = 1 + (i - 1) * 6
+  local record, keep, id, expires, topic, publisher = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5], ARGV[at + 6]
   if redis.call('SET', KEYS[1 + 2 * i], record, 'NX', 'PX', keep) then
     local seq = redis.call('INCR', KEYS[2])
     local entry = seq .. ' ' .. id
@@ -33,7 +33,7 @@ for i = 1, (#KEYS - 2) / 2 do
     if redis.call('PTTL', list) < tonumber(keep) then redis.call('PEXPIRE', list, keep) end
     redis.call('ZADD', KEYS[1], expires, topic .. ':' .. entry)
     seqs[i] = seq
-    notice[#notice + 1] = seq .. ' ' .. topic .. ' ' .. record
+    notice[#notice + 1] = seq .. ' ' .. topic .. ' ' .. publisher .. ' ' .. record
   else
     seqs[i] = 0
   end
@@ -143,7 +143,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
     for (const message of messages) {
       keys.push(messageKey(message.id), topicKey(message.topic))
       const keepMs = Math.max(message.expiresAt - message.publishedAt, 0) + GRACE_MS
-      args.push(JSON.stringify(message), keepMs, message.id, message.expiresAt, message.topic)
+      args.push(JSON.stringify(message), keepMs, message.id, message.expiresAt, message.topic, message.publisher)
     }
     const seqs = await scripts.relayAdd(keys.length, ...keys, ...args)
     return messages.map((message, index) => (seqs[index] ? { ...message, seq: seqs[index] } : undefined))
@@ -194,15 +194,16 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       const wants = watchOptions?.wants
       own.on('message', (from: string, text: string) => {
         if (from !== channel) return
-        // A line per message, `seq topic record`; a record is JSON, which never holds a raw newline.
+        // A line per message, `seq topic publisher record`; a record is JSON, which never holds a raw newline.
         for (let start = 0; start < text.length; ) {
           const newline = text.indexOf('\n', start)
           const end = newline === -1 ? text.length : newline
           const first = text.indexOf(' ', start)
           const second = text.indexOf(' ', first + 1)
-          const topic = text.slice(first + 1, second)
-          // Only messages some connection here listens for are parsed.
-          if (!wants || wants(topic)) listener({ ...(JSON.parse(text.slice(second + 1, end)) as NewMessage), seq: Number(text.slice(start, first)) })
+          const third = text.indexOf(' ', second + 1)
+          // Only messages some connection here would be sent are parsed.
+          if (!wants || wants(text.slice(first + 1, second), text.slice(second + 1, third)))
+            listener({ ...(JSON.parse(text.slice(third + 1, end)) as NewMessage), seq: Number(text.slice(start, first)) })
           start = end + 1
         }
       })

@@ -419,6 +419,13 @@ export function createRelay(options: RelayOptions): Relay {
     }
   }
 
+  /** Whether a message of `topic` from `publisher` goes to anyone here: publishers never get their own. */
+  function wants(topic: string, publisher: string): boolean {
+    const set = subscribers.get(topic)
+    if (set) for (const connection of set) if (connection.clientId !== publisher) return true
+    return false
+  }
+
   /** Pushes a newly stored message to this node's subscribers of its topic. */
   function fanOut(message: StoredMessage) {
     const set = subscribers.get(message.topic)
@@ -500,7 +507,7 @@ export function createRelay(options: RelayOptions): Relay {
     app,
     async start() {
       if (server) return
-      unwatch ??= await store.watch?.(fanOut, { wants: (topic) => subscribers.has(topic) })
+      unwatch ??= await store.watch?.(fanOut, { wants })
       const http = createServer(observer.listener(getRequestListener(app.fetch)))
       observer.track(http)
       await new Promise<void>((resolve, reject) => {

@@ -43,10 +43,10 @@ export type RelayStore = {
    * For stores that several relay nodes share (Redis): calls `listener` with each message stored,
    * by any node including this one, in `seq` order, so every node pushes it to its own subscribers
    * from one ordered stream. A relay on such a store pushes nothing straight from `add`. Resolves
-   * once listening; the returned function stops it. `wants` says which topics this node has
-   * subscribers for: messages of other topics may be skipped unread.
+   * once listening; the returned function stops it. `wants` says whether this node would send a
+   * message of `topic` from `publisher` to anyone: messages it would not may be skipped unread.
    */
-  watch?(listener: (message: StoredMessage) => void, options?: { wants?(topic: string): boolean }): Promise<() => Promise<void>>
+  watch?(listener: (message: StoredMessage) => void, options?: { wants?(topic: string, publisher: string): boolean }): Promise<() => Promise<void>>
   /** Resolves when the store answers (a query, a PING), rejects otherwise: the relay's `GET /readyz`. */
   ping?(): Promise<void>
   close(): Promise<void>
