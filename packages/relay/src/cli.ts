@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
-import { baseSettings, custom, list, runService, SettingsError, settingLabel, text, toggle, url, withoutCredentials } from '@latchkey/service'
+import { baseSettings, custom, integer, list, runService, SettingsError, settingLabel, text, toggle, url, withoutCredentials } from '@latchkey/service'
 import { redisStore } from './redisStore.js'
 import { createRelay } from './server.js'
 import { sqliteStore } from './sqliteStore.js'
@@ -56,6 +56,23 @@ const settings = {
       secretsOf: ([, rpcUrl]) => [rpcUrl],
     }),
   ),
+  projectIds: list(
+    text({
+      flag: 'project-id',
+      env: 'LATCHKEY_RELAY_PROJECT_IDS',
+      valueName: '<id>',
+      description: 'A project id POST /v1/ accepts: when any is given, a request without one of them is refused. Default: any, or none.',
+    }),
+  ),
+  upstreamTimeout: integer({
+    flag: 'upstream-timeout',
+    env: 'LATCHKEY_RELAY_UPSTREAM_TIMEOUT',
+    valueName: '<ms>',
+    min: 1,
+    max: 600_000,
+    default: 10_000,
+    description: 'Milliseconds a chain RPC may take to answer POST /v1/ before the relay answers with a JSON-RPC error.',
+  }),
   audiences: list(
     url({
       flag: 'audience',
@@ -102,6 +119,8 @@ await runService({
       host: values.host,
       store,
       rpc: Object.fromEntries(values.rpc),
+      projectIds: values.projectIds.length ? values.projectIds : undefined,
+      upstreamTimeoutMs: values.upstreamTimeout,
       audiences: values.audiences.length ? values.audiences : undefined,
       logger,
     })

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto'
 import { withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
-import type { RelayStore, StoredMessage } from './store.js'
+import type { NewMessage, RelayStore, StoredMessage } from './store.js'
 
 export type RedisStoreOptions = {
   /** Prefix of every key and of the fan-out channel; relays that share it share messages. Default `latchkey:relay:`. */
@@ -14,25 +13,84 @@ export type RedisStoreOptions = {
  */
 const GRACE_MS = 3_600_000
 
-// Stores a message once: its record (expiring by itself), its place in the topic's list, its
-// expiry in the index, and a fan-out notice to the other relay nodes, all or nothing.
+// Stores messages, each once: its record (expiring by itself), its place in the topic's list under
+// the next sequence number, its expiry in the index, all or nothing; then one fan-out notice to
+// every relay node, a line per stored message (`seq topic publisher record`). Scripts run one at a time, so
+// sequence numbers, list order and notice order agree. Answers each message's sequence number, or
+// 0 for one already stored. KEYS: the expiry index, the counter, then a record and a topic list per
+// message; ARGV: the channel, then record, keep ms, id, expiry, topic and publisher per message.
 const ADD = `
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[3])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-redis.call('PUBLISH', ARGV[6], ARGV[7])
+local seqs = {}
+local notice = {}
+for i = 1, (#KEYS - 2) / 2 do
+  local at = 1 + (i - 1) * 6
+  local record, keep, id, expires, topic, publisher = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5], ARGV[at + 6]
+  if redis.call('SET', KEYS[1 + 2 * i], record, 'NX', 'PX', keep) then
+    local seq = redis.call('INCR', KEYS[2])
+    local entry = seq .. ' ' .. id
+    local list = KEYS[2 + 2 * i]
+    redis.call('RPUSH', list, entry)
+    if redis.call('PTTL', list) < tonumber(keep) then redis.call('PEXPIRE', list, keep) end
+    redis.call('ZADD', KEYS[1], expires, topic .. ':' .. entry)
+    seqs[i] = seq
+    notice[#notice + 1] = seq .. ' ' .. topic .. ' ' .. publisher .. ' ' .. record
+  else
+    seqs[i] = 0
+  end
+end
+if #notice > 0 then redis.call('PUBLISH', ARGV[1], table.concat(notice, '\\n')) end
+return seqs
+`
+
+// Records acks, each for as long as its message lives; an ack for a message that is gone is
+// dropped. KEYS: a record and its ack set per ack; ARGV: the client id per ack.
+const ACK = `
+for i = 1, #ARGV do
+  local ttl = redis.call('PTTL', KEYS[2 * i - 1])
+  if ttl > 0 then
+    redis.call('SADD', KEYS[2 * i], ARGV[i])
+    redis.call('PEXPIRE', KEYS[2 * i], ttl)
+  end
+end
 return 1
 `
 
-// Records an ack for as long as its message lives; an ack for a message that is gone is dropped.
-const ACK = `
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl <= 0 then return 0 end
-redis.call('SADD', KEYS[2], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ttl)
-return 1
-`
+/** Most messages or acks one script call takes. */
+const MAX_BATCH = 256
+
+type Scripts = {
+  relayAdd(keyCount: number, ...args: (string | number)[]): Promise<number[]>
+  relayAck(keyCount: number, ...args: string[]): Promise<number>
+}
+
+/**
+ * Gathers the calls made within one turn of the event loop (every socket read in it) into one
+ * script call: under load that is one round trip and one notice for many messages instead of one
+ * each. Calls are sent in the order they were made, so stored order is call order.
+ */
+function batcher<item, result>(run: (items: item[]) => Promise<result[]>) {
+  let pending: { item: item; resolve(value: result): void; reject(error: unknown): void }[] = []
+  const flush = () => {
+    const taken = pending
+    pending = []
+    for (let start = 0; start < taken.length; start += MAX_BATCH) {
+      const part = taken.slice(start, start + MAX_BATCH)
+      run(part.map((entry) => entry.item)).then(
+        (results) => {
+          for (const [index, entry] of part.entries()) entry.resolve(results[index]!)
+        },
+        (error: unknown) => {
+          for (const entry of part) entry.reject(error)
+        },
+      )
+    }
+  }
+  return (item: item) =>
+    new Promise<result>((resolve, reject) => {
+      if (!pending.length) setImmediate(flush)
+      pending.push({ item, resolve, reject })
+    })
+}
 
 /**
  * A store in Redis (`REDIS_URL`): several relay nodes pointed at one Redis share stored messages,
@@ -46,9 +104,9 @@ return 1
 export async function redisStore(url: string, options: RedisStoreOptions = {}): Promise<RelayStore> {
   const prefix = options.prefix ?? 'latchkey:relay:'
   const channel = `${prefix}published`
-  const node = randomUUID()
   const connect = async (purpose: string) => {
-    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true })
+    // Commands issued in one turn (the isAcked checks of a backlog) leave in one write.
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, enableAutoPipelining: true })
     // Later failures surface through the commands that fail; an unhandled 'error' event would end
     // the process. The last one explains a failed connect better than "Connection is closed".
     let lastError: Error | undefined
@@ -63,44 +121,58 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
     return redis
   }
   const redis = await connect('store')
+  redis.defineCommand('relayAdd', { lua: ADD })
+  redis.defineCommand('relayAck', { lua: ACK })
+  const scripts = redis as unknown as Scripts
   let subscriber: Redis | undefined
 
   const messageKey = (id: string) => `${prefix}m:${id}`
   const topicKey = (topic: string) => `${prefix}t:${topic}`
   const ackKey = (id: string) => `${prefix}a:${id}`
   const indexKey = `${prefix}expiry`
+  const seqKey = `${prefix}seq`
+  /** A topic list entry is `seq id`. */
+  const parseEntry = (entry: string): [seq: number, id: string] => {
+    const space = entry.indexOf(' ')
+    return [Number(entry.slice(0, space)), entry.slice(space + 1)]
+  }
+
+  const storeBatch = batcher<NewMessage, StoredMessage | undefined>(async (messages) => {
+    const keys = [indexKey, seqKey]
+    const args: (string | number)[] = [channel]
+    for (const message of messages) {
+      keys.push(messageKey(message.id), topicKey(message.topic))
+      const keepMs = Math.max(message.expiresAt - message.publishedAt, 0) + GRACE_MS
+      args.push(JSON.stringify(message), keepMs, message.id, message.expiresAt, message.topic, message.publisher)
+    }
+    const seqs = await scripts.relayAdd(keys.length, ...keys, ...args)
+    return messages.map((message, index) => (seqs[index] ? { ...message, seq: seqs[index] } : undefined))
+  })
+  const ackBatch = batcher<[clientId: string, messageId: string], void>(async (acks) => {
+    const keys = acks.flatMap(([, messageId]) => [messageKey(messageId), ackKey(messageId)])
+    await scripts.relayAck(keys.length, ...keys, ...acks.map(([clientId]) => clientId))
+    return acks.map(() => undefined)
+  })
 
   return {
-    async add(message) {
-      const keepMs = Math.max(message.expiresAt - message.publishedAt, 0) + GRACE_MS
-      const added = await redis.eval(
-        ADD,
-        3,
-        messageKey(message.id),
-        topicKey(message.topic),
-        indexKey,
-        JSON.stringify(message),
-        keepMs,
-        message.id,
-        message.expiresAt,
-        `${message.topic}:${message.id}`,
-        channel,
-        JSON.stringify({ node, message }),
-      )
-      return added === 1
-    },
+    add: storeBatch,
     async list(topic, now) {
-      const ids = await redis.lrange(topicKey(topic), 0, -1)
-      if (!ids.length) return []
-      const records = await redis.mget(ids.map(messageKey))
-      const gone = ids.filter((_, index) => records[index] === null)
-      // Records Redis expired by itself leave their ids behind; drop those.
-      if (gone.length) await Promise.all(gone.map((id) => redis.lrem(topicKey(topic), 0, id)))
-      return records.flatMap((record) => (record === null ? [] : [JSON.parse(record) as StoredMessage])).filter((message) => message.expiresAt > now)
+      const entries = await redis.lrange(topicKey(topic), 0, -1)
+      if (!entries.length) return []
+      const parsed = entries.map(parseEntry)
+      const records = await redis.mget(parsed.map(([, id]) => messageKey(id)))
+      const gone = entries.filter((_, index) => records[index] === null)
+      // Records Redis expired by itself leave their entries behind; drop those.
+      if (gone.length) await Promise.all(gone.map((entry) => redis.lrem(topicKey(topic), 0, entry)))
+      const messages: StoredMessage[] = []
+      for (const [index, record] of records.entries()) {
+        if (record === null) continue
+        const message = JSON.parse(record) as NewMessage
+        if (message.expiresAt > now) messages.push({ ...message, seq: parsed[index]![0] })
+      }
+      return messages
     },
-    async ack(clientId, messageId) {
-      await redis.eval(ACK, 2, messageKey(messageId), ackKey(messageId), clientId)
-    },
+    ack: (clientId, messageId) => ackBatch([clientId, messageId]),
     async isAcked(clientId, messageId) {
       return (await redis.sismember(ackKey(messageId), clientId)) === 1
     },
@@ -110,18 +182,30 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       const batch = redis.multi()
       for (const member of expired) {
         const split = member.indexOf(':')
-        const [topic, id] = [member.slice(0, split), member.slice(split + 1)]
-        batch.lrem(topicKey(topic), 0, id).del(messageKey(id), ackKey(id)).zrem(indexKey, member)
+        const [topic, entry] = [member.slice(0, split), member.slice(split + 1)]
+        const [, id] = parseEntry(entry)
+        batch.lrem(topicKey(topic), 0, entry).del(messageKey(id), ackKey(id)).zrem(indexKey, member)
       }
       await batch.exec()
     },
-    async watch(listener) {
+    async watch(listener, watchOptions) {
       subscriber ??= await connect('fan-out')
       const own = subscriber
+      const wants = watchOptions?.wants
       own.on('message', (from: string, text: string) => {
         if (from !== channel) return
-        const notice = JSON.parse(text) as { node: string; message: StoredMessage }
-        if (notice.node !== node) listener(notice.message)
+        // A line per message, `seq topic publisher record`; a record is JSON, which never holds a raw newline.
+        for (let start = 0; start < text.length; ) {
+          const newline = text.indexOf('\n', start)
+          const end = newline === -1 ? text.length : newline
+          const first = text.indexOf(' ', start)
+          const second = text.indexOf(' ', first + 1)
+          const third = text.indexOf(' ', second + 1)
+          // Only messages some connection here would be sent are parsed.
+          if (!wants || wants(text.slice(first + 1, second), text.slice(second + 1, third)))
+            listener({ ...(JSON.parse(text.slice(third + 1, end)) as NewMessage), seq: Number(text.slice(start, first)) })
+          start = end + 1
+        }
       })
       await own.subscribe(channel)
       return async () => {

@@ -1,10 +1,17 @@
 import { hash } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
+import { getRequestListener } from '@hono/node-server'
 import { createHttpObserver, type InflightRequest, type Logger, pathOf } from '@latchkey/service'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
+import type { Hono } from 'hono'
 import { type WebSocket, WebSocketServer } from 'ws'
-import { memoryStore, type RelayStore, type StoredMessage } from './store.js'
+import { createRelayHttpApp, RelayErrorCode } from './http.js'
+import { ackSchema, firstIssue, isMethod, type Method, methodParams, type ParamsOf, type PublishParams, requestSchema } from './schemas.js'
+import { memoryStore, type NewMessage, type RelayStore, type StoredMessage } from './store.js'
+
+export { RelayErrorCode } from './http.js'
 
 export type RelayLimits = {
   /** Largest `message` accepted in a publish, in bytes. Default 512 KiB. */
@@ -32,6 +39,13 @@ export type RelayOptions = {
    * CAIP-2 chain id (e.g. `{ 'eip155:31337': 'http://127.0.0.1:8545' }`).
    */
   rpc?: Readonly<Record<string, string>> | undefined
+  /**
+   * Project ids the JSON-RPC HTTP endpoint accepts: when given, a request without one of them is
+   * refused (`RelayErrorCode.unknownProject`). Default: any, or none (a local relay).
+   */
+  projectIds?: readonly string[] | undefined
+  /** How long a chain's RPC may take to answer the HTTP endpoint, in ms. Default 10 000. */
+  upstreamTimeoutMs?: number | undefined
   limits?: RelayLimits | undefined
   /**
    * Where to log (pino): one line per HTTP request and per WebSocket connection when it closes,
@@ -46,6 +60,8 @@ export type Relay = {
   readonly port: number
   /** ws:// URL clients connect to. */
   readonly url: string
+  /** The HTTP side (the JSON-RPC endpoint) as a Hono app: `app.request(...)` without a port. */
+  readonly app: Hono
   start(): Promise<void>
   stop(): Promise<void>
   /** Connected clients, for tests and monitoring. */
@@ -54,33 +70,30 @@ export type Relay = {
   inflight(): InflightRequest[]
 }
 
-/** JSON-RPC error codes the relay answers with. */
-export const RelayErrorCode = {
-  parse: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  tooLarge: -32010,
-  tooManySubscriptions: -32011,
-  rateLimited: -32012,
-} as const
-
 /** WebSocket close codes: 4001 for a refused token, 4008 for abuse. */
 export const RelayCloseCode = { unauthorized: 4001, policy: 4008 } as const
 
-const TOPIC = /^[0-9a-f]{64}$/
-const MIN_TTL_S = 10
-const MAX_TTL_S = 30 * 86_400
-const MAX_BATCH = 500
+/** One topic a connection subscribed. */
+type Subscription = {
+  /** The id clients compute themselves: sha256(topic ‖ clientId). */
+  readonly id: string
+  /** The `seq` of the last message of the topic this connection was sent or had no need of. */
+  cursor: number
+  /**
+   * Live messages held while the stored backlog is read, sent after it; undefined once the
+   * subscription is live. A topic's messages thus reach a connection once each, in `seq` order.
+   */
+  held: StoredMessage[] | undefined
+}
 
 type Connection = {
   socket: WebSocket
+  /** The TCP socket under the WebSocket, to gather a turn's frames into one write. */
+  tcp: Socket
   clientId: string
-  subscriptions: Map<string, string>
+  subscriptions: Map<string, Subscription>
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
   inflight: Map<number, string>
-  /** Message ids on their way to this connection, so a flush and a live push never double up. */
-  sent: Set<string>
   alive: boolean
   /** True while this turn's frames are being gathered into one write. */
   corked: boolean
@@ -100,7 +113,7 @@ class RpcError extends Error {
  * A WalletConnect-compatible relay: clients authenticate with an EdDSA JWT, subscribe to topics
  * and publish to them; each message is kept for its TTL, pushed to current subscribers (never
  * back to its publisher), flushed to new ones, in publish order, and not sent again after a
- * client acknowledged it.
+ * client acknowledged it. A refused request changes nothing.
  *
  * @example
  * const relay = createRelay({ port: 5555 })
@@ -109,18 +122,24 @@ class RpcError extends Error {
 export function createRelay(options: RelayOptions): Relay {
   const host = options.host ?? '127.0.0.1'
   const store = options.store ?? memoryStore()
+  // A shared store (Redis) hands this node every stored message, its own included, in one ordered
+  // stream; a local store's messages are pushed as `add` answers them, which is in order too.
+  const shared = store.watch !== undefined
   const now = options.now ?? Date.now
   const maxMessageBytes = options.limits?.maxMessageBytes ?? 512 * 1024
   const maxSubscriptions = options.limits?.maxSubscriptions ?? 1000
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
   const subscribers = new Map<string, Set<Connection>>()
   const connections = new Map<WebSocket, Connection>()
+  /** The latest ack write not yet stored, by client id: reading a client's backlog waits for it. */
+  const lastAcks = new Map<string, Promise<void>>()
   let server: Server | undefined
   let wss: WebSocketServer | undefined
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
   const { logger } = options
+  const app = createRelayHttpApp({ rpc: options.rpc ?? {}, projectIds: options.projectIds, upstreamTimeoutMs: options.upstreamTimeoutMs })
   // GET /readyz: the store answers.
   const observer = createHttpObserver({ logger, ready: () => store.ping?.() })
   /** The id given to each WebSocket upgrade (echoed in its 101 response), for its log line. */
@@ -154,213 +173,298 @@ export function createRelay(options: RelayOptions): Relay {
     }
     const connection: Connection = {
       socket,
+      tcp: request.socket,
       clientId,
       subscriptions: new Map(),
       inflight: new Map(),
-      sent: new Set(),
       alive: true,
       corked: false,
       window: { startedAt: now(), count: 0 },
     }
     connections.set(socket, connection)
     // Requests of one connection are handled one after another: per-topic order holds. A publish
-    // holds its turn only until the store has taken it (see onMessage). Acks (answers to our
+    // holds its turn only until the store has taken it (see onRequest). Acks (answers to our
     // pushes) need no turn in that queue and are taken at once.
     let queue = Promise.resolve()
     socket.on('message', (data) => {
-      const frame = parseFrame(data.toString())
-      if (frame.kind === 'ack') onAck(connection, frame.payload)
-      else queue = queue.then(() => onMessage(connection, frame)).catch(() => undefined)
+      let payload: unknown
+      try {
+        payload = JSON.parse(data.toString())
+      } catch {
+        payload = unparsable
+      }
+      if (isAck(payload)) onAck(connection, payload)
+      else queue = queue.then(() => onRequest(connection, payload)).catch(() => undefined)
     })
     socket.on('pong', () => (connection.alive = true))
     socket.on('close', () => {
       connections.delete(socket)
-      for (const topic of connection.subscriptions.keys()) subscribers.get(topic)?.delete(connection)
+      for (const topic of [...connection.subscriptions.keys()]) unsubscribe(connection, topic)
     })
     socket.on('error', () => undefined)
   }
 
-  function onAck(connection: Connection, payload: Payload & { id: number }) {
-    const messageId = connection.inflight.get(payload.id)
+  function onAck(connection: Connection, payload: unknown) {
+    const ack = ackSchema.safeParse(payload)
+    if (!ack.success) return
+    const messageId = connection.inflight.get(ack.data.id)
     if (messageId === undefined) return
-    connection.inflight.delete(payload.id)
-    if (payload.error !== undefined) return void connection.sent.delete(messageId)
-    // Not awaited: no one waits on an ack. Once it is stored the store answers for this message,
-    // so `sent` only bridges the time before and stays as small as the unacknowledged pushes.
-    void store.ack(connection.clientId, messageId).then(
-      () => connection.sent.delete(messageId),
-      () => undefined,
+    connection.inflight.delete(ack.data.id)
+    // A client that answers a push with an error gets it again when it next subscribes.
+    if (ack.data.error !== undefined) return
+    const { clientId } = connection
+    // Stores take acks in order and settle them in order: the last one stored means all are.
+    const write: Promise<void> = store.ack(clientId, messageId).then(
+      () => {
+        if (lastAcks.get(clientId) === write) lastAcks.delete(clientId)
+      },
+      () => {
+        if (lastAcks.get(clientId) === write) lastAcks.delete(clientId)
+      },
     )
+    lastAcks.set(clientId, write)
   }
+
+  /** Resolves once every ack this node took from the client is stored (or failed). */
+  const acksStored = (clientId: string) => lastAcks.get(clientId)
 
   /**
    * Handles one request; the connection's next request is handled once this resolves. A publish
    * resolves as soon as the store has taken its messages, which fixes their order, and is answered
    * when they are stored: a client that pipelines publishes gets them written in one commit instead
-   * of one commit each.
+   * of one commit each. Every other request first waits for the client's acks to be stored, so an
+   * answer to one of them also says that every ack sent before it is kept.
    */
-  async function onMessage(connection: Connection, frame: Exclude<Frame, { kind: 'ack' }>) {
-    if (frame.kind === 'unparsable') return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
-    const { payload } = frame
-    const id = typeof payload?.id === 'number' || typeof payload?.id === 'string' ? payload.id : null
+  async function onRequest(connection: Connection, payload: unknown) {
+    if (payload === unparsable) return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
+    const request = requestSchema.safeParse(payload)
+    if (!request.success)
+      return reply(connection, idOf(payload), undefined, new RpcError(RelayErrorCode.invalidRequest, firstIssue(request.error, 'Invalid request')))
+    const { id, method } = request.data
     try {
-      if (!payload || typeof payload.method !== 'string') throw new RpcError(RelayErrorCode.invalidRequest, 'Invalid request: method is missing')
       if (!withinRate(connection)) {
         reply(connection, id, undefined, new RpcError(RelayErrorCode.rateLimited, `Rate limit: at most ${maxRequestsPerSecond} requests per second`))
         connection.socket.close(RelayCloseCode.policy, 'rate limit exceeded')
         return
       }
-      if (payload.method === 'irn_publish' || payload.method === 'irn_batchPublish') {
-        const params = (payload.params ?? {}) as Record<string, unknown>
-        const stored = payload.method === 'irn_publish' ? publish(connection, [params]) : publish(connection, batchParam(params.messages))
+      if (!isMethod(method)) throw new RpcError(RelayErrorCode.methodNotFound, `Method not found: ${method}`)
+      const checked = methodParams[method].safeParse(request.data.params ?? {})
+      if (!checked.success) throw new RpcError(RelayErrorCode.invalidParams, firstIssue(checked.error, 'Invalid params'))
+      const params = checked.data
+      if (method === 'irn_publish' || method === 'irn_batchPublish') {
+        const entries = method === 'irn_publish' ? [params as PublishParams] : (params as ParamsOf<'irn_batchPublish'>).messages
+        const stored = publish(entries.map((entry) => toNewMessage(connection, entry)))
         void stored.then(
           () => reply(connection, id, true),
           (error: unknown) => reply(connection, id, undefined, internal(error)),
         )
         return
       }
-      const after: (() => Promise<void>)[] = []
-      reply(connection, id, await handle(connection, payload.method, (payload.params ?? {}) as Record<string, unknown>, after))
-      // Stored messages follow the subscribe reply, before this connection's next request is handled.
-      for (const task of after) await task()
+      await acksStored(connection.clientId)
+      await handle(connection, id, method, params)
     } catch (error) {
       reply(connection, id, undefined, internal(error))
     }
   }
 
-  async function handle(connection: Connection, method: string, params: Record<string, unknown>, after: (() => Promise<void>)[]): Promise<unknown> {
+  /** Answers a request other than a publish; throws (having changed nothing) to refuse it. */
+  async function handle(connection: Connection, id: number | string, method: Exclude<Method, 'irn_publish' | 'irn_batchPublish'>, params: unknown) {
     switch (method) {
       case 'irn_subscribe': {
-        const topic = topicParam(params.topic)
-        const subscriptionId = subscribe(connection, topic)
-        after.push(() => flush(connection, topic))
-        return subscriptionId
+        const { topic } = params as ParamsOf<'irn_subscribe'>
+        const opening = await open(connection, [topic])
+        reply(connection, id, opening.ids[0])
+        return opening.flush()
       }
       case 'irn_batchSubscribe': {
-        const topics = topicsParam(params.topics)
-        const ids = topics.map((topic) => subscribe(connection, topic))
-        for (const topic of topics) after.push(() => flush(connection, topic))
-        return ids
+        const { topics } = params as ParamsOf<'irn_batchSubscribe'>
+        const opening = await open(connection, topics)
+        reply(connection, id, opening.ids)
+        return opening.flush()
       }
-      case 'irn_unsubscribe': {
-        const topic = topicParam(params.topic)
-        unsubscribe(connection, topic)
-        return true
-      }
-      case 'irn_batchUnsubscribe': {
-        const list = Array.isArray(params.subscriptions) ? params.subscriptions : []
-        for (const entry of list) unsubscribe(connection, topicParam((entry as { topic?: unknown }).topic))
-        return true
-      }
+      case 'irn_unsubscribe':
+        unsubscribe(connection, (params as ParamsOf<'irn_unsubscribe'>).topic)
+        return reply(connection, id, true)
+      case 'irn_batchUnsubscribe':
+        for (const { topic } of (params as ParamsOf<'irn_batchUnsubscribe'>).subscriptions) unsubscribe(connection, topic)
+        return reply(connection, id, true)
       case 'irn_batchFetchMessages': {
         const messages = []
-        for (const topic of topicsParam(params.topics))
-          for (const m of await unacknowledged(connection, topic))
-            messages.push({ topic: m.topic, message: m.message, publishedAt: m.publishedAt, tag: m.tag, attestation: '' })
-        return { messages, hasMore: false }
+        for (const topic of (params as ParamsOf<'irn_batchFetchMessages'>).topics)
+          for (const [m, wanted] of await backlog(connection.clientId, topic))
+            if (wanted) messages.push({ topic: m.topic, message: m.message, publishedAt: m.publishedAt, tag: m.tag, attestation: '' })
+        return reply(connection, id, { messages, hasMore: false })
       }
       case 'wc_proposeSession': {
-        // The dapp skipped irn_subscribe for the pairing topic: subscribing it is the relay's job.
-        const pairingTopic = topicParam(params.pairingTopic)
-        subscribe(connection, pairingTopic)
-        await publish(connection, [{ topic: pairingTopic, message: params.sessionProposal, ttl: params.ttl ?? 300, tag: 1100 }])
-        return true
+        // The dapp skipped irn_subscribe for the pairing topic: subscribing it is the relay's job,
+        // and a proposal that is refused or not stored leaves it unsubscribed.
+        const { pairingTopic, sessionProposal, ttl } = params as ParamsOf<'wc_proposeSession'>
+        const proposal = toNewMessage(connection, { topic: pairingTopic, message: sessionProposal, ttl, tag: 1100 })
+        const opening = await open(connection, [pairingTopic])
+        try {
+          await publish([proposal])
+        } catch (error) {
+          opening.undo()
+          throw error
+        }
+        reply(connection, id, true)
+        return opening.flush()
       }
       case 'wc_approveSession': {
-        const sessionTopic = topicParam(params.sessionTopic)
-        const pairingTopic = topicParam(params.pairingTopic)
-        subscribe(connection, sessionTopic)
-        const ttl = params.ttl ?? 300
-        await publish(connection, [
-          { topic: pairingTopic, message: params.sessionProposalResponse, ttl, tag: 1101 },
-          { topic: sessionTopic, message: params.sessionSettlementRequest, ttl, tag: 1102 },
-        ])
-        return true
+        const { sessionTopic, pairingTopic, sessionProposalResponse, sessionSettlementRequest, ttl } = params as ParamsOf<'wc_approveSession'>
+        const messages = [
+          toNewMessage(connection, { topic: pairingTopic, message: sessionProposalResponse, ttl, tag: 1101 }),
+          toNewMessage(connection, { topic: sessionTopic, message: sessionSettlementRequest, ttl, tag: 1102 }),
+        ]
+        const opening = await open(connection, [sessionTopic])
+        try {
+          await publish(messages)
+        } catch (error) {
+          opening.undo()
+          throw error
+        }
+        reply(connection, id, true)
+        return opening.flush()
       }
-      default:
-        throw new RpcError(RelayErrorCode.methodNotFound, `Method not found: ${method}`)
     }
   }
 
-  function subscribe(connection: Connection, topic: string): string {
-    const existing = connection.subscriptions.get(topic)
-    if (existing) return existing
-    if (connection.subscriptions.size >= maxSubscriptions)
+  /**
+   * Subscribes a connection to topics, all or none: topics it already holds keep their
+   * subscription; new ones are registered for live messages (held back for now) and their stored
+   * backlog is read. Resolves with the subscription ids and `flush`, to be called right after the
+   * reply, which sends the backlog and then the held messages, each once and in order; `undo`
+   * drops the new subscriptions instead. Throws, having subscribed nothing, when the connection
+   * would hold too many or the store fails.
+   */
+  async function open(connection: Connection, topics: readonly string[]) {
+    const fresh = [...new Set(topics)].filter((topic) => !connection.subscriptions.has(topic))
+    if (connection.subscriptions.size + fresh.length > maxSubscriptions)
       throw new RpcError(RelayErrorCode.tooManySubscriptions, `Too many subscriptions: at most ${maxSubscriptions} per connection`)
-    // The id clients compute themselves: sha256(topic ‖ clientId).
-    const subscriptionId = sha256Hex(topic + connection.clientId)
-    connection.subscriptions.set(topic, subscriptionId)
-    const set = subscribers.get(topic) ?? new Set()
-    set.add(connection)
-    subscribers.set(topic, set)
-    return subscriptionId
+    const opened = fresh.map((topic): [string, Subscription] => {
+      const subscription: Subscription = { id: sha256Hex(topic + connection.clientId), cursor: 0, held: [] }
+      connection.subscriptions.set(topic, subscription)
+      const set = subscribers.get(topic) ?? new Set()
+      set.add(connection)
+      subscribers.set(topic, set)
+      return [topic, subscription]
+    })
+    const undo = () => {
+      for (const [topic, subscription] of opened) if (connection.subscriptions.get(topic) === subscription) unsubscribe(connection, topic)
+    }
+    let backlogs: (readonly [StoredMessage, boolean])[][]
+    try {
+      backlogs = await Promise.all(opened.map(([topic]) => backlog(connection.clientId, topic)))
+    } catch (error) {
+      undo()
+      throw error
+    }
+    return {
+      ids: topics.map((topic) => connection.subscriptions.get(topic)!.id),
+      undo,
+      flush() {
+        for (const [index, [topic, subscription]] of opened.entries()) {
+          // Closed or unsubscribed meanwhile: nothing to send.
+          if (connection.subscriptions.get(topic) !== subscription) continue
+          for (const [message, wanted] of backlogs[index]!)
+            if (message.seq > subscription.cursor) {
+              subscription.cursor = message.seq
+              if (wanted) deliver(connection, subscription, message)
+            }
+          const held = subscription.held ?? []
+          subscription.held = undefined
+          for (const message of held) live(connection, subscription, message)
+        }
+      },
+    }
   }
 
   function unsubscribe(connection: Connection, topic: string) {
     connection.subscriptions.delete(topic)
-    subscribers.get(topic)?.delete(connection)
+    const set = subscribers.get(topic)
+    set?.delete(connection)
+    if (set?.size === 0) subscribers.delete(topic)
   }
 
   /**
-   * Checks every message first (one bad message stores none), hands them to the store in order at
-   * once, and pushes each to this node's subscribers once it is stored. Resolves when all are stored.
+   * Hands messages (all checked) to the store in order at once; a local store's are pushed to this
+   * node's subscribers as it stores them. Resolves when all are stored.
    */
-  function publish(connection: Connection, entries: readonly Record<string, unknown>[]): Promise<void> {
-    const messages = entries.map((params) => toStoredMessage(connection, params))
-    return Promise.all(messages.map((message) => store.add(message).then((added) => added && fanOut(message)))).then(() => undefined)
+  function publish(messages: readonly NewMessage[]): Promise<void> {
+    // One message, the common case, without the Promise.all.
+    if (messages.length === 1)
+      return store.add(messages[0]!).then((stored) => {
+        if (stored && !shared) fanOut(stored)
+      })
+    return Promise.all(
+      messages.map((message) =>
+        store.add(message).then((stored) => {
+          if (stored && !shared) fanOut(stored)
+        }),
+      ),
+    ).then(() => undefined)
   }
 
-  function toStoredMessage(connection: Connection, params: Record<string, unknown>): StoredMessage {
-    const topic = topicParam(params.topic)
-    const message = params.message
-    if (typeof message !== 'string' || message.length === 0)
-      throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: message must be a non-empty string')
-    if (Buffer.byteLength(message) > maxMessageBytes) throw new RpcError(RelayErrorCode.tooLarge, `Message too large: at most ${maxMessageBytes} bytes`)
-    const ttl = params.ttl
-    if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < MIN_TTL_S || ttl > MAX_TTL_S)
-      throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: ttl must be whole seconds from ${MIN_TTL_S} to ${MAX_TTL_S}`)
-    const tag = typeof params.tag === 'number' && Number.isInteger(params.tag) ? params.tag : 0
+  function toNewMessage(connection: Connection, params: Pick<PublishParams, 'topic' | 'message' | 'ttl' | 'tag'>): NewMessage {
+    if (Buffer.byteLength(params.message) > maxMessageBytes) throw new RpcError(RelayErrorCode.tooLarge, `Message too large: at most ${maxMessageBytes} bytes`)
     const publishedAt = now()
     return {
-      id: sha256Hex(topic + message),
-      topic,
-      message,
-      tag,
+      id: sha256Hex(params.topic + params.message),
+      topic: params.topic,
+      message: params.message,
+      tag: params.tag,
       publishedAt,
-      expiresAt: publishedAt + ttl * 1000,
+      expiresAt: publishedAt + params.ttl * 1000,
       publisher: connection.clientId,
     }
   }
 
+  /** Whether a message of `topic` from `publisher` goes to anyone here: publishers never get their own. */
+  function wants(topic: string, publisher: string): boolean {
+    const set = subscribers.get(topic)
+    if (set) for (const connection of set) if (connection.clientId !== publisher) return true
+    return false
+  }
+
   /** Pushes a newly stored message to this node's subscribers of its topic. */
   function fanOut(message: StoredMessage) {
-    for (const subscriber of subscribers.get(message.topic) ?? []) deliver(subscriber, message)
+    const set = subscribers.get(message.topic)
+    if (!set) return
+    for (const connection of set) {
+      const subscription = connection.subscriptions.get(message.topic)
+      if (subscription) live(connection, subscription, message)
+    }
   }
 
-  async function flush(connection: Connection, topic: string) {
-    for (const message of await unacknowledged(connection, topic)) deliver(connection, message)
+  /** A message stored after the subscription opened: held while the backlog is read, else sent once. */
+  function live(connection: Connection, subscription: Subscription, message: StoredMessage) {
+    if (subscription.held) return void subscription.held.push(message)
+    if (message.seq <= subscription.cursor) return
+    subscription.cursor = message.seq
+    deliver(connection, subscription, message)
   }
 
-  /** Stored messages of a topic that this client neither published nor acknowledged, in order. */
-  async function unacknowledged(connection: Connection, topic: string): Promise<StoredMessage[]> {
-    const messages = (await store.list(topic, now())).filter((message) => message.publisher !== connection.clientId)
+  /**
+   * Stored messages of a topic in order, each with whether this client still wants it: it neither
+   * published nor acknowledged it.
+   */
+  async function backlog(clientId: string, topic: string): Promise<(readonly [StoredMessage, boolean])[]> {
+    await acksStored(clientId)
+    const messages = await store.list(topic, now())
     // Asked all at once: a Redis store answers them in one round trip.
-    const acked = await Promise.all(messages.map((message) => store.isAcked(connection.clientId, message.id)))
-    return messages.filter((_, index) => !acked[index])
+    const acked = await Promise.all(messages.map((message) => message.publisher === clientId || store.isAcked(clientId, message.id)))
+    return messages.map((message, index) => [message, !acked[index]] as const)
   }
 
-  function deliver(connection: Connection, message: StoredMessage) {
-    if (message.publisher === connection.clientId || connection.sent.has(message.id)) return
-    const subscriptionId = connection.subscriptions.get(message.topic)
-    if (!subscriptionId || connection.socket.readyState !== connection.socket.OPEN) return
+  function deliver(connection: Connection, subscription: Subscription, message: StoredMessage) {
+    if (message.publisher === connection.clientId || connection.socket.readyState !== connection.socket.OPEN) return
     const id = nextRequestId++
-    connection.sent.add(message.id)
     connection.inflight.set(id, message.id)
     // Written out rather than stringified from objects: this is the hot path, and every part but
     // the message is hex or a number the relay produced.
     send(
       connection,
-      `{"id":${id},"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"${subscriptionId}","data":{"topic":"${message.topic}","message":${JSON.stringify(message.message)},"publishedAt":${message.publishedAt},"tag":${message.tag},"attestation":""}}}`,
+      `{"id":${id},"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"${subscription.id}","data":{"topic":"${message.topic}","message":${JSON.stringify(message.message)},"publishedAt":${message.publishedAt},"tag":${message.tag},"attestation":""}}}`,
     )
   }
 
@@ -384,13 +488,12 @@ export function createRelay(options: RelayOptions): Relay {
    * cost more than the relay's own work.
    */
   function send(connection: Connection, frame: string) {
-    const raw = (connection.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket
-    if (raw && !connection.corked) {
+    if (!connection.corked) {
       connection.corked = true
-      raw.cork()
+      connection.tcp.cork()
       process.nextTick(() => {
         connection.corked = false
-        raw.uncork()
+        connection.tcp.uncork()
       })
     }
     connection.socket.send(frame)
@@ -401,11 +504,11 @@ export function createRelay(options: RelayOptions): Relay {
     host,
     port: options.port,
     url: `ws://${host}:${options.port}`,
+    app,
     async start() {
       if (server) return
-      // Messages other nodes store (a shared Redis) reach this node's subscribers too.
-      unwatch ??= await store.watch?.(fanOut)
-      const http = createServer(observer.listener((request, response) => void serveHttp(request, response, options.rpc ?? {})))
+      unwatch ??= await store.watch?.(fanOut, { wants })
+      const http = createServer(observer.listener(getRequestListener(app.fetch)))
       observer.track(http)
       await new Promise<void>((resolve, reject) => {
         // EADDRINUSE keeps its code, so callers (devnet) can say which port to change.
@@ -460,6 +563,7 @@ export function createRelay(options: RelayOptions): Relay {
       await new Promise<void>((resolve) => (sockets ? sockets.close(() => resolve()) : resolve()))
       await closed
       for (const socket of sockets?.clients ?? []) socket.terminate()
+      await Promise.all(lastAcks.values())
       subscribers.clear()
       connections.clear()
     },
@@ -468,93 +572,23 @@ export function createRelay(options: RelayOptions): Relay {
   }
 }
 
-const MAX_RPC_BODY_BYTES = 1024 * 1024
-const cors = {
-  'access-control-allow-origin': '*',
-  'access-control-allow-methods': 'POST, OPTIONS',
-  'access-control-allow-headers': 'content-type',
-  'access-control-max-age': '86400',
-}
-
-/**
- * The JSON-RPC HTTP endpoint (the eip155 default RPC of SPEC §7): forwards a request body to the
- * configured RPC of `chainId`. Every other path says how to reach the relay.
- */
-async function serveHttp(request: IncomingMessage, response: ServerResponse, rpc: Readonly<Record<string, string>>): Promise<void> {
-  const url = new URL(request.url ?? '/', 'http://relay')
-  const rpcError = (status: number, code: number, message: string): void =>
-    void response.writeHead(status, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }))
-  if (url.pathname !== '/v1' && url.pathname !== '/v1/') {
-    response
-      .writeHead(426, { 'content-type': 'text/plain' })
-      .end('This is a WalletConnect relay: connect with a WebSocket, or POST JSON-RPC to /v1/?chainId=eip155:N.\n')
-    return
-  }
-  if (request.method === 'OPTIONS') return void response.writeHead(204, cors).end()
-  if (request.method !== 'POST') return void response.writeHead(405, { ...cors, allow: 'POST, OPTIONS' }).end()
-  const chainId = url.searchParams.get('chainId') ?? ''
-  if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(chainId))
-    return rpcError(400, RelayErrorCode.invalidParams, 'Invalid params: chainId must be a CAIP-2 id such as eip155:1')
-  const upstream = rpc[chainId]
-  if (!upstream) return rpcError(400, RelayErrorCode.invalidParams, `Unsupported chainId ${chainId}`)
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > MAX_RPC_BODY_BYTES) return rpcError(413, RelayErrorCode.tooLarge, `Request too large: at most ${MAX_RPC_BODY_BYTES} bytes`)
-    chunks.push(chunk)
-  }
-  const body = Buffer.concat(chunks).toString('utf8')
-  try {
-    JSON.parse(body)
-  } catch {
-    return rpcError(400, RelayErrorCode.parse, 'Parse error: the body is not JSON')
-  }
-  let answer: Response
-  try {
-    answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-  } catch {
-    return rpcError(502, -32603, `The RPC of ${chainId} is unavailable`)
-  }
-  const text = await answer.text()
-  response.writeHead(answer.status, { ...cors, 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(text)
-}
-
 const sha256Hex = (text: string) => hash('sha256', text, 'hex')
 
-type Payload = { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown }
-/** A frame from a client: an answer to one of our pushes, a request, or not JSON at all. */
-type Frame = { kind: 'ack'; payload: Payload & { id: number } } | { kind: 'request'; payload: Payload | null } | { kind: 'unparsable' }
+/** Stands for a frame that is not JSON. */
+const unparsable = Symbol('unparsable')
 
-function parseFrame(text: string): Frame {
-  let payload: Payload | null
-  try {
-    payload = JSON.parse(text)
-  } catch {
-    return { kind: 'unparsable' }
-  }
-  if (payload && typeof payload === 'object' && payload.method === undefined && typeof payload.id === 'number')
-    return { kind: 'ack', payload: payload as Payload & { id: number } }
-  return { kind: 'request', payload: payload && typeof payload === 'object' ? payload : null }
-}
+/** An answer to one of our pushes: a number id and no method. */
+const isAck = (payload: unknown): boolean =>
+  typeof payload === 'object' &&
+  payload !== null &&
+  (payload as { method?: unknown }).method === undefined &&
+  typeof (payload as { id?: unknown }).id === 'number'
 
-function topicParam(value: unknown): string {
-  if (typeof value !== 'string' || !TOPIC.test(value))
-    throw new RpcError(RelayErrorCode.invalidParams, 'Invalid params: topic must be 32 bytes of lowercase hex')
-  return value
-}
-
-function batchParam(value: unknown): Record<string, unknown>[] {
-  if (!Array.isArray(value) || value.length > MAX_BATCH)
-    throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: messages must be a list of at most ${MAX_BATCH}`)
-  return value.map((entry) => (entry && typeof entry === 'object' ? entry : {}) as Record<string, unknown>)
+/** The id of a request that failed its schema, echoed when it is one. */
+function idOf(payload: unknown): number | string | null {
+  const id = typeof payload === 'object' && payload !== null ? (payload as { id?: unknown }).id : undefined
+  return typeof id === 'number' || typeof id === 'string' ? id : null
 }
 
 /** What a client is told about a failure: our own errors as they are, anything else as an internal error. */
-const internal = (error: unknown) => (error instanceof RpcError ? error : new RpcError(-32603, 'Internal error'))
-
-function topicsParam(value: unknown): string[] {
-  if (!Array.isArray(value) || value.length > MAX_BATCH)
-    throw new RpcError(RelayErrorCode.invalidParams, `Invalid params: topics must be a list of at most ${MAX_BATCH}`)
-  return value.map(topicParam)
-}
+const internal = (error: unknown) => (error instanceof RpcError ? error : new RpcError(RelayErrorCode.internal, 'Internal error'))

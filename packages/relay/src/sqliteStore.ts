@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import { memoryIndex, type RelayStore, type StoredMessage } from './store.js'
+import { memoryIndex, type NewMessage, type RelayStore } from './store.js'
 
 /** How long a write waits for others to share its commit, and how many may share one. */
 const COMMIT_WINDOW_MS = 2
@@ -61,11 +61,11 @@ export function sqliteStore(path: string): RelayStore {
   // Writes that arrive within COMMIT_WINDOW_MS commit together in one transaction: a commit per
   // message is what limits SQLite, not the inserts. Every writer of a batch waits on the same
   // promise, which settles with the commit, so a relay that answers a publish has stored it.
-  let messages: StoredMessage[] = []
+  let messages: NewMessage[] = []
   let acks: [messageId: string, clientId: string, expiresAt: number][] = []
   let batch: { promise: Promise<void>; resolve(): void; reject(error: unknown): void } | undefined
   let timer: NodeJS.Timeout | undefined
-  const commit = db.transaction((pendingMessages: readonly StoredMessage[], pendingAcks: typeof acks) => {
+  const commit = db.transaction((pendingMessages: readonly NewMessage[], pendingAcks: typeof acks) => {
     for (const m of pendingMessages) insertMessage.run(m.id, m.topic, m.message, m.tag, m.publishedAt, m.expiresAt, m.publisher)
     const rows = new Map<number, { expiresAt: number; entries: string[] }>()
     for (const [messageId, clientId, expiresAt] of pendingAcks) {
@@ -107,11 +107,12 @@ export function sqliteStore(path: string): RelayStore {
   }
 
   return {
-    async add(m: StoredMessage) {
-      if (!index.add(m)) {
+    async add(m) {
+      const stored = index.add(m)
+      if (!stored) {
         // The copy held may still wait for its commit; answer once it is stored.
         await batch?.promise
-        return false
+        return undefined
       }
       messages.push(m)
       try {
@@ -120,7 +121,7 @@ export function sqliteStore(path: string): RelayStore {
         index.remove(m)
         throw error
       }
-      return true
+      return stored
     },
     async list(topic, now) {
       return index.list(topic, now)

@@ -11,7 +11,16 @@ export type StoredMessage = {
   readonly expiresAt: number
   /** Client id of the publisher, so it never gets its own message back. */
   readonly publisher: string
+  /**
+   * Its place in the store, given by the store when it is added: larger for every later message,
+   * on every node sharing the store. A connection is sent a topic's messages in this order, each
+   * once, whether they come from the stored backlog or live.
+   */
+  readonly seq: number
 }
+
+/** A message as the relay hands it to the store, before the store gives it its `seq`. */
+export type NewMessage = Omit<StoredMessage, 'seq'>
 
 /**
  * Where the relay keeps messages and acknowledgements. Async so that SQLite and Redis stores
@@ -19,11 +28,11 @@ export type StoredMessage = {
  */
 export type RelayStore = {
   /**
-   * Stores a message; false when the same message is already stored on its topic (answered once
-   * that copy is stored). The relay calls it again before earlier calls settle: the order of the
-   * calls is the publish order.
+   * Stores a message and answers it with its `seq`; undefined when the same message is already
+   * stored on its topic (answered once that copy is stored). The relay calls it again before
+   * earlier calls settle: the order of the calls is the publish order, and the answers come in it.
    */
-  add(message: StoredMessage): Promise<boolean>
+  add(message: NewMessage): Promise<StoredMessage | undefined>
   /** Unexpired messages of a topic, in publish order. */
   list(topic: string, now: number): Promise<readonly StoredMessage[]>
   ack(clientId: string, messageId: string): Promise<void>
@@ -31,11 +40,13 @@ export type RelayStore = {
   /** Drops expired messages and their acknowledgements. */
   prune(now: number): Promise<void>
   /**
-   * For stores that several relay nodes share (Redis): calls `listener` with each message another
-   * node stored, so this node pushes it to its own subscribers. Resolves once listening; the
-   * returned function stops it.
+   * For stores that several relay nodes share (Redis): calls `listener` with each message stored,
+   * by any node including this one, in `seq` order, so every node pushes it to its own subscribers
+   * from one ordered stream. A relay on such a store pushes nothing straight from `add`. Resolves
+   * once listening; the returned function stops it. `wants` says whether this node would send a
+   * message of `topic` from `publisher` to anyone: messages it would not may be skipped unread.
    */
-  watch?(listener: (message: StoredMessage) => void): Promise<() => Promise<void>>
+  watch?(listener: (message: StoredMessage) => void, options?: { wants?(topic: string, publisher: string): boolean }): Promise<() => Promise<void>>
   /** Resolves when the store answers (a query, a PING), rejects otherwise: the relay's `GET /readyz`. */
   ping?(): Promise<void>
   close(): Promise<void>
@@ -43,10 +54,10 @@ export type RelayStore = {
 
 /** @internal The in-memory state every local store keeps; synchronous, so others can build on it. */
 export type MemoryIndex = {
-  /** False when the id is already held. */
-  add(message: StoredMessage): boolean
+  /** The message with its `seq`; undefined when the id is already held. */
+  add(message: NewMessage): StoredMessage | undefined
   /** Forgets a message that could not be persisted. */
-  remove(message: StoredMessage): void
+  remove(message: NewMessage): void
   list(topic: string, now: number): StoredMessage[]
   /** The message's expiry, if it is held. */
   expiryOf(messageId: string): number | undefined
@@ -63,14 +74,16 @@ export function memoryIndex(): MemoryIndex {
   const byId = new Map<string, StoredMessage>()
   // Client ids that acknowledged each message: usually one, so a short list rather than a Set.
   const acks = new Map<string, string[]>()
+  let seq = 0
   return {
-    add(message) {
-      if (byId.has(message.id)) return false
+    add(added) {
+      if (byId.has(added.id)) return undefined
+      const message = { ...added, seq: ++seq }
       byId.set(message.id, message)
       const list = byTopic.get(message.topic) ?? []
       list.push(message)
       byTopic.set(message.topic, list)
-      return true
+      return message
     },
     remove(message) {
       byId.delete(message.id)

@@ -180,6 +180,8 @@ describe('latchkey-relay', () => {
       '--memory, LATCHKEY_RELAY_MEMORY=1',
       '--rpc <chainId>=<url>, LATCHKEY_RELAY_RPC',
       '--audience <url>, LATCHKEY_RELAY_AUDIENCES',
+      '--project-id <id>, LATCHKEY_RELAY_PROJECT_IDS',
+      '--upstream-timeout <ms>, LATCHKEY_RELAY_UPSTREAM_TIMEOUT',
     ])
       expect(help).toContain(`\n  ${setting}\n`)
   })

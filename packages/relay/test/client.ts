@@ -8,7 +8,7 @@ export type Push = { id: number; params: { id: string; data: { topic: string; me
  * A bare relay client over `ws`, for tests: JSON-RPC requests, pushed messages in a queue that can
  * be awaited, and automatic acks (or none, to test redelivery).
  */
-export async function connectClient(url: string, options: { seed?: string; token?: string; ack?: boolean } = {}) {
+export async function connectClient(url: string, options: { seed?: string; token?: string; ack?: boolean; onPush?: (push: Push) => void } = {}) {
   const seed = options.seed ?? randomBytes(32).toString('hex')
   const token = options.token ?? signRelayJwt({ seed, aud: url })
   const socket = new WebSocket(`${url}/?auth=${encodeURIComponent(token)}&projectId=local`)
@@ -16,11 +16,20 @@ export async function connectClient(url: string, options: { seed?: string; token
   const pushes: Push[] = []
   const waiters: ((push: Push) => void)[] = []
   let nextId = 1
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })))
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.on('close', (code, reason) => {
+      // Requests a closed socket will never have answered fail, as in a real client.
+      for (const entry of pending.values()) entry.reject(Object.assign(new Error(`closed ${code}`), { code }))
+      pending.clear()
+      resolve({ code, reason: reason.toString() })
+    }),
+  )
+  socket.on('error', () => undefined)
   socket.on('message', (data) => {
     const payload = JSON.parse(data.toString())
     if (payload.method === 'irn_subscription') {
       if (options.ack !== false) socket.send(JSON.stringify({ id: payload.id, jsonrpc: '2.0', result: true }))
+      if (options.onPush) return options.onPush(payload)
       const waiter = waiters.shift()
       if (waiter) waiter(payload)
       else pushes.push(payload)
@@ -40,6 +49,7 @@ export async function connectClient(url: string, options: { seed?: string; token
     opened,
     request<result = unknown>(method: string, params: unknown): Promise<result> {
       const id = nextId++
+      if (socket.readyState !== WebSocket.OPEN) return Promise.reject(new Error('not open'))
       socket.send(JSON.stringify({ id, jsonrpc: '2.0', method, params }))
       return new Promise<result>((resolve, reject) => pending.set(id, { resolve: resolve as (value: unknown) => void, reject }))
     },

@@ -278,6 +278,91 @@ for (const [storeName, makeStore] of stores)
         expect(await other.request('irn_batchFetchMessages', { topics: [t] })).toEqual({ messages: [], hasMore: false })
       })
 
+      test('error: a refused irn_batchSubscribe subscribes none of its topics', async () => {
+        const alice = await connectClient(relay.url)
+        const bob = await connectClient(relay.url)
+        const held = [topic(), topic()]
+        await bob.request('irn_batchSubscribe', { topics: held })
+        // Two held plus two new is over the limit of three: the whole batch is refused.
+        const refused = [topic(), topic()]
+        await expect(bob.request('irn_batchSubscribe', { topics: refused })).rejects.toMatchObject({
+          code: RelayErrorCode.tooManySubscriptions,
+          message: 'Too many subscriptions: at most 3 per connection',
+        })
+        await expect(bob.request('irn_batchSubscribe', { topics: [topic(), 'abc'] })).rejects.toMatchObject({ code: RelayErrorCode.invalidParams })
+        for (const t of refused) await alice.request('irn_publish', { topic: t, message: `on ${t}`, ttl: 300, tag: 1 })
+        await barrier(bob)
+        expect(bob.unread()).toBe(0)
+        // Nothing was taken from the limit either: one more topic fits, and its backlog arrives.
+        await bob.request('irn_subscribe', { topic: refused[1] })
+        expect((await bob.nextPush()).params.data.message).toBe(`on ${refused[1]}`)
+      })
+
+      test('error: a refused wc_proposeSession does not subscribe its sender to the pairing topic', async () => {
+        const dapp = await connectClient(relay.url)
+        const wallet = await connectClient(relay.url)
+        const pairingTopic = topic()
+        await expect(dapp.request('wc_proposeSession', { pairingTopic, sessionProposal: 'x'.repeat(1025), ttl: 300 })).rejects.toMatchObject({
+          code: RelayErrorCode.tooLarge,
+        })
+        await expect(dapp.request('wc_proposeSession', { pairingTopic, sessionProposal: 'proposal', ttl: 1 })).rejects.toMatchObject({
+          code: RelayErrorCode.invalidParams,
+        })
+        await wallet.request('irn_publish', { topic: pairingTopic, message: 'an answer to no proposal', ttl: 300, tag: 1101 })
+        await barrier(dapp)
+        expect(dapp.unread()).toBe(0)
+        expect(await wallet.request('irn_batchFetchMessages', { topics: [pairingTopic] })).toEqual({ messages: [], hasMore: false })
+      })
+
+      test('error: a refused wc_approveSession neither subscribes the session topic nor publishes', async () => {
+        const wallet = await connectClient(relay.url)
+        const dapp = await connectClient(relay.url)
+        const [pairingTopic, sessionTopic] = [topic(), topic()]
+        await dapp.request('irn_subscribe', { topic: pairingTopic })
+        await expect(
+          wallet.request('wc_approveSession', { sessionTopic, pairingTopic, sessionProposalResponse: 'response', sessionSettlementRequest: '', ttl: 300 }),
+        ).rejects.toMatchObject({ code: RelayErrorCode.invalidParams, message: 'Invalid params: message must be a non-empty string' })
+        await dapp.request('irn_publish', { topic: sessionTopic, message: 'to no session', ttl: 300, tag: 1 })
+        await barrier(wallet)
+        await barrier(dapp)
+        expect([wallet.unread(), dapp.unread()]).toEqual([0, 0])
+      })
+
+      test('error: frames that fail the schema are refused and change nothing', async () => {
+        const client = await connectClient(relay.url)
+        const cases: [unknown, number, string][] = [
+          [{ id: 1, jsonrpc: '2.0', method: 'irn_subscribe', params: 'topic' }, RelayErrorCode.invalidParams, 'Invalid params: params must be an object'],
+          [
+            { id: 2, jsonrpc: '2.0', method: 'irn_batchSubscribe', params: { topics: 'x' } },
+            RelayErrorCode.invalidParams,
+            'Invalid params: topics must be a list of at most 500',
+          ],
+          [
+            { id: 4, jsonrpc: '2.0', method: 'irn_publish', params: { topic: topic(), message: 7, ttl: 300 } },
+            RelayErrorCode.invalidParams,
+            'Invalid params: message must be a non-empty string',
+          ],
+          [{ id: 5, jsonrpc: '2.0', method: 'toString', params: {} }, RelayErrorCode.methodNotFound, 'Method not found: toString'],
+          [{ id: 6, jsonrpc: '2.0', method: '__proto__', params: {} }, RelayErrorCode.methodNotFound, 'Method not found: __proto__'],
+          [{ id: 7, jsonrpc: '2.0', method: 42 }, RelayErrorCode.invalidRequest, 'Invalid request: method is missing'],
+          [
+            { id: { nested: true }, jsonrpc: '2.0', method: 'irn_subscribe', params: {} },
+            RelayErrorCode.invalidRequest,
+            'Invalid request: id must be a number or a string',
+          ],
+        ]
+        for (const [frame, code, message] of cases) {
+          const reply = new Promise<{ error: { code: number; message: string } }>((resolve) =>
+            client.socket.once('message', (data) => resolve(JSON.parse(data.toString()))),
+          )
+          client.socket.send(JSON.stringify(frame))
+          expect((await reply).error).toEqual({ code, message })
+        }
+        // A stray answer to a push never sent is ignored.
+        client.socket.send(JSON.stringify({ id: 999_999, jsonrpc: '2.0', result: true }))
+        expect(await client.request('irn_subscribe', { topic: topic() })).toMatch(/^[0-9a-f]{64}$/)
+      })
+
       test('error: a port in use rejects with EADDRINUSE and the running relay is untouched', async () => {
         const second = createRelay({ port: relay.port })
         await expect(second.start()).rejects.toMatchObject({ code: 'EADDRINUSE' })

@@ -4,6 +4,9 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { describe, expect, test } from 'vitest'
 import { memoryStore, type RelayStore, type StoredMessage, sqliteStore } from '../src/index.js'
+
+type NewMessage = Omit<StoredMessage, 'seq'>
+
 import { freshRedisStore } from './redis.js'
 
 // One suite, every store: what the relay relies on must hold for each back-end.
@@ -13,7 +16,7 @@ const stores: [string, () => Promise<RelayStore>][] = [
   ['redis', freshRedisStore],
 ]
 
-const message = (id: string, topic: string, expiresAt: number, publisher = 'did:key:a'): StoredMessage => ({
+const message = (id: string, topic: string, expiresAt: number, publisher = 'did:key:a'): NewMessage => ({
   id,
   topic,
   message: `m-${id}`,
@@ -31,14 +34,23 @@ for (const [name, open] of stores)
       await store.add(message('a', 't1', 100))
       await store.add(message('c', 't2', 100))
       expect((await store.list('t1', 0)).map((m) => m.id)).toEqual(['b', 'a'])
-      expect(await store.list('t2', 0)).toEqual([message('c', 't2', 100)])
+      expect(await store.list('t2', 0)).toEqual([{ ...message('c', 't2', 100), seq: expect.any(Number) }])
+      await store.close()
+    })
+
+    test('behavior: each message gets a larger seq than the one before, on any topic', async () => {
+      const store = await open()
+      const seqs = await Promise.all([store.add(message('a', 't1', 100)), store.add(message('b', 't2', 100)), store.add(message('c', 't1', 100))])
+      const [a, b, c] = seqs.map((stored) => stored!.seq)
+      expect(a! < b! && b! < c!).toBe(true)
+      expect((await store.list('t1', 0)).map((m) => m.seq)).toEqual([a, c])
       await store.close()
     })
 
     test('behavior: the same message id is stored once', async () => {
       const store = await open()
-      expect(await store.add(message('a', 't', 100))).toBe(true)
-      expect(await store.add(message('a', 't', 100))).toBe(false)
+      expect(await store.add(message('a', 't', 100))).toMatchObject(message('a', 't', 100))
+      expect(await store.add(message('a', 't', 100))).toBeUndefined()
       expect(await store.list('t', 0)).toHaveLength(1)
       await store.close()
     })
@@ -46,8 +58,8 @@ for (const [name, open] of stores)
     test('behavior: a duplicate is answered only once the first copy is stored', async () => {
       const store = await open()
       const answered: string[] = []
-      const first = store.add(message('a', 't', 100)).then((added) => answered.push(`first ${added}`))
-      const second = store.add(message('a', 't', 100)).then((added) => answered.push(`second ${added}`))
+      const first = store.add(message('a', 't', 100)).then((added) => answered.push(`first ${added !== undefined}`))
+      const second = store.add(message('a', 't', 100)).then((added) => answered.push(`second ${added !== undefined}`))
       await Promise.all([first, second])
       expect(answered).toEqual(['first true', 'second false'])
       await store.close()
@@ -61,7 +73,7 @@ for (const [name, open] of stores)
       expect((await store.list('t', 10)).map((m) => m.id)).toEqual(['new'])
       await store.prune(10)
       expect(await store.isAcked('c', 'old')).toBe(false)
-      expect(await store.add(message('old', 't', 2000))).toBe(true)
+      expect(await store.add(message('old', 't', 2000))).toBeDefined()
       await store.close()
     })
 
@@ -90,7 +102,7 @@ test('behavior: the sqlite store keeps messages and acks across a restart', asyn
   await first.ack('alice', 'a')
   await first.close()
   const second = sqliteStore(path)
-  expect(await second.list('t', 0)).toEqual([message('a', 't', 100)])
+  expect(await second.list('t', 0)).toEqual([{ ...message('a', 't', 100), seq: 1 }])
   expect(await second.isAcked('alice', 'a')).toBe(true)
   await second.close()
 })
@@ -110,7 +122,7 @@ test('behavior: a file in the first layout (indexed tables) is migrated with its
   const store = sqliteStore(path)
   expect((await store.list('t', 0)).map((m) => m.id)).toEqual(['b', 'a'])
   expect([await store.isAcked('alice', 'a'), await store.isAcked('alice', 'b')]).toEqual([true, false])
-  expect(await store.add(message('c', 't', 100))).toBe(true)
+  expect(await store.add(message('c', 't', 100))).toMatchObject({ id: 'c', seq: 3 })
   await store.close()
   const reopened = sqliteStore(path)
   expect((await reopened.list('t', 0)).map((m) => m.id)).toEqual(['b', 'a', 'c'])

@@ -1,0 +1,146 @@
+/**
+ * Scale-out, one section per service, each printing one instance beside two in the same run.
+ *
+ *   npm run bench:cluster [-- --clients 600 --messages 100 --rounds 3]
+ *
+ * Relay: a plain `ws` fan-out server (the CPU reference), one relay node on SQLite, and two relay
+ * nodes sharing one Redis, each in its own process, driven in interleaved rounds by the same
+ * clients: in pairs sharing a topic, every client publishing `messages` messages. On the two nodes
+ * a pair's clients sit on different nodes, so every message crosses nodes through Redis. Prints
+ * messages per second, p50/p99 publish-to-push latency, lost messages (exit 1 if any), the relay
+ * processes' CPU time per delivered message and Redis's apart, and the medians against the targets
+ * (two nodes ≥ 0.8× one SQLite node; one node's CPU per message ≤ 1.5× the plain server's).
+ *
+ * The kms and backend sections (two instances on one PostgreSQL) belong in `sections` below; the
+ * kms's own figures are printed by bench/kms.ts.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { getFreePort } from '@latchkey/devnet'
+import { signRelayJwt } from '@latchkey/walletconnect'
+import { fixed, measure, medianOf, printTable, type Result, root, startProcess, stopProcess } from './relay/harness.js'
+
+const arg = (name: string, fallback: number) => {
+  const index = process.argv.indexOf(name)
+  const value = index > 0 ? Number(process.argv[index + 1]) : fallback
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number`)
+  return value
+}
+// Clients come in pairs, one of each pair on each node.
+const clients = Math.max(2, arg('--clients', 600) - (arg('--clients', 600) % 2))
+const messages = arg('--messages', 100)
+const rounds = arg('--rounds', 3)
+if (messages > 190) throw new Error('--messages is at most 190: more in one burst would hit the relay’s per-connection rate limit')
+
+/** A redis-server on a free port, without persistence (scripts/ensure-redis.mjs installs it when missing). */
+async function startRedis(): Promise<{ url: string; process: ChildProcess }> {
+  const ensured = spawnSync(process.execPath, [join(root, 'scripts/ensure-redis.mjs')], { encoding: 'utf8' })
+  if (ensured.status !== 0) throw new Error(`redis-server is not available:\n${ensured.stderr}`)
+  const port = await getFreePort()
+  const child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let output = ''
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      if (output.includes('Ready to accept connections')) resolve()
+    })
+    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready:\n${output}`)))
+  })
+  return { url: `redis://127.0.0.1:${port}`, process: child }
+}
+
+/** A relay URL with a fresh client's token, minted before timing as real clients hold theirs. */
+const withToken = (url: string) => `${url}/?auth=${signRelayJwt({ seed: randomBytes(32).toString('hex'), aud: url })}`
+
+async function relaySection() {
+  const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-cluster-'))
+  const runs: { plain: Result; sqlite: Result; cluster: Result }[] = []
+  const children: ChildProcess[] = []
+  try {
+    const redis = await startRedis()
+    children.push(redis.process)
+    const plainPort = await getFreePort()
+    const plain = await startProcess('bench/relay/plainServer.ts', [String(plainPort)], 'listening')
+    children.push(plain)
+    const startRelay = async (store: string[]) => {
+      const port = await getFreePort()
+      const child = await startProcess('packages/relay/src/cli.ts', ['--port', String(port), ...store], 'Relay listening')
+      children.push(child)
+      return { url: `ws://127.0.0.1:${port}`, child }
+    }
+    const single = await startRelay(['--db', join(dir, 'relay.db')])
+    const nodes = [await startRelay(['--redis', redis.url]), await startRelay(['--redis', redis.url])]
+    // Interleaved rounds, so drift on this machine hits every setup alike.
+    for (let round = 0; round < rounds; round++) {
+      const plainResult = await measure({
+        name: 'plain ws fan-out',
+        urls: Array.from({ length: clients }, () => `ws://127.0.0.1:${plainPort}`),
+        protocol: 'plain',
+        messages,
+        servers: [plain],
+      })
+      const sqlite = await measure({
+        name: 'relay, 1 node (SQLite)',
+        urls: Array.from({ length: clients }, () => withToken(single.url)),
+        protocol: 'irn',
+        messages,
+        servers: [single.child],
+      })
+      const cluster = await measure({
+        name: 'relay, 2 nodes (Redis)',
+        urls: Array.from({ length: clients }, (_, index) => withToken(nodes[index % 2]!.url)),
+        protocol: 'irn',
+        messages,
+        servers: nodes.map((node) => node.child),
+        helpers: [redis.process],
+      })
+      runs.push({ plain: plainResult, sqlite, cluster })
+    }
+  } finally {
+    // Relays first, then the Redis they use.
+    for (const child of children.reverse()) await stopProcess(child)
+    await rm(dir, { recursive: true, force: true })
+  }
+
+  console.log(
+    `\nRelay scale-out on loopback: ${clients} clients × ${messages} messages (${clients * messages} deliveries) per round; on 2 nodes every message crosses nodes\n`,
+  )
+  const results = runs.flatMap((run, index) => [run.plain, run.sqlite, run.cluster].map((result) => ({ ...result, round: index + 1 })))
+  printTable(results)
+  const median = (pick: (run: (typeof runs)[number]) => number) => medianOf(runs.map(pick))
+  const [plainRate, sqliteRate, clusterRate] = [median((r) => r.plain.perSecond), median((r) => r.sqlite.perSecond), median((r) => r.cluster.perSecond)]
+  const [plainCpu, sqliteCpu, clusterCpu, redisCpu] = [
+    median((r) => r.plain.serverMicros),
+    median((r) => r.sqlite.serverMicros),
+    median((r) => r.cluster.serverMicros),
+    median((r) => r.cluster.helperMicros),
+  ]
+  const throughput = clusterRate / sqliteRate
+  const cpu = sqliteCpu / plainCpu
+  console.log(`\nmedians of ${runs.length} rounds`)
+  console.log(
+    `throughput: 2 nodes (Redis) ${fixed(clusterRate, 0)} msgs/s, 1 node (SQLite) ${fixed(sqliteRate, 0)}, plain ws ${fixed(plainRate, 0)}: 2 nodes / 1 node = ${fixed(throughput, 2)}× (target ≥ 0.8: ${throughput >= 0.8 ? 'met' : 'missed'})`,
+  )
+  console.log(
+    `server CPU per delivered message: plain ws ${fixed(plainCpu)} µs, 1 node (SQLite) ${fixed(sqliteCpu)} µs = ${fixed(cpu, 2)}× plain (target ≤ 1.5: ${cpu <= 1.5 ? 'met' : 'missed'}); 2 nodes ${fixed(clusterCpu)} µs = ${fixed(clusterCpu / plainCpu, 2)}× plain, plus Redis ${fixed(redisCpu)} µs`,
+  )
+  return results.reduce((sum, r) => sum + r.lost, 0)
+}
+
+/**
+ * One entry per service; each runs its setups interleaved, prints its table and medians, and
+ * answers how many messages or requests were lost. The kms and backend sections go here.
+ */
+const sections: { name: string; run: () => Promise<number> }[] = [{ name: 'relay', run: relaySection }]
+
+let lost = 0
+for (const section of sections) lost += await section.run()
+if (lost) {
+  console.error(`\n${lost} messages lost`)
+  process.exit(1)
+}

@@ -1,0 +1,76 @@
+/**
+ * Every frame a client sends the relay, checked against a schema before anything reads it: a
+ * request's params, an answer to one of our pushes. Messages a check refuses are answered with
+ * the relay's JSON-RPC errors (`RelayErrorCode`) and change nothing.
+ */
+import { z } from 'zod'
+
+/** Limits the schemas hold every request to. */
+export const MIN_TTL_S = 10
+export const MAX_TTL_S = 30 * 86_400
+export const MAX_BATCH = 500
+
+const topic = z.string({ error: 'Invalid params: topic must be 32 bytes of lowercase hex' }).regex(/^[0-9a-f]{64}$/, {
+  error: 'Invalid params: topic must be 32 bytes of lowercase hex',
+})
+const message = z
+  .string({ error: 'Invalid params: message must be a non-empty string' })
+  .min(1, { error: 'Invalid params: message must be a non-empty string' })
+const ttlError = `Invalid params: ttl must be whole seconds from ${MIN_TTL_S} to ${MAX_TTL_S}`
+const ttl = z.int({ error: ttlError }).min(MIN_TTL_S, { error: ttlError }).max(MAX_TTL_S, { error: ttlError })
+/** Tags are a client's business; anything but a whole number is read as 0, as the official relay does. */
+const tag = z
+  .unknown()
+  .optional()
+  .transform((value) => (typeof value === 'number' && Number.isInteger(value) ? value : 0))
+const list = <item extends z.ZodType>(item: item, name: string) =>
+  z.array(item, { error: `Invalid params: ${name} must be a list of at most ${MAX_BATCH}` }).max(MAX_BATCH, {
+    error: `Invalid params: ${name} must be a list of at most ${MAX_BATCH}`,
+  })
+const params = <shape extends z.ZodRawShape>(shape: shape) => z.object(shape, { error: 'Invalid params: params must be an object' })
+
+const publish = params({ topic, message, ttl, tag })
+
+/**
+ * The params of each method the relay serves (extra fields, such as the analytics fields clients
+ * spread into publishes, are dropped unread: plain objects are zod's fast path). Looked up by own property only: a method named `toString`
+ * or `__proto__` is not found.
+ */
+export const methodParams = Object.freeze(
+  Object.assign(Object.create(null) as Record<never, never>, {
+    irn_subscribe: params({ topic }),
+    irn_batchSubscribe: params({ topics: list(topic, 'topics') }),
+    irn_unsubscribe: params({ topic }),
+    irn_batchUnsubscribe: params({ subscriptions: list(params({ topic }), 'subscriptions') }),
+    irn_publish: publish,
+    irn_batchPublish: params({ messages: list(publish, 'messages') }),
+    irn_batchFetchMessages: params({ topics: list(topic, 'topics') }),
+    wc_proposeSession: params({ pairingTopic: topic, sessionProposal: message, ttl: ttl.default(300) }),
+    wc_approveSession: params({
+      sessionTopic: topic,
+      pairingTopic: topic,
+      sessionProposalResponse: message,
+      sessionSettlementRequest: message,
+      ttl: ttl.default(300),
+    }),
+  }),
+)
+
+export type Method = keyof typeof methodParams
+export type ParamsOf<method extends Method> = z.output<(typeof methodParams)[method]>
+export type PublishParams = z.output<typeof publish>
+
+export const isMethod = (name: string): name is Method => Object.hasOwn(methodParams, name)
+
+/** A request: `method` present; `id` echoed in the answer. */
+export const requestSchema = z.object({
+  id: z.union([z.number(), z.string()], { error: 'Invalid request: id must be a number or a string' }),
+  method: z.string({ error: 'Invalid request: method is missing' }),
+  params: z.unknown().optional(),
+})
+
+/** The answer to one of our pushes: our number `id`, no `method`. */
+export const ackSchema = z.object({ id: z.number(), result: z.unknown().optional(), error: z.unknown().optional() })
+
+/** The first problem a schema found, as the message a client is told. */
+export const firstIssue = (error: z.ZodError, fallback: string) => error.issues[0]?.message ?? fallback
