@@ -1,6 +1,7 @@
 import { chainsOf, type PendingRequest, type ProposalParams, type Session } from '@latchkey/walletconnect'
 import { type FormEvent, useEffect, useState, useSyncExternalStore } from 'react'
 import { formatEther, hexToString, isHex } from 'viem'
+import { CallsDetails } from './CallsDetails.js'
 import { canScan, scanQrCode } from './scan.js'
 import type { Wallet as WalletController, WalletState } from './wallet.js'
 
@@ -208,6 +209,7 @@ function RequestDetails({ request }: { request: PendingRequest }) {
       </dl>
     )
   }
+  if (method === 'wallet_sendCalls') return <CallsDetails params={params} />
   return <pre>{JSON.stringify(params, null, 2)}</pre>
 }
 
