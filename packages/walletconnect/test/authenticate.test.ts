@@ -6,16 +6,19 @@ import { Web3Wallet } from '@walletconnect/web3wallet'
 import { verifyMessage } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { WebSocket } from 'ws'
 import { anvilKeys } from '../../../test/chains.js'
 import {
   type AuthenticateParameters,
   type Cacao,
   createCacao,
+  createEthereumProvider,
   ExpiredError,
   formatAuthMessage,
   PeerError,
   populateAuthPayload,
   type SignClient,
+  type WebSocketConstructor,
 } from '../src/index.js'
 import { closing, grant, next, type Peer, peer, startRelay } from './peers.js'
 
@@ -195,5 +198,42 @@ describe('with clients we did not write', () => {
     const { session, cacaos } = await response()
     expect(await verified(cacaos!)).toEqual([true, true])
     expect(session.peer.metadata.name).toBe('their-wallet')
+  })
+})
+
+describe('through the provider', () => {
+  test('fallback: no answer before the expiry, then a plain pairing on a new URI', async () => {
+    let clock = Date.now()
+    const dapp = createEthereumProvider({
+      relayUrl: relay.url,
+      metadata: { name: 'dapp', description: 'test', url: 'http://dapp.test', icons: [] },
+      chains: [31337],
+      optionalChains: [31338],
+      WebSocket: WebSocket as unknown as WebSocketConstructor,
+      reinitWaitMs: 0,
+      now: () => clock,
+    })
+    closers.push(() => dapp.close())
+    await dapp.init()
+    // A wallet that hears the one-click request and never answers it (nor its fallback proposal).
+    const wallet = await ours('silent-wallet')
+    const heard = next(wallet, 'session_authenticate')
+    const uris: string[] = []
+    dapp.on('display_uri', (uri) => {
+      uris.push(uri)
+      if (uris.length === 1) void wallet.pair({ uri }).catch(closing)
+    })
+    const result = dapp.authenticate({ domain: 'dapp.test', uri: 'http://dapp.test', nonce: 'abcdef123456' })
+    await heard
+    clock += 301_000
+    const second = new Promise<string>((resolve) => dapp.on('display_uri', resolve))
+    await dapp.signClient!.cleanup()
+    const phone = await ours('phone')
+    phone.events.on('session_proposal', ({ id }) => void phone.approve({ id, namespaces: grant(CHAINS) }).catch(closing))
+    await phone.pair({ uri: await second })
+    const { session, cacaos } = await result
+    expect(cacaos).toBeUndefined()
+    expect(session.peer.metadata.name).toBe('phone')
+    expect(uris).toHaveLength(2)
   })
 })
