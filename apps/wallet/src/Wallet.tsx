@@ -153,9 +153,9 @@ function AuthenticateCard({ pending, busy, onAnswer }: { pending: PendingAuthent
         <p role="alert">This wallet has none of the chains or methods {metadata.name} asks for.</p>
       ) : (
         pending.messages.map(({ chainId, message }) => (
-          <figure key={chainId}>
+          <figure key={chainId} aria-label={`Sign-in message for ${chainId}`}>
             <figcaption>Message for {chainId}</figcaption>
-            <pre aria-label={`Sign-in message for ${chainId}`} className="mono">
+            <pre className="mono">
               {message}
             </pre>
           </figure>
