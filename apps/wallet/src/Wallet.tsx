@@ -1,6 +1,7 @@
 import { chainsOf, type PendingRequest, type ProposalParams, type Session } from '@latchkey/walletconnect'
 import { type FormEvent, useEffect, useState, useSyncExternalStore } from 'react'
 import { formatEther, hexToString, isHex } from 'viem'
+import { CallsDetails } from './CallsDetails.js'
 import { canScan, scanQrCode } from './scan.js'
 import type { PendingAuthenticate, Wallet as WalletController, WalletState } from './wallet.js'
 
@@ -155,9 +156,7 @@ function AuthenticateCard({ pending, busy, onAnswer }: { pending: PendingAuthent
         pending.messages.map(({ chainId, message }) => (
           <figure key={chainId} aria-label={`Sign-in message for ${chainId}`}>
             <figcaption>Message for {chainId}</figcaption>
-            <pre className="mono">
-              {message}
-            </pre>
+            <pre className="mono">{message}</pre>
           </figure>
         ))
       )}
@@ -249,6 +248,7 @@ function RequestDetails({ request }: { request: PendingRequest }) {
       </dl>
     )
   }
+  if (method === 'wallet_sendCalls') return <CallsDetails params={params} />
   return <pre>{JSON.stringify(params, null, 2)}</pre>
 }
 

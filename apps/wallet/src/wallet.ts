@@ -23,6 +23,7 @@ import { concatBytes, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
 import { base58 } from '@scure/base'
 import { type Address, createWalletClient, defineChain, type Hex, http, isAddressEqual, isHex, type TransactionRequest } from 'viem'
 import { type LocalAccount, privateKeyToAccount } from 'viem/accounts'
+import { CALLS_METHODS, createReferenceWalletCalls, SILENT_CALLS_METHODS } from './calls.js'
 
 /** A chain the wallet can sign and send on. */
 export type WalletChain = { readonly id: number; readonly name: string; readonly rpcUrl: string }
@@ -107,11 +108,12 @@ export const WALLET_METHODS = [
   'eth_accounts',
   'eth_requestAccounts',
   'eth_chainId',
+  ...CALLS_METHODS,
 ] as const
 export const WALLET_EVENTS = ['chainChanged', 'accountsChanged'] as const
 
 /** Answered at once: they reveal nothing the session did not already grant. */
-const SILENT_METHODS = new Set(['eth_accounts', 'eth_requestAccounts', 'eth_chainId'])
+const SILENT_METHODS = new Set<string>(['eth_accounts', 'eth_requestAccounts', 'eth_chainId', ...SILENT_CALLS_METHODS])
 
 const CHAIN_KEY = 'latchkey.wallet.chainId'
 const ACCOUNT_KEY = 'latchkey.wallet.account'
@@ -194,11 +196,27 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
     'pairing_delete',
     'pairing_expire',
   ]
+  const calls = createReferenceWalletCalls({
+    chains: options.chains,
+    address: () => account.address,
+    sendTransaction: (id, call) => walletClient(id).sendTransaction({ account, to: call.to ?? null, value: call.value, data: call.data } as TransactionRequest),
+    storage,
+  })
+
   const detach = names.map((name) => client.events.on(name, () => changed()))
   detach.push(
     client.events.on('session_request', (request) => {
-      if (SILENT_METHODS.has(request.params.request.method)) void answer(request.id, true).catch(() => undefined)
-      else changed(`${peerName(request.topic)} asks for ${request.params.request.method}`)
+      const { method, params } = request.params.request
+      if (SILENT_METHODS.has(method)) return void answer(request.id, true).catch(() => undefined)
+      // A malformed batch is refused before the user sees it; nothing is sent.
+      if (method === 'wallet_sendCalls') {
+        try {
+          calls.check(params)
+        } catch (error) {
+          return void refuse(request, error)
+        }
+      }
+      changed(`${peerName(request.topic)} asks for ${method}`)
     }),
     client.events.on('session_delete', ({ topic }) => changed(`${peerName(topic)} disconnected`)),
     client.events.on('session_authenticate', ({ params }) => changed(`${params.requester.metadata.name} asks you to sign in`)),
@@ -295,6 +313,12 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
         await setChain(target)
         return null
       }
+      case 'wallet_sendCalls':
+        return calls.send(calls.check(list))
+      case 'wallet_getCallsStatus':
+        return calls.getCallsStatus(list)
+      case 'wallet_getCapabilities':
+        return calls.getCapabilities(list)
       default:
         throw new WalletRequestError(`The wallet does not support ${method}`, 4200)
     }
@@ -323,6 +347,14 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
     await client.respond({ topic: request.topic, response: { id: request.id, jsonrpc: '2.0', ...outcome } })
   }
 
+  /** Answers with the error's code (EIP-1193 / EIP-5792 refusals carry one), else -32603. */
+  async function refuse(request: PendingRequest, error: unknown) {
+    const code = typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : -32603
+    const message = (error as { shortMessage?: string }).shortMessage ?? (error as Error).message
+    await respond(request, { error: { code, message } }).catch(() => undefined)
+    changed(`${request.params.request.method} failed: ${message}`)
+  }
+
   async function answer(requestId: number, approve: boolean) {
     const request = client.pendingRequests().find((item) => item.id === requestId)
     if (!request) throw new WalletRequestError('That request is no longer pending', -32602)
@@ -336,10 +368,7 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
     try {
       result = await run(request)
     } catch (error) {
-      const code = error instanceof WalletRequestError ? error.code : -32603
-      const message = (error as { shortMessage?: string }).shortMessage ?? (error as Error).message
-      await respond(request, { error: { code, message } })
-      changed(`${method} failed: ${message}`)
+      await refuse(request, error)
       throw error
     }
     await respond(request, { result })

@@ -1,5 +1,5 @@
 import type { Address, Chain, EIP1193Provider, Hex } from 'viem'
-import type { ConnectorStorage } from './storage.js'
+import type { ConnectorSession, StoredConnection } from './connectionStore.js'
 import type { Emitter } from './utils/emitter.js'
 
 export type { Address, Chain, EIP1193Provider, Hex }
@@ -9,8 +9,8 @@ export type ConnectorType = 'injected' | 'walletConnect' | 'embedded' | 'mock'
 /** Events every connector emits through its one emitter. */
 export type ConnectorEvents = {
   /** The wallet changed account or chain. An empty `accounts` means it locked or revoked us. */
-  change: { accounts?: readonly Address[] | undefined; chainId?: number | undefined }
-  connect: { accounts: readonly Address[]; chainId: number }
+  change: { accounts?: readonly Address[] | undefined; chainId?: number | undefined; session?: ConnectorSession | undefined }
+  connect: ConnectResult
   disconnect: undefined
   /** Out-of-band messages; `display_uri` carries a pairing URI. */
   message: { type: string; data?: unknown }
@@ -39,8 +39,16 @@ export type OneClickSignIn = {
   expirationTime?: string | undefined
 }
 
-/** A connection, and the signed sign-in objects (CACAOs) when the wallet signed in while connecting. */
-export type ConnectResult = { accounts: readonly Address[]; chainId: number; cacaos?: readonly unknown[] | undefined }
+/**
+ * What a connection is: accounts, chain and, for a session-based connector, its session; and the
+ * signed sign-in objects (CACAOs) when the wallet signed in while connecting.
+ */
+export type ConnectResult = {
+  accounts: readonly Address[]
+  chainId: number
+  session?: ConnectorSession | undefined
+  cacaos?: readonly unknown[] | undefined
+}
 
 /**
  * A wallet connector: data plus methods, events through `emitter`. Every connector exposes an
@@ -64,10 +72,14 @@ export type Connector = {
   switchChain(parameters: { chainId: number; signal?: AbortSignal | undefined }): Promise<Chain>
 }
 
-/** What a connector factory is given by the client. */
+/**
+ * What a connector factory is given by the client. Connectors never write storage: they report
+ * through their events and `connect()` result, and read back what the connection store keeps.
+ */
 export type ConnectorConfig = {
   readonly chains: readonly [Chain, ...Chain[]]
-  readonly storage: ConnectorStorage
+  /** What the connection store keeps of this connector's connection, for restoring it. */
+  readonly stored: () => StoredConnection
 }
 
 /** A connector factory: `injected()`, `walletConnect()`, `embedded()` return one. */

@@ -40,8 +40,8 @@ export async function connect(client: Client, parameters: ConnectParameters): Pr
   try {
     const result = await connector.connect({ chainId, signal, ...(signIn ? { signIn } : {}) })
     if (!client._internal.isCurrentAttempt(attempt)) throw new CancelledError({ details: 'A newer connect attempt replaced this one.' })
-    client._internal.setConnection(connector, result.accounts, result.chainId)
-    return result
+    client._internal.setConnection(connector, result)
+    return { accounts: result.accounts, chainId: result.chainId, ...(result.cacaos ? { cacaos: result.cacaos } : {}) }
   } catch (error) {
     const typed = toProviderError(error)
     if (client._internal.isCurrentAttempt(attempt)) client._internal.dispatch({ type: 'failed' })

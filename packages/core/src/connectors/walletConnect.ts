@@ -1,6 +1,7 @@
 // Types only: the protocol itself loads with the first use of the connector.
 import type { EthereumProvider, Metadata, ProposalNamespaces, WebSocketConstructor } from '@latchkey/walletconnect'
 import { getAddress } from 'viem'
+import type { ConnectorSession } from '../connectionStore.js'
 import { DEFAULT_EVENTS, DEFAULT_METHODS, MAX_PAIRING_ATTEMPTS, OPTIONAL_EVENTS, PROVIDER_REINIT_WAIT_MS } from '../constants.js'
 import {
   ChainNotConfiguredError,
@@ -52,6 +53,9 @@ export type WalletConnectParameters = {
 
 export const WALLETCONNECT_ID = 'walletConnect'
 
+/** The EIP-5792 methods every session asks for as optional methods. */
+export const EIP5792_METHODS = ['wallet_sendCalls', 'wallet_getCallsStatus', 'wallet_getCapabilities', 'wallet_showCallsStatus'] as const
+
 const ICON =
   'data:image/svg+xml,' +
   encodeURIComponent(
@@ -80,7 +84,7 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
 
       function load(): Promise<EthereumProvider> {
         provider ??= (async () => {
-          const { createEthereumProvider, memoryStorage } = await import('@latchkey/walletconnect')
+          const { createEthereumProvider, memoryStorage, OPTIONAL_METHODS } = await import('@latchkey/walletconnect')
           // With a project id the relay's endpoint is the default; the chains' urls only fill in without one.
           const rpcMap: Record<number | string, string> = {}
           if (!parameters.projectId) for (const chain of config.chains) rpcMap[chain.id] = chain.rpcUrls.default.http[0]!
@@ -95,7 +99,8 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
             events: DEFAULT_EVENTS,
             optionalEvents: OPTIONAL_EVENTS,
             maxPairingAttempts: MAX_PAIRING_ATTEMPTS,
-            ...(parameters.optionalMethods ? { optionalMethods: parameters.optionalMethods } : {}),
+            // Call batches pass through to wallets that grant them (EIP-5792), never required.
+            optionalMethods: [...new Set([...(parameters.optionalMethods ?? OPTIONAL_METHODS), ...EIP5792_METHODS])],
             rpcMap: { ...rpcMap, ...parameters.rpcMap },
             ...(parameters.sessionProperties ? { sessionProperties: parameters.sessionProperties } : {}),
             ...(parameters.namespaces ? { namespaces: parameters.namespaces } : {}),
@@ -128,18 +133,11 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
 
       function attach(wc: EthereumProvider) {
         if (detach) return
-        const onAccounts = (accounts: readonly string[]) => {
-          if (accounts.length) config.storage.set('activeAccount', getAddress(accounts[0]!))
-          emitter.emit('change', { accounts: accounts.map((a) => getAddress(a)) })
-        }
-        const onChain = (hex: string) => {
-          config.storage.set('currentChain', Number(hex))
-          config.storage.set('providerChainId', Number(hex))
-          emitter.emit('change', { chainId: Number(hex) })
-        }
+        // Reported, not stored: the client's connection store writes (and clears) what is kept.
+        const onAccounts = (accounts: readonly string[]) => emitter.emit('change', { accounts: accounts.map((a) => getAddress(a)), session: sessionOf(wc) })
+        const onChain = (hex: string) => emitter.emit('change', { chainId: Number(hex) })
         const onDisconnect = () => {
           detach?.()
-          config.storage.clear()
           emitter.emit('disconnect', undefined)
         }
         wc.on('accountsChanged', onAccounts)
@@ -153,13 +151,8 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
         }
       }
 
-      function remember(wc: EthereumProvider) {
-        if (!wc.session) return
-        config.storage.set('sessionTopic', wc.session.topic)
-        config.storage.set('namespaces', wc.session.namespaces)
-        config.storage.set('currentChain', wc.chainId)
-        config.storage.set('providerChainId', wc.chainId)
-        if (wc.accounts[0]) config.storage.set('activeAccount', getAddress(wc.accounts[0]))
+      function sessionOf(wc: EthereumProvider): ConnectorSession | undefined {
+        return wc.session ? { topic: wc.session.topic, namespaces: wc.session.namespaces } : undefined
       }
 
       /** The EIP-1193 face: numeric codes for wallet answers, catalogue errors for ours. */
@@ -227,7 +220,7 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
                 modal?.close()
               }
             } else if (isReconnecting) {
-              const stored = config.storage.get('currentChain')
+              const stored = config.stored().currentChain
               if (stored && stored !== wc.chainId) {
                 try {
                   wc.setDefaultChain(stored)
@@ -241,15 +234,18 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
               // A chain outside the session is left to the wallet; the connection still stands.
               await connector.switchChain({ chainId, signal }).catch(() => undefined)
             }
-            remember(wc)
-            return { accounts: wc.accounts.map((a) => getAddress(a)) as Address[], chainId: wc.chainId, ...(cacaos ? { cacaos } : {}) }
+            return {
+              accounts: wc.accounts.map((a) => getAddress(a)) as Address[],
+              chainId: wc.chainId,
+              session: sessionOf(wc),
+              ...(cacaos ? { cacaos } : {}),
+            }
           } catch (error) {
             throw toProviderError(error)
           }
         },
         async disconnect() {
           detach?.()
-          config.storage.clear()
           if (!provider) return
           const wc = await provider
           await wc.disconnect().catch(() => undefined)
@@ -265,7 +261,7 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
         },
         async isAuthorized() {
           // No stored session: nothing to restore, and no reason to load the protocol.
-          if (!config.storage.get('sessionTopic')) return false
+          if (!config.stored().sessionTopic) return false
           try {
             return (await load()).session !== undefined
           } catch {
@@ -283,7 +279,7 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
             if (mapped.code === 'network_switching_only_available_in_wallet') throw new NetworkSwitchingNotAvailableError({ cause: error })
             throw mapped
           }
-          config.storage.set('currentChain', chainId)
+          // The provider's chainChanged reports the switch.
           return chain
         },
       }
