@@ -37,6 +37,10 @@ export function App() {
               Connect a browser wallet to try signing and sending on two local chains. No extension? Pick the <strong>Latchkey Dev Wallet</strong>: it holds a
               local test key and asks you before it signs anything.
             </p>
+            <p>
+              Or connect and sign in at once: with WalletConnect, one approval in the wallet does both.{' '}
+              <ConnectButton requireSignIn label="Connect and sign in" />
+            </p>
             {status === 'reconnecting' && <p role="status">Restoring your session…</p>}
           </section>
         )}

@@ -21,10 +21,34 @@ export type ConnectParameters = {
   signal?: AbortSignal | undefined
   /** True when restoring a stored connection: the connector must not prompt the user. */
   isReconnecting?: boolean | undefined
+  /**
+   * Sign in while connecting, where the wallet protocol can (WalletConnect's one-click sign-in):
+   * the SIWE fields; the connector answers with the wallet's signed `cacaos`, or none when the
+   * wallet only connected.
+   */
+  signIn?: OneClickSignIn | undefined
 }
 
-/** What a connection is: accounts, chain and, for a session-based connector, its session. */
-export type ConnectResult = { accounts: readonly Address[]; chainId: number; session?: ConnectorSession | undefined }
+/** The EIP-4361 fields a one-click sign-in asks the wallet to sign, per chain. */
+export type OneClickSignIn = {
+  nonce: string
+  domain: string
+  uri: string
+  statement?: string | undefined
+  /** ISO 8601. */
+  expirationTime?: string | undefined
+}
+
+/**
+ * What a connection is: accounts, chain and, for a session-based connector, its session; and the
+ * signed sign-in objects (CACAOs) when the wallet signed in while connecting.
+ */
+export type ConnectResult = {
+  accounts: readonly Address[]
+  chainId: number
+  session?: ConnectorSession | undefined
+  cacaos?: readonly unknown[] | undefined
+}
 
 /**
  * A wallet connector: data plus methods, events through `emitter`. Every connector exposes an
