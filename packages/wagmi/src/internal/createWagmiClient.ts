@@ -5,9 +5,9 @@ import {
   type ConnectionStatus,
   type ConnectorEvents,
   type ConnectorType,
+  createConnectionStore,
   createMemoryStorage,
   createSignInStore,
-  createStorage,
   type EIP1193Provider,
   type Connector as LatchkeyConnector,
   type Logger,
@@ -33,7 +33,8 @@ const types: readonly ConnectorType[] = ['injected', 'walletConnect', 'embedded'
  */
 export function createWagmiClient(config: Config, options: { signIn?: SignInAdapter | undefined; logger?: Logger | undefined } = {}): Client {
   const logger = options.logger ?? console
-  const storage = createStorage({ storage: createMemoryStorage() })
+  // Written by nobody: wagmi keeps the connection, so Latchkey's reconnect finds nothing to restore.
+  const connections = createConnectionStore({ storage: createMemoryStorage() })
   let attempt: Attempt | undefined
   let attemptNumber = 0
   let state: State = derive()
@@ -159,7 +160,7 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
 
   return {
     chains: config.chains,
-    storage,
+    connections,
     logger,
     auth,
     getState,
@@ -201,6 +202,7 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
       },
       setConnection: () => setAttempt(undefined),
       clearConnection: () => setAttempt(undefined),
+      forget: () => {},
       nextAttempt: () => ++attemptNumber,
       isCurrentAttempt: (value) => value === attemptNumber,
       report: (context, error) => report(logger, context, error),

@@ -1,33 +1,39 @@
 import {
-  type ConnectorStorage,
-  createMemoryStorage,
-  createStorage,
+  createConnectionStore,
   type EIP1193Provider,
   type Connector as LatchkeyConnector,
   type CreateConnectorFn as LatchkeyCreateConnectorFn,
+  SESSION_FIELDS,
 } from '@latchkey/core'
 import { getAddress } from 'viem'
 import { type CreateConnectorFn, createConnector } from 'wagmi'
 import { assertWagmiVersion } from './assertWagmiVersion.js'
 
-type StorageField = Parameters<ConnectorStorage['get']>[0]
-
 /**
  * @internal A wagmi connector over a Latchkey connector. wagmi keeps the connection (account,
- * chain, recent connector) in its own storage; the Latchkey connector keeps only what its protocol
- * needs across a reload (`persisted`, e.g. the WalletConnect session topic), the rest in memory, so
- * nothing is stored twice.
+ * chain, recent connector) in its own storage; core's connection store, the one writer of
+ * Latchkey's connection state, keeps beside it only what wagmi has no place for, the WalletConnect
+ * session (`SESSION_FIELDS`), so nothing is stored twice.
  */
 export function fromLatchkey<properties extends Record<string, unknown>>(
   create: LatchkeyCreateConnectorFn,
-  options: { persisted: readonly StorageField[]; properties?: (connector: LatchkeyConnector) => properties },
+  options: { properties?: (connector: LatchkeyConnector) => properties } = {},
 ): CreateConnectorFn<EIP1193Provider, properties> {
   assertWagmiVersion()
   return createConnector<EIP1193Provider, properties>((config) => {
-    const inner = create({ chains: config.chains, storage: connectorStorage(create.id, options.persisted) })
-    // Wallet events reach wagmi through its emitter, as a wagmi connector's provider listeners would.
-    inner.emitter.on('change', (change) => config.emitter.emit('change', change))
-    inner.emitter.on('disconnect', () => config.emitter.emit('disconnect'))
+    const store = createConnectionStore({ keep: SESSION_FIELDS })
+    const inner = create({ chains: config.chains, stored: () => store.read(create.id) })
+    // Wallet events reach wagmi through its emitter, as a wagmi connector's provider listeners
+    // would, and the store, which keeps the session they may carry.
+    inner.emitter.on('change', (change) => {
+      store.report(create.id, { type: 'change', ...change })
+      const { session: _session, ...wagmiChange } = change
+      config.emitter.emit('change', wagmiChange)
+    })
+    inner.emitter.on('disconnect', () => {
+      store.report(create.id, { type: 'disconnect' })
+      config.emitter.emit('disconnect')
+    })
     // `display_uri` is sent exactly as wagmi's own WalletConnect connector sends it.
     inner.emitter.on('message', (message) => config.emitter.emit('message', message))
     const connector = {
@@ -36,12 +42,25 @@ export function fromLatchkey<properties extends Record<string, unknown>>(
       type: inner.type,
       icon: inner.icon,
       ...(inner.rdns ? { rdns: inner.rdns } : {}),
-      async connect(parameters: { chainId?: number | undefined; isReconnecting?: boolean | undefined; withCapabilities?: boolean | undefined } = {}) {
-        const { accounts, chainId } = await inner.connect({ chainId: parameters.chainId, isReconnecting: parameters.isReconnecting })
+      async connect(
+        parameters: {
+          chainId?: number | undefined
+          isReconnecting?: boolean | undefined
+          withCapabilities?: boolean | undefined
+          /** Ends a pairing in progress (the Latchkey modal's Cancel passes it through wagmi's connect). */
+          signal?: AbortSignal | undefined
+        } = {},
+      ) {
+        const result = await inner.connect({ chainId: parameters.chainId, isReconnecting: parameters.isReconnecting, signal: parameters.signal })
+        store.report(create.id, { type: 'connect', ...result })
+        const { accounts, chainId } = result
         // wagmi 3 may ask for accounts with their capabilities; EIP-5792 capabilities come from the wallet later.
         return { accounts: (parameters.withCapabilities ? accounts.map((address) => ({ address, capabilities: {} })) : accounts) as never, chainId }
       },
-      disconnect: () => inner.disconnect(),
+      async disconnect() {
+        store.report(create.id, { type: 'disconnect' })
+        await inner.disconnect()
+      },
       getAccounts: () => inner.getAccounts(),
       getChainId: () => inner.getChainId(),
       getProvider: () => inner.getProvider(),
@@ -57,20 +76,4 @@ export function fromLatchkey<properties extends Record<string, unknown>>(
     }
     return connector
   })
-}
-
-/** Persisted fields in the page's storage under Latchkey's keys (SPEC §3), the others in memory. */
-function connectorStorage(connectorId: string, persisted: readonly StorageField[]): ConnectorStorage {
-  const disk = createStorage().forConnector(connectorId)
-  const memory = createStorage({ storage: createMemoryStorage() }).forConnector(connectorId)
-  const slot = (field: StorageField) => (persisted.includes(field) ? disk : memory)
-  return {
-    get: (field) => slot(field).get(field),
-    set: (field, value) => slot(field).set(field, value),
-    remove: (field) => slot(field).remove(field),
-    clear() {
-      disk.clear()
-      memory.clear()
-    },
-  }
 }
