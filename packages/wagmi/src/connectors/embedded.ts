@@ -17,9 +17,8 @@ export type EmbeddedProperties = { getFlows(): Promise<EmbeddedFlows> }
  * const config = createConfig({ chains: [mainnet], connectors: [embedded({ appName: 'My app' })], transports: { [mainnet.id]: http() } })
  */
 export function embedded(parameters: EmbeddedParameters): CreateConnectorFn<EIP1193Provider, EmbeddedProperties> {
-  // The wallet keeps its own record (the session key); nothing else needs to survive a reload.
+  // The wallet keeps its own record (the session key); account and chain are wagmi's.
   return fromLatchkey<EmbeddedProperties>(latchkeyEmbedded(parameters), {
-    persisted: [],
     properties: (connector) => {
       if (!isEmbeddedConnector(connector)) throw new TypeError('The embedded connector has no flows.')
       return { getFlows: () => connector.getFlows() }

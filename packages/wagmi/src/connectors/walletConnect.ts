@@ -16,7 +16,7 @@ export type { WalletConnectParameters }
  * const config = createConfig({ chains: [mainnet], connectors: [walletConnect({ relayUrl: 'wss://relay.example' })], transports: { [mainnet.id]: http() } })
  */
 export function walletConnect(parameters: WalletConnectParameters = {}): CreateConnectorFn<EIP1193Provider> {
-  // The session topic is the protocol's own record: with it, a reload restores without loading the
-  // protocol for apps that never paired. The account and chain are wagmi's to keep.
-  return fromLatchkey(latchkeyWalletConnect(parameters), { persisted: ['sessionTopic'] })
+  // The session is kept by core's connection store (a reload restores it without loading the
+  // protocol for apps that never paired); the account and chain are wagmi's to keep.
+  return fromLatchkey(latchkeyWalletConnect(parameters))
 }

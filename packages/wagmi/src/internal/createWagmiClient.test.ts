@@ -21,7 +21,7 @@ function setup() {
   const config = createConfig({
     chains,
     // The dev wallet through core's injected connector: wagmi's own injected() looks for `window`, which Node lacks.
-    connectors: [fromLatchkey(injected({ id: 'dev', name: 'Dev Wallet', provider: wallet }), { persisted: [] })],
+    connectors: [fromLatchkey(injected({ id: 'dev', name: 'Dev Wallet', provider: wallet }))],
     transports: { [chains[0].id]: http(), [chains[1].id]: http() },
     multiInjectedProviderDiscovery: false,
   })

@@ -33,8 +33,8 @@ const types: readonly ConnectorType[] = ['injected', 'walletConnect', 'embedded'
  */
 export function createWagmiClient(config: Config, options: { signIn?: SignInAdapter | undefined; logger?: Logger | undefined } = {}): Client {
   const logger = options.logger ?? console
-  // Nothing kept: wagmi's own store holds the connection (the same boundary as core's, kept in memory).
-  const store = createConnectionStore({ storage: createMemoryStorage() })
+  // Written by nobody: wagmi keeps the connection, so Latchkey's reconnect finds nothing to restore.
+  const connections = createConnectionStore({ storage: createMemoryStorage() })
   let attempt: Attempt | undefined
   let attemptNumber = 0
   let state: State = derive()
@@ -160,11 +160,7 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
 
   return {
     chains: config.chains,
-    connections: {
-      read: (connectorId) => store.read(connectorId),
-      getLastUsedChainId: () => store.getLastUsedChainId(),
-      getRecentConnectorId: () => store.getRecentConnectorId(),
-    },
+    connections,
     logger,
     auth,
     getState,

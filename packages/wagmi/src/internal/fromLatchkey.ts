@@ -3,34 +3,31 @@ import {
   type EIP1193Provider,
   type Connector as LatchkeyConnector,
   type CreateConnectorFn as LatchkeyCreateConnectorFn,
-  type StoredField,
+  SESSION_FIELDS,
 } from '@latchkey/core'
 import { getAddress } from 'viem'
 import { type CreateConnectorFn, createConnector } from 'wagmi'
 import { assertWagmiVersion } from './assertWagmiVersion.js'
 
-type StorageField = StoredField
-
 /**
  * @internal A wagmi connector over a Latchkey connector. wagmi keeps the connection (account,
- * chain, recent connector) in its own storage; the Latchkey connector keeps only what its protocol
- * needs across a reload (`persisted`, e.g. the WalletConnect session topic), the rest in memory, so
- * nothing is stored twice.
+ * chain, recent connector) in its own storage; core's connection store, the one writer of
+ * Latchkey's connection state, keeps beside it only what wagmi has no place for, the WalletConnect
+ * session (`SESSION_FIELDS`), so nothing is stored twice.
  */
 export function fromLatchkey<properties extends Record<string, unknown>>(
   create: LatchkeyCreateConnectorFn,
-  options: { persisted: readonly StorageField[]; properties?: (connector: LatchkeyConnector) => properties },
+  options: { properties?: (connector: LatchkeyConnector) => properties } = {},
 ): CreateConnectorFn<EIP1193Provider, properties> {
   assertWagmiVersion()
   return createConnector<EIP1193Provider, properties>((config) => {
-    // Core's connection store, the one writer of Latchkey's keys, keeping only `persisted`: wagmi
-    // keeps the rest. The connector reports to it as it would to a Latchkey client.
-    const store = createConnectionStore({ keep: options.persisted })
+    const store = createConnectionStore({ keep: SESSION_FIELDS })
     const inner = create({ chains: config.chains, stored: () => store.read(create.id) })
-    // Wallet events reach wagmi through its emitter, as a wagmi connector's provider listeners would.
+    // Wallet events reach wagmi through its emitter, as a wagmi connector's provider listeners
+    // would, and the store, which keeps the session they may carry.
     inner.emitter.on('change', (change) => {
       store.report(create.id, { type: 'change', ...change })
-      const { session: _, ...wagmiChange } = change
+      const { session: _session, ...wagmiChange } = change
       config.emitter.emit('change', wagmiChange)
     })
     inner.emitter.on('disconnect', () => {
@@ -45,8 +42,16 @@ export function fromLatchkey<properties extends Record<string, unknown>>(
       type: inner.type,
       icon: inner.icon,
       ...(inner.rdns ? { rdns: inner.rdns } : {}),
-      async connect(parameters: { chainId?: number | undefined; isReconnecting?: boolean | undefined; withCapabilities?: boolean | undefined } = {}) {
-        const result = await inner.connect({ chainId: parameters.chainId, isReconnecting: parameters.isReconnecting })
+      async connect(
+        parameters: {
+          chainId?: number | undefined
+          isReconnecting?: boolean | undefined
+          withCapabilities?: boolean | undefined
+          /** Ends a pairing in progress (the Latchkey modal's Cancel passes it through wagmi's connect). */
+          signal?: AbortSignal | undefined
+        } = {},
+      ) {
+        const result = await inner.connect({ chainId: parameters.chainId, isReconnecting: parameters.isReconnecting, signal: parameters.signal })
         store.report(create.id, { type: 'connect', ...result })
         const { accounts, chainId } = result
         // wagmi 3 may ask for accounts with their capabilities; EIP-5792 capabilities come from the wallet later.
