@@ -1,4 +1,5 @@
 import type { Chain } from 'viem'
+import { type ConnectionStore, type ConnectorSession, createConnectionStore } from './connectionStore.js'
 import { createProviderDiscovery, type EIP6963ProviderDetail, type ProviderDiscovery } from './connectors/eip6963.js'
 import { injected } from './connectors/injected.js'
 import { legacyWalletName } from './connectors/legacy.js'
@@ -6,7 +7,7 @@ import { DEFAULT_CHAIN_ID, EXCLUDED_EIP6963_CONNECTOR_KEYS } from './constants.j
 import { InvalidChainsError, NoRpcUrlError } from './errors/connection.js'
 import { createSignInStore, type SignInAdapter, type SignInStore } from './signIn/store.js'
 import { initialState, type StateEvent, transition } from './state.js'
-import { createStorage, type KeyValueStorage, type Storage } from './storage.js'
+import type { KeyValueStorage } from './storage.js'
 import type { Connector, CreateConnectorFn, State } from './types.js'
 import { type Logger, report } from './utils/logger.js'
 import { dedicatedWalletRdns } from './walletBook/dedicated.js'
@@ -16,8 +17,13 @@ export type ClientConfig = {
   chains: readonly [Chain, ...Chain[]]
   /** Connectors the app sets up itself; EIP-6963 wallets are added on their own. */
   connectors?: readonly CreateConnectorFn[] | undefined
-  /** Default: localStorage in browsers, memory elsewhere. */
+  /** Where the default connection store keeps its keys. Default: localStorage in browsers, memory elsewhere. */
   storage?: KeyValueStorage | undefined
+  /**
+   * The one writer of connection state (SPEC §3, §4). Default: `createConnectionStore({ storage })`.
+   * A bridge whose connection state lives in another store (wagmi) passes its own here.
+   */
+  connectionStore?: ConnectionStore | undefined
   /** Listen for EIP-6963 announcements. Default true. */
   multiInjectedProviderDiscovery?: boolean | undefined
   /** The chain used before any wallet says otherwise. Default 1 if configured, else the first chain. */
@@ -32,7 +38,8 @@ export type ClientConfig = {
 
 export type Client = {
   readonly chains: readonly [Chain, ...Chain[]]
-  readonly storage: Storage
+  /** What is kept of each connector's connection; read-only to everything but the client. */
+  readonly connections: Pick<ConnectionStore, 'read' | 'getLastUsedChainId' | 'getRecentConnectorId'>
   readonly logger: Logger
   /** Sign-in state and its adapter, when the client was given `signIn`. */
   readonly auth: SignInStore | undefined
@@ -53,7 +60,9 @@ export type Client = {
 export type ClientInternals = {
   dispatch(event: StateEvent): void
   /** Makes `connector` the live connection: listens to its events, persists, notifies. */
-  setConnection(connector: Connector, accounts: readonly `0x${string}`[], chainId: number): void
+  setConnection(connector: Connector, result: { accounts: readonly `0x${string}`[]; chainId: number; session?: ConnectorSession | undefined }): void
+  /** Forgets what is kept of a connector that could not be restored. */
+  forget(connectorId: string): void
   /** Forgets the live connection and what storage holds of it (SPEC §4). */
   clearConnection(): void
   /** A number that changes with every connect attempt, so late results of older ones are ignored. */
@@ -75,16 +84,15 @@ export function createClient(config: ClientConfig): Client {
   if (!chains?.length) throw new InvalidChainsError()
   for (const chain of chains) if (!chain.rpcUrls?.default?.http?.[0]) throw new NoRpcUrlError({ chainId: chain.id })
 
-  const storage = createStorage({ storage: config.storage })
   const logger = config.logger ?? console
-  storage.onError = (error) => report(logger, 'storage', error)
+  const store = config.connectionStore ?? createConnectionStore({ storage: config.storage, onError: (error) => report(logger, 'storage', error) })
 
-  const lastUsed = storage.getLastUsedChainId()
+  const lastUsed = store.getLastUsedChainId()
   const fallbackChainId = config.defaultChainId ?? (chains.some((c) => c.id === DEFAULT_CHAIN_ID) ? DEFAULT_CHAIN_ID : chains[0].id)
   let state = initialState(chains.some((c) => c.id === lastUsed) ? (lastUsed as number) : fallbackChainId)
   const stateListeners = new Set<(state: State, previous: State) => void>()
 
-  const build = (fn: CreateConnectorFn) => fn({ chains, storage: storage.forConnector(fn.id) })
+  const build = (fn: CreateConnectorFn) => fn({ chains, stored: () => store.read(fn.id) })
   const configured = (config.connectors ?? []).map(build)
   const discoveredById = new Map<string, Connector>()
   let connectors: readonly Connector[] = configured
@@ -108,22 +116,17 @@ export function createClient(config: ClientConfig): Client {
     persist(event, previous)
   }
 
-  /** Storage follows the state: what a connection writes, and what a disconnect clears. */
+  /** Storage follows the state: the store hears of each change of the live connection. */
   function persist(event: StateEvent, previous: State) {
-    const connectorId = state.connection?.connectorId
     // However the connection ended (disconnect, wallet locked, no accounts left), its storage goes.
-    if (previous.connection && !state.connection) {
-      storage.forConnector(previous.connection.connectorId).clear()
-      return
-    }
-    if (!connectorId || !state.connection) return
-    const slot = storage.forConnector(connectorId)
-    if (event.type === 'connected' || event.type === 'accountsChanged') slot.set('activeAccount', state.connection.accounts[0])
-    if (event.type === 'connected' || event.type === 'chainChanged') {
-      slot.set('currentChain', state.chainId)
-      storage.setLastUsedChainId(state.chainId)
-    }
-    if (event.type === 'connected') storage.setRecentConnectorId(connectorId)
+    if (previous.connection && !state.connection) return store.report(previous.connection.connectorId, { type: 'disconnect' })
+    const connection = state.connection
+    if (!connection || state === previous) return
+    if (event.type === 'accountsChanged' && connection.accounts.join() !== previous.connection?.accounts.join())
+      store.report(connection.connectorId, { type: 'change', accounts: connection.accounts })
+    // Wallets tell of a switch twice (the answer and chainChanged): the store hears it once.
+    if (event.type === 'chainChanged' && connection.chainId !== previous.connection?.chainId)
+      store.report(connection.connectorId, { type: 'change', chainId: connection.chainId })
   }
 
   function connectorsFromDiscovery(providers: readonly EIP6963ProviderDetail[], win: ClientConfig['window']) {
@@ -158,11 +161,12 @@ export function createClient(config: ClientConfig): Client {
 
   const internals: ClientInternals = {
     dispatch,
-    setConnection(connector, accounts, chainId) {
+    setConnection(connector, { accounts, chainId, session }) {
       detachConnection?.()
       const previousId = state.connection?.connectorId
-      const offChange = connector.emitter.on('change', ({ accounts, chainId }) => {
+      const offChange = connector.emitter.on('change', ({ accounts, chainId, session }) => {
         if (accounts?.length === 0) return internals.clearConnection()
+        if (session && state.connection?.connectorId === connector.id) store.report(connector.id, { type: 'change', session })
         if (accounts) dispatch({ type: 'accountsChanged', accounts })
         if (chainId !== undefined && state.connection) dispatch({ type: 'chainChanged', chainId })
       })
@@ -172,9 +176,12 @@ export function createClient(config: ClientConfig): Client {
         offDisconnect()
         detachConnection = undefined
       }
-      if (previousId && previousId !== connector.id) storage.forConnector(previousId).clear()
+      if (previousId && previousId !== connector.id) store.report(previousId, { type: 'disconnect' })
       dispatch({ type: 'connected', connectorId: connector.id, accounts, chainId })
+      if (state.connection?.connectorId === connector.id)
+        store.report(connector.id, { type: 'connect', accounts: state.connection.accounts, chainId: state.chainId, session })
     },
+    forget: (connectorId) => store.report(connectorId, { type: 'disconnect' }),
     clearConnection() {
       detachConnection?.()
       dispatch({ type: 'disconnected' })
@@ -192,7 +199,11 @@ export function createClient(config: ClientConfig): Client {
 
   return {
     chains,
-    storage,
+    connections: {
+      read: (connectorId) => store.read(connectorId),
+      getLastUsedChainId: () => store.getLastUsedChainId(),
+      getRecentConnectorId: () => store.getRecentConnectorId(),
+    },
     logger,
     auth,
     getState: () => state,

@@ -1,5 +1,5 @@
 import type { Address, Chain, EIP1193Provider, Hex } from 'viem'
-import type { ConnectorStorage } from './storage.js'
+import type { ConnectorSession, StoredConnection } from './connectionStore.js'
 import type { Emitter } from './utils/emitter.js'
 
 export type { Address, Chain, EIP1193Provider, Hex }
@@ -9,8 +9,8 @@ export type ConnectorType = 'injected' | 'walletConnect' | 'embedded' | 'mock'
 /** Events every connector emits through its one emitter. */
 export type ConnectorEvents = {
   /** The wallet changed account or chain. An empty `accounts` means it locked or revoked us. */
-  change: { accounts?: readonly Address[] | undefined; chainId?: number | undefined }
-  connect: { accounts: readonly Address[]; chainId: number }
+  change: { accounts?: readonly Address[] | undefined; chainId?: number | undefined; session?: ConnectorSession | undefined }
+  connect: ConnectResult
   disconnect: undefined
   /** Out-of-band messages; `display_uri` carries a pairing URI. */
   message: { type: string; data?: unknown }
@@ -21,6 +21,33 @@ export type ConnectParameters = {
   signal?: AbortSignal | undefined
   /** True when restoring a stored connection: the connector must not prompt the user. */
   isReconnecting?: boolean | undefined
+  /**
+   * Sign in while connecting, where the wallet protocol can (WalletConnect's one-click sign-in):
+   * the SIWE fields; the connector answers with the wallet's signed `cacaos`, or none when the
+   * wallet only connected.
+   */
+  signIn?: OneClickSignIn | undefined
+}
+
+/** The EIP-4361 fields a one-click sign-in asks the wallet to sign, per chain. */
+export type OneClickSignIn = {
+  nonce: string
+  domain: string
+  uri: string
+  statement?: string | undefined
+  /** ISO 8601. */
+  expirationTime?: string | undefined
+}
+
+/**
+ * What a connection is: accounts, chain and, for a session-based connector, its session; and the
+ * signed sign-in objects (CACAOs) when the wallet signed in while connecting.
+ */
+export type ConnectResult = {
+  accounts: readonly Address[]
+  chainId: number
+  session?: ConnectorSession | undefined
+  cacaos?: readonly unknown[] | undefined
 }
 
 /**
@@ -36,7 +63,7 @@ export type Connector = {
   /** The EIP-6963 reverse-DNS id, when the wallet announced one. */
   readonly rdns?: string | undefined
   readonly emitter: Emitter<ConnectorEvents>
-  connect(parameters?: ConnectParameters): Promise<{ accounts: readonly Address[]; chainId: number }>
+  connect(parameters?: ConnectParameters): Promise<ConnectResult>
   disconnect(): Promise<void>
   getAccounts(): Promise<readonly Address[]>
   getChainId(): Promise<number>
@@ -45,10 +72,14 @@ export type Connector = {
   switchChain(parameters: { chainId: number; signal?: AbortSignal | undefined }): Promise<Chain>
 }
 
-/** What a connector factory is given by the client. */
+/**
+ * What a connector factory is given by the client. Connectors never write storage: they report
+ * through their events and `connect()` result, and read back what the connection store keeps.
+ */
 export type ConnectorConfig = {
   readonly chains: readonly [Chain, ...Chain[]]
-  readonly storage: ConnectorStorage
+  /** What the connection store keeps of this connector's connection, for restoring it. */
+  readonly stored: () => StoredConnection
 }
 
 /** A connector factory: `injected()`, `walletConnect()`, `embedded()` return one. */

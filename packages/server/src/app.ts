@@ -3,6 +3,7 @@ import { Hono } from 'hono'
 import { ServerError } from './errors.js'
 import { createRouteContext } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
+import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
 import { nonce } from './routes/nonce.js'
@@ -118,6 +119,7 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/recovery/start', recoveryStart(context))
   app.get('/auth/nonce', nonce(context))
   app.post('/auth/siwe', siwe(context))
+  app.post('/auth/cacao', cacao(context))
   app.get('/auth/session', session(context))
   app.post('/auth/signout', signOut(context))
   return app

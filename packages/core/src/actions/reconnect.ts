@@ -19,25 +19,24 @@ export type ReconnectReturnType = { connected: boolean }
  * await reconnect(client)
  */
 export async function reconnect(client: Client, parameters: ReconnectParameters = {}): Promise<ReconnectReturnType> {
-  const connectorId = client.storage.getRecentConnectorId()
+  const connectorId = client.connections.getRecentConnectorId()
   if (!connectorId || client.getState().status !== 'disconnected') return { connected: false }
-  const slot = client.storage.forConnector(connectorId)
-  if (!slot.get('activeAccount')) return { connected: false }
+  if (!client.connections.read(connectorId).activeAccount) return { connected: false }
 
   const timeoutMs = parameters.timeoutMs ?? RECONNECT_TIMEOUT_MS
   const attempt = client._internal.nextAttempt()
   client._internal.dispatch({ type: 'reconnect', connectorId })
   try {
     const connector = await waitForConnector(client, connectorId, timeoutMs)
-    const { accounts, chainId } = await connector.connect({ isReconnecting: true })
+    const result = await connector.connect({ isReconnecting: true })
     if (!client._internal.isCurrentAttempt(attempt)) return { connected: false }
-    if (accounts.length === 0) throw new Error('The wallet no longer shares an account.')
-    client._internal.setConnection(connector, accounts, chainId)
+    if (result.accounts.length === 0) throw new Error('The wallet no longer shares an account.')
+    client._internal.setConnection(connector, result)
     return { connected: true }
   } catch (error) {
     if (client._internal.isCurrentAttempt(attempt)) {
       client._internal.dispatch({ type: 'failed' })
-      slot.clear()
+      client._internal.forget(connectorId)
     }
     client._internal.report('reconnect', error)
     return { connected: false }

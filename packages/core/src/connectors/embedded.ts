@@ -86,14 +86,9 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
             const before = last
             last = next
             if (!next) {
-              if (before) {
-                config.storage.clear()
-                emitter.emit('disconnect', undefined)
-              }
+              if (before) emitter.emit('disconnect', undefined)
               return
             }
-            config.storage.set('activeAccount', next.credential.address)
-            config.storage.set('currentChain', next.chainId)
             if (before && before.credential.address !== next.credential.address) emitter.emit('change', { accounts: [next.credential.address] })
             if (before && before.chainId !== next.chainId) emitter.emit('change', { chainId: next.chainId })
           })
@@ -127,15 +122,12 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
               throw new ConnectorError({ code: 'account_not_found', shortMessage: 'Account not found', details: 'Sign in with email or a passkey first.' })
             }
             if (chainId !== undefined && chainId !== wallet.chainId && config.chains.some((chain) => chain.id === chainId)) wallet.switchChain(chainId)
-            config.storage.set('activeAccount', current.credential.address)
-            config.storage.set('currentChain', wallet.chainId)
             return { accounts: [current.credential.address], chainId: wallet.chainId }
           } catch (error) {
             throw toProviderError(error)
           }
         },
         async disconnect() {
-          config.storage.clear()
           if (!flows) return
           await (await flows).wallet.signOut()
         },
@@ -162,9 +154,10 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
         async switchChain({ chainId }) {
           // Local: the wallet signs for any configured chain.
           const chain = config.chains.find((candidate) => candidate.id === chainId)
-          if (!chain) throw new ChainNotConfiguredError({ chainId })
+          if (!chain)
+            throw new ChainNotConfiguredError({ chainId })
+            // The wallet's subscription reports the change.
           ;(await load()).wallet.switchChain(chainId)
-          config.storage.set('currentChain', chainId)
           return chain
         },
       }

@@ -16,9 +16,12 @@ import { anvilKeys, testChains } from '../../../../test/chains.js'
 import { connect } from '../actions/connect.js'
 import { disconnect } from '../actions/disconnect.js'
 import { reconnect } from '../actions/reconnect.js'
+import { sendCalls } from '../actions/sendCalls.js'
 import { signMessage } from '../actions/signMessage.js'
 import { switchChain } from '../actions/switchChain.js'
+import type { ConnectionReport } from '../connectionStore.js'
 import { createClient } from '../createClient.js'
+import { CallsNotSupportedError } from '../errors/calls.js'
 import { createMemoryStorage } from '../storage.js'
 import { type WalletConnectParameters, walletConnect } from './walletConnect.js'
 
@@ -111,10 +114,10 @@ describe('walletConnect connector', () => {
     expect(result.chainId).toBe(31337)
     expect(statuses).toContain('pairing')
     expect(client.getState().status).toBe('connected')
-    const slot = client.storage.forConnector('walletConnect')
-    expect(slot.get('sessionTopic')).toMatch(/^[0-9a-f]{64}$/)
-    expect(slot.get('activeAccount')).toBe(signer.address)
-    expect(Object.keys(slot.get('namespaces') ?? {})).toEqual(['eip155'])
+    const stored = client.connections.read('walletConnect')
+    expect(stored.sessionTopic).toMatch(/^[0-9a-f]{64}$/)
+    expect(stored.activeAccount).toBe(signer.address)
+    expect(Object.keys(stored.namespaces ?? {})).toEqual(['eip155'])
 
     const signature = await signMessage(client, { message: 'hello from the dapp' })
     expect(await verifyMessage({ address: signer.address, message: 'hello from the dapp', signature })).toBe(true)
@@ -129,13 +132,64 @@ describe('walletConnect connector', () => {
     const chain = new Promise((resolve) => client.subscribe((state) => state.chainId === 31338 && resolve(state.chainId)))
     await w.emit({ topic: session!.topic, chainId: 'eip155:31338', event: { name: 'chainChanged', data: 31338 } })
     await chain
-    expect(client.storage.forConnector('walletConnect').get('currentChain')).toBe(31338)
+    expect(client.connections.read('walletConnect').currentChain).toBe(31338)
 
     const gone = new Promise((resolve) => client.subscribe((state) => state.status === 'disconnected' && resolve(state)))
     await w.disconnect({ topic: session!.topic })
     await gone
-    expect(client.storage.forConnector('walletConnect').get('sessionTopic')).toBeNull()
-    expect(client.storage.forConnector('walletConnect').get('activeAccount')).toBeNull()
+    expect(client.connections.read('walletConnect').sessionTopic).toBeNull()
+    expect(client.connections.read('walletConnect').activeAccount).toBeNull()
+  })
+
+  test('behavior: the connector reports to the connection store and writes no storage itself', async () => {
+    const w = await wallet()
+    const heard: [string, ConnectionReport][] = []
+    const nothing = { activeAccount: null, sessionTopic: null, currentChain: null, providerChainId: null, namespaces: null }
+    const backend = createMemoryStorage()
+    const client = createClient({
+      chains: testChains(),
+      storage: backend,
+      connectionStore: {
+        read: () => nothing,
+        report: (id, report) => void heard.push([id, report]),
+        getLastUsedChainId: () => null,
+        getRecentConnectorId: () => null,
+      },
+      connectors: [walletConnect({ relayUrl: relay.url, WebSocket: WebSocket as unknown as WebSocketConstructor, storage: memoryStorage(), reinitWaitMs: 0 })],
+    })
+    const connector = client.getConnectors()[0]!
+    closers.push(() => void connector.getProvider().then((p) => (p as unknown as { close?: () => void }).close?.()))
+    scanWith(client, w)
+    await connect(client, { connector })
+    const [session] = w.sessions()
+    const chain = new Promise((resolve) => client.subscribe((state) => state.chainId === 31338 && resolve(state.chainId)))
+    await w.emit({ topic: session!.topic, chainId: 'eip155:31338', event: { name: 'chainChanged', data: 31338 } })
+    await chain
+    const gone = new Promise((resolve) => client.subscribe((state) => state.status === 'disconnected' && resolve(state)))
+    await w.disconnect({ topic: session!.topic })
+    await gone
+    expect(heard.map(([id, report]) => [id, report.type, 'session' in report ? report.session?.topic : undefined])).toEqual([
+      ['walletConnect', 'connect', session!.topic],
+      ['walletConnect', 'change', undefined],
+      ['walletConnect', 'disconnect', undefined],
+    ])
+    expect(heard[0]![1]).toMatchObject({ accounts: [signer.address], chainId: 31337, session: { namespaces: { eip155: { accounts: expect.any(Array) } } } })
+    expect(heard[1]![1]).toEqual({ type: 'change', chainId: 31338 })
+    expect(backend.map.size).toBe(0)
+  })
+
+  test('behavior: the session asks for the EIP-5792 methods as optional; a wallet that does not grant them gives CallsNotSupportedError', async () => {
+    const w = await wallet()
+    const asked: string[][] = []
+    w.events.on('session_proposal', ({ params }) => asked.push([...(params.optionalNamespaces['eip155']?.methods ?? [])]))
+    const { client, connector } = setup()
+    scanWith(client, w)
+    await connect(client, { connector })
+    expect(asked[0]).toEqual(expect.arrayContaining(['wallet_sendCalls', 'wallet_getCallsStatus', 'wallet_getCapabilities', 'wallet_showCallsStatus']))
+    expect(w.sessions()[0]?.requiredNamespaces['eip155']?.methods ?? []).not.toContain('wallet_sendCalls')
+    const error = await sendCalls(client, { calls: [{ to: signer.address, value: 1n }] }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(CallsNotSupportedError)
+    expect(error).toMatchObject({ code: 'calls_not_supported', method: 'wallet_sendCalls' })
   })
 
   test('a reload reconnects without a prompt, on the chain it was on', async () => {
@@ -159,7 +213,7 @@ describe('walletConnect connector', () => {
     const deleted = new Promise((resolve) => w.events.once('session_delete', resolve))
     await disconnect(client)
     await deleted
-    expect(client.storage.forConnector('walletConnect').get('sessionTopic')).toBeNull()
+    expect(client.connections.read('walletConnect').sessionTopic).toBeNull()
     expect(await connector.isAuthorized()).toBe(false)
   })
 

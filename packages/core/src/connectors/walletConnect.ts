@@ -1,6 +1,7 @@
 // Types only: the protocol itself loads with the first use of the connector.
-import type { EthereumProvider, Metadata, WebSocketConstructor } from '@latchkey/walletconnect'
+import type { EthereumProvider, Metadata, ProposalNamespaces, WebSocketConstructor } from '@latchkey/walletconnect'
 import { getAddress } from 'viem'
+import type { ConnectorSession } from '../connectionStore.js'
 import { DEFAULT_EVENTS, DEFAULT_METHODS, MAX_PAIRING_ATTEMPTS, OPTIONAL_EVENTS, PROVIDER_REINIT_WAIT_MS } from '../constants.js'
 import {
   ChainNotConfiguredError,
@@ -28,8 +29,16 @@ export type WalletConnectParameters = {
   metadata?: Metadata | undefined
   /** Show the framework-free QR modal of `@latchkey/qr-modal` (React apps use the Latchkey modal). */
   showQrModal?: boolean | undefined
-  /** RPC urls for reads, by chain id; the client's chains' urls fill the gaps. */
-  rpcMap?: Readonly<Record<number, string>> | undefined
+  /**
+   * RPC urls for reads, by chain id (or by CAIP-2 id for other namespaces). Without a project
+   * id the client's chains' urls fill the gaps; with one, a chain without an url here reads
+   * through the relay's JSON-RPC endpoint (SPEC §7).
+   */
+  rpcMap?: Readonly<Record<number | string, string>> | undefined
+  /** Sent with the proposal; the wallet's answer is on the session. */
+  sessionProperties?: Readonly<Record<string, string>> | undefined
+  /** Namespaces besides eip155 to ask for (`solana`, …); requests reach them through the provider's `request(args, chain)`. */
+  namespaces?: ProposalNamespaces | undefined
   /** Where the protocol keeps keys and sessions. Default: localStorage, else memory. */
   storage?: KeyValueStorage | undefined
   /** In Node 20, `ws`'s WebSocket. */
@@ -43,6 +52,9 @@ export type WalletConnectParameters = {
 }
 
 export const WALLETCONNECT_ID = 'walletConnect'
+
+/** The EIP-5792 methods every session asks for as optional methods. */
+export const EIP5792_METHODS = ['wallet_sendCalls', 'wallet_getCallsStatus', 'wallet_getCapabilities', 'wallet_showCallsStatus'] as const
 
 const ICON =
   'data:image/svg+xml,' +
@@ -72,9 +84,10 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
 
       function load(): Promise<EthereumProvider> {
         provider ??= (async () => {
-          const { createEthereumProvider, memoryStorage } = await import('@latchkey/walletconnect')
-          const rpcMap: Record<number, string> = {}
-          for (const chain of config.chains) rpcMap[chain.id] = chain.rpcUrls.default.http[0]!
+          const { createEthereumProvider, memoryStorage, OPTIONAL_METHODS } = await import('@latchkey/walletconnect')
+          // With a project id the relay's endpoint is the default; the chains' urls only fill in without one.
+          const rpcMap: Record<number | string, string> = {}
+          if (!parameters.projectId) for (const chain of config.chains) rpcMap[chain.id] = chain.rpcUrls.default.http[0]!
           const created = createEthereumProvider({
             relayUrl: relayUrl(),
             projectId: parameters.projectId,
@@ -86,8 +99,11 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
             events: DEFAULT_EVENTS,
             optionalEvents: OPTIONAL_EVENTS,
             maxPairingAttempts: MAX_PAIRING_ATTEMPTS,
-            ...(parameters.optionalMethods ? { optionalMethods: parameters.optionalMethods } : {}),
+            // Call batches pass through to wallets that grant them (EIP-5792), never required.
+            optionalMethods: [...new Set([...(parameters.optionalMethods ?? OPTIONAL_METHODS), ...EIP5792_METHODS])],
             rpcMap: { ...rpcMap, ...parameters.rpcMap },
+            ...(parameters.sessionProperties ? { sessionProperties: parameters.sessionProperties } : {}),
+            ...(parameters.namespaces ? { namespaces: parameters.namespaces } : {}),
             storage: parameters.storage ?? browserStorage() ?? memoryStorage(),
             storagePrefix: `latchkey.${id}.client`,
             WebSocket: parameters.WebSocket,
@@ -117,18 +133,11 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
 
       function attach(wc: EthereumProvider) {
         if (detach) return
-        const onAccounts = (accounts: readonly string[]) => {
-          if (accounts.length) config.storage.set('activeAccount', getAddress(accounts[0]!))
-          emitter.emit('change', { accounts: accounts.map((a) => getAddress(a)) })
-        }
-        const onChain = (hex: string) => {
-          config.storage.set('currentChain', Number(hex))
-          config.storage.set('providerChainId', Number(hex))
-          emitter.emit('change', { chainId: Number(hex) })
-        }
+        // Reported, not stored: the client's connection store writes (and clears) what is kept.
+        const onAccounts = (accounts: readonly string[]) => emitter.emit('change', { accounts: accounts.map((a) => getAddress(a)), session: sessionOf(wc) })
+        const onChain = (hex: string) => emitter.emit('change', { chainId: Number(hex) })
         const onDisconnect = () => {
           detach?.()
-          config.storage.clear()
           emitter.emit('disconnect', undefined)
         }
         wc.on('accountsChanged', onAccounts)
@@ -142,13 +151,8 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
         }
       }
 
-      function remember(wc: EthereumProvider) {
-        if (!wc.session) return
-        config.storage.set('sessionTopic', wc.session.topic)
-        config.storage.set('namespaces', wc.session.namespaces)
-        config.storage.set('currentChain', wc.chainId)
-        config.storage.set('providerChainId', wc.chainId)
-        if (wc.accounts[0]) config.storage.set('activeAccount', getAddress(wc.accounts[0]))
+      function sessionOf(wc: EthereumProvider): ConnectorSession | undefined {
+        return wc.session ? { topic: wc.session.topic, namespaces: wc.session.namespaces } : undefined
       }
 
       /** The EIP-1193 face: numeric codes for wallet answers, catalogue errors for ours. */
@@ -176,9 +180,10 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
         type: 'walletConnect',
         icon: ICON,
         emitter,
-        async connect({ chainId, signal, isReconnecting } = {}) {
+        async connect({ chainId, signal, isReconnecting, signIn } = {}) {
           try {
             const wc = await load()
+            let cacaos: readonly unknown[] | undefined
             if (!wc.session) {
               if (isReconnecting) throw new NotConnectedError({ details: 'The WalletConnect session has ended.' })
               // Closing the QR modal ends the attempt as the caller's abort would.
@@ -196,7 +201,18 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
               wc.on('display_uri', onUri)
               wc.on('message', onMessage)
               try {
-                await wc.connect({ signal: local.signal })
+                if (signIn) {
+                  // One approval for both: a wallet that cannot sign in this way still connects.
+                  const result = await wc.authenticate({
+                    domain: signIn.domain,
+                    uri: signIn.uri,
+                    nonce: signIn.nonce,
+                    statement: signIn.statement,
+                    exp: signIn.expirationTime,
+                    signal: local.signal,
+                  })
+                  cacaos = result.cacaos
+                } else await wc.connect({ signal: local.signal })
               } finally {
                 signal?.removeEventListener('abort', forward)
                 wc.removeListener('display_uri', onUri)
@@ -204,7 +220,7 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
                 modal?.close()
               }
             } else if (isReconnecting) {
-              const stored = config.storage.get('currentChain')
+              const stored = config.stored().currentChain
               if (stored && stored !== wc.chainId) {
                 try {
                   wc.setDefaultChain(stored)
@@ -218,15 +234,18 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
               // A chain outside the session is left to the wallet; the connection still stands.
               await connector.switchChain({ chainId, signal }).catch(() => undefined)
             }
-            remember(wc)
-            return { accounts: wc.accounts.map((a) => getAddress(a)) as Address[], chainId: wc.chainId }
+            return {
+              accounts: wc.accounts.map((a) => getAddress(a)) as Address[],
+              chainId: wc.chainId,
+              session: sessionOf(wc),
+              ...(cacaos ? { cacaos } : {}),
+            }
           } catch (error) {
             throw toProviderError(error)
           }
         },
         async disconnect() {
           detach?.()
-          config.storage.clear()
           if (!provider) return
           const wc = await provider
           await wc.disconnect().catch(() => undefined)
@@ -242,7 +261,7 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
         },
         async isAuthorized() {
           // No stored session: nothing to restore, and no reason to load the protocol.
-          if (!config.storage.get('sessionTopic')) return false
+          if (!config.stored().sessionTopic) return false
           try {
             return (await load()).session !== undefined
           } catch {
@@ -260,7 +279,7 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
             if (mapped.code === 'network_switching_only_available_in_wallet') throw new NetworkSwitchingNotAvailableError({ cause: error })
             throw mapped
           }
-          config.storage.set('currentChain', chainId)
+          // The provider's chainChanged reports the switch.
           return chain
         },
       }

@@ -1,5 +1,6 @@
 import { type Chain, createWalletClient, type EIP1193Provider, type Hex, hexToString, http, isHex, type LocalAccount, numberToHex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
+import { createWalletCalls, type RpcReceipt } from './walletCalls.js'
 
 /** A request the dev wallet asks its user to approve. */
 export type DevWalletPrompt = {
@@ -73,6 +74,18 @@ export function createDevWallet(parameters: DevWalletParameters): DevWallet {
 
   const chain = () => parameters.chains.find((c) => c.id === chainId) ?? parameters.chains[0]
   const walletClient = () => createWalletClient({ account: current(), chain: chain(), transport: http(chain().rpcUrls.default.http[0]) })
+
+  // EIP-5792: batches go out as one transaction per call (an EOA cannot do better).
+  const calls = createWalletCalls({
+    chainIds: parameters.chains.map((c) => c.id),
+    address: () => current().address,
+    async sendTransaction(id, call) {
+      const target = parameters.chains.find((c) => c.id === id)!
+      const client = createWalletClient({ account: current(), chain: target, transport: http(target.rpcUrls.default.http[0]) })
+      return client.sendTransaction({ to: call.to ?? null, value: call.value, data: call.data } as never)
+    },
+    getReceipt: (id, hash) => rpc(parameters.chains.find((c) => c.id === id)!, 'eth_getTransactionReceipt', [hash]) as Promise<RpcReceipt | null>,
+  })
 
   function emit(event: string, data: unknown) {
     for (const listener of [...(listeners.get(event) ?? [])]) listener(data)
@@ -155,13 +168,30 @@ export function createDevWallet(parameters: DevWalletParameters): DevWallet {
       }
       case 'wallet_addEthereumChain':
         throw new RpcError(4200, 'This wallet knows only its configured chains.')
+      case 'wallet_sendCalls': {
+        requireAuthorized()
+        // Checked before the user is asked: a malformed batch is refused and nothing is sent.
+        const batch = calls.check(list)
+        const summary = batch.calls.map((call) => `${call.value ?? 0n} wei to ${call.to ?? 'a new contract'}`).join('; ')
+        await ask(method, `Send ${batch.calls.length} calls: ${summary}`, list)
+        return calls.send(batch)
+      }
+      case 'wallet_getCallsStatus':
+        return calls.getCallsStatus(list)
+      case 'wallet_getCapabilities':
+        requireAuthorized()
+        return calls.getCapabilities(list)
       default:
         return forward(method, list)
     }
   }
 
-  async function forward(method: string, params: unknown[]) {
-    const response = await fetch(chain().rpcUrls.default.http[0] as string, {
+  function forward(method: string, params: unknown[]) {
+    return rpc(chain(), method, params)
+  }
+
+  async function rpc(target: Chain, method: string, params: unknown[]) {
+    const response = await fetch(target.rpcUrls.default.http[0] as string, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),

@@ -4,8 +4,10 @@ import { expect, test } from 'vitest'
 test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
+      "WalletCallsError",
       "announceProvider",
       "createDevWallet",
+      "createWalletCalls",
       "devWalletInfo",
     ]
   `)

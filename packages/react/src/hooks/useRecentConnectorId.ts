@@ -9,6 +9,6 @@ import { useClient } from './useClient.js'
  */
 export function useRecentConnectorId(): string | null {
   const client = useClient()
-  const snapshot = () => client.storage.getRecentConnectorId()
+  const snapshot = () => client.connections.getRecentConnectorId()
   return useSyncExternalStore(client.subscribe, snapshot, () => null)
 }
