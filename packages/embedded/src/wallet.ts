@@ -1,19 +1,15 @@
-import { TurnkeyClient, TurnkeyRequestError } from '@turnkey/http'
 import {
   type Chain,
-  createClient,
+  concatHex,
   getAddress,
   type Hex,
   hashMessage,
   hashTypedData,
-  http,
+  pad,
   type SignableMessage,
-  serializeSignature,
-  serializeTransaction,
   type TransactionSerializable,
   type TypedDataDefinition,
 } from 'viem'
-import { prepareTransactionRequest } from 'viem/actions'
 import { type Backend, type BackendAccount, type BackendConfig, createBackend } from './backend.js'
 import {
   AccountNotFoundError,
@@ -32,6 +28,7 @@ import {
   SignRawPayloadResultNotFoundError,
   SubOrganizationNotFoundError,
 } from './errors.js'
+import { createTurnkeyClient, type TurnkeyClient, TurnkeyRequestError } from './kmsClient.js'
 import { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
 
 /** SPEC §3: the embedded wallet credential. */
@@ -171,7 +168,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   async function client(stamper: Stamper = sessionKeys.stamper): Promise<TurnkeyClient> {
     const { kmsUrl } = await settings()
     if (!kmsUrl) throw new MissingBaseUrlError()
-    return new TurnkeyClient({ baseUrl: kmsUrl }, stamper)
+    return createTurnkeyClient({ baseUrl: kmsUrl }, stamper)
   }
 
   function signedIn(): StoredWallet {
@@ -280,12 +277,16 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     )
     const signature = result
     if (!signature?.r || !signature.s || signature.v === undefined) throw new SignRawPayloadResultNotFoundError()
-    return serializeSignature({ r: `0x${signature.r}`, s: `0x${signature.s}`, yParity: Number.parseInt(signature.v, 16) % 27 })
+    // r ‖ s ‖ v with v = 27 + yParity, as viem's serializeSignature writes it (without the curve
+    // arithmetic it loads to normalise r and s, which the kms already sends as 32-byte values).
+    const v = Number.parseInt(signature.v, 16) % 27 ? '0x1c' : '0x1b'
+    return concatHex([pad(`0x${signature.r}`, { size: 32 }), pad(`0x${signature.s}`, { size: 32 }), v])
   }
 
   async function signTransaction(transaction: TransactionSerializable, signWith: string | undefined): Promise<Hex> {
     if (!signWith) throw new MissingSignWithError()
     const { organizationId } = signedIn()
+    const { serializeTransaction } = await import('./transactions.js')
     const result = await submit<{ signedTransaction?: string }>('signTransactionResult', (kms) =>
       kms.signTransaction({
         type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
@@ -413,6 +414,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     }): Promise<Hex> {
       const { credential, chainId } = signedIn()
       const chain = chainOf(chainId)
+      const { createClient, http, prepareTransactionRequest } = await import('./transactions.js')
       // A bare client with the one action it needs: not every public action in the lazy chunk.
       const publicClient = createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
       const prepared = await prepareTransactionRequest(publicClient, { ...request, account: credential.address, chain } as Parameters<
