@@ -1,13 +1,16 @@
+import { PASSKEY_PUBLIC_KEY_ALGORITHM, WEBAUTHN_CHALLENGE_BYTES, WEBAUTHN_TIMEOUT_MS, WEBAUTHN_USER_VERIFICATION } from '@latchkey/constants'
 import { browserSupportsWebAuthn, startRegistration, WebAuthnError } from '@simplewebauthn/browser'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { EmbeddedError, PasskeyIdentifierRequiredError, WebauthnCeremonyError, WebauthnNotSupportedError } from './errors.js'
 import { completed, DEFAULT_SESSION_SECONDS, type EmbeddedWallet, type EmbeddedWalletCredential, kmsCall } from './wallet.js'
 
-/** SPEC §9: passkey constants. */
-export const WEBAUTHN_TIMEOUT_MS = 300_000
-export const WEBAUTHN_USER_VERIFICATION = 'preferred' as const
-export const WEBAUTHN_CHALLENGE_BYTES = 32
-export const PASSKEY_ALGORITHM = -7
+/** SPEC §9: passkey constants, from the one module that holds them. */
+export {
+  PASSKEY_PUBLIC_KEY_ALGORITHM as PASSKEY_ALGORITHM,
+  WEBAUTHN_CHALLENGE_BYTES,
+  WEBAUTHN_TIMEOUT_MS,
+  WEBAUTHN_USER_VERIFICATION,
+} from '@latchkey/constants'
 
 /** SPEC §3: what a passkey registration hands the key-management service. */
 export type PasskeyAttestation = { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] }
@@ -64,7 +67,7 @@ export async function createPasskey(parameters: {
         challenge,
         rp: { id: parameters.rpId, name: parameters.rpName },
         user: { id: base64url(userId), name: parameters.userName, displayName: parameters.userName },
-        pubKeyCredParams: [{ type: 'public-key', alg: PASSKEY_ALGORITHM }],
+        pubKeyCredParams: [{ type: 'public-key', alg: PASSKEY_PUBLIC_KEY_ALGORITHM }],
         authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: WEBAUTHN_USER_VERIFICATION },
         timeout: WEBAUTHN_TIMEOUT_MS,
         attestation: 'none',

@@ -1,3 +1,4 @@
+import { RECOVERY_CODE_VALIDITY_S, RECOVERY_SESSION_EXPIRY_S } from '@latchkey/constants'
 import {
   type Chain,
   concatHex,
@@ -93,11 +94,14 @@ export type EmbeddedWalletOptions = {
   fetch?: typeof fetch | undefined
 }
 
-/** SPEC §5 and §9 constants. */
-export const RECOVERY_CODE_SECONDS = 900
-export const RECOVERY_SESSION_SECONDS = 1800
+/** SPEC §5 and §9 constants, from the one module that holds them. */
+export {
+  RECOVERY_CODE_VALIDITY_S as RECOVERY_CODE_SECONDS,
+  RECOVERY_SESSION_EXPIRY_S as RECOVERY_SESSION_SECONDS,
+  WALLET_NAMES,
+} from '@latchkey/constants'
+/** Lifetime of a session key unless configured: 900 s, as the hosted SDKs (not a SPEC §9 value). */
 export const DEFAULT_SESSION_SECONDS = 900
-export const WALLET_NAMES = ['Turnkey', 'Turnkey HD'] as const
 const STORAGE_KEY = 'latchkey.embedded.wallet'
 const ETHEREUM_ACCOUNT = {
   curve: 'CURVE_SECP256K1',
@@ -542,9 +546,9 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       }
       const fresh = apiKeys.some(
         (key) =>
-          key.credential.type === 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256' && now() - Number(key.createdAt.seconds) * 1000 <= RECOVERY_CODE_SECONDS * 1000,
+          key.credential.type === 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256' && now() - Number(key.createdAt.seconds) * 1000 <= RECOVERY_CODE_VALIDITY_S * 1000,
       )
-      if (!fresh) throw new InvalidCodeError({ details: `No recovery credential younger than ${RECOVERY_CODE_SECONDS} s` })
+      if (!fresh) throw new InvalidCodeError({ details: `No recovery credential younger than ${RECOVERY_CODE_VALIDITY_S} s` })
       const publicKey = await wallet.newSessionKey()
       const login = completed(
         await kmsCall(() =>
@@ -552,17 +556,17 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
             type: 'ACTIVITY_TYPE_STAMP_LOGIN',
             timestampMs: String(now()),
             organizationId: recovery.organizationId,
-            parameters: { publicKey, expirationSeconds: String(RECOVERY_SESSION_SECONDS) },
+            parameters: { publicKey, expirationSeconds: String(RECOVERY_SESSION_EXPIRY_S) },
           }),
         ),
       )
       const session = (login['stampLoginResult'] as { session: string }).session
       const createdAt = new Date(now())
-      return wallet.signInWithSession(session, 'recovery', publicKey, RECOVERY_SESSION_SECONDS, {
+      return wallet.signInWithSession(session, 'recovery', publicKey, RECOVERY_SESSION_EXPIRY_S, {
         recoveryType: 'email',
         recoveryUserId: recovery.userId,
         createdAt: createdAt.toISOString(),
-        sessionExpiration: new Date(createdAt.getTime() + RECOVERY_SESSION_SECONDS * 1000).toISOString(),
+        sessionExpiration: new Date(createdAt.getTime() + RECOVERY_SESSION_EXPIRY_S * 1000).toISOString(),
       })
     },
 

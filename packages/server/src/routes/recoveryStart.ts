@@ -1,11 +1,12 @@
+import { RECOVERY_CODE_VALIDITY_S } from '@latchkey/constants'
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody } from '../internal/context.js'
 import { email, p256PublicKey } from '../internal/schemas.js'
 
-/** How long the emailed recovery credential works (SPEC §5). */
-export const RECOVERY_CODE_SECONDS = 900
+/** How long the emailed recovery credential works (SPEC §5, §9). */
+export { RECOVERY_CODE_VALIDITY_S as RECOVERY_CODE_SECONDS } from '@latchkey/constants'
 
 const recoverySchema = z.object({ email, targetPublicKey: p256PublicKey })
 
@@ -32,7 +33,7 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
       parameters: {
         email: address,
         targetPublicKey: input.targetPublicKey,
-        expirationSeconds: String(RECOVERY_CODE_SECONDS),
+        expirationSeconds: String(RECOVERY_CODE_VALIDITY_S),
         emailCustomization: { appName: context.appName },
       },
     }),
