@@ -2,6 +2,7 @@ import { PASSKEY_PUBLIC_KEY_ALGORITHM, WEBAUTHN_CHALLENGE_BYTES, WEBAUTHN_TIMEOU
 import { browserSupportsWebAuthn, startRegistration, WebAuthnError } from '@simplewebauthn/browser'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { EmbeddedError, PasskeyIdentifierRequiredError, WebauthnCeremonyError, WebauthnNotSupportedError } from './errors.js'
+import type { Stamper } from './sessionKeys.js'
 import { completed, DEFAULT_SESSION_SECONDS, type EmbeddedWallet, type EmbeddedWalletCredential, kmsCall } from './wallet.js'
 
 /** SPEC §9: passkey constants, from the one module that holds them. */
@@ -142,6 +143,26 @@ export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; ap
     },
 
     /**
+     * "I lost my passkey": with the emailed recover-user key (the recovery frame stamps with it),
+     * the browser creates a new passkey, `recover_user` registers it for the user, and the user
+     * signs in with it (recovery state 'passkey').
+     *
+     * @example
+     * await passkeys.recover(recoveryFrame, { organizationId, userId })
+     */
+    async recover(
+      recoveryStamper: Stamper,
+      recovery: { organizationId: string; userId: string },
+      name = 'Recovered passkey',
+    ): Promise<EmbeddedWalletCredential> {
+      const { challenge, attestation } = await createPasskey({ rpId: options.rpId, rpName: options.appName, userName: name })
+      await wallet.recoverUser(recoveryStamper, recovery, { authenticatorName: name, challenge, attestation })
+      const credential = await this.signIn()
+      wallet.markPasskeyRecovery(recovery.userId)
+      return credential
+    },
+
+    /**
      * Registers another passkey for the signed-in user; answers its authenticator id. The user's
      * passkeys are excluded, so an authenticator that holds one says so instead of adding a twin.
      */
@@ -160,3 +181,6 @@ export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; ap
     },
   }
 }
+
+/** The passkey flows of one embedded wallet. */
+export type PasskeyFlows = ReturnType<typeof passkeyFlows>
