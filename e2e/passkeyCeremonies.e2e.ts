@@ -4,7 +4,7 @@ import react from '@vitejs/plugin-react'
 import type { Page } from 'playwright-core'
 import { build, defaultClientConditions } from 'vite'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
-import { launch } from './browser.js'
+import { type ConsoleEntry, launch } from './browser.js'
 import { demo, es256OnlyPasskeyWarning, waitForText } from './page.js'
 
 // The WebAuthn ceremony codes of SPEC §8 produced for real by Chromium and its virtual
@@ -62,6 +62,10 @@ afterEach(async () => {
   await browser.close()
 })
 
+/** Core logs a failed flow once, as an error (a misconfiguration, not a user's cancellation). */
+const loggedCeremonyError = (entry: ConsoleEntry) =>
+  entry.kind === 'error' && entry.text.startsWith('[latchkey]') && entry.text.includes('WebauthnCeremonyError')
+
 /** A virtual platform authenticator that says yes by itself (CDP WebAuthn); its stored credentials. */
 async function addPasskeyAuthenticator(page: Page) {
   const cdp = await page.context().newCDPSession(page)
@@ -96,6 +100,7 @@ describe('WebAuthn ceremony codes (SPEC §8)', () => {
   test('error: ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED — adding a passkey on the authenticator that holds the user’s passkey', async () => {
     const { page } = browser
     browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+    browser.expectConsole('the ceremony failure, logged by core', loggedCeremonyError)
     const ui = demo(page)
     const authenticator = await addPasskeyAuthenticator(page)
     await page.goto(stack.demo)
@@ -117,6 +122,7 @@ describe('WebAuthn ceremony codes (SPEC §8)', () => {
   test('error: ERROR_INVALID_DOMAIN — an app served from an IP address, where no passkey can live', async () => {
     const { page } = browser
     browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+    browser.expectConsole('the ceremony failure, logged by core', loggedCeremonyError)
     await addPasskeyAuthenticator(page)
     const alert = await createPasskeyAt(page, `http://127.0.0.1:${appPort}/`)
     expect(await alert.getByText('Passkeys cannot be used on this domain.', { exact: true }).count()).toBe(1)
@@ -126,6 +132,7 @@ describe('WebAuthn ceremony codes (SPEC §8)', () => {
   test('error: ERROR_INVALID_RP_ID — a relying party id that is not this site', async () => {
     const { page } = browser
     browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+    browser.expectConsole('the ceremony failure, logged by core', loggedCeremonyError)
     const authenticator = await addPasskeyAuthenticator(page)
     const alert = await createPasskeyAt(page, `http://localhost:${appPort}/?rpId=login.example.com`)
     expect(await alert.getByText('The passkey relying party id does not match this site.', { exact: true }).count()).toBe(1)
