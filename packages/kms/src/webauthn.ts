@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto'
+import { PASSKEY_PUBLIC_KEY_ALGORITHM } from '@latchkey/constants'
 import { verifyAuthenticationResponse, verifyRegistrationResponse } from '@simplewebauthn/server'
 import type { AuthenticatorRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
+import { own } from './own.js'
 
 /** Where passkeys may be used: the relying party ids and the page origins that ask. */
 export type WebauthnConfig = { readonly rpIds: readonly string[]; readonly origins: readonly string[] }
@@ -41,7 +43,7 @@ export async function verifyRegistration(params: AuthenticatorParams, config: We
         response: {
           clientDataJSON: attestation.clientDataJson,
           attestationObject: attestation.attestationObject,
-          transports: attestation.transports.map((transport) => FROM_TRANSPORT[transport]).filter(Boolean) as never,
+          transports: attestation.transports.map((transport) => own(FROM_TRANSPORT, transport)).filter(Boolean) as never,
         },
         clientExtensionResults: {},
       },
@@ -49,7 +51,7 @@ export async function verifyRegistration(params: AuthenticatorParams, config: We
       expectedOrigin: [...config.origins],
       expectedRPID: [...config.rpIds],
       requireUserVerification: false,
-      supportedAlgorithmIDs: [-7],
+      supportedAlgorithmIDs: [PASSKEY_PUBLIC_KEY_ALGORITHM],
     })
   } catch (error) {
     throw new KmsError(GrpcCode.invalidArgument, `the passkey attestation does not verify: ${(error as Error).message}`)
@@ -76,6 +78,9 @@ export function parseWebauthnStamp(header: string): WebauthnStamp {
   } catch {
     throw new KmsError(GrpcCode.unauthenticated, 'malformed stamp: X-Stamp-Webauthn is not JSON')
   }
+  // `null`, a number or an array parse as JSON too; only an object holds the four fields.
+  if (typeof stamp !== 'object' || stamp === null || Array.isArray(stamp))
+    throw new KmsError(GrpcCode.unauthenticated, 'malformed stamp: X-Stamp-Webauthn must be a JSON object')
   for (const key of ['authenticatorData', 'clientDataJson', 'credentialId', 'signature'] as const)
     if (typeof stamp[key] !== 'string' || !stamp[key]) throw new KmsError(GrpcCode.unauthenticated, `malformed stamp: ${key} is missing`)
   return stamp as WebauthnStamp
@@ -111,4 +116,4 @@ export async function verifyWebauthnStamp(stamp: WebauthnStamp, body: Uint8Array
   return verified.authenticationInfo.newCounter
 }
 
-export const toTransport = (short: string) => TRANSPORTS[short] ?? short
+export const toTransport = (short: string) => own(TRANSPORTS, short) ?? short
