@@ -5,6 +5,7 @@ test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
       "LIMITS",
+      "OAUTH_PROVIDERS",
       "RECOVERY_CODE_SECONDS",
       "SESSION_COOKIE",
       "SESSION_KEY_SECONDS",
@@ -15,6 +16,7 @@ test('default: exports', async () => {
       "WALLET_NAME",
       "createAppServer",
       "createServerApp",
+      "oauthNonce",
       "openStore",
     ]
   `)
