@@ -4,6 +4,7 @@ import { ServerError } from './errors.js'
 import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
+import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
 import { nonce } from './routes/nonce.js'
@@ -136,6 +137,7 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/recovery/start', recoveryStart(context))
   app.get('/auth/nonce', nonce(context))
   app.post('/auth/siwe', siwe(context))
+  app.post('/auth/cacao', cacao(context))
   app.get('/auth/session', session(context))
   app.post('/auth/signout', signOut(context))
   app.post('/auth/token', issueToken(context))

@@ -42,9 +42,11 @@ function checkNonce(row: NonceRow | undefined, holder: string | undefined, at: n
  * @example
  * app.post('/auth/siwe', siwe(context))
  */
-export const siwe = (context: RouteContext) => async (c: Context) => {
+export const siwe = (context: RouteContext) => async (c: Context) => verifySiwe(c, context, await readBody(c.req.raw, siweSchema))
+
+/** The checks of `POST /auth/siwe` on a message and signature already read; `POST /auth/cacao` reuses them. @internal */
+export async function verifySiwe(c: Context, context: RouteContext, input: z.infer<typeof siweSchema>) {
   const { store, siwe: config } = context
-  const input = await readBody(c.req.raw, siweSchema)
   const message = readSiweMessage(input.message)
   if (!message) throw new ServerError(400, 'invalid_message', 'The message is not an EIP-4361 sign-in message')
   const domain = message.domain.toLowerCase()
