@@ -51,6 +51,7 @@ test('default: exports', async () => {
       "WEBAUTHN_TIMEOUT_MS",
       "WEBAUTHN_USER_VERIFICATION",
       "connect",
+      "connectAndSignIn",
       "createClient",
       "createMemoryStorage",
       "createProviderDiscovery",
