@@ -62,6 +62,7 @@ test('default: exports', async () => {
       "addPasskey",
       "completeOAuthRedirect",
       "connect",
+      "connectAndSignIn",
       "createClient",
       "createMemoryStorage",
       "createProviderDiscovery",

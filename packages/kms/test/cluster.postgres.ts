@@ -1,0 +1,161 @@
+import { randomBytes } from 'node:crypto'
+import { getFreePort } from '@latchkey/devnet'
+import { p256 } from '@noble/curves/p256'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { listening, startCli } from '../../service/test/cliProcess.js'
+import { createKms, generateApiKeyPair, type Kms } from '../src/index.js'
+import { testDatabase } from './database.js'
+import { ethereumAccount } from './harness.js'
+
+// Several kms instances on one PostgreSQL (SQLite serves one instance: in one process, a second
+// connection's lock wait would block the first's event loop). Run by `npm run test:kms-postgres`
+// only (vitest.postgres.config.ts includes *.postgres.ts).
+
+/** Posts the exact bytes `text`, stamped by `keys`, to `url`. */
+async function postRaw(url: string, keys: ReturnType<typeof generateApiKeyPair>, path: string, text: string) {
+  const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(keys).stamp(text)
+  const response = await fetch(`${url}${path}`, { method: 'POST', body: text, headers: { [stampHeaderName]: stampHeaderValue } })
+  return { status: response.status, body: (await response.json()) as { activity: { id: string; status: string } } }
+}
+
+describe('startup', () => {
+  // Several instances on one database is PostgreSQL's case: SQLite serves one instance (in one
+  // process, a second connection's lock wait would block the event loop of the first).
+  test('behavior: instances starting together on one database migrate it once', async () => {
+    const database = await testDatabase()
+    const instances = await Promise.all([1, 2, 3].map(async () => createKms({ port: await getFreePort(), ...database })))
+    await Promise.all(instances.map((kms) => kms.start()))
+    const parents = await Promise.all(
+      instances.map((kms, index) => kms.createParentOrganization({ name: `App ${index}`, userName: 'backend', publicKey: generateApiKeyPair().apiPublicKey })),
+    )
+    for (const kms of instances) for (const parent of parents) expect(await kms.hasOrganization(parent.organizationId)).toBe(true)
+    await Promise.all(instances.map((kms) => kms.stop()))
+  })
+})
+
+describe('two instances on one PostgreSQL', () => {
+  let kmsA: Kms
+  let kmsB: Kms
+  let parentKey: ReturnType<typeof generateApiKeyPair>
+  let organizationId: string
+  beforeAll(async () => {
+    const database = await testDatabase()
+    kmsA = createKms({ port: await getFreePort(), ...database })
+    kmsB = createKms({ port: await getFreePort(), ...database })
+    await Promise.all([kmsA.start(), kmsB.start()])
+    parentKey = generateApiKeyPair()
+    organizationId = (await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
+  })
+  afterAll(() => Promise.all([kmsA.stop(), kmsB.stop()]))
+
+  test('behavior: twenty identical submissions spread over both answer one activity, one wallet', async () => {
+    const body = JSON.stringify({
+      type: 'ACTIVITY_TYPE_CREATE_WALLET',
+      timestampMs: String(Date.now()),
+      organizationId,
+      parameters: { walletName: 'once', accounts: [ethereumAccount] },
+    })
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => postRaw((index % 2 ? kmsA : kmsB).url, parentKey, '/public/v1/submit/create_wallet', body)),
+    )
+    expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200))
+    expect(new Set(answers.map((answer) => JSON.stringify(answer.body))).size).toBe(1)
+    const client = new TurnkeyClient({ baseUrl: kmsB.url }, new ApiKeyStamper(parentKey))
+    expect((await client.getWallets({ organizationId })).wallets.filter((wallet) => wallet.walletName === 'once')).toHaveLength(1)
+  })
+
+  test('behavior: concurrent different writes on both instances all succeed (no 500)', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        postRaw(
+          (index % 2 ? kmsA : kmsB).url,
+          parentKey,
+          '/public/v1/submit/create_wallet',
+          JSON.stringify({
+            type: 'ACTIVITY_TYPE_CREATE_WALLET',
+            timestampMs: String(Date.now()),
+            organizationId,
+            parameters: { walletName: `wallet ${index}`, accounts: [ethereumAccount] },
+          }),
+        ),
+      ),
+    )
+    expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(200))
+  })
+})
+
+describe('an instance killed mid-load', () => {
+  test('behavior: SIGKILL on one of two instances loses nothing acknowledged, runs nothing twice, answers no 500', async () => {
+    const database = await testDatabase()
+    if (!('databaseUrl' in database)) throw new Error('this suite runs on PostgreSQL')
+    const masterKey = randomBytes(32)
+    const signerPrivateKey = Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
+    // Instance A in this process; instance B a process of its own, to be killed.
+    const kmsA = createKms({ port: await getFreePort(), ...database, masterKey, signerPrivateKey })
+    await kmsA.start()
+    const parentKey = generateApiKeyPair()
+    const { organizationId } = await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })
+    const portB = await getFreePort()
+    const kmsB = startCli('packages/kms/src/cli.ts', ['--port', String(portB)], {
+      DATABASE_URL: database.databaseUrl,
+      LATCHKEY_KMS_MASTER_KEY: masterKey.toString('hex'),
+      LATCHKEY_KMS_SIGNER_KEY: signerPrivateKey,
+    })
+    await kmsB.waitForLog(listening)
+    const urlB = `http://127.0.0.1:${portB}`
+    try {
+      const bodies = Array.from({ length: 60 }, (_, index) =>
+        JSON.stringify({
+          type: 'ACTIVITY_TYPE_CREATE_WALLET',
+          timestampMs: String(Date.now()),
+          organizationId,
+          parameters: { walletName: `load ${index}`, accounts: [ethereumAccount] },
+        }),
+      )
+      let answeredByB = 0
+      let killed = false
+      // Spread over both; B is killed once it has acknowledged five, with the rest in flight or to come.
+      const first = await Promise.all(
+        bodies.map(async (body, index) => {
+          const url = index % 2 ? urlB : kmsA.url
+          try {
+            const answer = await postRaw(url, parentKey, '/public/v1/submit/create_wallet', body)
+            if (url === urlB && ++answeredByB === 5 && !killed) {
+              killed = true
+              kmsB.child.kill('SIGKILL')
+            }
+            return { body, status: answer.status, activity: answer.body.activity }
+          } catch {
+            // The connection died with B: not acknowledged.
+            return { body, status: 0, activity: undefined }
+          }
+        }),
+      )
+      expect(killed).toBe(true)
+      expect((await kmsB.exited).signal).toBe('SIGKILL')
+      expect(first.filter((answer) => answer.status !== 200 && answer.status !== 0)).toEqual([])
+      expect(first.filter((answer) => answer.status === 0).length).toBeGreaterThan(0)
+      // The client retries what was not acknowledged, with the same bytes, on the instance left.
+      const statuses = await Promise.all(
+        first.map(async (answer) =>
+          answer.status === 200 ? answer.status : (await postRaw(kmsA.url, parentKey, '/public/v1/submit/create_wallet', answer.body)).status,
+        ),
+      )
+      expect(statuses).toEqual(Array(60).fill(200))
+      const client = new TurnkeyClient({ baseUrl: kmsA.url }, new ApiKeyStamper(parentKey))
+      const names = (await client.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName).sort()
+      // Every wallet once: nothing acknowledged lost, nothing run twice (a retry of one B had committed answered B's activity).
+      expect(names).toEqual(bodies.map((_, index) => `load ${index}`).sort())
+      for (const answer of first.filter((answer) => answer.status === 200)) {
+        const { activity } = await client.getActivity({ organizationId, activityId: answer.activity!.id })
+        expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      }
+    } finally {
+      kmsB.child.kill('SIGKILL')
+      await kmsA.stop()
+    }
+    // A process of its own to start, under whatever else this machine runs.
+  }, 180_000)
+})
