@@ -18,7 +18,7 @@ export type KnownAccount = { organization_id: string; user_id: string; address: 
 /** A code sent and not yet redeemed: which sub-organization it belongs to. */
 export type PendingCodeRow = { otp_id: string; email: string; organization_id: string; created_at: number }
 /** How a browser signed in: an embedded-wallet sign-in, or Sign-In with Ethereum. */
-export type SessionKind = 'email' | 'passkey' | 'recovery' | 'siwe'
+export type SessionKind = 'email' | 'passkey' | 'recovery' | 'oauth' | 'siwe'
 /** The kind of wallet that signed a SIWE message, as the browser reports it. */
 export type WalletKind = 'injected' | 'walletConnect' | 'embedded'
 /**
@@ -244,6 +244,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .selectFrom('accounts')
         .select(known)
         .where('organization_id', '=', organizationId)
+        .$castTo<KnownAccount>()
         .unionAll(db.selectFrom('passkey_accounts').select(known).where('organization_id', '=', organizationId))
         .limit(1)
         .executeTakeFirst(),
@@ -282,6 +283,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .selectFrom('accounts')
         .select(known)
         .where(byLowerAddress(address))
+        .$castTo<KnownAccount>()
         .unionAll(db.selectFrom('passkey_accounts').select(known).where(byLowerAddress(address)))
         .limit(1)
         .executeTakeFirst(),
