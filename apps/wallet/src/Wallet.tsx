@@ -155,9 +155,7 @@ function AuthenticateCard({ pending, busy, onAnswer }: { pending: PendingAuthent
         pending.messages.map(({ chainId, message }) => (
           <figure key={chainId} aria-label={`Sign-in message for ${chainId}`}>
             <figcaption>Message for {chainId}</figcaption>
-            <pre className="mono">
-              {message}
-            </pre>
+            <pre className="mono">{message}</pre>
           </figure>
         ))
       )}
