@@ -81,7 +81,7 @@ const kms = createKms({ port: await getFreePort(), ...(databaseUrl ? { databaseU
 await kms.start()
 try {
   const backendKey = apiKeyPair()
-  const parent = kms.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
+  const parent = await kms.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
   const userKey = apiKeyPair()
   const backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(backendKey))
   const { activity } = await backend.createSubOrganization({

@@ -56,7 +56,7 @@ export function useEmbeddedStack() {
   beforeAll(async () => {
     stack.kms = createKms({ port: await getFreePort(), now: stack.now })
     await stack.kms.start()
-    stack.organizationId = stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+    stack.organizationId = (await stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
     const store = await openStore(':memory:')
     const app = createServerApp({
       store,

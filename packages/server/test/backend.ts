@@ -38,7 +38,7 @@ export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
   beforeAll(async () => {
     t.kms = createKms({ port: await getFreePort(), now: () => t.clock })
     await t.kms.start()
-    t.parentOrganizationId = t.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+    t.parentOrganizationId = (await t.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
     t.backend = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(backendKey))
   })
   afterAll(() => t.kms.stop())

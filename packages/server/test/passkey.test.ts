@@ -292,7 +292,8 @@ describe('POST /auth/login', () => {
   test('error: a JWT for an organization this app does not manage (another app on the kms, or the parent itself)', async () => {
     // Another app's backend and its user, on the same kms: the JWT is genuinely signed.
     const otherKey = generateApiKeyPair()
-    const otherParent = t.kms.createParentOrganization({ name: 'Other app', userName: 'other backend', publicKey: otherKey.apiPublicKey }).organizationId
+    const otherParent = (await t.kms.createParentOrganization({ name: 'Other app', userName: 'other backend', publicKey: otherKey.apiPublicKey }))
+      .organizationId
     const authenticator = softwareAuthenticator()
     const challenge = randomBytes(32).toString('base64url')
     await withKey(otherKey).createSubOrganization({

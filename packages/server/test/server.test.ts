@@ -21,7 +21,7 @@ let parentOrganizationId: string
 beforeAll(async () => {
   kms = createKms({ port: await getFreePort(), now: () => clock })
   await kms.start()
-  parentOrganizationId = kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+  parentOrganizationId = (await kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
 })
 afterAll(() => kms.stop())
 beforeEach(async () => {
