@@ -1,4 +1,5 @@
 import type { SignInAdapter } from '@latchkey/core'
+import { type Cacao, formatAuthMessage } from '@latchkey/walletconnect'
 import { createPublicClient, getAddress, http } from 'viem'
 import { parseSiweMessage, verifySiweMessage } from 'viem/siwe'
 import { testChains } from './chains.js'
@@ -25,6 +26,12 @@ export function verifyingAdapter(domain = 'localhost') {
       if (!fields.nonce || !nonces.delete(fields.nonce)) throw new Error('unknown nonce')
       if (!(await verifySiweMessage(publicClient, { message, signature, domain }))) throw new Error('bad signature')
       return { address: getAddress(fields.address!), chainId: fields.chainId, walletKind }
+    },
+    async verifyCacao({ cacao, walletKind }) {
+      calls.push('verifyCacao')
+      const { p, s } = cacao as Cacao
+      const message = formatAuthMessage({ payload: p, iss: p.iss })
+      return adapter.verify({ message, signature: s.s as `0x${string}`, walletKind }).finally(() => calls.splice(calls.lastIndexOf('verify'), 1))
     },
     async signOut() {
       calls.push('signOut')

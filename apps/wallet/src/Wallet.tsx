@@ -2,7 +2,7 @@ import { chainsOf, type PendingRequest, type ProposalParams, type Session } from
 import { type FormEvent, useEffect, useState, useSyncExternalStore } from 'react'
 import { formatEther, hexToString, isHex } from 'viem'
 import { canScan, scanQrCode } from './scan.js'
-import type { Wallet as WalletController, WalletState } from './wallet.js'
+import type { PendingAuthenticate, Wallet as WalletController, WalletState } from './wallet.js'
 
 /** The reference wallet's page: pair, approve or reject, sign, switch network, disconnect. */
 export function Wallet({ wallet, initialUri }: { wallet: WalletController; initialUri?: string | undefined }) {
@@ -99,6 +99,15 @@ export function Wallet({ wallet, initialUri }: { wallet: WalletController; initi
         />
       ))}
 
+      {state.authenticates.map((pending) => (
+        <AuthenticateCard
+          key={pending.id}
+          pending={pending}
+          busy={busy}
+          onAnswer={(approve) => act(() => (approve ? wallet.approveAuthenticate(pending.id) : wallet.rejectAuthenticate(pending.id)))}
+        />
+      ))}
+
       {state.requests.map((request) => (
         <RequestCard
           key={request.id}
@@ -130,6 +139,36 @@ export function Wallet({ wallet, initialUri }: { wallet: WalletController; initi
 
       <Activity state={state} />
     </main>
+  )
+}
+
+/** One-click sign-in: the dapp asks to connect and sign in at once; the user reads each message before "Approve". */
+function AuthenticateCard({ pending, busy, onAnswer }: { pending: PendingAuthenticate; busy: boolean; onAnswer(approve: boolean): Promise<void> }) {
+  const { metadata } = pending.request.requester
+  return (
+    <article className="card" aria-label={`Sign-in request from ${metadata.name}`}>
+      <h2>{metadata.name} asks you to connect and sign in</h2>
+      <p className="muted">{metadata.url}</p>
+      {pending.messages.length === 0 ? (
+        <p role="alert">This wallet has none of the chains or methods {metadata.name} asks for.</p>
+      ) : (
+        pending.messages.map(({ chainId, message }) => (
+          <figure key={chainId} aria-label={`Sign-in message for ${chainId}`}>
+            <figcaption>Message for {chainId}</figcaption>
+            <pre className="mono">{message}</pre>
+          </figure>
+        ))
+      )}
+      {pending.messages.length === 0 ? (
+        <div className="actions">
+          <button type="button" disabled={busy} onClick={() => void onAnswer(false)}>
+            Reject
+          </button>
+        </div>
+      ) : (
+        <Answer busy={busy} onAnswer={onAnswer} />
+      )}
+    </article>
   )
 }
 

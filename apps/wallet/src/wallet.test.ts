@@ -2,6 +2,7 @@ import { getFreePort } from '@latchkey/devnet'
 import { createRelay, type Relay } from '@latchkey/relay'
 import {
   createSignClient,
+  formatAuthMessage,
   memoryStorage,
   type PendingRequest,
   type Session,
@@ -9,11 +10,14 @@ import {
   type SignClientEvents,
   type WebSocketConstructor,
 } from '@latchkey/walletconnect'
+import { ed25519 } from '@noble/curves/ed25519.js'
+import { utf8ToBytes } from '@noble/hashes/utils.js'
+import { base58 } from '@scure/base'
 import { createPublicClient, type Hex, http, toHex, verifyMessage, verifyTypedData } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
 import { WebSocket } from 'ws'
-import { createWallet, type Wallet, type WalletChain } from './wallet.js'
+import { createWallet, SOLANA_MAINNET, type Wallet, type WalletChain } from './wallet.js'
 
 // The reference wallet's logic against our relay, with our Sign client as the dapp and the test
 // run's anvil chains. A fresh key per test run (funded through anvil_setBalance) keeps its nonces
@@ -102,7 +106,7 @@ async function session(subject: Wallet, dapp: SignClient): Promise<Session> {
 }
 
 /** Sends a request from the dapp and waits until the wallet shows it. */
-async function ask(subject: Wallet, dapp: SignClient, topic: string, method: string, params: unknown[], chainId = 'eip155:31337') {
+async function ask(subject: Wallet, dapp: SignClient, topic: string, method: string, params: unknown, chainId = 'eip155:31337') {
   const result = dapp.request({ topic, chainId, request: { method, params } })
   result.catch(() => undefined)
   const request = await until(subject, (state) => state.requests.find((item: PendingRequest) => item.params.request.method === method))
@@ -280,4 +284,89 @@ test('behavior: after a reload the session, the network and a request sent while
   const request = await until(second, (state) => state.requests[0])
   await second.answer(request.id, true)
   expect(await verifyMessage({ address, message: 'while away', signature: (await result) as Hex })).toBe(true)
+})
+
+describe('solana', () => {
+  const solana = { chains: [SOLANA_MAINNET], methods: ['solana_signMessage'], events: [] }
+
+  test('default: Approve grants a solana namespace beside eip155; solana_signMessage is an ed25519 signature', async () => {
+    const subject = await wallet()
+    const dapp = await dappClient()
+    const { proposal, approval } = await connect(subject, dapp, { eip155, solana })
+    await subject.approve(proposal.id)
+    const settled = await approval()
+    const solanaAddress = subject.getState().solanaAddress
+    expect(settled.namespaces['solana']).toEqual({
+      chains: [SOLANA_MAINNET],
+      methods: ['solana_signMessage'],
+      events: [],
+      accounts: [`${SOLANA_MAINNET}:${solanaAddress}`],
+    })
+    const message = utf8ToBytes('Sign in to Test Dapp on Solana')
+    const { request, result } = await ask(
+      subject,
+      dapp,
+      settled.topic,
+      'solana_signMessage',
+      { message: base58.encode(message), pubkey: solanaAddress } as never,
+      SOLANA_MAINNET,
+    )
+    expect(request.params.chainId).toBe(SOLANA_MAINNET)
+    await subject.answer(request.id, true)
+    const { signature } = (await result) as { signature: string }
+    expect(ed25519.verify(base58.decode(signature), message, base58.decode(solanaAddress))).toBe(true)
+    expect(ed25519.verify(base58.decode(signature), utf8ToBytes('another message'), base58.decode(solanaAddress))).toBe(false)
+  })
+
+  test('error: a Solana account that is not the wallet’s is refused', async () => {
+    const subject = await wallet()
+    const dapp = await dappClient()
+    const { proposal, approval } = await connect(subject, dapp, { eip155, solana })
+    await subject.approve(proposal.id)
+    const settled = await approval()
+    const { request, result } = await ask(subject, dapp, settled.topic, 'solana_signMessage', { message: 'abc', pubkey: 'someone' } as never, SOLANA_MAINNET)
+    await expect(subject.answer(request.id, true)).rejects.toThrow("someone is not this wallet's Solana account")
+    await expect(result).rejects.toThrow("someone is not this wallet's Solana account")
+  })
+})
+
+describe('one-click sign-in', () => {
+  const fields = {
+    chains: ['eip155:31337', 'eip155:31338'],
+    domain: 'dapp.test',
+    uri: 'http://dapp.test',
+    nonce: 'abcdef123456',
+    statement: 'Sign in to Test Dapp.',
+    methods: ['personal_sign'],
+  }
+
+  test('default: the SIWE message of each chain is shown; Approve answers with a verified CACAO per chain', async () => {
+    const subject = await wallet()
+    const dapp = await dappClient()
+    const { uri, response } = await dapp.authenticate(fields)
+    await subject.pair(uri)
+    const pending = await until(subject, (state) => state.authenticates[0])
+    expect(pending.messages.map((m) => m.chainId)).toEqual(['eip155:31337', 'eip155:31338'])
+    expect(pending.messages[0]!.message).toContain(`dapp.test wants you to sign in with your Ethereum account:\n${address}\n\nSign in to Test Dapp.`)
+    expect(subject.getState().proposals).toEqual([])
+    await subject.approveAuthenticate(pending.id)
+    const { session: made, cacaos } = await response()
+    const verified = await Promise.all(
+      cacaos!.map((cacao) => verifyMessage({ address, message: formatAuthMessage({ payload: cacao.p, iss: cacao.p.iss }), signature: cacao.s.s as Hex })),
+    )
+    expect(verified).toEqual([true, true])
+    await until(subject, (state) => state.sessions.some((s) => s.topic === made.topic) && state.authenticates.length === 0)
+    expect(subject.getState().log[0]?.text).toBe('Signed in to Test Dapp')
+  })
+
+  test('behavior: Reject refuses the sign-in; the dapp hears the user’s refusal', async () => {
+    const subject = await wallet()
+    const dapp = await dappClient()
+    const { uri, response } = await dapp.authenticate(fields)
+    await subject.pair(uri)
+    const pending = await until(subject, (state) => state.authenticates[0])
+    await subject.rejectAuthenticate(pending.id)
+    await expect(response()).rejects.toThrow('User rejected.')
+    expect(subject.getState().authenticates).toEqual([])
+  })
 })

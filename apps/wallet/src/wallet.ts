@@ -1,17 +1,26 @@
 import {
+  type AuthenticateRequest,
   buildApprovedNamespaces,
+  type Cacao,
   chainsOf,
+  createCacao,
   createSignClient,
+  formatAuthMessage,
   type JsonRpcErrorObject,
   type KeyValueStorage,
   type PendingRequest,
   type ProposalParams,
+  populateAuthPayload,
   SdkErrors,
   type Session,
   type SignClient,
   type SignClientEvents,
   type WebSocketConstructor,
 } from '@latchkey/walletconnect'
+import { ed25519 } from '@noble/curves/ed25519.js'
+import { sha256 } from '@noble/hashes/sha2.js'
+import { concatBytes, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
+import { base58 } from '@scure/base'
 import { type Address, createWalletClient, defineChain, type Hex, http, isAddressEqual, isHex, type TransactionRequest } from 'viem'
 import { type LocalAccount, privateKeyToAccount } from 'viem/accounts'
 
@@ -29,6 +38,19 @@ export type WalletOptions = {
   storage?: KeyValueStorage | undefined
   /** In Node 20, `ws`'s WebSocket; browsers have their own. */
   WebSocket?: WebSocketConstructor | undefined
+  /** Solana clusters (CAIP-2) the wallet offers beside eip155. Default: mainnet-beta. */
+  solanaChains?: readonly string[] | undefined
+}
+
+/** Solana mainnet-beta, by its genesis hash (CAIP-30). */
+export const SOLANA_MAINNET = 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'
+export const SOLANA_METHODS = ['solana_signMessage'] as const
+
+/** A one-click sign-in waiting for the user: the SIWE message the wallet would sign on each chain. */
+export type PendingAuthenticate = {
+  readonly id: number
+  readonly request: AuthenticateRequest
+  readonly messages: readonly { readonly chainId: string; readonly message: string }[]
 }
 
 /** One line of the page's activity log. */
@@ -45,6 +67,10 @@ export type WalletState = {
   /** Requests waiting for the user, oldest first. */
   readonly requests: readonly PendingRequest[]
   readonly sessions: readonly Session[]
+  /** One-click sign-in requests (`wc_sessionAuthenticate`) waiting for the user. */
+  readonly authenticates: readonly PendingAuthenticate[]
+  /** The wallet's Solana account (base58 ed25519 public key). */
+  readonly solanaAddress: string
   /** Newest first, at most 20. */
   readonly log: readonly LogEntry[]
 }
@@ -56,6 +82,9 @@ export type Wallet = {
   pair(uri: string): Promise<void>
   approve(proposalId: number): Promise<void>
   reject(proposalId: number): Promise<void>
+  /** Signs the SIWE message of each chain of a one-click sign-in and answers with the CACAOs. */
+  approveAuthenticate(id: number): Promise<void>
+  rejectAuthenticate(id: number): Promise<void>
   /** Approves (signs, sends, switches) or rejects a pending request and answers the dapp. */
   answer(requestId: number, approve: boolean): Promise<void>
   /** Switches the wallet's network and tells every session that holds the chain (`chainChanged`). */
@@ -123,6 +152,10 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
     storagePrefix: 'latchkey.wallet.wc',
     WebSocket: options.WebSocket,
   })
+  const solanaChains = options.solanaChains ?? [SOLANA_MAINNET]
+  // The Solana key comes from the EVM key, so one seed phrase in a real wallet, one key here.
+  const solanaSecret = sha256(concatBytes(utf8ToBytes('latchkey solana'), hexToBytes(options.privateKey.slice(2))))
+  const solanaAddress = base58.encode(ed25519.getPublicKey(solanaSecret))
   const stored = Number(storage?.getItem(CHAIN_KEY))
   let chainId = options.chains.some((chain) => chain.id === stored) ? stored : options.chains[0].id
   let log: LogEntry[] = []
@@ -138,6 +171,8 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
       proposals: client.proposals(),
       requests: client.pendingRequests().filter((request) => !SILENT_METHODS.has(request.params.request.method)),
       sessions: client.sessions(),
+      authenticates: client.pendingAuthenticates().map(({ id, params }) => ({ id, request: params, messages: messagesOf(params) })),
+      solanaAddress,
       log,
     }
   }
@@ -166,7 +201,27 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
       else changed(`${peerName(request.topic)} asks for ${request.params.request.method}`)
     }),
     client.events.on('session_delete', ({ topic }) => changed(`${peerName(topic)} disconnected`)),
+    client.events.on('session_authenticate', ({ params }) => changed(`${params.requester.metadata.name} asks you to sign in`)),
   )
+
+  /** What this wallet can grant of a one-click request: its chains, its methods. */
+  function narrowed(request: AuthenticateRequest) {
+    return populateAuthPayload({
+      authPayload: request.authPayload,
+      chains: options.chains.map((item) => `eip155:${item.id}`),
+      methods: [...WALLET_METHODS],
+    })
+  }
+
+  function messagesOf(request: AuthenticateRequest) {
+    try {
+      const payload = narrowed(request)
+      return payload.chains.map((chainId) => ({ chainId, message: formatAuthMessage({ payload, iss: `did:pkh:${chainId}:${account.address}` }) }))
+    } catch {
+      // Nothing this wallet can sign: shown without messages, and only "Reject" makes sense.
+      return []
+    }
+  }
 
   function peerName(topic: string): string {
     return client.session(topic)?.peer.metadata.name ?? 'The dapp'
@@ -221,6 +276,18 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
         const client = walletClient(requestChain)
         if (method === 'eth_sendTransaction') return client.sendTransaction(tx)
         return client.signTransaction(await client.prepareTransactionRequest(tx))
+      }
+      case 'solana_signMessage': {
+        const { message, pubkey } = (params ?? {}) as { message?: unknown; pubkey?: unknown }
+        if (pubkey !== solanaAddress) throw new WalletRequestError(`${String(pubkey)} is not this wallet's Solana account`, 4100)
+        if (typeof message !== 'string') throw new WalletRequestError('The message is not base58', -32602)
+        let bytes: Uint8Array
+        try {
+          bytes = base58.decode(message)
+        } catch {
+          throw new WalletRequestError('The message is not base58', -32602)
+        }
+        return { signature: base58.encode(ed25519.sign(bytes, solanaSecret)) }
       }
       case 'wallet_switchEthereumChain': {
         const target = Number((list[0] as { chainId?: unknown } | undefined)?.chainId)
@@ -307,11 +374,13 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
         const namespaces = Object.fromEntries(
           Object.entries(session.namespaces).map(([key, namespace]) => [
             key,
-            { ...namespace, accounts: chainsOf(namespace).map((caip) => `${caip}:${next.address}`) },
+            key.split(':')[0] === 'eip155' ? { ...namespace, accounts: chainsOf(namespace).map((caip) => `${caip}:${next.address}`) } : namespace,
           ]),
         )
         await client.update({ topic: session.topic, namespaces })
-        const first = chainsOf(Object.values(session.namespaces)[0]!)[0]!
+        const evm = Object.entries(session.namespaces).find(([key]) => key.split(':')[0] === 'eip155')?.[1]
+        if (!evm) return
+        const first = chainsOf(evm)[0]!
         await client.emit({ topic: session.topic, chainId: first, event: { name: 'accountsChanged', data: [next.address] } })
       }),
     )
@@ -345,6 +414,12 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
               events: [...WALLET_EVENTS],
               accounts: supported.map((caip) => `${caip}:${account.address}`),
             },
+            solana: {
+              chains: [...solanaChains],
+              methods: [...SOLANA_METHODS],
+              events: [],
+              accounts: solanaChains.map((caip) => `${caip}:${solanaAddress}`),
+            },
           },
         })
       } catch (cause) {
@@ -373,6 +448,24 @@ export async function createWallet(options: WalletOptions): Promise<Wallet> {
       const proposal = client.proposals().find((item) => item.id === proposalId)
       await client.reject({ id: proposalId, reason: SdkErrors.userRejected })
       changed(`Rejected ${proposal?.proposer.metadata.name ?? 'the proposal'}`)
+    },
+    async approveAuthenticate(id) {
+      const pending = client.pendingAuthenticates().find((item) => item.id === id)
+      if (!pending) throw new WalletRequestError('That sign-in request is no longer pending', -32602)
+      const payload = narrowed(pending.params)
+      const auths: Cacao[] = []
+      for (const chainId of payload.chains) {
+        const iss = `did:pkh:${chainId}:${account.address}`
+        const signature = await account.signMessage({ message: formatAuthMessage({ payload, iss }) })
+        auths.push(createCacao({ payload, iss, signature: { t: 'eip191', s: signature } }))
+      }
+      await client.approveAuthenticate({ id, auths })
+      changed(`Signed in to ${pending.params.requester.metadata.name}`)
+    },
+    async rejectAuthenticate(id) {
+      const pending = client.pendingAuthenticates().find((item) => item.id === id)
+      await client.rejectAuthenticate({ id, reason: SdkErrors.userRejected })
+      changed(`Refused to sign in to ${pending?.params.requester.metadata.name ?? 'the dapp'}`)
     },
     answer,
     setChain,

@@ -61,6 +61,7 @@ test('default: exports', async () => {
       "addAccount",
       "addPasskey",
       "connect",
+      "connectAndSignIn",
       "createClient",
       "createMemoryStorage",
       "createProviderDiscovery",

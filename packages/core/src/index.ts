@@ -82,6 +82,7 @@ export {
   signOut,
   watchSignIn,
 } from './signIn/actions.js'
+export { type ConnectAndSignInParameters, type ConnectAndSignInReturnType, connectAndSignIn } from './signIn/connectAndSignIn.js'
 export { serverAdapter } from './signIn/serverAdapter.js'
 export type { CreateMessageParameters, SignInAdapter, SignInSession, SignInState, SignInStatus, SignInStore } from './signIn/store.js'
 export { initialState, type StateEvent, transition } from './state.js'

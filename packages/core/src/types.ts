@@ -21,7 +21,26 @@ export type ConnectParameters = {
   signal?: AbortSignal | undefined
   /** True when restoring a stored connection: the connector must not prompt the user. */
   isReconnecting?: boolean | undefined
+  /**
+   * Sign in while connecting, where the wallet protocol can (WalletConnect's one-click sign-in):
+   * the SIWE fields; the connector answers with the wallet's signed `cacaos`, or none when the
+   * wallet only connected.
+   */
+  signIn?: OneClickSignIn | undefined
 }
+
+/** The EIP-4361 fields a one-click sign-in asks the wallet to sign, per chain. */
+export type OneClickSignIn = {
+  nonce: string
+  domain: string
+  uri: string
+  statement?: string | undefined
+  /** ISO 8601. */
+  expirationTime?: string | undefined
+}
+
+/** A connection, and the signed sign-in objects (CACAOs) when the wallet signed in while connecting. */
+export type ConnectResult = { accounts: readonly Address[]; chainId: number; cacaos?: readonly unknown[] | undefined }
 
 /**
  * A wallet connector: data plus methods, events through `emitter`. Every connector exposes an
@@ -36,7 +55,7 @@ export type Connector = {
   /** The EIP-6963 reverse-DNS id, when the wallet announced one. */
   readonly rdns?: string | undefined
   readonly emitter: Emitter<ConnectorEvents>
-  connect(parameters?: ConnectParameters): Promise<{ accounts: readonly Address[]; chainId: number }>
+  connect(parameters?: ConnectParameters): Promise<ConnectResult>
   disconnect(): Promise<void>
   getAccounts(): Promise<readonly Address[]>
   getChainId(): Promise<number>

@@ -3,6 +3,7 @@ import type { GetAccountReturnType } from '@latchkey/core'
 import type { ReactNode } from 'react'
 import type { Chain } from 'viem'
 import { useAccount } from './hooks/useAccount.js'
+import { useClient, useLatchkeyContext } from './hooks/useClient.js'
 import { useAccountModal, useConnectModal } from './hooks/useModal.js'
 import { useSignIn } from './hooks/useSignIn.js'
 import { loadAccountModal, loadConnectModal } from './ModalHost.js'
@@ -21,7 +22,11 @@ export type ConnectButtonRenderProps = {
 
 export type ConnectButtonProps = {
   label?: string | undefined
-  /** Connected is not signed in: show "Sign in" until the wallet has signed the sign-in message. Needs `signIn` on the client. */
+  /**
+   * Connected is not signed in: show "Sign in" until the wallet has signed the sign-in message.
+   * With WalletConnect, connecting signs in too, in one approval where the wallet can. Needs
+   * `signIn` on the client.
+   */
   requireSignIn?: boolean | undefined
   /** Render your own button; Latchkey still provides the state and the modals. */
   children?: ((props: ConnectButtonRenderProps) => ReactNode) | undefined
@@ -48,13 +53,16 @@ export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false,
   const connectModal = useConnectModal()
   const accountModal = useAccountModal()
   const signIn = useSignIn()
+  const client = useClient()
+  const { openModal } = useLatchkeyContext()
+  const openConnect = requireSignIn && client.auth ? () => openModal('connectAndSignIn') : connectModal.open
   if (children)
     return children({
       account,
       chain: account.chain,
       status: account.status,
       isConnected: account.isConnected,
-      openConnectModal: connectModal.open,
+      openConnectModal: openConnect,
       openAccountModal: accountModal.open,
       signIn,
     })
@@ -97,7 +105,7 @@ export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false,
       </button>
     )
   return (
-    <button type="button" className="lk-button" onClick={connectModal.open} onPointerEnter={preloadConnect} onFocus={preloadConnect}>
+    <button type="button" className="lk-button" onClick={openConnect} onPointerEnter={preloadConnect} onFocus={preloadConnect}>
       {label}
     </button>
   )

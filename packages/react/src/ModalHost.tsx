@@ -18,7 +18,11 @@ export function ModalHost({ theme }: { theme: 'light' | 'dark' | 'auto' }) {
   if (!context?.modal) return null
   return (
     <Suspense fallback={null}>
-      {context.modal === 'connect' ? <ConnectModal theme={theme} onClose={context.closeModal} /> : <AccountModal theme={theme} onClose={context.closeModal} />}
+      {context.modal === 'account' ? (
+        <AccountModal theme={theme} onClose={context.closeModal} />
+      ) : (
+        <ConnectModal theme={theme} onClose={context.closeModal} signIn={context.modal === 'connectAndSignIn'} />
+      )}
     </Suspense>
   )
 }

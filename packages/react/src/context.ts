@@ -1,7 +1,8 @@
 import type { Client } from '@latchkey/core'
 import { createContext } from 'react'
 
-export type ModalName = 'connect' | 'account'
+/** `connectAndSignIn`: the connect modal of `<ConnectButton requireSignIn />`, which signs in while it connects where the wallet can. */
+export type ModalName = 'connect' | 'connectAndSignIn' | 'account'
 
 export type LatchkeyContextValue = {
   client: Client

@@ -188,3 +188,43 @@ export class MethodNotGrantedError extends WalletConnectError {
     super('method_not_granted', `The wallet did not grant ${method} on ${chain}.`)
   }
 }
+
+/** `pair` with a URI whose pairing already carries a session. */
+export class PairingInUseError extends WalletConnectError {
+  override name = 'PairingInUseError'
+  constructor(topic: string) {
+    super('pairing_in_use', 'This pairing is already in use.', { details: `topic ${topic}` })
+  }
+}
+
+/** `approve`/`reject` (or their one-click forms) with an id that names no pending proposal. */
+export class ProposalNotFoundError extends WalletConnectError {
+  override name = 'ProposalNotFoundError'
+  constructor(id: number) {
+    super('proposal_not_found', 'There is no such proposal.', { details: `id ${id}` })
+  }
+}
+
+/** `update` from the side that does not control the session (the dapp). */
+export class NotControllerError extends WalletConnectError {
+  override name = 'NotControllerError'
+  constructor(topic: string) {
+    super('not_controller', 'Only the wallet can update a session.', { details: `topic ${topic}` })
+  }
+}
+
+/** `emit` of an event the dapp did not ask for on that chain. */
+export class EventNotGrantedError extends WalletConnectError {
+  override name = 'EventNotGrantedError'
+  constructor(event: string, chain: string) {
+    super('event_not_granted', `The dapp did not ask for ${event} on ${chain}.`)
+  }
+}
+
+/** One-click sign-in parameters that cannot make a CAIP-222 request (no chains, no domain, a bad nonce). */
+export class InvalidAuthenticateParametersError extends WalletConnectError {
+  override name = 'InvalidAuthenticateParametersError'
+  constructor(details: string) {
+    super('invalid_authenticate_parameters', 'The sign-in request is not valid.', { details })
+  }
+}

@@ -19,9 +19,9 @@ import {
   SignClientNotInitializedError,
   type WalletConnectError,
 } from './errors.js'
-import { chainsOf, namespaceOf, parseAccountId, type SessionNamespace } from './namespaces.js'
+import { chainsOf, namespaceOf, type ProposalNamespaces, parseAccountId, type SessionNamespace } from './namespaces.js'
 import type { WebSocketConstructor } from './relayClient.js'
-import { createSignClient, type Metadata, type Session, type SignClient } from './signClient.js'
+import { type AuthenticateParameters, type Cacao, createSignClient, type Metadata, type Session, type SignClient } from './signClient.js'
 import type { KeyValueStorage } from './store.js'
 
 /*
@@ -68,8 +68,19 @@ export type EthereumProviderOptions = {
   optionalMethods?: readonly string[] | undefined
   events?: readonly string[] | undefined
   optionalEvents?: readonly string[] | undefined
-  /** RPC urls for reads, by chain id. */
-  rpcMap?: Readonly<Record<number, string>> | undefined
+  /**
+   * RPC urls for reads: by eip155 chain id (`1`), or by CAIP-2 id for any namespace
+   * (`'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'`). Without one, eip155 reads use the session's
+   * `rpcMap`, then the relay's JSON-RPC endpoint when a project id is set.
+   */
+  rpcMap?: Readonly<Record<number | string, string>> | undefined
+  /**
+   * Namespaces besides eip155 to ask for (optional), such as
+   * `{ solana: { chains: ['solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'], methods: ['solana_signMessage'], events: [] } }`.
+   */
+  namespaces?: ProposalNamespaces | undefined
+  /** Sent with the proposal; the wallet's answer is on `session.sessionProperties`. */
+  sessionProperties?: Readonly<Record<string, string>> | undefined
   storage?: KeyValueStorage | undefined
   storagePrefix?: string | undefined
   WebSocket?: WebSocketConstructor | undefined
@@ -84,6 +95,13 @@ export type EthereumProviderOptions = {
 }
 
 export type RequestArguments = { method: string; params?: unknown }
+
+export type AuthenticateProviderParameters = Pick<
+  AuthenticateParameters,
+  'domain' | 'uri' | 'nonce' | 'statement' | 'resources' | 'exp' | 'nbf' | 'requestId' | 'expiry'
+> & {
+  signal?: AbortSignal | undefined
+}
 
 export type EthereumProviderEvents = {
   connect: { chainId: `0x${string}` }
@@ -105,8 +123,16 @@ export type EthereumProvider = {
   connect(parameters?: {
     chains?: readonly number[] | undefined
     optionalChains?: readonly number[] | undefined
+    sessionProperties?: Readonly<Record<string, string>> | undefined
     signal?: AbortSignal | undefined
   }): Promise<Session>
+  /**
+   * One-click sign-in: pairs and asks for one signed SIWE message per chain in one approval
+   * (`wc_sessionAuthenticate`). A wallet that does not know the method approves the fallback
+   * proposal instead; one that refuses it or lets it expire gets a plain `connect()`. Either way
+   * the result has a session, and `cacaos` only when the wallet signed in one step.
+   */
+  authenticate(parameters: AuthenticateProviderParameters): Promise<{ session: Session; cacaos?: Cacao[] | undefined }>
   request<result = unknown>(args: RequestArguments, chain?: string): Promise<result>
   disconnect(): Promise<void>
   /** Makes a session chain the current one, without asking the wallet. */
@@ -138,7 +164,7 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
   let initialised = false
   let closed = false
   let session: Session | undefined
-  let chainId = options.chains[0] ?? options.optionalChains?.[0] ?? 1
+  let chainId = options.chains?.[0] ?? options.optionalChains?.[0] ?? 1
   let accounts: `0x${string}`[] = []
   let pending: AbortController | undefined
   let detach: (() => void)[] = []
@@ -196,7 +222,21 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
   }
 
   function granted(method: string): boolean {
-    return eip155().some((ns) => chainsOf(ns).includes(`eip155:${chainId}`) && ns.methods.includes(method))
+    return grantedOn(`eip155:${chainId}`, method)
+  }
+
+  function grantedOn(chain: string, method: string): boolean {
+    return Object.entries(session?.namespaces ?? {}).some(
+      ([key, ns]) => namespaceOf(key) === namespaceOf(chain) && chainsOf(ns).includes(chain) && ns.methods.includes(method),
+    )
+  }
+
+  function optionalEip155(chains: readonly number[], optionalChains: readonly number[]) {
+    return {
+      chains: [...new Set([...chains, ...optionalChains])].map((id) => `eip155:${id}`),
+      methods: [...new Set([...(options.methods ?? DEFAULT_METHODS), ...(options.optionalMethods ?? OPTIONAL_METHODS)])],
+      events: [...new Set([...(options.events ?? DEFAULT_EVENTS), ...(options.optionalEvents ?? OPTIONAL_EVENTS)])],
+    }
   }
 
   function setAccounts(next: `0x${string}`[]) {
@@ -215,7 +255,11 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
   function adopt(next: Session, preferred: readonly number[]) {
     session = next
     const chains = sessionChains()
-    chainId = preferred.find((id) => chains.includes(id)) ?? chains[0] ?? chainId
+    // The wallet's defaultChain is where the user is; the dapp's order only breaks the tie.
+    const byWallet = eip155()
+      .map((ns) => ns.defaultChain)
+      .find((chain) => chain !== undefined && chains.includes(Number(chain.split(':')[1])))
+    chainId = byWallet ? Number(byWallet.split(':')[1]) : (preferred.find((id) => chains.includes(id)) ?? chains[0] ?? chainId)
     accounts = accountsOn(chainId)
   }
 
@@ -240,12 +284,25 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
     await new Promise((resolve) => setTimeout(resolve, options.reinitWaitMs ?? PROVIDER_REINIT_WAIT_MS))
   }
 
-  async function read(args: RequestArguments): Promise<unknown> {
-    const url =
-      options.rpcMap?.[chainId] ??
-      eip155().find((ns) => ns.rpcMap?.[String(chainId)])?.rpcMap?.[String(chainId)] ??
-      (options.projectId ? relayRpcUrl(options.relayUrl, chainId, options.projectId) : undefined)
-    if (!url) throw new RpcProviderNotFoundError(`eip155:${chainId}`)
+  /** The RPC url for reads on a CAIP-2 chain (SPEC §7): the app's, the session's, then the relay's for eip155. */
+  function rpcUrlFor(chain: string): string | undefined {
+    const [namespace = '', reference = ''] = chain.split(':')
+    const fromSession = Object.entries(session?.namespaces ?? {})
+      .filter(([key]) => namespaceOf(key) === namespace)
+      .map(([, ns]) => ns.rpcMap?.[reference] ?? ns.rpcMap?.[chain])
+      .find((url) => url !== undefined)
+    if (namespace !== 'eip155') return options.rpcMap?.[chain] ?? fromSession
+    return (
+      options.rpcMap?.[Number(reference)] ??
+      options.rpcMap?.[chain] ??
+      fromSession ??
+      (options.projectId ? relayRpcUrl(options.relayUrl, Number(reference), options.projectId) : undefined)
+    )
+  }
+
+  async function read(args: RequestArguments, chain: string): Promise<unknown> {
+    const url = rpcUrlFor(chain)
+    if (!url) throw new RpcProviderNotFoundError(chain)
     const response = await (options.fetch ?? fetch)(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -271,7 +328,7 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
     return null
   }
 
-  return {
+  const self: EthereumProvider = {
     async init() {
       if (initialised) return
       initialised = true
@@ -286,7 +343,9 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
       const optionalChains = parameters.optionalChains ?? options.optionalChains ?? []
       if (!Array.isArray(chains) || chains.some((id) => !Number.isSafeInteger(id) || id <= 0))
         throw new InvalidChainsError('chains must be a list of chain ids')
-      if (!chains.length && !optionalChains.length) throw new InvalidChainsError('at least one chain is needed in chains or optionalChains')
+      // SPEC §5: a non-empty chains list, whatever optionalChains holds.
+      if (!chains.length) throw new InvalidChainsError('chains must name at least one chain')
+      const sessionProperties = parameters.sessionProperties ?? options.sessionProperties
 
       if (parameters.signal?.aborted) throw new PairingAbortedError()
       // One attempt at a time: a newer connect resets an older one.
@@ -304,18 +363,17 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
             },
           }
         : {}
-      const optional = {
-        eip155: {
-          chains: [...new Set([...chains, ...optionalChains])].map((id) => `eip155:${id}`),
-          methods: [...new Set([...(options.methods ?? DEFAULT_METHODS), ...(options.optionalMethods ?? OPTIONAL_METHODS)])],
-          events: [...new Set([...(options.events ?? DEFAULT_EVENTS), ...(options.optionalEvents ?? OPTIONAL_EVENTS)])],
-        },
-      }
+      const optional = { ...options.namespaces, eip155: optionalEip155(chains, optionalChains) }
       try {
         const maxAttempts = options.maxPairingAttempts ?? MAX_PAIRING_ATTEMPTS
         for (let attempt = 1; attempt <= maxAttempts; attempt++) {
           controller.signal.throwIfAborted()
-          const { uri, approval } = await requireClient().connect({ requiredNamespaces: required, optionalNamespaces: optional, signal: controller.signal })
+          const { uri, approval } = await requireClient().connect({
+            requiredNamespaces: required,
+            optionalNamespaces: optional,
+            signal: controller.signal,
+            ...(sessionProperties ? { sessionProperties: { ...sessionProperties } } : {}),
+          })
           emitter.emit('display_uri', uri)
           try {
             const next = await approval()
@@ -343,12 +401,61 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
       }
     },
 
+    async authenticate({ signal, ...fields }) {
+      requireClient()
+      const chains = options.chains
+      const optionalChains = options.optionalChains ?? []
+      if (!chains.length) throw new InvalidChainsError('chains must name at least one chain')
+      if (signal?.aborted) throw new PairingAbortedError()
+      pending?.abort(new ConnectionResetError())
+      const controller = new AbortController()
+      pending = controller
+      const onAbort = () => controller.abort(new PairingAbortedError())
+      signal?.addEventListener('abort', onAbort, { once: true })
+      const eip = optionalEip155(chains, optionalChains)
+      try {
+        const { uri, response } = await requireClient().authenticate({
+          ...fields,
+          chains: eip.chains,
+          methods: eip.methods,
+          events: eip.events,
+          ...(options.sessionProperties ? { sessionProperties: { ...options.sessionProperties } } : {}),
+          signal: controller.signal,
+        })
+        emitter.emit('display_uri', uri)
+        try {
+          const { session: next, cacaos } = await response()
+          adopt(next, [...chains, ...optionalChains])
+          emitter.emit('connect', { chainId: toHex(chainId) })
+          emitter.emit('accountsChanged', accounts)
+          return cacaos ? { session: next, cacaos } : { session: next }
+        } catch (error) {
+          if (controller.signal.aborted) throw controller.signal.reason
+          // A refusal or silence: the wallet may still connect the plain way, then sign in with personal_sign.
+          if (!(error instanceof ExpiredError || error instanceof PeerError)) throw error
+        }
+      } catch (error) {
+        throw controller.signal.aborted ? controller.signal.reason : error
+      } finally {
+        signal?.removeEventListener('abort', onAbort)
+        if (pending === controller) pending = undefined
+      }
+      return { session: await self.connect(signal ? { signal } : {}) }
+    },
+
     async request(args, chain) {
       if (!initialised) throw new ProviderNotInitializedError()
       if (chain !== undefined && !Object.keys(session?.namespaces ?? {}).some((key) => namespaceOf(key) === namespaceOf(chain)))
         throw new NamespaceNotConfiguredError(namespaceOf(chain))
       if (!session) throw new NotConnectedError()
       const client = requireClient()
+      // Another namespace (or another eip155 chain named outright): routed to that chain as is.
+      if (chain !== undefined && chain !== `eip155:${chainId}`) {
+        if (grantedOn(chain, args.method))
+          return (await client.request({ topic: session.topic, chainId: chain, request: { method: args.method, params: args.params ?? [] } })) as never
+        if (namespaceOf(chain) === 'eip155' && WALLET_ONLY.test(args.method)) throw new MethodNotGrantedError(args.method, chain)
+        return (await read(args, chain)) as never
+      }
       switch (args.method) {
         case 'eth_accounts':
         case 'eth_requestAccounts':
@@ -374,7 +481,7 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
           request: { method: args.method, params: args.params ?? [] },
         })) as never
       if (WALLET_ONLY.test(args.method)) throw new MethodNotGrantedError(args.method, `eip155:${chainId}`)
-      return (await read(args)) as never
+      return (await read(args, `eip155:${chainId}`)) as never
     },
 
     async disconnect() {
@@ -418,6 +525,7 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
       client?.close()
     },
   }
+  return self
 }
 
 /** The relay's JSON-RPC endpoint for a chain: `https://…/v1/?chainId=eip155:N&projectId=…`. */

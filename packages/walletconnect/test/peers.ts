@@ -22,7 +22,15 @@ export async function startRelay(port?: number): Promise<Relay> {
 export type Peer = SignClient & { storage: KeyValueStorage }
 
 /** A Sign client of ours on `relay`; reuse `storage` to model a reload. */
-export async function peer(relay: Relay, name: string, extra: { storage?: KeyValueStorage; now?: () => number } = {}): Promise<Peer> {
+export type Warnings = string[] & { warn(message: string): void }
+
+/** A logger that keeps what it is told, so a test can assert the warning of a dropped message. */
+export function warnings(): Warnings {
+  const list: string[] = []
+  return Object.assign(list, { warn: (message: string) => void list.push(message) })
+}
+
+export async function peer(relay: Relay, name: string, extra: { storage?: KeyValueStorage; now?: () => number; logger?: Warnings } = {}): Promise<Peer> {
   const storage = extra.storage ?? memoryStorage()
   const client = await createSignClient({
     relayUrl: relay.url,
@@ -30,6 +38,7 @@ export async function peer(relay: Relay, name: string, extra: { storage?: KeyVal
     storage,
     WebSocket: WebSocket as unknown as WebSocketConstructor,
     ...(extra.now ? { now: extra.now } : {}),
+    ...(extra.logger ? { logger: extra.logger } : {}),
   })
   return Object.assign(client, { storage })
 }

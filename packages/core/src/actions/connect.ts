@@ -2,7 +2,7 @@ import type { Client } from '../createClient.js'
 import type { BaseError } from '../errors/base.js'
 import { CancelledError, ChainNotConfiguredError, type ConnectorNotFoundErrorType } from '../errors/connection.js'
 import { toProviderError } from '../errors/rpc.js'
-import type { Address, Connector } from '../types.js'
+import type { Address, Connector, OneClickSignIn } from '../types.js'
 import { resolveConnector } from './internal.js'
 
 export type ConnectParameters = {
@@ -12,9 +12,11 @@ export type ConnectParameters = {
   chainId?: number | undefined
   /** Cancels the wait for the wallet ("Cancel" in the pending view). */
   signal?: AbortSignal | undefined
+  /** @internal One-click sign-in fields; `connectAndSignIn` passes them. */
+  signIn?: OneClickSignIn | undefined
 }
 
-export type ConnectReturnType = { accounts: readonly Address[]; chainId: number }
+export type ConnectReturnType = { accounts: readonly Address[]; chainId: number; cacaos?: readonly unknown[] | undefined }
 
 export type ConnectErrorType = BaseError | ConnectorNotFoundErrorType
 
@@ -27,7 +29,7 @@ export type ConnectErrorType = BaseError | ConnectorNotFoundErrorType
  */
 export async function connect(client: Client, parameters: ConnectParameters): Promise<ConnectReturnType> {
   const connector = resolveConnector(client, parameters.connector)
-  const { chainId, signal } = parameters
+  const { chainId, signal, signIn } = parameters
   if (chainId !== undefined && !client.chains.some((c) => c.id === chainId)) throw new ChainNotConfiguredError({ chainId })
   const attempt = client._internal.nextAttempt()
   client._internal.dispatch({ type: 'connect', connectorId: connector.id, needsInit: connector.type === 'walletConnect' })
@@ -36,7 +38,7 @@ export async function connect(client: Client, parameters: ConnectParameters): Pr
       client._internal.dispatch({ type: 'pairing', uri: data })
   })
   try {
-    const result = await connector.connect({ chainId, signal })
+    const result = await connector.connect({ chainId, signal, ...(signIn ? { signIn } : {}) })
     if (!client._internal.isCurrentAttempt(attempt)) throw new CancelledError({ details: 'A newer connect attempt replaced this one.' })
     client._internal.setConnection(connector, result.accounts, result.chainId)
     return result

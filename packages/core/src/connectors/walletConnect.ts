@@ -1,5 +1,5 @@
 // Types only: the protocol itself loads with the first use of the connector.
-import type { EthereumProvider, Metadata, WebSocketConstructor } from '@latchkey/walletconnect'
+import type { EthereumProvider, Metadata, ProposalNamespaces, WebSocketConstructor } from '@latchkey/walletconnect'
 import { getAddress } from 'viem'
 import { DEFAULT_EVENTS, DEFAULT_METHODS, MAX_PAIRING_ATTEMPTS, OPTIONAL_EVENTS, PROVIDER_REINIT_WAIT_MS } from '../constants.js'
 import {
@@ -28,8 +28,16 @@ export type WalletConnectParameters = {
   metadata?: Metadata | undefined
   /** Show the framework-free QR modal of `@latchkey/qr-modal` (React apps use the Latchkey modal). */
   showQrModal?: boolean | undefined
-  /** RPC urls for reads, by chain id; the client's chains' urls fill the gaps. */
-  rpcMap?: Readonly<Record<number, string>> | undefined
+  /**
+   * RPC urls for reads, by chain id (or by CAIP-2 id for other namespaces). Without a project
+   * id the client's chains' urls fill the gaps; with one, a chain without an url here reads
+   * through the relay's JSON-RPC endpoint (SPEC §7).
+   */
+  rpcMap?: Readonly<Record<number | string, string>> | undefined
+  /** Sent with the proposal; the wallet's answer is on the session. */
+  sessionProperties?: Readonly<Record<string, string>> | undefined
+  /** Namespaces besides eip155 to ask for (`solana`, …); requests reach them through the provider's `request(args, chain)`. */
+  namespaces?: ProposalNamespaces | undefined
   /** Where the protocol keeps keys and sessions. Default: localStorage, else memory. */
   storage?: KeyValueStorage | undefined
   /** In Node 20, `ws`'s WebSocket. */
@@ -73,8 +81,9 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
       function load(): Promise<EthereumProvider> {
         provider ??= (async () => {
           const { createEthereumProvider, memoryStorage } = await import('@latchkey/walletconnect')
-          const rpcMap: Record<number, string> = {}
-          for (const chain of config.chains) rpcMap[chain.id] = chain.rpcUrls.default.http[0]!
+          // With a project id the relay's endpoint is the default; the chains' urls only fill in without one.
+          const rpcMap: Record<number | string, string> = {}
+          if (!parameters.projectId) for (const chain of config.chains) rpcMap[chain.id] = chain.rpcUrls.default.http[0]!
           const created = createEthereumProvider({
             relayUrl: relayUrl(),
             projectId: parameters.projectId,
@@ -88,6 +97,8 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
             maxPairingAttempts: MAX_PAIRING_ATTEMPTS,
             ...(parameters.optionalMethods ? { optionalMethods: parameters.optionalMethods } : {}),
             rpcMap: { ...rpcMap, ...parameters.rpcMap },
+            ...(parameters.sessionProperties ? { sessionProperties: parameters.sessionProperties } : {}),
+            ...(parameters.namespaces ? { namespaces: parameters.namespaces } : {}),
             storage: parameters.storage ?? browserStorage() ?? memoryStorage(),
             storagePrefix: `latchkey.${id}.client`,
             WebSocket: parameters.WebSocket,
@@ -176,9 +187,10 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
         type: 'walletConnect',
         icon: ICON,
         emitter,
-        async connect({ chainId, signal, isReconnecting } = {}) {
+        async connect({ chainId, signal, isReconnecting, signIn } = {}) {
           try {
             const wc = await load()
+            let cacaos: readonly unknown[] | undefined
             if (!wc.session) {
               if (isReconnecting) throw new NotConnectedError({ details: 'The WalletConnect session has ended.' })
               // Closing the QR modal ends the attempt as the caller's abort would.
@@ -196,7 +208,18 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
               wc.on('display_uri', onUri)
               wc.on('message', onMessage)
               try {
-                await wc.connect({ signal: local.signal })
+                if (signIn) {
+                  // One approval for both: a wallet that cannot sign in this way still connects.
+                  const result = await wc.authenticate({
+                    domain: signIn.domain,
+                    uri: signIn.uri,
+                    nonce: signIn.nonce,
+                    statement: signIn.statement,
+                    exp: signIn.expirationTime,
+                    signal: local.signal,
+                  })
+                  cacaos = result.cacaos
+                } else await wc.connect({ signal: local.signal })
               } finally {
                 signal?.removeEventListener('abort', forward)
                 wc.removeListener('display_uri', onUri)
@@ -219,7 +242,7 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
               await connector.switchChain({ chainId, signal }).catch(() => undefined)
             }
             remember(wc)
-            return { accounts: wc.accounts.map((a) => getAddress(a)) as Address[], chainId: wc.chainId }
+            return { accounts: wc.accounts.map((a) => getAddress(a)) as Address[], chainId: wc.chainId, ...(cacaos ? { cacaos } : {}) }
           } catch (error) {
             throw toProviderError(error)
           }

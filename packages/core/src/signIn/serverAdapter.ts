@@ -3,7 +3,7 @@ import { SignInRejectedError } from './actions.js'
 import type { SignInAdapter, SignInSession } from './store.js'
 
 /**
- * The sign-in adapter for @latchkey/server: `GET /auth/nonce`, `POST /auth/siwe`, `GET
+ * The sign-in adapter for @latchkey/server: `GET /auth/nonce`, `POST /auth/siwe` (and `/auth/cacao`), `GET
  * /auth/session`, `POST /auth/signout`, with the backend's httpOnly cookies. `getSession` answers
  * null when signed out and throws when the backend cannot be reached (the client then stays
  * signed out).
@@ -34,6 +34,12 @@ export function serverAdapter(url: string, fetchFn: typeof fetch = (...args) => 
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ message, signature, walletKind }),
+      }),
+    verifyCacao: ({ cacao, walletKind }) =>
+      call<SignInSession>('/auth/cacao', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ cacao, walletKind }),
       }),
     // Signed out is 200 `null` (no failed request in the console); backends before it answered 401.
     async getSession() {

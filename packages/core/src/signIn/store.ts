@@ -33,6 +33,8 @@ export type SignInAdapter = {
   /** Default: an EIP-4361 message built with viem, loaded with the first sign-in. */
   createMessage?: ((parameters: CreateMessageParameters) => string | Promise<string>) | undefined
   verify(parameters: { message: string; signature: Hex; walletKind: ConnectorType | undefined }): Promise<SignInSession>
+  /** Verifies a WalletConnect one-click CACAO (CAIP-74); without it, WalletConnect signs in with personal_sign. */
+  verifyCacao?: ((parameters: { cacao: unknown; walletKind: ConnectorType | undefined }) => Promise<SignInSession>) | undefined
   /** The session the backend still holds (a reload); `null` when signed out. */
   getSession?: (() => Promise<SignInSession | null>) | undefined
   signOut(): Promise<void>

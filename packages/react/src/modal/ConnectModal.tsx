@@ -13,10 +13,15 @@ const WalletConnectView = lazy(() => import('./WalletConnectView.js'))
 const EmbeddedView = lazy(() => import('./EmbeddedView.js'))
 type EmbeddedMode = import('./EmbeddedView.js').EmbeddedMode
 
-type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
+type Props = {
+  theme: 'light' | 'dark' | 'auto'
+  onClose(): void
+  /** Sign in while connecting (one approval with WalletConnect), for `<ConnectButton requireSignIn />`. */
+  signIn?: boolean | undefined
+}
 
 /** The wallet list, then the pending view of the wallet the user picked. */
-export function ConnectModal({ theme, onClose }: Props) {
+export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   const connectors = useConnectors()
   const recent = useRecentConnectorId()
   const { isConnected } = useAccount()
@@ -39,7 +44,7 @@ export function ConnectModal({ theme, onClose }: Props) {
 
   function start(connector: Connector) {
     setPicked(connector)
-    connect.connect({ connector }).catch(() => {
+    connect.connect({ connector, ...(signIn && connector.type === 'walletConnect' ? { signIn: true } : {}) }).catch(() => {
       // The error is in connect.error and shown in the pending view; a cancel goes back to the list.
     })
   }

@@ -42,9 +42,11 @@ function checkNonce(row: NonceRow | undefined, holder: string | undefined, at: n
  * @example
  * app.post('/auth/siwe', siwe(context))
  */
-export const siwe = (context: RouteContext) => async (c: Context) => {
+export const siwe = (context: RouteContext) => async (c: Context) => verifySiwe(c, context, await readBody(c.req.raw, siweSchema))
+
+/** The checks of `POST /auth/siwe` on a message and signature already read; `POST /auth/cacao` reuses them. @internal */
+export async function verifySiwe(c: Context, context: RouteContext, input: z.infer<typeof siweSchema>) {
   const { store, siwe: config } = context
-  const input = await readBody(c.req.raw, siweSchema)
   const message = readSiweMessage(input.message)
   if (!message) throw new ServerError(400, 'invalid_message', 'The message is not an EIP-4361 sign-in message')
   const domain = message.domain.toLowerCase()
@@ -57,7 +59,7 @@ export const siwe = (context: RouteContext) => async (c: Context) => {
 
   const at = context.now()
   const holder = getCookie(c, SIWE_COOKIE)
-  checkNonce(store.nonce(message.nonce), holder, at)
+  checkNonce(await store.nonce(message.nonce), holder, at)
   if (message.issuedAt.getTime() > at + SIWE_TIMES.issuedAtSkewSeconds * 1000) {
     throw new ServerError(
       401,
@@ -75,7 +77,7 @@ export const siwe = (context: RouteContext) => async (c: Context) => {
   if (!validateSiweMessage({ message, time: new Date(at) })) throw new ServerError(400, 'invalid_message', 'The message is not an EIP-4361 sign-in message')
 
   // Spent before the signature is checked, in one statement: a nonce verifies at most one signature.
-  if (!store.spendNonce(message.nonce, holder, at)) throw invalidNonce('This nonce was just used by another request; ask for a new one')
+  if (!(await store.spendNonce(message.nonce, holder, at))) throw invalidNonce('This nonce was just used by another request; ask for a new one')
   const unavailable = () => new ServerError(502, 'chain_unavailable', `Chain ${message.chainId} did not answer the signature check; sign in again`)
   const valid = await verifyMessage(client, { address: message.address, message: input.message, signature: input.signature as Hex }).catch(() => {
     throw unavailable()
@@ -89,11 +91,11 @@ export const siwe = (context: RouteContext) => async (c: Context) => {
   }
 
   const walletKind = input.walletKind ?? null
-  const account = walletKind === 'embedded' ? store.accountByAddress(message.address) : undefined
+  const account = walletKind === 'embedded' ? await store.accountByAddress(message.address) : undefined
   // One browser, one session: the one this replaces ends here.
   const previous = getCookie(c, SESSION_COOKIE)
-  if (previous) store.deleteSession(previous)
-  const session = startSession(
+  if (previous) await store.deleteSession(previous)
+  const session = await startSession(
     c,
     context,
     {
