@@ -57,7 +57,7 @@ export function useEmbeddedStack() {
     stack.kms = createKms({ port: await getFreePort(), now: stack.now })
     await stack.kms.start()
     stack.organizationId = (await stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
-    const store = openStore(':memory:')
+    const store = await openStore(':memory:')
     const app = createServerApp({
       store,
       kmsUrl: stack.kms.url,
@@ -74,7 +74,7 @@ export function useEmbeddedStack() {
     stack.backendUrl = `http://127.0.0.1:${port}`
     stop = async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      store.close()
+      await store.close()
       await stack.kms.stop()
     }
   })

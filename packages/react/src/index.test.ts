@@ -24,6 +24,7 @@ test('default: exports', async () => {
       "useExportWallet",
       "useGetCallsStatus",
       "useImportWallet",
+      "useOAuthSignIn",
       "usePasskeySignIn",
       "useRecentConnectorId",
       "useRecovery",

@@ -1,8 +1,9 @@
 import type { Logger } from '@latchkey/service'
 import { Hono } from 'hono'
 import { ServerError } from './errors.js'
-import { createRouteContext } from './internal/context.js'
+import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
+import { bodyLimit } from './middleware/bodyLimit.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
@@ -13,6 +14,7 @@ import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
 import { sessionKey } from './routes/sessionKey.js'
 import { siwe } from './routes/siwe.js'
+import { issueToken, jwks, refreshToken, revokeToken } from './routes/token.js'
 import type { Store } from './store.js'
 
 export type ServerAppOptions = {
@@ -56,6 +58,20 @@ export type ServerAppOptions = {
   sessionSeconds?: number | undefined
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
   logger?: Logger | undefined
+  /**
+   * The P-256 key that signs session JWTs (`POST /auth/token`), as PKCS#8 PEM or a private JWK
+   * (JSON). Default: a key generated for this process (development only: its tokens die with it,
+   * and instances behind one load balancer need the same key).
+   */
+  sessionJwtKey?: string | undefined
+  /** The `iss` of session JWTs. Default: the origin the request came to. */
+  sessionJwtIssuer?: string | undefined
+  /** The `aud` of session JWTs, when the app's services check one. Default: none. */
+  sessionJwtAudience?: string | undefined
+  /** How long an access JWT lasts, 60 to 3600 seconds. Default 300. */
+  accessTokenSeconds?: number | undefined
+  /** The largest request body accepted, counted as it streams in. Default `LIMITS.bodyBytes` (64 KiB). */
+  maxBodyBytes?: number | undefined
 }
 
 export { ServerError } from './errors.js'
@@ -101,6 +117,8 @@ export function createServerApp(options: ServerAppOptions) {
     return undefined
   })
 
+  app.use('*', bodyLimit(options.maxBodyBytes ?? LIMITS.bodyBytes))
+
   app.onError((error, c) => {
     if (error instanceof ServerError) {
       if (error.retryAfterSeconds) c.header('retry-after', String(error.retryAfterSeconds))
@@ -140,5 +158,9 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/cacao', cacao(context))
   app.get('/auth/session', session(context))
   app.post('/auth/signout', signOut(context))
+  app.post('/auth/token', issueToken(context))
+  app.post('/auth/token/refresh', refreshToken(context))
+  app.post('/auth/token/revoke', revokeToken(context))
+  app.get('/.well-known/jwks.json', jwks(context))
   return app
 }

@@ -26,7 +26,7 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
   const address = input.email.toLowerCase()
   enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   enforce(context.limits.recoveriesPerEmail(address), (minutes) => `Too many recovery emails sent to this email; try again in ${minutes} minutes`)
-  const account = context.store.account(address)
+  const account = await context.store.account(address)
   if (!account) throw new ServerError(404, 'unknown_account', 'No account with this email')
   const common = { email: address, targetPublicKey: input.targetPublicKey, expirationSeconds: String(RECOVERY_CODE_VALIDITY_S) }
   const userId =
