@@ -22,9 +22,20 @@ export {
 } from './errors.js'
 export { exportWallet, type FrameKind, importWallet, startRecovery } from './frames.js'
 export {
+  completeOAuthRedirect,
+  defaultRedirectUri,
+  OAUTH_WINDOW,
+  OAUTH_WINDOW_FEATURES,
+  OAuthError,
+  type OAuthProvider,
+  oauthNonce,
+  signInWithOAuth,
+} from './oauth.js'
+export {
   createPasskey,
   PASSKEY_ALGORITHM,
   type PasskeyAttestation,
+  type PasskeyFlows,
   passkeyFlows,
   WEBAUTHN_CHALLENGE_BYTES,
   WEBAUTHN_TIMEOUT_MS,
@@ -44,6 +55,7 @@ export {
   RECOVERY_CODE_SECONDS,
   RECOVERY_SESSION_SECONDS,
   type RecoveryState,
+  type RecoveryType,
   type SessionKey,
   type SignInKind,
   type StoredWallet,

@@ -22,6 +22,8 @@ export function useEmbeddedStack() {
     now: () => stack.clock,
     kms: undefined as unknown as Kms,
     organizationId: '',
+    /** The parent organization's API key pair (the backend's). */
+    parentKey: backendKey,
     backendUrl: '',
     chain: defineChain({
       id: 31337,

@@ -8,6 +8,7 @@ import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
 import { nonce } from './routes/nonce.js'
+import { createOAuth, type OAuthProviderConfig, type OAuthProviderName, oauthSignIn } from './routes/oauth.js'
 import { passkeySignup } from './routes/passkeySignup.js'
 import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
@@ -35,6 +36,11 @@ export type ServerAppOptions = {
   framesUrl?: string | undefined
   /** Shown in sign-in and recovery emails. */
   appName: string
+  /**
+   * "Continue with Google / Apple": the OpenID issuers and the app's client ids (locally the devnet's
+   * provider plays both). Published at /auth/config; ID tokens are verified against their JWKS.
+   */
+  oauth?: Partial<Record<OAuthProviderName, OAuthProviderConfig>> | undefined
   /** Browser origins allowed to call with credentials (the demo's); SIWE messages' uris must have one. */
   allowedOrigins: readonly string[]
   /**
@@ -72,6 +78,7 @@ export { ServerError } from './errors.js'
 export { LIMITS, SESSION_COOKIE } from './internal/context.js'
 export { SIWE_COOKIE, SIWE_TIMES, type SiweChain } from './internal/siwe.js'
 export { WALLET_NAME } from './internal/wallet.js'
+export { OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oauthNonce } from './routes/oauth.js'
 
 /**
  * The app backend as a Hono app. It holds the parent organization's API key and is the only place
@@ -84,6 +91,7 @@ export { WALLET_NAME } from './internal/wallet.js'
  */
 export function createServerApp(options: ServerAppOptions) {
   const context = createRouteContext(options)
+  const oauth = createOAuth(options.oauth ?? {}, context.now)
   const app = new Hono()
 
   app.use('*', async (c, next) => {
@@ -122,17 +130,27 @@ export function createServerApp(options: ServerAppOptions) {
   })
 
   // What the browser's embedded wallet needs to talk to the kms itself: nothing secret.
-  app.get('/auth/config', (c) =>
-    c.json({
+  app.get('/auth/config', async (c) => {
+    // Each configured social sign-in with where the browser starts it; one whose issuer is down is left out.
+    const social = await Promise.all(
+      oauth.configured.map(async (name) => {
+        const endpoints = await oauth.discover(name).catch(() => undefined)
+        return endpoints ? ([name, { clientId: oauth.config(name)!.clientId, authorizationEndpoint: endpoints.authorization_endpoint }] as const) : undefined
+      }),
+    )
+    const available = social.filter((entry) => entry !== undefined)
+    return c.json({
       organizationId: options.organizationId,
       kmsUrl: options.publicKmsUrl ?? options.kmsUrl,
       ...(options.framesUrl ? { framesUrl: options.framesUrl } : {}),
-    }),
-  )
+      ...(available.length ? { oauth: Object.fromEntries(available) } : {}),
+    })
+  })
   app.post('/auth/email/start', emailStart(context))
   app.post('/auth/email/verify', emailVerify(context))
   app.post('/auth/passkey/signup', passkeySignup(context))
   app.post('/auth/login', login(context))
+  app.post('/auth/oauth', oauthSignIn(context, oauth))
   app.post('/auth/session-key', sessionKey(context))
   app.post('/auth/recovery/start', recoveryStart(context))
   app.get('/auth/nonce', nonce(context))

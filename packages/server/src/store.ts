@@ -18,7 +18,7 @@ export type KnownAccount = { organization_id: string; user_id: string; address: 
 /** A code sent and not yet redeemed: which sub-organization it belongs to. */
 export type PendingCodeRow = { otp_id: string; email: string; organization_id: string; created_at: number }
 /** How a browser signed in: an embedded-wallet sign-in, or Sign-In with Ethereum. */
-export type SessionKind = 'email' | 'passkey' | 'recovery' | 'siwe'
+export type SessionKind = 'email' | 'passkey' | 'recovery' | 'oauth' | 'siwe'
 /** The kind of wallet that signed a SIWE message, as the browser reports it. */
 export type WalletKind = 'injected' | 'walletConnect' | 'embedded'
 /**
