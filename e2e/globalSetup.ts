@@ -19,6 +19,7 @@ export default async function setup(project: TestProject) {
       server: await getFreePort(),
       demo: await getFreePort(),
       wallet: await getFreePort(),
+      oidc: await getFreePort(),
     },
     stateDir: `${import.meta.dirname}/.artifacts/state`,
   })

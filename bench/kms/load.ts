@@ -13,6 +13,8 @@ import { keccak256, toHex } from 'viem'
 export type LoadStart = {
   type: 'start'
   url: string
+  /** Instances to spread the requests over (slot i of `concurrency` sends to urls[i % n]); default [url]. */
+  urls?: readonly string[] | undefined
   organizationId: string
   signWith: string
   apiPublicKey: string
@@ -59,12 +61,12 @@ async function prepare(start: LoadStart, count: number, tag: string): Promise<Pr
 
 /** Sends every prepared request, `concurrency` at a time; the status of each answer is checked. */
 async function drive(start: LoadStart, prepared: readonly Prepared[], agent: Agent) {
-  const { hostname, port } = new URL(start.url)
+  const targets = (start.urls ?? [start.url]).map((url) => new URL(url))
   const latencies: number[] = []
   let failed = 0
   let firstFailure: string | undefined
   let next = 0
-  const send = ({ body, headers }: Prepared) =>
+  const send = ({ body, headers }: Prepared, { hostname, port }: URL) =>
     new Promise<string>((resolve, reject) => {
       const outgoing = request({ hostname, port, path: '/public/v1/submit/sign_raw_payload', method: 'POST', headers, agent }, (response) => {
         let text = ''
@@ -77,11 +79,12 @@ async function drive(start: LoadStart, prepared: readonly Prepared[], agent: Age
       outgoing.end(body)
     })
   await Promise.all(
-    Array.from({ length: start.concurrency }, async () => {
+    Array.from({ length: start.concurrency }, async (_, slot) => {
+      const target = targets[slot % targets.length]!
       while (next < prepared.length) {
         const item = prepared[next++]!
         const sent = performance.now()
-        const text = await send(item)
+        const text = await send(item, target)
         latencies.push(performance.now() - sent)
         const answer = JSON.parse(text) as { activity?: { status?: string; result?: { signRawPayloadResult?: { r?: string } } } }
         if (answer.activity?.status !== 'ACTIVITY_STATUS_COMPLETED' || !answer.activity.result?.signRawPayloadResult?.r) {

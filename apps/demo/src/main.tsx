@@ -1,4 +1,4 @@
-import { createClient, embedded, serverAdapter, walletConnect } from '@latchkey/core'
+import { createClient, embedded, postOAuthCallback, serverAdapter, walletConnect } from '@latchkey/core'
 import { LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
@@ -7,6 +7,7 @@ import { chains } from './chains.js'
 import { startDevWallet } from './devWallet.js'
 import { Explorer } from './Explorer.js'
 import { Headless } from './Headless.js'
+import { OAuthCallback } from './OAuthCallback.js'
 import './demo.css'
 
 // On in the demo only: a wallet for newcomers without an extension.
@@ -24,22 +25,30 @@ const client = createClient({
       metadata: { name: 'Latchkey Demo', description: 'Sign in with a wallet, locally', url: location.origin, icons: [] },
     }),
     // Email and passkey sign-in through our backend (8787), keys in our kms (8090), frames on 8091.
-    embedded({ appName: 'Latchkey Demo', backendUrl }),
+    // "Continue with Google / Apple": locally the devnet's OpenID provider (8092) plays both.
+    embedded({ appName: 'Latchkey Demo', backendUrl, oauthProviders: ['google', 'apple'] }),
   ],
   signIn: serverAdapter(backendUrl),
 })
 const explorer = /^\/explorer\/(\d+)\/address\/(0x[0-9a-fA-F]{40})$/.exec(location.pathname)
 
-createRoot(document.getElementById('root') as HTMLElement).render(
-  <StrictMode>
-    <LatchkeyProvider client={client} theme="auto">
-      {explorer ? (
-        <Explorer chainId={Number(explorer[1])} address={explorer[2] as `0x${string}`} />
-      ) : location.pathname === '/headless' ? (
-        <Headless />
-      ) : (
-        <App />
-      )}
-    </LatchkeyProvider>
-  </StrictMode>,
-)
+// In the social sign-in popup: hand the provider's answer to the demo that opened it, and close.
+const inOAuthPopup = location.pathname === '/oauth/callback' && postOAuthCallback()
+if (inOAuthPopup) window.close()
+
+if (!inOAuthPopup)
+  createRoot(document.getElementById('root') as HTMLElement).render(
+    <StrictMode>
+      <LatchkeyProvider client={client} theme="auto">
+        {explorer ? (
+          <Explorer chainId={Number(explorer[1])} address={explorer[2] as `0x${string}`} />
+        ) : location.pathname === '/oauth/callback' ? (
+          <OAuthCallback />
+        ) : location.pathname === '/headless' ? (
+          <Headless />
+        ) : (
+          <App />
+        )}
+      </LatchkeyProvider>
+    </StrictMode>,
+  )

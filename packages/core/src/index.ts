@@ -10,6 +10,14 @@ export {
   verifyEmailSignIn,
 } from './actions/embedded/emailSignIn.js'
 export {
+  completeOAuthRedirect,
+  type OAuthProviderName,
+  openOAuthPopup,
+  postOAuthCallback,
+  type SignInWithOAuthParameters,
+  signInWithOAuth,
+} from './actions/embedded/oauthSignIn.js'
+export {
   type AddPasskeyParameters,
   addPasskey,
   type SignUpWithPasskeyParameters,

@@ -16,7 +16,7 @@ const usage = `Usage: npm start -- [--no-demo] [--no-build]
   --no-build   serve the demo and wallet built by an earlier run instead of building them
 
 Environment: LATCHKEY_CHAIN_A_PORT (8545), LATCHKEY_CHAIN_B_PORT (8546), LATCHKEY_RELAY_PORT (5555),
-LATCHKEY_KMS_PORT (8090), LATCHKEY_SERVER_PORT (8787), LATCHKEY_DEMO_PORT (5173), LATCHKEY_WALLET_PORT (5174),
+LATCHKEY_KMS_PORT (8090), LATCHKEY_SERVER_PORT (8787), LATCHKEY_DEMO_PORT (5173), LATCHKEY_WALLET_PORT (5174), LATCHKEY_OIDC_PORT (8092),
 LATCHKEY_STATE_DIR (.latchkey), LATCHKEY_DEMO=0, REDIS_URL (the relay keeps messages in Redis instead of SQLite)`
 
 const flags = new Set(process.argv.slice(2))
@@ -58,7 +58,7 @@ try {
   console.error(`\nCould not start the devnet: ${error instanceof Error ? error.message : String(error)}`)
   if (error instanceof PortInUseError)
     console.error(
-      'Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT.',
+      'Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT, LATCHKEY_WALLET_PORT and LATCHKEY_OIDC_PORT.',
     )
   // Every service that had started was stopped by startStack.
   process.exit(stopping ? 0 : 1)

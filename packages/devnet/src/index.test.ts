@@ -4,7 +4,9 @@ import { expect, test } from 'vitest'
 test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
+      "DEMO_OAUTH_CLIENT_ID",
       "DevnetError",
+      "OIDC_PROVIDERS",
       "PortInUseError",
       "StartFailedError",
       "StartTimeoutError",
@@ -14,9 +16,11 @@ test('default: exports', async () => {
       "defaultPorts",
       "defineInstance",
       "getFreePort",
+      "oidcInstance",
       "resolveAnvilBinary",
       "startStack",
       "staticServer",
+      "testSubject",
     ]
   `)
 })

@@ -11,5 +11,6 @@ export {
   StartFailedError,
   StartTimeoutError,
 } from './instance.js'
-export { type DevJson, defaultPorts, type Stack, type StackChain, type StackUrls, type StartStackOptions, startStack } from './stack.js'
+export { OIDC_PROVIDERS, type OidcInstanceParameters, type OidcIssuer, type OidcProviderName, oidcInstance, testSubject } from './oidc.js'
+export { DEMO_OAUTH_CLIENT_ID, type DevJson, defaultPorts, type Stack, type StackChain, type StackUrls, type StartStackOptions, startStack } from './stack.js'
 export { type StaticServerParameters, staticServer } from './static.js'

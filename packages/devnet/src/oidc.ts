@@ -28,7 +28,7 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (character) => `&#
 /** The sign-in page of a local issuer: one textbox "Email" and a button "Sign in". */
 function signInPage(title: string, action: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <style>body{font:16px system-ui,sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}label,input,button{display:block;width:100%;box-sizing:border-box}input,button{margin:.5rem 0 1rem;padding:.6rem;font:inherit}</style></head>
 <body><main><h1>${escapeHtml(title)}</h1><p>A local test issuer: any email signs in as that test user.</p>
 <form method="post" action="${escapeHtml(action)}"><label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required autofocus>
@@ -39,10 +39,60 @@ function signInPage(title: string, action: string): string {
 export const testSubject = (provider: OidcProviderName, email: string) =>
   createHash('sha256').update(`${provider}:${email.trim().toLowerCase()}`).digest('hex').slice(0, 32)
 
+/**
+ * oidc-provider's storage, in memory: the devnet's provider forgets everything when it stops, on
+ * purpose (a test user signs in again). Without it the library warns that its own is for quick starts.
+ */
+function memoryAdapter() {
+  const items = new Map<string, { payload: Record<string, unknown>; expiresAt: number }>()
+  const grants = new Map<string, Set<string>>()
+  const uids = new Map<string, string>()
+  const codes = new Map<string, string>()
+  return class MemoryAdapter {
+    constructor(readonly model: string) {}
+    key = (id: string) => `${this.model}:${id}`
+    async upsert(id: string, payload: Record<string, unknown>, expiresIn: number) {
+      items.set(this.key(id), { payload, expiresAt: Date.now() + expiresIn * 1000 })
+      if (typeof payload['grantId'] === 'string') {
+        const set = grants.get(payload['grantId']) ?? new Set<string>()
+        set.add(this.key(id))
+        grants.set(payload['grantId'], set)
+      }
+      if (typeof payload['uid'] === 'string') uids.set(payload['uid'], this.key(id))
+      if (typeof payload['userCode'] === 'string') codes.set(payload['userCode'], this.key(id))
+    }
+    async find(id: string) {
+      const item = items.get(this.key(id))
+      if (!item || item.expiresAt <= Date.now()) return undefined
+      return item.payload
+    }
+    async findByUid(uid: string) {
+      const key = uids.get(uid)
+      return key ? items.get(key)?.payload : undefined
+    }
+    async findByUserCode(userCode: string) {
+      const key = codes.get(userCode)
+      return key ? items.get(key)?.payload : undefined
+    }
+    async consume(id: string) {
+      const item = items.get(this.key(id))
+      if (item) item.payload['consumed'] = Math.floor(Date.now() / 1000)
+    }
+    async destroy(id: string) {
+      items.delete(this.key(id))
+    }
+    async revokeByGrantId(grantId: string) {
+      for (const key of grants.get(grantId) ?? []) items.delete(key)
+      grants.delete(grantId)
+    }
+  }
+}
+
 function issuerConfiguration(name: OidcProviderName, parameters: OidcInstanceParameters, emails: Map<string, string>) {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
   const jwk = { ...privateKey.export({ format: 'jwk' }), kid: `${name}-${randomBytes(4).toString('hex')}`, use: 'sig', alg: 'RS256' }
   return {
+    adapter: memoryAdapter(),
     clients: [
       {
         client_id: parameters.clientId,
@@ -59,6 +109,7 @@ function issuerConfiguration(name: OidcProviderName, parameters: OidcInstancePar
     conformIdTokenClaims: false,
     features: { devInteractions: { enabled: false } },
     pkce: { required: () => true },
+    ttl: { AccessToken: 600, AuthorizationCode: 60, IdToken: 3600, Interaction: 600, Grant: 600, Session: 3600 },
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/${name}/interaction/${interaction.uid}` },
     async findAccount(_ctx: unknown, id: string) {
       const email = emails.get(id)
@@ -138,7 +189,8 @@ export function oidcInstance(parameters: OidcInstanceParameters): Instance & { i
           await provider.interactionFinished(request, response, { login: { accountId }, consent: { grantId } }, { mergeWithLastSubmission: false })
           return
         }
-        // The issuer's own routes, under its path.
+        // The issuer's own routes, under its path: oidc-provider reads the mount path from originalUrl, as under express.
+        Object.assign(request, { originalUrl: request.url })
         request.url = `${url.pathname.slice(name!.length + 1) || '/'}${url.search}`
         provider.callback()(request, response)
       }

@@ -7,15 +7,27 @@ import { createAppServer } from '@latchkey/server'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
+import { type OidcIssuer, type OidcProviderName, oidcInstance } from './oidc.js'
 import { staticServer } from './static.js'
 
 export type StartStackOptions = {
   /**
    * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
    * `LATCHKEY_RELAY_PORT`, `LATCHKEY_KMS_PORT`, `LATCHKEY_KMS_FRAMES_PORT`, `LATCHKEY_SERVER_PORT`,
-   * `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`), else 8545, 8546, 5555, 8090, 8091, 8787, 5173 and 5174.
+   * `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`, `LATCHKEY_OIDC_PORT`), else 8545, 8546, 5555, 8090, 8091, 8787, 5173, 5174
+   * and 8092.
    */
-  ports?: { chainA?: number; chainB?: number; relay?: number; kms?: number; frames?: number; server?: number; demo?: number; wallet?: number }
+  ports?: {
+    chainA?: number
+    chainB?: number
+    relay?: number
+    kms?: number
+    frames?: number
+    server?: number
+    demo?: number
+    wallet?: number
+    oidc?: number
+  }
   /** Run the WalletConnect relay. Default: `true`. */
   relay?: boolean
   /** Run the key-management service, and the app backend that uses it. Default: `true`. */
@@ -49,6 +61,8 @@ export type StackUrls<demo extends boolean = boolean> = {
   readonly frames?: string
   readonly server?: string
   readonly wallet?: string
+  /** The local OpenID provider (with the backend): it plays Google and Apple. */
+  readonly oidc?: string
 } & (demo extends true ? { readonly demo: string } : { readonly demo?: undefined })
 
 /**
@@ -74,6 +88,8 @@ export type DevJson = {
   readonly urls: StackUrls
   readonly chains: readonly StackChain[]
   readonly kms?: KmsCredentials
+  /** The social sign-in issuers the local OpenID provider plays, with the demo's client id. */
+  readonly oidc?: Readonly<Record<OidcProviderName, OidcIssuer>>
 }
 
 export type Stack<demo extends boolean = boolean> = {
@@ -92,7 +108,10 @@ export type Stack<demo extends boolean = boolean> = {
 /** Whether a stack started with `options` serves the demo: known when `demo` is a literal or absent. */
 type DemoFlag<options> = options extends { demo: false } ? false : options extends { demo: true } ? true : 'demo' extends keyof options ? boolean : true
 
-export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090, frames: 8091, server: 8787, demo: 5173, wallet: 5174 } as const
+export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090, frames: 8091, server: 8787, demo: 5173, wallet: 5174, oidc: 8092 } as const
+
+/** The client id the demo uses with the local Google and Apple issuers. */
+export const DEMO_OAUTH_CLIENT_ID = 'latchkey-demo'
 
 /**
  * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built
@@ -116,6 +135,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     server: options?.ports?.server ?? portFromEnv(env, 'LATCHKEY_SERVER_PORT', defaultPorts.server),
     demo: options?.ports?.demo ?? portFromEnv(env, 'LATCHKEY_DEMO_PORT', defaultPorts.demo),
     wallet: options?.ports?.wallet ?? portFromEnv(env, 'LATCHKEY_WALLET_PORT', defaultPorts.wallet),
+    oidc: options?.ports?.oidc ?? portFromEnv(env, 'LATCHKEY_OIDC_PORT', defaultPorts.oidc),
   }
   const withDemo = options?.demo ?? true
   const stateDir = resolve(options?.stateDir ?? env['LATCHKEY_STATE_DIR'] ?? join(repoRoot, '.latchkey'))
@@ -142,11 +162,22 @@ export async function startStack<const options extends StartStackOptions = {}>(o
           env['DATABASE_URL'] || undefined,
         )
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
+  // "Continue with Google / Apple" offline: a real OpenID provider plays both, for the backend.
+  const oidc = kms
+    ? oidcInstance({ port: ports.oidc, clientId: DEMO_OAUTH_CLIENT_ID, redirectUris: demoOrigins.map((origin) => `${origin}/oauth/callback`) })
+    : undefined
   const server = kms
-    ? serverInstance(ports.server, kms, stateDir, demoOrigins, [
-        { id: 31337, rpcUrl: chainA.url },
-        { id: 31338, rpcUrl: chainB.url },
-      ])
+    ? serverInstance(
+        ports.server,
+        kms,
+        stateDir,
+        demoOrigins,
+        [
+          { id: 31337, rpcUrl: chainA.url },
+          { id: 31338, rpcUrl: chainB.url },
+        ],
+        oidc?.issuers,
+      )
     : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
   // Later: kms and the app backend join this list.
@@ -155,6 +186,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     chainB,
     ...(relay ? [relay] : []),
     ...(kms ? [kms] : []),
+    ...(oidc ? [oidc] : []),
     ...(server ? [server] : []),
     ...(demo ? [demo] : []),
     ...(wallet ? [wallet] : []),
@@ -170,6 +202,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     ...(relay ? { relay: relay.url } : {}),
     ...(kms ? { kms: kms.url, frames: kms.framesUrl } : {}),
     ...(server ? { server: server.url } : {}),
+    ...(oidc ? { oidc: oidc.url } : {}),
     ...(demo ? { demo: demo.url } : {}),
     ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
@@ -188,6 +221,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       chainB.start(),
       relay?.start(),
       kms?.start(),
+      oidc?.start(),
       demo && build ? buildDemo({ ...apps, outDir: demoDir }) : undefined,
       wallet && build ? buildWallet({ ...apps, outDir: walletDir }) : undefined,
     ])
@@ -197,7 +231,15 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     await server?.start()
     await demo?.start()
     await wallet?.start()
-    await writeDevJson(devJson, { version: 1, startedAt: new Date().toISOString(), pid: process.pid, urls, chains, ...(kms ? { kms: kms.credentials() } : {}) })
+    await writeDevJson(devJson, {
+      version: 1,
+      startedAt: new Date().toISOString(),
+      pid: process.pid,
+      urls,
+      chains,
+      ...(kms ? { kms: kms.credentials() } : {}),
+      ...(oidc ? { oidc: oidc.issuers } : {}),
+    })
   } catch (error) {
     await stopAll(instances).catch(() => undefined)
     throw error
@@ -364,6 +406,7 @@ function serverInstance(
   stateDir: string,
   allowedOrigins: readonly string[],
   chains: readonly { id: number; rpcUrl: string }[],
+  oauth: Readonly<Record<OidcProviderName, OidcIssuer>> | undefined,
 ): Instance {
   const host = '127.0.0.1'
   let running: ReturnType<typeof createAppServer> | undefined
@@ -387,6 +430,7 @@ function serverInstance(
         appName: 'Latchkey Demo',
         allowedOrigins,
         chains,
+        ...(oauth ? { oauth: { google: { ...oauth.google }, apple: { ...oauth.apple } } } : {}),
       })
       try {
         await server.start()

@@ -125,7 +125,9 @@ function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: Nod
 test('default: exports', () => {
   expect(Object.keys(devnet).sort()).toMatchInlineSnapshot(`
     [
+      "DEMO_OAUTH_CLIENT_ID",
       "DevnetError",
+      "OIDC_PROVIDERS",
       "PortInUseError",
       "StartFailedError",
       "StartTimeoutError",
@@ -135,9 +137,11 @@ test('default: exports', () => {
       "defaultPorts",
       "defineInstance",
       "getFreePort",
+      "oidcInstance",
       "resolveAnvilBinary",
       "startStack",
       "staticServer",
+      "testSubject",
     ]
   `)
 })
@@ -367,6 +371,7 @@ describe('startStack', () => {
       kms: await getFreePort(),
       frames: await getFreePort(),
       server: await getFreePort(),
+      oidc: await getFreePort(),
     }
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
     const stack = await startStack({ ports, stateDir, demo: false })
@@ -378,12 +383,14 @@ describe('startStack', () => {
     const kms = `http://127.0.0.1:${ports.kms}`
     const server = `http://127.0.0.1:${ports.server}`
     const frames = `http://localhost:${ports.frames}`
-    expect(stack.urls).toEqual({ chainA, chainB, relay, kms, frames, server })
+    const oidc = `http://localhost:${ports.oidc}`
+    expect(stack.urls).toEqual({ chainA, chainB, relay, kms, frames, server, oidc })
     expect(stack.instances.map((instance) => [instance.name, instance.status])).toEqual([
       ['chain A', 'started'],
       ['chain B', 'started'],
       ['relay', 'started'],
       ['kms', 'started'],
+      ['oidc', 'started'],
       ['server', 'started'],
     ])
     expect(stack.devJson).toBe(join(stateDir, 'dev.json'))
@@ -392,7 +399,7 @@ describe('startStack', () => {
       version: 1,
       startedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       pid: process.pid,
-      urls: { chainA, chainB, relay, kms, frames, server },
+      urls: { chainA, chainB, relay, kms, frames, server, oidc },
       chains: [
         { id: 31337, name: 'Anvil A', rpcUrl: chainA },
         { id: 31338, name: 'Anvil B', rpcUrl: chainB },
@@ -403,7 +410,14 @@ describe('startStack', () => {
         apiPrivateKey: expect.stringMatching(/^[0-9a-f]{64}$/),
         signerPublicKey: expect.stringMatching(/^04[0-9a-f]{128}$/),
       },
+      // The local OpenID provider plays Google and Apple for the demo's client id.
+      oidc: {
+        google: { issuer: `${oidc}/google`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/google/auth` },
+        apple: { issuer: `${oidc}/apple`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/apple/auth` },
+      },
     })
+    const discovery = (await (await fetch(`${oidc}/google/.well-known/openid-configuration`)).json()) as { issuer: string }
+    expect(discovery.issuer).toBe(`${oidc}/google`)
     // The parent organization's key from dev.json works against the kms.
     const credentials = stack.kms!
     const whoami = await new TurnkeyClient(
@@ -435,7 +449,7 @@ describe('startStack', () => {
     expect(await rpc(`${relay.replace('ws://', 'http://')}/v1/?chainId=eip155:31338&projectId=local`, 'eth_chainId')).toBe('0x7a6a')
 
     await stack.stop()
-    expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle', 'idle', 'idle'])
+    expect(stack.instances.map((instance) => instance.status)).toEqual(['idle', 'idle', 'idle', 'idle', 'idle', 'idle'])
     expect([
       await canBind(ports.chainA),
       await canBind(ports.chainB),
@@ -443,7 +457,8 @@ describe('startStack', () => {
       await canBind(ports.kms),
       await canBind(ports.frames),
       await canBind(ports.server),
-    ]).toEqual([true, true, true, true, true, true])
+      await canBind(ports.oidc),
+    ]).toEqual([true, true, true, true, true, true, true])
 
     // A second start reuses the parent organization and keys.
     const again = await startStack({ ports, stateDir, demo: false })
@@ -462,6 +477,7 @@ describe('startStack', () => {
       kms: await getFreePort(),
       frames: await getFreePort(),
       server: await getFreePort(),
+      oidc: await getFreePort(),
       demo: await getFreePort(),
       wallet: await getFreePort(),
     }
@@ -479,7 +495,7 @@ describe('startStack', () => {
 
     expect(stack.urls.demo).toBe(`http://localhost:${ports.demo}`)
     expect(stack.urls.wallet).toBe(`http://localhost:${ports.wallet}`)
-    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'kms', 'server', 'demo', 'wallet'])
+    expect(stack.instances.map((instance) => instance.name)).toEqual(['chain A', 'chain B', 'relay', 'kms', 'oidc', 'server', 'demo', 'wallet'])
     expect(await (await fetch(`${stack.urls.demo}/explorer/31337`)).text()).toBe('<!doctype html><title>built</title>')
     // A deep link into the wallet (/wc?uri=…) gets its page.
     expect(await (await fetch(`${stack.urls.wallet}/wc?uri=wc%3Aabc`)).text()).toBe('<!doctype html><title>wallet</title>')
@@ -490,6 +506,7 @@ describe('startStack', () => {
       kms: `http://127.0.0.1:${ports.kms}`,
       frames: `http://localhost:${ports.frames}`,
       server: `http://127.0.0.1:${ports.server}`,
+      oidc: `http://localhost:${ports.oidc}`,
       demo: `http://localhost:${ports.demo}`,
       wallet: `http://localhost:${ports.wallet}`,
     })
@@ -506,6 +523,7 @@ describe('startStack', () => {
       kms: await getFreePort(),
       frames: await getFreePort(),
       server: await getFreePort(),
+      oidc: await getFreePort(),
     }
     await occupy(ports.chainB)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
@@ -525,6 +543,7 @@ describe('startStack', () => {
       kms: await getFreePort(),
       frames: await getFreePort(),
       server: await getFreePort(),
+      oidc: await getFreePort(),
     }
     await occupy(ports.relay)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
@@ -542,6 +561,7 @@ describe('startStack', () => {
       kms: await getFreePort(),
       frames: await getFreePort(),
       server: await getFreePort(),
+      oidc: await getFreePort(),
     }
     await occupy(ports.frames)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
@@ -567,6 +587,7 @@ describe('cli', () => {
       kms: await getFreePort(),
       frames: await getFreePort(),
       server: await getFreePort(),
+      oidc: await getFreePort(),
     }
     const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-cli-'))
     const cli = spawnNode([cliPath], {
@@ -620,6 +641,7 @@ describe('cli', () => {
       kms: await getFreePort(),
       frames: await getFreePort(),
       server: await getFreePort(),
+      oidc: await getFreePort(),
     }
     await occupy(ports.chainA)
     const cli = spawnNode([cliPath], {
@@ -636,7 +658,7 @@ describe('cli', () => {
     const { stderr } = cli.output()
     expect(stderr).toContain(`\nCould not start the devnet: port ${ports.chainA} is in use: chain A could not listen on 127.0.0.1:${ports.chainA}\n`)
     expect(stderr).toContain(
-      'choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT and LATCHKEY_WALLET_PORT',
+      'choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT, LATCHKEY_WALLET_PORT and LATCHKEY_OIDC_PORT',
     )
     expect(await canBind(ports.chainB)).toBe(true)
   })

@@ -17,6 +17,8 @@ test('default: exports', async () => {
       "MissingAppNameError",
       "MissingBaseUrlError",
       "MissingSignWithError",
+      "OAUTH_WINDOW",
+      "OAUTH_WINDOW_FEATURES",
       "OAuthError",
       "PASSKEY_ALGORITHM",
       "PasskeyIdentifierRequiredError",

@@ -21,7 +21,16 @@ export {
   WebauthnNotSupportedError,
 } from './errors.js'
 export { exportWallet, type FrameKind, importWallet, startRecovery } from './frames.js'
-export { completeOAuthRedirect, defaultRedirectUri, OAuthError, type OAuthProvider, oauthNonce, signInWithOAuth } from './oauth.js'
+export {
+  completeOAuthRedirect,
+  defaultRedirectUri,
+  OAUTH_WINDOW,
+  OAUTH_WINDOW_FEATURES,
+  OAuthError,
+  type OAuthProvider,
+  oauthNonce,
+  signInWithOAuth,
+} from './oauth.js'
 export {
   createPasskey,
   PASSKEY_ALGORITHM,

@@ -21,6 +21,9 @@ export class OAuthError extends EmbeddedError {
 type Pending = { provider: OAuthProvider; state: string; codeVerifier: string; sessionPublicKey: string; redirectUri: string; returnTo: string }
 
 const PENDING_KEY = 'latchkey.embedded.oauth'
+/** The sign-in popup's name and size: open it with these in the click, before anything async. */
+export const OAUTH_WINDOW = 'latchkey-oauth'
+export const OAUTH_WINDOW_FEATURES = 'popup,width=480,height=680'
 const MESSAGE_TYPE = 'latchkey:oauth-callback'
 
 const base64url = (bytes: Uint8Array) =>
@@ -67,7 +70,13 @@ async function finish(wallet: EmbeddedWallet, pending: Pending, answer: URLSearc
  */
 export async function signInWithOAuth(
   wallet: EmbeddedWallet,
-  parameters: { provider: OAuthProvider; redirectUri?: string | undefined; mode?: 'popup' | 'redirect' | undefined },
+  parameters: {
+    provider: OAuthProvider
+    redirectUri?: string | undefined
+    mode?: 'popup' | 'redirect' | undefined
+    /** A window the caller opened in the click itself (popup blockers allow only that); it is sent to the provider. */
+    popup?: Window | null | undefined
+  },
 ): Promise<EmbeddedWalletCredential> {
   const { oauth } = await wallet.backendConfig()
   const issuer = oauth?.[parameters.provider]
@@ -93,7 +102,11 @@ export async function signInWithOAuth(
     code_challenge_method: 'S256',
   }).toString()
 
-  const popup = parameters.mode === 'redirect' || inAppBrowser() ? null : window.open(url, 'latchkey-oauth', 'popup,width=480,height=680')
+  let popup: Window | null = null
+  if (parameters.mode !== 'redirect' && !inAppBrowser()) {
+    popup = parameters.popup && !parameters.popup.closed ? parameters.popup : window.open('', OAUTH_WINDOW, OAUTH_WINDOW_FEATURES)
+    if (popup) popup.location.href = url.toString()
+  } else parameters.popup?.close()
   if (!popup) {
     sessionStorage.setItem(PENDING_KEY, JSON.stringify(pending))
     location.assign(url)

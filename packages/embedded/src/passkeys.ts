@@ -1,14 +1,17 @@
+import { PASSKEY_PUBLIC_KEY_ALGORITHM, WEBAUTHN_CHALLENGE_BYTES, WEBAUTHN_TIMEOUT_MS, WEBAUTHN_USER_VERIFICATION } from '@latchkey/constants'
 import { browserSupportsWebAuthn, startRegistration, WebAuthnError } from '@simplewebauthn/browser'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { EmbeddedError, PasskeyIdentifierRequiredError, WebauthnCeremonyError, WebauthnNotSupportedError } from './errors.js'
 import type { Stamper } from './sessionKeys.js'
 import { completed, DEFAULT_SESSION_SECONDS, type EmbeddedWallet, type EmbeddedWalletCredential, kmsCall } from './wallet.js'
 
-/** SPEC §9: passkey constants. */
-export const WEBAUTHN_TIMEOUT_MS = 300_000
-export const WEBAUTHN_USER_VERIFICATION = 'preferred' as const
-export const WEBAUTHN_CHALLENGE_BYTES = 32
-export const PASSKEY_ALGORITHM = -7
+/** SPEC §9: passkey constants, from the one module that holds them. */
+export {
+  PASSKEY_PUBLIC_KEY_ALGORITHM as PASSKEY_ALGORITHM,
+  WEBAUTHN_CHALLENGE_BYTES,
+  WEBAUTHN_TIMEOUT_MS,
+  WEBAUTHN_USER_VERIFICATION,
+} from '@latchkey/constants'
 
 /** SPEC §3: what a passkey registration hands the key-management service. */
 export type PasskeyAttestation = { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] }
@@ -37,12 +40,17 @@ function ceremonyError(error: unknown): Error {
   if (error instanceof WebAuthnError) return new WebauthnCeremonyError(error.code, { details: error.message, cause: error })
   if (error instanceof DOMException && error.name === 'NotAllowedError')
     return new WebauthnCeremonyError('ERROR_CEREMONY_ABORTED', { details: error.message, cause: error })
+  // The spec's UnknownError ("the authenticator failed"), which Chromium reports as NotReadableError.
+  if (error instanceof DOMException && (error.name === 'UnknownError' || error.name === 'NotReadableError'))
+    return new WebauthnCeremonyError('ERROR_AUTHENTICATOR_GENERAL_ERROR', { details: error.message, cause: error })
   return error instanceof Error ? error : new Error(String(error))
 }
 
 /**
  * Creates a passkey: 32 random challenge bytes, ES256 (-7), a discoverable credential, user
- * verification 'preferred', 300 s (SPEC §9). `userId` must be 1 to 64 bytes (SPEC §5).
+ * verification 'preferred', 300 s (SPEC §9). `userId` must be 1 to 64 bytes (SPEC §5). An
+ * authenticator that holds one of `excludeCredentialIds` refuses with
+ * ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED instead of registering the user twice.
  *
  * @example
  * const { challenge, attestation } = await createPasskey({ rpId: 'localhost', rpName: 'Demo', userName: 'ada@example.com' })
@@ -52,6 +60,8 @@ export async function createPasskey(parameters: {
   rpName: string
   userName: string
   userId?: Uint8Array | undefined
+  /** Credential ids (base64url) the user has registered already. */
+  excludeCredentialIds?: readonly string[] | undefined
 }): Promise<{ challenge: string; attestation: PasskeyAttestation }> {
   assertWebauthn()
   const userId = parameters.userId ?? crypto.getRandomValues(new Uint8Array(16))
@@ -65,10 +75,11 @@ export async function createPasskey(parameters: {
         challenge,
         rp: { id: parameters.rpId, name: parameters.rpName },
         user: { id: base64url(userId), name: parameters.userName, displayName: parameters.userName },
-        pubKeyCredParams: [{ type: 'public-key', alg: PASSKEY_ALGORITHM }],
+        pubKeyCredParams: [{ type: 'public-key', alg: PASSKEY_PUBLIC_KEY_ALGORITHM }],
         authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: WEBAUTHN_USER_VERIFICATION },
         timeout: WEBAUTHN_TIMEOUT_MS,
         attestation: 'none',
+        excludeCredentials: (parameters.excludeCredentialIds ?? []).map((id) => ({ id, type: 'public-key' as const })),
       },
     })
   } catch (error) {
@@ -151,10 +162,21 @@ export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; ap
       return credential
     },
 
-    /** Registers another passkey for the signed-in user; answers its authenticator id. */
+    /**
+     * Registers another passkey for the signed-in user; answers its authenticator id. The user's
+     * passkeys are excluded, so an authenticator that holds one says so instead of adding a twin.
+     */
     async add(name = 'Passkey'): Promise<string> {
       const current = wallet.current
-      const { challenge, attestation } = await createPasskey({ rpId: options.rpId, rpName: options.appName, userName: current?.credential.address ?? name })
+      const registered = current
+        ? await wallet.withSession((kms) => kmsCall(() => kms.getAuthenticators({ organizationId: current.organizationId, userId: current.userId })))
+        : { authenticators: [] }
+      const { challenge, attestation } = await createPasskey({
+        rpId: options.rpId,
+        rpName: options.appName,
+        userName: current?.credential.address ?? name,
+        excludeCredentialIds: registered.authenticators.map((authenticator) => authenticator.credentialId),
+      })
       return wallet.addAuthenticator({ authenticatorName: name, challenge, attestation })
     },
   }

@@ -1,4 +1,5 @@
-import { IndexedDbStamper } from '@turnkey/indexed-db-stamper'
+import { bytesToNumberBE } from '@noble/curves/abstract/utils'
+import { DER } from '@noble/curves/abstract/weierstrass'
 
 /** What `@turnkey/http` asks of a stamper. */
 export type Stamper = { stamp(payload: string): Promise<{ stampHeaderName: string; stampHeaderValue: string }> }
@@ -19,34 +20,104 @@ export type SessionKeyStore = {
   clear(): Promise<void>
 }
 
+// The layout `@turnkey/indexed-db-stamper` uses, so a key stored by either survives the other.
+const DB_NAME = 'TurnkeyStamperDB'
+const DB_STORE = 'KeyStore'
+const PUBLIC_KEY = 'turnkeyKeyPair-pub'
+const PRIVATE_KEY = 'turnkeyKeyPair-priv'
+const P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const
+
+const hex = (bytes: Uint8Array) => Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('')
+
+/** The compressed SEC1 form of a 65-byte uncompressed point. */
+const compress = (point: Uint8Array) => Uint8Array.of(2 + ((point[64] ?? 0) & 1), ...point.subarray(1, 33))
+
 /**
- * The browser's session keys: `@turnkey/indexed-db-stamper` (IndexedDB `TurnkeyStamperDB`), made
- * by WebCrypto as non-extractable P-256 keys.
+ * The `X-Stamp` of `payload` (the exact request body): base64url JSON of the compressed public
+ * key, the scheme and the DER signature (hex) over SHA-256 of the body. WebCrypto signs in IEEE
+ * P1363 (r ‖ s); the stamp carries DER, encoded by @noble/curves.
+ *
+ * @example
+ * const { stampHeaderValue } = await stampWithKey(privateKey, '02ab…', JSON.stringify(body))
+ */
+export async function stampWithKey(
+  privateKey: CryptoKey,
+  publicKey: string,
+  payload: string,
+): Promise<{ stampHeaderName: 'X-Stamp'; stampHeaderValue: string }> {
+  const raw = new Uint8Array(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, privateKey, new TextEncoder().encode(payload)))
+  const signature = DER.hexFromSig({ r: bytesToNumberBE(raw.subarray(0, 32)), s: bytesToNumberBE(raw.subarray(32)) })
+  const json = JSON.stringify({ publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature })
+  return { stampHeaderName: 'X-Stamp', stampHeaderValue: btoa(json).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '') }
+}
+
+function request<result>(run: (store: IDBObjectStore) => IDBRequest<result> | undefined, mode: IDBTransactionMode): Promise<result | undefined> {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open(DB_NAME, 1)
+    open.onupgradeneeded = () => open.result.createObjectStore(DB_STORE)
+    open.onerror = () => reject(open.error)
+    open.onsuccess = () => {
+      const db = open.result
+      const tx = db.transaction(DB_STORE, mode)
+      const pending = run(tx.objectStore(DB_STORE))
+      tx.oncomplete = () => {
+        db.close()
+        resolve(pending?.result)
+      }
+      tx.onerror = tx.onabort = () => {
+        db.close()
+        reject(tx.error)
+      }
+    }
+  })
+}
+
+/**
+ * The browser's session keys: non-extractable WebCrypto P-256 keys in IndexedDB (`TurnkeyStamperDB`,
+ * the layout of `@turnkey/indexed-db-stamper`), stamping as `@turnkey/api-key-stamper` does.
  *
  * @example
  * const keys = indexedDbSessionKeys()
  * const publicKey = await keys.create()
  */
 export function indexedDbSessionKeys(): SessionKeyStore {
-  let ready: Promise<IndexedDbStamper> | undefined
-  const stamper = () =>
-    (ready ??= (async () => {
-      const created = new IndexedDbStamper()
-      await created.init()
-      return created
+  let loaded: Promise<{ publicKey: string; privateKey: CryptoKey } | undefined> | undefined
+  const load = () =>
+    (loaded ??= (async () => {
+      const publicKey = await request<string>((store) => store.get(PUBLIC_KEY), 'readonly')
+      const privateKey = await request<CryptoKey>((store) => store.get(PRIVATE_KEY), 'readonly')
+      return publicKey && privateKey ? { publicKey, privateKey } : undefined
     })())
-  return {
+  const keys: SessionKeyStore = {
     async create() {
-      const keys = await stamper()
-      await keys.resetKeyPair()
-      return keys.getPublicKey()!
+      const pair = await crypto.subtle.generateKey(P256, false, ['sign', 'verify'])
+      const publicKey = hex(compress(new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey))))
+      await request((store) => {
+        store.put(publicKey, PUBLIC_KEY)
+        return store.put(pair.privateKey, PRIVATE_KEY)
+      }, 'readwrite')
+      loaded = Promise.resolve({ publicKey, privateKey: pair.privateKey })
+      return publicKey
     },
     async publicKey() {
-      return (await stamper()).getPublicKey() ?? undefined
+      return (await load())?.publicKey
     },
-    stamper: { stamp: async (payload) => (await stamper()).stamp(payload) },
+    stamper: {
+      async stamp(payload) {
+        // Without a stored key, a new one: the kms refuses it as unknown, and the wallet registers
+        // a key through the backend and retries (as @turnkey/indexed-db-stamper's init does).
+        if (!(await load())) await keys.create()
+        const key = (await load()) as { publicKey: string; privateKey: CryptoKey }
+        return stampWithKey(key.privateKey, key.publicKey, payload)
+      },
+    },
     async clear() {
-      await (await stamper()).clear()
+      loaded = Promise.resolve(undefined)
+      await request((store) => {
+        store.delete(PUBLIC_KEY)
+        return store.delete(PRIVATE_KEY)
+      }, 'readwrite')
     },
   }
+  return keys
 }

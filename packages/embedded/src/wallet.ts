@@ -1,19 +1,16 @@
-import { TurnkeyClient, TurnkeyRequestError } from '@turnkey/http'
+import { RECOVERY_CODE_VALIDITY_S, RECOVERY_SESSION_EXPIRY_S } from '@latchkey/constants'
 import {
   type Chain,
-  createClient,
+  concatHex,
   getAddress,
   type Hex,
   hashMessage,
   hashTypedData,
-  http,
+  pad,
   type SignableMessage,
-  serializeSignature,
-  serializeTransaction,
   type TransactionSerializable,
   type TypedDataDefinition,
 } from 'viem'
-import { prepareTransactionRequest } from 'viem/actions'
 import { type Backend, type BackendAccount, type BackendConfig, createBackend } from './backend.js'
 import {
   AccountNotFoundError,
@@ -32,6 +29,7 @@ import {
   SignRawPayloadResultNotFoundError,
   SubOrganizationNotFoundError,
 } from './errors.js'
+import { createTurnkeyClient, type TurnkeyClient, TurnkeyRequestError } from './kmsClient.js'
 import { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
 
 /** SPEC §3: the embedded wallet credential. */
@@ -101,11 +99,14 @@ export type EmbeddedWalletOptions = {
   fetch?: typeof fetch | undefined
 }
 
-/** SPEC §5 and §9 constants. */
-export const RECOVERY_CODE_SECONDS = 900
-export const RECOVERY_SESSION_SECONDS = 1800
+/** SPEC §5 and §9 constants, from the one module that holds them. */
+export {
+  RECOVERY_CODE_VALIDITY_S as RECOVERY_CODE_SECONDS,
+  RECOVERY_SESSION_EXPIRY_S as RECOVERY_SESSION_SECONDS,
+  WALLET_NAMES,
+} from '@latchkey/constants'
+/** Lifetime of a session key unless configured: 900 s, as the hosted SDKs (not a SPEC §9 value). */
 export const DEFAULT_SESSION_SECONDS = 900
-export const WALLET_NAMES = ['Turnkey', 'Turnkey HD'] as const
 const STORAGE_KEY = 'latchkey.embedded.wallet'
 /** SPEC §5: the credential a recovery code must be. */
 const RECOVERY_CREDENTIALS: Record<RecoveryType, string> = {
@@ -135,7 +136,7 @@ type Activity = { status: string; result: Record<string, unknown>; failure?: { m
 
 /**
  * An embedded wallet: signs in by email code or passkey through the app backend, keeps a session
- * key, and signs through the key-management API with the official `@turnkey/http` client. When
+ * key, and signs through the key-management API with a thin client typed by the official `@turnkey/http`. When
  * the session key has expired (or was revoked) it removes it, registers a new one through the
  * backend and retries the action once (SPEC §4).
  *
@@ -150,7 +151,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   if (!options.backendUrl) throw new MissingBaseUrlError({ details: 'backendUrl is required' })
   const now = options.now ?? Date.now
   const sessionSeconds = options.sessionSeconds ?? DEFAULT_SESSION_SECONDS
-  const recoverySessionSeconds = options.recoverySessionSeconds ?? RECOVERY_SESSION_SECONDS
+  const recoverySessionSeconds = options.recoverySessionSeconds ?? RECOVERY_SESSION_EXPIRY_S
   const storage = options.storage ?? (typeof localStorage === 'undefined' ? memoryStorage() : localStorage)
   const sessionKeys = options.sessionKeys ?? indexedDbSessionKeys()
   const backend: Backend = createBackend(options.backendUrl, options.fetch)
@@ -200,7 +201,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   async function client(stamper: Stamper = sessionKeys.stamper): Promise<TurnkeyClient> {
     const { kmsUrl } = await settings()
     if (!kmsUrl) throw new MissingBaseUrlError()
-    return new TurnkeyClient({ baseUrl: kmsUrl }, stamper)
+    return createTurnkeyClient({ baseUrl: kmsUrl }, stamper)
   }
 
   function signedIn(): StoredWallet {
@@ -309,12 +310,16 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     )
     const signature = result
     if (!signature?.r || !signature.s || signature.v === undefined) throw new SignRawPayloadResultNotFoundError()
-    return serializeSignature({ r: `0x${signature.r}`, s: `0x${signature.s}`, yParity: Number.parseInt(signature.v, 16) % 27 })
+    // r ‖ s ‖ v with v = 27 + yParity, as viem's serializeSignature writes it (without the curve
+    // arithmetic it loads to normalise r and s, which the kms already sends as 32-byte values).
+    const v = Number.parseInt(signature.v, 16) % 27 ? '0x1c' : '0x1b'
+    return concatHex([pad(`0x${signature.r}`, { size: 32 }), pad(`0x${signature.s}`, { size: 32 }), v])
   }
 
   async function signTransaction(transaction: TransactionSerializable, signWith: string | undefined): Promise<Hex> {
     if (!signWith) throw new MissingSignWithError()
     const { organizationId } = signedIn()
+    const { serializeTransaction } = await import('./transactions.js')
     const result = await submit<{ signedTransaction?: string }>('signTransactionResult', (kms) =>
       kms.signTransaction({
         type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
@@ -352,7 +357,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     if (!key) throw new InvalidCodeError({ details: 'No credential of this user matches the code' })
     if (key.credential.type !== wanted) throw new InvalidCodeError({ details: `The code is a ${key.credential.type}, not a ${wanted}` })
     const createdAt = Number(key.createdAt.seconds) * 1000 + Math.floor(Number(key.createdAt.nanos ?? 0) / 1_000_000)
-    if (now() - createdAt > RECOVERY_CODE_SECONDS * 1000) throw new InvalidCodeError({ details: `The code is older than ${RECOVERY_CODE_SECONDS} s` })
+    if (now() - createdAt > RECOVERY_CODE_VALIDITY_S * 1000) throw new InvalidCodeError({ details: `The code is older than ${RECOVERY_CODE_VALIDITY_S} s` })
     return kms
   }
 
@@ -487,6 +492,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     }): Promise<Hex> {
       const { credential, chainId } = signedIn()
       const chain = chainOf(chainId)
+      const { createClient, http, prepareTransactionRequest } = await import('./transactions.js')
       // A bare client with the one action it needs: not every public action in the lazy chunk.
       const publicClient = createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
       const prepared = await prepareTransactionRequest(publicClient, { ...request, account: credential.address, chain } as Parameters<

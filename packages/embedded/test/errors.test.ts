@@ -1,6 +1,7 @@
 import { createServer } from 'node:http'
 import { getFreePort } from '@latchkey/devnet'
 import { generateApiKeyPair } from '@latchkey/kms'
+import { TurnkeyClient } from '@turnkey/http'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createEmbeddedWallet, createPasskey, passkeyFlows } from '../src/index.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
@@ -183,10 +184,23 @@ describe('SPEC §8 embedded-wallet errors', () => {
   })
 
   test("error: 'Activity requires consensus' when the user's organization needs a second root user's approval", async () => {
-    const wallet = walletWith()
+    const keys = memoryKeys()
+    const wallet = createEmbeddedWallet({
+      appName: 'Errors test',
+      backendUrl: stack.backendUrl,
+      kmsUrl: stack.kms.url,
+      organizationId: stack.organizationId,
+      chains: [stack.chain],
+      storage: memoryStorage(),
+      sessionKeys: keys,
+      now: stack.now,
+      fetch: stack.browserFetch().fetchFn,
+    })
     await signIn(wallet)
     const { organizationId, userId } = wallet.current!
-    const kms = await wallet.client()
+    // The user's own session key adds a second root user through the official client (the
+    // wallet's client carries only the operations the wallet itself uses).
+    const kms = new TurnkeyClient({ baseUrl: stack.kms.url }, keys.stamper)
     const cosigner = generateApiKeyPair()
     const added = await kms.createUsers({
       type: 'ACTIVITY_TYPE_CREATE_USERS_V4',

@@ -1,4 +1,5 @@
 import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
+import { RECOVERY_CODE_VALIDITY_S } from '@latchkey/constants'
 import { p256 } from '@noble/curves/p256'
 import { validateMnemonic } from '@scure/bip39'
 import { wordlist } from '@scure/bip39/wordlists/english'
@@ -124,8 +125,8 @@ async function withSigningKey<result>(context: ActivityContext, signWith: string
   }
 }
 
-/** A recovery credential works this long at most (SPEC §5). */
-export const RECOVERY_CODE_SECONDS = 900
+/** A recovery credential works this long at most (SPEC §5, §9). */
+export const RECOVERY_CODE_SECONDS = RECOVERY_CODE_VALIDITY_S
 /** OTP codes: valid this long by default, and this many wrong guesses end one. */
 export const OTP_DEFAULT_SECONDS = 300
 export const OTP_MAX_ATTEMPTS = 3

@@ -1,6 +1,6 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely'
-import { isPostgresUrl, isUniqueViolation, openStorage, type Storage, type TransactionExecutor, transaction } from './storage/database.js'
-import { migrate } from './storage/migrations.js'
+import { type RawBuilder, sql } from 'kysely'
+import { type Executor, isPostgresUrl, isUniqueViolation, openStorage, type Storage } from './storage/database.js'
+import { KMS_MIGRATIONS } from './storage/migrations.js'
 import type {
   ActivityRow,
   ApiKeyRow,
@@ -49,8 +49,6 @@ export type {
   WalletRow,
 } from './storage/tables.js'
 
-type Executor = TransactionExecutor
-
 /**
  * The service's tables in one SQLite file (better-sqlite3), or in PostgreSQL when `location` is a
  * postgres:// URL, through Kysely: every statement is awaited, none blocks the event loop. The
@@ -62,12 +60,9 @@ type Executor = TransactionExecutor
  * const shared = openDatabase('postgres://latchkey@db.internal/kms')
  * await db.transaction(async (trx) => trx.insertUser(row))
  */
-export function openDatabase(location: string) {
-  const storage = openStorage(location)
-  const ready = migrate(storage.kysely as unknown as Kysely<unknown>, storage.dialect)
-  // Awaited by the first statement; a failed migration fails every statement with its error.
-  ready.catch(() => {})
-  return statementsOf(storage, storage.kysely, ready, false)
+export function openDatabase(location: string): Db {
+  const storage = openStorage(location, KMS_MIGRATIONS)
+  return statementsOf(storage, () => storage.executor(), false)
 }
 
 export { isPostgresUrl }
@@ -82,31 +77,25 @@ export type Db = Statements & {
 }
 type Statements = ReturnType<typeof statements>
 
-function statementsOf(storage: Storage, executor: Executor, ready: Promise<void>, inTransaction: boolean): Db {
+function statementsOf(storage: Storage, executor: () => Promise<Executor>, inTransaction: boolean): Db {
   const db: Db = {
-    ...statements(storage, executor, ready),
+    ...statements(storage, executor),
     async transaction(work) {
       if (inTransaction) return work(db)
-      await ready
-      return transaction(storage, (trx) => work(statementsOf(storage, trx, ready, true)))
+      return storage.transaction((trx) => work(statementsOf(storage, async () => trx, true)))
     },
   }
   return db
 }
 
-function statements(storage: Storage, executor: Executor, ready: Promise<void>) {
+function statements(storage: Storage, executor: () => Promise<Executor>) {
   const run = async (query: RawBuilder<unknown>) => {
-    await ready
-    await query.execute(executor)
+    await query.execute(await executor())
   }
-  const all = async <row>(query: RawBuilder<row>): Promise<row[]> => {
-    await ready
-    return (await query.execute(executor)).rows
-  }
+  const all = async <row>(query: RawBuilder<row>): Promise<row[]> => (await query.execute(await executor())).rows
   const get = async <row>(query: RawBuilder<row>): Promise<row | undefined> => (await all(query))[0]
   const insert = async <table extends keyof Tables>(table: table, row: Tables[table]) => {
-    await ready
-    await executor
+    await (await executor())
       .insertInto(table)
       .values(row as never)
       .execute()
@@ -152,8 +141,7 @@ function statements(storage: Storage, executor: Executor, ready: Promise<void>) 
     otpAttempt: (id: string) => run(sql`update otps set attempts = attempts + 1 where id = ${id}`),
     /** Marks a code used; false when it was used already (two right answers racing redeem it once). */
     otpUsed: async (id: string) => {
-      await ready
-      const result = await executor.updateTable('otps').set({ used: 1 }).where('id', '=', id).where('used', '=', 0).executeTakeFirst()
+      const result = await (await executor()).updateTable('otps').set({ used: 1 }).where('id', '=', id).where('used', '=', 0).executeTakeFirst()
       return result.numUpdatedRows > 0n
     },
     insertMail: (row: MailRow) => insert('mailbox', row),
@@ -181,8 +169,7 @@ function statements(storage: Storage, executor: Executor, ready: Promise<void>) 
       run(sql`update activities set status = ${status}, result = ${result}, failure = ${failure}, updated_at = ${at} where id = ${id}`),
     /** Settles an activity still waiting for consensus; false when another vote settled it first. */
     settleWaitingActivity: async (id: string, status: string, result: string | null, failure: string | null, at: number) => {
-      await ready
-      const update = await executor
+      const update = await (await executor())
         .updateTable('activities')
         .set({ status, result, failure, updated_at: at })
         .where('id', '=', id)
@@ -195,7 +182,7 @@ function statements(storage: Storage, executor: Executor, ready: Promise<void>) 
     activity: (id: string, organizationId: string) => get<ActivityRow>(sql`select * from activities where id = ${id} and organization_id = ${organizationId}`),
     activityByFingerprint: (fingerprint: string) => get<ActivityRow>(sql`select * from activities where fingerprint = ${fingerprint}`),
     /** Throws unless the database answers a query: the kms's `GET /readyz`. */
-    ping: () => run(sql`select 1 as ok`),
+    ping: () => storage.ping(),
     close: () => storage.close(),
 
     // Mail after commit (outbox.ts).
@@ -206,8 +193,7 @@ function statements(storage: Storage, executor: Executor, ready: Promise<void>) 
     outbox: () => all<OutboxRow>(sql`select * from outbox order by created_at, rowid`),
     /** Claims a due message until `until`: false when another instance claimed it first. */
     claimOutbox: async (id: string, seenAt: number, until: number) => {
-      await ready
-      const update = await executor
+      const update = await (await executor())
         .updateTable('outbox')
         .set({ next_attempt_at: until })
         .where('id', '=', id)

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { PASSKEY_PUBLIC_KEY_ALGORITHM } from '@latchkey/constants'
 import { verifyAuthenticationResponse, verifyRegistrationResponse } from '@simplewebauthn/server'
 import type { AuthenticatorRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
@@ -50,7 +51,7 @@ export async function verifyRegistration(params: AuthenticatorParams, config: We
       expectedOrigin: [...config.origins],
       expectedRPID: [...config.rpIds],
       requireUserVerification: false,
-      supportedAlgorithmIDs: [-7],
+      supportedAlgorithmIDs: [PASSKEY_PUBLIC_KEY_ALGORITHM],
     })
   } catch (error) {
     throw new KmsError(GrpcCode.invalidArgument, `the passkey attestation does not verify: ${(error as Error).message}`)

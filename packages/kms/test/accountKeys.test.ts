@@ -185,7 +185,6 @@ describe('sealed account keys in the service', () => {
     await surgery(async (db) => {
       await sql`alter table wallet_accounts drop column sealed_private_key`.execute(db)
       await sql`drop table kms_migrations`.execute(db)
-      await sql`drop table kms_migrations_lock`.execute(db)
     })
     await start()
     expect(await signWithClient(user, user.addresses[0]!, digest)).toEqual(before)

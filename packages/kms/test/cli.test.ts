@@ -163,7 +163,7 @@ describe('latchkey-kms', () => {
   })
 
   if (testBackend === 'postgres')
-    test('behavior: /readyz answers 503 with the reason once its PostgreSQL connection is gone', async () => {
+    test('behavior: /readyz answers 503 with the reason while its PostgreSQL refuses connections, 200 again once it takes them', async () => {
       const keys = await generateKeys()
       const kms = await startedKms(keys)
       expect((await fetch(`${kms.url}/readyz`)).status).toBe(200)
@@ -173,13 +173,18 @@ describe('latchkey-kms', () => {
       const admin = new pg.Client({ connectionString: url.href })
       await admin.connect()
       try {
+        // Its pooled connections cut, and no new one allowed.
+        await admin.query(`alter database ${database} with allow_connections false`)
         await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [database])
+        const answer = await fetch(`${kms.url}/readyz`)
+        expect(answer.status).toBe(503)
+        expect(await answer.json()).toEqual({ status: 'unavailable', reason: expect.stringMatching(/\S/) })
+        await admin.query(`alter database ${database} with allow_connections true`)
+        // The pool connects again: no restart needed.
+        expect((await fetch(`${kms.url}/readyz`)).status).toBe(200)
       } finally {
         await admin.end()
       }
-      const answer = await fetch(`${kms.url}/readyz`)
-      expect(answer.status).toBe(503)
-      expect(await answer.json()).toEqual({ status: 'unavailable', reason: expect.stringMatching(/\S/) })
     })
 })
 

@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
+import { p256 } from '@noble/curves/p256'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { listening, startCli } from '../../service/test/cliProcess.js'
 import { createKms, generateApiKeyPair, type Kms } from '../src/index.js'
 import { testDatabase } from './database.js'
 import { ethereumAccount } from './harness.js'
@@ -81,4 +84,78 @@ describe('two instances on one PostgreSQL', () => {
     )
     expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(200))
   })
+})
+
+describe('an instance killed mid-load', () => {
+  test('behavior: SIGKILL on one of two instances loses nothing acknowledged, runs nothing twice, answers no 500', async () => {
+    const database = await testDatabase()
+    if (!('databaseUrl' in database)) throw new Error('this suite runs on PostgreSQL')
+    const masterKey = randomBytes(32)
+    const signerPrivateKey = Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
+    // Instance A in this process; instance B a process of its own, to be killed.
+    const kmsA = createKms({ port: await getFreePort(), ...database, masterKey, signerPrivateKey })
+    await kmsA.start()
+    const parentKey = generateApiKeyPair()
+    const { organizationId } = await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })
+    const portB = await getFreePort()
+    const kmsB = startCli('packages/kms/src/cli.ts', ['--port', String(portB)], {
+      DATABASE_URL: database.databaseUrl,
+      LATCHKEY_KMS_MASTER_KEY: masterKey.toString('hex'),
+      LATCHKEY_KMS_SIGNER_KEY: signerPrivateKey,
+    })
+    await kmsB.waitForLog(listening)
+    const urlB = `http://127.0.0.1:${portB}`
+    try {
+      const bodies = Array.from({ length: 60 }, (_, index) =>
+        JSON.stringify({
+          type: 'ACTIVITY_TYPE_CREATE_WALLET',
+          timestampMs: String(Date.now()),
+          organizationId,
+          parameters: { walletName: `load ${index}`, accounts: [ethereumAccount] },
+        }),
+      )
+      let answeredByB = 0
+      let killed = false
+      // Spread over both; B is killed once it has acknowledged five, with the rest in flight or to come.
+      const first = await Promise.all(
+        bodies.map(async (body, index) => {
+          const url = index % 2 ? urlB : kmsA.url
+          try {
+            const answer = await postRaw(url, parentKey, '/public/v1/submit/create_wallet', body)
+            if (url === urlB && ++answeredByB === 5 && !killed) {
+              killed = true
+              kmsB.child.kill('SIGKILL')
+            }
+            return { body, status: answer.status, activity: answer.body.activity }
+          } catch {
+            // The connection died with B: not acknowledged.
+            return { body, status: 0, activity: undefined }
+          }
+        }),
+      )
+      expect(killed).toBe(true)
+      expect((await kmsB.exited).signal).toBe('SIGKILL')
+      expect(first.filter((answer) => answer.status !== 200 && answer.status !== 0)).toEqual([])
+      expect(first.filter((answer) => answer.status === 0).length).toBeGreaterThan(0)
+      // The client retries what was not acknowledged, with the same bytes, on the instance left.
+      const statuses = await Promise.all(
+        first.map(async (answer) =>
+          answer.status === 200 ? answer.status : (await postRaw(kmsA.url, parentKey, '/public/v1/submit/create_wallet', answer.body)).status,
+        ),
+      )
+      expect(statuses).toEqual(Array(60).fill(200))
+      const client = new TurnkeyClient({ baseUrl: kmsA.url }, new ApiKeyStamper(parentKey))
+      const names = (await client.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName).sort()
+      // Every wallet once: nothing acknowledged lost, nothing run twice (a retry of one B had committed answered B's activity).
+      expect(names).toEqual(bodies.map((_, index) => `load ${index}`).sort())
+      for (const answer of first.filter((answer) => answer.status === 200)) {
+        const { activity } = await client.getActivity({ organizationId, activityId: answer.activity!.id })
+        expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      }
+    } finally {
+      kmsB.child.kill('SIGKILL')
+      await kmsA.stop()
+    }
+    // A process of its own to start, under whatever else this machine runs.
+  }, 180_000)
 })

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
+import BetterSqlite3 from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
 import { inject } from 'vitest'
-import { openStorage, type Storage } from '../src/storage/database.js'
 
 // The one place the kms suite picks its storage: SQLite by default, PostgreSQL when
 // LATCHKEY_KMS_TEST_DATABASE=postgres (vitest.postgres.config.ts sets it and starts the server).
@@ -30,7 +31,13 @@ export async function testDatabase(sqlitePath = ':memory:'): Promise<TestDatabas
   return { databaseUrl: server.href }
 }
 
-/** A second connection to a kms's database (Kysely), for what no API does: reading and damaging rows. */
-export function connect(database: TestDatabase): Storage {
-  return openStorage('databaseUrl' in database ? database.databaseUrl : database.databasePath)
+/** A second connection to a kms's database (Kysely, no migrations), for what no API does: reading and damaging rows. */
+export function connect(database: TestDatabase): { dialect: 'sqlite' | 'postgres'; kysely: Kysely<unknown>; close(): Promise<void> } {
+  const kysely = new Kysely<unknown>({
+    dialect:
+      'databaseUrl' in database
+        ? new PostgresDialect({ pool: new pg.Pool({ connectionString: database.databaseUrl, max: 1 }) })
+        : new SqliteDialect({ database: new BetterSqlite3(database.databasePath) }),
+  })
+  return { dialect: 'databaseUrl' in database ? 'postgres' : 'sqlite', kysely, close: () => kysely.destroy() }
 }

@@ -21,6 +21,7 @@ test('default: exports', async () => {
       "useEmailSignIn",
       "useExportWallet",
       "useImportWallet",
+      "useOAuthSignIn",
       "usePasskeySignIn",
       "useRecentConnectorId",
       "useRecovery",

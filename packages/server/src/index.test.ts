@@ -6,6 +6,7 @@ test('default: exports', async () => {
     [
       "ACCESS_TOKEN_SECONDS",
       "LIMITS",
+      "OAUTH_PROVIDERS",
       "RECOVERY_CODE_SECONDS",
       "SERVER_MIGRATIONS",
       "SESSION_COOKIE",
@@ -17,6 +18,7 @@ test('default: exports', async () => {
       "WALLET_NAME",
       "createAppServer",
       "createServerApp",
+      "oauthNonce",
       "openStore",
     ]
   `)

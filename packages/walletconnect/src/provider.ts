@@ -1,3 +1,4 @@
+import { DEFAULT_EVENTS, DEFAULT_METHODS, MAX_PAIRING_ATTEMPTS, OPTIONAL_EVENTS, PROVIDER_REINIT_WAIT_MS } from '@latchkey/constants'
 import { createEmitter } from './emitter.js'
 import {
   ChainIdNotFoundError,
@@ -30,14 +31,8 @@ import type { KeyValueStorage } from './store.js'
  * through the wallet.
  */
 
-/** Maximum automatic pairing attempts (SPEC §9). */
-export const MAX_PAIRING_ATTEMPTS = 10
-/** Wait after re-initialising the provider, in ms (SPEC §9). */
-export const REINIT_WAIT_MS = 1000
-/** SPEC §9. */
-export const DEFAULT_METHODS = ['eth_sendTransaction', 'personal_sign'] as const
-export const DEFAULT_EVENTS = ['chainChanged', 'accountsChanged'] as const
-export const OPTIONAL_EVENTS = ['chainChanged', 'accountsChanged', 'message', 'disconnect', 'connect'] as const
+// SPEC §9, from the one module that holds it.
+export { DEFAULT_EVENTS, DEFAULT_METHODS, MAX_PAIRING_ATTEMPTS, OPTIONAL_EVENTS, PROVIDER_REINIT_WAIT_MS as REINIT_WAIT_MS } from '@latchkey/constants'
 export const OPTIONAL_METHODS = [
   'eth_accounts',
   'eth_requestAccounts',
@@ -286,7 +281,7 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
     client?.close()
     client = undefined
     client = await makeClient()
-    await new Promise((resolve) => setTimeout(resolve, options.reinitWaitMs ?? REINIT_WAIT_MS))
+    await new Promise((resolve) => setTimeout(resolve, options.reinitWaitMs ?? PROVIDER_REINIT_WAIT_MS))
   }
 
   /** The RPC url for reads on a CAIP-2 chain (SPEC §7): the app's, the session's, then the relay's for eip155. */

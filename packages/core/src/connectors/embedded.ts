@@ -39,7 +39,7 @@ export type EmbeddedFlows = {
   ): Promise<{ finish(code: string): Promise<Embedded.EmbeddedWalletCredential>; close(): void }>
   /** Social sign-in: a popup (or a redirect where one cannot open), and finishing a redirect on return. */
   oauth: {
-    signIn(provider: Embedded.OAuthProvider, mode?: 'popup' | 'redirect'): Promise<Embedded.EmbeddedWalletCredential>
+    signIn(provider: Embedded.OAuthProvider, mode?: 'popup' | 'redirect', popup?: Window | null): Promise<Embedded.EmbeddedWalletCredential>
     completeRedirect(): ReturnType<typeof Embedded.completeOAuthRedirect>
   }
 }
@@ -123,7 +123,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
             importWallet: (container) => module.importWallet(wallet, container),
             startRecovery: (container, email, recoveryType) => module.startRecovery(wallet, container, email, { recoveryType, passkeys }),
             oauth: {
-              signIn: (provider, mode) => module.signInWithOAuth(wallet, { provider, mode }),
+              signIn: (provider, mode, popup) => module.signInWithOAuth(wallet, { provider, mode, popup }),
               completeRedirect: () => module.completeOAuthRedirect(wallet),
             },
           }

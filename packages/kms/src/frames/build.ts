@@ -1,40 +1,53 @@
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { pathToFileURL } from 'node:url'
-import ts from 'typescript'
+import { readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { rolldown } from 'rolldown'
 
-// Compiles the frames' browser code (src/frames/browser/*.ts) ahead of time into plain ES
-// modules in frames/, which the kms serves as they are: no bundler and no compiler at run time.
-// Run `npm run build:frames -w @latchkey/kms` after changing the browser code; a unit test fails
-// while frames/ is stale.
+// Bundles the frames' browser code (src/frames/browser/*.ts) ahead of time, with its audited
+// dependencies (@noble/curves, @noble/hashes, @scure/base, @hpke/core), into plain ES modules in
+// frames/, which the kms serves as they are: no bundler and no compiler at run time, and the
+// frames' origin loads nothing from anywhere else. Run `npm run build:frames -w @latchkey/kms`
+// after changing the browser code or those dependencies; a unit test fails while frames/ is stale.
 
 export const browserSources = new URL('./browser/', import.meta.url)
 export const compiledFrames = new URL('../../frames/', import.meta.url)
 
-const header = (name: string) => `// Generated from src/frames/browser/${name}.ts by \`npm run build:frames -w @latchkey/kms\`. Do not edit.\n`
+/** The page scripts (pages.ts links `/assets/{name}.js`); everything else is bundled into them. */
+export const FRAME_SCRIPTS = ['auth', 'export', 'import'] as const
 
-/** The compiled modules, by file name (`auth.js`, …). Types are erased; nothing else changes. */
-export function compileFrames(): Map<string, string> {
-  const compiled = new Map<string, string>()
-  for (const file of readdirSync(browserSources)
-    .filter((name) => name.endsWith('.ts'))
-    .sort()) {
-    const source = readFileSync(new URL(file, browserSources), 'utf8')
-    const { outputText } = ts.transpileModule(source, {
-      fileName: file,
-      compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, verbatimModuleSyntax: true, useDefineForClassFields: true },
+const header = `// Generated from src/frames/browser/ by \`npm run build:frames -w @latchkey/kms\`. Do not edit.\n`
+
+/** The bundled modules, by file name: one per page script, plus the chunks they share. */
+export async function compileFrames(): Promise<Map<string, string>> {
+  const bundle = await rolldown({
+    input: Object.fromEntries(FRAME_SCRIPTS.map((name) => [name, fileURLToPath(new URL(`${name}.ts`, browserSources))])),
+    platform: 'browser',
+    // The browser code must not reach into Node or the server's code: only its own files and
+    // the packages it imports are bundled.
+    resolve: { conditionNames: ['browser', 'import', 'default'] },
+    logLevel: 'warn',
+  })
+  try {
+    const { output } = await bundle.generate({
+      format: 'esm',
+      entryFileNames: '[name].js',
+      chunkFileNames: 'shared-[name].js',
+      minify: true,
+      comments: { legal: true, annotation: false, jsdoc: false },
     })
-    const name = file.replace(/\.ts$/, '')
-    compiled.set(`${name}.js`, header(name) + outputText)
+    const compiled = new Map<string, string>()
+    for (const chunk of output) if (chunk.type === 'chunk') compiled.set(chunk.fileName, header + chunk.code)
+    return new Map([...compiled].sort(([a], [b]) => a.localeCompare(b)))
+  } finally {
+    await bundle.close()
   }
-  return compiled
 }
 
 /** Writes frames/*.js afresh. */
-export function writeFrames(): string[] {
+export async function writeFrames(): Promise<string[]> {
   for (const file of readdirSync(compiledFrames).filter((name) => name.endsWith('.js'))) rmSync(new URL(file, compiledFrames))
-  const compiled = compileFrames()
+  const compiled = await compileFrames()
   for (const [file, text] of compiled) writeFileSync(new URL(file, compiledFrames), text)
   return [...compiled.keys()]
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) console.log(`frames/: ${writeFrames().join(', ')}`)
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) console.log(`frames/: ${(await writeFrames()).join(', ')}`)

@@ -1,6 +1,7 @@
+import type { Migration } from '@latchkey/service/database'
 import { type Kysely, sql } from 'kysely'
-import { type Migration, Migrator } from 'kysely/migration'
-import type { Dialect } from './database.js'
+
+type Dialect = 'sqlite' | 'postgres'
 
 // The kms's versioned migrations, each written for both engines: bigint unix-ms columns and an
 // identity `rowid` on PostgreSQL (insertion order, which SQLite keeps in its implicit rowid).
@@ -108,84 +109,56 @@ const LATE_COLUMNS: readonly [table: string, column: string, type: string][] = [
   ['users', 'updated_at', '{ms}'],
 ]
 
-async function run(db: Kysely<unknown>, dialect: Dialect, statements: Statements) {
+// biome-ignore lint/suspicious/noExplicitAny: a migration runs before the schema type it creates exists.
+async function run(db: Kysely<any>, dialect: Dialect, statements: Statements) {
   for (const statement of statements[dialect]) await sql.raw(statement).execute(db)
 }
 
-function migrations(dialect: Dialect): Record<string, Migration> {
-  return {
-    '0001_initial': {
-      async up(db) {
-        await run(db, dialect, INITIAL)
-        for (const [name, column, type] of LATE_COLUMNS) {
-          const columnType = type.replace('{ms}', dialect === 'postgres' ? 'bigint' : 'integer')
-          if (dialect === 'postgres') await sql.raw(`alter table ${name} add column if not exists ${column} ${columnType}`).execute(db)
-          else {
-            const { rows } = await sql<{ name: string }>`select name from pragma_table_info(${name})`.execute(db)
-            if (!rows.some((row) => row.name === column)) await sql.raw(`alter table ${name} add column ${column} ${columnType}`).execute(db)
-          }
-        }
-      },
-    },
-    '0002_lookups_and_outbox': {
-      async up(db) {
-        await run(
-          db,
-          dialect,
-          join(
-            // Addresses and emails are compared as lower(x) = lower(?) on both engines, served by these.
-            both('drop index if exists wallet_accounts_address'),
-            both('drop index if exists wallet_accounts_address_nocase'),
-            both('drop index if exists private_key_addresses_address'),
-            both('create index if not exists wallet_accounts_address_lower on wallet_accounts (organization_id, lower(address))'),
-            both('create index if not exists private_key_addresses_address_lower on private_key_addresses (organization_id, lower(address))'),
-            both('create index if not exists users_email_lower on users (organization_id, lower(email))'),
-            both('create index if not exists organizations_parent on organizations (parent_id)'),
-            both('create index if not exists wallets_organization on wallets (organization_id)'),
-            both('create index if not exists activities_organization on activities (organization_id, created_at)'),
-            // Mail after commit: written in the activity's transaction, sent once it committed.
-            table(
-              'outbox',
-              'id text primary key, activity_id text, to_address text not null, sealed_mail text not null, status text not null, attempts integer not null default 0, next_attempt_at {ms} not null, last_error text, created_at {ms} not null, expires_at {ms} not null{rowid}',
-            ),
-            both('create index if not exists outbox_due on outbox (status, next_attempt_at)'),
-          ),
-        )
-      },
-    },
-  }
-}
-
 /**
- * Brings the kms's tables to the newest layout; versions applied are recorded in `kms_migrations`
- * (its own table, so the backend's migrations can share the database). Several instances starting
- * at once are serialised by the migrator's lock.
- *
- * @example
- * await migrate(storage.kysely, storage.dialect)
+ * The kms's migrations, oldest first, applied by @latchkey/service/database when the kms opens its
+ * database and recorded in `kms_migrations` (its own table: the backend's may share the database).
  */
-export async function migrate(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
-  const run = async (on: Kysely<unknown>) => {
-    const migrator = new Migrator({
-      db: on,
-      provider: { getMigrations: async () => migrations(dialect) },
-      migrationTableName: 'kms_migrations',
-      migrationLockTableName: 'kms_migrations_lock',
-    })
-    const { error } = await migrator.migrateToLatest()
-    if (error) throw error
-  }
-  // PostgreSQL: the migrator's advisory lock serialises instances. SQLite: its lock is a no-op (it
-  // expects one connection), so the file's write lock does it, held from the first statement.
-  if (dialect === 'postgres') return run(db)
-  await db.connection().execute(async (connection) => {
-    await sql`begin immediate`.execute(connection)
-    try {
-      await run(connection)
-      await sql`commit`.execute(connection)
-    } catch (error) {
-      await sql`rollback`.execute(connection)
-      throw error
-    }
-  })
-}
+export const KMS_MIGRATIONS: readonly Migration[] = [
+  {
+    name: '0001_initial',
+    async up(db, dialect) {
+      await run(db, dialect, INITIAL)
+      for (const [name, column, type] of LATE_COLUMNS) {
+        const columnType = type.replace('{ms}', dialect === 'postgres' ? 'bigint' : 'integer')
+        if (dialect === 'postgres') await sql.raw(`alter table ${name} add column if not exists ${column} ${columnType}`).execute(db)
+        else {
+          const { rows } = await sql<{ name: string }>`select name from pragma_table_info(${name})`.execute(db)
+          if (!rows.some((row) => row.name === column)) await sql.raw(`alter table ${name} add column ${column} ${columnType}`).execute(db)
+        }
+      }
+    },
+  },
+  {
+    name: '0002_lookups_and_outbox',
+    async up(db, dialect) {
+      await run(
+        db,
+        dialect,
+        join(
+          // Addresses and emails are compared as lower(x) = lower(?) on both engines, served by these.
+          both('drop index if exists wallet_accounts_address'),
+          both('drop index if exists wallet_accounts_address_nocase'),
+          both('drop index if exists private_key_addresses_address'),
+          both('create index if not exists wallet_accounts_address_lower on wallet_accounts (organization_id, lower(address))'),
+          both('create index if not exists private_key_addresses_address_lower on private_key_addresses (organization_id, lower(address))'),
+          both('create index if not exists users_email_lower on users (organization_id, lower(email))'),
+          both('create index if not exists organizations_parent on organizations (parent_id)'),
+          both('create index if not exists wallets_organization on wallets (organization_id)'),
+          both('create index if not exists activities_organization on activities (organization_id, created_at)'),
+          // Mail after commit: written in the activity's transaction, sent once it committed.
+          table(
+            'outbox',
+            'id text primary key, activity_id text, to_address text not null, sealed_mail text not null, status text not null, attempts integer not null default 0, next_attempt_at {ms} not null, last_error text, created_at {ms} not null, expires_at {ms} not null{rowid}',
+          ),
+          both('create index if not exists outbox_due on outbox (status, next_attempt_at)'),
+          both('create index if not exists outbox_activity on outbox (activity_id)'),
+        ),
+      )
+    },
+  },
+]

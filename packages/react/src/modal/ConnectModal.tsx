@@ -1,5 +1,5 @@
 'use client'
-import { type Connector, type EmbeddedConnector, getWalletBook, isEmbeddedConnector, type WalletBookEntry } from '@latchkey/core'
+import { type Connector, type EmbeddedConnector, getWalletBook, isEmbeddedConnector, openOAuthPopup, type WalletBookEntry } from '@latchkey/core'
 import { lazy, Suspense, useEffect, useId, useMemo, useState } from 'react'
 import { useAccount } from '../hooks/useAccount.js'
 import { useConnect } from '../hooks/useConnect.js'
@@ -28,6 +28,8 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   const connect = useConnect()
   const [picked, setPicked] = useState<Connector>()
   const [embeddedMode, setEmbeddedMode] = useState<EmbeddedMode>()
+  // The social sign-in popup, opened in the click (popup blockers allow nothing later).
+  const [oauthPopup, setOAuthPopup] = useState<Window | null>(null)
   const recentLabelId = useId()
   const embedded = connectors.find(isEmbeddedConnector) as EmbeddedConnector | undefined
 
@@ -63,6 +65,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
             key={embeddedMode}
             connector={embedded}
             mode={embeddedMode}
+            popup={oauthPopup}
             onBack={() => (connect.reset(), setEmbeddedMode(undefined))}
             onConnected={onClose}
           />
@@ -132,6 +135,23 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
               Create a passkey
             </button>
           </div>
+          {embedded.oauthProviders.length > 0 && (
+            <div className="lk-row">
+              {embedded.oauthProviders.map((provider) => (
+                <button
+                  key={provider}
+                  type="button"
+                  className="lk-secondary"
+                  onClick={() => {
+                    setOAuthPopup(openOAuthPopup())
+                    setEmbeddedMode(provider)
+                  }}
+                >
+                  {provider === 'google' ? 'Continue with Google' : 'Continue with Apple'}
+                </button>
+              ))}
+            </div>
+          )}
           <button type="button" className="lk-text-button" onClick={() => setEmbeddedMode('recover')}>
             Recover account
           </button>

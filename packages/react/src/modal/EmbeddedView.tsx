@@ -1,14 +1,22 @@
 'use client'
-import { BaseError, type EmbeddedConnector, type RecoveryType } from '@latchkey/core'
+import { BaseError, type EmbeddedConnector, openOAuthPopup, type RecoveryType } from '@latchkey/core'
 import { type FormEvent, useEffect, useId, useRef, useState } from 'react'
 import { useEmailSignIn } from '../hooks/useEmailSignIn.js'
+import { useOAuthSignIn } from '../hooks/useOAuthSignIn.js'
 import { usePasskeySignIn } from '../hooks/usePasskeySignIn.js'
 import { useRecovery } from '../hooks/useRecovery.js'
 
 /** Which embedded sign-in the user picked in the wallet list. */
-export type EmbeddedMode = 'email' | 'passkey' | 'create-passkey' | 'recover'
+export type EmbeddedMode = 'email' | 'passkey' | 'create-passkey' | 'recover' | 'google' | 'apple'
 
-type Props = { connector: EmbeddedConnector; mode: EmbeddedMode; onBack(): void; onConnected(): void }
+type Props = {
+  connector: EmbeddedConnector
+  mode: EmbeddedMode
+  /** For 'google' and 'apple': the popup the click opened. */
+  popup?: Window | null | undefined
+  onBack(): void
+  onConnected(): void
+}
 
 /** Seconds before "Resend code" is offered again. */
 export const RESEND_COOLDOWN_SECONDS = 30
@@ -25,8 +33,10 @@ function describe(error: unknown): { text: string; reason: string | undefined } 
  * would use (useEmailSignIn, usePasskeySignIn, useRecovery). Each step shows its pending state;
  * errors are announced (role "alert"); a code can be sent again after a cooldown.
  */
-export default function EmbeddedView({ mode, onBack, onConnected }: Props) {
+export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props) {
   const emailSignIn = useEmailSignIn()
+  const oauth = useOAuthSignIn()
+  const prompted = mode === 'passkey' || mode === 'google' || mode === 'apple'
   const passkey = usePasskeySignIn()
   const recovery = useRecovery()
   const [step, setStep] = useState<'choose' | 'address' | 'code'>(mode === 'recover' ? 'choose' : 'address')
@@ -89,12 +99,19 @@ export default function EmbeddedView({ mode, onBack, onConnected }: Props) {
     setStep('address')
   }
 
-  // "Continue with passkey" needs no form: the browser's passkey prompt is the whole step.
+  // Passkey and social sign-in need no form: the browser's prompt, or the provider's window, is the whole step.
+  const signInByPrompt = (popupWindow: Window | null | undefined) =>
+    mode === 'passkey'
+      ? run('Waiting for your passkey…', async () => (await passkey.signIn(), onConnected()))
+      : run(
+          `Waiting for ${mode === 'google' ? 'Google' : 'Apple'}…`,
+          async () => (await oauth.signIn(mode as 'google' | 'apple', popupWindow ?? null), onConnected()),
+        )
   const started = useRef(false)
   useEffect(() => {
-    if (mode !== 'passkey' || started.current) return
+    if (!prompted || started.current) return
     started.current = true
-    void run('Waiting for your passkey…', async () => (await passkey.signIn(), onConnected()))
+    void signInByPrompt(popup)
   })
 
   const shown = error ? describe(error) : undefined
@@ -102,13 +119,15 @@ export default function EmbeddedView({ mode, onBack, onConnected }: Props) {
     email: 'Continue with email',
     passkey: 'Continue with passkey',
     'create-passkey': 'Create a passkey',
+    google: 'Continue with Google',
+    apple: 'Continue with Apple',
     recover: step === 'choose' ? 'Recover account' : recoveryType === 'passkey' ? 'I lost my passkey' : 'Recover with email',
   }[mode]
 
   return (
     <div className="lk-embedded">
       <p className="lk-pending-name">{title}</p>
-      {mode === 'passkey' ? (
+      {prompted ? (
         !shown && (
           <p className="lk-muted" role="status">
             {pending ?? 'Signing in…'}
@@ -193,15 +212,11 @@ export default function EmbeddedView({ mode, onBack, onConnected }: Props) {
         </div>
       )}
       <div className="lk-row">
-        <button type="button" className="lk-secondary" onClick={onBack} disabled={pending !== undefined && mode !== 'passkey'}>
+        <button type="button" className="lk-secondary" onClick={onBack} disabled={pending !== undefined && !prompted}>
           Back
         </button>
-        {mode === 'passkey' && error !== undefined && (
-          <button
-            type="button"
-            className="lk-primary"
-            onClick={() => void run('Waiting for your passkey…', async () => (await passkey.signIn(), onConnected()))}
-          >
+        {prompted && error !== undefined && (
+          <button type="button" className="lk-primary" onClick={() => void signInByPrompt(mode === 'passkey' ? undefined : openOAuthPopup())}>
             Try again
           </button>
         )}

@@ -1,5 +1,7 @@
-/** What a new user's wallet is called (SPEC §9). */
-export const WALLET_NAME = 'Turnkey HD'
+import { WALLET_NAMES } from '@latchkey/constants'
+
+/** What a new user's wallet is called: the HD wallet of SPEC §9's wallet names. */
+export const WALLET_NAME = WALLET_NAMES[1]
 /** The wallet's first account: Ethereum at m/44'/60'/0'/0/0. */
 export const ETHEREUM_ACCOUNT = {
   curve: 'CURVE_SECP256K1',

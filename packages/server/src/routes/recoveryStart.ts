@@ -1,11 +1,12 @@
+import { RECOVERY_CODE_VALIDITY_S } from '@latchkey/constants'
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody } from '../internal/context.js'
 import { email, p256PublicKey } from '../internal/schemas.js'
 
-/** How long the emailed recovery credential works (SPEC §5). */
-export const RECOVERY_CODE_SECONDS = 900
+/** How long the emailed recovery credential works (SPEC §5, §9). */
+export { RECOVERY_CODE_VALIDITY_S as RECOVERY_CODE_SECONDS } from '@latchkey/constants'
 
 const recoverySchema = z.object({ email, targetPublicKey: p256PublicKey, recoveryType: z.enum(['email', 'passkey']).default('email') })
 
@@ -27,7 +28,7 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
   enforce(context.limits.recoveriesPerEmail(address), (minutes) => `Too many recovery emails sent to this email; try again in ${minutes} minutes`)
   const account = await context.store.account(address)
   if (!account) throw new ServerError(404, 'unknown_account', 'No account with this email')
-  const common = { email: address, targetPublicKey: input.targetPublicKey, expirationSeconds: String(RECOVERY_CODE_SECONDS) }
+  const common = { email: address, targetPublicKey: input.targetPublicKey, expirationSeconds: String(RECOVERY_CODE_VALIDITY_S) }
   const userId =
     input.recoveryType === 'email'
       ? (

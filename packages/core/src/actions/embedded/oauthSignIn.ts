@@ -8,6 +8,11 @@ export type SignInWithOAuthParameters = EmbeddedTarget & {
   provider: OAuthProviderName
   /** Default 'popup', which falls back to a redirect where a popup cannot open. */
   mode?: 'popup' | 'redirect' | undefined
+  /**
+   * A window opened in the click itself (`openOAuthPopup()`): popup blockers let only a click open
+   * one, and loading the wallet's code takes longer than a click lasts.
+   */
+  popup?: Window | null | undefined
 }
 
 /**
@@ -21,7 +26,7 @@ export type SignInWithOAuthParameters = EmbeddedTarget & {
  */
 export function signInWithOAuth(client: Client, parameters: SignInWithOAuthParameters): Promise<ConnectReturnType> {
   return runFlow(client, 'signInWithOAuth', parameters, async (flows, connector) => {
-    await flows.oauth.signIn(parameters.provider, parameters.mode)
+    await flows.oauth.signIn(parameters.provider, parameters.mode, parameters.popup)
     return connectSignedIn(client, connector)
   })
 }
@@ -42,9 +47,21 @@ export function completeOAuthRedirect(client: Client, parameters: EmbeddedTarget
   })
 }
 
-// The message @latchkey/embedded's popup sign-in waits for (its MESSAGE_TYPE): kept in step by hand
-// so that the callback page in a popup need not load the embedded wallet at all.
+// The message @latchkey/embedded's popup sign-in waits for, and its window's name and size (its
+// MESSAGE_TYPE, OAUTH_WINDOW, OAUTH_WINDOW_FEATURES): kept in step by hand so that neither the
+// click nor the callback page in the popup loads the embedded wallet.
 const MESSAGE_TYPE = 'latchkey:oauth-callback'
+
+/**
+ * Opens the sign-in popup, empty, in a click handler (before anything async); pass it to
+ * `signInWithOAuth`. Null where popups are blocked: the sign-in then redirects.
+ *
+ * @example
+ * onClick={() => signInWithOAuth(client, { provider: 'google', popup: openOAuthPopup() })}
+ */
+export function openOAuthPopup(): Window | null {
+  return typeof window === 'undefined' ? null : window.open('', 'latchkey-oauth', 'popup,width=480,height=680')
+}
 
 /**
  * In the sign-in popup, on the redirect page: hands the provider's answer to the page that opened

@@ -1,5 +1,8 @@
-// Byte encodings the frames need: hex, unpadded base64url and base58check. Like all of
-// src/frames/browser, browser code with no dependencies (packages/kms/README.md, "Frames").
+import { sha256 } from '@noble/hashes/sha2'
+import { createBase58check } from '@scure/base'
+
+// Byte encodings the frames need: hex, unpadded base64url and base58check. The frames' scripts are
+// bundled with their audited dependencies (@noble/*, @scure/base, @hpke/core) by src/frames/build.ts.
 
 /** An error whose message the frame may show and send to the parent page: it never holds a secret. */
 export class FrameError extends Error {
@@ -40,24 +43,13 @@ export function bytesToBase64url(bytes: Uint8Array): string {
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
 }
 
-const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+const base58check = createBase58check(sha256)
 
-/** Bitcoin-style base58check: the payload, after checking its 4-byte double-SHA-256 checksum. */
+/** Bitcoin-style base58check (@scure/base over @noble/hashes' SHA-256): the payload, after checking its checksum. */
 export async function base58checkDecode(text: string): Promise<Bytes> {
-  let value = 0n
-  for (const char of text) {
-    const digit = BASE58.indexOf(char)
-    if (digit < 0) throw new FrameError('the bundle is not base58check')
-    value = value * 58n + BigInt(digit)
+  try {
+    return concatBytes(base58check.decode(text))
+  } catch (error) {
+    throw new FrameError(error instanceof Error && /checksum/i.test(error.message) ? 'the bundle checksum does not match' : 'the bundle is not base58check')
   }
-  const body: number[] = []
-  for (; value > 0n; value >>= 8n) body.unshift(Number(value & 0xffn))
-  const leadingZeros = /^1*/.exec(text)?.[0].length ?? 0
-  const bytes = concatBytes(new Uint8Array(leadingZeros), Uint8Array.from(body))
-  if (bytes.length < 4) throw new FrameError('the bundle is not base58check')
-  const payload = bytes.slice(0, -4)
-  const once = await crypto.subtle.digest('SHA-256', payload)
-  const checksum = new Uint8Array(await crypto.subtle.digest('SHA-256', once)).subarray(0, 4)
-  if (!checksum.every((byte, index) => byte === bytes[bytes.length - 4 + index])) throw new FrameError('the bundle checksum does not match')
-  return payload
 }

@@ -1,0 +1,142 @@
+import { createServer, type Server } from 'node:http'
+import { getFreePort } from '@latchkey/devnet'
+import react from '@vitejs/plugin-react'
+import type { Page } from 'playwright-core'
+import { build, defaultClientConditions } from 'vite'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
+import { type ConsoleEntry, launch } from './browser.js'
+import { demo, es256OnlyPasskeyWarning, waitForText } from './page.js'
+
+// The WebAuthn ceremony codes of SPEC §8 produced for real by Chromium and its virtual
+// authenticator (CDP WebAuthn), each shown in our modal as a user sees it. The demo serves the
+// signed-in case; a small app with our modal (e2e/passkeys/app.tsx) serves the misconfigured
+// ones, on http://localhost:<port> and on http://127.0.0.1:<port>.
+
+const stack = inject('stack')
+
+let appServer: Server
+let appPort: number
+const files = new Map<string, { body: string | Uint8Array; type: string }>()
+
+beforeAll(async () => {
+  const output = await build({
+    configFile: false,
+    logLevel: 'warn',
+    root: `${import.meta.dirname}/passkeys`,
+    plugins: [react()],
+    resolve: { conditions: ['source', ...defaultClientConditions] },
+    build: { write: false, minify: false, rollupOptions: { input: 'app.tsx', output: { entryFileNames: 'app.js', assetFileNames: '[name][extname]' } } },
+  })
+  for (const result of Array.isArray(output) ? output : [output])
+    if ('output' in result)
+      for (const item of result.output)
+        files.set(`/${item.fileName}`, {
+          body: item.type === 'chunk' ? item.code : item.source,
+          type: item.fileName.endsWith('.css') ? 'text/css' : 'text/javascript',
+        })
+  const styles = [...files.keys()].filter((name) => name.endsWith('.css'))
+  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Ceremonies</title><link rel="icon" href="data:,">${styles
+    .map((name) => `<link rel="stylesheet" href="${name}">`)
+    .join('')}<script type="module" src="/app.js"></script></head><body><div id="root"></div></body></html>`
+  appPort = await getFreePort()
+  appServer = createServer((request, response) => {
+    const path = new URL(request.url ?? '/', 'http://x').pathname
+    const file = path === '/' ? { body: page, type: 'text/html; charset=utf-8' } : files.get(path)
+    if (!file) return void response.writeHead(404).end()
+    response.writeHead(200, { 'content-type': file.type }).end(file.body)
+  })
+  await new Promise<void>((resolve, reject) => {
+    appServer.once('error', reject)
+    appServer.listen(appPort, '127.0.0.1', resolve)
+  })
+})
+afterAll(async () => {
+  await new Promise((resolve) => appServer?.close(resolve))
+})
+
+let browser: Awaited<ReturnType<typeof launch>>
+beforeEach(async () => {
+  browser = await launch()
+})
+afterEach(async () => {
+  await browser.close()
+})
+
+/** Core logs a failed flow once, as an error (a misconfiguration, not a user's cancellation). */
+const loggedCeremonyError = (entry: ConsoleEntry) =>
+  entry.kind === 'error' && entry.text.startsWith('[latchkey]') && entry.text.includes('WebauthnCeremonyError')
+
+/** A virtual platform authenticator that says yes by itself (CDP WebAuthn); its stored credentials. */
+async function addPasskeyAuthenticator(page: Page) {
+  const cdp = await page.context().newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  })
+  return { credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials }
+}
+
+/** "Create a passkey" in the modal of the page at `url`; the modal's alert as shown. */
+async function createPasskeyAt(page: Page, url: string) {
+  await page.goto(url)
+  await demo(page).connectButton.click()
+  const modal = page.getByRole('dialog', { name: /Connect a wallet|Sign in/ })
+  await modal.getByRole('button', { name: 'Create a passkey', exact: true }).click()
+  await modal.getByRole('textbox', { name: 'Email' }).fill(`ceremony.${Date.now()}@example.test`)
+  await modal.getByRole('button', { name: 'Continue', exact: true }).click()
+  const alert = modal.getByRole('alert')
+  await alert.waitFor()
+  return alert
+}
+
+describe('WebAuthn ceremony codes (SPEC §8)', () => {
+  test('error: ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED — adding a passkey on the authenticator that holds the user’s passkey', async () => {
+    const { page } = browser
+    browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+    browser.expectConsole('the ceremony failure, logged by core', loggedCeremonyError)
+    const ui = demo(page)
+    const authenticator = await addPasskeyAuthenticator(page)
+    await page.goto(stack.demo)
+    await ui.connectButton.click()
+    const modal = page.getByRole('dialog', { name: /Connect a wallet|Sign in/ })
+    await modal.getByRole('button', { name: 'Create a passkey', exact: true }).click()
+    await modal.getByRole('textbox', { name: 'Email' }).fill(`twice.${Date.now()}@example.test`)
+    await modal.getByRole('button', { name: 'Continue', exact: true }).click()
+    await waitForText(ui.address, /^0x[0-9a-fA-F]{40}$/)
+
+    await page.getByRole('button', { name: /^Account/ }).click()
+    const account = page.getByRole('dialog', { name: 'Account' })
+    await account.getByRole('button', { name: 'Add a passkey', exact: true }).click()
+    expect(await waitForText(account.getByRole('alert'), 'This passkey is already registered.')).toBe('This passkey is already registered.')
+    // Nothing was registered twice: the authenticator still holds the one passkey.
+    expect(await authenticator.credentials()).toHaveLength(1)
+  })
+
+  test('error: ERROR_INVALID_DOMAIN — an app served from an IP address, where no passkey can live', async () => {
+    const { page } = browser
+    browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+    browser.expectConsole('the ceremony failure, logged by core', loggedCeremonyError)
+    await addPasskeyAuthenticator(page)
+    const alert = await createPasskeyAt(page, `http://127.0.0.1:${appPort}/`)
+    expect(await alert.getByText('Passkeys cannot be used on this domain.', { exact: true }).count()).toBe(1)
+    expect(await alert.getByText('127.0.0.1 is an invalid domain', { exact: true }).count()).toBe(1)
+  })
+
+  test('error: ERROR_INVALID_RP_ID — a relying party id that is not this site', async () => {
+    const { page } = browser
+    browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+    browser.expectConsole('the ceremony failure, logged by core', loggedCeremonyError)
+    const authenticator = await addPasskeyAuthenticator(page)
+    const alert = await createPasskeyAt(page, `http://localhost:${appPort}/?rpId=login.example.com`)
+    expect(await alert.getByText('The passkey relying party id does not match this site.', { exact: true }).count()).toBe(1)
+    expect(await alert.getByText('The RP ID "login.example.com" is invalid for this domain', { exact: true }).count()).toBe(1)
+    expect(await authenticator.credentials()).toEqual([])
+  })
+})
