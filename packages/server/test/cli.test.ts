@@ -203,8 +203,8 @@ describe('latchkey-server', () => {
   })
 
   test('behavior: --trust-proxy takes the scheme from X-Forwarded-Proto, so cookies are Secure behind a TLS proxy', async () => {
-    const plain = await startServer()
-    const trusting = await startServer(['--trust-proxy'])
+    // Started together: two bins one after the other can take most of the test's time on a loaded machine.
+    const [plain, trusting] = await Promise.all([startServer(), startServer(['--trust-proxy'])])
     const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' }
     const untrusted = await fetch(`${plain.url}/auth/nonce`, { headers: forwarded })
     const trusted = await fetch(`${trusting.url}/auth/nonce`, { headers: forwarded })
