@@ -95,7 +95,7 @@ async function measure(store: Store): Promise<Figures> {
     body: JSON.stringify(body),
     headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
   })
-  const timed = async (latencies: number[] | undefined, call: () => Promise<Response>) => {
+  const timed = async (latencies: number[] | undefined, call: () => Response | Promise<Response>) => {
     const started = performance.now()
     const response = await call()
     const elapsed = performance.now() - started

@@ -244,6 +244,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .selectFrom('accounts')
         .select(known)
         .where('organization_id', '=', organizationId)
+        .$castTo<KnownAccount>()
         .unionAll(db.selectFrom('passkey_accounts').select(known).where('organization_id', '=', organizationId))
         .limit(1)
         .executeTakeFirst(),
@@ -282,6 +283,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .selectFrom('accounts')
         .select(known)
         .where(byLowerAddress(address))
+        .$castTo<KnownAccount>()
         .unionAll(db.selectFrom('passkey_accounts').select(known).where(byLowerAddress(address)))
         .limit(1)
         .executeTakeFirst(),

@@ -168,7 +168,8 @@ describe('latchkey-server', () => {
 
   test('behavior: two bins on one database share a session; a JWT one issues verifies against the other’s JWKS', async () => {
     const storage = await newStorage()
-    const [a, b] = [await startServer([], {}, storage), await startServer([], {}, storage)]
+    // Started together: on PostgreSQL the second waits for the first's migrations (advisory lock).
+    const [a, b] = await Promise.all([startServer([], {}, storage), startServer([], {}, storage)])
     expect(a.line).toMatchObject({ store: testEngine === 'postgres' ? expect.stringMatching(/^postgres 127\.0\.0\.1:\d+\/test_/) : `sqlite ${storage[1]}` })
     const nonce = await fetch(`${a.url}/auth/nonce`, { headers: { origin } })
     expect(nonce.status).toBe(200)
@@ -185,7 +186,7 @@ describe('latchkey-server', () => {
       server.child.kill('SIGTERM')
       expect(await server.exited).toEqual({ code: 0, signal: null })
     }
-  })
+  }, 60_000)
 
   test('behavior: SIGTERM refuses new connections, answers the sign-in request in flight (it calls the kms), then exits 0', async () => {
     const server = await startServer()
@@ -202,8 +203,8 @@ describe('latchkey-server', () => {
   })
 
   test('behavior: --trust-proxy takes the scheme from X-Forwarded-Proto, so cookies are Secure behind a TLS proxy', async () => {
-    const plain = await startServer()
-    const trusting = await startServer(['--trust-proxy'])
+    // Started together: two bins one after the other can take most of the test's time on a loaded machine.
+    const [plain, trusting] = await Promise.all([startServer(), startServer(['--trust-proxy'])])
     const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' }
     const untrusted = await fetch(`${plain.url}/auth/nonce`, { headers: forwarded })
     const trusted = await fetch(`${trusting.url}/auth/nonce`, { headers: forwarded })

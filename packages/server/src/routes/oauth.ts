@@ -163,7 +163,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   const claims = await oauth.verify(input.provider, token, input.sessionPublicKey)
   const providerName = PROVIDER_NAMES[input.provider]
 
-  let account = store.account(claims.email)
+  let account = await store.account(claims.email)
   if (!account) {
     // A new user: a sub-organization with a one-minute key of the root user, which registers the identity.
     const bootstrap = generateP256KeyPair()
@@ -199,14 +199,13 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
         parameters: { userId: result.rootUserIds![0]!, oauthProviders: [{ providerName, oidcToken: token }] },
       }),
     )
-    account = {
+    account = await store.insertAccount({
       email: claims.email,
       organization_id: result.subOrganizationId,
       user_id: result.rootUserIds[0],
       address: result.wallet.addresses[0],
       created_at: now(),
-    }
-    store.insertAccount(account)
+    })
   } else {
     const { oauthProviders } = await callKms(() => kms.getOauthProviders({ organizationId: account!.organization_id, userId: account!.user_id }))
     const audience = oauth.config(input.provider)!.clientId
@@ -231,7 +230,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
     }),
   )
   if (!activity.result.oauthLoginResult?.session) throw incompleteAnswer()
-  startSession(c, context, account, 'oauth')
+  await startSession(c, context, account, 'oauth')
   return c.json({
     organizationId: account.organization_id,
     userId: account.user_id,
