@@ -24,9 +24,9 @@ beforeAll(async () => {
   kms = createKms({ port: await getFreePort(), now: () => clock })
   oidc = oidcInstance({ port: await getFreePort(), clientId, redirectUris: [redirectUri] })
   await Promise.all([kms.start(), oidc.start()])
-  const organizationId = kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+  const organizationId = (await kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
   options = {
-    store: openStore(':memory:'),
+    store: await openStore(':memory:'),
     kmsUrl: kms.url,
     organizationId,
     ...backendKey,
@@ -39,7 +39,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await Promise.all([kms.stop(), oidc.stop()])
-  options.store.close()
+  await options.store.close()
 })
 
 let people = 0
@@ -178,11 +178,11 @@ describe('POST /auth/oauth', () => {
     } finally {
       clock = now
     }
-    expect(options.store.account(email)).toBeUndefined()
+    expect(await options.store.account(email)).toBeUndefined()
 
     // Used once, then refused; the second attempt writes nothing more.
     expect((await post(app, { provider: 'google', sessionPublicKey: key.apiPublicKey, idToken: token })).status).toBe(200)
-    const account = options.store.account(email)!
+    const account = (await options.store.account(email))!
     const keys = async () =>
       (
         await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(backendKey)).getApiKeys({
