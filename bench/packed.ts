@@ -81,11 +81,13 @@ export async function installPacked({ tarballs, log = () => {} }: { tarballs?: s
       for (const dependency of Object.keys({ ...found.manifest.dependencies, ...found.manifest.peerDependencies }))
         if (dependency.startsWith('@latchkey/')) add(dependency)
     }
-    for (const name of ['@latchkey/core', '@latchkey/react']) add(name)
-    const dependencies: Record<string, string> = Object.fromEntries(['react', 'react-dom', 'viem'].map((name) => [name, workspaceVersion(name)]))
+    for (const name of ['@latchkey/core', '@latchkey/react', '@latchkey/wagmi']) add(name)
+    const dependencies: Record<string, string> = Object.fromEntries(
+      ['react', 'react-dom', 'viem', 'wagmi', '@tanstack/react-query'].map((name) => [name, workspaceVersion(name)]),
+    )
     for (const name of needed) dependencies[name] = `file:${manifests.get(name)!.tarball}`
     writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: 'latchkey-bench-size', private: true, type: 'module', dependencies }, null, 2)}\n`)
-    log(`installing ${[...needed].join(', ')} (packed) with react, react-dom and viem into ${dir}`)
+    log(`installing ${[...needed].join(', ')} (packed) with react, react-dom, viem, wagmi and @tanstack/react-query into ${dir}`)
     // Offline first: the workspace's install has put every registry package in npm's cache.
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], {
       cwd: dir,

@@ -28,6 +28,8 @@ export const EAGER_GZIP_BUDGET_BYTES = 30 * 1024
 export const SIGN_IN_GZIP_BUDGET_BYTES = 3 * 1024
 /** Issue 3's target: the WalletConnect code an app downloads on first use, at most this (gzip). */
 export const WALLETCONNECT_GZIP_BUDGET_BYTES = 30 * 1024
+/** Issue 12's target: what @latchkey/wagmi and LatchkeyWagmiProvider add to a wagmi app with injected() only (gzip). */
+export const WAGMI_GZIP_BUDGET_BYTES = 15 * 1024
 /** Issue 11's target: what the first click on Connect downloads in the minimal app, JS and CSS (gzip). */
 export const FIRST_CLICK_GZIP_BUDGET_BYTES = 20 * 1024
 /** Issue 13's target: what first use of the embedded wallet downloads after the connect modal, JS and CSS (gzip). */
@@ -150,6 +152,7 @@ const walletConnectProtocol = ours('walletconnect', 'index')
 const embeddedWallet = ours('embedded', 'index')
 const embeddedView = ours('react', 'modal/EmbeddedView')
 const embeddedModule = /(packages|@latchkey)\/embedded\//
+const walletConnectModule = /(packages|@latchkey)\/walletconnect\//
 
 /** Every figure of one build of the bench apps. */
 async function measureApps(mode: Mode) {
@@ -158,6 +161,12 @@ async function measureApps(mode: Mode) {
   const withWalletConnect = await buildApp(mode, 'latchkey-wc')
   const withEmbedded = await buildApp(mode, 'latchkey-embedded')
   const withSignIn = await buildApp(mode, 'latchkey-siwe')
+  const wagmi = await buildApp(mode, 'wagmi')
+  const wagmiLatchkey = await buildApp(mode, 'wagmi-latchkey')
+  const wagmiFirstClick = lazyDownload(wagmiLatchkey, connectModal)
+  /** Modules of `pattern` among `files` of `result` (its manifest keys name the sources). */
+  const modulesIn = (result: Result, files: ReadonlySet<string>, pattern: RegExp) =>
+    Object.entries(result.manifest).filter(([key, chunk]) => files.has(chunk.file) && pattern.test(key)).length
   // The minimal app's journey, in the order a user meets it.
   const firstClick = lazyDownload(latchkey, connectModal)
   const pickWallet = lazyDownload(latchkey, checksum, firstClick.files)
@@ -174,7 +183,16 @@ async function measureApps(mode: Mode) {
       ['latchkey + walletConnect()', withWalletConnect],
       ['latchkey + embedded()', withEmbedded],
       ['latchkey + signIn, requireSignIn', withSignIn],
+      ['wagmi app (injected() only)', wagmi],
+      ['wagmi app + @latchkey/wagmi', wagmiLatchkey],
     ] as [string, Result][],
+    wagmi,
+    wagmiLatchkey,
+    wagmiFirstClick,
+    // The first click on Connect in the wagmi app loads the modal; WalletConnect and the embedded wallet wait for their own first use.
+    wagmiHeavyOnFirstClick:
+      modulesIn(wagmiLatchkey, new Set([...wagmiLatchkey.eagerFiles, ...wagmiFirstClick.files]), walletConnectModule) +
+      modulesIn(wagmiLatchkey, new Set([...wagmiLatchkey.eagerFiles, ...wagmiFirstClick.files]), embeddedModule),
     baseline,
     latchkey,
     withWalletConnect,
@@ -195,7 +213,7 @@ async function measureApps(mode: Mode) {
 
 function report(figures: Awaited<ReturnType<typeof measureApps>>) {
   const { rows, baseline, latchkey, withWalletConnect, withEmbedded, withSignIn, firstClick, pickWallet, accountAfterConnect, accountOnItsOwn } = figures
-  const { walletConnectChunk, embeddedChunk, embeddedEager } = figures
+  const { walletConnectChunk, embeddedChunk, embeddedEager, wagmi, wagmiLatchkey, wagmiFirstClick, wagmiHeavyOnFirstClick } = figures
   console.log(
     `\nBundle size, KiB, built from ${figures.mode.label === 'packed' ? 'the packed packages (installed tarballs, dist/)' : 'the workspace source'} (each file compressed on its own; eager = entry + static imports)\n`,
   )
@@ -241,6 +259,12 @@ function report(figures: Awaited<ReturnType<typeof measureApps>>) {
     `embedded first use, after the connect modal: the embedded view ${describeDownload(view)}; then the wallet ${describeDownload(wallet)}; together ${kib(view.js.gzip + view.css.gzip + wallet.js.gzip + wallet.css.gzip)} KiB gzip`,
   )
   console.log('Reference: issue 13 measured 115.6 KiB gzip for the embedded-wallet chunk before the X.509 stack left it; budget 40 KiB')
+  console.log(
+    `@latchkey/wagmi (walletConnect(), embedded(), LatchkeyWagmiProvider, ConnectButton) on a wagmi app with injected() only: eager +${kib(wagmiLatchkey.eager.gzip - wagmi.eager.gzip)} KiB gzip (+${kib(wagmiLatchkey.eager.brotli - wagmi.eager.brotli)} br); the wagmi app itself ${kib(wagmi.eager.gzip)} KiB gzip eager. Reference: RainbowKit adds about 180 KiB (issue 12)`,
+  )
+  console.log(
+    `wagmi app, first click on Connect: ${describeDownload(wagmiFirstClick)}; WalletConnect or embedded-wallet modules loaded by then: ${wagmiHeavyOnFirstClick}`,
+  )
 }
 
 /** The figures the budgets and the comparison use, in bytes (gzip). */
@@ -258,6 +282,8 @@ function headline(figures: Awaited<ReturnType<typeof measureApps>>): [string, nu
     ['lazy WalletConnect chunk', figures.walletConnectChunk.gzip],
     ['lazy embedded-wallet chunk', figures.embeddedChunk.gzip],
     ['embedded first use (view + wallet, JS + CSS)', both(figures.embeddedFirstUse[0]) + both(figures.embeddedFirstUse[1])],
+    ['eager wagmi app + @latchkey/wagmi − wagmi app', figures.wagmiLatchkey.eager.gzip - figures.wagmi.eager.gzip],
+    ['wagmi app: first click on Connect (JS + CSS)', both(figures.wagmiFirstClick)],
   ]
 }
 
@@ -301,6 +327,11 @@ if (process.argv.includes('--browser')) {
   )
   const estimated = [...firstClick.files].sort()
   if (seen.files.join() !== estimated.join()) console.log(`  files differ: browser ${seen.files.join(', ')}; estimate ${estimated.join(', ')}`)
+  const wagmiSeen = await measureFirstClick(measured.wagmiLatchkey.outDir)
+  const wagmiEstimate = measured.wagmiFirstClick.js.gzip + measured.wagmiFirstClick.css.gzip
+  console.log(
+    `wagmi app, first click on Connect in Chromium: ${wagmiSeen.files.length} file(s), ${kib(wagmiSeen.bytes)} KiB; the estimate above: ${kib(wagmiEstimate)} KiB (${wagmiSeen.bytes === wagmiEstimate ? 'equal' : `${wagmiSeen.bytes > wagmiEstimate ? '+' : ''}${wagmiSeen.bytes - wagmiEstimate} bytes`}): ${wagmiSeen.files.join(', ')}`,
+  )
 }
 
 if (process.argv.includes('--check')) {
@@ -315,6 +346,9 @@ if (process.argv.includes('--check')) {
     budget('embedded first use (view + wallet, JS + CSS)', EMBEDDED_FIRST_USE_GZIP_BUDGET_BYTES),
     // Issue 4: the embedded-wallet code is absent from the eager bundle.
     ['@latchkey/embedded modules in the eager bundle', measured.embeddedEager ? 1 : 0, 0],
+    budget('eager wagmi app + @latchkey/wagmi − wagmi app', WAGMI_GZIP_BUDGET_BYTES),
+    // Issue 12: the wagmi app's first click on Connect loads the modal, not WalletConnect or the embedded wallet.
+    ['WalletConnect or embedded modules in the wagmi app by its first click', measured.wagmiHeavyOnFirstClick, 0],
   ]
   const failed = budgets.filter(([, value, limit]) => value > limit)
   for (const [name, value, limit] of budgets)

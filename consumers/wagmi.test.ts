@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { runInstalledBin, startInstalledBin } from './harness/bins.js'
 import { launchBrowser, openPage } from './harness/browser.js'
 import { installWagmi2 } from './harness/install.js'
+import { runOrThrow } from './harness/process.js'
 import { installTestWallet, testWalletInfo } from './harness/testWallet.js'
 
 // The same Vite app (apps/wagmi) on wagmi 3 (the shared install) and on wagmi 2 (its own install):
@@ -167,6 +168,26 @@ async function waitForHex(page: Page, testId: string): Promise<string> {
 describe('wagmi consumer', () => {
   test('default: on wagmi 3, wagmi hooks and Latchkey modal drive a browser wallet and agree at every step; ethers signs and sends over it', async () => {
     await journey(dir, 'wagmi')
+  })
+
+  test("behavior: ethers v6 BrowserProvider over Latchkey's dev wallet, in plain Node, signs and sends; viem verifies", async () => {
+    const privateKey = generatePrivateKey()
+    const account = privateKeyToAccount(privateKey)
+    const client = createPublicClient({ transport: http(chainA.url) })
+    await client.request({ method: 'anvil_setBalance' as never, params: [account.address, '0xde0b6b3a7640000'] as never })
+    const printed = JSON.parse(await runOrThrow(process.execPath, ['ethersDevWallet.mjs', chainA.url, privateKey, recipient], { cwd: join(dir, 'node') })) as {
+      address: Address
+      signature: Hex
+      hash: Hex
+    }
+    expect(printed.address).toBe(account.address)
+    expect(await client.verifyMessage({ address: account.address, message: 'ethers gm', signature: printed.signature })).toBe(true)
+    const receipt = await client.waitForTransactionReceipt({ hash: printed.hash })
+    expect({ status: receipt.status, from: receipt.from, to: receipt.to }).toEqual({
+      status: 'success',
+      from: account.address.toLowerCase(),
+      to: recipient.toLowerCase(),
+    })
   })
 
   test('default: the same app on wagmi 2', async () => {

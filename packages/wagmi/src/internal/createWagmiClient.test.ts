@@ -1,4 +1,13 @@
-import { connect, getAccount, injected, disconnect as latchkeyDisconnect, switchChain as latchkeySwitchChain, signMessage } from '@latchkey/core'
+import {
+  connect,
+  createConnectionStore,
+  createMemoryStorage,
+  getAccount,
+  injected,
+  disconnect as latchkeyDisconnect,
+  switchChain as latchkeySwitchChain,
+  signMessage,
+} from '@latchkey/core'
 import { createDevWallet } from '@latchkey/core/dev'
 import { verifyMessage } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
@@ -21,7 +30,18 @@ function setup() {
   const config = createConfig({
     chains,
     // The dev wallet through core's injected connector: wagmi's own injected() looks for `window`, which Node lacks.
-    connectors: [fromLatchkey(injected({ id: 'dev', name: 'Dev Wallet', provider: wallet }))],
+    connectors: [
+      fromLatchkey(
+        { id: 'dev', name: 'Dev Wallet', type: 'injected', icon: '' },
+        {
+          load: async () => ({
+            create: injected({ id: 'dev', name: 'Dev Wallet', provider: wallet }),
+            store: createConnectionStore({ storage: createMemoryStorage() }),
+          }),
+          canRestore: () => true,
+        },
+      ),
+    ],
     transports: { [chains[0].id]: http(), [chains[1].id]: http() },
     multiInjectedProviderDiscovery: false,
   })

@@ -1,49 +1,73 @@
-import {
-  createConnectionStore,
-  type EIP1193Provider,
-  type Connector as LatchkeyConnector,
-  type CreateConnectorFn as LatchkeyCreateConnectorFn,
-  SESSION_FIELDS,
+import type {
+  ConnectionStore,
+  ConnectorType,
+  EIP1193Provider,
+  Connector as LatchkeyConnector,
+  CreateConnectorFn as LatchkeyCreateConnectorFn,
 } from '@latchkey/core'
-import { getAddress } from 'viem'
 import { type CreateConnectorFn, createConnector } from 'wagmi'
 import { assertWagmiVersion } from './assertWagmiVersion.js'
 
+/** What wagmi needs of a connector before its code has loaded. */
+export type ConnectorInfo = { id: string; name: string; type: ConnectorType; icon: string }
+
 /**
- * @internal A wagmi connector over a Latchkey connector. wagmi keeps the connection (account,
- * chain, recent connector) in its own storage; core's connection store, the one writer of
- * Latchkey's connection state, keeps beside it only what wagmi has no place for, the WalletConnect
- * session (`SESSION_FIELDS`), so nothing is stored twice.
+ * @internal A wagmi connector over a Latchkey connector whose code, core's connector included,
+ * loads on first use. wagmi's `reconnect` asks every connector for its provider on mount; one with
+ * nothing to restore (`canRestore` false: no WalletConnect session, no embedded-wallet record)
+ * answers none without loading anything, so a first visit downloads neither. wagmi keeps the
+ * connection (account, chain, recent connector) in its own storage; core's connection store, the
+ * one writer of Latchkey's connection state, keeps beside it only what wagmi has no place for,
+ * the WalletConnect session (`SESSION_FIELDS`), so nothing is stored twice.
  */
 export function fromLatchkey<properties extends Record<string, unknown>>(
-  create: LatchkeyCreateConnectorFn,
-  options: { properties?: (connector: LatchkeyConnector) => properties } = {},
+  info: ConnectorInfo,
+  parameters: {
+    load: () => Promise<{ create: LatchkeyCreateConnectorFn; store: ConnectionStore }>
+    canRestore: () => boolean
+    properties?: (connector: () => Promise<LatchkeyConnector>) => properties
+  },
 ): CreateConnectorFn<EIP1193Provider, properties> {
   assertWagmiVersion()
   return createConnector<EIP1193Provider, properties>((config) => {
-    const store = createConnectionStore({ keep: SESSION_FIELDS })
-    const inner = create({ chains: config.chains, stored: () => store.read(create.id) })
-    // Wallet events reach wagmi through its emitter, as a wagmi connector's provider listeners
-    // would, and the store, which keeps the session they may carry.
-    inner.emitter.on('change', (change) => {
-      store.report(create.id, { type: 'change', ...change })
-      const { session: _session, ...wagmiChange } = change
-      config.emitter.emit('change', wagmiChange)
-    })
-    inner.emitter.on('disconnect', () => {
-      store.report(create.id, { type: 'disconnect' })
-      config.emitter.emit('disconnect')
-    })
-    // `display_uri` is sent exactly as wagmi's own WalletConnect connector sends it.
-    inner.emitter.on('message', (message) => config.emitter.emit('message', message))
+    let loading: Promise<LatchkeyConnector> | undefined
+    const load = () => {
+      loading ??= parameters.load().then(({ create, store }) => {
+        const inner = create({ chains: config.chains, stored: () => store.read(info.id) })
+        // Wallet events reach wagmi through its emitter, as a wagmi connector's provider listeners
+        // would, and the store, which keeps the session they may carry.
+        inner.emitter.on('change', (change) => {
+          store.report(info.id, { type: 'change', ...change })
+          const { session: _session, ...wagmiChange } = change
+          config.emitter.emit('change', wagmiChange)
+        })
+        inner.emitter.on('disconnect', () => {
+          store.report(info.id, { type: 'disconnect' })
+          config.emitter.emit('disconnect')
+        })
+        // `display_uri` is sent exactly as wagmi's own WalletConnect connector sends it.
+        inner.emitter.on('message', (message) => config.emitter.emit('message', message))
+        const connect = inner.connect.bind(inner)
+        const disconnect = inner.disconnect.bind(inner)
+        return Object.assign(inner, {
+          async connect(options: Parameters<LatchkeyConnector['connect']>[0]) {
+            const result = await connect(options)
+            store.report(info.id, { type: 'connect', ...result })
+            return result
+          },
+          async disconnect() {
+            store.report(info.id, { type: 'disconnect' })
+            await disconnect()
+          },
+        })
+      })
+      loading.catch(() => (loading = undefined))
+      return loading
+    }
     const connector = {
-      id: inner.id,
-      name: inner.name,
-      type: inner.type,
-      icon: inner.icon,
-      ...(inner.rdns ? { rdns: inner.rdns } : {}),
+      ...info,
       async connect(
-        parameters: {
+        options: {
           chainId?: number | undefined
           isReconnecting?: boolean | undefined
           withCapabilities?: boolean | undefined
@@ -51,28 +75,34 @@ export function fromLatchkey<properties extends Record<string, unknown>>(
           signal?: AbortSignal | undefined
         } = {},
       ) {
-        const result = await inner.connect({ chainId: parameters.chainId, isReconnecting: parameters.isReconnecting, signal: parameters.signal })
-        store.report(create.id, { type: 'connect', ...result })
-        const { accounts, chainId } = result
+        const inner = await load()
+        const { accounts, chainId } = await inner.connect({ chainId: options.chainId, isReconnecting: options.isReconnecting, signal: options.signal })
         // wagmi 3 may ask for accounts with their capabilities; EIP-5792 capabilities come from the wallet later.
-        return { accounts: (parameters.withCapabilities ? accounts.map((address) => ({ address, capabilities: {} })) : accounts) as never, chainId }
+        return { accounts: (options.withCapabilities ? accounts.map((address) => ({ address, capabilities: {} })) : accounts) as never, chainId }
       },
       async disconnect() {
-        store.report(create.id, { type: 'disconnect' })
-        await inner.disconnect()
+        // Never loaded: nothing to end.
+        if (loading) await (await load()).disconnect()
       },
-      getAccounts: () => inner.getAccounts(),
-      getChainId: () => inner.getChainId(),
-      getProvider: () => inner.getProvider(),
-      isAuthorized: () => inner.isAuthorized(),
-      switchChain: ({ chainId }: { chainId: number }) => inner.switchChain({ chainId }),
+      getAccounts: async () => (await load()).getAccounts(),
+      getChainId: async () => (await load()).getChainId(),
+      async getProvider() {
+        // What wagmi's reconnect asks on every mount: no provider when there is nothing to restore.
+        if (!loading && !parameters.canRestore()) return undefined as unknown as EIP1193Provider
+        return (await load()).getProvider()
+      },
+      async isAuthorized() {
+        if (!loading && !parameters.canRestore()) return false
+        return (await load()).isAuthorized()
+      },
+      switchChain: async ({ chainId }: { chainId: number }) => (await load()).switchChain({ chainId }),
       onAccountsChanged(accounts: string[]) {
         if (accounts.length === 0) config.emitter.emit('disconnect')
-        else config.emitter.emit('change', { accounts: accounts.map((account) => getAddress(account)) })
+        else config.emitter.emit('change', { accounts: accounts as `0x${string}`[] })
       },
       onChainChanged: (chainId: string) => config.emitter.emit('change', { chainId: Number(chainId) }),
       onDisconnect: () => config.emitter.emit('disconnect'),
-      ...(options.properties?.(inner) as properties),
+      ...(parameters.properties?.(load) as properties),
     }
     return connector
   })

@@ -1,0 +1,35 @@
+import { describe, expect, test } from 'vitest'
+import { createConfig, http } from 'wagmi'
+import { reconnect } from 'wagmi/actions'
+import { testChains } from '../../../../test/chains.js'
+import { embedded } from './embedded.js'
+import { walletConnect } from './walletConnect.js'
+
+function setup() {
+  const chains = testChains()
+  return createConfig({
+    chains,
+    connectors: [walletConnect({ relayUrl: 'ws://127.0.0.1:9' }), embedded({ appName: 'Test', backendUrl: 'http://127.0.0.1:9' })],
+    transports: { [chains[0].id]: http(), [chains[1].id]: http() },
+    multiInjectedProviderDiscovery: false,
+  })
+}
+
+describe('walletConnect() and embedded() on wagmi', () => {
+  test('default: wagmi lists them before their code loads', () => {
+    expect(setup().connectors.map(({ id, name, type }) => ({ id, name, type }))).toEqual([
+      { id: 'walletConnect', name: 'WalletConnect', type: 'walletConnect' },
+      { id: 'embedded', name: 'Email or passkey', type: 'embedded' },
+    ])
+  })
+
+  test('behavior: with nothing to restore, wagmi reconnect gets no provider and connects nothing', async () => {
+    const config = setup()
+    expect(await reconnect(config)).toEqual([])
+    expect(config.state.status).toBe('disconnected')
+    for (const connector of config.connectors) {
+      expect(await connector.getProvider()).toBeUndefined()
+      expect(await connector.isAuthorized()).toBe(false)
+    }
+  })
+})
