@@ -81,7 +81,7 @@ const kms = createKms({ port: await getFreePort(), ...(databaseUrl ? { databaseU
 await kms.start()
 try {
   const backendKey = apiKeyPair()
-  const parent = kms.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
+  const parent = await kms.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
   const userKey = apiKeyPair()
   const backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(backendKey))
   const { activity } = await backend.createSubOrganization({
@@ -144,7 +144,7 @@ try {
   const raw = rawCryptoRates()
 
   // Email sign-in round trip: backend start → code from the dev inbox → verify, as a browser does it.
-  const store = openStore(':memory:')
+  const store = await openStore(':memory:')
   const app = createServerApp({ store, kmsUrl: kms.url, organizationId: parent.organizationId, ...backendKey, appName: 'Bench', allowedOrigins: [] })
   const rounds: number[] = []
   for (let i = 0; i < 10; i++) {
@@ -162,7 +162,7 @@ try {
     if (verifyResponse.status !== 200) throw new Error(`sign-in failed: ${await verifyResponse.text()}`)
     rounds.push(performance.now() - begun)
   }
-  store.close()
+  await store.close()
   rounds.sort((a, b) => a - b)
 
   const serverShare = serverMs / 1000 / load.seconds

@@ -31,7 +31,7 @@ const chain = anvil({ port: await getFreePort(), chainId: 31337 })
 await chain.start()
 const relay = createRelay({ port: await getFreePort() })
 await relay.start()
-const store = openStore(':memory:')
+const store = await openStore(':memory:')
 const app = createServerApp({
   store,
   // The CACAO route never calls the key-management API.
@@ -103,7 +103,7 @@ try {
 } finally {
   dapp.close()
   wallet.close()
-  store.close()
+  await store.close()
   await relay.stop()
   await chain.stop()
 }

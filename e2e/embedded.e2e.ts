@@ -82,21 +82,22 @@ async function signUpByEmail(page: Page, email: string): Promise<`0x${string}`> 
 }
 
 /** Runs `work` in a second browser: nothing stored, no cookie, as after losing a session. */
-async function inAnotherBrowser(work: (page: Page) => Promise<void>) {
+async function inAnotherBrowser(work: (page: Page, other: Awaited<ReturnType<typeof launch>>) => Promise<void>) {
   const other = await launch()
   try {
-    await work(other.page)
+    await work(other.page, other)
   } finally {
     await other.close()
   }
 }
 
 /** "Recover account" for `email` up to the code box (the recovery email is sent by then). */
-async function startRecovery(page: Page, email: string) {
+async function startRecovery(page: Page, email: string, choice: 'Recover with email' | 'I lost my passkey' = 'Recover with email') {
   const view = signIn(page)
   await page.goto(stack.demo)
   await demo(page).connectButton.click()
   await view.button('Recover account').click()
+  await view.button(choice).click()
   await view.email.fill(email)
   await view.button('Continue').click()
   await view.code.waitFor()
@@ -326,8 +327,9 @@ describe('embedded wallet', () => {
     await inAnotherBrowser(async (page) => {
       const ui = demo(page)
       const view = await startRecovery(page, email)
+      // Email recovery's code is an API-key credential (email_auth), SPEC §5.
       const mail = await lastMail(email)
-      expect(mail.subject).toBe('Recover your Latchkey Demo account')
+      expect(mail.subject).toBe('Sign in to Latchkey Demo')
       const credential = /\n\n(\S+)\n\n/.exec(mail.text)![1]!
       await view.code.fill(credential)
       await view.button('Verify').click()
@@ -335,6 +337,40 @@ describe('embedded wallet', () => {
       await ui.button('Sign message').click()
       const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
       expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
+    })
+  })
+
+  test('behavior: I lost my passkey: email, code, then the browser creates a new passkey that signs in alone', async () => {
+    browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+    const email = newEmail()
+    const { page } = browser
+    const ui = demo(page)
+    const view = signIn(page)
+    await addPasskeyAuthenticator(page)
+    await page.goto(stack.demo)
+    await ui.connectButton.click()
+    await view.button('Create a passkey').click()
+    await view.email.fill(email)
+    await view.button('Continue').click()
+    const address = (await waitForText(ui.address, ADDRESS)) as `0x${string}`
+
+    await inAnotherBrowser(async (other, otherBrowser) => {
+      otherBrowser.expectConsole('the ES256-only passkey options of the new passkey (SPEC §9)', es256OnlyPasskeyWarning)
+      const authenticator = await addPasskeyAuthenticator(other)
+      const otherView = await startRecovery(other, email, 'I lost my passkey')
+      // Passkey recovery's code is a recover-user key (init_user_email_recovery), SPEC §5.
+      const mail = await lastMail(email)
+      expect(mail.subject).toBe('Recover your Latchkey Demo account')
+      await otherView.code.fill(/\n\n(\S+)\n\n/.exec(mail.text)![1]!)
+      await otherView.button('Verify').click()
+      const otherUi = demo(other)
+      expect(await waitForText(otherUi.address, address)).toBe(address)
+      expect(await authenticator.credentials()).toHaveLength(1)
+      // The new passkey alone signs in again.
+      await otherUi.button('Disconnect').click()
+      await otherUi.connectButton.click()
+      await signIn(other).button('Continue with passkey').click()
+      expect(await waitForText(otherUi.address, address)).toBe(address)
     })
   })
 

@@ -70,7 +70,7 @@ beforeAll(async () => {
   await kms.start()
   framesUrl = kms.framesUrl!
   const keys = generateApiKeyPair()
-  const parent = kms.createParentOrganization({ name: 'Frames app', userName: 'alice', publicKey: keys.apiPublicKey })
+  const parent = await kms.createParentOrganization({ name: 'Frames app', userName: 'alice', publicKey: keys.apiPublicKey })
   app = { organizationId: parent.organizationId, userId: parent.userId }
   appClient = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(keys))
 })

@@ -6,6 +6,7 @@ import { App } from './App.js'
 import { chains } from './chains.js'
 import { startDevWallet } from './devWallet.js'
 import { Explorer } from './Explorer.js'
+import { Headless } from './Headless.js'
 import './demo.css'
 
 // On in the demo only: a wallet for newcomers without an extension.
@@ -32,7 +33,13 @@ const explorer = /^\/explorer\/(\d+)\/address\/(0x[0-9a-fA-F]{40})$/.exec(locati
 createRoot(document.getElementById('root') as HTMLElement).render(
   <StrictMode>
     <LatchkeyProvider client={client} theme="auto">
-      {explorer ? <Explorer chainId={Number(explorer[1])} address={explorer[2] as `0x${string}`} /> : <App />}
+      {explorer ? (
+        <Explorer chainId={Number(explorer[1])} address={explorer[2] as `0x${string}`} />
+      ) : location.pathname === '/headless' ? (
+        <Headless />
+      ) : (
+        <App />
+      )}
     </LatchkeyProvider>
   </StrictMode>,
 )

@@ -1,6 +1,39 @@
 // Entry point of @latchkey/core. Internal modules are not re-exported.
 export { type ConnectErrorType, type ConnectParameters, type ConnectReturnType, connect } from './actions/connect.js'
 export { type DisconnectReturnType, disconnect } from './actions/disconnect.js'
+export {
+  resendEmailCode,
+  type StartEmailSignInParameters,
+  type StartEmailSignInReturnType,
+  startEmailSignIn,
+  type VerifyEmailSignInParameters,
+  verifyEmailSignIn,
+} from './actions/embedded/emailSignIn.js'
+export {
+  type AddPasskeyParameters,
+  addPasskey,
+  type SignUpWithPasskeyParameters,
+  signInWithPasskey,
+  signUpWithPasskey,
+} from './actions/embedded/passkeySignIn.js'
+export {
+  type FinishRecoveryParameters,
+  finishRecovery,
+  type Recovery,
+  type RecoveryType,
+  type StartRecoveryParameters,
+  startRecovery,
+} from './actions/embedded/recovery.js'
+export {
+  addAccount,
+  exportWallet,
+  type FrameParameters,
+  finishImport,
+  getEmbeddedAccounts,
+  selectAccount,
+  startImport,
+  type WalletImport,
+} from './actions/embedded/walletTools.js'
 export { type GetAccountReturnType, getAccount } from './actions/getAccount.js'
 export { type GetBalanceParameters, type GetBalanceReturnType, getBalance } from './actions/getBalance.js'
 export {
@@ -59,6 +92,16 @@ export { type Client, type ClientConfig, createClient } from './createClient.js'
 export { BaseError, type BaseErrorParameters, type BaseErrorType } from './errors/base.js'
 export * from './errors/calls.js'
 export * from './errors/connection.js'
+export {
+  AccountNotFoundError,
+  CannotProceedError,
+  EmbeddedFlowError,
+  InvalidCodeError,
+  OAuthError,
+  SessionError,
+  WebauthnCeremonyError,
+  WebauthnNotSupportedError,
+} from './errors/embedded.js'
 export * from './errors/rpc.js'
 export {
   createSiweMessage,

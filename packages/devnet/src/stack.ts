@@ -324,9 +324,9 @@ function kmsInstance(
         throw error
       }
       // First start, or a deleted kms.db: a parent organization for the app backend.
-      if (!state.parent || !kms.hasOrganization(state.parent.organizationId)) {
+      if (!state.parent || !(await kms.hasOrganization(state.parent.organizationId))) {
         const keys = generateApiKeyPair()
-        const parent = kms.createParentOrganization({ name: 'Latchkey devnet', userName: 'app backend', publicKey: keys.apiPublicKey })
+        const parent = await kms.createParentOrganization({ name: 'Latchkey devnet', userName: 'app backend', publicKey: keys.apiPublicKey })
         state.parent = { organizationId: parent.organizationId, ...keys }
         const temporary = `${statePath}.${process.pid}.tmp`
         await writeFile(temporary, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 })

@@ -1,7 +1,13 @@
 import { CannotProceedError, InvalidCodeError } from './errors.js'
 
 /** What the app backend (@latchkey/server) tells the browser about the key-management service. */
-export type BackendConfig = { organizationId: string; kmsUrl: string; framesUrl?: string | undefined }
+export type BackendConfig = {
+  organizationId: string
+  kmsUrl: string
+  framesUrl?: string | undefined
+  /** The social sign-ins the backend accepts: the app's client id and where each starts. */
+  oauth?: Partial<Record<'google' | 'apple', { clientId: string; authorizationEndpoint: string }>> | undefined
+}
 
 /** The signed-in user, as the backend answers sign-in routes. */
 export type BackendAccount = { organizationId: string; userId: string; address: string }

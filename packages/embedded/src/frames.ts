@@ -1,6 +1,7 @@
 import { IframeStamper } from '@turnkey/iframe-stamper'
 import { ClientsNotFoundError, InvalidCodeError } from './errors.js'
-import type { EmbeddedWallet, EmbeddedWalletCredential } from './wallet.js'
+import type { PasskeyFlows } from './passkeys.js'
+import type { EmbeddedWallet, EmbeddedWalletCredential, RecoveryType } from './wallet.js'
 
 /** The frame pages the key-management service serves on its own origin (SPEC §2). */
 export type FrameKind = 'auth' | 'recovery' | 'export' | 'import'
@@ -83,8 +84,10 @@ export async function importWallet(
 }
 
 /**
- * "Recover account" by email: the recovery frame's key receives the credential the email carries
- * (the code the user pastes); with it the frame stamps a new session for 1800 s.
+ * "Recover account": the recovery frame's key receives the credential the email carries (the code
+ * the user pastes). By email (`recoveryType: 'email'`, an API key) the frame then stamps a new
+ * session for 1800 s; after a lost passkey (`'passkey'`, a recover-user key) it registers a new
+ * passkey with `recover_user` and the user signs in with it (pass `passkeys`).
  *
  * @example
  * const recovery = await startRecovery(wallet, container, 'ada@example.com')
@@ -94,11 +97,14 @@ export async function startRecovery(
   wallet: EmbeddedWallet,
   container: HTMLElement,
   email: string,
+  options: { recoveryType?: RecoveryType | undefined; passkeys?: PasskeyFlows | undefined } = {},
 ): Promise<{ finish(code: string): Promise<EmbeddedWalletCredential>; close(): void }> {
+  const recoveryType = options.recoveryType ?? 'email'
+  if (recoveryType === 'passkey' && !options.passkeys) throw new ClientsNotFoundError({ details: 'Passkey recovery needs the passkey flows' })
   const frame = await mountFrame(wallet, 'recovery', container)
   let started: { organizationId: string; userId: string }
   try {
-    started = await wallet.startRecovery(email, frame.publicKey()!)
+    started = await wallet.startRecovery(email, frame.publicKey()!, recoveryType)
   } catch (error) {
     frame.clear()
     throw error
@@ -110,7 +116,7 @@ export async function startRecovery(
       } catch (error) {
         throw new InvalidCodeError({ cause: error })
       }
-      const credential = await wallet.finishRecovery(frame, started)
+      const credential = recoveryType === 'passkey' ? await options.passkeys!.recover(frame, started) : await wallet.finishRecovery(frame, started)
       frame.clear()
       return credential
     },

@@ -21,10 +21,12 @@ export {
   WebauthnNotSupportedError,
 } from './errors.js'
 export { exportWallet, type FrameKind, importWallet, startRecovery } from './frames.js'
+export { completeOAuthRedirect, defaultRedirectUri, OAuthError, type OAuthProvider, oauthNonce, signInWithOAuth } from './oauth.js'
 export {
   createPasskey,
   PASSKEY_ALGORITHM,
   type PasskeyAttestation,
+  type PasskeyFlows,
   passkeyFlows,
   WEBAUTHN_CHALLENGE_BYTES,
   WEBAUTHN_TIMEOUT_MS,
@@ -44,6 +46,7 @@ export {
   RECOVERY_CODE_SECONDS,
   RECOVERY_SESSION_SECONDS,
   type RecoveryState,
+  type RecoveryType,
   type SessionKey,
   type SignInKind,
   type StoredWallet,

@@ -1,6 +1,7 @@
 import { browserSupportsWebAuthn, startRegistration, WebAuthnError } from '@simplewebauthn/browser'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { EmbeddedError, PasskeyIdentifierRequiredError, WebauthnCeremonyError, WebauthnNotSupportedError } from './errors.js'
+import type { Stamper } from './sessionKeys.js'
 import { completed, DEFAULT_SESSION_SECONDS, type EmbeddedWallet, type EmbeddedWalletCredential, kmsCall } from './wallet.js'
 
 /** SPEC §9: passkey constants. */
@@ -130,6 +131,26 @@ export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; ap
       return wallet.signInWithSession(session, 'passkey', publicKey, sessionSeconds)
     },
 
+    /**
+     * "I lost my passkey": with the emailed recover-user key (the recovery frame stamps with it),
+     * the browser creates a new passkey, `recover_user` registers it for the user, and the user
+     * signs in with it (recovery state 'passkey').
+     *
+     * @example
+     * await passkeys.recover(recoveryFrame, { organizationId, userId })
+     */
+    async recover(
+      recoveryStamper: Stamper,
+      recovery: { organizationId: string; userId: string },
+      name = 'Recovered passkey',
+    ): Promise<EmbeddedWalletCredential> {
+      const { challenge, attestation } = await createPasskey({ rpId: options.rpId, rpName: options.appName, userName: name })
+      await wallet.recoverUser(recoveryStamper, recovery, { authenticatorName: name, challenge, attestation })
+      const credential = await this.signIn()
+      wallet.markPasskeyRecovery(recovery.userId)
+      return credential
+    },
+
     /** Registers another passkey for the signed-in user; answers its authenticator id. */
     async add(name = 'Passkey'): Promise<string> {
       const current = wallet.current
@@ -138,3 +159,6 @@ export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; ap
     },
   }
 }
+
+/** The passkey flows of one embedded wallet. */
+export type PasskeyFlows = ReturnType<typeof passkeyFlows>

@@ -52,11 +52,14 @@ export type EmbeddedWalletCredential = {
 /** SPEC §3: the session key pair. The private key stays in the key store, never here. */
 export type SessionKey = { publicKey: string; expirationDate: string }
 
+/** SPEC §3: how an account is recovered: by an emailed API key, or a new passkey registered with an emailed recover-user key. */
+export type RecoveryType = 'email' | 'passkey'
+
 /** SPEC §3: where an account recovery stands. */
-export type RecoveryState = { recoveryType: 'email' | 'passkey'; recoveryUserId: string; createdAt: string; sessionExpiration: string }
+export type RecoveryState = { recoveryType: RecoveryType; recoveryUserId: string; createdAt: string; sessionExpiration: string }
 
 /** How the user signed in. */
-export type SignInKind = 'email' | 'passkey' | 'recovery'
+export type SignInKind = 'email' | 'passkey' | 'recovery' | 'oauth'
 
 /** What survives a reload (localStorage): everything but the private key. */
 export type StoredWallet = {
@@ -87,6 +90,8 @@ export type EmbeddedWalletOptions = {
   chains: readonly [Chain, ...Chain[]]
   /** Lifetime of a session key. Default 900 s, as the hosted SDKs. */
   sessionSeconds?: number | undefined
+  /** Lifetime of an email recovery session. Default 1800 s (SPEC §5). */
+  recoverySessionSeconds?: number | undefined
   /** Where the wallet record is kept. Default: localStorage. */
   storage?: KeyValueStorage | undefined
   /** Where the session key lives. Default: IndexedDB, non-extractable. */
@@ -102,6 +107,23 @@ export const RECOVERY_SESSION_SECONDS = 1800
 export const DEFAULT_SESSION_SECONDS = 900
 export const WALLET_NAMES = ['Turnkey', 'Turnkey HD'] as const
 const STORAGE_KEY = 'latchkey.embedded.wallet'
+/** SPEC §5: the credential a recovery code must be. */
+const RECOVERY_CREDENTIALS: Record<RecoveryType, string> = {
+  email: 'CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256',
+  passkey: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256',
+}
+
+/** The attestation of a new passkey as the kms takes it (SPEC §3). */
+type PasskeyAttestationParams = { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] }
+
+/** The compressed public key a stamper signs with: from its `X-Stamp` (research/turnkey-api.md §2.1). */
+async function stampingKey(stamper: Stamper): Promise<string> {
+  const { stampHeaderValue } = await stamper.stamp('{}')
+  const json = atob(stampHeaderValue.replace(/-/g, '+').replace(/_/g, '/'))
+  const { publicKey } = JSON.parse(json) as { publicKey?: unknown }
+  if (typeof publicKey !== 'string') throw new InvalidCodeError({ details: 'The recovery credential does not stamp with a key' })
+  return publicKey
+}
 const ETHEREUM_ACCOUNT = {
   curve: 'CURVE_SECP256K1',
   pathFormat: 'PATH_FORMAT_BIP32',
@@ -128,6 +150,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   if (!options.backendUrl) throw new MissingBaseUrlError({ details: 'backendUrl is required' })
   const now = options.now ?? Date.now
   const sessionSeconds = options.sessionSeconds ?? DEFAULT_SESSION_SECONDS
+  const recoverySessionSeconds = options.recoverySessionSeconds ?? RECOVERY_SESSION_SECONDS
   const storage = options.storage ?? (typeof localStorage === 'undefined' ? memoryStorage() : localStorage)
   const sessionKeys = options.sessionKeys ?? indexedDbSessionKeys()
   const backend: Backend = createBackend(options.backendUrl, options.fetch)
@@ -154,11 +177,17 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   function settings(): Promise<BackendConfig> {
     if (options.kmsUrl && options.organizationId)
       return Promise.resolve({ kmsUrl: options.kmsUrl, organizationId: options.organizationId, framesUrl: options.framesUrl })
+    return backendConfig()
+  }
+
+  /** The backend's /auth/config (once), with the given options taking precedence. */
+  function backendConfig(): Promise<BackendConfig> {
     config ??= backend.get<BackendConfig>('/auth/config').then(
       (answer) => ({
         kmsUrl: options.kmsUrl ?? answer.kmsUrl,
         organizationId: options.organizationId ?? answer.organizationId,
         framesUrl: options.framesUrl ?? answer.framesUrl,
+        oauth: answer.oauth,
       }),
       (error: unknown) => {
         throw new ClientsNotFoundError({ details: 'The app backend did not say where the key-management service is', cause: error })
@@ -299,6 +328,34 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     return (signed.startsWith('0x') ? signed : `0x${signed}`) as Hex
   }
 
+  /**
+   * A client stamped by an emailed recovery credential, once the credential proves good (SPEC §5):
+   * the matching key (the one that stamps) exists for the user, is the credential type the
+   * recovery needs (an API key for email, a recover-user key for passkey), and was created within
+   * 900 s. Anything else is "The code is invalid or expired." and nothing is written.
+   */
+  async function recoveryClient(
+    recoveryStamper: Stamper,
+    recovery: { organizationId: string; userId: string; recoveryType: RecoveryType },
+  ): Promise<TurnkeyClient> {
+    const kms = await client(recoveryStamper)
+    let apiKeys: { credential: { publicKey: string; type: string }; createdAt: { seconds: string; nanos?: string } }[]
+    let publicKey: string
+    try {
+      publicKey = await stampingKey(recoveryStamper)
+      ;({ apiKeys } = await kms.getApiKeys({ organizationId: recovery.organizationId, userId: recovery.userId }))
+    } catch (error) {
+      throw new InvalidCodeError({ cause: error })
+    }
+    const key = apiKeys.find((candidate) => candidate.credential.publicKey === publicKey)
+    const wanted = RECOVERY_CREDENTIALS[recovery.recoveryType]
+    if (!key) throw new InvalidCodeError({ details: 'No credential of this user matches the code' })
+    if (key.credential.type !== wanted) throw new InvalidCodeError({ details: `The code is a ${key.credential.type}, not a ${wanted}` })
+    const createdAt = Number(key.createdAt.seconds) * 1000 + Math.floor(Number(key.createdAt.nanos ?? 0) / 1_000_000)
+    if (now() - createdAt > RECOVERY_CODE_SECONDS * 1000) throw new InvalidCodeError({ details: `The code is older than ${RECOVERY_CODE_SECONDS} s` })
+    return kms
+  }
+
   async function signOut(): Promise<void> {
     write(undefined)
     await sessionKeys.clear().catch(() => undefined)
@@ -316,6 +373,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return () => listeners.delete(listener)
     },
     settings,
+    /** What the backend publishes, social sign-ins included. */
+    backendConfig,
     /** @internal The key-management client stamped by the session key. */
     client,
 
@@ -355,6 +414,21 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
         }
       }
       return record
+    },
+
+    /**
+     * Social sign-in's last step: the backend exchanges the provider's code, verifies the ID token
+     * (its nonce binds it to `sessionPublicKey`) and has the kms register the key for the user.
+     */
+    async signInWithOAuth(parameters: {
+      provider: 'google' | 'apple'
+      sessionPublicKey: string
+      code: string
+      codeVerifier: string
+      redirectUri: string
+    }): Promise<EmbeddedWalletCredential> {
+      const answer = await backend.post<BackendAccount & { sessionExpiresAt: string }>('/auth/oauth', { ...parameters, sessionSeconds })
+      return finishSignIn(answer, 'oauth', parameters.sessionPublicKey, sessionSeconds)
     },
 
     /** Signs in with a session JWT the caller obtained (passkey or recovery stamp_login). */
@@ -520,29 +594,33 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return getAddress(result!.addresses[0]!)
     },
 
-    /** Starts email recovery: the email carries a code (a credential bundle) for `targetPublicKey`. */
-    async startRecovery(email: string, targetPublicKey: string): Promise<{ organizationId: string; userId: string }> {
-      return backend.post('/auth/recovery/start', { email, targetPublicKey })
+    /**
+     * Starts a recovery (SPEC §5): the backend has the kms email a code, a credential bundle
+     * encrypted to `targetPublicKey` (the recovery frame's key) and valid 900 s. For `'email'` the
+     * credential is an API key (email_auth); for `'passkey'` a recover-user key
+     * (init_user_email_recovery), with which `recoverUser` registers a new passkey.
+     */
+    async startRecovery(
+      email: string,
+      targetPublicKey: string,
+      recoveryType: RecoveryType = 'email',
+    ): Promise<{ organizationId: string; userId: string; recoveryType: RecoveryType }> {
+      const started = await backend.post<{ organizationId: string; userId: string }>('/auth/recovery/start', { email, targetPublicKey, recoveryType })
+      return { organizationId: started.organizationId, userId: started.userId, recoveryType }
     },
 
     /**
-     * Finishes email recovery with a client stamped by the recovery credential (the recovery frame):
-     * the code must belong to a recovery key of `userId` created within 900 s (SPEC §5); then a
-     * new session key signs in for 1800 s.
+     * Finishes email recovery with a client stamped by the emailed credential (the recovery frame):
+     * it must be an API key of the user, created within 900 s (SPEC §5); then a new session key
+     * signs in for the recovery session (default 1800 s), active only until it expires (SPEC §4).
      */
-    async finishRecovery(recoveryStamper: Stamper, recovery: { organizationId: string; userId: string }): Promise<EmbeddedWalletCredential> {
-      const kms = await client(recoveryStamper)
-      let apiKeys: { credential: { type: string }; createdAt: { seconds: string } }[]
-      try {
-        ;({ apiKeys } = await kms.getApiKeys({ organizationId: recovery.organizationId, userId: recovery.userId }))
-      } catch (error) {
-        throw new InvalidCodeError({ cause: error })
-      }
-      const fresh = apiKeys.some(
-        (key) =>
-          key.credential.type === 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256' && now() - Number(key.createdAt.seconds) * 1000 <= RECOVERY_CODE_SECONDS * 1000,
-      )
-      if (!fresh) throw new InvalidCodeError({ details: `No recovery credential younger than ${RECOVERY_CODE_SECONDS} s` })
+    async finishRecovery(
+      recoveryStamper: Stamper,
+      recovery: { organizationId: string; userId: string; recoveryType?: RecoveryType | undefined },
+    ): Promise<EmbeddedWalletCredential> {
+      if ((recovery.recoveryType ?? 'email') !== 'email')
+        throw new InvalidCodeError({ details: 'A passkey recovery code registers a new passkey; use recoverUser' })
+      const kms = await recoveryClient(recoveryStamper, { ...recovery, recoveryType: 'email' })
       const publicKey = await wallet.newSessionKey()
       const login = completed(
         await kmsCall(() =>
@@ -550,17 +628,57 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
             type: 'ACTIVITY_TYPE_STAMP_LOGIN',
             timestampMs: String(now()),
             organizationId: recovery.organizationId,
-            parameters: { publicKey, expirationSeconds: String(RECOVERY_SESSION_SECONDS) },
+            parameters: { publicKey, expirationSeconds: String(recoverySessionSeconds) },
           }),
         ),
       )
       const session = (login['stampLoginResult'] as { session: string }).session
       const createdAt = new Date(now())
-      return wallet.signInWithSession(session, 'recovery', publicKey, RECOVERY_SESSION_SECONDS, {
+      return wallet.signInWithSession(session, 'recovery', publicKey, recoverySessionSeconds, {
         recoveryType: 'email',
         recoveryUserId: recovery.userId,
         createdAt: createdAt.toISOString(),
-        sessionExpiration: new Date(createdAt.getTime() + RECOVERY_SESSION_SECONDS * 1000).toISOString(),
+        sessionExpiration: new Date(createdAt.getTime() + recoverySessionSeconds * 1000).toISOString(),
+      })
+    },
+
+    /**
+     * Passkey recovery (SPEC §5, §7): with the emailed recover-user key (created within 900 s),
+     * `recover_user` registers a new passkey (authenticator, userId) for the user. The caller then
+     * signs in with that passkey (`passkeyFlows(...).recover` does both).
+     */
+    async recoverUser(
+      recoveryStamper: Stamper,
+      recovery: { organizationId: string; userId: string },
+      authenticator: { authenticatorName: string; challenge: string; attestation: PasskeyAttestationParams },
+    ): Promise<string> {
+      const kms = await recoveryClient(recoveryStamper, { ...recovery, recoveryType: 'passkey' })
+      const result = completed(
+        await kmsCall(() =>
+          kms.recoverUser({
+            type: 'ACTIVITY_TYPE_RECOVER_USER',
+            timestampMs: String(now()),
+            organizationId: recovery.organizationId,
+            parameters: { userId: recovery.userId, authenticator: authenticator as never },
+          }),
+        ),
+      )
+      const ids = (result['recoverUserResult'] as { authenticatorId?: string[] } | undefined)?.authenticatorId
+      if (!ids?.[0]) throw new InvalidCodeError({ details: 'recover_user registered no passkey' })
+      return ids[0]
+    },
+
+    /** Marks the signed-in wallet as recovered by passkey (SPEC §3 recovery state). */
+    markPasskeyRecovery(userId: string): void {
+      const current = signedIn()
+      write({
+        ...current,
+        recovery: {
+          recoveryType: 'passkey',
+          recoveryUserId: userId,
+          createdAt: new Date(now()).toISOString(),
+          sessionExpiration: current.session.expirationDate,
+        },
       })
     },
 

@@ -22,6 +22,8 @@ export function useEmbeddedStack() {
     now: () => stack.clock,
     kms: undefined as unknown as Kms,
     organizationId: '',
+    /** The parent organization's API key pair (the backend's). */
+    parentKey: backendKey,
     backendUrl: '',
     chain: defineChain({
       id: 31337,
@@ -54,8 +56,8 @@ export function useEmbeddedStack() {
   beforeAll(async () => {
     stack.kms = createKms({ port: await getFreePort(), now: stack.now })
     await stack.kms.start()
-    stack.organizationId = stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
-    const store = openStore(':memory:')
+    stack.organizationId = (await stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
+    const store = await openStore(':memory:')
     const app = createServerApp({
       store,
       kmsUrl: stack.kms.url,
@@ -72,7 +74,7 @@ export function useEmbeddedStack() {
     stack.backendUrl = `http://127.0.0.1:${port}`
     stop = async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      store.close()
+      await store.close()
       await stack.kms.stop()
     }
   })

@@ -5,40 +5,17 @@ import { wordlist } from '@scure/bip39/wordlists/english'
 import { z } from 'zod'
 import { ADMIN_ACTIVITIES, heldPrivateKey } from './admin/index.js'
 import { exportBundle, hpkeOpen, signBundle } from './bundles.js'
+import type { ActivityContext, ActivityHandler } from './context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, insertAuthenticator, prepareCredential, registerCredential, sessionJwt } from './credentials.js'
 import type { Db, WalletAccountRow, WalletRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
 import { type AccountParams, type DerivedAccount, deriveAccounts, digestOf, newMnemonic, signDigest, signTransaction } from './ethereum.js'
-import type { Mailer } from './mail.js'
 import { apiKeyParams, authenticatorParams, invalid, notFound, parse, targetPublicKey } from './params.js'
+import { keepingWrites } from './refusal.js'
 import { accountKeyRecord, open, openBytes, seal } from './secrets.js'
-import { verifyRegistration, type WebauthnConfig } from './webauthn.js'
+import { verifyRegistration } from './webauthn.js'
 
-/**
- * Who is asking: the user whose API key or passkey stamped the request, the organization that
- * user belongs to, and the organization the request names (the same, or a sub-organization).
- */
-export type Caller = {
-  readonly userId: string
-  readonly homeOrganizationId: string
-  readonly organizationId: string
-  /** The API key's public key or the passkey's credential id that stamped the request (absent when an approved activity runs later). */
-  readonly credential?: string | undefined
-}
-
-export type ActivityContext = {
-  db: Db
-  webauthn: WebauthnConfig
-  mailer: Mailer
-  masterKey: Uint8Array
-  /** P-256 private key (hex) that signs export and import bundles. */
-  signerPrivateKey: string
-  now: () => number
-  caller: Caller
-}
-
-type Handler = (params: unknown, context: ActivityContext) => Promise<Record<string, unknown>> | Record<string, unknown>
-type ActivityKind = { intentKey: string; resultKey: string; run: Handler }
+type ActivityKind = { intentKey: string; resultKey: string; run: ActivityHandler }
 
 const accountParams = z.object({
   curve: z.string(),
@@ -48,15 +25,17 @@ const accountParams = z.object({
 })
 
 /** Creates a wallet with its first accounts; returns its id and addresses. */
-function createWallet(context: ActivityContext, organizationId: string, name: string, accounts: AccountParams[], mnemonicLength?: number) {
+async function createWallet(context: ActivityContext, organizationId: string, name: string, accounts: AccountParams[], mnemonicLength?: number) {
   const { db, masterKey, now } = context
-  if (db.wallets(organizationId).some((wallet) => wallet.name === name)) throw new KmsError(GrpcCode.alreadyExists, `a wallet named "${name}" already exists`)
+  // One indexed look-up, not the organization's wallets: the unique (organization, name) constraint
+  // stops a concurrent twin.
+  if (await db.walletByName(organizationId, name)) throw new KmsError(GrpcCode.alreadyExists, `a wallet named "${name}" already exists`)
   const walletId = randomUUID()
   const mnemonic = newMnemonic(mnemonicLength)
   // Derive first, so a bad account parameter writes nothing.
   const derived = deriveAccounts(mnemonic, accounts)
   const at = now()
-  db.insertWallet({
+  await db.insertWallet({
     id: walletId,
     organization_id: organizationId,
     name,
@@ -65,12 +44,12 @@ function createWallet(context: ActivityContext, organizationId: string, name: st
     exported: 0,
     imported: 0,
   })
-  insertAccounts(context, walletId, organizationId, derived, at)
+  await insertAccounts(context, walletId, organizationId, derived, at)
   return { walletId, addresses: derived.map((account) => account.address) }
 }
 
 /** Stores derived accounts of a wallet, each with its private key sealed beside it; the keys are zeroed. */
-function insertAccounts(
+async function insertAccounts(
   context: Pick<ActivityContext, 'db' | 'masterKey'>,
   walletId: string,
   organizationId: string,
@@ -80,7 +59,7 @@ function insertAccounts(
   try {
     for (const account of accounts) {
       const id = randomUUID()
-      context.db.insertAccount({
+      await context.db.insertAccount({
         id,
         wallet_id: walletId,
         organization_id: organizationId,
@@ -99,8 +78,8 @@ function insertAccounts(
   }
 }
 
-function walletOf(db: Db, organizationId: string, walletId: string): WalletRow {
-  const wallet = db.wallet(walletId, organizationId)
+async function walletOf(db: Db, organizationId: string, walletId: string): Promise<WalletRow> {
+  const wallet = await db.wallet(walletId, organizationId)
   if (!wallet) throw notFound(`wallet ${walletId} not found in organization ${organizationId}`)
   return wallet
 }
@@ -117,15 +96,15 @@ async function withAccountKey<result>(
   use: (privateKey: Uint8Array, account: WalletAccountRow) => result | Promise<result>,
 ): Promise<result> {
   const { db, masterKey, caller } = context
-  const account = db.accountByAddress(caller.organizationId, signWith)
+  const account = await db.accountByAddress(caller.organizationId, signWith)
   if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${caller.organizationId}`)
   let privateKey: Uint8Array
   if (account.sealed_private_key) privateKey = openBytes(masterKey, accountKeyRecord(account.id), account.sealed_private_key)
   else {
-    const wallet = walletOf(db, caller.organizationId, account.wallet_id)
+    const wallet = await walletOf(db, caller.organizationId, account.wallet_id)
     const params = { curve: account.curve, pathFormat: account.path_format, path: account.path, addressFormat: account.address_format }
     privateKey = deriveAccounts(open(masterKey, wallet.id, wallet.sealed_mnemonic), [params])[0]!.privateKey
-    db.sealAccountKey(account.id, seal(masterKey, accountKeyRecord(account.id), privateKey))
+    await db.sealAccountKey(account.id, seal(masterKey, accountKeyRecord(account.id), privateKey))
   }
   try {
     return await use(privateKey, account)
@@ -136,8 +115,8 @@ async function withAccountKey<result>(
 
 /** Runs `use` with the key `signWith` names: a private key, by id or address (admin/privateKeys.ts), or else a wallet account's. Zeroed after. */
 async function withSigningKey<result>(context: ActivityContext, signWith: string, use: (privateKey: Uint8Array) => result | Promise<result>): Promise<result> {
-  const held = heldPrivateKey(context, signWith)
-  if (!held) return withAccountKey(context, signWith, use)
+  const held = await heldPrivateKey(context, signWith)
+  if (!held) return await withAccountKey(context, signWith, use)
   try {
     return await use(held)
   } finally {
@@ -151,8 +130,8 @@ export const RECOVERY_CODE_SECONDS = 900
 export const OTP_DEFAULT_SECONDS = 300
 export const OTP_MAX_ATTEMPTS = 3
 
-function userByEmail(context: ActivityContext, email: string) {
-  const user = context.db.userByEmail(context.caller.organizationId, email)
+async function userByEmail(context: ActivityContext, email: string) {
+  const user = await context.db.userByEmail(context.caller.organizationId, email)
   if (!user) throw notFound(`no user with email ${email} in organization ${context.caller.organizationId}`)
   return user
 }
@@ -207,31 +186,31 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     op: 'create_wallet',
     intentKey: 'createWalletIntent',
     resultKey: 'createWalletResult',
-    run(params, context) {
+    async run(params, context) {
       const { walletName, accounts, mnemonicLength } = parse(
         z.object({ walletName: z.string().min(1).max(256), accounts: z.array(accountParams), mnemonicLength: z.number().int().optional() }),
         params,
       )
-      return context.db.transaction(() => createWallet(context, context.caller.organizationId, walletName, accounts, mnemonicLength))
+      return await createWallet(context, context.caller.organizationId, walletName, accounts, mnemonicLength)
     },
   },
   ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS: {
     op: 'create_wallet_accounts',
     intentKey: 'createWalletAccountsIntent',
     resultKey: 'createWalletAccountsResult',
-    run(params, context) {
+    async run(params, context) {
       const { walletId, accounts } = parse(z.object({ walletId: z.string(), accounts: z.array(accountParams).min(1) }), params)
       const { db, masterKey, caller, now } = context
-      const wallet = walletOf(db, caller.organizationId, walletId)
+      const wallet = await walletOf(db, caller.organizationId, walletId)
       const mnemonic = open(masterKey, wallet.id, wallet.sealed_mnemonic)
-      const existing = new Set(db.accountsOfWallet(wallet.id).map((account) => account.path))
+      const existing = new Set((await db.accountsOfWallet(wallet.id)).map((account) => account.path))
       const derived = deriveAccounts(mnemonic, accounts)
       const taken = derived.find((account) => existing.has(account.path))
       if (taken) {
         for (const account of derived) account.privateKey.fill(0)
         throw new KmsError(GrpcCode.alreadyExists, `wallet ${walletId} already has an account at ${taken.path}`)
       }
-      db.transaction(() => insertAccounts(context, wallet.id, caller.organizationId, derived, now()))
+      await insertAccounts(context, wallet.id, caller.organizationId, derived, now())
       return { addresses: derived.map((account) => account.address) }
     },
   },
@@ -239,11 +218,13 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     op: 'create_api_keys',
     intentKey: 'createApiKeysIntentV2',
     resultKey: 'createApiKeysResult',
-    run(params, context) {
+    async run(params, context) {
       const { userId, apiKeys } = parse(z.object({ userId: z.string(), apiKeys: z.array(apiKeyParams).min(1) }), params)
       const { db, caller, now } = context
-      if (!db.user(userId, caller.organizationId)) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
-      return { apiKeyIds: db.transaction(() => apiKeys.map((key) => insertApiKey(db, userId, caller.organizationId, key, now()))) }
+      if (!(await db.user(userId, caller.organizationId))) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
+      const apiKeyIds: string[] = []
+      for (const key of apiKeys) apiKeyIds.push(await insertApiKey(db, userId, caller.organizationId, key, now()))
+      return { apiKeyIds }
     },
   },
   ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2: {
@@ -262,13 +243,13 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       )
       const { db, caller } = context
       const userId = input.userId ?? (caller.homeOrganizationId === caller.organizationId ? caller.userId : undefined)
-      const user = userId ? db.user(userId, caller.organizationId) : undefined
+      const user = userId ? await db.user(userId, caller.organizationId) : undefined
       if (!user) throw notFound(`user ${String(userId)} not found in organization ${caller.organizationId}`)
-      const organization = db.organization(caller.organizationId)!
+      const organization = (await db.organization(caller.organizationId))!
       // A fresh P-256 key for the session, handed over only inside the bundle.
       const credential = await prepareCredential(input.targetPublicKey)
       const bundle = credential.credentialBundle
-      const apiKeyId = registerCredential(context, credential, {
+      const apiKeyId = await registerCredential(context, credential, {
         userId: user.id,
         credentialType: 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256',
         name: input.apiKeyName,
@@ -292,10 +273,10 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         }),
         params,
       )
-      const user = userByEmail(context, input.email)
+      const user = await userByEmail(context, input.email)
       const credential = await prepareCredential(input.targetPublicKey)
       const bundle = credential.credentialBundle
-      const apiKeyId = registerCredential(context, credential, {
+      const apiKeyId = await registerCredential(context, credential, {
         userId: user.id,
         credentialType: 'CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256',
         name: input.apiKeyName,
@@ -327,10 +308,10 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         }),
         params,
       )
-      const user = userByEmail(context, input.email)
+      const user = await userByEmail(context, input.email)
       const seconds = Math.min(Number(input.expirationSeconds ?? RECOVERY_CODE_SECONDS), RECOVERY_CODE_SECONDS)
       const credential = await prepareCredential(input.targetPublicKey)
-      registerCredential(context, credential, {
+      await registerCredential(context, credential, {
         userId: user.id,
         credentialType: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256',
         name: undefined,
@@ -355,11 +336,11 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       const { db, caller, now } = context
       if (caller.userId !== input.userId && caller.homeOrganizationId === caller.organizationId)
         throw new KmsError(GrpcCode.permissionDenied, 'a user can only recover their own account')
-      if (!db.user(input.userId, caller.organizationId)) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
+      if (!(await db.user(input.userId, caller.organizationId))) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
       const passkey = await verifyRegistration(input.authenticator, context.webauthn)
-      if (db.authenticatorByCredential(passkey.credentialId))
+      if (await db.authenticatorByCredential(passkey.credentialId))
         throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
-      const id = db.transaction(() => insertAuthenticator(db, input.userId, caller.organizationId, input.authenticator, passkey, now()))
+      const id = await insertAuthenticator(db, input.userId, caller.organizationId, input.authenticator, passkey, now())
       return { authenticatorId: [id] }
     },
   },
@@ -379,12 +360,12 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         }),
         params,
       )
-      const user = userByEmail(context, input.contact)
+      const user = await userByEmail(context, input.contact)
       const otpId = randomUUID()
       const code = newCode(input.otpLength ?? 6, input.alphanumeric ?? false)
       const seconds = Number(input.expirationSeconds ?? OTP_DEFAULT_SECONDS)
       const at = context.now()
-      context.db.insertOtp({
+      await context.db.insertOtp({
         id: otpId,
         organization_id: context.caller.organizationId,
         user_id: user.id,
@@ -417,31 +398,30 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         params,
       )
       const { db, caller, now } = context
-      const otp = db.otp(input.otpId, caller.organizationId)
+      const otp = await db.otp(input.otpId, caller.organizationId)
       if (!otp) throw notFound(`otp ${input.otpId} not found`)
       if (otp.used) throw new KmsError(GrpcCode.failedPrecondition, 'this code has already been used')
       if (otp.expires_at <= now()) throw new KmsError(GrpcCode.failedPrecondition, 'this code has expired')
       if (otp.attempts >= OTP_MAX_ATTEMPTS) throw new KmsError(GrpcCode.resourceExhausted, 'too many wrong codes: request a new one')
       if (!timingSafeEqual(hashCode(otp.id, input.otpCode.toUpperCase()), Buffer.from(otp.code_hash, 'hex'))) {
         // The one write a refused request makes: wrong guesses are counted.
-        db.otpAttempt(otp.id)
+        await db.otpAttempt(otp.id)
         const left = OTP_MAX_ATTEMPTS - otp.attempts - 1
-        throw new KmsError(
-          GrpcCode.invalidArgument,
-          left > 0 ? `invalid code: ${left} attempt${left === 1 ? '' : 's'} left` : 'invalid code: no attempts left, request a new one',
+        throw keepingWrites(
+          new KmsError(
+            GrpcCode.invalidArgument,
+            left > 0 ? `invalid code: ${left} attempt${left === 1 ? '' : 's'} left` : 'invalid code: no attempts left, request a new one',
+          ),
         )
       }
       const credential = await prepareCredential(input.targetPublicKey)
-      const apiKeyId = db.transaction(() => {
-        // Checked again inside the transaction: two right answers racing redeem the code once.
-        if (db.otp(otp.id, caller.organizationId)?.used) throw new KmsError(GrpcCode.failedPrecondition, 'this code has already been used')
-        db.otpUsed(otp.id)
-        return registerCredential(context, credential, {
-          userId: otp.user_id,
-          credentialType: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
-          name: input.apiKeyName,
-          expirationSeconds: input.expirationSeconds,
-        })
+      // Marked used only if still unused: two right answers racing redeem the code once.
+      if (!(await db.otpUsed(otp.id))) throw new KmsError(GrpcCode.failedPrecondition, 'this code has already been used')
+      const apiKeyId = await registerCredential(context, credential, {
+        userId: otp.user_id,
+        credentialType: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
+        name: input.apiKeyName,
+        expirationSeconds: input.expirationSeconds,
       })
       return { userId: otp.user_id, apiKeyId, credentialBundle: credential.credentialBundle }
     },
@@ -450,7 +430,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     op: 'stamp_login',
     intentKey: 'stampLoginIntent',
     resultKey: 'stampLoginResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(
         z.object({
           publicKey: z.string().regex(/^0[23][0-9a-f]{64}$/, 'must be a compressed P-256 public key in lowercase hex'),
@@ -463,15 +443,13 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       if (caller.homeOrganizationId !== caller.organizationId)
         throw new KmsError(GrpcCode.permissionDenied, 'stamp_login signs in a user of this organization: stamp it with their own passkey or key')
       const seconds = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
-      db.transaction(() =>
-        insertApiKey(
-          db,
-          caller.userId,
-          caller.organizationId,
-          { apiKeyName: `login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) },
-          now(),
-          'CREDENTIAL_TYPE_LOGIN',
-        ),
+      await insertApiKey(
+        db,
+        caller.userId,
+        caller.organizationId,
+        { apiKeyName: `login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) },
+        now(),
+        'CREDENTIAL_TYPE_LOGIN',
       )
       // The session JWT the browser SDKs keep; signed like the hosted notarizer's (ES256 over a double SHA-256).
       const claims = {
@@ -491,16 +469,16 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     async run(params, context) {
       const input = parse(z.object({ userId: z.string().min(1), authenticators: z.array(authenticatorParams).min(1) }), params)
       const { db, caller, now } = context
-      if (!db.user(input.userId, caller.organizationId)) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
+      if (!(await db.user(input.userId, caller.organizationId))) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
       const verified = await Promise.all(
         input.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })),
       )
       for (const { verified: passkey } of verified)
-        if (db.authenticatorByCredential(passkey.credentialId))
+        if (await db.authenticatorByCredential(passkey.credentialId))
           throw new KmsError(GrpcCode.alreadyExists, `credential ${passkey.credentialId} is already registered`)
-      const authenticatorIds = db.transaction(() =>
-        verified.map(({ authenticator, verified: passkey }) => insertAuthenticator(db, input.userId, caller.organizationId, authenticator, passkey, now())),
-      )
+      const authenticatorIds: string[] = []
+      for (const { authenticator, verified: passkey } of verified)
+        authenticatorIds.push(await insertAuthenticator(db, input.userId, caller.organizationId, authenticator, passkey, now()))
       return { authenticatorIds }
     },
   },
@@ -508,13 +486,13 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     op: 'init_import_wallet',
     intentKey: 'initImportWalletIntent',
     resultKey: 'initImportWalletResult',
-    run(params, context) {
+    async run(params, context) {
       const { userId } = parse(z.object({ userId: z.string().min(1) }), params)
       const { db, caller, masterKey, now, signerPrivateKey } = context
-      if (!db.user(userId, caller.organizationId)) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
+      if (!(await db.user(userId, caller.organizationId))) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
       // A fresh target key per import, kept sealed until the import arrives.
       const target = p256.utils.randomPrivateKey()
-      db.upsertImportTarget({
+      await db.upsertImportTarget({
         user_id: userId,
         organization_id: caller.organizationId,
         sealed_private_key: seal(masterKey, `import:${userId}`, Buffer.from(target).toString('hex')),
@@ -534,7 +512,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         params,
       )
       const { db, caller, masterKey, now } = context
-      const target = db.importTarget(input.userId, caller.organizationId)
+      const target = await db.importTarget(input.userId, caller.organizationId)
       if (!target) throw new KmsError(GrpcCode.failedPrecondition, 'no import in progress for this user: call init_import_wallet first')
       let envelope: { encappedPublic?: unknown; ciphertext?: unknown }
       try {
@@ -553,26 +531,24 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
       if (text.includes('\n--PASS--\n')) throw invalid('wallets with a BIP-39 passphrase cannot be imported here')
       const mnemonic = text.trim().split(/\s+/).join(' ')
       if (!validateMnemonic(mnemonic, wordlist)) throw invalid('the imported secret is not a valid BIP-39 mnemonic')
-      if (db.wallets(caller.organizationId).some((wallet) => wallet.name === input.walletName))
+      if (await db.walletByName(caller.organizationId, input.walletName))
         throw new KmsError(GrpcCode.alreadyExists, `a wallet named "${input.walletName}" already exists`)
       const derived = deriveAccounts(mnemonic, input.accounts)
       const walletId = randomUUID()
       const at = now()
-      db.transaction(() => {
-        db.insertWallet({
-          id: walletId,
-          organization_id: caller.organizationId,
-          name: input.walletName,
-          sealed_mnemonic: seal(masterKey, walletId, mnemonic),
-          created_at: at,
-          exported: 0,
-          imported: 1,
-        })
-        db.markImported(walletId)
-        insertAccounts(context, walletId, caller.organizationId, derived, at)
-        // One import per init: the target key is spent.
-        db.deleteImportTarget(input.userId)
+      await db.insertWallet({
+        id: walletId,
+        organization_id: caller.organizationId,
+        name: input.walletName,
+        sealed_mnemonic: seal(masterKey, walletId, mnemonic),
+        created_at: at,
+        exported: 0,
+        imported: 1,
       })
+      await db.markImported(walletId)
+      await insertAccounts(context, walletId, caller.organizationId, derived, at)
+      // One import per init: the target key is spent.
+      await db.deleteImportTarget(input.userId)
       return { walletId, addresses: derived.map((account) => account.address) }
     },
   },
@@ -583,7 +559,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     async run(params, context) {
       const input = parse(z.object({ walletId: z.string().min(1), targetPublicKey, language: z.string().optional() }), params)
       const { db, masterKey, caller, signerPrivateKey } = context
-      const wallet = walletOf(db, caller.organizationId, input.walletId)
+      const wallet = await walletOf(db, caller.organizationId, input.walletId)
       const mnemonic = open(masterKey, wallet.id, wallet.sealed_mnemonic)
       const bundle = await exportBundle({
         signerPrivateKey,
@@ -591,7 +567,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
         targetPublicKey: input.targetPublicKey,
         plaintext: new TextEncoder().encode(mnemonic),
       })
-      db.markExported(wallet.id)
+      await db.markExported(wallet.id)
       return { walletId: wallet.id, exportBundle: bundle }
     },
   },
@@ -610,7 +586,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
           plaintext: privateKey,
         }),
       }))
-      context.db.markExported(walletId)
+      await context.db.markExported(walletId)
       return { address: input.address, exportBundle: bundle }
     },
   },
@@ -620,7 +596,7 @@ export const ACTIVITIES: Readonly<Record<string, ActivityKind & { op: string }>>
     resultKey: 'signRawPayloadResult',
     async run(params, context) {
       const { signWith, payload, encoding, hashFunction } = parse(signRawPayload, params)
-      return withSigningKey(context, signWith, (privateKey) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))
+      return await withSigningKey(context, signWith, (privateKey) => signDigest(privateKey, digestOf(payload, encoding, hashFunction)))
     },
   },
   ACTIVITY_TYPE_SIGN_RAW_PAYLOADS: {
@@ -664,34 +640,33 @@ async function runCreateSubOrganization(params: unknown, context: ActivityContex
     ),
   )
   for (const { verified } of passkeys.flat())
-    if (db.authenticatorByCredential(verified.credentialId))
+    if (await db.authenticatorByCredential(verified.credentialId))
       throw new KmsError(GrpcCode.alreadyExists, `credential ${verified.credentialId} is already registered`)
-  const parent = db.organization(caller.organizationId)
+  const parent = await db.organization(caller.organizationId)
   if (!parent) throw notFound(`organization ${caller.organizationId} not found`)
   if (parent.parent_id) throw new KmsError(GrpcCode.permissionDenied, 'a sub-organization cannot create sub-organizations')
   if (input.rootQuorumThreshold > input.rootUsers.length) throw invalid('rootQuorumThreshold is larger than the number of root users')
-  return db.transaction(() => {
-    const subOrganizationId = randomUUID()
-    const at = now()
-    db.insertOrganization({
-      id: subOrganizationId,
-      name: input.subOrganizationName,
-      parent_id: parent.id,
-      root_quorum_threshold: input.rootQuorumThreshold,
-      created_at: at,
-    })
-    const rootUserIds = input.rootUsers.map((user, index) => {
-      const userId = randomUUID()
-      db.insertUser({ id: userId, organization_id: subOrganizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
-      for (const key of user.apiKeys) insertApiKey(db, userId, subOrganizationId, key, at)
-      for (const { authenticator, verified } of passkeys[index]!) insertAuthenticator(db, userId, subOrganizationId, authenticator, verified, at)
-      return userId
-    })
-    const wallet = input.wallet
-      ? createWallet(context, subOrganizationId, input.wallet.walletName, input.wallet.accounts, input.wallet.mnemonicLength)
-      : undefined
-    return { subOrganizationId, rootUserIds, ...(wallet ? { wallet } : {}) }
+  const subOrganizationId = randomUUID()
+  const at = now()
+  await db.insertOrganization({
+    id: subOrganizationId,
+    name: input.subOrganizationName,
+    parent_id: parent.id,
+    root_quorum_threshold: input.rootQuorumThreshold,
+    created_at: at,
   })
+  const rootUserIds: string[] = []
+  for (const [index, user] of input.rootUsers.entries()) {
+    const userId = randomUUID()
+    await db.insertUser({ id: userId, organization_id: subOrganizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
+    for (const key of user.apiKeys) await insertApiKey(db, userId, subOrganizationId, key, at)
+    for (const { authenticator, verified } of passkeys[index]!) await insertAuthenticator(db, userId, subOrganizationId, authenticator, verified, at)
+    rootUserIds.push(userId)
+  }
+  const wallet = input.wallet
+    ? await createWallet(context, subOrganizationId, input.wallet.walletName, input.wallet.accounts, input.wallet.mnemonicLength)
+    : undefined
+  return { subOrganizationId, rootUserIds, ...(wallet ? { wallet } : {}) }
 }
 /** Proto int64 timestamps travel as strings. */
 export const timestamp = (ms: number) => ({ seconds: String(Math.floor(ms / 1000)), nanos: String((ms % 1000) * 1_000_000) })

@@ -128,10 +128,14 @@ function storeOf(values: { db: string | undefined; databaseUrl: string | undefin
 }
 
 /** createKms, with a store that cannot be opened said in one line. */
-function openKms(options: Parameters<typeof createKms>[0] & {}, storeName: string) {
+async function openKms(options: Parameters<typeof createKms>[0] & {}, storeName: string) {
+  let kms: ReturnType<typeof createKms> | undefined
   try {
-    return createKms(options)
+    kms = createKms(options)
+    await kms.ready()
+    return kms
   } catch (error) {
+    await kms?.stop().catch(() => {})
     throw new Error(`could not open the store (${storeName}): ${(error as Error).message}`)
   }
 }
@@ -183,7 +187,7 @@ await runService({
         `a persistent store (${store.name}) needs a master key that outlives the process: set ${settingLabel(settings.masterKey)} (\`latchkey-kms generate-keys\` makes one), or use no store setting to keep everything in memory`,
       )
     const framesHost = values.framesHost ?? (values.host === '127.0.0.1' ? 'localhost' : values.host)
-    const kms = openKms(
+    const kms = await openKms(
       {
         ...store.options,
         port: values.port,
@@ -242,9 +246,9 @@ await runService({
           )
         const store = storeOf(values)
         // Organizations, users and API keys are not sealed: no master key is needed to create them.
-        const kms = openKms({ ...store.options, masterKey: randomBytes(32) }, store.name)
+        const kms = await openKms({ ...store.options, masterKey: randomBytes(32) }, store.name)
         try {
-          const existing = kms.parentOrganizationOf(values.publicKey)
+          const existing = await kms.parentOrganizationOf(values.publicKey)
           if (existing) {
             if (existing.name !== values.name)
               throw new SettingsError(
@@ -252,7 +256,7 @@ await runService({
               )
             return { ...existing, created: false }
           }
-          const created = kms.createParentOrganization({
+          const created = await kms.createParentOrganization({
             name: values.name,
             userName: values.userName,
             publicKey: values.publicKey,

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { p256 } from '@noble/curves/p256'
-import type { ActivityContext } from './activities.js'
 import { credentialBundle } from './bundles.js'
+import type { ActivityContext } from './context.js'
 import type { Db } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
 import type { ApiKeyParams } from './params.js'
@@ -17,19 +17,19 @@ export const DEFAULT_SESSION_SECONDS = 900
  * Registers an API key for a user; refused when the public key is registered already.
  *
  * @example
- * const apiKeyId = insertApiKey(db, userId, organizationId, { apiKeyName: 'backend', publicKey }, now())
+ * const apiKeyId = await insertApiKey(db, userId, organizationId, { apiKeyName: 'backend', publicKey }, now())
  */
-export function insertApiKey(
+export async function insertApiKey(
   db: Db,
   userId: string,
   organizationId: string,
   key: ApiKeyParams,
   now: number,
   credentialType = 'CREDENTIAL_TYPE_API_KEY_P256',
-): string {
-  if (db.apiKeyByPublicKey(key.publicKey)) throw new KmsError(GrpcCode.alreadyExists, `api key ${key.publicKey} is already registered`)
+): Promise<string> {
+  if (await db.apiKeyByPublicKey(key.publicKey)) throw new KmsError(GrpcCode.alreadyExists, `api key ${key.publicKey} is already registered`)
   const id = randomUUID()
-  db.insertApiKey({
+  await db.insertApiKey({
     id,
     user_id: userId,
     organization_id: organizationId,
@@ -44,16 +44,16 @@ export function insertApiKey(
 }
 
 /** Stores a passkey whose registration `verifyRegistration` accepted. */
-export function insertAuthenticator(
+export async function insertAuthenticator(
   db: Db,
   userId: string,
   organizationId: string,
   authenticator: AuthenticatorParams,
   passkey: Awaited<ReturnType<typeof verifyRegistration>>,
   at: number,
-): string {
+): Promise<string> {
   const id = randomUUID()
-  db.insertAuthenticator({
+  await db.insertAuthenticator({
     id,
     user_id: userId,
     organization_id: organizationId,
@@ -76,14 +76,14 @@ export async function prepareCredential(target: string) {
 }
 
 /** Registers a prepared credential's key for `userId`, with an expiry. Synchronous: it may join a transaction. */
-export function registerCredential(
+export async function registerCredential(
   context: ActivityContext,
   credential: { key: Uint8Array },
   parameters: { userId: string; credentialType: string; name: string | undefined; expirationSeconds: string | undefined },
-): string {
+): Promise<string> {
   const apiKeyId = randomUUID()
   const at = context.now()
-  context.db.insertApiKey({
+  await context.db.insertApiKey({
     id: apiKeyId,
     user_id: parameters.userId,
     organization_id: context.caller.organizationId,

@@ -1,314 +1,401 @@
-import { adminStatements, createSqliteAdminSchema } from './adminDb.js'
-import { openPostgres } from './storage/postgres.js'
-import { createPostgresSchema } from './storage/postgresSchema.js'
-import { isPostgresUrl, type SqlDatabase } from './storage/sqlDatabase.js'
-import { openSqlite } from './storage/sqlite.js'
+import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { isPostgresUrl, isUniqueViolation, openStorage, type Storage, type TransactionExecutor, transaction } from './storage/database.js'
+import { migrate } from './storage/migrations.js'
+import type {
+  ActivityRow,
+  ApiKeyRow,
+  AuthenticatorRow,
+  FeatureRow,
+  ImportTargetRow,
+  InvitationRow,
+  MailRow,
+  OauthProviderRow,
+  OrganizationRow,
+  OtpRow,
+  OutboxRow,
+  PolicyRow,
+  PrivateKeyAddressRow,
+  PrivateKeyRow,
+  Tables,
+  TagRow,
+  UserDetailsRow,
+  UserRow,
+  VoteRow,
+  WalletAccountRow,
+  WalletRow,
+} from './storage/tables.js'
 
-export type OrganizationRow = { id: string; name: string; parent_id: string | null; root_quorum_threshold: number; created_at: number }
-export type UserRow = { id: string; organization_id: string; name: string; email: string | null; created_at: number }
-export type ApiKeyRow = {
-  id: string
-  user_id: string
-  organization_id: string
-  name: string
-  public_key: string
-  curve: string
-  credential_type: string
-  /** Unix ms; null: never. */
-  expires_at: number | null
-  created_at: number
-}
-export type WalletRow = { id: string; organization_id: string; name: string; sealed_mnemonic: string; created_at: number; exported: number; imported: number }
-export type WalletAccountRow = {
-  id: string
-  wallet_id: string
-  organization_id: string
-  curve: string
-  path_format: string
-  path: string
-  address_format: string
-  address: string
-  public_key: string
-  created_at: number
-  /**
-   * The account's private key, sealed under the master key with `accountKeyRecord(id)` as
-   * associated data, so signing opens 32 bytes instead of deriving from the mnemonic. Null for
-   * accounts stored before keys were kept: the first signing derives and seals it.
-   */
-  sealed_private_key: string | null
-}
-/** A passkey: its credential id and COSE public key (base64url), as registered. */
-export type AuthenticatorRow = {
-  id: string
-  user_id: string
-  organization_id: string
-  name: string
-  credential_id: string
-  public_key: string
-  counter: number
-  /** JSON array of AUTHENTICATOR_TRANSPORT_* values. */
-  transports: string
-  aaguid: string
-  attestation_type: string
-  created_at: number
-}
-/** The key an import bundle is encrypted to, per user, sealed at rest. */
-export type ImportTargetRow = { user_id: string; organization_id: string; sealed_private_key: string; created_at: number }
-export type OtpRow = {
-  id: string
-  organization_id: string
-  user_id: string
-  code_hash: string
-  expires_at: number
-  attempts: number
-  used: number
-  created_at: number
-}
-export type MailRow = { id: string; to_address: string; subject: string; text: string; html: string; created_at: number }
-export type ActivityRow = {
-  id: string
-  organization_id: string
-  fingerprint: string
-  type: string
-  status: string
-  intent: string
-  result: string | null
-  failure: string | null
-  created_at: number
-  updated_at: number
-  /** Who submitted it, and from which organization: an activity waiting for consensus runs as them. */
-  submitted_by: string | null
-  submitted_from: string | null
-}
-export type VoteRow = { id: string; activity_id: string; user_id: string; selection: string; created_at: number }
+export type {
+  ActivityRow,
+  ApiKeyRow,
+  AuthenticatorRow,
+  FeatureRow,
+  ImportTargetRow,
+  InvitationRow,
+  MailRow,
+  OauthProviderRow,
+  OrganizationRow,
+  OtpRow,
+  OutboxRow,
+  PolicyRow,
+  PrivateKeyAddressRow,
+  PrivateKeyRow,
+  TagRow,
+  TagType,
+  UserDetailsRow,
+  UserRow,
+  VoteRow,
+  WalletAccountRow,
+  WalletRow,
+} from './storage/tables.js'
+
+type Executor = TransactionExecutor
 
 /**
  * The service's tables in one SQLite file (better-sqlite3), or in PostgreSQL when `location` is a
- * postgres:// URL (storage/postgres.ts). Key material is stored sealed (secrets.ts); this module
- * only moves rows.
+ * postgres:// URL, through Kysely: every statement is awaited, none blocks the event loop. The
+ * tables are migrated before the first statement runs. Key material is stored sealed
+ * (secrets.ts); this module only moves rows.
  *
  * @example
  * const db = openDatabase(':memory:')
  * const shared = openDatabase('postgres://latchkey@db.internal/kms')
+ * await db.transaction(async (trx) => trx.insertUser(row))
  */
 export function openDatabase(location: string) {
-  const db: SqlDatabase = isPostgresUrl(location) ? openPostgres(location) : openSqlite(location)
-  try {
-    if (db.dialect === 'postgres') createPostgresSchema(db)
-    else createSqliteSchema(db)
-    return statementsOf(db)
-  } catch (error) {
-    db.close()
-    throw error
-  }
+  const storage = openStorage(location)
+  const ready = migrate(storage.kysely as unknown as Kysely<unknown>, storage.dialect)
+  // Awaited by the first statement; a failed migration fails every statement with its error.
+  ready.catch(() => {})
+  return statementsOf(storage, storage.kysely, ready, false)
 }
 
-/** The tables in SQLite; storage/postgresSchema.ts has them in PostgreSQL (change both). */
-function createSqliteSchema(db: SqlDatabase) {
-  db.exec(`
-    create table if not exists organizations (
-      id text primary key, name text not null, parent_id text references organizations (id),
-      root_quorum_threshold integer not null default 1, created_at integer not null);
-    create table if not exists users (
-      id text primary key, organization_id text not null references organizations (id), name text not null,
-      email text, created_at integer not null);
-    create table if not exists api_keys (
-      id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id),
-      name text not null, public_key text not null unique, curve text not null, credential_type text not null,
-      expires_at integer, created_at integer not null);
-    create table if not exists wallets (
-      id text primary key, organization_id text not null references organizations (id), name text not null,
-      sealed_mnemonic text not null, created_at integer not null, exported integer not null default 0, imported integer not null default 0,
-      unique (organization_id, name));
-    create table if not exists wallet_accounts (
-      id text primary key, wallet_id text not null references wallets (id), organization_id text not null references organizations (id),
-      curve text not null, path_format text not null, path text not null, address_format text not null, address text not null,
-      public_key text not null, created_at integer not null, sealed_private_key text, unique (wallet_id, path));
-    drop index if exists wallet_accounts_address;
-    -- Addresses are looked up in any letter case (signWith may be checksummed or not).
-    create index if not exists wallet_accounts_address_nocase on wallet_accounts (organization_id, address collate nocase);
-    create table if not exists authenticators (
-      id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id),
-      name text not null, credential_id text not null unique, public_key text not null, counter integer not null,
-      transports text not null, aaguid text not null, attestation_type text not null, created_at integer not null);
-    create table if not exists import_targets (
-      user_id text primary key references users (id), organization_id text not null, sealed_private_key text not null, created_at integer not null);
-    create table if not exists otps (
-      id text primary key, organization_id text not null, user_id text not null, code_hash text not null,
-      expires_at integer not null, attempts integer not null default 0, used integer not null default 0, created_at integer not null);
-    create table if not exists mailbox (
-      id text primary key, to_address text not null, subject text not null, text text not null, html text not null, created_at integer not null);
-    create table if not exists activities (
-      id text primary key, organization_id text not null, fingerprint text not null unique, type text not null,
-      status text not null, intent text not null, result text, failure text, created_at integer not null, updated_at integer not null,
-      submitted_by text, submitted_from text);
-    create table if not exists votes (
-      id text primary key, activity_id text not null references activities (id), user_id text not null, selection text not null,
-      created_at integer not null, unique (activity_id, user_id));
-  `)
-  // Columns added after the first layout.
-  const activityColumns = new Set((db.prepare('pragma table_info(activities)').all() as { name: string }[]).map((column) => column.name))
-  if (!activityColumns.has('submitted_by'))
-    db.exec('alter table activities add column submitted_by text; alter table activities add column submitted_from text')
-  const accountColumns = new Set((db.prepare('pragma table_info(wallet_accounts)').all() as { name: string }[]).map((column) => column.name))
-  if (!accountColumns.has('sealed_private_key')) db.exec('alter table wallet_accounts add column sealed_private_key text')
-  createSqliteAdminSchema(db)
+export { isPostgresUrl }
+
+/** The statements, and `transaction`, which hands its work the same statements bound to the transaction. */
+export type Db = Statements & {
+  /**
+   * Runs `work` in one transaction (retried whole on a serialization failure or deadlock), with
+   * a `Db` whose statements join it. Inside a transaction already, `work` simply joins it.
+   */
+  transaction<result>(work: (trx: Db) => Promise<result>): Promise<result>
+}
+type Statements = ReturnType<typeof statements>
+
+function statementsOf(storage: Storage, executor: Executor, ready: Promise<void>, inTransaction: boolean): Db {
+  const db: Db = {
+    ...statements(storage, executor, ready),
+    async transaction(work) {
+      if (inTransaction) return work(db)
+      await ready
+      return transaction(storage, (trx) => work(statementsOf(storage, trx, ready, true)))
+    },
+  }
+  return db
 }
 
-function statementsOf(db: SqlDatabase) {
-  const statements = {
-    insertOrganization: db.prepare('insert into organizations (id, name, parent_id, root_quorum_threshold, created_at) values (?, ?, ?, ?, ?)'),
-    organization: db.prepare('select * from organizations where id = ?'),
-    insertUser: db.prepare('insert into users (id, organization_id, name, email, created_at) values (?, ?, ?, ?, ?)'),
-    user: db.prepare('select * from users where id = ? and organization_id = ?'),
-    users: db.prepare('select * from users where organization_id = ? order by created_at, id'),
-    insertAuthenticator: db.prepare(
-      'insert into authenticators (id, user_id, organization_id, name, credential_id, public_key, counter, transports, aaguid, attestation_type, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
-    upsertImportTarget: db.prepare(
-      'insert into import_targets (user_id, organization_id, sealed_private_key, created_at) values (?, ?, ?, ?) on conflict (user_id) do update set sealed_private_key = excluded.sealed_private_key, created_at = excluded.created_at',
-    ),
-    importTarget: db.prepare('select * from import_targets where user_id = ? and organization_id = ?'),
-    deleteImportTarget: db.prepare('delete from import_targets where user_id = ?'),
-    markImported: db.prepare('update wallets set imported = 1 where id = ?'),
-    authenticatorByCredential: db.prepare('select * from authenticators where credential_id = ?'),
-    authenticatorsOfUser: db.prepare('select * from authenticators where user_id = ? order by created_at, id'),
-    authenticatorCounter: db.prepare('update authenticators set counter = ? where id = ?'),
-    userByEmail: db.prepare('select * from users where organization_id = ? and lower(email) = lower(?)'),
-    insertOtp: db.prepare('insert into otps (id, organization_id, user_id, code_hash, expires_at, created_at) values (?, ?, ?, ?, ?, ?)'),
-    otp: db.prepare('select * from otps where id = ? and organization_id = ?'),
-    otpAttempt: db.prepare('update otps set attempts = attempts + 1 where id = ?'),
-    otpUsed: db.prepare('update otps set used = 1 where id = ?'),
-    insertMail: db.prepare('insert into mailbox (id, to_address, subject, text, html, created_at) values (?, ?, ?, ?, ?, ?)'),
-    mailbox: db.prepare('select * from mailbox order by created_at desc, rowid desc limit 200'),
-    insertApiKey: db.prepare(
-      'insert into api_keys (id, user_id, organization_id, name, public_key, curve, credential_type, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
-    apiKeyByPublicKey: db.prepare('select * from api_keys where public_key = ?'),
-    apiKeysOfUser: db.prepare('select * from api_keys where user_id = ? order by created_at, id'),
-    insertWallet: db.prepare('insert into wallets (id, organization_id, name, sealed_mnemonic, created_at) values (?, ?, ?, ?, ?)'),
-    wallet: db.prepare('select * from wallets where id = ? and organization_id = ?'),
-    wallets: db.prepare('select * from wallets where organization_id = ? order by created_at, id'),
-    markExported: db.prepare('update wallets set exported = 1 where id = ?'),
-    insertAccount: db.prepare(
-      'insert into wallet_accounts (id, wallet_id, organization_id, curve, path_format, path, address_format, address, public_key, created_at, sealed_private_key) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
-    sealAccountKey: db.prepare('update wallet_accounts set sealed_private_key = ? where id = ? and sealed_private_key is null'),
-    accountsOfWallet: db.prepare('select * from wallet_accounts where wallet_id = ? order by created_at, rowid'),
-    accountsOfOrganization: db.prepare('select * from wallet_accounts where organization_id = ? order by created_at, rowid'),
-    accountByAddress: db.prepare('select * from wallet_accounts where organization_id = ? and address = ? collate nocase'),
-    insertActivity: db.prepare(
-      'insert into activities (id, organization_id, fingerprint, type, status, intent, result, failure, created_at, updated_at, submitted_by, submitted_from) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
-    settleActivity: db.prepare('update activities set status = ?, result = ?, failure = ?, updated_at = ? where id = ?'),
-    insertVote: db.prepare('insert into votes (id, activity_id, user_id, selection, created_at) values (?, ?, ?, ?, ?)'),
-    votes: db.prepare('select * from votes where activity_id = ? order by created_at, rowid'),
-    activity: db.prepare('select * from activities where id = ? and organization_id = ?'),
-    activityByFingerprint: db.prepare('select * from activities where fingerprint = ?'),
-    ping: db.prepare('select 1 as ok'),
+function statements(storage: Storage, executor: Executor, ready: Promise<void>) {
+  const run = async (query: RawBuilder<unknown>) => {
+    await ready
+    await query.execute(executor)
   }
+  const all = async <row>(query: RawBuilder<row>): Promise<row[]> => {
+    await ready
+    return (await query.execute(executor)).rows
+  }
+  const get = async <row>(query: RawBuilder<row>): Promise<row | undefined> => (await all(query))[0]
+  const insert = async <table extends keyof Tables>(table: table, row: Tables[table]) => {
+    await ready
+    await executor
+      .insertInto(table)
+      .values(row as never)
+      .execute()
+  }
+  const subOrganizationsWith = (table: string, condition: RawBuilder<unknown>) => (parent: string) =>
+    all<{ id: string }>(
+      sql`select id from organizations where parent_id = ${parent} and id in (select organization_id from ${sql.table(table)} where ${condition}) order by created_at, rowid`,
+    )
+
   return {
-    transaction: <result>(work: () => result): result => db.transaction(work),
-    insertOrganization: (row: OrganizationRow) =>
-      void statements.insertOrganization.run(row.id, row.name, row.parent_id, row.root_quorum_threshold, row.created_at),
-    organization: (id: string) => statements.organization.get(id) as OrganizationRow | undefined,
-    insertUser: (row: UserRow) => void statements.insertUser.run(row.id, row.organization_id, row.name, row.email, row.created_at),
-    user: (id: string, organizationId: string) => statements.user.get(id, organizationId) as UserRow | undefined,
-    users: (organizationId: string) => statements.users.all(organizationId) as UserRow[],
-    insertAuthenticator: (row: AuthenticatorRow) =>
-      void statements.insertAuthenticator.run(
-        row.id,
-        row.user_id,
-        row.organization_id,
-        row.name,
-        row.credential_id,
-        row.public_key,
-        row.counter,
-        row.transports,
-        row.aaguid,
-        row.attestation_type,
-        row.created_at,
-      ),
+    dialect: storage.dialect,
+    /**
+     * Takes the organization's row lock until the transaction ends: writes that check rules over
+     * an organization's rows (names, root users, quorum) run one at a time per organization, on
+     * every instance. Changes nothing.
+     */
+    lockOrganization: (id: string) => run(sql`update organizations set root_quorum_threshold = root_quorum_threshold where id = ${id}`),
+
+    /** Takes an activity's row lock until the transaction ends (votes on it count one at a time). Changes nothing. */
+    lockActivity: (id: string) => run(sql`update activities set updated_at = updated_at where id = ${id}`),
+
+    insertOrganization: (row: OrganizationRow) => insert('organizations', row),
+    organization: (id: string) => get<OrganizationRow>(sql`select * from organizations where id = ${id}`),
+    insertUser: (row: UserRow) => insert('users', { ...row, phone_number: null, updated_at: null }),
+    user: (id: string, organizationId: string) => get<UserRow>(sql`select * from users where id = ${id} and organization_id = ${organizationId}`),
+    users: (organizationId: string) => all<UserRow>(sql`select * from users where organization_id = ${organizationId} order by created_at, id`),
+    insertAuthenticator: (row: AuthenticatorRow) => insert('authenticators', row),
     upsertImportTarget: (row: ImportTargetRow) =>
-      void statements.upsertImportTarget.run(row.user_id, row.organization_id, row.sealed_private_key, row.created_at),
-    importTarget: (userId: string, organizationId: string) => statements.importTarget.get(userId, organizationId) as ImportTargetRow | undefined,
-    deleteImportTarget: (userId: string) => void statements.deleteImportTarget.run(userId),
-    markImported: (walletId: string) => void statements.markImported.run(walletId),
-    authenticatorByCredential: (credentialId: string) => statements.authenticatorByCredential.get(credentialId) as AuthenticatorRow | undefined,
-    authenticatorsOfUser: (userId: string) => statements.authenticatorsOfUser.all(userId) as AuthenticatorRow[],
-    setAuthenticatorCounter: (id: string, counter: number) => void statements.authenticatorCounter.run(counter, id),
-    userByEmail: (organizationId: string, email: string) => statements.userByEmail.get(organizationId, email) as UserRow | undefined,
-    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used'>) =>
-      void statements.insertOtp.run(row.id, row.organization_id, row.user_id, row.code_hash, row.expires_at, row.created_at),
-    otp: (id: string, organizationId: string) => statements.otp.get(id, organizationId) as OtpRow | undefined,
-    otpAttempt: (id: string) => void statements.otpAttempt.run(id),
-    otpUsed: (id: string) => void statements.otpUsed.run(id),
-    insertMail: (row: MailRow) => void statements.insertMail.run(row.id, row.to_address, row.subject, row.text, row.html, row.created_at),
-    mailbox: () => statements.mailbox.all() as MailRow[],
-    insertApiKey: (row: ApiKeyRow) =>
-      void statements.insertApiKey.run(
-        row.id,
-        row.user_id,
-        row.organization_id,
-        row.name,
-        row.public_key,
-        row.curve,
-        row.credential_type,
-        row.expires_at,
-        row.created_at,
+      run(
+        sql`insert into import_targets (user_id, organization_id, sealed_private_key, created_at) values (${row.user_id}, ${row.organization_id}, ${row.sealed_private_key}, ${row.created_at}) on conflict (user_id) do update set sealed_private_key = excluded.sealed_private_key, created_at = excluded.created_at`,
       ),
-    apiKeyByPublicKey: (publicKey: string) => statements.apiKeyByPublicKey.get(publicKey) as ApiKeyRow | undefined,
-    apiKeysOfUser: (userId: string) => statements.apiKeysOfUser.all(userId) as ApiKeyRow[],
-    insertWallet: (row: WalletRow) => void statements.insertWallet.run(row.id, row.organization_id, row.name, row.sealed_mnemonic, row.created_at),
-    wallet: (id: string, organizationId: string) => statements.wallet.get(id, organizationId) as WalletRow | undefined,
-    wallets: (organizationId: string) => statements.wallets.all(organizationId) as WalletRow[],
-    markExported: (walletId: string) => void statements.markExported.run(walletId),
-    insertAccount: (row: WalletAccountRow) =>
-      void statements.insertAccount.run(
-        row.id,
-        row.wallet_id,
-        row.organization_id,
-        row.curve,
-        row.path_format,
-        row.path,
-        row.address_format,
-        row.address,
-        row.public_key,
-        row.created_at,
-        row.sealed_private_key,
-      ),
+    importTarget: (userId: string, organizationId: string) =>
+      get<ImportTargetRow>(sql`select * from import_targets where user_id = ${userId} and organization_id = ${organizationId}`),
+    deleteImportTarget: (userId: string) => run(sql`delete from import_targets where user_id = ${userId}`),
+    markImported: (walletId: string) => run(sql`update wallets set imported = 1 where id = ${walletId}`),
+    authenticatorByCredential: (credentialId: string) => get<AuthenticatorRow>(sql`select * from authenticators where credential_id = ${credentialId}`),
+    authenticatorsOfUser: (userId: string) => all<AuthenticatorRow>(sql`select * from authenticators where user_id = ${userId} order by created_at, id`),
+    setAuthenticatorCounter: (id: string, counter: number) => run(sql`update authenticators set counter = ${counter} where id = ${id}`),
+    userByEmail: (organizationId: string, email: string) =>
+      get<UserRow>(sql`select * from users where organization_id = ${organizationId} and lower(email) = lower(${email})`),
+    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used'>) => insert('otps', { ...row, attempts: 0, used: 0 }),
+    otp: (id: string, organizationId: string) => get<OtpRow>(sql`select * from otps where id = ${id} and organization_id = ${organizationId}`),
+    otpAttempt: (id: string) => run(sql`update otps set attempts = attempts + 1 where id = ${id}`),
+    /** Marks a code used; false when it was used already (two right answers racing redeem it once). */
+    otpUsed: async (id: string) => {
+      await ready
+      const result = await executor.updateTable('otps').set({ used: 1 }).where('id', '=', id).where('used', '=', 0).executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    },
+    insertMail: (row: MailRow) => insert('mailbox', row),
+    mailbox: () => all<MailRow>(sql`select * from mailbox order by created_at desc, rowid desc limit 200`),
+    insertApiKey: (row: ApiKeyRow) => insert('api_keys', row),
+    apiKeyByPublicKey: (publicKey: string) => get<ApiKeyRow>(sql`select * from api_keys where public_key = ${publicKey}`),
+    apiKeysOfUser: (userId: string) => all<ApiKeyRow>(sql`select * from api_keys where user_id = ${userId} order by created_at, id`),
+    insertWallet: (row: WalletRow) => insert('wallets', row),
+    wallet: (id: string, organizationId: string) => get<WalletRow>(sql`select * from wallets where id = ${id} and organization_id = ${organizationId}`),
+    walletByName: (organizationId: string, name: string) =>
+      get<WalletRow>(sql`select * from wallets where organization_id = ${organizationId} and name = ${name}`),
+    wallets: (organizationId: string) => all<WalletRow>(sql`select * from wallets where organization_id = ${organizationId} order by created_at, id`),
+    markExported: (walletId: string) => run(sql`update wallets set exported = 1 where id = ${walletId}`),
+    insertAccount: (row: WalletAccountRow) => insert('wallet_accounts', row),
     /** Keeps an older account's key sealed beside it, once derived; a key already there stays. */
-    sealAccountKey: (accountId: string, sealedPrivateKey: string) => void statements.sealAccountKey.run(sealedPrivateKey, accountId),
-    accountsOfWallet: (walletId: string) => statements.accountsOfWallet.all(walletId) as WalletAccountRow[],
-    accountsOfOrganization: (organizationId: string) => statements.accountsOfOrganization.all(organizationId) as WalletAccountRow[],
-    accountByAddress: (organizationId: string, address: string) => statements.accountByAddress.get(organizationId, address) as WalletAccountRow | undefined,
-    insertActivity: (row: ActivityRow) =>
-      void statements.insertActivity.run(
-        row.id,
-        row.organization_id,
-        row.fingerprint,
-        row.type,
-        row.status,
-        row.intent,
-        row.result,
-        row.failure,
-        row.created_at,
-        row.updated_at,
-        row.submitted_by,
-        row.submitted_from,
-      ),
+    sealAccountKey: (accountId: string, sealedPrivateKey: string) =>
+      run(sql`update wallet_accounts set sealed_private_key = ${sealedPrivateKey} where id = ${accountId} and sealed_private_key is null`),
+    accountsOfWallet: (walletId: string) => all<WalletAccountRow>(sql`select * from wallet_accounts where wallet_id = ${walletId} order by created_at, rowid`),
+    accountsOfOrganization: (organizationId: string) =>
+      all<WalletAccountRow>(sql`select * from wallet_accounts where organization_id = ${organizationId} order by created_at, rowid`),
+    accountByAddress: (organizationId: string, address: string) =>
+      get<WalletAccountRow>(sql`select * from wallet_accounts where organization_id = ${organizationId} and lower(address) = lower(${address})`),
+    insertActivity: (row: ActivityRow) => insert('activities', row),
     settleActivity: (id: string, status: string, result: string | null, failure: string | null, at: number) =>
-      void statements.settleActivity.run(status, result, failure, at, id),
-    insertVote: (row: VoteRow) => void statements.insertVote.run(row.id, row.activity_id, row.user_id, row.selection, row.created_at),
-    votes: (activityId: string) => statements.votes.all(activityId) as VoteRow[],
-    activity: (id: string, organizationId: string) => statements.activity.get(id, organizationId) as ActivityRow | undefined,
-    activityByFingerprint: (fingerprint: string) => statements.activityByFingerprint.get(fingerprint) as ActivityRow | undefined,
+      run(sql`update activities set status = ${status}, result = ${result}, failure = ${failure}, updated_at = ${at} where id = ${id}`),
+    /** Settles an activity still waiting for consensus; false when another vote settled it first. */
+    settleWaitingActivity: async (id: string, status: string, result: string | null, failure: string | null, at: number) => {
+      await ready
+      const update = await executor
+        .updateTable('activities')
+        .set({ status, result, failure, updated_at: at })
+        .where('id', '=', id)
+        .where('status', '=', 'ACTIVITY_STATUS_CONSENSUS_NEEDED')
+        .executeTakeFirst()
+      return update.numUpdatedRows > 0n
+    },
+    insertVote: (row: VoteRow) => insert('votes', row),
+    votes: (activityId: string) => all<VoteRow>(sql`select * from votes where activity_id = ${activityId} order by created_at, rowid`),
+    activity: (id: string, organizationId: string) => get<ActivityRow>(sql`select * from activities where id = ${id} and organization_id = ${organizationId}`),
+    activityByFingerprint: (fingerprint: string) => get<ActivityRow>(sql`select * from activities where fingerprint = ${fingerprint}`),
     /** Throws unless the database answers a query: the kms's `GET /readyz`. */
-    ping: () => void statements.ping.get(),
-    close: () => db.close(),
-    // Private keys, tags, policies, invitations, OAuth providers, features (adminDb.ts).
-    ...adminStatements(db),
+    ping: () => run(sql`select 1 as ok`),
+    close: () => storage.close(),
+
+    // Mail after commit (outbox.ts).
+    insertOutbox: (row: OutboxRow) => insert('outbox', row),
+    dueOutbox: (at: number, limit: number) =>
+      all<OutboxRow>(sql`select * from outbox where status = 'pending' and next_attempt_at <= ${at} order by next_attempt_at, rowid limit ${limit}`),
+    outboxOfActivity: (activityId: string) => all<OutboxRow>(sql`select * from outbox where activity_id = ${activityId} order by rowid`),
+    outbox: () => all<OutboxRow>(sql`select * from outbox order by created_at, rowid`),
+    /** Claims a due message until `until`: false when another instance claimed it first. */
+    claimOutbox: async (id: string, seenAt: number, until: number) => {
+      await ready
+      const update = await executor
+        .updateTable('outbox')
+        .set({ next_attempt_at: until })
+        .where('id', '=', id)
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '=', seenAt)
+        .executeTakeFirst()
+      return update.numUpdatedRows > 0n
+    },
+    deleteOutbox: (id: string) => run(sql`delete from outbox where id = ${id}`),
+    retryOutbox: (id: string, attempts: number, nextAttemptAt: number, error: string) =>
+      run(sql`update outbox set attempts = ${attempts}, next_attempt_at = ${nextAttemptAt}, last_error = ${error} where id = ${id}`),
+    failOutbox: (id: string, attempts: number, error: string) =>
+      run(sql`update outbox set status = 'failed', attempts = ${attempts}, last_error = ${error} where id = ${id}`),
+
+    // Users, their keys and passkeys.
+    userDetails: (id: string, organizationId: string) => get<UserDetailsRow>(sql`select * from users where id = ${id} and organization_id = ${organizationId}`),
+    updateUser: (row: { id: string; name: string; email: string | null; phone_number: string | null; updated_at: number }) =>
+      run(
+        sql`update users set name = ${row.name}, email = ${row.email}, phone_number = ${row.phone_number}, updated_at = ${row.updated_at} where id = ${row.id}`,
+      ),
+    /** A user and what only they hold: keys, passkeys, OAuth identities, pending codes and imports. */
+    deleteUser: async (id: string) => {
+      await run(sql`delete from tag_members where member_id = ${id}`)
+      await run(sql`delete from root_quorum_members where user_id = ${id}`)
+      await run(sql`delete from oauth_providers where user_id = ${id}`)
+      await run(sql`delete from api_keys where user_id = ${id}`)
+      await run(sql`delete from authenticators where user_id = ${id}`)
+      await run(sql`delete from import_targets where user_id = ${id}`)
+      await run(sql`delete from otps where user_id = ${id}`)
+      await run(sql`delete from users where id = ${id}`)
+    },
+    apiKey: (id: string, organizationId: string) => get<ApiKeyRow>(sql`select * from api_keys where id = ${id} and organization_id = ${organizationId}`),
+    deleteApiKey: (id: string) => run(sql`delete from api_keys where id = ${id}`),
+    authenticator: (id: string, organizationId: string) =>
+      get<AuthenticatorRow>(sql`select * from authenticators where id = ${id} and organization_id = ${organizationId}`),
+    deleteAuthenticator: (id: string) => run(sql`delete from authenticators where id = ${id}`),
+    usersByName: (organizationId: string, name: string) => all<UserRow>(sql`select * from users where organization_id = ${organizationId} and name = ${name}`),
+
+    // Organizations.
+    subOrganizations: (parentId: string) => all<OrganizationRow>(sql`select * from organizations where parent_id = ${parentId} order by created_at, rowid`),
+    renameOrganization: (name: string, id: string) => run(sql`update organizations set name = ${name} where id = ${id}`),
+    setRootQuorumThreshold: (threshold: number, id: string) => run(sql`update organizations set root_quorum_threshold = ${threshold} where id = ${id}`),
+    /** Removes an organization and everything it holds; its activities stay as the record of what happened. */
+    deleteOrganization: async (id: string) => {
+      await run(sql`delete from tag_members where tag_id in (select id from tags where organization_id = ${id})`)
+      for (const table of [
+        'tags',
+        'private_key_addresses',
+        'private_keys',
+        'policies',
+        'invitations',
+        'oauth_providers',
+        'organization_features',
+        'root_quorum_members',
+        'wallet_accounts',
+        'wallets',
+        'api_keys',
+        'authenticators',
+        'import_targets',
+        'otps',
+        'users',
+      ])
+        await run(sql`delete from ${sql.table(table)} where organization_id = ${id}`)
+      await run(sql`delete from organizations where id = ${id}`)
+    },
+    rootQuorumMembers: async (organizationId: string) =>
+      (await all<{ user_id: string }>(sql`select user_id from root_quorum_members where organization_id = ${organizationId} order by rowid`)).map(
+        (row) => row.user_id,
+      ),
+    setRootQuorumMembers: async (organizationId: string, userIds: readonly string[]) => {
+      await run(sql`delete from root_quorum_members where organization_id = ${organizationId}`)
+      for (const userId of userIds) await insert('root_quorum_members', { organization_id: organizationId, user_id: userId })
+    },
+    features: (organizationId: string) => all<FeatureRow>(sql`select * from organization_features where organization_id = ${organizationId} order by name`),
+    setFeature: (organizationId: string, name: string, value: string) =>
+      run(
+        sql`insert into organization_features (organization_id, name, value) values (${organizationId}, ${name}, ${value}) on conflict (organization_id, name) do update set value = excluded.value`,
+      ),
+    removeFeature: (organizationId: string, name: string) =>
+      run(sql`delete from organization_features where organization_id = ${organizationId} and name = ${name}`),
+
+    // Tags of users and private keys.
+    insertTag: (row: TagRow) => insert('tags', row),
+    tag: (id: string, organizationId: string, type: string) =>
+      get<TagRow>(sql`select * from tags where id = ${id} and organization_id = ${organizationId} and type = ${type}`),
+    tagByName: (organizationId: string, type: string, name: string) =>
+      get<TagRow>(sql`select * from tags where organization_id = ${organizationId} and type = ${type} and name = ${name}`),
+    tags: (organizationId: string, type: string) =>
+      all<TagRow>(sql`select * from tags where organization_id = ${organizationId} and type = ${type} order by created_at, rowid`),
+    renameTag: (name: string, at: number, id: string) => run(sql`update tags set name = ${name}, updated_at = ${at} where id = ${id}`),
+    touchTag: (at: number, id: string) => run(sql`update tags set updated_at = ${at} where id = ${id}`),
+    deleteTag: (id: string) => run(sql`delete from tags where id = ${id}`),
+    tagMembers: async (tagId: string) =>
+      (await all<{ member_id: string }>(sql`select member_id from tag_members where tag_id = ${tagId} order by rowid`)).map((row) => row.member_id),
+    addTagMember: (tagId: string, memberId: string) =>
+      run(sql`insert into tag_members (tag_id, member_id) values (${tagId}, ${memberId}) on conflict do nothing`),
+    removeTagMember: (tagId: string, memberId: string) => run(sql`delete from tag_members where tag_id = ${tagId} and member_id = ${memberId}`),
+    tagsOf: async (memberId: string) =>
+      (await all<{ tag_id: string }>(sql`select tag_id from tag_members where member_id = ${memberId} order by rowid`)).map((row) => row.tag_id),
+    untagMember: (memberId: string) => run(sql`delete from tag_members where member_id = ${memberId}`),
+
+    // Policies.
+    insertPolicy: (row: PolicyRow) => insert('policies', row),
+    policy: (id: string, organizationId: string) => get<PolicyRow>(sql`select * from policies where id = ${id} and organization_id = ${organizationId}`),
+    policies: (organizationId: string) => all<PolicyRow>(sql`select * from policies where organization_id = ${organizationId} order by created_at, rowid`),
+    updatePolicy: (row: PolicyRow) =>
+      run(
+        sql`update policies set name = ${row.name}, effect = ${row.effect}, condition = ${row.condition}, consensus = ${row.consensus}, notes = ${row.notes}, time = ${row.time}, updated_at = ${row.updated_at} where id = ${row.id}`,
+      ),
+    deletePolicy: (id: string) => run(sql`delete from policies where id = ${id}`),
+
+    // Invitations.
+    insertInvitation: (row: InvitationRow) => insert('invitations', row),
+    invitation: (id: string, organizationId: string) =>
+      get<InvitationRow>(sql`select * from invitations where id = ${id} and organization_id = ${organizationId}`),
+    invitations: (organizationId: string) =>
+      all<InvitationRow>(sql`select * from invitations where organization_id = ${organizationId} order by created_at, rowid`),
+    deleteInvitation: (id: string) => run(sql`delete from invitations where id = ${id}`),
+
+    // OAuth providers.
+    insertOauthProvider: (row: OauthProviderRow) => insert('oauth_providers', row),
+    oauthProvider: (id: string, organizationId: string) =>
+      get<OauthProviderRow>(sql`select * from oauth_providers where id = ${id} and organization_id = ${organizationId}`),
+    oauthProvidersOfUser: (userId: string) => all<OauthProviderRow>(sql`select * from oauth_providers where user_id = ${userId} order by created_at, rowid`),
+    oauthProviders: (organizationId: string) =>
+      all<OauthProviderRow>(sql`select * from oauth_providers where organization_id = ${organizationId} order by created_at, rowid`),
+    oauthProviderByIdentity: (organizationId: string, issuer: string, audience: string, subject: string) =>
+      get<OauthProviderRow>(
+        sql`select * from oauth_providers where organization_id = ${organizationId} and issuer = ${issuer} and audience = ${audience} and subject = ${subject}`,
+      ),
+    deleteOauthProvider: (id: string) => run(sql`delete from oauth_providers where id = ${id}`),
+
+    // Private keys.
+    insertPrivateKey: async (row: PrivateKeyRow, addresses: readonly { format: string; address: string }[]) => {
+      await insert('private_keys', row)
+      for (const address of addresses)
+        await insert('private_key_addresses', {
+          private_key_id: row.id,
+          organization_id: row.organization_id,
+          format: address.format,
+          address: address.address,
+        })
+    },
+    privateKey: (id: string, organizationId: string) =>
+      get<PrivateKeyRow>(sql`select * from private_keys where id = ${id} and organization_id = ${organizationId}`),
+    privateKeyByName: (organizationId: string, name: string) =>
+      get<PrivateKeyRow>(sql`select * from private_keys where organization_id = ${organizationId} and name = ${name}`),
+    privateKeys: (organizationId: string) =>
+      all<PrivateKeyRow>(sql`select * from private_keys where organization_id = ${organizationId} order by created_at, rowid`),
+    privateKeyAddresses: (privateKeyId: string) =>
+      all<PrivateKeyAddressRow>(sql`select * from private_key_addresses where private_key_id = ${privateKeyId} order by rowid`),
+    privateKeyByAddress: (organizationId: string, address: string) =>
+      get<PrivateKeyAddressRow>(sql`select * from private_key_addresses where organization_id = ${organizationId} and lower(address) = lower(${address})`),
+    markPrivateKeyExported: (id: string) => run(sql`update private_keys set exported = 1 where id = ${id}`),
+    deletePrivateKey: (id: string) => run(sql`delete from private_keys where id = ${id}`),
+
+    // Wallets.
+    renameWallet: (name: string, id: string) => run(sql`update wallets set name = ${name} where id = ${id}`),
+    deleteWallet: async (id: string) => {
+      await run(sql`delete from wallet_accounts where wallet_id = ${id}`)
+      await run(sql`delete from wallets where id = ${id}`)
+    },
+    walletAccount: (id: string, organizationId: string) =>
+      get<WalletAccountRow>(sql`select * from wallet_accounts where id = ${id} and organization_id = ${organizationId}`),
+    walletAccountByPath: (walletId: string, path: string) =>
+      get<WalletAccountRow>(sql`select * from wallet_accounts where wallet_id = ${walletId} and path = ${path}`),
+    walletAccountByAddress: (walletId: string, address: string) =>
+      get<WalletAccountRow>(sql`select * from wallet_accounts where wallet_id = ${walletId} and lower(address) = lower(${address})`),
+    deleteWalletAccount: (id: string) => run(sql`delete from wallet_accounts where id = ${id}`),
+
+    // Activities, newest first.
+    activities: (organizationId: string) =>
+      all<ActivityRow>(sql`select * from activities where organization_id = ${organizationId} order by created_at desc, rowid desc`),
+
+    // Sub-organizations of a parent, found by what they hold (list_suborgs).
+    subOrganizationsBy: {
+      NAME: (parent: string, value: string) =>
+        all<{ id: string }>(sql`select id from organizations where parent_id = ${parent} and name = ${value} order by created_at, rowid`),
+      USERNAME: (parent: string, value: string) => subOrganizationsWith('users', sql`name = ${value}`)(parent),
+      EMAIL: (parent: string, value: string) => subOrganizationsWith('users', sql`lower(email) = lower(${value})`)(parent),
+      PHONE_NUMBER: (parent: string, value: string) => subOrganizationsWith('users', sql`phone_number = ${value}`)(parent),
+      CREDENTIAL_ID: (parent: string, value: string) => subOrganizationsWith('authenticators', sql`credential_id = ${value}`)(parent),
+      PUBLIC_KEY: (parent: string, value: string) => subOrganizationsWith('api_keys', sql`public_key = ${value}`)(parent),
+      WALLET_ACCOUNT_ADDRESS: (parent: string, value: string) => subOrganizationsWith('wallet_accounts', sql`lower(address) = lower(${value})`)(parent),
+    } as Readonly<Record<string, (parent: string, value: string) => Promise<{ id: string }[]>>>,
+    subOrganizationsByOauth: (parent: string, issuer: string, audience: string, subject: string) =>
+      subOrganizationsWith('oauth_providers', sql`issuer = ${issuer} and audience = ${audience} and subject = ${subject}`)(parent),
   }
 }
 
-export type Db = ReturnType<typeof openDatabase>
+export { isUniqueViolation }

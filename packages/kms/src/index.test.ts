@@ -13,7 +13,6 @@ test('default: exports', async () => {
       "KmsError",
       "OTP_DEFAULT_SECONDS",
       "OTP_MAX_ATTEMPTS",
-      "PostgresError",
       "RECOVERY_CODE_SECONDS",
       "SIGNER_PATH",
       "SMTP_URL_VARIABLE",

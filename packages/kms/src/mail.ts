@@ -16,7 +16,7 @@ export type Mailer = { send(mail: Mail): Promise<void> }
 export function devInbox(db: Db, now: () => number = Date.now): Mailer {
   return {
     async send(mail) {
-      db.insertMail({ id: randomUUID(), to_address: mail.to, subject: mail.subject, text: mail.text, html: mail.html, created_at: now() })
+      await db.insertMail({ id: randomUUID(), to_address: mail.to, subject: mail.subject, text: mail.text, html: mail.html, created_at: now() })
     },
   }
 }
@@ -24,9 +24,8 @@ export function devInbox(db: Db, now: () => number = Date.now): Mailer {
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /** The dev inbox as a page. */
-export function mailboxPage(db: Db): string {
-  const rows = db
-    .mailbox()
+export async function mailboxPage(db: Db): Promise<string> {
+  const rows = (await db.mailbox())
     .map(
       (mail) =>
         `<article><h2>${escapeHtml(mail.subject)}</h2><p class="meta">To ${escapeHtml(mail.to_address)} · ${new Date(mail.created_at).toISOString()}</p><pre>${escapeHtml(mail.text)}</pre></article>`,
@@ -38,10 +37,14 @@ export function mailboxPage(db: Db): string {
 }
 
 /** The dev inbox as JSON. */
-export function mailboxJson(db: Db) {
+export async function mailboxJson(db: Db) {
   return {
-    messages: db
-      .mailbox()
-      .map((mail) => ({ id: mail.id, to: mail.to_address, subject: mail.subject, text: mail.text, createdAt: new Date(mail.created_at).toISOString() })),
+    messages: (await db.mailbox()).map((mail) => ({
+      id: mail.id,
+      to: mail.to_address,
+      subject: mail.subject,
+      text: mail.text,
+      createdAt: new Date(mail.created_at).toISOString(),
+    })),
   }
 }

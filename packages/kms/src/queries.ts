@@ -1,11 +1,13 @@
 import { p256 } from '@noble/curves/p256'
 import { sha256 } from '@noble/hashes/sha2'
 import { z } from 'zod'
-import type { Caller } from './activities.js'
 import { decodeOidcToken, rootUserIds } from './admin/index.js'
+import type { Caller } from './context.js'
 import type { ActivityRow, Db, UserRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
+import { own } from './own.js'
 import { invalid, notFound, parse } from './params.js'
+import { mapSeries } from './sequence.js'
 import {
   apiKeyView,
   authenticatorView,
@@ -21,7 +23,7 @@ import {
 } from './views.js'
 
 /** A read: the request body (already authenticated) and who asks, to the response body. */
-export type Query = (body: Record<string, unknown>, caller: Caller) => unknown
+export type Query = (body: Record<string, unknown>, caller: Caller) => Promise<unknown>
 
 const pagination = z
   .object({
@@ -68,11 +70,15 @@ const ATTESTED_ENCLAVES: Record<string, string> = {
  * const queries = createQueries({ db, envelope, signerPrivateKey })
  * queries.get_policy!({ organizationId, policyId }, caller)
  */
-export function createQueries(options: { db: Db; envelope: (row: ActivityRow) => unknown; signerPrivateKey: string }): Readonly<Record<string, Query>> {
+export function createQueries(options: {
+  db: Db
+  envelope: (row: ActivityRow) => Promise<unknown>
+  signerPrivateKey: string
+}): Readonly<Record<string, Query>> {
   const { db, envelope } = options
 
-  function user(caller: Caller, userId: string): UserRow {
-    const found = db.user(userId, caller.organizationId)
+  async function user(caller: Caller, userId: string): Promise<UserRow> {
+    const found = await db.user(userId, caller.organizationId)
     if (!found) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
     return found
   }
@@ -88,40 +94,40 @@ export function createQueries(options: { db: Db; envelope: (row: ActivityRow) =>
     return row
   }
 
-  const organizationData = (caller: Caller) => {
-    const organization = db.organization(caller.organizationId)!
+  const organizationData = async (caller: Caller) => {
+    const organization = (await db.organization(caller.organizationId))!
     return {
       organizationId: organization.id,
       name: organization.name,
-      users: db.users(organization.id).map((row) => userView(db, row)),
-      policies: db.policies(organization.id).map(policyView),
-      privateKeys: db.privateKeys(organization.id).map((row) => privateKeyView(db, row)),
-      invitations: db.invitations(organization.id).map(invitationView),
-      tags: [...db.tags(organization.id, 'TAG_TYPE_USER'), ...db.tags(organization.id, 'TAG_TYPE_PRIVATE_KEY')].map(tagView),
-      rootQuorum: { threshold: organization.root_quorum_threshold, userIds: rootUserIds(db, organization.id) },
-      features: db.features(organization.id).map(featureView),
-      wallets: db.wallets(organization.id).map(walletView),
+      users: await mapSeries(await db.users(organization.id), async (row) => userView(db, row)),
+      policies: (await db.policies(organization.id)).map(policyView),
+      privateKeys: await mapSeries(await db.privateKeys(organization.id), async (row) => privateKeyView(db, row)),
+      invitations: (await db.invitations(organization.id)).map(invitationView),
+      tags: [...(await db.tags(organization.id, 'TAG_TYPE_USER')), ...(await db.tags(organization.id, 'TAG_TYPE_PRIVATE_KEY'))].map(tagView),
+      rootQuorum: { threshold: organization.root_quorum_threshold, userIds: await rootUserIds(db, organization.id) },
+      features: (await db.features(organization.id)).map(featureView),
+      wallets: (await db.wallets(organization.id)).map(walletView),
       smartContractInterfaceReferences: [],
     }
   }
 
   return {
-    whoami(_, caller) {
-      const organization = db.organization(caller.organizationId)!
+    async whoami(_, caller) {
+      const organization = (await db.organization(caller.organizationId))!
       // A parent organization's key answers for its own user.
-      const self = db.user(caller.userId, caller.homeOrganizationId)!
+      const self = (await db.user(caller.userId, caller.homeOrganizationId))!
       return { organizationId: organization.id, organizationName: organization.name, userId: self.id, username: self.name }
     },
-    get_organization(_, caller) {
-      return { organizationData: organizationData(caller) }
+    async get_organization(_, caller) {
+      return { organizationData: await organizationData(caller) }
     },
-    get_organization_configs(_, caller) {
-      const { features, rootQuorum } = organizationData(caller)
+    async get_organization_configs(_, caller) {
+      const { features, rootQuorum } = await organizationData(caller)
       return { configs: { features, quorum: rootQuorum } }
     },
-    get_attestation(body, caller) {
+    async get_attestation(body, caller) {
       const { enclaveType } = parse(z.object({ enclaveType: z.string().min(1) }), body)
-      const role = ATTESTED_ENCLAVES[enclaveType]
+      const role = own(ATTESTED_ENCLAVES, enclaveType)
       if (!role)
         throw new KmsError(
           GrpcCode.unimplemented,
@@ -139,98 +145,104 @@ export function createQueries(options: { db: Db; envelope: (row: ActivityRow) =>
       const signature = p256.sign(sha256(new TextEncoder().encode(statement)), options.signerPrivateKey).toDERHex()
       return { attestationDocument: Buffer.from(JSON.stringify({ statement, signature })).toString('base64') }
     },
-    get_user(body, caller) {
-      return { user: userView(db, user(caller, string(body, 'userId'))) }
+    async get_user(body, caller) {
+      return { user: await userView(db, await user(caller, string(body, 'userId'))) }
     },
-    list_users(_, caller) {
-      return { users: db.users(caller.organizationId).map((row) => userView(db, row)) }
+    async list_users(_, caller) {
+      return { users: await mapSeries(await db.users(caller.organizationId), async (row) => userView(db, row)) }
     },
-    list_user_tags(_, caller) {
-      return { userTags: db.tags(caller.organizationId, 'TAG_TYPE_USER').map(tagView) }
+    async list_user_tags(_, caller) {
+      return { userTags: (await db.tags(caller.organizationId, 'TAG_TYPE_USER')).map(tagView) }
     },
-    get_api_key(body, caller) {
+    async get_api_key(body, caller) {
       const apiKeyId = string(body, 'apiKeyId')
-      return { apiKey: apiKeyView(found(db.apiKey(apiKeyId, caller.organizationId), 'API key', apiKeyId, caller)) }
+      return { apiKey: apiKeyView(found(await db.apiKey(apiKeyId, caller.organizationId), 'API key', apiKeyId, caller)) }
     },
-    get_api_keys(body, caller) {
+    async get_api_keys(body, caller) {
       const userId = typeof body['userId'] === 'string' ? body['userId'] : caller.userId
       return {
-        apiKeys: db
-          .apiKeysOfUser(userId)
+        apiKeys: (await db.apiKeysOfUser(userId))
           .filter((key) => key.organization_id === caller.organizationId || key.user_id === caller.userId)
           .map(apiKeyView),
       }
     },
-    get_authenticator(body, caller) {
+    async get_authenticator(body, caller) {
       const authenticatorId = string(body, 'authenticatorId')
-      return { authenticator: authenticatorView(found(db.authenticator(authenticatorId, caller.organizationId), 'authenticator', authenticatorId, caller)) }
+      return {
+        authenticator: authenticatorView(found(await db.authenticator(authenticatorId, caller.organizationId), 'authenticator', authenticatorId, caller)),
+      }
     },
-    get_authenticators(body, caller) {
-      return { authenticators: db.authenticatorsOfUser(user(caller, string(body, 'userId')).id).map(authenticatorView) }
+    async get_authenticators(body, caller) {
+      return { authenticators: (await db.authenticatorsOfUser((await user(caller, string(body, 'userId'))).id)).map(authenticatorView) }
     },
-    get_oauth_providers(body, caller) {
+    async get_oauth_providers(body, caller) {
       const { userId } = parse(z.object({ userId: z.string().min(1).optional() }), body)
-      const providers = userId ? db.oauthProvidersOfUser(user(caller, userId).id) : db.oauthProviders(caller.organizationId)
+      const providers = userId ? await db.oauthProvidersOfUser((await user(caller, userId)).id) : await db.oauthProviders(caller.organizationId)
       return { oauthProviders: providers.map(oauthProviderView) }
     },
-    get_policy(body, caller) {
+    async get_policy(body, caller) {
       const policyId = string(body, 'policyId')
-      return { policy: policyView(found(db.policy(policyId, caller.organizationId), 'policy', policyId, caller)) }
+      return { policy: policyView(found(await db.policy(policyId, caller.organizationId), 'policy', policyId, caller)) }
     },
-    list_policies(_, caller) {
-      return { policies: db.policies(caller.organizationId).map(policyView) }
+    async list_policies(_, caller) {
+      return { policies: (await db.policies(caller.organizationId)).map(policyView) }
     },
-    get_private_key(body, caller) {
+    async get_private_key(body, caller) {
       const privateKeyId = string(body, 'privateKeyId')
-      return { privateKey: privateKeyView(db, found(db.privateKey(privateKeyId, caller.organizationId), 'private key', privateKeyId, caller)) }
+      return { privateKey: await privateKeyView(db, found(await db.privateKey(privateKeyId, caller.organizationId), 'private key', privateKeyId, caller)) }
     },
-    list_private_keys(_, caller) {
-      return { privateKeys: db.privateKeys(caller.organizationId).map((row) => privateKeyView(db, row)) }
+    async list_private_keys(_, caller) {
+      return { privateKeys: await mapSeries(await db.privateKeys(caller.organizationId), async (row) => privateKeyView(db, row)) }
     },
-    list_private_key_tags(_, caller) {
-      return { privateKeyTags: db.tags(caller.organizationId, 'TAG_TYPE_PRIVATE_KEY').map(tagView) }
+    async list_private_key_tags(_, caller) {
+      return { privateKeyTags: (await db.tags(caller.organizationId, 'TAG_TYPE_PRIVATE_KEY')).map(tagView) }
     },
-    get_wallet(body, caller) {
+    async get_wallet(body, caller) {
       const walletId = string(body, 'walletId')
-      return { wallet: walletView(found(db.wallet(walletId, caller.organizationId), 'wallet', walletId, caller)) }
+      return { wallet: walletView(found(await db.wallet(walletId, caller.organizationId), 'wallet', walletId, caller)) }
     },
-    list_wallets(_, caller) {
-      return { wallets: db.wallets(caller.organizationId).map(walletView) }
+    async list_wallets(_, caller) {
+      return { wallets: (await db.wallets(caller.organizationId)).map(walletView) }
     },
-    get_wallet_account(body, caller) {
+    async get_wallet_account(body, caller) {
       const input = parse(
         z
           .object({ walletId: z.string().min(1), address: z.string().min(1).optional(), path: z.string().min(1).optional() })
           .refine((query) => (query.address === undefined) !== (query.path === undefined), 'give either address or path'),
         body,
       )
-      found(db.wallet(input.walletId, caller.organizationId), 'wallet', input.walletId, caller)
-      const account = input.address ? db.walletAccountByAddress(input.walletId, input.address) : db.walletAccountByPath(input.walletId, input.path!)
+      found(await db.wallet(input.walletId, caller.organizationId), 'wallet', input.walletId, caller)
+      const account = input.address ? await db.walletAccountByAddress(input.walletId, input.address) : await db.walletAccountByPath(input.walletId, input.path!)
       if (!account) throw notFound(`wallet ${input.walletId} has no account at ${input.address ?? input.path}`)
       return { account: walletAccountView(account) }
     },
-    list_wallet_accounts(body, caller) {
+    async list_wallet_accounts(body, caller) {
       const walletId = body['walletId']
       if (walletId !== undefined && typeof walletId !== 'string') throw invalid('walletId must be a string')
-      if (walletId) found(db.wallet(walletId, caller.organizationId), 'wallet', walletId, caller)
-      const accounts = walletId ? db.accountsOfWallet(walletId) : db.accountsOfOrganization(caller.organizationId)
+      if (walletId) found(await db.wallet(walletId, caller.organizationId), 'wallet', walletId, caller)
+      const accounts = walletId ? await db.accountsOfWallet(walletId) : await db.accountsOfOrganization(caller.organizationId)
       return { accounts: accounts.map(walletAccountView) }
     },
-    get_activity(body, caller) {
+    async get_activity(body, caller) {
       const activityId = string(body, 'activityId')
-      return { activity: envelope(found(db.activity(activityId, caller.organizationId), 'activity', activityId, caller)) }
+      return { activity: await envelope(found(await db.activity(activityId, caller.organizationId), 'activity', activityId, caller)) }
     },
-    list_activities(body, caller) {
+    async list_activities(body, caller) {
       const input = parse(
         z.object({ filterByStatus: z.array(z.string()).optional(), filterByType: z.array(z.string()).optional(), paginationOptions: pagination }),
         body,
       )
       const statuses = input.filterByStatus?.length ? new Set(input.filterByStatus) : undefined
       const types = input.filterByType?.length ? new Set(input.filterByType) : undefined
-      const rows = db.activities(caller.organizationId).filter((row) => (!statuses || statuses.has(row.status)) && (!types || types.has(row.type)))
-      return { activities: page(rows, (row) => row.id, input.paginationOptions).map((row) => envelope(row)) }
+      const rows = (await db.activities(caller.organizationId)).filter((row) => (!statuses || statuses.has(row.status)) && (!types || types.has(row.type)))
+      return {
+        activities: await mapSeries(
+          page(rows, (row) => row.id, input.paginationOptions),
+          (row) => envelope(row),
+        ),
+      }
     },
-    list_suborgs(body, caller) {
+    async list_suborgs(body, caller) {
       const input = parse(
         z
           .object({ filterType: z.string().optional(), filterValue: z.string().optional(), paginationOptions: pagination })
@@ -239,14 +251,15 @@ export function createQueries(options: { db: Db; envelope: (row: ActivityRow) =>
       )
       const parent = caller.organizationId
       let ids: string[]
-      if (!input.filterType) ids = db.subOrganizations(parent).map((row) => row.id)
+      if (!input.filterType) ids = (await db.subOrganizations(parent)).map((row) => row.id)
       else if (input.filterType === 'OIDC_TOKEN') {
         const claims = decodeOidcToken(input.filterValue!)
-        ids = [...new Set(claims.aud.flatMap((audience) => db.subOrganizationsByOauth(parent, claims.iss, audience, claims.sub).map((row) => row.id)))]
+        const found = await mapSeries(claims.aud, (audience) => db.subOrganizationsByOauth(parent, claims.iss, audience, claims.sub))
+        ids = [...new Set(found.flat().map((row) => row.id))]
       } else {
-        const lookup = db.subOrganizationsBy[input.filterType as keyof Db['subOrganizationsBy']]
+        const lookup = own(db.subOrganizationsBy, input.filterType)
         if (!lookup) throw invalid(`unsupported filterType ${input.filterType}: use ${[...Object.keys(db.subOrganizationsBy), 'OIDC_TOKEN'].join(', ')}`)
-        ids = lookup(parent, input.filterValue!).map((row) => row.id)
+        ids = (await lookup(parent, input.filterValue!)).map((row) => row.id)
       }
       return { organizationIds: page(ids, (id) => id, input.paginationOptions) }
     },

@@ -4,12 +4,12 @@ import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
-import { type Db, openDatabase } from './db.js'
+import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
 import { createFramesApp } from './frames/app.js'
-import type { Mailer } from './mail.js'
+import { devInbox, type Mailer } from './mail.js'
+import { createOutbox } from './outbox.js'
 import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
-import { isPostgresUrl } from './storage/sqlDatabase.js'
 import type { WebauthnConfig } from './webauthn.js'
 
 export type KmsOptions = {
@@ -36,6 +36,11 @@ export type KmsOptions = {
   signerPrivateKey?: string | undefined
   /** Clock in unix ms; tests move it to expire keys. */
   now?: (() => number) | undefined
+  /**
+   * How often the outbox sends what is due (mail that could not be sent right after its activity
+   * committed). Default 5000 ms; 0: only when `sendDueMail()` is called.
+   */
+  mailRetryIntervalMs?: number | undefined
   /** Serve the auth, recovery, export and import frames from their own origin. Default: no frames. */
   frames?: FramesOptions | undefined
   /**
@@ -80,7 +85,8 @@ export function createKms(options: KmsOptions = {}) {
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
   const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from }) : undefined)
-  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer, webauthn: options.webauthn, logger: options.logger })
+  const outbox = createOutbox({ db, mailer: mailer ?? devInbox(db, now), masterKey, now, logger: options.logger })
+  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer, outbox, webauthn: options.webauthn, logger: options.logger })
   const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
   const framesHost = options.frames?.host ?? 'localhost'
   const framesPort = options.frames?.port ?? 8091
@@ -103,6 +109,8 @@ export function createKms(options: KmsOptions = {}) {
     signerPublicKey,
     async start() {
       if (server) return
+      // Migrated before the first request is accepted.
+      await db.ping()
       const api = await listen(observer, app.fetch, host, port)
       try {
         framesServers = framesApp ? await listenFrames(observer, framesApp.fetch, framesHost, framesPort) : []
@@ -111,6 +119,7 @@ export function createKms(options: KmsOptions = {}) {
         throw error
       }
       server = api
+      if (options.mailRetryIntervalMs !== 0) outbox.start(options.mailRetryIntervalMs ?? 5000)
     },
     /**
      * Stops accepting connections at once, resolves once every request in flight is answered,
@@ -121,19 +130,36 @@ export function createKms(options: KmsOptions = {}) {
       server = undefined
       framesServers = []
       await closeGracefully(running, observer)
-      db.close()
+      await outbox.stop()
+      await db.close()
     },
+    /** Resolves once the database answers, its tables migrated; rejects with why it cannot be opened. */
+    ready: () => db.ping(),
     /** Requests not yet answered, oldest first. */
     inflight: (): InflightRequest[] => observer.inflight(),
     /** Whether the database holds this organization (a deleted database does not). */
-    hasOrganization: (organizationId: string) => db.organization(organizationId) !== undefined,
+    hasOrganization: async (organizationId: string) => (await db.organization(organizationId)) !== undefined,
+    /**
+     * Sends the mail that is due from the outbox now, rather than at the next tick of its timer;
+     * answers how many went out.
+     */
+    sendDueMail: () => outbox.sendDue(),
+    /** The outbox: mail not sent yet (pending, with its tries and last error) or refused for good (failed). */
+    async outbox() {
+      return (await db.outbox()).map((row) => ({
+        to: row.to_address,
+        status: row.status as 'pending' | 'failed',
+        attempts: row.attempts,
+        lastError: row.last_error,
+      }))
+    },
     /**
      * The organization with no parent whose root user holds the API key `publicKey`, if any: how
      * `latchkey-kms init-organization` stays idempotent.
      */
-    parentOrganizationOf(publicKey: string): (ParentOrganization & { name: string }) | undefined {
-      const apiKey = db.apiKeyByPublicKey(publicKey)
-      const organization = apiKey && db.organization(apiKey.organization_id)
+    async parentOrganizationOf(publicKey: string): Promise<(ParentOrganization & { name: string }) | undefined> {
+      const apiKey = await db.apiKeyByPublicKey(publicKey)
+      const organization = apiKey && (await db.organization(apiKey.organization_id))
       if (!apiKey || !organization || organization.parent_id !== null) return undefined
       return { organizationId: organization.id, name: organization.name, userId: apiKey.user_id, apiKeyId: apiKey.id }
     },
@@ -141,16 +167,16 @@ export function createKms(options: KmsOptions = {}) {
      * Creates an organization with no parent (the app backend's), its first user and an API key
      * for that user. Not an API call: the hosted service does this at sign-up.
      */
-    createParentOrganization(parameters: { name: string; userName: string; publicKey: string; apiKeyName?: string }): ParentOrganization {
+    async createParentOrganization(parameters: { name: string; userName: string; publicKey: string; apiKeyName?: string }): Promise<ParentOrganization> {
       const at = now()
       const ids = { organizationId: randomUUID(), userId: randomUUID(), apiKeyId: randomUUID() }
-      db.transaction(() => {
-        const taken = db.apiKeyByPublicKey(parameters.publicKey)
+      await db.transaction(async (db) => {
+        const taken = await db.apiKeyByPublicKey(parameters.publicKey)
         if (taken)
           throw new KmsError(GrpcCode.alreadyExists, `the API key ${parameters.publicKey} is already registered, in organization ${taken.organization_id}`)
-        db.insertOrganization({ id: ids.organizationId, name: parameters.name, parent_id: null, root_quorum_threshold: 1, created_at: at })
-        db.insertUser({ id: ids.userId, organization_id: ids.organizationId, name: parameters.userName, email: null, created_at: at })
-        db.insertApiKey({
+        await db.insertOrganization({ id: ids.organizationId, name: parameters.name, parent_id: null, root_quorum_threshold: 1, created_at: at })
+        await db.insertUser({ id: ids.userId, organization_id: ids.organizationId, name: parameters.userName, email: null, created_at: at })
+        await db.insertApiKey({
           id: ids.apiKeyId,
           user_id: ids.userId,
           organization_id: ids.organizationId,

@@ -16,8 +16,9 @@ export type SmtpOptions = {
 export const SMTP_URL_VARIABLE = 'LATCHKEY_SMTP_URL'
 
 /**
- * A mailer that sends through an SMTP server (nodemailer, loaded on the first message). A message
- * the server does not accept fails the activity that sent it (14, "could not send the email: …").
+ * A mailer that sends through an SMTP server (nodemailer, loaded on the first message). It is the
+ * outbox's sender: a message the server does not take now is tried again later; one it refuses
+ * for good (5xx) is not.
  *
  * @example
  * const kms = createKms({ mailer: smtpMailer({ url: 'smtp://mail.example.com:587', from: 'My app <login@example.com>' }) })
@@ -38,7 +39,8 @@ export function smtpMailer(options: SmtpOptions): Mailer {
       try {
         await (await transport).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html })
       } catch (error) {
-        throw new KmsError(GrpcCode.unavailable, `could not send the email: ${(error as Error).message}`)
+        // The cause keeps the server's reply code: the outbox gives up on a 5xx, retries the rest.
+        throw Object.assign(new KmsError(GrpcCode.unavailable, `could not send the email: ${(error as Error).message}`), { cause: error })
       }
     },
   }

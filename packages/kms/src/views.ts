@@ -1,5 +1,17 @@
-import type { FeatureRow, InvitationRow, OauthProviderRow, PolicyRow, PrivateKeyRow, TagRow } from './adminDb.js'
-import type { ApiKeyRow, AuthenticatorRow, Db, UserRow, WalletAccountRow, WalletRow } from './db.js'
+import type {
+  ApiKeyRow,
+  AuthenticatorRow,
+  Db,
+  FeatureRow,
+  InvitationRow,
+  OauthProviderRow,
+  PolicyRow,
+  PrivateKeyRow,
+  TagRow,
+  UserRow,
+  WalletAccountRow,
+  WalletRow,
+} from './db.js'
 
 // Rows as the clients read them: the `v1*` shapes of @turnkey/http's public_api.types.d.ts.
 
@@ -10,19 +22,19 @@ export const timestamp = (ms: number) => ({ seconds: String(Math.floor(ms / 1000
  * A user with their passkeys, API keys, tags and OAuth providers (`v1User`).
  *
  * @example
- * return { user: userView(db, db.user(userId, organizationId)!) }
+ * return { user: await userView(db, (await db.user(userId, organizationId))!) }
  */
-export function userView(db: Db, row: UserRow) {
-  const details = db.userDetails(row.id, row.organization_id)
+export async function userView(db: Db, row: UserRow) {
+  const details = await db.userDetails(row.id, row.organization_id)
   return {
     userId: row.id,
     userName: row.name,
     ...(row.email ? { userEmail: row.email } : {}),
     ...(details?.phone_number ? { userPhoneNumber: details.phone_number } : {}),
-    authenticators: db.authenticatorsOfUser(row.id).map(authenticatorView),
-    apiKeys: db.apiKeysOfUser(row.id).map(apiKeyView),
-    userTags: db.tagsOf(row.id),
-    oauthProviders: db.oauthProvidersOfUser(row.id).map(oauthProviderView),
+    authenticators: (await db.authenticatorsOfUser(row.id)).map(authenticatorView),
+    apiKeys: (await db.apiKeysOfUser(row.id)).map(apiKeyView),
+    userTags: await db.tagsOf(row.id),
+    oauthProviders: (await db.oauthProvidersOfUser(row.id)).map(oauthProviderView),
     createdAt: timestamp(row.created_at),
     updatedAt: timestamp(details?.updated_at ?? row.created_at),
     mfaPolicies: [],
@@ -82,14 +94,14 @@ export function walletAccountView(account: WalletAccountRow) {
   }
 }
 
-export function privateKeyView(db: Db, row: PrivateKeyRow) {
+export async function privateKeyView(db: Db, row: PrivateKeyRow) {
   return {
     privateKeyId: row.id,
     publicKey: row.public_key,
     privateKeyName: row.name,
     curve: row.curve,
-    addresses: db.privateKeyAddresses(row.id).map((address) => ({ format: address.format, address: address.address })),
-    privateKeyTags: db.tagsOf(row.id),
+    addresses: (await db.privateKeyAddresses(row.id)).map((address) => ({ format: address.format, address: address.address })),
+    privateKeyTags: await db.tagsOf(row.id),
     createdAt: timestamp(row.created_at),
     updatedAt: timestamp(row.created_at),
     exported: row.exported === 1,

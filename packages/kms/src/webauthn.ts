@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { verifyAuthenticationResponse, verifyRegistrationResponse } from '@simplewebauthn/server'
 import type { AuthenticatorRow } from './db.js'
 import { GrpcCode, KmsError } from './errors.js'
+import { own } from './own.js'
 
 /** Where passkeys may be used: the relying party ids and the page origins that ask. */
 export type WebauthnConfig = { readonly rpIds: readonly string[]; readonly origins: readonly string[] }
@@ -41,7 +42,7 @@ export async function verifyRegistration(params: AuthenticatorParams, config: We
         response: {
           clientDataJSON: attestation.clientDataJson,
           attestationObject: attestation.attestationObject,
-          transports: attestation.transports.map((transport) => FROM_TRANSPORT[transport]).filter(Boolean) as never,
+          transports: attestation.transports.map((transport) => own(FROM_TRANSPORT, transport)).filter(Boolean) as never,
         },
         clientExtensionResults: {},
       },
@@ -76,6 +77,9 @@ export function parseWebauthnStamp(header: string): WebauthnStamp {
   } catch {
     throw new KmsError(GrpcCode.unauthenticated, 'malformed stamp: X-Stamp-Webauthn is not JSON')
   }
+  // `null`, a number or an array parse as JSON too; only an object holds the four fields.
+  if (typeof stamp !== 'object' || stamp === null || Array.isArray(stamp))
+    throw new KmsError(GrpcCode.unauthenticated, 'malformed stamp: X-Stamp-Webauthn must be a JSON object')
   for (const key of ['authenticatorData', 'clientDataJson', 'credentialId', 'signature'] as const)
     if (typeof stamp[key] !== 'string' || !stamp[key]) throw new KmsError(GrpcCode.unauthenticated, `malformed stamp: ${key} is missing`)
   return stamp as WebauthnStamp
@@ -111,4 +115,4 @@ export async function verifyWebauthnStamp(stamp: WebauthnStamp, body: Uint8Array
   return verified.authenticationInfo.newCounter
 }
 
-export const toTransport = (short: string) => TRANSPORTS[short] ?? short
+export const toTransport = (short: string) => own(TRANSPORTS, short) ?? short

@@ -5,13 +5,13 @@ import { join } from 'node:path'
 import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
+import { type Kysely, sql } from 'kysely'
 import { type Hex, keccak256, recoverAddress, serializeSignature, toHex } from 'viem'
 import { privateKeyToAccount, sign } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { deriveAccounts, signDigest } from '../src/ethereum.js'
 import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '../src/index.js'
 import { accountKeyRecord, openBytes } from '../src/secrets.js'
-import type { SqlDatabase } from '../src/storage/sqlDatabase.js'
 import { connect, type TestDatabase, testDatabase } from './database.js'
 
 // Wallet account keys: derived once from the mnemonic, kept sealed beside the account, opened to
@@ -90,24 +90,27 @@ describe('sealed account keys in the service', () => {
   })
 
   /** A second connection to the service's database, for what no API does: reading and damaging rows. */
-  const surgery = <result>(work: (db: SqlDatabase) => result): result => {
-    const db = connect(database)
+  const surgery = async <result>(work: (db: Kysely<never>) => Promise<result>): Promise<result> => {
+    const storage = connect(database)
     try {
-      return work(db)
+      return await work(storage.kysely as unknown as Kysely<never>)
     } finally {
-      db.close()
+      await storage.close()
     }
   }
   const sealedKeyOf = (address: string) =>
-    surgery(
-      (db) =>
-        db.prepare('select id, sealed_private_key from wallet_accounts where address = ?').get(address) as { id: string; sealed_private_key: string | null },
-    )
+    surgery(async (db) => {
+      const { rows } = await sql<{
+        id: string
+        sealed_private_key: string | null
+      }>`select id, sealed_private_key from wallet_accounts where address = ${address}`.execute(db)
+      return rows[0]!
+    })
 
   /** A sub-organization whose user holds `keys` (expiring after `expirationSeconds`, if given), with a wallet of two accounts. */
   async function subOrganization(keys = apiKeyPair(), expirationSeconds?: string) {
     const backend = apiKeyPair()
-    const app = kms.createParentOrganization({ name: 'app', userName: 'backend', publicKey: backend.apiPublicKey })
+    const app = await kms.createParentOrganization({ name: 'app', userName: 'backend', publicKey: backend.apiPublicKey })
     const { activity } = await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(backend)).createSubOrganization({
       type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
       timestampMs: String(clock),
@@ -152,7 +155,7 @@ describe('sealed account keys in the service', () => {
     const user = await subOrganization()
     const digest = keccak256(toHex('sealed'))
     for (const address of user.addresses) {
-      const { id, sealed_private_key } = sealedKeyOf(address)
+      const { id, sealed_private_key } = await sealedKeyOf(address)
       expect(sealed_private_key).toMatch(/^v1:[A-Za-z0-9+/]+=*$/)
       const privateKey = openBytes(masterKey, accountKeyRecord(id), sealed_private_key!)
       expect(privateKeyToAccount(toHex(privateKey)).address).toBe(address)
@@ -166,31 +169,36 @@ describe('sealed account keys in the service', () => {
     const address = user.addresses[1]!
     const digest = keccak256(toHex('derived'))
     const before = await signWithClient(user, address, digest)
-    surgery((db) => db.prepare('update wallet_accounts set sealed_private_key = null where address = ?').run(address))
+    await surgery((db) => sql`update wallet_accounts set sealed_private_key = null where address = ${address}`.execute(db))
     expect(await signWithClient(user, address, digest)).toEqual(before)
-    const { id, sealed_private_key } = sealedKeyOf(address)
+    const { id, sealed_private_key } = await sealedKeyOf(address)
     expect(privateKeyToAccount(toHex(openBytes(masterKey, accountKeyRecord(id), sealed_private_key!))).address).toBe(address)
     expect(await signWithClient(user, address, digest)).toEqual(before)
   })
 
-  test('behavior: a database from before sealed account keys opens, and its accounts sign as before', async () => {
+  test('behavior: a database from before versioned migrations and sealed account keys opens, and its accounts sign as before', async () => {
     const user = await subOrganization()
     const digest = keccak256(toHex('migrated'))
     const before = await signWithClient(user, user.addresses[0]!, digest)
     await kms.stop()
-    surgery((db) => db.exec('alter table wallet_accounts drop column sealed_private_key'))
+    // The layout of the first releases: no sealed keys, no migration records.
+    await surgery(async (db) => {
+      await sql`alter table wallet_accounts drop column sealed_private_key`.execute(db)
+      await sql`drop table kms_migrations`.execute(db)
+      await sql`drop table kms_migrations_lock`.execute(db)
+    })
     await start()
     expect(await signWithClient(user, user.addresses[0]!, digest)).toEqual(before)
-    expect(sealedKeyOf(user.addresses[0]!).sealed_private_key).toMatch(/^v1:/)
+    expect((await sealedKeyOf(user.addresses[0]!)).sealed_private_key).toMatch(/^v1:/)
   })
 
   test('error: a sealed key moved to another account’s row does not open', async () => {
     const user = await subOrganization()
     const [first, second] = user.addresses as [Hex, Hex]
-    surgery((db) =>
-      db
-        .prepare('update wallet_accounts set sealed_private_key = (select sealed_private_key from wallet_accounts where address = ?) where address = ?')
-        .run(first, second),
+    await surgery((db) =>
+      sql`update wallet_accounts set sealed_private_key = (select sealed_private_key from wallet_accounts where address = ${first}) where address = ${second}`.execute(
+        db,
+      ),
     )
     await expect(signWithClient(user, second, keccak256(toHex('moved')))).rejects.toThrow(
       'Turnkey error 13: stored key material does not open with this master key',

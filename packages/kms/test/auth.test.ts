@@ -27,7 +27,7 @@ const fromBundle = (bundle: string, embeddedKey: string) => {
 beforeAll(async () => {
   kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
   await kms.start()
-  parentOrganizationId = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey }).organizationId
+  parentOrganizationId = (await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
   backend = client(parentKey)
 })
 afterAll(() => kms.stop())

@@ -55,7 +55,7 @@ describe('our bundles, opened by @turnkey/crypto', () => {
     kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
     await kms.start()
     const parentKey = apiKeyPair()
-    const parent = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })
+    const parent = await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })
     const { activity } = await client(parentKey).createSubOrganization({
       type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
       timestampMs: String(clock),

@@ -17,7 +17,7 @@ let parentOrganizationId: string
 beforeAll(async () => {
   kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
   await kms.start()
-  parentOrganizationId = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey }).organizationId
+  parentOrganizationId = (await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
 })
 afterAll(() => kms.stop())
 

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { inject } from 'vitest'
-import { openPostgres } from '../src/storage/postgres.js'
-import type { SqlDatabase } from '../src/storage/sqlDatabase.js'
-import { openSqlite } from '../src/storage/sqlite.js'
+import { openStorage, type Storage } from '../src/storage/database.js'
 
 // The one place the kms suite picks its storage: SQLite by default, PostgreSQL when
 // LATCHKEY_KMS_TEST_DATABASE=postgres (vitest.postgres.config.ts sets it and starts the server).
@@ -32,7 +30,7 @@ export async function testDatabase(sqlitePath = ':memory:'): Promise<TestDatabas
   return { databaseUrl: server.href }
 }
 
-/** A second connection to a kms's database, for what no API does: reading and damaging rows. Statements in SQLite's dialect. */
-export function connect(database: TestDatabase): SqlDatabase {
-  return 'databaseUrl' in database ? openPostgres(database.databaseUrl) : openSqlite(database.databasePath)
+/** A second connection to a kms's database (Kysely), for what no API does: reading and damaging rows. */
+export function connect(database: TestDatabase): Storage {
+  return openStorage('databaseUrl' in database ? database.databaseUrl : database.databasePath)
 }

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getFreePort, startStack } from '@latchkey/devnet'
+import { sql } from 'kysely'
 import { expect, test } from 'vitest'
 import { connect, testBackend, testDatabase } from './database.js'
 
@@ -24,9 +25,10 @@ test(`behavior: the dev stack's kms stores its parent organization in ${testBack
     expect(existsSync(join(stateDir, 'kms.db'))).toBe(!inPostgres)
     const reader = connect(inPostgres ? database : { databasePath: join(stateDir, 'kms.db') })
     try {
-      expect(reader.prepare('select id from organizations where id = ?').all(parentOrganizationId)).toEqual([{ id: parentOrganizationId }])
+      const { rows } = await sql`select id from organizations where id = ${parentOrganizationId}`.execute(reader.kysely)
+      expect(rows).toEqual([{ id: parentOrganizationId }])
     } finally {
-      reader.close()
+      await reader.close()
     }
   } finally {
     await stack.stop()

@@ -33,7 +33,7 @@ export async function startKms(options: KmsOptions = {}) {
   const kms: Kms = createKms({ port: await getFreePort(), now: () => clock.now, ...(await testDatabase()), ...options })
   await kms.start()
   const parentKey = generateApiKeyPair()
-  const parent = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })
+  const parent = await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })
   const client = (keys: ApiKeyPair) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(keys))
   const backend = client(parentKey)
   const timestampMs = () => String(clock.now + ++sequence)

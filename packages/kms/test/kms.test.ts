@@ -27,14 +27,14 @@ const ethereumAccount = {
 let kms: Kms
 let clock = Date.now()
 const parentKey = apiKeyPair()
-let parent: ReturnType<Kms['createParentOrganization']>
+let parent: Awaited<ReturnType<Kms['createParentOrganization']>>
 let parentClient: TurnkeyClient
 const client = (keys: ReturnType<typeof apiKeyPair>) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(keys))
 
 beforeAll(async () => {
   kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
   await kms.start()
-  parent = kms.createParentOrganization({ name: 'Test app', userName: 'backend', publicKey: parentKey.apiPublicKey })
+  parent = await kms.createParentOrganization({ name: 'Test app', userName: 'backend', publicKey: parentKey.apiPublicKey })
   parentClient = client(parentKey)
 })
 afterAll(() => kms.stop())

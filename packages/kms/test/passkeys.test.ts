@@ -21,7 +21,7 @@ let backend: TurnkeyClient
 beforeAll(async () => {
   kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()), webauthn: { rpIds: [rpId], origins: ['http://localhost:5173'] } })
   await kms.start()
-  parentOrganizationId = kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey }).organizationId
+  parentOrganizationId = (await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
   backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
 })
 afterAll(() => kms.stop())

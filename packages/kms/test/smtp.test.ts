@@ -84,21 +84,31 @@ describe('createKms({ smtp })', () => {
     expect((await fetch(`${harness.kms.url}/dev/mailbox.json`)).status).toBe(404)
   })
 
-  test('error: a recipient the server refuses fails the activity with 14, and no invitation is stored', async () => {
+  test('behavior: a recipient the server refuses for good: the invitation stays, the mail is not tried again', async () => {
     const sub = await harness.subOrganization()
-    await expect(
-      sub.client.createInvitations({
-        type: 'ACTIVITY_TYPE_CREATE_INVITATIONS',
-        timestampMs: harness.timestampMs(),
-        organizationId: sub.organizationId,
-        parameters: {
-          invitations: [
-            { receiverUserName: 'x', receiverUserEmail: 'x@blocked.test', receiverUserTags: [], accessType: 'ACCESS_TYPE_WEB', senderUserId: sub.userId },
-          ],
-        },
-      }),
-    ).rejects.toThrow("Turnkey error 14: could not send the email: Can't send mail - all recipients were rejected: 550 mailbox unavailable")
-    expect((await sub.client.getOrganization({ organizationId: sub.organizationId })).organizationData.invitations).toEqual([])
+    const { activity } = await sub.client.createInvitations({
+      type: 'ACTIVITY_TYPE_CREATE_INVITATIONS',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: {
+        invitations: [
+          { receiverUserName: 'x', receiverUserEmail: 'x@blocked.test', receiverUserTags: [], accessType: 'ACCESS_TYPE_WEB', senderUserId: sub.userId },
+        ],
+      },
+    })
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    const [invitationId] = activity.result.createInvitationsResult!.invitationIds
+    expect((await sub.client.getOrganization({ organizationId: sub.organizationId })).organizationData.invitations?.map((i) => i.invitationId)).toEqual([
+      invitationId,
+    ])
+    expect(await harness.kms.outbox()).toEqual([
+      {
+        to: 'x@blocked.test',
+        status: 'failed',
+        attempts: 1,
+        lastError: "could not send the email: Can't send mail - all recipients were rejected: 550 mailbox unavailable",
+      },
+    ])
   })
 })
 

@@ -12,7 +12,7 @@ export default defineConfig({
   root: fileURLToPath(new URL('../../..', import.meta.url)),
   test: {
     ...root.test,
-    include: ['packages/kms/src/**/*.test.ts', 'packages/kms/test/**/*.test.ts'],
+    include: ['packages/kms/src/**/*.test.ts', 'packages/kms/test/**/*.test.ts', 'packages/kms/test/**/*.postgres.ts'],
     globalSetup: [...[root.test?.globalSetup ?? []].flat(), './packages/kms/test/postgresSetup.ts'],
     // database.ts reads it.
     env: { ...root.test?.env, LATCHKEY_KMS_TEST_DATABASE: 'postgres' },

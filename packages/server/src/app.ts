@@ -1,17 +1,20 @@
 import type { Logger } from '@latchkey/service'
 import { Hono } from 'hono'
 import { ServerError } from './errors.js'
-import { createRouteContext } from './internal/context.js'
+import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
+import { bodyLimit } from './middleware/bodyLimit.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
 import { nonce } from './routes/nonce.js'
+import { createOAuth, type OAuthProviderConfig, type OAuthProviderName, oauthSignIn } from './routes/oauth.js'
 import { passkeySignup } from './routes/passkeySignup.js'
 import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
 import { sessionKey } from './routes/sessionKey.js'
 import { siwe } from './routes/siwe.js'
+import { issueToken, jwks, refreshToken, revokeToken } from './routes/token.js'
 import type { Store } from './store.js'
 
 export type ServerAppOptions = {
@@ -33,6 +36,11 @@ export type ServerAppOptions = {
   framesUrl?: string | undefined
   /** Shown in sign-in and recovery emails. */
   appName: string
+  /**
+   * "Continue with Google / Apple": the OpenID issuers and the app's client ids (locally the devnet's
+   * provider plays both). Published at /auth/config; ID tokens are verified against their JWKS.
+   */
+  oauth?: Partial<Record<OAuthProviderName, OAuthProviderConfig>> | undefined
   /** Browser origins allowed to call with credentials (the demo's); SIWE messages' uris must have one. */
   allowedOrigins: readonly string[]
   /**
@@ -50,12 +58,27 @@ export type ServerAppOptions = {
   sessionSeconds?: number | undefined
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
   logger?: Logger | undefined
+  /**
+   * The P-256 key that signs session JWTs (`POST /auth/token`), as PKCS#8 PEM or a private JWK
+   * (JSON). Default: a key generated for this process (development only: its tokens die with it,
+   * and instances behind one load balancer need the same key).
+   */
+  sessionJwtKey?: string | undefined
+  /** The `iss` of session JWTs. Default: the origin the request came to. */
+  sessionJwtIssuer?: string | undefined
+  /** The `aud` of session JWTs, when the app's services check one. Default: none. */
+  sessionJwtAudience?: string | undefined
+  /** How long an access JWT lasts, 60 to 3600 seconds. Default 300. */
+  accessTokenSeconds?: number | undefined
+  /** The largest request body accepted, counted as it streams in. Default `LIMITS.bodyBytes` (64 KiB). */
+  maxBodyBytes?: number | undefined
 }
 
 export { ServerError } from './errors.js'
 export { LIMITS, SESSION_COOKIE } from './internal/context.js'
 export { SIWE_COOKIE, SIWE_TIMES, type SiweChain } from './internal/siwe.js'
 export { WALLET_NAME } from './internal/wallet.js'
+export { OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oauthNonce } from './routes/oauth.js'
 
 /**
  * The app backend as a Hono app. It holds the parent organization's API key and is the only place
@@ -68,6 +91,7 @@ export { WALLET_NAME } from './internal/wallet.js'
  */
 export function createServerApp(options: ServerAppOptions) {
   const context = createRouteContext(options)
+  const oauth = createOAuth(options.oauth ?? {}, context.now)
   const app = new Hono()
 
   app.use('*', async (c, next) => {
@@ -93,6 +117,8 @@ export function createServerApp(options: ServerAppOptions) {
     return undefined
   })
 
+  app.use('*', bodyLimit(options.maxBodyBytes ?? LIMITS.bodyBytes))
+
   app.onError((error, c) => {
     if (error instanceof ServerError) {
       if (error.retryAfterSeconds) c.header('retry-after', String(error.retryAfterSeconds))
@@ -104,17 +130,27 @@ export function createServerApp(options: ServerAppOptions) {
   })
 
   // What the browser's embedded wallet needs to talk to the kms itself: nothing secret.
-  app.get('/auth/config', (c) =>
-    c.json({
+  app.get('/auth/config', async (c) => {
+    // Each configured social sign-in with where the browser starts it; one whose issuer is down is left out.
+    const social = await Promise.all(
+      oauth.configured.map(async (name) => {
+        const endpoints = await oauth.discover(name).catch(() => undefined)
+        return endpoints ? ([name, { clientId: oauth.config(name)!.clientId, authorizationEndpoint: endpoints.authorization_endpoint }] as const) : undefined
+      }),
+    )
+    const available = social.filter((entry) => entry !== undefined)
+    return c.json({
       organizationId: options.organizationId,
       kmsUrl: options.publicKmsUrl ?? options.kmsUrl,
       ...(options.framesUrl ? { framesUrl: options.framesUrl } : {}),
-    }),
-  )
+      ...(available.length ? { oauth: Object.fromEntries(available) } : {}),
+    })
+  })
   app.post('/auth/email/start', emailStart(context))
   app.post('/auth/email/verify', emailVerify(context))
   app.post('/auth/passkey/signup', passkeySignup(context))
   app.post('/auth/login', login(context))
+  app.post('/auth/oauth', oauthSignIn(context, oauth))
   app.post('/auth/session-key', sessionKey(context))
   app.post('/auth/recovery/start', recoveryStart(context))
   app.get('/auth/nonce', nonce(context))
@@ -122,5 +158,9 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/cacao', cacao(context))
   app.get('/auth/session', session(context))
   app.post('/auth/signout', signOut(context))
+  app.post('/auth/token', issueToken(context))
+  app.post('/auth/token/refresh', refreshToken(context))
+  app.post('/auth/token/revoke', revokeToken(context))
+  app.get('/.well-known/jwks.json', jwks(context))
   return app
 }

@@ -4,6 +4,7 @@
  * environment variable (`latchkey-server --help`), JSON logs on standard output, `GET /healthz`
  * and `GET /readyz`, a graceful stop on SIGTERM or SIGINT. The package README has the details.
  */
+import { createPrivateKey } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import {
@@ -23,8 +24,10 @@ import {
   withoutCredentials,
 } from '@latchkey/service'
 import { getPublicKey } from '@turnkey/crypto'
+import { ACCESS_TOKEN_SECONDS } from './internal/sessionTokens.js'
 import type { SiweChain } from './internal/siwe.js'
 import { createAppServer } from './service.js'
+import { openStore, type Store } from './store.js'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -40,13 +43,15 @@ const settings = {
     flag: 'db',
     env: 'LATCHKEY_SERVER_DB',
     valueName: '<path>',
-    description: 'Keep accounts and sessions in this SQLite file. Without it: in memory (development only); production needs it.',
+    description:
+      'Keep accounts and sessions in this SQLite file (one instance). Without it or DATABASE_URL: in memory (development only); production needs one of them.',
   }),
   databaseUrl: secretUrl({
     env: 'DATABASE_URL',
     fileFlag: 'database-url-file',
     protocols: ['postgres:', 'postgresql:'],
-    description: 'Not supported yet: the backend keeps its data in SQLite (--db). Given, it is refused rather than ignored.',
+    description:
+      'Keep accounts and sessions in PostgreSQL (postgres://user:password@host:5432/db), shared by every backend instance; migrations run at start. Instead of --db.',
   }),
   kmsUrl: url({
     flag: 'kms-url',
@@ -146,6 +151,46 @@ const settings = {
     valueName: '<seconds>',
     description: 'How long a browser session (the cookie) lasts.',
   }),
+  sessionJwtKey: secret({
+    env: 'LATCHKEY_SESSION_JWT_KEY',
+    fileFlag: 'session-jwt-key-file',
+    production: 'required',
+    description:
+      'The P-256 private key that signs session JWTs (POST /auth/token), PKCS#8 PEM or a private JWK; every instance needs the same one. Without it: a key generated at start (development only).',
+    convert: (text, label) => {
+      let details: { namedCurve?: string | undefined } | undefined
+      try {
+        const trimmed = text.trim()
+        const key = trimmed.startsWith('{') ? createPrivateKey({ key: JSON.parse(trimmed), format: 'jwk' }) : createPrivateKey(trimmed)
+        details = key.asymmetricKeyDetails
+      } catch {
+        details = undefined
+      }
+      if (details?.namedCurve !== 'prime256v1') throw new SettingsError(`${label} must be a P-256 private key (PKCS#8 PEM or a private JWK)`)
+      return text.trim()
+    },
+  }),
+  sessionJwtIssuer: url({
+    flag: 'session-jwt-issuer',
+    env: 'LATCHKEY_SESSION_JWT_ISSUER',
+    protocols: ['http:', 'https:'],
+    description: 'The iss claim of session JWTs: the backend’s public URL, as verifiers expect it. Default: the origin each request came to.',
+  }),
+  sessionJwtAudience: text({
+    flag: 'session-jwt-audience',
+    env: 'LATCHKEY_SESSION_JWT_AUDIENCE',
+    valueName: '<audience>',
+    description: 'The aud claim of session JWTs, when the app’s services check one. Default: none.',
+  }),
+  accessTokenSeconds: integer({
+    flag: 'access-token-seconds',
+    env: 'LATCHKEY_ACCESS_TOKEN_SECONDS',
+    min: ACCESS_TOKEN_SECONDS.min,
+    max: ACCESS_TOKEN_SECONDS.max,
+    default: ACCESS_TOKEN_SECONDS.default,
+    valueName: '<seconds>',
+    description: 'How long a session JWT lasts; its refresh token lasts as long as the session.',
+  }),
   trustProxy: toggle({
     flag: 'trust-proxy',
     env: 'LATCHKEY_TRUST_PROXY',
@@ -160,16 +205,15 @@ await runService({
   summary:
     'The app’s own backend: email and passkey sign-in through the key-management service, Sign-In with Ethereum for any wallet, sub-organizations with embedded wallets, session keys, email recovery, session cookies, rate limits.',
   settings,
-  production: (_values, given) => (given.has('db') ? [] : [settingLabel(settings.db)]),
+  production: (_values, given) =>
+    given.has('db') || given.has('databaseUrl') ? [] : [`${settingLabel(settings.db)} or ${settingLabel(settings.databaseUrl)}`],
   notes: [
     'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the store answers a query, else 503 with {"status":"unavailable","reason":…}.',
-    'The backend has no session secret to set: a session is a random id in its store, sent as an httpOnly cookie.',
+    'A browser session is a random id in the store, sent as an httpOnly cookie; the session JWTs other services verify are signed with --session-jwt-key-file and published at GET /.well-known/jwks.json.',
   ],
   async start(values, { logger }) {
-    if (values.databaseUrl !== undefined)
-      throw new SettingsError(
-        `${settingLabel(settings.databaseUrl)}: PostgreSQL is not supported by latchkey-server yet; unset it and keep the data in SQLite with ${settingLabel(settings.db)}`,
-      )
+    if (values.databaseUrl !== undefined && values.db !== undefined)
+      throw new SettingsError(`give ${settingLabel(settings.db)} or ${settingLabel(settings.databaseUrl)}, not both`)
     for (const key of ['organizationId', 'apiPublicKey', 'apiPrivateKey'] as const)
       if (values[key] === undefined)
         throw new SettingsError(`${settingLabel(settings[key])} is required (\`latchkey-kms generate-keys\` and \`latchkey-kms init-organization\` give them)`)
@@ -182,13 +226,23 @@ await runService({
     }
     if (derived !== apiPublicKey)
       throw new SettingsError(`${settingLabel(settings.apiPrivateKey)} is not the private key of ${settingLabel(settings.apiPublicKey)}`)
-    const storeName = values.db === undefined ? 'memory' : `sqlite ${resolve(values.db)}`
+    const databaseUrl = values.databaseUrl ?? (values.db === undefined ? ':memory:' : resolve(values.db))
+    let store: Store
+    try {
+      store = await openStore(databaseUrl, {
+        onRetry: ({ attempt, error }) => logger.warn({ attempt, err: error }, 'database transaction conflicted; running it again'),
+      })
+    } catch (error) {
+      const where = databaseUrl.includes('://') ? 'postgres' : `sqlite ${databaseUrl}`
+      throw new Error(`could not open the store (${where}): ${(error as Error).message}`)
+    }
+    const storeName = store.description
     let server: ReturnType<typeof createAppServer>
     try {
       server = createAppServer({
         port: values.port,
         host: values.host,
-        databasePath: values.db === undefined ? ':memory:' : resolve(values.db),
+        store,
         kmsUrl: values.kmsUrl,
         publicKmsUrl: values.publicKmsUrl,
         framesUrl: values.framesUrl,
@@ -202,10 +256,15 @@ await runService({
         chains: values.chains,
         sessionSeconds: values.sessionSeconds,
         trustProxy: values.trustProxy,
+        sessionJwtKey: values.sessionJwtKey,
+        sessionJwtIssuer: values.sessionJwtIssuer,
+        sessionJwtAudience: values.sessionJwtAudience,
+        accessTokenSeconds: values.accessTokenSeconds,
         logger,
       })
     } catch (error) {
-      throw new Error(`could not open the store (${storeName}): ${(error as Error).message}`)
+      await store.close()
+      throw error
     }
     try {
       await server.start()
@@ -225,7 +284,10 @@ await runService({
       },
       `server listening on ${server.url} (store: ${storeName}; kms: ${withoutCredentials(values.kmsUrl)})`,
     )
-    if (values.db === undefined) logger.warn('accounts and sessions are kept in memory and lost when the process stops (development only)')
+    if (values.db === undefined && values.databaseUrl === undefined)
+      logger.warn('accounts and sessions are kept in memory and lost when the process stops (development only)')
+    if (values.sessionJwtKey === undefined)
+      logger.warn('session JWTs are signed with a key generated at start: they stop verifying when the process stops (development only)')
     return { stop: () => server.stop(), inflight: () => server.inflight() }
   },
 })

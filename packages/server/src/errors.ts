@@ -2,7 +2,7 @@
 export class ServerError extends Error {
   override name = 'ServerError'
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 429 | 502,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429 | 502,
     readonly code: string,
     message: string,
     readonly retryAfterSeconds?: number,

@@ -4,14 +4,16 @@ import { expect, test } from 'vitest'
 test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
+      "ACCESS_TOKEN_SECONDS",
       "LIMITS",
       "RECOVERY_CODE_SECONDS",
+      "SERVER_MIGRATIONS",
       "SESSION_COOKIE",
       "SESSION_KEY_SECONDS",
       "SIWE_COOKIE",
       "SIWE_TIMES",
-      "STORE_LAYOUT",
       "ServerError",
+      "StoreConflictError",
       "WALLET_NAME",
       "createAppServer",
       "createServerApp",

@@ -1,17 +1,22 @@
 // Entry point of @latchkey/server.
 export { createServerApp, LIMITS, SESSION_COOKIE, type ServerAppOptions, ServerError, SIWE_COOKIE, SIWE_TIMES, type SiweChain, WALLET_NAME } from './app.js'
 export { SESSION_KEY_SECONDS } from './internal/schemas.js'
+export { ACCESS_TOKEN_SECONDS } from './internal/sessionTokens.js'
 export { RECOVERY_CODE_SECONDS } from './routes/recoveryStart.js'
 export { type AppServerOptions, createAppServer } from './service.js'
 export {
   type AccountRow,
   type KnownAccount,
   type NonceRow,
+  type OpenStoreOptions,
   openStore,
   type PasskeyAccountRow,
+  type RefreshTokenRow,
+  SERVER_MIGRATIONS,
+  type ServerSchema,
   type SessionKind,
   type SessionRow,
-  STORE_LAYOUT,
   type Store,
+  StoreConflictError,
   type WalletKind,
 } from './store.js'

@@ -2,15 +2,22 @@ import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { createServerApp, type ServerAppOptions } from './app.js'
-import { openStore } from './store.js'
+import { openStore, type Store } from './store.js'
 
 export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
   /** Default 8787. */
   port?: number | undefined
   /** Default `127.0.0.1`. */
   host?: string | undefined
-  /** SQLite file; default in memory. */
+  /**
+   * A `postgres://` URL (several instances may share the database) or a SQLite file path; default:
+   * `databasePath`, else SQLite in memory.
+   */
+  databaseUrl?: string | undefined
+  /** SQLite file, when `databaseUrl` is not given; default in memory. */
   databasePath?: string | undefined
+  /** A store already open (`openStore`), instead of `databaseUrl`/`databasePath`; stop() closes it. */
+  store?: Store | undefined
   /**
    * Where to log (pino): one line per request with its request id, and unexpected errors; never a
    * cookie, a body or a query string. Default: no request log, unexpected errors on the console.
@@ -34,20 +41,29 @@ export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
 export function createAppServer(options: AppServerOptions) {
   const host = options.host ?? '127.0.0.1'
   const port = options.port ?? 8787
-  const store = openStore(options.databasePath ?? ':memory:')
   const ipOf = options.ipOf ?? (options.trustProxy ? forwardedFor : undefined)
-  const app = createServerApp({ ...options, store, ipOf })
+  let store: Store | undefined = options.store
   // Request ids, the request log, /healthz and /readyz (the store answers).
-  const observer = createHttpObserver({ logger: options.logger, ready: () => store.ping() })
+  const observer = createHttpObserver({
+    logger: options.logger,
+    ready: async () => {
+      if (!store) throw new Error('the store is not open')
+      await store.ping()
+    },
+  })
   let server: Server | undefined
   return {
     name: 'server',
     host,
     port,
     url: `http://${host}:${port}`,
-    app,
+    /** Opens the store (applying its migrations), then listens. */
     async start() {
       if (server) return
+      store ??= await openStore(options.databaseUrl ?? options.databasePath ?? ':memory:', {
+        onRetry: ({ attempt, error }) => options.logger?.warn({ attempt, err: error }, 'database transaction conflicted; running it again'),
+      })
+      const app = createServerApp({ ...options, store, ipOf })
       const requests = getRequestListener(app.fetch)
       const started = createServer(
         observer.listener(
@@ -82,7 +98,9 @@ export function createAppServer(options: AppServerOptions) {
       const running = server
       server = undefined
       await closeGracefully(running ? [running] : [], observer)
-      store.close()
+      const open = store
+      store = undefined
+      await open?.close()
     },
     /** Requests not yet answered, oldest first. */
     inflight: (): InflightRequest[] => observer.inflight(),

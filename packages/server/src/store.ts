@@ -1,4 +1,5 @@
-import Database from 'better-sqlite3'
+import { type Database, type Migration, openDatabase, UniqueViolationError } from '@latchkey/service/database'
+import { type Kysely, sql } from 'kysely'
 
 /** A person who signed in by email: their sub-organization, user and first wallet address. */
 export type AccountRow = { email: string; organization_id: string; user_id: string; address: string; created_at: number }
@@ -17,7 +18,7 @@ export type KnownAccount = { organization_id: string; user_id: string; address: 
 /** A code sent and not yet redeemed: which sub-organization it belongs to. */
 export type PendingCodeRow = { otp_id: string; email: string; organization_id: string; created_at: number }
 /** How a browser signed in: an embedded-wallet sign-in, or Sign-In with Ethereum. */
-export type SessionKind = 'email' | 'passkey' | 'recovery' | 'siwe'
+export type SessionKind = 'email' | 'passkey' | 'recovery' | 'oauth' | 'siwe'
 /** The kind of wallet that signed a SIWE message, as the browser reports it. */
 export type WalletKind = 'injected' | 'walletConnect' | 'embedded'
 /**
@@ -39,176 +40,328 @@ export type SessionRow = {
 }
 /** A SIWE nonce: issued to the browser holding the pre-session cookie `holder`, spent once. */
 export type NonceRow = { nonce: string; holder: string; expires_at: number; used_at: number | null }
-
 /**
- * The layout this code writes (`pragma user_version`); layouts 1 (user_version 0) and 2 are
- * migrated on open.
+ * A refresh token of a session's JWTs, by the SHA-256 of the token (the token itself is never
+ * stored). Each is used once: using it issues the next one (rotation).
  */
-export const STORE_LAYOUT = 3
+export type RefreshTokenRow = { digest: string; session_id: string; expires_at: number; used_at: number | null; created_at: number }
 
-const SESSIONS_TABLE = `
-  create table sessions (
-    id text primary key, email text, organization_id text, user_id text, address text not null,
-    kind text not null, chain_id integer, wallet_kind text, expires_at integer not null, created_at integer not null)`
+/** The backend's tables, as Kysely sees them. */
+export type ServerSchema = {
+  accounts: AccountRow
+  passkey_accounts: PasskeyAccountRow
+  pending_codes: PendingCodeRow
+  spent_session_tokens: { digest: string; expires_at: number }
+  sessions: SessionRow
+  siwe_nonces: NonceRow
+  refresh_tokens: RefreshTokenRow
+}
 
 /** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
 export class StoreConflictError extends Error {
   override name = 'StoreConflictError'
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: migrations run before the schema they create exists.
+type AnyDb = Kysely<any>
+
+const sessionsTable = (db: AnyDb, name: string) =>
+  db.schema
+    .createTable(name)
+    .ifNotExists()
+    .addColumn('id', 'text', (column) => column.primaryKey())
+    .addColumn('email', 'text')
+    .addColumn('organization_id', 'text')
+    .addColumn('user_id', 'text')
+    .addColumn('address', 'text', (column) => column.notNull())
+    .addColumn('kind', 'text', (column) => column.notNull())
+    .addColumn('chain_id', 'bigint')
+    .addColumn('wallet_kind', 'text')
+    .addColumn('expires_at', 'bigint', (column) => column.notNull())
+    .addColumn('created_at', 'bigint', (column) => column.notNull())
+
 /**
- * The backend's own tables (better-sqlite3): accounts by email, passkey accounts by credential,
- * codes in flight, session JWTs already used, SIWE nonces, sessions.
+ * The backend's migrations, oldest first. The first one is the layout SQLite files of earlier
+ * releases had (`pragma user_version` 3): such a file is brought to it with its rows kept.
+ */
+export const SERVER_MIGRATIONS: readonly Migration[] = [
+  {
+    name: '0001_accounts_sessions_nonces',
+    async up(db, dialect) {
+      if (dialect === 'sqlite') await upgradeSqliteLayout(db)
+      const create = (name: string) => db.schema.createTable(name).ifNotExists()
+      await create('accounts')
+        .addColumn('email', 'text', (column) => column.primaryKey())
+        .addColumn('organization_id', 'text', (column) => column.notNull())
+        .addColumn('user_id', 'text', (column) => column.notNull())
+        .addColumn('address', 'text', (column) => column.notNull())
+        .addColumn('created_at', 'bigint', (column) => column.notNull())
+        .execute()
+      await create('passkey_accounts')
+        .addColumn('credential_id', 'text', (column) => column.primaryKey())
+        .addColumn('organization_id', 'text', (column) => column.notNull())
+        .addColumn('user_id', 'text', (column) => column.notNull())
+        .addColumn('address', 'text', (column) => column.notNull())
+        .addColumn('email', 'text')
+        .addColumn('passkey_identifier', 'text')
+        .addColumn('created_at', 'bigint', (column) => column.notNull())
+        .execute()
+      await create('spent_session_tokens')
+        .addColumn('digest', 'text', (column) => column.primaryKey())
+        .addColumn('expires_at', 'bigint', (column) => column.notNull())
+        .execute()
+      await create('pending_codes')
+        .addColumn('otp_id', 'text', (column) => column.primaryKey())
+        .addColumn('email', 'text', (column) => column.notNull())
+        .addColumn('organization_id', 'text', (column) => column.notNull())
+        .addColumn('created_at', 'bigint', (column) => column.notNull())
+        .execute()
+      await sessionsTable(db, 'sessions').execute()
+      await create('siwe_nonces')
+        .addColumn('nonce', 'text', (column) => column.primaryKey())
+        .addColumn('holder', 'text', (column) => column.notNull())
+        .addColumn('expires_at', 'bigint', (column) => column.notNull())
+        .addColumn('used_at', 'bigint')
+        .execute()
+      const index = (name: string) => db.schema.createIndex(name).ifNotExists()
+      await index('accounts_by_organization').on('accounts').column('organization_id').execute()
+      await index('passkey_accounts_by_email').unique().on('passkey_accounts').column('email').where('email', 'is not', null).execute()
+      await index('passkey_accounts_by_organization').on('passkey_accounts').column('organization_id').execute()
+      await index('accounts_by_address').on('accounts').expression(sql`lower(address)`).execute()
+      await index('passkey_accounts_by_address').on('passkey_accounts').expression(sql`lower(address)`).execute()
+      await index('siwe_nonces_by_expiry').on('siwe_nonces').column('expires_at').execute()
+    },
+  },
+  {
+    name: '0002_refresh_tokens',
+    async up(db) {
+      await db.schema
+        .createTable('refresh_tokens')
+        .addColumn('digest', 'text', (column) => column.primaryKey())
+        .addColumn('session_id', 'text', (column) => column.notNull())
+        .addColumn('expires_at', 'bigint', (column) => column.notNull())
+        .addColumn('used_at', 'bigint')
+        .addColumn('created_at', 'bigint', (column) => column.notNull())
+        .execute()
+      await db.schema.createIndex('refresh_tokens_by_session').on('refresh_tokens').column('session_id').execute()
+    },
+  },
+]
+
+/**
+ * A SQLite file of a release before migrations: layout 1 (user_version 0) required an email on
+ * every session (passkey accounts may have none), layout 2 an organization (SIWE sessions of
+ * outside wallets have none) and had no chain or wallet kind. A file newer than layout 3 is refused.
+ */
+async function upgradeSqliteLayout(db: AnyDb) {
+  const layout = (await sql<{ user_version: number }>`pragma user_version`.execute(db)).rows[0]?.user_version ?? 0
+  if (layout > 3) throw new Error(`the file has store layout ${layout}, newer than this server's`)
+  const hasSessions = (await sql`select 1 from sqlite_master where type = 'table' and name = 'sessions'`.execute(db)).rows.length > 0
+  if (layout < 3 && hasSessions) {
+    await sql`alter table sessions rename to sessions_before`.execute(db)
+    await sessionsTable(db, 'sessions').execute()
+    await sql`insert into sessions (id, email, organization_id, user_id, address, kind, expires_at, created_at)
+      select id, email, organization_id, user_id, address, kind, expires_at, created_at from sessions_before`.execute(db)
+    await sql`drop table sessions_before`.execute(db)
+  }
+}
+
+const changed = (result: { numInsertedOrUpdatedRows?: bigint | undefined } | { numUpdatedRows: bigint }) =>
+  ('numUpdatedRows' in result ? result.numUpdatedRows : (result.numInsertedOrUpdatedRows ?? 0n)) > 0n
+
+export type OpenStoreOptions = {
+  /** Told before a transaction runs again after a serialization failure (for the log). */
+  onRetry?: ((event: { attempt: number; error: Error }) => void) | undefined
+}
+
+/**
+ * The backend's own tables: accounts by email, passkey accounts by credential, codes in flight,
+ * session JWTs already used, SIWE nonces, sessions and their refresh tokens. On SQLite (a file
+ * path, or memory by default) or PostgreSQL (a `postgres://` URL, shared by any number of
+ * backend instances); every method is async and each write is one atomic statement or transaction.
  *
  * @example
- * const store = openStore(':memory:')
+ * const store = await openStore(process.env.DATABASE_URL ?? ':memory:')
+ * const session = await store.session(id)
  */
-export function openStore(path: string) {
-  const db = new Database(path)
-  db.pragma('journal_mode = WAL')
-  const layout = db.pragma('user_version', { simple: true }) as number
-  if (layout > STORE_LAYOUT) {
-    db.close()
-    throw new Error(`${path} has store layout ${layout}, newer than this server's (${STORE_LAYOUT})`)
+export async function openStore(url = ':memory:', options: OpenStoreOptions = {}) {
+  const database: Database<ServerSchema> = await openDatabase<ServerSchema>({ url, service: 'server', migrations: SERVER_MIGRATIONS, onRetry: options.onRetry })
+  const { db } = database
+  const known = ['organization_id', 'user_id', 'address', 'email'] as const
+  const byLowerAddress = (address: string) => sql<boolean>`lower(address) = ${address.toLowerCase()}`
+  /** Ends a session: the row and every refresh token of its JWTs, in one transaction. */
+  const deleteSession = async (id: string) => {
+    await database.transaction(
+      async (trx) => {
+        await trx.deleteFrom('refresh_tokens').where('session_id', '=', id).execute()
+        await trx.deleteFrom('sessions').where('id', '=', id).execute()
+      },
+      { isolation: 'read committed' },
+    )
   }
-  db.transaction(() => {
-    const hasSessions = db.prepare(`select 1 from sqlite_master where type = 'table' and name = 'sessions'`).get() !== undefined
-    // Layout 1 required an email on every session (passkey accounts may have none), layout 2 an
-    // organization (SIWE sessions of outside wallets have none) and had no chain or wallet kind.
-    if (layout < 3 && hasSessions) {
-      db.exec(`
-        alter table sessions rename to sessions_before;
-        ${SESSIONS_TABLE};
-        insert into sessions (id, email, organization_id, user_id, address, kind, expires_at, created_at)
-          select id, email, organization_id, user_id, address, kind, expires_at, created_at from sessions_before;
-        drop table sessions_before;
-      `)
-    }
-    db.exec(`
-      create table if not exists accounts (
-        email text primary key, organization_id text not null, user_id text not null, address text not null, created_at integer not null);
-      create index if not exists accounts_by_organization on accounts (organization_id);
-      create table if not exists passkey_accounts (
-        credential_id text primary key, organization_id text not null, user_id text not null, address text not null,
-        email text, passkey_identifier text, created_at integer not null);
-      create unique index if not exists passkey_accounts_by_email on passkey_accounts (email) where email is not null;
-      create index if not exists passkey_accounts_by_organization on passkey_accounts (organization_id);
-      create index if not exists accounts_by_address on accounts (lower(address));
-      create index if not exists passkey_accounts_by_address on passkey_accounts (lower(address));
-      create table if not exists spent_session_tokens (digest text primary key, expires_at integer not null);
-      create table if not exists pending_codes (
-        otp_id text primary key, email text not null, organization_id text not null, created_at integer not null);
-      ${SESSIONS_TABLE.replace('create table', 'create table if not exists')};
-      create table if not exists siwe_nonces (
-        nonce text primary key, holder text not null, expires_at integer not null, used_at integer);
-      create index if not exists siwe_nonces_by_expiry on siwe_nonces (expires_at);
-    `)
-    db.pragma(`user_version = ${STORE_LAYOUT}`)
-  })()
 
-  const statements = {
-    ping: db.prepare('select 1 as ok'),
-    account: db.prepare('select * from accounts where email = ?'),
-    passkeyAccountByEmail: db.prepare('select * from passkey_accounts where email = ?'),
-    insertAccount: db.prepare('insert into accounts (email, organization_id, user_id, address, created_at) values (?, ?, ?, ?, ?)'),
-    passkeyAccount: db.prepare('select * from passkey_accounts where credential_id = ?'),
-    insertPasskeyAccount: db.prepare(
-      'insert into passkey_accounts (credential_id, organization_id, user_id, address, email, passkey_identifier, created_at) values (?, ?, ?, ?, ?, ?, ?)',
-    ),
-    accountByOrganization: db.prepare(`
-      select organization_id, user_id, address, email from accounts where organization_id = @organizationId
-      union all
-      select organization_id, user_id, address, email from passkey_accounts where organization_id = @organizationId
-      limit 1`),
-    pendingCode: db.prepare('select * from pending_codes where otp_id = ?'),
-    // The same request within one millisecond is the same kms activity, so the same otpId.
-    insertPendingCode: db.prepare('insert or ignore into pending_codes (otp_id, email, organization_id, created_at) values (?, ?, ?, ?)'),
-    deletePendingCode: db.prepare('delete from pending_codes where otp_id = ?'),
-    prunePendingCodes: db.prepare('delete from pending_codes where created_at < ?'),
-    spendSessionToken: db.prepare('insert or ignore into spent_session_tokens (digest, expires_at) values (?, ?)'),
-    sessionTokenSpent: db.prepare('select 1 from spent_session_tokens where digest = ?'),
-    pruneSessionTokens: db.prepare('delete from spent_session_tokens where expires_at <= ?'),
-    session: db.prepare('select * from sessions where id = ?'),
-    insertSession: db.prepare(
-      'insert into sessions (id, email, organization_id, user_id, address, kind, chain_id, wallet_kind, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
-    deleteSession: db.prepare('delete from sessions where id = ?'),
-    pruneSessions: db.prepare('delete from sessions where expires_at <= ?'),
-    insertNonce: db.prepare('insert into siwe_nonces (nonce, holder, expires_at) values (?, ?, ?)'),
-    nonce: db.prepare('select * from siwe_nonces where nonce = ?'),
-    // One statement: of two requests racing with one nonce, exactly one spends it.
-    spendNonce: db.prepare('update siwe_nonces set used_at = @at where nonce = @nonce and holder = @holder and used_at is null and expires_at > @at'),
-    pruneNonces: db.prepare('delete from siwe_nonces where expires_at <= ?'),
-    accountByAddress: db.prepare(`
-      select organization_id, user_id, address, email from accounts where lower(address) = lower(@address)
-      union all
-      select organization_id, user_id, address, email from passkey_accounts where lower(address) = lower(@address)
-      limit 1`),
-  }
   return {
+    /** `sqlite` or `postgres`, and where the data is without credentials, for the start-up log. */
+    dialect: database.dialect,
+    description: database.description,
+    /** The shared database, for routes of other features that keep tables of their own (their own migrations). */
+    database,
     /** The account whose root user has this email, whether it signed up by email or with a passkey. */
-    account(email: string): AccountRow | undefined {
-      const byEmail = statements.account.get(email) as AccountRow | undefined
+    async account(email: string): Promise<AccountRow | undefined> {
+      const byEmail = await db.selectFrom('accounts').selectAll().where('email', '=', email).executeTakeFirst()
       if (byEmail) return byEmail
-      const passkey = statements.passkeyAccountByEmail.get(email) as PasskeyAccountRow | undefined
+      const passkey = await db.selectFrom('passkey_accounts').selectAll().where('email', '=', email).executeTakeFirst()
       return passkey
         ? { email, organization_id: passkey.organization_id, user_id: passkey.user_id, address: passkey.address, created_at: passkey.created_at }
         : undefined
     },
-    insertAccount: (row: AccountRow) => void statements.insertAccount.run(row.email, row.organization_id, row.user_id, row.address, row.created_at),
-    passkeyAccount: (credentialId: string) => statements.passkeyAccount.get(credentialId) as PasskeyAccountRow | undefined,
+    /**
+     * Records an email account unless one is already recorded for that email (another instance
+     * may have created it a moment ago); answers the recorded one, the first to arrive.
+     */
+    async insertAccount(row: AccountRow): Promise<AccountRow> {
+      await db
+        .insertInto('accounts')
+        .values(row)
+        .onConflict((conflict) => conflict.column('email').doNothing())
+        .execute()
+      return (await db.selectFrom('accounts').selectAll().where('email', '=', row.email).executeTakeFirst()) ?? row
+    },
+    passkeyAccount: (credentialId: string) => db.selectFrom('passkey_accounts').selectAll().where('credential_id', '=', credentialId).executeTakeFirst(),
     /** Throws StoreConflictError when the credential or the email is already registered. */
-    insertPasskeyAccount(row: PasskeyAccountRow) {
+    async insertPasskeyAccount(row: PasskeyAccountRow) {
       try {
-        statements.insertPasskeyAccount.run(row.credential_id, row.organization_id, row.user_id, row.address, row.email, row.passkey_identifier, row.created_at)
+        await db.insertInto('passkey_accounts').values(row).execute()
       } catch (error) {
-        if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new StoreConflictError((error as Error).message)
+        if (error instanceof UniqueViolationError) throw new StoreConflictError(error.message)
         throw error
       }
     },
     /** The account of a sub-organization, if this backend created it. */
-    accountByOrganization: (organizationId: string) => statements.accountByOrganization.get({ organizationId }) as KnownAccount | undefined,
-    pendingCode: (otpId: string) => statements.pendingCode.get(otpId) as PendingCodeRow | undefined,
-    insertPendingCode: (row: PendingCodeRow) => void statements.insertPendingCode.run(row.otp_id, row.email, row.organization_id, row.created_at),
-    deletePendingCode: (otpId: string) => void statements.deletePendingCode.run(otpId),
+    accountByOrganization: (organizationId: string): Promise<KnownAccount | undefined> =>
+      // One round trip: on PostgreSQL each is a network call on the sign-in path.
+      db
+        .selectFrom('accounts')
+        .select(known)
+        .where('organization_id', '=', organizationId)
+        .$castTo<KnownAccount>()
+        .unionAll(db.selectFrom('passkey_accounts').select(known).where('organization_id', '=', organizationId))
+        .limit(1)
+        .executeTakeFirst(),
+    pendingCode: (otpId: string) => db.selectFrom('pending_codes').selectAll().where('otp_id', '=', otpId).executeTakeFirst(),
+    async insertPendingCode(row: PendingCodeRow) {
+      // The same request within one millisecond is the same kms activity, so the same otpId.
+      await db
+        .insertInto('pending_codes')
+        .values(row)
+        .onConflict((conflict) => conflict.column('otp_id').doNothing())
+        .execute()
+    },
+    async deletePendingCode(otpId: string) {
+      await db.deleteFrom('pending_codes').where('otp_id', '=', otpId).execute()
+    },
     /** Whether a session JWT (by the digest of its signed part) has signed a browser in already. */
-    sessionTokenSpent: (digest: string) => statements.sessionTokenSpent.get(digest) !== undefined,
-    /** Marks a session JWT used until it expires; false when it already was. */
-    spendSessionToken: (digest: string, expiresAt: number) => statements.spendSessionToken.run(digest, expiresAt).changes === 1,
-    session: (id: string) => statements.session.get(id) as SessionRow | undefined,
-    insertSession: (row: SessionRow) =>
-      void statements.insertSession.run(
-        row.id,
-        row.email,
-        row.organization_id,
-        row.user_id,
-        row.address,
-        row.kind,
-        row.chain_id,
-        row.wallet_kind,
-        row.expires_at,
-        row.created_at,
+    sessionTokenSpent: async (digest: string) =>
+      (await db.selectFrom('spent_session_tokens').select('digest').where('digest', '=', digest).executeTakeFirst()) !== undefined,
+    /** Marks a session JWT used until it expires; false when it already was (here or on another instance). */
+    spendSessionToken: async (digest: string, expiresAt: number) =>
+      changed(
+        await db
+          .insertInto('spent_session_tokens')
+          .values({ digest, expires_at: expiresAt })
+          .onConflict((conflict) => conflict.column('digest').doNothing())
+          .executeTakeFirst(),
       ),
-    deleteSession: (id: string) => void statements.deleteSession.run(id),
+    session: (id: string) => db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst(),
+    async insertSession(row: SessionRow) {
+      await db.insertInto('sessions').values(row).execute()
+    },
+    deleteSession,
     /** The account of the embedded wallet at `address` (any case), if this backend created it. */
-    accountByAddress: (address: string) => statements.accountByAddress.get({ address }) as KnownAccount | undefined,
-    insertNonce: (row: Omit<NonceRow, 'used_at'>) => void statements.insertNonce.run(row.nonce, row.holder, row.expires_at),
-    nonce: (nonce: string) => statements.nonce.get(nonce) as NonceRow | undefined,
-    /** Marks the nonce used if it is `holder`'s, unused and unexpired at `at`; false otherwise. */
-    spendNonce: (nonce: string, holder: string, at: number) => statements.spendNonce.run({ nonce, holder, at }).changes === 1,
+    accountByAddress: (address: string): Promise<KnownAccount | undefined> =>
+      db
+        .selectFrom('accounts')
+        .select(known)
+        .where(byLowerAddress(address))
+        .$castTo<KnownAccount>()
+        .unionAll(db.selectFrom('passkey_accounts').select(known).where(byLowerAddress(address)))
+        .limit(1)
+        .executeTakeFirst(),
+    async insertNonce(row: Omit<NonceRow, 'used_at'>) {
+      await db
+        .insertInto('siwe_nonces')
+        .values({ ...row, used_at: null })
+        .execute()
+    },
+    nonce: (nonce: string) => db.selectFrom('siwe_nonces').selectAll().where('nonce', '=', nonce).executeTakeFirst(),
+    /**
+     * Marks the nonce used if it is `holder`'s, unused and unexpired at `at`; false otherwise. One
+     * conditional statement: of requests racing with one nonce, on any instances, exactly one spends it.
+     */
+    spendNonce: async (nonce: string, holder: string, at: number) =>
+      changed(
+        await db
+          .updateTable('siwe_nonces')
+          .set({ used_at: at })
+          .where('nonce', '=', nonce)
+          .where('holder', '=', holder)
+          .where('used_at', 'is', null)
+          .where('expires_at', '>', at)
+          .executeTakeFirst(),
+      ),
     /** Drops SIWE nonces that have expired, used or not. */
-    pruneNonces: (now: number) => void statements.pruneNonces.run(now),
-    /** Drops sessions, spent session JWTs and SIWE nonces that have expired, and codes older than `codesBefore`. */
-    prune(now: number, codesBefore: number) {
-      statements.pruneSessions.run(now)
-      statements.pruneSessionTokens.run(now)
-      statements.pruneNonces.run(now)
-      statements.prunePendingCodes.run(codesBefore)
+    async pruneNonces(now: number) {
+      await db.deleteFrom('siwe_nonces').where('expires_at', '<=', now).execute()
+    },
+    async insertRefreshToken(row: Omit<RefreshTokenRow, 'used_at'>) {
+      await db
+        .insertInto('refresh_tokens')
+        .values({ ...row, used_at: null })
+        .execute()
+    },
+    /**
+     * Spends a refresh token and records its successor, in one transaction: the session it
+     * belongs to when it was unused, unexpired and its session lives on; otherwise undefined and
+     * nothing written. A token used a second time (stolen, or replayed) ends its session.
+     */
+    async rotateRefreshToken(digest: string, next: Pick<RefreshTokenRow, 'digest' | 'created_at'>, at: number): Promise<SessionRow | undefined> {
+      const outcome = await database.transaction(async (trx) => {
+        const token = await trx.selectFrom('refresh_tokens').selectAll().where('digest', '=', digest).executeTakeFirst()
+        if (!token || token.expires_at <= at) return undefined
+        if (token.used_at !== null) return { reused: token.session_id }
+        const session = await trx.selectFrom('sessions').selectAll().where('id', '=', token.session_id).executeTakeFirst()
+        if (!session || session.expires_at <= at) return undefined
+        const spent = await trx.updateTable('refresh_tokens').set({ used_at: at }).where('digest', '=', digest).where('used_at', 'is', null).executeTakeFirst()
+        if (!changed(spent)) return undefined
+        await trx
+          .insertInto('refresh_tokens')
+          .values({ ...next, session_id: session.id, expires_at: session.expires_at, used_at: null })
+          .execute()
+        return { session }
+      })
+      if (outcome && 'reused' in outcome) {
+        await deleteSession(outcome.reused)
+        return undefined
+      }
+      return outcome?.session
+    },
+    /** Signs out the session of a refresh token, if it names one. */
+    async revokeRefreshToken(digest: string) {
+      const token = await db.selectFrom('refresh_tokens').select('session_id').where('digest', '=', digest).executeTakeFirst()
+      if (token) await deleteSession(token.session_id)
+    },
+    /** Drops sessions, refresh tokens, spent session JWTs and SIWE nonces that have expired, and codes older than `codesBefore`. */
+    async prune(now: number, codesBefore: number) {
+      await db.deleteFrom('sessions').where('expires_at', '<=', now).execute()
+      await db.deleteFrom('refresh_tokens').where('expires_at', '<=', now).execute()
+      await db.deleteFrom('spent_session_tokens').where('expires_at', '<=', now).execute()
+      await db.deleteFrom('siwe_nonces').where('expires_at', '<=', now).execute()
+      await db.deleteFrom('pending_codes').where('created_at', '<', codesBefore).execute()
     },
     /** Throws unless the database answers a query: the backend's `GET /readyz`. */
-    ping: () => void statements.ping.get(),
-    close: () => void db.close(),
+    ping: () => database.ping(),
+    close: () => database.close(),
   }
 }
 
-export type Store = ReturnType<typeof openStore>
+export type Store = Awaited<ReturnType<typeof openStore>>

@@ -7,6 +7,7 @@ import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
 import { rpId, softwareAuthenticator, useAuthenticator } from '../../kms/test/authenticator.js'
+import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
 import { createServerApp, openStore, type ServerAppOptions, type SiweChain, type Store } from '../src/index.js'
 
 // The app backend against a real kms on loopback (passkeys accepted from http://localhost:5173,
@@ -37,12 +38,12 @@ export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
   beforeAll(async () => {
     t.kms = createKms({ port: await getFreePort(), now: () => t.clock })
     await t.kms.start()
-    t.parentOrganizationId = t.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+    t.parentOrganizationId = (await t.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
     t.backend = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(backendKey))
   })
   afterAll(() => t.kms.stop())
-  beforeEach(() => {
-    t.store = openStore(':memory:')
+  beforeEach(async () => {
+    t.store = await openStore(await freshDatabaseUrl({ memory: true }))
     t.options = {
       store: t.store,
       kmsUrl: t.kms.url,

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import { mkdtemp, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -7,8 +7,10 @@ import { getFreePort } from '@latchkey/devnet'
 import { generateApiKeyPair } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
+import { createRemoteJWKSet, jwtVerify } from 'jose'
 import { beforeAll, describe, expect, test } from 'vitest'
 import { type CliProcess, connectionRefused, listening, startCli, streamingRequest } from '../../service/test/cliProcess.js'
+import { freshDatabaseUrl, testEngine } from '../../service/test/testDatabase.js'
 
 // latchkey-server as an operator runs it, against latchkey-kms as an operator runs it: both child
 // processes, set up the way the READMEs say (generate keys, init-organization, start the kms,
@@ -29,6 +31,7 @@ const masterKey = randomBytes(32).toString('hex')
 const signerPrivateKey = generateApiKeyPair().apiPrivateKey
 const signerPublicKey = Buffer.from(getPublicKey(signerPrivateKey, false)).toString('hex')
 const backendKey = generateApiKeyPair()
+const sessionJwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
 let kms: CliProcess & { url: string }
 let organizationId: string
 
@@ -48,13 +51,16 @@ beforeAll(async () => {
   kms = { ...started, url: `http://127.0.0.1:${port}` }
 })
 
-/** Every setting the backend needs, the private key in a file; `overrides` replace or add flags. */
-async function serverArgs(port: number, overrides: string[] = []) {
+/** Where a backend keeps its data: a new database of the run's engine (DATABASE_URL in a file on PostgreSQL). */
+const newStorage = async () =>
+  testEngine === 'postgres' ? ['--database-url-file', await secretFile(await freshDatabaseUrl())] : ['--db', join(await directory(), 'server.db')]
+
+/** Every setting the backend needs, the private keys in files; `overrides` replace or add flags. */
+async function serverArgs(port: number, overrides: string[] = [], storage?: string[]) {
   return [
     '--port',
     String(port),
-    '--db',
-    join(await directory(), 'server.db'),
+    ...(storage ?? (await newStorage())),
     '--kms-url',
     kms.url,
     '--organization-id',
@@ -67,13 +73,15 @@ async function serverArgs(port: number, overrides: string[] = []) {
     signerPublicKey,
     '--allowed-origin',
     origin,
+    '--session-jwt-key-file',
+    await secretFile(sessionJwtKey),
     ...overrides,
   ]
 }
 
-async function startServer(overrides: string[] = [], env: Record<string, string> = {}) {
+async function startServer(overrides: string[] = [], env: Record<string, string> = {}, storage?: string[]) {
   const port = await getFreePort()
-  const server = startCli(serverCli, await serverArgs(port, overrides), env)
+  const server = startCli(serverCli, await serverArgs(port, overrides, storage), env)
   const line = await server.waitForLog(listening)
   return { ...server, port, line, url: `http://127.0.0.1:${port}` }
 }
@@ -151,11 +159,34 @@ describe('latchkey-server', () => {
       cookie.split('=')[1]!,
       stampHeaderValue,
       email,
+      sessionJwtKey,
     ])
       expect(everything).not.toContain(secret)
     // The code: six digits, never standing on their own in a line (hex ids may hold the same digits inside them).
     expect(everything).not.toMatch(new RegExp(`(?<![0-9a-f])${code}(?![0-9a-f])`))
   })
+
+  test('behavior: two bins on one database share a session; a JWT one issues verifies against the other’s JWKS', async () => {
+    const storage = await newStorage()
+    // Started together: on PostgreSQL the second waits for the first's migrations (advisory lock).
+    const [a, b] = await Promise.all([startServer([], {}, storage), startServer([], {}, storage)])
+    expect(a.line).toMatchObject({ store: testEngine === 'postgres' ? expect.stringMatching(/^postgres 127\.0\.0\.1:\d+\/test_/) : `sqlite ${storage[1]}` })
+    const nonce = await fetch(`${a.url}/auth/nonce`, { headers: { origin } })
+    expect(nonce.status).toBe(200)
+    // The nonce's pre-session cookie is not a session: ask B for a token with a session A started.
+    const email = `person.${randomBytes(4).toString('hex')}@example.test`
+    const { otpId } = (await (await post(`${a.url}/auth/email/start`, { email })).json()) as { otpId: string }
+    const verify = await post(`${b.url}/auth/email/verify`, { otpId, code: await codeFor(email), targetPublicKey: generateApiKeyPair().apiPublicKey })
+    expect(verify.status).toBe(200)
+    const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
+    const token = (await (await post(`${a.url}/auth/token`, {}, { cookie })).json()) as { accessToken: string }
+    const { payload } = await jwtVerify(token.accessToken, createRemoteJWKSet(new URL(`${b.url}/.well-known/jwks.json`)), { issuer: a.url })
+    expect(payload).toMatchObject({ email, kind: 'email' })
+    for (const server of [a, b]) {
+      server.child.kill('SIGTERM')
+      expect(await server.exited).toEqual({ code: 0, signal: null })
+    }
+  }, 60_000)
 
   test('behavior: SIGTERM refuses new connections, answers the sign-in request in flight (it calls the kms), then exits 0', async () => {
     const server = await startServer()
@@ -172,8 +203,8 @@ describe('latchkey-server', () => {
   })
 
   test('behavior: --trust-proxy takes the scheme from X-Forwarded-Proto, so cookies are Secure behind a TLS proxy', async () => {
-    const plain = await startServer()
-    const trusting = await startServer(['--trust-proxy'])
+    // Started together: two bins one after the other can take most of the test's time on a loaded machine.
+    const [plain, trusting] = await Promise.all([startServer(), startServer(['--trust-proxy'])])
     const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' }
     const untrusted = await fetch(`${plain.url}/auth/nonce`, { headers: forwarded })
     const trusted = await fetch(`${trusting.url}/auth/nonce`, { headers: forwarded })
@@ -210,6 +241,10 @@ describe('latchkey-server', () => {
       '--siwe-domain <host[:port]>, LATCHKEY_SIWE_DOMAINS',
       '--chain <chainId>=<rpcUrl>, LATCHKEY_CHAINS',
       '--session-seconds <seconds>, LATCHKEY_SESSION_SECONDS',
+      '--session-jwt-issuer <url>, LATCHKEY_SESSION_JWT_ISSUER',
+      '--session-jwt-audience <audience>, LATCHKEY_SESSION_JWT_AUDIENCE',
+      'LATCHKEY_SESSION_JWT_KEY, or a file: --session-jwt-key-file <path> / LATCHKEY_SESSION_JWT_KEY_FILE',
+      '--access-token-seconds <seconds>, LATCHKEY_ACCESS_TOKEN_SECONDS',
       '--trust-proxy, LATCHKEY_TRUST_PROXY=1',
     ])
       expect(help.stdout()).toContain(`\n  ${setting}\n`)
@@ -236,10 +271,22 @@ describe('latchkey-server', () => {
       '--chain must look like 1=https://rpc.example, got "mainnet=https://rpc.example" (see latchkey-server --help)',
     ],
     [
-      'DATABASE_URL (PostgreSQL is not supported yet)',
-      (port) => serverArgs(port),
+      'both --db and DATABASE_URL',
+      (port) => serverArgs(port, [], ['--db', '/tmp/never-opened.db']),
       { DATABASE_URL: 'postgres://server:pw@db/server' },
-      'DATABASE_URL or --database-url-file / DATABASE_URL_FILE: PostgreSQL is not supported by latchkey-server yet; unset it and keep the data in SQLite with --db / LATCHKEY_SERVER_DB',
+      'give --db / LATCHKEY_SERVER_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE, not both',
+    ],
+    [
+      'a DATABASE_URL that is not PostgreSQL',
+      (port) => serverArgs(port, [], []),
+      { DATABASE_URL: 'mysql://server:pw@db/server' },
+      'DATABASE_URL must start with postgres:// or postgresql://, got "mysql://***@db/server" (see latchkey-server --help)',
+    ],
+    [
+      'a session JWT key that is not P-256',
+      (port) => serverArgs(port, [], []),
+      { LATCHKEY_SESSION_JWT_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString() },
+      'LATCHKEY_SESSION_JWT_KEY must be a P-256 private key (PKCS#8 PEM or a private JWK) (see latchkey-server --help)',
     ],
     [
       'no organization',
@@ -257,19 +304,20 @@ describe('latchkey-server', () => {
       'production on development defaults',
       async (port) => ['--port', String(port)],
       { NODE_ENV: 'production' },
-      'refusing to start with development defaults in production (NODE_ENV=production): set --kms-url / LATCHKEY_KMS_URL; --allowed-origin / LATCHKEY_ALLOWED_ORIGINS; --db / LATCHKEY_SERVER_DB',
+      'refusing to start with development defaults in production (NODE_ENV=production): set --kms-url / LATCHKEY_KMS_URL; --allowed-origin / LATCHKEY_ALLOWED_ORIGINS; LATCHKEY_SESSION_JWT_KEY or --session-jwt-key-file / LATCHKEY_SESSION_JWT_KEY_FILE; --db / LATCHKEY_SERVER_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
     ],
   ])('error: %s exits 2 with one line, before listening', async (_, args, env, message) => {
     const argv = await args(await getFreePort())
-    // serverArgs gives the public key as a flag, which wins over the variable: drop it where the variable is tested.
-    const withoutFlag = env.LATCHKEY_API_PUBLIC_KEY ? argv.filter((arg, index) => arg !== '--api-public-key' && argv[index - 1] !== '--api-public-key') : argv
+    // serverArgs gives the public key and the JWT key as flags: drop them where their variable is tested.
+    const replaced = [env.LATCHKEY_API_PUBLIC_KEY && '--api-public-key', env.LATCHKEY_SESSION_JWT_KEY && '--session-jwt-key-file'].filter(Boolean)
+    const withoutFlag = argv.filter((arg, index) => !replaced.includes(arg) && !replaced.includes(argv[index - 1]!))
     const server = startCli(serverCli, withoutFlag, env)
     expect(await server.exited).toEqual({ code: 2, signal: null })
     expect([server.stderr(), server.stdout()]).toEqual([`latchkey-server: ${message}\n`, ''])
   })
 
   test('error: a SQLite file in a directory that does not exist exits 1 with one line', async () => {
-    const server = startCli(serverCli, await serverArgs(await getFreePort(), ['--db', '/nonexistent/dir/server.db']))
+    const server = startCli(serverCli, await serverArgs(await getFreePort(), [], ['--db', '/nonexistent/dir/server.db']))
     expect(await server.exited).toEqual({ code: 1, signal: null })
     expect([server.stderr(), server.stdout()]).toEqual([
       'latchkey-server: could not open the store (sqlite /nonexistent/dir/server.db): Cannot open database because the directory does not exist\n',

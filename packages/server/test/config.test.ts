@@ -13,7 +13,7 @@ const base = {
 }
 
 test('default: the parent organization, the kms url browsers use and the frames url; never the API key', async () => {
-  const app = createServerApp({ ...base, store: openStore(':memory:'), publicKmsUrl: 'http://localhost:8090', framesUrl: 'http://localhost:8091' })
+  const app = createServerApp({ ...base, store: await openStore(':memory:'), publicKmsUrl: 'http://localhost:8090', framesUrl: 'http://localhost:8091' })
   const response = await app.request('/auth/config', { headers: { origin: 'http://localhost:5173' } })
   expect(response.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
   const text = await response.text()
@@ -22,6 +22,6 @@ test('default: the parent organization, the kms url browsers use and the frames 
 })
 
 test('behavior: without a public url the kms url is published, and no frames url when none is set', async () => {
-  const app = createServerApp({ ...base, store: openStore(':memory:') })
+  const app = createServerApp({ ...base, store: await openStore(':memory:') })
   expect(await (await app.request('/auth/config')).json()).toEqual({ organizationId: 'org-1', kmsUrl: 'http://127.0.0.1:8090' })
 })

@@ -12,7 +12,7 @@ const UNKNOWN_KEY = 'Turnkey error 16: could not find public key in organization
 
 /** Nothing of a refused sign-up exists: no account, the session key and the passkey unknown to the kms. */
 async function expectNothingRegistered(authenticator: ReturnType<typeof softwareAuthenticator>, sessionKey: { apiPublicKey: string; apiPrivateKey: string }) {
-  expect(t.store.passkeyAccount(authenticator.credentialId)).toBeUndefined()
+  expect(await t.store.passkeyAccount(authenticator.credentialId)).toBeUndefined()
   await expect(withKey(sessionKey).getWhoami({ organizationId: t.parentOrganizationId })).rejects.toThrow(UNKNOWN_KEY)
   await expect(withPasskey(authenticator).getWhoami({ organizationId: t.parentOrganizationId })).rejects.toThrow(
     `Turnkey error 16: could not find credential ${authenticator.credentialId} in organization or its parent organization`,
@@ -29,7 +29,7 @@ describe('POST /auth/passkey/signup', () => {
     expect(account).toEqual({ organizationId: expect.any(String), userId: expect.any(String), address: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/) })
     expect(response.headers.get('set-cookie')).toMatch(/^latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; SameSite=Lax$/)
     expect(await answer(await session(cookieOf(response)))).toEqual([200, { email, ...account, kind: 'passkey', expiresAt: expect.any(String) }])
-    expect(t.store.passkeyAccount(authenticator.credentialId)).toEqual({
+    expect(await t.store.passkeyAccount(authenticator.credentialId)).toEqual({
       credential_id: authenticator.credentialId,
       organization_id: account.organizationId,
       user_id: account.userId,
@@ -292,7 +292,8 @@ describe('POST /auth/login', () => {
   test('error: a JWT for an organization this app does not manage (another app on the kms, or the parent itself)', async () => {
     // Another app's backend and its user, on the same kms: the JWT is genuinely signed.
     const otherKey = generateApiKeyPair()
-    const otherParent = t.kms.createParentOrganization({ name: 'Other app', userName: 'other backend', publicKey: otherKey.apiPublicKey }).organizationId
+    const otherParent = (await t.kms.createParentOrganization({ name: 'Other app', userName: 'other backend', publicKey: otherKey.apiPublicKey }))
+      .organizationId
     const authenticator = softwareAuthenticator()
     const challenge = randomBytes(32).toString('base64url')
     await withKey(otherKey).createSubOrganization({
@@ -360,7 +361,7 @@ describe('POST /auth/login', () => {
   test('error: read-only or claim-less tokens from the right signer, and malformed bodies', async () => {
     // A backend that trusts a signer of our own, to sign what the kms never would.
     const signer = jwtSigner()
-    const store = openStore(':memory:')
+    const store = await openStore(':memory:')
     const app = createServerApp({
       store,
       kmsUrl: t.kms.url,
@@ -399,7 +400,7 @@ describe('POST /auth/login', () => {
         { error: { code: 'invalid_request', message: 'kind: Invalid option: expected one of "passkey"|"recovery"' } },
       ])
     } finally {
-      store.close()
+      await store.close()
     }
   })
 })

@@ -9,10 +9,13 @@ import { answer, cookieOf, generateApiKeyPair, newEmail, useBackend } from './ba
 
 const { t, post, mailTo, signedUpWithPasskey, signedInByEmail, stampLogin, withKey, session } = useBackend()
 
-/** The recovery frame's side: opens the emailed bundle with its embedded key into a stamping client. */
-async function recoveryCredential(email: string, embeddedPrivateKey: string) {
+/**
+ * The recovery frame's side: opens the emailed bundle with its embedded key into a stamping client.
+ * Email recovery mails an API key (email_auth: "Sign in to …"), passkey recovery a recover-user key.
+ */
+async function recoveryCredential(email: string, embeddedPrivateKey: string, subject = 'Sign in to Latchkey Demo') {
   const [mail] = await mailTo(email)
-  expect(mail!.subject).toBe('Recover your Latchkey Demo account')
+  expect(mail!.subject).toBe(subject)
   const apiPrivateKey = decryptCredentialBundle(mail!.text.split('\n')[2]!, embeddedPrivateKey)
   return withKey({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') })
 }
@@ -73,6 +76,29 @@ describe('POST /auth/recovery/start', () => {
     }
   })
 
+  test('behavior: recoveryType picks the credential (SPEC §5): an API key for email, a recover-user key for passkey, each valid 900 s', async () => {
+    const email = newEmail()
+    const account = await signedInByEmail(email)
+    const recoveryKeys = async (recovery: Awaited<ReturnType<typeof recoveryCredential>>) =>
+      (await recovery.getApiKeys({ organizationId: account.organizationId, userId: account.userId })).apiKeys
+        .filter((key) => ['CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256', 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256'].includes(key.credential.type))
+        .map((key) => [key.credential.type, Number(key.expirationSeconds)])
+    let types: (string | number)[][] = []
+    for (const [recoveryType, subject] of [
+      ['email', 'Sign in to Latchkey Demo'],
+      ['passkey', 'Recover your Latchkey Demo account'],
+    ] as const) {
+      const embedded = generateP256KeyPair()
+      const start = await post('/auth/recovery/start', { email, targetPublicKey: embedded.publicKeyUncompressed, recoveryType })
+      expect(await answer(start)).toEqual([200, { organizationId: account.organizationId, userId: account.userId }])
+      types = await recoveryKeys(await recoveryCredential(email, embedded.privateKey, subject))
+    }
+    expect(types).toEqual([
+      ['CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256', RECOVERY_CODE_SECONDS],
+      ['CREDENTIAL_TYPE_RECOVER_USER_KEY_P256', RECOVERY_CODE_SECONDS],
+    ])
+  })
+
   test('error: an email with no account is 404 and nothing is sent', async () => {
     const email = newEmail()
     expect(await answer(await post('/auth/recovery/start', { email, targetPublicKey: generateP256KeyPair().publicKeyUncompressed }))).toEqual([
@@ -93,6 +119,7 @@ describe('POST /auth/recovery/start', () => {
       [{ email, targetPublicKey: 'abc' }, 'targetPublicKey: must be a P-256 public key in hex'],
       [{ email, targetPublicKey: `04${'11'.repeat(64)}` }, 'targetPublicKey: is not a point on P-256'],
       [{ email: 'nobody', targetPublicKey: generateP256KeyPair().publicKey }, 'email: Invalid email address'],
+      [{ email, targetPublicKey: generateP256KeyPair().publicKey, recoveryType: 'sms' }, 'recoveryType: Invalid option: expected one of "email"|"passkey"'],
     ]
     for (const [body, message] of cases)
       expect(await answer(await post('/auth/recovery/start', body))).toEqual([400, { error: { code: 'invalid_request', message } }])

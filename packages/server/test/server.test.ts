@@ -4,6 +4,7 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
 import { createServerApp, LIMITS, openStore, type Store } from '../src/index.js'
 
 // The app backend against a real kms on loopback: codes are read from the kms's dev inbox, and
@@ -20,11 +21,11 @@ let parentOrganizationId: string
 beforeAll(async () => {
   kms = createKms({ port: await getFreePort(), now: () => clock })
   await kms.start()
-  parentOrganizationId = kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey }).organizationId
+  parentOrganizationId = (await kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
 })
 afterAll(() => kms.stop())
-beforeEach(() => {
-  store = openStore(':memory:')
+beforeEach(async () => {
+  store = await openStore(await freshDatabaseUrl({ memory: true }))
   app = createServerApp({
     store,
     kmsUrl: kms.url,
@@ -223,7 +224,7 @@ describe('email sign-in', () => {
       400,
       { error: { code: 'invalid_request', message: 'targetPublicKey: must be a P-256 public key in hex' } },
     ])
-    expect(store.account('not-an-email')).toBeUndefined()
+    expect(await store.account('not-an-email')).toBeUndefined()
   })
 
   test(`error: more than ${LIMITS.perEmail} codes per email in ten minutes are refused with Retry-After`, async () => {

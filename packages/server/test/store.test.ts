@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, test } from 'vitest'
-import { openStore, STORE_LAYOUT } from '../src/index.js'
+import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
+import { openStore, StoreConflictError } from '../src/index.js'
 
-// The store's layouts: a server.db written before passkeys (layout 1) or before SIWE (layout 2)
-// opens with its rows kept.
+// The store's layouts: a server.db written before passkeys (layout 1), before SIWE (layout 2) or
+// before migrations (layout 3) opens with its rows kept; then the rules the routes rely on, on the
+// engine of the run.
 
 const directories: string[] = []
 const databasePath = () => {
@@ -35,15 +37,21 @@ function writeLayout1(path: string) {
 }
 
 describe('openStore', () => {
-  test('behavior: layout 1 migrates: rows kept, sessions may have no email, passkey accounts join', () => {
+  test('behavior: layout 1 migrates: rows kept, sessions may have no email, passkey accounts join', async () => {
     const path = databasePath()
     writeLayout1(path)
-    const store = openStore(path)
+    const store = await openStore(path)
     try {
-      expect(store.account('a@example.test')).toEqual({ email: 'a@example.test', organization_id: 'org-a', user_id: 'user-a', address: '0xa', created_at: 1 })
-      expect(store.pendingCode('otp-a')).toEqual({ otp_id: 'otp-a', email: 'a@example.test', organization_id: 'org-a', created_at: 2 })
-      expect(store.session('session-a')).toMatchObject({ email: 'a@example.test', kind: 'email' })
-      store.insertSession({
+      expect(await store.account('a@example.test')).toEqual({
+        email: 'a@example.test',
+        organization_id: 'org-a',
+        user_id: 'user-a',
+        address: '0xa',
+        created_at: 1,
+      })
+      expect(await store.pendingCode('otp-a')).toEqual({ otp_id: 'otp-a', email: 'a@example.test', organization_id: 'org-a', created_at: 2 })
+      expect(await store.session('session-a')).toMatchObject({ email: 'a@example.test', kind: 'email' })
+      await store.insertSession({
         id: 'session-b',
         email: null,
         organization_id: 'org-b',
@@ -55,8 +63,8 @@ describe('openStore', () => {
         expires_at: 5,
         created_at: 4,
       })
-      expect(store.session('session-b')).toMatchObject({ email: null, kind: 'passkey' })
-      store.insertPasskeyAccount({
+      expect(await store.session('session-b')).toMatchObject({ email: null, kind: 'passkey' })
+      await store.insertPasskeyAccount({
         credential_id: 'cred-b',
         organization_id: 'org-b',
         user_id: 'user-b',
@@ -65,21 +73,21 @@ describe('openStore', () => {
         passkey_identifier: 'laptop',
         created_at: 4,
       })
-      expect(store.accountByOrganization('org-b')).toEqual({ organization_id: 'org-b', user_id: 'user-b', address: '0xb', email: null })
-      expect(store.accountByOrganization('org-a')).toEqual({ organization_id: 'org-a', user_id: 'user-a', address: '0xa', email: 'a@example.test' })
+      expect(await store.accountByOrganization('org-b')).toEqual({ organization_id: 'org-b', user_id: 'user-b', address: '0xb', email: null })
+      expect(await store.accountByOrganization('org-a')).toEqual({ organization_id: 'org-a', user_id: 'user-a', address: '0xa', email: 'a@example.test' })
     } finally {
-      store.close()
+      await store.close()
     }
     const db = new Database(path)
-    expect(db.pragma('user_version', { simple: true })).toBe(STORE_LAYOUT)
+    expect(db.prepare('select name from server_migrations order by name').pluck().all()).toEqual(['0001_accounts_sessions_nonces', '0002_refresh_tokens'])
     db.close()
     // Opening again changes nothing.
-    const again = openStore(path)
-    expect(again.session('session-b')).toMatchObject({ email: null })
-    again.close()
+    const again = await openStore(path)
+    expect(await again.session('session-b')).toMatchObject({ email: null })
+    await again.close()
   })
 
-  test('behavior: layout 2 migrates: rows kept, sessions may have no organization and carry a chain and wallet kind, nonces join', () => {
+  test('behavior: layout 2 migrates: rows kept, sessions may have no organization and carry a chain and wallet kind, nonces join', async () => {
     const path = databasePath()
     const db = new Database(path)
     db.exec(`
@@ -97,9 +105,9 @@ describe('openStore', () => {
     `)
     db.pragma('user_version = 2')
     db.close()
-    const store = openStore(path)
+    const store = await openStore(path)
     try {
-      expect(store.session('session-a')).toEqual({
+      expect(await store.session('session-a')).toEqual({
         id: 'session-a',
         email: null,
         organization_id: 'org-a',
@@ -123,29 +131,29 @@ describe('openStore', () => {
         expires_at: 5,
         created_at: 4,
       } as const
-      store.insertSession(siwe)
-      expect(store.session('session-b')).toEqual(siwe)
-      expect(store.accountByAddress('0xabc0000000000000000000000000000000000001')).toEqual({
+      await store.insertSession(siwe)
+      expect(await store.session('session-b')).toEqual(siwe)
+      expect(await store.accountByAddress('0xabc0000000000000000000000000000000000001')).toEqual({
         organization_id: 'org-a',
         user_id: 'user-a',
         address: '0xAbC0000000000000000000000000000000000001',
         email: 'a@example.test',
       })
-      store.insertNonce({ nonce: 'n1', holder: 'h', expires_at: 10 })
-      expect(store.spendNonce('n1', 'other', 5)).toBe(false)
-      expect(store.spendNonce('n1', 'h', 10)).toBe(false)
-      expect(store.spendNonce('n1', 'h', 5)).toBe(true)
-      expect(store.spendNonce('n1', 'h', 6)).toBe(false)
-      expect(store.nonce('n1')).toEqual({ nonce: 'n1', holder: 'h', expires_at: 10, used_at: 5 })
-      store.pruneNonces(10)
-      expect(store.nonce('n1')).toBeUndefined()
+      await store.insertNonce({ nonce: 'n1', holder: 'h', expires_at: 10 })
+      expect(await store.spendNonce('n1', 'other', 5)).toBe(false)
+      expect(await store.spendNonce('n1', 'h', 10)).toBe(false)
+      expect(await store.spendNonce('n1', 'h', 5)).toBe(true)
+      expect(await store.spendNonce('n1', 'h', 6)).toBe(false)
+      expect(await store.nonce('n1')).toEqual({ nonce: 'n1', holder: 'h', expires_at: 10, used_at: 5 })
+      await store.pruneNonces(10)
+      expect(await store.nonce('n1')).toBeUndefined()
     } finally {
-      store.close()
+      await store.close()
     }
   })
 
-  test('behavior: a passkey account with an email is found by that email; emails and credentials are unique', () => {
-    const store = openStore(':memory:')
+  test('behavior: a passkey account with an email is found by that email; emails and credentials are unique', async () => {
+    const store = await openStore(await freshDatabaseUrl({ memory: true }))
     try {
       const row = {
         credential_id: 'cred',
@@ -156,24 +164,77 @@ describe('openStore', () => {
         passkey_identifier: null,
         created_at: 1,
       }
-      store.insertPasskeyAccount(row)
-      expect(store.account('p@example.test')).toEqual({ email: 'p@example.test', organization_id: 'org', user_id: 'user', address: '0x1', created_at: 1 })
-      expect(() => store.insertPasskeyAccount({ ...row, credential_id: 'other' })).toThrow(/UNIQUE constraint failed: passkey_accounts\.email/)
-      expect(() => store.insertPasskeyAccount({ ...row, email: null })).toThrow(/UNIQUE constraint failed: passkey_accounts\.credential_id/)
-      expect(() => store.insertPasskeyAccount({ ...row, email: null })).toThrow(expect.objectContaining({ name: 'StoreConflictError' }))
+      await store.insertPasskeyAccount(row)
+      expect(await store.account('p@example.test')).toEqual({ email: 'p@example.test', organization_id: 'org', user_id: 'user', address: '0x1', created_at: 1 })
+      await expect(store.insertPasskeyAccount({ ...row, credential_id: 'other' })).rejects.toBeInstanceOf(StoreConflictError)
+      await expect(store.insertPasskeyAccount({ ...row, email: null })).rejects.toBeInstanceOf(StoreConflictError)
       // Accounts without an email do not collide with each other.
-      store.insertPasskeyAccount({ ...row, credential_id: 'a', email: null })
-      store.insertPasskeyAccount({ ...row, credential_id: 'b', email: null })
+      await store.insertPasskeyAccount({ ...row, credential_id: 'a', email: null })
+      await store.insertPasskeyAccount({ ...row, credential_id: 'b', email: null })
+      expect(await store.passkeyAccount('b')).toMatchObject({ email: null })
     } finally {
-      store.close()
+      await store.close()
     }
   })
 
-  test('error: a layout newer than this server is refused', () => {
+  test('behavior: an email account recorded twice (two instances signing the same email up) keeps the first', async () => {
+    const store = await openStore(await freshDatabaseUrl({ memory: true }))
+    try {
+      const first = { email: 'a@example.test', organization_id: 'org-1', user_id: 'user-1', address: '0x1', created_at: 1 }
+      expect(await store.insertAccount(first)).toEqual(first)
+      expect(await store.insertAccount({ ...first, organization_id: 'org-2', user_id: 'user-2', address: '0x2', created_at: 2 })).toEqual(first)
+    } finally {
+      await store.close()
+    }
+  })
+
+  test('behavior: a refresh token rotates once; a second use ends its session; signing out ends them all', async () => {
+    const store = await openStore(await freshDatabaseUrl({ memory: true }))
+    try {
+      const session = {
+        id: 's',
+        email: null,
+        organization_id: null,
+        user_id: null,
+        address: '0xb',
+        kind: 'siwe',
+        chain_id: 1,
+        wallet_kind: 'injected',
+        expires_at: 1000,
+        created_at: 1,
+      } as const
+      await store.insertSession(session)
+      await store.insertRefreshToken({ digest: 'r1', session_id: 's', expires_at: 1000, created_at: 1 })
+      expect(await store.rotateRefreshToken('r1', { digest: 'r2', created_at: 2 }, 2)).toEqual(session)
+      expect(await store.rotateRefreshToken('unknown', { digest: 'r3', created_at: 3 }, 3)).toBeUndefined()
+      expect(await store.rotateRefreshToken('r2', { digest: 'r3', created_at: 3 }, 3)).toEqual(session)
+      // r1 again: replayed, so the session ends, and r3 with it.
+      expect(await store.rotateRefreshToken('r1', { digest: 'r4', created_at: 4 }, 4)).toBeUndefined()
+      expect(await store.session('s')).toBeUndefined()
+      expect(await store.rotateRefreshToken('r3', { digest: 'r5', created_at: 5 }, 5)).toBeUndefined()
+
+      await store.insertSession({ ...session, id: 't' })
+      await store.insertRefreshToken({ digest: 't1', session_id: 't', expires_at: 1000, created_at: 1 })
+      await store.deleteSession('t')
+      expect(await store.rotateRefreshToken('t1', { digest: 't2', created_at: 2 }, 2)).toBeUndefined()
+      // Expired ones are refused and pruned.
+      await store.insertSession({ ...session, id: 'u' })
+      await store.insertRefreshToken({ digest: 'u1', session_id: 'u', expires_at: 1000, created_at: 1 })
+      expect(await store.rotateRefreshToken('u1', { digest: 'u2', created_at: 1000 }, 1000)).toBeUndefined()
+      await store.prune(1000, 0)
+      expect(await store.session('u')).toBeUndefined()
+    } finally {
+      await store.close()
+    }
+  })
+
+  test('error: a layout newer than this server is refused', async () => {
     const path = databasePath()
     const db = new Database(path)
-    db.pragma(`user_version = ${STORE_LAYOUT + 1}`)
+    db.pragma('user_version = 4')
     db.close()
-    expect(() => openStore(path)).toThrow(`${path} has store layout ${STORE_LAYOUT + 1}, newer than this server's (${STORE_LAYOUT})`)
+    await expect(openStore(path)).rejects.toThrowError(
+      "Migration 0001_accounts_sessions_nonces of server failed: the file has store layout 4, newer than this server's",
+    )
   })
 })

@@ -20,6 +20,8 @@ export type EmbeddedParameters = {
   rpId?: string | undefined
   /** Lifetime of a session key in seconds. Default 900. */
   sessionSeconds?: number | undefined
+  /** The social sign-ins the modal offers ("Continue with Google / Apple"); the backend must have them configured. Default: none. */
+  oauthProviders?: readonly ('google' | 'apple')[] | undefined
   /** @internal Tests replace the wallet's pieces (key store, storage, fetch). */
   walletOptions?: Partial<Embedded.EmbeddedWalletOptions> | undefined
 }
@@ -30,11 +32,25 @@ export type EmbeddedFlows = {
   passkeys: ReturnType<typeof Embedded.passkeyFlows>
   exportWallet(container: HTMLElement): Promise<{ close(): void }>
   importWallet(container: HTMLElement): Promise<{ complete(walletName: string): Promise<Address>; close(): void }>
-  startRecovery(container: HTMLElement, email: string): Promise<{ finish(code: string): Promise<Embedded.EmbeddedWalletCredential>; close(): void }>
+  startRecovery(
+    container: HTMLElement,
+    email: string,
+    recoveryType?: Embedded.RecoveryType,
+  ): Promise<{ finish(code: string): Promise<Embedded.EmbeddedWalletCredential>; close(): void }>
+  /** Social sign-in: a popup (or a redirect where one cannot open), and finishing a redirect on return. */
+  oauth: {
+    signIn(provider: Embedded.OAuthProvider, mode?: 'popup' | 'redirect'): Promise<Embedded.EmbeddedWalletCredential>
+    completeRedirect(): ReturnType<typeof Embedded.completeOAuthRedirect>
+  }
 }
 
 /** The embedded connector: a connector plus the sign-in and wallet flows, loaded on demand. */
-export type EmbeddedConnector = Connector & { readonly type: 'embedded'; getFlows(): Promise<EmbeddedFlows> }
+export type EmbeddedConnector = Connector & {
+  readonly type: 'embedded'
+  /** The social sign-ins to offer (from the parameters). */
+  readonly oauthProviders: readonly ('google' | 'apple')[]
+  getFlows(): Promise<EmbeddedFlows>
+}
 
 export const EMBEDDED_ID = 'embedded'
 // Where @latchkey/embedded keeps its record (its STORAGE_KEY): read here so that a page with no
@@ -94,12 +110,17 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
           })
           provider = module.createEmbeddedProvider(wallet, config.chains) as unknown as EIP1193Provider
           const rpId = parameters.rpId ?? (typeof location === 'undefined' ? 'localhost' : location.hostname)
+          const passkeys = module.passkeyFlows(wallet, { rpId, appName: parameters.appName, sessionSeconds: parameters.sessionSeconds })
           return {
             wallet,
-            passkeys: module.passkeyFlows(wallet, { rpId, appName: parameters.appName, sessionSeconds: parameters.sessionSeconds }),
+            passkeys,
             exportWallet: (container) => module.exportWallet(wallet, container),
             importWallet: (container) => module.importWallet(wallet, container),
-            startRecovery: (container, email) => module.startRecovery(wallet, container, email),
+            startRecovery: (container, email, recoveryType) => module.startRecovery(wallet, container, email, { recoveryType, passkeys }),
+            oauth: {
+              signIn: (provider, mode) => module.signInWithOAuth(wallet, { provider, mode }),
+              completeRedirect: () => module.completeOAuthRedirect(wallet),
+            },
           }
         })()
         flows.catch(() => (flows = undefined))
@@ -112,6 +133,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
         type: 'embedded',
         icon: ICON,
         emitter,
+        oauthProviders: parameters.oauthProviders ?? [],
         getFlows: load,
         async connect({ chainId, isReconnecting } = {}) {
           try {

@@ -170,7 +170,8 @@ function messageOf(error: unknown): string | undefined {
 }
 
 /** Cancellations and waits running out, of every connector (pairing ends when the modal closes). */
-const benignCodes = new Set(['timeout', 'cancelled', 'pairing_aborted', 'connection_reset', 'connection_rejected'])
+// ERROR_CEREMONY_ABORTED: the user closed the passkey prompt (a cancellation, SPEC §8).
+const benignCodes = new Set(['timeout', 'cancelled', 'pairing_aborted', 'connection_reset', 'connection_rejected', 'ERROR_CEREMONY_ABORTED'])
 
 /** True for failures that are the user's choice or a wait running out: logged as warnings. */
 export function isBenign(error: unknown): boolean {

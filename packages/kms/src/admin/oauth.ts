@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { z } from 'zod'
-import type { ActivityContext } from '../activities.js'
+import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
 import { ids, invalid, notFound, parse, targetPublicKey, uint64 } from '../params.js'
+import { mapSeries } from '../sequence.js'
 import { type ActivityTable, alreadyExists, userIn } from './table.js'
 
 // OAuth: OIDC identities registered for users, and sign-in with an OIDC token of one of them.
@@ -71,34 +72,38 @@ export function oauthIdentity(provider: z.infer<typeof oauthProviderParams>): { 
 }
 
 /** Stores OAuth providers for a user; refused when an identity is registered in the organization already. Synchronous, for a transaction. */
-export function insertOauthProviders(context: ActivityContext, userId: string, providers: readonly z.infer<typeof oauthProviderParams>[]): string[] {
+export async function insertOauthProviders(
+  context: ActivityContext,
+  userId: string,
+  providers: readonly z.infer<typeof oauthProviderParams>[],
+): Promise<string[]> {
   const { db, caller, now } = context
-  return providers.map((provider) => {
+  return await mapSeries(providers, async (provider) => {
     const identity = oauthIdentity(provider)
-    if (db.oauthProviderByIdentity(caller.organizationId, identity.issuer, identity.audience, identity.subject))
+    if (await db.oauthProviderByIdentity(caller.organizationId, identity.issuer, identity.audience, identity.subject))
       throw alreadyExists(`the OAuth identity ${identity.subject} of ${identity.issuer} is already registered in organization ${caller.organizationId}`)
     const id = randomUUID()
-    db.insertOauthProvider({ id, user_id: userId, organization_id: caller.organizationId, name: provider.providerName, ...identity, created_at: now() })
+    await db.insertOauthProvider({ id, user_id: userId, organization_id: caller.organizationId, name: provider.providerName, ...identity, created_at: now() })
     return id
   })
 }
 
 /** The user an OIDC token signs in: checked as described at the top of this file. */
-function userOfToken(context: ActivityContext, oidcToken: string, publicKey: string) {
+async function userOfToken(context: ActivityContext, oidcToken: string, publicKey: string) {
   const { db, caller, now } = context
   const claims = decodeOidcToken(oidcToken)
   if (claims.exp !== undefined && claims.exp * 1000 <= now()) throw invalid(`the OIDC token expired at ${new Date(claims.exp * 1000).toISOString()}`)
   if (claims.nonce !== nonceFor(publicKey)) throw invalid('the OIDC token nonce must be the hex SHA-256 of the public key the credential is for')
   for (const audience of claims.aud) {
-    const provider = db.oauthProviderByIdentity(caller.organizationId, claims.iss, audience, claims.sub)
+    const provider = await db.oauthProviderByIdentity(caller.organizationId, claims.iss, audience, claims.sub)
     if (provider) return provider.user_id
   }
   throw notFound(`no user in organization ${caller.organizationId} has the OAuth identity ${claims.sub} of ${claims.iss}`)
 }
 
 /** Drops a user's earlier OAuth credentials (`invalidateExisting`). */
-function invalidateOauthKeys(context: ActivityContext, userId: string) {
-  for (const key of context.db.apiKeysOfUser(userId)) if (key.credential_type === 'CREDENTIAL_TYPE_OAUTH_KEY_P256') context.db.deleteApiKey(key.id)
+async function invalidateOauthKeys(context: ActivityContext, userId: string) {
+  for (const key of await context.db.apiKeysOfUser(userId)) if (key.credential_type === 'CREDENTIAL_TYPE_OAUTH_KEY_P256') await context.db.deleteApiKey(key.id)
 }
 
 export const OAUTH_ACTIVITIES: ActivityTable = {
@@ -106,25 +111,25 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
     op: 'create_oauth_providers',
     intentKey: 'createOauthProvidersIntentV2',
     resultKey: 'createOauthProvidersResultV2',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userId: z.string().min(1), oauthProviders: z.array(oauthProviderParams).min(1).max(100) }), params)
-      const user = userIn(context, input.userId)
-      return { providerIds: context.db.transaction(() => insertOauthProviders(context, user.id, input.oauthProviders)) }
+      const user = await userIn(context, input.userId)
+      return { providerIds: await context.db.transaction(async () => await insertOauthProviders(context, user.id, input.oauthProviders)) }
     },
   },
   ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS: {
     op: 'delete_oauth_providers',
     intentKey: 'deleteOauthProvidersIntent',
     resultKey: 'deleteOauthProvidersResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userId: z.string().min(1), providerIds: ids('provider') }), params)
       const { db, caller } = context
-      const user = userIn(context, input.userId)
+      const user = await userIn(context, input.userId)
       for (const providerId of input.providerIds)
-        if (db.oauthProvider(providerId, caller.organizationId)?.user_id !== user.id)
+        if ((await db.oauthProvider(providerId, caller.organizationId))?.user_id !== user.id)
           throw notFound(`OAuth provider ${providerId} not found for user ${user.id}`)
-      db.transaction(() => {
-        for (const providerId of input.providerIds) db.deleteOauthProvider(providerId)
+      await db.transaction(async () => {
+        for (const providerId of input.providerIds) await db.deleteOauthProvider(providerId)
       })
       return { providerIds: input.providerIds }
     },
@@ -144,11 +149,11 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
-      const userId = userOfToken(context, input.oidcToken, input.targetPublicKey)
+      const userId = await userOfToken(context, input.oidcToken, input.targetPublicKey)
       const credential = await prepareCredential(input.targetPublicKey)
-      const apiKeyId = context.db.transaction(() => {
-        if (input.invalidateExisting) invalidateOauthKeys(context, userId)
-        return registerCredential(context, credential, {
+      const apiKeyId = await context.db.transaction(async () => {
+        if (input.invalidateExisting) await invalidateOauthKeys(context, userId)
+        return await registerCredential(context, credential, {
           userId,
           credentialType: 'CREDENTIAL_TYPE_OAUTH_KEY_P256',
           name: input.apiKeyName,
@@ -162,7 +167,7 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
     op: 'oauth_login',
     intentKey: 'oauthLoginIntent',
     resultKey: 'oauthLoginResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(
         z.object({
           oidcToken: z.string().min(1),
@@ -173,11 +178,11 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
         params,
       )
       const { db, caller, now } = context
-      const userId = userOfToken(context, input.oidcToken, input.publicKey)
+      const userId = await userOfToken(context, input.oidcToken, input.publicKey)
       const seconds = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
-      db.transaction(() => {
-        if (input.invalidateExisting) invalidateOauthKeys(context, userId)
-        insertApiKey(
+      await db.transaction(async () => {
+        if (input.invalidateExisting) await invalidateOauthKeys(context, userId)
+        await insertApiKey(
           db,
           userId,
           caller.organizationId,

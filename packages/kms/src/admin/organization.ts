@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { ActivityContext } from '../activities.js'
+import type { ActivityContext } from '../context.js'
 import { ids, notFound, parse } from '../params.js'
 import { featureView } from '../views.js'
 import { type ActivityTable, failedPrecondition, userIn } from './table.js'
@@ -21,7 +21,7 @@ export const FEATURE_NAMES = [
   'FEATURE_NAME_EARN_CONFIG',
 ] as const
 
-const features = (context: ActivityContext) => context.db.features(context.caller.organizationId).map(featureView)
+const features = async (context: ActivityContext) => (await context.db.features(context.caller.organizationId)).map(featureView)
 
 /** Refuses to drop keys that were never exported, unless the request says so (`deleteWithoutExport`). */
 export function refuseUnexported(what: readonly { exported: number; label: string }[], deleteWithoutExport: boolean | undefined) {
@@ -37,38 +37,38 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
     op: 'set_organization_feature',
     intentKey: 'setOrganizationFeatureIntent',
     resultKey: 'setOrganizationFeatureResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ name: z.enum(FEATURE_NAMES), value: z.string().max(4096).default('') }), params)
-      context.db.transaction(() => context.db.setFeature(context.caller.organizationId, input.name, input.value))
-      return { features: features(context) }
+      await context.db.transaction(async () => await context.db.setFeature(context.caller.organizationId, input.name, input.value))
+      return { features: await features(context) }
     },
   },
   ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE: {
     op: 'remove_organization_feature',
     intentKey: 'removeOrganizationFeatureIntent',
     resultKey: 'removeOrganizationFeatureResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ name: z.enum(FEATURE_NAMES) }), params)
       const { db, caller } = context
-      if (!db.features(caller.organizationId).some((feature) => feature.name === input.name))
+      if (!(await db.features(caller.organizationId)).some((feature) => feature.name === input.name))
         throw notFound(`feature ${input.name} is not set in organization ${caller.organizationId}`)
-      db.transaction(() => db.removeFeature(caller.organizationId, input.name))
-      return { features: features(context) }
+      await db.transaction(async () => await db.removeFeature(caller.organizationId, input.name))
+      return { features: await features(context) }
     },
   },
   ACTIVITY_TYPE_UPDATE_ROOT_QUORUM: {
     op: 'update_root_quorum',
     intentKey: 'updateRootQuorumIntent',
     resultKey: 'updateRootQuorumResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ threshold: z.number().int().min(1), userIds: ids('user') }), params)
       const { db, caller } = context
-      for (const userId of input.userIds) userIn(context, userId)
+      for (const userId of input.userIds) await userIn(context, userId)
       if (input.threshold > input.userIds.length)
         throw failedPrecondition(`a threshold of ${input.threshold} cannot be met by ${input.userIds.length} root users`)
-      db.transaction(() => {
-        db.setRootQuorumMembers(caller.organizationId, input.userIds)
-        db.setRootQuorumThreshold(input.threshold, caller.organizationId)
+      await db.transaction(async () => {
+        await db.setRootQuorumMembers(caller.organizationId, input.userIds)
+        await db.setRootQuorumThreshold(input.threshold, caller.organizationId)
       })
       return {}
     },
@@ -77,9 +77,9 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
     op: 'update_organization_name',
     intentKey: 'updateOrganizationNameIntent',
     resultKey: 'updateOrganizationNameResult',
-    run(params, context) {
+    async run(params, context) {
       const { organizationName } = parse(z.object({ organizationName: z.string().min(1).max(256) }), params)
-      context.db.transaction(() => context.db.renameOrganization(organizationName, context.caller.organizationId))
+      await context.db.transaction(async () => await context.db.renameOrganization(organizationName, context.caller.organizationId))
       return { organizationId: context.caller.organizationId, organizationName }
     },
   },
@@ -87,20 +87,20 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
     op: 'delete_sub_organization',
     intentKey: 'deleteSubOrganizationIntent',
     resultKey: 'deleteSubOrganizationResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ deleteWithoutExport: z.boolean().optional() }), params ?? {})
       const { db, caller } = context
-      const organization = db.organization(caller.organizationId)!
+      const organization = (await db.organization(caller.organizationId))!
       if (!organization.parent_id)
         throw failedPrecondition(`organization ${organization.id} is not a sub-organization: a parent organization is not deleted through the API`)
       refuseUnexported(
         [
-          ...db.wallets(organization.id).map((wallet) => ({ exported: wallet.exported, label: `wallet ${wallet.id}` })),
-          ...db.privateKeys(organization.id).map((key) => ({ exported: key.exported, label: `private key ${key.id}` })),
+          ...(await db.wallets(organization.id)).map((wallet) => ({ exported: wallet.exported, label: `wallet ${wallet.id}` })),
+          ...(await db.privateKeys(organization.id)).map((key) => ({ exported: key.exported, label: `private key ${key.id}` })),
         ],
         input.deleteWithoutExport,
       )
-      db.transaction(() => db.deleteOrganization(organization.id))
+      await db.transaction(async () => await db.deleteOrganization(organization.id))
       return { subOrganizationUuid: organization.id }
     },
   },

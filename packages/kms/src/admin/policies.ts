@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
-import type { ActivityContext } from '../activities.js'
-import type { PolicyRow } from '../adminDb.js'
+import type { ActivityContext } from '../context.js'
+import type { PolicyRow } from '../db.js'
 import { ids, notFound, parse } from '../params.js'
 import type { ActivityTable } from './table.js'
 
@@ -19,7 +19,7 @@ const policyParams = z.object({
   time: z.string().optional(),
 })
 
-function insertPolicies(context: ActivityContext, policies: readonly z.infer<typeof policyParams>[]) {
+async function insertPolicies(context: ActivityContext, policies: readonly z.infer<typeof policyParams>[]) {
   const at = context.now()
   const rows: PolicyRow[] = policies.map((policy) => ({
     id: randomUUID(),
@@ -33,22 +33,22 @@ function insertPolicies(context: ActivityContext, policies: readonly z.infer<typ
     created_at: at,
     updated_at: at,
   }))
-  context.db.transaction(() => {
-    for (const row of rows) context.db.insertPolicy(row)
+  await context.db.transaction(async () => {
+    for (const row of rows) await context.db.insertPolicy(row)
   })
   return rows.map((row) => row.id)
 }
 
-function policyOf(context: ActivityContext, policyId: string) {
-  const policy = context.db.policy(policyId, context.caller.organizationId)
+async function policyOf(context: ActivityContext, policyId: string) {
+  const policy = await context.db.policy(policyId, context.caller.organizationId)
   if (!policy) throw notFound(`policy ${policyId} not found in organization ${context.caller.organizationId}`)
   return policy
 }
 
-function deletePolicies(context: ActivityContext, policyIds: readonly string[]) {
-  for (const policyId of policyIds) policyOf(context, policyId)
-  context.db.transaction(() => {
-    for (const policyId of policyIds) context.db.deletePolicy(policyId)
+async function deletePolicies(context: ActivityContext, policyIds: readonly string[]) {
+  for (const policyId of policyIds) await policyOf(context, policyId)
+  await context.db.transaction(async () => {
+    for (const policyId of policyIds) await context.db.deletePolicy(policyId)
   })
 }
 
@@ -57,24 +57,24 @@ export const POLICY_ACTIVITIES: ActivityTable = {
     op: 'create_policies',
     intentKey: 'createPoliciesIntent',
     resultKey: 'createPoliciesResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ policies: z.array(policyParams).min(1).max(100) }), params)
-      return { policyIds: insertPolicies(context, input.policies) }
+      return { policyIds: await insertPolicies(context, input.policies) }
     },
   },
   ACTIVITY_TYPE_CREATE_POLICY_V3: {
     op: 'create_policy',
     intentKey: 'createPolicyIntentV3',
     resultKey: 'createPolicyResult',
-    run(params, context) {
-      return { policyId: insertPolicies(context, [parse(policyParams, params)])[0]! }
+    async run(params, context) {
+      return { policyId: (await insertPolicies(context, [parse(policyParams, params)]))[0]! }
     },
   },
   ACTIVITY_TYPE_UPDATE_POLICY_V2: {
     op: 'update_policy',
     intentKey: 'updatePolicyIntentV2',
     resultKey: 'updatePolicyResultV2',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(
         z.object({
           policyId: z.string().min(1),
@@ -87,18 +87,19 @@ export const POLICY_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
-      const policy = policyOf(context, input.policyId)
-      context.db.transaction(() =>
-        context.db.updatePolicy({
-          ...policy,
-          name: input.policyName ?? policy.name,
-          effect: input.policyEffect ?? policy.effect,
-          condition: input.policyCondition ?? policy.condition,
-          consensus: input.policyConsensus ?? policy.consensus,
-          notes: input.policyNotes ?? policy.notes,
-          time: input.time ?? policy.time,
-          updated_at: context.now(),
-        }),
+      const policy = await policyOf(context, input.policyId)
+      await context.db.transaction(
+        async () =>
+          await context.db.updatePolicy({
+            ...policy,
+            name: input.policyName ?? policy.name,
+            effect: input.policyEffect ?? policy.effect,
+            condition: input.policyCondition ?? policy.condition,
+            consensus: input.policyConsensus ?? policy.consensus,
+            notes: input.policyNotes ?? policy.notes,
+            time: input.time ?? policy.time,
+            updated_at: context.now(),
+          }),
       )
       return { policyId: policy.id }
     },
@@ -107,9 +108,9 @@ export const POLICY_ACTIVITIES: ActivityTable = {
     op: 'delete_policy',
     intentKey: 'deletePolicyIntent',
     resultKey: 'deletePolicyResult',
-    run(params, context) {
+    async run(params, context) {
       const { policyId } = parse(z.object({ policyId: z.string().min(1) }), params)
-      deletePolicies(context, [policyId])
+      await deletePolicies(context, [policyId])
       return { policyId }
     },
   },
@@ -117,9 +118,9 @@ export const POLICY_ACTIVITIES: ActivityTable = {
     op: 'delete_policies',
     intentKey: 'deletePoliciesIntent',
     resultKey: 'deletePoliciesResult',
-    run(params, context) {
+    async run(params, context) {
       const { policyIds } = parse(z.object({ policyIds: ids('policy') }), params)
-      deletePolicies(context, policyIds)
+      await deletePolicies(context, policyIds)
       return { policyIds }
     },
   },

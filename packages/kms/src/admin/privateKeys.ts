@@ -4,11 +4,12 @@ import { secp256k1 } from '@noble/curves/secp256k1'
 import { bytesToHex } from 'viem'
 import { publicKeyToAddress } from 'viem/accounts'
 import { z } from 'zod'
-import type { ActivityContext } from '../activities.js'
-import type { PrivateKeyRow } from '../adminDb.js'
 import { exportBundle, hpkeOpen, signBundle } from '../bundles.js'
+import type { ActivityContext } from '../context.js'
+import type { PrivateKeyRow } from '../db.js'
 import { ids, invalid, notFound, parse, targetPublicKey } from '../params.js'
 import { open, seal } from '../secrets.js'
+import { mapSeries } from '../sequence.js'
 import { refuseUnexported } from './organization.js'
 import { type ActivityTable, alreadyExists, failedPrecondition, userIn } from './table.js'
 
@@ -47,12 +48,12 @@ function addressesOf(privateKey: Uint8Array, formats: readonly string[]) {
 }
 
 /** Stores a private key sealed under the master key; refused when the name or an address is taken. Synchronous, for a transaction. */
-function insertPrivateKey(context: ActivityContext, key: { name: string; privateKey: Uint8Array; addressFormats: readonly string[]; imported: boolean }) {
+async function insertPrivateKey(context: ActivityContext, key: { name: string; privateKey: Uint8Array; addressFormats: readonly string[]; imported: boolean }) {
   const { db, caller, masterKey, now } = context
-  if (db.privateKeyByName(caller.organizationId, key.name)) throw alreadyExists(`a private key named "${key.name}" already exists`)
+  if (await db.privateKeyByName(caller.organizationId, key.name)) throw alreadyExists(`a private key named "${key.name}" already exists`)
   const { publicKey, addresses } = addressesOf(key.privateKey, key.addressFormats)
   for (const { address } of addresses)
-    if (db.privateKeyByAddress(caller.organizationId, address) || db.accountByAddress(caller.organizationId, address))
+    if ((await db.privateKeyByAddress(caller.organizationId, address)) || (await db.accountByAddress(caller.organizationId, address)))
       throw alreadyExists(`the address ${address} is already held in organization ${caller.organizationId}`)
   const id = randomUUID()
   const row: PrivateKeyRow = {
@@ -66,12 +67,12 @@ function insertPrivateKey(context: ActivityContext, key: { name: string; private
     exported: 0,
     imported: key.imported ? 1 : 0,
   }
-  db.insertPrivateKey(row, addresses)
+  await db.insertPrivateKey(row, addresses)
   return { privateKeyId: id, addresses }
 }
 
-function privateKeyIn(context: ActivityContext, privateKeyId: string) {
-  const key = context.db.privateKey(privateKeyId, context.caller.organizationId)
+async function privateKeyIn(context: ActivityContext, privateKeyId: string) {
+  const key = await context.db.privateKey(privateKeyId, context.caller.organizationId)
   if (!key) throw notFound(`private key ${privateKeyId} not found in organization ${context.caller.organizationId}`)
   return key
 }
@@ -84,13 +85,13 @@ const openPrivateKey = (context: ActivityContext, row: PrivateKeyRow) =>
  * undefined when none does. The caller zeroes the bytes once it has signed.
  *
  * @example
- * const key = heldPrivateKey(context, signWith)
+ * const key = await heldPrivateKey(context, signWith)
  */
-export function heldPrivateKey(context: ActivityContext, signWith: string): Uint8Array | undefined {
+export async function heldPrivateKey(context: ActivityContext, signWith: string): Promise<Uint8Array | undefined> {
   const { db, caller } = context
   // One look-up on the signing path: private key ids are UUIDs, addresses never are.
-  const privateKeyId = UUID.test(signWith) ? signWith : db.privateKeyByAddress(caller.organizationId, signWith)?.private_key_id
-  const row = privateKeyId === undefined ? undefined : db.privateKey(privateKeyId, caller.organizationId)
+  const privateKeyId = UUID.test(signWith) ? signWith : (await db.privateKeyByAddress(caller.organizationId, signWith))?.private_key_id
+  const row = privateKeyId === undefined ? undefined : await db.privateKey(privateKeyId, caller.organizationId)
   return row && openPrivateKey(context, row)
 }
 
@@ -101,7 +102,7 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
     op: 'create_private_keys',
     intentKey: 'createPrivateKeysIntentV2',
     resultKey: 'createPrivateKeysResultV2',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(
         z.object({
           privateKeys: z
@@ -114,22 +115,23 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
       )
       const { db, caller, now } = context
       for (const tagId of input.privateKeys.flatMap((key) => key.privateKeyTags))
-        if (!db.tag(tagId, caller.organizationId, 'TAG_TYPE_PRIVATE_KEY'))
+        if (!(await db.tag(tagId, caller.organizationId, 'TAG_TYPE_PRIVATE_KEY')))
           throw notFound(`private key tag ${tagId} not found in organization ${caller.organizationId}`)
       const secrets = input.privateKeys.map(() => secp256k1.utils.randomPrivateKey())
       try {
         return {
-          privateKeys: db.transaction(() =>
-            input.privateKeys.map((key, index) => {
-              const created = insertPrivateKey(context, {
-                name: key.privateKeyName,
-                privateKey: secrets[index]!,
-                addressFormats: key.addressFormats,
-                imported: false,
-              })
-              for (const tagId of new Set(key.privateKeyTags)) db.addTagMember(tagId, created.privateKeyId), db.touchTag(now(), tagId)
-              return created
-            }),
+          privateKeys: await db.transaction(
+            async () =>
+              await mapSeries(input.privateKeys, async (key, index) => {
+                const created = await insertPrivateKey(context, {
+                  name: key.privateKeyName,
+                  privateKey: secrets[index]!,
+                  addressFormats: key.addressFormats,
+                  imported: false,
+                })
+                for (const tagId of new Set(key.privateKeyTags)) await db.addTagMember(tagId, created.privateKeyId), await db.touchTag(now(), tagId)
+                return created
+              }),
           ),
         }
       } finally {
@@ -141,17 +143,17 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
     op: 'delete_private_keys',
     intentKey: 'deletePrivateKeysIntent',
     resultKey: 'deletePrivateKeysResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ privateKeyIds: ids('private key'), deleteWithoutExport: z.boolean().optional() }), params)
-      const keys = input.privateKeyIds.map((privateKeyId) => privateKeyIn(context, privateKeyId))
+      const keys = await mapSeries(input.privateKeyIds, async (privateKeyId) => privateKeyIn(context, privateKeyId))
       refuseUnexported(
         keys.map((key) => ({ exported: key.exported, label: `private key ${key.id}` })),
         input.deleteWithoutExport,
       )
-      context.db.transaction(() => {
+      await context.db.transaction(async () => {
         for (const key of keys) {
-          context.db.untagMember(key.id)
-          context.db.deletePrivateKey(key.id)
+          await context.db.untagMember(key.id)
+          await context.db.deletePrivateKey(key.id)
         }
       })
       return { privateKeyIds: input.privateKeyIds }
@@ -163,7 +165,7 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
     resultKey: 'exportPrivateKeyResult',
     async run(params, context) {
       const input = parse(z.object({ privateKeyId: z.string().min(1), targetPublicKey }), params)
-      const key = privateKeyIn(context, input.privateKeyId)
+      const key = await privateKeyIn(context, input.privateKeyId)
       const plaintext = openPrivateKey(context, key)
       try {
         const bundle = await exportBundle({
@@ -172,7 +174,7 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
           targetPublicKey: input.targetPublicKey,
           plaintext,
         })
-        context.db.markPrivateKeyExported(key.id)
+        await context.db.markPrivateKeyExported(key.id)
         return { privateKeyId: key.id, exportBundle: bundle }
       } finally {
         plaintext.fill(0)
@@ -183,13 +185,13 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
     op: 'init_import_private_key',
     intentKey: 'initImportPrivateKeyIntent',
     resultKey: 'initImportPrivateKeyResult',
-    run(params, context) {
+    async run(params, context) {
       const { userId } = parse(z.object({ userId: z.string().min(1) }), params)
       const { db, caller, masterKey, now, signerPrivateKey } = context
-      userIn(context, userId)
+      await userIn(context, userId)
       // A fresh target key per import, kept sealed until the import arrives.
       const target = p256.utils.randomPrivateKey()
-      db.upsertImportTarget({
+      await db.upsertImportTarget({
         user_id: userId,
         organization_id: caller.organizationId,
         sealed_private_key: seal(masterKey, importRecord(userId), Buffer.from(target).toString('hex')),
@@ -210,8 +212,8 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
         params,
       )
       const { db, caller, masterKey } = context
-      userIn(context, input.userId)
-      const target = db.importTarget(input.userId, caller.organizationId)
+      await userIn(context, input.userId)
+      const target = await db.importTarget(input.userId, caller.organizationId)
       if (!target) throw failedPrecondition('no import in progress for this user: call init_import_private_key first')
       let envelope: { encappedPublic?: unknown; ciphertext?: unknown }
       try {
@@ -229,10 +231,10 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
       try {
         if (privateKey.length !== 32 || !secp256k1.utils.isValidPrivateKey(privateKey))
           throw invalid('the imported secret is not a secp256k1 private key (32 bytes)')
-        return db.transaction(() => {
-          const imported = insertPrivateKey(context, { name: input.privateKeyName, privateKey, addressFormats: input.addressFormats, imported: true })
+        return await db.transaction(async () => {
+          const imported = await insertPrivateKey(context, { name: input.privateKeyName, privateKey, addressFormats: input.addressFormats, imported: true })
           // One import per init: the target key is spent.
-          db.deleteImportTarget(input.userId)
+          await db.deleteImportTarget(input.userId)
           return imported
         })
       } finally {

@@ -5,14 +5,14 @@ import type { Db } from '../db.js'
 // created with it as a root user (create_sub_organization, the parent organization's first user).
 
 /** The root users of an organization. */
-export function rootUserIds(db: Db, organizationId: string): string[] {
-  const members = db.rootQuorumMembers(organizationId)
-  return members.length ? members : db.users(organizationId).map((user) => user.id)
+export async function rootUserIds(db: Db, organizationId: string): Promise<string[]> {
+  const members = await db.rootQuorumMembers(organizationId)
+  return members.length ? members : (await db.users(organizationId)).map((user) => user.id)
 }
 
 /** Records the root users as they are now, before users are added or removed. */
-export function pinRootQuorum(db: Db, organizationId: string): string[] {
-  const members = rootUserIds(db, organizationId)
-  db.setRootQuorumMembers(organizationId, members)
+export async function pinRootQuorum(db: Db, organizationId: string): Promise<string[]> {
+  const members = await rootUserIds(db, organizationId)
+  await db.setRootQuorumMembers(organizationId, members)
   return members
 }

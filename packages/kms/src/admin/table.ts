@@ -1,4 +1,4 @@
-import type { ActivityContext } from '../activities.js'
+import type { ActivityContext } from '../context.js'
 import type { UserRow } from '../db.js'
 import { GrpcCode, KmsError } from '../errors.js'
 import { notFound } from '../params.js'
@@ -14,8 +14,8 @@ export type Activity = {
 export type ActivityTable = Readonly<Record<string, Activity>>
 
 /** A user of the organization the request names. */
-export function userIn(context: ActivityContext, userId: string): UserRow {
-  const user = context.db.user(userId, context.caller.organizationId)
+export async function userIn(context: ActivityContext, userId: string): Promise<UserRow> {
+  const user = await context.db.user(userId, context.caller.organizationId)
   if (!user) throw notFound(`user ${userId} not found in organization ${context.caller.organizationId}`)
   return user
 }

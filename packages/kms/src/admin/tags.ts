@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
-import type { ActivityContext } from '../activities.js'
-import type { TagType } from '../adminDb.js'
+import type { ActivityContext } from '../context.js'
+import type { TagType } from '../db.js'
 import { ids, notFound, parse } from '../params.js'
+import { mapSeries } from '../sequence.js'
 import { type ActivityTable, alreadyExists } from './table.js'
 
 // Tags group users, or private keys, under a name (policies refer to them; tags themselves grant nothing).
@@ -11,66 +12,67 @@ const KINDS = {
   TAG_TYPE_USER: {
     noun: 'user tag',
     member: 'user',
-    exists: (context: ActivityContext, id: string) => context.db.user(id, context.caller.organizationId) !== undefined,
+    exists: async (context: ActivityContext, id: string) => (await context.db.user(id, context.caller.organizationId)) !== undefined,
   },
   TAG_TYPE_PRIVATE_KEY: {
     noun: 'private key tag',
     member: 'private key',
-    exists: (context: ActivityContext, id: string) => context.db.privateKey(id, context.caller.organizationId) !== undefined,
+    exists: async (context: ActivityContext, id: string) => (await context.db.privateKey(id, context.caller.organizationId)) !== undefined,
   },
 } as const
 
-function checkMembers(context: ActivityContext, type: TagType, memberIds: readonly string[]) {
+async function checkMembers(context: ActivityContext, type: TagType, memberIds: readonly string[]) {
   const kind = KINDS[type]
-  for (const id of memberIds) if (!kind.exists(context, id)) throw notFound(`${kind.member} ${id} not found in organization ${context.caller.organizationId}`)
+  for (const id of memberIds)
+    if (!(await kind.exists(context, id))) throw notFound(`${kind.member} ${id} not found in organization ${context.caller.organizationId}`)
 }
 
-function checkName(context: ActivityContext, type: TagType, name: string) {
-  if (context.db.tagByName(context.caller.organizationId, type, name)) throw alreadyExists(`a ${KINDS[type].noun} named "${name}" already exists`)
+async function checkName(context: ActivityContext, type: TagType, name: string) {
+  if (await context.db.tagByName(context.caller.organizationId, type, name)) throw alreadyExists(`a ${KINDS[type].noun} named "${name}" already exists`)
 }
 
-function tagOf(context: ActivityContext, type: TagType, tagId: string) {
-  const tag = context.db.tag(tagId, context.caller.organizationId, type)
+async function tagOf(context: ActivityContext, type: TagType, tagId: string) {
+  const tag = await context.db.tag(tagId, context.caller.organizationId, type)
   if (!tag) throw notFound(`${KINDS[type].noun} ${tagId} not found in organization ${context.caller.organizationId}`)
   return tag
 }
 
-function createTag(context: ActivityContext, type: TagType, name: string, memberIds: readonly string[]) {
-  checkName(context, type, name)
-  checkMembers(context, type, memberIds)
+async function createTag(context: ActivityContext, type: TagType, name: string, memberIds: readonly string[]) {
+  await checkName(context, type, name)
+  await checkMembers(context, type, memberIds)
   const id = randomUUID()
   const at = context.now()
-  context.db.transaction(() => {
-    context.db.insertTag({ id, organization_id: context.caller.organizationId, name, type, created_at: at, updated_at: at })
-    for (const memberId of memberIds) context.db.addTagMember(id, memberId)
+  await context.db.transaction(async () => {
+    await context.db.insertTag({ id, organization_id: context.caller.organizationId, name, type, created_at: at, updated_at: at })
+    for (const memberId of memberIds) await context.db.addTagMember(id, memberId)
   })
   return id
 }
 
-function updateTag(
+async function updateTag(
   context: ActivityContext,
   type: TagType,
   change: { tagId: string; newName: string | undefined; add: readonly string[]; remove: readonly string[] },
 ) {
   const { db, now } = context
-  const tag = tagOf(context, type, change.tagId)
-  if (change.newName !== undefined && change.newName !== tag.name) checkName(context, type, change.newName)
-  checkMembers(context, type, change.add)
+  const tag = await tagOf(context, type, change.tagId)
+  if (change.newName !== undefined && change.newName !== tag.name) await checkName(context, type, change.newName)
+  await checkMembers(context, type, change.add)
   const at = now()
-  db.transaction(() => {
-    db.renameTag(change.newName ?? tag.name, at, tag.id)
-    for (const memberId of change.remove) db.removeTagMember(tag.id, memberId)
-    for (const memberId of change.add) db.addTagMember(tag.id, memberId)
+  await db.transaction(async () => {
+    await db.renameTag(change.newName ?? tag.name, at, tag.id)
+    for (const memberId of change.remove) await db.removeTagMember(tag.id, memberId)
+    for (const memberId of change.add) await db.addTagMember(tag.id, memberId)
   })
   return tag.id
 }
 
 /** Deletes tags; returns the members that carried them. */
-function deleteTags(context: ActivityContext, type: TagType, tagIds: readonly string[]) {
-  const tags = tagIds.map((tagId) => tagOf(context, type, tagId))
-  const members = new Set(tags.flatMap((tag) => context.db.tagMembers(tag.id)))
-  context.db.transaction(() => {
-    for (const tag of tags) context.db.deleteTag(tag.id)
+async function deleteTags(context: ActivityContext, type: TagType, tagIds: readonly string[]) {
+  const tags = await mapSeries(tagIds, async (tagId) => tagOf(context, type, tagId))
+  const members = new Set((await mapSeries(tags, async (tag) => context.db.tagMembers(tag.id))).flat())
+  await context.db.transaction(async () => {
+    for (const tag of tags) await context.db.deleteTag(tag.id)
   })
   return [...members]
 }
@@ -82,16 +84,16 @@ export const TAG_ACTIVITIES: ActivityTable = {
     op: 'create_user_tag',
     intentKey: 'createUserTagIntent',
     resultKey: 'createUserTagResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userTagName: name, userIds: z.array(z.string().min(1)).default([]) }), params)
-      return { userTagId: createTag(context, 'TAG_TYPE_USER', input.userTagName, input.userIds), userIds: input.userIds }
+      return { userTagId: await createTag(context, 'TAG_TYPE_USER', input.userTagName, input.userIds), userIds: input.userIds }
     },
   },
   ACTIVITY_TYPE_UPDATE_USER_TAG: {
     op: 'update_user_tag',
     intentKey: 'updateUserTagIntent',
     resultKey: 'updateUserTagResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(
         z.object({
           userTagId: z.string().min(1),
@@ -102,7 +104,7 @@ export const TAG_ACTIVITIES: ActivityTable = {
         params,
       )
       return {
-        userTagId: updateTag(context, 'TAG_TYPE_USER', {
+        userTagId: await updateTag(context, 'TAG_TYPE_USER', {
           tagId: input.userTagId,
           newName: input.newUserTagName,
           add: input.addUserIds,
@@ -115,25 +117,28 @@ export const TAG_ACTIVITIES: ActivityTable = {
     op: 'delete_user_tags',
     intentKey: 'deleteUserTagsIntent',
     resultKey: 'deleteUserTagsResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userTagIds: ids('user tag') }), params)
-      return { userTagIds: input.userTagIds, userIds: deleteTags(context, 'TAG_TYPE_USER', input.userTagIds) }
+      return { userTagIds: input.userTagIds, userIds: await deleteTags(context, 'TAG_TYPE_USER', input.userTagIds) }
     },
   },
   ACTIVITY_TYPE_CREATE_PRIVATE_KEY_TAG: {
     op: 'create_private_key_tag',
     intentKey: 'createPrivateKeyTagIntent',
     resultKey: 'createPrivateKeyTagResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ privateKeyTagName: name, privateKeyIds: z.array(z.string().min(1)).default([]) }), params)
-      return { privateKeyTagId: createTag(context, 'TAG_TYPE_PRIVATE_KEY', input.privateKeyTagName, input.privateKeyIds), privateKeyIds: input.privateKeyIds }
+      return {
+        privateKeyTagId: await createTag(context, 'TAG_TYPE_PRIVATE_KEY', input.privateKeyTagName, input.privateKeyIds),
+        privateKeyIds: input.privateKeyIds,
+      }
     },
   },
   ACTIVITY_TYPE_UPDATE_PRIVATE_KEY_TAG: {
     op: 'update_private_key_tag',
     intentKey: 'updatePrivateKeyTagIntent',
     resultKey: 'updatePrivateKeyTagResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(
         z.object({
           privateKeyTagId: z.string().min(1),
@@ -144,7 +149,7 @@ export const TAG_ACTIVITIES: ActivityTable = {
         params,
       )
       return {
-        privateKeyTagId: updateTag(context, 'TAG_TYPE_PRIVATE_KEY', {
+        privateKeyTagId: await updateTag(context, 'TAG_TYPE_PRIVATE_KEY', {
           tagId: input.privateKeyTagId,
           newName: input.newPrivateKeyTagName,
           add: input.addPrivateKeyIds,
@@ -157,9 +162,9 @@ export const TAG_ACTIVITIES: ActivityTable = {
     op: 'delete_private_key_tags',
     intentKey: 'deletePrivateKeyTagsIntent',
     resultKey: 'deletePrivateKeyTagsResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ privateKeyTagIds: ids('private key tag') }), params)
-      return { privateKeyTagIds: input.privateKeyTagIds, privateKeyIds: deleteTags(context, 'TAG_TYPE_PRIVATE_KEY', input.privateKeyTagIds) }
+      return { privateKeyTagIds: input.privateKeyTagIds, privateKeyIds: await deleteTags(context, 'TAG_TYPE_PRIVATE_KEY', input.privateKeyTagIds) }
     },
   },
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
-import type { ActivityContext } from '../activities.js'
+import type { ActivityContext } from '../context.js'
 import { insertApiKey, insertAuthenticator, sessionJwt } from '../credentials.js'
 import { apiKeyParams, authenticatorParams, ids, invalid, notFound, parse } from '../params.js'
+import { mapSeries } from '../sequence.js'
 import { verifyRegistration } from '../webauthn.js'
 import { insertOauthProviders, oauthProviderParams } from './oauth.js'
 import { pinRootQuorum, rootUserIds } from './quorum.js'
@@ -27,11 +28,11 @@ const userParams = z.object({
 type UserParams = z.infer<typeof userParams>
 
 /** Refuses an email another user of the organization (or of the same request) already has. */
-function checkEmails(context: ActivityContext, emails: readonly (string | undefined)[], exceptUserId?: string) {
+async function checkEmails(context: ActivityContext, emails: readonly (string | undefined)[], exceptUserId?: string) {
   const seen = new Set<string>()
   for (const email of emails) {
     if (!email) continue
-    const owner = context.db.userByEmail(context.caller.organizationId, email)
+    const owner = await context.db.userByEmail(context.caller.organizationId, email)
     if ((owner && owner.id !== exceptUserId) || seen.has(email.toLowerCase()))
       throw alreadyExists(`a user with email ${email} already exists in organization ${context.caller.organizationId}`)
     seen.add(email.toLowerCase())
@@ -39,9 +40,9 @@ function checkEmails(context: ActivityContext, emails: readonly (string | undefi
 }
 
 /** Tags of users in the organization the request names. */
-function checkUserTags(context: ActivityContext, tagIds: readonly string[]) {
+async function checkUserTags(context: ActivityContext, tagIds: readonly string[]) {
   for (const tagId of tagIds)
-    if (!context.db.tag(tagId, context.caller.organizationId, 'TAG_TYPE_USER'))
+    if (!(await context.db.tag(tagId, context.caller.organizationId, 'TAG_TYPE_USER')))
       throw notFound(`user tag ${tagId} not found in organization ${context.caller.organizationId}`)
 }
 
@@ -57,46 +58,46 @@ async function createUsers(context: ActivityContext, users: readonly UserParams[
     ),
   )
   for (const { verified } of passkeys.flat())
-    if (db.authenticatorByCredential(verified.credentialId)) throw alreadyExists(`credential ${verified.credentialId} is already registered`)
-  checkEmails(
+    if (await db.authenticatorByCredential(verified.credentialId)) throw alreadyExists(`credential ${verified.credentialId} is already registered`)
+  await checkEmails(
     context,
     users.map((user) => user.userEmail),
   )
-  checkUserTags(
+  await checkUserTags(
     context,
     users.flatMap((user) => user.userTags),
   )
-  return db.transaction(() => {
-    pinRootQuorum(db, caller.organizationId)
+  return await db.transaction(async () => {
+    await pinRootQuorum(db, caller.organizationId)
     const at = now()
-    return users.map((user, index) => {
+    return await mapSeries(users, async (user, index) => {
       const userId = randomUUID()
-      db.insertUser({ id: userId, organization_id: caller.organizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
+      await db.insertUser({ id: userId, organization_id: caller.organizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
       if (user.userPhoneNumber)
-        db.updateUser({ id: userId, name: user.userName, email: user.userEmail ?? null, phone_number: user.userPhoneNumber, updated_at: at })
-      for (const key of user.apiKeys) insertApiKey(db, userId, caller.organizationId, key, at)
-      for (const { authenticator, verified } of passkeys[index]!) insertAuthenticator(db, userId, caller.organizationId, authenticator, verified, at)
-      insertOauthProviders(context, userId, user.oauthProviders)
-      for (const tagId of new Set(user.userTags)) db.addTagMember(tagId, userId), db.touchTag(at, tagId)
+        await db.updateUser({ id: userId, name: user.userName, email: user.userEmail ?? null, phone_number: user.userPhoneNumber, updated_at: at })
+      for (const key of user.apiKeys) await insertApiKey(db, userId, caller.organizationId, key, at)
+      for (const { authenticator, verified } of passkeys[index]!) await insertAuthenticator(db, userId, caller.organizationId, authenticator, verified, at)
+      await insertOauthProviders(context, userId, user.oauthProviders)
+      for (const tagId of new Set(user.userTags)) await db.addTagMember(tagId, userId), await db.touchTag(at, tagId)
       return userId
     })
   })
 }
 
 /** Applies a change of name, email, phone number or tags to a user. */
-function updateUser(
+async function updateUser(
   context: ActivityContext,
   userId: string,
   change: { userName?: string | undefined; userEmail?: string | undefined; userPhoneNumber?: string | undefined; userTagIds?: readonly string[] | undefined },
 ) {
   const { db, caller, now } = context
-  const user = userIn(context, userId)
-  const details = db.userDetails(user.id, caller.organizationId)!
-  if (change.userEmail !== undefined) checkEmails(context, [change.userEmail], user.id)
-  if (change.userTagIds) checkUserTags(context, change.userTagIds)
+  const user = await userIn(context, userId)
+  const details = (await db.userDetails(user.id, caller.organizationId))!
+  if (change.userEmail !== undefined) await checkEmails(context, [change.userEmail], user.id)
+  if (change.userTagIds) await checkUserTags(context, change.userTagIds)
   const at = now()
-  db.transaction(() => {
-    db.updateUser({
+  await db.transaction(async () => {
+    await db.updateUser({
       id: user.id,
       name: change.userName ?? user.name,
       email: change.userEmail ?? user.email,
@@ -105,8 +106,8 @@ function updateUser(
     })
     // An empty list leaves the tags as they are (the clients send [] when not changing them).
     if (change.userTagIds?.length) {
-      for (const tagId of db.tagsOf(user.id)) if (db.tag(tagId, caller.organizationId, 'TAG_TYPE_USER')) db.removeTagMember(tagId, user.id)
-      for (const tagId of new Set(change.userTagIds)) db.addTagMember(tagId, user.id), db.touchTag(at, tagId)
+      for (const tagId of await db.tagsOf(user.id)) if (await db.tag(tagId, caller.organizationId, 'TAG_TYPE_USER')) await db.removeTagMember(tagId, user.id)
+      for (const tagId of new Set(change.userTagIds)) await db.addTagMember(tagId, user.id), await db.touchTag(at, tagId)
     }
   })
   return { userId: user.id }
@@ -161,7 +162,7 @@ export const USER_ACTIVITIES: ActivityTable = {
     op: 'update_user',
     intentKey: 'updateUserIntent',
     resultKey: 'updateUserResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(
         z.object({
           userId: z.string().min(1),
@@ -172,59 +173,59 @@ export const USER_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
-      return updateUser(context, input.userId, input)
+      return await updateUser(context, input.userId, input)
     },
   },
   ACTIVITY_TYPE_UPDATE_USER_NAME: {
     op: 'update_user_name',
     intentKey: 'updateUserNameIntent',
     resultKey: 'updateUserNameResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userId: z.string().min(1), userName: z.string().min(1).max(256) }), params)
-      return updateUser(context, input.userId, input)
+      return await updateUser(context, input.userId, input)
     },
   },
   ACTIVITY_TYPE_UPDATE_USER_EMAIL: {
     op: 'update_user_email',
     intentKey: 'updateUserEmailIntent',
     resultKey: 'updateUserEmailResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userId: z.string().min(1), userEmail: z.email(), verificationToken: z.string().optional() }), params)
       if (input.verificationToken) throw invalid('verificationToken is not supported: this service issues no OTP verification tokens')
-      return updateUser(context, input.userId, { userEmail: input.userEmail })
+      return await updateUser(context, input.userId, { userEmail: input.userEmail })
     },
   },
   ACTIVITY_TYPE_UPDATE_USER_PHONE_NUMBER: {
     op: 'update_user_phone_number',
     intentKey: 'updateUserPhoneNumberIntent',
     resultKey: 'updateUserPhoneNumberResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userId: z.string().min(1), userPhoneNumber: phoneNumber, verificationToken: z.string().optional() }), params)
       if (input.verificationToken) throw invalid('verificationToken is not supported: this service issues no OTP verification tokens')
-      return updateUser(context, input.userId, { userPhoneNumber: input.userPhoneNumber })
+      return await updateUser(context, input.userId, { userPhoneNumber: input.userPhoneNumber })
     },
   },
   ACTIVITY_TYPE_DELETE_USERS: {
     op: 'delete_users',
     intentKey: 'deleteUsersIntent',
     resultKey: 'deleteUsersResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userIds: ids('user') }), params)
       const { db, caller } = context
-      for (const userId of input.userIds) userIn(context, userId)
+      for (const userId of input.userIds) await userIn(context, userId)
       if (caller.homeOrganizationId === caller.organizationId && input.userIds.includes(caller.userId))
         throw failedPrecondition('a user cannot delete themselves: the key that stamps this request would go with them')
-      const roots = rootUserIds(db, caller.organizationId)
+      const roots = await rootUserIds(db, caller.organizationId)
       const remaining = roots.filter((userId) => !input.userIds.includes(userId))
-      const threshold = db.organization(caller.organizationId)!.root_quorum_threshold
+      const threshold = (await db.organization(caller.organizationId))!.root_quorum_threshold
       if (remaining.length === 0) throw failedPrecondition(`cannot delete the last root user of organization ${caller.organizationId}`)
       if (remaining.length < threshold)
         throw failedPrecondition(
           `deleting these users would leave ${remaining.length} root users, fewer than the root quorum threshold of ${threshold}: change the root quorum first (update_root_quorum)`,
         )
-      db.transaction(() => {
-        pinRootQuorum(db, caller.organizationId)
-        for (const userId of input.userIds) db.deleteUser(userId)
+      await db.transaction(async () => {
+        await pinRootQuorum(db, caller.organizationId)
+        for (const userId of input.userIds) await db.deleteUser(userId)
       })
       return { userIds: input.userIds }
     },
@@ -233,18 +234,18 @@ export const USER_ACTIVITIES: ActivityTable = {
     op: 'delete_api_keys',
     intentKey: 'deleteApiKeysIntent',
     resultKey: 'deleteApiKeysResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userId: z.string().min(1), apiKeyIds: ids('API key') }), params)
       const { db, caller } = context
-      const user = userIn(context, input.userId)
-      const keys = input.apiKeyIds.map((apiKeyId) => {
-        const key = db.apiKey(apiKeyId, caller.organizationId)
+      const user = await userIn(context, input.userId)
+      const keys = await mapSeries(input.apiKeyIds, async (apiKeyId) => {
+        const key = await db.apiKey(apiKeyId, caller.organizationId)
         if (key?.user_id !== user.id) throw notFound(`API key ${apiKeyId} not found for user ${user.id}`)
         return key
       })
       for (const key of keys) refuseOwnCredential(context, [key.public_key], `API key ${key.id}`)
-      db.transaction(() => {
-        for (const key of keys) db.deleteApiKey(key.id)
+      await db.transaction(async () => {
+        for (const key of keys) await db.deleteApiKey(key.id)
       })
       return { apiKeyIds: input.apiKeyIds }
     },
@@ -253,18 +254,18 @@ export const USER_ACTIVITIES: ActivityTable = {
     op: 'delete_authenticators',
     intentKey: 'deleteAuthenticatorsIntent',
     resultKey: 'deleteAuthenticatorsResult',
-    run(params, context) {
+    async run(params, context) {
       const input = parse(z.object({ userId: z.string().min(1), authenticatorIds: ids('authenticator') }), params)
       const { db, caller } = context
-      const user = userIn(context, input.userId)
-      const authenticators = input.authenticatorIds.map((authenticatorId) => {
-        const authenticator = db.authenticator(authenticatorId, caller.organizationId)
+      const user = await userIn(context, input.userId)
+      const authenticators = await mapSeries(input.authenticatorIds, async (authenticatorId) => {
+        const authenticator = await db.authenticator(authenticatorId, caller.organizationId)
         if (authenticator?.user_id !== user.id) throw notFound(`authenticator ${authenticatorId} not found for user ${user.id}`)
         return authenticator
       })
       for (const authenticator of authenticators) refuseOwnCredential(context, [authenticator.credential_id], `authenticator ${authenticator.id}`)
-      db.transaction(() => {
-        for (const authenticator of authenticators) db.deleteAuthenticator(authenticator.id)
+      await db.transaction(async () => {
+        for (const authenticator of authenticators) await db.deleteAuthenticator(authenticator.id)
       })
       return { authenticatorIds: input.authenticatorIds }
     },
@@ -292,9 +293,9 @@ export const USER_ACTIVITIES: ActivityTable = {
         params,
       )
       const { db, caller, now } = context
-      const organization = db.organization(caller.organizationId)!
-      const senders = input.invitations.map((invitation) => userIn(context, invitation.senderUserId))
-      checkUserTags(
+      const organization = (await db.organization(caller.organizationId))!
+      const senders = await mapSeries(input.invitations, async (invitation) => userIn(context, invitation.senderUserId))
+      await checkUserTags(
         context,
         input.invitations.flatMap((invitation) => invitation.receiverUserTags),
       )
@@ -311,7 +312,7 @@ export const USER_ACTIVITIES: ActivityTable = {
         created_at: at,
         updated_at: at,
       }))
-      // Mail first: an invitation stored but never sent would be worse than one sent and retried.
+      // Queued in the outbox with the invitations; sent once they commit.
       for (const [index, row] of rows.entries())
         await context.mailer.send({
           to: row.receiver_email,
@@ -319,8 +320,8 @@ export const USER_ACTIVITIES: ActivityTable = {
           text: `${senders[index]!.name} invited you, as ${row.receiver_user_name}, to ${organization.name}.\n\nInvitation: ${row.id}`,
           html: `<p>${escapeHtml(senders[index]!.name)} invited you, as ${escapeHtml(row.receiver_user_name)}, to ${escapeHtml(organization.name)}.</p><p>Invitation: <code>${row.id}</code></p>`,
         })
-      db.transaction(() => {
-        for (const row of rows) db.insertInvitation(row)
+      await db.transaction(async () => {
+        for (const row of rows) await db.insertInvitation(row)
       })
       return { invitationIds: rows.map((row) => row.id) }
     },
@@ -329,11 +330,12 @@ export const USER_ACTIVITIES: ActivityTable = {
     op: 'delete_invitation',
     intentKey: 'deleteInvitationIntent',
     resultKey: 'deleteInvitationResult',
-    run(params, context) {
+    async run(params, context) {
       const { invitationId } = parse(z.object({ invitationId: z.string().min(1) }), params)
       const { db, caller } = context
-      if (!db.invitation(invitationId, caller.organizationId)) throw notFound(`invitation ${invitationId} not found in organization ${caller.organizationId}`)
-      db.transaction(() => db.deleteInvitation(invitationId))
+      if (!(await db.invitation(invitationId, caller.organizationId)))
+        throw notFound(`invitation ${invitationId} not found in organization ${caller.organizationId}`)
+      await db.transaction(async () => await db.deleteInvitation(invitationId))
       return { invitationId }
     },
   },
@@ -341,11 +343,11 @@ export const USER_ACTIVITIES: ActivityTable = {
     op: 'create_read_only_session',
     intentKey: 'createReadOnlySessionIntent',
     resultKey: 'createReadOnlySessionResult',
-    run(params, context) {
+    async run(params, context) {
       parse(z.object({}), params ?? {})
       const { db, caller, now } = context
-      const organization = db.organization(caller.organizationId)!
-      const user = db.user(caller.userId, caller.homeOrganizationId)!
+      const organization = (await db.organization(caller.organizationId))!
+      const user = (await db.user(caller.userId, caller.homeOrganizationId))!
       const sessionExpiry = Math.floor(now() / 1000) + READ_ONLY_SESSION_SECONDS
       const session = sessionJwt(
         { exp: sessionExpiry, session_type: 'SESSION_TYPE_READ_ONLY', user_id: user.id, organization_id: organization.id },

@@ -1,26 +1,32 @@
 'use client'
-import type { EmbeddedConnector, EmbeddedFlows } from '@latchkey/core'
+import { BaseError, type EmbeddedConnector } from '@latchkey/core'
 import { useEffect, useId, useRef, useState } from 'react'
+import { useAddAccount, useAddPasskey, useExportWallet, useImportWallet } from '../hooks/useWalletTools.js'
 
 type Props = { connector: EmbeddedConnector }
 type Panel = 'export' | 'import' | undefined
 
 /**
- * The embedded wallet's own tools in the account modal: "Export wallet" (the phrase appears in the
- * export frame only), "Import wallet" (typed into the import frame), "Add an account" (the next
- * derived account, switched to), "Add a passkey".
+ * The embedded wallet's own tools in the account modal, on the same hooks an app would use:
+ * "Export wallet" (the phrase appears in the export frame only), "Import wallet" (typed into the
+ * import frame), "Add an account" (the next derived account, switched to), "Add a passkey".
  */
-export default function EmbeddedTools({ connector }: Props) {
+export default function EmbeddedTools(_props: Props) {
+  const exporter = useExportWallet()
+  const importer = useImportWallet()
+  const accounts = useAddAccount()
+  const passkeys = useAddPasskey()
   const [panel, setPanel] = useState<Panel>()
+  const [importReady, setImportReady] = useState(false)
   const [pending, setPending] = useState<string>()
   const [status, setStatus] = useState<string>()
-  const [error, setError] = useState<{ shortMessage?: string; message?: string }>()
+  const [error, setError] = useState<unknown>()
   const [walletName, setWalletName] = useState('Imported wallet')
   const host = useRef<HTMLDivElement>(null)
-  const open = useRef<{ close(): void; complete?: Awaited<ReturnType<EmbeddedFlows['importWallet']>>['complete'] }>(undefined)
+  const exported = useRef<{ close(): void }>(undefined)
   const nameId = useId()
 
-  useEffect(() => () => open.current?.close(), [])
+  useEffect(() => () => exported.current?.close(), [])
 
   async function run(label: string, work: () => Promise<void>) {
     setPending(label)
@@ -29,15 +35,17 @@ export default function EmbeddedTools({ connector }: Props) {
     try {
       await work()
     } catch (caught) {
-      setError(caught as Error)
+      setError(caught)
     } finally {
       setPending(undefined)
     }
   }
 
   function close() {
-    open.current?.close()
-    open.current = undefined
+    exported.current?.close()
+    exported.current = undefined
+    importer.close()
+    setImportReady(false)
     setPanel(undefined)
   }
 
@@ -48,9 +56,13 @@ export default function EmbeddedTools({ connector }: Props) {
     queueMicrotask(
       () =>
         void run(next === 'export' ? 'Opening the export frame…' : 'Opening the import frame…', async () => {
-          const flows = await connector.getFlows()
-          open.current = next === 'export' ? await flows.exportWallet(host.current!) : await flows.importWallet(host.current!)
-          if (next === 'export') setStatus('Your secret recovery phrase is shown in the frame above. Only this frame can read it.')
+          if (next === 'export') {
+            exported.current = await exporter.exportWallet(host.current!)
+            setStatus('Your secret recovery phrase is shown in the frame above. Only this frame can read it.')
+          } else {
+            await importer.start(host.current!)
+            setImportReady(true)
+          }
         }),
     )
   }
@@ -83,7 +95,7 @@ export default function EmbeddedTools({ connector }: Props) {
           disabled={pending !== undefined}
           onClick={() =>
             void run('Adding an account…', async () => {
-              const { address } = await (await connector.getFlows()).wallet.addAccount()
+              const address = await accounts.addAccount()
               setStatus(`Now using ${address}`)
             })
           }
@@ -96,7 +108,7 @@ export default function EmbeddedTools({ connector }: Props) {
           disabled={pending !== undefined}
           onClick={() =>
             void run('Waiting for your passkey…', async () => {
-              await (await connector.getFlows()).passkeys.add()
+              await passkeys.addPasskey()
               setStatus('Passkey added. You can now sign in with it alone.')
             })
           }
@@ -105,7 +117,7 @@ export default function EmbeddedTools({ connector }: Props) {
         </button>
       </div>
       <div ref={host} className="lk-frame-host" hidden={panel === undefined} />
-      {panel === 'import' && open.current?.complete && (
+      {panel === 'import' && importReady && (
         <div className="lk-form">
           <label htmlFor={nameId}>Wallet name</label>
           <input id={nameId} value={walletName} onChange={(event) => setWalletName(event.target.value)} />
@@ -115,7 +127,7 @@ export default function EmbeddedTools({ connector }: Props) {
             disabled={pending !== undefined || !walletName.trim()}
             onClick={() =>
               void run('Importing…', async () => {
-                const address = await open.current!.complete!(walletName.trim())
+                const address = await importer.finish(walletName.trim())
                 close()
                 setStatus(`Imported ${address}`)
               })
@@ -140,9 +152,9 @@ export default function EmbeddedTools({ connector }: Props) {
           {status}
         </p>
       )}
-      {error && (
+      {error !== undefined && (
         <p role="alert" className="lk-alert">
-          {error.shortMessage ?? error.message}
+          {error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : 'Something went wrong.'}
         </p>
       )}
     </div>

@@ -1,7 +1,9 @@
 'use client'
-import type { EmbeddedConnector, EmbeddedFlows } from '@latchkey/core'
+import { BaseError, type EmbeddedConnector, type RecoveryType } from '@latchkey/core'
 import { type FormEvent, useEffect, useId, useRef, useState } from 'react'
-import { useConnect } from '../hooks/useConnect.js'
+import { useEmailSignIn } from '../hooks/useEmailSignIn.js'
+import { usePasskeySignIn } from '../hooks/usePasskeySignIn.js'
+import { useRecovery } from '../hooks/useRecovery.js'
 
 /** Which embedded sign-in the user picked in the wallet list. */
 export type EmbeddedMode = 'email' | 'passkey' | 'create-passkey' | 'recover'
@@ -11,29 +13,29 @@ type Props = { connector: EmbeddedConnector; mode: EmbeddedMode; onBack(): void;
 /** Seconds before "Resend code" is offered again. */
 export const RESEND_COOLDOWN_SECONDS = 30
 
-type Problem = { shortMessage?: string; details?: string | undefined; message?: string; code?: unknown }
-
-/** The error as people read it: the catalogue text, and the reason when the backend gave one. */
+/** The error as people read it: the catalogue text, and the reason when there is a one-line one. */
 function describe(error: unknown): { text: string; reason: string | undefined } {
-  const problem = (error ?? {}) as Problem
-  const text = problem.shortMessage ?? problem.message ?? 'Something went wrong.'
-  return { text, reason: problem.details && problem.details !== text && !problem.details.includes('\n') ? problem.details : undefined }
+  if (!(error instanceof BaseError)) return { text: error instanceof Error ? error.message : 'Something went wrong.', reason: undefined }
+  const reason = error.details && error.details !== error.shortMessage && !error.details.includes('\n') ? error.details : undefined
+  return { text: error.shortMessage, reason }
 }
 
 /**
- * Email code, passkey and email-recovery sign-in for the embedded wallet. Each step shows its
- * pending state; errors are announced (role "alert"); a code can be sent again after a cooldown.
+ * Email code, passkey and recovery sign-in for the embedded wallet, built on the same hooks an app
+ * would use (useEmailSignIn, usePasskeySignIn, useRecovery). Each step shows its pending state;
+ * errors are announced (role "alert"); a code can be sent again after a cooldown.
  */
-export default function EmbeddedView({ connector, mode, onBack, onConnected }: Props) {
-  const connect = useConnect()
-  const [step, setStep] = useState<'address' | 'code'>('address')
+export default function EmbeddedView({ mode, onBack, onConnected }: Props) {
+  const emailSignIn = useEmailSignIn()
+  const passkey = usePasskeySignIn()
+  const recovery = useRecovery()
+  const [step, setStep] = useState<'choose' | 'address' | 'code'>(mode === 'recover' ? 'choose' : 'address')
+  const [recoveryType, setRecoveryType] = useState<RecoveryType>('email')
   const [email, setEmail] = useState('')
   const [code, setCode] = useState('')
   const [pending, setPending] = useState<string>()
   const [error, setError] = useState<unknown>()
-  const [otpId, setOtpId] = useState<string>()
   const [cooldown, setCooldown] = useState(0)
-  const recovery = useRef<Awaited<ReturnType<EmbeddedFlows['startRecovery']>>>(undefined)
   const frameHost = useRef<HTMLDivElement>(null)
   const emailId = useId()
   const codeId = useId()
@@ -44,9 +46,8 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
     const timer = setTimeout(() => setCooldown((seconds) => seconds - 1), 1000)
     return () => clearTimeout(timer)
   }, [cooldown])
-  useEffect(() => () => recovery.current?.close(), [])
 
-  async function run(label: string, work: () => Promise<void>) {
+  async function run(label: string, work: () => Promise<unknown>) {
     setPending(label)
     setError(undefined)
     try {
@@ -58,18 +59,10 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
     }
   }
 
-  const flows = () => connector.getFlows()
-  const finish = async () => {
-    await connect.connect({ connector })
-    onConnected()
-  }
-
-  async function sendCode() {
-    const { wallet } = await flows()
-    if (mode === 'recover') {
-      recovery.current?.close()
-      recovery.current = await (await flows()).startRecovery(frameHost.current!, email)
-    } else setOtpId((await wallet.startEmail(email)).otpId)
+  async function sendCode(again: boolean) {
+    if (mode === 'recover') await recovery.start({ email, recoveryType, container: frameHost.current! })
+    else if (again) await emailSignIn.resend()
+    else await emailSignIn.start(email)
     setStep('code')
     setCode('')
     setCooldown(RESEND_COOLDOWN_SECONDS)
@@ -77,17 +70,23 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
 
   function onSubmitEmail(event: FormEvent) {
     event.preventDefault()
-    if (mode === 'create-passkey') return void run('Waiting for your passkey…', async () => (await (await flows()).passkeys.signUp({ email }), await finish()))
-    void run('Sending a code…', sendCode)
+    if (mode === 'create-passkey') return void run('Waiting for your passkey…', async () => (await passkey.signUp({ email }), onConnected()))
+    void run('Sending a code…', () => sendCode(false))
   }
 
   function onSubmitCode(event: FormEvent) {
     event.preventDefault()
-    void run('Checking the code…', async () => {
-      if (mode === 'recover') await recovery.current!.finish(code)
-      else await (await flows()).wallet.verifyEmail({ otpId: otpId!, code })
-      await finish()
+    const label = mode === 'recover' && recoveryType === 'passkey' ? 'Waiting for your new passkey…' : 'Checking the code…'
+    void run(label, async () => {
+      if (mode === 'recover') await recovery.finish(code)
+      else await emailSignIn.verify(code)
+      onConnected()
     })
+  }
+
+  function choose(type: RecoveryType) {
+    setRecoveryType(type)
+    setStep('address')
   }
 
   // "Continue with passkey" needs no form: the browser's passkey prompt is the whole step.
@@ -95,22 +94,37 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
   useEffect(() => {
     if (mode !== 'passkey' || started.current) return
     started.current = true
-    void run('Waiting for your passkey…', async () => (await (await flows()).passkeys.signIn(), await finish()))
+    void run('Waiting for your passkey…', async () => (await passkey.signIn(), onConnected()))
   })
 
-  const problem = error ?? (connect.status === 'error' ? connect.error : undefined)
-  const shown = problem ? describe(problem) : undefined
-  const title = { email: 'Continue with email', passkey: 'Continue with passkey', 'create-passkey': 'Create a passkey', recover: 'Recover account' }[mode]
+  const shown = error ? describe(error) : undefined
+  const title = {
+    email: 'Continue with email',
+    passkey: 'Continue with passkey',
+    'create-passkey': 'Create a passkey',
+    recover: step === 'choose' ? 'Recover account' : recoveryType === 'passkey' ? 'I lost my passkey' : 'Recover with email',
+  }[mode]
 
   return (
     <div className="lk-embedded">
       <p className="lk-pending-name">{title}</p>
       {mode === 'passkey' ? (
-        !problem && (
+        !shown && (
           <p className="lk-muted" role="status">
             {pending ?? 'Signing in…'}
           </p>
         )
+      ) : step === 'choose' ? (
+        <div className="lk-form">
+          <button type="button" className="lk-primary" onClick={() => choose('email')}>
+            Recover with email
+          </button>
+          <p className="lk-muted lk-small-text">We email a code that signs you in for a while, to add a new passkey or export your wallet.</p>
+          <button type="button" className="lk-secondary" onClick={() => choose('passkey')}>
+            I lost my passkey
+          </button>
+          <p className="lk-muted lk-small-text">We email a code; then your browser creates a new passkey for this account.</p>
+        </div>
       ) : step === 'address' ? (
         <form className="lk-form" onSubmit={onSubmitEmail}>
           <label htmlFor={emailId}>Email</label>
@@ -131,7 +145,9 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
       ) : (
         <form className="lk-form" onSubmit={onSubmitCode}>
           <p className="lk-muted lk-small-text" role="status">
-            {mode === 'recover' ? `We sent a recovery code to ${email}. Paste it here.` : `We sent a code to ${email}.`}
+            {mode === 'recover'
+              ? `We sent a recovery code to ${email}. Paste it here${recoveryType === 'passkey' ? '; then your browser asks for a new passkey' : ''}.`
+              : `We sent a code to ${email}.`}
           </p>
           <label htmlFor={codeId}>Code</label>
           {mode === 'recover' ? (
@@ -158,7 +174,12 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
           <button type="submit" className="lk-primary" disabled={pending !== undefined}>
             {pending ?? 'Verify'}
           </button>
-          <button type="button" className="lk-secondary" disabled={cooldown > 0 || pending !== undefined} onClick={() => void run('Sending a code…', sendCode)}>
+          <button
+            type="button"
+            className="lk-secondary"
+            disabled={cooldown > 0 || pending !== undefined}
+            onClick={() => void run('Sending a code…', () => sendCode(true))}
+          >
             {cooldown > 0 ? `Resend code in ${cooldown} s` : 'Resend code'}
           </button>
         </form>
@@ -175,11 +196,11 @@ export default function EmbeddedView({ connector, mode, onBack, onConnected }: P
         <button type="button" className="lk-secondary" onClick={onBack} disabled={pending !== undefined && mode !== 'passkey'}>
           Back
         </button>
-        {mode === 'passkey' && problem !== undefined && (
+        {mode === 'passkey' && error !== undefined && (
           <button
             type="button"
             className="lk-primary"
-            onClick={() => void run('Waiting for your passkey…', async () => (await (await flows()).passkeys.signIn(), await finish()))}
+            onClick={() => void run('Waiting for your passkey…', async () => (await passkey.signIn(), onConnected()))}
           >
             Try again
           </button>

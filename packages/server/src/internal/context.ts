@@ -6,6 +6,7 @@ import { getCookie, setCookie } from 'hono/cookie'
 import type { z } from 'zod'
 import { ServerError } from '../errors.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
+import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
 /** The session cookie: httpOnly, SameSite=Lax, Secure on https. */
@@ -14,9 +15,10 @@ export const SESSION_COOKIE = 'latchkey_session'
 /**
  * Requests each key may make per window: sign-in codes and recovery emails per email; sign-ins
  * (codes, passkey sign-ups, recoveries, logins that need a kms look-up) and SIWE nonces per IP;
- * session keys per signed-in session.
+ * session keys per signed-in session. `bodyBytes` caps every request body (the largest legitimate
+ * one, a SIWE message with an EIP-6492 signature, is about 41 KB).
  */
-export const LIMITS = { perEmail: 5, perIp: 30, noncesPerIp: 60, perSession: 30, windowMs: 10 * 60_000 } as const
+export const LIMITS = { perEmail: 5, perIp: 30, noncesPerIp: 60, perSession: 30, windowMs: 10 * 60_000, bodyBytes: 64 * 1024 } as const
 
 /** What the routes share; built once per app by `createRouteContext`. @internal */
 export type RouteContext = {
@@ -32,6 +34,8 @@ export type RouteContext = {
   /** Session length in seconds. */
   sessionSeconds: number
   siwe: SiweConfig
+  /** Session JWTs for other services: the signing key (loaded or generated once), issuer, audience, lifetime. */
+  jwt: { key: () => Promise<SessionJwtKey>; issuer: string | undefined; audience: string | undefined; accessSeconds: number }
   limits: {
     codesPerEmail: (key: string) => number | undefined
     recoveriesPerEmail: (key: string) => number | undefined
@@ -68,7 +72,9 @@ export async function readBody<schema extends z.ZodType>(request: Request, schem
   let json: unknown
   try {
     json = await request.json()
-  } catch {
+  } catch (error) {
+    // The body limit fails the read itself (413), mid-stream.
+    if (error instanceof ServerError) throw error
     throw new ServerError(400, 'invalid_json', 'The request body must be JSON')
   }
   const parsed = schema.safeParse(json)
@@ -95,7 +101,7 @@ export async function callKms<result>(work: () => Promise<result>): Promise<resu
 export type SessionSubject = Pick<SessionRow, 'email' | 'organization_id' | 'user_id' | 'address'> & Partial<Pick<SessionRow, 'chain_id' | 'wallet_kind'>>
 
 /** Starts a browser session for `subject`: a row and the httpOnly cookie. `until` caps its end (unix ms). */
-export function startSession(c: Context, context: RouteContext, subject: SessionSubject, kind: SessionKind, until?: number) {
+export async function startSession(c: Context, context: RouteContext, subject: SessionSubject, kind: SessionKind, until?: number): Promise<SessionRow> {
   const at = context.now()
   const expiresAt = Math.min(at + context.sessionSeconds * 1000, until ?? Number.POSITIVE_INFINITY)
   const session: SessionRow = {
@@ -110,7 +116,7 @@ export function startSession(c: Context, context: RouteContext, subject: Session
     expires_at: expiresAt,
     created_at: at,
   }
-  context.store.insertSession(session)
+  await context.store.insertSession(session)
   setCookie(c, SESSION_COOKIE, session.id, {
     httpOnly: true,
     sameSite: 'Lax',
@@ -122,15 +128,15 @@ export function startSession(c: Context, context: RouteContext, subject: Session
 }
 
 /** The unexpired session the cookie names, or undefined. */
-export function validSession(c: Context, context: RouteContext): SessionRow | undefined {
+export async function validSession(c: Context, context: RouteContext): Promise<SessionRow | undefined> {
   const id = getCookie(c, SESSION_COOKIE)
-  const session = id ? context.store.session(id) : undefined
+  const session = id ? await context.store.session(id) : undefined
   return session && session.expires_at > context.now() ? session : undefined
 }
 
 /** The session the cookie names, or 401 (for routes that need one). */
-export function currentSession(c: Context, context: RouteContext): SessionRow {
-  const session = validSession(c, context)
+export async function currentSession(c: Context, context: RouteContext): Promise<SessionRow> {
+  const session = await validSession(c, context)
   if (!session) throw new ServerError(401, 'signed_out', 'Not signed in')
   return session
 }
@@ -139,7 +145,7 @@ export function currentSession(c: Context, context: RouteContext): SessionRow {
  * A session as `GET /auth/session` and sign-in answer it; SIWE sessions add `chainId` and `walletKind`.
  *
  * @example
- * return c.json(sessionAnswer(currentSession(c, context)))
+ * return c.json(sessionAnswer(await currentSession(c, context)))
  */
 export function sessionAnswer(row: SessionRow) {
   return {
@@ -168,8 +174,13 @@ export function createRouteContext(options: {
   allowedOrigins: readonly string[]
   siweDomains?: readonly string[] | undefined
   chains?: readonly SiweChain[] | undefined
+  sessionJwtKey?: string | undefined
+  sessionJwtIssuer?: string | undefined
+  sessionJwtAudience?: string | undefined
+  accessTokenSeconds?: number | undefined
 }): RouteContext {
   const now = options.now ?? Date.now
+  let key: Promise<SessionJwtKey> | undefined
   return {
     store: options.store,
     kms: new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey })),
@@ -180,6 +191,15 @@ export function createRouteContext(options: {
     now,
     sessionSeconds: options.sessionSeconds ?? 7 * 86_400,
     siwe: createSiweConfig(options),
+    jwt: {
+      key: () => {
+        key ??= loadSessionJwtKey(options.sessionJwtKey)
+        return key
+      },
+      issuer: options.sessionJwtIssuer,
+      audience: options.sessionJwtAudience,
+      accessSeconds: options.accessTokenSeconds ?? ACCESS_TOKEN_SECONDS.default,
+    },
     limits: {
       codesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
       recoveriesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),

@@ -36,7 +36,7 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
   enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   enforce(context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
 
-  let account = store.account(address)
+  let account = await store.account(address)
   if (!account) {
     const { activity } = await callKms(() =>
       kms.createSubOrganization({
@@ -53,14 +53,13 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
     )
     const result = activity.result.createSubOrganizationResultV8
     if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
-    account = {
+    account = await store.insertAccount({
       email: address,
       organization_id: result.subOrganizationId,
       user_id: result.rootUserIds[0],
       address: result.wallet.addresses[0],
       created_at: now(),
-    }
-    store.insertAccount(account)
+    })
   }
   const organizationId = account.organization_id
   const { activity } = await callKms(() =>
@@ -73,7 +72,7 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
   )
   const otpId = activity.result.initOtpAuthResultV2?.otpId
   if (!otpId) throw incompleteAnswer()
-  store.insertPendingCode({ otp_id: otpId, email: address, organization_id: organizationId, created_at: now() })
+  await store.insertPendingCode({ otp_id: otpId, email: address, organization_id: organizationId, created_at: now() })
   return c.json({ otpId })
 }
 
@@ -94,7 +93,7 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
 export const emailVerify = (context: RouteContext) => async (c: Context) => {
   const { store, kms, now } = context
   const input = await readBody(c.req.raw, verifySchema)
-  const pending = store.pendingCode(input.otpId)
+  const pending = await store.pendingCode(input.otpId)
   if (!pending) throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const target = input.targetPublicKey ? undefined : generateP256KeyPair()
@@ -118,11 +117,11 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
   })
   const result = activity.result.otpAuthResult
   if (!result?.credentialBundle || !result.userId) throw incompleteAnswer()
-  store.deletePendingCode(input.otpId)
-  const account = store.account(pending.email)!
+  await store.deletePendingCode(input.otpId)
+  const account = (await store.account(pending.email))!
   const answer = { organizationId: account.organization_id, userId: account.user_id, address: account.address }
   if (!target) {
-    startSession(c, context, account, 'email')
+    await startSession(c, context, account, 'email')
     return c.json({ credentialBundle: result.credentialBundle, ...answer })
   }
   // The user's own short-lived credential registers the browser's key; then it is forgotten.
@@ -151,6 +150,6 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
     }),
   )
   if (!registered.activity.result.createApiKeysResult?.apiKeyIds[0]) throw incompleteAnswer()
-  startSession(c, context, account, 'email')
+  await startSession(c, context, account, 'email')
   return c.json({ ...answer, sessionExpiresAt: new Date(at + seconds * 1000).toISOString() })
 }

@@ -35,13 +35,17 @@ export const login = (context: RouteContext) => async (c: Context) => {
   const digest = createHash('sha256')
     .update(input.session.slice(0, input.session.lastIndexOf('.')))
     .digest('base64url')
-  if (context.store.sessionTokenSpent(digest)) throw spent()
   if (claims.organization_id === context.organizationId) throw foreign()
-  const account = context.store.accountByOrganization(claims.organization_id) ?? (await lookUp(c, context, claims.organization_id, claims.user_id))
-  // Checked again as it is written: two requests racing with one token sign in once.
-  if (!context.store.spendSessionToken(digest, claims.exp * 1000)) throw spent()
+  let account = await context.store.accountByOrganization(claims.organization_id)
+  if (!account) {
+    // A spent token must not cost kms calls; a known account needs no look-up, and the spend below decides.
+    if (await context.store.sessionTokenSpent(digest)) throw spent()
+    account = await lookUp(c, context, claims.organization_id, claims.user_id)
+  }
+  // Spent as it is written: two requests racing with one token, on any instances, sign in once.
+  if (!(await context.store.spendSessionToken(digest, claims.exp * 1000))) throw spent()
   // The JWT names the user who signed in; the sub-organization may hold more than its root user.
-  const session = startSession(c, context, { ...account, user_id: claims.user_id }, input.kind, input.kind === 'recovery' ? claims.exp * 1000 : undefined)
+  const session = await startSession(c, context, { ...account, user_id: claims.user_id }, input.kind, input.kind === 'recovery' ? claims.exp * 1000 : undefined)
   return c.json({ organizationId: session.organization_id, userId: session.user_id, address: session.address })
 }
 

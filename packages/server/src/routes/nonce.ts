@@ -16,15 +16,15 @@ const holderFormat = /^[\w-]{43}$/
  * @example
  * app.get('/auth/nonce', nonce(context))
  */
-export const nonce = (context: RouteContext) => (c: Context) => {
+export const nonce = (context: RouteContext) => async (c: Context) => {
   enforce(context.limits.noncesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const at = context.now()
   const cookie = getCookie(c, SIWE_COOKIE)
   const holder = cookie && holderFormat.test(cookie) ? cookie : randomBytes(32).toString('base64url')
   // viem's generateSiweNonce draws from Math.random; a nonce must not be guessable.
   const value = randomBytes(16).toString('hex')
-  context.store.pruneNonces(at)
-  context.store.insertNonce({ nonce: value, holder, expires_at: at + SIWE_TIMES.nonceSeconds * 1000 })
+  await context.store.pruneNonces(at)
+  await context.store.insertNonce({ nonce: value, holder, expires_at: at + SIWE_TIMES.nonceSeconds * 1000 })
   setCookie(c, SIWE_COOKIE, holder, {
     httpOnly: true,
     sameSite: 'Lax',

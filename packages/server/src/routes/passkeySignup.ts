@@ -37,8 +37,8 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
   const userName = address ?? input.passkeyIdentifier
   if (userName === undefined) throw new ServerError(400, 'missing_identifier', 'Registering a passkey needs an email or a passkeyIdentifier')
   enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
-  if (address !== undefined && store.account(address)) throw emailTaken()
-  if (store.passkeyAccount(input.attestation.credentialId)) throw passkeyTaken()
+  if (address !== undefined && (await store.account(address))) throw emailTaken()
+  if (await store.passkeyAccount(input.attestation.credentialId)) throw passkeyTaken()
 
   const { activity } = await callKms(() =>
     kms.createSubOrganization({
@@ -80,12 +80,12 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
     created_at: now(),
   }
   try {
-    store.insertPasskeyAccount(account)
+    await store.insertPasskeyAccount(account)
   } catch (error) {
     // Two sign-ups with the same email or passkey at once: the second loses here.
-    if (error instanceof StoreConflictError) throw address !== undefined && store.account(address) ? emailTaken() : passkeyTaken()
+    if (error instanceof StoreConflictError) throw address !== undefined && (await store.account(address)) ? emailTaken() : passkeyTaken()
     throw error
   }
-  startSession(c, context, account, 'passkey')
+  await startSession(c, context, account, 'passkey')
   return c.json({ organizationId: account.organization_id, userId: account.user_id, address: account.address })
 }

@@ -7,12 +7,15 @@ import { email, p256PublicKey } from '../internal/schemas.js'
 /** How long the emailed recovery credential works (SPEC §5). */
 export const RECOVERY_CODE_SECONDS = 900
 
-const recoverySchema = z.object({ email, targetPublicKey: p256PublicKey })
+const recoverySchema = z.object({ email, targetPublicKey: p256PublicKey, recoveryType: z.enum(['email', 'passkey']).default('email') })
 
 /**
- * `POST /auth/recovery/start` `{email, targetPublicKey}` → `{organizationId, userId}`: the kms emails
- * a recovery credential, encrypted to the recovery frame's `targetPublicKey` and valid 900 s, to
- * the account's email (init_user_email_recovery). 404 for an email with no account.
+ * `POST /auth/recovery/start` `{email, targetPublicKey, recoveryType?}` → `{organizationId, userId}`:
+ * the kms emails a recovery credential, encrypted to the recovery frame's `targetPublicKey` and
+ * valid 900 s, to the account's email (SPEC §5). For `recoveryType: 'email'` (the default) it is an
+ * API key (email_auth) that signs the browser in for a recovery session; for `'passkey'` a
+ * recover-user key (init_user_email_recovery) that registers a new passkey (recover_user). 404 for
+ * an email with no account.
  *
  * @example
  * app.post('/auth/recovery/start', recoveryStart(context))
@@ -22,22 +25,31 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
   const address = input.email.toLowerCase()
   enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   enforce(context.limits.recoveriesPerEmail(address), (minutes) => `Too many recovery emails sent to this email; try again in ${minutes} minutes`)
-  const account = context.store.account(address)
+  const account = await context.store.account(address)
   if (!account) throw new ServerError(404, 'unknown_account', 'No account with this email')
-  const { activity } = await callKms(() =>
-    context.kms.initUserEmailRecovery({
-      type: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2',
-      timestampMs: String(context.now()),
-      organizationId: account.organization_id,
-      parameters: {
-        email: address,
-        targetPublicKey: input.targetPublicKey,
-        expirationSeconds: String(RECOVERY_CODE_SECONDS),
-        emailCustomization: { appName: context.appName },
-      },
-    }),
-  )
-  const userId = activity.result.initUserEmailRecoveryResult?.userId
+  const common = { email: address, targetPublicKey: input.targetPublicKey, expirationSeconds: String(RECOVERY_CODE_SECONDS) }
+  const userId =
+    input.recoveryType === 'email'
+      ? (
+          await callKms(() =>
+            context.kms.emailAuth({
+              type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3',
+              timestampMs: String(context.now()),
+              organizationId: account.organization_id,
+              parameters: { ...common, emailCustomization: { appName: context.appName } },
+            }),
+          )
+        ).activity.result.emailAuthResult?.userId
+      : (
+          await callKms(() =>
+            context.kms.initUserEmailRecovery({
+              type: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2',
+              timestampMs: String(context.now()),
+              organizationId: account.organization_id,
+              parameters: { ...common, emailCustomization: { appName: context.appName } },
+            }),
+          )
+        ).activity.result.initUserEmailRecoveryResult?.userId
   if (!userId) throw incompleteAnswer()
   return c.json({ organizationId: account.organization_id, userId })
 }

@@ -14,8 +14,8 @@ import { type RouteContext, SESSION_COOKIE, sessionAnswer, validSession } from '
  * @example
  * app.get('/auth/session', session(context))
  */
-export const session = (context: RouteContext) => (c: Context) => {
-  const current = validSession(c, context)
+export const session = (context: RouteContext) => async (c: Context) => {
+  const current = await validSession(c, context)
   if (current) return c.json(sessionAnswer(current))
   if (getCookie(c, SESSION_COOKIE) !== undefined) deleteCookie(c, SESSION_COOKIE, { path: '/' })
   return c.json(null)
@@ -27,9 +27,9 @@ export const session = (context: RouteContext) => (c: Context) => {
  * @example
  * app.post('/auth/signout', signOut(context))
  */
-export const signOut = (context: RouteContext) => (c: Context) => {
+export const signOut = (context: RouteContext) => async (c: Context) => {
   const id = getCookie(c, SESSION_COOKIE)
-  if (id) context.store.deleteSession(id)
+  if (id) await context.store.deleteSession(id)
   deleteCookie(c, SESSION_COOKIE, { path: '/' })
   return c.body(null, 204)
 }

@@ -17,7 +17,7 @@ const sessionKeySchema = z.object({ publicKey: compressedP256Key, expirationSeco
  * app.post('/auth/session-key', sessionKey(context))
  */
 export const sessionKey = (context: RouteContext) => async (c: Context) => {
-  const session = currentSession(c, context)
+  const session = await currentSession(c, context)
   const { organization_id: organizationId, user_id: userId } = session
   if (organizationId === null || userId === null)
     throw new ServerError(403, 'no_embedded_wallet', "This session's wallet is not an embedded wallet of this app")

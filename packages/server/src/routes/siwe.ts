@@ -59,7 +59,7 @@ export async function verifySiwe(c: Context, context: RouteContext, input: z.inf
 
   const at = context.now()
   const holder = getCookie(c, SIWE_COOKIE)
-  checkNonce(store.nonce(message.nonce), holder, at)
+  checkNonce(await store.nonce(message.nonce), holder, at)
   if (message.issuedAt.getTime() > at + SIWE_TIMES.issuedAtSkewSeconds * 1000) {
     throw new ServerError(
       401,
@@ -77,7 +77,7 @@ export async function verifySiwe(c: Context, context: RouteContext, input: z.inf
   if (!validateSiweMessage({ message, time: new Date(at) })) throw new ServerError(400, 'invalid_message', 'The message is not an EIP-4361 sign-in message')
 
   // Spent before the signature is checked, in one statement: a nonce verifies at most one signature.
-  if (!store.spendNonce(message.nonce, holder, at)) throw invalidNonce('This nonce was just used by another request; ask for a new one')
+  if (!(await store.spendNonce(message.nonce, holder, at))) throw invalidNonce('This nonce was just used by another request; ask for a new one')
   const unavailable = () => new ServerError(502, 'chain_unavailable', `Chain ${message.chainId} did not answer the signature check; sign in again`)
   const valid = await verifyMessage(client, { address: message.address, message: input.message, signature: input.signature as Hex }).catch(() => {
     throw unavailable()
@@ -91,11 +91,11 @@ export async function verifySiwe(c: Context, context: RouteContext, input: z.inf
   }
 
   const walletKind = input.walletKind ?? null
-  const account = walletKind === 'embedded' ? store.accountByAddress(message.address) : undefined
+  const account = walletKind === 'embedded' ? await store.accountByAddress(message.address) : undefined
   // One browser, one session: the one this replaces ends here.
   const previous = getCookie(c, SESSION_COOKIE)
-  if (previous) store.deleteSession(previous)
-  const session = startSession(
+  if (previous) await store.deleteSession(previous)
+  const session = await startSession(
     c,
     context,
     {

@@ -1,0 +1,87 @@
+import { InvalidCodeError } from '@latchkey/core'
+import { useAccount, useDisconnect, useEmailSignIn, useSignMessage } from '@latchkey/react'
+import { type FormEvent, useId, useState } from 'react'
+
+// The embedded wallet with an app's own UI: no ConnectButton, no modal, only the hooks. Plain
+// markup on purpose: what an app writes when it wants its own look.
+
+export function Headless() {
+  const { address, isConnected } = useAccount()
+  const emailSignIn = useEmailSignIn()
+  const signMessage = useSignMessage()
+  const disconnect = useDisconnect()
+  const [email, setEmail] = useState('')
+  const [code, setCode] = useState('')
+  const [problem, setProblem] = useState<string>()
+  const ids = { email: useId(), code: useId(), address: useId(), signature: useId() }
+
+  async function attempt(work: () => Promise<unknown>) {
+    setProblem(undefined)
+    try {
+      await work()
+    } catch (error) {
+      // The hooks' errors are classes: a wrong code asks for the code again, anything else is shown.
+      if (error instanceof InvalidCodeError) setProblem('That code did not work. Check the email and try again.')
+      else setProblem(error instanceof Error ? error.message.split('\n')[0] : String(error))
+    }
+  }
+
+  const onEmail = (event: FormEvent) => {
+    event.preventDefault()
+    void attempt(() => emailSignIn.start(email))
+  }
+  const onCode = (event: FormEvent) => {
+    event.preventDefault()
+    void attempt(() => emailSignIn.verify(code))
+  }
+
+  return (
+    <main className="headless">
+      <h1>Headless sign-in</h1>
+      <p>This page uses Latchkey's hooks with its own markup: no modal.</p>
+      {isConnected && address ? (
+        <section aria-label="Signed in">
+          <p>
+            <label htmlFor={ids.address}>Address</label>{' '}
+            <output id={ids.address} aria-label="Address">
+              {address}
+            </output>
+          </p>
+          <button type="button" onClick={() => void attempt(() => signMessage.signMessage({ message: 'Hello from a headless page' }))}>
+            Sign "Hello from a headless page"
+          </button>
+          <p>
+            <label htmlFor={ids.signature}>Signature</label>{' '}
+            <output id={ids.signature} aria-label="Signature">
+              {signMessage.data ?? ''}
+            </output>
+          </p>
+          <button type="button" onClick={() => void attempt(() => disconnect.disconnect())}>
+            Sign out
+          </button>
+        </section>
+      ) : emailSignIn.email === undefined ? (
+        <form onSubmit={onEmail}>
+          <label htmlFor={ids.email}>Email</label>
+          <input id={ids.email} type="email" required value={email} onChange={(event) => setEmail(event.target.value)} />
+          <button type="submit" disabled={emailSignIn.sending.isPending}>
+            {emailSignIn.sending.isPending ? 'Sending…' : 'Email me a code'}
+          </button>
+        </form>
+      ) : (
+        <form onSubmit={onCode}>
+          <p role="status">Code sent to {emailSignIn.email}.</p>
+          <label htmlFor={ids.code}>Code</label>
+          <input id={ids.code} inputMode="numeric" required value={code} onChange={(event) => setCode(event.target.value)} />
+          <button type="submit" disabled={emailSignIn.verifying.isPending}>
+            {emailSignIn.verifying.isPending ? 'Checking…' : 'Sign in'}
+          </button>
+          <button type="button" onClick={() => void attempt(() => emailSignIn.resend())}>
+            Send another code
+          </button>
+        </form>
+      )}
+      {problem && <p role="alert">{problem}</p>}
+    </main>
+  )
+}

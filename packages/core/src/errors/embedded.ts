@@ -1,0 +1,70 @@
+import { BaseError, type BaseErrorParameters } from './base.js'
+
+// The embedded wallet's catalogue errors (SPEC §8) as classes of core, so that an app (and our
+// modal) branches with `instanceof` without loading @latchkey/embedded: the package's own errors
+// become these at the action boundary, by their stable code.
+
+type Source = { code?: unknown; shortMessage?: unknown; details?: unknown }
+
+/** The base of the embedded flows' errors; `code` is the embedded package's stable code. */
+export class EmbeddedFlowError extends BaseError {
+  override name = 'EmbeddedFlowError'
+  constructor(shortMessage: string, code: string, parameters: BaseErrorParameters = {}) {
+    super(shortMessage, parameters)
+    this.code = code
+  }
+}
+
+const define = (name: string, code: string, shortMessage: string) =>
+  class extends EmbeddedFlowError {
+    override name = name
+    constructor(parameters: BaseErrorParameters = {}) {
+      super(shortMessage, code, parameters)
+    }
+  }
+
+/**
+ * A sign-in or recovery code that is wrong, spent, expired, or (recovery) older than 900 s.
+ *
+ * @example
+ * if (error instanceof InvalidCodeError) showCodeAgain()
+ */
+export const InvalidCodeError = define('InvalidCodeError', 'invalid_code', 'The code is invalid or expired.')
+/** No signed-in embedded wallet, or no account in it. */
+export const AccountNotFoundError = define('AccountNotFoundError', 'account_not_found', 'Account not found')
+/** The backend refused (rate limit, no account with this email, ...); `details` says why. */
+export const CannotProceedError = define('CannotProceedError', 'cannot_proceed', 'Cannot proceed with your request')
+/** No WebAuthn here (or not a secure context). */
+export const WebauthnNotSupportedError = define('WebauthnNotSupportedError', 'webauthn_not_supported', 'Webauthn is not supported on this device')
+/** No session could be created or restored (an expired recovery session, a lost key). */
+export const SessionError = define('SessionError', 'session_failed', 'Failed to create or restore session')
+/** The social sign-in did not finish: the popup was closed, or the provider refused. */
+export const OAuthError = define('OAuthError', 'oauth_failed', 'The sign-in with the provider did not finish.')
+
+/** A passkey ceremony that failed; `code` is its SPEC §8 ceremony code (ERROR_CEREMONY_ABORTED, ...). */
+export class WebauthnCeremonyError extends EmbeddedFlowError {
+  override name = 'WebauthnCeremonyError'
+}
+
+const BY_CODE: Record<string, new (parameters?: BaseErrorParameters) => EmbeddedFlowError> = {
+  invalid_code: InvalidCodeError,
+  account_not_found: AccountNotFoundError,
+  cannot_proceed: CannotProceedError,
+  webauthn_not_supported: WebauthnNotSupportedError,
+  session_failed: SessionError,
+  oauth_failed: OAuthError,
+}
+
+/**
+ * @internal An error of @latchkey/embedded as its core class; anything else unchanged (a
+ * BaseError stays one). Ceremony codes (ERROR_*) become WebauthnCeremonyError.
+ */
+export function toEmbeddedFlowError(error: unknown): unknown {
+  if (error instanceof BaseError || !error || typeof error !== 'object') return error
+  const source = error as Source
+  if (typeof source.code !== 'string' || typeof source.shortMessage !== 'string') return error
+  const details = typeof source.details === 'string' ? source.details : undefined
+  if (source.code.startsWith('ERROR_')) return new WebauthnCeremonyError(source.shortMessage, source.code, { details, cause: error })
+  const Class = BY_CODE[source.code]
+  return Class ? new Class({ details, cause: error }) : new EmbeddedFlowError(source.shortMessage, source.code, { details, cause: error })
+}

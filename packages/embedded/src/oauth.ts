@@ -1,0 +1,148 @@
+import { EmbeddedError } from './errors.js'
+import type { EmbeddedWallet, EmbeddedWalletCredential } from './wallet.js'
+
+// "Continue with Google / Apple": OpenID Connect, authorization code with PKCE, in a popup (a
+// redirect where popups are blocked). The nonce is the SHA-256 of the browser's new session key, so
+// the ID token can only sign in that key (Turnkey's oauth_login rule); the backend exchanges the
+// code, verifies the token against the issuer's JWKS and has the kms register the key.
+
+/** The social sign-ins offered. */
+export type OAuthProvider = 'google' | 'apple'
+
+/** The social sign-in did not finish: the window was closed, the provider refused, or the answer was not ours. */
+export class OAuthError extends EmbeddedError {
+  override name = 'OAuthError'
+  constructor(details: string, options: { cause?: unknown } = {}) {
+    super('oauth_failed', 'The sign-in with the provider did not finish.', { details, ...options })
+  }
+}
+
+/** What a pending sign-in keeps across the redirect (sessionStorage), and checks the answer against. */
+type Pending = { provider: OAuthProvider; state: string; codeVerifier: string; sessionPublicKey: string; redirectUri: string; returnTo: string }
+
+const PENDING_KEY = 'latchkey.embedded.oauth'
+const MESSAGE_TYPE = 'latchkey:oauth-callback'
+
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '')
+const random = (length: number) => base64url(crypto.getRandomValues(new Uint8Array(length)))
+const sha256 = async (text: string) => new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
+const hex = (bytes: Uint8Array) => Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('')
+
+/** The nonce that binds an ID token to `publicKey`: hex SHA-256 of the key's hex. */
+export async function oauthNonce(publicKey: string): Promise<string> {
+  return hex(await sha256(publicKey))
+}
+
+/** Where the provider sends the browser back by default: `/oauth/callback` on this origin. */
+export const defaultRedirectUri = () => `${location.origin}/oauth/callback`
+
+/** In-app browsers (Instagram, Facebook, LINE, ...) open popups as new screens or not at all. */
+const inAppBrowser = () => typeof navigator !== 'undefined' && /\b(FBAN|FBAV|Instagram|Line\/|Twitter|MicroMessenger)\b/.test(navigator.userAgent)
+
+async function finish(wallet: EmbeddedWallet, pending: Pending, answer: URLSearchParams): Promise<EmbeddedWalletCredential> {
+  const error = answer.get('error')
+  if (error) throw new OAuthError(`${pending.provider} answered ${error}${answer.get('error_description') ? `: ${answer.get('error_description')}` : ''}`)
+  if (answer.get('state') !== pending.state) throw new OAuthError('The answer does not belong to this sign-in (state)')
+  const code = answer.get('code')
+  if (!code) throw new OAuthError('The provider sent no code')
+  return wallet.signInWithOAuth({
+    provider: pending.provider,
+    sessionPublicKey: pending.sessionPublicKey,
+    code,
+    codeVerifier: pending.codeVerifier,
+    redirectUri: pending.redirectUri,
+  })
+}
+
+/**
+ * Signs in with Google or Apple. Opens the provider in a popup and resolves once signed in; where
+ * a popup cannot open, the page goes to the provider and `completeOAuthRedirect` finishes on return.
+ *
+ * @example
+ * const credential = await signInWithOAuth(wallet, { provider: 'google' })
+ */
+export async function signInWithOAuth(
+  wallet: EmbeddedWallet,
+  parameters: { provider: OAuthProvider; redirectUri?: string | undefined; mode?: 'popup' | 'redirect' | undefined },
+): Promise<EmbeddedWalletCredential> {
+  const { oauth } = await wallet.backendConfig()
+  const issuer = oauth?.[parameters.provider]
+  if (!issuer) throw new OAuthError(`${parameters.provider} sign-in is not configured on the backend`)
+  const sessionPublicKey = await wallet.newSessionKey()
+  const pending: Pending = {
+    provider: parameters.provider,
+    state: random(16),
+    codeVerifier: random(32),
+    sessionPublicKey,
+    redirectUri: parameters.redirectUri ?? defaultRedirectUri(),
+    returnTo: location.href,
+  }
+  const url = new URL(issuer.authorizationEndpoint)
+  url.search = new URLSearchParams({
+    client_id: issuer.clientId,
+    redirect_uri: pending.redirectUri,
+    response_type: 'code',
+    scope: 'openid email',
+    state: pending.state,
+    nonce: await oauthNonce(sessionPublicKey),
+    code_challenge: base64url(await sha256(pending.codeVerifier)),
+    code_challenge_method: 'S256',
+  }).toString()
+
+  const popup = parameters.mode === 'redirect' || inAppBrowser() ? null : window.open(url, 'latchkey-oauth', 'popup,width=480,height=680')
+  if (!popup) {
+    sessionStorage.setItem(PENDING_KEY, JSON.stringify(pending))
+    location.assign(url)
+    // The page is leaving; completeOAuthRedirect finishes on the way back.
+    return new Promise<never>(() => undefined)
+  }
+  const answer = await new Promise<URLSearchParams>((resolve, reject) => {
+    const closed = setInterval(() => {
+      if (!popup.closed) return
+      cleanup()
+      reject(new OAuthError('The sign-in window was closed'))
+    }, 500)
+    function onMessage(event: MessageEvent) {
+      if (event.origin !== location.origin || event.source !== popup) return
+      const data = event.data as { type?: unknown; search?: unknown }
+      if (data?.type !== MESSAGE_TYPE || typeof data.search !== 'string') return
+      cleanup()
+      popup?.close()
+      resolve(new URLSearchParams(data.search))
+    }
+    function cleanup() {
+      clearInterval(closed)
+      window.removeEventListener('message', onMessage)
+    }
+    window.addEventListener('message', onMessage)
+  })
+  return finish(wallet, pending, answer)
+}
+
+/**
+ * On the redirect page (`/oauth/callback`): inside the sign-in popup, hands the answer to the page
+ * that opened it and answers 'popup' (the popup then closes); after a redirect sign-in, finishes it
+ * and answers the credential with where to return; elsewhere answers undefined.
+ *
+ * @example
+ * const done = await completeOAuthRedirect(wallet)
+ * if (done && done !== 'popup') history.replaceState(null, '', done.returnTo)
+ */
+export async function completeOAuthRedirect(wallet: EmbeddedWallet): Promise<'popup' | { credential: EmbeddedWalletCredential; returnTo: string } | undefined> {
+  const answer = new URLSearchParams(location.search)
+  if (!answer.has('state')) return undefined
+  const opener = window.opener as Window | null
+  if (opener && opener !== window) {
+    opener.postMessage({ type: MESSAGE_TYPE, search: location.search }, location.origin)
+    return 'popup'
+  }
+  const stored = sessionStorage.getItem(PENDING_KEY)
+  if (!stored) return undefined
+  sessionStorage.removeItem(PENDING_KEY)
+  const pending = JSON.parse(stored) as Pending
+  return { credential: await finish(wallet, pending, answer), returnTo: pending.returnTo }
+}

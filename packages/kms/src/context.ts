@@ -1,0 +1,30 @@
+import type { Db } from './db.js'
+import type { Mailer } from './mail.js'
+import type { WebauthnConfig } from './webauthn.js'
+
+/**
+ * Who is asking: the user whose API key or passkey stamped the request, the organization that
+ * user belongs to, and the organization the request names (the same, or a sub-organization).
+ */
+export type Caller = {
+  readonly userId: string
+  readonly homeOrganizationId: string
+  readonly organizationId: string
+  /** The API key's public key or the passkey's credential id that stamped the request (absent when an approved activity runs later). */
+  readonly credential?: string | undefined
+}
+
+/** What an activity runs with: storage (inside the activity's transaction), keys, the clock and its caller. */
+export type ActivityContext = {
+  db: Db
+  webauthn: WebauthnConfig
+  mailer: Mailer
+  masterKey: Uint8Array
+  /** P-256 private key (hex) that signs export and import bundles. */
+  signerPrivateKey: string
+  now: () => number
+  caller: Caller
+}
+
+/** One activity type: parameters in, result out. */
+export type ActivityHandler = (params: unknown, context: ActivityContext) => Promise<Record<string, unknown>> | Record<string, unknown>

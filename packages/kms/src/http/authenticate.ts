@@ -1,0 +1,117 @@
+import type { MiddlewareHandler } from 'hono'
+import type { Caller } from '../context.js'
+import { readSessionJwt } from '../credentials.js'
+import type { Db } from '../db.js'
+import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from '../errors.js'
+import { verifyApiKeyStamp } from '../stamp.js'
+import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from '../webauthn.js'
+
+/** What an authenticated request carries to its handler: the exact body bytes, the body parsed, and who stamped it. */
+export type Authenticated = { raw: Uint8Array; body: Record<string, unknown>; caller: Caller }
+
+export type AuthenticateOptions = {
+  db: Db
+  /** The service's signer (uncompressed hex): read-only session tokens are signed with it. */
+  signerPublicKey: string
+  webauthn: WebauthnConfig
+  now: () => number
+}
+
+/** Paths where a sub-organization's user may name the parent organization (Turnkey's "sub-organization look-up"). */
+const SUB_ORGANIZATION_LOOKUPS = new Set(['/public/v1/query/whoami', '/public/v1/submit/stamp_login'])
+
+const READ_ONLY_SESSION = 'read-only session'
+
+const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
+
+type Signer = { userId: string; organizationId: string; expiresAt: number | null; publicKey: string; authenticatorId?: string; counter?: number }
+
+/**
+ * Authenticates a request by its stamp over the exact body bytes (`c.var.raw`, from bodyLimit):
+ * an API-key stamp (`X-Stamp`), a passkey stamp (`X-Stamp-Webauthn`) or, for queries only, a
+ * read-only session token (`X-Session`). The stamp is checked before the body is parsed, so
+ * nothing unauthenticated is interpreted. Sets `c.var.body` and `c.var.caller`.
+ *
+ * @example
+ * app.post('/public/v1/*', bodyLimit(256 * 1024), authenticate({ db, signerPublicKey, webauthn, now }), handler)
+ */
+export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ Variables: Authenticated }> {
+  const { db, now } = options
+
+  async function signerOf(
+    headers: { stamp: string | undefined; passkey: string | undefined; session: string | undefined },
+    path: string,
+    raw: Uint8Array,
+  ): Promise<Signer> {
+    if (headers.stamp) {
+      const { publicKey } = verifyApiKeyStamp(headers.stamp, raw)
+      const apiKey = await db.apiKeyByPublicKey(publicKey)
+      if (!apiKey) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
+      return { userId: apiKey.user_id, organizationId: apiKey.organization_id, expiresAt: apiKey.expires_at, publicKey }
+    }
+    if (headers.passkey) {
+      const stamp = parseWebauthnStamp(headers.passkey)
+      const authenticator = await db.authenticatorByCredential(stamp.credentialId)
+      if (!authenticator)
+        throw new KmsError(GrpcCode.unauthenticated, `could not find credential ${stamp.credentialId} in organization or its parent organization`)
+      const counter = await verifyWebauthnStamp(stamp, raw, authenticator, options.webauthn)
+      return {
+        userId: authenticator.user_id,
+        organizationId: authenticator.organization_id,
+        expiresAt: null,
+        publicKey: stamp.credentialId,
+        authenticatorId: authenticator.id,
+        counter,
+      }
+    }
+    if (headers.session) {
+      // A read-only session token (create_read_only_session), replayed in X-Session: queries only.
+      if (!path.startsWith('/public/v1/query/'))
+        throw new KmsError(GrpcCode.permissionDenied, 'a read-only session (X-Session) may only query; stamp activities with X-Stamp or X-Stamp-Webauthn')
+      const claims = readSessionJwt(headers.session, options.signerPublicKey)
+      if (
+        claims?.['session_type'] !== 'SESSION_TYPE_READ_ONLY' ||
+        typeof claims['user_id'] !== 'string' ||
+        typeof claims['organization_id'] !== 'string' ||
+        typeof claims['exp'] !== 'number'
+      )
+        throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: not a session token this service issued')
+      if (!(await db.user(claims['user_id'], claims['organization_id'])))
+        throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: its user no longer exists')
+      return { userId: claims['user_id'], organizationId: claims['organization_id'], expiresAt: claims['exp'] * 1000, publicKey: READ_ONLY_SESSION }
+    }
+    throw new KmsError(GrpcCode.unauthenticated, 'missing stamp: send X-Stamp or X-Stamp-Webauthn')
+  }
+
+  return async (c, next) => {
+    const raw = (c.var as { raw?: Uint8Array }).raw
+    if (!raw) throw new Error('authenticate runs after bodyLimit')
+    const path = new URL(c.req.url).pathname
+    const signer = await signerOf({ stamp: c.req.header('x-stamp'), passkey: c.req.header('x-stamp-webauthn'), session: c.req.header('x-session') }, path, raw)
+    let body: unknown
+    try {
+      body = JSON.parse(new TextDecoder().decode(raw))
+    } catch {
+      throw invalid('the request body is not JSON')
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('the request body must be a JSON object')
+    const organizationId = (body as { organizationId?: unknown }).organizationId
+    if (typeof organizationId !== 'string' || !organizationId) throw invalid('organizationId is required')
+    // A parent organization's key may act in its sub-organizations. The other way round is a look-up:
+    // a sub-organization's user who names the parent in whoami or stamp_login (a passkey sign-in that
+    // does not yet know its sub-organization) is answered in their own sub-organization.
+    let organization = await db.organization(organizationId)
+    if (organization && signer.organizationId !== organization.id && SUB_ORGANIZATION_LOOKUPS.has(path)) {
+      const home = await db.organization(signer.organizationId)
+      if (home?.parent_id === organization.id) organization = home
+    }
+    if (!organization || (signer.organizationId !== organization.id && signer.organizationId !== organization.parent_id))
+      throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
+    if (signer.expiresAt !== null && signer.expiresAt <= now())
+      throw new KmsError(GrpcCode.unauthenticated, signer.publicKey === READ_ONLY_SESSION ? 'read-only session expired' : expiredKeyMessage(signer.publicKey))
+    if (signer.authenticatorId) await db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
+    c.set('body', body as Record<string, unknown>)
+    c.set('caller', { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey })
+    await next()
+  }
+}

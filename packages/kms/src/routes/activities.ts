@@ -1,0 +1,215 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { Hono } from 'hono'
+import { ACTIVITIES } from '../activities.js'
+import { rootUserIds } from '../admin/quorum.js'
+import type { ActivityContext, Caller } from '../context.js'
+import { type ActivityRow, type Db, isUniqueViolation } from '../db.js'
+import { activityView } from '../envelope.js'
+import { GrpcCode, KmsError } from '../errors.js'
+import type { Authenticated } from '../http/authenticate.js'
+import type { Mailer } from '../mail.js'
+import { enqueueMail, type Outbox } from '../outbox.js'
+import { own } from '../own.js'
+import { keepsWrites } from '../refusal.js'
+import type { WebauthnConfig } from '../webauthn.js'
+
+/** How far an activity's timestampMs may lie from the service's clock. */
+export const TIMESTAMP_WINDOW_MS = { past: 10 * 60_000, future: 5 * 60_000 } as const
+
+/**
+ * Activities that check no rule over an organization's other rows (signing, sign-in credentials,
+ * wallets and sub-organizations, whose names and keys unique constraints guard): they run side by
+ * side. Every other activity takes its organization's lock first, so its checks hold until it commits.
+ */
+const UNLOCKED_OPS = new Set([
+  'sign_raw_payload',
+  'sign_raw_payloads',
+  'sign_transaction',
+  'create_sub_organization',
+  'create_read_write_session',
+  'stamp_login',
+  'email_auth',
+  'init_otp_auth',
+  'otp_auth',
+  'init_user_email_recovery',
+  'create_wallet',
+  'create_wallet_accounts',
+  'export_wallet',
+  'export_wallet_account',
+])
+
+export type ActivityRoutesOptions = {
+  db: Db
+  outbox: Outbox
+  masterKey: Uint8Array
+  signerPrivateKey: string
+  webauthn: WebauthnConfig
+  now: () => number
+}
+
+const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
+
+/**
+ * `POST /public/v1/submit/{op}`: each activity runs once. Its row (with the fingerprint of the
+ * exact body) and everything it writes commit in one transaction; a refusal writes nothing; the
+ * same bytes submitted again, or at the same time (here or on another instance on the same
+ * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
+ *
+ * @example
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, now }))
+ */
+export function activityRoutes(options: ActivityRoutesOptions) {
+  const { db, outbox, now } = options
+  const app = new Hono<{ Variables: Authenticated }>()
+
+  /** What an activity runs with: `trx`, the transaction's statements; mail goes to its outbox. */
+  function activityContext(caller: Caller, trx: Db, activityId: string): ActivityContext {
+    const mailer: Mailer = { send: (mail) => enqueueMail(trx, options.masterKey, mail, activityId, now()) }
+    return { db: trx, webauthn: options.webauthn, mailer, masterKey: options.masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
+  }
+
+  /** After a failed transaction: the activity a twin submission committed meanwhile, if any. */
+  async function twinOf(fingerprint: string, error: unknown): Promise<ActivityRow> {
+    const twin = await db.activityByFingerprint(fingerprint)
+    if (twin) return twin
+    // A write that raced another one to a unique name or key, and lost.
+    if (isUniqueViolation(error)) throw new KmsError(GrpcCode.alreadyExists, 'already exists: a concurrent request created it first')
+    throw error
+  }
+
+  /**
+   * approve_activity and reject_activity: a root user's vote on an activity waiting for consensus.
+   * Enough approvals run it as its submitter; enough rejections (so approvals can no longer reach
+   * the threshold) reject it. The answer is the target activity, as the clients expect.
+   */
+  for (const [op, type, selection] of [
+    ['approve_activity', 'ACTIVITY_TYPE_APPROVE_ACTIVITY', 'VOTE_SELECTION_APPROVED'],
+    ['reject_activity', 'ACTIVITY_TYPE_REJECT_ACTIVITY', 'VOTE_SELECTION_REJECTED'],
+  ] as const)
+    app.post(`/${op}`, async (c) => {
+      const { body, caller } = c.var
+      if (body['type'] !== type) throw invalid(`unsupported activity type ${String(body['type'])} for /public/v1/submit/${op}`)
+      const fingerprint = (body['parameters'] as { fingerprint?: unknown } | undefined)?.fingerprint
+      if (typeof fingerprint !== 'string') throw invalid('parameters.fingerprint is required')
+      const decision = await db.transaction(async (trx) => {
+        const found = await trx.activityByFingerprint(fingerprint)
+        if (!found || found.organization_id !== caller.organizationId)
+          throw new KmsError(GrpcCode.notFound, `no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
+        // Votes on one activity count one at a time, on every instance.
+        await trx.lockActivity(found.id)
+        const target = (await trx.activity(found.id, caller.organizationId))!
+        if (caller.homeOrganizationId !== caller.organizationId)
+          throw new KmsError(GrpcCode.permissionDenied, 'only the organization’s own users vote on its activities')
+        if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED')
+          throw new KmsError(GrpcCode.failedPrecondition, `activity ${target.id} is ${target.status}, not waiting for consensus`)
+        const roots = await rootUserIds(trx, caller.organizationId)
+        if (!roots.includes(caller.userId)) throw new KmsError(GrpcCode.permissionDenied, 'only root users vote on activities that need the root quorum')
+        if ((await trx.votes(target.id)).some((vote) => vote.user_id === caller.userId))
+          throw new KmsError(GrpcCode.alreadyExists, 'you have already voted on this activity')
+        const at = now()
+        await trx.insertVote({ id: randomUUID(), activity_id: target.id, user_id: caller.userId, selection, created_at: at })
+        // Only root users' votes count, against the number of root users.
+        const votes = (await trx.votes(target.id)).filter((vote) => roots.includes(vote.user_id))
+        const threshold = (await trx.organization(caller.organizationId))!.root_quorum_threshold
+        const approvals = votes.filter((vote) => vote.selection === 'VOTE_SELECTION_APPROVED').length
+        const rejections = votes.length - approvals
+        if (approvals >= threshold) return { target, run: true }
+        if (roots.length - rejections < threshold) await trx.settleWaitingActivity(target.id, 'ACTIVITY_STATUS_REJECTED', null, null, at)
+        return { target, run: false }
+      })
+      const { target } = decision
+      if (decision.run) await runApproved(target)
+      return c.json({ activity: await activityView(db, (await db.activity(target.id, caller.organizationId))!) })
+    })
+
+  /** Runs an approved activity as its submitter, once: the run and its settlement commit together. */
+  async function runApproved(target: ActivityRow) {
+    const kind = own(ACTIVITIES, target.type)!
+    const intent = JSON.parse(target.intent) as Record<string, unknown>
+    const submitter: Caller = { userId: target.submitted_by!, homeOrganizationId: target.submitted_from!, organizationId: target.organization_id }
+    try {
+      await db.transaction(async (trx) => {
+        // Claimed first: a second approval racing this one finds it settled and runs nothing.
+        if (!(await trx.settleWaitingActivity(target.id, 'ACTIVITY_STATUS_COMPLETED', null, null, now()))) return
+        const result = await kind.run(intent[kind.intentKey], activityContext(submitter, trx, target.id))
+        await trx.settleActivity(target.id, 'ACTIVITY_STATUS_COMPLETED', JSON.stringify({ [kind.resultKey]: result }), null, now())
+      })
+    } catch (error) {
+      // It was accepted when submitted; what fails now is reported on the activity itself.
+      const failure = error instanceof KmsError ? error.toJSON() : { code: GrpcCode.internal, message: 'internal error', details: [] }
+      await db.settleWaitingActivity(target.id, 'ACTIVITY_STATUS_FAILED', null, JSON.stringify(failure), now())
+    }
+    await outbox.sendFor(target.id)
+  }
+
+  app.post('/:op', async (c) => {
+    const { body, raw, caller } = c.var
+    const op = c.req.param('op')
+    const type = body['type']
+    const kind = typeof type === 'string' ? own(ACTIVITIES, type) : undefined
+    if (!kind || kind.op !== op) throw invalid(`unsupported activity type ${String(type)} for /public/v1/submit/${op}`)
+    const time = Number(body['timestampMs'])
+    if (typeof body['timestampMs'] !== 'string' || !Number.isSafeInteger(time)) throw invalid('timestampMs must be milliseconds since the epoch, as a string')
+    if (time < now() - TIMESTAMP_WINDOW_MS.past || time > now() + TIMESTAMP_WINDOW_MS.future)
+      throw invalid(
+        `timestampMs is outside the accepted window (${TIMESTAMP_WINDOW_MS.past / 60_000} minutes back, ${TIMESTAMP_WINDOW_MS.future / 60_000} ahead)`,
+      )
+
+    // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
+    const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
+    const existing = await db.activityByFingerprint(fingerprint)
+    if (existing) return c.json({ activity: await activityView(db, existing) })
+
+    const at = now()
+    const row: ActivityRow = {
+      id: randomUUID(),
+      organization_id: caller.organizationId,
+      fingerprint,
+      type: type as string,
+      status: 'ACTIVITY_STATUS_COMPLETED',
+      intent: JSON.stringify({ [kind.intentKey]: body['parameters'] }),
+      result: null,
+      failure: null,
+      created_at: at,
+      updated_at: at,
+      submitted_by: caller.userId,
+      submitted_from: caller.homeOrganizationId,
+    }
+    let outcome: { stored: ActivityRow; result?: Record<string, unknown> } | { refused: KmsError }
+    try {
+      outcome = await db.transaction(async (trx) => {
+        if (!UNLOCKED_OPS.has(op)) await trx.lockOrganization(caller.organizationId)
+        // Root quorum: in an organization that needs more than one approval, its own users' activities
+        // wait for the others (the parent organization's key, acting for the app, is not held to it).
+        const organization = (await trx.organization(caller.organizationId))!
+        if (organization.root_quorum_threshold > 1 && caller.homeOrganizationId === caller.organizationId) {
+          const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
+          await trx.insertActivity(waiting)
+          await trx.insertVote({ id: randomUUID(), activity_id: row.id, user_id: caller.userId, selection: 'VOTE_SELECTION_APPROVED', created_at: at })
+          return { stored: waiting }
+        }
+        let result: Record<string, unknown>
+        try {
+          result = await kind.run(body['parameters'], activityContext(caller, trx, row.id))
+        } catch (error) {
+          // A refusal that still counts (a wrong OTP guess) commits its writes, without an activity.
+          if (keepsWrites(error)) return { refused: error }
+          throw error
+        }
+        const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }
+        await trx.insertActivity(stored)
+        return { stored, result }
+      })
+    } catch (error) {
+      return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
+    }
+    if ('refused' in outcome) throw outcome.refused
+    await outbox.sendFor(outcome.stored.id)
+    const { stored, result } = outcome
+    if (!result) return c.json({ activity: await activityView(db, stored) })
+    // Answered from the row just stored, not read back and parsed again.
+    return c.json({ activity: await activityView(db, stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } }) })
+  })
+
+  return app
+}

@@ -1,0 +1,191 @@
+import { type Kysely, sql } from 'kysely'
+import { type Migration, Migrator } from 'kysely/migration'
+import type { Dialect } from './database.js'
+
+// The kms's versioned migrations, each written for both engines: bigint unix-ms columns and an
+// identity `rowid` on PostgreSQL (insertion order, which SQLite keeps in its implicit rowid).
+// A migration never changes once released; a new layout is a new migration.
+
+type Statements = { sqlite: readonly string[]; postgres: readonly string[] }
+
+/** A table in both dialects: `{ms}` is the unix-ms column type, `{rowid}` PostgreSQL's identity column. */
+function table(name: string, columns: string): Statements {
+  const body = (ms: string, rowid: string) => `create table if not exists ${name} (${columns.replaceAll('{ms}', ms).replaceAll('{rowid}', rowid)})`
+  return { sqlite: [body('integer', '')], postgres: [body('bigint', ', rowid bigint generated always as identity')] }
+}
+const both = (statement: string): Statements => ({ sqlite: [statement], postgres: [statement] })
+const join = (...parts: Statements[]): Statements => ({ sqlite: parts.flatMap((part) => part.sqlite), postgres: parts.flatMap((part) => part.postgres) })
+
+/** The layout the kms had before versioned migrations, so databases it created carry on where they are. */
+const INITIAL = join(
+  table(
+    'organizations',
+    'id text primary key, name text not null, parent_id text references organizations (id), root_quorum_threshold integer not null default 1, created_at {ms} not null{rowid}',
+  ),
+  table(
+    'users',
+    'id text primary key, organization_id text not null references organizations (id), name text not null, email text, created_at {ms} not null{rowid}',
+  ),
+  table(
+    'api_keys',
+    'id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id), name text not null, public_key text not null unique, curve text not null, credential_type text not null, expires_at {ms}, created_at {ms} not null{rowid}',
+  ),
+  table(
+    'wallets',
+    'id text primary key, organization_id text not null references organizations (id), name text not null, sealed_mnemonic text not null, created_at {ms} not null, exported integer not null default 0, imported integer not null default 0{rowid}, unique (organization_id, name)',
+  ),
+  table(
+    'wallet_accounts',
+    'id text primary key, wallet_id text not null references wallets (id), organization_id text not null references organizations (id), curve text not null, path_format text not null, path text not null, address_format text not null, address text not null, public_key text not null, created_at {ms} not null{rowid}, unique (wallet_id, path)',
+  ),
+  table(
+    'authenticators',
+    'id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id), name text not null, credential_id text not null unique, public_key text not null, counter {ms} not null, transports text not null, aaguid text not null, attestation_type text not null, created_at {ms} not null{rowid}',
+  ),
+  table(
+    'import_targets',
+    'user_id text primary key references users (id), organization_id text not null, sealed_private_key text not null, created_at {ms} not null{rowid}',
+  ),
+  table(
+    'otps',
+    'id text primary key, organization_id text not null, user_id text not null, code_hash text not null, expires_at {ms} not null, attempts integer not null default 0, used integer not null default 0, created_at {ms} not null{rowid}',
+  ),
+  table(
+    'mailbox',
+    'id text primary key, to_address text not null, subject text not null, text text not null, html text not null, created_at {ms} not null{rowid}',
+  ),
+  table(
+    'activities',
+    'id text primary key, organization_id text not null, fingerprint text not null unique, type text not null, status text not null, intent text not null, result text, failure text, created_at {ms} not null, updated_at {ms} not null{rowid}',
+  ),
+  table(
+    'votes',
+    'id text primary key, activity_id text not null references activities (id), user_id text not null, selection text not null, created_at {ms} not null{rowid}, unique (activity_id, user_id)',
+  ),
+  table(
+    'private_keys',
+    'id text primary key, organization_id text not null references organizations (id), name text not null, curve text not null, public_key text not null, sealed_private_key text not null, created_at {ms} not null, exported integer not null default 0, imported integer not null default 0{rowid}, unique (organization_id, name)',
+  ),
+  table(
+    'private_key_addresses',
+    'private_key_id text not null references private_keys (id) on delete cascade, organization_id text not null, format text not null, address text not null{rowid}, primary key (private_key_id, format)',
+  ),
+  table(
+    'tags',
+    'id text primary key, organization_id text not null references organizations (id), name text not null, type text not null, created_at {ms} not null, updated_at {ms} not null{rowid}, unique (organization_id, type, name)',
+  ),
+  table('tag_members', 'tag_id text not null references tags (id) on delete cascade, member_id text not null{rowid}, primary key (tag_id, member_id)'),
+  both('create index if not exists tag_members_member on tag_members (member_id)'),
+  table(
+    'policies',
+    'id text primary key, organization_id text not null references organizations (id), name text not null, effect text not null, condition text not null, consensus text not null, notes text not null, time text, created_at {ms} not null, updated_at {ms} not null{rowid}',
+  ),
+  table(
+    'invitations',
+    'id text primary key, organization_id text not null references organizations (id), receiver_user_name text not null, receiver_email text not null, receiver_user_tags text not null, access_type text not null, sender_user_id text not null, status text not null, created_at {ms} not null, updated_at {ms} not null{rowid}',
+  ),
+  table(
+    'oauth_providers',
+    'id text primary key, user_id text not null references users (id), organization_id text not null references organizations (id), name text not null, issuer text not null, audience text not null, subject text not null, created_at {ms} not null{rowid}, unique (organization_id, issuer, audience, subject)',
+  ),
+  table(
+    'organization_features',
+    'organization_id text not null references organizations (id), name text not null, value text not null{rowid}, primary key (organization_id, name)',
+  ),
+  // Empty for an organization until its users change: then every user it had is a root user.
+  table(
+    'root_quorum_members',
+    'organization_id text not null references organizations (id), user_id text not null references users (id){rowid}, primary key (organization_id, user_id)',
+  ),
+)
+
+/** Columns added after the first layout, on databases that predate them. */
+const LATE_COLUMNS: readonly [table: string, column: string, type: string][] = [
+  ['activities', 'submitted_by', 'text'],
+  ['activities', 'submitted_from', 'text'],
+  ['wallet_accounts', 'sealed_private_key', 'text'],
+  ['users', 'phone_number', 'text'],
+  ['users', 'updated_at', '{ms}'],
+]
+
+async function run(db: Kysely<unknown>, dialect: Dialect, statements: Statements) {
+  for (const statement of statements[dialect]) await sql.raw(statement).execute(db)
+}
+
+function migrations(dialect: Dialect): Record<string, Migration> {
+  return {
+    '0001_initial': {
+      async up(db) {
+        await run(db, dialect, INITIAL)
+        for (const [name, column, type] of LATE_COLUMNS) {
+          const columnType = type.replace('{ms}', dialect === 'postgres' ? 'bigint' : 'integer')
+          if (dialect === 'postgres') await sql.raw(`alter table ${name} add column if not exists ${column} ${columnType}`).execute(db)
+          else {
+            const { rows } = await sql<{ name: string }>`select name from pragma_table_info(${name})`.execute(db)
+            if (!rows.some((row) => row.name === column)) await sql.raw(`alter table ${name} add column ${column} ${columnType}`).execute(db)
+          }
+        }
+      },
+    },
+    '0002_lookups_and_outbox': {
+      async up(db) {
+        await run(
+          db,
+          dialect,
+          join(
+            // Addresses and emails are compared as lower(x) = lower(?) on both engines, served by these.
+            both('drop index if exists wallet_accounts_address'),
+            both('drop index if exists wallet_accounts_address_nocase'),
+            both('drop index if exists private_key_addresses_address'),
+            both('create index if not exists wallet_accounts_address_lower on wallet_accounts (organization_id, lower(address))'),
+            both('create index if not exists private_key_addresses_address_lower on private_key_addresses (organization_id, lower(address))'),
+            both('create index if not exists users_email_lower on users (organization_id, lower(email))'),
+            both('create index if not exists organizations_parent on organizations (parent_id)'),
+            both('create index if not exists wallets_organization on wallets (organization_id)'),
+            both('create index if not exists activities_organization on activities (organization_id, created_at)'),
+            // Mail after commit: written in the activity's transaction, sent once it committed.
+            table(
+              'outbox',
+              'id text primary key, activity_id text, to_address text not null, sealed_mail text not null, status text not null, attempts integer not null default 0, next_attempt_at {ms} not null, last_error text, created_at {ms} not null, expires_at {ms} not null{rowid}',
+            ),
+            both('create index if not exists outbox_due on outbox (status, next_attempt_at)'),
+          ),
+        )
+      },
+    },
+  }
+}
+
+/**
+ * Brings the kms's tables to the newest layout; versions applied are recorded in `kms_migrations`
+ * (its own table, so the backend's migrations can share the database). Several instances starting
+ * at once are serialised by the migrator's lock.
+ *
+ * @example
+ * await migrate(storage.kysely, storage.dialect)
+ */
+export async function migrate(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
+  const run = async (on: Kysely<unknown>) => {
+    const migrator = new Migrator({
+      db: on,
+      provider: { getMigrations: async () => migrations(dialect) },
+      migrationTableName: 'kms_migrations',
+      migrationLockTableName: 'kms_migrations_lock',
+    })
+    const { error } = await migrator.migrateToLatest()
+    if (error) throw error
+  }
+  // PostgreSQL: the migrator's advisory lock serialises instances. SQLite: its lock is a no-op (it
+  // expects one connection), so the file's write lock does it, held from the first statement.
+  if (dialect === 'postgres') return run(db)
+  await db.connection().execute(async (connection) => {
+    await sql`begin immediate`.execute(connection)
+    try {
+      await run(connection)
+      await sql`commit`.execute(connection)
+    } catch (error) {
+      await sql`rollback`.execute(connection)
+      throw error
+    }
+  })
+}

@@ -1,0 +1,179 @@
+// The kms's tables as Kysely sees them, one row type each; storage/migrations.ts creates them.
+
+export type OrganizationRow = { id: string; name: string; parent_id: string | null; root_quorum_threshold: number; created_at: number }
+export type UserRow = { id: string; organization_id: string; name: string; email: string | null; created_at: number }
+export type ApiKeyRow = {
+  id: string
+  user_id: string
+  organization_id: string
+  name: string
+  public_key: string
+  curve: string
+  credential_type: string
+  /** Unix ms; null: never. */
+  expires_at: number | null
+  created_at: number
+}
+export type WalletRow = { id: string; organization_id: string; name: string; sealed_mnemonic: string; created_at: number; exported: number; imported: number }
+export type WalletAccountRow = {
+  id: string
+  wallet_id: string
+  organization_id: string
+  curve: string
+  path_format: string
+  path: string
+  address_format: string
+  address: string
+  public_key: string
+  created_at: number
+  /**
+   * The account's private key, sealed under the master key with `accountKeyRecord(id)` as
+   * associated data, so signing opens 32 bytes instead of deriving from the mnemonic. Null for
+   * accounts stored before keys were kept: the first signing derives and seals it.
+   */
+  sealed_private_key: string | null
+}
+/** A passkey: its credential id and COSE public key (base64url), as registered. */
+export type AuthenticatorRow = {
+  id: string
+  user_id: string
+  organization_id: string
+  name: string
+  credential_id: string
+  public_key: string
+  counter: number
+  /** JSON array of AUTHENTICATOR_TRANSPORT_* values. */
+  transports: string
+  aaguid: string
+  attestation_type: string
+  created_at: number
+}
+/** The key an import bundle is encrypted to, per user, sealed at rest. */
+export type ImportTargetRow = { user_id: string; organization_id: string; sealed_private_key: string; created_at: number }
+export type OtpRow = {
+  id: string
+  organization_id: string
+  user_id: string
+  code_hash: string
+  expires_at: number
+  attempts: number
+  used: number
+  created_at: number
+}
+export type MailRow = { id: string; to_address: string; subject: string; text: string; html: string; created_at: number }
+export type ActivityRow = {
+  id: string
+  organization_id: string
+  fingerprint: string
+  type: string
+  status: string
+  intent: string
+  result: string | null
+  failure: string | null
+  created_at: number
+  updated_at: number
+  /** Who submitted it, and from which organization: an activity waiting for consensus runs as them. */
+  submitted_by: string | null
+  submitted_from: string | null
+}
+export type VoteRow = { id: string; activity_id: string; user_id: string; selection: string; created_at: number }
+/** A user with the columns the key-management API added: phone number and last change. */
+export type UserDetailsRow = UserRow & { phone_number: string | null; updated_at: number | null }
+/** A secp256k1 key held on its own (not derived from a wallet), sealed with the master key under its id. */
+export type PrivateKeyRow = {
+  id: string
+  organization_id: string
+  name: string
+  curve: string
+  /** Compressed, hex without 0x. */
+  public_key: string
+  sealed_private_key: string
+  created_at: number
+  exported: number
+  imported: number
+}
+export type PrivateKeyAddressRow = { private_key_id: string; organization_id: string; format: string; address: string }
+export type TagType = 'TAG_TYPE_USER' | 'TAG_TYPE_PRIVATE_KEY'
+export type TagRow = { id: string; organization_id: string; name: string; type: TagType; created_at: number; updated_at: number }
+export type PolicyRow = {
+  id: string
+  organization_id: string
+  name: string
+  effect: string
+  condition: string
+  consensus: string
+  notes: string
+  time: string | null
+  created_at: number
+  updated_at: number
+}
+export type InvitationRow = {
+  id: string
+  organization_id: string
+  receiver_user_name: string
+  receiver_email: string
+  /** JSON array of user tag ids. */
+  receiver_user_tags: string
+  access_type: string
+  sender_user_id: string
+  status: string
+  created_at: number
+  updated_at: number
+}
+/** An OIDC identity (issuer, audience, subject) that signs a user in through `oauth`. */
+export type OauthProviderRow = {
+  id: string
+  user_id: string
+  organization_id: string
+  name: string
+  issuer: string
+  audience: string
+  subject: string
+  created_at: number
+}
+export type FeatureRow = { organization_id: string; name: string; value: string }
+export type RootQuorumMemberRow = { organization_id: string; user_id: string }
+export type TagMemberRow = { tag_id: string; member_id: string }
+/**
+ * A message waiting to go out (mail after commit): its recipient in clear, the rest sealed under
+ * the master key (it may carry a credential bundle). `status`: pending, or failed for good.
+ */
+export type OutboxRow = {
+  id: string
+  activity_id: string | null
+  to_address: string
+  sealed_mail: string
+  status: string
+  attempts: number
+  /** Unix ms: not before (a retry's backoff, or a claim's lease). */
+  next_attempt_at: number
+  last_error: string | null
+  created_at: number
+  /** Unix ms after which the message is no use (its credential expired): dropped, not sent. */
+  expires_at: number
+}
+
+/** Every table, for Kysely. */
+export type Tables = {
+  organizations: OrganizationRow
+  users: UserDetailsRow
+  api_keys: ApiKeyRow
+  wallets: WalletRow
+  wallet_accounts: WalletAccountRow
+  authenticators: AuthenticatorRow
+  import_targets: ImportTargetRow
+  otps: OtpRow
+  mailbox: MailRow
+  activities: ActivityRow
+  votes: VoteRow
+  private_keys: PrivateKeyRow
+  private_key_addresses: PrivateKeyAddressRow
+  tags: TagRow
+  tag_members: TagMemberRow
+  policies: PolicyRow
+  invitations: InvitationRow
+  oauth_providers: OauthProviderRow
+  organization_features: FeatureRow
+  root_quorum_members: RootQuorumMemberRow
+  outbox: OutboxRow
+}

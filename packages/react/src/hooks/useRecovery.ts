@@ -1,0 +1,31 @@
+import { type ConnectReturnType, finishRecovery, type Recovery, type RecoveryType, startRecovery } from '@latchkey/core'
+import { useEffect, useRef } from 'react'
+import { type ActionState, useAction } from './useAction.js'
+import { useClient } from './useClient.js'
+
+/**
+ * "Recover account": `start` emails a code (by email, or for a lost passkey) and mounts the hidden
+ * recovery frame in `container`; `finish` redeems the code and connects (after a lost passkey, the
+ * browser's prompt creates the new passkey first).
+ *
+ * @example
+ * const { start, finish } = useRecovery()
+ * await start({ email, recoveryType: 'passkey', container }); await finish(code)
+ */
+export function useRecovery(): {
+  start(parameters: { email: string; recoveryType: RecoveryType; container: HTMLElement }): Promise<Recovery>
+  finish(code: string): Promise<ConnectReturnType>
+  starting: ActionState<Recovery>
+  finishing: ActionState<ConnectReturnType>
+} {
+  const client = useClient()
+  const current = useRef<Recovery>(undefined)
+  useEffect(() => () => current.current?.close(), [])
+  const [start, starting] = useAction(async (parameters: { email: string; recoveryType: RecoveryType; container: HTMLElement }) => {
+    current.current?.close()
+    current.current = await startRecovery(client, parameters)
+    return current.current
+  })
+  const [finish, finishing] = useAction((code: string) => finishRecovery(client, { recovery: current.current!, code }))
+  return { start, finish, starting, finishing }
+}

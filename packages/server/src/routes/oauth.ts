@@ -1,0 +1,240 @@
+import { createHash } from 'node:crypto'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { generateP256KeyPair } from '@turnkey/crypto'
+import { TurnkeyClient } from '@turnkey/http'
+import type { Context } from 'hono'
+import { createRemoteJWKSet, type JWTPayload, errors as joseErrors, jwtVerify } from 'jose'
+import { z } from 'zod'
+import { incompleteAnswer, ServerError } from '../errors.js'
+import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
+import { compressedP256Key, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
+import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
+
+/** The social sign-ins the backend offers. */
+export const OAUTH_PROVIDERS = ['google', 'apple'] as const
+export type OAuthProviderName = (typeof OAUTH_PROVIDERS)[number]
+
+/**
+ * One OpenID issuer the backend accepts ID tokens from: locally the devnet's provider, in
+ * production Google (`https://accounts.google.com`) or Apple (`https://appleid.apple.com`) with the
+ * app's client id. Endpoints come from the issuer's discovery document unless given.
+ */
+export type OAuthProviderConfig = {
+  issuer: string
+  clientId: string
+  /** For the code exchange of confidential clients (Google web apps). */
+  clientSecret?: string | undefined
+  /** Default: from `{issuer}/.well-known/openid-configuration`. */
+  authorizationEndpoint?: string | undefined
+  tokenEndpoint?: string | undefined
+  jwksUri?: string | undefined
+}
+
+const PROVIDER_NAMES: Record<OAuthProviderName, string> = { google: 'Google', apple: 'Apple' }
+
+/** The nonce an ID token must carry to sign in the holder of `publicKey`: hex SHA-256 of the key's hex (Turnkey's oauth_login). */
+export const oauthNonce = (publicKey: string) => createHash('sha256').update(publicKey).digest('hex')
+
+const invalidToken = (message: string) => new ServerError(400, 'invalid_token', message)
+
+type Discovered = { authorization_endpoint: string; token_endpoint: string; jwks_uri: string }
+
+/** The issuers, their discovered endpoints and JWKS (fetched once, kept), and the nonces already used. @internal */
+export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthProviderConfig>>, now: () => number) {
+  const discovered = new Map<OAuthProviderName, Promise<Discovered>>()
+  const keySets = new Map<OAuthProviderName, ReturnType<typeof createRemoteJWKSet>>()
+  // A nonce is good once: kept until its token expires (a replay after that fails on expiry).
+  const usedNonces = new Map<string, number>()
+
+  function discover(name: OAuthProviderName): Promise<Discovered> {
+    const config = providers[name]!
+    let found = discovered.get(name)
+    if (!found) {
+      found = (async () => {
+        const given = { authorization_endpoint: config.authorizationEndpoint, token_endpoint: config.tokenEndpoint, jwks_uri: config.jwksUri }
+        if (given.authorization_endpoint && given.token_endpoint && given.jwks_uri) return given as Discovered
+        const response = await fetch(`${config.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
+        if (!response.ok) throw new Error(`discovery answered ${response.status}`)
+        const document = (await response.json()) as Discovered
+        return {
+          authorization_endpoint: given.authorization_endpoint ?? document.authorization_endpoint,
+          token_endpoint: given.token_endpoint ?? document.token_endpoint,
+          jwks_uri: given.jwks_uri ?? document.jwks_uri,
+        }
+      })()
+      found.catch(() => discovered.delete(name))
+      discovered.set(name, found)
+    }
+    return found.catch((error: unknown) => {
+      throw new ServerError(502, 'oauth_unavailable', `The ${PROVIDER_NAMES[name]} sign-in service is unavailable: ${(error as Error).message}`)
+    })
+  }
+
+  return {
+    configured: (Object.keys(providers) as OAuthProviderName[]).filter((name) => providers[name]),
+    config: (name: OAuthProviderName) => providers[name],
+    discover,
+    /** Exchanges an authorization code (PKCE) for the ID token. */
+    async exchange(name: OAuthProviderName, code: string, codeVerifier: string, redirectUri: string): Promise<string> {
+      const config = providers[name]!
+      const { token_endpoint } = await discover(name)
+      const form = new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        code_verifier: codeVerifier,
+        redirect_uri: redirectUri,
+        client_id: config.clientId,
+      })
+      if (config.clientSecret) form.set('client_secret', config.clientSecret)
+      const response = await fetch(token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form })
+      const answer = (await response.json().catch(() => ({}))) as { id_token?: string; error?: string; error_description?: string }
+      if (!response.ok || !answer.id_token)
+        throw invalidToken(`${PROVIDER_NAMES[name]} refused the sign-in code: ${answer.error_description ?? answer.error ?? response.status}`)
+      return answer.id_token
+    },
+    /**
+     * The claims of an ID token, once jose verified its signature against the issuer's JWKS, its
+     * issuer, audience and expiry, and the nonce binds it to `sessionPublicKey`, unused before.
+     */
+    async verify(name: OAuthProviderName, token: string, sessionPublicKey: string): Promise<JWTPayload & { email: string }> {
+      const config = providers[name]!
+      const { jwks_uri } = await discover(name)
+      let keySet = keySets.get(name)
+      if (!keySet) keySets.set(name, (keySet = createRemoteJWKSet(new URL(jwks_uri))))
+      let payload: JWTPayload
+      try {
+        ;({ payload } = await jwtVerify(token, keySet, { issuer: config.issuer, audience: config.clientId, currentDate: new Date(now()) }))
+      } catch (error) {
+        if (error instanceof joseErrors.JOSEError) throw invalidToken(`The ${PROVIDER_NAMES[name]} ID token is not valid: ${error.message}`)
+        throw error
+      }
+      if (payload['nonce'] !== oauthNonce(sessionPublicKey)) throw invalidToken('The ID token nonce is not bound to this session key')
+      const at = now()
+      for (const [nonce, until] of usedNonces) if (until <= at) usedNonces.delete(nonce)
+      if (usedNonces.has(payload['nonce'])) throw invalidToken('This ID token was used already')
+      const email = payload['email']
+      if (typeof email !== 'string' || payload['email_verified'] === false || payload['email_verified'] === 'false')
+        throw invalidToken('The ID token has no verified email')
+      usedNonces.set(payload['nonce'] as string, (payload.exp ?? 0) * 1000)
+      return { ...payload, email: email.toLowerCase() }
+    },
+  }
+}
+
+export type OAuth = ReturnType<typeof createOAuth>
+
+const oauthSchema = z
+  .object({
+    provider: z.enum(OAUTH_PROVIDERS),
+    sessionPublicKey: compressedP256Key,
+    sessionSeconds: sessionKeySeconds.optional(),
+    idToken: z.string().min(1).max(8192).optional(),
+    code: z.string().min(1).max(2048).optional(),
+    codeVerifier: z
+      .string()
+      .regex(/^[A-Za-z0-9._~-]{43,128}$/, 'must be a PKCE code verifier')
+      .optional(),
+    redirectUri: z.url().optional(),
+  })
+  .refine(
+    (input) => (input.idToken !== undefined) !== (input.code !== undefined && input.codeVerifier !== undefined && input.redirectUri !== undefined),
+    'send either idToken, or code with codeVerifier and redirectUri',
+  )
+
+/**
+ * `POST /auth/oauth` `{provider, sessionPublicKey, sessionSeconds?, idToken | code+codeVerifier+redirectUri}`
+ * → `{organizationId, userId, address, sessionExpiresAt}` and the session cookie (kind 'oauth').
+ *
+ * The ID token (given, or exchanged for the code) is verified with jose against the issuer's JWKS:
+ * signature, issuer, audience (the client id), expiry, and a nonce that is the SHA-256 of the
+ * browser's session key, used once. Its verified email names the account (the same email is the
+ * same wallet, however the user signs in); a new one gets a sub-organization with the OAuth
+ * identity. Then the kms's `oauth_login` registers the session key. A refused token changes nothing.
+ *
+ * @example
+ * app.post('/auth/oauth', oauthSignIn(context, oauth))
+ */
+export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Context) => {
+  const { store, kms, now } = context
+  const input = await readBody(c.req.raw, oauthSchema)
+  if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${PROVIDER_NAMES[input.provider]} sign-in is not configured`)
+  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
+  const claims = await oauth.verify(input.provider, token, input.sessionPublicKey)
+  const providerName = PROVIDER_NAMES[input.provider]
+
+  let account = await store.account(claims.email)
+  if (!account) {
+    // A new user: a sub-organization with a one-minute key of the root user, which registers the identity.
+    const bootstrap = generateP256KeyPair()
+    const { activity } = await callKms(() =>
+      kms.createSubOrganization({
+        type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+        timestampMs: String(now()),
+        organizationId: context.organizationId,
+        parameters: {
+          subOrganizationName: claims.email,
+          rootQuorumThreshold: 1,
+          rootUsers: [
+            {
+              userName: claims.email,
+              userEmail: claims.email,
+              apiKeys: [{ apiKeyName: 'oauth bootstrap', publicKey: bootstrap.publicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '60' }],
+              authenticators: [],
+              oauthProviders: [],
+            },
+          ],
+          wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
+        },
+      }),
+    )
+    const result = activity.result.createSubOrganizationResultV8
+    if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
+    const asUser = new TurnkeyClient({ baseUrl: context.kmsUrl }, new ApiKeyStamper({ apiPublicKey: bootstrap.publicKey, apiPrivateKey: bootstrap.privateKey }))
+    await callKms(() =>
+      asUser.createOauthProviders({
+        type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
+        timestampMs: String(now()),
+        organizationId: result.subOrganizationId,
+        parameters: { userId: result.rootUserIds![0]!, oauthProviders: [{ providerName, oidcToken: token }] },
+      }),
+    )
+    account = await store.insertAccount({
+      email: claims.email,
+      organization_id: result.subOrganizationId,
+      user_id: result.rootUserIds[0],
+      address: result.wallet.addresses[0],
+      created_at: now(),
+    })
+  } else {
+    const { oauthProviders } = await callKms(() => kms.getOauthProviders({ organizationId: account!.organization_id, userId: account!.user_id }))
+    const audience = oauth.config(input.provider)!.clientId
+    if (!oauthProviders.some((provider) => provider.issuer === claims.iss && provider.subject === claims.sub && provider.audience === audience))
+      await callKms(() =>
+        kms.createOauthProviders({
+          type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
+          timestampMs: String(now()),
+          organizationId: account!.organization_id,
+          parameters: { userId: account!.user_id, oauthProviders: [{ providerName, oidcToken: token }] },
+        }),
+      )
+  }
+  const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
+  const at = now()
+  const { activity } = await callKms(() =>
+    kms.oauthLogin({
+      type: 'ACTIVITY_TYPE_OAUTH_LOGIN',
+      timestampMs: String(at),
+      organizationId: account!.organization_id,
+      parameters: { oidcToken: token, publicKey: input.sessionPublicKey, expirationSeconds: String(seconds) },
+    }),
+  )
+  if (!activity.result.oauthLoginResult?.session) throw incompleteAnswer()
+  await startSession(c, context, account, 'oauth')
+  return c.json({
+    organizationId: account.organization_id,
+    userId: account.user_id,
+    address: account.address,
+    sessionExpiresAt: new Date(at + seconds * 1000).toISOString(),
+  })
+}

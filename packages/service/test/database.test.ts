@@ -1,0 +1,233 @@
+import BetterSqlite3 from 'better-sqlite3'
+import { type Kysely, sql } from 'kysely'
+import pg from 'pg'
+import { afterEach, describe, expect, test } from 'vitest'
+import {
+  type Database,
+  DatabaseError,
+  databaseTarget,
+  type Migration,
+  MigrationError,
+  openDatabase,
+  RetriesExhaustedError,
+  SerializationFailureError,
+  UniqueViolationError,
+} from '../src/database.js'
+import { freshDatabaseUrl, testEngine } from './testDatabase.js'
+
+// The shared database module on the engine of this run (SQLite files by default, PostgreSQL in
+// `npm run test:server-postgres`): migrations, typed errors, and transactions that run again
+// when another writer got there first.
+
+type Schema = { counters: { name: string; value: number; updated_at: number } }
+
+const counters: Migration = {
+  name: '0001_counters',
+  up: async (db) => {
+    await db.schema
+      .createTable('counters')
+      .addColumn('name', 'text', (column) => column.primaryKey())
+      .addColumn('value', 'integer', (column) => column.notNull())
+      .addColumn('updated_at', 'bigint', (column) => column.notNull())
+      .execute()
+  },
+}
+
+const opened: Database<unknown>[] = []
+afterEach(async () => {
+  for (const database of opened.splice(0)) await database.close()
+})
+
+async function open(url: string, migrations: readonly Migration[] = [counters], extra: { maxAttempts?: number; busyTimeoutMs?: number } = {}) {
+  const attempts: number[] = []
+  const database = await openDatabase<Schema>({ url, service: 'demo', migrations, onRetry: ({ attempt }) => attempts.push(attempt), ...extra })
+  opened.push(database as Database<unknown>)
+  return { database, retries: attempts }
+}
+
+/** A write committed by another client of the same database, as another instance would make it. */
+async function writeElsewhere(url: string, statement: string) {
+  if (testEngine === 'sqlite') {
+    const other = new BetterSqlite3(url)
+    try {
+      other.exec(statement)
+    } finally {
+      other.close()
+    }
+    return
+  }
+  const other = new pg.Client({ connectionString: url })
+  await other.connect()
+  try {
+    await other.query(statement)
+  } finally {
+    await other.end()
+  }
+}
+
+const appliedMigrations = async (db: Kysely<Schema>) =>
+  (await sql<{ name: string }>`select name from demo_migrations order by name`.execute(db)).rows.map((row) => row.name)
+
+describe('openDatabase', () => {
+  test('default: migrations apply once and are recorded; opening again applies only the new ones', async () => {
+    const url = await freshDatabaseUrl()
+    const first = await open(url)
+    expect(first.database.dialect).toBe(testEngine)
+    await first.database.db.insertInto('counters').values({ name: 'a', value: 1, updated_at: 1_700_000_000_000 }).execute()
+    await first.database.close()
+    opened.length = 0
+
+    const labels: Migration = {
+      name: '0002_labels',
+      up: async (db) => {
+        await db.schema.alterTable('counters').addColumn('label', 'text').execute()
+      },
+    }
+    const second = await open(url, [counters, labels])
+    expect(await appliedMigrations(second.database.db)).toEqual(['0001_counters', '0002_labels'])
+    // bigint columns read back as numbers on both engines.
+    expect(await second.database.db.selectFrom('counters').selectAll().execute()).toEqual([{ name: 'a', value: 1, updated_at: 1_700_000_000_000, label: null }])
+  })
+
+  test('behavior: instances starting together apply each migration exactly once', async () => {
+    const url = await freshDatabaseUrl()
+    let runs = 0
+    const counted: Migration = {
+      name: '0001_counters',
+      up: async (db, dialect) => {
+        runs++
+        await counters.up(db, dialect)
+      },
+    }
+    // SQLite in one process: a busy wait would block the very thread holding the lock, so the
+    // losers fail fast and run the migration step again instead.
+    await Promise.all([1, 2, 3, 4].map(() => open(url, [counted], { busyTimeoutMs: 0 })))
+    expect(runs).toBe(1)
+    expect(await appliedMigrations(opened[0]!.db as Kysely<Schema>)).toEqual(['0001_counters'])
+  })
+
+  test('error: a database migrated by a newer version is refused, and the failed open leaves it as it was', async () => {
+    const url = await freshDatabaseUrl()
+    const newer: Migration = { name: '0002_newer', up: async () => undefined }
+    await (await open(url, [counters, newer])).database.close()
+    opened.length = 0
+    await expect(open(url, [counters])).rejects.toThrowError(
+      new MigrationError('The database has migration 0002_newer of a newer version of demo; run that version or a newer one'),
+    )
+    const again = await open(url, [counters, newer])
+    expect(await appliedMigrations(again.database.db)).toEqual(['0001_counters', '0002_newer'])
+  })
+
+  test('error: a failing migration applies nothing, not even the migrations before it', async () => {
+    const url = await freshDatabaseUrl()
+    const broken: Migration = {
+      name: '0002_broken',
+      up: async () => {
+        throw new Error('no such thing')
+      },
+    }
+    const failure = await open(url, [counters, broken]).catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(MigrationError)
+    expect((failure as Error).message).toBe('Migration 0002_broken of demo failed: no such thing')
+    const fixed = await open(url, [counters])
+    expect(await appliedMigrations(fixed.database.db)).toEqual(['0001_counters'])
+    expect(await fixed.database.db.selectFrom('counters').selectAll().execute()).toEqual([])
+  })
+
+  test('error: a migration listed twice, a bad service name, another kind of URL', async () => {
+    await expect(openDatabase({ service: 'demo', migrations: [counters, counters] })).rejects.toThrowError(
+      new MigrationError('Migration 0001_counters is listed twice'),
+    )
+    await expect(openDatabase({ service: 'Demo; drop', migrations: [] })).rejects.toThrowError(
+      new MigrationError('The service name "Demo; drop" must be lowercase letters, digits and _'),
+    )
+    const refused = await openDatabase({ url: 'mysql://root@db/app', service: 'demo', migrations: [] }).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(DatabaseError)
+    expect(refused).toMatchObject({
+      code: 'unsupported_url',
+      message: 'Only postgres:// and postgresql:// URLs or a SQLite file path are supported, got a mysql: URL',
+    })
+  })
+})
+
+describe('databaseTarget', () => {
+  test('default: the engine and a description without credentials', () => {
+    expect(databaseTarget('postgresql://app:secret@db.internal:6432/latchkey?sslmode=require')).toEqual({
+      dialect: 'postgres',
+      description: 'postgres db.internal:6432/latchkey',
+    })
+    expect(databaseTarget('/srv/server.db')).toEqual({ dialect: 'sqlite', description: 'sqlite /srv/server.db' })
+    expect(databaseTarget(undefined)).toEqual({ dialect: 'sqlite', description: 'sqlite :memory:' })
+  })
+})
+
+describe('errors', () => {
+  test('error: a duplicate key is a UniqueViolationError, in a transaction or not, and the transaction wrote nothing', async () => {
+    const { database } = await open(await freshDatabaseUrl())
+    await database.db.insertInto('counters').values({ name: 'a', value: 1, updated_at: 1 }).execute()
+    await expect(database.db.insertInto('counters').values({ name: 'a', value: 2, updated_at: 2 }).execute()).rejects.toBeInstanceOf(UniqueViolationError)
+    await expect(
+      database.transaction(async (trx) => {
+        await trx.insertInto('counters').values({ name: 'b', value: 1, updated_at: 1 }).execute()
+        await trx.insertInto('counters').values({ name: 'a', value: 3, updated_at: 3 }).execute()
+      }),
+    ).rejects.toBeInstanceOf(UniqueViolationError)
+    expect(await database.db.selectFrom('counters').select(['name', 'value']).execute()).toEqual([{ name: 'a', value: 1 }])
+  })
+})
+
+describe('transaction', () => {
+  test('behavior: work that read a row another writer then changed runs again, and commits once on fresh data', async () => {
+    const url = await freshDatabaseUrl()
+    const { database, retries } = await open(url)
+    await database.db.insertInto('counters').values({ name: 'a', value: 1, updated_at: 1 }).execute()
+    let runs = 0
+    const result = await database.transaction(async (trx) => {
+      runs++
+      const { value } = await trx.selectFrom('counters').select('value').where('name', '=', 'a').executeTakeFirstOrThrow()
+      // Another instance commits between this transaction's read and its write, once.
+      if (runs === 1) await writeElsewhere(url, `update counters set value = value + 10 where name = 'a'`)
+      await trx
+        .updateTable('counters')
+        .set({ value: value + 1 })
+        .where('name', '=', 'a')
+        .execute()
+      return value + 1
+    })
+    expect({ runs, retries, result }).toEqual({ runs: 2, retries: [1], result: 12 })
+    expect(await database.db.selectFrom('counters').select('value').where('name', '=', 'a').executeTakeFirst()).toEqual({ value: 12 })
+  })
+
+  test('error: conflicts on every attempt end in RetriesExhaustedError after maxAttempts, having written nothing', async () => {
+    const url = await freshDatabaseUrl()
+    const { database, retries } = await open(url, [counters], { maxAttempts: 3 })
+    await database.db.insertInto('counters').values({ name: 'a', value: 1, updated_at: 1 }).execute()
+    let runs = 0
+    const failure = await database
+      .transaction(async (trx) => {
+        runs++
+        await trx.selectFrom('counters').select('value').where('name', '=', 'a').executeTakeFirstOrThrow()
+        await writeElsewhere(url, `update counters set updated_at = updated_at + 1 where name = 'a'`)
+        await trx.updateTable('counters').set({ value: 100 }).where('name', '=', 'a').execute()
+      })
+      .catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(RetriesExhaustedError)
+    expect((failure as RetriesExhaustedError).attempts).toBe(3)
+    expect((failure as RetriesExhaustedError).cause).toBeInstanceOf(SerializationFailureError)
+    expect({ runs, retries }).toEqual({ runs: 3, retries: [1, 2] })
+    expect(await database.db.selectFrom('counters').select(['value', 'updated_at']).execute()).toEqual([{ value: 1, updated_at: 4 }])
+  })
+
+  test('behavior: an error of the work itself rolls back and is not retried', async () => {
+    const { database, retries } = await open(await freshDatabaseUrl())
+    await expect(
+      database.transaction(async (trx) => {
+        await trx.insertInto('counters').values({ name: 'a', value: 1, updated_at: 1 }).execute()
+        throw new Error('changed my mind')
+      }),
+    ).rejects.toThrowError('changed my mind')
+    expect(retries).toEqual([])
+    expect(await database.db.selectFrom('counters').selectAll().execute()).toEqual([])
+    await database.ping()
+  })
+})
