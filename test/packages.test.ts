@@ -84,6 +84,7 @@ test('default: changesets releases every package together (one fixed group)', ()
 describe.each(manifests)('$pkg.name', ({ directory, pkg }) => {
   test('default: MIT licence, ES modules, side effects declared', () => {
     expect(pkg.license).toBe('MIT')
+    expect(read(`${directory}/LICENSE`), 'the MIT text ships in the tarball').toBe(read('LICENSE'))
     expect(pkg.type).toBe('module')
     expect(pkg.sideEffects === false || Array.isArray(pkg.sideEffects), 'sideEffects is false or a list').toBe(true)
   })

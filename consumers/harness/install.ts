@@ -12,6 +12,11 @@ export const appsDir = join(import.meta.dirname, '..', 'apps')
 /** The current major of Next.js the App Router consumer is built with. */
 export const nextVersion = '^16'
 
+/** The wagmi majors the wagmi consumer is built with: the workspace's (3) in the shared install, and 2 in its own. */
+export const wagmi2Version = '^2'
+/** ethers, beside wagmi in the wagmi consumer. */
+export const ethersVersion = '^6'
+
 export type InstallConsumersParameters = {
   /** Paths of the packed `.tgz` files of the Latchkey packages. */
   tarballs: readonly string[]
@@ -62,8 +67,15 @@ async function registryDependencies(): Promise<Record<string, string>> {
     JSON.parse(await readFile(join(repositoryRoot, path), 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> }
   const root = await readManifest('package.json')
   const core = await readManifest('packages/core/package.json')
+  const wagmi = await readManifest('packages/wagmi/package.json')
   const fromRoot = ['react', 'react-dom', 'vite', '@vitejs/plugin-react', 'typescript', '@types/react', '@types/react-dom', '@types/node']
-  const versions: Record<string, string> = { viem: core.dependencies!['viem']!, next: nextVersion }
+  const versions: Record<string, string> = {
+    viem: core.dependencies!['viem']!,
+    next: nextVersion,
+    wagmi: wagmi.devDependencies!['wagmi']!,
+    '@tanstack/react-query': wagmi.devDependencies!['@tanstack/react-query']!,
+    ethers: ethersVersion,
+  }
   for (const name of fromRoot) versions[name] = root.devDependencies![name]!
   return versions
 }
@@ -76,4 +88,24 @@ function assertIsolated(dir: string) {
       throw new Error(`${join(folder, 'node_modules')} exists above the consumer directory ${dir}: Node would resolve packages from it`)
     if (folder === parse(folder).root) break
   }
+}
+
+/**
+ * The wagmi app a second time, on wagmi 2: `<dir>/wagmi2`, a copy of `<dir>/wagmi` with a
+ * package.json and node_modules of its own (the same tarballs and registry packages as the shared
+ * install, wagmi 2 in place of 3). Node's resolution stops at the nearer node_modules, so the app,
+ * @latchkey/wagmi and wagmi itself all resolve inside it.
+ *
+ * @example
+ * const app = await installWagmi2(dir) // `${dir}/wagmi2`
+ */
+export async function installWagmi2(dir: string): Promise<string> {
+  const app = join(dir, 'wagmi2')
+  await cp(join(appsDir, 'wagmi'), app, { recursive: true })
+  const shared = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
+  const { next: _next, ...dependencies } = shared.dependencies
+  const manifest = { name: 'latchkey-consumer-wagmi2', private: true, type: 'module', dependencies: { ...dependencies, wagmi: wagmi2Version } }
+  await writeFile(join(app, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
+  await runOrThrow('npm', ['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, env: consumerEnv() })
+  return app
 }

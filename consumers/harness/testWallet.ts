@@ -1,5 +1,15 @@
 import type { Page } from 'playwright-core'
-import { type Hex, isHex, numberToHex, type PrivateKeyAccount } from 'viem'
+import {
+  createWalletClient,
+  defineChain,
+  type Hex,
+  http,
+  isHex,
+  numberToHex,
+  type PrivateKeyAccount,
+  type TransactionRequest,
+  type TypedDataDefinition,
+} from 'viem'
 
 /** How the test wallet shows itself in the connect modal (EIP-6963 provider info). */
 export const testWalletInfo = {
@@ -18,6 +28,8 @@ export type TestWallet = {
   readonly isConnected: boolean
   /** The next `personal_sign` is refused as a user would refuse it (EIP-1193 code 4001). */
   rejectNextSignature(): void
+  /** The user picks another account in the wallet: the page hears `accountsChanged`. */
+  switchAccount(account: PrivateKeyAccount): Promise<void>
 }
 
 type Reply = { result: unknown } | { error: { code: number; message: string } }
@@ -31,8 +43,23 @@ type Reply = { result: unknown } | { error: { code: number; message: string } }
  * @example
  * const wallet = await installTestWallet(page, { account: privateKeyToAccount(generatePrivateKey()), chainId: 31337, rpcUrl })
  */
-export async function installTestWallet(page: Page, parameters: { account: PrivateKeyAccount; chainId: number; rpcUrl: string }): Promise<TestWallet> {
-  const { account, chainId, rpcUrl } = parameters
+export async function installTestWallet(
+  page: Page,
+  parameters: {
+    account: PrivateKeyAccount
+    chainId: number
+    rpcUrl: string
+    /** Further chains the wallet can switch to (`wallet_switchEthereumChain`); it signs transactions on every one. */
+    otherChains?: readonly { chainId: number; rpcUrl: string }[] | undefined
+  },
+): Promise<TestWallet> {
+  let { account, chainId, rpcUrl } = parameters
+  const chains = [{ chainId, rpcUrl }, ...(parameters.otherChains ?? [])]
+  const emit = (event: string, data: unknown) =>
+    page.evaluate(
+      ([event, data]) => (window as unknown as { __consumerTestWalletEmit(event: string, data: unknown): void }).__consumerTestWalletEmit(event, data),
+      [event, data] as const,
+    )
   const requests: TestWalletRequest[] = []
   let connected = false
   let rejectSignature = false
@@ -50,7 +77,12 @@ export async function installTestWallet(page: Page, parameters: { account: Priva
       case 'wallet_switchEthereumChain': {
         const [{ chainId: requested } = { chainId: '' }] = params as [{ chainId: string }]
         if (Number(requested) === chainId) return { result: null }
-        return { error: { code: 4902, message: `Unrecognized chain ID ${requested}.` } }
+        const next = chains.find((chain) => chain.chainId === Number(requested))
+        if (!next) return { error: { code: 4902, message: `Unrecognized chain ID ${requested}.` } }
+        chainId = next.chainId
+        rpcUrl = next.rpcUrl
+        await emit('chainChanged', numberToHex(chainId))
+        return { result: null }
       }
       case 'wallet_revokePermissions':
         connected = false
@@ -64,6 +96,26 @@ export async function installTestWallet(page: Page, parameters: { account: Priva
           return { error: { code: 4001, message: 'User rejected the request.' } }
         }
         return { result: await account.signMessage({ message: isHex(message) ? { raw: message } : message }) }
+      }
+      case 'eth_signTypedData_v4': {
+        const [, typedData] = params as [string, string]
+        return { result: await account.signTypedData(JSON.parse(typedData) as TypedDataDefinition) }
+      }
+      case 'eth_sendTransaction': {
+        const [request] = params as [{ to: Hex; value?: Hex; data?: Hex }]
+        const chain = defineChain({
+          id: chainId,
+          name: `Chain ${chainId}`,
+          nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+          rpcUrls: { default: { http: [rpcUrl] } },
+        })
+        const wallet = createWalletClient({ account, chain, transport: http(rpcUrl) })
+        const transaction: TransactionRequest = {
+          to: request.to,
+          ...(request.value ? { value: BigInt(request.value) } : {}),
+          ...(request.data ? { data: request.data } : {}),
+        }
+        return { result: await wallet.sendTransaction(transaction) }
       }
       default: {
         const response = await fetch(rpcUrl, {
@@ -95,6 +147,9 @@ export async function installTestWallet(page: Page, parameters: { account: Priva
         listeners.get(event)?.delete(listener)
       },
     }
+    ;(window as unknown as { __consumerTestWalletEmit(event: string, data: unknown): void }).__consumerTestWalletEmit = (event, data) => {
+      for (const listener of [...(listeners.get(event) ?? [])]) listener(data)
+    }
     const detail = Object.freeze({ info: Object.freeze({ ...info }), provider })
     const announce = () => window.dispatchEvent(new CustomEvent('eip6963:announceProvider', { detail }))
     window.addEventListener('eip6963:requestProvider', announce)
@@ -108,6 +163,10 @@ export async function installTestWallet(page: Page, parameters: { account: Priva
     },
     rejectNextSignature() {
       rejectSignature = true
+    },
+    async switchAccount(next) {
+      account = next
+      await emit('accountsChanged', [next.address])
     },
   }
 }

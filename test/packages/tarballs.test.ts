@@ -125,6 +125,7 @@ describe.each(packages.map((pkg) => pkg.name))('%s', (name) => {
     expect(files.filter((file) => /(^|\/)(test|tests|fixtures|__snapshots__|\.latchkey)\/|\.test\.[cm]?[jt]sx?$|\.tsbuildinfo$/.test(file))).toEqual([])
     expect(files).toContain('package.json')
     expect(files).toContain('README.md')
+    expect(files).toContain('LICENSE')
     const built = files.filter((file) => file.startsWith('dist/') && file.endsWith('.js'))
     expect(built.length).toBeGreaterThan(0)
     // Every built module and declaration with code has its map; a barrel of re-exports has no code

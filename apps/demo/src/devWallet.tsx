@@ -131,6 +131,8 @@ function titleOf(method: string) {
       return 'Transaction request'
     case 'wallet_switchEthereumChain':
       return 'Switch network'
+    case 'wallet_sendCalls':
+      return 'Batch request'
     default:
       return method
   }

@@ -116,11 +116,19 @@ export {
 } from './signIn/actions.js'
 export { type ConnectAndSignInParameters, type ConnectAndSignInReturnType, connectAndSignIn } from './signIn/connectAndSignIn.js'
 export { serverAdapter } from './signIn/serverAdapter.js'
-export type { CreateMessageParameters, SignInAdapter, SignInSession, SignInState, SignInStatus, SignInStore } from './signIn/store.js'
+export {
+  type CreateMessageParameters,
+  createSignInStore,
+  type SignInAdapter,
+  type SignInSession,
+  type SignInState,
+  type SignInStatus,
+  type SignInStore,
+} from './signIn/store.js'
 export { initialState, type StateEvent, transition } from './state.js'
 export { createMemoryStorage, type KeyValueStorage } from './storage.js'
 export type * from './types.js'
-export type { Logger } from './utils/logger.js'
+export { type Logger, report } from './utils/logger.js'
 export { version } from './version.js'
 export {
   findWalletById,
