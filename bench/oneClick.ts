@@ -13,15 +13,8 @@ import { anvil, getFreePort } from '@latchkey/devnet'
 import { generateApiKeyPair } from '@latchkey/kms'
 import { createRelay } from '@latchkey/relay'
 import { createServerApp, openStore } from '@latchkey/server'
-import {
-  buildApprovedNamespaces,
-  type Cacao,
-  createCacao,
-  createSignClient,
-  formatAuthMessage,
-  populateAuthPayload,
-  type WebSocketConstructor,
-} from '@latchkey/walletconnect'
+import { buildApprovedNamespaces, type Cacao, createSignClient, type WebSocketConstructor } from '@latchkey/walletconnect'
+import { createCacao, formatAuthMessage, populateAuthPayload } from '@latchkey/walletconnect/cacao'
 import { privateKeyToAccount } from 'viem/accounts'
 import { WebSocket } from 'ws'
 
@@ -110,7 +103,7 @@ try {
 } finally {
   dapp.close()
   wallet.close()
-  store.close()
+  await store.close()
   await relay.stop()
   await chain.stop()
 }

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
-import { type Cacao, createCacao, formatAuthMessage, populateAuthPayload } from '@latchkey/walletconnect'
+import type { Cacao } from '@latchkey/walletconnect'
+import { createCacao, formatAuthMessage, populateAuthPayload } from '@latchkey/walletconnect/cacao'
 import { Web3Wallet } from '@walletconnect/web3wallet'
 import type { Page } from 'playwright-core'
 import { privateKeyToAccount } from 'viem/accounts'

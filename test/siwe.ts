@@ -1,5 +1,6 @@
 import type { SignInAdapter } from '@latchkey/core'
-import { type Cacao, formatAuthMessage } from '@latchkey/walletconnect'
+import type { Cacao } from '@latchkey/walletconnect'
+import { formatAuthMessage } from '@latchkey/walletconnect/cacao'
 import { createPublicClient, getAddress, http } from 'viem'
 import { parseSiweMessage, verifySiweMessage } from 'viem/siwe'
 import { testChains } from './chains.js'

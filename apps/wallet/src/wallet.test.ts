@@ -2,7 +2,6 @@ import { getFreePort } from '@latchkey/devnet'
 import { createRelay, type Relay } from '@latchkey/relay'
 import {
   createSignClient,
-  formatAuthMessage,
   memoryStorage,
   type PendingRequest,
   type Session,
@@ -10,6 +9,7 @@ import {
   type SignClientEvents,
   type WebSocketConstructor,
 } from '@latchkey/walletconnect'
+import { formatAuthMessage } from '@latchkey/walletconnect/cacao'
 import { ed25519 } from '@noble/curves/ed25519.js'
 import { utf8ToBytes } from '@noble/hashes/utils.js'
 import { base58 } from '@scure/base'

@@ -3,20 +3,18 @@ import {
   buildApprovedNamespaces,
   type Cacao,
   chainsOf,
-  createCacao,
   createSignClient,
-  formatAuthMessage,
   type JsonRpcErrorObject,
   type KeyValueStorage,
   type PendingRequest,
   type ProposalParams,
-  populateAuthPayload,
   SdkErrors,
   type Session,
   type SignClient,
   type SignClientEvents,
   type WebSocketConstructor,
 } from '@latchkey/walletconnect'
+import { createCacao, formatAuthMessage, populateAuthPayload } from '@latchkey/walletconnect/cacao'
 import { ed25519 } from '@noble/curves/ed25519.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { concatBytes, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'

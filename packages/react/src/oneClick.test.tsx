@@ -1,15 +1,8 @@
 // @vitest-environment happy-dom
 
 import { createClient, createMemoryStorage, walletConnect } from '@latchkey/core'
-import {
-  type Cacao,
-  createCacao,
-  createSignClient,
-  formatAuthMessage,
-  memoryStorage,
-  populateAuthPayload,
-  type WebSocketConstructor,
-} from '@latchkey/walletconnect'
+import { type Cacao, createSignClient, memoryStorage, type WebSocketConstructor } from '@latchkey/walletconnect'
+import { createCacao, formatAuthMessage, populateAuthPayload } from '@latchkey/walletconnect/cacao'
 import { cleanup, render, screen, waitFor } from '@testing-library/react'
 import userEvent from '@testing-library/user-event'
 import { privateKeyToAccount } from 'viem/accounts'

@@ -1,4 +1,5 @@
-import { type AuthPayload, createCacao, createRecap, formatAuthMessage } from '@latchkey/walletconnect'
+import type { AuthPayload } from '@latchkey/walletconnect'
+import { createCacao, createRecap, formatAuthMessage } from '@latchkey/walletconnect/cacao'
 import { privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'

@@ -190,28 +190,11 @@ export class MethodNotGrantedError extends WalletConnectError {
 }
 
 /** `pair` with a URI whose pairing already carries a session. */
-export class PairingInUseError extends WalletConnectError {
-  override name = 'PairingInUseError'
-  constructor(topic: string) {
-    super('pairing_in_use', 'This pairing is already in use.', { details: `topic ${topic}` })
-  }
-}
-
+export class PairingInUseError extends providerError('PairingInUseError', 'pairing_in_use', 'This pairing is already in use.') {}
 /** `approve`/`reject` (or their one-click forms) with an id that names no pending proposal. */
-export class ProposalNotFoundError extends WalletConnectError {
-  override name = 'ProposalNotFoundError'
-  constructor(id: number) {
-    super('proposal_not_found', 'There is no such proposal.', { details: `id ${id}` })
-  }
-}
-
+export class ProposalNotFoundError extends providerError('ProposalNotFoundError', 'proposal_not_found', 'There is no such proposal.') {}
 /** `update` from the side that does not control the session (the dapp). */
-export class NotControllerError extends WalletConnectError {
-  override name = 'NotControllerError'
-  constructor(topic: string) {
-    super('not_controller', 'Only the wallet can update a session.', { details: `topic ${topic}` })
-  }
-}
+export class NotControllerError extends providerError('NotControllerError', 'not_controller', 'Only the wallet can update a session.') {}
 
 /** `emit` of an event the dapp did not ask for on that chain. */
 export class EventNotGrantedError extends WalletConnectError {
@@ -222,9 +205,8 @@ export class EventNotGrantedError extends WalletConnectError {
 }
 
 /** One-click sign-in parameters that cannot make a CAIP-222 request (no chains, no domain, a bad nonce). */
-export class InvalidAuthenticateParametersError extends WalletConnectError {
-  override name = 'InvalidAuthenticateParametersError'
-  constructor(details: string) {
-    super('invalid_authenticate_parameters', 'The sign-in request is not valid.', { details })
-  }
-}
+export class InvalidAuthenticateParametersError extends providerError(
+  'InvalidAuthenticateParametersError',
+  'invalid_authenticate_parameters',
+  'The sign-in request is not valid.',
+) {}

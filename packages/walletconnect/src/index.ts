@@ -11,20 +11,8 @@ export {
   signRelayJwt,
   verifyRelayJwt,
 } from './auth.js'
-export {
-  chainsOfRecap,
-  createCacao,
-  createRecap,
-  decodeRecap,
-  encodeRecap,
-  formatAuthMessage,
-  methodsOfRecap,
-  parseDidPkh,
-  populateAuthPayload,
-  type Recap,
-  recapOf,
-  recapStatement,
-} from './cacao.js'
+// CACAO and ReCap helpers: `@latchkey/walletconnect/cacao`, apart, so that a dapp that never signs in
+// with one click does not download them with the protocol.
 export {
   type DecodedEnvelope,
   decodeEnvelope,

@@ -263,6 +263,31 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
     accounts = accountsOn(chainId)
   }
 
+  function connected(next: Session, preferred: readonly number[]): Session {
+    adopt(next, preferred)
+    emitter.emit('connect', { chainId: toHex(chainId) })
+    emitter.emit('accountsChanged', accounts)
+    return next
+  }
+
+  /** One pairing attempt at a time: a newer one resets an older one; the caller's signal aborts it. */
+  async function exclusive<result>(signal: AbortSignal | undefined, run: (signal: AbortSignal) => Promise<result>): Promise<result> {
+    if (signal?.aborted) throw new PairingAbortedError()
+    pending?.abort(new ConnectionResetError())
+    const controller = new AbortController()
+    pending = controller
+    const onAbort = () => controller.abort(new PairingAbortedError())
+    signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      return await run(controller.signal)
+    } catch (error) {
+      throw controller.signal.aborted ? controller.signal.reason : error
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+      if (pending === controller) pending = undefined
+    }
+  }
+
   function ended(topic: string) {
     session = undefined
     accounts = []
@@ -347,13 +372,6 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
       if (!chains.length) throw new InvalidChainsError('chains must name at least one chain')
       const sessionProperties = parameters.sessionProperties ?? options.sessionProperties
 
-      if (parameters.signal?.aborted) throw new PairingAbortedError()
-      // One attempt at a time: a newer connect resets an older one.
-      pending?.abort(new ConnectionResetError())
-      const controller = new AbortController()
-      pending = controller
-      const onAbort = () => controller.abort(new PairingAbortedError())
-      parameters.signal?.addEventListener('abort', onAbort, { once: true })
       const required = chains.length
         ? {
             eip155: {
@@ -364,25 +382,21 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
           }
         : {}
       const optional = { ...options.namespaces, eip155: optionalEip155(chains, optionalChains) }
-      try {
+      return exclusive(parameters.signal, async (signal) => {
         const maxAttempts = options.maxPairingAttempts ?? MAX_PAIRING_ATTEMPTS
         for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-          controller.signal.throwIfAborted()
+          signal.throwIfAborted()
           const { uri, approval } = await requireClient().connect({
             requiredNamespaces: required,
             optionalNamespaces: optional,
-            signal: controller.signal,
+            signal,
             ...(sessionProperties ? { sessionProperties: { ...sessionProperties } } : {}),
           })
           emitter.emit('display_uri', uri)
           try {
-            const next = await approval()
-            adopt(next, [...chains, ...optionalChains])
-            emitter.emit('connect', { chainId: toHex(chainId) })
-            emitter.emit('accountsChanged', accounts)
-            return next
+            return connected(await approval(), [...chains, ...optionalChains])
           } catch (error) {
-            if (controller.signal.aborted) throw controller.signal.reason
+            if (signal.aborted) throw signal.reason
             if (error instanceof ExpiredError) continue
             if (error instanceof PeerError) {
               emitter.emit('message', { type: 'connection_rejected', data: new ConnectionRejectedError(error.message, error) })
@@ -393,54 +407,32 @@ export function createEthereumProvider(options: EthereumProviderOptions): Ethere
           }
         }
         throw new MaxPairingAttemptsError(`${maxAttempts} attempts`)
-      } catch (error) {
-        throw controller.signal.aborted ? controller.signal.reason : error
-      } finally {
-        parameters.signal?.removeEventListener('abort', onAbort)
-        if (pending === controller) pending = undefined
-      }
+      })
     },
 
     async authenticate({ signal, ...fields }) {
       requireClient()
-      const chains = options.chains
-      const optionalChains = options.optionalChains ?? []
+      const { chains, optionalChains = [] } = options
       if (!chains.length) throw new InvalidChainsError('chains must name at least one chain')
-      if (signal?.aborted) throw new PairingAbortedError()
-      pending?.abort(new ConnectionResetError())
-      const controller = new AbortController()
-      pending = controller
-      const onAbort = () => controller.abort(new PairingAbortedError())
-      signal?.addEventListener('abort', onAbort, { once: true })
       const eip = optionalEip155(chains, optionalChains)
-      try {
+      const signed = await exclusive(signal, async (inner) => {
         const { uri, response } = await requireClient().authenticate({
           ...fields,
-          chains: eip.chains,
-          methods: eip.methods,
-          events: eip.events,
+          ...eip,
           ...(options.sessionProperties ? { sessionProperties: { ...options.sessionProperties } } : {}),
-          signal: controller.signal,
+          signal: inner,
         })
         emitter.emit('display_uri', uri)
         try {
           const { session: next, cacaos } = await response()
-          adopt(next, [...chains, ...optionalChains])
-          emitter.emit('connect', { chainId: toHex(chainId) })
-          emitter.emit('accountsChanged', accounts)
-          return cacaos ? { session: next, cacaos } : { session: next }
+          return { session: connected(next, [...chains, ...optionalChains]), ...(cacaos ? { cacaos } : {}) }
         } catch (error) {
-          if (controller.signal.aborted) throw controller.signal.reason
           // A refusal or silence: the wallet may still connect the plain way, then sign in with personal_sign.
-          if (!(error instanceof ExpiredError || error instanceof PeerError)) throw error
+          if (inner.aborted || !(error instanceof ExpiredError || error instanceof PeerError)) throw error
+          return undefined
         }
-      } catch (error) {
-        throw controller.signal.aborted ? controller.signal.reason : error
-      } finally {
-        signal?.removeEventListener('abort', onAbort)
-        if (pending === controller) pending = undefined
-      }
-      return { session: await self.connect(signal ? { signal } : {}) }
+      })
+      return signed ?? { session: await self.connect(signal ? { signal } : {}) }
     },
 
     async request(args, chain) {

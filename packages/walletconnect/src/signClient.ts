@@ -2,7 +2,6 @@ import { decrypt } from './crypto.js'
 import { PeerError } from './errors.js'
 import { isRequest, isResponse, type JsonRpcRequest } from './jsonrpc.js'
 import type { RelayMessage } from './relayClient.js'
-import { createAuth } from './sign/auth.js'
 import { createContext, type SignContext, toPairing, toSession } from './sign/context.js'
 import { requestSchemas } from './sign/messages.js'
 import { createPairings } from './sign/pairing.js'
@@ -62,7 +61,9 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
   const sessions = createSessions(ctx, pairings)
   const proposals = createProposals(ctx, pairings)
   const requests = createRequests(ctx, sessions)
-  const auth = createAuth(ctx, pairings, proposals)
+  // One-click sign-in (and its CACAO and ReCap code) loads with its first use: most sessions never need it.
+  let authPart: Promise<ReturnType<typeof import('./sign/auth.js').createAuth>> | undefined
+  const auth = () => (authPart ??= import('./sign/auth.js').then(({ createAuth }) => createAuth(ctx, pairings, proposals)))
   const wake = () => void cleanup().catch(ctx.report)
 
   const handlers: Record<string, (topic: string, id: number, params: never) => Promise<unknown>> = {
@@ -71,7 +72,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
     ...requests.handlers,
     wc_sessionPropose: (topic, id, params) => proposals.onPropose(topic, id, params, ignoresFallback(topic)),
     wc_sessionSettle: (topic, id, params) => proposals.onSettle(topic, id, params),
-    wc_sessionAuthenticate: (topic, id, params) => auth.onRequest(topic, id, params),
+    wc_sessionAuthenticate: async (topic, id, params) => (await auth()).onRequest(topic, id, params),
   }
 
   /** A wallet that answers one-click requests leaves their fallback proposal unseen. */
@@ -83,7 +84,8 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
     let text: string | undefined
     try {
       const symKey = ctx.keyFor(topic)
-      text = symKey ? decrypt({ symKey, envelope: message }) : auth.open(topic, message)
+      if (symKey) text = decrypt({ symKey, envelope: message })
+      else if (ctx.auths.values().some((record) => record.responseTopic === topic)) text = (await auth()).open(topic, message)
     } catch (error) {
       return ctx.report(error)
     }
@@ -101,7 +103,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
     try {
       if (isRequest(payload)) return await onRequest(topic, payload)
       if (isResponse(payload)) {
-        if (await auth.onResponse(topic, payload)) return
+        if (ctx.auths.get(String(payload.id)) && (await (await auth()).onResponse(topic, payload))) return
         if (await proposals.onResponse(topic, payload)) return
         const entry = ctx.settleOutgoing(topic, payload)
         if (!entry) return
@@ -141,7 +143,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
         await sessions.remove(session.topic)
         ctx.events.emit('session_expire', { topic: session.topic })
       }
-    await auth.expire()
+    if (ctx.auths.keys().length) await (await auth()).expire()
     await proposals.expire()
     for (const pairing of ctx.pairings.values())
       if (pairing.expiry <= t) {
@@ -167,7 +169,7 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
     clientId: ctx.relay.clientId,
     metadata: options.metadata,
     connect: (parameters) => proposals.connect(parameters, wake),
-    authenticate: (parameters) => auth.authenticate(parameters, wake),
+    authenticate: async (parameters) => (await auth()).authenticate(parameters, wake),
     request: requests.request,
     pair: pairings.pair,
     approve: proposals.approve,
@@ -175,8 +177,8 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
     respond: requests.respond,
     update: sessions.update,
     emit: sessions.emit,
-    approveAuthenticate: auth.approveAuthenticate,
-    rejectAuthenticate: auth.rejectAuthenticate,
+    approveAuthenticate: async (parameters) => (await auth()).approveAuthenticate(parameters),
+    rejectAuthenticate: async (parameters) => (await auth()).rejectAuthenticate(parameters),
     extend: sessions.extend,
     ping: sessions.ping,
     disconnect: sessions.disconnect,
@@ -196,7 +198,11 @@ export async function createSignClient(options: SignClientOptions): Promise<Sign
         .filter((p) => p.role === 'wallet')
         .map((p) => p.params),
     pendingRequests: () => ctx.requests.values(),
-    pendingAuthenticates: auth.pending,
+    pendingAuthenticates: () =>
+      ctx.auths
+        .values()
+        .filter((record) => record.role === 'wallet')
+        .map((record) => ({ id: record.id, topic: record.pairingTopic, params: record.request })),
     cleanup,
     close() {
       clearInterval(sweeper)

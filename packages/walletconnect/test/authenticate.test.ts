@@ -8,15 +8,13 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { WebSocket } from 'ws'
 import { anvilKeys } from '../../../test/chains.js'
+import { createCacao, formatAuthMessage, populateAuthPayload } from '../src/cacao.js'
 import {
   type AuthenticateParameters,
   type Cacao,
-  createCacao,
   createEthereumProvider,
   ExpiredError,
-  formatAuthMessage,
   PeerError,
-  populateAuthPayload,
   type SignClient,
   type WebSocketConstructor,
 } from '../src/index.js'

@@ -1,16 +1,7 @@
 import { getFreePort } from '@latchkey/devnet'
 import { createRelay, type Relay } from '@latchkey/relay'
-import {
-  buildApprovedNamespaces,
-  type Cacao,
-  createCacao,
-  createSignClient,
-  formatAuthMessage,
-  memoryStorage,
-  populateAuthPayload,
-  type SignClient,
-  type WebSocketConstructor,
-} from '@latchkey/walletconnect'
+import { buildApprovedNamespaces, type Cacao, createSignClient, memoryStorage, type SignClient, type WebSocketConstructor } from '@latchkey/walletconnect'
+import { createCacao, formatAuthMessage, populateAuthPayload } from '@latchkey/walletconnect/cacao'
 import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from 'vitest'
 import { WebSocket } from 'ws'

@@ -1,4 +1,4 @@
-import { formatAuthMessage, parseDidPkh } from '@latchkey/walletconnect'
+import { formatAuthMessage, parseDidPkh } from '@latchkey/walletconnect/cacao'
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { ServerError } from '../errors.js'

@@ -6,12 +6,13 @@ import { ExpiredError, InvalidAuthenticateParametersError, PairingAbortedError, 
 import { isErrorResponse, type JsonRpcErrorObject, type JsonRpcResponse, payloadId } from '../jsonrpc.js'
 import { isChainId, namespaceOf, type SessionNamespaces } from '../namespaces.js'
 import { formatPairingUri } from '../uri.js'
+import { authenticateParams, authenticateResult } from './authMessages.js'
 import type { AuthenticateParameters, AuthenticateRequest, AuthenticateResult, AuthRecord, Cacao } from './authTypes.js'
 import { type Deferred, RPC, SEVEN_DAYS, type SessionRecord, type SignContext, toSession } from './context.js'
-import { type authenticateParams, authenticateResult, toMetadata } from './messages.js'
+import { toMetadata } from './messages.js'
 import type { Pairings } from './pairing.js'
 import type { Proposals } from './proposal.js'
-import { type Infer, parse } from './schema.js'
+import { parse } from './schema.js'
 import { SdkErrors } from './sdkErrors.js'
 import type { Session } from './types.js'
 
@@ -160,6 +161,7 @@ export function createAuth(ctx: SignContext, pairings: Pairings, proposals: Prop
 
   /** Dapp: the key of a response topic, from the type 1 envelope's sender key. */
   function open(topic: string, envelope: string): string | undefined {
+    // Only a response topic of ours has no key of its own: its key comes with each envelope.
     const record = auths.values().find((auth) => auth.responseTopic === topic)
     if (!record?.privateKey) return undefined
     const { senderPublicKey } = decodeEnvelope(envelope)
@@ -225,8 +227,11 @@ export function createAuth(ctx: SignContext, pairings: Pairings, proposals: Prop
   }
 
   /** Wallet: a one-click request on a pairing we hold. */
-  async function onRequest(topic: string, id: number, params: Infer<typeof authenticateParams>) {
+  async function onRequest(topic: string, id: number, input: unknown) {
     if (!ctx.pairings.get(topic)) return
+    const checked = parse(authenticateParams, input)
+    if (!checked.ok) return ctx.logger.warn(`WalletConnect: dropped ${METHOD} on ${topic}: ${checked.issue.path} ${checked.issue.message}`)
+    const params = checked.value
     // Without a listener this wallet cannot sign; the dapp waits for the fallback proposal instead.
     if (!ctx.events.listenerCount('session_authenticate')) return ctx.sendError(topic, id, METHOD, SdkErrors.methodUnsupported)
     if (params.expiryTimestamp < ctx.now()) return
@@ -241,7 +246,7 @@ export function createAuth(ctx: SignContext, pairings: Pairings, proposals: Prop
 
   function requireWalletRequest(id: number): AuthRecord {
     const record = auths.get(String(id))
-    if (record?.role !== 'wallet') throw new ProposalNotFoundError(id)
+    if (record?.role !== 'wallet') throw new ProposalNotFoundError(`id ${id}`)
     return record
   }
 
@@ -298,11 +303,5 @@ export function createAuth(ctx: SignContext, pairings: Pairings, proposals: Prop
       }
   }
 
-  const pending = () =>
-    auths
-      .values()
-      .filter((record) => record.role === 'wallet')
-      .map((record) => ({ id: record.id, topic: record.pairingTopic, params: record.request }))
-
-  return { authenticate, open, onResponse, onRequest, approveAuthenticate, rejectAuthenticate, expire, pending }
+  return { authenticate, open, onResponse, onRequest, approveAuthenticate, rejectAuthenticate, expire }
 }

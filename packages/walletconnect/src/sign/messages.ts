@@ -1,4 +1,4 @@
-import { array, type Infer, literal, number, object, optional, record, type Schema, string, union, unknown } from './schema.js'
+import { array, type Infer, number, object, optional, record, type Schema, string, unknown } from './schema.js'
 import type { Metadata } from './types.js'
 
 /*
@@ -9,7 +9,6 @@ import type { Metadata } from './types.js'
  */
 
 const HEX_32 = /^[0-9a-f]{64}$/
-const strings = array(string(), { max: 1000 })
 
 export const metadata = object({
   name: string(),
@@ -21,20 +20,13 @@ export const metadata = object({
 
 export const participant = object({ publicKey: string(HEX_32), metadata })
 
-const proposalNamespace = object({ chains: optional(strings), methods: strings, events: strings, rpcMap: optional(record(string())) })
-const sessionNamespace = object({
-  accounts: strings,
-  chains: optional(strings),
-  methods: strings,
-  events: strings,
-  defaultChain: optional(string()),
-  rpcMap: optional(record(string())),
-})
+// Namespaces are checked in full by namespaces.ts (assertProposalNamespaces, assertSessionNamespaces).
+const namespaces = record(unknown())
 const properties = record(string())
 
 export const proposeParams = object({
-  requiredNamespaces: optional(record(proposalNamespace)),
-  optionalNamespaces: optional(record(proposalNamespace)),
+  requiredNamespaces: optional(namespaces),
+  optionalNamespaces: optional(namespaces),
   relays: optional(array(object({ protocol: string() }))),
   proposer: participant,
   expiryTimestamp: optional(number()),
@@ -43,7 +35,7 @@ export const proposeParams = object({
 
 export const settleParams = object({
   relay: optional(object({ protocol: string() })),
-  namespaces: record(sessionNamespace),
+  namespaces,
   controller: participant,
   expiry: number(),
   sessionProperties: optional(properties),
@@ -55,38 +47,10 @@ export const sessionRequestParams = object({
 })
 
 export const sessionEventParams = object({ event: object({ name: string(), data: unknown() }), chainId: string() })
-export const sessionUpdateParams = object({ namespaces: record(sessionNamespace) })
+export const sessionUpdateParams = object({ namespaces })
 export const empty = unknown()
 
 export const proposeResult = object({ relay: optional(object({ protocol: string() })), responderPublicKey: string(HEX_32) })
-
-/** CAIP-122 fields, as they travel in `wc_sessionAuthenticate` and inside a CACAO. */
-const authFields = {
-  domain: string(),
-  aud: string(),
-  version: string(),
-  nonce: string(),
-  iat: string(),
-  nbf: optional(string()),
-  exp: optional(string()),
-  statement: optional(string()),
-  requestId: optional(string()),
-  resources: optional(array(string(), { max: 100 })),
-}
-
-export const authenticateParams = object({
-  authPayload: object({ type: optional(string()), chains: array(string(), { max: 100 }), ...authFields }),
-  requester: participant,
-  expiryTimestamp: number(),
-})
-
-export const cacao = object({
-  h: object({ t: union(literal('caip122'), literal('eip4361')) }),
-  p: object({ iss: string(), ...authFields }),
-  s: object({ t: string(), s: string(), m: optional(string()) }),
-})
-
-export const authenticateResult = object({ cacaos: array(cacao, { max: 100 }), responder: participant })
 
 /** Requests by method; a method not listed here is answered with "Unsupported wc_ method". */
 export const requestSchemas: Record<string, Schema<unknown>> = {
@@ -100,7 +64,8 @@ export const requestSchemas: Record<string, Schema<unknown>> = {
   wc_sessionDelete: empty,
   wc_pairingPing: empty,
   wc_pairingDelete: empty,
-  wc_sessionAuthenticate: authenticateParams,
+  // Checked by sign/auth.ts, which loads with the first one-click request.
+  wc_sessionAuthenticate: unknown(),
 }
 
 /** Metadata as the rest of the client types it: a peer may leave out description and icons. */

@@ -11,11 +11,11 @@ import type { Metadata, Pairing } from './types.js'
  */
 
 export function createPairings(ctx: SignContext) {
-  const { pairings, proposals, auths, relay } = ctx
+  const { pairings, proposals, auths, relay, sendResult, now, report, events } = ctx
 
   function activate(topic: string, peerMetadata: Metadata) {
     const pairing = pairings.get(topic)
-    if (pairing) pairings.set(topic, { ...pairing, active: true, expiry: ctx.now() + THIRTY_DAYS, peerMetadata })
+    if (pairing) pairings.set(topic, { ...pairing, active: true, expiry: now() + THIRTY_DAYS, peerMetadata })
   }
 
   /** Drops a pairing with every proposal and one-click request that waits on it. */
@@ -35,8 +35,8 @@ export function createPairings(ctx: SignContext) {
   }
 
   async function pair({ uri }: { uri: string }): Promise<Pairing> {
-    const parsed = parsePairingUri(uri, { now: ctx.now() })
-    if (pairings.get(parsed.topic)?.active) throw new PairingInUseError(parsed.topic)
+    const parsed = parsePairingUri(uri, { now: now() })
+    if (pairings.get(parsed.topic)?.active) throw new PairingInUseError(`topic ${parsed.topic}`)
     const pairing: PairingRecord = {
       topic: parsed.topic,
       symKey: parsed.symKey,
@@ -51,14 +51,14 @@ export function createPairings(ctx: SignContext) {
 
   const handlers = {
     async wc_pairingPing(topic: string, id: number) {
-      await ctx.sendResult(topic, id, 'wc_pairingPing', true)
-      ctx.events.emit('pairing_ping', { id, topic })
+      await sendResult(topic, id, 'wc_pairingPing', true)
+      events.emit('pairing_ping', { id, topic })
     },
     async wc_pairingDelete(topic: string, id: number) {
       if (!pairings.get(topic)) return
-      await ctx.sendResult(topic, id, 'wc_pairingDelete', true).catch(ctx.report)
+      await sendResult(topic, id, 'wc_pairingDelete', true).catch(report)
       await remove(topic)
-      ctx.events.emit('pairing_delete', { id, topic })
+      events.emit('pairing_delete', { id, topic })
     },
   }
 

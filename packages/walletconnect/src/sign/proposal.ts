@@ -26,7 +26,7 @@ type SettleParams = {
 }
 
 export function createProposals(ctx: SignContext, pairings: Pairings) {
-  const { proposals, approvals, sessions, relay } = ctx
+  const { proposals, approvals, sessions, relay, sendError, sendResult, sendRequest, now, logger, events } = ctx
 
   function settleApproval(id: number, error: Error) {
     const approval = approvals.get(id)
@@ -70,10 +70,10 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
       ...(parameters.fallbackFor === undefined ? {} : { fallbackFor: parameters.fallbackFor }),
     })
     const approval = new Promise<Session>((resolve, reject) => {
-      approvals.set(id, { resolve, reject, timer: unrefTimer(onExpire, (parameters.expiryTimestamp - ctx.now()) * 1000 + 50) })
+      approvals.set(id, { resolve, reject, timer: unrefTimer(onExpire, (parameters.expiryTimestamp - now()) * 1000 + 50) })
     })
     approval.catch(() => undefined)
-    await ctx.sendRequest(parameters.pairingTopic, 'wc_sessionPropose', params, { id, awaitResponse: false })
+    await sendRequest(parameters.pairingTopic, 'wc_sessionPropose', params, { id, awaitResponse: false })
     return { id, approval }
   }
 
@@ -91,7 +91,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
     signal?.throwIfAborted()
     const symKey = generateSymKey()
     const pairingTopic = topicOf(symKey)
-    const expiryTimestamp = ctx.now() + FIVE_MINUTES
+    const expiryTimestamp = now() + FIVE_MINUTES
     ctx.pairings.set(pairingTopic, { topic: pairingTopic, symKey, expiry: expiryTimestamp, active: false })
     await relay.subscribe(pairingTopic)
     const { id, approval } = await propose(
@@ -112,7 +112,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
 
   function requireWalletProposal(id: number): ProposalRecord {
     const proposal = proposals.get(String(id))
-    if (proposal?.role !== 'wallet') throw new ProposalNotFoundError(id)
+    if (proposal?.role !== 'wallet') throw new ProposalNotFoundError(`id ${id}`)
     return proposal
   }
 
@@ -126,7 +126,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
     sessionProperties?: Record<string, string> | undefined
   }) {
     const proposal = requireWalletProposal(id)
-    if (proposal.params.expiryTimestamp <= ctx.now()) throw new ExpiredError('Proposal')
+    if (proposal.params.expiryTimestamp <= now()) throw new ExpiredError('Proposal')
     assertSessionNamespaces(namespaces)
     assertConforms(namespaces, proposal.params.requiredNamespaces)
     const { pairingTopic, proposer } = proposal.params
@@ -140,7 +140,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
       relay: { protocol: 'irn' },
       namespaces,
       controller: self,
-      expiry: ctx.now() + SEVEN_DAYS,
+      expiry: now() + SEVEN_DAYS,
       ...(properties ? { sessionProperties: properties } : {}),
     }
     sessions.set(topic, {
@@ -160,9 +160,9 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
     })
     proposals.delete(String(id))
     await relay.subscribe(topic)
-    await ctx.sendResult(pairingTopic, id, 'wc_sessionPropose', { relay: { protocol: 'irn' }, responderPublicKey: keys.publicKey })
+    await sendResult(pairingTopic, id, 'wc_sessionPropose', { relay: { protocol: 'irn' }, responderPublicKey: keys.publicKey })
     pairings.activate(pairingTopic, proposer.metadata)
-    const acknowledged = ctx.sendRequest(topic, 'wc_sessionSettle', settle).then(() => {
+    const acknowledged = sendRequest(topic, 'wc_sessionSettle', settle).then(() => {
       const session = sessions.get(topic)
       if (!session) throw new SessionNotFoundError(topic)
       sessions.set(topic, { ...session, acknowledged: true })
@@ -175,7 +175,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
   async function reject({ id, reason = SdkErrors.userRejected }: { id: number; reason?: JsonRpcErrorObject | undefined }) {
     const proposal = requireWalletProposal(id)
     proposals.delete(String(id))
-    await ctx.sendError(proposal.params.pairingTopic, id, 'wc_sessionPropose', reason, RPC.wc_sessionPropose!.reject)
+    await sendError(proposal.params.pairingTopic, id, 'wc_sessionPropose', reason, RPC.wc_sessionPropose!.reject)
   }
 
   /** Wallet: a proposal arrived on a pairing we hold. */
@@ -188,9 +188,9 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
       assertProposalNamespaces(requiredNamespaces)
       assertProposalNamespaces(optionalNamespaces)
     } catch {
-      return ctx.sendError(topic, id, 'wc_sessionPropose', { code: 1006, message: 'Invalid namespaces.' }, RPC.wc_sessionPropose!.reject)
+      return sendError(topic, id, 'wc_sessionPropose', { code: 1006, message: 'Invalid namespaces.' }, RPC.wc_sessionPropose!.reject)
     }
-    if (params.expiryTimestamp !== undefined && params.expiryTimestamp < ctx.now()) return
+    if (params.expiryTimestamp !== undefined && params.expiryTimestamp < now()) return
     const proposer = { publicKey: params.proposer.publicKey, metadata: toMetadata(params.proposer.metadata) }
     const proposal: ProposalParams = {
       id,
@@ -198,7 +198,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
       optionalNamespaces,
       relays: params.relays ?? [{ protocol: 'irn' }],
       proposer,
-      expiryTimestamp: params.expiryTimestamp ?? ctx.now() + FIVE_MINUTES,
+      expiryTimestamp: params.expiryTimestamp ?? now() + FIVE_MINUTES,
       pairingTopic: topic,
       ...(params.sessionProperties ? { sessionProperties: params.sessionProperties } : {}),
     }
@@ -206,7 +206,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
     // The fallback of a one-click request this wallet answers itself: kept out of sight.
     if (ignore) return
     proposals.set(String(id), { params: proposal, role: 'wallet' })
-    ctx.events.emit('session_proposal', { id, params: proposal })
+    events.emit('session_proposal', { id, params: proposal })
   }
 
   /** Dapp: the settlement arrived on the session topic the wallet's answer named. */
@@ -217,7 +217,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
       assertSessionNamespaces(params.namespaces)
       assertConforms(params.namespaces, proposal.params.requiredNamespaces)
     } catch (error) {
-      await ctx.sendError(topic, id, 'wc_sessionSettle', SdkErrors.invalidSettle)
+      await sendError(topic, id, 'wc_sessionSettle', SdkErrors.invalidSettle)
       proposals.delete(String(proposal.params.id))
       settleApproval(proposal.params.id, error as Error)
       return
@@ -243,7 +243,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
     sessions.set(topic, session)
     proposals.delete(String(proposal.params.id))
     pairings.activate(proposal.params.pairingTopic, controller.metadata)
-    await ctx.sendResult(topic, id, 'wc_sessionSettle', true)
+    await sendResult(topic, id, 'wc_sessionSettle', true)
     const view = toSession(session)
     const approval = approvals.get(proposal.params.id)
     if (approval) {
@@ -251,7 +251,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
       approvals.delete(proposal.params.id)
       approval.resolve(view)
     }
-    ctx.events.emit('session_connect', { session: view })
+    events.emit('session_connect', { session: view })
   }
 
   /** Dapp: the wallet's answer to a proposal; true when `response` was one. */
@@ -265,7 +265,7 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
     }
     const result = parse(proposeResult, response.result)
     if (!result.ok || !proposal.privateKey) {
-      if (!result.ok) ctx.logger.warn(`WalletConnect: dropped a malformed wc_sessionPropose answer (${result.issue.path} ${result.issue.message})`)
+      if (!result.ok) logger.warn(`WalletConnect: dropped a malformed wc_sessionPropose answer (${result.issue.path} ${result.issue.message})`)
       return true
     }
     const sessionSymKey = deriveSymKey(proposal.privateKey, result.value.responderPublicKey)
@@ -277,13 +277,13 @@ export function createProposals(ctx: SignContext, pairings: Pairings) {
 
   /** Drops expired proposals; returns their ids. */
   async function expire() {
-    const t = ctx.now()
+    const t = now()
     for (const proposal of proposals.values())
       if (proposal.params.expiryTimestamp <= t) {
         proposals.delete(String(proposal.params.id))
         if (proposal.sessionTopic) await relay.unsubscribe(proposal.sessionTopic)
         settleApproval(proposal.params.id, new ExpiredError('Proposal'))
-        ctx.events.emit('proposal_expire', { id: proposal.params.id })
+        events.emit('proposal_expire', { id: proposal.params.id })
       }
   }
 

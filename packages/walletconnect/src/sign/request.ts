@@ -17,7 +17,7 @@ import type { PendingRequest, SessionRequestParams } from './types.js'
 const MAX_PENDING_REQUESTS = 200
 
 export function createRequests(ctx: SignContext, sessions: Sessions) {
-  const { requests } = ctx
+  const { requests, sendError, sendRequest, now, events, publish } = ctx
 
   async function request<result = unknown>({
     topic,
@@ -34,32 +34,32 @@ export function createRequests(ctx: SignContext, sessions: Sessions) {
     if (!granted.methods.has(request.method)) throw new MethodNotGrantedError(request.method, chainId)
     const ttl = Math.min(SEVEN_DAYS, Math.max(FIVE_MINUTES, expiry))
     const params: SessionRequestParams = {
-      request: { method: request.method, params: request.params ?? [], expiryTimestamp: ctx.now() + ttl },
+      request: { method: request.method, params: request.params ?? [], expiryTimestamp: now() + ttl },
       chainId,
     }
-    return (await ctx.sendRequest(topic, 'wc_sessionRequest', params, { ttl })) as result
+    return (await sendRequest(topic, 'wc_sessionRequest', params, { ttl })) as result
   }
 
   async function respond({ topic, response }: { topic: string; response: JsonRpcResponse }) {
     sessions.require(topic)
     requests.delete(String(response.id))
-    await ctx.publish(topic, response, RPC.wc_sessionRequest!.res)
+    await publish(topic, response, RPC.wc_sessionRequest!.res)
   }
 
   const handlers = {
     async wc_sessionRequest(topic: string, id: number, { request: inner, chainId }: Infer<typeof sessionRequestParams>) {
-      const fail = (error: { code: number; message: string }) => ctx.sendError(topic, id, 'wc_sessionRequest', error)
+      const fail = (error: { code: number; message: string }) => sendError(topic, id, 'wc_sessionRequest', error)
       const session = ctx.sessions.get(topic)
       if (!session) return fail(SdkErrors.noMatchingKey)
       const granted = grantedFor(session, chainId)
       if (!granted) return fail(SdkErrors.unsupportedChains)
       if (!granted.methods.has(inner.method)) return fail(SdkErrors.unauthorizedMethod)
-      if (inner.expiryTimestamp !== undefined && inner.expiryTimestamp < ctx.now()) return fail(SdkErrors.expired)
+      if (inner.expiryTimestamp !== undefined && inner.expiryTimestamp < now()) return fail(SdkErrors.expired)
       const pending: PendingRequest = { id, topic, params: { request: inner, chainId } }
       const all = requests.values()
       if (all.length >= MAX_PENDING_REQUESTS) requests.delete(String(all[0]!.id))
       requests.set(String(id), pending)
-      ctx.events.emit('session_request', pending)
+      events.emit('session_request', pending)
     },
   }
 

@@ -34,11 +34,11 @@ export function requireChain(session: Session, chainId: string) {
 }
 
 export function createSessions(ctx: SignContext, pairings: Pairings) {
-  const { sessions, requests, relay } = ctx
+  const { sessions, requests, relay, sendError, sendResult, sendRequest, now, report, events } = ctx
 
   function require(topic: string): SessionRecord {
     const session = sessions.get(topic)
-    if (!session || session.expiry <= ctx.now()) throw new SessionNotFoundError(topic)
+    if (!session || session.expiry <= now()) throw new SessionNotFoundError(topic)
     return session
   }
 
@@ -52,40 +52,40 @@ export function createSessions(ctx: SignContext, pairings: Pairings) {
   const api = {
     async update({ topic, namespaces }: { topic: string; namespaces: SessionNamespaces }) {
       const session = require(topic)
-      if (session.controller !== session.self.publicKey) throw new NotControllerError(topic)
+      if (session.controller !== session.self.publicKey) throw new NotControllerError(`topic ${topic}`)
       assertSessionNamespaces(namespaces)
       assertConforms(namespaces, session.requiredNamespaces)
       sessions.set(topic, { ...session, namespaces })
-      await ctx.sendRequest(topic, 'wc_sessionUpdate', { namespaces })
+      await sendRequest(topic, 'wc_sessionUpdate', { namespaces })
     },
 
     async emit({ topic, event, chainId }: { topic: string; event: { name: string; data: unknown }; chainId: string }) {
       const granted = requireChain(require(topic), chainId)
       if (!granted.events.has(event.name)) throw new EventNotGrantedError(event.name, chainId)
-      await ctx.sendRequest(topic, 'wc_sessionEvent', { event, chainId }, { awaitResponse: false })
+      await sendRequest(topic, 'wc_sessionEvent', { event, chainId }, { awaitResponse: false })
     },
 
     async extend({ topic }: { topic: string }) {
       const session = require(topic)
-      sessions.set(topic, { ...session, expiry: ctx.now() + SEVEN_DAYS })
-      await ctx.sendRequest(topic, 'wc_sessionExtend', {})
+      sessions.set(topic, { ...session, expiry: now() + SEVEN_DAYS })
+      await sendRequest(topic, 'wc_sessionExtend', {})
     },
 
     async ping({ topic }: { topic: string }) {
-      if (ctx.pairings.get(topic)) return void (await ctx.sendRequest(topic, 'wc_pairingPing', {}))
+      if (ctx.pairings.get(topic)) return void (await sendRequest(topic, 'wc_pairingPing', {}))
       require(topic)
-      await ctx.sendRequest(topic, 'wc_sessionPing', {})
+      await sendRequest(topic, 'wc_sessionPing', {})
     },
 
     async disconnect({ topic, reason = SdkErrors.userDisconnected }: { topic: string; reason?: JsonRpcErrorObject | undefined }) {
       if (sessions.get(topic)) {
         // Sealed before the key is dropped; the relay client delivers it even after a reconnect.
-        ctx.sendRequest(topic, 'wc_sessionDelete', reason, { awaitResponse: false }).catch(ctx.report)
+        sendRequest(topic, 'wc_sessionDelete', reason, { awaitResponse: false }).catch(report)
         await remove(topic)
         return
       }
       if (ctx.pairings.get(topic)) {
-        ctx.sendRequest(topic, 'wc_pairingDelete', reason, { awaitResponse: false }).catch(ctx.report)
+        sendRequest(topic, 'wc_pairingDelete', reason, { awaitResponse: false }).catch(report)
         await pairings.remove(topic)
         return
       }
@@ -96,49 +96,49 @@ export function createSessions(ctx: SignContext, pairings: Pairings) {
   const handlers = {
     async wc_sessionEvent(topic: string, id: number, { event, chainId }: Infer<typeof sessionEventParams>) {
       const session = sessions.get(topic)
-      if (!session) return ctx.sendError(topic, id, 'wc_sessionEvent', SdkErrors.noMatchingKey)
+      if (!session) return sendError(topic, id, 'wc_sessionEvent', SdkErrors.noMatchingKey)
       const granted = grantedFor(session, chainId)
-      if (!granted) return ctx.sendError(topic, id, 'wc_sessionEvent', SdkErrors.unsupportedChains)
-      if (!granted.events.has(event.name)) return ctx.sendError(topic, id, 'wc_sessionEvent', SdkErrors.unauthorizedEvent)
-      await ctx.sendResult(topic, id, 'wc_sessionEvent', true)
-      ctx.events.emit('session_event', { id, topic, params: { event, chainId } })
+      if (!granted) return sendError(topic, id, 'wc_sessionEvent', SdkErrors.unsupportedChains)
+      if (!granted.events.has(event.name)) return sendError(topic, id, 'wc_sessionEvent', SdkErrors.unauthorizedEvent)
+      await sendResult(topic, id, 'wc_sessionEvent', true)
+      events.emit('session_event', { id, topic, params: { event, chainId } })
     },
 
     async wc_sessionUpdate(topic: string, id: number, { namespaces }: Infer<typeof sessionUpdateParams>) {
       const session = sessions.get(topic)
-      if (!session) return ctx.sendError(topic, id, 'wc_sessionUpdate', SdkErrors.noMatchingKey)
-      if (session.controller !== session.peer.publicKey) return ctx.sendError(topic, id, 'wc_sessionUpdate', SdkErrors.unauthorizedUpdate)
+      if (!session) return sendError(topic, id, 'wc_sessionUpdate', SdkErrors.noMatchingKey)
+      if (session.controller !== session.peer.publicKey) return sendError(topic, id, 'wc_sessionUpdate', SdkErrors.unauthorizedUpdate)
       try {
         assertSessionNamespaces(namespaces)
         assertConforms(namespaces, session.requiredNamespaces)
       } catch {
-        return ctx.sendError(topic, id, 'wc_sessionUpdate', SdkErrors.invalidUpdate)
+        return sendError(topic, id, 'wc_sessionUpdate', SdkErrors.invalidUpdate)
       }
       sessions.set(topic, { ...session, namespaces })
-      await ctx.sendResult(topic, id, 'wc_sessionUpdate', true)
-      ctx.events.emit('session_update', { id, topic, params: { namespaces } })
+      await sendResult(topic, id, 'wc_sessionUpdate', true)
+      events.emit('session_update', { id, topic, params: { namespaces } })
     },
 
     async wc_sessionExtend(topic: string, id: number) {
       const session = sessions.get(topic)
-      if (!session) return ctx.sendError(topic, id, 'wc_sessionExtend', SdkErrors.noMatchingKey)
-      sessions.set(topic, { ...session, expiry: ctx.now() + SEVEN_DAYS })
-      await ctx.sendResult(topic, id, 'wc_sessionExtend', true)
-      ctx.events.emit('session_extend', { id, topic })
+      if (!session) return sendError(topic, id, 'wc_sessionExtend', SdkErrors.noMatchingKey)
+      sessions.set(topic, { ...session, expiry: now() + SEVEN_DAYS })
+      await sendResult(topic, id, 'wc_sessionExtend', true)
+      events.emit('session_extend', { id, topic })
     },
 
     async wc_sessionPing(topic: string, id: number) {
-      if (!sessions.get(topic)) return ctx.sendError(topic, id, 'wc_sessionPing', SdkErrors.noMatchingKey)
-      await ctx.sendResult(topic, id, 'wc_sessionPing', true)
-      ctx.events.emit('session_ping', { id, topic })
+      if (!sessions.get(topic)) return sendError(topic, id, 'wc_sessionPing', SdkErrors.noMatchingKey)
+      await sendResult(topic, id, 'wc_sessionPing', true)
+      events.emit('session_ping', { id, topic })
     },
 
     async wc_sessionDelete(topic: string, id: number) {
       if (!sessions.get(topic)) return
       // Answer first: the answer needs the session key that the deletion throws away.
-      await ctx.sendResult(topic, id, 'wc_sessionDelete', true).catch(ctx.report)
+      await sendResult(topic, id, 'wc_sessionDelete', true).catch(report)
       await remove(topic)
-      ctx.events.emit('session_delete', { id, topic })
+      events.emit('session_delete', { id, topic })
     },
   }
 
