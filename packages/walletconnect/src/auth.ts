@@ -1,6 +1,6 @@
 import { ed25519 } from '@noble/curves/ed25519.js'
 import { bytesToHex, concatBytes, hexToBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js'
-import { base58, base64urlnopad } from '@scure/base'
+import { fromBase58, fromBase64Url, toBase58, toBase64Url } from './encoding.js'
 import { WalletConnectError } from './errors.js'
 
 /*
@@ -34,7 +34,7 @@ export class RelayAuthError extends WalletConnectError {
  * const clientId = clientIdOf(ed25519.getPublicKey(seed))
  */
 export function clientIdOf(publicKey: Uint8Array): string {
-  return `${DID_KEY_PREFIX}${base58.encode(concatBytes(ED25519_MULTICODEC, publicKey))}`
+  return `${DID_KEY_PREFIX}${toBase58(concatBytes(ED25519_MULTICODEC, publicKey))}`
 }
 
 /**
@@ -47,7 +47,7 @@ export function publicKeyOf(did: string): Uint8Array {
   if (typeof did !== 'string' || !did.startsWith(DID_KEY_PREFIX)) throw new RelayAuthError('iss is not an ed25519 did:key')
   let bytes: Uint8Array
   try {
-    bytes = base58.decode(did.slice(DID_KEY_PREFIX.length))
+    bytes = fromBase58(did.slice(DID_KEY_PREFIX.length))
   } catch {
     throw new RelayAuthError('iss is not base58btc')
   }
@@ -84,7 +84,7 @@ export function signRelayJwt({ seed, aud, sub, iat, ttl = RELAY_JWT_TTL_S }: Sig
     exp: issuedAt + ttl,
   }
   const signingInput = `${encodeJson(HEADER)}.${encodeJson(claims)}`
-  return `${signingInput}.${base64urlnopad.encode(ed25519.sign(utf8ToBytes(signingInput), secret))}`
+  return `${signingInput}.${toBase64Url(ed25519.sign(utf8ToBytes(signingInput), secret))}`
 }
 
 /**
@@ -110,7 +110,7 @@ export function verifyRelayJwt(
   const publicKey = publicKeyOf(claims.iss)
   let signatureBytes: Uint8Array
   try {
-    signatureBytes = base64urlnopad.decode(signature)
+    signatureBytes = fromBase64Url(signature)
   } catch {
     throw new RelayAuthError('the signature is not base64url')
   }
@@ -129,12 +129,12 @@ export function verifyRelayJwt(
 }
 
 function encodeJson(value: unknown): string {
-  return base64urlnopad.encode(utf8ToBytes(JSON.stringify(value)))
+  return toBase64Url(utf8ToBytes(JSON.stringify(value)))
 }
 
 function decodeJson(part: string): unknown {
   try {
-    return JSON.parse(new TextDecoder().decode(base64urlnopad.decode(part)))
+    return JSON.parse(new TextDecoder().decode(fromBase64Url(part)))
   } catch {
     return undefined
   }

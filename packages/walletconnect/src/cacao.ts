@@ -1,5 +1,5 @@
 import { utf8ToBytes } from '@noble/hashes/utils.js'
-import { base64 } from '@scure/base'
+import { fromBase64, toBase64 } from './encoding.js'
 import { InvalidAuthenticateParametersError } from './errors.js'
 import type { AuthPayload, Cacao } from './sign/authTypes.js'
 
@@ -44,7 +44,7 @@ export function createRecap(resource: string, methods: readonly string[], limits
 export function encodeRecap(recap: Recap): string {
   assertRecap(recap)
   // ReCaps drop the base64 padding.
-  return `${RECAP}${base64.encode(utf8ToBytes(JSON.stringify(recap))).replace(/=+$/, '')}`
+  return `${RECAP}${toBase64(utf8ToBytes(JSON.stringify(recap))).replace(/=+$/, '')}`
 }
 
 /** @example const { att } = decodeRecap(resources.at(-1)) */
@@ -53,7 +53,7 @@ export function decodeRecap(resource: string): Recap {
   const body = resource.slice(RECAP.length)
   let recap: unknown
   try {
-    recap = JSON.parse(new TextDecoder().decode(base64.decode(body + '='.repeat((4 - (body.length % 4)) % 4))))
+    recap = JSON.parse(new TextDecoder().decode(fromBase64(body + '='.repeat((4 - (body.length % 4)) % 4))))
   } catch (error) {
     throw new InvalidAuthenticateParametersError(`the ReCap is not base64 JSON: ${String(error)}`)
   }

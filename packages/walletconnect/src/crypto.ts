@@ -3,7 +3,7 @@ import { x25519 } from '@noble/curves/ed25519.js'
 import { hkdf } from '@noble/hashes/hkdf.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, concatBytes, hexToBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js'
-import { base64 } from '@scure/base'
+import { fromBase64, toBase64 } from './encoding.js'
 import { InvalidEnvelopeError, InvalidKeyError } from './errors.js'
 
 /*
@@ -84,9 +84,9 @@ export function encrypt({ symKey, message, type = 0, senderPublicKey, iv }: Encr
   const sealed = chacha20poly1305(keyBytes(symKey, 'symmetric key'), nonce).encrypt(utf8ToBytes(message))
   if (type === 1) {
     if (!senderPublicKey) throw new InvalidKeyError('a type 1 envelope needs the sender public key')
-    return base64.encode(concatBytes(Uint8Array.of(1), keyBytes(senderPublicKey, 'public key'), nonce, sealed))
+    return toBase64(concatBytes(Uint8Array.of(1), keyBytes(senderPublicKey, 'public key'), nonce, sealed))
   }
-  return base64.encode(concatBytes(Uint8Array.of(0), nonce, sealed))
+  return toBase64(concatBytes(Uint8Array.of(0), nonce, sealed))
 }
 
 export type DecodedEnvelope = { type: EnvelopeType; senderPublicKey: string | undefined; iv: Uint8Array; sealed: Uint8Array }
@@ -100,7 +100,7 @@ export type DecodedEnvelope = { type: EnvelopeType; senderPublicKey: string | un
 export function decodeEnvelope(envelope: string): DecodedEnvelope {
   let bytes: Uint8Array
   try {
-    bytes = base64.decode(envelope)
+    bytes = fromBase64(envelope)
   } catch (error) {
     throw new InvalidEnvelopeError('the envelope is not base64', error)
   }
