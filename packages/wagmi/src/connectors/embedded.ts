@@ -6,7 +6,11 @@ import { stored } from './walletConnect.js'
 export type { EmbeddedParameters }
 
 /** What the embedded connector adds to a wagmi connector: the sign-in and wallet flows the Latchkey modal drives. */
-export type EmbeddedProperties = { getFlows(): Promise<EmbeddedFlows> }
+export type EmbeddedProperties = {
+  /** The social sign-ins the modal offers (from the parameters), known before the code loads. */
+  readonly oauthProviders: readonly ('google' | 'apple')[]
+  getFlows(): Promise<EmbeddedFlows>
+}
 
 // Core's EMBEDDED_ID and its connector's name and icon, so that wagmi can list it before its code loads.
 const id = 'embedded'
@@ -37,6 +41,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn<EIP1
       },
       canRestore: () => stored(parameters.walletOptions?.storage, walletKey),
       properties: (load) => ({
+        oauthProviders: parameters.oauthProviders ?? [],
         async getFlows() {
           const connector = await load()
           return (connector as unknown as EmbeddedProperties).getFlows()

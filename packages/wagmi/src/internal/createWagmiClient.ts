@@ -96,6 +96,7 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
       listenerCount: (name: keyof ConnectorEvents) => connector.emitter.listenerCount(name),
     }
     const flows = (connector as { getFlows?: unknown }).getFlows
+    const oauthProviders = (connector as { oauthProviders?: readonly ('google' | 'apple')[] }).oauthProviders
     const latchkey: LatchkeyConnector = {
       id: connector.id,
       name: connector.name,
@@ -129,7 +130,7 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
       getProvider: async () => (await connector.getProvider()) as EIP1193Provider,
       isAuthorized: () => connector.isAuthorized(),
       switchChain: ({ chainId }) => switchChain(config, { chainId, connector }),
-      ...(typeof flows === 'function' ? { getFlows: flows.bind(connector) } : {}),
+      ...(typeof flows === 'function' ? { getFlows: flows.bind(connector), oauthProviders: oauthProviders ?? [] } : {}),
     }
     wrapped.set(connector.uid, latchkey)
     return latchkey
