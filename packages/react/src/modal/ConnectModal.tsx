@@ -135,7 +135,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
               Create a passkey
             </button>
           </div>
-          {(embedded.oauthProviders ?? []).length > 0 && (
+          {embedded.oauthProviders.length > 0 && (
             <div className="lk-row">
               {embedded.oauthProviders.map((provider) => (
                 <button
