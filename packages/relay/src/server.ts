@@ -439,7 +439,9 @@ export function createRelay(options: RelayOptions): Relay {
   /** A message stored after the subscription opened: held while the backlog is read, else sent once. */
   function live(connection: Connection, subscription: Subscription, message: StoredMessage) {
     if (subscription.held) return void subscription.held.push(message)
-    if (message.seq <= subscription.cursor) return
+    // An announcement can arrive after its message's TTL (a slow Redis subscriber, a held backlog):
+    // live delivery keeps the TTL exactly as the stored backlog does.
+    if (message.seq <= subscription.cursor || message.expiresAt <= now()) return
     subscription.cursor = message.seq
     deliver(connection, subscription, message)
   }
