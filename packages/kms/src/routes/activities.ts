@@ -10,6 +10,7 @@ import type { Authenticated } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
+import { authorize } from '../policies/authorize.js'
 import { keepsWrites } from '../refusal.js'
 import type { WebauthnConfig } from '../webauthn.js'
 
@@ -179,10 +180,10 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     try {
       outcome = await db.transaction(async (trx) => {
         if (!UNLOCKED_OPS.has(op)) await trx.lockOrganization(caller.organizationId)
-        // Root quorum: in an organization that needs more than one approval, its own users' activities
-        // wait for the others (the parent organization's key, acting for the app, is not held to it).
+        // Turnkey's permission model (policies/authorize.ts): refused here, before anything is written;
+        // a root user's activity in an organization that needs more approvals waits for them.
         const organization = (await trx.organization(caller.organizationId))!
-        if (organization.root_quorum_threshold > 1 && caller.homeOrganizationId === caller.organizationId) {
+        if ((await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })) === 'consensus') {
           const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
           await trx.insertActivity(waiting)
           await trx.insertVote({ id: randomUUID(), activity_id: row.id, user_id: caller.userId, selection: 'VOTE_SELECTION_APPROVED', created_at: at })
