@@ -1,12 +1,14 @@
 // Entry point of @latchkey/kms.
-export { ACTIVITIES, OTP_DEFAULT_SECONDS, OTP_MAX_ATTEMPTS, RECOVERY_CODE_SECONDS } from './activities.js'
+
 export { createKmsApp, DEFAULT_WEBAUTHN, type KmsAppOptions, SIGNER_PATH, TIMESTAMP_WINDOW_MS } from './app.js'
+export { OTP_DEFAULT_SECONDS, OTP_MAX_ATTEMPTS, RECOVERY_CODE_SECONDS } from './auth/limits.js'
 export { credentialBundle, exportBundle, hpkeOpen, hpkeSeal, openCredentialBundle, openExportBundle, type SignedBundle, signBundle } from './bundles.js'
 export { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
 export { createFramesApp, type FramesAppOptions, framesContentSecurityPolicy } from './frames/app.js'
 export { FRAME_PAGES, type FramePage } from './frames/pages.js'
 export { generateApiKeyPair } from './keys.js'
 export { devInbox, type Mail, type Mailer } from './mail.js'
+export { ACTIVITIES } from './resources.js'
 export { createKms, DATABASE_URL_VARIABLE, type FramesOptions, type Kms, type KmsOptions, type ParentOrganization } from './service.js'
 export { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
 export { API_KEY_P256_SCHEME, type Stamp, verifyApiKeyStamp } from './stamp.js'

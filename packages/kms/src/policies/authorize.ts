@@ -1,11 +1,12 @@
 import { type Hex, parseTransaction } from 'viem'
-import { rootUserIds } from '../admin/quorum.js'
 import type { Caller } from '../context.js'
-import type { Db, OrganizationRow } from '../db.js'
+import type { Db } from '../db.js'
 import { GrpcCode, KmsError } from '../errors.js'
-import { allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY } from './activities.js'
+import { rootUserIds } from '../organizations/quorum.js'
+import type { OrganizationRow } from '../storage/tables.js'
 import { decide, POLICY_DENIED_MESSAGE, type PolicyDecision, policyDenialDetail } from './engine.js'
 import type { Scope } from './evaluate.js'
+import { allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY } from './kinds.js'
 import type { Value } from './language.js'
 
 /** Refuses a request as Turnkey's policy engine does: 403, code 7, a PolicyEnginePermissionError detail. */

@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import { type ActivityTable, userIn } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
-import { ids, invalid, notFound, parse, targetPublicKey, uint64 } from '../params.js'
+import { alreadyExists, invalid, notFound } from '../errors.js'
+import { ids, parse, targetPublicKey, uint64 } from '../params.js'
 import { mapSeries } from '../sequence.js'
-import { type ActivityTable, alreadyExists, userIn } from './table.js'
 
 // OAuth: OIDC identities registered for users, and sign-in with an OIDC token of one of them.
 //
