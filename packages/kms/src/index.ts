@@ -1,5 +1,6 @@
 // Entry point of @latchkey/kms.
 export { ACTIVITIES, OTP_DEFAULT_SECONDS, OTP_MAX_ATTEMPTS, RECOVERY_CODE_SECONDS } from './activities.js'
+export type { OidcIssuer } from './admin/oidc.js'
 export { createKmsApp, DEFAULT_WEBAUTHN, type KmsAppOptions, SIGNER_PATH, TIMESTAMP_WINDOW_MS } from './app.js'
 export { credentialBundle, exportBundle, hpkeOpen, hpkeSeal, openCredentialBundle, openExportBundle, type SignedBundle, signBundle } from './bundles.js'
 export { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
