@@ -1,17 +1,17 @@
 import type { Logger } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
-import { createOidcVerifier, type OidcIssuer } from './admin/oidc.js'
+import { createOidcVerifier, type OidcIssuer } from './auth/oidc.js'
 import type { Db } from './db.js'
 import { activityView } from './envelope.js'
-import { GrpcCode, KmsError } from './errors.js'
+import { GrpcCode, KmsError, notFound } from './errors.js'
 import { type Authenticated, authenticate } from './http/authenticate.js'
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './http/bodyLimit.js'
 import { cors } from './http/cors.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { createOutbox, type Outbox } from './outbox.js'
 import { own } from './own.js'
-import { createQueries } from './queries.js'
+import { createQueries } from './resources.js'
 import { activityRoutes } from './routes/activities.js'
 import type { WebauthnConfig } from './webauthn.js'
 
@@ -76,7 +76,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
     }
     return Response.json(known.toJSON(), { status: known.status })
   })
-  app.notFound(() => Response.json(new KmsError(GrpcCode.notFound, 'no such endpoint').toJSON(), { status: 404 }))
+  app.notFound(() => Response.json(notFound('no such endpoint').toJSON(), { status: 404 }))
 
   app.use('*', cors())
   app.get(SIGNER_PATH, (c) => c.json({ signerPublicKey }))
@@ -98,7 +98,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   app.post('/public/v1/query/:op', async (c) => {
     const { body, caller } = c.var
     const query = own(QUERIES, c.req.param('op'))
-    if (!query) throw new KmsError(GrpcCode.notFound, `unknown query ${c.req.param('op')}`)
+    if (!query) throw notFound(`unknown query ${c.req.param('op')}`)
     return c.json(await query(body, caller))
   })
 

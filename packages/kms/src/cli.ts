@@ -24,7 +24,7 @@ import {
   withoutCredentials,
 } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
-import type { OidcIssuer } from './admin/oidc.js'
+import type { OidcIssuer } from './auth/oidc.js'
 import { KmsError } from './errors.js'
 import { generateApiKeyPair } from './keys.js'
 import { createKms } from './service.js'

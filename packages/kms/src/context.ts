@@ -1,4 +1,4 @@
-import type { OidcVerifier } from './admin/oidc.js'
+import type { OidcVerifier } from './auth/oidc.js'
 import type { Db } from './db.js'
 import type { Mailer } from './mail.js'
 import type { WebauthnConfig } from './webauthn.js'

@@ -3,10 +3,10 @@ import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
-import type { OidcIssuer } from './admin/oidc.js'
 import { createKmsApp } from './app.js'
+import type { OidcIssuer } from './auth/oidc.js'
 import { type Db, isPostgresUrl, openDatabase } from './db.js'
-import { GrpcCode, KmsError } from './errors.js'
+import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
 import { devInbox, type Mailer } from './mail.js'
 import { createOutbox } from './outbox.js'
@@ -189,8 +189,7 @@ export function createKms(options: KmsOptions = {}) {
       const ids = { organizationId: randomUUID(), userId: randomUUID(), apiKeyId: randomUUID() }
       await db.transaction(async (db) => {
         const taken = await db.apiKeyByPublicKey(parameters.publicKey)
-        if (taken)
-          throw new KmsError(GrpcCode.alreadyExists, `the API key ${parameters.publicKey} is already registered, in organization ${taken.organization_id}`)
+        if (taken) throw alreadyExists(`the API key ${parameters.publicKey} is already registered, in organization ${taken.organization_id}`)
         await db.insertOrganization({ id: ids.organizationId, name: parameters.name, parent_id: null, root_quorum_threshold: 1, created_at: at })
         await db.insertUser({ id: ids.userId, organization_id: ids.organizationId, name: parameters.userName, email: null, created_at: at })
         await db.insertApiKey({

@@ -248,7 +248,7 @@ describe('sign-in with an OIDC token', () => {
     expect((await attempt(oidcToken({ sub: sub.subject, nonce, aud: ['another-app', AUDIENCE] }))).activity.result.oauthResult!.userId).toBe(sub.userId)
   })
 
-  test('error: a forged or expired token registers no OAuth provider', async () => {
+  test('error: a forged or expired token registers no OAuth provider, by create_oauth_providers or with a new sub-organization', async () => {
     const sub = await harness.subOrganization()
     const register = async (token: Promise<string>) =>
       sub.client.createOauthProviders({
@@ -266,6 +266,34 @@ describe('sign-in with an OIDC token', () => {
       `Turnkey error 3: the OIDC token expired at ${new Date(expired * 1000).toISOString()}`,
     )
     expect((await sub.client.getOauthProviders({ organizationId: sub.organizationId, userId: sub.userId })).oauthProviders).toEqual([])
+
+    // With a new sub-organization: a forged token creates nothing; a good one registers the identity.
+    const createSub = async (token: Promise<string>) =>
+      harness.backend.createSubOrganization({
+        type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+        timestampMs: harness.timestampMs(),
+        organizationId: harness.parent.organizationId,
+        parameters: {
+          subOrganizationName: `oauth ${subject}`,
+          rootQuorumThreshold: 1,
+          rootUsers: [
+            {
+              userName: 'root',
+              apiKeys: [{ apiKeyName: 'root key', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+              authenticators: [],
+              oauthProviders: [{ providerName: 'Google', oidcToken: await token }],
+            },
+          ],
+        },
+      })
+    const { organizationIds: before } = await harness.backend.getSubOrgIds({ organizationId: harness.parent.organizationId })
+    await expect(createSub(issuer.sign({ sub: subject }, { audience: AUDIENCE, now: harness.clock.now }, await issuer.otherKey()))).rejects.toThrow(
+      `Turnkey error 3: the OIDC token is not signed by ${ISSUER}: signature verification failed`,
+    )
+    expect((await harness.backend.getSubOrgIds({ organizationId: harness.parent.organizationId })).organizationIds).toEqual(before)
+    const created = (await createSub(oidcToken({ sub: subject }))).activity.result.createSubOrganizationResultV8!
+    const { oauthProviders } = await harness.backend.getOauthProviders({ organizationId: created.subOrganizationId!, userId: created.rootUserIds![0]! })
+    expect(oauthProviders.map((entry) => [entry.issuer, entry.audience, entry.subject])).toEqual([[ISSUER, AUDIENCE, subject]])
   })
 })
 

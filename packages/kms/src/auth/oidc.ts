@@ -1,6 +1,5 @@
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify } from 'jose'
-import { GrpcCode, KmsError } from '../errors.js'
-import { invalid } from '../params.js'
+import { GrpcCode, invalid, KmsError } from '../errors.js'
 
 // OIDC tokens are believed only when one of the configured issuers signed them: the signature is
 // checked with jose against the issuer's published keys (JWKS, found through its discovery

@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import { type ActivityTable, userIn } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
-import { ids, invalid, notFound, parse, targetPublicKey, uint64 } from '../params.js'
+import { alreadyExists, invalid, notFound } from '../errors.js'
+import { ids, parse, targetPublicKey, uint64 } from '../params.js'
 import { mapSeries } from '../sequence.js'
-import { type ActivityTable, alreadyExists, userIn } from './table.js'
 
 // OAuth: OIDC identities registered for users, and sign-in with an OIDC token of one of them.
 //
@@ -74,23 +75,24 @@ export async function oauthIdentity(
   return { issuer: claims.iss, audience: claims.aud[0]!, subject: claims.sub }
 }
 
-/** Stores OAuth providers for a user; refused when a token does not verify or an identity is registered in the organization already. */
+/** Stores OAuth providers for a user of `organizationId` (default: the caller's); refused when a token does not verify or an identity is registered in the organization already. */
 export async function insertOauthProviders(
   context: ActivityContext,
   userId: string,
   providers: readonly z.infer<typeof oauthProviderParams>[],
+  organizationId = context.caller.organizationId,
 ): Promise<string[]> {
-  const { db, caller, now } = context
+  const { db, now } = context
   // Every token verified before anything is written.
   const identities = await mapSeries(providers, (provider) => oauthIdentity(context, provider))
   return await mapSeries(identities, async (identity, index) => {
-    if (await db.oauthProviderByIdentity(caller.organizationId, identity.issuer, identity.audience, identity.subject))
-      throw alreadyExists(`the OAuth identity ${identity.subject} of ${identity.issuer} is already registered in organization ${caller.organizationId}`)
+    if (await db.oauthProviderByIdentity(organizationId, identity.issuer, identity.audience, identity.subject))
+      throw alreadyExists(`the OAuth identity ${identity.subject} of ${identity.issuer} is already registered in organization ${organizationId}`)
     const id = randomUUID()
     await db.insertOauthProvider({
       id,
       user_id: userId,
-      organization_id: caller.organizationId,
+      organization_id: organizationId,
       name: providers[index]!.providerName,
       ...identity,
       created_at: now(),
