@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { Hono } from 'hono'
+import type { OidcVerifier } from '../auth/oidc.js'
 import type { ActivityContext, Caller } from '../context.js'
 import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
@@ -46,6 +47,7 @@ export type ActivityRoutesOptions = {
   masterKey: Uint8Array
   signerPrivateKey: string
   webauthn: WebauthnConfig
+  oidc: OidcVerifier
   now: () => number
 }
 
@@ -56,7 +58,7 @@ export type ActivityRoutesOptions = {
  * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
  *
  * @example
- * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, now }))
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
@@ -65,7 +67,16 @@ export function activityRoutes(options: ActivityRoutesOptions) {
   /** What an activity runs with: `trx`, the transaction's statements; mail goes to its outbox. */
   function activityContext(caller: Caller, trx: Db, activityId: string): ActivityContext {
     const mailer: Mailer = { send: (mail) => enqueueMail(trx, options.masterKey, mail, activityId, now()) }
-    return { db: trx, webauthn: options.webauthn, mailer, masterKey: options.masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
+    return {
+      db: trx,
+      webauthn: options.webauthn,
+      oidc: options.oidc,
+      mailer,
+      masterKey: options.masterKey,
+      signerPrivateKey: options.signerPrivateKey,
+      now,
+      caller,
+    }
   }
 
   /** After a failed transaction: the activity a twin submission committed meanwhile, if any. */
