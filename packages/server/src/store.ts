@@ -45,6 +45,8 @@ export type NonceRow = { nonce: string; holder: string; expires_at: number; used
  * stored). Each is used once: using it issues the next one (rotation).
  */
 export type RefreshTokenRow = { digest: string; session_id: string; expires_at: number; used_at: number | null; created_at: number }
+/** A rate limit's fixed window for one key (`limit:subject`), shared by every instance on the database. */
+export type RateLimitRow = { key: string; window_started_at: number; count: number }
 
 /** The backend's tables, as Kysely sees them. */
 export type ServerSchema = {
@@ -55,6 +57,7 @@ export type ServerSchema = {
   sessions: SessionRow
   siwe_nonces: NonceRow
   refresh_tokens: RefreshTokenRow
+  rate_limits: RateLimitRow
 }
 
 /** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
@@ -144,6 +147,18 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
         .addColumn('created_at', 'bigint', (column) => column.notNull())
         .execute()
       await db.schema.createIndex('refresh_tokens_by_session').on('refresh_tokens').column('session_id').execute()
+    },
+  },
+  {
+    name: '0003_rate_limits',
+    async up(db) {
+      await db.schema
+        .createTable('rate_limits')
+        .addColumn('key', 'text', (column) => column.primaryKey())
+        .addColumn('window_started_at', 'bigint', (column) => column.notNull())
+        .addColumn('count', 'integer', (column) => column.notNull())
+        .execute()
+      await db.schema.createIndex('rate_limits_by_window').on('rate_limits').column('window_started_at').execute()
     },
   },
 ]
@@ -360,6 +375,31 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     },
     /** Throws unless the database answers a query: the backend's `GET /readyz`. */
     ping: () => database.ping(),
+    /**
+     * Counts one request against `key`'s fixed window of `windowMs` at `at` (a new window once the
+     * last one has passed) and answers the window's count and start. One statement: requests racing
+     * on any instances each count once.
+     */
+    async countRequest(key: string, windowMs: number, at: number): Promise<{ count: number; windowStartedAt: number }> {
+      const passed = sql<boolean>`rate_limits.window_started_at <= ${at - windowMs}`
+      const row = await db
+        .insertInto('rate_limits')
+        .values({ key, window_started_at: at, count: 1 })
+        .onConflict((conflict) =>
+          conflict.column('key').doUpdateSet({
+            // Both read the row as it was: a window that has passed starts again at `at`.
+            count: sql`case when ${passed} then 1 else rate_limits.count + 1 end`,
+            window_started_at: sql`case when ${passed} then ${at} else rate_limits.window_started_at end`,
+          }),
+        )
+        .returning(['count', 'window_started_at'])
+        .executeTakeFirstOrThrow()
+      return { count: Number(row.count), windowStartedAt: Number(row.window_started_at) }
+    },
+    /** Drops the windows that started before `before`. */
+    async deleteRateLimitsBefore(before: number) {
+      await db.deleteFrom('rate_limits').where('window_started_at', '<', before).execute()
+    },
     close: () => database.close(),
   }
 }

@@ -79,7 +79,11 @@ describe('openStore', () => {
       await store.close()
     }
     const db = new Database(path)
-    expect(db.prepare('select name from server_migrations order by name').pluck().all()).toEqual(['0001_accounts_sessions_nonces', '0002_refresh_tokens'])
+    expect(db.prepare('select name from server_migrations order by name').pluck().all()).toEqual([
+      '0001_accounts_sessions_nonces',
+      '0002_refresh_tokens',
+      '0003_rate_limits',
+    ])
     db.close()
     // Opening again changes nothing.
     const again = await openStore(path)
