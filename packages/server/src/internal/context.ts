@@ -43,28 +43,31 @@ export type RouteContext = {
   /** Session JWTs for other services: the signing key (loaded or generated once), issuer, audience, lifetime. */
   jwt: { key: () => Promise<SessionJwtKey>; issuer: string | undefined; audience: string | undefined; accessSeconds: number }
   limits: {
-    codesPerEmail: (key: string) => number | undefined
-    recoveriesPerEmail: (key: string) => number | undefined
-    signInsPerIp: (key: string) => number | undefined
-    noncesPerIp: (key: string) => number | undefined
-    sessionKeysPerSession: (key: string) => number | undefined
+    codesPerEmail: (key: string) => Promise<number | undefined>
+    recoveriesPerEmail: (key: string) => Promise<number | undefined>
+    signInsPerIp: (key: string) => Promise<number | undefined>
+    noncesPerIp: (key: string) => Promise<number | undefined>
+    sessionKeysPerSession: (key: string) => Promise<number | undefined>
   }
   ipOf: (c: Context) => string
 }
 
-/** Fixed-window counters in memory: enough for one backend process. Answers seconds to wait when over. */
-export function limiter(limit: number, windowMs: number, now: () => number) {
-  const windows = new Map<string, { startedAt: number; count: number }>()
-  return (key: string): number | undefined => {
+/**
+ * Fixed-window counters in the store, so every instance on one database enforces one limit: each
+ * call counts one request for `key` and answers the seconds to wait when over `limit`, else
+ * undefined. `name` keeps one limiter's keys apart from another's.
+ */
+export function limiter(store: Pick<Store, 'countRequest' | 'deleteRateLimitsBefore'>, name: string, limit: number, windowMs: number, now: () => number) {
+  let sweptAt = now()
+  return async (key: string): Promise<number | undefined> => {
     const time = now()
-    let window = windows.get(key)
-    if (!window || time - window.startedAt >= windowMs) {
-      if (windows.size > 100_000) windows.clear()
-      window = { startedAt: time, count: 0 }
-      windows.set(key, window)
+    // Windows long past are dropped now and then (by whichever instance comes first), not on every request.
+    if (time - sweptAt >= windowMs) {
+      sweptAt = time
+      await store.deleteRateLimitsBefore(time - windowMs)
     }
-    window.count++
-    return window.count > limit ? Math.ceil((window.startedAt + windowMs - time) / 1000) : undefined
+    const window = await store.countRequest(`${name}:${key}`, windowMs, time)
+    return window.count > limit ? Math.max(1, Math.ceil((window.windowStartedAt + windowMs - time) / 1000)) : undefined
   }
 }
 
@@ -210,11 +213,11 @@ export function createRouteContext(options: {
       accessSeconds: options.accessTokenSeconds ?? ACCESS_TOKEN_SECONDS.default,
     },
     limits: {
-      codesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
-      recoveriesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
-      signInsPerIp: limiter(LIMITS.perIp, LIMITS.windowMs, now),
-      noncesPerIp: limiter(LIMITS.noncesPerIp, LIMITS.windowMs, now),
-      sessionKeysPerSession: limiter(LIMITS.perSession, LIMITS.windowMs, now),
+      codesPerEmail: limiter(options.store, 'codes-per-email', LIMITS.perEmail, LIMITS.windowMs, now),
+      recoveriesPerEmail: limiter(options.store, 'recoveries-per-email', LIMITS.perEmail, LIMITS.windowMs, now),
+      signInsPerIp: limiter(options.store, 'sign-ins-per-ip', LIMITS.perIp, LIMITS.windowMs, now),
+      noncesPerIp: limiter(options.store, 'nonces-per-ip', LIMITS.noncesPerIp, LIMITS.windowMs, now),
+      sessionKeysPerSession: limiter(options.store, 'session-keys-per-session', LIMITS.perSession, LIMITS.windowMs, now),
     },
     ipOf: (c) =>
       options.ipOf?.(c.req.raw, c.env) ??

@@ -33,8 +33,8 @@ const REGISTRATION_CREDENTIAL_SECONDS = 60
 export const emailStart = (context: RouteContext) => async (c: Context) => {
   const { store, kms, now } = context
   const address = (await readBody(c.req.raw, startSchema)).email.toLowerCase()
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
-  enforce(context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
 
   let account = await store.account(address)
   if (!account) {

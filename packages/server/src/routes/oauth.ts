@@ -182,7 +182,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   const { store, kms, now } = context
   const input = await readBody(c.req.raw, oauthSchema)
   if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${PROVIDER_NAMES[input.provider]} sign-in is not configured`)
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
   const claims = await oauth.verify(input.provider, token, input.sessionPublicKey)
   const providerName = PROVIDER_NAMES[input.provider]

@@ -36,7 +36,7 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
   const address = input.email?.toLowerCase()
   const userName = address ?? input.passkeyIdentifier
   if (userName === undefined) throw new ServerError(400, 'missing_identifier', 'Registering a passkey needs an email or a passkeyIdentifier')
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   if (address !== undefined && (await store.account(address))) throw emailTaken()
   if (await store.passkeyAccount(input.attestation.credentialId)) throw passkeyTaken()
 

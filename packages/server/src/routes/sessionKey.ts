@@ -24,7 +24,7 @@ export const sessionKey = (context: RouteContext) => async (c: Context) => {
   if (organizationId === null || userId === null)
     throw new ServerError(403, 'no_embedded_wallet', "This session's wallet is not an embedded wallet of this app")
   const input = await readBody(c.req.raw, sessionKeySchema)
-  enforce(context.limits.sessionKeysPerSession(session.id), (minutes) => `Too many session keys for this session; try again in ${minutes} minutes`)
+  enforce(await context.limits.sessionKeysPerSession(session.id), (minutes) => `Too many session keys for this session; try again in ${minutes} minutes`)
   const seconds = input.expirationSeconds ?? SESSION_KEY_SECONDS.default
   const at = context.now()
   // As the sub-organization's delegated user: the parent organization may not write there.
