@@ -1,7 +1,7 @@
 // Entry point of @latchkey/kms.
-
 export { createKmsApp, DEFAULT_WEBAUTHN, type KmsAppOptions, SIGNER_PATH, TIMESTAMP_WINDOW_MS } from './app.js'
 export { OTP_DEFAULT_SECONDS, OTP_MAX_ATTEMPTS, RECOVERY_CODE_SECONDS } from './auth/limits.js'
+export type { OidcIssuer } from './auth/oidc.js'
 export { credentialBundle, exportBundle, hpkeOpen, hpkeSeal, openCredentialBundle, openExportBundle, type SignedBundle, signBundle } from './bundles.js'
 export { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './errors.js'
 export { createFramesApp, type FramesAppOptions, framesContentSecurityPolicy } from './frames/app.js'

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import { type ActivityTable, refuseUnexported, userIn } from '../activities/table.js'
+import { insertOauthProviders, oauthProviderParams } from '../auth/oauth.js'
 import type { ActivityContext } from '../context.js'
 import { insertApiKey, insertAuthenticator } from '../credentials.js'
 import { alreadyExists, failedPrecondition, invalid, notFound, permissionDenied } from '../errors.js'
@@ -39,7 +40,7 @@ const createSubOrganization = z.object({
         userEmail: z.email().optional(),
         apiKeys: z.array(apiKeyParams).default([]),
         authenticators: z.array(authenticatorParams).default([]),
-        oauthProviders: z.array(z.unknown()).default([]),
+        oauthProviders: z.array(oauthProviderParams).default([]),
       }),
     )
     .min(1),
@@ -162,6 +163,8 @@ async function runCreateSubOrganization(params: unknown, context: ActivityContex
     await db.insertUser({ id: userId, organization_id: subOrganizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
     for (const key of user.apiKeys) await insertApiKey(db, userId, subOrganizationId, key, at)
     for (const { authenticator, verified } of passkeys[index]!) await insertAuthenticator(db, userId, subOrganizationId, authenticator, verified, at)
+    // Their tokens are verified (auth/oidc.ts); a refused one rolls the whole activity back.
+    await insertOauthProviders(context, userId, user.oauthProviders, subOrganizationId)
     rootUserIds.push(userId)
   }
   const wallet = input.wallet

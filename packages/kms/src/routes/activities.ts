@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { Hono } from 'hono'
+import type { OidcVerifier } from '../auth/oidc.js'
 import type { ActivityContext, Caller } from '../context.js'
 import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
@@ -9,6 +10,7 @@ import type { Mailer } from '../mail.js'
 import { rootUserIds } from '../organizations/quorum.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
+import { authorize } from '../policies/authorize.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
 import type { ActivityRow } from '../storage/tables.js'
@@ -45,6 +47,7 @@ export type ActivityRoutesOptions = {
   masterKey: Uint8Array
   signerPrivateKey: string
   webauthn: WebauthnConfig
+  oidc: OidcVerifier
   now: () => number
 }
 
@@ -55,7 +58,7 @@ export type ActivityRoutesOptions = {
  * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
  *
  * @example
- * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, now }))
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
@@ -76,6 +79,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     return {
       db: trx,
       webauthn: options.webauthn,
+      oidc: options.oidc,
       mailer,
       masterKey: options.masterKey,
       signerPrivateKey: options.signerPrivateKey,
@@ -189,27 +193,26 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     const answer = (stored: ActivityRow, result: Record<string, unknown>) =>
       // Answered from the row just stored, not read back and parsed again.
       activityView(db, stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } })
-    // Root quorum: in an organization that needs more than one approval, its own users' activities
-    // wait for the others (the parent organization's key, acting for the app, is not held to it).
-    const waits = (threshold: number) => threshold > 1 && caller.homeOrganizationId === caller.organizationId
-
-    // An activity that writes only its row (signing) needs no transaction: its reads, then the
-    // insert, which a twin submission (the fingerprint's unique constraint) loses to the first.
-    if (kind.readOnly && !waits(c.var.organization.root_quorum_threshold)) {
+    // An activity that writes only its row (signing) needs no transaction: the permission check and
+    // its reads, then the insert, which a twin submission (the fingerprint's unique constraint)
+    // loses to the first. One that must wait for approvals takes the transaction below.
+    if (kind.readOnly) {
       const context = activityContext(caller, db, row.id)
-      let done: { stored: ActivityRow; result: Record<string, unknown> }
+      let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
       try {
-        const result = await kind.run(body['parameters'], {
-          ...context,
-          mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
-        })
-        done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }, result }
-        await db.insertActivity(done.stored)
+        if ((await authorize(db, { caller, organization: c.var.organization, type: type as string, params: body['parameters'] })) === 'run') {
+          const result = await kind.run(body['parameters'], {
+            ...context,
+            mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
+          })
+          done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }, result }
+          await db.insertActivity(done.stored)
+        }
       } catch (error) {
         // A resubmission answers the first submission's activity, whatever its second run did.
         return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
       }
-      return c.json({ activity: await answer(done.stored, done.result) })
+      if (done) return c.json({ activity: await answer(done.stored, done.result) })
     }
 
     // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
@@ -220,8 +223,10 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     try {
       outcome = await db.transaction(async (trx) => {
         if (!UNLOCKED_OPS.has(op)) await trx.lockOrganization(caller.organizationId)
+        // Turnkey's permission model (policies/authorize.ts): refused here, before anything is written;
+        // a root user's activity in an organization that needs more approvals waits for them.
         const organization = (await trx.organization(caller.organizationId))!
-        if (waits(organization.root_quorum_threshold)) {
+        if ((await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })) === 'consensus') {
           const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
           await trx.insertActivity(waiting)
           await trx.insertVote({ id: randomUUID(), activity_id: row.id, user_id: caller.userId, selection: 'VOTE_SELECTION_APPROVED', created_at: at })

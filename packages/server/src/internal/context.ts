@@ -6,6 +6,7 @@ import { getCookie, setCookie } from 'hono/cookie'
 import type { z } from 'zod'
 import { ServerError } from '../errors.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
+import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
 import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
@@ -23,8 +24,13 @@ export const LIMITS = { perEmail: 5, perIp: 30, noncesPerIp: 60, perSession: 30,
 /** What the routes share; built once per app by `createRouteContext`. @internal */
 export type RouteContext = {
   store: Store
-  /** The parent organization's client: its key acts in every sub-organization the backend created. */
+  /**
+   * The parent organization's client: it creates sub-organizations, reads them and starts sign-ins
+   * in them (what Turnkey lets a parent do); anything else there goes through `delegated`.
+   */
   kms: TurnkeyClient
+  /** Delegated access: the policy-limited user the backend holds in each sub-organization it creates. */
+  delegated: DelegatedAccess
   /** The kms base url, for clients stamped by a user's own credential. */
   kmsUrl: string
   organizationId: string
@@ -88,14 +94,15 @@ export async function readBody<schema extends z.ZodType>(request: Request, schem
   return parsed.data
 }
 
-/** Calls the kms; its refusals reach the browser as 400 with the kms's message, outages as 502. */
+/** Calls the kms; its refusals reach the browser as 400 (403 for a policy denial) with the kms's message, outages as 502. */
 export async function callKms<result>(work: () => Promise<result>): Promise<result> {
   try {
     return await work()
   } catch (error) {
+    if (error instanceof ServerError) throw error
     const message = (error as Error).message
     const refused = /^Turnkey error (\d+): (.*?)(?: \(Details: .*\))?$/s.exec(message)
-    if (refused) throw new ServerError(refused[1] === '8' ? 429 : 400, 'kms_refused', refused[2]!)
+    if (refused) throw new ServerError(refused[1] === '8' ? 429 : refused[1] === '7' ? 403 : 400, 'kms_refused', refused[2]!)
     throw new ServerError(502, 'kms_unavailable', 'The key-management service is unavailable')
   }
 }
@@ -162,7 +169,7 @@ export function sessionAnswer(row: SessionRow) {
   }
 }
 
-/** The parent organization's client and the limiters. @internal */
+/** The parent organization's client, delegated access and the limiters. @internal */
 export function createRouteContext(options: {
   store: Store
   kmsUrl: string
@@ -184,9 +191,11 @@ export function createRouteContext(options: {
 }): RouteContext {
   const now = options.now ?? Date.now
   let key: Promise<SessionJwtKey> | undefined
+  const kms = new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey }))
   return {
     store: options.store,
-    kms: new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey })),
+    kms,
+    delegated: createDelegatedAccess({ kms, kmsUrl: options.kmsUrl, apiPrivateKey: options.apiPrivateKey, now }),
     kmsUrl: options.kmsUrl,
     organizationId: options.organizationId,
     appName: options.appName,
