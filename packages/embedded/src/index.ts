@@ -6,6 +6,7 @@ export {
   ClientsNotFoundError,
   ConsensusNeededError,
   EmbeddedError,
+  InvalidAuthorizationError,
   InvalidCodeError,
   isSessionKeyExpired,
   KmsRequestError,
@@ -20,6 +21,7 @@ export {
   WebauthnCeremonyError,
   WebauthnNotSupportedError,
 } from './errors.js'
+export { BATCH_EXECUTOR_ADDRESS, BATCH_MODE } from './executor.js'
 export { exportWallet, type FrameKind, importWallet, startRecovery } from './frames.js'
 export {
   completeOAuthRedirect,
