@@ -45,6 +45,7 @@ export {
 } from './passkeys.js'
 export { createEmbeddedProvider, ProviderRpcError } from './provider.js'
 export { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
+export type { AtomicStatus, BatchCall } from './smartAccount.js'
 export {
   completed,
   createEmbeddedWallet,
@@ -61,5 +62,6 @@ export {
   type SessionKey,
   type SignInKind,
   type StoredWallet,
+  type TransactionRequest,
   WALLET_NAMES,
 } from './wallet.js'
