@@ -16,22 +16,6 @@ type RpcTransaction = {
   gasPrice?: Hex
 }
 
-/** EIP-5792 `wallet_sendCalls` parameters (v2; v1 without `atomicRequired`). */
-type SendCallsRequest = {
-  version?: string
-  from?: string
-  chainId?: Hex
-  atomicRequired?: boolean
-  calls: { to?: `0x${string}`; data?: Hex; value?: Hex; capabilities?: Record<string, { optional?: boolean }> }[]
-  capabilities?: Record<string, { optional?: boolean }>
-}
-
-/** EIP-5792: a capability the wallet does not have must be marked optional, else 5700. The embedded wallet has none to offer. */
-function unsupportedCapability(capabilities: Record<string, { optional?: boolean }> | undefined) {
-  for (const [name, value] of Object.entries(capabilities ?? {}))
-    if (value?.optional !== true) throw new ProviderRpcError(5700, `Unsupported non-optional capability: ${name}`)
-}
-
 /** An EIP-1193 error: a numeric `code` as wallets send them (4100, 4200, 4902). */
 export class ProviderRpcError extends Error {
   override name = 'ProviderRpcError'
@@ -124,27 +108,12 @@ export function createEmbeddedProvider(wallet: EmbeddedWallet, chains: readonly 
         wallet.switchChain(id)
         return null
       }
-      case 'wallet_getCapabilities': {
-        const [address, chainIds] = list as [string | undefined, Hex[] | undefined]
-        account(address)
-        return wallet.getCapabilities(chainIds?.map((id) => Number(id)))
-      }
-      case 'wallet_sendCalls': {
-        const [batch] = list as [SendCallsRequest]
-        account(batch.from)
-        unsupportedCapability(batch.capabilities)
-        for (const call of batch.calls) unsupportedCapability(call.capabilities)
-        return wallet.sendCalls({
-          chainId: batch.chainId === undefined ? undefined : Number(batch.chainId),
-          atomicRequired: batch.atomicRequired === true,
-          calls: batch.calls.map((call) => ({ to: call.to, data: call.data, value: call.value === undefined ? undefined : hexToBigInt(call.value) })),
-        })
-      }
+      case 'wallet_getCapabilities':
+      case 'wallet_sendCalls':
       case 'wallet_getCallsStatus': {
-        const [id] = list as [string]
-        const status = await wallet.getCallsStatus(id)
-        if (!status) throw new ProviderRpcError(5730, 'Unknown bundle id')
-        return status
+        // EIP-5792 loads with its first use, with the smart-account code.
+        const { callsRequest } = await import('./smartAccount.js')
+        return callsRequest(wallet, method, list, account)
       }
       case 'wallet_addEthereumChain':
         throw new ProviderRpcError(4200, 'The embedded wallet signs only for the chains the app configured.')

@@ -3,21 +3,24 @@
 import {
   type Address,
   type Chain,
+  createClient,
   encodeAbiParameters,
   encodeFunctionData,
   type Hex,
   hexToNumber,
+  http,
   isAddressEqual,
   numberToHex,
   type SignedAuthorization,
   size,
   sliceHex,
 } from 'viem'
-import { getCode, getTransactionCount } from 'viem/actions'
+import { getCode, getTransactionCount, waitForTransactionReceipt } from 'viem/actions'
 import { hashAuthorization } from 'viem/utils'
 import { InvalidAuthorizationError } from './errors.js'
 import { BATCH_MODE } from './executor.js'
-import { createClient, http } from './transactions.js'
+import { ProviderRpcError } from './provider.js'
+import type { EmbeddedWallet } from './wallet.js'
 
 /** EIP-5792's `atomic` capability: what the wallet can do with a batch on a chain. */
 export type AtomicStatus = 'supported' | 'ready' | 'unsupported'
@@ -142,11 +145,14 @@ export async function signAuthorization(
 
 /**
  * Delegates the account to the executor: one type-4 transaction from the account to itself with
- * the signed authorization and no calls. Answers its hash.
+ * the signed authorization and no calls. Waits for it; answers its hash and whether the account
+ * now delegates to the executor (read back from the chain).
  */
-export async function upgrade(context: SmartAccountContext, requested?: Parameters<typeof signAuthorization>[1]): Promise<Hex> {
+export async function upgrade(context: SmartAccountContext, requested?: Parameters<typeof signAuthorization>[1]): Promise<{ hash: Hex; upgraded: boolean }> {
   const { authorization, transactionNonce } = await signAuthorization(context, requested)
-  return context.send({ to: context.account, data: '0x', nonce: transactionNonce, authorizationList: [authorization] })
+  const hash = await context.send({ to: context.account, data: '0x', nonce: transactionNonce, authorizationList: [authorization] })
+  const receipt = await waitForTransactionReceipt(publicClient(context.chain), { hash })
+  return { hash, upgraded: receipt.status === 'success' && (await atomicStatus(context)) === 'supported' }
 }
 
 /** How a batch was sent: the transaction hashes, in order (one when atomic). */
@@ -226,5 +232,52 @@ export async function callsStatus(chain: Chain, id: string, batch: { atomic: boo
       gasUsed: receipt.gasUsed,
       transactionHash: receipt.transactionHash,
     })),
+  }
+}
+
+/** EIP-5792 `wallet_sendCalls` parameters (v2; v1 without `atomicRequired`). */
+type SendCallsRequest = {
+  version?: string
+  from?: string
+  chainId?: Hex
+  atomicRequired?: boolean
+  calls: { to?: `0x${string}`; data?: Hex; value?: Hex; capabilities?: Record<string, { optional?: boolean }> }[]
+  capabilities?: Record<string, { optional?: boolean }>
+}
+
+/** EIP-5792: a capability the wallet does not have must be marked optional, else 5700. The embedded wallet has none to offer. */
+function unsupportedCapability(capabilities: Record<string, { optional?: boolean }> | undefined) {
+  for (const [name, value] of Object.entries(capabilities ?? {}))
+    if (value?.optional !== true) throw new ProviderRpcError(5700, `Unsupported non-optional capability: ${name}`)
+}
+
+/**
+ * The EIP-5792 methods of the embedded provider: `wallet_getCapabilities`, `wallet_sendCalls`
+ * (v2 and v1) and `wallet_getCallsStatus`, with the EIP's error codes (5700, 5730).
+ */
+export async function callsRequest(wallet: EmbeddedWallet, method: string, params: unknown[], account: (requested?: unknown) => Address): Promise<unknown> {
+  switch (method) {
+    case 'wallet_getCapabilities': {
+      const [address, chainIds] = params as [string | undefined, Hex[] | undefined]
+      account(address)
+      return wallet.getCapabilities(chainIds?.map((id) => Number(id)))
+    }
+    case 'wallet_sendCalls': {
+      const [batch] = params as [SendCallsRequest]
+      account(batch.from)
+      unsupportedCapability(batch.capabilities)
+      for (const call of batch.calls) unsupportedCapability(call.capabilities)
+      return wallet.sendCalls({
+        chainId: batch.chainId === undefined ? undefined : Number(batch.chainId),
+        atomicRequired: batch.atomicRequired === true,
+        calls: batch.calls.map((call) => ({ to: call.to, data: call.data, value: call.value === undefined ? undefined : BigInt(call.value) })),
+      })
+    }
+    default: {
+      const [id] = params as [string]
+      const status = await wallet.getCallsStatus(id)
+      if (!status) throw new ProviderRpcError(5730, 'Unknown bundle id')
+      return status
+    }
   }
 }

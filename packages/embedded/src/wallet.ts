@@ -641,13 +641,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       requested: { chainId?: number | undefined; nonce?: number | undefined } = {},
     ): Promise<{ hash: Hex; smartWalletRefAddress: Address; smartWalletRefId: string }> {
       const { module, context } = await smartAccount()
-      const hash = await module.upgrade(context, requested)
-      const { createClient, http } = await import('./transactions.js')
-      const { waitForTransactionReceipt } = await import('viem/actions')
-      const receipt = await waitForTransactionReceipt(createClient({ chain: context.chain, transport: http(context.chain.rpcUrls.default.http[0]) }), { hash })
-      const status = await module.atomicStatus(context)
-      if (receipt.status !== 'success' || status !== 'supported')
-        throw new CannotProceedError({ details: `The upgrade transaction ${hash} did not delegate the account to ${context.executor}.` })
+      const { hash, upgraded } = await module.upgrade(context, requested)
+      if (!upgraded) throw new CannotProceedError({ details: `The upgrade transaction ${hash} did not delegate the account to ${context.executor}.` })
       noteDelegation(context.account, context.chain.id, context.executor)
       return { hash, smartWalletRefAddress: context.account, smartWalletRefId: `eip155:${context.chain.id}:${context.executor}` }
     },
