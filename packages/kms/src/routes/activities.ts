@@ -1,16 +1,18 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { Hono } from 'hono'
-import { ACTIVITIES } from '../activities.js'
-import { rootUserIds } from '../admin/quorum.js'
+import type { OidcVerifier } from '../auth/oidc.js'
 import type { ActivityContext, Caller } from '../context.js'
-import { type ActivityRow, type Db, isUniqueViolation } from '../db.js'
+import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
-import { GrpcCode, KmsError } from '../errors.js'
+import { alreadyExists, failedPrecondition, GrpcCode, invalid, KmsError, notFound, permissionDenied } from '../errors.js'
 import type { Authenticated } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
+import { rootUserIds } from '../organizations/quorum.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
 import { keepsWrites } from '../refusal.js'
+import { ACTIVITIES } from '../resources.js'
+import type { ActivityRow } from '../storage/tables.js'
 import type { WebauthnConfig } from '../webauthn.js'
 
 /** How far an activity's timestampMs may lie from the service's clock. */
@@ -44,10 +46,9 @@ export type ActivityRoutesOptions = {
   masterKey: Uint8Array
   signerPrivateKey: string
   webauthn: WebauthnConfig
+  oidc: OidcVerifier
   now: () => number
 }
-
-const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
 
 /**
  * `POST /public/v1/submit/{op}`: each activity runs once. Its row (with the fingerprint of the
@@ -56,7 +57,7 @@ const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, mess
  * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
  *
  * @example
- * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, now }))
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
@@ -65,7 +66,16 @@ export function activityRoutes(options: ActivityRoutesOptions) {
   /** What an activity runs with: `trx`, the transaction's statements; mail goes to its outbox. */
   function activityContext(caller: Caller, trx: Db, activityId: string): ActivityContext {
     const mailer: Mailer = { send: (mail) => enqueueMail(trx, options.masterKey, mail, activityId, now()) }
-    return { db: trx, webauthn: options.webauthn, mailer, masterKey: options.masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
+    return {
+      db: trx,
+      webauthn: options.webauthn,
+      oidc: options.oidc,
+      mailer,
+      masterKey: options.masterKey,
+      signerPrivateKey: options.signerPrivateKey,
+      now,
+      caller,
+    }
   }
 
   /** After a failed transaction: the activity a twin submission committed meanwhile, if any. */
@@ -73,7 +83,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     const twin = await db.activityByFingerprint(fingerprint)
     if (twin) return twin
     // A write that raced another one to a unique name or key, and lost.
-    if (isUniqueViolation(error)) throw new KmsError(GrpcCode.alreadyExists, 'already exists: a concurrent request created it first')
+    if (isUniqueViolation(error)) throw alreadyExists('already exists: a concurrent request created it first')
     throw error
   }
 
@@ -94,18 +104,16 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       const decision = await db.transaction(async (trx) => {
         const found = await trx.activityByFingerprint(fingerprint)
         if (!found || found.organization_id !== caller.organizationId)
-          throw new KmsError(GrpcCode.notFound, `no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
+          throw notFound(`no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
         // Votes on one activity count one at a time, on every instance.
         await trx.lockActivity(found.id)
         const target = (await trx.activity(found.id, caller.organizationId))!
-        if (caller.homeOrganizationId !== caller.organizationId)
-          throw new KmsError(GrpcCode.permissionDenied, 'only the organization’s own users vote on its activities')
+        if (caller.homeOrganizationId !== caller.organizationId) throw permissionDenied('only the organization’s own users vote on its activities')
         if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED')
-          throw new KmsError(GrpcCode.failedPrecondition, `activity ${target.id} is ${target.status}, not waiting for consensus`)
+          throw failedPrecondition(`activity ${target.id} is ${target.status}, not waiting for consensus`)
         const roots = await rootUserIds(trx, caller.organizationId)
-        if (!roots.includes(caller.userId)) throw new KmsError(GrpcCode.permissionDenied, 'only root users vote on activities that need the root quorum')
-        if ((await trx.votes(target.id)).some((vote) => vote.user_id === caller.userId))
-          throw new KmsError(GrpcCode.alreadyExists, 'you have already voted on this activity')
+        if (!roots.includes(caller.userId)) throw permissionDenied('only root users vote on activities that need the root quorum')
+        if ((await trx.votes(target.id)).some((vote) => vote.user_id === caller.userId)) throw alreadyExists('you have already voted on this activity')
         const at = now()
         await trx.insertVote({ id: randomUUID(), activity_id: target.id, user_id: caller.userId, selection, created_at: at })
         // Only root users' votes count, against the number of root users.

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import type { PolicyRow } from '../db.js'
-import { ids, notFound, parse } from '../params.js'
-import type { ActivityTable } from './table.js'
+import { notFound } from '../errors.js'
+import { ids, parse } from '../params.js'
+import type { PolicyRow } from '../storage/tables.js'
 
 // Policies are stored and reported as the clients wrote them. They are not evaluated: every user of
 // an organization may do what its root users may, and `condition` and `consensus` are kept as text.
