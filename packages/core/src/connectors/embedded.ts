@@ -21,6 +21,11 @@ export type EmbeddedParameters = {
   rpId?: string | undefined
   /** Lifetime of a session key in seconds. Default 900. */
   sessionSeconds?: number | undefined
+  /**
+   * The EIP-7702 batch executor the account delegates to for atomic `sendCalls`. Default: the
+   * embedded wallet's `BATCH_EXECUTOR_ADDRESS`; `null` turns smart accounts off.
+   */
+  batchExecutor?: Address | null | undefined
   /** The social sign-ins the modal offers ("Continue with Google / Apple"); the backend must have them configured. Default: none. */
   oauthProviders?: readonly ('google' | 'apple')[] | undefined
   /** @internal Tests replace the wallet's pieces (key store, storage, fetch). */
@@ -86,6 +91,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
             organizationId: parameters.organizationId,
             framesUrl: parameters.framesUrl,
             sessionSeconds: parameters.sessionSeconds,
+            ...(parameters.batchExecutor === undefined ? {} : { batchExecutor: parameters.batchExecutor }),
             chains: config.chains,
             ...parameters.walletOptions,
           })
