@@ -47,6 +47,8 @@ export type NonceRow = { nonce: string; holder: string; expires_at: number; used
 export type RefreshTokenRow = { digest: string; session_id: string; expires_at: number; used_at: number | null; created_at: number }
 /** An OAuth ID token's nonce that signed a browser in: kept until the token expires, so no instance accepts it again. */
 export type OAuthNonceRow = { nonce: string; expires_at: number }
+/** A rate limit's fixed window for one key (`limit:subject`), shared by every instance on the database. */
+export type RateLimitRow = { key: string; window_started_at: number; count: number }
 
 /** The backend's tables, as Kysely sees them. */
 export type ServerSchema = {
@@ -58,6 +60,7 @@ export type ServerSchema = {
   siwe_nonces: NonceRow
   refresh_tokens: RefreshTokenRow
   oauth_nonces: OAuthNonceRow
+  rate_limits: RateLimitRow
 }
 
 /** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
@@ -159,6 +162,18 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
         .addColumn('expires_at', 'bigint', (column) => column.notNull())
         .execute()
       await db.schema.createIndex('oauth_nonces_by_expiry').on('oauth_nonces').column('expires_at').execute()
+    },
+  },
+  {
+    name: '0004_rate_limits',
+    async up(db) {
+      await db.schema
+        .createTable('rate_limits')
+        .addColumn('key', 'text', (column) => column.primaryKey())
+        .addColumn('window_started_at', 'bigint', (column) => column.notNull())
+        .addColumn('count', 'integer', (column) => column.notNull())
+        .execute()
+      await db.schema.createIndex('rate_limits_by_window').on('rate_limits').column('window_started_at').execute()
     },
   },
 ]
@@ -391,6 +406,31 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     },
     /** Throws unless the database answers a query: the backend's `GET /readyz`. */
     ping: () => database.ping(),
+    /**
+     * Counts one request against `key`'s fixed window of `windowMs` at `at` (a new window once the
+     * last one has passed) and answers the window's count and start. One statement: requests racing
+     * on any instances each count once.
+     */
+    async countRequest(key: string, windowMs: number, at: number): Promise<{ count: number; windowStartedAt: number }> {
+      const passed = sql<boolean>`rate_limits.window_started_at <= ${at - windowMs}`
+      const row = await db
+        .insertInto('rate_limits')
+        .values({ key, window_started_at: at, count: 1 })
+        .onConflict((conflict) =>
+          conflict.column('key').doUpdateSet({
+            // Both read the row as it was: a window that has passed starts again at `at`.
+            count: sql`case when ${passed} then 1 else rate_limits.count + 1 end`,
+            window_started_at: sql`case when ${passed} then ${at} else rate_limits.window_started_at end`,
+          }),
+        )
+        .returning(['count', 'window_started_at'])
+        .executeTakeFirstOrThrow()
+      return { count: Number(row.count), windowStartedAt: Number(row.window_started_at) }
+    },
+    /** Drops the windows that started before `before`. */
+    async deleteRateLimitsBefore(before: number) {
+      await db.deleteFrom('rate_limits').where('window_started_at', '<', before).execute()
+    },
     close: () => database.close(),
   }
 }

@@ -83,6 +83,7 @@ describe('openStore', () => {
       '0001_accounts_sessions_nonces',
       '0002_refresh_tokens',
       '0003_oauth_nonces',
+      '0004_rate_limits',
     ])
     db.close()
     // Opening again changes nothing.

@@ -12,6 +12,12 @@ export type Activity = {
   op: string
   intentKey: string
   resultKey: string
+  /**
+   * The activity writes nothing but its own row (signing): it runs outside a transaction, and its
+   * row is the one statement that commits it. A resubmission runs it again and answers the first
+   * row (the fingerprint's unique constraint), so it must give the same result for the same bytes.
+   */
+  readOnly?: true
   run(params: unknown, context: ActivityContext): Promise<Record<string, unknown>> | Record<string, unknown>
 }
 /** Activities by the exact `type` the clients send. */

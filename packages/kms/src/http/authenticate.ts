@@ -4,10 +4,17 @@ import { readSessionJwt } from '../credentials.js'
 import type { Db } from '../db.js'
 import { expiredKeyMessage, GrpcCode, invalid, KmsError, permissionDenied, UNKNOWN_KEY_MESSAGE } from '../errors.js'
 import { verifyApiKeyStamp } from '../stamp.js'
+import type { OrganizationRow } from '../storage/tables.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from '../webauthn.js'
 
 /** What an authenticated request carries to its handler: the exact body bytes, the body parsed, and who stamped it. */
-export type Authenticated = { raw: Uint8Array; body: Record<string, unknown>; caller: Caller }
+export type Authenticated = {
+  raw: Uint8Array
+  body: Record<string, unknown>
+  caller: Caller
+  /** The organization the request names, as read while authenticating it (not locked). */
+  organization: OrganizationRow
+}
 
 export type AuthenticateOptions = {
   db: Db
@@ -109,6 +116,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       throw new KmsError(GrpcCode.unauthenticated, signer.publicKey === READ_ONLY_SESSION ? 'read-only session expired' : expiredKeyMessage(signer.publicKey))
     if (signer.authenticatorId) await db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
     c.set('body', body as Record<string, unknown>)
+    c.set('organization', organization)
     c.set('caller', { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey })
     await next()
   }

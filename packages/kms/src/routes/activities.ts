@@ -10,6 +10,7 @@ import type { Mailer } from '../mail.js'
 import { rootUserIds } from '../organizations/quorum.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
+import { authorize } from '../policies/authorize.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
 import type { ActivityRow } from '../storage/tables.js'
@@ -63,9 +64,18 @@ export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
   const app = new Hono<{ Variables: Authenticated }>()
 
-  /** What an activity runs with: `trx`, the transaction's statements; mail goes to its outbox. */
-  function activityContext(caller: Caller, trx: Db, activityId: string): ActivityContext {
-    const mailer: Mailer = { send: (mail) => enqueueMail(trx, options.masterKey, mail, activityId, now()) }
+  /**
+   * What an activity runs with: `trx`, the transaction's statements; mail goes to its outbox
+   * (`mailed` says whether any did, so the outbox is asked only then).
+   */
+  function activityContext(caller: Caller, trx: Db, activityId: string): ActivityContext & { mailed(): boolean } {
+    let mailed = false
+    const mailer: Mailer = {
+      send: (mail) => {
+        mailed = true
+        return enqueueMail(trx, options.masterKey, mail, activityId, now())
+      },
+    }
     return {
       db: trx,
       webauthn: options.webauthn,
@@ -75,6 +85,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       signerPrivateKey: options.signerPrivateKey,
       now,
       caller,
+      mailed: () => mailed,
     }
   }
 
@@ -163,12 +174,8 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         `timestampMs is outside the accepted window (${TIMESTAMP_WINDOW_MS.past / 60_000} minutes back, ${TIMESTAMP_WINDOW_MS.future / 60_000} ahead)`,
       )
 
-    // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
-    const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
-    const existing = await db.activityByFingerprint(fingerprint)
-    if (existing) return c.json({ activity: await activityView(db, existing) })
-
     const at = now()
+    const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
     const row: ActivityRow = {
       id: randomUUID(),
       organization_id: caller.organizationId,
@@ -183,22 +190,52 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       submitted_by: caller.userId,
       submitted_from: caller.homeOrganizationId,
     }
-    let outcome: { stored: ActivityRow; result?: Record<string, unknown> } | { refused: KmsError }
+    const answer = (stored: ActivityRow, result: Record<string, unknown>) =>
+      // Answered from the row just stored, not read back and parsed again.
+      activityView(db, stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } })
+    // An activity that writes only its row (signing) needs no transaction: the permission check and
+    // its reads, then the insert, which a twin submission (the fingerprint's unique constraint)
+    // loses to the first. One that must wait for approvals takes the transaction below.
+    if (kind.readOnly) {
+      const context = activityContext(caller, db, row.id)
+      let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
+      try {
+        if ((await authorize(db, { caller, organization: c.var.organization, type: type as string, params: body['parameters'] })) === 'run') {
+          const result = await kind.run(body['parameters'], {
+            ...context,
+            mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
+          })
+          done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }, result }
+          await db.insertActivity(done.stored)
+        }
+      } catch (error) {
+        // A resubmission answers the first submission's activity, whatever its second run did.
+        return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
+      }
+      if (done) return c.json({ activity: await answer(done.stored, done.result) })
+    }
+
+    // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
+    const existing = await db.activityByFingerprint(fingerprint)
+    if (existing) return c.json({ activity: await activityView(db, existing) })
+
+    let outcome: { stored: ActivityRow; result?: Record<string, unknown>; mailed: boolean } | { refused: KmsError }
     try {
       outcome = await db.transaction(async (trx) => {
         if (!UNLOCKED_OPS.has(op)) await trx.lockOrganization(caller.organizationId)
-        // Root quorum: in an organization that needs more than one approval, its own users' activities
-        // wait for the others (the parent organization's key, acting for the app, is not held to it).
+        // Turnkey's permission model (policies/authorize.ts): refused here, before anything is written;
+        // a root user's activity in an organization that needs more approvals waits for them.
         const organization = (await trx.organization(caller.organizationId))!
-        if (organization.root_quorum_threshold > 1 && caller.homeOrganizationId === caller.organizationId) {
+        if ((await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })) === 'consensus') {
           const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
           await trx.insertActivity(waiting)
           await trx.insertVote({ id: randomUUID(), activity_id: row.id, user_id: caller.userId, selection: 'VOTE_SELECTION_APPROVED', created_at: at })
-          return { stored: waiting }
+          return { stored: waiting, mailed: false }
         }
+        const context = activityContext(caller, trx, row.id)
         let result: Record<string, unknown>
         try {
-          result = await kind.run(body['parameters'], activityContext(caller, trx, row.id))
+          result = await kind.run(body['parameters'], context)
         } catch (error) {
           // A refusal that still counts (a wrong OTP guess) commits its writes, without an activity.
           if (keepsWrites(error)) return { refused: error }
@@ -206,17 +243,16 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         }
         const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }
         await trx.insertActivity(stored)
-        return { stored, result }
+        return { stored, result, mailed: context.mailed() }
       })
     } catch (error) {
       return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
     }
     if ('refused' in outcome) throw outcome.refused
-    await outbox.sendFor(outcome.stored.id)
+    if (outcome.mailed) await outbox.sendFor(outcome.stored.id)
     const { stored, result } = outcome
     if (!result) return c.json({ activity: await activityView(db, stored) })
-    // Answered from the row just stored, not read back and parsed again.
-    return c.json({ activity: await activityView(db, stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } }) })
+    return c.json({ activity: await answer(stored, result) })
   })
 
   return app

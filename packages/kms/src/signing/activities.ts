@@ -24,6 +24,8 @@ const signRawPayload = z.object({ signWith: z.string().min(1), payload: z.string
 export const SIGNING_ACTIVITIES: ActivityTable = {
   ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2: {
     op: 'sign_raw_payload',
+    // RFC 6979: the same payload signs the same way, so a resubmission's second run is harmless.
+    readOnly: true,
     intentKey: 'signRawPayloadIntentV2',
     resultKey: 'signRawPayloadResult',
     async run(params, context) {
@@ -33,6 +35,7 @@ export const SIGNING_ACTIVITIES: ActivityTable = {
   },
   ACTIVITY_TYPE_SIGN_RAW_PAYLOADS: {
     op: 'sign_raw_payloads',
+    readOnly: true,
     intentKey: 'signRawPayloadsIntent',
     resultKey: 'signRawPayloadsResult',
     async run(params, context) {
@@ -49,6 +52,7 @@ export const SIGNING_ACTIVITIES: ActivityTable = {
   },
   ACTIVITY_TYPE_SIGN_TRANSACTION_V2: {
     op: 'sign_transaction',
+    readOnly: true,
     intentKey: 'signTransactionIntentV2',
     resultKey: 'signTransactionResult',
     async run(params, context) {

@@ -182,7 +182,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   const { store, kms, now } = context
   const input = await readBody(c.req.raw, oauthSchema)
   if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${PROVIDER_NAMES[input.provider]} sign-in is not configured`)
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
   const claims = await oauth.verify(input.provider, token, input.sessionPublicKey)
   const providerName = PROVIDER_NAMES[input.provider]
@@ -191,6 +191,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   if (!account) {
     // A new user: a sub-organization with a one-minute key of the root user, which registers the identity.
     const bootstrap = generateP256KeyPair()
+    const delegated = context.delegated.newUser()
     const { activity } = await callKms(() =>
       kms.createSubOrganization({
         type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
@@ -207,6 +208,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
               authenticators: [],
               oauthProviders: [],
             },
+            delegated.rootUser,
           ],
           wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
         },
@@ -214,6 +216,8 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
     )
     const result = activity.result.createSubOrganizationResultV8
     if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
+    const subOrganizationId = result.subOrganizationId
+    await callKms(() => delegated.limit(subOrganizationId, result.rootUserIds!))
     const asUser = new TurnkeyClient({ baseUrl: context.kmsUrl }, new ApiKeyStamper({ apiPublicKey: bootstrap.publicKey, apiPrivateKey: bootstrap.privateKey }))
     await callKms(() =>
       asUser.createOauthProviders({
@@ -233,15 +237,18 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   } else {
     const { oauthProviders } = await callKms(() => kms.getOauthProviders({ organizationId: account!.organization_id, userId: account!.user_id }))
     const audience = oauth.config(input.provider)!.clientId
-    if (!oauthProviders.some((provider) => provider.issuer === claims.iss && provider.subject === claims.sub && provider.audience === audience))
+    if (!oauthProviders.some((provider) => provider.issuer === claims.iss && provider.subject === claims.sub && provider.audience === audience)) {
+      // Linking writes in the sub-organization: the backend's delegated user does it (the parent may not).
+      const delegated = await callKms(() => context.delegated.client(account!.organization_id))
       await callKms(() =>
-        kms.createOauthProviders({
+        delegated.createOauthProviders({
           type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
           timestampMs: String(now()),
           organizationId: account!.organization_id,
           parameters: { userId: account!.user_id, oauthProviders: [{ providerName, oidcToken: token }] },
         }),
       )
+    }
   }
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const at = now()
