@@ -631,6 +631,7 @@ describe('cli', () => {
         '',
         `  Chain A    http://127.0.0.1:${ports.chainA}   chain id 31337`,
         `  Chain B    http://127.0.0.1:${ports.chainB}   chain id 31338`,
+        `  Executor   ${BATCH_EXECUTOR_ADDRESS}   EIP-7702 batch executor, on both chains`,
         `  Relay      ws://127.0.0.1:${ports.relay}`,
         `  KMS        http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
         `  Frames     http://localhost:${ports.frames}   /auth /recovery /export /import`,

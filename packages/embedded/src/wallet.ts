@@ -635,7 +635,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /**
      * Upgrades the account to a smart account on the current chain: one type-4 transaction from
      * the account to itself carrying the signed authorization. Waits for it and reads the
-     * delegation back from the chain. Answers the transaction hash.
+     * delegation back from the chain. Answers the transaction hash and the credential's new
+     * smart-account fields.
      */
     async upgradeAccount(
       requested: { chainId?: number | undefined; nonce?: number | undefined } = {},
