@@ -1,6 +1,6 @@
 import { withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
-import type { NewMessage, RelayStore, StoredMessage } from './store.js'
+import { type NewMessage, type RelayStore, type StoredMessage, withSeq } from './store.js'
 
 export type RedisStoreOptions = {
   /** Prefix of every key and of the fan-out channel; relays that share it share messages. Default `latchkey:relay:`. */
@@ -55,12 +55,29 @@ end
 return 1
 `
 
+// Counts requests, per client and second, over every node. KEYS: a counter per client and second;
+// ARGV: how many to add to each, then how long a counter is kept (ms). Answers each total.
+const COUNT = `
+local totals = {}
+local keep = ARGV[#ARGV]
+for i = 1, #KEYS do
+  local total = redis.call('INCRBY', KEYS[i], ARGV[i])
+  if total == tonumber(ARGV[i]) then redis.call('PEXPIRE', KEYS[i], keep) end
+  totals[i] = total
+end
+return totals
+`
+
+/** A request counter outlives its second by this much, so nodes whose clocks differ a little share it. */
+const COUNTER_KEEP_MS = 10_000
+
 /** Most messages or acks one script call takes. */
 const MAX_BATCH = 256
 
 type Scripts = {
   relayAdd(keyCount: number, ...args: (string | number)[]): Promise<number[]>
   relayAck(keyCount: number, ...args: string[]): Promise<number>
+  relayCount(keyCount: number, ...args: (string | number)[]): Promise<number[]>
 }
 
 /**
@@ -90,6 +107,30 @@ function batcher<item, result>(run: (items: item[]) => Promise<result[]>) {
       if (!pending.length) setImmediate(flush)
       pending.push({ item, resolve, reject })
     })
+}
+
+/**
+ * Like `batcher`, for calls that answer nothing: every call of a turn gets the same promise, which
+ * settles once all of that turn's script calls have, so a caller can tell calls of one batch apart
+ * from the next without a promise each.
+ */
+function sharedBatcher<item>(run: (items: item[]) => Promise<unknown>) {
+  let pending: item[] = []
+  let current: Promise<void> | undefined
+  return (item: item): Promise<void> => {
+    pending.push(item)
+    current ??= new Promise<void>((resolve, reject) =>
+      setImmediate(() => {
+        const taken = pending
+        pending = []
+        current = undefined
+        const parts: Promise<unknown>[] = []
+        for (let start = 0; start < taken.length; start += MAX_BATCH) parts.push(run(taken.slice(start, start + MAX_BATCH)))
+        Promise.all(parts).then(() => resolve(), reject)
+      }),
+    )
+    return current
+  }
 }
 
 /**
@@ -123,6 +164,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
   const redis = await connect('store')
   redis.defineCommand('relayAdd', { lua: ADD })
   redis.defineCommand('relayAck', { lua: ACK })
+  redis.defineCommand('relayCount', { lua: COUNT })
   const scripts = redis as unknown as Scripts
   let subscriber: Redis | undefined
 
@@ -146,12 +188,24 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       args.push(JSON.stringify(message), keepMs, message.id, message.expiresAt, message.topic, message.publisher)
     }
     const seqs = await scripts.relayAdd(keys.length, ...keys, ...args)
-    return messages.map((message, index) => (seqs[index] ? { ...message, seq: seqs[index] } : undefined))
+    return messages.map((message, index) => (seqs[index] ? withSeq(message, seqs[index]) : undefined))
   })
-  const ackBatch = batcher<[clientId: string, messageId: string], void>(async (acks) => {
+  const ackBatch = sharedBatcher<[clientId: string, messageId: string]>((acks) => {
     const keys = acks.flatMap(([, messageId]) => [messageKey(messageId), ackKey(messageId)])
-    await scripts.relayAck(keys.length, ...keys, ...acks.map(([clientId]) => clientId))
-    return acks.map(() => undefined)
+    return scripts.relayAck(keys.length, ...keys, ...acks.map(([clientId]) => clientId))
+  })
+  // A counter per client and second; each call is answered with the count up to and including it.
+  const countBatch = batcher<string, number>(async (counterKeys) => {
+    const counts = new Map<string, number>()
+    for (const key of counterKeys) counts.set(key, (counts.get(key) ?? 0) + 1)
+    const keys = [...counts.keys()]
+    const totals = await scripts.relayCount(keys.length, ...keys, ...counts.values(), COUNTER_KEEP_MS)
+    const before = new Map(keys.map((key, index) => [key, totals[index]! - counts.get(key)!]))
+    return counterKeys.map((key) => {
+      const count = before.get(key)! + 1
+      before.set(key, count)
+      return count
+    })
   })
 
   return {
@@ -168,11 +222,12 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       for (const [index, record] of records.entries()) {
         if (record === null) continue
         const message = JSON.parse(record) as NewMessage
-        if (message.expiresAt > now) messages.push({ ...message, seq: parsed[index]![0] })
+        if (message.expiresAt > now) messages.push(withSeq(message, parsed[index]![0]))
       }
       return messages
     },
     ack: (clientId, messageId) => ackBatch([clientId, messageId]),
+    countRequests: (clientId, now) => countBatch(`${prefix}r:${Math.floor(now / 1000)}:${clientId}`),
     async isAcked(clientId, messageId) {
       return (await redis.sismember(ackKey(messageId), clientId)) === 1
     },
@@ -203,7 +258,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
           const third = text.indexOf(' ', second + 1)
           // Only messages some connection here would be sent are parsed.
           if (!wants || wants(text.slice(first + 1, second), text.slice(second + 1, third)))
-            listener({ ...(JSON.parse(text.slice(third + 1, end)) as NewMessage), seq: Number(text.slice(start, first)) })
+            listener(withSeq(JSON.parse(text.slice(third + 1, end)) as NewMessage, Number(text.slice(start, first))))
           start = end + 1
         }
       })
