@@ -124,6 +124,9 @@ type Connection = {
   refusal: (() => void) | undefined
 }
 
+/** What one node may still let through of a client's requests this second, on a shared store. */
+type Allowance = { left: number; spent: boolean; taking: Promise<void> | undefined }
+
 /** A frame that is a request, its envelope checked; its params are checked when its turn comes. */
 type Request = { id: number | string; method: string; params: unknown; checked: PublishParams | undefined }
 
@@ -157,8 +160,13 @@ export function createRelay(options: RelayOptions): Relay {
   const maxSubscriptions = options.limits?.maxSubscriptions ?? 1000
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
   const countShared = store.countRequests?.bind(store)
-  /** Requests per client in the current second, for a store of this node alone. */
-  let rateWindow = { second: -1, counts: new Map<string, number>() }
+  /**
+   * The current second's requests per client (a store of this node alone), or what this node may
+   * still let through of each client's allowance (a shared store: taken a tenth of the limit at a
+   * time, so Redis sees one count per tenth rather than one per request).
+   */
+  let rateWindow = { second: -1, counts: new Map<string, number>(), allowances: new Map<string, Allowance>() }
+  const allowanceChunk = Math.max(1, Math.floor(maxRequestsPerSecond / 10))
   const subscribers = new Map<string, Set<Connection>>()
   const connections = new Map<WebSocket, Connection>()
   /** The latest ack write not yet stored, by client id: reading a client's backlog waits for it. */
@@ -569,14 +577,47 @@ export function createRelay(options: RelayOptions): Relay {
    * counts every node's requests of that client).
    */
   function withinRate(connection: Connection): boolean | Promise<boolean> {
-    const time = now()
-    if (countShared) return countShared(connection.clientId, time).then((count) => count <= maxRequestsPerSecond)
-    const second = Math.floor(time / 1000)
+    const second = Math.floor(now() / 1000)
     // A new second starts every count afresh, and drops the last second's clients with it.
-    if (second !== rateWindow.second) rateWindow = { second, counts: new Map() }
-    const count = (rateWindow.counts.get(connection.clientId) ?? 0) + 1
-    rateWindow.counts.set(connection.clientId, count)
+    if (second !== rateWindow.second) rateWindow = { second, counts: new Map(), allowances: new Map() }
+    const { clientId } = connection
+    if (countShared) {
+      let allowance = rateWindow.allowances.get(clientId)
+      if (!allowance) rateWindow.allowances.set(clientId, (allowance = { left: 0, spent: false, taking: undefined }))
+      return take(allowance, clientId, second)
+    }
+    const count = (rateWindow.counts.get(clientId) ?? 0) + 1
+    rateWindow.counts.set(clientId, count)
     return count <= maxRequestsPerSecond
+  }
+
+  /**
+   * One request from a client's allowance on a shared store: from what this node holds, else after
+   * taking the next part from the store (requests waiting on it are served in arrival order). A
+   * node never lets a client past the limit over all nodes; parts other nodes hold unused may have
+   * it refused a little early.
+   */
+  function take(allowance: Allowance, clientId: string, second: number): boolean | Promise<boolean> {
+    if (allowance.taking) return allowance.taking.then(() => take(allowance, clientId, second))
+    if (allowance.left > 0) {
+      allowance.left--
+      return true
+    }
+    if (allowance.spent) return false
+    const taking = countShared!(clientId, second * 1000, allowanceChunk).then(
+      (total) => {
+        allowance.left = Math.max(0, Math.min(allowanceChunk, maxRequestsPerSecond - (total - allowanceChunk)))
+        // Less than a whole part: the limit is reached, over all nodes, for this second.
+        allowance.spent = allowance.left < allowanceChunk
+        allowance.taking = undefined
+      },
+      (error: unknown) => {
+        allowance.taking = undefined
+        throw error
+      },
+    )
+    allowance.taking = taking
+    return taking.then(() => take(allowance, clientId, second))
   }
 
   /** Answers a publish; the last one a refused connection waits for lets its refusal go. */

@@ -48,11 +48,11 @@ export type RelayStore = {
    */
   watch?(listener: (message: StoredMessage) => void, options?: { wants?(topic: string, publisher: string): boolean }): Promise<() => Promise<void>>
   /**
-   * For stores several relay nodes share: counts one request of `clientId` in the second holding
-   * `now` (unix ms), over every node, and answers that second's count so far, this one included.
+   * For stores several relay nodes share: adds `count` requests of `clientId` to the second holding
+   * `now` (unix ms), over every node, and answers that second's count so far, these included.
    * Calls made within one turn may share a round trip. Without it, each node counts its own.
    */
-  countRequests?(clientId: string, now: number): Promise<number>
+  countRequests?(clientId: string, now: number, count: number): Promise<number>
   /** Resolves when the store answers (a query, a PING), rejects otherwise: the relay's `GET /readyz`. */
   ping?(): Promise<void>
   close(): Promise<void>
