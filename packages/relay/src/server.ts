@@ -110,7 +110,7 @@ type Connection = {
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
   inflight: Map<number, string>
   alive: boolean
-  /** True while this turn's frames are being gathered into one write. */
+  /** True while this loop iteration's frames are being gathered into one write. */
   corked: boolean
   /** The request being handled and those queued behind it; the next starts when it settles. */
   queue: Promise<void>
@@ -176,6 +176,8 @@ export function createRelay(options: RelayOptions): Relay {
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
+  /** Connections whose frames are being gathered, uncorked together once the I/O callbacks have run. */
+  let corked: Connection[] = []
   const { logger } = options
   const app = createRelayHttpApp({ rpc: options.rpc ?? {}, projectIds: options.projectIds, upstreamTimeoutMs: options.upstreamTimeoutMs })
   // GET /readyz: the store answers.
@@ -296,21 +298,20 @@ export function createRelay(options: RelayOptions): Relay {
    * without waiting (a publish, its rate known) takes no promise at all.
    */
   function enqueue(connection: Connection, request: Request, allowed: boolean | Promise<boolean>) {
-    const run = () => (typeof allowed === 'boolean' ? onRequest(connection, request, allowed) : allowed.then((ok) => onRequest(connection, request, ok)))
+    let running: Promise<void> | undefined
+    // The common case with no closure at all: nothing queued, the rate known, a publish.
+    if (connection.pending === 0 && typeof allowed === 'boolean') {
+      running = onRequest(connection, request, allowed)
+      if (!running) return
+    }
     const done = () => void connection.pending--
     const failed = (error: unknown) => {
       done()
       reply(connection, request.id, undefined, internal(error))
     }
-    if (connection.pending === 0) {
-      const running = run()
-      if (!running) return
-      connection.pending++
-      connection.queue = running.then(done, failed)
-      return
-    }
+    const run = () => (typeof allowed === 'boolean' ? onRequest(connection, request, allowed) : allowed.then((ok) => onRequest(connection, request, ok)))
     connection.pending++
-    connection.queue = connection.queue.then(run).then(done, failed)
+    connection.queue = (running ?? connection.queue.then(run)).then(done, failed)
   }
 
   /**
@@ -634,7 +635,7 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   /**
-   * Sends a frame. Frames for one connection within a turn of the event loop leave in one write:
+   * Sends a frame. Frames for one connection within an iteration of the event loop leave in one write:
    * under load a socket gets a reply and several pushes per turn, and a syscall per frame would
    * cost more than the relay's own work.
    */
@@ -642,12 +643,23 @@ export function createRelay(options: RelayOptions): Relay {
     if (!connection.corked) {
       connection.corked = true
       connection.tcp.cork()
-      process.nextTick(() => {
-        connection.corked = false
-        connection.tcp.uncork()
-      })
+      if (!corked.length) setImmediate(uncorkAll)
+      corked.push(connection)
     }
     connection.socket.send(frame)
+  }
+
+  /**
+   * Ends a turn's gathering: sockets are uncorked after every I/O callback of the loop iteration
+   * has run (a store's answer and the frames read in it), not after each callback.
+   */
+  function uncorkAll() {
+    const taken = corked
+    corked = []
+    for (const connection of taken) {
+      connection.corked = false
+      connection.tcp.uncork()
+    }
   }
 
   return {

@@ -89,6 +89,8 @@ export function sqliteStore(path: string): RelayStore {
       commit(pendingMessages, pendingAcks)
       settle.resolve()
     } catch (error) {
+      // Nothing of the batch is stored: its messages may be published again.
+      for (const m of pendingMessages) index.remove(m)
       settle.reject(error)
     }
   }
@@ -113,13 +115,7 @@ export function sqliteStore(path: string): RelayStore {
       // The copy held may still wait for its commit; answer once it is stored.
       if (!stored) return batch ? batch.promise.then(() => undefined) : Promise.resolve(undefined)
       messages.push(m)
-      return committed().then(
-        () => stored,
-        (error: unknown) => {
-          index.remove(m)
-          throw error
-        },
-      )
+      return committed().then(() => stored)
     },
     async list(topic, now) {
       return index.list(topic, now)
