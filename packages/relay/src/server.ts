@@ -304,14 +304,18 @@ export function createRelay(options: RelayOptions): Relay {
       running = onRequest(connection, request, allowed)
       if (!running) return
     }
-    const done = () => void connection.pending--
-    const failed = (error: unknown) => {
-      done()
-      reply(connection, request.id, undefined, internal(error))
-    }
-    const run = () => (typeof allowed === 'boolean' ? onRequest(connection, request, allowed) : allowed.then((ok) => onRequest(connection, request, ok)))
     connection.pending++
-    connection.queue = (running ?? connection.queue.then(run)).then(done, failed)
+    // Inline closures: a named one costs a defineProperty per request where names are kept (tsx).
+    running ??= connection.queue.then(() =>
+      typeof allowed === 'boolean' ? onRequest(connection, request, allowed) : allowed.then((ok) => onRequest(connection, request, ok)),
+    )
+    connection.queue = running.then(
+      () => void connection.pending--,
+      (error: unknown) => {
+        connection.pending--
+        reply(connection, request.id, undefined, internal(error))
+      },
+    )
   }
 
   /**
