@@ -24,7 +24,7 @@ const GRACE_MS = 3_600_000
 const ADD = `
 local prefix, lines = ARGV[1], ARGV[3]
 local counter, index = prefix .. 'seq', prefix .. 'expiry'
-local seqs, notice, lists = {}, {}, {}
+local seqs, notice, lists, stored = {}, {}, {}, {}
 local i, at = 0, 1
 while at <= #lines do
   local id, topic, publisher, keep, expires, body, after = string.match(lines, '^(%S+) (%S+) (%S+) (%S+) (%S+) ([^\\n]*)()', at)
@@ -32,24 +32,28 @@ while at <= #lines do
   i = i + 1
   local record = publisher .. ' ' .. expires .. ' ' .. body
   if redis.call('SET', prefix .. 'm:' .. id, record, 'NX', 'PX', keep) then
-    local seq = redis.call('INCR', counter)
-    local entry = seq .. ' ' .. id
-    local list = prefix .. 't:' .. topic
-    redis.call('RPUSH', list, entry)
-    -- A topic's list lives as long as its longest-lived message: its expiry is set once per call.
-    local ms = tonumber(keep)
-    if (lists[list] or 0) < ms then lists[list] = ms end
-    redis.call('ZADD', index, expires, topic .. ':' .. entry)
-    seqs[i] = seq
-    notice[#notice + 1] = entry .. ' ' .. topic .. ' ' .. record
-  else
-    seqs[i] = 0
+    stored[#stored + 1] = { i, id, topic, tonumber(keep), expires, record }
   end
+  seqs[i] = 0
+end
+if #stored == 0 then return seqs end
+-- One increment numbers every message stored by this call, in order.
+local first = redis.call('INCRBY', counter, #stored) - #stored
+for k, m in ipairs(stored) do
+  local seq = first + k
+  local entry = seq .. ' ' .. m[2]
+  local list = prefix .. 't:' .. m[3]
+  redis.call('RPUSH', list, entry)
+  -- A topic's list lives as long as its longest-lived message: its expiry is set once per call.
+  if (lists[list] or 0) < m[4] then lists[list] = m[4] end
+  redis.call('ZADD', index, m[5], m[3] .. ':' .. entry)
+  seqs[m[1]] = seq
+  notice[#notice + 1] = entry .. ' ' .. m[3] .. ' ' .. m[6]
 end
 for list, ms in pairs(lists) do
   if redis.call('PTTL', list) < ms then redis.call('PEXPIRE', list, ms) end
 end
-if #notice > 0 then redis.call('PUBLISH', ARGV[2], table.concat(notice, '\\n')) end
+redis.call('PUBLISH', ARGV[2], table.concat(notice, '\\n'))
 return seqs
 `
 
