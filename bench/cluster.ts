@@ -33,7 +33,7 @@ const arg = (name: string, fallback: number) => {
 const clients = Math.max(2, arg('--clients', 600) - (arg('--clients', 600) % 2))
 const messages = arg('--messages', 100)
 const rounds = arg('--rounds', 3)
-if (messages > 190) throw new Error('--messages is at most 190: more in one burst would hit the relay’s per-connection rate limit')
+if (messages > 190) throw new Error('--messages is at most 190: more in one burst would hit the relay’s per-client rate limit')
 
 /** A redis-server on a free port, without persistence (scripts/ensure-redis.mjs installs it when missing). */
 async function startRedis(): Promise<{ url: string; process: ChildProcess }> {

@@ -30,9 +30,9 @@ const clients = Math.max(2, arg('--clients', 1000) - (arg('--clients', 1000) % 2
 const messages = arg('--messages', 100)
 const pairings = arg('--pairings', 20)
 const rounds = arg('--rounds', 3)
-// The relay allows 200 requests per connection per second (acks not counted); a subscribe plus
+// The relay allows 200 requests per client per second (acks not counted); a subscribe plus
 // every publish must fit in one second's burst.
-if (messages > 190) throw new Error('--messages is at most 190: more in one burst would hit the relay’s per-connection rate limit')
+if (messages > 190) throw new Error('--messages is at most 190: more in one burst would hit the relay’s per-client rate limit')
 
 /** Median time from a fresh URI to a settled session, dapp and wallet both our Sign client. */
 async function pairingTimes(relayUrl: string): Promise<number[]> {

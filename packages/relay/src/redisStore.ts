@@ -211,7 +211,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
   const topicKey = (topic: string) => `${prefix}t:${topic}`
   const ackKey = (id: string) => `${prefix}a:${id}`
   const indexKey = `${prefix}expiry`
-  const seqKey = `${prefix}seq`
+  // The scripts build the same names (m:, t:, a:, expiry) and the counter's, `seq`.
   /** A topic list entry is `seq id`. */
   const parseEntry = (entry: string): [seq: number, id: string] => {
     const space = entry.indexOf(' ')
