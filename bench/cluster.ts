@@ -11,8 +11,11 @@
  * processes' CPU time per delivered message and Redis's apart, and the medians against the targets
  * (two nodes ≥ 0.8× one SQLite node; one node's CPU per message ≤ 1.5× the plain server's).
  *
- * The kms and backend sections (two instances on one PostgreSQL) belong in `sections` below; the
- * kms's own figures are printed by bench/kms.ts.
+ * kms and backend (bench/cluster/kms.ts, bench/cluster/backend.ts): one instance on SQLite, one on
+ * PostgreSQL and two on one PostgreSQL, each its own process, with throughput, p50/p99 and failed
+ * requests (exit 1 if any), and the ratios against the targets (one PostgreSQL ≥ 0.8× SQLite; two
+ * ≥ 1.5× one). `--only relay|kms|backend` runs one section; `--kms-requests`, `--sign-ins` and
+ * `--concurrency` size them.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -21,6 +24,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getFreePort } from '@latchkey/devnet'
 import { signRelayJwt } from '@latchkey/walletconnect'
+// @ts-expect-error: a plain ESM script without types
+import { startPostgres } from '../scripts/ensure-postgres.mjs'
+import { backendSection } from './cluster/backend.js'
+import { kmsSection } from './cluster/kms.js'
 import { fixed, measure, medianOf, printTable, type Result, root, startProcess, stopProcess } from './relay/harness.js'
 
 const arg = (name: string, fallback: number) => {
@@ -152,11 +159,32 @@ async function relaySection() {
  * One entry per service; each runs its setups interleaved, prints its table and medians, and
  * answers how many messages or requests were lost. The kms and backend sections go here.
  */
-const sections: { name: string; run: () => Promise<number> }[] = [{ name: 'relay', run: relaySection }]
+const sections: { name: string; run: () => Promise<number> }[] = [
+  { name: 'relay', run: relaySection },
+  {
+    name: 'kms',
+    run: () => withPostgres((postgresUrl) => kmsSection({ postgresUrl, rounds, requests: arg('--kms-requests', 2000), concurrency: arg('--concurrency', 32) })),
+  },
+  {
+    name: 'backend',
+    run: () => withPostgres((postgresUrl) => backendSection({ postgresUrl, rounds, signIns: arg('--sign-ins', 400), concurrency: arg('--concurrency', 32) })),
+  },
+]
 
+/** A throwaway PostgreSQL cluster for one section (scripts/ensure-postgres.mjs). */
+async function withPostgres(run: (url: string) => Promise<number>) {
+  const postgres: { url: string; stop: () => Promise<void> } = await startPostgres()
+  try {
+    return await run(postgres.url)
+  } finally {
+    await postgres.stop()
+  }
+}
+
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined
 let lost = 0
-for (const section of sections) lost += await section.run()
+for (const section of sections) if (!only || section.name === only) lost += await section.run()
 if (lost) {
-  console.error(`\n${lost} messages lost`)
+  console.error(`\n${lost} messages lost or requests failed`)
   process.exit(1)
 }

@@ -16,7 +16,7 @@
  * every body before timing and keeps `concurrency` requests in flight over keep-alive connections.
  * Both processes' CPU time over the timed window is printed, so it shows who set the pace.
  */
-import { type ChildProcess, fork, spawn } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { createPublicKey, generateKeyPairSync, randomBytes, sign, verify } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
@@ -32,6 +32,7 @@ import { TurnkeyClient } from '@turnkey/http'
 import pg from 'pg'
 // @ts-expect-error: a plain ESM script without types
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
+import { measureInstances, percentile } from './kms/instances.js'
 import type { LoadResult, LoadStart } from './kms/load.js'
 
 const arg = (name: string, fallback: number) => {
@@ -44,7 +45,6 @@ const requests = arg('--requests', 6000)
 const concurrency = arg('--concurrency', 32)
 const compareRequests = arg('--compare-requests', 3000)
 const fixed = (value: number, digits = 0) => value.toFixed(digits)
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
 const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000
 
 /**
@@ -202,120 +202,6 @@ try {
   await kms.stop()
 }
 
-/** A latchkey-kms process on `port`; resolves once it answers /readyz. */
-async function startInstance(port: number, store: { databaseUrl: string } | { databasePath: string }, keys: { masterKey: string; signerKey: string }) {
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=source',
-      '--import',
-      'tsx',
-      'packages/kms/src/cli.ts',
-      '--port',
-      String(port),
-      ...('databasePath' in store ? ['--db', store.databasePath] : []),
-    ],
-    {
-      env: {
-        ...process.env,
-        ...('databaseUrl' in store ? { DATABASE_URL: store.databaseUrl } : { DATABASE_URL: '' }),
-        LATCHKEY_KMS_MASTER_KEY: keys.masterKey,
-        LATCHKEY_KMS_SIGNER_KEY: keys.signerKey,
-        LATCHKEY_SMTP_URL: '',
-        // One request line per request would be the bench's own load.
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  )
-  const url = `http://127.0.0.1:${port}`
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`latchkey-kms exited (${child.exitCode}) before it was ready`)
-    const ready = await fetch(`${url}/readyz`).then(
-      (response) => response.ok,
-      () => false,
-    )
-    if (ready) return { child, url }
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
-
-const stopInstance = async (child: ChildProcess) => {
-  if (child.exitCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.kill('SIGTERM')
-  await exited
-}
-
-/** `compareRequests` signatures spread over `instances` (all on `store`), measured by the load client in its own process. */
-async function measureInstances(label: string, count: number, store: { databaseUrl: string } | { databasePath: string }) {
-  const keys = { masterKey: randomBytes(32).toString('hex'), signerKey: Buffer.from(secp256k1.utils.randomPrivateKey()).toString('hex') }
-  // The app's organization, written to the store before the instances start.
-  const setup = createKms({ ...store, masterKey: Buffer.from(keys.masterKey, 'hex') })
-  const backendKey = apiKeyPair()
-  const parent = await setup.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
-  await setup.stop()
-  const instances = []
-  try {
-    for (let i = 0; i < count; i++) instances.push(await startInstance(await getFreePort(), store, keys))
-    const userKey = apiKeyPair()
-    const backend = new TurnkeyClient({ baseUrl: instances[0]!.url }, new ApiKeyStamper(backendKey))
-    const { activity } = await backend.createSubOrganization({
-      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-      timestampMs: String(Date.now()),
-      organizationId: parent.organizationId,
-      parameters: {
-        subOrganizationName: 'bench user',
-        rootQuorumThreshold: 1,
-        rootUsers: [
-          {
-            userName: 'bench',
-            apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
-            authenticators: [],
-            oauthProviders: [],
-          },
-        ],
-        wallet: {
-          walletName: 'Turnkey HD',
-          accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
-        },
-      },
-    })
-    const result = activity.result.createSubOrganizationResultV8!
-    const client = fork(new URL('./kms/load.ts', import.meta.url).pathname, [], {
-      execArgv: ['--conditions=source', '--import', 'tsx'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    })
-    const next = () =>
-      new Promise<{ type: string }>((resolve, reject) => {
-        client.once('message', (message) => resolve(message as { type: string }))
-        client.once('exit', (code) => reject(new Error(`the load client exited (${code})`)))
-      })
-    const urls = instances.map((instance) => instance.url)
-    const start: LoadStart = {
-      type: 'start',
-      url: urls[0]!,
-      urls,
-      organizationId: result.subOrganizationId!,
-      signWith: result.wallet!.addresses[0]!,
-      ...userKey,
-      requests: compareRequests,
-      concurrency,
-      warmup: 300,
-    }
-    const readyMessage = next()
-    client.send(start)
-    if ((await readyMessage).type !== 'ready') throw new Error('the load client did not get ready')
-    const resultMessage = next()
-    client.send({ type: 'go' })
-    const load = (await resultMessage) as LoadResult
-    const latencies = load.latencies.sort((a, b) => a - b)
-    return { label, rate: load.served / load.seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), failed: load.failed }
-  } finally {
-    await Promise.all(instances.map((instance) => stopInstance(instance.child)))
-  }
-}
-
 const postgres: { url: string; stop: () => Promise<void> } = await startPostgres()
 try {
   const databaseOf = async (name: string) => {
@@ -328,9 +214,9 @@ try {
     return { databaseUrl: url.href }
   }
   const rows = [
-    await measureInstances('SQLite, 1 instance', 1, { databasePath: join(dir, 'compare.db') }),
-    await measureInstances('PostgreSQL, 1 instance', 1, await databaseOf('bench_one')),
-    await measureInstances('PostgreSQL, 2 instances', 2, await databaseOf('bench_two')),
+    await measureInstances('SQLite, 1 instance', 1, { databasePath: join(dir, 'compare.db') }, compareRequests, concurrency),
+    await measureInstances('PostgreSQL, 1 instance', 1, await databaseOf('bench_one'), compareRequests, concurrency),
+    await measureInstances('PostgreSQL, 2 instances', 2, await databaseOf('bench_two'), compareRequests, concurrency),
   ]
   console.log(`
 Stores side by side: ${compareRequests} stamped sign_raw_payload requests each, ${concurrency} in flight, each kms instance its own process

@@ -53,7 +53,8 @@ const EXPECTED_CONSOLE_DEADLINE_MS = 10_000
 const describeEntry = (entry: ConsoleEntry) => `  [${entry.kind}] ${entry.text}\n    from ${entry.source || '(no source)'} on ${entry.page}`
 
 /**
- * Debian's Chromium, headless, with a fresh profile and no traffic beyond this machine. Every
+ * Debian's Chromium, headless, with a fresh profile, no traffic beyond this machine and only the
+ * given unpacked `extensions`. Every
  * page, frame and worker of the context is listened to: a working flow logs no error and no
  * warning, so `close()` fails the test on any it did not declare with `expectConsole`.
  *
@@ -62,8 +63,16 @@ const describeEntry = (entry: ConsoleEntry) => `  [${entry.kind}] ${entry.text}\
  * await browser.page.goto(stack.demo)
  * await browser.close()
  */
-export async function launch(): Promise<Browser> {
-  const context = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), 'latchkey-e2e-')), chromiumLaunchOptions)
+export async function launch(options: { extensions?: readonly string[] } = {}): Promise<Browser> {
+  const extensions = options.extensions ?? []
+  const context = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), 'latchkey-e2e-')), {
+    ...chromiumLaunchOptions,
+    // Unpacked extensions (a directory each), for a party only an extension can play.
+    args: [
+      ...chromiumLaunchOptions.args,
+      ...(extensions.length ? [`--disable-extensions-except=${extensions.join(',')}`, `--load-extension=${extensions.join(',')}`] : []),
+    ],
+  })
   const entries: ConsoleEntry[] = []
   const expected: ExpectedConsole[] = []
   let recording = true

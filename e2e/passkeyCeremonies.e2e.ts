@@ -11,6 +11,14 @@ import { demo, es256OnlyPasskeyWarning, waitForText } from './page.js'
 // authenticator (CDP WebAuthn), each shown in our modal as a user sees it. The demo serves the
 // signed-in case; a small app with our modal (e2e/passkeys/app.tsx) serves the misconfigured
 // ones, on http://localhost:<port> and on http://127.0.0.1:<port>.
+//
+// A failing authenticator (ERROR_AUTHENTICATOR_GENERAL_ERROR, WebAuthn's UnknownError) cannot be
+// played by the virtual authenticator: Chromium turns every failure an authenticator reports,
+// virtual or not, into NotAllowedError (AuthenticatorCommonImpl::OnRegisterResponse and
+// OnSignResponse), and its own UNKNOWN_ERROR (NotReadableError) only answers a request whose page
+// is gone. The one authenticator whose failure reaches the page as it reports it is a remote one
+// behind chrome.webAuthenticationProxy (remote-desktop software): an extension
+// (e2e/passkeys/failing-authenticator) plays it here, in the same Chromium.
 
 const stack = inject('stack')
 
@@ -61,6 +69,9 @@ beforeEach(async () => {
 afterEach(async () => {
   await browser.close()
 })
+
+/** The extension that stands in for the machine's authenticator and fails every ceremony. */
+const FAILING_AUTHENTICATOR = `${import.meta.dirname}/passkeys/failing-authenticator`
 
 /** Core logs a failed flow once, as an error (a misconfiguration, not a user's cancellation). */
 const loggedCeremonyError = (entry: ConsoleEntry) =>
@@ -138,5 +149,34 @@ describe('WebAuthn ceremony codes (SPEC §8)', () => {
     expect(await alert.getByText('The passkey relying party id does not match this site.', { exact: true }).count()).toBe(1)
     expect(await alert.getByText('The RP ID "login.example.com" is invalid for this domain', { exact: true }).count()).toBe(1)
     expect(await authenticator.credentials()).toEqual([])
+  })
+
+  test('error: ERROR_AUTHENTICATOR_GENERAL_ERROR — the authenticator fails, creating a passkey and signing in with one', async () => {
+    const failing = await launch({ extensions: [FAILING_AUTHENTICATOR] })
+    try {
+      failing.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
+      failing.expectConsole('the ceremony failures, logged by core', loggedCeremonyError)
+      const worker = failing.context.serviceWorkers()[0] ?? (await failing.context.waitForEvent('serviceworker'))
+      // Attached as the browser's authenticator (undefined: no error).
+      expect(await worker.evaluate(() => (self as unknown as { attached: Promise<string | undefined> }).attached)).toBeUndefined()
+      const alert = await createPasskeyAt(failing.page, stack.demo)
+      expect(await alert.getByText('The authenticator failed.', { exact: true }).count()).toBe(1)
+      expect(
+        await alert.getByText('The authenticator was unable to process the specified options, or could not create a new credential', { exact: true }).count(),
+      ).toBe(1)
+
+      // Signing in with a passkey: the same failure, the same code.
+      const { page } = failing
+      await page.goto(stack.demo)
+      await demo(page).connectButton.click()
+      const modal = page.getByRole('dialog', { name: /Connect a wallet|Sign in/ })
+      await modal.getByRole('button', { name: 'Continue with passkey', exact: true }).click()
+      const signInAlert = modal.getByRole('alert')
+      await signInAlert.waitFor()
+      expect(await signInAlert.getByText('The authenticator failed.', { exact: true }).count()).toBe(1)
+      expect(await demo(page).address.count()).toBe(0)
+    } finally {
+      await failing.close()
+    }
   })
 })

@@ -4,7 +4,7 @@ import Provider from 'oidc-provider'
 import { defineInstance, type Instance, PortInUseError } from './instance.js'
 
 // A real OpenID provider (oidc-provider) playing Google and Apple on one port, so that social
-// sign-in runs and is tested offline. Each issuer lives under its own path (/google, /apple) with
+// sign-in runs and is tested offline. "Apple", as Apple does, answers by form_post only. Each issuer lives under its own path (/google, /apple) with
 // its own signing key; its sign-in page asks only for an email: any address signs in as that test
 // user, and the same address is always the same user (the same `sub`).
 
@@ -19,6 +19,9 @@ export type OidcInstanceParameters = {
   /** Where the issuers may send the browser back (the app's callback pages). */
   redirectUris: readonly string[]
 }
+
+/** The issuer URL of `name` on the local provider at `port`: tokens name it in `iss`. */
+export const oidcIssuerUrl = (port: number, name: OidcProviderName) => `http://localhost:${port}/${name}`
 
 /** What an app needs to know of one issuer. */
 export type OidcIssuer = { readonly issuer: string; readonly clientId: string; readonly authorizationEndpoint: string }
@@ -137,14 +140,17 @@ async function formBody(request: IncomingMessage): Promise<URLSearchParams> {
  * const oidc = oidcInstance({ port: 8092, clientId: 'latchkey-demo', redirectUris: ['http://localhost:5173/oauth/callback'] })
  * await oidc.start()
  */
-export function oidcInstance(parameters: OidcInstanceParameters): Instance & { issuers: Record<OidcProviderName, OidcIssuer> } {
+export function oidcInstance(parameters: OidcInstanceParameters): Instance & {
+  issuers: Record<OidcProviderName, OidcIssuer>
+  idToken: (request: IdTokenRequest) => Promise<string>
+} {
   const host = '127.0.0.1'
   const base = `http://localhost:${parameters.port}`
   let server: Server | undefined
   const issuers = Object.fromEntries(
     OIDC_PROVIDERS.map((name) => [
       name,
-      { issuer: `${base}/${name}`, clientId: parameters.clientId, authorizationEndpoint: `${base}/${name}/auth` } satisfies OidcIssuer,
+      { issuer: oidcIssuerUrl(parameters.port, name), clientId: parameters.clientId, authorizationEndpoint: `${base}/${name}/auth` } satisfies OidcIssuer,
     ]),
   ) as Record<OidcProviderName, OidcIssuer>
 
@@ -189,6 +195,18 @@ export function oidcInstance(parameters: OidcInstanceParameters): Instance & { i
           await provider.interactionFinished(request, response, { login: { accountId }, consent: { grantId } }, { mergeWithLastSubmission: false })
           return
         }
+        // Like Apple, the local "Apple" answers only by form_post when the email is asked for.
+        if (
+          name === 'apple' &&
+          rest[0] === 'auth' &&
+          url.searchParams.get('response_mode') !== 'form_post' &&
+          /\bemail\b/.test(url.searchParams.get('scope') ?? '')
+        ) {
+          response
+            .writeHead(400, { 'content-type': 'text/plain' })
+            .end('invalid_request: response_mode must be form_post when name or email scope is requested')
+          return
+        }
         // The issuer's own routes, under its path: oidc-provider reads the mount path from originalUrl, as under express.
         Object.assign(request, { originalUrl: request.url })
         request.url = `${url.pathname.slice(name!.length + 1) || '/'}${url.search}`
@@ -217,5 +235,88 @@ export function oidcInstance(parameters: OidcInstanceParameters): Instance & { i
       await new Promise<void>((resolve) => running.close(() => resolve()))
     },
   })
-  return Object.assign(instance, { issuers })
+  return Object.assign(instance, { issuers, idToken: (request: IdTokenRequest) => idTokenFrom(issuers[request.provider], request) })
+}
+
+/** A test user's sign-in at the local provider, without a browser. */
+export type IdTokenRequest = {
+  provider: OidcProviderName
+  /** The test user: the same email is the same `sub`. */
+  email: string
+  /** The ID token's nonce (the SHA-256 of a session key, for Turnkey's oauth_login). */
+  nonce: string
+  /** One of the instance's `redirectUris`. */
+  redirectUri: string
+}
+
+const base64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
+
+/**
+ * Signs `email` in at `issuer` as a browser would, over HTTP (authorization request with PKCE,
+ * the sign-in page's "Email" and "Sign in", the redirect), then exchanges the code for the ID
+ * token at the token endpoint: a real token of the provider, for tests and benchmarks.
+ */
+async function idTokenFrom(issuer: OidcIssuer, request: IdTokenRequest): Promise<string> {
+  const verifier = base64url(randomBytes(32))
+  const start = new URL(issuer.authorizationEndpoint)
+  start.search = new URLSearchParams({
+    client_id: issuer.clientId,
+    redirect_uri: request.redirectUri,
+    response_type: 'code',
+    scope: 'openid email',
+    state: base64url(randomBytes(12)),
+    nonce: request.nonce,
+    code_challenge: base64url(createHash('sha256').update(verifier).digest()),
+    code_challenge_method: 'S256',
+    ...(request.provider === 'apple' ? { response_mode: 'form_post' } : {}),
+  }).toString()
+  const cookies = new Map<string, string>()
+  let next = start
+  let form: URLSearchParams | undefined
+  let code: string | null = null
+  for (let hop = 0; hop < 10 && code === null; hop++) {
+    const response = await fetch(next, {
+      method: form ? 'POST' : 'GET',
+      redirect: 'manual',
+      headers: {
+        cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; '),
+        ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      },
+      ...(form ? { body: form.toString() } : {}),
+    })
+    form = undefined
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = ''] = line.split(';')
+      const split = pair.indexOf('=')
+      cookies.set(pair.slice(0, split), pair.slice(split + 1))
+    }
+    const location = response.headers.get('location')
+    if (location?.startsWith(request.redirectUri)) code = new URL(location).searchParams.get('code')
+    else if (location) next = new URL(location, next)
+    else {
+      const page = await response.text()
+      // Apple answers with a form posted to the redirect uri (response_mode=form_post).
+      const posted = /<form[^>]*action="([^"]+)"/.exec(page)?.[1]?.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n)))
+      if (posted?.startsWith(request.redirectUri)) code = /name="code" value="([^"]+)"/.exec(page)?.[1] ?? null
+      else if (posted && page.includes('name="email"')) {
+        next = new URL(posted, next)
+        form = new URLSearchParams({ email: request.email })
+      } else throw new Error(`the local ${request.provider} issuer answered ${response.status} with no way on: ${page.slice(0, 200)}`)
+    }
+  }
+  if (!code) throw new Error(`the local ${request.provider} issuer never sent the browser back to ${request.redirectUri}`)
+  const response = await fetch(new URL(`${issuer.issuer}/token`), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: verifier,
+      redirect_uri: request.redirectUri,
+      client_id: issuer.clientId,
+    }),
+  })
+  const answer = (await response.json()) as { id_token?: string; error?: string }
+  if (!answer.id_token) throw new Error(`the local ${request.provider} issuer refused the code: ${answer.error ?? response.status}`)
+  return answer.id_token
 }

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { createKms, generateApiKeyPair, type WebauthnConfig } from '@latchkey/kms'
+import { createKms, generateApiKeyPair, type OidcIssuer as OidcIssuerTrust, type WebauthnConfig } from '@latchkey/kms'
 import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
-import { createAppServer } from '@latchkey/server'
+import { createAppServer, OAUTH_CALLBACK_PATH } from '@latchkey/server'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
-import { type OidcIssuer, type OidcProviderName, oidcInstance } from './oidc.js'
+import { OIDC_PROVIDERS, type OidcIssuer, type OidcProviderName, oidcInstance, oidcIssuerUrl } from './oidc.js'
 import { staticServer } from './static.js'
 
 export type StartStackOptions = {
@@ -160,11 +160,21 @@ export async function startStack<const options extends StartStackOptions = {}>(o
           { rpIds: ['localhost'], origins: demoOrigins },
           { port: ports.frames, parentOrigins: frameParents },
           env['DATABASE_URL'] || undefined,
+          // The local provider's issuers, whose ID tokens the kms verifies against their JWKS.
+          OIDC_PROVIDERS.map((name) => ({ issuer: oidcIssuerUrl(ports.oidc, name), audiences: [DEMO_OAUTH_CLIENT_ID] })),
         )
   const demo = withDemo ? staticServer({ name: 'demo', root: demoDir, port: ports.demo }) : undefined
   // "Continue with Google / Apple" offline: a real OpenID provider plays both, for the backend.
   const oidc = kms
-    ? oidcInstance({ port: ports.oidc, clientId: DEMO_OAUTH_CLIENT_ID, redirectUris: demoOrigins.map((origin) => `${origin}/oauth/callback`) })
+    ? oidcInstance({
+        port: ports.oidc,
+        clientId: DEMO_OAUTH_CLIENT_ID,
+        // The demo's callback page, and the backend's route where "Apple" posts (form_post).
+        redirectUris: [
+          ...demoOrigins.map((origin) => `${origin}/oauth/callback`),
+          ...[`http://localhost:${ports.server}`, `http://127.0.0.1:${ports.server}`].map((origin) => `${origin}${OAUTH_CALLBACK_PATH}`),
+        ],
+      })
     : undefined
   const server = kms
     ? serverInstance(
@@ -329,6 +339,7 @@ function kmsInstance(
   webauthn: WebauthnConfig,
   frames: { port: number; parentOrigins: readonly string[] },
   databaseUrl: string | undefined,
+  oidcIssuers: readonly OidcIssuerTrust[],
 ): Instance & { credentials(): KmsCredentials; framesUrl: string } {
   const host = '127.0.0.1'
   const statePath = join(stateDir, 'kms.json')
@@ -353,6 +364,7 @@ function kmsInstance(
         masterKey: Buffer.from(state.masterKey, 'hex'),
         signerPrivateKey: state.signerPrivateKey,
         webauthn,
+        oidcIssuers,
         frames,
       })
       try {

@@ -5,8 +5,19 @@ export type BackendConfig = {
   organizationId: string
   kmsUrl: string
   framesUrl?: string | undefined
-  /** The social sign-ins the backend accepts: the app's client id and where each starts. */
-  oauth?: Partial<Record<'google' | 'apple', { clientId: string; authorizationEndpoint: string }>> | undefined
+  /**
+   * The social sign-ins the backend accepts: the app's client id and where each starts. A provider
+   * that answers with `response_mode=form_post` (Apple) posts to the backend's `redirectUri`,
+   * which sends the browser on to the app's callback page.
+   */
+  oauth?:
+    | Partial<
+        Record<
+          'google' | 'apple',
+          { clientId: string; authorizationEndpoint: string; responseMode?: 'query' | 'form_post' | undefined; redirectUri?: string | undefined }
+        >
+      >
+    | undefined
 }
 
 /** The signed-in user, as the backend answers sign-in routes. */

@@ -2,7 +2,7 @@ import { EmbeddedError } from './errors.js'
 import type { EmbeddedWallet, EmbeddedWalletCredential } from './wallet.js'
 
 // "Continue with Google / Apple": OpenID Connect, authorization code with PKCE, in a popup (a
-// redirect where popups are blocked). The nonce is the SHA-256 of the browser's new session key, so
+// redirect where popups are blocked). Apple answers by form_post, through the backend. The nonce is the SHA-256 of the browser's new session key, so
 // the ID token can only sign in that key (Turnkey's oauth_login rule); the backend exchanges the
 // code, verifies the token against the issuer's JWKS and has the kms register the key.
 
@@ -82,12 +82,16 @@ export async function signInWithOAuth(
   const issuer = oauth?.[parameters.provider]
   if (!issuer) throw new OAuthError(`${parameters.provider} sign-in is not configured on the backend`)
   const sessionPublicKey = await wallet.newSessionKey()
+  const callbackPage = parameters.redirectUri ?? defaultRedirectUri()
+  // Apple posts its answer (response_mode=form_post), which a page cannot receive: it goes to the
+  // backend, which sends the browser on to the page the state names (on an allowed origin only).
+  const formPost = issuer.responseMode === 'form_post' && issuer.redirectUri !== undefined
   const pending: Pending = {
     provider: parameters.provider,
-    state: random(16),
+    state: formPost ? `${random(16)}.${base64url(new TextEncoder().encode(callbackPage))}` : random(16),
     codeVerifier: random(32),
     sessionPublicKey,
-    redirectUri: parameters.redirectUri ?? defaultRedirectUri(),
+    redirectUri: formPost ? issuer.redirectUri! : callbackPage,
     returnTo: location.href,
   }
   const url = new URL(issuer.authorizationEndpoint)
@@ -100,6 +104,7 @@ export async function signInWithOAuth(
     nonce: await oauthNonce(sessionPublicKey),
     code_challenge: base64url(await sha256(pending.codeVerifier)),
     code_challenge_method: 'S256',
+    ...(formPost ? { response_mode: 'form_post' } : {}),
   }).toString()
 
   let popup: Window | null = null

@@ -1,16 +1,17 @@
 import type { Logger } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
+import { createOidcVerifier, type OidcIssuer } from './auth/oidc.js'
 import type { Db } from './db.js'
 import { activityView } from './envelope.js'
-import { GrpcCode, KmsError } from './errors.js'
+import { GrpcCode, KmsError, notFound } from './errors.js'
 import { type Authenticated, authenticate } from './http/authenticate.js'
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './http/bodyLimit.js'
 import { cors } from './http/cors.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { createOutbox, type Outbox } from './outbox.js'
 import { own } from './own.js'
-import { createQueries } from './queries.js'
+import { createQueries } from './resources.js'
 import { activityRoutes } from './routes/activities.js'
 import type { WebauthnConfig } from './webauthn.js'
 
@@ -27,6 +28,8 @@ export type KmsAppOptions = {
   signerPrivateKey: string
   /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */
   webauthn?: WebauthnConfig | undefined
+  /** The OpenID issuers (and their client ids) whose ID tokens are believed. Default: none, so every OIDC token is refused. */
+  oidcIssuers?: readonly OidcIssuer[] | undefined
   /** Where sign-in emails go (after the activity commits, through the outbox). Default: the dev inbox, served at /dev/mailbox. */
   mailer?: Mailer | undefined
   /** Clock in unix ms; tests move it to expire keys. */
@@ -57,6 +60,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const mailer = options.mailer ?? devInbox(db, now)
   const webauthn = options.webauthn ?? DEFAULT_WEBAUTHN
+  const oidc = createOidcVerifier(options.oidcIssuers ?? [])
   const outbox = options.outbox ?? createOutbox({ db, mailer, masterKey, now, logger: options.logger })
   const app = new Hono<{ Variables: Authenticated }>()
 
@@ -72,7 +76,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
     }
     return Response.json(known.toJSON(), { status: known.status })
   })
-  app.notFound(() => Response.json(new KmsError(GrpcCode.notFound, 'no such endpoint').toJSON(), { status: 404 }))
+  app.notFound(() => Response.json(notFound('no such endpoint').toJSON(), { status: 404 }))
 
   app.use('*', cors())
   app.get(SIGNER_PATH, (c) => c.json({ signerPublicKey }))
@@ -88,13 +92,13 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   app.use('/public/v1/query/*', ...guard)
   app.use('/public/v1/submit/*', ...guard)
 
-  app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, now }))
+  app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, now }))
 
   const QUERIES = createQueries({ db, envelope: (row) => activityView(db, row), signerPrivateKey: options.signerPrivateKey })
   app.post('/public/v1/query/:op', async (c) => {
     const { body, caller } = c.var
     const query = own(QUERIES, c.req.param('op'))
-    if (!query) throw new KmsError(GrpcCode.notFound, `unknown query ${c.req.param('op')}`)
+    if (!query) throw notFound(`unknown query ${c.req.param('op')}`)
     return c.json(await query(body, caller))
   })
 

@@ -2,7 +2,7 @@ import { Aes256Gcm, CipherSuite, DhkemP256HkdfSha256, HkdfSha256 } from '@hpke/c
 import { p256 } from '@noble/curves/p256'
 import { sha256 } from '@noble/hashes/sha2'
 import { createBase58check } from '@scure/base'
-import { GrpcCode, KmsError } from './errors.js'
+import { GrpcCode, invalid, KmsError, permissionDenied } from './errors.js'
 
 // Bundles as the Turnkey clients and frames read them (research/turnkey-api.md §4): RFC 9180 HPKE
 // base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, info "turnkey_hpke", and the
@@ -15,7 +15,7 @@ const base58check = createBase58check(sha256)
 
 const hexToBytes = (hex: string) => {
   const clean = hex.startsWith('0x') ? hex.slice(2) : hex
-  if (!/^(?:[0-9a-fA-F]{2})*$/.test(clean)) throw new KmsError(GrpcCode.invalidArgument, 'expected hexadecimal')
+  if (!/^(?:[0-9a-fA-F]{2})*$/.test(clean)) throw invalid('expected hexadecimal')
   return Uint8Array.from(clean.match(/../g) ?? [], (byte) => Number.parseInt(byte, 16))
 }
 const bytesToHex = (bytes: Uint8Array) => Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('')
@@ -31,7 +31,7 @@ export function uncompressedPublicKey(hex: string): Uint8Array {
   try {
     return p256.ProjectivePoint.fromHex(hexToBytes(hex)).toRawBytes(false)
   } catch {
-    throw new KmsError(GrpcCode.invalidArgument, 'targetPublicKey must be a P-256 public key (33 or 65 bytes of hex)')
+    throw invalid('targetPublicKey must be a P-256 public key (33 or 65 bytes of hex)')
   }
 }
 
@@ -56,7 +56,7 @@ export async function hpkeOpen(recipientPrivateKey: string, enc: Uint8Array, cip
   try {
     return new Uint8Array(await recipient.open(ciphertext, concat(p256.ProjectivePoint.fromHex(enc).toRawBytes(false), pkR)))
   } catch {
-    throw new KmsError(GrpcCode.invalidArgument, 'the bundle does not open with this key')
+    throw invalid('the bundle does not open with this key')
   }
 }
 
@@ -75,7 +75,7 @@ export async function openCredentialBundle(bundle: string, recipientPrivateKey: 
   try {
     bytes = base58check.decode(bundle)
   } catch {
-    throw new KmsError(GrpcCode.invalidArgument, 'the credential bundle is not base58check')
+    throw invalid('the credential bundle is not base58check')
   }
   return bytesToHex(await hpkeOpen(recipientPrivateKey, bytes.subarray(0, 33), bytes.subarray(33)))
 }
@@ -131,9 +131,9 @@ export async function openExportBundle(parameters: {
   try {
     envelope = JSON.parse(parameters.bundle)
   } catch {
-    throw new KmsError(GrpcCode.invalidArgument, 'the export bundle is not JSON')
+    throw invalid('the export bundle is not JSON')
   }
-  if (envelope.version !== 'v1.0.0') throw new KmsError(GrpcCode.invalidArgument, `unsupported bundle version ${String(envelope.version)}`)
+  if (envelope.version !== 'v1.0.0') throw invalid(`unsupported bundle version ${String(envelope.version)}`)
   if (envelope.enclaveQuorumPublic?.toLowerCase() !== parameters.signerPublicKey.toLowerCase())
     throw new KmsError(
       GrpcCode.permissionDenied,
@@ -146,9 +146,9 @@ export async function openExportBundle(parameters: {
   } catch {
     valid = false
   }
-  if (!valid) throw new KmsError(GrpcCode.permissionDenied, 'the bundle signature does not verify')
+  if (!valid) throw permissionDenied('the bundle signature does not verify')
   const inner = JSON.parse(new TextDecoder().decode(data)) as { encappedPublic?: string; ciphertext?: string; organizationId?: string }
   if (inner.organizationId !== parameters.organizationId)
-    throw new KmsError(GrpcCode.permissionDenied, `the bundle belongs to organization ${String(inner.organizationId)}, not ${parameters.organizationId}`)
+    throw permissionDenied(`the bundle belongs to organization ${String(inner.organizationId)}, not ${parameters.organizationId}`)
   return hpkeOpen(parameters.recipientPrivateKey, hexToBytes(inner.encappedPublic ?? ''), hexToBytes(inner.ciphertext ?? ''))
 }

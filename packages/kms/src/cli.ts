@@ -24,11 +24,15 @@ import {
   withoutCredentials,
 } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
+import type { OidcIssuer } from './auth/oidc.js'
 import { KmsError } from './errors.js'
 import { generateApiKeyPair } from './keys.js'
 import { createKms } from './service.js'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
+
+/** The devnet's OpenID provider (`npm start`), playing Google and Apple for the demo's client id. */
+const LOCAL_OIDC_ISSUERS = ['http://localhost:8092/google=latchkey-demo', 'http://localhost:8092/apple=latchkey-demo']
 
 /** Where the kms keeps its tables: a SQLite file or PostgreSQL (the serve command and init-organization share them). */
 const storeSettings = {
@@ -98,6 +102,18 @@ const settings = {
     }),
     { default: ['http://localhost:5173'] },
   ),
+  oidcIssuers: list(
+    custom({
+      flag: 'oidc-issuer',
+      env: 'LATCHKEY_KMS_OIDC_ISSUERS',
+      valueName: '<issuer>=<client id>',
+      production: 'required',
+      description:
+        'An OpenID issuer whose ID tokens oauth and oauth_login accept, and an app client id (audience) they may be for, e.g. https://accounts.google.com=1234.apps.googleusercontent.com; repeat for more issuers or client ids. Tokens are verified against the issuer’s JWKS. Default: the devnet’s local provider (development only).',
+      convert: oidcIssuerEntry,
+    }),
+    { default: LOCAL_OIDC_ISSUERS },
+  ),
   framesParentOrigins: list(
     origin({
       flag: 'frames-parent-origin',
@@ -112,6 +128,31 @@ const settings = {
     valueName: '<address>',
     description: 'Address the frames listen on. Default: localhost (127.0.0.1 and ::1) when --host is 127.0.0.1, else --host.',
   }),
+}
+
+function oidcIssuerEntry(entry: string, label: string): string {
+  const split = entry.lastIndexOf('=')
+  const [issuer, clientId] = [entry.slice(0, split).trim(), entry.slice(split + 1).trim()]
+  let parsed: URL | undefined
+  try {
+    parsed = new URL(issuer)
+  } catch {
+    parsed = undefined
+  }
+  if (split < 0 || !clientId || !parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:'))
+    throw new SettingsError(`${label} must look like https://accounts.google.com=<client id>, got ${JSON.stringify(entry)}`)
+  return `${issuer}=${clientId}`
+}
+
+/** `issuer=client id` entries as createKms takes them: one issuer with all its client ids. */
+function oidcIssuersOf(entries: readonly string[]): OidcIssuer[] {
+  const byIssuer = new Map<string, string[]>()
+  for (const entry of entries) {
+    const split = entry.lastIndexOf('=')
+    const issuer = entry.slice(0, split)
+    byIssuer.set(issuer, [...(byIssuer.get(issuer) ?? []), entry.slice(split + 1)])
+  }
+  return [...byIssuer].map(([issuer, audiences]) => ({ issuer, audiences: [...new Set(audiences)] }))
 }
 
 /** The store settings as createKms takes them; init-organization refuses to run without one. */
@@ -196,6 +237,7 @@ await runService({
         signerPrivateKey: values.signerKey,
         smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom } : undefined,
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
+        oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
         logger,
       },
@@ -216,6 +258,7 @@ await runService({
         mail,
         signerPublicKey: kms.signerPublicKey,
         passkeys: { rpIds: values.rpIds, origins: values.passkeyOrigins },
+        oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         production,
       },
       `kms listening on ${kms.url}${kms.framesUrl ? `, frames on ${kms.framesUrl}` : ''} (store: ${store.name}; mail: ${mail})`,
@@ -223,6 +266,10 @@ await runService({
     if (!values.masterKey) logger.warn('the master key was generated for this process: what it seals is lost when the process stops (development only)')
     if (!values.signerKey)
       logger.warn('the signer key was generated for this process: backends and frames must pin its new public key after each restart (development only)')
+    if (values.oidcIssuers.join(',') === LOCAL_OIDC_ISSUERS.join(','))
+      logger.warn(
+        'OIDC tokens are trusted from the devnet’s local provider at http://localhost:8092 only (development only): set --oidc-issuer for Google or Apple',
+      )
     if (!values.smtpUrl) logger.warn(`mail goes to the dev inbox at ${kms.url}/dev/mailbox, readable by anyone who reaches the kms (development only)`)
     return { stop: () => kms.stop(), inflight: () => kms.inflight() }
   },

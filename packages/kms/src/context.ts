@@ -1,3 +1,4 @@
+import type { OidcVerifier } from './auth/oidc.js'
 import type { Db } from './db.js'
 import type { Mailer } from './mail.js'
 import type { WebauthnConfig } from './webauthn.js'
@@ -18,6 +19,8 @@ export type Caller = {
 export type ActivityContext = {
   db: Db
   webauthn: WebauthnConfig
+  /** The OpenID issuers and audiences whose ID tokens are believed (oauth, oauth_login, OAuth providers). */
+  oidc: OidcVerifier
   mailer: Mailer
   masterKey: Uint8Array
   /** P-256 private key (hex) that signs export and import bundles. */

@@ -3,7 +3,7 @@ import { p256 } from '@noble/curves/p256'
 import { credentialBundle } from './bundles.js'
 import type { ActivityContext } from './context.js'
 import type { Db } from './db.js'
-import { GrpcCode, KmsError } from './errors.js'
+import { alreadyExists } from './errors.js'
 import type { ApiKeyParams } from './params.js'
 import { type AuthenticatorParams, toTransport, type verifyRegistration } from './webauthn.js'
 
@@ -27,7 +27,7 @@ export async function insertApiKey(
   now: number,
   credentialType = 'CREDENTIAL_TYPE_API_KEY_P256',
 ): Promise<string> {
-  if (await db.apiKeyByPublicKey(key.publicKey)) throw new KmsError(GrpcCode.alreadyExists, `api key ${key.publicKey} is already registered`)
+  if (await db.apiKeyByPublicKey(key.publicKey)) throw alreadyExists(`api key ${key.publicKey} is already registered`)
   const id = randomUUID()
   await db.insertApiKey({
     id,

@@ -25,29 +25,7 @@ import type {
   WalletRow,
 } from './storage/tables.js'
 
-export type {
-  ActivityRow,
-  ApiKeyRow,
-  AuthenticatorRow,
-  FeatureRow,
-  ImportTargetRow,
-  InvitationRow,
-  MailRow,
-  OauthProviderRow,
-  OrganizationRow,
-  OtpRow,
-  OutboxRow,
-  PolicyRow,
-  PrivateKeyAddressRow,
-  PrivateKeyRow,
-  TagRow,
-  TagType,
-  UserDetailsRow,
-  UserRow,
-  VoteRow,
-  WalletAccountRow,
-  WalletRow,
-} from './storage/tables.js'
+// The row types are storage/tables.ts's: import them from there.
 
 /**
  * The service's tables in one SQLite file (better-sqlite3), or in PostgreSQL when `location` is a

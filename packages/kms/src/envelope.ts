@@ -1,5 +1,6 @@
-import type { ActivityRow, Db } from './db.js'
+import type { Db } from './db.js'
 import { mapSeries } from './sequence.js'
+import type { ActivityRow } from './storage/tables.js'
 import { timestamp, userView } from './views.js'
 
 /**

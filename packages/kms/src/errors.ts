@@ -48,6 +48,19 @@ export class KmsError extends Error {
   }
 }
 
+// The catalogue's refusals, built here only; app.ts's onError maps every KmsError to its answer.
+
+/** InvalidArgument (400): a parameter is wrong; `details` may carry field violations. */
+export const invalid = (message: string, details: readonly unknown[] = []) => new KmsError(GrpcCode.invalidArgument, message, details)
+/** NotFound (404). */
+export const notFound = (message: string) => new KmsError(GrpcCode.notFound, message)
+/** AlreadyExists (409). */
+export const alreadyExists = (message: string) => new KmsError(GrpcCode.alreadyExists, message)
+/** FailedPrecondition (400): the request is well formed but the state does not allow it. */
+export const failedPrecondition = (message: string) => new KmsError(GrpcCode.failedPrecondition, message)
+/** PermissionDenied (403). */
+export const permissionDenied = (message: string) => new KmsError(GrpcCode.permissionDenied, message)
+
 /** Texts the official clients match to recognise an unknown or expired session key (research §3.5). */
 export const UNKNOWN_KEY_MESSAGE = 'could not find public key in organization or its parent organization'
 export const expiredKeyMessage = (publicKey: string) => `rpc error: code = Unauthenticated desc = expired api key publicKey: ${publicKey}`

@@ -2,7 +2,7 @@ import { secp256k1 } from '@noble/curves/secp256k1'
 import { mnemonicToSeedSync } from '@scure/bip39'
 import { bytesToHex, type Hex, hashTypedData, hexToBytes, isHex, keccak256, parseTransaction, sha256, type TransactionSerializable, toHex } from 'viem'
 import { english, generateMnemonic, HDKey, publicKeyToAddress, signTransaction as signSerializable } from 'viem/accounts'
-import { GrpcCode, KmsError } from './errors.js'
+import { GrpcCode, invalid, KmsError } from './errors.js'
 
 /** The account parameters of create_wallet and create_wallet_accounts. */
 export type AccountParams = { curve: string; pathFormat: string; path: string; addressFormat: string }
@@ -12,8 +12,6 @@ export type AccountParams = { curve: string; pathFormat: string; path: string; a
  * for the account row and then zeroes it.
  */
 export type DerivedAccount = AccountParams & { address: string; publicKey: string; privateKey: Uint8Array }
-
-const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
 
 /** A new BIP-39 mnemonic of 12, 15, 18, 21 or 24 words. */
 export function newMnemonic(words = 12): string {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from '@latchkey/service'
-import type { Db, OutboxRow } from './db.js'
+import type { Db } from './db.js'
 import type { Mail, Mailer } from './mail.js'
 import { open, seal } from './secrets.js'
+import type { OutboxRow } from './storage/tables.js'
 
 /**
  * Mail leaves after the activity that sends it has committed, through the outbox: the activity's

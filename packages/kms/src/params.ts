@@ -1,10 +1,7 @@
 import { z } from 'zod'
-import { GrpcCode, KmsError } from './errors.js'
+import { invalid } from './errors.js'
 
-// Parameter schemas shared by activities, and the one way their problems are reported.
-
-export const invalid = (message: string, details: readonly unknown[] = []) => new KmsError(GrpcCode.invalidArgument, message, details)
-export const notFound = (message: string) => new KmsError(GrpcCode.notFound, message)
+// Parameter schemas shared by activities and queries, and the one way their problems are reported.
 
 /**
  * Parses with a schema; the first problem becomes an InvalidArgument naming the field, and every
@@ -60,3 +57,10 @@ export const ids = (what: string) =>
     .min(1, `name at least one ${what}`)
     .max(100)
     .refine((list) => new Set(list).size === list.length, `a ${what} is named twice`)
+
+/** A required non-empty string field of a query body. */
+export function requiredString(body: Record<string, unknown>, key: string): string {
+  const value = body[key]
+  if (typeof value !== 'string' || !value) throw invalid(`${key} is required`)
+  return value
+}

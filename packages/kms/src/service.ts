@@ -4,8 +4,9 @@ import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
+import type { OidcIssuer } from './auth/oidc.js'
 import { type Db, isPostgresUrl, openDatabase } from './db.js'
-import { GrpcCode, KmsError } from './errors.js'
+import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
 import { devInbox, type Mailer } from './mail.js'
 import { createOutbox } from './outbox.js'
@@ -28,6 +29,12 @@ export type KmsOptions = {
   masterKey?: Uint8Array | undefined
   /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */
   webauthn?: WebauthnConfig | undefined
+  /**
+   * The OpenID issuers whose ID tokens `oauth`, `oauth_login` and OAuth providers accept, each with
+   * the app client ids (audiences) it may issue them for; verified against the issuer's JWKS.
+   * Default: none, so every OIDC token is refused (`latchkey-kms` defaults to the devnet's local provider).
+   */
+  oidcIssuers?: readonly OidcIssuer[] | undefined
   /** Where sign-in emails go. Default: SMTP when `smtp` or LATCHKEY_SMTP_URL is set, else the dev inbox at /dev/mailbox. */
   mailer?: Mailer | undefined
   /** Send mail through this SMTP server (unless `mailer` is given). Default: LATCHKEY_SMTP_URL, if set. */
@@ -86,7 +93,17 @@ export function createKms(options: KmsOptions = {}) {
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
   const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from }) : undefined)
   const outbox = createOutbox({ db, mailer: mailer ?? devInbox(db, now), masterKey, now, logger: options.logger })
-  const app = createKmsApp({ db, masterKey, signerPrivateKey, now, mailer, outbox, webauthn: options.webauthn, logger: options.logger })
+  const app = createKmsApp({
+    db,
+    masterKey,
+    signerPrivateKey,
+    now,
+    mailer,
+    outbox,
+    webauthn: options.webauthn,
+    oidcIssuers: options.oidcIssuers,
+    logger: options.logger,
+  })
   const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
   const framesHost = options.frames?.host ?? 'localhost'
   const framesPort = options.frames?.port ?? 8091
@@ -172,8 +189,7 @@ export function createKms(options: KmsOptions = {}) {
       const ids = { organizationId: randomUUID(), userId: randomUUID(), apiKeyId: randomUUID() }
       await db.transaction(async (db) => {
         const taken = await db.apiKeyByPublicKey(parameters.publicKey)
-        if (taken)
-          throw new KmsError(GrpcCode.alreadyExists, `the API key ${parameters.publicKey} is already registered, in organization ${taken.organization_id}`)
+        if (taken) throw alreadyExists(`the API key ${parameters.publicKey} is already registered, in organization ${taken.organization_id}`)
         await db.insertOrganization({ id: ids.organizationId, name: parameters.name, parent_id: null, root_quorum_threshold: 1, created_at: at })
         await db.insertUser({ id: ids.userId, organization_id: ids.organizationId, name: parameters.userName, email: null, created_at: at })
         await db.insertApiKey({

@@ -1,7 +1,7 @@
+import type { Db } from './db.js'
 import type {
   ApiKeyRow,
   AuthenticatorRow,
-  Db,
   FeatureRow,
   InvitationRow,
   OauthProviderRow,
@@ -11,7 +11,7 @@ import type {
   UserRow,
   WalletAccountRow,
   WalletRow,
-} from './db.js'
+} from './storage/tables.js'
 
 // Rows as the clients read them: the `v1*` shapes of @turnkey/http's public_api.types.d.ts.
 

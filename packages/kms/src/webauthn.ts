@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
 import { PASSKEY_PUBLIC_KEY_ALGORITHM } from '@latchkey/constants'
 import { verifyAuthenticationResponse, verifyRegistrationResponse } from '@simplewebauthn/server'
-import type { AuthenticatorRow } from './db.js'
-import { GrpcCode, KmsError } from './errors.js'
+import { GrpcCode, invalid, KmsError } from './errors.js'
 import { own } from './own.js'
+import type { AuthenticatorRow } from './storage/tables.js'
 
 /** Where passkeys may be used: the relying party ids and the page origins that ask. */
 export type WebauthnConfig = { readonly rpIds: readonly string[]; readonly origins: readonly string[] }
@@ -54,11 +54,11 @@ export async function verifyRegistration(params: AuthenticatorParams, config: We
       supportedAlgorithmIDs: [PASSKEY_PUBLIC_KEY_ALGORITHM],
     })
   } catch (error) {
-    throw new KmsError(GrpcCode.invalidArgument, `the passkey attestation does not verify: ${(error as Error).message}`)
+    throw invalid(`the passkey attestation does not verify: ${(error as Error).message}`)
   }
-  if (!verified.verified || !verified.registrationInfo) throw new KmsError(GrpcCode.invalidArgument, 'the passkey attestation does not verify')
+  if (!verified.verified || !verified.registrationInfo) throw invalid('the passkey attestation does not verify')
   const { credential, aaguid, fmt } = verified.registrationInfo
-  if (credential.id !== attestation.credentialId) throw new KmsError(GrpcCode.invalidArgument, 'the attestation is for another credential id')
+  if (credential.id !== attestation.credentialId) throw invalid('the attestation is for another credential id')
   return {
     credentialId: credential.id,
     publicKey: Buffer.from(credential.publicKey).toString('base64url'),

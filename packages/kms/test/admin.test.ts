@@ -7,6 +7,7 @@ import { Turnkey } from '@turnkey/sdk-server'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { generateApiKeyPair, UNKNOWN_KEY_MESSAGE } from '../src/index.js'
+import { POLICY_DENIED_MESSAGE } from '../src/policies/engine.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
 import { post, startKms } from './harness.js'
 
@@ -123,7 +124,7 @@ describe('users', () => {
   test('behavior: update_user changes the email that email sign-in goes to', async () => {
     const { backend, timestampMs, kms } = harness
     const sub = await harness.subOrganization({ email: 'before@example.test' })
-    const { activity } = await backend.updateUser({
+    const { activity } = await sub.client.updateUser({
       type: 'ACTIVITY_TYPE_UPDATE_USER',
       timestampMs: timestampMs(),
       organizationId: sub.organizationId,
@@ -198,15 +199,26 @@ describe('users', () => {
     await expect(deleteUsers(sub.client, [sub.userId])).rejects.toThrow(
       'Turnkey error 9: a user cannot delete themselves: the key that stamps this request would go with them',
     )
+    // Alice is no root user: a policy lets her delete users, which still cannot take the last root user.
+    await sub.client.createPolicy({
+      type: 'ACTIVITY_TYPE_CREATE_POLICY_V3',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: {
+        policyName: 'alice deletes users',
+        effect: 'EFFECT_ALLOW',
+        consensus: `approvers.any(user, user.id == '${sub.aliceId}')`,
+        condition: "activity.type == 'ACTIVITY_TYPE_DELETE_USERS'",
+        notes: '',
+      },
+    })
     await expect(deleteUsers(sub.alice, [sub.userId])).rejects.toThrow(
       `Turnkey error 9: cannot delete the last root user of organization ${sub.organizationId}`,
     )
-    await expect(deleteUsers(harness.backend, [sub.aliceId, 'no-such-user'])).rejects.toThrow(
+    await expect(deleteUsers(sub.client, [sub.aliceId, 'no-such-user'])).rejects.toThrow(
       `Turnkey error 5: user no-such-user not found in organization ${sub.organizationId}`,
     )
-    await expect(deleteUsers(harness.backend, [sub.aliceId, sub.aliceId])).rejects.toThrow(
-      'Turnkey error 3: invalid parameters: userIds: a user is named twice',
-    )
+    await expect(deleteUsers(sub.client, [sub.aliceId, sub.aliceId])).rejects.toThrow('Turnkey error 3: invalid parameters: userIds: a user is named twice')
     expect(await userCount(sub.organizationId)).toBe(2)
   })
 })
@@ -520,16 +532,30 @@ describe('the organization', () => {
       parameters: { policyName: 'p', effect: 'EFFECT_ALLOW', notes: '' },
     })
     expect(waiting.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
-    await expect(
-      harness.backend.deleteUsers({
-        type: 'ACTIVITY_TYPE_DELETE_USERS',
-        timestampMs: timestampMs(),
-        organizationId: sub.organizationId,
-        parameters: { userIds: [sub.aliceId] },
-      }),
-    ).rejects.toThrow(
-      'Turnkey error 9: deleting these users would leave 1 root users, fewer than the root quorum threshold of 2: change the root quorum first (update_root_quorum)',
-    )
+    // Both root users approve deleting Alice: it runs, and fails with the reason, deleting nobody.
+    const deletion = await sub.client.deleteUsers({
+      type: 'ACTIVITY_TYPE_DELETE_USERS',
+      timestampMs: timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userIds: [sub.aliceId] },
+    })
+    expect(deletion.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
+    const approved = await sub.alice.approveActivity({
+      type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+      timestampMs: timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { fingerprint: deletion.activity.fingerprint },
+    })
+    expect([approved.activity.status, approved.activity.failure]).toEqual([
+      'ACTIVITY_STATUS_FAILED',
+      {
+        code: 9,
+        message: 'deleting these users would leave 1 root users, fewer than the root quorum threshold of 2: change the root quorum first (update_root_quorum)',
+        details: [],
+      },
+    ])
+    expect(await userCount(sub.organizationId)).toBe(2)
+    // The parent organization is no root user of the sub-organization: it may not change its quorum.
     await expect(
       harness.backend.updateRootQuorum({
         type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
@@ -537,7 +563,7 @@ describe('the organization', () => {
         organizationId: sub.organizationId,
         parameters: { threshold: 3, userIds: [sub.userId, sub.aliceId] },
       }),
-    ).rejects.toThrow('Turnkey error 9: a threshold of 3 cannot be met by 2 root users')
+    ).rejects.toThrow(`Turnkey error 7: ${POLICY_DENIED_MESSAGE}`)
     expect((await sub.client.getOrganization({ organizationId: sub.organizationId })).organizationData.rootQuorum).toEqual({
       threshold: 2,
       userIds: [sub.userId, sub.aliceId],

@@ -117,7 +117,10 @@ describe('latchkey-kms', () => {
         .logs()
         .filter((line) => line.level === 'warn')
         .map((line) => line.msg),
-    ).toEqual([`mail goes to the dev inbox at ${kms.url}/dev/mailbox, readable by anyone who reaches the kms (development only)`])
+    ).toEqual([
+      'OIDC tokens are trusted from the devnet’s local provider at http://localhost:8092 only (development only): set --oidc-issuer for Google or Apple',
+      `mail goes to the dev inbox at ${kms.url}/dev/mailbox, readable by anyone who reaches the kms (development only)`,
+    ])
     expect(kms.logs().find((line) => line.reqId === 'whoami-1')).toMatchObject({
       method: 'POST',
       path: '/public/v1/query/whoami',
@@ -146,14 +149,28 @@ describe('latchkey-kms', () => {
   test('production: with every setting given it starts, mails by SMTP (no dev inbox), and never logs the SMTP password', async () => {
     const keys = await generateKeys()
     const smtpPassword = `smtp-pass-${keys.masterKey.slice(0, 12)}`
-    const kms = await startedKms(keys, ['--rp-id', 'app.example', '--passkey-origin', 'https://app.example'], {
-      NODE_ENV: 'production',
-      LATCHKEY_SMTP_URL: `smtp://mailer:${smtpPassword}@127.0.0.1:2525`,
-    })
+    const kms = await startedKms(
+      keys,
+      [
+        '--rp-id',
+        'app.example',
+        '--passkey-origin',
+        'https://app.example',
+        '--oidc-issuer',
+        'https://accounts.google.com=1234.apps.googleusercontent.com',
+        '--oidc-issuer',
+        'https://accounts.google.com=5678.apps.googleusercontent.com',
+      ],
+      {
+        NODE_ENV: 'production',
+        LATCHKEY_SMTP_URL: `smtp://mailer:${smtpPassword}@127.0.0.1:2525`,
+      },
+    )
     expect(kms.line).toMatchObject({
       mail: 'smtp smtp://***@127.0.0.1:2525',
       production: true,
       passkeys: { rpIds: ['app.example'], origins: ['https://app.example'] },
+      oidcIssuers: [{ issuer: 'https://accounts.google.com', audiences: ['1234.apps.googleusercontent.com', '5678.apps.googleusercontent.com'] }],
     })
     expect(kms.logs().filter((line) => line.level === 'warn')).toEqual([])
     expect((await fetch(`${kms.url}/dev/mailbox.json`)).status).toBe(404)
@@ -223,6 +240,7 @@ if (testBackend === 'sqlite')
         '--mail-from <text>, LATCHKEY_SMTP_FROM',
         '--rp-id <domain>, LATCHKEY_KMS_RP_IDS',
         '--passkey-origin <origin>, LATCHKEY_KMS_PASSKEY_ORIGINS',
+        '--oidc-issuer <issuer>=<client id>, LATCHKEY_KMS_OIDC_ISSUERS',
         '--frames-parent-origin <origin>, LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
         '--frames-port <port>, LATCHKEY_KMS_FRAMES_PORT',
         '--frames-host <address>, LATCHKEY_KMS_FRAMES_HOST',
@@ -272,6 +290,12 @@ if (testBackend === 'sqlite')
         '--passkey-origin does not take a wildcard ("https://*.example"): list each origin, e.g. https://app.example (see latchkey-kms --help)',
       ],
       [
+        'an OIDC issuer without a client id',
+        ['--oidc-issuer', 'https://accounts.google.com'],
+        {},
+        '--oidc-issuer must look like https://accounts.google.com=<client id>, got "https://accounts.google.com" (see latchkey-kms --help)',
+      ],
+      [
         'a persistent store with a generated master key',
         ['--db', '/tmp/latchkey-kms-never.db'],
         {},
@@ -287,7 +311,7 @@ if (testBackend === 'sqlite')
         'production on development defaults',
         [],
         { NODE_ENV: 'production' },
-        'refusing to start with development defaults in production (NODE_ENV=production): set LATCHKEY_KMS_MASTER_KEY or --master-key-file / LATCHKEY_KMS_MASTER_KEY_FILE; LATCHKEY_KMS_SIGNER_KEY or --signer-key-file / LATCHKEY_KMS_SIGNER_KEY_FILE; LATCHKEY_SMTP_URL or --smtp-url-file / LATCHKEY_SMTP_URL_FILE; --rp-id / LATCHKEY_KMS_RP_IDS; --passkey-origin / LATCHKEY_KMS_PASSKEY_ORIGINS; a store: --db / LATCHKEY_KMS_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
+        'refusing to start with development defaults in production (NODE_ENV=production): set LATCHKEY_KMS_MASTER_KEY or --master-key-file / LATCHKEY_KMS_MASTER_KEY_FILE; LATCHKEY_KMS_SIGNER_KEY or --signer-key-file / LATCHKEY_KMS_SIGNER_KEY_FILE; LATCHKEY_SMTP_URL or --smtp-url-file / LATCHKEY_SMTP_URL_FILE; --rp-id / LATCHKEY_KMS_RP_IDS; --passkey-origin / LATCHKEY_KMS_PASSKEY_ORIGINS; --oidc-issuer / LATCHKEY_KMS_OIDC_ISSUERS; a store: --db / LATCHKEY_KMS_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
       ],
       [
         'init-organization without a store',

@@ -8,7 +8,15 @@ import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
 import { nonce } from './routes/nonce.js'
-import { createOAuth, type OAuthProviderConfig, type OAuthProviderName, oauthSignIn } from './routes/oauth.js'
+import {
+  createOAuth,
+  OAUTH_CALLBACK_PATH,
+  type OAuthProviderConfig,
+  type OAuthProviderName,
+  oauthFormPost,
+  oauthSignIn,
+  responseModeOf,
+} from './routes/oauth.js'
 import { passkeySignup } from './routes/passkeySignup.js'
 import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
@@ -91,7 +99,7 @@ export { OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oaut
  */
 export function createServerApp(options: ServerAppOptions) {
   const context = createRouteContext(options)
-  const oauth = createOAuth(options.oauth ?? {}, context.now)
+  const oauth = createOAuth(options.oauth ?? {}, context.now, options.store)
   const app = new Hono()
 
   app.use('*', async (c, next) => {
@@ -135,7 +143,19 @@ export function createServerApp(options: ServerAppOptions) {
     const social = await Promise.all(
       oauth.configured.map(async (name) => {
         const endpoints = await oauth.discover(name).catch(() => undefined)
-        return endpoints ? ([name, { clientId: oauth.config(name)!.clientId, authorizationEndpoint: endpoints.authorization_endpoint }] as const) : undefined
+        if (!endpoints) return undefined
+        const config = oauth.config(name)!
+        const formPost = responseModeOf(name, config) === 'form_post'
+        return [
+          name,
+          {
+            clientId: config.clientId,
+            authorizationEndpoint: endpoints.authorization_endpoint,
+            ...(formPost
+              ? { responseMode: 'form_post' as const, redirectUri: config.redirectUri ?? `${new URL(c.req.url).origin}${OAUTH_CALLBACK_PATH}` }
+              : {}),
+          },
+        ] as const
       }),
     )
     const available = social.filter((entry) => entry !== undefined)
@@ -151,6 +171,7 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/passkey/signup', passkeySignup(context))
   app.post('/auth/login', login(context))
   app.post('/auth/oauth', oauthSignIn(context, oauth))
+  app.post(OAUTH_CALLBACK_PATH, oauthFormPost(options.allowedOrigins))
   app.post('/auth/session-key', sessionKey(context))
   app.post('/auth/recovery/start', recoveryStart(context))
   app.get('/auth/nonce', nonce(context))

@@ -2,13 +2,14 @@
 export { createServerApp, LIMITS, SESSION_COOKIE, type ServerAppOptions, ServerError, SIWE_COOKIE, SIWE_TIMES, type SiweChain, WALLET_NAME } from './app.js'
 export { SESSION_KEY_SECONDS } from './internal/schemas.js'
 export { ACCESS_TOKEN_SECONDS } from './internal/sessionTokens.js'
-export { OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oauthNonce } from './routes/oauth.js'
+export { OAUTH_CALLBACK_PATH, OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oauthNonce } from './routes/oauth.js'
 export { RECOVERY_CODE_SECONDS } from './routes/recoveryStart.js'
 export { type AppServerOptions, createAppServer } from './service.js'
 export {
   type AccountRow,
   type KnownAccount,
   type NonceRow,
+  type OAuthNonceRow,
   type OpenStoreOptions,
   openStore,
   type PasskeyAccountRow,

@@ -45,6 +45,10 @@ export type NonceRow = { nonce: string; holder: string; expires_at: number; used
  * stored). Each is used once: using it issues the next one (rotation).
  */
 export type RefreshTokenRow = { digest: string; session_id: string; expires_at: number; used_at: number | null; created_at: number }
+/** An OAuth ID token's nonce that signed a browser in: kept until the token expires, so no instance accepts it again. */
+export type OAuthNonceRow = { nonce: string; expires_at: number }
+/** A rate limit's fixed window for one key (`limit:subject`), shared by every instance on the database. */
+export type RateLimitRow = { key: string; window_started_at: number; count: number }
 
 /** The backend's tables, as Kysely sees them. */
 export type ServerSchema = {
@@ -55,6 +59,8 @@ export type ServerSchema = {
   sessions: SessionRow
   siwe_nonces: NonceRow
   refresh_tokens: RefreshTokenRow
+  oauth_nonces: OAuthNonceRow
+  rate_limits: RateLimitRow
 }
 
 /** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
@@ -144,6 +150,30 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
         .addColumn('created_at', 'bigint', (column) => column.notNull())
         .execute()
       await db.schema.createIndex('refresh_tokens_by_session').on('refresh_tokens').column('session_id').execute()
+    },
+  },
+  {
+    // Before it, each instance kept the nonces in memory: a token used on one was good on another.
+    name: '0003_oauth_nonces',
+    async up(db) {
+      await db.schema
+        .createTable('oauth_nonces')
+        .addColumn('nonce', 'text', (column) => column.primaryKey())
+        .addColumn('expires_at', 'bigint', (column) => column.notNull())
+        .execute()
+      await db.schema.createIndex('oauth_nonces_by_expiry').on('oauth_nonces').column('expires_at').execute()
+    },
+  },
+  {
+    name: '0004_rate_limits',
+    async up(db) {
+      await db.schema
+        .createTable('rate_limits')
+        .addColumn('key', 'text', (column) => column.primaryKey())
+        .addColumn('window_started_at', 'bigint', (column) => column.notNull())
+        .addColumn('count', 'integer', (column) => column.notNull())
+        .execute()
+      await db.schema.createIndex('rate_limits_by_window').on('rate_limits').column('window_started_at').execute()
     },
   },
 ]
@@ -272,6 +302,21 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
           .onConflict((conflict) => conflict.column('digest').doNothing())
           .executeTakeFirst(),
       ),
+    /**
+     * Marks an OAuth ID token's nonce used until `expiresAt`; false when it was used already, here
+     * or on another instance. One insert: of requests racing with one token, exactly one wins.
+     * Nonces expired at `at` are dropped first (their tokens are refused on expiry anyway).
+     */
+    async spendOAuthNonce(nonce: string, expiresAt: number, at: number) {
+      await db.deleteFrom('oauth_nonces').where('expires_at', '<=', at).execute()
+      return changed(
+        await db
+          .insertInto('oauth_nonces')
+          .values({ nonce, expires_at: expiresAt })
+          .onConflict((conflict) => conflict.column('nonce').doNothing())
+          .executeTakeFirst(),
+      )
+    },
     session: (id: string) => db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst(),
     async insertSession(row: SessionRow) {
       await db.insertInto('sessions').values(row).execute()
@@ -350,16 +395,42 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       const token = await db.selectFrom('refresh_tokens').select('session_id').where('digest', '=', digest).executeTakeFirst()
       if (token) await deleteSession(token.session_id)
     },
-    /** Drops sessions, refresh tokens, spent session JWTs and SIWE nonces that have expired, and codes older than `codesBefore`. */
+    /** Drops sessions, refresh tokens, spent session JWTs, OAuth and SIWE nonces that have expired, and codes older than `codesBefore`. */
     async prune(now: number, codesBefore: number) {
       await db.deleteFrom('sessions').where('expires_at', '<=', now).execute()
       await db.deleteFrom('refresh_tokens').where('expires_at', '<=', now).execute()
       await db.deleteFrom('spent_session_tokens').where('expires_at', '<=', now).execute()
       await db.deleteFrom('siwe_nonces').where('expires_at', '<=', now).execute()
+      await db.deleteFrom('oauth_nonces').where('expires_at', '<=', now).execute()
       await db.deleteFrom('pending_codes').where('created_at', '<', codesBefore).execute()
     },
     /** Throws unless the database answers a query: the backend's `GET /readyz`. */
     ping: () => database.ping(),
+    /**
+     * Counts one request against `key`'s fixed window of `windowMs` at `at` (a new window once the
+     * last one has passed) and answers the window's count and start. One statement: requests racing
+     * on any instances each count once.
+     */
+    async countRequest(key: string, windowMs: number, at: number): Promise<{ count: number; windowStartedAt: number }> {
+      const passed = sql<boolean>`rate_limits.window_started_at <= ${at - windowMs}`
+      const row = await db
+        .insertInto('rate_limits')
+        .values({ key, window_started_at: at, count: 1 })
+        .onConflict((conflict) =>
+          conflict.column('key').doUpdateSet({
+            // Both read the row as it was: a window that has passed starts again at `at`.
+            count: sql`case when ${passed} then 1 else rate_limits.count + 1 end`,
+            window_started_at: sql`case when ${passed} then ${at} else rate_limits.window_started_at end`,
+          }),
+        )
+        .returning(['count', 'window_started_at'])
+        .executeTakeFirstOrThrow()
+      return { count: Number(row.count), windowStartedAt: Number(row.window_started_at) }
+    },
+    /** Drops the windows that started before `before`. */
+    async deleteRateLimitsBefore(before: number) {
+      await db.deleteFrom('rate_limits').where('window_started_at', '<', before).execute()
+    },
     close: () => database.close(),
   }
 }

@@ -2,17 +2,20 @@ import { generateKeyPairSync } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { generateP256KeyPair } from '@turnkey/crypto'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
-import { privateKeyToAccount } from 'viem/accounts'
+import { sql } from 'kysely'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { afterEach, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
-import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
-import { createAppServer, openStore } from '../src/index.js'
+import { listening, startCli } from '../../service/test/cliProcess.js'
+import { freshDatabaseUrl, testEngine } from '../../service/test/testDatabase.js'
+import { createAppServer, LIMITS, openStore } from '../src/index.js'
 import { cookieOf, newEmail, origin, useBackend } from './backend.js'
 
 // Two backend instances on one database (PostgreSQL in `npm run test:server-postgres`, a SQLite
 // file in the default run), as behind a load balancer: each over HTTP with its own store
-// connection, one session JWT key, the requests of one browser landing on either.
+// connection, one session JWT key, the requests of one browser landing on either; one of them
+// killed mid-load.
 
 const { t, mailTo } = useBackend()
 const alice = privateKeyToAccount(anvilKeys[9])
@@ -107,3 +110,124 @@ test('behavior: one SIWE nonce sent to both instances at once signs in exactly o
   const answers = await Promise.all([a, b, a, b].map((base) => call(base, '/auth/siwe', { json: body, cookie: cookieOf(nonceResponse) })))
   expect(answers.map((response) => response.status).sort()).toEqual([200, 401, 401, 401])
 })
+
+test('behavior: a rate limit is one limit across instances: the codes for one email count on both', async () => {
+  const [a, b] = await twoInstances()
+  const email = newEmail()
+  const statuses: number[] = []
+  for (let i = 0; i < LIMITS.perEmail + 1; i++) statuses.push((await call(i % 2 ? b : a, '/auth/email/start', { json: { email } })).status)
+  expect(statuses).toEqual([...Array(LIMITS.perEmail).fill(200), 429])
+  // Refused on either: the window is the database's, not one process's.
+  const onA = await call(a, '/auth/email/start', { json: { email } })
+  expect([onA.status, ((await onA.json()) as { error: { code: string } }).error.code]).toEqual([429, 'rate_limited'])
+  expect(Number(onA.headers.get('retry-after'))).toBeGreaterThan(0)
+})
+
+test('behavior: SIGKILL on one of two instances mid-load loses no acknowledged sign-in, runs none twice, answers no 500', async () => {
+  const url = await freshDatabaseUrl()
+  const a = createAppServer({
+    ...t.options,
+    store: await openStore(url),
+    port: await getFreePort(),
+    sessionJwtKey,
+    chains: [{ id: 31337, rpcUrl: inject('chainARpc') }],
+  })
+  await a.start()
+  started.push(a)
+  // Instance B a process of its own, to be killed, on the same database.
+  const portB = await getFreePort()
+  const b = startCli(
+    'packages/server/src/cli.ts',
+    [
+      '--port',
+      String(portB),
+      ...(testEngine === 'postgres' ? [] : ['--db', url]),
+      '--kms-url',
+      t.options.kmsUrl,
+      '--organization-id',
+      t.options.organizationId,
+      '--api-public-key',
+      t.backendKey.apiPublicKey,
+      '--session-signer-public-key',
+      t.kms.signerPublicKey,
+      '--allowed-origin',
+      origin,
+      '--chain',
+      `31337=${inject('chainARpc')}`,
+    ],
+    {
+      LATCHKEY_API_PRIVATE_KEY: t.backendKey.apiPrivateKey,
+      LATCHKEY_SESSION_JWT_KEY: sessionJwtKey,
+      ...(testEngine === 'postgres' ? { DATABASE_URL: url } : {}),
+    },
+  )
+  await b.waitForLog(listening)
+  const urlB = `http://127.0.0.1:${portB}`
+
+  /** One wallet's sign-in on `base`: a nonce, the signed message; the request's exact body and cookie, to send again. */
+  const signIn = async (base: string, wallet: ReturnType<typeof privateKeyToAccount>) => {
+    const nonceResponse = await call(base, '/auth/nonce')
+    const { nonce } = (await nonceResponse.json()) as { nonce: string }
+    const message = createSiweMessage({
+      address: wallet.address,
+      chainId: 31337,
+      domain: 'localhost:5173',
+      uri: origin,
+      version: '1',
+      nonce,
+      issuedAt: new Date(),
+    })
+    const request = { json: { message, signature: await wallet.signMessage({ message }) }, cookie: cookieOf(nonceResponse) }
+    return { request, response: await call(base, '/auth/siwe', request) }
+  }
+
+  const wallets = Array.from({ length: 40 }, () => privateKeyToAccount(generatePrivateKey()))
+  let acknowledgedByB = 0
+  let killed = false
+  // Spread over both; B is killed once it has acknowledged five sign-ins, with the rest in flight or to come.
+  const first = await Promise.all(
+    wallets.map(async (wallet, index) => {
+      const base = index % 2 ? urlB : a.url
+      let request: { json: unknown; cookie: string | undefined } | undefined
+      try {
+        const attempt = await signIn(base, wallet)
+        request = attempt.request
+        if (base === urlB && attempt.response.status === 200 && ++acknowledgedByB === 5 && !killed) {
+          killed = true
+          b.child.kill('SIGKILL')
+        }
+        return { wallet, request, status: attempt.response.status, cookie: cookieOf(attempt.response) }
+      } catch {
+        // The connection died with B: not acknowledged.
+        return { wallet, request, status: 0, cookie: undefined }
+      }
+    }),
+  )
+  expect(killed).toBe(true)
+  expect((await b.exited).signal).toBe('SIGKILL')
+  expect(first.filter((answer) => answer.status !== 200 && answer.status !== 0)).toEqual([])
+  expect(first.some((answer) => answer.status === 0)).toBe(true)
+
+  // Every acknowledged sign-in holds on the instance left.
+  for (const answer of first.filter((answer) => answer.status === 200)) {
+    const session = (await (await call(a.url, '/auth/session', { cookie: answer.cookie })).json()) as { address: string } | null
+    expect(session?.address).toBe(answer.wallet.address)
+  }
+  // What was not acknowledged the client sends again, the same bytes, to A: a sign-in B committed
+  // before it died is refused there (its nonce is spent), one it did not runs now; a sign-in whose
+  // nonce never arrived starts again on A.
+  for (const answer of first.filter((answer) => answer.status === 0)) {
+    const again = answer.request ? await call(a.url, '/auth/siwe', answer.request) : (await signIn(a.url, answer.wallet)).response
+    expect([200, 401]).toContain(again.status)
+  }
+  // One session per wallet: nothing acknowledged lost, no nonce signed in twice.
+  const store = await openStore(url)
+  try {
+    for (const wallet of wallets) {
+      const rows = await store.database.db.selectFrom('sessions').select('id').where(sql<boolean>`lower(address) = ${wallet.address.toLowerCase()}`).execute()
+      expect(rows, wallet.address).toHaveLength(1)
+    }
+  } finally {
+    await store.close()
+  }
+}, 120_000)

@@ -79,7 +79,12 @@ describe('openStore', () => {
       await store.close()
     }
     const db = new Database(path)
-    expect(db.prepare('select name from server_migrations order by name').pluck().all()).toEqual(['0001_accounts_sessions_nonces', '0002_refresh_tokens'])
+    expect(db.prepare('select name from server_migrations order by name').pluck().all()).toEqual([
+      '0001_accounts_sessions_nonces',
+      '0002_refresh_tokens',
+      '0003_oauth_nonces',
+      '0004_rate_limits',
+    ])
     db.close()
     // Opening again changes nothing.
     const again = await openStore(path)
@@ -225,6 +230,22 @@ describe('openStore', () => {
       expect(await store.session('u')).toBeUndefined()
     } finally {
       await store.close()
+    }
+  })
+
+  test('behavior: an OAuth nonce is spent once across two stores on one database, and is free again only after it expired', async () => {
+    const url = await freshDatabaseUrl()
+    const [first, second] = [await openStore(url), await openStore(url)]
+    try {
+      expect(await first.spendOAuthNonce('n', 1000, 1)).toBe(true)
+      expect(await second.spendOAuthNonce('n', 1000, 2)).toBe(false)
+      expect(await first.spendOAuthNonce('n', 1000, 999)).toBe(false)
+      // At its expiry it is dropped; its token is refused for being expired by then.
+      expect(await second.spendOAuthNonce('n', 2000, 1000)).toBe(true)
+      // Two at once: exactly one wins.
+      expect((await Promise.all([first.spendOAuthNonce('m', 1000, 1), second.spendOAuthNonce('m', 1000, 1)])).sort()).toEqual([false, true])
+    } finally {
+      await Promise.all([first.close(), second.close()])
     }
   })
 

@@ -2,12 +2,19 @@ import type { MiddlewareHandler } from 'hono'
 import type { Caller } from '../context.js'
 import { readSessionJwt } from '../credentials.js'
 import type { Db } from '../db.js'
-import { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from '../errors.js'
+import { expiredKeyMessage, GrpcCode, invalid, KmsError, permissionDenied, UNKNOWN_KEY_MESSAGE } from '../errors.js'
 import { verifyApiKeyStamp } from '../stamp.js'
+import type { OrganizationRow } from '../storage/tables.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from '../webauthn.js'
 
 /** What an authenticated request carries to its handler: the exact body bytes, the body parsed, and who stamped it. */
-export type Authenticated = { raw: Uint8Array; body: Record<string, unknown>; caller: Caller }
+export type Authenticated = {
+  raw: Uint8Array
+  body: Record<string, unknown>
+  caller: Caller
+  /** The organization the request names, as read while authenticating it (not locked). */
+  organization: OrganizationRow
+}
 
 export type AuthenticateOptions = {
   db: Db
@@ -21,8 +28,6 @@ export type AuthenticateOptions = {
 const SUB_ORGANIZATION_LOOKUPS = new Set(['/public/v1/query/whoami', '/public/v1/submit/stamp_login'])
 
 const READ_ONLY_SESSION = 'read-only session'
-
-const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
 
 type Signer = { userId: string; organizationId: string; expiresAt: number | null; publicKey: string; authenticatorId?: string; counter?: number }
 
@@ -67,7 +72,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     if (headers.session) {
       // A read-only session token (create_read_only_session), replayed in X-Session: queries only.
       if (!path.startsWith('/public/v1/query/'))
-        throw new KmsError(GrpcCode.permissionDenied, 'a read-only session (X-Session) may only query; stamp activities with X-Stamp or X-Stamp-Webauthn')
+        throw permissionDenied('a read-only session (X-Session) may only query; stamp activities with X-Stamp or X-Stamp-Webauthn')
       const claims = readSessionJwt(headers.session, options.signerPublicKey)
       if (
         claims?.['session_type'] !== 'SESSION_TYPE_READ_ONLY' ||
@@ -111,6 +116,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       throw new KmsError(GrpcCode.unauthenticated, signer.publicKey === READ_ONLY_SESSION ? 'read-only session expired' : expiredKeyMessage(signer.publicKey))
     if (signer.authenticatorId) await db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
     c.set('body', body as Record<string, unknown>)
+    c.set('organization', organization)
     c.set('caller', { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey })
     await next()
   }

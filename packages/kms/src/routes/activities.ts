@@ -1,16 +1,19 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { Hono } from 'hono'
-import { ACTIVITIES } from '../activities.js'
-import { rootUserIds } from '../admin/quorum.js'
+import type { OidcVerifier } from '../auth/oidc.js'
 import type { ActivityContext, Caller } from '../context.js'
-import { type ActivityRow, type Db, isUniqueViolation } from '../db.js'
+import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
-import { GrpcCode, KmsError } from '../errors.js'
+import { alreadyExists, failedPrecondition, GrpcCode, invalid, KmsError, notFound, permissionDenied } from '../errors.js'
 import type { Authenticated } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
+import { rootUserIds } from '../organizations/quorum.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
+import { authorize } from '../policies/authorize.js'
 import { keepsWrites } from '../refusal.js'
+import { ACTIVITIES } from '../resources.js'
+import type { ActivityRow } from '../storage/tables.js'
 import type { WebauthnConfig } from '../webauthn.js'
 
 /** How far an activity's timestampMs may lie from the service's clock. */
@@ -44,10 +47,9 @@ export type ActivityRoutesOptions = {
   masterKey: Uint8Array
   signerPrivateKey: string
   webauthn: WebauthnConfig
+  oidc: OidcVerifier
   now: () => number
 }
-
-const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, message)
 
 /**
  * `POST /public/v1/submit/{op}`: each activity runs once. Its row (with the fingerprint of the
@@ -56,16 +58,35 @@ const invalid = (message: string) => new KmsError(GrpcCode.invalidArgument, mess
  * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
  *
  * @example
- * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, now }))
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
   const app = new Hono<{ Variables: Authenticated }>()
 
-  /** What an activity runs with: `trx`, the transaction's statements; mail goes to its outbox. */
-  function activityContext(caller: Caller, trx: Db, activityId: string): ActivityContext {
-    const mailer: Mailer = { send: (mail) => enqueueMail(trx, options.masterKey, mail, activityId, now()) }
-    return { db: trx, webauthn: options.webauthn, mailer, masterKey: options.masterKey, signerPrivateKey: options.signerPrivateKey, now, caller }
+  /**
+   * What an activity runs with: `trx`, the transaction's statements; mail goes to its outbox
+   * (`mailed` says whether any did, so the outbox is asked only then).
+   */
+  function activityContext(caller: Caller, trx: Db, activityId: string): ActivityContext & { mailed(): boolean } {
+    let mailed = false
+    const mailer: Mailer = {
+      send: (mail) => {
+        mailed = true
+        return enqueueMail(trx, options.masterKey, mail, activityId, now())
+      },
+    }
+    return {
+      db: trx,
+      webauthn: options.webauthn,
+      oidc: options.oidc,
+      mailer,
+      masterKey: options.masterKey,
+      signerPrivateKey: options.signerPrivateKey,
+      now,
+      caller,
+      mailed: () => mailed,
+    }
   }
 
   /** After a failed transaction: the activity a twin submission committed meanwhile, if any. */
@@ -73,7 +94,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     const twin = await db.activityByFingerprint(fingerprint)
     if (twin) return twin
     // A write that raced another one to a unique name or key, and lost.
-    if (isUniqueViolation(error)) throw new KmsError(GrpcCode.alreadyExists, 'already exists: a concurrent request created it first')
+    if (isUniqueViolation(error)) throw alreadyExists('already exists: a concurrent request created it first')
     throw error
   }
 
@@ -94,18 +115,16 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       const decision = await db.transaction(async (trx) => {
         const found = await trx.activityByFingerprint(fingerprint)
         if (!found || found.organization_id !== caller.organizationId)
-          throw new KmsError(GrpcCode.notFound, `no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
+          throw notFound(`no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
         // Votes on one activity count one at a time, on every instance.
         await trx.lockActivity(found.id)
         const target = (await trx.activity(found.id, caller.organizationId))!
-        if (caller.homeOrganizationId !== caller.organizationId)
-          throw new KmsError(GrpcCode.permissionDenied, 'only the organization’s own users vote on its activities')
+        if (caller.homeOrganizationId !== caller.organizationId) throw permissionDenied('only the organization’s own users vote on its activities')
         if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED')
-          throw new KmsError(GrpcCode.failedPrecondition, `activity ${target.id} is ${target.status}, not waiting for consensus`)
+          throw failedPrecondition(`activity ${target.id} is ${target.status}, not waiting for consensus`)
         const roots = await rootUserIds(trx, caller.organizationId)
-        if (!roots.includes(caller.userId)) throw new KmsError(GrpcCode.permissionDenied, 'only root users vote on activities that need the root quorum')
-        if ((await trx.votes(target.id)).some((vote) => vote.user_id === caller.userId))
-          throw new KmsError(GrpcCode.alreadyExists, 'you have already voted on this activity')
+        if (!roots.includes(caller.userId)) throw permissionDenied('only root users vote on activities that need the root quorum')
+        if ((await trx.votes(target.id)).some((vote) => vote.user_id === caller.userId)) throw alreadyExists('you have already voted on this activity')
         const at = now()
         await trx.insertVote({ id: randomUUID(), activity_id: target.id, user_id: caller.userId, selection, created_at: at })
         // Only root users' votes count, against the number of root users.
@@ -155,12 +174,8 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         `timestampMs is outside the accepted window (${TIMESTAMP_WINDOW_MS.past / 60_000} minutes back, ${TIMESTAMP_WINDOW_MS.future / 60_000} ahead)`,
       )
 
-    // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
-    const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
-    const existing = await db.activityByFingerprint(fingerprint)
-    if (existing) return c.json({ activity: await activityView(db, existing) })
-
     const at = now()
+    const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
     const row: ActivityRow = {
       id: randomUUID(),
       organization_id: caller.organizationId,
@@ -175,22 +190,52 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       submitted_by: caller.userId,
       submitted_from: caller.homeOrganizationId,
     }
-    let outcome: { stored: ActivityRow; result?: Record<string, unknown> } | { refused: KmsError }
+    const answer = (stored: ActivityRow, result: Record<string, unknown>) =>
+      // Answered from the row just stored, not read back and parsed again.
+      activityView(db, stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } })
+    // An activity that writes only its row (signing) needs no transaction: the permission check and
+    // its reads, then the insert, which a twin submission (the fingerprint's unique constraint)
+    // loses to the first. One that must wait for approvals takes the transaction below.
+    if (kind.readOnly) {
+      const context = activityContext(caller, db, row.id)
+      let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
+      try {
+        if ((await authorize(db, { caller, organization: c.var.organization, type: type as string, params: body['parameters'] })) === 'run') {
+          const result = await kind.run(body['parameters'], {
+            ...context,
+            mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
+          })
+          done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }, result }
+          await db.insertActivity(done.stored)
+        }
+      } catch (error) {
+        // A resubmission answers the first submission's activity, whatever its second run did.
+        return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
+      }
+      if (done) return c.json({ activity: await answer(done.stored, done.result) })
+    }
+
+    // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
+    const existing = await db.activityByFingerprint(fingerprint)
+    if (existing) return c.json({ activity: await activityView(db, existing) })
+
+    let outcome: { stored: ActivityRow; result?: Record<string, unknown>; mailed: boolean } | { refused: KmsError }
     try {
       outcome = await db.transaction(async (trx) => {
         if (!UNLOCKED_OPS.has(op)) await trx.lockOrganization(caller.organizationId)
-        // Root quorum: in an organization that needs more than one approval, its own users' activities
-        // wait for the others (the parent organization's key, acting for the app, is not held to it).
+        // Turnkey's permission model (policies/authorize.ts): refused here, before anything is written;
+        // a root user's activity in an organization that needs more approvals waits for them.
         const organization = (await trx.organization(caller.organizationId))!
-        if (organization.root_quorum_threshold > 1 && caller.homeOrganizationId === caller.organizationId) {
+        if ((await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })) === 'consensus') {
           const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
           await trx.insertActivity(waiting)
           await trx.insertVote({ id: randomUUID(), activity_id: row.id, user_id: caller.userId, selection: 'VOTE_SELECTION_APPROVED', created_at: at })
-          return { stored: waiting }
+          return { stored: waiting, mailed: false }
         }
+        const context = activityContext(caller, trx, row.id)
         let result: Record<string, unknown>
         try {
-          result = await kind.run(body['parameters'], activityContext(caller, trx, row.id))
+          result = await kind.run(body['parameters'], context)
         } catch (error) {
           // A refusal that still counts (a wrong OTP guess) commits its writes, without an activity.
           if (keepsWrites(error)) return { refused: error }
@@ -198,17 +243,16 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         }
         const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }
         await trx.insertActivity(stored)
-        return { stored, result }
+        return { stored, result, mailed: context.mailed() }
       })
     } catch (error) {
       return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
     }
     if ('refused' in outcome) throw outcome.refused
-    await outbox.sendFor(outcome.stored.id)
+    if (outcome.mailed) await outbox.sendFor(outcome.stored.id)
     const { stored, result } = outcome
     if (!result) return c.json({ activity: await activityView(db, stored) })
-    // Answered from the row just stored, not read back and parsed again.
-    return c.json({ activity: await activityView(db, stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } }) })
+    return c.json({ activity: await answer(stored, result) })
   })
 
   return app

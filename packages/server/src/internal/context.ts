@@ -6,6 +6,7 @@ import { getCookie, setCookie } from 'hono/cookie'
 import type { z } from 'zod'
 import { ServerError } from '../errors.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
+import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
 import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
@@ -23,8 +24,13 @@ export const LIMITS = { perEmail: 5, perIp: 30, noncesPerIp: 60, perSession: 30,
 /** What the routes share; built once per app by `createRouteContext`. @internal */
 export type RouteContext = {
   store: Store
-  /** The parent organization's client: its key acts in every sub-organization the backend created. */
+  /**
+   * The parent organization's client: it creates sub-organizations, reads them and starts sign-ins
+   * in them (what Turnkey lets a parent do); anything else there goes through `delegated`.
+   */
   kms: TurnkeyClient
+  /** Delegated access: the policy-limited user the backend holds in each sub-organization it creates. */
+  delegated: DelegatedAccess
   /** The kms base url, for clients stamped by a user's own credential. */
   kmsUrl: string
   organizationId: string
@@ -37,28 +43,31 @@ export type RouteContext = {
   /** Session JWTs for other services: the signing key (loaded or generated once), issuer, audience, lifetime. */
   jwt: { key: () => Promise<SessionJwtKey>; issuer: string | undefined; audience: string | undefined; accessSeconds: number }
   limits: {
-    codesPerEmail: (key: string) => number | undefined
-    recoveriesPerEmail: (key: string) => number | undefined
-    signInsPerIp: (key: string) => number | undefined
-    noncesPerIp: (key: string) => number | undefined
-    sessionKeysPerSession: (key: string) => number | undefined
+    codesPerEmail: (key: string) => Promise<number | undefined>
+    recoveriesPerEmail: (key: string) => Promise<number | undefined>
+    signInsPerIp: (key: string) => Promise<number | undefined>
+    noncesPerIp: (key: string) => Promise<number | undefined>
+    sessionKeysPerSession: (key: string) => Promise<number | undefined>
   }
   ipOf: (c: Context) => string
 }
 
-/** Fixed-window counters in memory: enough for one backend process. Answers seconds to wait when over. */
-export function limiter(limit: number, windowMs: number, now: () => number) {
-  const windows = new Map<string, { startedAt: number; count: number }>()
-  return (key: string): number | undefined => {
+/**
+ * Fixed-window counters in the store, so every instance on one database enforces one limit: each
+ * call counts one request for `key` and answers the seconds to wait when over `limit`, else
+ * undefined. `name` keeps one limiter's keys apart from another's.
+ */
+export function limiter(store: Pick<Store, 'countRequest' | 'deleteRateLimitsBefore'>, name: string, limit: number, windowMs: number, now: () => number) {
+  let sweptAt = now()
+  return async (key: string): Promise<number | undefined> => {
     const time = now()
-    let window = windows.get(key)
-    if (!window || time - window.startedAt >= windowMs) {
-      if (windows.size > 100_000) windows.clear()
-      window = { startedAt: time, count: 0 }
-      windows.set(key, window)
+    // Windows long past are dropped now and then (by whichever instance comes first), not on every request.
+    if (time - sweptAt >= windowMs) {
+      sweptAt = time
+      await store.deleteRateLimitsBefore(time - windowMs)
     }
-    window.count++
-    return window.count > limit ? Math.ceil((window.startedAt + windowMs - time) / 1000) : undefined
+    const window = await store.countRequest(`${name}:${key}`, windowMs, time)
+    return window.count > limit ? Math.max(1, Math.ceil((window.windowStartedAt + windowMs - time) / 1000)) : undefined
   }
 }
 
@@ -85,14 +94,15 @@ export async function readBody<schema extends z.ZodType>(request: Request, schem
   return parsed.data
 }
 
-/** Calls the kms; its refusals reach the browser as 400 with the kms's message, outages as 502. */
+/** Calls the kms; its refusals reach the browser as 400 (403 for a policy denial) with the kms's message, outages as 502. */
 export async function callKms<result>(work: () => Promise<result>): Promise<result> {
   try {
     return await work()
   } catch (error) {
+    if (error instanceof ServerError) throw error
     const message = (error as Error).message
     const refused = /^Turnkey error (\d+): (.*?)(?: \(Details: .*\))?$/s.exec(message)
-    if (refused) throw new ServerError(refused[1] === '8' ? 429 : 400, 'kms_refused', refused[2]!)
+    if (refused) throw new ServerError(refused[1] === '8' ? 429 : refused[1] === '7' ? 403 : 400, 'kms_refused', refused[2]!)
     throw new ServerError(502, 'kms_unavailable', 'The key-management service is unavailable')
   }
 }
@@ -159,7 +169,7 @@ export function sessionAnswer(row: SessionRow) {
   }
 }
 
-/** The parent organization's client and the limiters. @internal */
+/** The parent organization's client, delegated access and the limiters. @internal */
 export function createRouteContext(options: {
   store: Store
   kmsUrl: string
@@ -181,9 +191,11 @@ export function createRouteContext(options: {
 }): RouteContext {
   const now = options.now ?? Date.now
   let key: Promise<SessionJwtKey> | undefined
+  const kms = new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey }))
   return {
     store: options.store,
-    kms: new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey })),
+    kms,
+    delegated: createDelegatedAccess({ kms, kmsUrl: options.kmsUrl, apiPrivateKey: options.apiPrivateKey, now }),
     kmsUrl: options.kmsUrl,
     organizationId: options.organizationId,
     appName: options.appName,
@@ -201,11 +213,11 @@ export function createRouteContext(options: {
       accessSeconds: options.accessTokenSeconds ?? ACCESS_TOKEN_SECONDS.default,
     },
     limits: {
-      codesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
-      recoveriesPerEmail: limiter(LIMITS.perEmail, LIMITS.windowMs, now),
-      signInsPerIp: limiter(LIMITS.perIp, LIMITS.windowMs, now),
-      noncesPerIp: limiter(LIMITS.noncesPerIp, LIMITS.windowMs, now),
-      sessionKeysPerSession: limiter(LIMITS.perSession, LIMITS.windowMs, now),
+      codesPerEmail: limiter(options.store, 'codes-per-email', LIMITS.perEmail, LIMITS.windowMs, now),
+      recoveriesPerEmail: limiter(options.store, 'recoveries-per-email', LIMITS.perEmail, LIMITS.windowMs, now),
+      signInsPerIp: limiter(options.store, 'sign-ins-per-ip', LIMITS.perIp, LIMITS.windowMs, now),
+      noncesPerIp: limiter(options.store, 'nonces-per-ip', LIMITS.noncesPerIp, LIMITS.windowMs, now),
+      sessionKeysPerSession: limiter(options.store, 'session-keys-per-session', LIMITS.perSession, LIMITS.windowMs, now),
     },
     ipOf: (c) =>
       options.ipOf?.(c.req.raw, c.env) ??

@@ -33,11 +33,12 @@ const REGISTRATION_CREDENTIAL_SECONDS = 60
 export const emailStart = (context: RouteContext) => async (c: Context) => {
   const { store, kms, now } = context
   const address = (await readBody(c.req.raw, startSchema)).email.toLowerCase()
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
-  enforce(context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
 
   let account = await store.account(address)
   if (!account) {
+    const delegated = context.delegated.newUser()
     const { activity } = await callKms(() =>
       kms.createSubOrganization({
         type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
@@ -46,13 +47,15 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
         parameters: {
           subOrganizationName: address,
           rootQuorumThreshold: 1,
-          rootUsers: [{ userName: address, userEmail: address, apiKeys: [], authenticators: [], oauthProviders: [] }],
+          rootUsers: [{ userName: address, userEmail: address, apiKeys: [], authenticators: [], oauthProviders: [] }, delegated.rootUser],
           wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
         },
       }),
     )
     const result = activity.result.createSubOrganizationResultV8
     if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
+    const subOrganizationId = result.subOrganizationId
+    await callKms(() => delegated.limit(subOrganizationId, result.rootUserIds!))
     account = await store.insertAccount({
       email: address,
       organization_id: result.subOrganizationId,

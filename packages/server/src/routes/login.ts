@@ -51,7 +51,7 @@ export const login = (context: RouteContext) => async (c: Context) => {
 
 /** A sub-organization created elsewhere: the parent organization's key must be able to read it. */
 async function lookUp(c: Context, context: RouteContext, organizationId: string, userId: string): Promise<KnownAccount> {
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const refusedAsForeign = async <result>(work: () => Promise<result>) => {
     try {
       return await callKms(work)

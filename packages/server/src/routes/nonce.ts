@@ -17,7 +17,7 @@ const holderFormat = /^[\w-]{43}$/
  * app.get('/auth/nonce', nonce(context))
  */
 export const nonce = (context: RouteContext) => async (c: Context) => {
-  enforce(context.limits.noncesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.noncesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const at = context.now()
   const cookie = getCookie(c, SIWE_COOKIE)
   const holder = cookie && holderFormat.test(cookie) ? cookie : randomBytes(32).toString('base64url')

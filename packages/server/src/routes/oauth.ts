@@ -9,6 +9,7 @@ import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { compressedP256Key, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
+import type { Store } from '../store.js'
 
 /** The social sign-ins the backend offers. */
 export const OAUTH_PROVIDERS = ['google', 'apple'] as const
@@ -28,7 +29,25 @@ export type OAuthProviderConfig = {
   authorizationEndpoint?: string | undefined
   tokenEndpoint?: string | undefined
   jwksUri?: string | undefined
+  /**
+   * How the provider hands the browser its answer: 'query' (a redirect to the app's callback page)
+   * or 'form_post' (a POST to the backend's `/auth/oauth/callback`, which redirects the browser on
+   * to the app's page). Default: 'form_post' for Apple, which requires it when the email is asked
+   * for; 'query' for Google.
+   */
+  responseMode?: 'query' | 'form_post' | undefined
+  /**
+   * With 'form_post': the URL the provider posts to, registered with it (Apple's "Return URL").
+   * Default: `/auth/oauth/callback` on the origin the browser reached the backend at.
+   */
+  redirectUri?: string | undefined
 }
+
+/** The backend route a provider posts its answer to, with response_mode=form_post. */
+export const OAUTH_CALLBACK_PATH = '/auth/oauth/callback'
+
+/** The response mode of a provider, its default as the provider needs. @internal */
+export const responseModeOf = (name: OAuthProviderName, config: OAuthProviderConfig) => config.responseMode ?? (name === 'apple' ? 'form_post' : 'query')
 
 const PROVIDER_NAMES: Record<OAuthProviderName, string> = { google: 'Google', apple: 'Apple' }
 
@@ -39,12 +58,13 @@ const invalidToken = (message: string) => new ServerError(400, 'invalid_token', 
 
 type Discovered = { authorization_endpoint: string; token_endpoint: string; jwks_uri: string }
 
-/** The issuers, their discovered endpoints and JWKS (fetched once, kept), and the nonces already used. @internal */
-export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthProviderConfig>>, now: () => number) {
+/**
+ * The issuers, their discovered endpoints and JWKS (fetched once, kept); the nonces already used
+ * are in the store, shared by every instance. @internal
+ */
+export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthProviderConfig>>, now: () => number, store: Store) {
   const discovered = new Map<OAuthProviderName, Promise<Discovered>>()
   const keySets = new Map<OAuthProviderName, ReturnType<typeof createRemoteJWKSet>>()
-  // A nonce is good once: kept until its token expires (a replay after that fails on expiry).
-  const usedNonces = new Map<string, number>()
 
   function discover(name: OAuthProviderName): Promise<Discovered> {
     const config = providers[name]!
@@ -103,19 +123,23 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
       if (!keySet) keySets.set(name, (keySet = createRemoteJWKSet(new URL(jwks_uri))))
       let payload: JWTPayload
       try {
-        ;({ payload } = await jwtVerify(token, keySet, { issuer: config.issuer, audience: config.clientId, currentDate: new Date(now()) }))
+        ;({ payload } = await jwtVerify(token, keySet, {
+          issuer: config.issuer,
+          audience: config.clientId,
+          currentDate: new Date(now()),
+          requiredClaims: ['exp', 'nonce'],
+        }))
       } catch (error) {
         if (error instanceof joseErrors.JOSEError) throw invalidToken(`The ${PROVIDER_NAMES[name]} ID token is not valid: ${error.message}`)
         throw error
       }
-      if (payload['nonce'] !== oauthNonce(sessionPublicKey)) throw invalidToken('The ID token nonce is not bound to this session key')
-      const at = now()
-      for (const [nonce, until] of usedNonces) if (until <= at) usedNonces.delete(nonce)
-      if (usedNonces.has(payload['nonce'])) throw invalidToken('This ID token was used already')
+      const nonce = payload['nonce']
+      if (nonce !== oauthNonce(sessionPublicKey)) throw invalidToken('The ID token nonce is not bound to this session key')
       const email = payload['email']
       if (typeof email !== 'string' || payload['email_verified'] === false || payload['email_verified'] === 'false')
         throw invalidToken('The ID token has no verified email')
-      usedNonces.set(payload['nonce'] as string, (payload.exp ?? 0) * 1000)
+      // A nonce is good once, on any instance: kept until its token expires (a replay after that fails on expiry).
+      if (!(await store.spendOAuthNonce(nonce, payload.exp! * 1000, now()))) throw invalidToken('This ID token was used already')
       return { ...payload, email: email.toLowerCase() }
     },
   }
@@ -158,7 +182,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   const { store, kms, now } = context
   const input = await readBody(c.req.raw, oauthSchema)
   if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${PROVIDER_NAMES[input.provider]} sign-in is not configured`)
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
   const claims = await oauth.verify(input.provider, token, input.sessionPublicKey)
   const providerName = PROVIDER_NAMES[input.provider]
@@ -167,6 +191,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   if (!account) {
     // A new user: a sub-organization with a one-minute key of the root user, which registers the identity.
     const bootstrap = generateP256KeyPair()
+    const delegated = context.delegated.newUser()
     const { activity } = await callKms(() =>
       kms.createSubOrganization({
         type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
@@ -183,6 +208,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
               authenticators: [],
               oauthProviders: [],
             },
+            delegated.rootUser,
           ],
           wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
         },
@@ -190,6 +216,8 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
     )
     const result = activity.result.createSubOrganizationResultV8
     if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
+    const subOrganizationId = result.subOrganizationId
+    await callKms(() => delegated.limit(subOrganizationId, result.rootUserIds!))
     const asUser = new TurnkeyClient({ baseUrl: context.kmsUrl }, new ApiKeyStamper({ apiPublicKey: bootstrap.publicKey, apiPrivateKey: bootstrap.privateKey }))
     await callKms(() =>
       asUser.createOauthProviders({
@@ -209,15 +237,18 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   } else {
     const { oauthProviders } = await callKms(() => kms.getOauthProviders({ organizationId: account!.organization_id, userId: account!.user_id }))
     const audience = oauth.config(input.provider)!.clientId
-    if (!oauthProviders.some((provider) => provider.issuer === claims.iss && provider.subject === claims.sub && provider.audience === audience))
+    if (!oauthProviders.some((provider) => provider.issuer === claims.iss && provider.subject === claims.sub && provider.audience === audience)) {
+      // Linking writes in the sub-organization: the backend's delegated user does it (the parent may not).
+      const delegated = await callKms(() => context.delegated.client(account!.organization_id))
       await callKms(() =>
-        kms.createOauthProviders({
+        delegated.createOauthProviders({
           type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
           timestampMs: String(now()),
           organizationId: account!.organization_id,
           parameters: { userId: account!.user_id, oauthProviders: [{ providerName, oidcToken: token }] },
         }),
       )
+    }
   }
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const at = now()
@@ -237,4 +268,52 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
     address: account.address,
     sessionExpiresAt: new Date(at + seconds * 1000).toISOString(),
   })
+}
+
+const callbackSchema = z.object({
+  state: z.string().min(1).max(4096),
+  code: z.string().min(1).max(4096).optional(),
+  error: z.string().min(1).max(256).optional(),
+  error_description: z.string().max(1024).optional(),
+})
+
+/** The app page a form_post state names: `<random>.<base64url of the page's URL>`, on an allowed origin. */
+function returnPageOf(state: string, allowedOrigins: readonly string[]): URL {
+  const encoded = state.slice(state.indexOf('.') + 1)
+  let page: URL | undefined
+  try {
+    page = state.includes('.') ? new URL(Buffer.from(encoded, 'base64url').toString('utf8')) : undefined
+  } catch {
+    page = undefined
+  }
+  if (!page) throw new ServerError(400, 'invalid_state', 'The sign-in answer names no page to return to')
+  if (!allowedOrigins.includes(page.origin))
+    throw new ServerError(400, 'invalid_state', `The sign-in answer names a page on ${page.origin}, which is not an allowed origin`)
+  return page
+}
+
+/**
+ * `POST /auth/oauth/callback`: where a provider with `response_mode=form_post` (Apple) posts its
+ * answer (`state`, and `code` or `error`). The page that started the sign-in put its own callback
+ * URL in the state; on an allowed origin only, the browser is sent there (303) with the answer
+ * in the query, as a provider redirecting would, and the popup or redirect sign-in finishes there.
+ * Nothing is exchanged or stored here: the code is worthless without the browser's PKCE verifier.
+ *
+ * @example
+ * app.post('/auth/oauth/callback', oauthFormPost(allowedOrigins))
+ */
+export const oauthFormPost = (allowedOrigins: readonly string[]) => async (c: Context) => {
+  if (!/^application\/x-www-form-urlencoded\b/i.test(c.req.header('content-type') ?? ''))
+    throw new ServerError(400, 'invalid_request', 'The provider must post the sign-in answer as a form')
+  const form = new URLSearchParams(await c.req.text())
+  const parsed = callbackSchema.safeParse(Object.fromEntries(form))
+  if (!parsed.success || (parsed.data.code === undefined) === (parsed.data.error === undefined))
+    throw new ServerError(400, 'invalid_request', 'The sign-in answer must have a state and either a code or an error')
+  const page = returnPageOf(parsed.data.state, allowedOrigins)
+  for (const key of ['state', 'code', 'error', 'error_description'] as const) {
+    const value = parsed.data[key]
+    if (value !== undefined) page.searchParams.set(key, value)
+  }
+  // The code is in the page's address from here on, as with a redirecting provider: keep it out of Referer headers and caches.
+  return c.body(null, 303, { location: page.href, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
 }

@@ -36,10 +36,11 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
   const address = input.email?.toLowerCase()
   const userName = address ?? input.passkeyIdentifier
   if (userName === undefined) throw new ServerError(400, 'missing_identifier', 'Registering a passkey needs an email or a passkeyIdentifier')
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   if (address !== undefined && (await store.account(address))) throw emailTaken()
   if (await store.passkeyAccount(input.attestation.credentialId)) throw passkeyTaken()
 
+  const delegated = context.delegated.newUser()
   const { activity } = await callKms(() =>
     kms.createSubOrganization({
       type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
@@ -63,6 +64,7 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
             authenticators: [{ authenticatorName: 'Passkey', challenge: input.challenge, attestation: input.attestation }],
             oauthProviders: [],
           },
+          delegated.rootUser,
         ],
         wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
       },
@@ -70,6 +72,8 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
   )
   const result = activity.result.createSubOrganizationResultV8
   if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
+  const subOrganizationId = result.subOrganizationId
+  await callKms(() => delegated.limit(subOrganizationId, result.rootUserIds!))
   const account = {
     credential_id: input.attestation.credentialId,
     organization_id: result.subOrganizationId,

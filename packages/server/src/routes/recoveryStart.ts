@@ -24,8 +24,8 @@ const recoverySchema = z.object({ email, targetPublicKey: p256PublicKey, recover
 export const recoveryStart = (context: RouteContext) => async (c: Context) => {
   const input = await readBody(c.req.raw, recoverySchema)
   const address = input.email.toLowerCase()
-  enforce(context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
-  enforce(context.limits.recoveriesPerEmail(address), (minutes) => `Too many recovery emails sent to this email; try again in ${minutes} minutes`)
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.recoveriesPerEmail(address), (minutes) => `Too many recovery emails sent to this email; try again in ${minutes} minutes`)
   const account = await context.store.account(address)
   if (!account) throw new ServerError(404, 'unknown_account', 'No account with this email')
   const common = { email: address, targetPublicKey: input.targetPublicKey, expirationSeconds: String(RECOVERY_CODE_VALIDITY_S) }

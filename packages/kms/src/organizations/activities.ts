@@ -1,10 +1,17 @@
+import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import { type ActivityTable, refuseUnexported, userIn } from '../activities/table.js'
+import { insertOauthProviders, oauthProviderParams } from '../auth/oauth.js'
 import type { ActivityContext } from '../context.js'
-import { ids, notFound, parse } from '../params.js'
+import { insertApiKey, insertAuthenticator } from '../credentials.js'
+import { alreadyExists, failedPrecondition, invalid, notFound, permissionDenied } from '../errors.js'
+import { apiKeyParams, authenticatorParams, ids, parse } from '../params.js'
 import { featureView } from '../views.js'
-import { type ActivityTable, failedPrecondition, userIn } from './table.js'
+import { accountParams, createWallet } from '../wallets/keys.js'
+import { verifyRegistration } from '../webauthn.js'
 
-// The organization itself: its name, features, root quorum, and (for a sub-organization) its end.
+// Organizations: a parent's sub-organizations (created with their root users and a first wallet),
+// an organization's name, features, root quorum, and (for a sub-organization) its end.
 
 /** Feature names the clients know. Features are stored and reported; this service does not act on them. */
 export const FEATURE_NAMES = [
@@ -23,16 +30,36 @@ export const FEATURE_NAMES = [
 
 const features = async (context: ActivityContext) => (await context.db.features(context.caller.organizationId)).map(featureView)
 
-/** Refuses to drop keys that were never exported, unless the request says so (`deleteWithoutExport`). */
-export function refuseUnexported(what: readonly { exported: number; label: string }[], deleteWithoutExport: boolean | undefined) {
-  const unexported = what.filter((item) => item.exported !== 1)
-  if (unexported.length && !deleteWithoutExport)
-    throw failedPrecondition(
-      `${unexported.map((item) => item.label).join(', ')} ${unexported.length === 1 ? 'has' : 'have'} not been exported: export first, or set deleteWithoutExport`,
+const createSubOrganization = z.object({
+  subOrganizationName: z.string().min(1).max(256),
+  rootQuorumThreshold: z.number().int().min(1),
+  rootUsers: z
+    .array(
+      z.object({
+        userName: z.string().min(1).max(256),
+        userEmail: z.email().optional(),
+        apiKeys: z.array(apiKeyParams).default([]),
+        authenticators: z.array(authenticatorParams).default([]),
+        oauthProviders: z.array(oauthProviderParams).default([]),
+      }),
     )
-}
+    .min(1),
+  wallet: z.object({ walletName: z.string().min(1), accounts: z.array(accountParams), mnemonicLength: z.number().int().optional() }).optional(),
+})
 
 export const ORGANIZATION_ACTIVITIES: ActivityTable = {
+  ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7: {
+    op: 'create_sub_organization',
+    intentKey: 'createSubOrganizationIntentV7',
+    resultKey: 'createSubOrganizationResultV7',
+    run: runCreateSubOrganization,
+  },
+  ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8: {
+    op: 'create_sub_organization',
+    intentKey: 'createSubOrganizationIntentV8',
+    resultKey: 'createSubOrganizationResultV8',
+    run: runCreateSubOrganization,
+  },
   ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE: {
     op: 'set_organization_feature',
     intentKey: 'setOrganizationFeatureIntent',
@@ -104,4 +131,44 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
       return { subOrganizationUuid: organization.id }
     },
   },
+}
+
+async function runCreateSubOrganization(params: unknown, context: ActivityContext) {
+  const input = parse(createSubOrganization, params)
+  const { db, caller, now } = context
+  // Every passkey is verified before anything is written.
+  const passkeys = await Promise.all(
+    input.rootUsers.map((user) =>
+      Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) }))),
+    ),
+  )
+  for (const { verified } of passkeys.flat())
+    if (await db.authenticatorByCredential(verified.credentialId)) throw alreadyExists(`credential ${verified.credentialId} is already registered`)
+  const parent = await db.organization(caller.organizationId)
+  if (!parent) throw notFound(`organization ${caller.organizationId} not found`)
+  if (parent.parent_id) throw permissionDenied('a sub-organization cannot create sub-organizations')
+  if (input.rootQuorumThreshold > input.rootUsers.length) throw invalid('rootQuorumThreshold is larger than the number of root users')
+  const subOrganizationId = randomUUID()
+  const at = now()
+  await db.insertOrganization({
+    id: subOrganizationId,
+    name: input.subOrganizationName,
+    parent_id: parent.id,
+    root_quorum_threshold: input.rootQuorumThreshold,
+    created_at: at,
+  })
+  const rootUserIds: string[] = []
+  for (const [index, user] of input.rootUsers.entries()) {
+    const userId = randomUUID()
+    await db.insertUser({ id: userId, organization_id: subOrganizationId, name: user.userName, email: user.userEmail ?? null, created_at: at })
+    for (const key of user.apiKeys) await insertApiKey(db, userId, subOrganizationId, key, at)
+    for (const { authenticator, verified } of passkeys[index]!) await insertAuthenticator(db, userId, subOrganizationId, authenticator, verified, at)
+    // Their tokens are verified (auth/oidc.ts); a refused one rolls the whole activity back.
+    await insertOauthProviders(context, userId, user.oauthProviders, subOrganizationId)
+    rootUserIds.push(userId)
+  }
+  const wallet = input.wallet
+    ? await createWallet(context, subOrganizationId, input.wallet.walletName, input.wallet.accounts, input.wallet.mnemonicLength)
+    : undefined
+  return { subOrganizationId, rootUserIds, ...(wallet ? { wallet } : {}) }
 }

@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import { type ActivityTable, userIn } from '../activities/table.js'
+import { insertOauthProviders, oauthProviderParams } from '../auth/oauth.js'
 import type { ActivityContext } from '../context.js'
-import { insertApiKey, insertAuthenticator, sessionJwt } from '../credentials.js'
-import { apiKeyParams, authenticatorParams, ids, invalid, notFound, parse } from '../params.js'
+import { insertApiKey, insertAuthenticator } from '../credentials.js'
+import { alreadyExists, failedPrecondition, invalid, notFound } from '../errors.js'
+import { pinRootQuorum, rootUserIds } from '../organizations/quorum.js'
+import { apiKeyParams, authenticatorParams, ids, parse } from '../params.js'
 import { mapSeries } from '../sequence.js'
 import { verifyRegistration } from '../webauthn.js'
-import { insertOauthProviders, oauthProviderParams } from './oauth.js'
-import { pinRootQuorum, rootUserIds } from './quorum.js'
-import { type ActivityTable, alreadyExists, failedPrecondition, userIn } from './table.js'
+import { TAG_ACTIVITIES } from './tags.js'
 
 // Users of an organization beyond its root users: creating, changing and deleting them, their
-// API keys and passkeys, invitations, and read-only sessions.
-
-/** How long a read-only session lasts. */
-export const READ_ONLY_SESSION_SECONDS = 3600
+// API keys and passkeys, invitations, and their tags (users/tags.ts).
 
 const phoneNumber = z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number, such as +14155550100')
 const userParams = z.object({
@@ -120,6 +119,39 @@ function refuseOwnCredential(context: ActivityContext, credentials: readonly str
 }
 
 export const USER_ACTIVITIES: ActivityTable = {
+  ...TAG_ACTIVITIES,
+  ACTIVITY_TYPE_CREATE_API_KEYS_V2: {
+    op: 'create_api_keys',
+    intentKey: 'createApiKeysIntentV2',
+    resultKey: 'createApiKeysResult',
+    async run(params, context) {
+      const { userId, apiKeys } = parse(z.object({ userId: z.string(), apiKeys: z.array(apiKeyParams).min(1) }), params)
+      const { db, caller, now } = context
+      if (!(await db.user(userId, caller.organizationId))) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
+      const apiKeyIds: string[] = []
+      for (const key of apiKeys) apiKeyIds.push(await insertApiKey(db, userId, caller.organizationId, key, now()))
+      return { apiKeyIds }
+    },
+  },
+  ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2: {
+    op: 'create_authenticators',
+    intentKey: 'createAuthenticatorsIntentV2',
+    resultKey: 'createAuthenticatorsResult',
+    async run(params, context) {
+      const input = parse(z.object({ userId: z.string().min(1), authenticators: z.array(authenticatorParams).min(1) }), params)
+      const { db, caller, now } = context
+      if (!(await db.user(input.userId, caller.organizationId))) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
+      const verified = await Promise.all(
+        input.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) })),
+      )
+      for (const { verified: passkey } of verified)
+        if (await db.authenticatorByCredential(passkey.credentialId)) throw alreadyExists(`credential ${passkey.credentialId} is already registered`)
+      const authenticatorIds: string[] = []
+      for (const { authenticator, verified: passkey } of verified)
+        authenticatorIds.push(await insertAuthenticator(db, input.userId, caller.organizationId, authenticator, passkey, now()))
+      return { authenticatorIds }
+    },
+  },
   ACTIVITY_TYPE_CREATE_USERS_V4: {
     op: 'create_users',
     intentKey: 'createUsersIntentV4',
@@ -337,30 +369,6 @@ export const USER_ACTIVITIES: ActivityTable = {
         throw notFound(`invitation ${invitationId} not found in organization ${caller.organizationId}`)
       await db.transaction(async () => await db.deleteInvitation(invitationId))
       return { invitationId }
-    },
-  },
-  ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION: {
-    op: 'create_read_only_session',
-    intentKey: 'createReadOnlySessionIntent',
-    resultKey: 'createReadOnlySessionResult',
-    async run(params, context) {
-      parse(z.object({}), params ?? {})
-      const { db, caller, now } = context
-      const organization = (await db.organization(caller.organizationId))!
-      const user = (await db.user(caller.userId, caller.homeOrganizationId))!
-      const sessionExpiry = Math.floor(now() / 1000) + READ_ONLY_SESSION_SECONDS
-      const session = sessionJwt(
-        { exp: sessionExpiry, session_type: 'SESSION_TYPE_READ_ONLY', user_id: user.id, organization_id: organization.id },
-        context.signerPrivateKey,
-      )
-      return {
-        organizationId: organization.id,
-        organizationName: organization.name,
-        userId: user.id,
-        username: user.name,
-        session,
-        sessionExpiry: String(sessionExpiry),
-      }
     },
   },
 }

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import type { PolicyRow } from '../db.js'
-import { ids, notFound, parse } from '../params.js'
-import type { ActivityTable } from './table.js'
+import { invalid, notFound } from '../errors.js'
+import { ids, parse } from '../params.js'
+import type { PolicyRow } from '../storage/tables.js'
+import { policyExpressionProblem } from './engine.js'
 
-// Policies are stored and reported as the clients wrote them. They are not evaluated: every user of
-// an organization may do what its root users may, and `condition` and `consensus` are kept as text.
+// Policies are stored as the clients wrote them and evaluated on every activity (authorize.ts). An
+// expression that does not parse, or names a keyword or field its field lacks, is refused here.
 
 const effect = z.enum(['EFFECT_ALLOW', 'EFFECT_DENY'])
 const expression = z.string().max(4096)
@@ -19,7 +21,16 @@ const policyParams = z.object({
   time: z.string().optional(),
 })
 
+/** Refuses a condition or consensus the engine could never evaluate, as Turnkey does (code 3). */
+function checkExpressions(expressions: { condition?: string | undefined; consensus?: string | undefined }) {
+  for (const field of ['condition', 'consensus'] as const) {
+    const problem = policyExpressionProblem(field, expressions[field] ?? '')
+    if (problem) throw invalid(problem)
+  }
+}
+
 async function insertPolicies(context: ActivityContext, policies: readonly z.infer<typeof policyParams>[]) {
+  for (const policy of policies) checkExpressions(policy)
   const at = context.now()
   const rows: PolicyRow[] = policies.map((policy) => ({
     id: randomUUID(),
@@ -87,6 +98,7 @@ export const POLICY_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
+      checkExpressions({ condition: input.policyCondition, consensus: input.policyConsensus })
       const policy = await policyOf(context, input.policyId)
       await context.db.transaction(
         async () =>

@@ -1,11 +1,14 @@
 import { z } from 'zod'
+import { type ActivityTable, refuseUnexported } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import { ids, notFound, parse } from '../params.js'
+import { alreadyExists, notFound } from '../errors.js'
+import { deriveAccounts } from '../ethereum.js'
+import { ids, parse } from '../params.js'
+import { open } from '../secrets.js'
 import { mapSeries } from '../sequence.js'
-import { refuseUnexported } from './organization.js'
-import { type ActivityTable, alreadyExists } from './table.js'
+import { accountParams, createWallet, insertAccounts, walletOf } from './keys.js'
 
-// Renaming and deleting wallets and their accounts (creating, exporting and importing them is in activities.ts).
+// Wallets and their accounts: creating, renaming and deleting them (exporting and importing: exportImport/; signing: signing/).
 
 async function walletIn(context: ActivityContext, walletId: string) {
   const wallet = await context.db.wallet(walletId, context.caller.organizationId)
@@ -14,6 +17,38 @@ async function walletIn(context: ActivityContext, walletId: string) {
 }
 
 export const WALLET_ACTIVITIES: ActivityTable = {
+  ACTIVITY_TYPE_CREATE_WALLET: {
+    op: 'create_wallet',
+    intentKey: 'createWalletIntent',
+    resultKey: 'createWalletResult',
+    async run(params, context) {
+      const { walletName, accounts, mnemonicLength } = parse(
+        z.object({ walletName: z.string().min(1).max(256), accounts: z.array(accountParams), mnemonicLength: z.number().int().optional() }),
+        params,
+      )
+      return await createWallet(context, context.caller.organizationId, walletName, accounts, mnemonicLength)
+    },
+  },
+  ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS: {
+    op: 'create_wallet_accounts',
+    intentKey: 'createWalletAccountsIntent',
+    resultKey: 'createWalletAccountsResult',
+    async run(params, context) {
+      const { walletId, accounts } = parse(z.object({ walletId: z.string(), accounts: z.array(accountParams).min(1) }), params)
+      const { db, masterKey, caller, now } = context
+      const wallet = await walletOf(db, caller.organizationId, walletId)
+      const mnemonic = open(masterKey, wallet.id, wallet.sealed_mnemonic)
+      const existing = new Set((await db.accountsOfWallet(wallet.id)).map((account) => account.path))
+      const derived = deriveAccounts(mnemonic, accounts)
+      const taken = derived.find((account) => existing.has(account.path))
+      if (taken) {
+        for (const account of derived) account.privateKey.fill(0)
+        throw alreadyExists(`wallet ${walletId} already has an account at ${taken.path}`)
+      }
+      await insertAccounts(context, wallet.id, caller.organizationId, derived, now())
+      return { addresses: derived.map((account) => account.address) }
+    },
+  },
   ACTIVITY_TYPE_UPDATE_WALLET: {
     op: 'update_wallet',
     intentKey: 'updateWalletIntent',

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import type { TagType } from '../db.js'
-import { ids, notFound, parse } from '../params.js'
+import { alreadyExists, notFound } from '../errors.js'
+import { ids, parse } from '../params.js'
 import { mapSeries } from '../sequence.js'
-import { type ActivityTable, alreadyExists } from './table.js'
+import type { TagType } from '../storage/tables.js'
 
 // Tags group users, or private keys, under a name (policies refer to them; tags themselves grant nothing).
 

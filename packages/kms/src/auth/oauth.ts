@@ -1,20 +1,19 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import { type ActivityTable, userIn } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
-import { ids, invalid, notFound, parse, targetPublicKey, uint64 } from '../params.js'
+import { alreadyExists, invalid, notFound } from '../errors.js'
+import { ids, parse, targetPublicKey, uint64 } from '../params.js'
 import { mapSeries } from '../sequence.js'
-import { type ActivityTable, alreadyExists, userIn } from './table.js'
 
 // OAuth: OIDC identities registered for users, and sign-in with an OIDC token of one of them.
 //
-// What is verified of a token: that it is a JWT (three base64url parts, JSON header and claims),
-// that it names an issuer, an audience and a subject, that it has not expired, that its nonce is
-// the SHA-256 of the key the credential goes to, and that the identity is registered for a user of
-// the organization. Its signature is not: checking it needs the issuer's keys (JWKS), which this
-// service, meant to run offline, does not fetch. The parent organization's key that submits the
-// activity (the app backend, which received the token from the provider) is trusted for that.
-
+// A token is believed only once it verifies against its issuer's keys (JWKS) as one of the
+// issuers and audiences this service is configured to trust (./oidc.ts): signature, issuer,
+// audience and expiry. To sign in (oauth, oauth_login) its nonce must also be the SHA-256 of the
+// key the credential goes to, so a token handed to one browser signs in no other key, and the
+// identity must be registered for a user of the organization.
 /** The claims of an OIDC token this service reads. */
 export type OidcClaims = { iss: string; sub: string; aud: string[]; exp: number | undefined; nonce: string | undefined }
 
@@ -27,7 +26,9 @@ const claimsSchema = z.object({
 })
 
 /**
- * The claims of an OIDC token (a JWT), checked for shape only: see the note at the top of this file.
+ * The claims of an OIDC token (a JWT), checked for shape only: for finding the sub-organizations
+ * of an identity (list_suborgs by OIDC_TOKEN), which signs no one in. Everything else verifies
+ * tokens (./oidc.ts).
  *
  * @example
  * const { iss, sub, aud } = decodeOidcToken(oidcToken)
@@ -55,7 +56,7 @@ export function decodeOidcToken(token: string): OidcClaims {
 /** The nonce an OIDC token must carry to sign in the holder of `publicKey`: hex SHA-256 of the key's hex. */
 export const nonceFor = (publicKey: string) => createHash('sha256').update(publicKey).digest('hex')
 
-/** An OAuth provider to register: from an OIDC token, or from its claims. */
+/** An OAuth provider to register: from an OIDC token (verified), or from its claims (trusted as the caller gives them, as Turnkey does). */
 export const oauthProviderParams = z
   .object({
     providerName: z.string().min(1).max(256),
@@ -64,26 +65,38 @@ export const oauthProviderParams = z
   })
   .refine((provider) => (provider.oidcToken === undefined) !== (provider.oidcClaims === undefined), 'give either oidcToken or oidcClaims')
 
-/** The identity (issuer, audience, subject) a provider registers. */
-export function oauthIdentity(provider: z.infer<typeof oauthProviderParams>): { issuer: string; audience: string; subject: string } {
+/** The identity (issuer, audience, subject) a provider registers; a token's once it verifies. */
+export async function oauthIdentity(
+  context: ActivityContext,
+  provider: z.infer<typeof oauthProviderParams>,
+): Promise<{ issuer: string; audience: string; subject: string }> {
   if (provider.oidcClaims) return { issuer: provider.oidcClaims.iss, audience: provider.oidcClaims.aud, subject: provider.oidcClaims.sub }
-  const claims = decodeOidcToken(provider.oidcToken!)
+  const claims = await context.oidc.verify(provider.oidcToken!, context.now())
   return { issuer: claims.iss, audience: claims.aud[0]!, subject: claims.sub }
 }
 
-/** Stores OAuth providers for a user; refused when an identity is registered in the organization already. Synchronous, for a transaction. */
+/** Stores OAuth providers for a user of `organizationId` (default: the caller's); refused when a token does not verify or an identity is registered in the organization already. */
 export async function insertOauthProviders(
   context: ActivityContext,
   userId: string,
   providers: readonly z.infer<typeof oauthProviderParams>[],
+  organizationId = context.caller.organizationId,
 ): Promise<string[]> {
-  const { db, caller, now } = context
-  return await mapSeries(providers, async (provider) => {
-    const identity = oauthIdentity(provider)
-    if (await db.oauthProviderByIdentity(caller.organizationId, identity.issuer, identity.audience, identity.subject))
-      throw alreadyExists(`the OAuth identity ${identity.subject} of ${identity.issuer} is already registered in organization ${caller.organizationId}`)
+  const { db, now } = context
+  // Every token verified before anything is written.
+  const identities = await mapSeries(providers, (provider) => oauthIdentity(context, provider))
+  return await mapSeries(identities, async (identity, index) => {
+    if (await db.oauthProviderByIdentity(organizationId, identity.issuer, identity.audience, identity.subject))
+      throw alreadyExists(`the OAuth identity ${identity.subject} of ${identity.issuer} is already registered in organization ${organizationId}`)
     const id = randomUUID()
-    await db.insertOauthProvider({ id, user_id: userId, organization_id: caller.organizationId, name: provider.providerName, ...identity, created_at: now() })
+    await db.insertOauthProvider({
+      id,
+      user_id: userId,
+      organization_id: organizationId,
+      name: providers[index]!.providerName,
+      ...identity,
+      created_at: now(),
+    })
     return id
   })
 }
@@ -91,8 +104,7 @@ export async function insertOauthProviders(
 /** The user an OIDC token signs in: checked as described at the top of this file. */
 async function userOfToken(context: ActivityContext, oidcToken: string, publicKey: string) {
   const { db, caller, now } = context
-  const claims = decodeOidcToken(oidcToken)
-  if (claims.exp !== undefined && claims.exp * 1000 <= now()) throw invalid(`the OIDC token expired at ${new Date(claims.exp * 1000).toISOString()}`)
+  const claims = await context.oidc.verify(oidcToken, now())
   if (claims.nonce !== nonceFor(publicKey)) throw invalid('the OIDC token nonce must be the hex SHA-256 of the public key the credential is for')
   for (const audience of claims.aud) {
     const provider = await db.oauthProviderByIdentity(caller.organizationId, claims.iss, audience, claims.sub)

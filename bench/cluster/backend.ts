@@ -1,0 +1,187 @@
+/**
+ * bench:cluster's backend section: Sign-In with Ethereum (GET /auth/nonce, the wallet signs, POST
+ * /auth/siwe: a nonce written, spent and a session written, all in the store) against one backend
+ * on SQLite, one on PostgreSQL and two on one PostgreSQL (clients spread over both), each
+ * instance a `latchkey-server` process behind a trusted proxy (each sign-in from its own address,
+ * so the per-IP limits, shared by the instances, do not cap the bench), in interleaved rounds.
+ * Signatures are verified through a local anvil.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { generateKeyPairSync } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { anvil, getFreePort } from '@latchkey/devnet'
+import { createKms, generateApiKeyPair } from '@latchkey/kms'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { createSiweMessage } from 'viem/siwe'
+import { percentile } from '../kms/instances.js'
+import { freshDatabase, type Row, report } from './common.js'
+
+const LABELS = { sqlite: 'backend, 1 instance (SQLite)', one: 'backend, 1 (PostgreSQL)', two: 'backend, 2 (one PostgreSQL)' }
+const origin = 'http://localhost:5173'
+
+type Shared = { kmsUrl: string; organizationId: string; apiPublicKey: string; apiPrivateKey: string; signerPublicKey: string; rpcUrl: string; jwtKey: string }
+
+/** A latchkey-server process on `store`; resolves once it answers /readyz. */
+async function startBackend(shared: Shared, store: { databaseUrl: string } | { databasePath: string }) {
+  const port = await getFreePort()
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=source',
+      '--import',
+      'tsx',
+      'packages/server/src/cli.ts',
+      '--port',
+      String(port),
+      ...('databasePath' in store ? ['--db', store.databasePath] : []),
+      '--kms-url',
+      shared.kmsUrl,
+      '--organization-id',
+      shared.organizationId,
+      '--api-public-key',
+      shared.apiPublicKey,
+      '--session-signer-public-key',
+      shared.signerPublicKey,
+      '--allowed-origin',
+      origin,
+      '--chain',
+      `31337=${shared.rpcUrl}`,
+      '--trust-proxy',
+    ],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: 'databaseUrl' in store ? store.databaseUrl : '',
+        LATCHKEY_API_PRIVATE_KEY: shared.apiPrivateKey,
+        LATCHKEY_SESSION_JWT_KEY: shared.jwtKey,
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  )
+  const url = `http://127.0.0.1:${port}`
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`latchkey-server exited (${child.exitCode}) before it was ready`)
+    if (
+      await fetch(`${url}/readyz`).then(
+        (response) => response.ok,
+        () => false,
+      )
+    )
+      return { child, url }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
+const stop = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  await exited
+}
+
+let ipCounter = 0
+/** One wallet's sign-in on `url`, from an address of its own; the status of the sign-in. */
+async function signIn(url: string, wallet: ReturnType<typeof privateKeyToAccount>) {
+  ipCounter++
+  const headers = { origin, 'x-forwarded-proto': 'http', 'x-forwarded-for': `10.${(ipCounter >> 16) & 255}.${(ipCounter >> 8) & 255}.${ipCounter & 255}` }
+  const nonceResponse = await fetch(`${url}/auth/nonce`, { headers })
+  const { nonce } = (await nonceResponse.json()) as { nonce: string }
+  const cookie = nonceResponse.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0])
+    .join('; ')
+  const message = createSiweMessage({
+    address: wallet.address,
+    chainId: 31337,
+    domain: 'localhost:5173',
+    uri: origin,
+    version: '1',
+    nonce,
+    issuedAt: new Date(),
+  })
+  const signature = await wallet.signMessage({ message })
+  const response = await fetch(`${url}/auth/siwe`, {
+    method: 'POST',
+    body: JSON.stringify({ message, signature }),
+    headers: { ...headers, cookie, 'content-type': 'application/json' },
+  })
+  await response.arrayBuffer()
+  return response.status
+}
+
+async function measure(label: string, urls: readonly string[], signIns: number, concurrency: number) {
+  const wallets = Array.from({ length: signIns }, () => privateKeyToAccount(generatePrivateKey()))
+  const latencies: number[] = []
+  let failed = 0
+  let next = 0
+  const started = performance.now()
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, slot) => {
+      const url = urls[slot % urls.length]!
+      while (next < wallets.length) {
+        const wallet = wallets[next++]!
+        const sent = performance.now()
+        const status = await signIn(url, wallet).catch(() => 0)
+        latencies.push(performance.now() - sent)
+        if (status !== 200) failed++
+      }
+    }),
+  )
+  const seconds = (performance.now() - started) / 1000
+  latencies.sort((a, b) => a - b)
+  return { label, rate: signIns / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), failed }
+}
+
+export async function backendSection(options: { postgresUrl: string; rounds: number; signIns: number; concurrency: number }): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-cluster-backend-'))
+  const chain = anvil({ port: await getFreePort(), chainId: 31337 })
+  await chain.start()
+  const kms = createKms({ port: await getFreePort() })
+  await kms.start()
+  const children: ChildProcess[] = []
+  const rows: Row[] = []
+  try {
+    const backendKey = generateApiKeyPair()
+    const { organizationId } = await kms.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
+    const shared: Shared = {
+      kmsUrl: kms.url,
+      organizationId,
+      ...backendKey,
+      signerPublicKey: kms.signerPublicKey,
+      rpcUrl: chain.url,
+      jwtKey: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+    }
+    const start = async (store: { databaseUrl: string } | { databasePath: string }) => {
+      const backend = await startBackend(shared, store)
+      children.push(backend.child)
+      return backend.url
+    }
+    const two = await freshDatabase(options.postgresUrl, 'cluster_backend_two')
+    const setups = [
+      { label: LABELS.sqlite, urls: [await start({ databasePath: join(dir, 'server.db') })] },
+      { label: LABELS.one, urls: [await start({ databaseUrl: await freshDatabase(options.postgresUrl, 'cluster_backend_one') })] },
+      { label: LABELS.two, urls: [await start({ databaseUrl: two }), await start({ databaseUrl: two })] },
+    ]
+    // Warm-up: each instance's first sign-ins compile its paths.
+    for (const setup of setups) await measure(setup.label, setup.urls, 50, options.concurrency)
+    for (let round = 1; round <= options.rounds; round++)
+      for (const setup of setups) rows.push({ ...(await measure(setup.label, setup.urls, options.signIns, options.concurrency)), round })
+  } finally {
+    await Promise.all(children.map(stop))
+    await kms.stop()
+    await chain.stop()
+    await rm(dir, { recursive: true, force: true })
+  }
+  const failed = report(
+    `backend scale-out: ${options.signIns} SIWE sign-ins (nonce, signature, session) per setup and round, ${options.concurrency} in flight, the client in the bench's process`,
+    'sign-ins',
+    rows,
+    LABELS,
+  )
+  console.log(`  (load average ${loadavg()[0]!.toFixed(2)}: the instances, PostgreSQL, anvil and the client share this machine's cores)`)
+  return failed
+}

@@ -1,0 +1,38 @@
+/** Helpers the kms and backend sections of bench:cluster share. */
+import pg from 'pg'
+
+export const fixed = (value: number, digits = 0) => value.toFixed(digits)
+export const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+
+/** A fresh database on the bench's PostgreSQL server, as a URL. */
+export async function freshDatabase(serverUrl: string, name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  await admin.end()
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  return url.href
+}
+
+export type Row = { label: string; round: number; rate: number; p50: number; p99: number; failed: number }
+
+/** One line per setup and round, then the medians of the rounds and their ratios against the targets. */
+export function report(title: string, unit: string, rows: readonly Row[], labels: { sqlite: string; one: string; two: string }) {
+  console.log(`\n${title}\n`)
+  for (const row of rows)
+    console.log(
+      `  round ${row.round}  ${row.label.padEnd(26)} ${fixed(row.rate).padStart(6)} ${unit}/s   p50 ${fixed(row.p50, 1).padStart(6)} ms   p99 ${fixed(row.p99, 1).padStart(6)} ms   failed ${row.failed}`,
+    )
+  const of = (label: string) => rows.filter((row) => row.label === label)
+  const rate = (label: string) => median(of(label).map((row) => row.rate))
+  const p = (label: string, key: 'p50' | 'p99') => median(of(label).map((row) => row[key]))
+  console.log(`\n  medians of ${Math.max(...rows.map((row) => row.round))} rounds`)
+  for (const label of [labels.sqlite, labels.one, labels.two])
+    console.log(`  ${label.padEnd(26)} ${fixed(rate(label)).padStart(6)} ${unit}/s   p50 ${fixed(p(label, 'p50'), 1)} ms   p99 ${fixed(p(label, 'p99'), 1)} ms`)
+  const pgRatio = rate(labels.one) / rate(labels.sqlite)
+  const twoRatio = rate(labels.two) / rate(labels.one)
+  console.log(`  1 PostgreSQL / SQLite      ${fixed(pgRatio, 2)}× (target ≥ 0.8: ${pgRatio >= 0.8 ? 'met' : 'missed'})`)
+  console.log(`  2 PostgreSQL / 1           ${fixed(twoRatio, 2)}× (target ≥ 1.5: ${twoRatio >= 1.5 ? 'met' : 'missed'})`)
+  return rows.reduce((sum, row) => sum + row.failed, 0)
+}

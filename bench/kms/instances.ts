@@ -1,0 +1,153 @@
+/**
+ * kms instances for the benches: `latchkey-kms` processes on one store, and a measured run of
+ * stamped sign_raw_payload requests spread over them by the load client (bench/kms/load.ts) in a
+ * process of its own. Used by bench/kms.ts and bench:cluster's kms section.
+ */
+import { type ChildProcess, fork, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { getFreePort } from '@latchkey/devnet'
+import { generateApiKeyPair as apiKeyPair, createKms } from '@latchkey/kms'
+import { secp256k1 } from '@noble/curves/secp256k1'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
+import type { LoadResult, LoadStart } from './load.js'
+
+export type KmsStore = { databaseUrl: string } | { databasePath: string }
+export type Measured = { label: string; rate: number; p50: number; p99: number; failed: number; firstFailure: string | undefined }
+
+export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
+
+/** A latchkey-kms process on `port`; resolves once it answers /readyz. */
+export async function startInstance(port: number, store: KmsStore, keys: { masterKey: string; signerKey: string }) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=source',
+      '--import',
+      'tsx',
+      'packages/kms/src/cli.ts',
+      '--port',
+      String(port),
+      ...('databasePath' in store ? ['--db', store.databasePath] : []),
+    ],
+    {
+      env: {
+        ...process.env,
+        ...('databaseUrl' in store ? { DATABASE_URL: store.databaseUrl } : { DATABASE_URL: '' }),
+        LATCHKEY_KMS_MASTER_KEY: keys.masterKey,
+        LATCHKEY_KMS_SIGNER_KEY: keys.signerKey,
+        LATCHKEY_SMTP_URL: '',
+        // One request line per request would be the bench's own load.
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  )
+  const url = `http://127.0.0.1:${port}`
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`latchkey-kms exited (${child.exitCode}) before it was ready`)
+    const ready = await fetch(`${url}/readyz`).then(
+      (response) => response.ok,
+      () => false,
+    )
+    if (ready) return { child, url }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
+export const stopInstance = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  await exited
+}
+
+/**
+ * A store with the app's organization and a user with one wallet, and `count` instances on it.
+ * The caller stops the instances.
+ */
+export async function kmsCluster(count: number, store: KmsStore) {
+  const keys = { masterKey: randomBytes(32).toString('hex'), signerKey: Buffer.from(secp256k1.utils.randomPrivateKey()).toString('hex') }
+  // The app's organization, written to the store before the instances start.
+  const setup = createKms({ ...store, masterKey: Buffer.from(keys.masterKey, 'hex') })
+  const backendKey = apiKeyPair()
+  const parent = await setup.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
+  await setup.stop()
+  const instances: { child: ChildProcess; url: string }[] = []
+  for (let i = 0; i < count; i++) instances.push(await startInstance(await getFreePort(), store, keys))
+  const userKey = apiKeyPair()
+  const backend = new TurnkeyClient({ baseUrl: instances[0]!.url }, new ApiKeyStamper(backendKey))
+  const { activity } = await backend.createSubOrganization({
+    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+    timestampMs: String(Date.now()),
+    organizationId: parent.organizationId,
+    parameters: {
+      subOrganizationName: 'bench user',
+      rootQuorumThreshold: 1,
+      rootUsers: [
+        {
+          userName: 'bench',
+          apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+          authenticators: [],
+          oauthProviders: [],
+        },
+      ],
+      wallet: {
+        walletName: 'Turnkey HD',
+        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+      },
+    },
+  })
+  const result = activity.result.createSubOrganizationResultV8!
+  return { instances, userKey, organizationId: result.subOrganizationId!, signWith: result.wallet!.addresses[0]! }
+}
+
+/** `requests` signatures spread over `cluster`'s instances, `concurrency` in flight, measured by the load client in its own process. */
+export async function measureLoad(label: string, cluster: Awaited<ReturnType<typeof kmsCluster>>, requests: number, concurrency: number): Promise<Measured> {
+  const client = fork(new URL('./load.ts', import.meta.url).pathname, [], {
+    execArgv: ['--conditions=source', '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const next = () =>
+    new Promise<{ type: string }>((resolve, reject) => {
+      client.once('message', (message) => resolve(message as { type: string }))
+      client.once('exit', (code) => reject(new Error(`the load client exited (${code})`)))
+    })
+  const urls = cluster.instances.map((instance) => instance.url)
+  const start: LoadStart = {
+    type: 'start',
+    url: urls[0]!,
+    urls,
+    organizationId: cluster.organizationId,
+    signWith: cluster.signWith,
+    ...cluster.userKey,
+    requests,
+    concurrency,
+    warmup: 300,
+  }
+  const readyMessage = next()
+  client.send(start)
+  if ((await readyMessage).type !== 'ready') throw new Error('the load client did not get ready')
+  const resultMessage = next()
+  client.send({ type: 'go' })
+  const load = (await resultMessage) as LoadResult
+  const latencies = load.latencies.sort((a, b) => a - b)
+  return {
+    label,
+    rate: load.served / load.seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    failed: load.failed,
+    firstFailure: load.firstFailure,
+  }
+}
+
+/** `compareRequests` signatures spread over `count` fresh instances on `store`, then the instances stopped. */
+export async function measureInstances(label: string, count: number, store: KmsStore, requests: number, concurrency: number): Promise<Measured> {
+  const cluster = await kmsCluster(count, store)
+  try {
+    return await measureLoad(label, cluster, requests, concurrency)
+  } finally {
+    await Promise.all(cluster.instances.map((instance) => stopInstance(instance.child)))
+  }
+}

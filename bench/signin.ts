@@ -1,0 +1,224 @@
+/**
+ * Sign-in on the local stack (`npm start`'s code: anvil, kms, backend, the local OpenID provider
+ * and the built demo), in Chromium, as a returning user in a fresh browser each run:
+ *
+ * - email round trip (the reference): from "Continue" to the code mail's arrival in the kms's inbox;
+ * - email sign-in: the machine's share, from "Continue" to the code box plus from "Verify" to the address;
+ * - passkey sign-in (a CDP virtual authenticator holding the user's passkey): "Continue with passkey" to the address;
+ * - Google sign-in (the local provider playing Google): "Continue with Google" to its sign-in page
+ *   plus its "Sign in" to the address.
+ *
+ * What a person does between those (reading the mail, typing) is left out. Interleaved run by run;
+ * median and p90 of each. Target: each sign-in under 1 s. Not asserted anywhere.
+ *
+ *   npm run bench:signin [-- --runs 10]
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { getFreePort, startStack } from '@latchkey/devnet'
+import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import { chromiumLaunchOptions } from '../test/chromium.js'
+
+const index = process.argv.indexOf('--runs')
+const runs = index > 0 ? Number(process.argv[index + 1]) : 10
+if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive whole number')
+const TARGET_MS = 1000
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/
+
+const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-bench-signin-'))
+const ports = Object.fromEntries(
+  await Promise.all(['chainA', 'chainB', 'relay', 'kms', 'frames', 'server', 'demo', 'wallet', 'oidc'].map(async (name) => [name, await getFreePort()])),
+)
+console.log('starting the local stack and building the demo…')
+const stack = await startStack({ ports, stateDir })
+const browser = await chromium.launch(chromiumLaunchOptions)
+
+/** A passkey as CDP's WebAuthn domain exports and imports it. */
+type Credential = { credentialId: string; isResidentCredential: boolean; rpId?: string; privateKey: string; userHandle?: string; signCount: number }
+
+/** A fresh browser (no cookie, nothing stored) with a virtual platform authenticator holding `credentials`. */
+async function freshPage(credentials: readonly Credential[] = []) {
+  const context: BrowserContext = await browser.newContext()
+  const page = await context.newPage()
+  const cdp = await context.newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  })
+  for (const credential of credentials) await cdp.send('WebAuthn.addCredential', { authenticatorId, credential })
+  return {
+    page,
+    credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials,
+    close: () => context.close(),
+  }
+}
+
+const ui = (page: Page) => {
+  const modal = page.getByRole('dialog', { name: /Connect a wallet|Sign in/ })
+  const address = page.getByRole('status', { name: 'Address' }).filter({ hasText: ADDRESS })
+  return {
+    connect: page.getByRole('button', { name: 'Connect Wallet' }),
+    /** Resolves once signed in; throws with the modal's alert when the sign-in failed instead. */
+    signedIn: () =>
+      Promise.race([
+        address.waitFor(),
+        modal
+          .getByRole('alert')
+          .waitFor()
+          .then(async () => {
+            throw new Error(`sign-in failed: ${await modal.getByRole('alert').textContent()}`)
+          }),
+      ]),
+    button: (name: string) => modal.getByRole('button', { name, exact: true }),
+    email: modal.getByRole('textbox', { name: 'Email' }),
+    code: modal.getByRole('textbox', { name: 'Code' }),
+  }
+}
+
+/** The newest code mailed to `email` after `since` (ids seen before), polled every 5 ms: the inbox has no push. */
+async function mailFor(email: string, seen: number): Promise<string> {
+  for (;;) {
+    const inbox = (await (await fetch(`${stack.urls.kms}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+    const mine = inbox.messages.filter((message) => message.to === email)
+    if (mine.length > seen) return /code is (\d{6})/.exec(mine[0]!.text)![1]!
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+const mailCount = async (email: string) =>
+  ((await (await fetch(`${stack.urls.kms}/dev/mailbox.json`)).json()) as { messages: { to: string }[] }).messages.filter((message) => message.to === email)
+    .length
+
+/** Email sign-in; answers the round trip (request to mail) and the machine's share of the sign-in. */
+async function email(address: string): Promise<{ roundTrip: number; signIn: number }> {
+  const browser = await freshPage()
+  try {
+    const view = ui(browser.page)
+    await browser.page.goto(stack.urls.demo)
+    await view.connect.click()
+    await view.button('Continue with email').click()
+    await view.email.fill(address)
+    const seen = await mailCount(address)
+    const started = performance.now()
+    await view.button('Continue').click()
+    const [code, codeBox] = await Promise.all([
+      mailFor(address, seen).then((code) => ({ code, at: performance.now() })),
+      view.code.waitFor().then(() => performance.now()),
+    ])
+    await view.code.fill(code.code)
+    const verify = performance.now()
+    await view.button('Verify').click()
+    await view.signedIn()
+    return { roundTrip: code.at - started, signIn: codeBox - started + (performance.now() - verify) }
+  } finally {
+    await browser.close()
+  }
+}
+
+/**
+ * Passkey sign-in with the passkey alone, in a fresh browser whose authenticator holds it; answers
+ * the time and the passkey as the authenticator left it (its signature counter moved on, which the
+ * kms requires of the next sign-in).
+ */
+async function passkey(credentials: readonly Credential[]): Promise<{ ms: number; credentials: Credential[] }> {
+  const browser = await freshPage(credentials)
+  try {
+    const view = ui(browser.page)
+    await browser.page.goto(stack.urls.demo)
+    await view.connect.click()
+    const started = performance.now()
+    await view.button('Continue with passkey').click()
+    await view.signedIn()
+    const ms = performance.now() - started
+    return { ms, credentials: await browser.credentials() }
+  } finally {
+    await browser.close()
+  }
+}
+
+/** Google sign-in at the local provider; the machine's share (the provider's page shown, then after "Sign in"). */
+async function google(address: string): Promise<number> {
+  const browser = await freshPage()
+  try {
+    const { page } = browser
+    const view = ui(page)
+    await page.goto(stack.urls.demo)
+    await view.connect.click()
+    const started = performance.now()
+    const [popup] = await Promise.all([page.context().waitForEvent('page'), page.getByRole('button', { name: 'Continue with Google', exact: true }).click()])
+    const textbox = popup.getByRole('textbox', { name: 'Email' })
+    await textbox.waitFor()
+    const shown = performance.now()
+    await textbox.fill(address)
+    const submitted = performance.now()
+    await popup.getByRole('button', { name: 'Sign in' }).click()
+    await view.signedIn()
+    return shown - started + (performance.now() - submitted)
+  } finally {
+    await browser.close()
+  }
+}
+
+const mailAddress = `bench.email.${Date.now()}@example.test`
+const googleAddress = `bench.google.${Date.now()}@example.test`
+// Sign-ups first (not measured): each flow then measures a returning user.
+await email(mailAddress)
+await google(googleAddress)
+const signUp = await freshPage()
+let passkeys: Credential[]
+try {
+  const view = ui(signUp.page)
+  await signUp.page.goto(stack.urls.demo)
+  await view.connect.click()
+  await view.button('Create a passkey').click()
+  await view.email.fill(`bench.passkey.${Date.now()}@example.test`)
+  await view.button('Continue').click()
+  await view.signedIn()
+  passkeys = await signUp.credentials()
+} finally {
+  await signUp.close()
+}
+
+const figures = { roundTrip: [] as number[], email: [] as number[], passkey: [] as number[], google: [] as number[] }
+for (let run = 0; run < runs; run++) {
+  const mail = await email(mailAddress)
+  figures.roundTrip.push(mail.roundTrip)
+  figures.email.push(mail.signIn)
+  const signedIn = await passkey(passkeys)
+  figures.passkey.push(signedIn.ms)
+  passkeys = signedIn.credentials
+  figures.google.push(await google(googleAddress))
+  process.stdout.write(`run ${run + 1}/${runs}\r`)
+}
+
+const quantile = (values: readonly number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+}
+const row = (name: string, values: readonly number[], target: boolean) => {
+  const median = quantile(values, 0.5)
+  const ratio = median / quantile(figures.roundTrip, 0.5)
+  return `${name.padEnd(44)} ${median.toFixed(0).padStart(6)} ms ${quantile(values, 0.9).toFixed(0).padStart(6)} ms ${
+    target ? `${(median < TARGET_MS ? 'met' : 'MISSED').padStart(7)} ${ratio.toFixed(2).padStart(6)}×` : ''
+  }`
+}
+console.log(
+  `\nSign-in on the local stack, ${runs} runs each, interleaved (returning users, fresh browsers); load average ${(await import('node:os')).loadavg()[0]!.toFixed(1)}`,
+)
+console.log(`${'flow'.padEnd(44)} ${'median'.padStart(9)} ${'p90'.padStart(9)} ${'< 1 s'.padStart(7)} ${'÷ mail'.padStart(7)}`)
+console.log(row('email round trip (request → mail arrives)', figures.roundTrip, false))
+console.log(row('email sign-in (machine time)', figures.email, true))
+console.log(row('passkey sign-in', figures.passkey, true))
+console.log(row('Google sign-in (machine time)', figures.google, true))
+
+await browser.close()
+await stack.stop()
+await rm(stateDir, { recursive: true, force: true })

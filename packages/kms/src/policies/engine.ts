@@ -1,0 +1,139 @@
+import { checkNames, evaluate, PolicyEvaluationError, type Scope, type Shape } from './evaluate.js'
+import { PolicySyntaxError, parsePolicyExpression } from './language.js'
+
+// Turnkey's policy evaluation (docs.turnkey.com/concepts/policies/overview): every policy of the
+// organization is evaluated; one that applies and denies wins; otherwise one that applies and
+// allows allows; otherwise the request is denied ("implicit deny"). A policy applies when its
+// condition and its consensus both hold (an empty one holds).
+
+const USER: Shape = { fields: { id: 'value', tags: { items: 'value' }, email: 'value', alias: 'value' } }
+const CREDENTIAL: Shape = { fields: { id: 'value', user_id: 'value', type: 'value', credential_id: 'value', public_key: 'value' } }
+const WALLET: Shape = { fields: { id: 'value', imported: 'value', exported: 'value', label: 'value' } }
+const ETHEREUM_TRANSACTION: Shape = {
+  fields: Object.fromEntries(
+    [
+      'from',
+      'to',
+      'data',
+      'value',
+      'gas',
+      'gas_price',
+      'chain_id',
+      'nonce',
+      'max_fee_per_gas',
+      'max_priority_fee_per_gas',
+      'max_fee_per_blob_gas',
+      'type',
+      'function_name',
+      'function_signature',
+    ]
+      .map((field) => [field, 'value' as Shape])
+      .concat([['contract_call_args', 'open']]),
+  ),
+}
+
+/** The keywords of each field and what they hold (Turnkey's policy language, "Keywords" and "Struct"). */
+export const KEYWORDS = {
+  consensus: { approvers: { items: USER }, credentials: { items: CREDENTIAL } },
+  condition: {
+    activity: { fields: { type: 'value', resource: 'value', action: 'value', params: 'open' } },
+    // Other chains' transactions are accepted in policies but never present here: such a clause errors, and its policy does not apply.
+    eth: { fields: { tx: ETHEREUM_TRANSACTION, eip_712: 'open', eip_7702_authorization: 'open' } },
+    solana: 'open',
+    tron: 'open',
+    bitcoin: 'open',
+    tempo: 'open',
+    wallet: WALLET,
+    wallets: { items: WALLET },
+    private_key: { fields: { id: 'value', tags: { items: 'value' }, imported: 'value', exported: 'value', label: 'value' } },
+    wallet_account: { fields: { address: 'value' } },
+  },
+} as const satisfies Record<'consensus' | 'condition', Record<string, Shape>>
+
+/**
+ * Checks a condition or consensus when a policy is written: it must parse, and use only the
+ * keywords and fields its field has. Returns the reason it cannot be used, or undefined.
+ *
+ * @example
+ * policyExpressionProblem('consensus', "approvers.any(user, user.id == 'abc')") // undefined
+ */
+export function policyExpressionProblem(field: 'condition' | 'consensus', source: string): string | undefined {
+  if (!source.trim()) return undefined
+  try {
+    checkNames(parsePolicyExpression(source), KEYWORDS[field])
+    return undefined
+  } catch (error) {
+    if (error instanceof PolicySyntaxError) return `invalid policy ${field}: Expression cannot be evaluated: ${error.message}`
+    throw error
+  }
+}
+
+export type PolicyOutcome = 'OUTCOME_ALLOW' | 'OUTCOME_DENY_EXPLICIT' | 'OUTCOME_DENY_IMPLICIT' | 'OUTCOME_ERROR'
+
+/** One policy as the engine reads it. */
+export type Policy = { id: string; effect: string; condition: string; consensus: string }
+
+/** What the engine decided, with each policy's own outcome (as Turnkey lists them in a denial). */
+export type PolicyDecision = {
+  outcome: 'allow' | 'explicit deny' | 'implicit deny'
+  evaluations: { policyId: string; outcome: PolicyOutcome }[]
+  /** The policies that denied, when one did. */
+  deniedBy: string[]
+}
+
+/** Whether an expression holds in `scope`: an empty one does; an error is reported as such. */
+function holds(source: string, scope: Scope): boolean | 'error' {
+  if (!source.trim()) return true
+  try {
+    const value = evaluate(parsePolicyExpression(source), scope)
+    return typeof value === 'boolean' ? value : 'error'
+  } catch (error) {
+    if (error instanceof PolicyEvaluationError || error instanceof PolicySyntaxError) return 'error'
+    throw error
+  }
+}
+
+/**
+ * Evaluates every policy against a request. `consensus` holds the approvers (and their
+ * credentials), `condition` the activity and what it targets. A policy whose condition or
+ * consensus errors neither allows nor denies (its outcome is OUTCOME_ERROR).
+ *
+ * @example
+ * decide(policies, { consensus: { approvers: [{ id, tags: [], email: '', alias: '' }] }, condition: { activity } })
+ */
+export function decide(policies: readonly Policy[], scopes: { consensus: Scope; condition: Scope }): PolicyDecision {
+  const evaluations = policies.map((policy) => {
+    // Both are evaluated, as the engine does not short-circuit.
+    const condition = holds(policy.condition, scopes.condition)
+    const consensus = holds(policy.consensus, scopes.consensus)
+    let outcome: PolicyOutcome
+    if (condition === 'error' || consensus === 'error') outcome = 'OUTCOME_ERROR'
+    else if (condition && consensus) outcome = policy.effect === 'EFFECT_DENY' ? 'OUTCOME_DENY_EXPLICIT' : 'OUTCOME_ALLOW'
+    else outcome = 'OUTCOME_DENY_IMPLICIT'
+    return { policyId: policy.id, outcome }
+  })
+  const deniedBy = evaluations.filter((evaluation) => evaluation.outcome === 'OUTCOME_DENY_EXPLICIT').map((evaluation) => evaluation.policyId)
+  const outcome = deniedBy.length ? 'explicit deny' : evaluations.some((evaluation) => evaluation.outcome === 'OUTCOME_ALLOW') ? 'allow' : 'implicit deny'
+  return { outcome, evaluations, deniedBy }
+}
+
+/** What Turnkey answers a request its policies refuse (HTTP 403, code 7), word for word. */
+export const POLICY_DENIED_MESSAGE =
+  "You don't have sufficient permissions to take this action. Please add a policy granting this user permissions. Learn more at https://docs.turnkey.com/concepts/policies/quickstart."
+
+/**
+ * The `details` entry of a policy denial: `errors.v1.PolicyEnginePermissionError`, with each
+ * policy's outcome, as Turnkey sends it.
+ *
+ * @example
+ * new KmsError(GrpcCode.permissionDenied, POLICY_DENIED_MESSAGE, [policyDenialDetail(decision)])
+ */
+export function policyDenialDetail(decision: Pick<PolicyDecision, 'evaluations' | 'deniedBy'>) {
+  return {
+    '@type': 'type.googleapis.com/errors.v1.PolicyEnginePermissionError',
+    message: decision.deniedBy.length
+      ? `The following policies denied this action: ${decision.deniedBy.join(', ')}`
+      : 'No policies evaluated to outcome: Allow',
+    policyEvaluations: decision.evaluations,
+  }
+}

@@ -1,0 +1,18 @@
+import { found, type QueryContext, type QueryTable } from '../activities/table.js'
+import { requiredString } from '../params.js'
+import { policyView } from '../views.js'
+
+// Policies: an organization's policies.
+
+/** The policies queries. */
+export function policyQueries({ db }: QueryContext): QueryTable {
+  return {
+    async get_policy(body, caller) {
+      const policyId = requiredString(body, 'policyId')
+      return { policy: policyView(found(await db.policy(policyId, caller.organizationId), 'policy', policyId, caller)) }
+    },
+    async list_policies(_, caller) {
+      return { policies: (await db.policies(caller.organizationId)).map(policyView) }
+    },
+  }
+}

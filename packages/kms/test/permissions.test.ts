@@ -1,0 +1,378 @@
+import { Turnkey } from '@turnkey/sdk-server'
+import { parseEther, recoverTransactionAddress, serializeTransaction, type TransactionSerializableEIP1559, type TransactionSerializedEIP1559 } from 'viem'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { generateApiKeyPair } from '../src/index.js'
+import { POLICY_DENIED_MESSAGE } from '../src/policies/engine.js'
+import { ethereumAccount, post, startKms } from './harness.js'
+
+// Turnkey's permission model against a kms on loopback, driven by the official clients: what a
+// parent organization may do in its sub-organizations, delegated access through a policy-limited
+// user (set up as Turnkey's server-side guide does), and policies over activity types, resources
+// and Ethereum transactions. Every denial is Turnkey's (403, code 7, PolicyEnginePermissionError)
+// and writes nothing.
+
+let harness: Awaited<ReturnType<typeof startKms>>
+beforeAll(async () => {
+  harness = await startKms()
+})
+afterAll(() => harness.kms.stop())
+
+const RECIPIENT = '0x08d2b0a37f869ff76bacb5bab3278e26ab7067b7'
+const OTHER = '0x000000000000000000000000000000000000dead'
+const denial = (message: string, policyEvaluations: { policyId: string; outcome: string }[]) => ({
+  code: 7,
+  message: POLICY_DENIED_MESSAGE,
+  details: [{ '@type': 'type.googleapis.com/errors.v1.PolicyEnginePermissionError', message, policyEvaluations }],
+})
+const implicitDeny = (policyEvaluations: { policyId: string; outcome: string }[] = []) => denial('No policies evaluated to outcome: Allow', policyEvaluations)
+
+/** How many activities an organization has stored: a denial must not add one. */
+async function activityCount(organizationId: string) {
+  return (await harness.backend.getActivities({ organizationId, paginationOptions: { limit: '100' } })).activities.length
+}
+
+/**
+ * A sub-organization set up for delegated access as Turnkey's server-side guide does: the end
+ * user and a delegated user are both root users; the delegated user writes its policies, then
+ * removes itself from the root quorum.
+ */
+type PolicyInput = { policyName: string; effect?: 'EFFECT_ALLOW' | 'EFFECT_DENY'; consensus?: string; condition?: string }
+async function delegatedSubOrganization(policies: (ids: { delegatedUserId: string; walletId: string }) => PolicyInput[]) {
+  const { backend, parent, client, timestampMs } = harness
+  const endUserKeys = generateApiKeyPair()
+  const delegatedKeys = generateApiKeyPair()
+  const { activity } = await backend.createSubOrganization({
+    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+    timestampMs: timestampMs(),
+    organizationId: parent.organizationId,
+    parameters: {
+      subOrganizationName: `delegated ${delegatedKeys.apiPublicKey.slice(2, 12)}`,
+      rootQuorumThreshold: 1,
+      rootUsers: [
+        {
+          userName: 'end user',
+          apiKeys: [{ apiKeyName: 'end user', publicKey: endUserKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+          authenticators: [],
+          oauthProviders: [],
+        },
+        {
+          userName: 'delegated',
+          apiKeys: [{ apiKeyName: 'delegated', publicKey: delegatedKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+          authenticators: [],
+          oauthProviders: [],
+        },
+      ],
+      wallet: { walletName: 'Main', accounts: [ethereumAccount] },
+    },
+  })
+  const result = activity.result.createSubOrganizationResultV8!
+  const [endUserId, delegatedUserId] = result.rootUserIds as [string, string]
+  const organizationId = result.subOrganizationId!
+  const walletId = result.wallet!.walletId
+  const delegated = client(delegatedKeys)
+  const created = await delegated.createPolicies({
+    type: 'ACTIVITY_TYPE_CREATE_POLICIES',
+    timestampMs: timestampMs(),
+    organizationId,
+    parameters: { policies: policies({ delegatedUserId, walletId }).map((policy) => ({ notes: '', ...policy, effect: policy.effect ?? 'EFFECT_ALLOW' })) },
+  })
+  await delegated.updateRootQuorum({
+    type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+    timestampMs: timestampMs(),
+    organizationId,
+    parameters: { threshold: 1, userIds: [endUserId] },
+  })
+  return {
+    organizationId,
+    endUserId,
+    delegatedUserId,
+    walletId,
+    address: result.wallet!.addresses[0] as `0x${string}`,
+    policyIds: created.activity.result.createPoliciesResult!.policyIds,
+    endUser: client(endUserKeys),
+    endUserKeys,
+    delegated,
+    delegatedKeys,
+  }
+}
+
+describe('a parent organization in its sub-organizations', () => {
+  test('reads them and starts sign-ins there, and nothing else; a refusal writes nothing', async () => {
+    const { backend, timestampMs, parentKey, kms } = harness
+    const sub = await harness.subOrganization({ email: 'parent-reads@example.test' })
+    // Queries: the parent has read access.
+    expect((await backend.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(1)
+    // The activities Turnkey lets a parent start for a sub-organization.
+    const { activity } = await backend.initOtpAuth({
+      type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
+      timestampMs: timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: 'parent-reads@example.test', appName: 'Latchkey' },
+    })
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    const before = await activityCount(sub.organizationId)
+    // Anything else is denied as Turnkey denies it.
+    for (const [path, type, parameters] of [
+      ['/public/v1/submit/create_wallet', 'ACTIVITY_TYPE_CREATE_WALLET', { walletName: 'parent made', accounts: [ethereumAccount] }],
+      [
+        '/public/v1/submit/create_api_keys',
+        'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+        { userId: sub.userId, apiKeys: [{ apiKeyName: 'parent made', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256' }] },
+      ],
+      [
+        '/public/v1/submit/sign_raw_payload',
+        'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+        { signWith: sub.address, payload: '0x00', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      ],
+      ['/public/v1/submit/update_root_quorum', 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', { threshold: 1, userIds: [sub.userId] }],
+    ] as const) {
+      const refused = await post(kms, parentKey, path, { type, timestampMs: timestampMs(), organizationId: sub.organizationId, parameters })
+      expect(refused, type).toEqual({ status: 403, body: implicitDeny() })
+    }
+    expect(await activityCount(sub.organizationId)).toBe(before)
+    expect((await backend.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(1)
+    expect((await backend.getApiKeys({ organizationId: sub.organizationId, userId: sub.userId })).apiKeys).toHaveLength(1)
+  })
+
+  test('a policy in the sub-organization grants the parent nothing: its users are not the sub-organization’s', async () => {
+    const sub = await harness.subOrganization()
+    await sub.client.createPolicy({
+      type: 'ACTIVITY_TYPE_CREATE_POLICY_V3',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { policyName: 'everything for everyone', effect: 'EFFECT_ALLOW', condition: 'true', notes: '' },
+    })
+    const refused = await post(harness.kms, harness.parentKey, '/public/v1/submit/create_wallet', {
+      type: 'ACTIVITY_TYPE_CREATE_WALLET',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { walletName: 'parent made', accounts: [ethereumAccount] },
+    })
+    expect(refused).toEqual({ status: 403, body: implicitDeny() })
+  })
+})
+
+describe('delegated access', () => {
+  test('the delegated user does what its policy allows, and nothing else; it cannot take the root quorum back', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
+      {
+        policyName: 'session keys',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: "activity.type == 'ACTIVITY_TYPE_CREATE_API_KEYS_V2'",
+      },
+    ])
+    expect((await sub.endUser.getOrganization({ organizationId: sub.organizationId })).organizationData.rootQuorum).toEqual({
+      threshold: 1,
+      userIds: [sub.endUserId],
+    })
+    const sessionKey = generateApiKeyPair()
+    const { activity } = await sub.delegated.createApiKeys({
+      type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: {
+        userId: sub.endUserId,
+        apiKeys: [{ apiKeyName: 'session', publicKey: sessionKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '900' }],
+      },
+    })
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    // The key it registered is the end user's: it stamps as them.
+    expect((await harness.client(sessionKey).getWhoami({ organizationId: sub.organizationId })).userId).toBe(sub.endUserId)
+
+    const before = await activityCount(sub.organizationId)
+    const evaluations = [{ policyId: sub.policyIds[0]!, outcome: 'OUTCOME_DENY_IMPLICIT' }]
+    const createWallet = {
+      type: 'ACTIVITY_TYPE_CREATE_WALLET',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { walletName: 'not allowed', accounts: [ethereumAccount] },
+    }
+    expect(await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_wallet', createWallet)).toEqual({
+      status: 403,
+      body: implicitDeny(evaluations),
+    })
+    // Root quorum activities: no policy grants them.
+    expect(
+      await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/update_root_quorum', {
+        type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { threshold: 1, userIds: [sub.endUserId, sub.delegatedUserId] },
+      }),
+    ).toEqual({ status: 403, body: implicitDeny() })
+    expect(await activityCount(sub.organizationId)).toBe(before)
+    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(1)
+
+    // The same bytes, once a policy allows them, run: the denial kept no fingerprint.
+    await sub.endUser.createPolicy({
+      type: 'ACTIVITY_TYPE_CREATE_POLICY_V3',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: {
+        policyName: 'wallets',
+        effect: 'EFFECT_ALLOW',
+        consensus: `approvers.any(user, user.id == '${sub.delegatedUserId}')`,
+        condition: "activity.resource == 'WALLET' && activity.action == 'CREATE'",
+        notes: '',
+      },
+    })
+    const allowed = await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_wallet', createWallet)
+    expect(allowed.status).toBe(200)
+    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(2)
+  })
+
+  test('a user manages their own credentials without a policy, unless one denies it (deny wins)', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
+      { policyName: 'anything', consensus: `approvers.any(user, user.id == '${delegatedUserId}')`, condition: 'true' },
+    ])
+    const ownKey = () => ({
+      type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: {
+        userId: sub.delegatedUserId,
+        apiKeys: [{ apiKeyName: 'own', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+      },
+    })
+    expect((await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_api_keys', ownKey())).status).toBe(200)
+    // Even a policy that allows everything does not reach what only the root quorum decides.
+    expect(
+      await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/update_root_quorum', {
+        type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { threshold: 1, userIds: [sub.delegatedUserId] },
+      }),
+    ).toEqual({ status: 403, body: implicitDeny() })
+    const deny = await sub.endUser.createPolicy({
+      type: 'ACTIVITY_TYPE_CREATE_POLICY_V3',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { policyName: 'no new credentials', effect: 'EFFECT_DENY', condition: "activity.resource == 'CREDENTIAL'", notes: '' },
+    })
+    const denyId = deny.activity.result.createPolicyResult!.policyId
+    const keysBefore = (await sub.endUser.getApiKeys({ organizationId: sub.organizationId, userId: sub.delegatedUserId })).apiKeys.length
+    expect(await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_api_keys', ownKey())).toEqual({
+      status: 403,
+      body: denial(`The following policies denied this action: ${denyId}`, [
+        { policyId: sub.policyIds[0]!, outcome: 'OUTCOME_ALLOW' },
+        { policyId: denyId, outcome: 'OUTCOME_DENY_EXPLICIT' },
+      ]),
+    })
+    expect((await sub.endUser.getApiKeys({ organizationId: sub.organizationId, userId: sub.delegatedUserId })).apiKeys).toHaveLength(keysBefore)
+    // The root user, a quorum of one, is not held to policies.
+    expect(
+      (
+        await post(harness.kms, sub.endUserKeys, '/public/v1/submit/create_api_keys', {
+          ...ownKey(),
+          parameters: { ...ownKey().parameters, userId: sub.endUserId },
+        })
+      ).status,
+    ).toBe(200)
+  })
+
+  test('consensus: a policy for another approver does not let this user act', async () => {
+    const sub = await delegatedSubOrganization(({ walletId }) => [
+      { policyName: 'someone else', consensus: "approvers.any(user, user.id == 'not-the-delegated-user')", condition: `wallet.id == '${walletId}'` },
+    ])
+    const refused = await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/sign_raw_payload', {
+      type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { signWith: sub.address, payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+    })
+    expect(refused).toEqual({ status: 403, body: implicitDeny([{ policyId: sub.policyIds[0]!, outcome: 'OUTCOME_DENY_IMPLICIT' }]) })
+  })
+})
+
+describe('policies over Ethereum transactions', () => {
+  const transaction = (overrides: Partial<TransactionSerializableEIP1559> = {}) =>
+    serializeTransaction({
+      type: 'eip1559',
+      chainId: 31337,
+      nonce: 0,
+      to: RECIPIENT,
+      value: parseEther('0.5'),
+      maxFeePerGas: 2_000_000_000n,
+      maxPriorityFeePerGas: 1_000_000_000n,
+      gas: 21_000n,
+      ...overrides,
+    }).slice(2)
+
+  test('eth.tx.to, value and chain_id and the wallet decide; a DENY on the calldata wins', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId, walletId }) => [
+      {
+        policyName: 'pay the recipient, on the local chain, up to 1 ether, from the main wallet',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: `wallet.id == '${walletId}' && eth.tx.to == '${RECIPIENT.toUpperCase().replace('0X', '0x')}' && eth.tx.value <= 1000000000000000000 && eth.tx.chain_id == 31337`,
+      },
+      { policyName: 'no ERC-20 transfers', effect: 'EFFECT_DENY', condition: "eth.tx.data[0..10] == '0xa9059cbb'" },
+    ])
+    // A second client: @turnkey/sdk-server, as a backend would use it.
+    const sdk = new Turnkey({
+      apiBaseUrl: harness.kms.url,
+      apiPublicKey: sub.delegatedKeys.apiPublicKey,
+      apiPrivateKey: sub.delegatedKeys.apiPrivateKey,
+      defaultOrganizationId: sub.organizationId,
+    }).apiClient()
+    const sign = (unsignedTransaction: string) => sdk.signTransaction({ signWith: sub.address, type: 'TRANSACTION_TYPE_ETHEREUM', unsignedTransaction })
+    const { signedTransaction } = await sign(transaction())
+    expect(await recoverTransactionAddress({ serializedTransaction: `0x${signedTransaction}` as TransactionSerializedEIP1559 })).toBe(sub.address)
+
+    const [allow, deny] = sub.policyIds as [string, string]
+    const before = await activityCount(sub.organizationId)
+    for (const [label, unsigned] of [
+      ['another recipient', transaction({ to: OTHER })],
+      ['too much', transaction({ value: parseEther('2') })],
+      ['another chain', transaction({ chainId: 1 })],
+    ] as const) {
+      const error = await sign(unsigned).then(
+        () => undefined,
+        (caught: { code?: number; details?: unknown }) => caught,
+      )
+      expect(error, label).toMatchObject({
+        code: 7,
+        details: [
+          {
+            message: 'No policies evaluated to outcome: Allow',
+            policyEvaluations: [
+              { policyId: allow, outcome: 'OUTCOME_DENY_IMPLICIT' },
+              // Empty calldata has no [0..10]: that clause errors, and the DENY neither applies nor not.
+              { policyId: deny, outcome: 'OUTCOME_ERROR' },
+            ],
+          },
+        ],
+      })
+    }
+    const transfer = transaction({ data: `0xa9059cbb${'00'.repeat(64)}` })
+    await expect(sign(transfer)).rejects.toMatchObject({
+      code: 7,
+      details: [
+        {
+          message: `The following policies denied this action: ${deny}`,
+          policyEvaluations: [
+            { policyId: allow, outcome: 'OUTCOME_ALLOW' },
+            { policyId: deny, outcome: 'OUTCOME_DENY_EXPLICIT' },
+          ],
+        },
+      ],
+    })
+    expect(await activityCount(sub.organizationId)).toBe(before)
+  })
+
+  test('a policy naming a field that does not exist is refused when written, and not stored', async () => {
+    const sub = await harness.subOrganization()
+    const write = (condition: string) =>
+      sub.client.createPolicy({
+        type: 'ACTIVITY_TYPE_CREATE_POLICY_V3',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { policyName: 'p', effect: 'EFFECT_ALLOW', condition, notes: '' },
+      })
+    await expect(write("eth.tx.recipient == '0x1'")).rejects.toThrow(
+      'Turnkey error 3: invalid policy condition: Expression cannot be evaluated: field does not exist: recipient',
+    )
+    await expect(write("eth.tx.to == '0x1' &&")).rejects.toThrow(/^Turnkey error 3: invalid policy condition: Expression cannot be evaluated: /)
+    expect((await sub.client.getPolicies({ organizationId: sub.organizationId })).policies).toEqual([])
+  })
+})

@@ -1,0 +1,116 @@
+import { createHmac, randomBytes } from 'node:crypto'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { getPublicKey } from '@turnkey/crypto'
+import { TurnkeyClient } from '@turnkey/http'
+import { incompleteAnswer, ServerError } from '../errors.js'
+
+// Delegated access (docs.turnkey.com/concepts/policies/delegated-access-backend). The parent
+// organization may only read its sub-organizations and start sign-ins there; to register a
+// browser's session key (or link an OAuth identity) the backend acts as a user of the
+// sub-organization: a second root user created with it, which then writes its own policy and
+// leaves the root quorum, so all it keeps is what that policy allows.
+//
+// Each sub-organization's delegated user holds its own P-256 key, derived from the backend's API
+// private key and a salt kept in that user's name: nothing more to configure or to store, and no
+// public key shared between organizations (our kms names one user per API key).
+
+/** How the delegated user's name starts; the rest is the salt its key is derived with. */
+export const DELEGATED_USER_PREFIX = 'Latchkey delegated access '
+
+/** What the delegated user may do, and nothing else. */
+export const DELEGATED_ACTIVITIES = ['ACTIVITY_TYPE_CREATE_API_KEYS_V2', 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2'] as const
+
+/** The order of P-256: a private key is a scalar in [1, n - 1]. */
+const P256_ORDER = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
+
+type KeyPair = { apiPublicKey: string; apiPrivateKey: string }
+
+/** The delegated user's key for `salt`: HMAC-SHA256 of the backend's private key, retried until it is a valid scalar. */
+export function delegatedKey(backendPrivateKey: string, salt: string): KeyPair {
+  for (let counter = 0; ; counter++) {
+    const candidate = createHmac('sha256', Buffer.from(backendPrivateKey, 'hex')).update(`latchkey delegated access\n${salt}\n${counter}`).digest()
+    const scalar = BigInt(`0x${candidate.toString('hex')}`)
+    if (scalar === 0n || scalar >= P256_ORDER) continue
+    const apiPrivateKey = candidate.toString('hex')
+    return { apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(candidate, true)).toString('hex') }
+  }
+}
+
+/**
+ * The delegated-access side of the backend: the root user to add when it creates a
+ * sub-organization, the step that limits it right after, and its client for later.
+ *
+ * @example
+ * const delegated = createDelegatedAccess({ kms, kmsUrl, apiPrivateKey, now })
+ * const { rootUser, limit } = delegated.newUser()
+ */
+export function createDelegatedAccess(options: { kms: TurnkeyClient; kmsUrl: string; apiPrivateKey: string; now: () => number }) {
+  const clientFor = (keys: KeyPair) => new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper(keys))
+  // Sub-organization → its delegated client; a look-up costs a query, so recent ones are kept.
+  const known = new Map<string, TurnkeyClient>()
+
+  return {
+    /**
+     * A root user for create_sub_organization's `rootUsers` (after the end user), and `limit`, to
+     * call with the result: as that user it writes its policy, then leaves the root quorum to the
+     * end user. Until `limit` succeeds the delegated user is a root user.
+     */
+    newUser() {
+      const salt = randomBytes(16).toString('hex')
+      const keys = delegatedKey(options.apiPrivateKey, salt)
+      const rootUser = {
+        userName: `${DELEGATED_USER_PREFIX}${salt}`,
+        apiKeys: [{ apiKeyName: 'delegated access', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const }],
+        authenticators: [],
+        oauthProviders: [],
+      }
+      async function limit(subOrganizationId: string, rootUserIds: readonly string[]) {
+        const [endUserId, delegatedUserId] = rootUserIds
+        if (!endUserId || !delegatedUserId) throw incompleteAnswer()
+        const client = clientFor(keys)
+        await client.createPolicies({
+          type: 'ACTIVITY_TYPE_CREATE_POLICIES',
+          timestampMs: String(options.now()),
+          organizationId: subOrganizationId,
+          parameters: {
+            policies: [
+              {
+                policyName: 'Latchkey backend: session keys and OAuth links',
+                effect: 'EFFECT_ALLOW',
+                consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+                condition: `activity.type in [${DELEGATED_ACTIVITIES.map((type) => `'${type}'`).join(', ')}]`,
+                notes: 'The backend registers browser session keys and links OAuth identities; nothing else.',
+              },
+            ],
+          },
+        })
+        await client.updateRootQuorum({
+          type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+          timestampMs: String(options.now() + 1),
+          organizationId: subOrganizationId,
+          parameters: { threshold: 1, userIds: [endUserId] },
+        })
+        known.set(subOrganizationId, client)
+      }
+      return { rootUser, limit }
+    },
+
+    /**
+     * The delegated user's client in a sub-organization, found by its name (the parent may read
+     * the sub-organization's users). 403 `no_delegated_access` for one created without it.
+     */
+    async client(organizationId: string): Promise<TurnkeyClient> {
+      const cached = known.get(organizationId)
+      if (cached) return cached
+      const { users } = await options.kms.getUsers({ organizationId })
+      const delegated = users.find((user) => user.userName.startsWith(DELEGATED_USER_PREFIX))
+      if (!delegated) throw new ServerError(403, 'no_delegated_access', 'This account was created without delegated access; the backend cannot act in it')
+      const client = clientFor(delegatedKey(options.apiPrivateKey, delegated.userName.slice(DELEGATED_USER_PREFIX.length)))
+      if (known.size >= 10_000) known.clear()
+      known.set(organizationId, client)
+      return client
+    },
+  }
+}
+
+export type DelegatedAccess = ReturnType<typeof createDelegatedAccess>

@@ -1,0 +1,111 @@
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
+import { Turnkey } from '@turnkey/sdk-server'
+import { describe, expect, test } from 'vitest'
+import { DELEGATED_ACTIVITIES, DELEGATED_USER_PREFIX, delegatedKey } from '../src/internal/delegated.js'
+import { answer, generateApiKeyPair, newEmail, useBackend } from './backend.js'
+
+// Delegated access against a real kms that enforces Turnkey's permission model: every
+// sub-organization the backend creates holds a policy-limited user with a key only the backend can
+// derive; the parent organization's key may not write there; the session-key route acts through
+// the delegated user, which may do what its policy allows and nothing else.
+
+const { t, post, signedInByEmail, signedUpWithPasskey } = useBackend()
+
+const POLICY_DENIED =
+  "Turnkey error 7: You don't have sufficient permissions to take this action. Please add a policy granting this user permissions. Learn more at https://docs.turnkey.com/concepts/policies/quickstart."
+
+/** The delegated user of a sub-organization, and a client holding its key. */
+async function delegatedOf(organizationId: string) {
+  const { users } = await t.backend.getUsers({ organizationId })
+  const user = users.find((candidate) => candidate.userName.startsWith(DELEGATED_USER_PREFIX))!
+  const keys = delegatedKey(t.backendKey.apiPrivateKey, user.userName.slice(DELEGATED_USER_PREFIX.length))
+  return { user, keys, client: new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(keys)) }
+}
+
+describe('delegated access', () => {
+  for (const [kind, signUp] of [
+    ['passkey', () => signedUpWithPasskey({ email: newEmail() })],
+    ['email', () => signedInByEmail(newEmail())],
+  ] as const)
+    test(`default: every ${kind} sign-up leaves the end user the only root user, and the delegated user one policy`, async () => {
+      const account = await signUp()
+      const { organizationData } = await t.backend.getOrganization({ organizationId: account.organizationId })
+      expect(organizationData.rootQuorum).toEqual({ threshold: 1, userIds: [account.userId] })
+      const delegated = await delegatedOf(account.organizationId)
+      expect(delegated.user.apiKeys.map((key) => key.credential.publicKey)).toEqual([delegated.keys.apiPublicKey])
+      const { policies } = await t.backend.getPolicies({ organizationId: account.organizationId })
+      expect(policies.map(({ effect, consensus, condition }) => ({ effect, consensus, condition }))).toEqual([
+        {
+          effect: 'EFFECT_ALLOW',
+          consensus: `approvers.any(user, user.id == '${delegated.user.userId}')`,
+          condition: `activity.type in [${DELEGATED_ACTIVITIES.map((type) => `'${type}'`).join(', ')}]`,
+        },
+      ])
+    })
+
+  test('behavior: the parent organization’s key may not register a key in the sub-organization; the route does, as the delegated user', async () => {
+    const account = await signedUpWithPasskey()
+    const key = generateApiKeyPair()
+    const createKey = (client: TurnkeyClient) =>
+      client.createApiKeys({
+        type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+        timestampMs: String(++t.clock),
+        organizationId: account.organizationId,
+        parameters: { userId: account.userId, apiKeys: [{ apiKeyName: 'direct', publicKey: key.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }] },
+      })
+    await expect(createKey(t.backend)).rejects.toThrow(POLICY_DENIED)
+    const response = await post('/auth/session-key', { publicKey: key.apiPublicKey }, { cookie: account.cookie })
+    expect(response.status).toBe(200)
+    // One key registered, by the route: the parent's attempt left nothing.
+    const { activities } = await t.backend.getActivities({ organizationId: account.organizationId, filterByType: ['ACTIVITY_TYPE_CREATE_API_KEYS_V2'] })
+    expect(activities).toHaveLength(1)
+    const { apiKeys } = await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
+    expect(apiKeys.filter((apiKey) => apiKey.credential.publicKey === key.apiPublicKey)).toHaveLength(1)
+  })
+
+  test('error: the delegated user can do nothing else (@turnkey/sdk-server as its client): no wallet, no signature, no way back into the root quorum', async () => {
+    const account = await signedUpWithPasskey()
+    const { keys, user } = await delegatedOf(account.organizationId)
+    const sdk = new Turnkey({ apiBaseUrl: t.kms.url, ...keys, defaultOrganizationId: account.organizationId }).apiClient()
+    const { wallets } = await sdk.getWallets()
+    const denied = { code: 7, details: [{ message: 'No policies evaluated to outcome: Allow' }] }
+    await expect(sdk.createWallet({ walletName: 'not allowed', accounts: [] })).rejects.toMatchObject(denied)
+    await expect(
+      sdk.signRawPayload({ signWith: account.address, payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' }),
+    ).rejects.toMatchObject(denied)
+    await expect(sdk.updateRootQuorum({ threshold: 1, userIds: [account.userId, user.userId] })).rejects.toMatchObject(denied)
+    expect((await sdk.getWallets()).wallets).toEqual(wallets)
+    expect((await t.backend.getOrganization({ organizationId: account.organizationId })).organizationData.rootQuorum).toEqual({
+      threshold: 1,
+      userIds: [account.userId],
+    })
+  })
+
+  test('error: an account whose sub-organization has no delegated user gets 403 no_delegated_access, and nothing is registered', async () => {
+    const account = await signedUpWithPasskey()
+    const delegated = await delegatedOf(account.organizationId)
+    // The end user removes the backend's delegated user from their sub-organization.
+    const endUser = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(account.sessionKey))
+    await endUser.deleteUsers({
+      type: 'ACTIVITY_TYPE_DELETE_USERS',
+      timestampMs: String(++t.clock),
+      organizationId: account.organizationId,
+      parameters: { userIds: [delegated.user.userId] },
+    })
+    // A fresh app over the same store: nothing cached about the sub-organization.
+    const key = generateApiKeyPair()
+    const fresh = (await import('../src/index.js')).createServerApp(t.options)
+    const response = await fresh.request('/auth/session-key', {
+      method: 'POST',
+      body: JSON.stringify({ publicKey: key.apiPublicKey }),
+      headers: { 'content-type': 'application/json', origin: 'http://localhost:5173', cookie: account.cookie },
+    })
+    expect(await answer(response)).toEqual([
+      403,
+      { error: { code: 'no_delegated_access', message: 'This account was created without delegated access; the backend cannot act in it' } },
+    ])
+    const { apiKeys } = await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
+    expect(apiKeys.map((apiKey) => apiKey.credential.publicKey)).not.toContain(key.apiPublicKey)
+  })
+})
