@@ -8,7 +8,7 @@
  * clients: in pairs sharing a topic, every client publishing `messages` messages. On the two nodes
  * a pair's clients sit on different nodes, so every message crosses nodes through Redis. Prints
  * messages per second, p50/p99 publish-to-push latency, lost messages (exit 1 if any), the relay
- * processes' CPU time per delivered message and Redis's apart, and the medians against the targets
+ * processes' CPU time per delivered message and Redis's apart, each round's ratios, and their medians and ranges against the targets
  * (two nodes ≥ 0.8× one SQLite node; one node's CPU per message ≤ 1.5× the plain server's).
  *
  * kms and backend (bench/cluster/kms.ts, bench/cluster/backend.ts): one instance on SQLite, one on
