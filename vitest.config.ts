@@ -13,7 +13,13 @@ export default defineConfig({
   // Vitest loads global setup files in its own environment, which needs the condition too.
   environments: { __vitest__: { resolve: serverResolve } },
   test: {
-    include: ['packages/*/src/**/*.test.{ts,tsx}', 'packages/*/test/**/*.test.{ts,tsx}', 'apps/*/src/**/*.test.{ts,tsx}', 'test/*.test.ts'],
+    include: [
+      'packages/*/src/**/*.test.{ts,tsx}',
+      'packages/*/test/**/*.test.{ts,tsx}',
+      'apps/*/src/**/*.test.{ts,tsx}',
+      'test/*.test.ts',
+      'contracts/*.test.ts',
+    ],
     globalSetup: ['./test/globalSetup.ts'],
     // A kms created without storage options would follow a DATABASE_URL from the shell into a shared database.
     env: { DATABASE_URL: '' },

@@ -1,20 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { connectClient } from '../packages/relay/test/client.js'
-import { runInstalledBin, startInstalledBin } from './harness/bins.js'
 import { nativeModulesReady } from './harness/native.js'
 import type { StartedProcess } from './harness/process.js'
+import { type KmsKeys, startKms, startServer, startServerBin } from './harness/services.js'
 
 // The three server bins as an operator runs them: `node node_modules/.bin/<bin>` from the installed
 // tarballs, plain node, settings by flag and environment, one real request each.
 
 const dir = inject('consumers')
-/** The bins' "listening" log line (pino JSON): each says where it listens once it accepts connections. */
-const listening = /"msg":"[^"]* listening on /
 const started: StartedProcess[] = []
 let data: string
 
@@ -30,17 +27,9 @@ afterAll(async () => {
 
 /** Starts a bin on a free port and remembers it for the cleanup; `args` come after `--host` and `--port`. */
 async function start(name: string, args: string[] = [], env: Record<string, string> = {}) {
-  const port = await getFreePort()
-  const bin = await startInstalledBin({ dir, name, args: ['--host', '127.0.0.1', '--port', String(port), ...args], env, ready: listening })
-  started.push(bin)
-  return { bin, port, url: `http://127.0.0.1:${port}` }
-}
-
-/** Runs a one-off command of a bin and parses the JSON it prints. */
-async function json<result>(name: string, args: string[]): Promise<result> {
-  const run = await runInstalledBin({ dir, name, args })
-  expect(run.code, run.output).toBe(0)
-  return JSON.parse(run.output) as result
+  const bin = await startServerBin(dir, name, args, env)
+  started.push(bin.bin)
+  return bin
 }
 
 test('latchkey-relay: a message published by one client reaches another through the relay; SIGTERM exits 0', async () => {
@@ -58,27 +47,14 @@ test('latchkey-relay: a message published by one client reaches another through 
 })
 
 describe('latchkey-kms and latchkey-server', () => {
-  type Keys = { masterKey: string; signerPrivateKey: string; signerPublicKey: string; apiPrivateKey: string; apiPublicKey: string }
-  let keys: Keys
+  let kms: Awaited<ReturnType<typeof startKms>>
+  let keys: KmsKeys
   let organizationId: string
-  let kms: Awaited<ReturnType<typeof start>>
 
   beforeAll(async () => {
-    keys = await json<Keys>('latchkey-kms', ['generate-keys'])
-    const db = join(data, 'kms.db')
-    ;({ organizationId } = await json<{ organizationId: string }>('latchkey-kms', [
-      'init-organization',
-      '--db',
-      db,
-      '--name',
-      'Acme',
-      '--public-key',
-      keys.apiPublicKey,
-    ]))
-    kms = await start('latchkey-kms', ['--db', db, '--frames-port', String(await getFreePort())], {
-      LATCHKEY_KMS_MASTER_KEY: keys.masterKey,
-      LATCHKEY_KMS_SIGNER_KEY: keys.signerPrivateKey,
-    })
+    kms = await startKms(dir, data)
+    started.push(kms.bin)
+    ;({ keys, organizationId } = kms)
   })
 
   test('latchkey-kms: a stamped whoami names the organization made by init-organization', async () => {
@@ -94,24 +70,8 @@ describe('latchkey-kms and latchkey-server', () => {
 
   test('latchkey-server: GET /auth/nonce gives a sign-in nonce and its cookie; SIGTERM exits 0', async () => {
     const origin = 'http://localhost:5173'
-    const { bin, url } = await start(
-      'latchkey-server',
-      [
-        '--db',
-        join(data, 'server.db'),
-        '--kms-url',
-        kms.url,
-        '--organization-id',
-        organizationId,
-        '--api-public-key',
-        keys.apiPublicKey,
-        '--session-signer-public-key',
-        keys.signerPublicKey,
-        '--allowed-origin',
-        origin,
-      ],
-      { LATCHKEY_API_PRIVATE_KEY: keys.apiPrivateKey },
-    )
+    const { bin, url } = await startServer(dir, kms, { db: join(data, 'server.db'), args: ['--allowed-origin', origin] })
+    started.push(bin)
     const response = await fetch(`${url}/auth/nonce`, { headers: { origin } })
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({ nonce: expect.stringMatching(/^[0-9a-f]{32}$/) })

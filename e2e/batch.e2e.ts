@@ -1,12 +1,14 @@
 import type { Page } from 'playwright-core'
-import { createPublicClient, http, parseEther } from 'viem'
+import { createPublicClient, type Hex, http, parseEther } from 'viem'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { BATCH_RECIPIENTS } from '../apps/demo/src/typedData.js'
 import { launch } from './browser.js'
+import { embeddedSignUp } from './embeddedSignUp.js'
 import { demo, referenceWallet, waitForText } from './page.js'
 
 // "Send batch" (EIP-5792): two transfers of 0.001 ETH in one wallet_sendCalls, with the dev
-// wallet and with the reference wallet over WalletConnect. The demo's "Batch status" shows the
+// wallet, with the reference wallet over WalletConnect, and with the embedded wallet, whose
+// account becomes an EIP-7702 smart account and sends both in one atomic transaction. The demo's "Batch status" shows the
 // batch id, its status and the transaction hashes; anvil shows the balances moved.
 
 const stack = inject('stack')
@@ -82,5 +84,59 @@ describe('Send batch (EIP-5792)', () => {
       expect(await calls.getByRole('listitem').allTextContents()).toEqual(BATCH_RECIPIENTS.map((to) => `${to} 0.001 ETH`))
       await wallet.answer('wallet_sendCalls', true)
     })
+  })
+})
+
+/** The calls a transaction made, from anvil's call tracer: who called whom with how much. */
+async function internalTransfers(hash: Hex): Promise<{ from: string; to: string; value: bigint }[]> {
+  type Frame = { from: string; to: string; value?: Hex; calls?: Frame[] }
+  const root = (await chainA.request({ method: 'debug_traceTransaction' as never, params: [hash, { tracer: 'callTracer' }] as never })) as Frame
+  const flat = (frame: Frame): Frame[] => [frame, ...(frame.calls ?? []).flatMap(flat)]
+  return flat(root)
+    .slice(1)
+    .map((frame) => ({ from: frame.from, to: frame.to, value: BigInt(frame.value ?? '0x0') }))
+}
+
+describe('Send batch with the embedded wallet (EIP-7702)', () => {
+  const EMBEDDED_STATUS = /^(0x[0-9a-f]+): confirmed (0x[0-9a-f]{64})$/
+
+  test('default: both transfers in one atomic transaction; the first batch upgrades the account, the next one runs on it', async () => {
+    const { page } = browser
+    const ui = demo(page)
+    const batchStatus = page.getByRole('status', { name: 'Batch status' })
+    const address = await embeddedSignUp(page, { demo: stack.demo, kms: stack.kms, email: `batch.${Date.now()}@example.test` })
+    await ui.button('Get test ETH').click()
+    await page.getByText('Added 10 test ETH', { exact: true }).waitFor()
+    expect(await chainA.getCode({ address })).toBeUndefined()
+
+    let previous: string | undefined
+    for (const round of ['upgrades', 'upgraded'] as const) {
+      const before = await balances()
+      await ui.button('Send batch').click()
+      // The second round's status is the one that no longer names the first batch.
+      const text = await waitForText(previous ? batchStatus.filter({ hasNotText: previous }) : batchStatus, EMBEDDED_STATUS)
+      const [, id, hash] = EMBEDDED_STATUS.exec(text) as unknown as [string, string, Hex]
+      previous = id
+      // The one transaction: from the account to itself; the first carries the authorization.
+      const [transaction, receipt] = await Promise.all([chainA.getTransaction({ hash }), chainA.getTransactionReceipt({ hash })])
+      expect({ from: transaction.from, to: transaction.to, type: transaction.type }).toEqual({
+        from: address.toLowerCase(),
+        to: address.toLowerCase(),
+        type: round === 'upgrades' ? 'eip7702' : 'eip1559',
+      })
+      expect(receipt.status).toBe('success')
+      // It carried both transfers: its calls, and the balances moved in its block and by it alone.
+      expect(await internalTransfers(hash)).toEqual(
+        BATCH_RECIPIENTS.map((to) => ({ from: address.toLowerCase(), to: to.toLowerCase(), value: parseEther('0.001') })),
+      )
+      const block = await chainA.getBlock({ blockNumber: receipt.blockNumber })
+      expect(block.transactions).toEqual([hash])
+      const atParent = await Promise.all(BATCH_RECIPIENTS.map((recipient) => chainA.getBalance({ address: recipient, blockNumber: receipt.blockNumber - 1n })))
+      const atBlock = await Promise.all(BATCH_RECIPIENTS.map((recipient) => chainA.getBalance({ address: recipient, blockNumber: receipt.blockNumber })))
+      expect(atBlock.map((balance, index) => balance - atParent[index]!)).toEqual([parseEther('0.001'), parseEther('0.001')])
+      expect((await balances()).map((balance, index) => balance - before[index]!)).toEqual([parseEther('0.001'), parseEther('0.001')])
+      // The account now runs the batch executor (EIP-7702 delegation designator).
+      expect(await chainA.getCode({ address })).toMatch(/^0xef0100[0-9a-f]{40}$/)
+    }
   })
 })

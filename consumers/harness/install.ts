@@ -100,12 +100,24 @@ function assertIsolated(dir: string) {
  * const app = await installWagmi2(dir) // `${dir}/wagmi2`
  */
 export async function installWagmi2(dir: string): Promise<string> {
-  const app = join(dir, 'wagmi2')
+  const app = await prepareWagmiApp(dir, 'wagmi2', wagmi2Version)
+  await runOrThrow('npm', ['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, env: consumerEnv() })
+  return app
+}
+
+/**
+ * `<dir>/<folder>`: a copy of the wagmi app with a package.json of its own, the shared install's
+ * dependencies with `wagmi` at `wagmiVersion` (not installed yet).
+ *
+ * @example
+ * const app = await prepareWagmiApp(dir, 'wagmi1', '^1') // then `npm install` in it
+ */
+export async function prepareWagmiApp(dir: string, folder: string, wagmiVersion: string): Promise<string> {
+  const app = join(dir, folder)
   await cp(join(appsDir, 'wagmi'), app, { recursive: true })
   const shared = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
   const { next: _next, ...dependencies } = shared.dependencies
-  const manifest = { name: 'latchkey-consumer-wagmi2', private: true, type: 'module', dependencies: { ...dependencies, wagmi: wagmi2Version } }
+  const manifest = { name: `latchkey-consumer-${folder}`, private: true, type: 'module', dependencies: { ...dependencies, wagmi: wagmiVersion } }
   await writeFile(join(app, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
-  await runOrThrow('npm', ['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, env: consumerEnv() })
   return app
 }

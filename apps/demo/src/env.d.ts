@@ -4,4 +4,6 @@ interface ImportMetaEnv {
   readonly VITE_LATCHKEY_CHAIN_B_RPC?: string
   readonly VITE_LATCHKEY_RELAY_URL?: string
   readonly VITE_LATCHKEY_SERVER_URL?: string
+  /** The EIP-7702 batch executor on both chains, from the devnet's dev.json. */
+  readonly VITE_LATCHKEY_BATCH_EXECUTOR?: `0x${string}`
 }

@@ -26,7 +26,13 @@ const client = createClient({
     }),
     // Email and passkey sign-in through our backend (8787), keys in our kms (8090), frames on 8091.
     // "Continue with Google / Apple": locally the devnet's OpenID provider (8092) plays both.
-    embedded({ appName: 'Latchkey Demo', backendUrl, oauthProviders: ['google', 'apple'] }),
+    // "Send batch" runs through the EIP-7702 batch executor the devnet deployed (dev.json).
+    embedded({
+      appName: 'Latchkey Demo',
+      backendUrl,
+      oauthProviders: ['google', 'apple'],
+      ...(import.meta.env.VITE_LATCHKEY_BATCH_EXECUTOR ? { batchExecutor: import.meta.env.VITE_LATCHKEY_BATCH_EXECUTOR } : {}),
+    }),
   ],
   signIn: serverAdapter(backendUrl),
 })

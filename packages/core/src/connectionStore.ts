@@ -1,3 +1,4 @@
+import { connectionStorageKey } from './connectors/info.js'
 import { LAST_USED_CHAIN_ID_KEY, STORAGE_PREFIX } from './constants.js'
 import { getDefaultStorage, type KeyValueStorage } from './storage.js'
 import type { Address } from './types.js'
@@ -105,7 +106,7 @@ export function createConnectionStore(parameters: CreateConnectionStoreParameter
   const backend = parameters.storage ?? getDefaultStorage()
   const kept = new Set<StoredField>(parameters.keep ?? DISCONNECT_CLEARS)
   const keepsAll = DISCONNECT_CLEARS.every((field) => kept.has(field))
-  const keyOf = (connectorId: string, field: StoredField) => `${STORAGE_PREFIX}.${connectorId}.${field}`
+  const keyOf = (connectorId: string, field: StoredField) => connectionStorageKey(connectorId, field)
 
   function read<value>(key: string): value | null {
     try {

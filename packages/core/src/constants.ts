@@ -22,8 +22,7 @@ export {
   WEBAUTHN_USER_VERIFICATION,
 } from '@latchkey/constants'
 
-/** Prefix of every key Latchkey writes to storage. */
-export const STORAGE_PREFIX = 'latchkey'
+export { STORAGE_PREFIX } from './connectors/info.js'
 
 /** How long reconnecting on load waits for a wallet before giving up. */
 export const RECONNECT_TIMEOUT_MS = 10_000

@@ -33,6 +33,12 @@ export {
   startRecovery,
 } from './actions/embedded/recovery.js'
 export {
+  type UpgradeAccountErrorType,
+  type UpgradeAccountParameters,
+  type UpgradeAccountReturnType,
+  upgradeAccount,
+} from './actions/embedded/upgradeAccount.js'
+export {
   addAccount,
   exportWallet,
   type FrameParameters,
@@ -104,6 +110,7 @@ export {
   AccountNotFoundError,
   CannotProceedError,
   EmbeddedFlowError,
+  InvalidAuthorizationError,
   InvalidCodeError,
   OAuthError,
   SessionError,

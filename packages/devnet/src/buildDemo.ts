@@ -19,6 +19,8 @@ export type BuildDemoParameters = {
   relayUrl?: string | undefined
   /** The app backend as the browser reaches it (`VITE_LATCHKEY_SERVER_URL`): a localhost URL, same-site with the demo for its cookie. */
   serverUrl?: string | undefined
+  /** The EIP-7702 batch executor on both chains (`VITE_LATCHKEY_BATCH_EXECUTOR`), from dev.json. Default: the embedded wallet's default. */
+  batchExecutor?: string | undefined
   /** Where to write the build. Default: `dist` in the app's directory. */
   outDir?: string
 }
@@ -67,6 +69,7 @@ async function build(root: string, parameters: BuildDemoParameters): Promise<str
     VITE_LATCHKEY_CHAIN_B_RPC: parameters.chainBRpc,
     ...(parameters.relayUrl ? { VITE_LATCHKEY_RELAY_URL: parameters.relayUrl } : {}),
     ...(parameters.serverUrl ? { VITE_LATCHKEY_SERVER_URL: parameters.serverUrl } : {}),
+    ...(parameters.batchExecutor ? { VITE_LATCHKEY_BATCH_EXECUTOR: parameters.batchExecutor } : {}),
     NODE_ENV: 'production',
   }
   const saved = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]))

@@ -1,5 +1,6 @@
 export { type AnvilInstance, type AnvilParameters, anvil, resolveAnvilBinary } from './anvil.js'
 export { type BuildDemoParameters, type BuildDemoReturnType, buildDemo, buildWallet } from './buildDemo.js'
+export { BATCH_EXECUTOR_ADDRESS, deployBatchExecutor } from './executor.js'
 export {
   type DefineInstanceParameters,
   DevnetError,
@@ -12,5 +13,15 @@ export {
   StartTimeoutError,
 } from './instance.js'
 export { OIDC_PROVIDERS, type OidcInstanceParameters, type OidcIssuer, type OidcProviderName, oidcInstance, testSubject } from './oidc.js'
-export { DEMO_OAUTH_CLIENT_ID, type DevJson, defaultPorts, type Stack, type StackChain, type StackUrls, type StartStackOptions, startStack } from './stack.js'
+export {
+  DEMO_OAUTH_CLIENT_ID,
+  type DevJson,
+  defaultPorts,
+  type Stack,
+  type StackChain,
+  type StackContracts,
+  type StackUrls,
+  type StartStackOptions,
+  startStack,
+} from './stack.js'
 export { type StaticServerParameters, staticServer } from './static.js'

@@ -6,6 +6,7 @@ import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey
 import { createAppServer, OAUTH_CALLBACK_PATH } from '@latchkey/server'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
+import { BATCH_EXECUTOR_ADDRESS, deployBatchExecutor } from './executor.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
 import { OIDC_PROVIDERS, type OidcIssuer, type OidcProviderName, oidcInstance, oidcIssuerUrl } from './oidc.js'
 import { staticServer } from './static.js'
@@ -90,6 +91,14 @@ export type DevJson = {
   readonly kms?: KmsCredentials
   /** The social sign-in issuers the local OpenID provider plays, with the demo's client id. */
   readonly oidc?: Readonly<Record<OidcProviderName, OidcIssuer>>
+  /** Contracts deployed on both chains, at the same address on each. */
+  readonly contracts: StackContracts
+}
+
+/** Contracts `startStack` deploys on both chains. */
+export type StackContracts = {
+  /** contracts/BatchExecutor.sol, the EIP-7702 delegate of embedded accounts (CREATE2, salt 0). */
+  readonly batchExecutor: `0x${string}`
 }
 
 export type Stack<demo extends boolean = boolean> = {
@@ -101,6 +110,8 @@ export type Stack<demo extends boolean = boolean> = {
   readonly instances: readonly Instance[]
   /** The kms's parent organization and keys, when the kms runs. */
   readonly kms?: KmsCredentials
+  /** Contracts deployed on both chains. */
+  readonly contracts: StackContracts
   /** Stops every service, in reverse start order. Files (dev.json, the demo build) stay. */
   stop(): Promise<void>
 }
@@ -217,6 +228,8 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
   const devJson = join(stateDir, 'dev.json')
+  // Deterministic (CREATE2): known before the chains run, so the demo build can bake it in.
+  const contracts: StackContracts = { batchExecutor: BATCH_EXECUTOR_ADDRESS }
   // Created first, before the demo build makes it as a side effect with the default mode: dev.json
   // will carry the kms parent organization's API key, so only this user may read the directory.
   await mkdir(stateDir, { recursive: true, mode: 0o700 })
@@ -225,10 +238,16 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     // The builds need only the services' URLs, so they run while the services start.
     const build = options?.build ?? true
     // The backend's session cookie is SameSite: the demo (localhost) must call it on localhost too.
-    const apps = { chainARpc: chainA.url, chainBRpc: chainB.url, relayUrl: relay?.url, serverUrl: server ? `http://localhost:${ports.server}` : undefined }
+    const apps = {
+      chainARpc: chainA.url,
+      chainBRpc: chainB.url,
+      relayUrl: relay?.url,
+      serverUrl: server ? `http://localhost:${ports.server}` : undefined,
+      batchExecutor: contracts.batchExecutor,
+    }
     const results = await Promise.allSettled([
-      chainA.start(),
-      chainB.start(),
+      chainA.start().then(() => deployBatchExecutor(chainA.url)),
+      chainB.start().then(() => deployBatchExecutor(chainB.url)),
       relay?.start(),
       kms?.start(),
       oidc?.start(),
@@ -249,13 +268,14 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       chains,
       ...(kms ? { kms: kms.credentials() } : {}),
       ...(oidc ? { oidc: oidc.issuers } : {}),
+      contracts,
     })
   } catch (error) {
     await stopAll(instances).catch(() => undefined)
     throw error
   }
 
-  return { urls, chains, devJson, instances, ...(kms ? { kms: kms.credentials() } : {}), stop: () => stopAll(instances) }
+  return { urls, chains, devJson, instances, ...(kms ? { kms: kms.credentials() } : {}), contracts, stop: () => stopAll(instances) }
 }
 
 async function stopAll(instances: readonly Instance[]): Promise<void> {

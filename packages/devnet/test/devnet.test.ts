@@ -7,9 +7,22 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
+import { createPublicClient, http } from 'viem'
 import { afterEach, describe, expect, test, vi } from 'vitest'
+import { batchExecutorArtifact } from '../../../contracts/index.js'
 import * as devnet from '../src/index.js'
-import { anvil, DevnetError, defaultPorts, getFreePort, type Instance, PortInUseError, StartFailedError, startStack, staticServer } from '../src/index.js'
+import {
+  anvil,
+  BATCH_EXECUTOR_ADDRESS,
+  DevnetError,
+  defaultPorts,
+  getFreePort,
+  type Instance,
+  PortInUseError,
+  StartFailedError,
+  startStack,
+  staticServer,
+} from '../src/index.js'
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url))
 const cliPath = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
@@ -125,6 +138,7 @@ function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: Nod
 test('default: exports', () => {
   expect(Object.keys(devnet).sort()).toMatchInlineSnapshot(`
     [
+      "BATCH_EXECUTOR_ADDRESS",
       "DEMO_OAUTH_CLIENT_ID",
       "DevnetError",
       "OIDC_PROVIDERS",
@@ -136,6 +150,7 @@ test('default: exports', () => {
       "buildWallet",
       "defaultPorts",
       "defineInstance",
+      "deployBatchExecutor",
       "getFreePort",
       "oidcInstance",
       "resolveAnvilBinary",
@@ -415,7 +430,14 @@ describe('startStack', () => {
         google: { issuer: `${oidc}/google`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/google/auth` },
         apple: { issuer: `${oidc}/apple`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/apple/auth` },
       },
+      // The EIP-7702 batch executor, deployed with CREATE2 on both chains at the embedded wallet's default address.
+      contracts: { batchExecutor: BATCH_EXECUTOR_ADDRESS },
     })
+    expect(stack.contracts).toEqual({ batchExecutor: BATCH_EXECUTOR_ADDRESS })
+    for (const rpc of [chainA, chainB]) {
+      const code = await createPublicClient({ transport: http(rpc) }).getCode({ address: BATCH_EXECUTOR_ADDRESS })
+      expect(code).toBe(batchExecutorArtifact.deployedBytecode)
+    }
     const discovery = (await (await fetch(`${oidc}/google/.well-known/openid-configuration`)).json()) as { issuer: string }
     expect(discovery.issuer).toBe(`${oidc}/google`)
     // The parent organization's key from dev.json works against the kms.
@@ -609,6 +631,7 @@ describe('cli', () => {
         '',
         `  Chain A    http://127.0.0.1:${ports.chainA}   chain id 31337`,
         `  Chain B    http://127.0.0.1:${ports.chainB}   chain id 31338`,
+        `  Executor   ${BATCH_EXECUTOR_ADDRESS}   EIP-7702 batch executor, on both chains`,
         `  Relay      ws://127.0.0.1:${ports.relay}`,
         `  KMS        http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
         `  Frames     http://localhost:${ports.frames}   /auth /recovery /export /import`,

@@ -44,6 +44,17 @@ export const WebauthnNotSupportedError = catalogued('webauthn_not_supported', 'W
 export const SessionError = catalogued('session_failed', 'Failed to create or restore session', 'SessionError')
 /** The backend would not register a new session key (signed out there, or unreachable). */
 export const SessionKeyRegistrationError = catalogued('session_key_registration', 'Cannot register session key to init provider', 'SessionKeyRegistrationError')
+/**
+ * An EIP-7702 authorization the wallet will not sign: for another chain (or every chain), another
+ * nonce, or a contract other than its batch executor. Nothing was signed or sent.
+ */
+export class InvalidAuthorizationError extends CannotProceedError {
+  override readonly code = 'invalid_authorization'
+  constructor(options: { details?: string | undefined; cause?: unknown } = {}) {
+    super(options)
+    this.name = 'InvalidAuthorizationError'
+  }
+}
 /** A call that needs the key-management client before the wallet was set up. */
 export const ClientsNotFoundError = catalogued('clients_not_found', 'Required clients not found', 'ClientsNotFoundError')
 /** The session does not name the user's sub-organization. */

@@ -6,6 +6,7 @@ export {
   ClientsNotFoundError,
   ConsensusNeededError,
   EmbeddedError,
+  InvalidAuthorizationError,
   InvalidCodeError,
   isSessionKeyExpired,
   KmsRequestError,
@@ -20,6 +21,7 @@ export {
   WebauthnCeremonyError,
   WebauthnNotSupportedError,
 } from './errors.js'
+export { BATCH_EXECUTOR_ADDRESS, BATCH_MODE } from './executor.js'
 export { exportWallet, type FrameKind, importWallet, startRecovery } from './frames.js'
 export {
   completeOAuthRedirect,
@@ -43,6 +45,7 @@ export {
 } from './passkeys.js'
 export { createEmbeddedProvider, ProviderRpcError } from './provider.js'
 export { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
+export type { AtomicStatus, BatchCall } from './smartAccount.js'
 export {
   completed,
   createEmbeddedWallet,
@@ -59,5 +62,6 @@ export {
   type SessionKey,
   type SignInKind,
   type StoredWallet,
+  type TransactionRequest,
   WALLET_NAMES,
 } from './wallet.js'

@@ -108,6 +108,13 @@ export function createEmbeddedProvider(wallet: EmbeddedWallet, chains: readonly 
         wallet.switchChain(id)
         return null
       }
+      case 'wallet_getCapabilities':
+      case 'wallet_sendCalls':
+      case 'wallet_getCallsStatus': {
+        // EIP-5792 loads with its first use, with the smart-account code.
+        const { callsRequest } = await import('./smartAccount.js')
+        return callsRequest(wallet, method, list, account)
+      }
       case 'wallet_addEthereumChain':
         throw new ProviderRpcError(4200, 'The embedded wallet signs only for the chains the app configured.')
       default: {

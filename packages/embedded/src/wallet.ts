@@ -1,5 +1,6 @@
 import { RECOVERY_CODE_VALIDITY_S, RECOVERY_SESSION_EXPIRY_S } from '@latchkey/constants'
 import {
+  type Address,
   type Chain,
   concatHex,
   getAddress,
@@ -8,6 +9,7 @@ import {
   hashTypedData,
   pad,
   type SignableMessage,
+  type SignedAuthorization,
   type TransactionSerializable,
   type TypedDataDefinition,
 } from 'viem'
@@ -15,6 +17,7 @@ import { type Backend, type BackendAccount, type BackendConfig, createBackend } 
 import {
   AccountNotFoundError,
   ActivityStatusError,
+  CannotProceedError,
   ClientsNotFoundError,
   ConsensusNeededError,
   EmbeddedError,
@@ -29,8 +32,10 @@ import {
   SignRawPayloadResultNotFoundError,
   SubOrganizationNotFoundError,
 } from './errors.js'
+import { BATCH_EXECUTOR_ADDRESS } from './executor.js'
 import { createTurnkeyClient, type TurnkeyClient, TurnkeyRequestError } from './kmsClient.js'
 import { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
+import type { AtomicStatus, BatchCall, SmartAccountContext } from './smartAccount.js'
 
 /** SPEC §3: the embedded wallet credential. */
 export type EmbeddedWalletCredential = {
@@ -42,9 +47,41 @@ export type EmbeddedWalletCredential = {
   walletName: string
   /** The key-management wallet the account derives from. */
   signerRefId: string
-  walletProperties: { turnkeySubOrganizationId: string; isSessionKeyCompatible: boolean }
+  walletProperties: {
+    turnkeySubOrganizationId: string
+    /**
+     * Whether the wallet signs with its session key, without a passkey prompt per signature:
+     * the key-management service lists the session's public key as an unexpired API key of the
+     * user. Computed at sign-in and on account changes.
+     */
+    isSessionKeyCompatible: boolean
+  }
+  /**
+   * The smart account's address, when the account is one on the current chain: with EIP-7702 the
+   * account itself (it delegates to the batch executor, so the address does not change).
+   * `undefined` until the account is upgraded on this chain.
+   */
   smartWalletRefAddress?: `0x${string}` | undefined
+  /**
+   * What the smart account runs, as a CAIP-10 id: `eip155:<chainId>:<executor>`, the contract the
+   * account delegates to on the current chain. `undefined` until upgraded there.
+   */
   smartWalletRefId?: string | undefined
+}
+
+/** A transaction the wallet fills, signs through the kms and broadcasts. */
+export type TransactionRequest = {
+  to?: `0x${string}` | null | undefined
+  value?: bigint | undefined
+  data?: Hex | undefined
+  gas?: bigint | undefined
+  nonce?: number | undefined
+  maxFeePerGas?: bigint | undefined
+  maxPriorityFeePerGas?: bigint | undefined
+  gasPrice?: bigint | undefined
+  /** EIP-7702 authorizations to carry (a type-4 transaction). */
+  authorizationList?: readonly SignedAuthorization[] | undefined
+  type?: 'eip7702' | undefined
 }
 
 /** SPEC §3: the session key pair. The private key stays in the key store, never here. */
@@ -68,6 +105,8 @@ export type StoredWallet = {
   session: SessionKey
   recovery?: RecoveryState | undefined
   chainId: number
+  /** By chain id: the contract the account delegates to there (EIP-7702), as last read from the chain. */
+  delegations?: Record<string, Address> | undefined
 }
 
 /** localStorage-like storage. */
@@ -94,6 +133,12 @@ export type EmbeddedWalletOptions = {
   storage?: KeyValueStorage | undefined
   /** Where the session key lives. Default: IndexedDB, non-extractable. */
   sessionKeys?: SessionKeyStore | undefined
+  /**
+   * The EIP-7702 batch executor the account delegates to for atomic batches. Default:
+   * {@link BATCH_EXECUTOR_ADDRESS} (the same on every chain with the CREATE2 proxy). `null` turns
+   * smart accounts off: batches go one transaction per call.
+   */
+  batchExecutor?: Address | null | undefined
   /** Clock in unix ms. */
   now?: (() => number) | undefined
   fetch?: typeof fetch | undefined
@@ -150,6 +195,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   if (!options.appName) throw new MissingAppNameError()
   if (!options.backendUrl) throw new MissingBaseUrlError({ details: 'backendUrl is required' })
   const now = options.now ?? Date.now
+  const batchExecutor = options.batchExecutor === undefined ? BATCH_EXECUTOR_ADDRESS : options.batchExecutor
   const sessionSeconds = options.sessionSeconds ?? DEFAULT_SESSION_SECONDS
   const recoverySessionSeconds = options.recoverySessionSeconds ?? RECOVERY_SESSION_EXPIRY_S
   const storage = options.storage ?? (typeof localStorage === 'undefined' ? memoryStorage() : localStorage)
@@ -215,8 +261,26 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     return chain
   }
 
+  /** Whether the kms lists `sessionPublicKey` as an unexpired API key of the user (see the credential's isSessionKeyCompatible). */
+  async function sessionKeyCompatible(kms: TurnkeyClient, organizationId: string, userId: string, sessionPublicKey: string): Promise<boolean> {
+    try {
+      const { apiKeys } = await kms.getApiKeys({ organizationId, userId })
+      const key = apiKeys.find((candidate) => candidate.credential.publicKey === sessionPublicKey)
+      if (!key) return false
+      const expiresIn = Number((key as { expirationSeconds?: string }).expirationSeconds ?? 0)
+      return !expiresIn || Number(key.createdAt.seconds) * 1000 + expiresIn * 1000 > now()
+    } catch {
+      return false
+    }
+  }
+
   /** The user's Ethereum account in their sub-organization, as the SPEC §3 credential. */
-  async function credentialOf(organizationId: string, address: string | undefined, kms: TurnkeyClient): Promise<EmbeddedWalletCredential> {
+  async function credentialOf(
+    organizationId: string,
+    address: string | undefined,
+    kms: TurnkeyClient,
+    session: { userId: string; publicKey: string },
+  ): Promise<EmbeddedWalletCredential> {
     if (!organizationId) throw new SubOrganizationNotFoundError()
     const { accounts } = await kmsCall(() => kms.getWalletAccounts({ organizationId }))
     const wanted = address?.toLowerCase()
@@ -224,14 +288,27 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       (candidate) => candidate.addressFormat === 'ADDRESS_FORMAT_ETHEREUM' && (!wanted || candidate.address.toLowerCase() === wanted),
     )
     if (!account) throw new AccountNotFoundError({ details: `No Ethereum account in sub-organization ${organizationId}` })
-    const { wallet } = await kmsCall(() => kms.getWallet({ organizationId, walletId: account.walletId }))
+    const [{ wallet }, isSessionKeyCompatible] = await Promise.all([
+      kmsCall(() => kms.getWallet({ organizationId, walletId: account.walletId })),
+      sessionKeyCompatible(kms, organizationId, session.userId, session.publicKey),
+    ])
     return {
       address: getAddress(account.address),
       id: account.walletAccountId,
       chain: `eip155:${options.chains[0].id}`,
       walletName: wallet.walletName,
       signerRefId: account.walletId,
-      walletProperties: { turnkeySubOrganizationId: organizationId, isSessionKeyCompatible: true },
+      walletProperties: { turnkeySubOrganizationId: organizationId, isSessionKeyCompatible },
+    }
+  }
+
+  /** The record with the credential's smart-account fields for its current chain (from `delegations`). */
+  function withSmartAccount(next: StoredWallet): StoredWallet {
+    const delegate = next.delegations?.[String(next.chainId)]
+    const { smartWalletRefAddress: _address, smartWalletRefId: _id, ...credential } = next.credential
+    return {
+      ...next,
+      credential: delegate ? { ...credential, smartWalletRefAddress: credential.address, smartWalletRefId: `eip155:${next.chainId}:${delegate}` } : credential,
     }
   }
 
@@ -243,7 +320,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     seconds: number,
     recovery?: RecoveryState,
   ): Promise<EmbeddedWalletCredential> {
-    const credential = await credentialOf(account.organizationId, account.address, await client())
+    const credential = await credentialOf(account.organizationId, account.address, await client(), { userId: account.userId, publicKey: sessionPublicKey })
     write({
       credential,
       userId: account.userId,
@@ -331,6 +408,44 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     const signed = result?.signedTransaction
     if (!signed) throw new SignRawPayloadResultNotFoundError({ details: 'sign_transaction returned no signed transaction' })
     return (signed.startsWith('0x') ? signed : `0x${signed}`) as Hex
+  }
+
+  /** Fills nonce, gas and fees from the chain, signs through the kms and broadcasts; answers the hash. */
+  async function sendTransaction(request: TransactionRequest): Promise<Hex> {
+    const { credential, chainId } = signedIn()
+    const chain = chainOf(chainId)
+    const { createClient, http, prepareTransactionRequest } = await import('./transactions.js')
+    // A bare client with the one action it needs: not every public action in the lazy chunk.
+    const publicClient = createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
+    const prepared = await prepareTransactionRequest(publicClient, { ...request, account: credential.address, chain } as Parameters<
+      typeof prepareTransactionRequest
+    >[1])
+    const { account: _account, from: _from, parameters: _parameters, chainId: _chainId, ...fields } = prepared as Record<string, unknown>
+    const signed = await signTransaction({ ...(fields as TransactionSerializable), chainId: chain.id }, credential.address)
+    return publicClient.request({ method: 'eth_sendRawTransaction', params: [signed] })
+  }
+
+  /** The smart-account module (loaded once) and what it needs of this wallet, for `chainId` (default the current chain). */
+  async function smartAccount(chainId?: number) {
+    const { credential, chainId: current } = signedIn()
+    const module = await import('./smartAccount.js')
+    const context: SmartAccountContext = {
+      account: credential.address,
+      chain: chainOf(chainId ?? current),
+      executor: batchExecutor ?? undefined,
+      signHash: (hash) => sign(hash, credential.address),
+      send: ({ authorizationList, ...request }) => sendTransaction(authorizationList ? { ...request, authorizationList, type: 'eip7702' } : request),
+    }
+    return { module, context }
+  }
+
+  /** Keeps what the chain says the account delegates to, so the credential shows the smart account. */
+  function noteDelegation(address: Address, chainId: number, delegate: Address | undefined) {
+    if (!record || record.credential.address !== address) return
+    const key = String(chainId)
+    if (record.delegations?.[key] === delegate) return
+    const { [key]: _old, ...others } = record.delegations ?? {}
+    write(withSmartAccount({ ...record, delegations: delegate ? { ...others, [key]: delegate } : others }))
   }
 
   /**
@@ -480,27 +595,90 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return signTransaction(transaction, signWith ?? record?.credential.address)
     },
     /** Fills nonce, gas and fees from the chain, signs through the kms and broadcasts. */
-    async sendTransaction(request: {
-      to?: `0x${string}` | null | undefined
-      value?: bigint | undefined
-      data?: Hex | undefined
-      gas?: bigint | undefined
-      nonce?: number | undefined
-      maxFeePerGas?: bigint | undefined
-      maxPriorityFeePerGas?: bigint | undefined
-      gasPrice?: bigint | undefined
-    }): Promise<Hex> {
-      const { credential, chainId } = signedIn()
-      const chain = chainOf(chainId)
-      const { createClient, http, prepareTransactionRequest } = await import('./transactions.js')
-      // A bare client with the one action it needs: not every public action in the lazy chunk.
-      const publicClient = createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
-      const prepared = await prepareTransactionRequest(publicClient, { ...request, account: credential.address, chain } as Parameters<
-        typeof prepareTransactionRequest
-      >[1])
-      const { account: _account, from: _from, parameters: _parameters, chainId: _chainId, ...fields } = prepared as Record<string, unknown>
-      const signed = await signTransaction({ ...(fields as TransactionSerializable), chainId: chain.id }, credential.address)
-      return publicClient.request({ method: 'eth_sendRawTransaction', params: [signed] })
+    sendTransaction(request: TransactionRequest): Promise<Hex> {
+      return sendTransaction(request)
+    },
+
+    /**
+     * EIP-5792 capabilities of the signed-in account by chain (hex chain id → `{ atomic: { status } }`):
+     * 'supported' once the account delegates to the batch executor on that chain (read from its
+     * code, `0xef0100 ‖ executor`), 'ready' while it can be upgraded (no code, executor deployed),
+     * else 'unsupported'. Default: every configured chain.
+     */
+    async getCapabilities(chainIds?: readonly number[]): Promise<Record<Hex, { atomic: { status: AtomicStatus } }>> {
+      const { credential } = signedIn()
+      const wanted = options.chains.filter((chain) => !chainIds || chainIds.includes(chain.id))
+      const entries = await Promise.all(
+        wanted.map(async (chain) => {
+          const { module, context } = await smartAccount(chain.id)
+          const status = await module.atomicStatus(context)
+          noteDelegation(credential.address, chain.id, status === 'supported' ? context.executor : undefined)
+          return [`0x${chain.id.toString(16)}`, { atomic: { status } }] as const
+        }),
+      )
+      return Object.fromEntries(entries)
+    },
+
+    /**
+     * Signs an EIP-7702 authorization that delegates the account to the batch executor on the
+     * current chain, through the kms (sign_raw_payload over its hash). The account sends it
+     * itself, so its nonce is the account's next transaction nonce + 1. Another chain, another
+     * nonce or another contract is an {@link InvalidAuthorizationError}, and nothing is signed or sent.
+     */
+    async signAuthorization(
+      requested: { address?: Address | undefined; chainId?: number | undefined; nonce?: number | undefined } = {},
+    ): Promise<SignedAuthorization> {
+      const { module, context } = await smartAccount()
+      return (await module.signAuthorization(context, requested)).authorization
+    },
+
+    /**
+     * Upgrades the account to a smart account on the current chain: one type-4 transaction from
+     * the account to itself carrying the signed authorization. Waits for it and reads the
+     * delegation back from the chain. Answers the transaction hash and the credential's new
+     * smart-account fields.
+     */
+    async upgradeAccount(
+      requested: { chainId?: number | undefined; nonce?: number | undefined } = {},
+    ): Promise<{ hash: Hex; smartWalletRefAddress: Address; smartWalletRefId: string }> {
+      const { module, context } = await smartAccount()
+      const { hash, upgraded } = await module.upgrade(context, requested)
+      if (!upgraded) throw new CannotProceedError({ details: `The upgrade transaction ${hash} did not delegate the account to ${context.executor}.` })
+      noteDelegation(context.account, context.chain.id, context.executor)
+      return { hash, smartWalletRefAddress: context.account, smartWalletRefId: `eip155:${context.chain.id}:${context.executor}` }
+    },
+
+    /**
+     * EIP-5792 `wallet_sendCalls` on the current chain: one atomic transaction through the batch
+     * executor. An account not yet upgraded is upgraded by that same transaction (it carries the
+     * authorization), so the first batch is one transaction too. Without an executor on the chain
+     * the calls go one by one, or, with `atomicRequired`, fail with 5760 and nothing is sent.
+     * Answers the batch id for {@link getCallsStatus}.
+     */
+    async sendCalls(parameters: { calls: readonly BatchCall[]; chainId?: number | undefined; atomicRequired?: boolean | undefined }): Promise<{ id: Hex }> {
+      if (parameters.chainId !== undefined && parameters.chainId !== wallet.chainId)
+        throw new EmbeddedError('chain_mismatch', `The calls are for chain ${parameters.chainId}; the wallet is on chain ${wallet.chainId}.`)
+      const { module, context } = await smartAccount()
+      const batch = await module.sendBatch(context, parameters.calls, parameters.atomicRequired ?? false)
+      return { id: module.encodeBatchId(context.chain.id, batch) }
+    },
+
+    /**
+     * EIP-5792 `wallet_getCallsStatus` of a batch this wallet sent: status code, `atomic`, and the
+     * receipts once mined. `undefined` for an id this wallet did not issue.
+     */
+    async getCallsStatus(id: string) {
+      const { module, context } = await smartAccount()
+      const batch = module.decodeBatchId(id)
+      const chain = batch && options.chains.find((candidate) => candidate.id === batch.chainId)
+      if (!batch || !chain) return undefined
+      const status = await module.callsStatus(chain, id, batch)
+      // A mined batch may have upgraded the account: the credential follows the chain.
+      if (status?.status === 200 && batch.atomic && chain.id === context.chain.id && context.executor) {
+        const current = await module.atomicStatus(context)
+        noteDelegation(context.account, chain.id, current === 'supported' ? context.executor : undefined)
+      }
+      return status
     },
 
     /** The chain the wallet signs for. */
@@ -510,7 +688,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** Network switching is local: among the configured chains. */
     switchChain(chainId: number): Chain {
       const chain = chainOf(chainId)
-      if (record) write({ ...record, chainId })
+      if (record) write(withSmartAccount({ ...record, chainId }))
       return chain
     },
 
@@ -540,8 +718,12 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** Switches to another account of the user's wallet; the provider announces `accountsChanged`. */
     async selectAccount(address: string): Promise<EmbeddedWalletCredential> {
       const current = signedIn()
-      const next = await withSession((kms) => credentialOf(current.organizationId, address, kms))
-      write({ ...signedIn(), credential: next })
+      // The session key read inside: a refresh on the way replaces it.
+      const next = await withSession((kms) =>
+        credentialOf(current.organizationId, address, kms, { userId: current.userId, publicKey: signedIn().session.publicKey }),
+      )
+      // Delegations belong to the account: another account starts unread.
+      write({ ...signedIn(), credential: next, delegations: undefined })
       return next
     },
 

@@ -36,6 +36,7 @@ test('default: exports', async () => {
       "useSignMessage",
       "useSignTypedData",
       "useSwitchChain",
+      "useUpgradeAccount",
       "useWaitForCallsStatus",
     ]
   `)

@@ -6,6 +6,7 @@ test('default: exports', async () => {
     [
       "ACCESS_TOKEN_SECONDS",
       "LIMITS",
+      "OAUTH_CALLBACK_PATH",
       "OAUTH_PROVIDERS",
       "RECOVERY_CODE_SECONDS",
       "SERVER_MIGRATIONS",

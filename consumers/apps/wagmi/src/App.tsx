@@ -1,9 +1,10 @@
-import { ConnectButton } from '@latchkey/react'
+import { serverAdapter } from '@latchkey/core'
+import { ConnectButton, useSignIn } from '@latchkey/react'
 import '@latchkey/react/styles.css'
 import { embedded, LatchkeyWagmiProvider, walletConnect } from '@latchkey/wagmi'
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
 import { BrowserProvider, type Eip1193Provider, parseEther as ethersParseEther } from 'ethers'
-import { useState } from 'react'
+import { useEffect, useState } from 'react'
 import { parseEther } from 'viem'
 import {
   createConfig,
@@ -30,6 +31,10 @@ const config = createConfig({
   transports: { [chainA.id]: http(), [chainB.id]: http() },
 })
 const queryClient = new QueryClient()
+// Sign-In with Ethereum at the app backend, on top of wagmi.
+const signIn = serverAdapter(import.meta.env.VITE_BACKEND_URL)
+// `?requireSignIn`: the ConnectButton connects and signs in (one click with WalletConnect).
+const requireSignIn = new URLSearchParams(location.search).has('requireSignIn')
 
 /** Where the test's transfers go (anvil's account #9). */
 export const recipient = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720'
@@ -50,6 +55,18 @@ function Wagmi() {
   const typed = useSignTypedData()
   const transaction = useSendTransaction()
   const [ethers, setEthers] = useState<string>()
+  const session = useSignIn()
+  // The pairing URI, as wagmi's own WalletConnect connector sends it.
+  const [uri, setUri] = useState<string>()
+  useEffect(() => {
+    const onMessage = ({ type, data }: { type: string; data?: unknown }) => {
+      if (type === 'display_uri') setUri(data as string)
+    }
+    for (const connector of connectors) connector.emitter.on('message', onMessage)
+    return () => {
+      for (const connector of connectors) connector.emitter.off('message', onMessage)
+    }
+  }, [connectors])
 
   async function viaEthers() {
     // ethers v6 over the connector's EIP-1193 provider, beside wagmi.
@@ -86,6 +103,11 @@ function Wagmi() {
       <button type="button" onClick={() => viaEthers().catch((error: Error) => setEthers(`error ${error.message}`))}>
         ethers sign and send
       </button>
+      <button type="button" onClick={() => void session.signIn().catch(() => {})}>
+        latchkey sign in
+      </button>
+      <p data-testid="pairing uri">{uri ?? '-'}</p>
+      <p data-testid="sign-in">{`${session.status} ${session.session?.address ?? '-'}`}</p>
       <p data-testid="message signature">{message.data ?? message.error?.message ?? '-'}</p>
       <p data-testid="typed data signature">{typed.data ?? typed.error?.message ?? '-'}</p>
       <p data-testid="transaction hash">{transaction.data ?? transaction.error?.message ?? '-'}</p>
@@ -97,8 +119,8 @@ function Wagmi() {
 export const App = () => (
   <WagmiProvider config={config}>
     <QueryClientProvider client={queryClient}>
-      <LatchkeyWagmiProvider>
-        <ConnectButton />
+      <LatchkeyWagmiProvider signIn={signIn}>
+        <ConnectButton requireSignIn={requireSignIn} />
         <Wagmi />
       </LatchkeyWagmiProvider>
     </QueryClientProvider>

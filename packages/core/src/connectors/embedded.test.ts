@@ -1,14 +1,20 @@
-import { verifyMessage } from 'viem'
+import { createPublicClient, http, parseEther, verifyMessage } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, test } from 'vitest'
 import { testChains } from '../../../../test/chains.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from '../../../embedded/test/harness.js'
 import { connect } from '../actions/connect.js'
 import { disconnect } from '../actions/disconnect.js'
+import { upgradeAccount } from '../actions/embedded/upgradeAccount.js'
+import { getCapabilities } from '../actions/getCapabilities.js'
 import { reconnect } from '../actions/reconnect.js'
+import { sendCalls } from '../actions/sendCalls.js'
 import { signMessage } from '../actions/signMessage.js'
 import { switchChain } from '../actions/switchChain.js'
+import { waitForCallsStatus } from '../actions/waitForCallsStatus.js'
 import { createClient } from '../createClient.js'
 import { ChainNotConfiguredError, ConnectorError } from '../errors/connection.js'
+import { CannotProceedError, InvalidAuthorizationError } from '../errors/embedded.js'
 import { createMemoryStorage, type KeyValueStorage } from '../storage.js'
 import { embedded, isEmbeddedConnector } from './embedded.js'
 
@@ -94,5 +100,40 @@ describe('embedded connector', () => {
     const reloaded = setup(first.state)
     expect(await reconnect(reloaded.client)).toEqual({ connected: false })
     expect(first.state.walletStorage.getItem('latchkey.embedded.wallet')).toBeNull()
+  })
+})
+
+describe('smart account (EIP-7702) through the actions', () => {
+  test('default: sendCalls sends both transfers in one atomic transaction; getCapabilities turns supported; upgradeAccount on chain B', async () => {
+    const { client, connector } = setup()
+    const { address } = await signInByEmail(connector)
+    await connect(client, { connector })
+    const [chainA, chainB] = testChains().map((chain) => createPublicClient({ chain, transport: http() }))
+    for (const chain of [chainA!, chainB!]) await chain.request({ method: 'anvil_setBalance' as never, params: [address, '0xDE0B6B3A7640000'] as never })
+    expect(await getCapabilities(client, { chainId: 31337 })).toEqual({ atomic: { status: 'ready' } })
+
+    const to = [privateKeyToAccount(generatePrivateKey()).address, privateKeyToAccount(generatePrivateKey()).address] as const
+    const { id } = await sendCalls(client, {
+      calls: [
+        { to: to[0], value: parseEther('0.001') },
+        { to: to[1], value: parseEther('0.001') },
+      ],
+      forceAtomic: true,
+    })
+    const status = await waitForCallsStatus(client, { id })
+    expect(status).toMatchObject({ status: 'success', atomic: true, chainId: 31337 })
+    expect(status.receipts).toHaveLength(1)
+    expect(await Promise.all(to.map((address) => chainA!.getBalance({ address })))).toEqual([parseEther('0.001'), parseEther('0.001')])
+    expect(await getCapabilities(client, { chainId: 31337 })).toEqual({ atomic: { status: 'supported' } })
+
+    await switchChain(client, { chainId: 31338 })
+    const error = await upgradeAccount(client, { nonce: 7 }).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(InvalidAuthorizationError)
+    expect(error).toBeInstanceOf(CannotProceedError)
+    expect(error).toMatchObject({ shortMessage: 'Cannot proceed with your request', code: 'invalid_authorization' })
+    expect(await chainB!.getCode({ address })).toBeUndefined()
+    const upgraded = await upgradeAccount(client)
+    expect(upgraded.smartWalletRefId).toMatch(/^eip155:31338:0x[0-9a-fA-F]{40}$/)
+    expect(await getCapabilities(client, { chainId: 31338 })).toEqual({ atomic: { status: 'supported' } })
   })
 })

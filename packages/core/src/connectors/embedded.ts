@@ -4,6 +4,7 @@ import { ChainNotConfiguredError, ConnectorError, NotConnectedError } from '../e
 import { toProviderError } from '../errors/rpc.js'
 import type { Address, Connector, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
 import { createEmitter } from '../utils/emitter.js'
+import { EMBEDDED_INFO, EMBEDDED_WALLET_KEY } from './info.js'
 
 export type EmbeddedParameters = {
   /** Shown in sign-in emails and passkey prompts. Required (SPEC §5). */
@@ -20,6 +21,11 @@ export type EmbeddedParameters = {
   rpId?: string | undefined
   /** Lifetime of a session key in seconds. Default 900. */
   sessionSeconds?: number | undefined
+  /**
+   * The EIP-7702 batch executor the account delegates to for atomic `sendCalls`. Default: the
+   * embedded wallet's `BATCH_EXECUTOR_ADDRESS`; `null` turns smart accounts off.
+   */
+  batchExecutor?: Address | null | undefined
   /** The social sign-ins the modal offers ("Continue with Google / Apple"); the backend must have them configured. Default: none. */
   oauthProviders?: readonly ('google' | 'apple')[] | undefined
   /** @internal Tests replace the wallet's pieces (key store, storage, fetch). */
@@ -52,16 +58,7 @@ export type EmbeddedConnector = Connector & {
   getFlows(): Promise<EmbeddedFlows>
 }
 
-export const EMBEDDED_ID = 'embedded'
-// Where @latchkey/embedded keeps its record (its STORAGE_KEY): read here so that a page with no
-// sign-in never loads the package. Importing the constant would make the package eager.
-const STORED_KEY = 'latchkey.embedded.wallet'
-
-const ICON =
-  'data:image/svg+xml,' +
-  encodeURIComponent(
-    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="#6d28d9"/><path d="M8 11h16v10H8z" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/><path d="m8 11 8 6 8-6" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/></svg>',
-  )
+export const EMBEDDED_ID = EMBEDDED_INFO.id
 
 /** Whether `connector` is the embedded one, with its flows. */
 export function isEmbeddedConnector(connector: Connector | undefined): connector is EmbeddedConnector {
@@ -94,6 +91,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
             organizationId: parameters.organizationId,
             framesUrl: parameters.framesUrl,
             sessionSeconds: parameters.sessionSeconds,
+            ...(parameters.batchExecutor === undefined ? {} : { batchExecutor: parameters.batchExecutor }),
             chains: config.chains,
             ...parameters.walletOptions,
           })
@@ -129,9 +127,9 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
 
       const connector: EmbeddedConnector = {
         id,
-        name: 'Email or passkey',
-        type: 'embedded',
-        icon: ICON,
+        name: EMBEDDED_INFO.name,
+        type: EMBEDDED_INFO.type,
+        icon: EMBEDDED_INFO.icon,
         emitter,
         oauthProviders: parameters.oauthProviders ?? [],
         getFlows: load,
@@ -166,7 +164,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
         },
         async isAuthorized() {
           // Nothing stored: nothing to restore, and no reason to load the wallet's code.
-          if (!(parameters.walletOptions?.storage ?? browserStorage())?.getItem(STORED_KEY)) return false
+          if (!(parameters.walletOptions?.storage ?? browserStorage())?.getItem(EMBEDDED_WALLET_KEY)) return false
           try {
             return (await (await load()).wallet.restore()) !== undefined
           } catch {

@@ -14,6 +14,7 @@ import { toProviderError } from '../errors/rpc.js'
 import type { KeyValueStorage } from '../storage.js'
 import type { Address, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
 import { createEmitter } from '../utils/emitter.js'
+import { WALLETCONNECT_INFO } from './info.js'
 
 /** What the optional QR modal package exports. */
 export type QrModalModule = {
@@ -51,16 +52,10 @@ export type WalletConnectParameters = {
   reinitWaitMs?: number | undefined
 }
 
-export const WALLETCONNECT_ID = 'walletConnect'
+export const WALLETCONNECT_ID = WALLETCONNECT_INFO.id
 
 /** The EIP-5792 methods every session asks for as optional methods. */
 export const EIP5792_METHODS = ['wallet_sendCalls', 'wallet_getCallsStatus', 'wallet_getCapabilities', 'wallet_showCallsStatus'] as const
-
-const ICON =
-  'data:image/svg+xml,' +
-  encodeURIComponent(
-    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="#3b99fc"/><path d="M9.6 12.2c3.5-3.4 9.3-3.4 12.8 0l.4.4c.2.2.2.5 0 .6l-1.5 1.4a.2.2 0 0 1-.3 0l-.6-.6a6.3 6.3 0 0 0-8.8 0l-.6.6a.2.2 0 0 1-.3 0l-1.5-1.4a.4.4 0 0 1 0-.6zm15.8 2.9 1.3 1.3c.2.2.2.5 0 .6l-6 5.8a.5.5 0 0 1-.6 0l-4.2-4.1a.1.1 0 0 0-.2 0l-4.2 4.1a.5.5 0 0 1-.6 0l-6-5.8a.4.4 0 0 1 0-.6l1.3-1.3a.5.5 0 0 1 .6 0l4.2 4.1a.1.1 0 0 0 .2 0l4.2-4.1a.5.5 0 0 1 .6 0l4.2 4.1a.1.1 0 0 0 .2 0l4.2-4.1a.5.5 0 0 1 .6 0z" fill="#fff"/></svg>',
-  )
 
 /**
  * The WalletConnect connector: pairs with a mobile wallet through a URI (QR code or deep link).
@@ -176,9 +171,9 @@ export function walletConnect(parameters: WalletConnectParameters = {}): CreateC
 
       const connector: ReturnType<CreateConnectorFn> = {
         id,
-        name: 'WalletConnect',
-        type: 'walletConnect',
-        icon: ICON,
+        name: WALLETCONNECT_INFO.name,
+        type: WALLETCONNECT_INFO.type,
+        icon: WALLETCONNECT_INFO.icon,
         emitter,
         async connect({ chainId, signal, isReconnecting, signIn } = {}) {
           try {

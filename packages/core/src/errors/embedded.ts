@@ -41,6 +41,22 @@ export const SessionError = define('SessionError', 'session_failed', 'Failed to 
 /** The social sign-in did not finish: the popup was closed, or the provider refused. */
 export const OAuthError = define('OAuthError', 'oauth_failed', 'The sign-in with the provider did not finish.')
 
+/**
+ * An EIP-7702 authorization the embedded wallet will not sign (another chain, another nonce,
+ * another contract than its batch executor): a 'Cannot proceed with your request' with code
+ * `invalid_authorization`. Nothing was signed or sent.
+ *
+ * @example
+ * if (error instanceof InvalidAuthorizationError) console.log(error.details)
+ */
+export class InvalidAuthorizationError extends CannotProceedError {
+  override name = 'InvalidAuthorizationError'
+  constructor(parameters: BaseErrorParameters = {}) {
+    super(parameters)
+    this.code = 'invalid_authorization'
+  }
+}
+
 /** A passkey ceremony that failed; `code` is its SPEC §8 ceremony code (ERROR_CEREMONY_ABORTED, ...). */
 export class WebauthnCeremonyError extends EmbeddedFlowError {
   override name = 'WebauthnCeremonyError'
@@ -50,6 +66,7 @@ const BY_CODE: Record<string, new (parameters?: BaseErrorParameters) => Embedded
   invalid_code: InvalidCodeError,
   account_not_found: AccountNotFoundError,
   cannot_proceed: CannotProceedError,
+  invalid_authorization: InvalidAuthorizationError,
   webauthn_not_supported: WebauthnNotSupportedError,
   session_failed: SessionError,
   oauth_failed: OAuthError,

@@ -1,3 +1,4 @@
+import { embedded as coreEmbedded, walletConnect as coreWalletConnect } from '@latchkey/core'
 import { describe, expect, test } from 'vitest'
 import { createConfig, http } from 'wagmi'
 import { reconnect } from 'wagmi/actions'
@@ -21,6 +22,16 @@ describe('walletConnect() and embedded() on wagmi', () => {
       { id: 'walletConnect', name: 'WalletConnect', type: 'walletConnect' },
       { id: 'embedded', name: 'Email or passkey', type: 'embedded' },
     ])
+  })
+
+  test("behavior: they are core's connectors by id, name, type and icon (one source, @latchkey/core/connectors)", () => {
+    const chains = testChains()
+    const core = [coreWalletConnect({ relayUrl: 'ws://127.0.0.1:9' }), coreEmbedded({ appName: 'Test', backendUrl: 'http://127.0.0.1:9' })].map((create) =>
+      create({ chains, stored: () => ({ activeAccount: null, sessionTopic: null, currentChain: null, providerChainId: null, namespaces: null }) }),
+    )
+    const info = ({ id, name, type, icon }: { id: string; name: string; type: string; icon?: string | undefined }) => ({ id, name, type, icon })
+    expect(setup().connectors.map(info)).toEqual(core.map(info))
+    expect(core.map(({ icon }) => icon)).toEqual([expect.stringMatching(/^data:image\/svg\+xml,/), expect.stringMatching(/^data:image\/svg\+xml,/)])
   })
 
   test('behavior: with nothing to restore, wagmi reconnect gets no provider and connects nothing', async () => {

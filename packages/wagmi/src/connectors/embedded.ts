@@ -1,4 +1,5 @@
 import type { EIP1193Provider, EmbeddedFlows, EmbeddedParameters } from '@latchkey/core'
+import { EMBEDDED_INFO, EMBEDDED_WALLET_KEY } from '@latchkey/core/connectors'
 import type { CreateConnectorFn } from 'wagmi'
 import { fromLatchkey } from '../internal/fromLatchkey.js'
 import { stored } from './walletConnect.js'
@@ -12,16 +13,6 @@ export type EmbeddedProperties = {
   getFlows(): Promise<EmbeddedFlows>
 }
 
-// Core's EMBEDDED_ID and its connector's name and icon, so that wagmi can list it before its code loads.
-const id = 'embedded'
-const icon =
-  'data:image/svg+xml,' +
-  encodeURIComponent(
-    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="#6d28d9"/><path d="M8 11h16v10H8z" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/><path d="m8 11 8 6 8-6" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/></svg>',
-  )
-// The embedded wallet's own record (its session key): with none, there is nothing to restore.
-const walletKey = 'latchkey.embedded.wallet'
-
 /**
  * Latchkey's embedded wallet (email or passkey, keys held by the key-management service) as a
  * wagmi connector. Takes core's options (`appName`, `backendUrl` …). The wallet's code loads on
@@ -33,13 +24,14 @@ const walletKey = 'latchkey.embedded.wallet'
  */
 export function embedded(parameters: EmbeddedParameters): CreateConnectorFn<EIP1193Provider, EmbeddedProperties> {
   return fromLatchkey<EmbeddedProperties>(
-    { id, name: 'Email or passkey', type: 'embedded', icon },
+    // Core's connector's id, name, type and icon: wagmi lists the connector before its code loads.
+    EMBEDDED_INFO,
     {
       load: async () => {
         const { embedded: create, store } = await import('../internal/latchkeyConnectors.js')
         return { create: create(parameters), store }
       },
-      canRestore: () => stored(parameters.walletOptions?.storage, walletKey),
+      canRestore: () => stored(parameters.walletOptions?.storage, EMBEDDED_WALLET_KEY),
       properties: (load) => ({
         oauthProviders: parameters.oauthProviders ?? [],
         async getFlows() {

@@ -18,6 +18,7 @@ import {
 } from '@latchkey/core'
 import type { Config, Connector as WagmiConnector } from 'wagmi'
 import { disconnect, switchAccount, switchChain, connect as wagmiConnect, watchConnectors } from 'wagmi/actions'
+import { takeCacaos } from './fromLatchkey.js'
 
 /** What a connect attempt in Latchkey's modal adds to wagmi's state while it runs: which wallet, and the pairing URI. */
 type Attempt = { connectorId: string; status: 'initialising' | 'connecting' | 'pairing'; uri: string | undefined }
@@ -104,15 +105,21 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
       icon: connector.icon,
       rdns,
       emitter,
-      async connect({ chainId, signal } = {}) {
+      async connect({ chainId, signal, signIn } = {}) {
         if (config.state.connections.has(connector.uid)) {
           // Connected already (wagmi keeps several connections): make it the current one.
           switchAccount(config, { connector })
           const connection = config.state.connections.get(connector.uid)!
           return { accounts: connection.accounts, chainId: connection.chainId }
         }
-        // Our own connectors take the signal (it ends a WalletConnect pairing); for others it ends the wait.
-        const result = wagmiConnect(config, { connector, ...(chainId === undefined ? {} : { chainId }), ...(signal ? { signal } : {}) } as never) as Promise<{
+        // Our own connectors take the signal (it ends a WalletConnect pairing) and the one-click sign-in
+        // fields (wagmi's connect passes what it does not know to the connector); for others the signal ends the wait.
+        const result = wagmiConnect(config, {
+          connector,
+          ...(chainId === undefined ? {} : { chainId }),
+          ...(signal ? { signal } : {}),
+          ...(signIn ? { signIn } : {}),
+        } as never) as Promise<{
           accounts: readonly (Address | { address: Address })[]
           chainId: number
         }>
@@ -122,7 +129,12 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
           signal?.addEventListener('abort', abort, { once: true })
         })
         const { accounts, chainId: connectedChainId } = await Promise.race([result, aborted])
-        return { accounts: accounts.map((account) => (typeof account === 'string' ? account : account.address)), chainId: connectedChainId }
+        const cacaos = (connector as { [takeCacaos]?: () => readonly unknown[] | undefined })[takeCacaos]?.()
+        return {
+          accounts: accounts.map((account) => (typeof account === 'string' ? account : account.address)),
+          chainId: connectedChainId,
+          ...(cacaos ? { cacaos } : {}),
+        }
       },
       disconnect: () => disconnect(config, { connector }),
       getAccounts: () => connector.getAccounts(),

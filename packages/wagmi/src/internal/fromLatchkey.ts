@@ -4,9 +4,16 @@ import type {
   EIP1193Provider,
   Connector as LatchkeyConnector,
   CreateConnectorFn as LatchkeyCreateConnectorFn,
+  OneClickSignIn,
 } from '@latchkey/core'
 import { type CreateConnectorFn, createConnector } from 'wagmi'
 import { assertWagmiVersion } from './assertWagmiVersion.js'
+
+/**
+ * @internal Where a wagmi connector of ours leaves the CACAOs a one-click sign-in brought back:
+ * wagmi's `connect` returns accounts and chain only, so the bridge picks them up here.
+ */
+export const takeCacaos = Symbol.for('latchkey.wagmi.takeCacaos')
 
 /** What wagmi needs of a connector before its code has loaded. */
 export type ConnectorInfo = { id: string; name: string; type: ConnectorType; icon: string }
@@ -31,6 +38,7 @@ export function fromLatchkey<properties extends Record<string, unknown>>(
   assertWagmiVersion()
   return createConnector<EIP1193Provider, properties>((config) => {
     let loading: Promise<LatchkeyConnector> | undefined
+    let cacaos: readonly unknown[] | undefined
     const load = () => {
       loading ??= parameters.load().then(({ create, store }) => {
         const inner = create({ chains: config.chains, stored: () => store.read(info.id) })
@@ -73,10 +81,15 @@ export function fromLatchkey<properties extends Record<string, unknown>>(
           withCapabilities?: boolean | undefined
           /** Ends a pairing in progress (the Latchkey modal's Cancel passes it through wagmi's connect). */
           signal?: AbortSignal | undefined
+          /** One-click sign-in (WalletConnect's `wc_sessionAuthenticate`): the SIWE fields, passed through wagmi's connect. */
+          signIn?: OneClickSignIn | undefined
         } = {},
       ) {
         const inner = await load()
-        const { accounts, chainId } = await inner.connect({ chainId: options.chainId, isReconnecting: options.isReconnecting, signal: options.signal })
+        cacaos = undefined
+        const result = await inner.connect({ chainId: options.chainId, isReconnecting: options.isReconnecting, signal: options.signal, signIn: options.signIn })
+        const { accounts, chainId } = result
+        cacaos = result.cacaos
         // wagmi 3 may ask for accounts with their capabilities; EIP-5792 capabilities come from the wallet later.
         return { accounts: (options.withCapabilities ? accounts.map((address) => ({ address, capabilities: {} })) : accounts) as never, chainId }
       },
@@ -102,6 +115,11 @@ export function fromLatchkey<properties extends Record<string, unknown>>(
       },
       onChainChanged: (chainId: string) => config.emitter.emit('change', { chainId: Number(chainId) }),
       onDisconnect: () => config.emitter.emit('disconnect'),
+      [takeCacaos]() {
+        const taken = cacaos
+        cacaos = undefined
+        return taken
+      },
       ...(parameters.properties?.(load) as properties),
     }
     return connector

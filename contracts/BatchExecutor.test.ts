@@ -1,0 +1,181 @@
+import { readFileSync } from 'node:fs'
+import { BATCH_EXECUTOR_ADDRESS as embeddedDefault } from '@latchkey/embedded'
+import {
+  type BaseError,
+  type ContractFunctionRevertedError,
+  createPublicClient,
+  createWalletClient,
+  encodeAbiParameters,
+  encodeFunctionData,
+  type Hex,
+  hashMessage,
+  http,
+  parseEther,
+  zeroAddress,
+} from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { beforeAll, describe, expect, inject, test } from 'vitest'
+import { ARTIFACT_PATH, compileBatchExecutor, serializeArtifact } from './build.js'
+import { batchExecutorAddress, batchExecutorArtifact } from './index.js'
+
+// The executor as checked in, rebuilt with the pinned solc; then its contract on a real chain:
+// the unit run's anvil (chain A, Prague), where test/globalSetup.ts deployed it as `npm start` does.
+
+const abi = batchExecutorArtifact.abi as typeof EXECUTOR_ABI
+const EXECUTOR_ABI = [
+  {
+    type: 'function',
+    name: 'execute',
+    stateMutability: 'payable',
+    inputs: [
+      { name: 'mode', type: 'bytes32' },
+      { name: 'executionData', type: 'bytes' },
+    ],
+    outputs: [],
+  },
+  { type: 'function', name: 'supportsExecutionMode', stateMutability: 'pure', inputs: [{ name: 'mode', type: 'bytes32' }], outputs: [{ type: 'bool' }] },
+  {
+    type: 'function',
+    name: 'isValidSignature',
+    stateMutability: 'view',
+    inputs: [
+      { name: 'hash', type: 'bytes32' },
+      { name: 'signature', type: 'bytes' },
+    ],
+    outputs: [{ type: 'bytes4' }],
+  },
+  { type: 'error', name: 'Unauthorized', inputs: [] },
+  { type: 'error', name: 'UnsupportedExecutionMode', inputs: [] },
+] as const
+const BATCH_MODE: Hex = '0x0100000000000000000000000000000000000000000000000000000000000000'
+const CALLS = [
+  {
+    type: 'tuple[]',
+    components: [
+      { name: 'to', type: 'address' },
+      { name: 'value', type: 'uint256' },
+      { name: 'data', type: 'bytes' },
+    ],
+  },
+] as const
+type Call = { to: `0x${string}`; value: bigint; data: Hex }
+const execute = (calls: Call[], mode: Hex = BATCH_MODE) =>
+  encodeFunctionData({ abi: EXECUTOR_ABI, functionName: 'execute', args: [mode, encodeAbiParameters(CALLS, [calls])] })
+
+describe('build', () => {
+  test('default: the checked-in artifact is what the pinned solc builds from BatchExecutor.sol, byte for byte', () => {
+    const rebuilt = compileBatchExecutor()
+    expect(rebuilt.compiler).toBe(`0.8.37+commit.f401782d.Emscripten.clang`)
+    expect(serializeArtifact(rebuilt)).toBe(readFileSync(ARTIFACT_PATH, 'utf8'))
+  })
+
+  test('default: the executor address is the CREATE2 address of the checked-in bytecode, and the embedded wallet defaults to it', () => {
+    expect(batchExecutorAddress).toBe(embeddedDefault)
+    for (const name of ['execute', 'supportsExecutionMode', 'isValidSignature']) expect(abi.some((item) => 'name' in item && item.name === name)).toBe(true)
+  })
+})
+
+describe('on chain (EIP-7702)', () => {
+  const transport = http(inject('chainARpc'))
+  const chain = createPublicClient({ transport })
+  const owner = privateKeyToAccount(generatePrivateKey())
+  const stranger = privateKeyToAccount(generatePrivateKey())
+  const wallet = createWalletClient({ account: owner, transport })
+  const recipients = [privateKeyToAccount(generatePrivateKey()).address, privateKeyToAccount(generatePrivateKey()).address] as const
+  const balances = () => Promise.all(recipients.map((address) => chain.getBalance({ address })))
+  const send = async (data: Hex) => {
+    const hash = await wallet.sendTransaction({ to: owner.address, data, chain: null })
+    return chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })
+  }
+  const revertName = (error: unknown) =>
+    ((error as BaseError).walk((cause) => (cause as { name?: string }).name === 'ContractFunctionRevertedError') as ContractFunctionRevertedError | null)?.data
+      ?.errorName
+
+  beforeAll(async () => {
+    for (const account of [owner, stranger]) await chain.request({ method: 'anvil_setBalance', params: [account.address, '0x8AC7230489E80000'] } as never)
+    expect(await chain.getCode({ address: batchExecutorAddress })).toBe(batchExecutorArtifact.deployedBytecode)
+    const authorization = await wallet.signAuthorization({ contractAddress: batchExecutorAddress, executor: 'self', chainId: await chain.getChainId() })
+    const hash = await wallet.sendTransaction({ to: owner.address, data: '0x', authorizationList: [authorization], chain: null })
+    expect((await chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success')
+    expect(await chain.getCode({ address: owner.address })).toBe(`0xef0100${batchExecutorAddress.slice(2).toLowerCase()}`)
+  })
+
+  test('default: the account runs two transfers in one transaction', async () => {
+    const before = await balances()
+    const receipt = await send(execute(recipients.map((to) => ({ to, value: parseEther('0.001'), data: '0x' }))))
+    expect(receipt.status).toBe('success')
+    expect((await balances()).map((balance, index) => balance - before[index]!)).toEqual([parseEther('0.001'), parseEther('0.001')])
+  })
+
+  test('behavior: supportsExecutionMode answers true for the batch mode only', async () => {
+    const supports = (mode: Hex) => chain.readContract({ address: owner.address, abi: EXECUTOR_ABI, functionName: 'supportsExecutionMode', args: [mode] })
+    expect(await supports(BATCH_MODE)).toBe(true)
+    expect(await supports(`0x01000000000078210001${'00'.repeat(22)}`)).toBe(false)
+    expect(await supports(`0x00${'00'.repeat(31)}`)).toBe(false)
+  })
+
+  test('behavior: plain transfers to the upgraded account still arrive', async () => {
+    const before = await chain.getBalance({ address: owner.address })
+    const hash = await createWalletClient({ account: stranger, transport }).sendTransaction({ to: owner.address, value: 5n, chain: null })
+    expect((await chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success')
+    expect(await chain.getBalance({ address: owner.address })).toBe(before + 5n)
+  })
+
+  test('behavior: isValidSignature (ERC-1271) accepts the account key, and nothing else', async () => {
+    const hash = hashMessage('hello')
+    const check = (signature: Hex) =>
+      chain.readContract({ address: owner.address, abi: EXECUTOR_ABI, functionName: 'isValidSignature', args: [hash, signature] })
+    expect(await check(await owner.sign({ hash }))).toBe('0x1626ba7e')
+    expect(await check(await stranger.sign({ hash }))).toBe('0xffffffff')
+    expect(await check('0x1234')).toBe('0xffffffff')
+  })
+
+  test('error: anyone but the account itself gets Unauthorized and nothing moves', async () => {
+    const before = await balances()
+    const error = await chain
+      .simulateContract({
+        account: stranger,
+        address: owner.address,
+        abi: EXECUTOR_ABI,
+        functionName: 'execute',
+        args: [BATCH_MODE, encodeAbiParameters(CALLS, [[{ to: recipients[0], value: 1n, data: '0x' }]])],
+      })
+      .catch((caught: unknown) => caught)
+    expect(revertName(error)).toBe('Unauthorized')
+    expect(await balances()).toEqual(before)
+  })
+
+  test('error: another mode gets UnsupportedExecutionMode', async () => {
+    const error = await chain
+      .simulateContract({
+        account: owner,
+        address: owner.address,
+        abi: EXECUTOR_ABI,
+        functionName: 'execute',
+        args: [`0x01000000000078210001${'00'.repeat(22)}`, encodeAbiParameters(CALLS, [[]])],
+      })
+      .catch((caught: unknown) => caught)
+    expect(revertName(error)).toBe('UnsupportedExecutionMode')
+  })
+
+  test('error: when one call reverts the whole batch reverts with its error, and the first transfer is undone', async () => {
+    const before = await balances()
+    // The second call asks the executor contract itself to execute: it is not its own caller.
+    const failing = execute([
+      { to: recipients[0], value: parseEther('0.001'), data: '0x' },
+      { to: batchExecutorAddress, value: 0n, data: execute([]) },
+    ])
+    const error = await chain.call({ account: owner, to: owner.address, data: failing }).catch((caught: unknown) => caught)
+    expect((error as BaseError).walk((cause) => typeof (cause as { data?: unknown }).data === 'string')).toMatchObject({ data: '0x82b42900' })
+    const hash = await wallet.sendTransaction({ to: owner.address, data: failing, gas: 200_000n, chain: null })
+    expect((await chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('reverted')
+    expect(await balances()).toEqual(before)
+  })
+
+  test('behavior: `to` zero means the account itself (ERC-7821)', async () => {
+    const before = await chain.getBalance({ address: owner.address })
+    const receipt = await send(execute([{ to: zeroAddress, value: 0n, data: '0x' }]))
+    expect(receipt.status).toBe('success')
+    expect(await chain.getBalance({ address: owner.address })).toBe(before - receipt.gasUsed * receipt.effectiveGasPrice)
+  })
+})

@@ -1,0 +1,69 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+// Compiles the executor with the solc pinned in the root package.json (npm `solc`, exact
+// version) and writes the artifact that devnet deploys and the embedded wallet's constants come
+// from. `npm run build:contracts` rewrites it; BatchExecutor.test.ts rebuilds and compares.
+
+const here = dirname(fileURLToPath(import.meta.url))
+export const SOURCE_PATH = join(here, 'BatchExecutor.sol')
+export const ARTIFACT_PATH = join(here, 'BatchExecutor.json')
+
+/** Everything that decides the bytes, checked in with them. */
+export const SETTINGS = {
+  optimizer: { enabled: true, runs: 200 },
+  // The fork the local chains run and the oldest that has EIP-7702.
+  evmVersion: 'prague',
+  outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } },
+} as const
+
+export type Artifact = {
+  contractName: 'BatchExecutor'
+  source: string
+  compiler: string
+  settings: { optimizer: { enabled: boolean; runs: number }; evmVersion: string }
+  abi: readonly unknown[]
+  bytecode: `0x${string}`
+  deployedBytecode: `0x${string}`
+}
+
+type SolcOutput = {
+  errors?: { severity: string; formattedMessage: string }[]
+  contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>>
+}
+
+/**
+ * Compiles BatchExecutor.sol with the pinned solc; throws on any error or warning.
+ *
+ * @example
+ * const artifact = compileBatchExecutor()
+ */
+export function compileBatchExecutor(): Artifact {
+  const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string; version(): string }
+  const source = 'BatchExecutor.sol'
+  const input = { language: 'Solidity', sources: { [source]: { content: readFileSync(SOURCE_PATH, 'utf8') } }, settings: SETTINGS }
+  const output = JSON.parse(solc.compile(JSON.stringify(input))) as SolcOutput
+  const problems = (output.errors ?? []).map((error) => error.formattedMessage)
+  if (problems.length) throw new Error(`solc ${solc.version()}:\n${problems.join('\n')}`)
+  const contract = output.contracts[source]?.['BatchExecutor']
+  if (!contract) throw new Error('solc produced no BatchExecutor')
+  return {
+    contractName: 'BatchExecutor',
+    source,
+    compiler: solc.version(),
+    settings: { optimizer: SETTINGS.optimizer, evmVersion: SETTINGS.evmVersion },
+    abi: contract.abi,
+    bytecode: `0x${contract.evm.bytecode.object}`,
+    deployedBytecode: `0x${contract.evm.deployedBytecode.object}`,
+  }
+}
+
+/** The artifact as it is written to disk: what the rebuild test compares byte for byte. */
+export const serializeArtifact = (artifact: Artifact) => `${JSON.stringify(artifact, null, 2)}\n`
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeFileSync(ARTIFACT_PATH, serializeArtifact(compileBatchExecutor()))
+  console.log(`wrote ${ARTIFACT_PATH}`)
+}

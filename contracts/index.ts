@@ -1,0 +1,26 @@
+import { type Address, concatHex, getContractAddress, type Hex, pad } from 'viem'
+import artifact from './BatchExecutor.json' with { type: 'json' }
+import type { Artifact } from './build.js'
+
+/** The checked-in artifact of BatchExecutor.sol (ABI, creation and runtime bytecode, compiler). */
+export const batchExecutorArtifact = artifact as Artifact
+
+/**
+ * The deterministic deployment proxy (CREATE2 factory) that anvil predeploys and most public
+ * chains carry at the same address: calldata `salt ‖ initcode` deploys `initcode` with CREATE2.
+ */
+export const CREATE2_FACTORY: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c'
+
+/** Salt of the executor's CREATE2 deployment: zero, so anyone can reproduce the address. */
+export const BATCH_EXECUTOR_SALT: Hex = pad('0x00', { size: 32 })
+
+/** Where the executor lives on every chain with the factory: a function of its bytecode only. */
+export const batchExecutorAddress: Address = getContractAddress({
+  opcode: 'CREATE2',
+  from: CREATE2_FACTORY,
+  salt: BATCH_EXECUTOR_SALT,
+  bytecode: batchExecutorArtifact.bytecode,
+})
+
+/** The calldata that deploys the executor through the factory. */
+export const batchExecutorDeployData: Hex = concatHex([BATCH_EXECUTOR_SALT, batchExecutorArtifact.bytecode])

@@ -1,0 +1,13 @@
+/**
+ * The batch executor embedded accounts delegate to (EIP-7702): contracts/BatchExecutor.sol,
+ * deployed with CREATE2 through the deterministic deployment proxy with salt 0, so it has this
+ * address on every chain that carries the proxy (anvil does; `npm start` deploys it on both local
+ * chains). contracts/BatchExecutor.test.ts checks it against the checked-in bytecode.
+ *
+ * @example
+ * createEmbeddedWallet({ appName, backendUrl, chains, batchExecutor: BATCH_EXECUTOR_ADDRESS })
+ */
+export const BATCH_EXECUTOR_ADDRESS = '0xD2AC291523910501bd1d5156dA4CA844c85fbF05' as const
+
+/** ERC-7821 batch mode (call type 0x01, revert on failure, no opData): the one mode the executor runs. */
+export const BATCH_MODE = '0x0100000000000000000000000000000000000000000000000000000000000000' as const
