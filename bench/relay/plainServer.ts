@@ -31,3 +31,5 @@ server.on('listening', () => {
   const address = server.address()
   console.log(`listening ${typeof address === 'object' && address ? address.port : ''}`)
 })
+// A clean exit on the bench's SIGTERM, so `BENCH_NODE_FLAGS=--cpu-prof` writes this process's profile too.
+process.on('SIGTERM', () => server.close(() => process.exit(0)))

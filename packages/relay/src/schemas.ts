@@ -72,5 +72,38 @@ export const requestSchema = z.object({
 /** The answer to one of our pushes: our number `id`, no `method`. */
 export const ackSchema = z.object({ id: z.number(), result: z.unknown().optional(), error: z.unknown().optional() })
 
+const TOPIC = /^[0-9a-f]{64}$/
+/** The only ack our and the official clients send: `{"id":N,"jsonrpc":"2.0","result":true}`, written exactly so. */
+const PLAIN_ACK = /^\{"id":(0|[1-9]\d{0,15}),"jsonrpc":"2\.0","result":true\}$/
+
+/**
+ * The id of a frame that is exactly the common ack, read without parsing it; undefined for any
+ * other frame, which then goes through `JSON.parse` and `ackSchema` (half the frames a relay reads
+ * are acks, and this one form is all clients send).
+ */
+export function plainAckId(frame: string): number | undefined {
+  // Acks are short; a publish never matches, so its length alone turns it away.
+  if (frame.length > 64 || frame.charCodeAt(frame.length - 1) !== 125) return undefined
+  const match = PLAIN_ACK.exec(frame)
+  return match ? Number(match[1]) : undefined
+}
+
+/**
+ * An `irn_publish` request `requestSchema` and the publish params schema would both accept, checked
+ * by hand and answered with the same output (`tag` read as 0 unless a whole number); undefined for
+ * anything else, which then goes through the schemas for its error. Publishes are most frames a
+ * relay reads: this checks exactly what the schemas check without building their result objects.
+ */
+export function plainPublish(payload: unknown): { id: number | string; params: PublishParams } | undefined {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return undefined
+  const { id, method, params } = payload as { id?: unknown; method?: unknown; params?: unknown }
+  if (method !== 'irn_publish' || (typeof id !== 'number' && typeof id !== 'string') || typeof params !== 'object' || params === null || Array.isArray(params))
+    return undefined
+  const { topic, message, ttl, tag } = params as { topic?: unknown; message?: unknown; ttl?: unknown; tag?: unknown }
+  if (typeof topic !== 'string' || !TOPIC.test(topic) || typeof message !== 'string' || message.length === 0) return undefined
+  if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < MIN_TTL_S || ttl > MAX_TTL_S) return undefined
+  return { id, params: { topic, message, ttl, tag: typeof tag === 'number' && Number.isInteger(tag) ? tag : 0 } }
+}
+
 /** The first problem a schema found, as the message a client is told. */
 export const firstIssue = (error: z.ZodError, fallback: string) => error.issues[0]?.message ?? fallback

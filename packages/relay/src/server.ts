@@ -8,7 +8,18 @@ import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import type { Hono } from 'hono'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
-import { ackSchema, firstIssue, isMethod, type Method, methodParams, type ParamsOf, type PublishParams, requestSchema } from './schemas.js'
+import {
+  ackSchema,
+  firstIssue,
+  isMethod,
+  type Method,
+  methodParams,
+  type ParamsOf,
+  type PublishParams,
+  plainAckId,
+  plainPublish,
+  requestSchema,
+} from './schemas.js'
 import { memoryStore, type NewMessage, type RelayStore, type StoredMessage } from './store.js'
 
 export { RelayErrorCode } from './http.js'
@@ -18,7 +29,11 @@ export type RelayLimits = {
   maxMessageBytes?: number | undefined
   /** Subscriptions one connection may hold. Default 1000. */
   maxSubscriptions?: number | undefined
-  /** Requests one connection may send per second. Default 200. */
+  /**
+   * Requests one client (its token's key) may send per second, over all its connections; on a
+   * store several nodes share (Redis), over every node. Answers to our pushes do not count.
+   * Default 200.
+   */
   maxRequestsPerSecond?: number | undefined
 }
 
@@ -95,10 +110,25 @@ type Connection = {
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
   inflight: Map<number, string>
   alive: boolean
-  /** True while this turn's frames are being gathered into one write. */
+  /** True while this loop iteration's frames are being gathered into one write. */
   corked: boolean
-  window: { startedAt: number; count: number }
+  /** The request being handled and those queued behind it; the next starts when it settles. */
+  queue: Promise<void>
+  /** Requests in `queue` not yet settled: at 0 a publish is handled at once, without a promise. */
+  pending: number
+  /** Publishes taken and not yet answered. */
+  unanswered: number
+  /** Set once a request is refused for its rate: nothing after it is handled. */
+  refused: boolean
+  /** The refusal, sent and the socket closed once every publish before it is answered. */
+  refusal: (() => void) | undefined
 }
+
+/** What one node may still let through of a client's requests this second, on a shared store. */
+type Allowance = { left: number; spent: boolean; taking: Promise<void> | undefined }
+
+/** A frame that is a request, its envelope checked; its params are checked when its turn comes. */
+type Request = { id: number | string; method: string; params: unknown; checked: PublishParams | undefined }
 
 class RpcError extends Error {
   constructor(
@@ -129,15 +159,25 @@ export function createRelay(options: RelayOptions): Relay {
   const maxMessageBytes = options.limits?.maxMessageBytes ?? 512 * 1024
   const maxSubscriptions = options.limits?.maxSubscriptions ?? 1000
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
+  const countShared = store.countRequests?.bind(store)
+  /**
+   * The current second's requests per client (a store of this node alone), or what this node may
+   * still let through of each client's allowance (a shared store: taken a tenth of the limit at a
+   * time, so Redis sees one count per tenth rather than one per request).
+   */
+  let rateWindow = { second: -1, counts: new Map<string, number>(), allowances: new Map<string, Allowance>() }
+  const allowanceChunk = Math.max(1, Math.floor(maxRequestsPerSecond / 10))
   const subscribers = new Map<string, Set<Connection>>()
   const connections = new Map<WebSocket, Connection>()
   /** The latest ack write not yet stored, by client id: reading a client's backlog waits for it. */
-  const lastAcks = new Map<string, Promise<void>>()
+  const lastAcks = new Map<string, { write: Promise<void>; settled: Promise<void> }>()
   let server: Server | undefined
   let wss: WebSocketServer | undefined
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
+  /** Connections whose frames are being gathered, uncorked together once the I/O callbacks have run. */
+  let corked: Connection[] = []
   const { logger } = options
   const app = createRelayHttpApp({ rpc: options.rpc ?? {}, projectIds: options.projectIds, upstreamTimeoutMs: options.upstreamTimeoutMs })
   // GET /readyz: the store answers.
@@ -179,22 +219,32 @@ export function createRelay(options: RelayOptions): Relay {
       inflight: new Map(),
       alive: true,
       corked: false,
-      window: { startedAt: now(), count: 0 },
+      queue: Promise.resolve(),
+      pending: 0,
+      unanswered: 0,
+      refused: false,
+      refusal: undefined,
     }
     connections.set(socket, connection)
     // Requests of one connection are handled one after another: per-topic order holds. A publish
     // holds its turn only until the store has taken it (see onRequest). Acks (answers to our
     // pushes) need no turn in that queue and are taken at once.
-    let queue = Promise.resolve()
     socket.on('message', (data) => {
+      const text = data.toString()
+      const ackId = plainAckId(text)
+      if (ackId !== undefined) return acknowledge(connection, ackId, false)
       let payload: unknown
       try {
-        payload = JSON.parse(data.toString())
+        payload = JSON.parse(text)
       } catch {
-        payload = unparsable
+        return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
       }
-      if (isAck(payload)) onAck(connection, payload)
-      else queue = queue.then(() => onRequest(connection, payload)).catch(() => undefined)
+      if (isAck(payload)) return onAck(connection, payload)
+      const request = toRequest(payload)
+      if (request instanceof RpcError) return reply(connection, idOf(payload), undefined, request)
+      // Counted as it arrives, not when its turn comes: on a shared store every request read in
+      // one turn is counted in one round trip.
+      enqueue(connection, request, withinRate(connection))
     })
     socket.on('pong', () => (connection.alive = true))
     socket.on('close', () => {
@@ -206,27 +256,67 @@ export function createRelay(options: RelayOptions): Relay {
 
   function onAck(connection: Connection, payload: unknown) {
     const ack = ackSchema.safeParse(payload)
-    if (!ack.success) return
-    const messageId = connection.inflight.get(ack.data.id)
+    if (ack.success) acknowledge(connection, ack.data.id, ack.data.error !== undefined)
+  }
+
+  function acknowledge(connection: Connection, requestId: number, failed: boolean) {
+    const messageId = connection.inflight.get(requestId)
     if (messageId === undefined) return
-    connection.inflight.delete(ack.data.id)
+    connection.inflight.delete(requestId)
     // A client that answers a push with an error gets it again when it next subscribes.
-    if (ack.data.error !== undefined) return
+    if (failed) return
     const { clientId } = connection
-    // Stores take acks in order and settle them in order: the last one stored means all are.
-    const write: Promise<void> = store.ack(clientId, messageId).then(
+    // Stores take acks in order and settle them in order: the last one stored means all are. A
+    // store that stores acks in batches answers a batch's acks with one promise: followed once.
+    const write = store.ack(clientId, messageId)
+    if (lastAcks.get(clientId)?.write === write) return
+    const settled: Promise<void> = write.then(
       () => {
-        if (lastAcks.get(clientId) === write) lastAcks.delete(clientId)
+        if (lastAcks.get(clientId)?.settled === settled) lastAcks.delete(clientId)
       },
       () => {
-        if (lastAcks.get(clientId) === write) lastAcks.delete(clientId)
+        if (lastAcks.get(clientId)?.settled === settled) lastAcks.delete(clientId)
       },
     )
-    lastAcks.set(clientId, write)
+    lastAcks.set(clientId, { write, settled })
   }
 
   /** Resolves once every ack this node took from the client is stored (or failed). */
-  const acksStored = (clientId: string) => lastAcks.get(clientId)
+  const acksStored = (clientId: string) => lastAcks.get(clientId)?.settled
+
+  /** A request's envelope, or the error it is answered with. Publishes, most frames, skip zod. */
+  function toRequest(payload: unknown): Request | RpcError {
+    const publish = plainPublish(payload)
+    if (publish) return { id: publish.id, method: 'irn_publish', params: publish.params, checked: publish.params }
+    const request = requestSchema.safeParse(payload)
+    if (!request.success) return new RpcError(RelayErrorCode.invalidRequest, firstIssue(request.error, 'Invalid request'))
+    return { id: request.data.id, method: request.data.method, params: request.data.params, checked: undefined }
+  }
+
+  /**
+   * Runs a request in its connection's turn. A request that finds the queue empty and is done
+   * without waiting (a publish, its rate known) takes no promise at all.
+   */
+  function enqueue(connection: Connection, request: Request, allowed: boolean | Promise<boolean>) {
+    let running: Promise<void> | undefined
+    // The common case with no closure at all: nothing queued, the rate known, a publish.
+    if (connection.pending === 0 && typeof allowed === 'boolean') {
+      running = onRequest(connection, request, allowed)
+      if (!running) return
+    }
+    connection.pending++
+    // Inline closures: a named one costs a defineProperty per request where names are kept (tsx).
+    running ??= connection.queue.then(() =>
+      typeof allowed === 'boolean' ? onRequest(connection, request, allowed) : allowed.then((ok) => onRequest(connection, request, ok)),
+    )
+    connection.queue = running.then(
+      () => void connection.pending--,
+      (error: unknown) => {
+        connection.pending--
+        reply(connection, request.id, undefined, internal(error))
+      },
+    )
+  }
 
   /**
    * Handles one request; the connection's next request is handled once this resolves. A publish
@@ -235,35 +325,46 @@ export function createRelay(options: RelayOptions): Relay {
    * of one commit each. Every other request first waits for the client's acks to be stored, so an
    * answer to one of them also says that every ack sent before it is kept.
    */
-  async function onRequest(connection: Connection, payload: unknown) {
-    if (payload === unparsable) return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
-    const request = requestSchema.safeParse(payload)
-    if (!request.success)
-      return reply(connection, idOf(payload), undefined, new RpcError(RelayErrorCode.invalidRequest, firstIssue(request.error, 'Invalid request')))
-    const { id, method } = request.data
+  function onRequest(connection: Connection, request: Request, allowed: boolean): Promise<void> | undefined {
+    const { id, method } = request
+    if (connection.refused) return
     try {
-      if (!withinRate(connection)) {
-        reply(connection, id, undefined, new RpcError(RelayErrorCode.rateLimited, `Rate limit: at most ${maxRequestsPerSecond} requests per second`))
-        connection.socket.close(RelayCloseCode.policy, 'rate limit exceeded')
+      if (!allowed) {
+        // Publishes taken before it are stored: their receipts go out first, then the refusal.
+        connection.refused = true
+        connection.refusal = () => {
+          reply(connection, id, undefined, new RpcError(RelayErrorCode.rateLimited, `Rate limit: at most ${maxRequestsPerSecond} requests per second`))
+          connection.socket.close(RelayCloseCode.policy, 'rate limit exceeded')
+        }
+        if (connection.unanswered === 0) connection.refusal()
         return
       }
-      if (!isMethod(method)) throw new RpcError(RelayErrorCode.methodNotFound, `Method not found: ${method}`)
-      const checked = methodParams[method].safeParse(request.data.params ?? {})
-      if (!checked.success) throw new RpcError(RelayErrorCode.invalidParams, firstIssue(checked.error, 'Invalid params'))
-      const params = checked.data
+      let params: unknown = request.checked
+      if (params === undefined) {
+        if (!isMethod(method)) throw new RpcError(RelayErrorCode.methodNotFound, `Method not found: ${method}`)
+        const checked = methodParams[method].safeParse(request.params ?? {})
+        if (!checked.success) throw new RpcError(RelayErrorCode.invalidParams, firstIssue(checked.error, 'Invalid params'))
+        params = checked.data
+      }
       if (method === 'irn_publish' || method === 'irn_batchPublish') {
         const entries = method === 'irn_publish' ? [params as PublishParams] : (params as ParamsOf<'irn_batchPublish'>).messages
-        const stored = publish(entries.map((entry) => toNewMessage(connection, entry)))
-        void stored.then(
-          () => reply(connection, id, true),
-          (error: unknown) => reply(connection, id, undefined, internal(error)),
+        const messages = entries.map((entry) => toNewMessage(connection, entry))
+        connection.unanswered++
+        publish(
+          messages,
+          () => answered(connection, id, true),
+          (error: unknown) => answered(connection, id, undefined, internal(error)),
         )
         return
       }
-      await acksStored(connection.clientId)
-      await handle(connection, id, method, params)
+      const unacked = acksStored(connection.clientId)
+      const handled = unacked
+        ? unacked.then(() => handle(connection, id, method as Exclude<Method, 'irn_publish' | 'irn_batchPublish'>, params))
+        : handle(connection, id, method as Exclude<Method, 'irn_publish' | 'irn_batchPublish'>, params)
+      return handled.catch((error: unknown) => reply(connection, id, undefined, internal(error)))
     } catch (error) {
       reply(connection, id, undefined, internal(error))
+      return undefined
     }
   }
 
@@ -302,7 +403,7 @@ export function createRelay(options: RelayOptions): Relay {
         const proposal = toNewMessage(connection, { topic: pairingTopic, message: sessionProposal, ttl, tag: 1100 })
         const opening = await open(connection, [pairingTopic])
         try {
-          await publish([proposal])
+          await published([proposal])
         } catch (error) {
           opening.undo()
           throw error
@@ -318,7 +419,7 @@ export function createRelay(options: RelayOptions): Relay {
         ]
         const opening = await open(connection, [sessionTopic])
         try {
-          await publish(messages)
+          await published(messages)
         } catch (error) {
           opening.undo()
           throw error
@@ -388,22 +489,27 @@ export function createRelay(options: RelayOptions): Relay {
 
   /**
    * Hands messages (all checked) to the store in order at once; a local store's are pushed to this
-   * node's subscribers as it stores them. Resolves when all are stored.
+   * node's subscribers as it stores them. Calls `stored` once all are stored, else `failed`.
    */
-  function publish(messages: readonly NewMessage[]): Promise<void> {
-    // One message, the common case, without the Promise.all.
-    if (messages.length === 1)
-      return store.add(messages[0]!).then((stored) => {
-        if (stored && !shared) fanOut(stored)
-      })
-    return Promise.all(
+  function publish(messages: readonly NewMessage[], stored: () => void, failed: (error: unknown) => void) {
+    // One message, the common case, in one callback.
+    if (messages.length === 1) {
+      store.add(messages[0]!).then((added) => {
+        if (added && !shared) fanOut(added)
+        stored()
+      }, failed)
+      return
+    }
+    Promise.all(
       messages.map((message) =>
-        store.add(message).then((stored) => {
-          if (stored && !shared) fanOut(stored)
+        store.add(message).then((added) => {
+          if (added && !shared) fanOut(added)
         }),
       ),
-    ).then(() => undefined)
+    ).then(stored, failed)
   }
+
+  const published = (messages: readonly NewMessage[]) => new Promise<void>((resolve, reject) => publish(messages, resolve, reject))
 
   function toNewMessage(connection: Connection, params: Pick<PublishParams, 'topic' | 'message' | 'ttl' | 'tag'>): NewMessage {
     if (Buffer.byteLength(params.message) > maxMessageBytes) throw new RpcError(RelayErrorCode.tooLarge, `Message too large: at most ${maxMessageBytes} bytes`)
@@ -470,11 +576,59 @@ export function createRelay(options: RelayOptions): Relay {
     )
   }
 
-  function withinRate(connection: Connection) {
-    const time = now()
-    if (time - connection.window.startedAt >= 1000) connection.window = { startedAt: time, count: 0 }
-    connection.window.count++
-    return connection.window.count <= maxRequestsPerSecond
+  /**
+   * Counts one request of the connection's client in the current second: whether it is within the
+   * limit, at once for a store of this node alone, after a round trip for a shared one (which
+   * counts every node's requests of that client).
+   */
+  function withinRate(connection: Connection): boolean | Promise<boolean> {
+    const second = Math.floor(now() / 1000)
+    // A new second starts every count afresh, and drops the last second's clients with it.
+    if (second !== rateWindow.second) rateWindow = { second, counts: new Map(), allowances: new Map() }
+    const { clientId } = connection
+    if (countShared) {
+      let allowance = rateWindow.allowances.get(clientId)
+      if (!allowance) rateWindow.allowances.set(clientId, (allowance = { left: 0, spent: false, taking: undefined }))
+      return take(allowance, clientId, second)
+    }
+    const count = (rateWindow.counts.get(clientId) ?? 0) + 1
+    rateWindow.counts.set(clientId, count)
+    return count <= maxRequestsPerSecond
+  }
+
+  /**
+   * One request from a client's allowance on a shared store: from what this node holds, else after
+   * taking the next part from the store (requests waiting on it are served in arrival order). A
+   * node never lets a client past the limit over all nodes; parts other nodes hold unused may have
+   * it refused a little early.
+   */
+  function take(allowance: Allowance, clientId: string, second: number): boolean | Promise<boolean> {
+    if (allowance.taking) return allowance.taking.then(() => take(allowance, clientId, second))
+    if (allowance.left > 0) {
+      allowance.left--
+      return true
+    }
+    if (allowance.spent) return false
+    const taking = countShared!(clientId, second * 1000, allowanceChunk).then(
+      (total) => {
+        allowance.left = Math.max(0, Math.min(allowanceChunk, maxRequestsPerSecond - (total - allowanceChunk)))
+        // Less than a whole part: the limit is reached, over all nodes, for this second.
+        allowance.spent = allowance.left < allowanceChunk
+        allowance.taking = undefined
+      },
+      (error: unknown) => {
+        allowance.taking = undefined
+        throw error
+      },
+    )
+    allowance.taking = taking
+    return taking.then(() => take(allowance, clientId, second))
+  }
+
+  /** Answers a publish; the last one a refused connection waits for lets its refusal go. */
+  function answered(connection: Connection, id: number | string, result: unknown, error?: RpcError) {
+    reply(connection, id, result, error)
+    if (--connection.unanswered === 0) connection.refusal?.()
   }
 
   function reply(connection: Connection, id: number | string | null, result: unknown, error?: RpcError) {
@@ -485,7 +639,7 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   /**
-   * Sends a frame. Frames for one connection within a turn of the event loop leave in one write:
+   * Sends a frame. Frames for one connection within an iteration of the event loop leave in one write:
    * under load a socket gets a reply and several pushes per turn, and a syscall per frame would
    * cost more than the relay's own work.
    */
@@ -493,12 +647,23 @@ export function createRelay(options: RelayOptions): Relay {
     if (!connection.corked) {
       connection.corked = true
       connection.tcp.cork()
-      process.nextTick(() => {
-        connection.corked = false
-        connection.tcp.uncork()
-      })
+      if (!corked.length) setImmediate(uncorkAll)
+      corked.push(connection)
     }
     connection.socket.send(frame)
+  }
+
+  /**
+   * Ends a turn's gathering: sockets are uncorked after every I/O callback of the loop iteration
+   * has run (a store's answer and the frames read in it), not after each callback.
+   */
+  function uncorkAll() {
+    const taken = corked
+    corked = []
+    for (const connection of taken) {
+      connection.corked = false
+      connection.tcp.uncork()
+    }
   }
 
   return {
@@ -565,7 +730,7 @@ export function createRelay(options: RelayOptions): Relay {
       await new Promise<void>((resolve) => (sockets ? sockets.close(() => resolve()) : resolve()))
       await closed
       for (const socket of sockets?.clients ?? []) socket.terminate()
-      await Promise.all(lastAcks.values())
+      await Promise.all([...lastAcks.values()].map((entry) => entry.settled))
       subscribers.clear()
       connections.clear()
     },
@@ -575,9 +740,6 @@ export function createRelay(options: RelayOptions): Relay {
 }
 
 const sha256Hex = (text: string) => hash('sha256', text, 'hex')
-
-/** Stands for a frame that is not JSON. */
-const unparsable = Symbol('unparsable')
 
 /** An answer to one of our pushes: a number id and no method. */
 const isAck = (payload: unknown): boolean =>

@@ -89,6 +89,8 @@ export function sqliteStore(path: string): RelayStore {
       commit(pendingMessages, pendingAcks)
       settle.resolve()
     } catch (error) {
+      // Nothing of the batch is stored: its messages may be published again.
+      for (const m of pendingMessages) index.remove(m)
       settle.reject(error)
     }
   }
@@ -106,32 +108,27 @@ export function sqliteStore(path: string): RelayStore {
     return promise
   }
 
+  const done = Promise.resolve()
   return {
-    async add(m) {
+    add(m) {
       const stored = index.add(m)
-      if (!stored) {
-        // The copy held may still wait for its commit; answer once it is stored.
-        await batch?.promise
-        return undefined
-      }
+      // The copy held may still wait for its commit; answer once it is stored.
+      if (!stored) return batch ? batch.promise.then(() => undefined) : Promise.resolve(undefined)
       messages.push(m)
-      try {
-        await committed()
-      } catch (error) {
-        index.remove(m)
-        throw error
-      }
-      return stored
+      return committed().then(() => stored)
     },
     async list(topic, now) {
       return index.list(topic, now)
     },
-    async ack(clientId, messageId) {
+    // Every ack of a commit is answered with that commit's promise, and an ack with nothing to
+    // write with the pending commit's, which holds any earlier ack of the same client: the relay
+    // follows one promise per commit, not one per ack.
+    ack(clientId, messageId) {
       const expiresAt = index.expiryOf(messageId)
-      if (expiresAt === undefined || index.isAcked(clientId, messageId)) return
+      if (expiresAt === undefined || index.isAcked(clientId, messageId)) return batch?.promise ?? done
       index.ack(clientId, messageId)
       acks.push([messageId, clientId, expiresAt])
-      await committed()
+      return committed()
     },
     async isAcked(clientId, messageId) {
       return index.isAcked(clientId, messageId)

@@ -47,15 +47,36 @@ export type RelayStore = {
    * message of `topic` from `publisher` to anyone: messages it would not may be skipped unread.
    */
   watch?(listener: (message: StoredMessage) => void, options?: { wants?(topic: string, publisher: string): boolean }): Promise<() => Promise<void>>
+  /**
+   * For stores several relay nodes share: adds `count` requests of `clientId` to the second holding
+   * `now` (unix ms), over every node, and answers that second's count so far, these included.
+   * Calls made within one turn may share a round trip. Without it, each node counts its own.
+   */
+  countRequests?(clientId: string, now: number, count: number): Promise<number>
   /** Resolves when the store answers (a query, a PING), rejects otherwise: the relay's `GET /readyz`. */
   ping?(): Promise<void>
   close(): Promise<void>
 }
 
+/** A stored message from a new one and its `seq`, written out: a spread with an added key costs V8 a microsecond a message. */
+export const withSeq = (added: NewMessage, seq: number): StoredMessage => ({
+  id: added.id,
+  topic: added.topic,
+  message: added.message,
+  tag: added.tag,
+  publishedAt: added.publishedAt,
+  expiresAt: added.expiresAt,
+  publisher: added.publisher,
+  seq,
+})
+
 /** @internal The in-memory state every local store keeps; synchronous, so others can build on it. */
 export type MemoryIndex = {
-  /** The message with its `seq`; undefined when the id is already held. */
-  add(message: NewMessage): StoredMessage | undefined
+  /**
+   * The message with its `seq`; undefined when the id is already held. `seq` is given when the
+   * message is read back from a file, in order; later messages are numbered after it.
+   */
+  add(message: NewMessage, seq?: number): StoredMessage | undefined
   /** Forgets a message that could not be persisted. */
   remove(message: NewMessage): void
   list(topic: string, now: number): StoredMessage[]
@@ -76,9 +97,10 @@ export function memoryIndex(): MemoryIndex {
   const acks = new Map<string, string[]>()
   let seq = 0
   return {
-    add(added) {
+    add(added, given) {
       if (byId.has(added.id)) return undefined
-      const message = { ...added, seq: ++seq }
+      seq = given === undefined ? seq + 1 : Math.max(seq, given)
+      const message = withSeq(added, given ?? seq)
       byId.set(message.id, message)
       const list = byTopic.get(message.topic) ?? []
       list.push(message)
@@ -126,10 +148,15 @@ export function memoryIndex(): MemoryIndex {
  */
 export function memoryStore(): RelayStore {
   const index = memoryIndex()
+  // One settled promise answers every ack: the relay follows a promise it has seen once.
+  const done = Promise.resolve()
   return {
     add: async (message) => index.add(message),
     list: async (topic, now) => index.list(topic, now),
-    ack: async (clientId, messageId) => index.ack(clientId, messageId),
+    ack: (clientId, messageId) => {
+      index.ack(clientId, messageId)
+      return done
+    },
     isAcked: async (clientId, messageId) => index.isAcked(clientId, messageId),
     prune: async (now) => index.prune(now),
     close: async () => index.clear(),

@@ -395,6 +395,23 @@ for (const [storeName, makeStore] of stores)
         expect(results.at(-1)).toMatchObject({ status: 'rejected', reason: { code: RelayErrorCode.rateLimited } })
         expect(await client.closed).toEqual({ code: RelayCloseCode.policy, reason: 'rate limit exceeded' })
       })
+
+      test('error: the rate limit counts a client over all its connections; a refused publish stores nothing', async () => {
+        const seed = randomBytes(32).toString('hex')
+        const [first, second] = [await connectClient(relay.url, { seed }), await connectClient(relay.url, { seed })]
+        const t = topic()
+        expect(await Promise.all(Array.from({ length: 30 }, () => first.request('irn_subscribe', { topic: t })))).toHaveLength(30)
+        const results = await Promise.allSettled(
+          Array.from({ length: 21 }, (_, index) => second.request('irn_publish', { topic: t, message: `m${index}`, ttl: 300, tag: 1 })),
+        )
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(20)
+        expect(results.at(-1)).toMatchObject({ status: 'rejected', reason: { code: RelayErrorCode.rateLimited } })
+        expect(await second.closed).toEqual({ code: RelayCloseCode.policy, reason: 'rate limit exceeded' })
+        // Another client has its own allowance, and finds the 20 publishes within the limit only.
+        const other = await connectClient(relay.url)
+        const { messages } = await other.request<{ messages: { message: string }[] }>('irn_batchFetchMessages', { topics: [t] })
+        expect(messages.map((m) => m.message)).toEqual(Array.from({ length: 20 }, (_, index) => `m${index}`))
+      })
     })
   })
 
@@ -460,6 +477,41 @@ describe('several relay nodes on one Redis', () => {
       await erin.request('irn_subscribe', { topic: t })
       const stored = [await erin.nextPush(), await erin.nextPush(), await erin.nextPush(), await erin.nextPush()]
       expect(stored.map((push) => push.params.data.message)).toEqual(['from B', 'from A', 'last', 'after the move'])
+    } finally {
+      await a.stop()
+      await b.stop()
+      await storeA.close()
+      await storeB.close()
+    }
+  })
+
+  test('error: the rate limit counts a client on every node: past it over two nodes, refused and closed with 4008', async () => {
+    const url = await redisUrl()
+    const prefix = `rate${process.pid}:`
+    const [storeA, storeB] = [await redisStore(url, { prefix }), await redisStore(url, { prefix })]
+    // One clock for both nodes, so every request falls in the same second.
+    const fixed = Date.now()
+    const settings = { now: () => fixed, limits: { maxRequestsPerSecond: 50 } }
+    const a = createRelay({ port: await getFreePort(), store: storeA, ...settings })
+    const b = createRelay({ port: await getFreePort(), store: storeB, ...settings })
+    await a.start()
+    await b.start()
+    try {
+      const seed = randomBytes(32).toString('hex')
+      const [onA, onB] = [await connectClient(a.url, { seed }), await connectClient(b.url, { seed })]
+      const t = topic()
+      expect(await Promise.all(Array.from({ length: 30 }, () => onA.request('irn_subscribe', { topic: t })))).toHaveLength(30)
+      const results = await Promise.allSettled(
+        Array.from({ length: 21 }, (_, index) => onB.request('irn_publish', { topic: t, message: `m${index}`, ttl: 300, tag: 1 })),
+      )
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(20)
+      expect(results.at(-1)).toMatchObject({ status: 'rejected', reason: { code: RelayErrorCode.rateLimited } })
+      expect(await onB.closed).toEqual({ code: RelayCloseCode.policy, reason: 'rate limit exceeded' })
+      // The same client is past its limit on A too; another client on A is not.
+      await expect(onA.request('irn_subscribe', { topic: t })).rejects.toMatchObject({ code: RelayErrorCode.rateLimited })
+      const other = await connectClient(a.url)
+      const { messages } = await other.request<{ messages: { message: string }[] }>('irn_batchFetchMessages', { topics: [t] })
+      expect(messages.map((m) => m.message)).toEqual(Array.from({ length: 20 }, (_, index) => `m${index}`))
     } finally {
       await a.stop()
       await b.stop()
