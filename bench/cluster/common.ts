@@ -2,7 +2,12 @@
 import pg from 'pg'
 
 export const fixed = (value: number, digits = 0) => value.toFixed(digits)
-export const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  // An even count: the mean of the two middle values.
+  return sorted.length % 2 ? sorted[middle]! : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2
+}
 
 /** A fresh database on the bench's PostgreSQL server, as a URL. */
 export async function freshDatabase(serverUrl: string, name: string): Promise<string> {
@@ -30,6 +35,14 @@ export function report(title: string, unit: string, rows: readonly Row[], labels
   console.log(`\n  medians of ${Math.max(...rows.map((row) => row.round))} rounds`)
   for (const label of [labels.sqlite, labels.one, labels.two])
     console.log(`  ${label.padEnd(26)} ${fixed(rate(label)).padStart(6)} ${unit}/s   p50 ${fixed(p(label, 'p50'), 1)} ms   p99 ${fixed(p(label, 'p99'), 1)} ms`)
+  const rounds = [...new Set(rows.map((row) => row.round))]
+  const perRound = (over: string, under: string) =>
+    rounds
+      .map((round) =>
+        fixed(rows.find((row) => row.round === round && row.label === over)!.rate / rows.find((row) => row.round === round && row.label === under)!.rate, 2),
+      )
+      .join(', ')
+  console.log(`  per round: 1 PostgreSQL / SQLite ${perRound(labels.one, labels.sqlite)}; 2 PostgreSQL / 1 ${perRound(labels.two, labels.one)}`)
   const pgRatio = rate(labels.one) / rate(labels.sqlite)
   const twoRatio = rate(labels.two) / rate(labels.one)
   console.log(`  1 PostgreSQL / SQLite      ${fixed(pgRatio, 2)}× (target ≥ 0.8: ${pgRatio >= 0.8 ? 'met' : 'missed'})`)

@@ -241,6 +241,16 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       (await all<{ user_id: string }>(sql`select user_id from root_quorum_members where organization_id = ${organizationId} order by rowid`)).map(
         (row) => row.user_id,
       ),
+    /**
+     * The root users in one statement: the recorded members (in the order recorded), or, while none
+     * are recorded, every user of the organization (organizations/quorum.ts says why).
+     */
+    rootUserIds: async (organizationId: string) =>
+      (
+        await all<{ user_id: string }>(
+          sql`select user_id from (select user_id, rowid as first, '' as second from root_quorum_members where organization_id = ${organizationId} union all select id as user_id, created_at as first, id as second from users where organization_id = ${organizationId} and not exists (select 1 from root_quorum_members where organization_id = ${organizationId})) roots order by first, second`,
+        )
+      ).map((row) => row.user_id),
     setRootQuorumMembers: async (organizationId: string, userIds: readonly string[]) => {
       await run(sql`delete from root_quorum_members where organization_id = ${organizationId}`)
       for (const userId of userIds) await insert('root_quorum_members', { organization_id: organizationId, user_id: userId })

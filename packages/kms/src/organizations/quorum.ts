@@ -6,8 +6,8 @@ import type { Db } from '../db.js'
 
 /** The root users of an organization. */
 export async function rootUserIds(db: Db, organizationId: string): Promise<string[]> {
-  const members = await db.rootQuorumMembers(organizationId)
-  return members.length ? members : (await db.users(organizationId)).map((user) => user.id)
+  // One round trip: authorize() asks on every activity.
+  return await db.rootUserIds(organizationId)
 }
 
 /** Records the root users as they are now, before users are added or removed. */
