@@ -6,10 +6,12 @@ import {
   createPublicClient,
   createWalletClient,
   encodeAbiParameters,
+  encodeErrorResult,
   encodeFunctionData,
   type Hex,
   hashMessage,
   http,
+  parseAbi,
   parseEther,
   zeroAddress,
 } from 'viem'
@@ -18,7 +20,7 @@ import { beforeAll, describe, expect, inject, test } from 'vitest'
 import { ARTIFACT_PATH, compileBatchExecutor, serializeArtifact } from './build.js'
 import { batchExecutorAddress, batchExecutorArtifact } from './index.js'
 
-// The executor as checked in, rebuilt with the pinned solc; then its contract on a real chain:
+// The executor as checked in, rebuilt with the pinned solc and OpenZeppelin; then its contract on a real chain:
 // the unit run's anvil (chain A, Prague), where test/globalSetup.ts deployed it as `npm start` does.
 
 const abi = batchExecutorArtifact.abi as typeof EXECUTOR_ABI
@@ -44,7 +46,7 @@ const EXECUTOR_ABI = [
     ],
     outputs: [{ type: 'bytes4' }],
   },
-  { type: 'error', name: 'Unauthorized', inputs: [] },
+  { type: 'error', name: 'AccountUnauthorized', inputs: [{ name: 'sender', type: 'address' }] },
   { type: 'error', name: 'UnsupportedExecutionMode', inputs: [] },
 ] as const
 const BATCH_MODE: Hex = '0x0100000000000000000000000000000000000000000000000000000000000000'
@@ -63,9 +65,10 @@ const execute = (calls: Call[], mode: Hex = BATCH_MODE) =>
   encodeFunctionData({ abi: EXECUTOR_ABI, functionName: 'execute', args: [mode, encodeAbiParameters(CALLS, [calls])] })
 
 describe('build', () => {
-  test('default: the checked-in artifact is what the pinned solc builds from BatchExecutor.sol, byte for byte', () => {
+  test('default: the checked-in artifact is what the pinned solc builds from BatchExecutor.sol and OpenZeppelin, byte for byte', () => {
     const rebuilt = compileBatchExecutor()
     expect(rebuilt.compiler).toBe(`0.8.37+commit.f401782d.Emscripten.clang`)
+    expect(rebuilt.openzeppelin).toBe('5.7.0')
     expect(serializeArtifact(rebuilt)).toBe(readFileSync(ARTIFACT_PATH, 'utf8'))
   })
 
@@ -130,7 +133,7 @@ describe('on chain (EIP-7702)', () => {
     expect(await check('0x1234')).toBe('0xffffffff')
   })
 
-  test('error: anyone but the account itself gets Unauthorized and nothing moves', async () => {
+  test('error: anyone but the account itself gets AccountUnauthorized and nothing moves', async () => {
     const before = await balances()
     const error = await chain
       .simulateContract({
@@ -141,7 +144,7 @@ describe('on chain (EIP-7702)', () => {
         args: [BATCH_MODE, encodeAbiParameters(CALLS, [[{ to: recipients[0], value: 1n, data: '0x' }]])],
       })
       .catch((caught: unknown) => caught)
-    expect(revertName(error)).toBe('Unauthorized')
+    expect(revertName(error)).toBe('AccountUnauthorized')
     expect(await balances()).toEqual(before)
   })
 
@@ -160,22 +163,37 @@ describe('on chain (EIP-7702)', () => {
 
   test('error: when one call reverts the whole batch reverts with its error, and the first transfer is undone', async () => {
     const before = await balances()
-    // The second call asks the executor contract itself to execute: it is not its own caller.
+    // The second call asks the executor contract itself to execute: the account is not that contract.
+    const unauthorized = encodeErrorResult({ abi: EXECUTOR_ABI, errorName: 'AccountUnauthorized', args: [owner.address] })
     const failing = execute([
       { to: recipients[0], value: parseEther('0.001'), data: '0x' },
       { to: batchExecutorAddress, value: 0n, data: execute([]) },
     ])
     const error = await chain.call({ account: owner, to: owner.address, data: failing }).catch((caught: unknown) => caught)
-    expect((error as BaseError).walk((cause) => typeof (cause as { data?: unknown }).data === 'string')).toMatchObject({ data: '0x82b42900' })
+    expect((error as BaseError).walk((cause) => typeof (cause as { data?: unknown }).data === 'string')).toMatchObject({ data: unauthorized })
     const hash = await wallet.sendTransaction({ to: owner.address, data: failing, gas: 200_000n, chain: null })
     expect((await chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('reverted')
     expect(await balances()).toEqual(before)
   })
 
-  test('behavior: `to` zero means the account itself (ERC-7821)', async () => {
-    const before = await chain.getBalance({ address: owner.address })
-    const receipt = await send(execute([{ to: zeroAddress, value: 0n, data: '0x' }]))
+  test('behavior: `to` zero means the account itself (ERC-7821; OpenZeppelin maps it to address(this))', async () => {
+    // Only the account may call execute, so the inner batch moves funds only if `to = 0` reached the account.
+    const before = await balances()
+    const inner = execute([{ to: recipients[0], value: 7n, data: '0x' }])
+    const receipt = await send(execute([{ to: zeroAddress, value: 0n, data: inner }]))
     expect(receipt.status).toBe('success')
-    expect(await chain.getBalance({ address: owner.address })).toBe(before - receipt.gasUsed * receipt.effectiveGasPrice)
+    expect((await balances()).map((balance, index) => balance - before[index]!)).toEqual([7n, 0n])
+  })
+
+  test('behavior: the account answers the ERC-721 and ERC-1155 receiver hooks', async () => {
+    const hooks = parseAbi([
+      'function onERC721Received(address, address, uint256, bytes) returns (bytes4)',
+      'function onERC1155Received(address, address, uint256, uint256, bytes) returns (bytes4)',
+    ])
+    const from = stranger.address
+    expect(await chain.readContract({ address: owner.address, abi: hooks, functionName: 'onERC721Received', args: [from, from, 1n, '0x'] })).toBe('0x150b7a02')
+    expect(await chain.readContract({ address: owner.address, abi: hooks, functionName: 'onERC1155Received', args: [from, from, 1n, 1n, '0x'] })).toBe(
+      '0xf23a6e61',
+    )
   })
 })

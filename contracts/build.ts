@@ -4,10 +4,13 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 // Compiles the executor with the solc pinned in the root package.json (npm `solc`, exact
-// version) and writes the artifact that devnet deploys and the embedded wallet's constants come
+// version) against the OpenZeppelin Contracts pinned there too (read from node_modules, never
+// copied in) and writes the artifact that devnet deploys and the embedded wallet's constants come
 // from. `npm run build:contracts` rewrites it; BatchExecutor.test.ts rebuilds and compares.
 
 const here = dirname(fileURLToPath(import.meta.url))
+const require = createRequire(import.meta.url)
+const OPENZEPPELIN = '@openzeppelin/contracts'
 export const SOURCE_PATH = join(here, 'BatchExecutor.sol')
 export const ARTIFACT_PATH = join(here, 'BatchExecutor.json')
 
@@ -23,6 +26,8 @@ export type Artifact = {
   contractName: 'BatchExecutor'
   source: string
   compiler: string
+  /** The OpenZeppelin Contracts release the source imports (its files are part of the metadata hash). */
+  openzeppelin: string
   settings: { optimizer: { enabled: boolean; runs: number }; evmVersion: string }
   abi: readonly unknown[]
   bytecode: `0x${string}`
@@ -35,16 +40,29 @@ type SolcOutput = {
 }
 
 /**
+ * solc's import callback: OpenZeppelin's files by their npm name, from the installed package only,
+ * so the source unit names (and with them the metadata hash) do not depend on where the repo lives.
+ */
+function findImport(path: string): { contents: string } | { error: string } {
+  if (!path.startsWith(`${OPENZEPPELIN}/`)) return { error: `only ${OPENZEPPELIN} imports resolve, not ${path}` }
+  try {
+    return { contents: readFileSync(require.resolve(path), 'utf8') }
+  } catch {
+    return { error: `${path} is not in the installed ${OPENZEPPELIN}` }
+  }
+}
+
+/**
  * Compiles BatchExecutor.sol with the pinned solc; throws on any error or warning.
  *
  * @example
  * const artifact = compileBatchExecutor()
  */
 export function compileBatchExecutor(): Artifact {
-  const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string; version(): string }
+  const solc = require('solc') as { compile(input: string, callbacks: { import: typeof findImport }): string; version(): string }
   const source = 'BatchExecutor.sol'
   const input = { language: 'Solidity', sources: { [source]: { content: readFileSync(SOURCE_PATH, 'utf8') } }, settings: SETTINGS }
-  const output = JSON.parse(solc.compile(JSON.stringify(input))) as SolcOutput
+  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImport })) as SolcOutput
   const problems = (output.errors ?? []).map((error) => error.formattedMessage)
   if (problems.length) throw new Error(`solc ${solc.version()}:\n${problems.join('\n')}`)
   const contract = output.contracts[source]?.['BatchExecutor']
@@ -53,6 +71,7 @@ export function compileBatchExecutor(): Artifact {
     contractName: 'BatchExecutor',
     source,
     compiler: solc.version(),
+    openzeppelin: (require(`${OPENZEPPELIN}/package.json`) as { version: string }).version,
     settings: { optimizer: SETTINGS.optimizer, evmVersion: SETTINGS.evmVersion },
     abi: contract.abi,
     bytecode: `0x${contract.evm.bytecode.object}`,

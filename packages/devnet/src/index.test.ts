@@ -4,6 +4,7 @@ import { expect, test } from 'vitest'
 test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
+      "BATCH_EXECUTOR_ADDRESS",
       "DEMO_OAUTH_CLIENT_ID",
       "DevnetError",
       "OIDC_PROVIDERS",
@@ -15,6 +16,7 @@ test('default: exports', async () => {
       "buildWallet",
       "defaultPorts",
       "defineInstance",
+      "deployBatchExecutor",
       "getFreePort",
       "oidcInstance",
       "resolveAnvilBinary",
