@@ -8,14 +8,16 @@ import { walletConnect } from './walletConnect.js'
 
 describe('@latchkey/core/connectors', () => {
   test('default: exports', async () => {
-    expect(Object.keys(await import('./info.js')).sort()).toEqual([
-      'EMBEDDED_INFO',
-      'EMBEDDED_WALLET_KEY',
-      'STORAGE_PREFIX',
-      'WALLETCONNECT_INFO',
-      'WALLETCONNECT_SESSION_KEY',
-      'connectionStorageKey',
-    ])
+    expect(Object.keys(await import('./info.js')).sort()).toMatchInlineSnapshot(`
+      [
+        "EMBEDDED_INFO",
+        "EMBEDDED_WALLET_KEY",
+        "STORAGE_PREFIX",
+        "WALLETCONNECT_INFO",
+        "WALLETCONNECT_SESSION_KEY",
+        "connectionStorageKey",
+      ]
+    `)
   })
 
   test("behavior: core's connectors are who the info says", () => {
