@@ -26,13 +26,11 @@ import { getFreePort } from '@latchkey/devnet'
 import { generateApiKeyPair as apiKeyPair, createKms } from '@latchkey/kms'
 import { createServerApp, openStore } from '@latchkey/server'
 import { secp256k1 } from '@noble/curves/secp256k1'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { generateP256KeyPair } from '@turnkey/crypto'
-import { TurnkeyClient } from '@turnkey/http'
 import pg from 'pg'
 // @ts-expect-error: a plain ESM script without types
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
-import { measureInstances, percentile } from './kms/instances.js'
+import { createBenchUser, measureInstances, percentile } from './kms/instances.js'
 import type { LoadResult, LoadStart } from './kms/load.js'
 
 const arg = (name: string, fallback: number) => {
@@ -90,31 +88,7 @@ await kms.start()
 try {
   const backendKey = apiKeyPair()
   const parent = await kms.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
-  const userKey = apiKeyPair()
-  const backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(backendKey))
-  const { activity } = await backend.createSubOrganization({
-    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-    timestampMs: String(Date.now()),
-    organizationId: parent.organizationId,
-    parameters: {
-      subOrganizationName: 'bench user',
-      rootQuorumThreshold: 1,
-      rootUsers: [
-        {
-          userName: 'bench',
-          userEmail: 'bench@example.test',
-          apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
-          authenticators: [],
-          oauthProviders: [],
-        },
-      ],
-      wallet: {
-        walletName: 'Turnkey HD',
-        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
-      },
-    },
-  })
-  const result = activity.result.createSubOrganizationResultV8!
+  const user = await createBenchUser(kms.url, backendKey, parent.organizationId, 'bench@example.test')
 
   // The client process stamps and warms up, says `ready`; the window opens on `go`.
   const client = fork(new URL('./kms/load.ts', import.meta.url).pathname, [], {
@@ -124,9 +98,9 @@ try {
   const start: LoadStart = {
     type: 'start',
     url: kms.url,
-    organizationId: result.subOrganizationId!,
-    signWith: result.wallet!.addresses[0]!,
-    ...userKey,
+    organizationId: user.organizationId,
+    signWith: user.signWith,
+    ...user.userKey,
     requests,
     concurrency,
     warmup: 500,

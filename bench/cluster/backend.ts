@@ -6,7 +6,7 @@
  * so the per-IP limits, shared by the instances, do not cap the bench), in interleaved rounds.
  * Signatures are verified through a local anvil.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { generateKeyPairSync } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
@@ -17,6 +17,7 @@ import { createKms, generateApiKeyPair } from '@latchkey/kms'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { percentile } from '../kms/instances.js'
+import { startService, stopService } from '../services.js'
 import { freshDatabase, type Row, report } from './common.js'
 
 const LABELS = { sqlite: 'backend, 1 instance (SQLite)', one: 'backend, 1 (PostgreSQL)', two: 'backend, 2 (one PostgreSQL)' }
@@ -26,61 +27,16 @@ type Shared = { kmsUrl: string; organizationId: string; apiPublicKey: string; ap
 
 /** A latchkey-server process on `store`; resolves once it answers /readyz. */
 async function startBackend(shared: Shared, store: { databaseUrl: string } | { databasePath: string }) {
-  const port = await getFreePort()
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=source',
-      '--import',
-      'tsx',
-      'packages/server/src/cli.ts',
-      '--port',
-      String(port),
-      ...('databasePath' in store ? ['--db', store.databasePath] : []),
-      '--kms-url',
-      shared.kmsUrl,
-      '--organization-id',
-      shared.organizationId,
-      '--api-public-key',
-      shared.apiPublicKey,
-      '--session-signer-public-key',
-      shared.signerPublicKey,
-      '--allowed-origin',
-      origin,
-      '--chain',
-      `31337=${shared.rpcUrl}`,
-      '--trust-proxy',
-    ],
-    {
-      env: {
-        ...process.env,
-        DATABASE_URL: 'databaseUrl' in store ? store.databaseUrl : '',
-        LATCHKEY_API_PRIVATE_KEY: shared.apiPrivateKey,
-        LATCHKEY_SESSION_JWT_KEY: shared.jwtKey,
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  )
-  const url = `http://127.0.0.1:${port}`
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`latchkey-server exited (${child.exitCode}) before it was ready`)
-    if (
-      await fetch(`${url}/readyz`).then(
-        (response) => response.ok,
-        () => false,
-      )
-    )
-      return { child, url }
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
-
-const stop = async (child: ChildProcess) => {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.kill('SIGTERM')
-  await exited
+  const args = [
+    ...('databasePath' in store ? ['--db', store.databasePath] : []),
+    ...['--kms-url', shared.kmsUrl, '--organization-id', shared.organizationId, '--api-public-key', shared.apiPublicKey],
+    ...['--session-signer-public-key', shared.signerPublicKey, '--allowed-origin', origin, '--chain', `31337=${shared.rpcUrl}`, '--trust-proxy'],
+  ]
+  return startService('latchkey-server', 'packages/server/src/cli.ts', await getFreePort(), args, {
+    DATABASE_URL: 'databaseUrl' in store ? store.databaseUrl : '',
+    LATCHKEY_API_PRIVATE_KEY: shared.apiPrivateKey,
+    LATCHKEY_SESSION_JWT_KEY: shared.jwtKey,
+  })
 }
 
 let ipCounter = 0
@@ -171,7 +127,7 @@ export async function backendSection(options: { postgresUrl: string; rounds: num
     for (let round = 1; round <= options.rounds; round++)
       for (const setup of setups) rows.push({ ...(await measure(setup.label, setup.urls, options.signIns, options.concurrency)), round })
   } finally {
-    await Promise.all(children.map(stop))
+    await Promise.all(children.map(stopService))
     await kms.stop()
     await chain.stop()
     await rm(dir, { recursive: true, force: true })

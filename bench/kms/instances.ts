@@ -3,13 +3,14 @@
  * stamped sign_raw_payload requests spread over them by the load client (bench/kms/load.ts) in a
  * process of its own. Used by bench/kms.ts and bench:cluster's kms section.
  */
-import { type ChildProcess, fork, spawn } from 'node:child_process'
+import { type ChildProcess, fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { generateApiKeyPair as apiKeyPair, createKms } from '@latchkey/kms'
 import { secp256k1 } from '@noble/curves/secp256k1'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
+import { startService, stopService } from '../services.js'
 import type { LoadResult, LoadStart } from './load.js'
 
 export type KmsStore = { databaseUrl: string } | { databasePath: string }
@@ -18,48 +19,47 @@ export type Measured = { label: string; rate: number; p50: number; p99: number; 
 export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
 
 /** A latchkey-kms process on `port`; resolves once it answers /readyz. */
-export async function startInstance(port: number, store: KmsStore, keys: { masterKey: string; signerKey: string }) {
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=source',
-      '--import',
-      'tsx',
-      'packages/kms/src/cli.ts',
-      '--port',
-      String(port),
-      ...('databasePath' in store ? ['--db', store.databasePath] : []),
-    ],
-    {
-      env: {
-        ...process.env,
-        ...('databaseUrl' in store ? { DATABASE_URL: store.databaseUrl } : { DATABASE_URL: '' }),
-        LATCHKEY_KMS_MASTER_KEY: keys.masterKey,
-        LATCHKEY_KMS_SIGNER_KEY: keys.signerKey,
-        LATCHKEY_SMTP_URL: '',
-        // One request line per request would be the bench's own load.
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  )
-  const url = `http://127.0.0.1:${port}`
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`latchkey-kms exited (${child.exitCode}) before it was ready`)
-    const ready = await fetch(`${url}/readyz`).then(
-      (response) => response.ok,
-      () => false,
-    )
-    if (ready) return { child, url }
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
+export const startInstance = (port: number, store: KmsStore, keys: { masterKey: string; signerKey: string }) =>
+  startService('latchkey-kms', 'packages/kms/src/cli.ts', port, 'databasePath' in store ? ['--db', store.databasePath] : [], {
+    DATABASE_URL: 'databaseUrl' in store ? store.databaseUrl : '',
+    LATCHKEY_KMS_MASTER_KEY: keys.masterKey,
+    LATCHKEY_KMS_SIGNER_KEY: keys.signerKey,
+    LATCHKEY_SMTP_URL: '',
+  })
 
-export const stopInstance = async (child: ChildProcess) => {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.kill('SIGTERM')
-  await exited
+export const stopInstance = stopService
+
+/**
+ * A user sub-organization of `parentOrganizationId` with one API key and one Ethereum wallet
+ * account, created by the parent's `backendKey` on the kms at `baseUrl`.
+ */
+export async function createBenchUser(baseUrl: string, backendKey: ReturnType<typeof apiKeyPair>, parentOrganizationId: string, userEmail?: string) {
+  const userKey = apiKeyPair()
+  const backend = new TurnkeyClient({ baseUrl }, new ApiKeyStamper(backendKey))
+  const { activity } = await backend.createSubOrganization({
+    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+    timestampMs: String(Date.now()),
+    organizationId: parentOrganizationId,
+    parameters: {
+      subOrganizationName: 'bench user',
+      rootQuorumThreshold: 1,
+      rootUsers: [
+        {
+          userName: 'bench',
+          ...(userEmail ? { userEmail } : {}),
+          apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+          authenticators: [],
+          oauthProviders: [],
+        },
+      ],
+      wallet: {
+        walletName: 'Turnkey HD',
+        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+      },
+    },
+  })
+  const result = activity.result.createSubOrganizationResultV8!
+  return { userKey, organizationId: result.subOrganizationId!, signWith: result.wallet!.addresses[0]! }
 }
 
 /**
@@ -75,31 +75,7 @@ export async function kmsCluster(count: number, store: KmsStore) {
   await setup.stop()
   const instances: { child: ChildProcess; url: string }[] = []
   for (let i = 0; i < count; i++) instances.push(await startInstance(await getFreePort(), store, keys))
-  const userKey = apiKeyPair()
-  const backend = new TurnkeyClient({ baseUrl: instances[0]!.url }, new ApiKeyStamper(backendKey))
-  const { activity } = await backend.createSubOrganization({
-    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-    timestampMs: String(Date.now()),
-    organizationId: parent.organizationId,
-    parameters: {
-      subOrganizationName: 'bench user',
-      rootQuorumThreshold: 1,
-      rootUsers: [
-        {
-          userName: 'bench',
-          apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
-          authenticators: [],
-          oauthProviders: [],
-        },
-      ],
-      wallet: {
-        walletName: 'Turnkey HD',
-        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
-      },
-    },
-  })
-  const result = activity.result.createSubOrganizationResultV8!
-  return { instances, userKey, organizationId: result.subOrganizationId!, signWith: result.wallet!.addresses[0]! }
+  return { instances, ...(await createBenchUser(instances[0]!.url, backendKey, parent.organizationId)) }
 }
 
 /** `requests` signatures spread over `cluster`'s instances, `concurrency` in flight, measured by the load client in its own process. */
