@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { appendFileSync, readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { WebSocket } from 'ws'
 
@@ -152,6 +152,7 @@ export async function measure(round: Round): Promise<Result> {
     })
 
   const cpuOf = (processes: readonly ChildProcess[]) => processes.reduce((sum, child) => sum + processCpuMs(child.pid!), 0)
+  const startedAt = process.hrtime.bigint()
   const started = performance.now()
   const cpu = process.cpuUsage()
   const serverCpu = cpuOf(round.servers)
@@ -177,6 +178,8 @@ export async function measure(round: Round): Promise<Result> {
     }
   })
   const used = process.cpuUsage(cpu)
+  // The timed window on the monotonic clock V8's profiles use, so a profile can be cut to it.
+  if (process.env.BENCH_WINDOWS) appendFileSync(process.env.BENCH_WINDOWS, `${round.name}\t${startedAt / 1000n}\t${process.hrtime.bigint() / 1000n}\n`)
   const serverMs = cpuOf(round.servers) - serverCpu
   const helperMs = cpuOf(round.helpers ?? []) - helperCpu
   for (const socket of sockets) socket.terminate()
