@@ -107,7 +107,11 @@ export type Round = {
   helpers?: readonly ChildProcess[] | undefined
 }
 
-/** One timed round: every client publishes `messages` to its pair's topic; its peer must receive each once. */
+/**
+ * One timed round: every client publishes `messages` to its pair's topic; its peer must receive each
+ * once. With `BENCH_WINDOWS=<file>`, appends the round's name and its timed window (µs on the
+ * monotonic clock V8's CPU profiles use) to that file, to cut a `--cpu-prof` profile to the rounds.
+ */
 export async function measure(round: Round): Promise<Result> {
   const { urls, protocol, messages } = round
   const clients = urls.length
