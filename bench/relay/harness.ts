@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { appendFileSync, readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { WebSocket } from 'ws'
 
@@ -107,7 +107,11 @@ export type Round = {
   helpers?: readonly ChildProcess[] | undefined
 }
 
-/** One timed round: every client publishes `messages` to its pair's topic; its peer must receive each once. */
+/**
+ * One timed round: every client publishes `messages` to its pair's topic; its peer must receive each
+ * once. With `BENCH_WINDOWS=<file>`, appends the round's name and its timed window (µs on the
+ * monotonic clock V8's CPU profiles use) to that file, to cut a `--cpu-prof` profile to the rounds.
+ */
 export async function measure(round: Round): Promise<Result> {
   const { urls, protocol, messages } = round
   const clients = urls.length
@@ -152,6 +156,7 @@ export async function measure(round: Round): Promise<Result> {
     })
 
   const cpuOf = (processes: readonly ChildProcess[]) => processes.reduce((sum, child) => sum + processCpuMs(child.pid!), 0)
+  const startedAt = process.hrtime.bigint()
   const started = performance.now()
   const cpu = process.cpuUsage()
   const serverCpu = cpuOf(round.servers)
@@ -177,6 +182,8 @@ export async function measure(round: Round): Promise<Result> {
     }
   })
   const used = process.cpuUsage(cpu)
+  // The timed window on the monotonic clock V8's profiles use, so a profile can be cut to it.
+  if (process.env.BENCH_WINDOWS) appendFileSync(process.env.BENCH_WINDOWS, `${round.name}\t${startedAt / 1000n}\t${process.hrtime.bigint() / 1000n}\n`)
   const serverMs = cpuOf(round.servers) - serverCpu
   const helperMs = cpuOf(round.helpers ?? []) - helperCpu
   for (const socket of sockets) socket.terminate()

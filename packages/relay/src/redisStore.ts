@@ -13,47 +13,73 @@ export type RedisStoreOptions = {
  */
 const GRACE_MS = 3_600_000
 
+/**
+ * The fan-out notices, versioned by channel: a node listens on its own version's channel and on
+ * the one before, and while nodes of the version before listen (a rolling upgrade), its script
+ * also publishes that version's notice for them. Version 1, `published`: a line per stored message,
+ * `seq id topic record`. Version 2, `published:2`: the seqs the call gave its lines (0 for a line
+ * already stored), space-separated on the first line, then the lines as the node sent them, so the
+ * script copies no message to build it.
+ */
+const NOTICE_V1 = 'published'
+const NOTICE_V2 = 'published:2'
+
 // Stores messages, each once: its record (expiring by itself), its place in the topic's list under
 // the next sequence number, its expiry in the index, all or nothing; then one fan-out notice to
-// every relay node, a line per stored message (`seq topic id record`). Scripts run one at a time,
-// so sequence numbers, list order and notice order agree. Answers each message's sequence number,
-// or 0 for one already stored. Keys are built here from the prefix, and the messages come as one
-// argument, a line each (`id topic publisher keep-ms expiry body`; a record is `publisher expiry
-// body`): a few large arguments cost the client far less to send than many small ones. (A Redis
-// Cluster is not supported: one counter orders every topic.) ARGV: the prefix, the channel, the lines.
+// every relay node. Scripts run one at a time, so sequence numbers, list order and notice order
+// agree. Answers each line's sequence number, or 0 for a message already stored. Keys are built
+// here from the prefix, and the messages come as one argument, a line each (`id topic keep-ms
+// expiry record`; a record is `publisher expiry tag publishedAt "message"`): a few large arguments
+// cost the client far less to send than many small ones. A topic's list expires with its
+// longest-lived message (PEXPIRE GT, Redis 7). The expiry index holds a member per call and second
+// of expiry (its messages' `topic:seq id` entries, a line each), scored by the latest of them, not
+// a member per message. (A Redis Cluster is not supported: one counter orders every topic.) ARGV:
+// the prefix, the lines.
 const ADD = `
-local prefix, lines = ARGV[1], ARGV[3]
-local counter, index = prefix .. 'seq', prefix .. 'expiry'
-local seqs, notice, lists, stored = {}, {}, {}, {}
+local prefix, lines = ARGV[1], ARGV[2]
+local v1, v2 = prefix .. '${NOTICE_V1}', prefix .. '${NOTICE_V2}'
+local seqs, stored, lists, groups = {}, {}, {}, {}
 local i, at = 0, 1
 while at <= #lines do
-  local id, topic, publisher, keep, expires, body, after = string.match(lines, '^(%S+) (%S+) (%S+) (%S+) (%S+) ([^\\n]*)()', at)
+  local id, topic, keep, expires, record, after = string.match(lines, '^(%S+) (%S+) (%S+) (%S+) ([^\\n]*)()', at)
   at = after + 1
   i = i + 1
-  local record = publisher .. ' ' .. expires .. ' ' .. body
-  if redis.call('SET', prefix .. 'm:' .. id, record, 'NX', 'PX', keep) then
-    stored[#stored + 1] = { i, id, topic, tonumber(keep), expires, record }
-  end
   seqs[i] = 0
+  if redis.call('SET', prefix .. 'm:' .. id, record, 'NX', 'PX', keep) then
+    stored[#stored + 1] = { i, id, topic, tonumber(keep), tonumber(expires), record }
+  end
 end
 if #stored == 0 then return seqs end
 -- One increment numbers every message stored by this call, in order.
-local first = redis.call('INCRBY', counter, #stored) - #stored
+local first = redis.call('INCRBY', prefix .. 'seq', #stored) - #stored
 for k, m in ipairs(stored) do
   local seq = first + k
   local entry = seq .. ' ' .. m[2]
   local list = prefix .. 't:' .. m[3]
-  redis.call('RPUSH', list, entry)
-  -- A topic's list lives as long as its longest-lived message: its expiry is set once per call.
-  if (lists[list] or 0) < m[4] then lists[list] = m[4] end
-  redis.call('ZADD', index, m[5], m[3] .. ':' .. entry)
+  local fresh = redis.call('RPUSH', list, entry) == 1
+  local known = lists[list]
+  if not known then lists[list] = { m[4], fresh } elseif known[1] < m[4] then known[1] = m[4] end
+  local second = math.floor(m[5] / 1000)
+  local group = groups[second]
+  if not group then group = { m[5] }; groups[second] = group elseif group[1] < m[5] then group[1] = m[5] end
+  group[#group + 1] = m[3] .. ':' .. entry
   seqs[m[1]] = seq
-  notice[#notice + 1] = entry .. ' ' .. m[3] .. ' ' .. m[6]
+  m[7] = entry
 end
-for list, ms in pairs(lists) do
-  if redis.call('PTTL', list) < ms then redis.call('PEXPIRE', list, ms) end
+for list, known in pairs(lists) do
+  if known[2] then redis.call('PEXPIRE', list, known[1]) else redis.call('PEXPIRE', list, known[1], 'GT') end
 end
-redis.call('PUBLISH', ARGV[2], table.concat(notice, '\\n'))
+for _, group in pairs(groups) do
+  redis.call('ZADD', prefix .. 'expiry:2', group[1], table.concat(group, '\\n', 2))
+end
+redis.call('PUBLISH', v2, table.concat(seqs, ' ') .. '\\n' .. lines)
+-- Nodes of version 1 listen on its channel alone; version 2 nodes listen on both.
+local listening = redis.call('PUBSUB', 'NUMSUB', v1, v2)
+if listening[2] > listening[4] then
+  local notice = {}
+  for k, m in ipairs(stored) do notice[k] = m[7] .. ' ' .. m[3] .. ' ' .. m[6] end
+  redis.call('PUBLISH', v1, table.concat(notice, '\\n'))
+end
 return seqs
 `
 
@@ -89,7 +115,14 @@ return totals
 const COUNTER_KEEP_MS = 10_000
 
 /** Most messages or acks one script call takes. */
-const MAX_BATCH = 256
+const MAX_BATCH = 512
+/**
+ * How long a message or ack waits for others to share its script call: one call per turn of the
+ * event loop gathers what one socket read brought; waiting a millisecond gathers several turns'
+ * into one round trip, one notice and fewer, fuller socket writes on every node.
+ */
+const WINDOW_MS = 1
+const inWindow = (flush: () => void) => void setTimeout(flush, WINDOW_MS)
 
 type Scripts = {
   relayAdd(keyCount: number, ...args: (string | number)[]): Promise<number[]>
@@ -102,7 +135,7 @@ type Scripts = {
  * script call: under load that is one round trip and one notice for many messages instead of one
  * each. Calls are sent in the order they were made, so stored order is call order.
  */
-function batcher<item, result>(run: (items: item[]) => Promise<result[]>) {
+function batcher<item, result>(run: (items: item[]) => Promise<result[]>, schedule: (flush: () => void) => void = setImmediate) {
   let pending: { item: item; resolve(value: result): void; reject(error: unknown): void }[] = []
   const flush = () => {
     const taken = pending
@@ -121,7 +154,7 @@ function batcher<item, result>(run: (items: item[]) => Promise<result[]>) {
   }
   return (item: item) =>
     new Promise<result>((resolve, reject) => {
-      if (!pending.length) setImmediate(flush)
+      if (!pending.length) schedule(flush)
       pending.push({ item, resolve, reject })
     })
 }
@@ -148,18 +181,65 @@ function readRecord(record: string, seq: number, id: string, topic: string): Sto
   }
 }
 
+type NoticeItem = (record: string, seq: number, id: string, topic: string, publisher: string) => void
+
+/** A version 1 notice: a line per message, `seq id topic record`; a JSON message never holds a raw newline. */
+function readNoticeV1(text: string, item: NoticeItem) {
+  for (let start = 0; start < text.length; ) {
+    const newline = text.indexOf('\n', start)
+    const end = newline === -1 ? text.length : newline
+    const first = text.indexOf(' ', start)
+    const second = text.indexOf(' ', first + 1)
+    const third = text.indexOf(' ', second + 1)
+    const fourth = text.indexOf(' ', third + 1)
+    item(
+      text.slice(third + 1, end),
+      Number(text.slice(start, first)),
+      text.slice(first + 1, second),
+      text.slice(second + 1, third),
+      text.slice(third + 1, fourth),
+    )
+    start = end + 1
+  }
+}
+
+/**
+ * A version 2 notice: the seqs, space-separated, on the first line, then a line per message as
+ * the node sent it, `id topic keep-ms expiry record`; a seq of 0 marks a message already stored.
+ */
+function readNoticeV2(text: string, item: NoticeItem) {
+  const header = text.indexOf('\n')
+  let seqAt = 0
+  for (let start = header + 1; start < text.length; ) {
+    const seqEnd = text.indexOf(' ', seqAt)
+    const seq = Number(text.slice(seqAt, seqEnd === -1 || seqEnd > header ? header : seqEnd))
+    seqAt = seqEnd + 1
+    const newline = text.indexOf('\n', start)
+    const end = newline === -1 ? text.length : newline
+    if (seq !== 0) {
+      const first = text.indexOf(' ', start)
+      const second = text.indexOf(' ', first + 1)
+      const third = text.indexOf(' ', second + 1)
+      const fourth = text.indexOf(' ', third + 1)
+      const fifth = text.indexOf(' ', fourth + 1)
+      item(text.slice(fourth + 1, end), seq, text.slice(start, first), text.slice(first + 1, second), text.slice(fourth + 1, fifth))
+    }
+    start = end + 1
+  }
+}
+
 /**
  * Like `batcher`, for calls that answer nothing: every call of a turn gets the same promise, which
  * settles once all of that turn's script calls have, so a caller can tell calls of one batch apart
  * from the next without a promise each.
  */
-function sharedBatcher<item>(run: (items: item[]) => Promise<unknown>) {
+function sharedBatcher<item>(run: (items: item[]) => Promise<unknown>, schedule: (flush: () => void) => void) {
   let pending: item[] = []
   let current: Promise<void> | undefined
   return (item: item): Promise<void> => {
     pending.push(item)
     current ??= new Promise<void>((resolve, reject) =>
-      setImmediate(() => {
+      schedule(() => {
         const taken = pending
         pending = []
         current = undefined
@@ -183,7 +263,7 @@ function sharedBatcher<item>(run: (items: item[]) => Promise<unknown>) {
  */
 export async function redisStore(url: string, options: RedisStoreOptions = {}): Promise<RelayStore> {
   const prefix = options.prefix ?? 'latchkey:relay:'
-  const channel = `${prefix}published`
+  const [v1, v2] = [prefix + NOTICE_V1, prefix + NOTICE_V2]
   const connect = async (purpose: string) => {
     // Commands issued in one turn (the isAcked checks of a backlog) leave in one write.
     const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, enableAutoPipelining: true })
@@ -201,6 +281,13 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
     return redis
   }
   const redis = await connect('store')
+  // The scripts use PEXPIRE … GT, new in Redis 7.0: an older server is refused here rather than
+  // failing every publish.
+  const version = /redis_version:(\d+)/.exec(await redis.info('server'))?.[1]
+  if (version !== undefined && Number(version) < 7) {
+    redis.disconnect()
+    throw new Error(`Redis at ${withoutCredentials(url)} is version ${version}; the relay needs Redis 7.0 or newer`)
+  }
   redis.defineCommand('relayAdd', { lua: ADD })
   redis.defineCommand('relayAck', { lua: ACK })
   redis.defineCommand('relayCount', { lua: COUNT })
@@ -210,7 +297,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
   const messageKey = (id: string) => `${prefix}m:${id}`
   const topicKey = (topic: string) => `${prefix}t:${topic}`
   const ackKey = (id: string) => `${prefix}a:${id}`
-  const indexKey = `${prefix}expiry`
+  const indexKeys = [`${prefix}expiry:2`, `${prefix}expiry`]
   // The scripts build the same names (m:, t:, a:, expiry) and the counter's, `seq`.
   /** A topic list entry is `seq id`. */
   const parseEntry = (entry: string): [seq: number, id: string] => {
@@ -220,17 +307,16 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
 
   const storeBatch = batcher<NewMessage, StoredMessage | undefined>(async (messages) => {
     // A message is a JSON string: it never holds a raw newline. Ids, topics and client ids hold no space.
-    const lines = messages.map(
-      (m) =>
-        `${m.id} ${m.topic} ${m.publisher} ${Math.max(m.expiresAt - m.publishedAt, 0) + GRACE_MS} ${m.expiresAt} ${m.tag} ${m.publishedAt} ${JSON.stringify(m.message)}`,
-    )
-    const seqs = await scripts.relayAdd(0, prefix, channel, lines.join('\n'))
+    let lines = ''
+    for (const m of messages)
+      lines += `${lines ? '\n' : ''}${m.id} ${m.topic} ${Math.max(m.expiresAt - m.publishedAt, 0) + GRACE_MS} ${m.expiresAt} ${m.publisher} ${m.expiresAt} ${m.tag} ${m.publishedAt} ${JSON.stringify(m.message)}`
+    const seqs = await scripts.relayAdd(0, prefix, lines)
     return messages.map((message, index) => (seqs[index] ? withSeq(message, seqs[index]) : undefined))
-  })
+  }, inWindow)
   const ackBatch = sharedBatcher<[clientId: string, messageId: string]>((acks) => {
     const lines = acks.map(([clientId, messageId]) => `${messageId} ${clientId}`)
     return scripts.relayAck(0, prefix, lines.join('\n'))
-  })
+  }, inWindow)
   // A counter per client and second; each call is answered with the count up to and including it.
   const countBatch = batcher<[key: string, count: number], number>(async (calls) => {
     const counts = new Map<string, number>()
@@ -270,42 +356,42 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       return (await redis.sismember(ackKey(messageId), clientId)) === 1
     },
     async prune(now) {
-      const expired = await redis.zrangebyscore(indexKey, '-inf', now)
-      if (!expired.length) return
-      const batch = redis.multi()
-      for (const member of expired) {
-        const split = member.indexOf(':')
-        const [topic, entry] = [member.slice(0, split), member.slice(split + 1)]
-        const [, id] = parseEntry(entry)
-        batch.lrem(topicKey(topic), 0, entry).del(messageKey(id), ackKey(id)).zrem(indexKey, member)
+      // This version's index, and version 1's (a member per message) that older nodes filled.
+      for (const index of indexKeys) {
+        const expired = await redis.zrangebyscore(index, '-inf', now)
+        if (!expired.length) continue
+        const batch = redis.multi()
+        for (const member of expired) {
+          for (const item of member.split('\n')) {
+            const split = item.indexOf(':')
+            const [topic, entry] = [item.slice(0, split), item.slice(split + 1)]
+            const [, id] = parseEntry(entry)
+            batch.lrem(topicKey(topic), 0, entry).del(messageKey(id), ackKey(id))
+          }
+          batch.zrem(index, member)
+        }
+        await batch.exec()
       }
-      await batch.exec()
     },
     async watch(listener, watchOptions) {
       subscriber ??= await connect('fan-out')
       const own = subscriber
       const wants = watchOptions?.wants
+      const deliver = (record: string, seq: number, id: string, topic: string, publisher: string) => {
+        // Only messages some connection here would be sent are read further.
+        if (!wants || wants(topic, publisher)) listener(readRecord(record, seq, id, topic))
+      }
       own.on('message', (from: string, text: string) => {
-        if (from !== channel) return
-        // A line per message, `seq id topic publisher expiry tag publishedAt "message"`: the
-        // message is a JSON string, which never holds a raw newline.
-        for (let start = 0; start < text.length; ) {
-          const newline = text.indexOf('\n', start)
-          const end = newline === -1 ? text.length : newline
-          const first = text.indexOf(' ', start)
-          const second = text.indexOf(' ', first + 1)
-          const third = text.indexOf(' ', second + 1)
-          const fourth = text.indexOf(' ', third + 1)
-          const topic = text.slice(second + 1, third)
-          // Only messages some connection here would be sent are read further.
-          if (!wants || wants(topic, text.slice(third + 1, fourth)))
-            listener(readRecord(text.slice(third + 1, end), Number(text.slice(start, first)), text.slice(first + 1, second), topic))
-          start = end + 1
-        }
+        if (from === v2) readNoticeV2(text, deliver)
+        // While version 1 nodes share the store: their messages, and copies of this version's for
+        // them (dropped as already sent: the relay sends a topic's messages once, in seq order).
+        else if (from === v1) readNoticeV1(text, deliver)
       })
-      await own.subscribe(channel)
+      // One command, so Redis counts this node on both channels or on neither: a node of this
+      // version's script tells version 1 listeners from version 2 ones by the difference.
+      await own.subscribe(v2, v1)
       return async () => {
-        await own.unsubscribe(channel)
+        await own.unsubscribe(v2, v1)
         own.removeAllListeners('message')
       }
     },

@@ -4,10 +4,13 @@ import { memoryIndex, type NewMessage, type RelayStore } from './store.js'
 /** How long a write waits for others to share its commit, and how many may share one. */
 const COMMIT_WINDOW_MS = 2
 const MAX_BATCH = 1000
-/** Acks of messages that expire within the same span share a row, kept until the last of them expires. */
-const ACK_ROW_SPAN_MS = 3_600_000
+/**
+ * Messages, and acks, of one commit whose messages expire within the same span share a row, kept
+ * until the last of them expires: a row outlives the earliest of its messages by at most that span.
+ */
+const ROW_SPAN_MS = 3_600_000
 /** Layout of the file; older files are migrated when opened. */
-const SCHEMA_VERSION = 3
+const SCHEMA_VERSION = 4
 
 /**
  * A store in a SQLite file (better-sqlite3): messages and acknowledgements survive a relay
@@ -16,10 +19,11 @@ const SCHEMA_VERSION = 3
  * The file is an append-only log: rows carry no secondary index, so a commit writes a few pages at
  * the end of the file instead of one page per index per message (random topic and message ids
  * would scatter them). What the relay looks up (messages by topic, ids, acks) is held in memory
- * and rebuilt from the file when it opens; expired rows are deleted by `prune`. Acks, as many as
- * messages, are written a row per commit and expiry hour (`message-id client-id expiry` lines), not
- * a row each: a row outlives the earliest of its acks' messages by at most that hour. A publish is
- * answered only after the commit that holds it.
+ * and rebuilt from the file when it opens; expired rows are deleted by `prune`. Messages and acks
+ * are written a row per commit and expiry hour, a line per item (messages `id topic tag
+ * published-at expiry publisher "message"`, acks `message-id client-id expiry`), not a row each:
+ * one insert per commit costs far less than one per message. A publish is answered only after
+ * the commit that holds it.
  *
  * @example
  * const relay = createRelay({ port: 5555, store: sqliteStore('.latchkey/relay.db') })
@@ -32,24 +36,24 @@ export function sqliteStore(path: string): RelayStore {
   db.pragma('synchronous = NORMAL')
   migrate(db)
 
-  const insertMessage = db.prepare('insert into messages (id, topic, message, tag, published_at, expires_at, publisher) values (?, ?, ?, ?, ?, ?, ?)')
+  const insertMessages = db.prepare('insert into messages (expires_at, entries) values (?, ?)')
   const insertAcks = db.prepare('insert into acks (expires_at, entries) values (?, ?)')
   const deleteMessages = db.prepare('delete from messages where expires_at <= ?')
   const deleteAcks = db.prepare('delete from acks where expires_at <= ?')
   const selectOne = db.prepare('select 1')
 
   const index = memoryIndex()
-  type Row = { id: string; topic: string; message: string; tag: number; published_at: number; expires_at: number; publisher: string }
-  for (const row of db.prepare('select * from messages order by seq').iterate() as IterableIterator<Row>)
-    index.add({
-      id: row.id,
-      topic: row.topic,
-      message: row.message,
-      tag: row.tag,
-      publishedAt: row.published_at,
-      expiresAt: row.expires_at,
-      publisher: row.publisher,
-    })
+  // A message pruned from memory stays in its row until the row's last message expires; published
+  // again, it is in a later row too. The latest copy of an id is the one that counts.
+  const read: NewMessage[] = []
+  const latest = new Map<string, number>()
+  for (const row of db.prepare('select entries from messages order by seq').iterate() as IterableIterator<{ entries: string }>)
+    for (const line of row.entries.split('\n')) {
+      const message = readMessageLine(line)
+      latest.set(message.id, read.length)
+      read.push(message)
+    }
+  for (const [position, message] of read.entries()) if (latest.get(message.id) === position) index.add(message)
   for (const row of db.prepare('select entries from acks').iterate() as IterableIterator<{ entries: string }>)
     for (const entry of row.entries.split('\n')) {
       const [messageId = '', clientId = '', expiresAt] = entry.split(' ')
@@ -66,16 +70,13 @@ export function sqliteStore(path: string): RelayStore {
   let batch: { promise: Promise<void>; resolve(): void; reject(error: unknown): void } | undefined
   let timer: NodeJS.Timeout | undefined
   const commit = db.transaction((pendingMessages: readonly NewMessage[], pendingAcks: typeof acks) => {
-    for (const m of pendingMessages) insertMessage.run(m.id, m.topic, m.message, m.tag, m.publishedAt, m.expiresAt, m.publisher)
-    const rows = new Map<number, { expiresAt: number; entries: string[] }>()
-    for (const [messageId, clientId, expiresAt] of pendingAcks) {
-      const span = Math.floor(expiresAt / ACK_ROW_SPAN_MS)
-      const row = rows.get(span) ?? { expiresAt, entries: [] }
-      row.expiresAt = Math.max(row.expiresAt, expiresAt)
-      row.entries.push(`${messageId} ${clientId} ${expiresAt}`)
-      rows.set(span, row)
-    }
-    for (const row of rows.values()) insertAcks.run(row.expiresAt, row.entries.join('\n'))
+    const messageRows = new Rows()
+    for (const m of pendingMessages)
+      messageRows.add(m.expiresAt, `${m.id} ${m.topic} ${m.tag} ${m.publishedAt} ${m.expiresAt} ${m.publisher} ${JSON.stringify(m.message)}`)
+    messageRows.write(insertMessages)
+    const ackRows = new Rows()
+    for (const [messageId, clientId, expiresAt] of pendingAcks) ackRows.add(expiresAt, `${messageId} ${clientId} ${expiresAt}`)
+    ackRows.write(insertAcks)
   })
   const flush = () => {
     clearTimeout(timer)
@@ -153,45 +154,84 @@ export function sqliteStore(path: string): RelayStore {
   }
 }
 
+/**
+ * The lines of one commit, a row per expiry span: most commits' messages (and acks) expire within
+ * one span, so a commit is one insert of each kind. A row is kept until its last line expires.
+ */
+class Rows {
+  #spans = new Map<number, { expiresAt: number; lines: string[] }>()
+  add(expiresAt: number, line: string) {
+    const span = Math.floor(expiresAt / ROW_SPAN_MS)
+    const row = this.#spans.get(span)
+    if (!row) return void this.#spans.set(span, { expiresAt, lines: [line] })
+    if (expiresAt > row.expiresAt) row.expiresAt = expiresAt
+    row.lines.push(line)
+  }
+  write(insert: Database.Statement<[number, string]>) {
+    for (const row of this.#spans.values()) insert.run(row.expiresAt, row.lines.join('\n'))
+  }
+}
+
+/** A message from its line, `id topic tag published-at expiry publisher "message"`: ids, topics and client ids hold no space. */
+function readMessageLine(line: string): NewMessage {
+  const at = [0, 0, 0, 0, 0, 0]
+  for (let field = 0, from = 0; field < 6; field++) from = at[field] = line.indexOf(' ', from) + 1
+  return {
+    id: line.slice(0, at[0]! - 1),
+    topic: line.slice(at[0], at[1]! - 1),
+    tag: Number(line.slice(at[1], at[2]! - 1)),
+    publishedAt: Number(line.slice(at[2], at[3]! - 1)),
+    expiresAt: Number(line.slice(at[3], at[4]! - 1)),
+    publisher: line.slice(at[4], at[5]! - 1),
+    message: JSON.parse(line.slice(at[5])) as string,
+  }
+}
+
 /** Brings a file of any earlier layout to SCHEMA_VERSION, keeping its messages and acks. */
 function migrate(db: Database.Database) {
   const version = db.pragma('user_version', { simple: true }) as number
   if (version === SCHEMA_VERSION) return
   db.transaction(() => {
     const existing = new Set((db.prepare("select name from sqlite_master where type = 'table'").all() as { name: string }[]).map((row) => row.name))
-    if (existing.has('messages')) db.exec('alter table messages rename to messages_old')
-    if (existing.has('acks')) db.exec('alter table acks rename to acks_old')
+    // Versions 1 to 3 kept a row per message (version 1 indexed everything); version 3 has the
+    // acks of today, versions 1 and 2 a row per ack with message_id and client_id.
+    const oldMessages = existing.has('messages')
+    const oldAcks = existing.has('acks') && version < 3
+    if (oldMessages) db.exec('alter table messages rename to messages_old')
+    if (oldAcks) db.exec('alter table acks rename to acks_old')
     db.exec(`
       create table messages (
-        seq integer primary key autoincrement,
-        id text not null,
-        topic text not null,
-        message text not null,
-        tag integer not null,
-        published_at integer not null,
+        seq integer primary key,
         expires_at integer not null,
-        publisher text not null
+        entries text not null
       );
-      create table acks (
+      create table if not exists acks (
         seq integer primary key,
         expires_at integer not null,
         entries text not null
       );
     `)
-    // Version 1 indexed everything (unique ids, topics, expiry; acks keyed by client and message);
-    // version 2 had no indexes and a row per ack. Both have the message columns of today and acks
-    // with message_id and client_id.
-    if (existing.has('messages')) {
-      db.exec(`insert into messages (id, topic, message, tag, published_at, expires_at, publisher)
-        select id, topic, message, tag, published_at, expires_at, publisher from messages_old order by seq`)
-      db.exec('drop table messages_old')
+    if (oldMessages) {
+      type Row = { id: string; topic: string; message: string; tag: number; published_at: number; expires_at: number; publisher: string }
+      const insert = db.prepare<[number, string]>('insert into messages (expires_at, entries) values (?, ?)')
+      let rows = new Rows()
+      let count = 0
+      for (const m of db.prepare('select * from messages_old order by seq').iterate() as IterableIterator<Row>) {
+        rows.add(m.expires_at, `${m.id} ${m.topic} ${m.tag} ${m.published_at} ${m.expires_at} ${m.publisher} ${JSON.stringify(m.message)}`)
+        if (++count % MAX_BATCH === 0) {
+          rows.write(insert)
+          rows = new Rows()
+        }
+      }
+      rows.write(insert)
     }
-    if (existing.has('acks')) {
+    if (oldAcks) {
       db.exec(`insert into acks (expires_at, entries)
         select max(m.expires_at), group_concat(a.message_id || ' ' || a.client_id || ' ' || m.expires_at, char(10))
-        from acks_old a join messages m on m.id = a.message_id group by m.expires_at / ${ACK_ROW_SPAN_MS}`)
+        from acks_old a join messages_old m on m.id = a.message_id group by m.expires_at / ${ROW_SPAN_MS}`)
       db.exec('drop table acks_old')
     }
+    if (oldMessages) db.exec('drop table messages_old')
     db.pragma(`user_version = ${SCHEMA_VERSION}`)
   })()
 }

@@ -59,9 +59,9 @@ export type RelayStore = {
 }
 
 /** A stored message from a new one and its `seq`, written out: a spread with an added key costs V8 a microsecond a message. */
-export const withSeq = (added: NewMessage, seq: number): StoredMessage => ({
+export const withSeq = (added: NewMessage, seq: number, topic = added.topic): StoredMessage => ({
   id: added.id,
-  topic: added.topic,
+  topic,
   message: added.message,
   tag: added.tag,
   publishedAt: added.publishedAt,
@@ -93,18 +93,21 @@ export type MemoryIndex = {
 export function memoryIndex(): MemoryIndex {
   const byTopic = new Map<string, StoredMessage[]>()
   const byId = new Map<string, StoredMessage>()
-  // Client ids that acknowledged each message: usually one, so a short list rather than a Set.
-  const acks = new Map<string, string[]>()
+  // Client ids that acknowledged each message: usually one, held as that string (the connection's
+  // own, no copy), a list only for more. Every message is held until its TTL and outlives many
+  // collections: what it holds is copied again by each, so less per message is less collection work.
+  const acks = new Map<string, string | string[]>()
   let seq = 0
   return {
     add(added, given) {
       if (byId.has(added.id)) return undefined
       seq = given === undefined ? seq + 1 : Math.max(seq, given)
-      const message = withSeq(added, given ?? seq)
+      const list = byTopic.get(added.topic)
+      // Each publish parses its own copy of the topic; the messages of a topic share the first one's.
+      const message = withSeq(added, given ?? seq, list?.length ? list[0]!.topic : added.topic)
       byId.set(message.id, message)
-      const list = byTopic.get(message.topic) ?? []
-      list.push(message)
-      byTopic.set(message.topic, list)
+      if (list) list.push(message)
+      else byTopic.set(message.topic, [message])
       return message
     },
     remove(message) {
@@ -120,10 +123,15 @@ export function memoryIndex(): MemoryIndex {
       // An ack for a message no longer held (expired between push and ack) has nothing to protect.
       if (!byId.has(messageId)) return
       const clients = acks.get(messageId)
-      if (!clients) acks.set(messageId, [clientId])
-      else if (!clients.includes(clientId)) clients.push(clientId)
+      if (clients === undefined) acks.set(messageId, clientId)
+      else if (typeof clients === 'string') {
+        if (clients !== clientId) acks.set(messageId, [clients, clientId])
+      } else if (!clients.includes(clientId)) clients.push(clientId)
     },
-    isAcked: (clientId, messageId) => acks.get(messageId)?.includes(clientId) ?? false,
+    isAcked(clientId, messageId) {
+      const clients = acks.get(messageId)
+      return typeof clients === 'string' ? clients === clientId : (clients?.includes(clientId) ?? false)
+    },
     prune(now) {
       for (const [topic, list] of byTopic) {
         const kept = list.filter((m) => m.expiresAt > now)

@@ -152,6 +152,30 @@ test('behavior: a file in the second layout (a row per ack) is migrated with its
   await store.close()
 })
 
+test('behavior: a file in the third layout (a row per message) is migrated with its messages and acks', async () => {
+  const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
+  const old = new Database(path)
+  old.exec(`
+    create table messages (seq integer primary key autoincrement, id text not null, topic text not null, message text not null,
+      tag integer not null, published_at integer not null, expires_at integer not null, publisher text not null);
+    create table acks (seq integer primary key, expires_at integer not null, entries text not null);
+    insert into messages (id, topic, message, tag, published_at, expires_at, publisher) values
+      ('a', 't', 'm-a', 1, 1, 100, 'did:key:a'), ('b', 'u', 'line one' || char(10) || 'two "quoted"', 1108, 1, 200, 'did:key:a');
+    insert into acks (expires_at, entries) values (200, 'a alice 100' || char(10) || 'b bob 200');
+    pragma user_version = 3;
+  `)
+  old.close()
+  const store = sqliteStore(path)
+  expect(await store.list('u', 0)).toEqual([{ ...message('b', 'u', 200), message: 'line one\ntwo "quoted"', tag: 1108, seq: 2 }])
+  expect([await store.isAcked('alice', 'a'), await store.isAcked('bob', 'b'), await store.isAcked('bob', 'a')]).toEqual([true, true, false])
+  await store.close()
+  const migrated = new Database(path)
+  expect(migrated.pragma('user_version', { simple: true })).toBe(4)
+  // One row holds both messages: they expire within the same hour.
+  expect(migrated.prepare('select count(*) as rows from messages').get()).toEqual({ rows: 1 })
+  migrated.close()
+})
+
 test('behavior: the sqlite store forgets, across a restart, acks of messages pruned and published again', async () => {
   const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
   const first = sqliteStore(path)
