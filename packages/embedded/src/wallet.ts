@@ -282,16 +282,15 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     session: { userId: string; publicKey: string },
   ): Promise<EmbeddedWalletCredential> {
     if (!organizationId) throw new SubOrganizationNotFoundError()
+    // The key check needs no account: it runs beside the account look-up, one round trip less.
+    const compatible = sessionKeyCompatible(kms, organizationId, session.userId, session.publicKey)
     const { accounts } = await kmsCall(() => kms.getWalletAccounts({ organizationId }))
     const wanted = address?.toLowerCase()
     const account = accounts.find(
       (candidate) => candidate.addressFormat === 'ADDRESS_FORMAT_ETHEREUM' && (!wanted || candidate.address.toLowerCase() === wanted),
     )
     if (!account) throw new AccountNotFoundError({ details: `No Ethereum account in sub-organization ${organizationId}` })
-    const [{ wallet }, isSessionKeyCompatible] = await Promise.all([
-      kmsCall(() => kms.getWallet({ organizationId, walletId: account.walletId })),
-      sessionKeyCompatible(kms, organizationId, session.userId, session.publicKey),
-    ])
+    const [{ wallet }, isSessionKeyCompatible] = await Promise.all([kmsCall(() => kms.getWallet({ organizationId, walletId: account.walletId })), compatible])
     return {
       address: getAddress(account.address),
       id: account.walletAccountId,
