@@ -23,8 +23,12 @@ export type OAuthProviderName = (typeof OAUTH_PROVIDERS)[number]
 export type OAuthProviderConfig = {
   issuer: string
   clientId: string
-  /** For the code exchange of confidential clients (Google web apps). */
-  clientSecret?: string | undefined
+  /**
+   * For the code exchange of confidential clients: Google web apps' secret, or a function giving
+   * the current one, as Apple needs (`appleClientSecret`: a JWT signed with the team's key, renewed
+   * before it expires).
+   */
+  clientSecret?: string | (() => string | Promise<string>) | undefined
   /** Default: from `{issuer}/.well-known/openid-configuration`. */
   authorizationEndpoint?: string | undefined
   tokenEndpoint?: string | undefined
@@ -144,7 +148,8 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
         redirect_uri: redirectUri,
         client_id: config.clientId,
       })
-      if (config.clientSecret) form.set('client_secret', config.clientSecret)
+      const clientSecret = typeof config.clientSecret === 'function' ? await config.clientSecret() : config.clientSecret
+      if (clientSecret) form.set('client_secret', clientSecret)
       const response = await fetch(token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form })
       const answer = (await response.json().catch(() => ({}))) as { id_token?: string; error?: string; error_description?: string }
       if (!response.ok || !answer.id_token)
