@@ -23,8 +23,7 @@ export async function startTestIssuer() {
     } else if (request.url === '/issuer/jwks') {
       keyFetches++
       json({ keys })
-    }
-    else response.writeHead(404).end()
+    } else response.writeHead(404).end()
   })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
