@@ -299,9 +299,16 @@ test('policy consensus: approvers.count() >= 2 waits with nothing written; a sec
 
 test('policy consensus: two approvals at once run the activity exactly once', async () => {
   const { organizationId, alice, bob, carol, root } = await team(() => [
-    { policyName: 'two approvers', effect: 'EFFECT_ALLOW', consensus: 'approvers.count() >= 2', condition: "activity.resource == 'WALLET'" },
+    { policyName: 'two approvers', effect: 'EFFECT_ALLOW', consensus: 'approvers.count() >= 2', condition: "activity.resource == 'USER'" },
   ])
-  const { activity } = await createWallet(alice, organizationId, 'Raced')
+  // A user: nothing unique about one, so a second run would show as a second user.
+  const { activity } = await alice.createUsers({
+    type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { users: [{ userName: 'Raced', apiKeys: [], authenticators: [], oauthProviders: [], userTags: [] }] },
+  })
+  expect(activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
   const answers = await Promise.allSettled([
     vote(bob, organizationId, activity.fingerprint, 'approve'),
     vote(carol, organizationId, activity.fingerprint, 'approve'),
@@ -312,7 +319,7 @@ test('policy consensus: two approvals at once run the activity exactly once', as
   // A vote that came after the run finds it settled.
   for (const answer of answers.filter((answer) => answer.status === 'rejected'))
     expect(String(answer.reason)).toContain(`Turnkey error 9: activity ${activity.id} is ACTIVITY_STATUS_COMPLETED, not waiting for consensus`)
-  expect((await walletNames(root, organizationId)).filter((name) => name === 'Raced')).toHaveLength(1)
+  expect((await root.getUsers({ organizationId })).users.filter((user) => user.userName === 'Raced')).toHaveLength(1)
 })
 
 test('policy consensus over tags: an untagged approval does not count; rejections end it once neither a policy nor the root quorum can pass it', async () => {
