@@ -48,7 +48,7 @@ export async function kmsSection(options: { postgresUrl: string; rounds: number;
   )
   console.log(`  (load average ${loadavg()[0]!.toFixed(2)}: the instances, PostgreSQL and the client share this machine's cores)`)
   console.log(
-    `\n  SIGKILL of one of 2 instances under create_wallet load: ${kill.requests} requests, ${kill.acknowledged} answered 200 at first, ${kill.retried} cut and sent again (same bytes) to the instance left, ${kill.committedBeforeKill} of them answered with the activity the killed instance had committed; lost ${kill.lost}, stored twice ${kill.twice}, failed ${kill.failed} (${fixed(kill.seconds, 1)} s)`,
+    `\n  SIGKILL of one of 2 instances under create_wallet load: ${kill.requests} requests, ${kill.acknowledged} answered 200, ${kill.retried} cut by the kill and sent again (same bytes) to the instance left, ${kill.committedBeforeKill} of those answered with the activity the killed instance had committed; lost ${kill.lost}, stored twice ${kill.twice}, failed ${kill.failed} (${fixed(kill.seconds, 1)} s)`,
   )
   if (kill.firstFailure) console.error(`  kill: first failure: ${kill.firstFailure}`)
   return failed + kill.lost + kill.twice + kill.failed
