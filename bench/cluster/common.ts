@@ -1,5 +1,6 @@
 /** Helpers the kms and backend sections of bench:cluster share. */
 import pg from 'pg'
+import type { CpuSplit } from '../kms/cpu.js'
 
 export const fixed = (value: number, digits = 0) => value.toFixed(digits)
 export function median(values: readonly number[]): number {
@@ -20,21 +21,34 @@ export async function freshDatabase(serverUrl: string, name: string): Promise<st
   return url.href
 }
 
-export type Row = { label: string; round: number; rate: number; p50: number; p99: number; failed: number }
+export type Row = { label: string; round: number; rate: number; p50: number; p99: number; failed: number; cpu?: CpuSplit | undefined }
+
+const cpuText = (cpu: CpuSplit) =>
+  `CPU µs/request: service ${fixed(cpu.kms).padStart(4)}, postgres ${fixed(cpu.postgres).padStart(4)}, client ${fixed(cpu.client).padStart(4)}, other work ${fixed(cpu.others).padStart(4)}`
 
 /** One line per setup and round, then the medians of the rounds and their ratios against the targets. */
 export function report(title: string, unit: string, rows: readonly Row[], labels: { sqlite: string; one: string; two: string }) {
   console.log(`\n${title}\n`)
   for (const row of rows)
     console.log(
-      `  round ${row.round}  ${row.label.padEnd(26)} ${fixed(row.rate).padStart(6)} ${unit}/s   p50 ${fixed(row.p50, 1).padStart(6)} ms   p99 ${fixed(row.p99, 1).padStart(6)} ms   failed ${row.failed}`,
+      `  round ${row.round}  ${row.label.padEnd(26)} ${fixed(row.rate).padStart(6)} ${unit}/s   p50 ${fixed(row.p50, 1).padStart(6)} ms   p99 ${fixed(row.p99, 1).padStart(6)} ms   failed ${row.failed}${row.cpu ? `   ${cpuText(row.cpu)}` : ''}`,
     )
   const of = (label: string) => rows.filter((row) => row.label === label)
   const rate = (label: string) => median(of(label).map((row) => row.rate))
   const p = (label: string, key: 'p50' | 'p99') => median(of(label).map((row) => row[key]))
   console.log(`\n  medians of ${Math.max(...rows.map((row) => row.round))} rounds`)
-  for (const label of [labels.sqlite, labels.one, labels.two])
-    console.log(`  ${label.padEnd(26)} ${fixed(rate(label)).padStart(6)} ${unit}/s   p50 ${fixed(p(label, 'p50'), 1)} ms   p99 ${fixed(p(label, 'p99'), 1)} ms`)
+  const cpu = (label: string): CpuSplit | undefined => {
+    const split = of(label).map((row) => row.cpu)
+    if (split.some((value) => !value)) return undefined
+    const pick = (key: keyof CpuSplit) => median(split.map((value) => value![key]))
+    return { kms: pick('kms'), postgres: pick('postgres'), client: pick('client'), others: pick('others') }
+  }
+  for (const label of [labels.sqlite, labels.one, labels.two]) {
+    const split = cpu(label)
+    console.log(
+      `  ${label.padEnd(26)} ${fixed(rate(label)).padStart(6)} ${unit}/s   p50 ${fixed(p(label, 'p50'), 1)} ms   p99 ${fixed(p(label, 'p99'), 1)} ms${split ? `   ${cpuText(split)}` : ''}`,
+    )
+  }
   const rounds = [...new Set(rows.map((row) => row.round))]
   const perRound = (over: string, under: string) =>
     rounds
