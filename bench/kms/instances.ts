@@ -11,10 +11,19 @@ import { secp256k1 } from '@noble/curves/secp256k1'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { startService, stopService } from '../services.js'
+import { type CpuSplit, cpuMeter, machineBusyMs, postgresPids } from './cpu.js'
 import type { LoadResult, LoadStart } from './load.js'
 
 export type KmsStore = { databaseUrl: string } | { databasePath: string }
-export type Measured = { label: string; rate: number; p50: number; p99: number; failed: number; firstFailure: string | undefined }
+export type Measured = {
+  label: string
+  rate: number
+  p50: number
+  p99: number
+  failed: number
+  firstFailure: string | undefined
+  cpu: CpuSplit
+}
 
 export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
 
@@ -75,7 +84,8 @@ export async function kmsCluster(count: number, store: KmsStore) {
   await setup.stop()
   const instances: { child: ChildProcess; url: string }[] = []
   for (let i = 0; i < count; i++) instances.push(await startInstance(await getFreePort(), store, keys))
-  return { instances, ...(await createBenchUser(instances[0]!.url, backendKey, parent.organizationId)) }
+  const postgresPort = 'databaseUrl' in store ? Number(new URL(store.databaseUrl).port) : undefined
+  return { instances, postgresPort, ...(await createBenchUser(instances[0]!.url, backendKey, parent.organizationId)) }
 }
 
 /** `requests` signatures spread over `cluster`'s instances, `concurrency` in flight, measured by the load client in its own process. */
@@ -105,9 +115,18 @@ export async function measureLoad(label: string, cluster: Awaited<ReturnType<typ
   client.send(start)
   if ((await readyMessage).type !== 'ready') throw new Error('the load client did not get ready')
   const resultMessage = next()
+  const port = cluster.postgresPort
+  const meter = cpuMeter({
+    kms: () => cluster.instances.map((instance) => instance.child.pid!),
+    postgres: () => (port === undefined ? [] : postgresPids(port)),
+  })
+  const busyBefore = machineBusyMs()
   client.send({ type: 'go' })
   const load = (await resultMessage) as LoadResult
+  const used = meter.read()
+  const busy = machineBusyMs() - busyBefore
   const latencies = load.latencies.sort((a, b) => a - b)
+  const perRequest = (ms: number) => (ms * 1000) / load.served
   return {
     label,
     rate: load.served / load.seconds,
@@ -115,6 +134,12 @@ export async function measureLoad(label: string, cluster: Awaited<ReturnType<typ
     p99: percentile(latencies, 99),
     failed: load.failed,
     firstFailure: load.firstFailure,
+    cpu: {
+      kms: perRequest(used.kms),
+      postgres: perRequest(used.postgres),
+      client: perRequest(load.cpuMs),
+      others: perRequest(Math.max(0, busy - used.kms - used.postgres - load.cpuMs)),
+    },
   }
 }
 

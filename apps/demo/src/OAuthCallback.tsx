@@ -4,7 +4,7 @@ import { useEffect, useState } from 'react'
 
 /**
  * Where Google or Apple send the browser back (/oauth/callback) after a redirect sign-in (the
- * popup case never renders: main.tsx hands the answer to the opener first). Finishes the sign-in,
+ * popup case never renders: the callback page, oauthCallback.ts, hands the answer to the opener). Finishes the sign-in,
  * then returns to the page the user started from.
  */
 export function OAuthCallback() {

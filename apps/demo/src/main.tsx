@@ -1,4 +1,4 @@
-import { createClient, embedded, postOAuthCallback, serverAdapter, walletConnect } from '@latchkey/core'
+import { createClient, embedded, serverAdapter, walletConnect } from '@latchkey/core'
 import { LatchkeyProvider } from '@latchkey/react'
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
@@ -38,23 +38,19 @@ const client = createClient({
 })
 const explorer = /^\/explorer\/(\d+)\/address\/(0x[0-9a-fA-F]{40})$/.exec(location.pathname)
 
-// In the social sign-in popup: hand the provider's answer to the demo that opened it, and close.
-const inOAuthPopup = location.pathname === '/oauth/callback' && postOAuthCallback()
-if (inOAuthPopup) window.close()
-
-if (!inOAuthPopup)
-  createRoot(document.getElementById('root') as HTMLElement).render(
-    <StrictMode>
-      <LatchkeyProvider client={client} theme="auto">
-        {explorer ? (
-          <Explorer chainId={Number(explorer[1])} address={explorer[2] as `0x${string}`} />
-        ) : location.pathname === '/oauth/callback' ? (
-          <OAuthCallback />
-        ) : location.pathname === '/headless' ? (
-          <Headless />
-        ) : (
-          <App />
-        )}
-      </LatchkeyProvider>
-    </StrictMode>,
-  )
+// (/oauth/callback has a page of its own, oauthCallback.ts, which loads this only after a redirect sign-in.)
+createRoot(document.getElementById('root') as HTMLElement).render(
+  <StrictMode>
+    <LatchkeyProvider client={client} theme="auto">
+      {explorer ? (
+        <Explorer chainId={Number(explorer[1])} address={explorer[2] as `0x${string}`} />
+      ) : location.pathname === '/oauth/callback' ? (
+        <OAuthCallback />
+      ) : location.pathname === '/headless' ? (
+        <Headless />
+      ) : (
+        <App />
+      )}
+    </LatchkeyProvider>
+  </StrictMode>,
+)

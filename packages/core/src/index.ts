@@ -9,14 +9,8 @@ export {
   type VerifyEmailSignInParameters,
   verifyEmailSignIn,
 } from './actions/embedded/emailSignIn.js'
-export {
-  completeOAuthRedirect,
-  type OAuthProviderName,
-  openOAuthPopup,
-  postOAuthCallback,
-  type SignInWithOAuthParameters,
-  signInWithOAuth,
-} from './actions/embedded/oauthSignIn.js'
+export { openOAuthPopup, postOAuthCallback } from './actions/embedded/oauthPopup.js'
+export { completeOAuthRedirect, type OAuthProviderName, type SignInWithOAuthParameters, signInWithOAuth } from './actions/embedded/oauthSignIn.js'
 export {
   type AddPasskeyParameters,
   addPasskey,

@@ -148,9 +148,12 @@ async function serve(root: string, request: IncomingMessage, response: ServerRes
   return sendFile(response, request.method === 'HEAD', { path: join(root, 'index.html'), size: (await stat(join(root, 'index.html'))).size })
 }
 
-/** The file to send for `candidate` (a directory's index.html), if it exists inside `root`. */
+/**
+ * The file to send for `candidate` (or `candidate.html`, as Vite's dev server and most static hosts
+ * serve a page of a multi-page app, or a directory's index.html), if it exists inside `root`.
+ */
 async function findFile(root: string, candidate: string): Promise<{ path: string; size: number } | undefined> {
-  for (const path of [candidate, join(candidate, 'index.html')]) {
+  for (const path of [candidate, `${candidate}.html`, join(candidate, 'index.html')]) {
     let real: string
     try {
       real = await realpath(path)

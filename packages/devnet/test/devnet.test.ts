@@ -258,7 +258,9 @@ describe('staticServer', () => {
       'image.png': 'png',
       'favicon.ico': 'ico',
       'assets/font.woff2': 'woff2',
+      'oauth/callback.html': '<!doctype html><title>callback</title>',
     }
+    await mkdir(join(root, 'oauth'))
     for (const [path, body] of Object.entries(files)) await writeFile(join(root, path), body)
     await writeFile(join(dir, 'secret.txt'), 'secret')
     const server = track(staticServer({ root, port: await getFreePort() }))
@@ -319,6 +321,15 @@ describe('staticServer', () => {
       })
       expect(await response.text()).toBe(files['index.html'])
     }
+  })
+
+  test('behavior: a page of a multi-page app is served for its path without .html', async () => {
+    const { server, files } = await site()
+    const response = await fetch(`${server.url}/oauth/callback?code=c&state=s`)
+    expect({ status: response.status, type: response.headers.get('content-type') }).toEqual({ status: 200, type: 'text/html; charset=utf-8' })
+    expect(await response.text()).toBe(files['oauth/callback.html'])
+    // The directory itself is no page: the app's routes answer it.
+    expect(await (await fetch(`${server.url}/oauth`)).text()).toBe(files['index.html'])
   })
 
   test('error: a missing asset is 404', async () => {

@@ -78,10 +78,10 @@ export async function signInWithOAuth(
     popup?: Window | null | undefined
   },
 ): Promise<EmbeddedWalletCredential> {
-  const { oauth } = await wallet.backendConfig()
+  // The key is made beside the config's fetch (the popup waits for both), as the passkey sign-in does.
+  const [{ oauth }, sessionPublicKey] = await Promise.all([wallet.backendConfig(), wallet.newSessionKey()])
   const issuer = oauth?.[parameters.provider]
   if (!issuer) throw new OAuthError(`${parameters.provider} sign-in is not configured on the backend`)
-  const sessionPublicKey = await wallet.newSessionKey()
   const callbackPage = parameters.redirectUri ?? defaultRedirectUri()
   // Apple posts its answer (response_mode=form_post), which a page cannot receive: it goes to the
   // backend, which sends the browser on to the page the state names (on an allowed origin only).

@@ -119,8 +119,7 @@ export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; ap
 
     async signIn(): Promise<EmbeddedWalletCredential> {
       assertWebauthn()
-      const { organizationId } = await wallet.settings()
-      const publicKey = await wallet.newSessionKey()
+      const [{ organizationId }, publicKey] = await Promise.all([wallet.settings(), wallet.newSessionKey()])
       const stamper = new WebauthnStamper({ rpId: options.rpId, timeout: WEBAUTHN_TIMEOUT_MS, userVerification: WEBAUTHN_USER_VERIFICATION })
       const kms = await wallet.client(stamper)
       let result: Record<string, unknown>

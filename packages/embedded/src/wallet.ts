@@ -282,16 +282,19 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     session: { userId: string; publicKey: string },
   ): Promise<EmbeddedWalletCredential> {
     if (!organizationId) throw new SubOrganizationNotFoundError()
-    const { accounts } = await kmsCall(() => kms.getWalletAccounts({ organizationId }))
+    // The accounts, the wallets (for the account's wallet name) and the key check in one round trip.
+    const [{ accounts }, { wallets }, isSessionKeyCompatible] = await Promise.all([
+      kmsCall(() => kms.getWalletAccounts({ organizationId })),
+      kmsCall(() => kms.getWallets({ organizationId })),
+      sessionKeyCompatible(kms, organizationId, session.userId, session.publicKey),
+    ])
     const wanted = address?.toLowerCase()
     const account = accounts.find(
       (candidate) => candidate.addressFormat === 'ADDRESS_FORMAT_ETHEREUM' && (!wanted || candidate.address.toLowerCase() === wanted),
     )
     if (!account) throw new AccountNotFoundError({ details: `No Ethereum account in sub-organization ${organizationId}` })
-    const [{ wallet }, isSessionKeyCompatible] = await Promise.all([
-      kmsCall(() => kms.getWallet({ organizationId, walletId: account.walletId })),
-      sessionKeyCompatible(kms, organizationId, session.userId, session.publicKey),
-    ])
+    const wallet = wallets.find((candidate) => candidate.walletId === account.walletId)
+    if (!wallet) throw new AccountNotFoundError({ details: `No wallet ${account.walletId} in sub-organization ${organizationId}` })
     return {
       address: getAddress(account.address),
       id: account.walletAccountId,

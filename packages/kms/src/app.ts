@@ -61,6 +61,8 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   const mailer = options.mailer ?? devInbox(db, now)
   const webauthn = options.webauthn ?? DEFAULT_WEBAUTHN
   const oidc = createOidcVerifier(options.oidcIssuers ?? [])
+  // The issuers' keys are fetched now, so that the first social sign-in does not wait for them.
+  void oidc.warm()
   const outbox = options.outbox ?? createOutbox({ db, mailer, masterKey, now, logger: options.logger })
   const app = new Hono<{ Variables: Authenticated }>()
 
@@ -94,7 +96,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
 
   app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, now }))
 
-  const QUERIES = createQueries({ db, envelope: (row) => activityView(db, row), signerPrivateKey: options.signerPrivateKey })
+  const QUERIES = createQueries({ db, envelope: (row) => activityView(db, row), signerPrivateKey: options.signerPrivateKey, oidc, now })
   app.post('/public/v1/query/:op', async (c) => {
     const { body, caller } = c.var
     const query = own(QUERIES, c.req.param('op'))

@@ -66,6 +66,48 @@ function statementsOf(storage: Storage, executor: () => Promise<Executor>, inTra
   return db
 }
 
+/** Every column of a row type, listed once: a missing or unknown name fails the typecheck. */
+const allColumns =
+  <row>() =>
+  <const names extends readonly (keyof row & string)[]>(names: [Exclude<keyof row, names[number]>] extends [never] ? names : never) =>
+    names
+const ORGANIZATION_COLUMNS = allColumns<OrganizationRow>()(['id', 'name', 'parent_id', 'root_quorum_threshold', 'created_at'])
+const API_KEY_COLUMNS = allColumns<ApiKeyRow>()([
+  'id',
+  'user_id',
+  'organization_id',
+  'name',
+  'public_key',
+  'curve',
+  'credential_type',
+  'expires_at',
+  'created_at',
+])
+const WALLET_ACCOUNT_COLUMNS = allColumns<WalletAccountRow>()([
+  'id',
+  'wallet_id',
+  'organization_id',
+  'curve',
+  'path_format',
+  'path',
+  'address_format',
+  'address',
+  'public_key',
+  'created_at',
+  'sealed_private_key',
+])
+
+/**
+ * Two tables' rows in one statement: `alias.column as alias_column` for each column, and back.
+ * For look-ups joined onto a one-row driving table, where either side may be missing.
+ */
+const prefixed = (alias: string, columns: readonly string[]) => sql.raw(columns.map((column) => `${alias}.${column} as ${alias}_${column}`).join(', '))
+function unprefixed<row>(record: Record<string, unknown>, alias: string, columns: readonly string[]): row | undefined {
+  // Every table here has a non-null id: a null one is the missing side of a left join.
+  if (record[`${alias}_id`] === null || record[`${alias}_id`] === undefined) return undefined
+  return Object.fromEntries(columns.map((column) => [column, record[`${alias}_${column}`]])) as row
+}
+
 function statements(storage: Storage, executor: () => Promise<Executor>) {
   const run = async (query: RawBuilder<unknown>) => {
     await query.execute(await executor())
@@ -126,6 +168,19 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     mailbox: () => all<MailRow>(sql`select * from mailbox order by created_at desc, rowid desc limit 200`),
     insertApiKey: (row: ApiKeyRow) => insert('api_keys', row),
     apiKeyByPublicKey: (publicKey: string) => get<ApiKeyRow>(sql`select * from api_keys where public_key = ${publicKey}`),
+    /**
+     * The API key with `publicKey` and the organization `organizationId`, each or both missing, in
+     * one round trip: what authenticating a stamped request reads.
+     */
+    apiKeyAndOrganization: async (publicKey: string, organizationId: string) => {
+      const record = (await get<Record<string, unknown>>(
+        sql`select ${prefixed('k', API_KEY_COLUMNS)}, ${prefixed('o', ORGANIZATION_COLUMNS)} from (select 1 as one) one left join api_keys k on k.public_key = ${publicKey} left join organizations o on o.id = ${organizationId}`,
+      ))!
+      return {
+        apiKey: unprefixed<ApiKeyRow>(record, 'k', API_KEY_COLUMNS),
+        organization: unprefixed<OrganizationRow>(record, 'o', ORGANIZATION_COLUMNS),
+      }
+    },
     apiKeysOfUser: (userId: string) => all<ApiKeyRow>(sql`select * from api_keys where user_id = ${userId} order by created_at, id`),
     insertWallet: (row: WalletRow) => insert('wallets', row),
     wallet: (id: string, organizationId: string) => get<WalletRow>(sql`select * from wallets where id = ${id} and organization_id = ${organizationId}`),
@@ -140,6 +195,19 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     accountsOfWallet: (walletId: string) => all<WalletAccountRow>(sql`select * from wallet_accounts where wallet_id = ${walletId} order by created_at, rowid`),
     accountsOfOrganization: (organizationId: string) =>
       all<WalletAccountRow>(sql`select * from wallet_accounts where organization_id = ${organizationId} order by created_at, rowid`),
+    /**
+     * What a signing address names in an organization, in one round trip: the id of the private
+     * key holding it, and the wallet account holding it (either, both or neither).
+     */
+    signingKeyByAddress: async (organizationId: string, address: string) => {
+      const record = (await get<Record<string, unknown>>(
+        sql`select (select private_key_id from private_key_addresses where organization_id = ${organizationId} and lower(address) = lower(${address}) limit 1) as private_key_id, ${prefixed('a', WALLET_ACCOUNT_COLUMNS)} from (select 1 as one) one left join wallet_accounts a on a.organization_id = ${organizationId} and lower(a.address) = lower(${address})`,
+      ))!
+      return {
+        privateKeyId: typeof record['private_key_id'] === 'string' ? record['private_key_id'] : undefined,
+        account: unprefixed<WalletAccountRow>(record, 'a', WALLET_ACCOUNT_COLUMNS),
+      }
+    },
     accountByAddress: (organizationId: string, address: string) =>
       get<WalletAccountRow>(sql`select * from wallet_accounts where organization_id = ${organizationId} and lower(address) = lower(${address})`),
     insertActivity: (row: ActivityRow) => insert('activities', row),

@@ -1,7 +1,21 @@
 import { secp256k1 } from '@noble/curves/secp256k1'
 import { mnemonicToSeedSync } from '@scure/bip39'
-import { bytesToHex, type Hex, hashTypedData, hexToBytes, isHex, keccak256, parseTransaction, sha256, type TransactionSerializable, toHex } from 'viem'
+import {
+  bytesToHex,
+  type Hex,
+  hashTypedData,
+  hexToBytes,
+  isAddress,
+  isHex,
+  keccak256,
+  parseTransaction,
+  sha256,
+  type TransactionSerializable,
+  type TypedDataDefinition,
+  toHex,
+} from 'viem'
 import { english, generateMnemonic, HDKey, publicKeyToAddress, signTransaction as signSerializable } from 'viem/accounts'
+import { hashAuthorization } from 'viem/utils'
 import { GrpcCode, invalid, KmsError } from './errors.js'
 
 /** The account parameters of create_wallet and create_wallet_accounts. */
@@ -64,16 +78,50 @@ export function deriveAccounts(mnemonic: string, accounts: readonly AccountParam
   }
 }
 
+/** An EIP-712 payload (`serializeTypedData`'s JSON): undefined unless it hashes as typed data. */
+export function typedDataOf(payload: string): TypedDataDefinition | undefined {
+  try {
+    const typed = JSON.parse(payload) as TypedDataDefinition
+    hashTypedData(typed)
+    return typed
+  } catch {
+    return undefined
+  }
+}
+
+/** An EIP-7702 authorization payload, `{"address","chainId","nonce"}` as @turnkey/viem's signAuthorization sends it. */
+export type AuthorizationPayload = { address: `0x${string}`; chainId: number; nonce: number }
+
+/** An EIP-7702 authorization payload: undefined unless it has a contract address, a chain id and a nonce. */
+export function authorizationOf(payload: string): AuthorizationPayload | undefined {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(payload)
+  } catch {
+    return undefined
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined
+  const { address, contractAddress, chainId, nonce } = parsed as Record<string, unknown>
+  const contract = address ?? contractAddress
+  const count = (value: unknown) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
+  if (typeof contract !== 'string' || !isAddress(contract, { strict: false }) || !count(chainId) || !count(nonce)) return undefined
+  return { address: contract, chainId: chainId as number, nonce: nonce as number }
+}
+
 /** The 32 bytes to sign for a sign_raw_payload request. */
 export function digestOf(payload: string, encoding: string, hashFunction: string): Hex {
   if (encoding === 'PAYLOAD_ENCODING_EIP712') {
-    let typed: Parameters<typeof hashTypedData>[0]
     try {
-      typed = JSON.parse(payload)
-      return hashTypedData(typed)
+      return hashTypedData(JSON.parse(payload))
     } catch (error) {
       throw invalid(`payload is not EIP-712 typed data: ${(error as Error).message}`)
     }
+  }
+  if (encoding === 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION') {
+    const authorization = authorizationOf(payload)
+    if (!authorization)
+      throw invalid('payload is not an EIP-7702 authorization: {"address","chainId","nonce"}, a contract address and two non-negative integers')
+    return hashAuthorization(authorization)
   }
   let bytes: Hex
   if (encoding === 'PAYLOAD_ENCODING_HEXADECIMAL') {

@@ -45,7 +45,7 @@ export const ACTIVITIES: ActivityTable = joinTables([
  * @turnkey/http's public_api.types.d.ts.
  *
  * @example
- * const queries = createQueries({ db, envelope, signerPrivateKey })
+ * const queries = createQueries({ db, envelope, signerPrivateKey, oidc, now })
  * queries.get_policy!({ organizationId, policyId }, caller)
  */
 export function createQueries(context: QueryContext): QueryTable {

@@ -66,6 +66,58 @@ describe('two instances on one PostgreSQL', () => {
     expect((await client.getWallets({ organizationId })).wallets.filter((wallet) => wallet.walletName === 'once')).toHaveLength(1)
   })
 
+  test('behavior: approvals of one waiting activity on both instances at once run it exactly once', async () => {
+    const keys = [generateApiKeyPair(), generateApiKeyPair(), generateApiKeyPair()] as const
+    const on = (kms: Kms, key: (typeof keys)[number]) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(key))
+    const created = await on(kmsA, parentKey).createSubOrganization({
+      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+      timestampMs: String(Date.now()),
+      organizationId,
+      parameters: {
+        subOrganizationName: 'two of three',
+        rootQuorumThreshold: 2,
+        rootUsers: keys.map((key, index) => ({
+          userName: `root ${index}`,
+          apiKeys: [{ apiKeyName: `root ${index}`, publicKey: key.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const }],
+          authenticators: [],
+          oauthProviders: [],
+        })),
+      },
+    })
+    const subOrganizationId = created.activity.result.createSubOrganizationResultV8!.subOrganizationId!
+    // A user: nothing unique about one, so a second run would show as a second user.
+    const { activity } = await on(kmsA, keys[0]).createUsers({
+      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+      timestampMs: String(Date.now()),
+      organizationId: subOrganizationId,
+      parameters: { users: [{ userName: 'approved once', apiKeys: [], authenticators: [], oauthProviders: [], userTags: [] }] },
+    })
+    expect(activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
+    // Each of the other two roots is enough on its own; they approve at the same moment, on different instances.
+    const answers = await Promise.allSettled(
+      (
+        [
+          [kmsA, keys[1]],
+          [kmsB, keys[2]],
+        ] as const
+      ).map(([kms, key]) =>
+        on(kms, key).approveActivity({
+          type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+          timestampMs: String(Date.now()),
+          organizationId: subOrganizationId,
+          parameters: { fingerprint: activity.fingerprint },
+        }),
+      ),
+    )
+    for (const answer of answers)
+      if (answer.status === 'fulfilled') expect(answer.value.activity).toMatchObject({ id: activity.id, status: 'ACTIVITY_STATUS_COMPLETED' })
+      // Counted after the first approval had run it.
+      else expect(String(answer.reason)).toContain(`activity ${activity.id} is ACTIVITY_STATUS_COMPLETED, not waiting for consensus`)
+    expect(answers.some((answer) => answer.status === 'fulfilled')).toBe(true)
+    const users = (await on(kmsB, keys[0]).getUsers({ organizationId: subOrganizationId })).users
+    expect(users.filter((user) => user.userName === 'approved once')).toHaveLength(1)
+  })
+
   test('behavior: concurrent different writes on both instances all succeed (no 500)', async () => {
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, index) =>

@@ -167,3 +167,251 @@ test('error: a user outside the root quorum cannot vote, and does not count towa
   })
   expect((await alice.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName)).not.toContain('Roots only')
 })
+
+// Policy consensus: an organization whose root user (threshold one) lets its other users act only
+// when enough of them approve. The submitter's own submission is the first approval.
+
+type Keys = ReturnType<typeof apiKeyPair>
+const apiKey = (name: string, key: Keys) => ({ apiKeyName: name, publicKey: key.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const })
+
+/** A sub-organization with a root user and three ordinary users, alice and bob tagged `signer`, carol not; `policies` written by the root. */
+async function team(
+  policies: (ids: {
+    alice: string
+    bob: string
+    carol: string
+    signer: string
+  }) => { policyName: string; effect: 'EFFECT_ALLOW' | 'EFFECT_DENY'; consensus?: string; condition?: string }[],
+) {
+  const keys = { root: apiKeyPair(), alice: apiKeyPair(), bob: apiKeyPair(), carol: apiKeyPair() }
+  const client = (key: Keys) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(key))
+  const { activity } = await client(parentKey).createSubOrganization({
+    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+    timestampMs: String(clock),
+    organizationId: parentOrganizationId,
+    parameters: {
+      subOrganizationName: `team ${keys.root.apiPublicKey}`,
+      rootQuorumThreshold: 1,
+      rootUsers: [{ userName: 'root', apiKeys: [apiKey('root', keys.root)], authenticators: [], oauthProviders: [] }],
+      wallet: {
+        walletName: 'Main',
+        accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
+      },
+    },
+  })
+  const created = activity.result.createSubOrganizationResultV8!
+  const organizationId = created.subOrganizationId!
+  const root = client(keys.root)
+  const users = await root.createUsers({
+    type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: {
+      users: (['alice', 'bob', 'carol'] as const).map((name) => ({
+        userName: name,
+        apiKeys: [apiKey(name, keys[name])],
+        authenticators: [],
+        oauthProviders: [],
+        userTags: [],
+      })),
+    },
+  })
+  const [alice, bob, carol] = users.activity.result.createUsersResult!.userIds as [string, string, string]
+  const tag = await root.createUserTag({
+    type: 'ACTIVITY_TYPE_CREATE_USER_TAG',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { userTagName: 'signer', userIds: [alice, bob] },
+  })
+  const signer = tag.activity.result.createUserTagResult!.userTagId
+  const written = await root.createPolicies({
+    type: 'ACTIVITY_TYPE_CREATE_POLICIES',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { policies: policies({ alice, bob, carol, signer }).map((policy) => ({ notes: '', ...policy })) },
+  })
+  return {
+    organizationId,
+    address: created.wallet!.addresses[0] as `0x${string}`,
+    ids: { alice, bob, carol },
+    policyIds: written.activity.result.createPoliciesResult!.policyIds,
+    root,
+    alice: client(keys.alice),
+    bob: client(keys.bob),
+    carol: client(keys.carol),
+  }
+}
+
+const vote = (client: TurnkeyClient, organizationId: string, fingerprint: string, selection: 'approve' | 'reject') =>
+  selection === 'approve'
+    ? client.approveActivity({ type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint } })
+    : client.rejectActivity({ type: 'ACTIVITY_TYPE_REJECT_ACTIVITY', timestampMs: String(clock + ++nonce), organizationId, parameters: { fingerprint } })
+
+/** The organization's wallet names, sorted (the test clock stands still, so creation order ties). */
+const walletNames = async (client: TurnkeyClient, organizationId: string) =>
+  (await client.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName).sort()
+
+test('policy consensus: approvers.count() >= 2 waits with nothing written; a second user’s approval runs it once', async () => {
+  const { organizationId, alice, bob, root, ids } = await team(() => [
+    {
+      policyName: 'two approvers, with two credentials, create wallets',
+      effect: 'EFFECT_ALLOW',
+      consensus: 'approvers.count() >= 2 && credentials.count() >= 2',
+      condition: "activity.resource == 'WALLET' && activity.action == 'CREATE'",
+    },
+  ])
+  const request = {
+    type: 'ACTIVITY_TYPE_CREATE_WALLET' as const,
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: {
+      walletName: 'Team',
+      accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const],
+    },
+  }
+  const { activity } = await alice.createWallet(request)
+  expect([activity.status, activity.canApprove, activity.votes.map((cast) => [cast.userId, cast.selection])]).toEqual([
+    'ACTIVITY_STATUS_CONSENSUS_NEEDED',
+    true,
+    [[ids.alice, 'VOTE_SELECTION_APPROVED']],
+  ])
+  expect(activity.result).toEqual({})
+  expect(await walletNames(root, organizationId)).toEqual(['Main'])
+  // Waiting activities are found as Turnkey lists them.
+  const waiting = await root.getActivities({ organizationId, filterByStatus: ['ACTIVITY_STATUS_CONSENSUS_NEEDED'] })
+  expect(waiting.activities.map((listed) => listed.id)).toEqual([activity.id])
+  // The same bytes again answer the same waiting activity; they do not add a second one.
+  expect((await alice.createWallet(request)).activity).toMatchObject({ id: activity.id, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' })
+
+  const approved = await vote(bob, organizationId, activity.fingerprint, 'approve')
+  expect(approved.activity).toMatchObject({ id: activity.id, status: 'ACTIVITY_STATUS_COMPLETED', canApprove: false })
+  expect(approved.activity.votes.map((cast) => [cast.userId, cast.selection])).toEqual([
+    [ids.alice, 'VOTE_SELECTION_APPROVED'],
+    [ids.bob, 'VOTE_SELECTION_APPROVED'],
+  ])
+  const walletId = approved.activity.result.createWalletResult!.walletId
+  expect(await walletNames(root, organizationId)).toEqual(['Main', 'Team'])
+  expect((await root.getActivity({ organizationId, activityId: activity.id })).activity.result.createWalletResult!.walletId).toBe(walletId)
+  // Resubmitted once it ran: the completed activity, still one wallet.
+  expect((await alice.createWallet(request)).activity).toMatchObject({ id: activity.id, status: 'ACTIVITY_STATUS_COMPLETED' })
+  expect(await walletNames(root, organizationId)).toEqual(['Main', 'Team'])
+})
+
+test('policy consensus: two approvals at once run the activity exactly once', async () => {
+  const { organizationId, alice, bob, carol, root } = await team(() => [
+    { policyName: 'two approvers', effect: 'EFFECT_ALLOW', consensus: 'approvers.count() >= 2', condition: "activity.resource == 'USER'" },
+  ])
+  // A user: nothing unique about one, so a second run would show as a second user.
+  const { activity } = await alice.createUsers({
+    type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { users: [{ userName: 'Raced', apiKeys: [], authenticators: [], oauthProviders: [], userTags: [] }] },
+  })
+  expect(activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
+  const answers = await Promise.allSettled([
+    vote(bob, organizationId, activity.fingerprint, 'approve'),
+    vote(carol, organizationId, activity.fingerprint, 'approve'),
+  ])
+  const completed = answers.filter((answer) => answer.status === 'fulfilled')
+  expect(completed.length).toBeGreaterThanOrEqual(1)
+  for (const answer of completed) expect(answer.value.activity).toMatchObject({ id: activity.id, status: 'ACTIVITY_STATUS_COMPLETED' })
+  // A vote that came after the run finds it settled.
+  for (const answer of answers.filter((answer) => answer.status === 'rejected'))
+    expect(String(answer.reason)).toContain(`Turnkey error 9: activity ${activity.id} is ACTIVITY_STATUS_COMPLETED, not waiting for consensus`)
+  expect((await root.getUsers({ organizationId })).users.filter((user) => user.userName === 'Raced')).toHaveLength(1)
+})
+
+test('policy consensus over tags: an untagged approval does not count; rejections end it once neither a policy nor the root quorum can pass it', async () => {
+  const { organizationId, alice, bob, carol, root, ids } = await team(({ signer }) => [
+    {
+      policyName: 'two signers create wallets',
+      effect: 'EFFECT_ALLOW',
+      consensus: `approvers.filter(user, user.tags.contains('${signer}')).count() >= 2`,
+      condition: "activity.resource == 'WALLET' && activity.action == 'CREATE'",
+    },
+  ])
+  const { activity } = await createWallet(alice, organizationId, 'Signed')
+  expect(activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
+  expect((await vote(carol, organizationId, activity.fingerprint, 'approve')).activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
+  // Bob, the other signer, refuses: no policy can pass it now, but the root user still could.
+  expect((await vote(bob, organizationId, activity.fingerprint, 'reject')).activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
+  const rejected = await vote(root, organizationId, activity.fingerprint, 'reject')
+  expect(rejected.activity.status).toBe('ACTIVITY_STATUS_REJECTED')
+  expect(rejected.activity.votes.map((cast) => [cast.userId, cast.selection])).toEqual([
+    [ids.alice, 'VOTE_SELECTION_APPROVED'],
+    [ids.carol, 'VOTE_SELECTION_APPROVED'],
+    [ids.bob, 'VOTE_SELECTION_REJECTED'],
+    [expect.any(String), 'VOTE_SELECTION_REJECTED'],
+  ])
+  expect(await walletNames(root, organizationId)).toEqual(['Main'])
+
+  // Another one: the root user's approval is a quorum of root users, which no policy needs to allow.
+  const second = await createWallet(bob, organizationId, 'Root approved')
+  expect((await vote(root, organizationId, second.activity.fingerprint, 'approve')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  expect(await walletNames(root, organizationId)).toEqual(['Main', 'Root approved'])
+})
+
+test('policy consensus: an approval that makes a DENY apply is refused as Turnkey refuses, and writes nothing', async () => {
+  const { organizationId, alice, bob, carol, root, policyIds, ids } = await team(({ carol }) => [
+    { policyName: 'two approvers', effect: 'EFFECT_ALLOW', consensus: 'approvers.count() >= 2', condition: "activity.resource == 'WALLET'" },
+    {
+      policyName: 'not with carol',
+      effect: 'EFFECT_DENY',
+      consensus: `approvers.any(user, user.id == '${carol}')`,
+      condition: "activity.resource == 'WALLET'",
+    },
+  ])
+  const { activity } = await createWallet(alice, organizationId, 'Without carol')
+  const [allow, deny] = policyIds as [string, string]
+  const refused = await vote(carol, organizationId, activity.fingerprint, 'approve').then(
+    () => undefined,
+    (error: { code?: number; details?: unknown }) => error,
+  )
+  expect(refused).toMatchObject({
+    code: 7,
+    details: [
+      {
+        '@type': 'type.googleapis.com/errors.v1.PolicyEnginePermissionError',
+        message: `The following policies denied this action: ${deny}`,
+        policyEvaluations: [
+          { policyId: allow, outcome: 'OUTCOME_ALLOW' },
+          { policyId: deny, outcome: 'OUTCOME_DENY_EXPLICIT' },
+        ],
+      },
+    ],
+  })
+  const still = (await root.getActivity({ organizationId, activityId: activity.id })).activity
+  expect([still.status, still.votes.map((cast) => cast.userId)]).toEqual(['ACTIVITY_STATUS_CONSENSUS_NEEDED', [ids.alice]])
+  expect((await vote(bob, organizationId, activity.fingerprint, 'approve')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  expect(await walletNames(root, organizationId)).toEqual(['Main', 'Without carol'])
+})
+
+test('policy consensus: no policy that more approvals could satisfy is a denial at once; a user of another organization cannot vote', async () => {
+  const { organizationId, alice, root, policyIds } = await team(() => [
+    { policyName: 'two approvers sign', effect: 'EFFECT_ALLOW', consensus: 'approvers.count() >= 2', condition: "activity.action == 'SIGN'" },
+  ])
+  const before = (await root.getActivities({ organizationId })).activities.length
+  await expect(createWallet(alice, organizationId, 'Nobody could allow')).rejects.toMatchObject({
+    code: 7,
+    details: [{ message: 'No policies evaluated to outcome: Allow', policyEvaluations: [{ policyId: policyIds[0], outcome: 'OUTCOME_DENY_IMPLICIT' }] }],
+  })
+  expect((await root.getActivities({ organizationId })).activities).toHaveLength(before)
+
+  const waiting = await alice.signRawPayload({
+    type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: {
+      signWith: (await root.getWalletAccounts({ organizationId, walletId: (await root.getWallets({ organizationId })).wallets[0]!.walletId })).accounts[0]!
+        .address,
+      payload: '0x01',
+      encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+      hashFunction: 'HASH_FUNCTION_KECCAK256',
+    },
+  })
+  expect(waiting.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
+  await expect(
+    vote(new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey)), organizationId, waiting.activity.fingerprint, 'approve'),
+  ).rejects.toThrow('Turnkey error 7: only the organization’s own users vote on its activities')
+})

@@ -150,6 +150,32 @@ describe('sign-in with an OIDC token', () => {
     })
   })
 
+  test('error: list_suborgs by OIDC_TOKEN verifies the token as oauth_login does, without the nonce: a forged, expired, wrong-audience or untrusted one finds nothing', async () => {
+    const { backend, parent } = harness
+    const sub = await withGoogleUser()
+    const find = async (token: string | Promise<string>) =>
+      (await backend.getSubOrgIds({ organizationId: parent.organizationId, filterType: 'OIDC_TOKEN', filterValue: await token })).organizationIds
+    // Any nonce, or none: finding an identity's sub-organization signs no one in.
+    expect(await find(oidcToken({ sub: sub.subject }))).toEqual([sub.organizationId])
+    expect(await find(oidcToken({ sub: sub.subject, nonce: nonceFor(generateP256KeyPair().publicKey) }))).toEqual([sub.organizationId])
+    const forged = issuer.sign({ sub: sub.subject }, { audience: AUDIENCE, now: harness.clock.now }, await issuer.otherKey())
+    await expect(find(forged)).rejects.toThrow(`Turnkey error 3: the OIDC token is not signed by ${ISSUER}: signature verification failed`)
+    const [header, , signature] = (await oidcToken({ sub: 'someone-else' })).split('.')
+    const tampered = `${header}.${encode({ iss: ISSUER, aud: AUDIENCE, sub: sub.subject, exp: Math.floor(harness.clock.now / 1000) + 600 })}.${signature}`
+    await expect(find(tampered)).rejects.toThrow(`Turnkey error 3: the OIDC token is not signed by ${ISSUER}: signature verification failed`)
+    const expired = Math.floor(harness.clock.now / 1000) - 1
+    await expect(find(oidcToken({ sub: sub.subject, exp: expired }))).rejects.toThrow(
+      `Turnkey error 3: the OIDC token expired at ${new Date(expired * 1000).toISOString()}`,
+    )
+    await expect(find(oidcToken({ sub: sub.subject, aud: 'another-app' }))).rejects.toThrow(
+      `Turnkey error 3: the OIDC token is for "another-app", not for a client of ${ISSUER} this service trusts (${AUDIENCE})`,
+    )
+    await expect(find(oidcToken({ sub: sub.subject, iss: 'https://accounts.google.com' }))).rejects.toThrow(
+      "Turnkey error 3: the OIDC token's issuer https://accounts.google.com is not trusted by this service",
+    )
+    await expect(find('not-a-jwt')).rejects.toThrow('Turnkey error 3: oidcToken is not a JWT: expected three base64url parts')
+  })
+
   test('behavior: through @turnkey/sdk-server, with invalidateExisting dropping the earlier OAuth credential', async () => {
     const { kms, parentKey } = harness
     const sub = await withGoogleUser()

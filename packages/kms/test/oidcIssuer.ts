@@ -14,13 +14,16 @@ export async function startTestIssuer() {
   const port = await getFreePort()
   const issuer = `http://127.0.0.1:${port}/issuer`
   let discoveries = 0
+  let keyFetches = 0
   const server: Server = createServer((request, response) => {
     const json = (body: unknown) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body))
     if (request.url === '/issuer/.well-known/openid-configuration') {
       discoveries++
       json({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ['RS256'] })
-    } else if (request.url === '/issuer/jwks') json({ keys })
-    else response.writeHead(404).end()
+    } else if (request.url === '/issuer/jwks') {
+      keyFetches++
+      json({ keys })
+    } else response.writeHead(404).end()
   })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -30,6 +33,8 @@ export async function startTestIssuer() {
     issuer,
     /** How often the discovery document was fetched. */
     discoveries: () => discoveries,
+    /** How often the JWKS was fetched. */
+    keyFetches: () => keyFetches,
     /**
      * An ID token with `claims` over defaults (this issuer, `audience`, an hour from `now`), signed
      * by the issuer's key, or by `signer` under the issuer's key id (a forgery).

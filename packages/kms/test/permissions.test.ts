@@ -1,5 +1,15 @@
 import { Turnkey } from '@turnkey/sdk-server'
-import { parseEther, recoverTransactionAddress, serializeTransaction, type TransactionSerializableEIP1559, type TransactionSerializedEIP1559 } from 'viem'
+import { createAccount } from '@turnkey/viem'
+import {
+  parseEther,
+  recoverTransactionAddress,
+  serializeTransaction,
+  type TransactionSerializableEIP1559,
+  type TransactionSerializedEIP1559,
+  type TypedDataDefinition,
+  verifyTypedData,
+} from 'viem'
+import { recoverAuthorizationAddress } from 'viem/utils'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { generateApiKeyPair } from '../src/index.js'
 import { POLICY_DENIED_MESSAGE } from '../src/policies/engine.js'
@@ -8,7 +18,7 @@ import { ethereumAccount, post, startKms } from './harness.js'
 // Turnkey's permission model against a kms on loopback, driven by the official clients: what a
 // parent organization may do in its sub-organizations, delegated access through a policy-limited
 // user (set up as Turnkey's server-side guide does), and policies over activity types, resources
-// and Ethereum transactions. Every denial is Turnkey's (403, code 7, PolicyEnginePermissionError)
+// and Ethereum transactions, typed data and EIP-7702 authorizations. Every denial is Turnkey's (403, code 7, PolicyEnginePermissionError)
 // and writes nothing.
 
 let harness: Awaited<ReturnType<typeof startKms>>
@@ -374,5 +384,100 @@ describe('policies over Ethereum transactions', () => {
     )
     await expect(write("eth.tx.to == '0x1' &&")).rejects.toThrow(/^Turnkey error 3: invalid policy condition: Expression cannot be evaluated: /)
     expect((await sub.client.getPolicies({ organizationId: sub.organizationId })).policies).toEqual([])
+  })
+})
+
+describe('policies over typed data and EIP-7702 authorizations', () => {
+  const TOKEN = '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48'
+  const EXECUTOR = '0xF5111459944dF032F3A0FFB2d273F6903FAF63F1'
+  const permit = (message: { spender?: `0x${string}`; value?: bigint }, domainName = 'USD Coin') =>
+    ({
+      domain: { name: domainName, version: '2', chainId: 31337n, verifyingContract: TOKEN },
+      // @turnkey/viem sends serializeTypedData's JSON, which keeps the domain only when its type is given (as eth_signTypedData_v4 payloads do).
+      types: {
+        EIP712Domain: [
+          { name: 'name', type: 'string' },
+          { name: 'version', type: 'string' },
+          { name: 'chainId', type: 'uint256' },
+          { name: 'verifyingContract', type: 'address' },
+        ],
+        Permit: [
+          { name: 'owner', type: 'address' },
+          { name: 'spender', type: 'address' },
+          { name: 'value', type: 'uint256' },
+          { name: 'nonce', type: 'uint256' },
+          { name: 'deadline', type: 'uint256' },
+        ],
+      },
+      primaryType: 'Permit',
+      message: { owner: RECIPIENT, spender: RECIPIENT, value: 500_000n, nonce: 0n, deadline: 2_000_000_000n, ...message },
+    }) as const satisfies TypedDataDefinition
+
+  test('eth.eip_712 (primary type, domain, message by key) and eth.eip_7702_authorization decide; a DENY on the message wins; a refusal writes nothing', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
+      {
+        policyName: 'USDC permits to the recipient, up to a million units, on the local chain',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: `activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2' && activity.params.encoding == 'PAYLOAD_ENCODING_EIP712' && eth.eip_712.primary_type == 'Permit' && eth.eip_712.domain.name == 'USD Coin' && eth.eip_712.domain.chain_id == 31337 && eth.eip_712.domain.verifying_contract == '${TOKEN}' && eth.eip_712.message['value'] <= 1000000`,
+      },
+      {
+        // Written as Turnkey's example writes it, with the numbers quoted.
+        policyName: 'delegate to the executor, on the local chain, first nonce',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: `eth.eip_7702_authorization.address == '${EXECUTOR}' && eth.eip_7702_authorization.chain_id == '31337' && eth.eip_7702_authorization.nonce == '0' && activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2'`,
+      },
+      { policyName: 'no permits to the dead address', effect: 'EFFECT_DENY', condition: `eth.eip_712.message['spender'] == '${OTHER}'` },
+    ])
+    const [permits, delegation, deny] = sub.policyIds as [string, string, string]
+    // @turnkey/viem over the delegated user's key, as a backend signs with it.
+    // (It types the client as its own nested @turnkey/http's; the wire is the same.)
+    const account = await createAccount({
+      client: sub.delegated as unknown as Parameters<typeof createAccount>[0]['client'],
+      organizationId: sub.organizationId,
+      signWith: sub.address,
+    })
+    const allowed = permit({})
+    const signature = await account.signTypedData(allowed)
+    expect(await verifyTypedData({ ...allowed, address: sub.address, signature })).toBe(true)
+    const authorization = await account.signAuthorization!({ contractAddress: EXECUTOR, chainId: 31337, nonce: 0 })
+    expect(await recoverAuthorizationAddress({ authorization })).toBe(sub.address)
+
+    const before = await activityCount(sub.organizationId)
+    // Every refused request is answered as Turnkey answers, and none leaves an activity behind.
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'signed',
+        (error: Error) => error.message,
+      )
+    const implicit = (outcomes: [string, string, string]) =>
+      `Failed to sign: Turnkey error 7: ${POLICY_DENIED_MESSAGE} (Details: ${JSON.stringify(
+        implicitDeny([
+          { policyId: permits, outcome: outcomes[0] },
+          { policyId: delegation, outcome: outcomes[1] },
+          { policyId: deny, outcome: outcomes[2] },
+        ]).details,
+      )})`
+    // Typed data fill eth.eip_712 only: a clause on the authorization errors, and the other way round.
+    for (const [label, typed] of [
+      ['too much', permit({ value: 1_000_001n })],
+      ['another token', permit({}, 'Dai Stablecoin')],
+    ] as const)
+      expect(await refusal(account.signTypedData(typed)), label).toContain(implicit(['OUTCOME_DENY_IMPLICIT', 'OUTCOME_ERROR', 'OUTCOME_DENY_IMPLICIT']))
+    for (const [label, request] of [
+      ['another contract', { contractAddress: OTHER, chainId: 31337, nonce: 0 }],
+      ['another chain', { contractAddress: EXECUTOR, chainId: 1, nonce: 0 }],
+      ['another nonce', { contractAddress: EXECUTOR, chainId: 31337, nonce: 1 }],
+    ] as const)
+      expect(await refusal(account.signAuthorization!(request)), label).toContain(implicit(['OUTCOME_ERROR', 'OUTCOME_DENY_IMPLICIT', 'OUTCOME_ERROR']))
+    const denied = await refusal(account.signTypedData(permit({ spender: OTHER })))
+    expect(denied).toContain(`The following policies denied this action: ${deny}`)
+    expect(denied).toContain(
+      JSON.stringify([
+        { policyId: permits, outcome: 'OUTCOME_ALLOW' },
+        { policyId: delegation, outcome: 'OUTCOME_ERROR' },
+        { policyId: deny, outcome: 'OUTCOME_DENY_EXPLICIT' },
+      ]),
+    )
+    expect(await activityCount(sub.organizationId)).toBe(before)
   })
 })

@@ -90,6 +90,27 @@ describe('the language', () => {
     expect(run("wallet.label == 'main'")).toBe(false)
   })
 
+  test('an int and a string of decimal digits compare as numbers (Turnkey’s examples quote payload numbers)', () => {
+    expect(run("31337 == '31337'")).toBe(true)
+    expect(run("eth.tx.chain_id == '31337'")).toBe(true)
+    expect(run("eth.tx.chain_id != '1'")).toBe(true)
+    expect(run("'1000' <= eth.tx.value && eth.tx.value < '1001'")).toBe(true)
+    expect(run("eth.tx.chain_id in ['1', '31337']")).toBe(true)
+    expect(run("'-5' < 0")).toBe(true)
+    expect(() => run("eth.tx.value < 'a lot'")).toThrow(new PolicyEvaluationError('the right of < must be an int, not string'))
+  })
+
+  test("a struct read by key: message['to'], nested, and a missing key is an error", () => {
+    const typed: Scope = {
+      eth: { eip_712: { primary_type: 'Order', domain: { name: 'Exchange', chain_id: 10n }, message: { to: RECIPIENT, contents: { amount: '25' } } } },
+    }
+    expect(run(`eth.eip_712.message['to'] == '${RECIPIENT.toUpperCase().replace('0X', '0x')}'`, typed)).toBe(true)
+    expect(run("eth.eip_712.message['contents']['amount'] <= 25", typed)).toBe(true)
+    expect(run("eth.eip_712.domain['name'] == 'Exchange'", typed)).toBe(true)
+    expect(() => run("eth.eip_712.message['from'] == ''", typed)).toThrow(new PolicyEvaluationError('field does not exist: from'))
+    expect(() => run('eth.eip_712.message[0]', typed)).toThrow(new PolicyEvaluationError('a struct is indexed by a string, not int'))
+  })
+
   test('ints are not limited to 53 bits', () => {
     expect(run('170141183460469231731687303715884105727 > 9007199254740993')).toBe(true)
   })
@@ -98,7 +119,9 @@ describe('the language', () => {
     expect(() => run('private_key.id == "x"')).toThrow(PolicySyntaxError)
     expect(() => run("private_key.id == 'x'")).toThrow(new PolicyEvaluationError('field does not exist: private_key'))
     expect(() => run('wallet.nope')).toThrow(new PolicyEvaluationError('field does not exist: nope'))
-    expect(() => run("1 == '1'")).toThrow(new PolicyEvaluationError('cannot compare int with string'))
+    expect(() => run("1 == 'one'")).toThrow(new PolicyEvaluationError('cannot compare int with string'))
+    expect(() => run("1 == '01'")).toThrow(new PolicyEvaluationError('cannot compare int with string'))
+    expect(() => run("true == 'true'")).toThrow(new PolicyEvaluationError('cannot compare bool with string'))
     expect(() => run("'a' < 'b'")).toThrow(PolicyEvaluationError)
     expect(() => run('[1][3]')).toThrow(PolicyEvaluationError)
     expect(() => run('1 && true')).toThrow(PolicyEvaluationError)
@@ -132,6 +155,28 @@ describe('writing a policy', () => {
     )
     expect(policyExpressionProblem('consensus', 'approvers.any(user, user.name == 1)')).toBe(
       'invalid policy consensus: Expression cannot be evaluated: field does not exist: name',
+    )
+    // Typed data and EIP-7702 authorizations (the language page's Eip712TypedData, Eip712Domain, Eip7702Authorization).
+    expect(
+      policyExpressionProblem(
+        'condition',
+        "eth.eip_712.primary_type == 'Permit' && eth.eip_712.domain.verifying_contract == '0x1' && eth.eip_712.domain.chain_id == 1 && eth.eip_712.message['spender']['x'] == 'y'",
+      ),
+    ).toBeUndefined()
+    expect(policyExpressionProblem('condition', "eth.eip_712.domain.salt == '0x1'")).toBe(
+      'invalid policy condition: Expression cannot be evaluated: field does not exist: salt',
+    )
+    expect(policyExpressionProblem('condition', "eth.eip_712.domain['chainId'] == 1")).toBe(
+      'invalid policy condition: Expression cannot be evaluated: field does not exist: chainId',
+    )
+    expect(
+      policyExpressionProblem(
+        'condition',
+        "eth.eip_7702_authorization.address == '0x1' && eth.eip_7702_authorization.chain_id == '1' && eth.eip_7702_authorization.nonce < 5",
+      ),
+    ).toBeUndefined()
+    expect(policyExpressionProblem('condition', 'eth.eip_7702_authorization.contract == 1')).toBe(
+      'invalid policy condition: Expression cannot be evaluated: field does not exist: contract',
     )
     expect(policyExpressionProblem('condition', 'eth.tx.to ==')).toMatch(/^invalid policy condition: Expression cannot be evaluated: /)
     expect(policyExpressionProblem('condition', '   ')).toBeUndefined()

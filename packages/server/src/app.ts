@@ -100,6 +100,8 @@ export { OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oaut
 export function createServerApp(options: ServerAppOptions) {
   const context = createRouteContext(options)
   const oauth = createOAuth(options.oauth ?? {}, context.now, options.store)
+  // Discovery and keys are fetched now, so that the first social sign-in does not wait for them.
+  void oauth.warm()
   const app = new Hono()
 
   app.use('*', async (c, next) => {

@@ -24,8 +24,10 @@ import {
   withoutCredentials,
 } from '@latchkey/service'
 import { getPublicKey } from '@turnkey/crypto'
+import { APPLE_CLIENT_SECRET_SECONDS, APPLE_ISSUER, appleClientSecret } from './appleClientSecret.js'
 import { ACCESS_TOKEN_SECONDS } from './internal/sessionTokens.js'
 import type { SiweChain } from './internal/siwe.js'
+import { OAUTH_CALLBACK_PATH, type OAuthProviderConfig, type OAuthProviderName } from './routes/oauth.js'
 import { createAppServer } from './service.js'
 import { openStore, type Store } from './store.js'
 
@@ -36,6 +38,8 @@ const hexKey = (pattern: RegExp, what: string) => (text: string, label: string) 
   if (!pattern.test(hex)) throw new SettingsError(`${label} must be ${what}, got ${JSON.stringify(text)}`)
   return hex
 }
+
+const GOOGLE_ISSUER = 'https://accounts.google.com'
 
 const settings = {
   ...baseSettings({ port: 8787 }),
@@ -191,12 +195,131 @@ const settings = {
     valueName: '<seconds>',
     description: 'How long a session JWT lasts; its refresh token lasts as long as the session.',
   }),
+  googleClientId: text({
+    flag: 'google-client-id',
+    env: 'LATCHKEY_GOOGLE_CLIENT_ID',
+    valueName: '<id>',
+    description: '"Continue with Google": the app’s OAuth client id (…apps.googleusercontent.com). Without it: no Google sign-in.',
+  }),
+  googleClientSecret: secret({
+    env: 'LATCHKEY_GOOGLE_CLIENT_SECRET',
+    fileFlag: 'google-client-secret-file',
+    description: 'The secret of --google-client-id, for the code exchange (Google web clients have one; required in production with Google).',
+  }),
+  googleIssuer: url({
+    flag: 'google-issuer',
+    env: 'LATCHKEY_GOOGLE_ISSUER',
+    protocols: ['http:', 'https:'],
+    default: GOOGLE_ISSUER,
+    description: 'The issuer playing Google, e.g. the devnet’s http://localhost:8092/google (development only: production takes https only).',
+  }),
+  appleClientId: text({
+    flag: 'apple-client-id',
+    env: 'LATCHKEY_APPLE_CLIENT_ID',
+    valueName: '<services id>',
+    description: '"Continue with Apple": the app’s Services ID (com.example.web). Without it: no Apple sign-in.',
+  }),
+  appleTeamId: text({
+    flag: 'apple-team-id',
+    env: 'LATCHKEY_APPLE_TEAM_ID',
+    valueName: '<team id>',
+    description: 'The Apple Developer team id: the issuer of the client-secret JWT (required in production with Apple).',
+  }),
+  appleKeyId: text({
+    flag: 'apple-key-id',
+    env: 'LATCHKEY_APPLE_KEY_ID',
+    valueName: '<key id>',
+    description: 'The id of the Sign in with Apple key that signs the client-secret JWT (required in production with Apple).',
+  }),
+  applePrivateKey: secret({
+    env: 'LATCHKEY_APPLE_PRIVATE_KEY',
+    fileFlag: 'apple-private-key-file',
+    description:
+      'The Sign in with Apple key (the .p8 file, P-256 PKCS#8 PEM): signs the client secret Apple’s code exchange takes, an ES256 JWT renewed before it expires (required in production with Apple).',
+  }),
+  appleClientSecretSeconds: integer({
+    flag: 'apple-client-secret-seconds',
+    env: 'LATCHKEY_APPLE_CLIENT_SECRET_SECONDS',
+    min: APPLE_CLIENT_SECRET_SECONDS.min,
+    max: APPLE_CLIENT_SECRET_SECONDS.max,
+    default: APPLE_CLIENT_SECRET_SECONDS.default,
+    valueName: '<seconds>',
+    description: 'How long each Apple client secret lives (at most six months); a new one is signed once half of it has passed.',
+  }),
+  appleIssuer: url({
+    flag: 'apple-issuer',
+    env: 'LATCHKEY_APPLE_ISSUER',
+    protocols: ['http:', 'https:'],
+    default: APPLE_ISSUER,
+    description: 'The issuer playing Apple, e.g. the devnet’s http://localhost:8092/apple (development only: production takes https only).',
+  }),
+  oauthRedirectUri: url({
+    flag: 'oauth-redirect-uri',
+    env: 'LATCHKEY_OAUTH_REDIRECT_URI',
+    protocols: ['http:', 'https:'],
+    description: `Where Apple posts its answer (form_post), registered with Apple as the Return URL: this backend’s public ${OAUTH_CALLBACK_PATH}. Default: ${OAUTH_CALLBACK_PATH} on the origin the browser reached the backend at.`,
+  }),
   trustProxy: toggle({
     flag: 'trust-proxy',
     env: 'LATCHKEY_TRUST_PROXY',
     description:
       'Behind a reverse proxy that terminates TLS: the scheme from X-Forwarded-Proto (Secure cookies) and the client address from the last X-Forwarded-For entry (per-IP limits). Only with a proxy that sets both.',
   }),
+}
+
+type Values = { [key in keyof typeof settings]: ReturnType<(typeof settings)[key]['fallback']> }
+
+/**
+ * The social sign-ins the settings turn on (a provider is on with its client id), checked before
+ * anything starts: the settings of a provider that is off are refused rather than ignored, and
+ * production takes only https issuers and what the real providers need for the code exchange
+ * (Google's client secret; Apple's team id, key id and key, which sign its client secret).
+ */
+async function oauthOf(values: Values, production: boolean): Promise<Partial<Record<OAuthProviderName, OAuthProviderConfig>>> {
+  const label = (key: keyof typeof settings) => settingLabel(settings[key])
+  const oauth: Partial<Record<OAuthProviderName, OAuthProviderConfig>> = {}
+  const requireFor = (provider: string, clientId: keyof typeof settings, keys: readonly (keyof typeof settings)[]) => {
+    for (const key of keys)
+      if (values[key] !== undefined && values[clientId] === undefined)
+        throw new SettingsError(`${label(key)} is for ${provider} sign-in: give ${label(clientId)} too`)
+  }
+  requireFor('Google', 'googleClientId', ['googleClientSecret'])
+  requireFor('Apple', 'appleClientId', ['appleTeamId', 'appleKeyId', 'applePrivateKey', 'oauthRedirectUri'])
+  const productionIssuer = (key: 'googleIssuer' | 'appleIssuer') => {
+    if (production && new URL(values[key]).protocol !== 'https:')
+      throw new SettingsError(`refusing a development issuer in production (NODE_ENV=production): ${label(key)} must be https://, got ${values[key]}`)
+  }
+  if (values.googleClientId !== undefined) {
+    productionIssuer('googleIssuer')
+    if (production && values.googleClientSecret === undefined)
+      throw new SettingsError(`refusing Google sign-in without its client secret in production (NODE_ENV=production): set ${label('googleClientSecret')}`)
+    oauth.google = { issuer: values.googleIssuer, clientId: values.googleClientId, clientSecret: values.googleClientSecret }
+  }
+  if (values.appleClientId !== undefined) {
+    productionIssuer('appleIssuer')
+    const signing = [values.appleTeamId, values.appleKeyId, values.applePrivateKey]
+    if (signing.some((value) => value !== undefined) && signing.some((value) => value === undefined))
+      throw new SettingsError(`Apple's client secret needs all of ${label('appleTeamId')}, ${label('appleKeyId')} and ${label('applePrivateKey')}`)
+    if (production && signing.includes(undefined))
+      throw new SettingsError(
+        `refusing Apple sign-in without its client-secret key in production (NODE_ENV=production): set ${label('appleTeamId')}, ${label('appleKeyId')} and ${label('applePrivateKey')}`,
+      )
+    let clientSecret: (() => Promise<string>) | undefined
+    if (values.applePrivateKey !== undefined)
+      try {
+        clientSecret = await appleClientSecret({
+          clientId: values.appleClientId,
+          teamId: values.appleTeamId!,
+          keyId: values.appleKeyId!,
+          privateKey: values.applePrivateKey,
+          lifetimeSeconds: values.appleClientSecretSeconds,
+        })
+      } catch {
+        throw new SettingsError(`${label('applePrivateKey')} must be the Sign in with Apple key: a P-256 private key in PKCS#8 PEM (the .p8 file)`)
+      }
+    oauth.apple = { issuer: values.appleIssuer, clientId: values.appleClientId, clientSecret, redirectUri: values.oauthRedirectUri }
+  }
+  return oauth
 }
 
 await runService({
@@ -211,7 +334,8 @@ await runService({
     'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the store answers a query, else 503 with {"status":"unavailable","reason":…}.',
     'A browser session is a random id in the store, sent as an httpOnly cookie; the session JWTs other services verify are signed with --session-jwt-key-file and published at GET /.well-known/jwks.json.',
   ],
-  async start(values, { logger }) {
+  async start(values, { logger, production }) {
+    const oauth = await oauthOf(values, production)
     if (values.databaseUrl !== undefined && values.db !== undefined)
       throw new SettingsError(`give ${settingLabel(settings.db)} or ${settingLabel(settings.databaseUrl)}, not both`)
     for (const key of ['organizationId', 'apiPublicKey', 'apiPrivateKey'] as const)
@@ -260,6 +384,7 @@ await runService({
         sessionJwtIssuer: values.sessionJwtIssuer,
         sessionJwtAudience: values.sessionJwtAudience,
         accessTokenSeconds: values.accessTokenSeconds,
+        oauth,
         logger,
       })
     } catch (error) {
@@ -280,6 +405,7 @@ await runService({
         organizationId: values.organizationId,
         allowedOrigins: values.allowedOrigins,
         chains: values.chains.map((chain) => chain.id),
+        oauth: Object.fromEntries(Object.entries(oauth).map(([name, config]) => [name, { issuer: config.issuer, clientId: config.clientId }])),
         trustProxy: values.trustProxy,
       },
       `server listening on ${server.url} (store: ${storeName}; kms: ${withoutCredentials(values.kmsUrl)})`,

@@ -5,6 +5,8 @@ test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
       "ACCESS_TOKEN_SECONDS",
+      "APPLE_CLIENT_SECRET_SECONDS",
+      "APPLE_ISSUER",
       "LIMITS",
       "OAUTH_CALLBACK_PATH",
       "OAUTH_PROVIDERS",
@@ -17,6 +19,7 @@ test('default: exports', async () => {
       "ServerError",
       "StoreConflictError",
       "WALLET_NAME",
+      "appleClientSecret",
       "createAppServer",
       "createServerApp",
       "oauthNonce",

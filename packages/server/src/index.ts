@@ -1,5 +1,6 @@
 // Entry point of @latchkey/server.
 export { createServerApp, LIMITS, SESSION_COOKIE, type ServerAppOptions, ServerError, SIWE_COOKIE, SIWE_TIMES, type SiweChain, WALLET_NAME } from './app.js'
+export { APPLE_CLIENT_SECRET_SECONDS, APPLE_ISSUER, type AppleClientSecretParameters, appleClientSecret } from './appleClientSecret.js'
 export { SESSION_KEY_SECONDS } from './internal/schemas.js'
 export { ACCESS_TOKEN_SECONDS } from './internal/sessionTokens.js'
 export { OAUTH_CALLBACK_PATH, OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oauthNonce } from './routes/oauth.js'

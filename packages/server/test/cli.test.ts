@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { getFreePort } from '@latchkey/devnet'
+import { getFreePort, oidcInstance } from '@latchkey/devnet'
 import { generateApiKeyPair } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
@@ -213,6 +213,38 @@ describe('latchkey-server', () => {
     expect(trusted.headers.get('set-cookie')).toMatch(/; Secure/i)
   })
 
+  test('behavior: the Google and Apple settings reach GET /auth/config: Google from its issuer’s discovery, Apple by form_post to --oauth-redirect-uri', async () => {
+    const oidc = oidcInstance({ port: await getFreePort(), clientId: 'latchkey-demo', redirectUris: [`${origin}/oauth/callback`] })
+    await oidc.start()
+    try {
+      const appleKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+      const server = await startServer([
+        ...['--google-client-id', 'latchkey-demo', '--google-issuer', oidc.issuers.google.issuer],
+        ...['--apple-client-id', 'latchkey-demo', '--apple-issuer', oidc.issuers.apple.issuer, '--apple-team-id', 'TEAM123456', '--apple-key-id', 'KEY1234567'],
+        ...['--apple-private-key-file', await secretFile(appleKey), '--oauth-redirect-uri', 'https://api.app.example/auth/oauth/callback'],
+      ])
+      expect(server.line).toMatchObject({
+        oauth: {
+          google: { issuer: oidc.issuers.google.issuer, clientId: 'latchkey-demo' },
+          apple: { issuer: oidc.issuers.apple.issuer, clientId: 'latchkey-demo' },
+        },
+      })
+      const config = (await (await fetch(`${server.url}/auth/config`, { headers: { origin } })).json()) as { oauth: unknown }
+      expect(config.oauth).toEqual({
+        google: { clientId: 'latchkey-demo', authorizationEndpoint: oidc.issuers.google.authorizationEndpoint },
+        apple: {
+          clientId: 'latchkey-demo',
+          authorizationEndpoint: oidc.issuers.apple.authorizationEndpoint,
+          responseMode: 'form_post',
+          redirectUri: 'https://api.app.example/auth/oauth/callback',
+        },
+      })
+      expect(JSON.stringify(server.logs())).not.toContain(appleKey.split('\n')[1])
+    } finally {
+      await oidc.stop()
+    }
+  })
+
   test('production: with every setting given it starts', async () => {
     const server = await startServer([], { NODE_ENV: 'production' })
     expect(server.logs().filter((line) => line.level === 'warn')).toEqual([])
@@ -245,6 +277,16 @@ describe('latchkey-server', () => {
       '--session-jwt-audience <audience>, LATCHKEY_SESSION_JWT_AUDIENCE',
       'LATCHKEY_SESSION_JWT_KEY, or a file: --session-jwt-key-file <path> / LATCHKEY_SESSION_JWT_KEY_FILE',
       '--access-token-seconds <seconds>, LATCHKEY_ACCESS_TOKEN_SECONDS',
+      '--google-client-id <id>, LATCHKEY_GOOGLE_CLIENT_ID',
+      'LATCHKEY_GOOGLE_CLIENT_SECRET, or a file: --google-client-secret-file <path> / LATCHKEY_GOOGLE_CLIENT_SECRET_FILE',
+      '--google-issuer <url>, LATCHKEY_GOOGLE_ISSUER',
+      '--apple-client-id <services id>, LATCHKEY_APPLE_CLIENT_ID',
+      '--apple-team-id <team id>, LATCHKEY_APPLE_TEAM_ID',
+      '--apple-key-id <key id>, LATCHKEY_APPLE_KEY_ID',
+      'LATCHKEY_APPLE_PRIVATE_KEY, or a file: --apple-private-key-file <path> / LATCHKEY_APPLE_PRIVATE_KEY_FILE',
+      '--apple-client-secret-seconds <seconds>, LATCHKEY_APPLE_CLIENT_SECRET_SECONDS',
+      '--apple-issuer <url>, LATCHKEY_APPLE_ISSUER',
+      '--oauth-redirect-uri <url>, LATCHKEY_OAUTH_REDIRECT_URI',
       '--trust-proxy, LATCHKEY_TRUST_PROXY=1',
     ])
       expect(help.stdout()).toContain(`\n  ${setting}\n`)
@@ -299,6 +341,42 @@ describe('latchkey-server', () => {
       (port) => serverArgs(port),
       { LATCHKEY_API_PUBLIC_KEY: generateApiKeyPair().apiPublicKey },
       'LATCHKEY_API_PRIVATE_KEY or --api-private-key-file / LATCHKEY_API_PRIVATE_KEY_FILE is not the private key of --api-public-key / LATCHKEY_API_PUBLIC_KEY',
+    ],
+    [
+      'a Google client secret without the Google client id',
+      (port) => serverArgs(port),
+      { LATCHKEY_GOOGLE_CLIENT_SECRET: 'secret' },
+      'LATCHKEY_GOOGLE_CLIENT_SECRET or --google-client-secret-file / LATCHKEY_GOOGLE_CLIENT_SECRET_FILE is for Google sign-in: give --google-client-id / LATCHKEY_GOOGLE_CLIENT_ID too',
+    ],
+    [
+      'an Apple key without its key id',
+      (port) => serverArgs(port, ['--apple-client-id', 'com.example.web', '--apple-team-id', 'TEAM123456']),
+      { LATCHKEY_APPLE_PRIVATE_KEY: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString() },
+      "Apple's client secret needs all of --apple-team-id / LATCHKEY_APPLE_TEAM_ID, --apple-key-id / LATCHKEY_APPLE_KEY_ID and LATCHKEY_APPLE_PRIVATE_KEY or --apple-private-key-file / LATCHKEY_APPLE_PRIVATE_KEY_FILE",
+    ],
+    [
+      'an Apple key that is not P-256',
+      (port) => serverArgs(port, ['--apple-client-id', 'com.example.web', '--apple-team-id', 'TEAM123456', '--apple-key-id', 'KEY1234567']),
+      { LATCHKEY_APPLE_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString() },
+      'LATCHKEY_APPLE_PRIVATE_KEY or --apple-private-key-file / LATCHKEY_APPLE_PRIVATE_KEY_FILE must be the Sign in with Apple key: a P-256 private key in PKCS#8 PEM (the .p8 file)',
+    ],
+    [
+      'a development issuer in production',
+      (port) => serverArgs(port, ['--google-client-id', 'latchkey-demo', '--google-issuer', 'http://localhost:8092/google']),
+      { NODE_ENV: 'production', LATCHKEY_GOOGLE_CLIENT_SECRET: 'secret' },
+      'refusing a development issuer in production (NODE_ENV=production): --google-issuer / LATCHKEY_GOOGLE_ISSUER must be https://, got http://localhost:8092/google',
+    ],
+    [
+      'Google without its client secret in production',
+      (port) => serverArgs(port, ['--google-client-id', '1234.apps.googleusercontent.com']),
+      { NODE_ENV: 'production' },
+      'refusing Google sign-in without its client secret in production (NODE_ENV=production): set LATCHKEY_GOOGLE_CLIENT_SECRET or --google-client-secret-file / LATCHKEY_GOOGLE_CLIENT_SECRET_FILE',
+    ],
+    [
+      'Apple without its client-secret key in production',
+      (port) => serverArgs(port, ['--apple-client-id', 'com.example.web']),
+      { NODE_ENV: 'production' },
+      'refusing Apple sign-in without its client-secret key in production (NODE_ENV=production): set --apple-team-id / LATCHKEY_APPLE_TEAM_ID, --apple-key-id / LATCHKEY_APPLE_KEY_ID and LATCHKEY_APPLE_PRIVATE_KEY or --apple-private-key-file / LATCHKEY_APPLE_PRIVATE_KEY_FILE',
     ],
     [
       'production on development defaults',

@@ -38,7 +38,11 @@ afterEach(async () => {
   for (const database of opened.splice(0)) await database.close()
 })
 
-async function open(url: string, migrations: readonly Migration[] = [counters], extra: { maxAttempts?: number; busyTimeoutMs?: number } = {}) {
+async function open(
+  url: string,
+  migrations: readonly Migration[] = [counters],
+  extra: { maxAttempts?: number; busyTimeoutMs?: number; poolSize?: number } = {},
+) {
   const attempts: number[] = []
   const database = await openDatabase<Schema>({ url, service: 'demo', migrations, onRetry: ({ attempt }) => attempts.push(attempt), ...extra })
   opened.push(database as Database<unknown>)
@@ -216,6 +220,26 @@ describe('transaction', () => {
     expect((failure as RetriesExhaustedError).cause).toBeInstanceOf(SerializationFailureError)
     expect({ runs, retries }).toEqual({ runs: 3, retries: [1, 2] })
     expect(await database.db.selectFrom('counters').select(['value', 'updated_at']).execute()).toEqual([{ value: 1, updated_at: 4 }])
+  })
+
+  test('behavior: a table another instance migrated under a running one is read in its new shape, in a transaction or not', async () => {
+    const url = await freshDatabaseUrl()
+    // One connection, so the statement read before the change is the one PostgreSQL keeps prepared.
+    const { database, retries } = await open(url, [counters], { poolSize: 1 })
+    await database.db.insertInto('counters').values({ name: 'a', value: 1, updated_at: 1 }).execute()
+    const read = () => database.db.selectFrom('counters').selectAll().execute()
+    expect(await read()).toEqual([{ name: 'a', value: 1, updated_at: 1 }])
+    await writeElsewhere(url, `alter table counters add column note text not null default 'x'`)
+    expect(await read()).toEqual([{ name: 'a', value: 1, updated_at: 1, note: 'x' }])
+    await writeElsewhere(url, `alter table counters add column other text not null default 'y'`)
+    let runs = 0
+    const inside = await database.transaction(async (trx) => {
+      runs++
+      return await trx.selectFrom('counters').selectAll().execute()
+    })
+    expect(inside).toEqual([{ name: 'a', value: 1, updated_at: 1, note: 'x', other: 'y' }])
+    // PostgreSQL refused the stale prepared statement and aborted the transaction, which ran again; SQLite prepares anew each time.
+    expect({ runs, retries }).toEqual(testEngine === 'postgres' ? { runs: 2, retries: [1] } : { runs: 1, retries: [] })
   })
 
   test('behavior: an error of the work itself rolls back and is not retried', async () => {

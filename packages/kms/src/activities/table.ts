@@ -33,6 +33,9 @@ export type QueryContext = {
   /** An activity row as the clients see it (envelope.ts). */
   envelope: (row: ActivityRow) => Promise<unknown>
   signerPrivateKey: string
+  /** Verifies the OIDC tokens a query is given (list_suborgs by OIDC_TOKEN). */
+  oidc: ActivityContext['oidc']
+  now: () => number
 }
 
 /**

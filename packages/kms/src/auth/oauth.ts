@@ -13,45 +13,8 @@ import { mapSeries } from '../sequence.js'
 // issuers and audiences this service is configured to trust (./oidc.ts): signature, issuer,
 // audience and expiry. To sign in (oauth, oauth_login) its nonce must also be the SHA-256 of the
 // key the credential goes to, so a token handed to one browser signs in no other key, and the
-// identity must be registered for a user of the organization.
-/** The claims of an OIDC token this service reads. */
-export type OidcClaims = { iss: string; sub: string; aud: string[]; exp: number | undefined; nonce: string | undefined }
-
-const claimsSchema = z.object({
-  iss: z.string().min(1),
-  sub: z.string().min(1),
-  aud: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
-  exp: z.number().optional(),
-  nonce: z.string().optional(),
-})
-
-/**
- * The claims of an OIDC token (a JWT), checked for shape only: for finding the sub-organizations
- * of an identity (list_suborgs by OIDC_TOKEN), which signs no one in. Everything else verifies
- * tokens (./oidc.ts).
- *
- * @example
- * const { iss, sub, aud } = decodeOidcToken(oidcToken)
- */
-export function decodeOidcToken(token: string): OidcClaims {
-  const parts = token.split('.')
-  if (parts.length !== 3 || parts.some((part) => !/^[A-Za-z0-9_-]+$/.test(part))) throw invalid('oidcToken is not a JWT: expected three base64url parts')
-  let header: unknown
-  let claims: unknown
-  try {
-    header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8'))
-    claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'))
-  } catch {
-    throw invalid('oidcToken is not a JWT: its header and claims must be JSON')
-  }
-  if (typeof header !== 'object' || header === null || typeof (header as { alg?: unknown }).alg !== 'string')
-    throw invalid('oidcToken is not a JWT: its header has no alg')
-  const parsed = claimsSchema.safeParse(claims)
-  if (!parsed.success)
-    throw invalid(`oidcToken claims are incomplete: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`)
-  const { iss, sub, aud, exp, nonce } = parsed.data
-  return { iss, sub, aud: typeof aud === 'string' ? [aud] : aud, exp, nonce }
-}
+// identity must be registered for a user of the organization. Finding the sub-organizations of
+// an identity (list_suborgs by OIDC_TOKEN) verifies the token the same way, without the nonce.
 
 /** The nonce an OIDC token must carry to sign in the holder of `publicKey`: hex SHA-256 of the key's hex. */
 export const nonceFor = (publicKey: string) => createHash('sha256').update(publicKey).digest('hex')

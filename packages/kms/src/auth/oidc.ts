@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify } from 'jose'
+import { createRemoteJWKSet, customFetch, errors as joseErrors, jwtVerify } from 'jose'
 import { GrpcCode, invalid, KmsError } from '../errors.js'
 
 // OIDC tokens are believed only when one of the configured issuers signed them: the signature is
@@ -27,10 +27,36 @@ export type VerifiedOidcToken = {
   nonce: string | undefined
 }
 
-/** Checks ID tokens against the configured issuers; their key sets are fetched once and kept (jose refreshes them on an unknown key id). */
+/**
+ * Checks ID tokens against the configured issuers. Their key sets are fetched once (or ahead, by
+ * `warm`) and kept: a sign-in never waits for them again. A set older than five minutes is
+ * fetched anew in the background, after the token in hand was checked with the kept one; a token
+ * whose key id is unknown makes jose fetch the set at once (a rotated key).
+ */
 export type OidcVerifier = {
   readonly issuers: readonly OidcIssuer[]
   verify(token: string, now: number): Promise<VerifiedOidcToken>
+  /** Fetches every issuer's keys ahead of the first token; a failure is left for that token to report. */
+  warm(): Promise<void>
+}
+
+/** How old a kept key set may grow before a token's check fetches it anew in the background. */
+const OIDC_KEYS_REFRESH_MS = 5 * 60_000
+
+type KeySet = { readonly jwks: ReturnType<typeof createRemoteJWKSet>; loadedAt: number }
+
+/** A remote key set jose never blocks on for age (only on an unknown key id): its age is ours to watch. */
+function remoteKeySet(url: URL, fetcher: typeof fetch): KeySet {
+  return { jwks: createRemoteJWKSet(url, { cacheMaxAge: Number.POSITIVE_INFINITY, [customFetch]: fetcher }), loadedAt: 0 }
+}
+
+/** Fetches the set anew in the background when it is older than OIDC_KEYS_REFRESH_MS; a failure keeps the old one. */
+function refreshIfOld(keySet: KeySet, at: number): void {
+  if (!keySet.loadedAt || at - keySet.loadedAt < OIDC_KEYS_REFRESH_MS || keySet.jwks.reloading) return
+  keySet.jwks.reload().then(
+    () => (keySet.loadedAt = Date.now()),
+    () => undefined,
+  )
 }
 
 const unavailable = (issuer: string, why: string) => new KmsError(GrpcCode.unavailable, `the keys of the OIDC issuer ${issuer} could not be fetched: ${why}`)
@@ -44,13 +70,13 @@ const unavailable = (issuer: string, why: string) => new KmsError(GrpcCode.unava
  */
 export function createOidcVerifier(issuers: readonly OidcIssuer[], fetcher: typeof fetch = fetch): OidcVerifier {
   const byIssuer = new Map(issuers.map((entry) => [entry.issuer, entry]))
-  const keySets = new Map<string, Promise<ReturnType<typeof createRemoteJWKSet>>>()
+  const keySets = new Map<string, Promise<KeySet>>()
 
   function keySetOf(entry: OidcIssuer) {
     let found = keySets.get(entry.issuer)
     if (!found) {
       found = (async () => {
-        if (entry.jwksUri) return createRemoteJWKSet(new URL(entry.jwksUri))
+        if (entry.jwksUri) return remoteKeySet(new URL(entry.jwksUri), fetcher)
         const discovery = `${entry.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`
         let document: { jwks_uri?: unknown }
         try {
@@ -61,7 +87,7 @@ export function createOidcVerifier(issuers: readonly OidcIssuer[], fetcher: type
           throw unavailable(entry.issuer, (error as Error).message)
         }
         if (typeof document.jwks_uri !== 'string') throw unavailable(entry.issuer, `${discovery} names no jwks_uri`)
-        return createRemoteJWKSet(new URL(document.jwks_uri))
+        return remoteKeySet(new URL(document.jwks_uri), fetcher)
       })()
       // A failed discovery is tried again on the next token, not remembered.
       found.catch(() => keySets.delete(entry.issuer))
@@ -70,8 +96,21 @@ export function createOidcVerifier(issuers: readonly OidcIssuer[], fetcher: type
     return found
   }
 
+  /** The issuer's keys, fetched now when none are kept yet. */
+  async function load(entry: OidcIssuer): Promise<KeySet> {
+    const keySet = await keySetOf(entry)
+    if (!keySet.loadedAt) {
+      await keySet.jwks.reload()
+      keySet.loadedAt = Date.now()
+    }
+    return keySet
+  }
+
   return {
     issuers,
+    async warm() {
+      await Promise.all(issuers.map((entry) => load(entry).catch(() => undefined)))
+    },
     async verify(token, now) {
       const claims = decodeUnverified(token)
       const entry = byIssuer.get(claims.iss)
@@ -79,9 +118,15 @@ export function createOidcVerifier(issuers: readonly OidcIssuer[], fetcher: type
         throw invalid(
           `the OIDC token's issuer ${claims.iss} is not trusted by this service${issuers.length ? ` (trusted: ${issuers.map((known) => known.issuer).join(', ')})` : ': no issuer is configured'}`,
         )
-      const keySet = await keySetOf(entry)
+      let keySet: KeySet
       try {
-        const { payload } = await jwtVerify(token, keySet, {
+        keySet = await load(entry)
+      } catch (error) {
+        throw refusal(error, claims, entry)
+      }
+      refreshIfOld(keySet, Date.now())
+      try {
+        const { payload } = await jwtVerify(token, keySet.jwks, {
           issuer: entry.issuer,
           audience: [...entry.audiences],
           currentDate: new Date(now),

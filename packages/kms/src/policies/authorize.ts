@@ -1,10 +1,11 @@
-import { type Hex, parseTransaction } from 'viem'
+import { type Hex, parseTransaction, type TypedDataDefinition } from 'viem'
 import type { Caller } from '../context.js'
 import type { Db } from '../db.js'
 import { GrpcCode, KmsError } from '../errors.js'
+import { authorizationOf, typedDataOf } from '../ethereum.js'
 import { rootUserIds } from '../organizations/quorum.js'
-import type { OrganizationRow } from '../storage/tables.js'
-import { decide, POLICY_DENIED_MESSAGE, type PolicyDecision, policyDenialDetail } from './engine.js'
+import type { ApiKeyRow, AuthenticatorRow, OrganizationRow } from '../storage/tables.js'
+import { decide, POLICY_DENIED_MESSAGE, type Policy, type PolicyDecision, policyDenialDetail } from './engine.js'
 import type { Scope } from './evaluate.js'
 import { allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY } from './kinds.js'
 import type { Value } from './language.js'
@@ -51,30 +52,95 @@ async function userValue(db: Db, organizationId: string, userId: string): Promis
   return { id: userId, tags: await db.tagsOf(userId), email: user?.email ?? '', alias: user?.name ?? '' }
 }
 
-/** The credential that stamped the request, as `credentials` lists it. */
-async function credentialValue(db: Db, caller: Caller): Promise<Value[]> {
-  if (!caller.credential) return []
-  const apiKey = await db.apiKeyByPublicKey(caller.credential)
-  if (apiKey) return [{ id: apiKey.id, user_id: apiKey.user_id, type: apiKey.credential_type, credential_id: '', public_key: apiKey.public_key }]
-  const authenticator = await db.authenticatorByCredential(caller.credential)
-  if (authenticator)
-    return [
-      {
-        id: authenticator.id,
-        user_id: authenticator.user_id,
-        type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR',
-        credential_id: authenticator.credential_id,
-        public_key: authenticator.public_key,
-      },
-    ]
-  return []
+const apiKeyValue = (key: ApiKeyRow): Value => ({ id: key.id, user_id: key.user_id, type: key.credential_type, credential_id: '', public_key: key.public_key })
+const authenticatorValue = (authenticator: AuthenticatorRow): Value => ({
+  id: authenticator.id,
+  user_id: authenticator.user_id,
+  type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR',
+  credential_id: authenticator.credential_id,
+  public_key: authenticator.public_key,
+})
+
+/** The credential that stamped a request or a vote (an API key's public key or a passkey's credential id), as `credentials` lists it. */
+async function credentialValue(db: Db, credential: string | null | undefined): Promise<Value[]> {
+  if (!credential) return []
+  const apiKey = await db.apiKeyByPublicKey(credential)
+  if (apiKey) return [apiKeyValue(apiKey)]
+  const authenticator = await db.authenticatorByCredential(credential)
+  return authenticator ? [authenticatorValue(authenticator)] : []
+}
+
+/** One approval of an activity: who gave it, and with which credential. */
+export type Approval = { userId: string; credential?: string | null | undefined }
+
+/** `approvers` and `credentials` of a set of approvals, in the order they were given. */
+export async function consensusScope(db: Db, organizationId: string, approvals: readonly Approval[]): Promise<Scope> {
+  const approvers: Value[] = []
+  const credentials: Value[] = []
+  for (const approval of approvals) {
+    approvers.push(await userValue(db, organizationId, approval.userId))
+    credentials.push(...(await credentialValue(db, approval.credential)))
+  }
+  return { approvers, credentials }
+}
+
+/** `approvers` and `credentials` if every user of the organization but `excluded` approved, with every credential they hold. */
+async function everyoneScope(db: Db, organizationId: string, excluded: ReadonlySet<string> = new Set()): Promise<Scope> {
+  const approvers: Value[] = []
+  const credentials: Value[] = []
+  for (const user of await db.users(organizationId)) {
+    if (excluded.has(user.id)) continue
+    approvers.push(await userValue(db, organizationId, user.id))
+    for (const key of await db.apiKeysOfUser(user.id)) credentials.push(apiKeyValue(key))
+    for (const authenticator of await db.authenticatorsOfUser(user.id)) credentials.push(authenticatorValue(authenticator))
+  }
+  return { approvers, credentials }
+}
+
+/**
+ * Whether more approvals could still let a policy allow the activity: some EFFECT_ALLOW policy
+ * whose condition holds would apply if every user of the organization but `excluded` approved.
+ */
+export async function approvableByPolicy(db: Db, policies: readonly Policy[], organizationId: string, condition: Scope, excluded?: ReadonlySet<string>) {
+  const decision = decide(
+    policies.filter((policy) => policy.effect === 'EFFECT_ALLOW'),
+    { consensus: await everyoneScope(db, organizationId, excluded), condition },
+  )
+  return decision.outcome === 'allow'
+}
+
+/** JSON as the policy language holds it: integers as ints, null entries left out. */
+function jsonValue(json: unknown): Value | undefined {
+  if (typeof json === 'string' || typeof json === 'boolean') return json
+  if (typeof json === 'number') return Number.isInteger(json) ? BigInt(json) : String(json)
+  if (Array.isArray(json)) return json.map(jsonValue).filter((item) => item !== undefined)
+  if (typeof json === 'object' && json !== null)
+    return Object.fromEntries(
+      Object.entries(json)
+        .map(([key, item]) => [key, jsonValue(item)] as const)
+        .filter((entry): entry is readonly [string, Value] => entry[1] !== undefined),
+    )
+  return undefined
+}
+
+/** `eth.eip_712` of typed data: its primary type, domain (the four fields Turnkey lists, when given) and message. */
+function typedDataValue(typed: TypedDataDefinition): Value {
+  const domain = (typed.domain ?? {}) as Record<string, unknown>
+  const fields: Record<string, Value> = {}
+  if (typeof domain['name'] === 'string') fields['name'] = domain['name']
+  if (typeof domain['version'] === 'string') fields['version'] = domain['version']
+  const chainId = domain['chainId']
+  if (typeof chainId === 'number' || typeof chainId === 'bigint' || (typeof chainId === 'string' && /^(0x[0-9a-fA-F]+|[0-9]+)$/.test(chainId)))
+    fields['chain_id'] = BigInt(chainId)
+  if (typeof domain['verifyingContract'] === 'string') fields['verifying_contract'] = domain['verifyingContract']
+  return { primary_type: String(typed.primaryType), domain: fields, message: jsonValue(typed.message) ?? {} }
 }
 
 /**
  * The condition's keywords for one activity: `activity`, and for signing and export what it
  * targets (`wallet`, `wallet_account`, `private_key`) and the Ethereum transaction (`eth.tx`).
  */
-async function conditionScope(db: Db, organizationId: string, type: string, params: unknown): Promise<Scope> {
+export async function conditionScope(db: Db, organizationId: string, type: string, params: unknown): Promise<Scope> {
   const input = (params ?? {}) as Record<string, unknown>
   const scope: Record<string, Value> = { activity: { type, ...kindOf(type), params: paramsOf(type, params) as Record<string, Value> } }
   const walletValue = async (walletId: string) => {
@@ -109,6 +175,18 @@ async function conditionScope(db: Db, organizationId: string, type: string, para
       if (tx) scope['eth'] = tx
     }
   }
+  // Typed data and EIP-7702 authorizations signed through sign_raw_payload (what @turnkey/viem's
+  // signTypedData and signAuthorization send); a payload that does not parse is refused by the signing.
+  const payload = input['payload']
+  if (type === 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2' && typeof payload === 'string') {
+    const typed = input['encoding'] === 'PAYLOAD_ENCODING_EIP712' ? typedDataOf(payload) : undefined
+    if (typed) scope['eth'] = { eip_712: typedDataValue(typed) }
+    const authorization = input['encoding'] === 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION' ? authorizationOf(payload) : undefined
+    if (authorization)
+      scope['eth'] = {
+        eip_7702_authorization: { address: authorization.address, chain_id: BigInt(authorization.chainId), nonce: BigInt(authorization.nonce) },
+      }
+  }
   if (typeof input['walletId'] === 'string') await walletValue(input['walletId'])
   if (typeof input['privateKeyId'] === 'string') await privateKeyValue(input['privateKeyId'])
   if (type === 'ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT' && typeof input['address'] === 'string') await accountValue(input['address'])
@@ -122,7 +200,9 @@ async function conditionScope(db: Db, organizationId: string, type: string, para
  * - a quorum of root users may do anything: with a threshold of one a root user runs it at once,
  *   with more it waits for the other root users' approvals (`'consensus'`);
  * - any other user needs a policy: an applicable EFFECT_DENY refuses, an applicable EFFECT_ALLOW
- *   allows, and without one the request is denied, except a user's own credentials and sessions.
+ *   allows, and without one the request is denied, except a user's own credentials and sessions;
+ *   when a policy's condition holds but its consensus needs more approvers than the caller
+ *   (`approvers.count() >= 2`), the activity waits for their approvals (`'consensus'`).
  * Activities only the root quorum decides are never granted by a policy.
  *
  * Runs inside the activity's transaction, before anything is written: a denial writes nothing.
@@ -146,12 +226,16 @@ export async function authorize(
     if (isRoot) return 'consensus'
     throw policyDenied()
   }
-  const decision = decide(await db.policies(organization.id), {
-    consensus: { approvers: [await userValue(db, organization.id, caller.userId)], credentials: await credentialValue(db, caller) },
-    condition: await conditionScope(db, organization.id, type, params),
+  const policies = await db.policies(organization.id)
+  const condition = await conditionScope(db, organization.id, type, params)
+  const decision = decide(policies, {
+    consensus: await consensusScope(db, organization.id, [{ userId: caller.userId, credential: caller.credential }]),
+    condition,
   })
   if (decision.outcome === 'explicit deny') throw policyDenied(decision)
   if (decision.outcome === 'allow' || allowedByDefault(type, params, caller.userId)) return 'run'
   if (isRoot) return 'consensus'
+  // Only on the way to a denial: could other users' approvals still satisfy a policy?
+  if (await approvableByPolicy(db, policies, organization.id, condition)) return 'consensus'
   throw policyDenied(decision)
 }

@@ -32,13 +32,23 @@ const ETHEREUM_TRANSACTION: Shape = {
   ),
 }
 
+const EIP_712: Shape = {
+  fields: {
+    primary_type: 'value',
+    domain: { fields: { name: 'value', version: 'value', chain_id: 'value', verifying_contract: 'value' } },
+    // The message as its JSON says, read by key: message['to'], message['contents']['amount'].
+    message: 'open',
+  },
+}
+const EIP_7702_AUTHORIZATION: Shape = { fields: { address: 'value', chain_id: 'value', nonce: 'value' } }
+
 /** The keywords of each field and what they hold (Turnkey's policy language, "Keywords" and "Struct"). */
 export const KEYWORDS = {
   consensus: { approvers: { items: USER }, credentials: { items: CREDENTIAL } },
   condition: {
     activity: { fields: { type: 'value', resource: 'value', action: 'value', params: 'open' } },
     // Other chains' transactions are accepted in policies but never present here: such a clause errors, and its policy does not apply.
-    eth: { fields: { tx: ETHEREUM_TRANSACTION, eip_712: 'open', eip_7702_authorization: 'open' } },
+    eth: { fields: { tx: ETHEREUM_TRANSACTION, eip_712: EIP_712, eip_7702_authorization: EIP_7702_AUTHORIZATION } },
     solana: 'open',
     tron: 'open',
     bitcoin: 'open',

@@ -19,8 +19,24 @@ function isStruct(value: Value): value is { readonly [field: string]: Value } {
   return typeof value === 'object' && !Array.isArray(value)
 }
 
+const DECIMAL = /^(0|-?[1-9][0-9]*)$/
+
+/**
+ * An int and a string of decimal digits compare as numbers: Turnkey's own examples compare
+ * payload numbers with quoted digits (`eth.eip_7702_authorization.chain_id == '<CHAIN_ID>'`,
+ * `eth.eip_712.message['ethAmount'] == '0'`, where typed data carries a uint256 as a string) as well
+ * as with ints (`eth.eip_712.message['value'] <= 100000000`). Anything else keeps its type.
+ */
+function numeric(left: Value, right: Value): [bigint, bigint] | undefined {
+  if (typeof left === 'bigint' && typeof right === 'string' && DECIMAL.test(right)) return [left, BigInt(right)]
+  if (typeof left === 'string' && typeof right === 'bigint' && DECIMAL.test(left)) return [BigInt(left), right]
+  return undefined
+}
+
 /** Equality of two values of one type; Ethereum addresses compare whatever the case of their hex digits (checksummed or not). */
 function equal(left: Value, right: Value): boolean {
+  const numbers = numeric(left, right)
+  if (numbers) return numbers[0] === numbers[1]
   const type = typeOf(left)
   if (type !== typeOf(right)) throw new PolicyEvaluationError(`cannot compare ${type} with ${typeOf(right)}`)
   if (typeof left === 'string' && typeof right === 'string' && HEX_ADDRESS.test(left) && HEX_ADDRESS.test(right))
@@ -90,6 +106,12 @@ export function evaluate(expression: Expression, scope: Scope, variables: Readon
       const target = evaluate(expression.target, scope, variables)
       const index = evaluate(expression.index, scope, variables)
       if (typeof target === 'string') return target[position(index, target.length, false)]!
+      // A map's entry by its key, as `eth.eip_712.message['to']` and `eth.tx.contract_call_args['dst']` read.
+      if (isStruct(target)) {
+        if (typeof index !== 'string') throw new PolicyEvaluationError(`a struct is indexed by a string, not ${typeOf(index)}`)
+        if (!Object.hasOwn(target, index)) throw new PolicyEvaluationError(`field does not exist: ${index}`)
+        return target[index]!
+      }
       const list = asList(target, 'what is indexed')
       return list[position(index, list.length, false)]!
     }
@@ -134,8 +156,9 @@ export function evaluate(expression: Expression, scope: Scope, variables: Readon
             .map((item) => equal(left, item))
             .includes(true)
         default: {
-          const a = asInt(left, `the left of ${expression.operator}`)
-          const b = asInt(right, `the right of ${expression.operator}`)
+          const numbers = numeric(left, right)
+          const a = numbers ? numbers[0] : asInt(left, `the left of ${expression.operator}`)
+          const b = numbers ? numbers[1] : asInt(right, `the right of ${expression.operator}`)
           if (expression.operator === '<') return a < b
           if (expression.operator === '>') return a > b
           if (expression.operator === '<=') return a <= b
@@ -180,7 +203,13 @@ export function checkNames(expression: Expression, keywords: { readonly [keyword
     case 'index': {
       checkNames(expression.index, keywords, bound)
       const target = checkNames(expression.target, keywords, bound)
-      return typeof target === 'object' && 'items' in target ? target.items : 'open'
+      if (typeof target === 'object' && 'items' in target) return target.items
+      // A struct read by a key written out: the key must be one of its fields.
+      if (typeof target === 'object' && 'fields' in target && expression.index.kind === 'literal' && typeof expression.index.value === 'string') {
+        if (!Object.hasOwn(target.fields, expression.index.value)) throw new PolicySyntaxError(`field does not exist: ${expression.index.value}`)
+        return target.fields[expression.index.value]!
+      }
+      return 'open'
     }
     case 'slice':
       checkNames(expression.start, keywords, bound)

@@ -89,8 +89,16 @@ export async function heldPrivateKey(context: ActivityContext, signWith: string)
   const { db, caller } = context
   // One look-up on the signing path: private key ids are UUIDs, addresses never are.
   const privateKeyId = UUID.test(signWith) ? signWith : (await db.privateKeyByAddress(caller.organizationId, signWith))?.private_key_id
-  const row = privateKeyId === undefined ? undefined : await db.privateKey(privateKeyId, caller.organizationId)
+  return privateKeyId === undefined ? undefined : await openedPrivateKey(context, privateKeyId)
+}
+
+/** The private key `privateKeyId` of the caller's organization, opened; undefined when there is none. The caller zeroes it. */
+export async function openedPrivateKey(context: ActivityContext, privateKeyId: string): Promise<Uint8Array | undefined> {
+  const row = await context.db.privateKey(privateKeyId, context.caller.organizationId)
   return row && openPrivateKey(context, row)
 }
+
+/** Whether `signWith` has the shape of a private key's id (a UUID); addresses never have it. */
+export const isPrivateKeyId = (signWith: string) => UUID.test(signWith)
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/

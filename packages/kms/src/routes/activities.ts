@@ -4,13 +4,13 @@ import type { OidcVerifier } from '../auth/oidc.js'
 import type { ActivityContext, Caller } from '../context.js'
 import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
-import { alreadyExists, failedPrecondition, GrpcCode, invalid, KmsError, notFound, permissionDenied } from '../errors.js'
+import { alreadyExists, GrpcCode, invalid, KmsError } from '../errors.js'
 import type { Authenticated } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
-import { rootUserIds } from '../organizations/quorum.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
 import { authorize } from '../policies/authorize.js'
+import { castVote } from '../policies/consensus.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
 import type { ActivityRow } from '../storage/tables.js'
@@ -99,9 +99,9 @@ export function activityRoutes(options: ActivityRoutesOptions) {
   }
 
   /**
-   * approve_activity and reject_activity: a root user's vote on an activity waiting for consensus.
-   * Enough approvals run it as its submitter; enough rejections (so approvals can no longer reach
-   * the threshold) reject it. The answer is the target activity, as the clients expect.
+   * approve_activity and reject_activity: a vote on an activity waiting for consensus
+   * (policies/consensus.ts counts it). Once it has its consensus it runs as its submitter; once it
+   * can no longer have it, it is rejected. The answer is the target activity, as the clients expect.
    */
   for (const [op, type, selection] of [
     ['approve_activity', 'ACTIVITY_TYPE_APPROVE_ACTIVITY', 'VOTE_SELECTION_APPROVED'],
@@ -112,34 +112,16 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       if (body['type'] !== type) throw invalid(`unsupported activity type ${String(body['type'])} for /public/v1/submit/${op}`)
       const fingerprint = (body['parameters'] as { fingerprint?: unknown } | undefined)?.fingerprint
       if (typeof fingerprint !== 'string') throw invalid('parameters.fingerprint is required')
-      const decision = await db.transaction(async (trx) => {
-        const found = await trx.activityByFingerprint(fingerprint)
-        if (!found || found.organization_id !== caller.organizationId)
-          throw notFound(`no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
-        // Votes on one activity count one at a time, on every instance.
-        await trx.lockActivity(found.id)
-        const target = (await trx.activity(found.id, caller.organizationId))!
-        if (caller.homeOrganizationId !== caller.organizationId) throw permissionDenied('only the organization’s own users vote on its activities')
-        if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED')
-          throw failedPrecondition(`activity ${target.id} is ${target.status}, not waiting for consensus`)
-        const roots = await rootUserIds(trx, caller.organizationId)
-        if (!roots.includes(caller.userId)) throw permissionDenied('only root users vote on activities that need the root quorum')
-        if ((await trx.votes(target.id)).some((vote) => vote.user_id === caller.userId)) throw alreadyExists('you have already voted on this activity')
-        const at = now()
-        await trx.insertVote({ id: randomUUID(), activity_id: target.id, user_id: caller.userId, selection, created_at: at })
-        // Only root users' votes count, against the number of root users.
-        const votes = (await trx.votes(target.id)).filter((vote) => roots.includes(vote.user_id))
-        const threshold = (await trx.organization(caller.organizationId))!.root_quorum_threshold
-        const approvals = votes.filter((vote) => vote.selection === 'VOTE_SELECTION_APPROVED').length
-        const rejections = votes.length - approvals
-        if (approvals >= threshold) return { target, run: true }
-        if (roots.length - rejections < threshold) await trx.settleWaitingActivity(target.id, 'ACTIVITY_STATUS_REJECTED', null, null, at)
-        return { target, run: false }
-      })
-      const { target } = decision
-      if (decision.run) await runApproved(target)
+      const { target, run } = await db.transaction((trx) => castVote(trx, { caller, fingerprint, selection, params: parametersOf, now: now() }))
+      if (run) await runApproved(target)
       return c.json({ activity: await activityView(db, (await db.activity(target.id, caller.organizationId))!) })
     })
+
+  /** The parameters a stored activity was submitted with. */
+  function parametersOf(target: ActivityRow): unknown {
+    const kind = own(ACTIVITIES, target.type)!
+    return (JSON.parse(target.intent) as Record<string, unknown>)[kind.intentKey]
+  }
 
   /** Runs an approved activity as its submitter, once: the run and its settlement commit together. */
   async function runApproved(target: ActivityRow) {
@@ -229,7 +211,14 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         if ((await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })) === 'consensus') {
           const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
           await trx.insertActivity(waiting)
-          await trx.insertVote({ id: randomUUID(), activity_id: row.id, user_id: caller.userId, selection: 'VOTE_SELECTION_APPROVED', created_at: at })
+          await trx.insertVote({
+            id: randomUUID(),
+            activity_id: row.id,
+            user_id: caller.userId,
+            selection: 'VOTE_SELECTION_APPROVED',
+            created_at: at,
+            credential: caller.credential ?? null,
+          })
           return { stored: waiting, mailed: false }
         }
         const context = activityContext(caller, trx, row.id)

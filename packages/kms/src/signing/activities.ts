@@ -1,17 +1,29 @@
 import { z } from 'zod'
 import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
+import { notFound } from '../errors.js'
 import { digestOf, signDigest, signTransaction } from '../ethereum.js'
 import { parse } from '../params.js'
-import { heldPrivateKey } from '../privateKeys/keys.js'
-import { withAccountKey } from '../wallets/keys.js'
+import { heldPrivateKey, isPrivateKeyId, openedPrivateKey } from '../privateKeys/keys.js'
+import { withAccountKey, withKeyOfAccount } from '../wallets/keys.js'
 
 // Signing with a wallet account or a private key, named by `signWith`.
 
 /** Runs `use` with the key `signWith` names: a private key, by id or address (privateKeys/keys.ts), or else a wallet account's. Zeroed after. */
 async function withSigningKey<result>(context: ActivityContext, signWith: string, use: (privateKey: Uint8Array) => result | Promise<result>): Promise<result> {
-  const held = await heldPrivateKey(context, signWith)
-  if (!held) return await withAccountKey(context, signWith, use)
+  let held: Uint8Array | undefined
+  if (isPrivateKeyId(signWith)) {
+    held = await heldPrivateKey(context, signWith)
+    if (!held) return await withAccountKey(context, signWith, use)
+  } else {
+    // An address: the private key holding it and the wallet account holding it, in one round trip.
+    const { privateKeyId, account } = await context.db.signingKeyByAddress(context.caller.organizationId, signWith)
+    if (privateKeyId !== undefined) held = await openedPrivateKey(context, privateKeyId)
+    if (!held) {
+      if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${context.caller.organizationId}`)
+      return await withKeyOfAccount(context, account, use)
+    }
+  }
   try {
     return await use(held)
   } finally {

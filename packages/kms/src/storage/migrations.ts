@@ -115,6 +115,20 @@ async function run(db: Kysely<any>, dialect: Dialect, statements: Statements) {
 }
 
 /**
+ * Adds a column unless the table has it: a database whose migration records were lost runs every
+ * migration again (SQLite has no `add column if not exists`).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: a migration runs before the schema type it creates exists.
+async function addColumn(db: Kysely<any>, dialect: Dialect, name: string, column: string, type: string) {
+  const columnType = type.replace('{ms}', dialect === 'postgres' ? 'bigint' : 'integer')
+  if (dialect === 'postgres') await sql.raw(`alter table ${name} add column if not exists ${column} ${columnType}`).execute(db)
+  else {
+    const { rows } = await sql<{ name: string }>`select name from pragma_table_info(${name})`.execute(db)
+    if (!rows.some((row) => row.name === column)) await sql.raw(`alter table ${name} add column ${column} ${columnType}`).execute(db)
+  }
+}
+
+/**
  * The kms's migrations, oldest first, applied by @latchkey/service/database when the kms opens its
  * database and recorded in `kms_migrations` (its own table: the backend's may share the database).
  */
@@ -123,14 +137,7 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
     name: '0001_initial',
     async up(db, dialect) {
       await run(db, dialect, INITIAL)
-      for (const [name, column, type] of LATE_COLUMNS) {
-        const columnType = type.replace('{ms}', dialect === 'postgres' ? 'bigint' : 'integer')
-        if (dialect === 'postgres') await sql.raw(`alter table ${name} add column if not exists ${column} ${columnType}`).execute(db)
-        else {
-          const { rows } = await sql<{ name: string }>`select name from pragma_table_info(${name})`.execute(db)
-          if (!rows.some((row) => row.name === column)) await sql.raw(`alter table ${name} add column ${column} ${columnType}`).execute(db)
-        }
-      }
+      for (const [name, column, type] of LATE_COLUMNS) await addColumn(db, dialect, name, column, type)
     },
   },
   {
@@ -159,6 +166,13 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
           both('create index if not exists outbox_activity on outbox (activity_id)'),
         ),
       )
+    },
+  },
+  {
+    // A policy's consensus reads the credentials its approvers voted with (`credentials`).
+    name: '0003_vote_credentials',
+    async up(db, dialect) {
+      await addColumn(db, dialect, 'votes', 'credential', 'text')
     },
   },
 ]

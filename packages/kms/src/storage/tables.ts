@@ -76,7 +76,15 @@ export type ActivityRow = {
   submitted_by: string | null
   submitted_from: string | null
 }
-export type VoteRow = { id: string; activity_id: string; user_id: string; selection: string; created_at: number }
+export type VoteRow = {
+  id: string
+  activity_id: string
+  user_id: string
+  selection: string
+  created_at: number
+  /** The API key's public key or the passkey's credential id the vote was stamped with: the policies' `credentials`. */
+  credential: string | null
+}
 /** A user with the columns the key-management API added: phone number and last change. */
 export type UserDetailsRow = UserRow & { phone_number: string | null; updated_at: number | null }
 /** A secp256k1 key held on its own (not derived from a wallet), sealed with the master key under its id. */

@@ -90,9 +90,18 @@ export async function withAccountKey<result>(
   signWith: string,
   use: (privateKey: Uint8Array, account: WalletAccountRow) => result | Promise<result>,
 ): Promise<result> {
+  const account = await context.db.accountByAddress(context.caller.organizationId, signWith)
+  if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${context.caller.organizationId}`)
+  return await withKeyOfAccount(context, account, use)
+}
+
+/** withAccountKey for an account row already read (the signing path reads it with the private-key look-up). */
+export async function withKeyOfAccount<result>(
+  context: ActivityContext,
+  account: WalletAccountRow,
+  use: (privateKey: Uint8Array, account: WalletAccountRow) => result | Promise<result>,
+): Promise<result> {
   const { db, masterKey, caller } = context
-  const account = await db.accountByAddress(caller.organizationId, signWith)
-  if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${caller.organizationId}`)
   let privateKey: Uint8Array
   if (account.sealed_private_key) privateKey = openBytes(masterKey, accountKeyRecord(account.id), account.sealed_private_key)
   else {

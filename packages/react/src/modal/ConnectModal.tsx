@@ -9,8 +9,16 @@ import { Dialog } from './Dialog.js'
 
 // The QR code and its encoder load only when WalletConnect is picked.
 const WalletConnectView = lazy(() => import('./WalletConnectView.js'))
-// Email, passkey and recovery sign-in load only when picked, with the embedded wallet's code.
-const EmbeddedView = lazy(() => import('./EmbeddedView.js'))
+// Email, passkey and recovery sign-in load only when picked, with the embedded wallet's code. The
+// view is shown once its code is here, not behind a Suspense fallback: React keeps a fallback it
+// has shown for at least 300 ms (its reveal throttle), which was most of a passkey sign-in's time.
+// The lazy component remains for the case the early load failed (it retries, with the fallback).
+let LoadedEmbeddedView: typeof import('./EmbeddedView.js').default | undefined
+const loadEmbeddedView = () =>
+  import('./EmbeddedView.js').then((module) => {
+    LoadedEmbeddedView = module.default
+  })
+const LazyEmbeddedView = lazy(() => import('./EmbeddedView.js'))
 type EmbeddedMode = import('./EmbeddedView.js').EmbeddedMode
 
 type Props = {
@@ -44,6 +52,14 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   )
   const more = useMemo(() => notInstalled(getWalletBook().wallets, connectors), [connectors])
 
+  /** Shows an embedded sign-in once its view's code is here; the wallet's code loads meanwhile. */
+  function pickEmbedded(mode: EmbeddedMode) {
+    // A failed early load is retried by the flow itself, which reports the error.
+    embedded?.getFlows().catch(() => {})
+    const show = () => setEmbeddedMode(mode)
+    loadEmbeddedView().then(show, show)
+  }
+
   function start(connector: Connector) {
     setPicked(connector)
     connect.connect({ connector, ...(signIn && connector.type === 'walletConnect' ? { signIn: true } : {}) }).catch(() => {
@@ -57,7 +73,8 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     setPicked(undefined)
   }
 
-  if (embedded && embeddedMode)
+  if (embedded && embeddedMode) {
+    const EmbeddedView = LoadedEmbeddedView ?? LazyEmbeddedView
     return (
       <Dialog title="Sign in" theme={theme} onClose={cancelAndClose}>
         <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
@@ -72,6 +89,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
         </Suspense>
       </Dialog>
     )
+  }
 
   if (picked)
     return (
@@ -124,14 +142,14 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
       </span>
       {embedded && (
         <div className="lk-embedded-start">
-          <button type="button" className="lk-primary lk-wide" onClick={() => setEmbeddedMode('email')}>
+          <button type="button" className="lk-primary lk-wide" onClick={() => pickEmbedded('email')}>
             Continue with email
           </button>
           <div className="lk-row">
-            <button type="button" className="lk-secondary" onClick={() => setEmbeddedMode('passkey')}>
+            <button type="button" className="lk-secondary" onClick={() => pickEmbedded('passkey')}>
               Continue with passkey
             </button>
-            <button type="button" className="lk-secondary" onClick={() => setEmbeddedMode('create-passkey')}>
+            <button type="button" className="lk-secondary" onClick={() => pickEmbedded('create-passkey')}>
               Create a passkey
             </button>
           </div>
@@ -144,7 +162,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
                   className="lk-secondary"
                   onClick={() => {
                     setOAuthPopup(openOAuthPopup())
-                    setEmbeddedMode(provider)
+                    pickEmbedded(provider)
                   }}
                 >
                   {provider === 'google' ? 'Continue with Google' : 'Continue with Apple'}
@@ -152,7 +170,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
               ))}
             </div>
           )}
-          <button type="button" className="lk-text-button" onClick={() => setEmbeddedMode('recover')}>
+          <button type="button" className="lk-text-button" onClick={() => pickEmbedded('recover')}>
             Recover account
           </button>
           <p className="lk-divider">

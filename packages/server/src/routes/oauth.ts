@@ -23,8 +23,12 @@ export type OAuthProviderName = (typeof OAUTH_PROVIDERS)[number]
 export type OAuthProviderConfig = {
   issuer: string
   clientId: string
-  /** For the code exchange of confidential clients (Google web apps). */
-  clientSecret?: string | undefined
+  /**
+   * For the code exchange of confidential clients: Google web apps' secret, or a function giving
+   * the current one, as Apple needs (`appleClientSecret`: a JWT signed with the team's key, renewed
+   * before it expires).
+   */
+  clientSecret?: string | (() => string | Promise<string>) | undefined
   /** Default: from `{issuer}/.well-known/openid-configuration`. */
   authorizationEndpoint?: string | undefined
   tokenEndpoint?: string | undefined
@@ -58,13 +62,31 @@ const invalidToken = (message: string) => new ServerError(400, 'invalid_token', 
 
 type Discovered = { authorization_endpoint: string; token_endpoint: string; jwks_uri: string }
 
+/** How old a kept key set may grow before a sign-in fetches it anew, in the background. */
+const OAUTH_KEYS_REFRESH_MS = 5 * 60_000
+
 /**
- * The issuers, their discovered endpoints and JWKS (fetched once, kept); the nonces already used
- * are in the store, shared by every instance. @internal
+ * A provider's keys as kept: jose never blocks on their age (only on an unknown key id, a rotated
+ * key, when it fetches them at once); their age is watched here instead.
+ */
+type KeySet = { readonly jwks: ReturnType<typeof createRemoteJWKSet>; loadedAt: number }
+
+/** Fetches the set anew in the background when older than OAUTH_KEYS_REFRESH_MS, after the token in hand used the kept one. */
+function refreshIfOld(keySet: KeySet, at: number): void {
+  if (at - keySet.loadedAt < OAUTH_KEYS_REFRESH_MS || keySet.jwks.reloading) return
+  keySet.jwks.reload().then(
+    () => (keySet.loadedAt = Date.now()),
+    () => undefined,
+  )
+}
+
+/**
+ * The issuers, their discovered endpoints and JWKS (fetched once, or ahead by `warm`, and kept;
+ * see OAUTH_KEYS_REFRESH_MS); the nonces already used are in the store, shared by every instance. @internal
  */
 export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthProviderConfig>>, now: () => number, store: Store) {
   const discovered = new Map<OAuthProviderName, Promise<Discovered>>()
-  const keySets = new Map<OAuthProviderName, ReturnType<typeof createRemoteJWKSet>>()
+  const keySets = new Map<OAuthProviderName, Promise<KeySet>>()
 
   function discover(name: OAuthProviderName): Promise<Discovered> {
     const config = providers[name]!
@@ -90,8 +112,29 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
     })
   }
 
+  /** The provider's keys, fetched once (a failure is tried again by the next sign-in). */
+  function keySetOf(name: OAuthProviderName): Promise<KeySet> {
+    let found = keySets.get(name)
+    if (!found) {
+      found = discover(name).then(async ({ jwks_uri }) => {
+        const keySet: KeySet = { jwks: createRemoteJWKSet(new URL(jwks_uri), { cacheMaxAge: Number.POSITIVE_INFINITY }), loadedAt: 0 }
+        await keySet.jwks.reload()
+        keySet.loadedAt = Date.now()
+        return keySet
+      })
+      found.catch(() => keySets.delete(name))
+      keySets.set(name, found)
+    }
+    return found
+  }
+
+  const configured = (Object.keys(providers) as OAuthProviderName[]).filter((name) => providers[name])
   return {
-    configured: (Object.keys(providers) as OAuthProviderName[]).filter((name) => providers[name]),
+    configured,
+    /** Fetches every provider's discovery document and keys ahead of the first sign-in; failures are left for it. */
+    async warm(): Promise<void> {
+      await Promise.all(configured.map((name) => keySetOf(name).catch(() => undefined)))
+    },
     config: (name: OAuthProviderName) => providers[name],
     discover,
     /** Exchanges an authorization code (PKCE) for the ID token. */
@@ -105,7 +148,8 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
         redirect_uri: redirectUri,
         client_id: config.clientId,
       })
-      if (config.clientSecret) form.set('client_secret', config.clientSecret)
+      const clientSecret = typeof config.clientSecret === 'function' ? await config.clientSecret() : config.clientSecret
+      if (clientSecret) form.set('client_secret', clientSecret)
       const response = await fetch(token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form })
       const answer = (await response.json().catch(() => ({}))) as { id_token?: string; error?: string; error_description?: string }
       if (!response.ok || !answer.id_token)
@@ -118,12 +162,11 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
      */
     async verify(name: OAuthProviderName, token: string, sessionPublicKey: string): Promise<JWTPayload & { email: string }> {
       const config = providers[name]!
-      const { jwks_uri } = await discover(name)
-      let keySet = keySets.get(name)
-      if (!keySet) keySets.set(name, (keySet = createRemoteJWKSet(new URL(jwks_uri))))
       let payload: JWTPayload
       try {
-        ;({ payload } = await jwtVerify(token, keySet, {
+        const keySet = await keySetOf(name)
+        refreshIfOld(keySet, Date.now())
+        ;({ payload } = await jwtVerify(token, keySet.jwks, {
           issuer: config.issuer,
           audience: config.clientId,
           currentDate: new Date(now()),

@@ -151,6 +151,71 @@ function withTypedErrors(dialect: Dialect): Dialect {
   }
 }
 
+/** Distinct statement texts a process prepares by name; past this, statements go unnamed (parsed each time). */
+const MAX_NAMED_STATEMENTS = 2000
+/** Statements worth keeping prepared: plain data statements, not transaction control or schema changes. */
+const DATA_STATEMENT = /^\s*(select|insert|update|delete|with)\b/i
+const TRANSACTION_START = /^\s*(begin|start transaction)\b/i
+const TRANSACTION_END = /^\s*(commit|rollback)\b/i
+/** PostgreSQL's answer to a prepared statement whose tables changed shape since it was prepared (a migration by a newer instance). */
+const CACHED_PLAN_CHANGED = '0A000'
+
+/**
+ * A `pg` pool whose clients run each data statement as a named prepared statement: PostgreSQL
+ * parses and plans a statement text once per connection, then only binds and executes it (an
+ * unnamed statement is parsed and planned on every call; for the services' short indexed
+ * statements that was most of the database's CPU). Names come from the text, the same on every
+ * connection; `pg` remembers per connection which it has prepared.
+ *
+ * When a newer instance migrates a table under a running one, PostgreSQL refuses the old prepared
+ * statement (0A000, "cached plan must not change result type"): the text then gets a new name, so
+ * it is prepared again on each connection, and the statement runs again, or, inside a
+ * transaction (which the refusal aborted), the transaction does, as after a serialization failure.
+ */
+function namedStatementPool(pool: pg.Pool) {
+  const names = new Map<string, string>()
+  let counter = 0
+  const nameOf = (text: string) => {
+    let name = names.get(text)
+    if (name === undefined && counter < MAX_NAMED_STATEMENTS && DATA_STATEMENT.test(text)) {
+      name = `latchkey_${counter++}`
+      names.set(text, name)
+    }
+    return name
+  }
+  const patched = new WeakSet<pg.PoolClient>()
+  return {
+    async connect() {
+      const client = await pool.connect()
+      if (!patched.has(client)) {
+        const query = client.query.bind(client) as (config: pg.QueryConfig) => Promise<pg.QueryResult>
+        let inTransaction = false
+        const run = async (text: string, values: unknown[]): Promise<pg.QueryResult> => {
+          const name = nameOf(text)
+          try {
+            return await query(name === undefined ? { text, values } : { name, text, values })
+          } catch (error) {
+            if (name === undefined || (error as { code?: unknown }).code !== CACHED_PLAN_CHANGED) throw error
+            if (names.get(text) === name) names.delete(text)
+            if (inTransaction) throw new SerializationFailureError((error as Error).message, { cause: error })
+            return await run(text, values)
+          }
+        }
+        // Kysely calls query(text, values); anything else (a cursor) passes through untouched.
+        client.query = ((text: unknown, values?: unknown) => {
+          if (typeof text !== 'string' || !Array.isArray(values)) return (query as (...args: unknown[]) => unknown)(text, values)
+          if (TRANSACTION_START.test(text)) inTransaction = true
+          else if (TRANSACTION_END.test(text)) inTransaction = false
+          return run(text, values)
+        }) as typeof client.query
+        patched.add(client)
+      }
+      return client
+    },
+    end: () => pool.end(),
+  }
+}
+
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Jittered exponential backoff: up to 5, 10, 20 … ms, capped at 250 ms, so colliding instances spread out. */
@@ -183,7 +248,7 @@ export async function openDatabase<Schema>(options: OpenDatabaseOptions): Promis
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types: pgTypes })
     // An idle connection that drops (a database restart) must not crash the process.
     pool.on('error', (error) => options.onIdleError?.(error))
-    engine = new PostgresDialect({ pool })
+    engine = new PostgresDialect({ pool: namedStatementPool(pool) })
   } else {
     const file = new BetterSqlite3(options.url ?? ':memory:', { timeout: options.busyTimeoutMs ?? 5000 })
     if (file.name !== ':memory:') file.pragma('journal_mode = WAL')
