@@ -13,9 +13,10 @@
  *
  * kms and backend (bench/cluster/kms.ts, bench/cluster/backend.ts): one instance on SQLite, one on
  * PostgreSQL and two on one PostgreSQL, each its own process, with throughput, p50/p99 and failed
- * requests (exit 1 if any), and the ratios against the targets (one PostgreSQL ≥ 0.8× SQLite; two
- * ≥ 1.5× one). `--only relay|kms|backend` runs one section; `--kms-requests`, `--sign-ins` and
- * `--concurrency` size them.
+ * requests (exit 1 if any), and the ratios: the kms against its targets (one PostgreSQL ≥ 0.8×
+ * SQLite; two ≥ 1.5× one); the backend's also one sign-in at a time, its target being latency
+ * (PostgreSQL's p50 within 1.5× SQLite's). `--only relay|kms|backend` runs one section;
+ * `--kms-requests`, `--sign-ins`, `--alone-sign-ins` and `--concurrency` size them.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -167,7 +168,16 @@ const sections: { name: string; run: () => Promise<number> }[] = [
   },
   {
     name: 'backend',
-    run: () => withPostgres((postgresUrl) => backendSection({ postgresUrl, rounds, signIns: arg('--sign-ins', 400), concurrency: arg('--concurrency', 32) })),
+    run: () =>
+      withPostgres((postgresUrl) =>
+        backendSection({
+          postgresUrl,
+          rounds,
+          signIns: arg('--sign-ins', 400),
+          concurrency: arg('--concurrency', 32),
+          aloneSignIns: arg('--alone-sign-ins', 60),
+        }),
+      ),
   },
 ]
 

@@ -45,6 +45,7 @@ export async function kmsSection(options: { postgresUrl: string; rounds: number;
     'requests',
     rows,
     LABELS,
+    { postgresOverSqlite: 0.8, twoOverOne: 1.5 },
   )
   console.log(`  (load average ${loadavg()[0]!.toFixed(2)}: the instances, PostgreSQL and the client share this machine's cores)`)
   console.log(
