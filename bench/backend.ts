@@ -13,7 +13,8 @@
  * `GET /auth/nonce` (SIWE's first step: prune and insert). The kms is never called: the accounts
  * are in the store, as after their sign-up. SQLite is a WAL file in a temp directory; PostgreSQL a
  * throwaway local cluster (scripts/ensure-postgres.mjs), both on this machine. Rounds run
- * sequentially, then `--concurrency` at a time (login only) to show contention.
+ * sequentially, then `--concurrency` at a time (login only) to show contention; the two stores
+ * take turns round by round (and chunk by chunk), so both see the same process and machine.
  */
 import { createHash, generateKeyPairSync, sign } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -53,7 +54,8 @@ const routes = ['POST /auth/login', 'GET /auth/session', 'POST /auth/token', 'PO
 type Route = (typeof routes)[number]
 type Figures = { sequential: Record<Route, number[]>; concurrentLogin: number[] }
 
-async function measure(store: Store): Promise<Figures> {
+/** A backend app on `store` with its accounts written; its rounds are run by the caller, interleaved with the other store's. */
+async function prepare(store: Store) {
   const signer = jwtSigner()
   const backendKey = generateP256KeyPair()
   const app = createServerApp({
@@ -114,19 +116,21 @@ async function measure(store: Store): Promise<Figures> {
     await timed(at('POST /auth/token/refresh'), () => app.request('/auth/token/refresh', json({ refreshToken })))
     await timed(at('GET /auth/nonce'), () => app.request('/auth/nonce', { headers: { 'x-bench-client': String(i) } }))
   }
-  for (let i = 0; i < 50; i++) await round(i, false)
-  for (let i = 50; i < 50 + requests; i++) await round(i, true)
   const concurrentLogin: number[] = []
-  let next = 50 + requests
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        const i = next++
-        await timed(concurrentLogin, () => app.request('/auth/login', json({ session: jwtFor(i) })))
-      }
-    }),
-  )
-  return { sequential, concurrentLogin }
+  /** Logins `from` to `to` (exclusive), `concurrency` at a time. */
+  const concurrent = async (from: number, to: number) => {
+    let next = from
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < to) {
+          const i = next++
+          await timed(concurrentLogin, () => app.request('/auth/login', json({ session: jwtFor(i) })))
+        }
+      }),
+    )
+  }
+  const figures: Figures = { sequential, concurrentLogin }
+  return { round, concurrent, figures }
 }
 
 const directory = await mkdtemp(join(tmpdir(), 'latchkey-bench-backend-'))
@@ -134,12 +138,21 @@ const postgres: { url: string; stop: () => Promise<void> } = await startPostgres
 let sqlite: Figures
 let onPostgres: Figures
 try {
-  const sqliteStore = await openStore(join(directory, 'server.db'))
-  sqlite = await measure(sqliteStore)
-  await sqliteStore.close()
-  const postgresStore = await openStore(postgres.url)
-  onPostgres = await measure(postgresStore)
-  await postgresStore.close()
+  const stores = [await openStore(join(directory, 'server.db')), await openStore(postgres.url)] as const
+  const [onSqlite, onPg] = [await prepare(stores[0]), await prepare(stores[1])]
+  // Round by round, the two stores alternate (and swap who goes first), so that the process's
+  // warm-up, garbage collection and the machine's other work fall on both alike.
+  const both = async (work: (side: typeof onSqlite) => Promise<void>, i: number) => {
+    for (const side of i % 2 ? [onPg, onSqlite] : [onSqlite, onPg]) await work(side)
+  }
+  for (let i = 0; i < 50; i++) await both((side) => side.round(i, false), i)
+  for (let i = 50; i < 50 + requests; i++) await both((side) => side.round(i, true), i)
+  const chunk = Math.max(concurrency, Math.ceil(requests / 10))
+  for (let from = 50 + requests, turn = 0; from < 50 + 2 * requests; from += chunk, turn++)
+    await both((side) => side.concurrent(from, Math.min(from + chunk, 50 + 2 * requests)), turn)
+  sqlite = onSqlite.figures
+  onPostgres = onPg.figures
+  for (const store of stores) await store.close()
 } finally {
   await postgres.stop()
   await rm(directory, { recursive: true, force: true })
