@@ -8,7 +8,9 @@
  * - Google sign-in (the local provider playing Google): "Continue with Google" to its sign-in page
  *   plus its "Sign in" to the address;
  * - beside passkey sign-in, a bare `navigator.credentials.get` of the same passkey with the same
- *   options, in a fresh browser with the same virtual authenticator: Chromium's share.
+ *   options, in a fresh browser with the same virtual authenticator: Chromium's share;
+ * - WalletConnect's QR code: "WalletConnect" to the code shown (the view's code, the WalletConnect
+ *   chunk, the relay's socket and the pairing URI). Not a sign-in; the wait before a phone can scan.
  *
  * The times are the page's own: from the click event the page received to the first frame that
  * shows the result (one clock, epoch milliseconds, across the opener and the provider's popup).
@@ -57,12 +59,13 @@ const PAGE_CLOCK = `(() => {
   const at = () => performance.timeOrigin + performance.now()
   document.addEventListener('click', (event) => {
     const button = event.target instanceof Element ? event.target.closest('button') : null
-    record.clicks.push({ name: button ? button.textContent.trim() : '', at: performance.timeOrigin + event.timeStamp })
+    record.clicks.push({ name: button ? button.getAttribute('aria-label') || button.textContent.trim() : '', at: performance.timeOrigin + event.timeStamp })
   }, true)
   const watched = {
     address: () => [...document.querySelectorAll('output')].some((output) => /^0x[0-9a-fA-F]{40}$/.test(output.textContent.trim())),
     code: () => document.querySelector('input[autocomplete="one-time-code"]') !== null,
     email: () => document.querySelector('input[type="email"]') !== null,
+    qr: () => document.querySelector('[aria-label="QR code for WalletConnect"] svg') !== null,
   }
   new MutationObserver(() => {
     for (const [name, test] of Object.entries(watched))
@@ -82,7 +85,7 @@ async function clicked(page: Page, button: string): Promise<number> {
 }
 
 /** The frame in which `page` first showed `what` (epoch ms), once it has. */
-async function shown(page: Page, what: 'address' | 'code' | 'email'): Promise<number> {
+async function shown(page: Page, what: 'address' | 'code' | 'email' | 'qr'): Promise<number> {
   await page.waitForFunction(`window.__benchClock.shown[${JSON.stringify(what)}] > 0`, undefined, { polling: 'raf' })
   return (await page.evaluate(`window.__benchClock.shown[${JSON.stringify(what)}]`)) as number
 }
@@ -243,6 +246,20 @@ async function google(address: string): Promise<number> {
   }
 }
 
+/** WalletConnect's pairing view in a fresh browser: "WalletConnect" to the QR code shown. */
+async function walletConnectQr(): Promise<number> {
+  const browser = await freshPage()
+  try {
+    const { page } = browser
+    await page.goto(stack.urls.demo)
+    await ui(page).connect.click()
+    await page.getByRole('dialog', { name: 'Connect a wallet' }).getByRole('button', { name: 'WalletConnect', exact: true }).click()
+    return (await shown(page, 'qr')) - (await clicked(page, 'WalletConnect'))
+  } finally {
+    await browser.close()
+  }
+}
+
 // The backend sends at most 5 codes per email in ten minutes: runs rotate over enough returning users.
 const mailAddresses = Array.from({ length: Math.ceil(runs / 4) }, (_, n) => `bench.email.${n}.${Date.now()}@example.test`)
 const googleAddress = `bench.google.${Date.now()}@example.test`
@@ -271,6 +288,7 @@ const figures = {
   passkeyAroundPlaywright: [] as number[],
   bareGet: [] as number[],
   google: [] as number[],
+  qr: [] as number[],
 }
 for (let run = 0; run < runs; run++) {
   const mail = await email(mailAddresses[run % mailAddresses.length]!)
@@ -283,6 +301,7 @@ for (let run = 0; run < runs; run++) {
   figures.bareGet.push(bare.ms)
   passkeys = bare.credentials
   figures.google.push(await google(googleAddress))
+  figures.qr.push(await walletConnectQr())
   process.stdout.write(`run ${run + 1}/${runs}\r`)
 }
 
@@ -307,6 +326,7 @@ console.log(row('passkey sign-in', figures.passkey, true))
 console.log(row('  its bare navigator.credentials.get (Chromium)', figures.bareGet, false))
 console.log(row('  as Playwright saw it (click() to waitFor())', figures.passkeyAroundPlaywright, false))
 console.log(row('Google sign-in (machine time)', figures.google, true))
+console.log(row('WalletConnect QR code shown', figures.qr, false))
 
 await browser.close()
 await stack.stop()

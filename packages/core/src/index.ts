@@ -1,4 +1,7 @@
 // Entry point of @latchkey/core. Internal modules are not re-exported.
+
+// The popup's two ends, import-free: a callback page that imports only these stays a kilobyte.
+export { openOAuthPopup, postOAuthCallback } from '@latchkey/embedded/popup'
 export { type ConnectErrorType, type ConnectParameters, type ConnectReturnType, connect } from './actions/connect.js'
 export { type DisconnectReturnType, disconnect } from './actions/disconnect.js'
 export {
@@ -9,7 +12,6 @@ export {
   type VerifyEmailSignInParameters,
   verifyEmailSignIn,
 } from './actions/embedded/emailSignIn.js'
-export { openOAuthPopup, postOAuthCallback } from './actions/embedded/oauthPopup.js'
 export { completeOAuthRedirect, type OAuthProviderName, type SignInWithOAuthParameters, signInWithOAuth } from './actions/embedded/oauthSignIn.js'
 export {
   type AddPasskeyParameters,

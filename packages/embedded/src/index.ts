@@ -26,8 +26,6 @@ export { exportWallet, type FrameKind, importWallet, startRecovery } from './fra
 export {
   completeOAuthRedirect,
   defaultRedirectUri,
-  OAUTH_WINDOW,
-  OAUTH_WINDOW_FEATURES,
   OAuthError,
   type OAuthProvider,
   oauthNonce,
@@ -43,6 +41,7 @@ export {
   WEBAUTHN_TIMEOUT_MS,
   WEBAUTHN_USER_VERIFICATION,
 } from './passkeys.js'
+export { OAUTH_WINDOW, OAUTH_WINDOW_FEATURES } from './popup.js'
 export { createEmbeddedProvider, ProviderRpcError } from './provider.js'
 export { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
 export type { AtomicStatus, BatchCall } from './smartAccount.js'

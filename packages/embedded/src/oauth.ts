@@ -1,4 +1,5 @@
 import { EmbeddedError } from './errors.js'
+import { openOAuthPopup, postOAuthCallback, readOAuthCallback } from './popup.js'
 import type { EmbeddedWallet, EmbeddedWalletCredential } from './wallet.js'
 
 // "Continue with Google / Apple": OpenID Connect, authorization code with PKCE, in a popup (a
@@ -21,10 +22,6 @@ export class OAuthError extends EmbeddedError {
 type Pending = { provider: OAuthProvider; state: string; codeVerifier: string; sessionPublicKey: string; redirectUri: string; returnTo: string }
 
 const PENDING_KEY = 'latchkey.embedded.oauth'
-/** The sign-in popup's name and size: open it with these in the click, before anything async. */
-export const OAUTH_WINDOW = 'latchkey-oauth'
-export const OAUTH_WINDOW_FEATURES = 'popup,width=480,height=680'
-const MESSAGE_TYPE = 'latchkey:oauth-callback'
 
 const base64url = (bytes: Uint8Array) =>
   btoa(String.fromCharCode(...bytes))
@@ -109,7 +106,7 @@ export async function signInWithOAuth(
 
   let popup: Window | null = null
   if (parameters.mode !== 'redirect' && !inAppBrowser()) {
-    popup = parameters.popup && !parameters.popup.closed ? parameters.popup : window.open('', OAUTH_WINDOW, OAUTH_WINDOW_FEATURES)
+    popup = parameters.popup && !parameters.popup.closed ? parameters.popup : openOAuthPopup()
     if (popup) popup.location.href = url.toString()
   } else parameters.popup?.close()
   if (!popup) {
@@ -118,19 +115,19 @@ export async function signInWithOAuth(
     // The page is leaving; completeOAuthRedirect finishes on the way back.
     return new Promise<never>(() => undefined)
   }
+  const opened = popup
   const answer = await new Promise<URLSearchParams>((resolve, reject) => {
     const closed = setInterval(() => {
-      if (!popup.closed) return
+      if (!opened.closed) return
       cleanup()
       reject(new OAuthError('The sign-in window was closed'))
     }, 500)
     function onMessage(event: MessageEvent) {
-      if (event.origin !== location.origin || event.source !== popup) return
-      const data = event.data as { type?: unknown; search?: unknown }
-      if (data?.type !== MESSAGE_TYPE || typeof data.search !== 'string') return
+      const search = readOAuthCallback(event, opened)
+      if (search === undefined) return
       cleanup()
-      popup?.close()
-      resolve(new URLSearchParams(data.search))
+      opened.close()
+      resolve(new URLSearchParams(search))
     }
     function cleanup() {
       clearInterval(closed)
@@ -153,11 +150,7 @@ export async function signInWithOAuth(
 export async function completeOAuthRedirect(wallet: EmbeddedWallet): Promise<'popup' | { credential: EmbeddedWalletCredential; returnTo: string } | undefined> {
   const answer = new URLSearchParams(location.search)
   if (!answer.has('state')) return undefined
-  const opener = window.opener as Window | null
-  if (opener && opener !== window) {
-    opener.postMessage({ type: MESSAGE_TYPE, search: location.search }, location.origin)
-    return 'popup'
-  }
+  if (postOAuthCallback()) return 'popup'
   const stored = sessionStorage.getItem(PENDING_KEY)
   if (!stored) return undefined
   sessionStorage.removeItem(PENDING_KEY)
