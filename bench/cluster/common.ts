@@ -51,16 +51,20 @@ export const quotaLabels = (labels: { one: string; two: string }, cpus: number) 
 })
 
 /**
- * How many times one instance's rate two instances could reach on this machine, from the
- * one-instance row's CPU split: every request costs the instances', PostgreSQL's and the client's
- * CPU, and all of it comes out of the same `cores`; `left` also takes out what the machine's other
- * work used during the two-instance row.
+ * How many times one instance's rate two instances could reach on this machine, from a round's
+ * CPU split (per request: the instances', PostgreSQL's and the client's CPU, all out of the same
+ * cores). One instance is held to about one core (its one event loop; V8's helper threads make it
+ * a little more, so this errs high), two to two cores, and both to what the machine's cores allow
+ * for everything a request costs. `idle`: all `cores` free; `left`: without what the machine's
+ * other work used during each row.
  */
 function ceiling(one: Row, two: Row, cores: number) {
   if (!one.cpu || !two.cpu) return undefined
+  const service = one.cpu.kms
   const perRequest = one.cpu.kms + one.cpu.postgres + one.cpu.client
-  const otherCores = (two.cpu.others * two.rate) / 1e6
-  return { idle: (cores * 1e6) / perRequest / one.rate, left: (Math.max(0, cores - otherCores) * 1e6) / perRequest / one.rate }
+  const bound = (instances: number, free: number) => Math.min((instances * 1e6) / service, (free * 1e6) / perRequest)
+  const left = (row: Row) => Math.max(0, cores - (row.cpu!.others * row.rate) / 1e6)
+  return { idle: bound(2, cores) / bound(1, cores), left: bound(2, left(two)) / bound(1, left(one)) }
 }
 
 /** Each round's ratio of `over` to `under` by `key`, their median and range, and the ratio of the medians. */
@@ -138,7 +142,7 @@ export function report(title: string, unit: string, rows: readonly Row[], labels
   })
   if (ceilings.length)
     console.log(
-      `  ${''.padEnd(30)} its ceiling on ${cores} shared cores, from each round's one-instance CPU split (service + PostgreSQL + client per request): ${fixed(median(ceilings.map((c) => c.idle)), 2)}× on an otherwise idle machine (rounds ${list(ceilings.map((c) => c.idle))}), ${fixed(median(ceilings.map((c) => c.left)), 2)}× on the cores the machine's other work left (rounds ${list(ceilings.map((c) => c.left))}); reached ${fixed((twoOverOne.median / median(ceilings.map((c) => c.idle))) * 100)} % of the first`,
+      `  ${''.padEnd(30)} its ceiling from each round's one-instance CPU split (one instance held to about a core, two sharing ${cores} cores with PostgreSQL and the client): ${fixed(median(ceilings.map((c) => c.idle)), 2)}× on an otherwise idle machine (rounds ${list(ceilings.map((c) => c.idle))}), ${fixed(median(ceilings.map((c) => c.left)), 2)}× on the cores the machine's other work left (rounds ${list(ceilings.map((c) => c.left))})`,
     )
   if (quotaTwoOverOne && labels.quota) {
     line(
