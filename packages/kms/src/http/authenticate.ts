@@ -14,6 +14,8 @@ export type Authenticated = {
   caller: Caller
   /** The organization the request names, as read while authenticating it (not locked). */
   organization: OrganizationRow
+  /** Its root users, when read in the same statement as `organization` (an API-key stamp): authorize() then reads them no more. */
+  rootUserIds: readonly string[] | undefined
 }
 
 export type AuthenticateOptions = {
@@ -49,7 +51,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     raw: Uint8Array,
     named: string | undefined,
     /** Filled with the organization `named` when it was read along with the key (per request). */
-    read: { organization?: { id: string; row: OrganizationRow | undefined } },
+    read: { organization?: { id: string; row: OrganizationRow | undefined; rootUserIds: readonly string[] | undefined } },
   ): Promise<Signer> {
     if (headers.stamp) {
       const { publicKey } = verifyApiKeyStamp(headers.stamp, raw)
@@ -59,7 +61,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       else {
         const found = await db.apiKeyAndOrganization(publicKey, named)
         apiKey = found.apiKey
-        read.organization = { id: named, row: found.organization }
+        read.organization = { id: named, row: found.organization, rootUserIds: found.rootUserIds }
       }
       if (!apiKey) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
       return { userId: apiKey.user_id, organizationId: apiKey.organization_id, expiresAt: apiKey.expires_at, publicKey }
@@ -110,7 +112,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     } catch {
       body = undefined
     }
-    const read: { organization?: { id: string; row: OrganizationRow | undefined } } = {}
+    const read: { organization?: { id: string; row: OrganizationRow | undefined; rootUserIds: readonly string[] | undefined } } = {}
     const named = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { organizationId?: unknown }).organizationId : undefined
     const signer = await signerOf(
       { stamp: c.req.header('x-stamp'), passkey: c.req.header('x-stamp-webauthn'), session: c.req.header('x-session') },
@@ -138,6 +140,8 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     if (signer.authenticatorId) await db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
     c.set('body', body as Record<string, unknown>)
     c.set('organization', organization)
+    // Only for the very row read with them (a sub-organization look-up answers in another).
+    c.set('rootUserIds', organization === read.organization?.row ? read.organization.rootUserIds : undefined)
     c.set('caller', { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey })
     await next()
   }

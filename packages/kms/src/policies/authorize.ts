@@ -212,14 +212,21 @@ export async function conditionScope(db: Db, organizationId: string, type: strin
  */
 export async function authorize(
   db: Db,
-  request: { caller: Caller; organization: OrganizationRow; type: string; params: unknown },
+  request: {
+    caller: Caller
+    organization: OrganizationRow
+    type: string
+    params: unknown
+    /** The organization's root users when read along with `organization` (authentication's statement); else read here. */
+    rootUserIds?: readonly string[] | undefined
+  },
 ): Promise<'run' | 'consensus'> {
   const { caller, organization, type, params } = request
   if (caller.homeOrganizationId !== organization.id) {
     if (PARENT_INITIATED.has(type)) return 'run'
     throw policyDenied()
   }
-  const roots = await rootUserIds(db, organization.id)
+  const roots = request.rootUserIds ?? (await rootUserIds(db, organization.id))
   const isRoot = roots.includes(caller.userId)
   if (isRoot && organization.root_quorum_threshold <= 1) return 'run'
   if (ROOT_QUORUM_ONLY.has(type)) {

@@ -182,7 +182,8 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       const context = activityContext(caller, db, row.id)
       let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
       try {
-        if ((await authorize(db, { caller, organization: c.var.organization, type: type as string, params: body['parameters'] })) === 'run') {
+        const authorizing = { caller, organization: c.var.organization, rootUserIds: c.var.rootUserIds, type: type as string, params: body['parameters'] }
+        if ((await authorize(db, authorizing)) === 'run') {
           const result = await kind.run(body['parameters'], {
             ...context,
             mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
