@@ -5,7 +5,7 @@ import { GrpcCode, KmsError } from './errors.js'
 export const API_KEY_P256_SCHEME = 'SIGNATURE_SCHEME_TK_API_P256'
 
 /** What a verified stamp proves: the request body was signed by this key. */
-export type Stamp = { readonly publicKey: string; readonly scheme: typeof API_KEY_P256_SCHEME }
+export type Stamp = { readonly publicKey: string; readonly scheme: typeof API_KEY_P256_SCHEME; readonly signature: string }
 
 // SubjectPublicKeyInfo header of a compressed P-256 key: id-ecPublicKey, prime256v1, 33-byte bit string.
 const P256_COMPRESSED_SPKI = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex')
@@ -50,5 +50,5 @@ export function verifyApiKeyStamp(header: string, body: Uint8Array): Stamp {
     valid = false
   }
   if (!valid) throw unauthenticated('invalid stamp: the signature does not match the request body')
-  return { publicKey, scheme }
+  return { publicKey, scheme, signature }
 }

@@ -4,12 +4,13 @@ import {
   parseEther,
   recoverTransactionAddress,
   serializeTransaction,
+  serializeTypedData,
   type TransactionSerializableEIP1559,
   type TransactionSerializedEIP1559,
   type TypedDataDefinition,
   verifyTypedData,
 } from 'viem'
-import { recoverAuthorizationAddress } from 'viem/utils'
+import { hashAuthorization, recoverAddress, recoverAuthorizationAddress } from 'viem/utils'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { generateApiKeyPair } from '../src/index.js'
 import { POLICY_DENIED_MESSAGE } from '../src/policies/engine.js'
@@ -478,6 +479,74 @@ describe('policies over typed data and EIP-7702 authorizations', () => {
         { policyId: deny, outcome: 'OUTCOME_DENY_EXPLICIT' },
       ]),
     )
+    expect(await activityCount(sub.organizationId)).toBe(before)
+  })
+
+  test('sign_raw_payloads: each payload fills eth.eip_712 or eth.eip_7702_authorization and must be allowed on its own; a refused batch writes nothing', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
+      {
+        policyName: 'batches of USDC permits up to a million units',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: `activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS' && eth.eip_712.primary_type == 'Permit' && eth.eip_712.message['value'] <= 1000000`,
+      },
+      {
+        policyName: 'batches of delegations to the executor',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: `activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS' && eth.eip_7702_authorization.address == '${EXECUTOR}'`,
+      },
+      { policyName: 'no permits to the dead address', effect: 'EFFECT_DENY', condition: `eth.eip_712.message['spender'] == '${OTHER}'` },
+    ])
+    const [permits, delegations, deny] = sub.policyIds as [string, string, string]
+    const sign = (encoding: 'PAYLOAD_ENCODING_EIP712' | 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', payloads: string[]) =>
+      sub.delegated.signRawPayloads({
+        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { signWith: sub.address, payloads, encoding, hashFunction: 'HASH_FUNCTION_NO_OP' },
+      })
+    const typed = (definition: TypedDataDefinition) => serializeTypedData(definition as Parameters<typeof serializeTypedData>[0])
+    const authorization = (contractAddress: string, nonce: number) => JSON.stringify({ address: contractAddress, chainId: 31337, nonce })
+    const signatureHex = ({ r, s, v }: { r: string; s: string; v: string }) => `0x${r}${s}${v === '00' ? '1b' : '1c'}` as const
+
+    const small = permit({ value: 1n })
+    const signed = await sign('PAYLOAD_ENCODING_EIP712', [typed(permit({})), typed(small)])
+    const [first, second] = signed.activity.result.signRawPayloadsResult!.signatures!
+    expect(await verifyTypedData({ ...permit({}), address: sub.address, signature: signatureHex(first!) })).toBe(true)
+    expect(await verifyTypedData({ ...small, address: sub.address, signature: signatureHex(second!) })).toBe(true)
+    const delegated = await sign('PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', [authorization(EXECUTOR, 0), authorization(EXECUTOR, 1)])
+    const recovered = await recoverAddress({
+      hash: hashAuthorization({ contractAddress: EXECUTOR, chainId: 31337, nonce: 1 }),
+      signature: signatureHex(delegated.activity.result.signRawPayloadsResult!.signatures![1]!),
+    })
+    expect(recovered).toBe(sub.address)
+
+    const before = await activityCount(sub.organizationId)
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => undefined,
+        (error: { code?: number; details?: unknown }) => ({ code: error.code, details: error.details }),
+      )
+    // One payload no policy allows refuses the batch, with that payload's evaluations.
+    expect(await refusal(sign('PAYLOAD_ENCODING_EIP712', [typed(permit({})), typed(permit({ value: 1_000_001n }))]))).toEqual({
+      code: 7,
+      details: implicitDeny([
+        { policyId: permits, outcome: 'OUTCOME_DENY_IMPLICIT' },
+        { policyId: delegations, outcome: 'OUTCOME_ERROR' },
+        { policyId: deny, outcome: 'OUTCOME_DENY_IMPLICIT' },
+      ]).details,
+    })
+    expect(await refusal(sign('PAYLOAD_ENCODING_EIP712', [typed(permit({ spender: OTHER })), typed(permit({}))]))).toEqual({
+      code: 7,
+      details: denial(`The following policies denied this action: ${deny}`, [
+        { policyId: permits, outcome: 'OUTCOME_ALLOW' },
+        { policyId: delegations, outcome: 'OUTCOME_ERROR' },
+        { policyId: deny, outcome: 'OUTCOME_DENY_EXPLICIT' },
+      ]).details,
+    })
+    expect(await refusal(sign('PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', [authorization(EXECUTOR, 2), authorization(OTHER, 0)]))).toMatchObject({
+      code: 7,
+      details: [{ message: 'No policies evaluated to outcome: Allow' }],
+    })
     expect(await activityCount(sub.organizationId)).toBe(before)
   })
 })

@@ -127,6 +127,22 @@ export function decide(policies: readonly Policy[], scopes: { consensus: Scope; 
   return { outcome, evaluations, deniedBy }
 }
 
+/**
+ * Evaluates every policy against a request that targets several things at once (each payload of a
+ * sign_raw_payloads): each `conditions` scope is decided on its own, and the request is allowed
+ * only when every one is; an explicit deny of any wins, then an implicit one (that decision is
+ * the one reported).
+ *
+ * @example
+ * decideEach(policies, { consensus, conditions: payloads.map((payload) => scopeOf(payload)) })
+ */
+export function decideEach(policies: readonly Policy[], scopes: { consensus: Scope; conditions: readonly Scope[] }): PolicyDecision {
+  const decisions = scopes.conditions.map((condition) => decide(policies, { consensus: scopes.consensus, condition }))
+  const first = decisions[0]
+  if (!first) throw new Error('decideEach needs at least one condition scope')
+  return decisions.find((decision) => decision.outcome === 'explicit deny') ?? decisions.find((decision) => decision.outcome === 'implicit deny') ?? first
+}
+
 /** What Turnkey answers a request its policies refuse (HTTP 403, code 7), word for word. */
 export const POLICY_DENIED_MESSAGE =
   "You don't have sufficient permissions to take this action. Please add a policy granting this user permissions. Learn more at https://docs.turnkey.com/concepts/policies/quickstart."

@@ -5,12 +5,12 @@ import type { ActivityContext, Caller } from '../context.js'
 import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
 import { alreadyExists, GrpcCode, invalid, KmsError } from '../errors.js'
-import type { Authenticated } from '../http/authenticate.js'
+import type { Authenticated, SignerStamp } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
 import { authorize } from '../policies/authorize.js'
-import { castVote } from '../policies/consensus.js'
+import { castVote, type VoteStamp, voteRow } from '../policies/consensus.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
 import type { ActivityRow } from '../storage/tables.js'
@@ -40,6 +40,11 @@ const UNLOCKED_OPS = new Set([
   'export_wallet',
   'export_wallet_account',
 ])
+
+/** The stamp a vote lists: the signer's, over the request's exact body. */
+function voteStamp(stamp: SignerStamp | undefined, raw: Uint8Array): VoteStamp | undefined {
+  return stamp && { ...stamp, message: new TextDecoder().decode(raw) }
+}
 
 export type ActivityRoutesOptions = {
   db: Db
@@ -108,20 +113,15 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     ['reject_activity', 'ACTIVITY_TYPE_REJECT_ACTIVITY', 'VOTE_SELECTION_REJECTED'],
   ] as const)
     app.post(`/${op}`, async (c) => {
-      const { body, caller } = c.var
+      const { body, caller, raw } = c.var
       if (body['type'] !== type) throw invalid(`unsupported activity type ${String(body['type'])} for /public/v1/submit/${op}`)
       const fingerprint = (body['parameters'] as { fingerprint?: unknown } | undefined)?.fingerprint
       if (typeof fingerprint !== 'string') throw invalid('parameters.fingerprint is required')
-      const { target, run } = await db.transaction((trx) => castVote(trx, { caller, fingerprint, selection, params: parametersOf, now: now() }))
+      const stamp = voteStamp(c.var.stamp, raw)
+      const { target, run } = await db.transaction((trx) => castVote(trx, { caller, fingerprint, selection, stamp, now: now() }))
       if (run) await runApproved(target)
-      return c.json({ activity: await activityView(db, (await db.activity(target.id, caller.organizationId))!) })
+      return c.json({ activity: await activityView(db, (await db.activity(target.id, caller.organizationId))!, { caller, now: now() }) })
     })
-
-  /** The parameters a stored activity was submitted with. */
-  function parametersOf(target: ActivityRow): unknown {
-    const kind = own(ACTIVITIES, target.type)!
-    return (JSON.parse(target.intent) as Record<string, unknown>)[kind.intentKey]
-  }
 
   /** Runs an approved activity as its submitter, once: the run and its settlement commit together. */
   async function runApproved(target: ActivityRow) {
@@ -145,6 +145,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
 
   app.post('/:op', async (c) => {
     const { body, raw, caller } = c.var
+    const viewer = { caller, now: now() }
     const op = c.req.param('op')
     const type = body['type']
     const kind = typeof type === 'string' ? own(ACTIVITIES, type) : undefined
@@ -174,7 +175,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     }
     const answer = (stored: ActivityRow, result: Record<string, unknown>) =>
       // Answered from the row just stored, not read back and parsed again.
-      activityView(db, stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } })
+      activityView(db, stored, viewer, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } })
     // An activity that writes only its row (signing) needs no transaction: the permission check and
     // its reads, then the insert, which a twin submission (the fingerprint's unique constraint)
     // loses to the first. One that must wait for approvals takes the transaction below.
@@ -192,14 +193,14 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         }
       } catch (error) {
         // A resubmission answers the first submission's activity, whatever its second run did.
-        return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
+        return c.json({ activity: await activityView(db, await twinOf(fingerprint, error), viewer) })
       }
       if (done) return c.json({ activity: await answer(done.stored, done.result) })
     }
 
     // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
     const existing = await db.activityByFingerprint(fingerprint)
-    if (existing) return c.json({ activity: await activityView(db, existing) })
+    if (existing) return c.json({ activity: await activityView(db, existing, viewer) })
 
     let outcome: { stored: ActivityRow; result?: Record<string, unknown>; mailed: boolean } | { refused: KmsError }
     try {
@@ -211,14 +212,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         if ((await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })) === 'consensus') {
           const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
           await trx.insertActivity(waiting)
-          await trx.insertVote({
-            id: randomUUID(),
-            activity_id: row.id,
-            user_id: caller.userId,
-            selection: 'VOTE_SELECTION_APPROVED',
-            created_at: at,
-            credential: caller.credential ?? null,
-          })
+          await trx.insertVote(voteRow(row.id, caller, 'VOTE_SELECTION_APPROVED', voteStamp(c.var.stamp, raw), at))
           return { stored: waiting, mailed: false }
         }
         const context = activityContext(caller, trx, row.id)
@@ -235,12 +229,12 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         return { stored, result, mailed: context.mailed() }
       })
     } catch (error) {
-      return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
+      return c.json({ activity: await activityView(db, await twinOf(fingerprint, error), viewer) })
     }
     if ('refused' in outcome) throw outcome.refused
     if (outcome.mailed) await outbox.sendFor(outcome.stored.id)
     const { stored, result } = outcome
-    if (!result) return c.json({ activity: await activityView(db, stored) })
+    if (!result) return c.json({ activity: await activityView(db, stored, viewer) })
     return c.json({ activity: await answer(stored, result) })
   })
 

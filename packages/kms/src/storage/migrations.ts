@@ -175,4 +175,11 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       await addColumn(db, dialect, 'votes', 'credential', 'text')
     },
   },
+  {
+    // A vote lists the stamp it was cast with (v1Vote's message, publicKey, signature and scheme).
+    name: '0004_vote_stamps',
+    async up(db, dialect) {
+      for (const column of ['message', 'public_key', 'signature', 'scheme']) await addColumn(db, dialect, 'votes', column, 'text')
+    },
+  },
 ]
