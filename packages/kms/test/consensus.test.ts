@@ -436,6 +436,20 @@ test('policy consensus: an approval that makes a DENY apply is refused as Turnke
   ])
   const { activity } = await createWallet(alice, organizationId, 'Without carol')
   const [allow, deny] = policyIds as [string, string]
+  // Each caller reads what their own vote could do: carol may reject but not approve, bob either, alice (voted) neither.
+  const standing = async (client: TurnkeyClient) => {
+    const { activity: read } = await client.getActivity({ organizationId, activityId: activity.id })
+    const { activities } = await client.getActivities({ organizationId, filterByStatus: ['ACTIVITY_STATUS_CONSENSUS_NEEDED'] })
+    const listed = activities.find((candidate) => candidate.id === activity.id)!
+    expect([listed.canApprove, listed.canReject]).toEqual([read.canApprove, read.canReject])
+    return [read.canApprove, read.canReject]
+  }
+  expect([await standing(carol), await standing(bob), await standing(alice), await standing(root)]).toEqual([
+    [false, true],
+    [true, true],
+    [false, false],
+    [true, true],
+  ])
   const refused = await vote(carol, organizationId, activity.fingerprint, 'approve').then(
     () => undefined,
     (error: { code?: number; details?: unknown }) => error,
@@ -483,7 +497,10 @@ test('policy consensus: no policy that more approvals could satisfy is a denial 
     },
   })
   expect(waiting.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
-  await expect(
-    vote(new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey)), organizationId, waiting.activity.fingerprint, 'approve'),
-  ).rejects.toThrow('Turnkey error 7: only the organization’s own users vote on its activities')
+  const parent = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
+  // The parent organization reads the activity, and is told it cannot vote on it.
+  expect((await parent.getActivity({ organizationId, activityId: waiting.activity.id })).activity).toMatchObject({ canApprove: false, canReject: false })
+  await expect(vote(parent, organizationId, waiting.activity.fingerprint, 'approve')).rejects.toThrow(
+    'Turnkey error 7: only the organization’s own users vote on its activities',
+  )
 })
