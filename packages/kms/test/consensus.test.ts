@@ -323,7 +323,7 @@ const walletNames = async (client: TurnkeyClient, organizationId: string) =>
   (await client.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName).sort()
 
 test('policy consensus: approvers.count() >= 2 waits with nothing written; a second user’s approval runs it once', async () => {
-  const { organizationId, alice, bob, root, ids } = await team(() => [
+  const { organizationId, alice, bob, root, ids, policyIds } = await team(() => [
     {
       policyName: 'two approvers, with two credentials, create wallets',
       effect: 'EFFECT_ALLOW',
@@ -360,6 +360,20 @@ test('policy consensus: approvers.count() >= 2 waits with nothing written; a sec
   expect(approved.activity.votes.map((cast) => [cast.userId, cast.selection])).toEqual([
     [ids.alice, 'VOTE_SELECTION_APPROVED'],
     [ids.bob, 'VOTE_SELECTION_APPROVED'],
+  ])
+  // The policy engine decided twice: on the submission (its first vote) and on bob's approval.
+  const [policyId] = policyIds as [string]
+  const { policyEvaluations } = await root.getPolicyEvaluations({ organizationId, activityId: activity.id })
+  expect(
+    policyEvaluations.map(({ activityId, organizationId: organization, voteId, policyEvaluations: outcomes }) => ({
+      activityId,
+      organization,
+      voteId,
+      outcomes,
+    })),
+  ).toEqual([
+    { activityId: activity.id, organization: organizationId, voteId: activity.votes[0]!.id, outcomes: [{ policyId, outcome: 'OUTCOME_DENY_IMPLICIT' }] },
+    { activityId: activity.id, organization: organizationId, voteId: approved.activity.votes[1]!.id, outcomes: [{ policyId, outcome: 'OUTCOME_ALLOW' }] },
   ])
   const walletId = approved.activity.result.createWalletResult!.walletId
   expect(await walletNames(root, organizationId)).toEqual(['Main', 'Team'])

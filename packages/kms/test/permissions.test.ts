@@ -187,6 +187,26 @@ describe('delegated access', () => {
       },
     })
     expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    // Why it ran, as Turnkey tells it: the policy engine's one decision, on a submission that cast no vote.
+    const { policyEvaluations } = await sub.endUser.getPolicyEvaluations({ organizationId: sub.organizationId, activityId: activity.id })
+    expect(policyEvaluations).toEqual([
+      {
+        id: expect.any(String),
+        activityId: activity.id,
+        organizationId: sub.organizationId,
+        voteId: '',
+        policyEvaluations: [{ policyId: sub.policyIds[0], outcome: 'OUTCOME_ALLOW' }],
+        createdAt: activity.createdAt,
+      },
+    ])
+    // A root user's activity bypasses the policies: the engine made no decision on it.
+    const rootWallet = await sub.endUser.createWallet({
+      type: 'ACTIVITY_TYPE_CREATE_WALLET',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { walletName: 'root', accounts: [ethereumAccount] },
+    })
+    expect((await sub.endUser.getPolicyEvaluations({ organizationId: sub.organizationId, activityId: rootWallet.activity.id })).policyEvaluations).toEqual([])
     // The key it registered is the end user's: it stamps as them.
     expect((await harness.client(sessionKey).getWhoami({ organizationId: sub.organizationId })).userId).toBe(sub.endUserId)
 
@@ -212,7 +232,7 @@ describe('delegated access', () => {
       }),
     ).toEqual({ status: 403, body: implicitDeny() })
     expect(await activityCount(sub.organizationId)).toBe(before)
-    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(1)
+    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(2)
 
     // The same bytes, once a policy allows them, run: the denial kept no fingerprint.
     await sub.endUser.createPolicy({
@@ -229,7 +249,7 @@ describe('delegated access', () => {
     })
     const allowed = await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_wallet', createWallet)
     expect(allowed.status).toBe(200)
-    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(2)
+    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(3)
   })
 
   test('a user manages their own credentials without a policy, unless one denies it (deny wins)', async () => {

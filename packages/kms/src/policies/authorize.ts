@@ -230,24 +230,25 @@ export async function conditionScopes(db: Db, organizationId: string, type: stri
  * Activities only the root quorum decides are never granted by a policy.
  *
  * Runs inside the activity's transaction, before anything is written: a denial writes nothing.
+ * `decision` is the policy engine's, when it ran (get_policy_evaluations lists it).
  *
  * @example
- * if ((await authorize(trx, { caller, organization, type, params })) === 'consensus') // wait for approvals
+ * if ((await authorize(trx, { caller, organization, type, params })).verdict === 'consensus') // wait for approvals
  */
 export async function authorize(
   db: Db,
   request: { caller: Caller; organization: OrganizationRow; type: string; params: unknown },
-): Promise<'run' | 'consensus'> {
+): Promise<{ verdict: 'run' | 'consensus'; decision?: PolicyDecision }> {
   const { caller, organization, type, params } = request
   if (caller.homeOrganizationId !== organization.id) {
-    if (PARENT_INITIATED.has(type)) return 'run'
+    if (PARENT_INITIATED.has(type)) return { verdict: 'run' }
     throw policyDenied()
   }
   const roots = await rootUserIds(db, organization.id)
   const isRoot = roots.includes(caller.userId)
-  if (isRoot && organization.root_quorum_threshold <= 1) return 'run'
+  if (isRoot && organization.root_quorum_threshold <= 1) return { verdict: 'run' }
   if (ROOT_QUORUM_ONLY.has(type)) {
-    if (isRoot) return 'consensus'
+    if (isRoot) return { verdict: 'consensus' }
     throw policyDenied()
   }
   const policies = await db.policies(organization.id)
@@ -257,9 +258,9 @@ export async function authorize(
     conditions,
   })
   if (decision.outcome === 'explicit deny') throw policyDenied(decision)
-  if (decision.outcome === 'allow' || allowedByDefault(type, params, caller.userId)) return 'run'
-  if (isRoot) return 'consensus'
+  if (decision.outcome === 'allow' || allowedByDefault(type, params, caller.userId)) return { verdict: 'run', decision }
+  if (isRoot) return { verdict: 'consensus', decision }
   // Only on the way to a denial: could other users' approvals still satisfy a policy?
-  if (await approvableByPolicy(db, policies, organization.id, conditions)) return 'consensus'
+  if (await approvableByPolicy(db, policies, organization.id, conditions)) return { verdict: 'consensus', decision }
   throw policyDenied(decision)
 }

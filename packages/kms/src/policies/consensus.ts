@@ -5,8 +5,9 @@ import { alreadyExists, failedPrecondition, type KmsError, notFound, permissionD
 import { rootUserIds } from '../organizations/quorum.js'
 import type { ActivityRow, VoteRow } from '../storage/tables.js'
 import { type Approval, approvableByPolicy, conditionScopes, consensusScope, policyDenied } from './authorize.js'
-import { decideEach, type Policy } from './engine.js'
+import { decideEach, type Policy, type PolicyDecision } from './engine.js'
 import type { Scope } from './evaluate.js'
+import { withEvaluation } from './evaluations.js'
 import { ROOT_QUORUM_ONLY } from './kinds.js'
 
 // Votes on an activity waiting for consensus (ACTIVITY_STATUS_CONSENSUS_NEEDED), as Turnkey counts
@@ -96,8 +97,8 @@ async function ballot(db: Db, caller: Caller, target: ActivityRow, now: number):
   return { counting, roots, threshold: organization.root_quorum_threshold, organizationId: organization.id, policies, conditions }
 }
 
-/** Whether `caller`'s approval, added to the counting ones, runs the activity; or the policy denial it would trigger. */
-async function approvalOf(db: Db, caller: Caller, counted: Ballot): Promise<{ run: boolean } | { refused: KmsError }> {
+/** Whether `caller`'s approval, added to the counting ones, runs the activity (with the policies' decision, when they decided); or the policy denial it would trigger. */
+async function approvalOf(db: Db, caller: Caller, counted: Ballot): Promise<{ run: boolean; decision?: PolicyDecision } | { refused: KmsError }> {
   const approvals: Approval[] = [
     ...counted.counting.filter((cast) => cast.selection === 'VOTE_SELECTION_APPROVED').map((cast) => ({ userId: cast.user_id, credential: cast.credential })),
     { userId: caller.userId, credential: caller.credential },
@@ -106,7 +107,7 @@ async function approvalOf(db: Db, caller: Caller, counted: Ballot): Promise<{ ru
   if (!counted.policies.length) return { run: false }
   const decision = decideEach(counted.policies, { consensus: await consensusScope(db, counted.organizationId, approvals), conditions: counted.conditions })
   if (decision.outcome === 'explicit deny') return { refused: policyDenied(decision) }
-  return { run: decision.outcome === 'allow' }
+  return { run: decision.outcome === 'allow', decision }
 }
 
 /**
@@ -131,14 +132,16 @@ export async function castVote(
   if ('refused' in counted) throw counted.refused
 
   let run = false
+  const cast = voteRow(target.id, caller, selection, vote.stamp, now)
   if (selection === 'VOTE_SELECTION_APPROVED') {
     const approval = await approvalOf(trx, caller, counted)
     if ('refused' in approval) throw approval.refused
     run = approval.run
+    if (approval.decision) await trx.setPolicyEvaluations(target.id, withEvaluation(target.policy_evaluations, approval.decision, cast.id, now))
   }
   // A vote of this user still on the activity has lapsed (a counting one was refused above): the new one takes its place.
   await trx.deleteVote(target.id, caller.userId)
-  await trx.insertVote(voteRow(target.id, caller, selection, vote.stamp, now))
+  await trx.insertVote(cast)
   if (selection === 'VOTE_SELECTION_REJECTED') {
     const rejecters = new Set([caller.userId, ...counted.counting.filter((cast) => cast.selection === 'VOTE_SELECTION_REJECTED').map((cast) => cast.user_id)])
     const rootsLeft = counted.roots.filter((root) => !rejecters.has(root)).length

@@ -11,6 +11,8 @@ import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
 import { authorize } from '../policies/authorize.js'
 import { castVote, type VoteStamp, voteRow } from '../policies/consensus.js'
+import type { PolicyDecision } from '../policies/engine.js'
+import { withEvaluation } from '../policies/evaluations.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
 import type { ActivityRow } from '../storage/tables.js'
@@ -172,7 +174,10 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       updated_at: at,
       submitted_by: caller.userId,
       submitted_from: caller.homeOrganizationId,
+      policy_evaluations: null,
     }
+    const evaluationsOf = (authorized: { decision?: PolicyDecision }, voteId: string) =>
+      authorized.decision ? withEvaluation(null, authorized.decision, voteId, at) : null
     const answer = (stored: ActivityRow, result: Record<string, unknown>) =>
       // Answered from the row just stored, not read back and parsed again.
       activityView(db, stored, viewer, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } })
@@ -183,12 +188,13 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       const context = activityContext(caller, db, row.id)
       let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
       try {
-        if ((await authorize(db, { caller, organization: c.var.organization, type: type as string, params: body['parameters'] })) === 'run') {
+        const authorized = await authorize(db, { caller, organization: c.var.organization, type: type as string, params: body['parameters'] })
+        if (authorized.verdict === 'run') {
           const result = await kind.run(body['parameters'], {
             ...context,
             mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
           })
-          done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }, result }
+          done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }), policy_evaluations: evaluationsOf(authorized, '') }, result }
           await db.insertActivity(done.stored)
         }
       } catch (error) {
@@ -209,10 +215,12 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         // Turnkey's permission model (policies/authorize.ts): refused here, before anything is written;
         // a root user's activity in an organization that needs more approvals waits for them.
         const organization = (await trx.organization(caller.organizationId))!
-        if ((await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })) === 'consensus') {
-          const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
+        const authorized = await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })
+        if (authorized.verdict === 'consensus') {
+          const submitted = voteRow(row.id, caller, 'VOTE_SELECTION_APPROVED', voteStamp(c.var.stamp, raw), at)
+          const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED', policy_evaluations: evaluationsOf(authorized, submitted.id) }
           await trx.insertActivity(waiting)
-          await trx.insertVote(voteRow(row.id, caller, 'VOTE_SELECTION_APPROVED', voteStamp(c.var.stamp, raw), at))
+          await trx.insertVote(submitted)
           return { stored: waiting, mailed: false }
         }
         const context = activityContext(caller, trx, row.id)
@@ -224,7 +232,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
           if (keepsWrites(error)) return { refused: error }
           throw error
         }
-        const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }
+        const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }), policy_evaluations: evaluationsOf(authorized, '') }
         await trx.insertActivity(stored)
         return { stored, result, mailed: context.mailed() }
       })

@@ -176,10 +176,12 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
     },
   },
   {
-    // A vote lists the stamp it was cast with (v1Vote's message, publicKey, signature and scheme).
-    name: '0004_vote_stamps',
+    // A vote lists the stamp it was cast with (v1Vote's message, publicKey, signature and scheme);
+    // an activity keeps the policy engine's evaluations of it (get_policy_evaluations).
+    name: '0004_vote_stamps_and_evaluations',
     async up(db, dialect) {
       for (const column of ['message', 'public_key', 'signature', 'scheme']) await addColumn(db, dialect, 'votes', column, 'text')
+      await addColumn(db, dialect, 'activities', 'policy_evaluations', 'text')
     },
   },
 ]

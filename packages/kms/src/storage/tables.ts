@@ -75,6 +75,12 @@ export type ActivityRow = {
   /** Who submitted it, and from which organization: an activity waiting for consensus runs as them. */
   submitted_by: string | null
   submitted_from: string | null
+  /**
+   * JSON array of the policy engine's evaluations of this activity (get_policy_evaluations), one
+   * per decision: `{id, voteId, policyEvaluations: [{policyId, outcome}], createdAt}` (ms). Null when
+   * no policy was evaluated (a root user's activity).
+   */
+  policy_evaluations: string | null
 }
 export type VoteRow = {
   id: string
