@@ -252,6 +252,47 @@ describe('delegated access', () => {
     expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(3)
   })
 
+  test('activity.kind matches every version of one activity; a time window is refused when written', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
+      { policyName: 'wallets only', consensus: `approvers.any(user, user.id == '${delegatedUserId}')`, condition: "activity.kind == 'CREATE_WALLET'" },
+    ])
+    const wallet = await sub.delegated.createWallet({
+      type: 'ACTIVITY_TYPE_CREATE_WALLET',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { walletName: 'by kind', accounts: [ethereumAccount] },
+    })
+    expect(wallet.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    // Another kind on the same resource and action (CREATE_WALLET_ACCOUNTS) is not allowed.
+    const before = await activityCount(sub.organizationId)
+    expect(
+      await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_wallet_accounts', {
+        type: 'ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { walletId: wallet.activity.result.createWalletResult!.walletId, accounts: [{ ...ethereumAccount, path: "m/44'/60'/0'/0/1" }] },
+      }),
+    ).toEqual({ status: 403, body: implicitDeny([{ policyId: sub.policyIds[0]!, outcome: 'OUTCOME_DENY_IMPLICIT' }]) })
+    expect(await activityCount(sub.organizationId)).toBe(before)
+
+    const policies = await sub.endUser.getPolicies({ organizationId: sub.organizationId })
+    await expect(
+      sub.endUser.createPolicy({
+        type: 'ACTIVITY_TYPE_CREATE_POLICY_V3',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: {
+          policyName: 'March only',
+          effect: 'EFFECT_ALLOW',
+          condition: "activity.kind == 'SIGN_TRANSACTION'",
+          notes: '',
+          time: "time.now >= Timestamp('2026-03-01T00:00:00Z') && time.now < Timestamp('2026-04-01T00:00:00Z')",
+        },
+      }),
+    ).rejects.toThrow('Turnkey error 3: invalid policy time: time-based policies (the `time` field) are not supported by this service')
+    expect(await sub.endUser.getPolicies({ organizationId: sub.organizationId })).toEqual(policies)
+  })
+
   test('a user manages their own credentials without a policy, unless one denies it (deny wins)', async () => {
     const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
       { policyName: 'anything', consensus: `approvers.any(user, user.id == '${delegatedUserId}')`, condition: 'true' },

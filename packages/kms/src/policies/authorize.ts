@@ -7,7 +7,7 @@ import { rootUserIds } from '../organizations/quorum.js'
 import type { ApiKeyRow, AuthenticatorRow, OrganizationRow } from '../storage/tables.js'
 import { decideEach, POLICY_DENIED_MESSAGE, type Policy, type PolicyDecision, policyDenialDetail } from './engine.js'
 import type { Scope } from './evaluate.js'
-import { allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY } from './kinds.js'
+import { activityKind, allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY } from './kinds.js'
 import type { Value } from './language.js'
 
 /** Refuses a request as Turnkey's policy engine does: 403, code 7, a PolicyEnginePermissionError detail. */
@@ -167,7 +167,10 @@ function payloadValue(encoding: unknown, payload: unknown): Value | undefined {
  */
 export async function conditionScopes(db: Db, organizationId: string, type: string, params: unknown): Promise<Scope[]> {
   const input = (params ?? {}) as Record<string, unknown>
-  const scope: Record<string, Value> = { activity: { type, ...kindOf(type), params: paramsOf(type, params) as Record<string, Value> } }
+  const kind = activityKind(type)
+  const scope: Record<string, Value> = {
+    activity: { type, ...(kind ? { kind } : {}), ...kindOf(type), params: paramsOf(type, params) as Record<string, Value> },
+  }
   const walletValue = async (walletId: string) => {
     const wallet = await db.wallet(walletId, organizationId)
     if (wallet) scope['wallet'] = { id: wallet.id, imported: Boolean(wallet.imported), exported: Boolean(wallet.exported), label: wallet.name }
