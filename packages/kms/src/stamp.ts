@@ -5,7 +5,7 @@ import { GrpcCode, KmsError } from './errors.js'
 export const API_KEY_P256_SCHEME = 'SIGNATURE_SCHEME_TK_API_P256'
 
 /** What a verified stamp proves: the request body was signed by this key. */
-export type Stamp = { readonly publicKey: string; readonly scheme: typeof API_KEY_P256_SCHEME; readonly signature: string }
+export type Stamp = { readonly publicKey: string; readonly scheme: typeof API_KEY_P256_SCHEME }
 
 // SubjectPublicKeyInfo header of a compressed P-256 key: id-ecPublicKey, prime256v1, 33-byte bit string.
 const P256_COMPRESSED_SPKI = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex')
@@ -32,6 +32,18 @@ const unauthenticated = (message: string) => new KmsError(GrpcCode.unauthenticat
  * const { publicKey } = verifyApiKeyStamp(request.headers.get('x-stamp'), bodyBytes)
  */
 export function verifyApiKeyStamp(header: string, body: Uint8Array): Stamp {
+  const { publicKey, scheme } = checkApiKeyStamp(header, body)
+  return { publicKey, scheme }
+}
+
+/**
+ * verifyApiKeyStamp, also answering the signature it checked (a vote lists it).
+ *
+ * @internal
+ * @example
+ * const { publicKey, signature } = checkApiKeyStamp(request.headers.get('x-stamp'), bodyBytes)
+ */
+export function checkApiKeyStamp(header: string, body: Uint8Array): Stamp & { readonly signature: string } {
   let stamp: { publicKey?: unknown; scheme?: unknown; signature?: unknown }
   try {
     stamp = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'))

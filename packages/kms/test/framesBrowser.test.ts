@@ -131,11 +131,7 @@ describe('auth frame: credential bundles and stamps', () => {
 
     const body = JSON.stringify({ organizationId: 'org', type: 'ACTIVITY_TYPE_X', parameters: { note: 'ünïcode ✓' } })
     const header = await stamp(credential, body)
-    expect(verifyApiKeyStamp(header, new TextEncoder().encode(body))).toEqual({
-      publicKey: session.apiPublicKey,
-      scheme: 'SIGNATURE_SCHEME_TK_API_P256',
-      signature: JSON.parse(Buffer.from(header, 'base64url').toString('utf8')).signature,
-    })
+    expect(verifyApiKeyStamp(header, new TextEncoder().encode(body))).toEqual({ publicKey: session.apiPublicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256' })
     // Same JSON shape and key order as the official stamper's.
     const official = await new ApiKeyStamper({ apiPublicKey: session.apiPublicKey, apiPrivateKey: session.apiPrivateKey }).stamp(body)
     const keysOf = (value: string) => Object.keys(JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as object)

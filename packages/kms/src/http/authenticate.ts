@@ -3,7 +3,7 @@ import type { Caller } from '../context.js'
 import { readSessionJwt } from '../credentials.js'
 import type { Db } from '../db.js'
 import { expiredKeyMessage, GrpcCode, invalid, KmsError, permissionDenied, UNKNOWN_KEY_MESSAGE } from '../errors.js'
-import { verifyApiKeyStamp } from '../stamp.js'
+import { checkApiKeyStamp } from '../stamp.js'
 import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from '../webauthn.js'
 
@@ -68,7 +68,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     read: { organization?: { id: string; row: OrganizationRow | undefined } },
   ): Promise<Signer> {
     if (headers.stamp) {
-      const { publicKey, signature, scheme } = verifyApiKeyStamp(headers.stamp, raw)
+      const { publicKey, signature, scheme } = checkApiKeyStamp(headers.stamp, raw)
       // With the organization the body names, when it names one, in the same round trip.
       let apiKey: ApiKeyRow | undefined
       if (named === undefined) apiKey = await db.apiKeyByPublicKey(publicKey)
