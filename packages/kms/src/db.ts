@@ -242,6 +242,11 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       return update.numUpdatedRows > 0n
     },
     insertVote: (row: VoteRow) => insert('votes', row),
+    /** Replaces an activity's policy evaluations (JSON): a vote adds the engine's decision on it. */
+    setPolicyEvaluations: (activityId: string, evaluations: string) =>
+      run(sql`update activities set policy_evaluations = ${evaluations} where id = ${activityId}`),
+    /** Removes a user's vote on an activity: a lapsed one, before the user votes again (one row per user and activity). */
+    deleteVote: (activityId: string, userId: string) => run(sql`delete from votes where activity_id = ${activityId} and user_id = ${userId}`),
     votes: (activityId: string) => all<VoteRow>(sql`select * from votes where activity_id = ${activityId} order by created_at, rowid`),
     activity: (id: string, organizationId: string) => get<ActivityRow>(sql`select * from activities where id = ${id} and organization_id = ${organizationId}`),
     activityByFingerprint: (fingerprint: string) => get<ActivityRow>(sql`select * from activities where fingerprint = ${fingerprint}`),
