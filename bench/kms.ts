@@ -202,7 +202,11 @@ Stores side by side: ${compareRequests} stamped sign_raw_payload requests each, 
   const [sqlite, one, two] = rows as [(typeof rows)[0], (typeof rows)[0], (typeof rows)[0]]
   console.log(`
   1 PostgreSQL / SQLite     ${fixed(one.rate / sqlite.rate, 2)}× (target ≥ 0.8: ${one.rate / sqlite.rate >= 0.8 ? 'met' : 'missed'})`)
-  console.log(`  2 PostgreSQL / 1          ${fixed(two.rate / one.rate, 2)}× (target ≥ 1.5: ${two.rate / one.rate >= 1.5 ? 'met' : 'missed'})`)
+  // Unconstrained, the instances share this machine's cores with PostgreSQL and the client: the
+  // target is judged in bench:cluster, each instance capped at its own CPU (bench/README.md).
+  console.log(
+    `  2 PostgreSQL / 1          ${fixed(two.rate / one.rate, 2)}× (every process sharing this machine's cores; the ≥ 1.5 target is judged by bench:cluster under CPU quotas)`,
+  )
   console.log(`  (${loadavg()[0]!.toFixed(2)} load average now: the instances, PostgreSQL and the client share this machine's cores)`)
   if (rows.some((row) => row.failed)) process.exitCode = 1
 } finally {

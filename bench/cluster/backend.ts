@@ -4,7 +4,9 @@
  * on SQLite, one on PostgreSQL and two on one PostgreSQL (clients spread over both), each
  * instance a `latchkey-server` process behind a trusted proxy (each sign-in from its own address,
  * so the per-IP limits, shared by the instances, do not cap the bench), in interleaved rounds.
- * Signatures are verified through a local anvil.
+ * Signatures are verified through a local anvil. With `quotas`, also the one and the two
+ * PostgreSQL instances each capped at `instanceCpus` cores (bench/cluster/cpuQuota.ts), the same
+ * processes with the cap set for those rows only.
  */
 import type { ChildProcess } from 'node:child_process'
 import { generateKeyPairSync } from 'node:crypto'
@@ -18,7 +20,8 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { percentile } from '../kms/instances.js'
 import { startService, stopService } from '../services.js'
-import { fixed, freshDatabase, type Row, report, roundRatios } from './common.js'
+import { fixed, freshDatabase, type Labels, quotaLabels, type Row, report, roundRatios } from './common.js'
+import type { CpuGroup, CpuQuotas } from './cpuQuota.js'
 
 const LABELS = { sqlite: 'backend, 1 instance (SQLite)', one: 'backend, 1 (PostgreSQL)', two: 'backend, 2 (one PostgreSQL)' }
 const origin = 'http://localhost:5173'
@@ -98,7 +101,10 @@ export async function backendSection(options: {
   signIns: number
   concurrency: number
   aloneSignIns: number
+  quotas?: CpuQuotas | undefined
+  instanceCpus: number
 }): Promise<number> {
+  const labels: Labels = { ...LABELS, quota: options.quotas ? quotaLabels(LABELS, options.instanceCpus) : undefined }
   const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-cluster-backend-'))
   const chain = anvil({ port: await getFreePort(), chainId: 31337 })
   await chain.start()
@@ -120,23 +126,43 @@ export async function backendSection(options: {
       rpcUrl: chain.url,
       jwtKey: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
     }
-    const start = async (store: { databaseUrl: string } | { databasePath: string }) => {
+    const groups = new Map<string, CpuGroup>()
+    const start = async (store: { databaseUrl: string } | { databasePath: string }, group?: string) => {
       const backend = await startBackend(shared, store)
       children.push(backend.child)
+      if (group && options.quotas) {
+        const made = options.quotas.group(group)
+        made.add(backend.child.pid!)
+        groups.set(backend.url, made)
+      }
       return backend.url
     }
     const two = await freshDatabase(options.postgresUrl, 'cluster_backend_two')
-    const setups = [
+    const setups: { label: string; urls: string[]; cpus?: number }[] = [
       { label: LABELS.sqlite, urls: [await start({ databasePath: join(dir, 'server.db') })] },
-      { label: LABELS.one, urls: [await start({ databaseUrl: await freshDatabase(options.postgresUrl, 'cluster_backend_one') })] },
-      { label: LABELS.two, urls: [await start({ databaseUrl: two }), await start({ databaseUrl: two })] },
+      { label: LABELS.one, urls: [await start({ databaseUrl: await freshDatabase(options.postgresUrl, 'cluster_backend_one') }, 'backend-one')] },
+      { label: LABELS.two, urls: [await start({ databaseUrl: two }, 'backend-two-1'), await start({ databaseUrl: two }, 'backend-two-2')] },
     ]
+    if (labels.quota)
+      setups.push(
+        { label: labels.quota.one, urls: setups[1]!.urls, cpus: labels.quota.cpus },
+        { label: labels.quota.two, urls: setups[2]!.urls, cpus: labels.quota.cpus },
+      )
+    const limit = (urls: readonly string[], cpus: number | undefined) => {
+      for (const url of urls) groups.get(url)?.limit(cpus)
+    }
     // Warm-up: each instance's first sign-ins compile its paths.
-    for (const setup of setups) await measure(setup.label, setup.urls, 50, options.concurrency)
+    for (const setup of setups.slice(0, 3)) await measure(setup.label, setup.urls, 50, options.concurrency)
     for (let round = 1; round <= options.rounds; round++)
       for (const setup of setups) {
-        rows.push({ ...(await measure(setup.label, setup.urls, options.signIns, options.concurrency)), round })
-        if (setup.label !== LABELS.two) alone.push({ ...(await measure(setup.label, setup.urls, options.aloneSignIns, 1)), round })
+        limit(setup.urls, setup.cpus)
+        try {
+          rows.push({ ...(await measure(setup.label, setup.urls, options.signIns, options.concurrency)), round })
+        } finally {
+          limit(setup.urls, undefined)
+        }
+        if (setup.label === LABELS.sqlite || setup.label === LABELS.one)
+          alone.push({ ...(await measure(setup.label, setup.urls, options.aloneSignIns, 1)), round })
       }
   } finally {
     await Promise.all(children.map(stopService))
@@ -148,7 +174,7 @@ export async function backendSection(options: {
     `backend scale-out: ${options.signIns} SIWE sign-ins (nonce, signature, session) per setup and round, ${options.concurrency} in flight, the client in the bench's process`,
     'sign-ins',
     rows,
-    LABELS,
+    labels,
     {},
   )
   const latency = roundRatios(alone, LABELS.one, LABELS.sqlite, 'p50')

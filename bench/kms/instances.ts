@@ -10,6 +10,7 @@ import { generateApiKeyPair as apiKeyPair, createKms } from '@latchkey/kms'
 import { secp256k1 } from '@noble/curves/secp256k1'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
+import type { CpuGroup, CpuQuotas } from '../cluster/cpuQuota.js'
 import { startService, stopService } from '../services.js'
 import { type CpuSplit, cpuMeter, machineBusyMs, postgresPids } from './cpu.js'
 import type { LoadResult, LoadStart } from './load.js'
@@ -23,6 +24,8 @@ export type Measured = {
   failed: number
   firstFailure: string | undefined
   cpu: CpuSplit
+  /** With CPU quotas: the share of the window's quota periods in which the instances were throttled (used their whole quota). */
+  throttled?: number | undefined
 }
 
 export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
@@ -72,20 +75,35 @@ export async function createBenchUser(baseUrl: string, backendKey: ReturnType<ty
 }
 
 /**
- * A store with the app's organization and a user with one wallet, and `count` instances on it.
- * The caller stops the instances.
+ * A store with the app's organization and a user with one wallet, and `count` instances on it;
+ * with `quotas`, each instance in a CPU group of its own (no quota until `limit`). The caller
+ * stops the instances (and closes the quotas).
  */
-export async function kmsCluster(count: number, store: KmsStore) {
+export async function kmsCluster(count: number, store: KmsStore, quotas?: CpuQuotas | undefined, name = 'kms') {
   const keys = { masterKey: randomBytes(32).toString('hex'), signerKey: Buffer.from(secp256k1.utils.randomPrivateKey()).toString('hex') }
   // The app's organization, written to the store before the instances start.
   const setup = createKms({ ...store, masterKey: Buffer.from(keys.masterKey, 'hex') })
   const backendKey = apiKeyPair()
   const parent = await setup.createParentOrganization({ name: 'Bench', userName: 'backend', publicKey: backendKey.apiPublicKey })
   await setup.stop()
-  const instances: { child: ChildProcess; url: string }[] = []
-  for (let i = 0; i < count; i++) instances.push(await startInstance(await getFreePort(), store, keys))
+  const instances: { child: ChildProcess; url: string; group?: CpuGroup | undefined }[] = []
+  for (let i = 0; i < count; i++) {
+    const instance = await startInstance(await getFreePort(), store, keys)
+    const group = quotas?.group(`${name}-${i + 1}`)
+    // Once it answers: the quota binds during the measured windows, not the start-up's compilation.
+    group?.add(instance.child.pid!)
+    instances.push({ ...instance, group })
+  }
   const postgresPort = 'databaseUrl' in store ? Number(new URL(store.databaseUrl).port) : undefined
-  return { instances, postgresPort, ...(await createBenchUser(instances[0]!.url, backendKey, parent.organizationId)) }
+  return {
+    instances,
+    postgresPort,
+    /** Caps every instance at `cpus` cores each, or lifts the caps. */
+    limit(cpus: number | undefined) {
+      for (const instance of instances) instance.group?.limit(cpus)
+    },
+    ...(await createBenchUser(instances[0]!.url, backendKey, parent.organizationId)),
+  }
 }
 
 /** `requests` signatures spread over `cluster`'s instances, `concurrency` in flight, measured by the load client in its own process. */
@@ -120,11 +138,18 @@ export async function measureLoad(label: string, cluster: Awaited<ReturnType<typ
     kms: () => cluster.instances.map((instance) => instance.child.pid!),
     postgres: () => (port === undefined ? [] : postgresPids(port)),
   })
+  const groups = cluster.instances.flatMap((instance) => (instance.group ? [instance.group] : []))
+  const throttlingBefore = groups.map((group) => group.throttling())
   const busyBefore = machineBusyMs()
   client.send({ type: 'go' })
   const load = (await resultMessage) as LoadResult
   const used = meter.read()
   const busy = machineBusyMs() - busyBefore
+  const throttling = groups.map((group, index) => {
+    const [now, before] = [group.throttling(), throttlingBefore[index]!]
+    return { periods: now.periods - before.periods, throttled: now.throttledPeriods - before.throttledPeriods }
+  })
+  const periods = throttling.reduce((sum, item) => sum + item.periods, 0)
   const latencies = load.latencies.sort((a, b) => a - b)
   const perRequest = (ms: number) => (ms * 1000) / load.served
   return {
@@ -140,6 +165,8 @@ export async function measureLoad(label: string, cluster: Awaited<ReturnType<typ
       client: perRequest(load.cpuMs),
       others: perRequest(Math.max(0, busy - used.kms - used.postgres - load.cpuMs)),
     },
+    // Periods count only while a quota is set: none in an unconstrained window.
+    throttled: periods ? throttling.reduce((sum, item) => sum + item.throttled, 0) / periods : undefined,
   }
 }
 

@@ -96,7 +96,13 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
 
   app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, now }))
 
-  const QUERIES = createQueries({ db, envelope: (row) => activityView(db, row), signerPrivateKey: options.signerPrivateKey, oidc, now })
+  const QUERIES = createQueries({
+    db,
+    envelope: (row, caller) => activityView(db, row, { caller, now: now() }),
+    signerPrivateKey: options.signerPrivateKey,
+    oidc,
+    now,
+  })
   app.post('/public/v1/query/:op', async (c) => {
     const { body, caller } = c.var
     const query = own(QUERIES, c.req.param('op'))

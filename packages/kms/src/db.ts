@@ -108,6 +108,14 @@ function unprefixed<row>(record: Record<string, unknown>, alias: string, columns
   return Object.fromEntries(columns.map((column) => [column, record[`${alias}_${column}`]])) as row
 }
 
+/**
+ * The root users of the organization `organizationId` (a value or a column) as a derived table
+ * (user_id, first, second; ordered by first, second): the recorded members in the order recorded,
+ * or, while none are recorded, every user of the organization (organizations/quorum.ts says why).
+ */
+const rootUsersOf = (organizationId: RawBuilder<unknown>) =>
+  sql`(select user_id, rowid as first, '' as second from root_quorum_members where organization_id = ${organizationId} union all select id as user_id, created_at as first, id as second from users where organization_id = ${organizationId} and not exists (select 1 from root_quorum_members where organization_id = ${organizationId}))`
+
 function statements(storage: Storage, executor: () => Promise<Executor>) {
   const run = async (query: RawBuilder<unknown>) => {
     await query.execute(await executor())
@@ -169,16 +177,26 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     insertApiKey: (row: ApiKeyRow) => insert('api_keys', row),
     apiKeyByPublicKey: (publicKey: string) => get<ApiKeyRow>(sql`select * from api_keys where public_key = ${publicKey}`),
     /**
-     * The API key with `publicKey` and the organization `organizationId`, each or both missing, in
-     * one round trip: what authenticating a stamped request reads.
+     * The API key with `publicKey`, the organization `organizationId` and its root users (as
+     * `rootUserIds` reads them), each or all missing, in one round trip: what authenticating a
+     * stamped request reads, and what authorizing a signature then needs without another statement.
      */
     apiKeyAndOrganization: async (publicKey: string, organizationId: string) => {
+      const roots = rootUsersOf(sql`o.id`)
+      // Both engines aggregate in order (SQLite since 3.44); PostgreSQL's json arrives parsed, SQLite's as text.
+      const rootsArray =
+        storage.dialect === 'postgres'
+          ? sql`(select json_agg(user_id order by first, second) from ${roots} roots)`
+          : sql`(select json_group_array(user_id order by first, second) from ${roots} roots)`
       const record = (await get<Record<string, unknown>>(
-        sql`select ${prefixed('k', API_KEY_COLUMNS)}, ${prefixed('o', ORGANIZATION_COLUMNS)} from (select 1 as one) one left join api_keys k on k.public_key = ${publicKey} left join organizations o on o.id = ${organizationId}`,
+        sql`select ${prefixed('k', API_KEY_COLUMNS)}, ${prefixed('o', ORGANIZATION_COLUMNS)}, ${rootsArray} as root_user_ids from (select 1 as one) one left join api_keys k on k.public_key = ${publicKey} left join organizations o on o.id = ${organizationId}`,
       ))!
+      const organization = unprefixed<OrganizationRow>(record, 'o', ORGANIZATION_COLUMNS)
+      const ids = record['root_user_ids']
       return {
         apiKey: unprefixed<ApiKeyRow>(record, 'k', API_KEY_COLUMNS),
-        organization: unprefixed<OrganizationRow>(record, 'o', ORGANIZATION_COLUMNS),
+        organization,
+        rootUserIds: organization ? ((typeof ids === 'string' ? JSON.parse(ids) : (ids ?? [])) as string[]) : undefined,
       }
     },
     apiKeysOfUser: (userId: string) => all<ApiKeyRow>(sql`select * from api_keys where user_id = ${userId} order by created_at, id`),
@@ -224,6 +242,11 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       return update.numUpdatedRows > 0n
     },
     insertVote: (row: VoteRow) => insert('votes', row),
+    /** Replaces an activity's policy evaluations (JSON): a vote adds the engine's decision on it. */
+    setPolicyEvaluations: (activityId: string, evaluations: string) =>
+      run(sql`update activities set policy_evaluations = ${evaluations} where id = ${activityId}`),
+    /** Removes a user's vote on an activity: a lapsed one, before the user votes again (one row per user and activity). */
+    deleteVote: (activityId: string, userId: string) => run(sql`delete from votes where activity_id = ${activityId} and user_id = ${userId}`),
     votes: (activityId: string) => all<VoteRow>(sql`select * from votes where activity_id = ${activityId} order by created_at, rowid`),
     activity: (id: string, organizationId: string) => get<ActivityRow>(sql`select * from activities where id = ${id} and organization_id = ${organizationId}`),
     activityByFingerprint: (fingerprint: string) => get<ActivityRow>(sql`select * from activities where fingerprint = ${fingerprint}`),
@@ -314,11 +337,7 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
      * are recorded, every user of the organization (organizations/quorum.ts says why).
      */
     rootUserIds: async (organizationId: string) =>
-      (
-        await all<{ user_id: string }>(
-          sql`select user_id from (select user_id, rowid as first, '' as second from root_quorum_members where organization_id = ${organizationId} union all select id as user_id, created_at as first, id as second from users where organization_id = ${organizationId} and not exists (select 1 from root_quorum_members where organization_id = ${organizationId})) roots order by first, second`,
-        )
-      ).map((row) => row.user_id),
+      (await all<{ user_id: string }>(sql`select user_id from ${rootUsersOf(sql`${organizationId}`)} roots order by first, second`)).map((row) => row.user_id),
     setRootQuorumMembers: async (organizationId: string, userIds: readonly string[]) => {
       await run(sql`delete from root_quorum_members where organization_id = ${organizationId}`)
       for (const userId of userIds) await insert('root_quorum_members', { organization_id: organizationId, user_id: userId })

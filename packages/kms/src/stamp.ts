@@ -32,6 +32,18 @@ const unauthenticated = (message: string) => new KmsError(GrpcCode.unauthenticat
  * const { publicKey } = verifyApiKeyStamp(request.headers.get('x-stamp'), bodyBytes)
  */
 export function verifyApiKeyStamp(header: string, body: Uint8Array): Stamp {
+  const { publicKey, scheme } = checkApiKeyStamp(header, body)
+  return { publicKey, scheme }
+}
+
+/**
+ * verifyApiKeyStamp, also answering the signature it checked (a vote lists it).
+ *
+ * @internal
+ * @example
+ * const { publicKey, signature } = checkApiKeyStamp(request.headers.get('x-stamp'), bodyBytes)
+ */
+export function checkApiKeyStamp(header: string, body: Uint8Array): Stamp & { readonly signature: string } {
   let stamp: { publicKey?: unknown; scheme?: unknown; signature?: unknown }
   try {
     stamp = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'))
@@ -50,5 +62,5 @@ export function verifyApiKeyStamp(header: string, body: Uint8Array): Stamp {
     valid = false
   }
   if (!valid) throw unauthenticated('invalid stamp: the signature does not match the request body')
-  return { publicKey, scheme }
+  return { publicKey, scheme, signature }
 }

@@ -1,4 +1,6 @@
 import { getFreePort } from '@latchkey/devnet'
+import { p256 } from '@noble/curves/p256'
+import { sha256 } from '@noble/hashes/sha2'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { afterAll, beforeAll, expect, test } from 'vitest'
@@ -9,7 +11,8 @@ import { testDatabase } from './database.js'
 // ACTIVITY_STATUS_CONSENSUS_NEEDED until the other approves (then it runs) or rejects it.
 
 let kms: Kms
-const clock = Date.now()
+// Moved on by the test of lapsing approvals; every request stamps its time from it.
+let clock = Date.now()
 let nonce = 0
 const parentKey = apiKeyPair()
 let parentOrganizationId: string
@@ -54,11 +57,14 @@ const createWallet = (client: TurnkeyClient, organizationId: string, walletName:
 test('default: the activity waits for the second root user, whose approval runs it', async () => {
   const { organizationId, alice, bob } = await twoOfTwo()
   const { activity } = await createWallet(alice, organizationId, 'Shared')
-  expect([activity.status, activity.canApprove, activity.votes.map((vote) => [vote.user.userName, vote.selection])]).toEqual([
+  // The submitter's submission is her approval: she cannot vote again, bob can.
+  expect([activity.status, activity.canApprove, activity.canReject, activity.votes.map((vote) => [vote.user.userName, vote.selection])]).toEqual([
     'ACTIVITY_STATUS_CONSENSUS_NEEDED',
-    true,
+    false,
+    false,
     [['alice', 'VOTE_SELECTION_APPROVED']],
   ])
+  expect((await bob.getActivity({ organizationId, activityId: activity.id })).activity).toMatchObject({ canApprove: true, canReject: true })
   expect((await bob.getWallets({ organizationId })).wallets).toEqual([])
 
   const approved = await bob.approveActivity({
@@ -72,6 +78,71 @@ test('default: the activity waits for the second root user, whose approval runs 
   expect(approved.activity.result.createWalletResult!.addresses).toHaveLength(1)
   expect((await alice.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName)).toEqual(['Shared'])
   expect((await alice.getActivity({ organizationId, activityId: activity.id })).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+})
+
+test('default: each vote lists the stamp it was cast with, which verifies over its message', async () => {
+  const { organizationId, alice, bob } = await twoOfTwo()
+  const request = {
+    type: 'ACTIVITY_TYPE_CREATE_WALLET' as const,
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: {
+      walletName: 'Stamped',
+      accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const],
+    },
+  }
+  const { activity } = await alice.createWallet(request)
+  const approval = {
+    type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY' as const,
+    timestampMs: String(clock + ++nonce),
+    organizationId,
+    parameters: { fingerprint: activity.fingerprint },
+  }
+  const approved = await bob.approveActivity(approval)
+  const [submitted, seconded] = approved.activity.votes
+  // The submission is the first vote, stamped over the submission; the approval over its own request.
+  expect([JSON.parse(submitted!.message), JSON.parse(seconded!.message)]).toEqual([request, approval])
+  expect(approved.activity.votes.map((vote) => [vote.user.userName, vote.scheme, vote.activityId])).toEqual([
+    ['alice', 'SIGNATURE_SCHEME_TK_API_P256', activity.id],
+    ['bob', 'SIGNATURE_SCHEME_TK_API_P256', activity.id],
+  ])
+  const { apiKeys: aliceKeys } = (await alice.getApiKeys({ organizationId, userId: submitted!.userId })) as { apiKeys: { credential: { publicKey: string } }[] }
+  expect(submitted!.publicKey).toBe(aliceKeys[0]!.credential.publicKey)
+  for (const vote of approved.activity.votes)
+    expect(p256.verify(vote.signature, sha256(new TextEncoder().encode(vote.message)), vote.publicKey, { lowS: false, prehash: false })).toBe(true)
+  // A signature over anything else does not verify.
+  expect(p256.verify(seconded!.signature, sha256(new TextEncoder().encode(submitted!.message)), seconded!.publicKey, { lowS: false })).toBe(false)
+})
+
+test('behavior: approvals lapse 24 hours after the first vote; the activity keeps waiting, and its voters vote again', async () => {
+  const { organizationId, alice, bob } = await twoOfTwo()
+  const opened = clock
+  const { activity } = await createWallet(alice, organizationId, 'Lapsed')
+  const seen = async (client: TurnkeyClient) => {
+    const { activity: read } = await client.getActivity({ organizationId, activityId: activity.id })
+    return { status: read.status, votes: read.votes.map((vote) => vote.user.userName), canApprove: read.canApprove, canReject: read.canReject }
+  }
+  clock = opened + 24 * 60 * 60_000 - 1
+  expect(await seen(alice)).toEqual({ status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED', votes: ['alice'], canApprove: false, canReject: false })
+  // The window closes 24 hours after the first vote: alice's approval no longer counts, and she may vote again.
+  clock = opened + 24 * 60 * 60_000
+  expect(await seen(alice)).toEqual({ status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED', votes: [], canApprove: true, canReject: true })
+  expect((await alice.getActivities({ organizationId, filterByStatus: ['ACTIVITY_STATUS_CONSENSUS_NEEDED'] })).activities.map((listed) => listed.id)).toContain(
+    activity.id,
+  )
+  // Bob's approval alone is no quorum of two: it opens the next window, and nothing runs.
+  const second = await vote(bob, organizationId, activity.fingerprint, 'approve')
+  expect([second.activity.status, second.activity.votes.map((cast) => cast.user.userName)]).toEqual(['ACTIVITY_STATUS_CONSENSUS_NEEDED', ['bob']])
+  expect((await bob.getWallets({ organizationId })).wallets).toEqual([])
+  await expect(vote(bob, organizationId, activity.fingerprint, 'approve')).rejects.toThrow('Turnkey error 6: you have already voted on this activity')
+  // Alice approves again within bob's window: both count, it runs once.
+  clock += 60 * 60_000
+  const ran = await vote(alice, organizationId, activity.fingerprint, 'approve')
+  expect([ran.activity.status, ran.activity.votes.map((cast) => cast.user.userName)]).toEqual(['ACTIVITY_STATUS_COMPLETED', ['bob', 'alice']])
+  expect((await bob.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName)).toEqual(['Lapsed'])
+  // A settled activity keeps the votes that decided it, whenever it is read.
+  clock += 48 * 60 * 60_000
+  expect(await seen(bob)).toEqual({ status: 'ACTIVITY_STATUS_COMPLETED', votes: ['bob', 'alice'], canApprove: false, canReject: false })
 })
 
 test('behavior: a rejection ends it; it cannot then be approved, and no one votes twice', async () => {
@@ -252,7 +323,7 @@ const walletNames = async (client: TurnkeyClient, organizationId: string) =>
   (await client.getWallets({ organizationId })).wallets.map((wallet) => wallet.walletName).sort()
 
 test('policy consensus: approvers.count() >= 2 waits with nothing written; a second user’s approval runs it once', async () => {
-  const { organizationId, alice, bob, root, ids } = await team(() => [
+  const { organizationId, alice, bob, root, ids, policyIds } = await team(() => [
     {
       policyName: 'two approvers, with two credentials, create wallets',
       effect: 'EFFECT_ALLOW',
@@ -272,9 +343,10 @@ test('policy consensus: approvers.count() >= 2 waits with nothing written; a sec
   const { activity } = await alice.createWallet(request)
   expect([activity.status, activity.canApprove, activity.votes.map((cast) => [cast.userId, cast.selection])]).toEqual([
     'ACTIVITY_STATUS_CONSENSUS_NEEDED',
-    true,
+    false,
     [[ids.alice, 'VOTE_SELECTION_APPROVED']],
   ])
+  expect((await bob.getActivity({ organizationId, activityId: activity.id })).activity).toMatchObject({ canApprove: true, canReject: true })
   expect(activity.result).toEqual({})
   expect(await walletNames(root, organizationId)).toEqual(['Main'])
   // Waiting activities are found as Turnkey lists them.
@@ -288,6 +360,20 @@ test('policy consensus: approvers.count() >= 2 waits with nothing written; a sec
   expect(approved.activity.votes.map((cast) => [cast.userId, cast.selection])).toEqual([
     [ids.alice, 'VOTE_SELECTION_APPROVED'],
     [ids.bob, 'VOTE_SELECTION_APPROVED'],
+  ])
+  // The policy engine decided twice: on the submission (its first vote) and on bob's approval.
+  const [policyId] = policyIds as [string]
+  const { policyEvaluations } = await root.getPolicyEvaluations({ organizationId, activityId: activity.id })
+  expect(
+    policyEvaluations.map(({ activityId, organizationId: organization, voteId, policyEvaluations: outcomes }) => ({
+      activityId,
+      organization,
+      voteId,
+      outcomes,
+    })),
+  ).toEqual([
+    { activityId: activity.id, organization: organizationId, voteId: activity.votes[0]!.id, outcomes: [{ policyId, outcome: 'OUTCOME_DENY_IMPLICIT' }] },
+    { activityId: activity.id, organization: organizationId, voteId: approved.activity.votes[1]!.id, outcomes: [{ policyId, outcome: 'OUTCOME_ALLOW' }] },
   ])
   const walletId = approved.activity.result.createWalletResult!.walletId
   expect(await walletNames(root, organizationId)).toEqual(['Main', 'Team'])
@@ -364,6 +450,20 @@ test('policy consensus: an approval that makes a DENY apply is refused as Turnke
   ])
   const { activity } = await createWallet(alice, organizationId, 'Without carol')
   const [allow, deny] = policyIds as [string, string]
+  // Each caller reads what their own vote could do: carol may reject but not approve, bob either, alice (voted) neither.
+  const standing = async (client: TurnkeyClient) => {
+    const { activity: read } = await client.getActivity({ organizationId, activityId: activity.id })
+    const { activities } = await client.getActivities({ organizationId, filterByStatus: ['ACTIVITY_STATUS_CONSENSUS_NEEDED'] })
+    const listed = activities.find((candidate) => candidate.id === activity.id)!
+    expect([listed.canApprove, listed.canReject]).toEqual([read.canApprove, read.canReject])
+    return [read.canApprove, read.canReject]
+  }
+  expect([await standing(carol), await standing(bob), await standing(alice), await standing(root)]).toEqual([
+    [false, true],
+    [true, true],
+    [false, false],
+    [true, true],
+  ])
   const refused = await vote(carol, organizationId, activity.fingerprint, 'approve').then(
     () => undefined,
     (error: { code?: number; details?: unknown }) => error,
@@ -411,7 +511,10 @@ test('policy consensus: no policy that more approvals could satisfy is a denial 
     },
   })
   expect(waiting.activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
-  await expect(
-    vote(new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey)), organizationId, waiting.activity.fingerprint, 'approve'),
-  ).rejects.toThrow('Turnkey error 7: only the organization’s own users vote on its activities')
+  const parent = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
+  // The parent organization reads the activity, and is told it cannot vote on it.
+  expect((await parent.getActivity({ organizationId, activityId: waiting.activity.id })).activity).toMatchObject({ canApprove: false, canReject: false })
+  await expect(vote(parent, organizationId, waiting.activity.fingerprint, 'approve')).rejects.toThrow(
+    'Turnkey error 7: only the organization’s own users vote on its activities',
+  )
 })

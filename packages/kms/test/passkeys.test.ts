@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { verifySessionJwtSignature } from '@turnkey/crypto'
@@ -65,6 +65,67 @@ describe('passkeys', () => {
     const { r, s, v } = signed.activity.result.signRawPayloadResult!
     expect(await recoverAddress({ hash, signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) }) })).toBe(address)
     expect(authenticator.state.counter).toBe(2)
+  })
+
+  test('behavior: a vote cast with a passkey lists its stamp: the COSE key, the whole assertion, and the request it signed', async () => {
+    const authenticator = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    const opsKey = apiKeyPair()
+    const { activity: created } = await backend.createSubOrganization({
+      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+      timestampMs: String(clock),
+      organizationId: parentOrganizationId,
+      parameters: {
+        subOrganizationName: `two roots ${authenticator.credentialId}`,
+        rootQuorumThreshold: 2,
+        rootUsers: [
+          {
+            userName: 'passkey user',
+            apiKeys: [],
+            authenticators: [{ authenticatorName: 'Passkey', challenge, attestation: authenticator.register(challenge) }],
+            oauthProviders: [],
+          },
+          {
+            userName: 'ops',
+            apiKeys: [{ apiKeyName: 'ops', publicKey: opsKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+            authenticators: [],
+            oauthProviders: [],
+          },
+        ],
+      },
+    })
+    const organizationId = created.result.createSubOrganizationResultV8!.subOrganizationId!
+    const [passkeyUserId] = created.result.createSubOrganizationResultV8!.rootUserIds! as [string]
+    const ops = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(opsKey))
+    const { activity } = await ops.createWallet({
+      type: 'ACTIVITY_TYPE_CREATE_WALLET',
+      timestampMs: String(clock),
+      organizationId,
+      parameters: { walletName: 'Both', accounts: [] },
+    })
+    expect(activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
+    useAuthenticator(authenticator)
+    const user = new TurnkeyClient({ baseUrl: kms.url }, new WebauthnStamper({ rpId }))
+    const approval = {
+      type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY' as const,
+      timestampMs: String(clock),
+      organizationId,
+      parameters: { fingerprint: activity.fingerprint },
+    }
+    const approved = await user.approveActivity(approval)
+    expect(approved.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    const vote = approved.activity.votes.find((cast) => cast.userId === passkeyUserId)!
+    const { authenticators } = await user.getAuthenticators({ organizationId, userId: passkeyUserId })
+    const assertion = JSON.parse(vote.signature) as { credentialId: string; clientDataJson: string }
+    expect([vote.scheme, vote.publicKey, assertion.credentialId, JSON.parse(vote.message)]).toEqual([
+      'SIGNATURE_SCHEME_TK_WEBAUTHN',
+      authenticators[0]!.credential.publicKey,
+      authenticator.credentialId,
+      approval,
+    ])
+    // The assertion's challenge is the message's hash, so the vote can be checked again from what it lists.
+    const clientData = JSON.parse(Buffer.from(assertion.clientDataJson, 'base64url').toString('utf8')) as { challenge: string }
+    expect(clientData.challenge).toBe(Buffer.from(createHash('sha256').update(vote.message).digest('hex')).toString('base64url'))
   })
 
   test('error: an attestation for another challenge is refused and nothing is registered', async () => {

@@ -4,12 +4,13 @@ import {
   parseEther,
   recoverTransactionAddress,
   serializeTransaction,
+  serializeTypedData,
   type TransactionSerializableEIP1559,
   type TransactionSerializedEIP1559,
   type TypedDataDefinition,
   verifyTypedData,
 } from 'viem'
-import { recoverAuthorizationAddress } from 'viem/utils'
+import { hashAuthorization, recoverAddress, recoverAuthorizationAddress } from 'viem/utils'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { generateApiKeyPair } from '../src/index.js'
 import { POLICY_DENIED_MESSAGE } from '../src/policies/engine.js'
@@ -186,6 +187,26 @@ describe('delegated access', () => {
       },
     })
     expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    // Why it ran, as Turnkey tells it: the policy engine's one decision, on a submission that cast no vote.
+    const { policyEvaluations } = await sub.endUser.getPolicyEvaluations({ organizationId: sub.organizationId, activityId: activity.id })
+    expect(policyEvaluations).toEqual([
+      {
+        id: expect.any(String),
+        activityId: activity.id,
+        organizationId: sub.organizationId,
+        voteId: '',
+        policyEvaluations: [{ policyId: sub.policyIds[0], outcome: 'OUTCOME_ALLOW' }],
+        createdAt: activity.createdAt,
+      },
+    ])
+    // A root user's activity bypasses the policies: the engine made no decision on it.
+    const rootWallet = await sub.endUser.createWallet({
+      type: 'ACTIVITY_TYPE_CREATE_WALLET',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { walletName: 'root', accounts: [ethereumAccount] },
+    })
+    expect((await sub.endUser.getPolicyEvaluations({ organizationId: sub.organizationId, activityId: rootWallet.activity.id })).policyEvaluations).toEqual([])
     // The key it registered is the end user's: it stamps as them.
     expect((await harness.client(sessionKey).getWhoami({ organizationId: sub.organizationId })).userId).toBe(sub.endUserId)
 
@@ -211,7 +232,7 @@ describe('delegated access', () => {
       }),
     ).toEqual({ status: 403, body: implicitDeny() })
     expect(await activityCount(sub.organizationId)).toBe(before)
-    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(1)
+    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(2)
 
     // The same bytes, once a policy allows them, run: the denial kept no fingerprint.
     await sub.endUser.createPolicy({
@@ -228,7 +249,48 @@ describe('delegated access', () => {
     })
     const allowed = await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_wallet', createWallet)
     expect(allowed.status).toBe(200)
-    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(2)
+    expect((await sub.endUser.getWallets({ organizationId: sub.organizationId })).wallets).toHaveLength(3)
+  })
+
+  test('activity.kind matches every version of one activity; a time window is refused when written', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
+      { policyName: 'wallets only', consensus: `approvers.any(user, user.id == '${delegatedUserId}')`, condition: "activity.kind == 'CREATE_WALLET'" },
+    ])
+    const wallet = await sub.delegated.createWallet({
+      type: 'ACTIVITY_TYPE_CREATE_WALLET',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { walletName: 'by kind', accounts: [ethereumAccount] },
+    })
+    expect(wallet.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    // Another kind on the same resource and action (CREATE_WALLET_ACCOUNTS) is not allowed.
+    const before = await activityCount(sub.organizationId)
+    expect(
+      await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_wallet_accounts', {
+        type: 'ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { walletId: wallet.activity.result.createWalletResult!.walletId, accounts: [{ ...ethereumAccount, path: "m/44'/60'/0'/0/1" }] },
+      }),
+    ).toEqual({ status: 403, body: implicitDeny([{ policyId: sub.policyIds[0]!, outcome: 'OUTCOME_DENY_IMPLICIT' }]) })
+    expect(await activityCount(sub.organizationId)).toBe(before)
+
+    const policies = await sub.endUser.getPolicies({ organizationId: sub.organizationId })
+    await expect(
+      sub.endUser.createPolicy({
+        type: 'ACTIVITY_TYPE_CREATE_POLICY_V3',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: {
+          policyName: 'March only',
+          effect: 'EFFECT_ALLOW',
+          condition: "activity.kind == 'SIGN_TRANSACTION'",
+          notes: '',
+          time: "time.now >= Timestamp('2026-03-01T00:00:00Z') && time.now < Timestamp('2026-04-01T00:00:00Z')",
+        },
+      }),
+    ).rejects.toThrow('Turnkey error 3: invalid policy time: time-based policies (the `time` field) are not supported by this service')
+    expect(await sub.endUser.getPolicies({ organizationId: sub.organizationId })).toEqual(policies)
   })
 
   test('a user manages their own credentials without a policy, unless one denies it (deny wins)', async () => {
@@ -478,6 +540,74 @@ describe('policies over typed data and EIP-7702 authorizations', () => {
         { policyId: deny, outcome: 'OUTCOME_DENY_EXPLICIT' },
       ]),
     )
+    expect(await activityCount(sub.organizationId)).toBe(before)
+  })
+
+  test('sign_raw_payloads: each payload fills eth.eip_712 or eth.eip_7702_authorization and must be allowed on its own; a refused batch writes nothing', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
+      {
+        policyName: 'batches of USDC permits up to a million units',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: `activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS' && eth.eip_712.primary_type == 'Permit' && eth.eip_712.message['value'] <= 1000000`,
+      },
+      {
+        policyName: 'batches of delegations to the executor',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: `activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS' && eth.eip_7702_authorization.address == '${EXECUTOR}'`,
+      },
+      { policyName: 'no permits to the dead address', effect: 'EFFECT_DENY', condition: `eth.eip_712.message['spender'] == '${OTHER}'` },
+    ])
+    const [permits, delegations, deny] = sub.policyIds as [string, string, string]
+    const sign = (encoding: 'PAYLOAD_ENCODING_EIP712' | 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', payloads: string[]) =>
+      sub.delegated.signRawPayloads({
+        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { signWith: sub.address, payloads, encoding, hashFunction: 'HASH_FUNCTION_NO_OP' },
+      })
+    const typed = (definition: TypedDataDefinition) => serializeTypedData(definition as Parameters<typeof serializeTypedData>[0])
+    const authorization = (contractAddress: string, nonce: number) => JSON.stringify({ address: contractAddress, chainId: 31337, nonce })
+    const signatureHex = ({ r, s, v }: { r: string; s: string; v: string }) => `0x${r}${s}${v === '00' ? '1b' : '1c'}` as const
+
+    const small = permit({ value: 1n })
+    const signed = await sign('PAYLOAD_ENCODING_EIP712', [typed(permit({})), typed(small)])
+    const [first, second] = signed.activity.result.signRawPayloadsResult!.signatures!
+    expect(await verifyTypedData({ ...permit({}), address: sub.address, signature: signatureHex(first!) })).toBe(true)
+    expect(await verifyTypedData({ ...small, address: sub.address, signature: signatureHex(second!) })).toBe(true)
+    const delegated = await sign('PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', [authorization(EXECUTOR, 0), authorization(EXECUTOR, 1)])
+    const recovered = await recoverAddress({
+      hash: hashAuthorization({ contractAddress: EXECUTOR, chainId: 31337, nonce: 1 }),
+      signature: signatureHex(delegated.activity.result.signRawPayloadsResult!.signatures![1]!),
+    })
+    expect(recovered).toBe(sub.address)
+
+    const before = await activityCount(sub.organizationId)
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => undefined,
+        (error: { code?: number; details?: unknown }) => ({ code: error.code, details: error.details }),
+      )
+    // One payload no policy allows refuses the batch, with that payload's evaluations.
+    expect(await refusal(sign('PAYLOAD_ENCODING_EIP712', [typed(permit({})), typed(permit({ value: 1_000_001n }))]))).toEqual({
+      code: 7,
+      details: implicitDeny([
+        { policyId: permits, outcome: 'OUTCOME_DENY_IMPLICIT' },
+        { policyId: delegations, outcome: 'OUTCOME_ERROR' },
+        { policyId: deny, outcome: 'OUTCOME_DENY_IMPLICIT' },
+      ]).details,
+    })
+    expect(await refusal(sign('PAYLOAD_ENCODING_EIP712', [typed(permit({ spender: OTHER })), typed(permit({}))]))).toEqual({
+      code: 7,
+      details: denial(`The following policies denied this action: ${deny}`, [
+        { policyId: permits, outcome: 'OUTCOME_ALLOW' },
+        { policyId: delegations, outcome: 'OUTCOME_ERROR' },
+        { policyId: deny, outcome: 'OUTCOME_DENY_EXPLICIT' },
+      ]).details,
+    })
+    expect(await refusal(sign('PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', [authorization(EXECUTOR, 2), authorization(OTHER, 0)]))).toMatchObject({
+      code: 7,
+      details: [{ message: 'No policies evaluated to outcome: Allow' }],
+    })
     expect(await activityCount(sub.organizationId)).toBe(before)
   })
 })

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest'
 import { decide, POLICY_DENIED_MESSAGE, policyDenialDetail, policyExpressionProblem } from '../src/policies/engine.js'
 import { evaluate, PolicyEvaluationError, type Scope } from '../src/policies/evaluate.js'
+import { activityKind } from '../src/policies/kinds.js'
 import { PolicySyntaxError, parsePolicyExpression } from '../src/policies/language.js'
 
 // Turnkey's policy language as the kms parses and evaluates it, rule by rule, and the engine's
@@ -180,6 +181,23 @@ describe('writing a policy', () => {
     )
     expect(policyExpressionProblem('condition', 'eth.tx.to ==')).toMatch(/^invalid policy condition: Expression cannot be evaluated: /)
     expect(policyExpressionProblem('condition', '   ')).toBeUndefined()
+    expect(policyExpressionProblem('condition', "activity.kind == 'SIGN_TRANSACTION'")).toBeUndefined()
+  })
+
+  test('activity.kind: the activity without its version, absent where Turnkey’s table of kinds has none', () => {
+    expect(
+      [
+        'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+        'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+        'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
+        'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+      ].map(activityKind),
+    ).toEqual(['SIGN_TRANSACTION', 'CREATE_SUB_ORGANIZATION', 'SIGN_RAW_PAYLOADS', 'CREATE_API_KEYS'])
+    expect(['ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', 'ACTIVITY_TYPE_RECOVER_USER', 'ACTIVITY_TYPE_APPROVE_ACTIVITY'].map(activityKind)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ])
   })
 })
 
@@ -225,6 +243,12 @@ describe('deciding over an organization’s policies', () => {
     })
     // A deny that does not apply leaves the allow standing.
     expect(decide([allowRecipient, { ...deny, condition: 'eth.tx.value > 5000' }], scopes).outcome).toBe('allow')
+  })
+
+  test('a policy with a time window (stored before they were refused) neither allows nor denies', () => {
+    const windowed = { ...allowRecipient, time: "time.now >= Timestamp('2026-03-01T00:00:00Z')" }
+    expect(decide([windowed], scopes).evaluations).toEqual([{ policyId: 'allow', outcome: 'OUTCOME_ERROR' }])
+    expect(decide([{ ...windowed, effect: 'EFFECT_DENY' }, allowRecipient], scopes).outcome).toBe('allow')
   })
 
   test('a policy whose expression errors neither allows nor denies', () => {

@@ -32,7 +32,12 @@ describe(`storage (${testBackend})`, () => {
       expect(rows).toEqual([{ name: 'App', parent_id: null, root_quorum_threshold: 1 }])
       // Versioned: each migration applied once, recorded in the kms's own table.
       const migrations = await sql<{ name: string }>`select name from kms_migrations order by name`.execute(storage.kysely)
-      expect(migrations.rows.map((row) => row.name)).toEqual(['0001_initial', '0002_lookups_and_outbox', '0003_vote_credentials'])
+      expect(migrations.rows.map((row) => row.name)).toEqual([
+        '0001_initial',
+        '0002_lookups_and_outbox',
+        '0003_vote_credentials',
+        '0004_vote_stamps_and_evaluations',
+      ])
     } finally {
       await storage.close()
     }

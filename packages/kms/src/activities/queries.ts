@@ -11,7 +11,7 @@ export function activityQueries({ db, envelope }: QueryContext): QueryTable {
   return {
     async get_activity(body, caller) {
       const activityId = requiredString(body, 'activityId')
-      return { activity: await envelope(found(await db.activity(activityId, caller.organizationId), 'activity', activityId, caller)) }
+      return { activity: await envelope(found(await db.activity(activityId, caller.organizationId), 'activity', activityId, caller), caller) }
     },
     async list_activities(body, caller) {
       const input = parse(
@@ -24,7 +24,7 @@ export function activityQueries({ db, envelope }: QueryContext): QueryTable {
       return {
         activities: await mapSeries(
           page(rows, (row) => row.id, input.paginationOptions),
-          (row) => envelope(row),
+          (row) => envelope(row, caller),
         ),
       }
     },

@@ -30,8 +30,8 @@ export type QueryTable = Readonly<Record<string, Query>>
 /** What queries read with. */
 export type QueryContext = {
   db: Db
-  /** An activity row as the clients see it (envelope.ts). */
-  envelope: (row: ActivityRow) => Promise<unknown>
+  /** An activity row as the clients see it (envelope.ts), `canApprove` and `canReject` for `caller`. */
+  envelope: (row: ActivityRow, caller: Caller) => Promise<unknown>
   signerPrivateKey: string
   /** Verifies the OIDC tokens a query is given (list_suborgs by OIDC_TOKEN). */
   oidc: ActivityContext['oidc']

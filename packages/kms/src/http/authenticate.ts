@@ -3,7 +3,7 @@ import type { Caller } from '../context.js'
 import { readSessionJwt } from '../credentials.js'
 import type { Db } from '../db.js'
 import { expiredKeyMessage, GrpcCode, invalid, KmsError, permissionDenied, UNKNOWN_KEY_MESSAGE } from '../errors.js'
-import { verifyApiKeyStamp } from '../stamp.js'
+import { checkApiKeyStamp } from '../stamp.js'
 import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from '../webauthn.js'
 
@@ -14,7 +14,17 @@ export type Authenticated = {
   caller: Caller
   /** The organization the request names, as read while authenticating it (not locked). */
   organization: OrganizationRow
+  /** Its root users, when read in the same statement as `organization` (an API-key stamp): authorize() then reads them no more. */
+  rootUserIds: readonly string[] | undefined
+  /** The stamp that signed the body (absent for a read-only session): a vote cast with this request lists it. */
+  stamp: SignerStamp | undefined
 }
+
+/** The scheme a vote cast with a passkey lists: Turnkey documents no value for it, so this one is ours. */
+export const WEBAUTHN_VOTE_SCHEME = 'SIGNATURE_SCHEME_TK_WEBAUTHN'
+
+/** A stamp as a vote lists it: the public key, the signature and the scheme. */
+export type SignerStamp = { publicKey: string; signature: string; scheme: string }
 
 export type AuthenticateOptions = {
   db: Db
@@ -29,7 +39,15 @@ const SUB_ORGANIZATION_LOOKUPS = new Set(['/public/v1/query/whoami', '/public/v1
 
 const READ_ONLY_SESSION = 'read-only session'
 
-type Signer = { userId: string; organizationId: string; expiresAt: number | null; publicKey: string; authenticatorId?: string; counter?: number }
+type Signer = {
+  userId: string
+  organizationId: string
+  expiresAt: number | null
+  publicKey: string
+  stamp?: SignerStamp
+  authenticatorId?: string
+  counter?: number
+}
 
 /**
  * Authenticates a request by its stamp over the exact body bytes (`c.var.raw`, from bodyLimit):
@@ -49,20 +67,26 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     raw: Uint8Array,
     named: string | undefined,
     /** Filled with the organization `named` when it was read along with the key (per request). */
-    read: { organization?: { id: string; row: OrganizationRow | undefined } },
+    read: { organization?: { id: string; row: OrganizationRow | undefined; rootUserIds: readonly string[] | undefined } },
   ): Promise<Signer> {
     if (headers.stamp) {
-      const { publicKey } = verifyApiKeyStamp(headers.stamp, raw)
+      const { publicKey, signature, scheme } = checkApiKeyStamp(headers.stamp, raw)
       // With the organization the body names, when it names one, in the same round trip.
       let apiKey: ApiKeyRow | undefined
       if (named === undefined) apiKey = await db.apiKeyByPublicKey(publicKey)
       else {
         const found = await db.apiKeyAndOrganization(publicKey, named)
         apiKey = found.apiKey
-        read.organization = { id: named, row: found.organization }
+        read.organization = { id: named, row: found.organization, rootUserIds: found.rootUserIds }
       }
       if (!apiKey) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
-      return { userId: apiKey.user_id, organizationId: apiKey.organization_id, expiresAt: apiKey.expires_at, publicKey }
+      return {
+        userId: apiKey.user_id,
+        organizationId: apiKey.organization_id,
+        expiresAt: apiKey.expires_at,
+        publicKey,
+        stamp: { publicKey, signature, scheme },
+      }
     }
     if (headers.passkey) {
       const stamp = parseWebauthnStamp(headers.passkey)
@@ -75,6 +99,8 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
         organizationId: authenticator.organization_id,
         expiresAt: null,
         publicKey: stamp.credentialId,
+        // The assertion alone does not verify: the authenticator data and client data come with it.
+        stamp: { publicKey: authenticator.public_key, signature: headers.passkey, scheme: WEBAUTHN_VOTE_SCHEME },
         authenticatorId: authenticator.id,
         counter,
       }
@@ -110,7 +136,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     } catch {
       body = undefined
     }
-    const read: { organization?: { id: string; row: OrganizationRow | undefined } } = {}
+    const read: { organization?: { id: string; row: OrganizationRow | undefined; rootUserIds: readonly string[] | undefined } } = {}
     const named = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { organizationId?: unknown }).organizationId : undefined
     const signer = await signerOf(
       { stamp: c.req.header('x-stamp'), passkey: c.req.header('x-stamp-webauthn'), session: c.req.header('x-session') },
@@ -138,6 +164,9 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     if (signer.authenticatorId) await db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
     c.set('body', body as Record<string, unknown>)
     c.set('organization', organization)
+    // Only for the very row read with them (a sub-organization look-up answers in another).
+    c.set('rootUserIds', organization === read.organization?.row ? read.organization.rootUserIds : undefined)
+    c.set('stamp', signer.stamp)
     c.set('caller', { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey })
     await next()
   }

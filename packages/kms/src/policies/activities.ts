@@ -21,12 +21,18 @@ const policyParams = z.object({
   time: z.string().optional(),
 })
 
-/** Refuses a condition or consensus the engine could never evaluate, as Turnkey does (code 3). */
-function checkExpressions(expressions: { condition?: string | undefined; consensus?: string | undefined }) {
+/**
+ * Refuses a condition or consensus the engine could never evaluate, as Turnkey does (code 3), and
+ * a `time` window: Turnkey's time-based policies are Early Access, refused unless a feature flag
+ * is on, and this engine does not evaluate them, so stored and ignored they would widen an ALLOW
+ * beyond its window.
+ */
+function checkExpressions(expressions: { condition?: string | undefined; consensus?: string | undefined; time?: string | undefined }) {
   for (const field of ['condition', 'consensus'] as const) {
     const problem = policyExpressionProblem(field, expressions[field] ?? '')
     if (problem) throw invalid(problem)
   }
+  if (expressions.time?.trim()) throw invalid('invalid policy time: time-based policies (the `time` field) are not supported by this service')
 }
 
 async function insertPolicies(context: ActivityContext, policies: readonly z.infer<typeof policyParams>[]) {
@@ -98,7 +104,7 @@ export const POLICY_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
-      checkExpressions({ condition: input.policyCondition, consensus: input.policyConsensus })
+      checkExpressions({ condition: input.policyCondition, consensus: input.policyConsensus, time: input.time })
       const policy = await policyOf(context, input.policyId)
       await context.db.transaction(
         async () =>

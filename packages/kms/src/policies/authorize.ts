@@ -5,9 +5,9 @@ import { GrpcCode, KmsError } from '../errors.js'
 import { authorizationOf, typedDataOf } from '../ethereum.js'
 import { rootUserIds } from '../organizations/quorum.js'
 import type { ApiKeyRow, AuthenticatorRow, OrganizationRow } from '../storage/tables.js'
-import { decide, POLICY_DENIED_MESSAGE, type Policy, type PolicyDecision, policyDenialDetail } from './engine.js'
+import { decideEach, POLICY_DENIED_MESSAGE, type Policy, type PolicyDecision, policyDenialDetail } from './engine.js'
 import type { Scope } from './evaluate.js'
-import { allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY } from './kinds.js'
+import { activityKind, allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY } from './kinds.js'
 import type { Value } from './language.js'
 
 /** Refuses a request as Turnkey's policy engine does: 403, code 7, a PolicyEnginePermissionError detail. */
@@ -101,10 +101,16 @@ async function everyoneScope(db: Db, organizationId: string, excluded: ReadonlyS
  * Whether more approvals could still let a policy allow the activity: some EFFECT_ALLOW policy
  * whose condition holds would apply if every user of the organization but `excluded` approved.
  */
-export async function approvableByPolicy(db: Db, policies: readonly Policy[], organizationId: string, condition: Scope, excluded?: ReadonlySet<string>) {
-  const decision = decide(
+export async function approvableByPolicy(
+  db: Db,
+  policies: readonly Policy[],
+  organizationId: string,
+  conditions: readonly Scope[],
+  excluded?: ReadonlySet<string>,
+) {
+  const decision = decideEach(
     policies.filter((policy) => policy.effect === 'EFFECT_ALLOW'),
-    { consensus: await everyoneScope(db, organizationId, excluded), condition },
+    { consensus: await everyoneScope(db, organizationId, excluded), conditions },
   )
   return decision.outcome === 'allow'
 }
@@ -136,13 +142,35 @@ function typedDataValue(typed: TypedDataDefinition): Value {
   return { primary_type: String(typed.primaryType), domain: fields, message: jsonValue(typed.message) ?? {} }
 }
 
+/** `eth` of one payload signed through sign_raw_payload(s): typed data or an EIP-7702 authorization; undefined for other encodings or a payload that does not parse (the signing refuses it then). */
+function payloadValue(encoding: unknown, payload: unknown): Value | undefined {
+  if (typeof payload !== 'string') return undefined
+  if (encoding === 'PAYLOAD_ENCODING_EIP712') {
+    const typed = typedDataOf(payload)
+    return typed ? { eip_712: typedDataValue(typed) } : undefined
+  }
+  if (encoding === 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION') {
+    const authorization = authorizationOf(payload)
+    return authorization
+      ? { eip_7702_authorization: { address: authorization.address, chain_id: BigInt(authorization.chainId), nonce: BigInt(authorization.nonce) } }
+      : undefined
+  }
+  return undefined
+}
+
 /**
  * The condition's keywords for one activity: `activity`, and for signing and export what it
- * targets (`wallet`, `wallet_account`, `private_key`) and the Ethereum transaction (`eth.tx`).
+ * targets (`wallet`, `wallet_account`, `private_key`), the Ethereum transaction (`eth.tx`), typed
+ * data (`eth.eip_712`) and EIP-7702 authorizations (`eth.eip_7702_authorization`). One scope per
+ * payload for sign_raw_payloads, whose payloads the policies judge one by one (decideEach); one
+ * scope for everything else.
  */
-export async function conditionScope(db: Db, organizationId: string, type: string, params: unknown): Promise<Scope> {
+export async function conditionScopes(db: Db, organizationId: string, type: string, params: unknown): Promise<Scope[]> {
   const input = (params ?? {}) as Record<string, unknown>
-  const scope: Record<string, Value> = { activity: { type, ...kindOf(type), params: paramsOf(type, params) as Record<string, Value> } }
+  const kind = activityKind(type)
+  const scope: Record<string, Value> = {
+    activity: { type, ...(kind ? { kind } : {}), ...kindOf(type), params: paramsOf(type, params) as Record<string, Value> },
+  }
   const walletValue = async (walletId: string) => {
     const wallet = await db.wallet(walletId, organizationId)
     if (wallet) scope['wallet'] = { id: wallet.id, imported: Boolean(wallet.imported), exported: Boolean(wallet.exported), label: wallet.name }
@@ -175,22 +203,21 @@ export async function conditionScope(db: Db, organizationId: string, type: strin
       if (tx) scope['eth'] = tx
     }
   }
-  // Typed data and EIP-7702 authorizations signed through sign_raw_payload (what @turnkey/viem's
-  // signTypedData and signAuthorization send); a payload that does not parse is refused by the signing.
-  const payload = input['payload']
-  if (type === 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2' && typeof payload === 'string') {
-    const typed = input['encoding'] === 'PAYLOAD_ENCODING_EIP712' ? typedDataOf(payload) : undefined
-    if (typed) scope['eth'] = { eip_712: typedDataValue(typed) }
-    const authorization = input['encoding'] === 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION' ? authorizationOf(payload) : undefined
-    if (authorization)
-      scope['eth'] = {
-        eip_7702_authorization: { address: authorization.address, chain_id: BigInt(authorization.chainId), nonce: BigInt(authorization.nonce) },
-      }
-  }
   if (typeof input['walletId'] === 'string') await walletValue(input['walletId'])
   if (typeof input['privateKeyId'] === 'string') await privateKeyValue(input['privateKeyId'])
   if (type === 'ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT' && typeof input['address'] === 'string') await accountValue(input['address'])
-  return scope
+  // Typed data and EIP-7702 authorizations (what @turnkey/viem's signTypedData and
+  // signAuthorization send through sign_raw_payload).
+  if (type === 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2') {
+    const eth = payloadValue(input['encoding'], input['payload'])
+    if (eth) scope['eth'] = eth
+  }
+  if (type === 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS' && Array.isArray(input['payloads']) && input['payloads'].length)
+    return input['payloads'].map((payload) => {
+      const eth = payloadValue(input['encoding'], payload)
+      return eth ? { ...scope, eth } : scope
+    })
+  return [scope]
 }
 
 /**
@@ -206,36 +233,44 @@ export async function conditionScope(db: Db, organizationId: string, type: strin
  * Activities only the root quorum decides are never granted by a policy.
  *
  * Runs inside the activity's transaction, before anything is written: a denial writes nothing.
+ * `decision` is the policy engine's, when it ran (get_policy_evaluations lists it).
  *
  * @example
- * if ((await authorize(trx, { caller, organization, type, params })) === 'consensus') // wait for approvals
+ * if ((await authorize(trx, { caller, organization, type, params })).verdict === 'consensus') // wait for approvals
  */
 export async function authorize(
   db: Db,
-  request: { caller: Caller; organization: OrganizationRow; type: string; params: unknown },
-): Promise<'run' | 'consensus'> {
+  request: {
+    caller: Caller
+    organization: OrganizationRow
+    type: string
+    params: unknown
+    /** The organization's root users when read along with `organization` (authentication's statement); else read here. */
+    rootUserIds?: readonly string[] | undefined
+  },
+): Promise<{ verdict: 'run' | 'consensus'; decision?: PolicyDecision }> {
   const { caller, organization, type, params } = request
   if (caller.homeOrganizationId !== organization.id) {
-    if (PARENT_INITIATED.has(type)) return 'run'
+    if (PARENT_INITIATED.has(type)) return { verdict: 'run' }
     throw policyDenied()
   }
-  const roots = await rootUserIds(db, organization.id)
+  const roots = request.rootUserIds ?? (await rootUserIds(db, organization.id))
   const isRoot = roots.includes(caller.userId)
-  if (isRoot && organization.root_quorum_threshold <= 1) return 'run'
+  if (isRoot && organization.root_quorum_threshold <= 1) return { verdict: 'run' }
   if (ROOT_QUORUM_ONLY.has(type)) {
-    if (isRoot) return 'consensus'
+    if (isRoot) return { verdict: 'consensus' }
     throw policyDenied()
   }
   const policies = await db.policies(organization.id)
-  const condition = await conditionScope(db, organization.id, type, params)
-  const decision = decide(policies, {
+  const conditions = await conditionScopes(db, organization.id, type, params)
+  const decision = decideEach(policies, {
     consensus: await consensusScope(db, organization.id, [{ userId: caller.userId, credential: caller.credential }]),
-    condition,
+    conditions,
   })
   if (decision.outcome === 'explicit deny') throw policyDenied(decision)
-  if (decision.outcome === 'allow' || allowedByDefault(type, params, caller.userId)) return 'run'
-  if (isRoot) return 'consensus'
+  if (decision.outcome === 'allow' || allowedByDefault(type, params, caller.userId)) return { verdict: 'run', decision }
+  if (isRoot) return { verdict: 'consensus', decision }
   // Only on the way to a denial: could other users' approvals still satisfy a policy?
-  if (await approvableByPolicy(db, policies, organization.id, condition)) return 'consensus'
+  if (await approvableByPolicy(db, policies, organization.id, conditions)) return { verdict: 'consensus', decision }
   throw policyDenied(decision)
 }

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import type { Caller } from '../context.js'
 import type { Db } from '../db.js'
-import { alreadyExists, failedPrecondition, notFound, permissionDenied } from '../errors.js'
+import { alreadyExists, failedPrecondition, type KmsError, notFound, permissionDenied } from '../errors.js'
 import { rootUserIds } from '../organizations/quorum.js'
-import type { ActivityRow } from '../storage/tables.js'
-import { type Approval, approvableByPolicy, conditionScope, consensusScope, policyDenied } from './authorize.js'
-import { decide } from './engine.js'
+import type { ActivityRow, VoteRow } from '../storage/tables.js'
+import { type Approval, approvableByPolicy, conditionScopes, consensusScope, policyDenied } from './authorize.js'
+import { decideEach, type Policy, type PolicyDecision } from './engine.js'
+import type { Scope } from './evaluate.js'
+import { withEvaluation } from './evaluations.js'
 import { ROOT_QUORUM_ONLY } from './kinds.js'
 
 // Votes on an activity waiting for consensus (ACTIVITY_STATUS_CONSENSUS_NEEDED), as Turnkey counts
@@ -15,27 +17,110 @@ import { ROOT_QUORUM_ONLY } from './kinds.js'
 //     voted with in `credentials`), allow it;
 // it is rejected once neither can happen any more, whoever else approves. A vote that would make
 // an EFFECT_DENY policy apply is refused as a submission would be, and writes nothing.
+//
+// Votes lapse (docs.turnkey.com, "Activities": activities do not expire, approvals do): the first
+// vote opens a 24-hour window; if the activity has not reached consensus when it closes, every
+// vote cast in it stops counting, the activity keeps waiting, and its voters (the submitter too)
+// may vote again (their new vote replaces the lapsed one). The first vote after that opens the
+// next window.
 
 export type VoteSelection = 'VOTE_SELECTION_APPROVED' | 'VOTE_SELECTION_REJECTED'
+
+/** How long a window of votes stays open: Turnkey's approvals expire 24 hours after the first vote. */
+export const APPROVAL_WINDOW_MS = 24 * 60 * 60_000
+
+/** The stamp a vote was cast with, as the activity lists it (`v1Vote`'s message, publicKey, signature and scheme). */
+export type VoteStamp = { message: string; publicKey: string; signature: string; scheme: string }
+
+/**
+ * The votes of an activity's latest window, oldest first: a vote cast once the window before it
+ * had closed opened it, and the votes before that one lapsed.
+ *
+ * @example
+ * windowVotes(await db.votes(activity.id)) // the votes that decided a settled activity
+ */
+export function windowVotes<row extends Pick<VoteRow, 'created_at'>>(votes: readonly row[]): row[] {
+  let opened = 0
+  for (let index = 1; index < votes.length; index++) if (votes[index]!.created_at >= votes[opened]!.created_at + APPROVAL_WINDOW_MS) opened = index
+  return votes.slice(opened)
+}
+
+/**
+ * The votes that count at `now` on an activity still waiting: its latest window's, or none once
+ * that window has closed.
+ *
+ * @example
+ * countingVotes(await db.votes(activity.id), now()).some((vote) => vote.user_id === userId) // voted, and it still counts
+ */
+export function countingVotes<row extends Pick<VoteRow, 'created_at'>>(votes: readonly row[], now: number): row[] {
+  const open = windowVotes(votes)
+  return open.length && now < open[0]!.created_at + APPROVAL_WINDOW_MS ? open : []
+}
 
 /** What a vote did: `run` when the activity now has its consensus (the caller runs it, once). */
 export type VoteOutcome = { target: ActivityRow; run: boolean }
 
+/** The parameters a stored activity was submitted with: its intent holds them under its one intent key. */
+export function submittedParameters(target: Pick<ActivityRow, 'intent'>): unknown {
+  return Object.values(JSON.parse(target.intent) as Record<string, unknown>)[0]
+}
+
+/** Everything a vote is counted with, once the caller may cast it. */
+type Ballot = {
+  counting: VoteRow[]
+  roots: string[]
+  threshold: number
+  organizationId: string
+  policies: Policy[]
+  conditions: Scope[]
+}
+
+/**
+ * Whether `caller` may vote on `target` at `now`: the organization's own users; root users
+ * always, others when the activity is one policies may grant and some policy could still allow it
+ * with their approval (Turnkey: users "included in consensus" may approve without a permission of
+ * their own); never twice within a window. The refusal, or what the vote is counted with.
+ */
+async function ballot(db: Db, caller: Caller, target: ActivityRow, now: number): Promise<Ballot | { refused: KmsError }> {
+  if (caller.homeOrganizationId !== caller.organizationId) return { refused: permissionDenied('only the organization’s own users vote on its activities') }
+  if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED')
+    return { refused: failedPrecondition(`activity ${target.id} is ${target.status}, not waiting for consensus`) }
+  const counting = countingVotes(await db.votes(target.id), now)
+  if (counting.some((cast) => cast.user_id === caller.userId)) return { refused: alreadyExists('you have already voted on this activity') }
+  const organization = (await db.organization(target.organization_id))!
+  const roots = await rootUserIds(db, organization.id)
+  // Root quorum activities are never granted by a policy: only root votes decide them.
+  const policies = ROOT_QUORUM_ONLY.has(target.type) ? [] : await db.policies(organization.id)
+  const conditions = policies.length ? await conditionScopes(db, organization.id, target.type, submittedParameters(target)) : [{}]
+  if (!roots.includes(caller.userId) && !(policies.length && (await approvableByPolicy(db, policies, organization.id, conditions))))
+    return { refused: permissionDenied('only root users vote on activities that need the root quorum') }
+  return { counting, roots, threshold: organization.root_quorum_threshold, organizationId: organization.id, policies, conditions }
+}
+
+/** Whether `caller`'s approval, added to the counting ones, runs the activity (with the policies' decision, when they decided); or the policy denial it would trigger. */
+async function approvalOf(db: Db, caller: Caller, counted: Ballot): Promise<{ run: boolean; decision?: PolicyDecision } | { refused: KmsError }> {
+  const approvals: Approval[] = [
+    ...counted.counting.filter((cast) => cast.selection === 'VOTE_SELECTION_APPROVED').map((cast) => ({ userId: cast.user_id, credential: cast.credential })),
+    { userId: caller.userId, credential: caller.credential },
+  ]
+  if (approvals.filter((approval) => counted.roots.includes(approval.userId)).length >= counted.threshold) return { run: true }
+  if (!counted.policies.length) return { run: false }
+  const decision = decideEach(counted.policies, { consensus: await consensusScope(db, counted.organizationId, approvals), conditions: counted.conditions })
+  if (decision.outcome === 'explicit deny') return { refused: policyDenied(decision) }
+  return { run: decision.outcome === 'allow', decision }
+}
+
 /**
  * Counts `caller`'s vote on the activity `fingerprint` names, inside `trx` (the activity's row lock
- * is taken first, so votes on one activity count one at a time on every instance). `params` are
- * the activity's parameters, for its policies' conditions.
- *
- * Who may vote: the organization's own users; root users always, others when the activity is one
- * policies may grant and some policy could still allow it with their approval (Turnkey: users
- * "included in consensus" may approve without a permission of their own).
+ * is taken first, so votes on one activity count one at a time on every instance), with the stamp
+ * it came with. A refused vote writes nothing.
  *
  * @example
- * const { target, run } = await db.transaction((trx) => castVote(trx, { caller, fingerprint, selection, params: intentOf, now }))
+ * const { target, run } = await db.transaction((trx) => castVote(trx, { caller, fingerprint, selection, stamp, now }))
  */
 export async function castVote(
   trx: Db,
-  vote: { caller: Caller; fingerprint: string; selection: VoteSelection; params: (target: ActivityRow) => unknown; now: number },
+  vote: { caller: Caller; fingerprint: string; selection: VoteSelection; stamp: VoteStamp | undefined; now: number },
 ): Promise<VoteOutcome> {
   const { caller, fingerprint, selection, now } = vote
   const found = await trx.activityByFingerprint(fingerprint)
@@ -43,38 +128,62 @@ export async function castVote(
     throw notFound(`no activity with fingerprint ${fingerprint} in organization ${caller.organizationId}`)
   await trx.lockActivity(found.id)
   const target = (await trx.activity(found.id, caller.organizationId))!
-  if (caller.homeOrganizationId !== caller.organizationId) throw permissionDenied('only the organization’s own users vote on its activities')
-  if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED') throw failedPrecondition(`activity ${target.id} is ${target.status}, not waiting for consensus`)
-  const votes = await trx.votes(target.id)
-  if (votes.some((cast) => cast.user_id === caller.userId)) throw alreadyExists('you have already voted on this activity')
+  const counted = await ballot(trx, caller, target, now)
+  if ('refused' in counted) throw counted.refused
 
-  const organization = (await trx.organization(caller.organizationId))!
-  const roots = await rootUserIds(trx, organization.id)
-  const threshold = organization.root_quorum_threshold
-  // Root quorum activities are never granted by a policy: only root votes decide them.
-  const policies = ROOT_QUORUM_ONLY.has(target.type) ? [] : await trx.policies(organization.id)
-  const condition = policies.length ? await conditionScope(trx, organization.id, target.type, vote.params(target)) : {}
-  const isRoot = roots.includes(caller.userId)
-  if (!isRoot && !(policies.length && (await approvableByPolicy(trx, policies, organization.id, condition))))
-    throw permissionDenied('only root users vote on activities that need the root quorum')
-
-  const cast = [...votes.map((row) => ({ userId: row.user_id, credential: row.credential, selection: row.selection })), { ...caller, selection }]
-  const approvals: Approval[] = cast.filter((row) => row.selection === 'VOTE_SELECTION_APPROVED')
-  const rejecters = new Set(cast.filter((row) => row.selection === 'VOTE_SELECTION_REJECTED').map((row) => row.userId))
   let run = false
+  const cast = voteRow(target.id, caller, selection, vote.stamp, now)
   if (selection === 'VOTE_SELECTION_APPROVED') {
-    if (approvals.filter((approval) => roots.includes(approval.userId)).length >= threshold) run = true
-    else if (policies.length) {
-      const decision = decide(policies, { consensus: await consensusScope(trx, organization.id, approvals), condition })
-      if (decision.outcome === 'explicit deny') throw policyDenied(decision)
-      run = decision.outcome === 'allow'
-    }
+    const approval = await approvalOf(trx, caller, counted)
+    if ('refused' in approval) throw approval.refused
+    run = approval.run
+    if (approval.decision) await trx.setPolicyEvaluations(target.id, withEvaluation(target.policy_evaluations, approval.decision, cast.id, now))
   }
-  await trx.insertVote({ id: randomUUID(), activity_id: target.id, user_id: caller.userId, selection, created_at: now, credential: caller.credential ?? null })
+  // A vote of this user still on the activity has lapsed (a counting one was refused above): the new one takes its place.
+  await trx.deleteVote(target.id, caller.userId)
+  await trx.insertVote(cast)
   if (selection === 'VOTE_SELECTION_REJECTED') {
-    const rootsLeft = roots.filter((root) => !rejecters.has(root)).length
-    const reachable = rootsLeft >= threshold || (policies.length > 0 && (await approvableByPolicy(trx, policies, organization.id, condition, rejecters)))
+    const rejecters = new Set([caller.userId, ...counted.counting.filter((cast) => cast.selection === 'VOTE_SELECTION_REJECTED').map((cast) => cast.user_id)])
+    const rootsLeft = counted.roots.filter((root) => !rejecters.has(root)).length
+    const reachable =
+      rootsLeft >= counted.threshold ||
+      (counted.policies.length > 0 && (await approvableByPolicy(trx, counted.policies, counted.organizationId, counted.conditions, rejecters)))
     if (!reachable) await trx.settleWaitingActivity(target.id, 'ACTIVITY_STATUS_REJECTED', null, null, now)
   }
   return { target, run }
+}
+
+/**
+ * A vote's row: who cast it, how, with which credential and stamp.
+ *
+ * @example
+ * await trx.insertVote(voteRow(activity.id, caller, 'VOTE_SELECTION_APPROVED', stamp, now))
+ */
+export function voteRow(activityId: string, caller: Caller, selection: VoteSelection, stamp: VoteStamp | undefined, now: number): VoteRow {
+  return {
+    id: randomUUID(),
+    activity_id: activityId,
+    user_id: caller.userId,
+    selection,
+    created_at: now,
+    credential: caller.credential ?? null,
+    message: stamp?.message ?? null,
+    public_key: stamp?.publicKey ?? null,
+    signature: stamp?.signature ?? null,
+    scheme: stamp?.scheme ?? null,
+  }
+}
+
+/**
+ * `canApprove` and `canReject` of an activity for `caller` at `now`: whether the vote would be
+ * counted (an approval that would make a DENY policy apply cannot be given).
+ *
+ * @example
+ * const { canApprove, canReject } = await voteStanding(db, caller, activity, now())
+ */
+export async function voteStanding(db: Db, caller: Caller, target: ActivityRow, now: number): Promise<{ canApprove: boolean; canReject: boolean }> {
+  if (target.status !== 'ACTIVITY_STATUS_CONSENSUS_NEEDED' || target.organization_id !== caller.organizationId) return { canApprove: false, canReject: false }
+  const counted = await ballot(db, caller, target, now)
+  if ('refused' in counted) return { canApprove: false, canReject: false }
+  return { canApprove: !('refused' in (await approvalOf(db, caller, counted))), canReject: true }
 }

@@ -46,7 +46,7 @@ const EIP_7702_AUTHORIZATION: Shape = { fields: { address: 'value', chain_id: 'v
 export const KEYWORDS = {
   consensus: { approvers: { items: USER }, credentials: { items: CREDENTIAL } },
   condition: {
-    activity: { fields: { type: 'value', resource: 'value', action: 'value', params: 'open' } },
+    activity: { fields: { type: 'value', kind: 'value', resource: 'value', action: 'value', params: 'open' } },
     // Other chains' transactions are accepted in policies but never present here: such a clause errors, and its policy does not apply.
     eth: { fields: { tx: ETHEREUM_TRANSACTION, eip_712: EIP_712, eip_7702_authorization: EIP_7702_AUTHORIZATION } },
     solana: 'open',
@@ -80,8 +80,8 @@ export function policyExpressionProblem(field: 'condition' | 'consensus', source
 
 export type PolicyOutcome = 'OUTCOME_ALLOW' | 'OUTCOME_DENY_EXPLICIT' | 'OUTCOME_DENY_IMPLICIT' | 'OUTCOME_ERROR'
 
-/** One policy as the engine reads it. */
-export type Policy = { id: string; effect: string; condition: string; consensus: string }
+/** One policy as the engine reads it; `time`, a window this engine does not evaluate, is refused when a policy is written. */
+export type Policy = { id: string; effect: string; condition: string; consensus: string; time?: string | null }
 
 /** What the engine decided, with each policy's own outcome (as Turnkey lists them in a denial). */
 export type PolicyDecision = {
@@ -117,7 +117,8 @@ export function decide(policies: readonly Policy[], scopes: { consensus: Scope; 
     const condition = holds(policy.condition, scopes.condition)
     const consensus = holds(policy.consensus, scopes.consensus)
     let outcome: PolicyOutcome
-    if (condition === 'error' || consensus === 'error') outcome = 'OUTCOME_ERROR'
+    // A time window stored before they were refused cannot be evaluated: such a policy neither allows nor denies.
+    if (condition === 'error' || consensus === 'error' || policy.time?.trim()) outcome = 'OUTCOME_ERROR'
     else if (condition && consensus) outcome = policy.effect === 'EFFECT_DENY' ? 'OUTCOME_DENY_EXPLICIT' : 'OUTCOME_ALLOW'
     else outcome = 'OUTCOME_DENY_IMPLICIT'
     return { policyId: policy.id, outcome }
@@ -125,6 +126,22 @@ export function decide(policies: readonly Policy[], scopes: { consensus: Scope; 
   const deniedBy = evaluations.filter((evaluation) => evaluation.outcome === 'OUTCOME_DENY_EXPLICIT').map((evaluation) => evaluation.policyId)
   const outcome = deniedBy.length ? 'explicit deny' : evaluations.some((evaluation) => evaluation.outcome === 'OUTCOME_ALLOW') ? 'allow' : 'implicit deny'
   return { outcome, evaluations, deniedBy }
+}
+
+/**
+ * Evaluates every policy against a request that targets several things at once (each payload of a
+ * sign_raw_payloads): each `conditions` scope is decided on its own, and the request is allowed
+ * only when every one is; an explicit deny of any wins, then an implicit one (that decision is
+ * the one reported).
+ *
+ * @example
+ * decideEach(policies, { consensus, conditions: payloads.map((payload) => scopeOf(payload)) })
+ */
+export function decideEach(policies: readonly Policy[], scopes: { consensus: Scope; conditions: readonly Scope[] }): PolicyDecision {
+  const decisions = scopes.conditions.map((condition) => decide(policies, { consensus: scopes.consensus, condition }))
+  const first = decisions[0]
+  if (!first) throw new Error('decideEach needs at least one condition scope')
+  return decisions.find((decision) => decision.outcome === 'explicit deny') ?? decisions.find((decision) => decision.outcome === 'implicit deny') ?? first
 }
 
 /** What Turnkey answers a request its policies refuse (HTTP 403, code 7), word for word. */

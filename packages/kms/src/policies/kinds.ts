@@ -72,6 +72,31 @@ export function kindOf(type: string): { resource: string; action: string } {
   return { resource: kind[0], action: kind[1] }
 }
 
+/** Activity types Turnkey's table of activity kinds leaves out: root quorum activities, votes, and those it does not list. */
+const WITHOUT_KIND = new Set([
+  'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+  'ACTIVITY_TYPE_SET_ORGANIZATION_FEATURE',
+  'ACTIVITY_TYPE_REMOVE_ORGANIZATION_FEATURE',
+  'ACTIVITY_TYPE_APPROVE_ACTIVITY',
+  'ACTIVITY_TYPE_REJECT_ACTIVITY',
+  'ACTIVITY_TYPE_UPDATE_ORGANIZATION_NAME',
+  'ACTIVITY_TYPE_RECOVER_USER',
+  'ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION',
+])
+
+/**
+ * `activity.kind`: the activity's name without its version, matching every version of it
+ * (`SIGN_TRANSACTION` for `ACTIVITY_TYPE_SIGN_TRANSACTION_V2`), as Turnkey's "Activity kinds" table
+ * files them; undefined for the types that table leaves out (a clause on it then errors).
+ *
+ * @example
+ * activityKind('ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8') // 'CREATE_SUB_ORGANIZATION'
+ */
+export function activityKind(type: string): string | undefined {
+  if (WITHOUT_KIND.has(type) || !type.startsWith('ACTIVITY_TYPE_')) return undefined
+  return type.slice('ACTIVITY_TYPE_'.length).replace(/_V\d+$/, '')
+}
+
 /**
  * What a parent organization's users may start in a sub-organization: the authentication and
  * recovery activities Turnkey documents as "initiated by a parent organization for a

@@ -5,12 +5,14 @@ import type { ActivityContext, Caller } from '../context.js'
 import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
 import { alreadyExists, GrpcCode, invalid, KmsError } from '../errors.js'
-import type { Authenticated } from '../http/authenticate.js'
+import type { Authenticated, SignerStamp } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
 import { authorize } from '../policies/authorize.js'
-import { castVote } from '../policies/consensus.js'
+import { castVote, type VoteStamp, voteRow } from '../policies/consensus.js'
+import type { PolicyDecision } from '../policies/engine.js'
+import { withEvaluation } from '../policies/evaluations.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
 import type { ActivityRow } from '../storage/tables.js'
@@ -40,6 +42,11 @@ const UNLOCKED_OPS = new Set([
   'export_wallet',
   'export_wallet_account',
 ])
+
+/** The stamp a vote lists: the signer's, over the request's exact body. */
+function voteStamp(stamp: SignerStamp | undefined, raw: Uint8Array): VoteStamp | undefined {
+  return stamp && { ...stamp, message: new TextDecoder().decode(raw) }
+}
 
 export type ActivityRoutesOptions = {
   db: Db
@@ -108,20 +115,15 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     ['reject_activity', 'ACTIVITY_TYPE_REJECT_ACTIVITY', 'VOTE_SELECTION_REJECTED'],
   ] as const)
     app.post(`/${op}`, async (c) => {
-      const { body, caller } = c.var
+      const { body, caller, raw } = c.var
       if (body['type'] !== type) throw invalid(`unsupported activity type ${String(body['type'])} for /public/v1/submit/${op}`)
       const fingerprint = (body['parameters'] as { fingerprint?: unknown } | undefined)?.fingerprint
       if (typeof fingerprint !== 'string') throw invalid('parameters.fingerprint is required')
-      const { target, run } = await db.transaction((trx) => castVote(trx, { caller, fingerprint, selection, params: parametersOf, now: now() }))
+      const stamp = voteStamp(c.var.stamp, raw)
+      const { target, run } = await db.transaction((trx) => castVote(trx, { caller, fingerprint, selection, stamp, now: now() }))
       if (run) await runApproved(target)
-      return c.json({ activity: await activityView(db, (await db.activity(target.id, caller.organizationId))!) })
+      return c.json({ activity: await activityView(db, (await db.activity(target.id, caller.organizationId))!, { caller, now: now() }) })
     })
-
-  /** The parameters a stored activity was submitted with. */
-  function parametersOf(target: ActivityRow): unknown {
-    const kind = own(ACTIVITIES, target.type)!
-    return (JSON.parse(target.intent) as Record<string, unknown>)[kind.intentKey]
-  }
 
   /** Runs an approved activity as its submitter, once: the run and its settlement commit together. */
   async function runApproved(target: ActivityRow) {
@@ -145,6 +147,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
 
   app.post('/:op', async (c) => {
     const { body, raw, caller } = c.var
+    const viewer = { caller, now: now() }
     const op = c.req.param('op')
     const type = body['type']
     const kind = typeof type === 'string' ? own(ACTIVITIES, type) : undefined
@@ -171,10 +174,13 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       updated_at: at,
       submitted_by: caller.userId,
       submitted_from: caller.homeOrganizationId,
+      policy_evaluations: null,
     }
+    const evaluationsOf = (authorized: { decision?: PolicyDecision }, voteId: string) =>
+      authorized.decision ? withEvaluation(null, authorized.decision, voteId, at) : null
     const answer = (stored: ActivityRow, result: Record<string, unknown>) =>
       // Answered from the row just stored, not read back and parsed again.
-      activityView(db, stored, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } })
+      activityView(db, stored, viewer, { intent: { [kind.intentKey]: body['parameters'] }, result: { [kind.resultKey]: result } })
     // An activity that writes only its row (signing) needs no transaction: the permission check and
     // its reads, then the insert, which a twin submission (the fingerprint's unique constraint)
     // loses to the first. One that must wait for approvals takes the transaction below.
@@ -182,24 +188,26 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       const context = activityContext(caller, db, row.id)
       let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
       try {
-        if ((await authorize(db, { caller, organization: c.var.organization, type: type as string, params: body['parameters'] })) === 'run') {
+        const authorizing = { caller, organization: c.var.organization, rootUserIds: c.var.rootUserIds, type: type as string, params: body['parameters'] }
+        const authorized = await authorize(db, authorizing)
+        if (authorized.verdict === 'run') {
           const result = await kind.run(body['parameters'], {
             ...context,
             mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
           })
-          done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }, result }
+          done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }), policy_evaluations: evaluationsOf(authorized, '') }, result }
           await db.insertActivity(done.stored)
         }
       } catch (error) {
         // A resubmission answers the first submission's activity, whatever its second run did.
-        return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
+        return c.json({ activity: await activityView(db, await twinOf(fingerprint, error), viewer) })
       }
       if (done) return c.json({ activity: await answer(done.stored, done.result) })
     }
 
     // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
     const existing = await db.activityByFingerprint(fingerprint)
-    if (existing) return c.json({ activity: await activityView(db, existing) })
+    if (existing) return c.json({ activity: await activityView(db, existing, viewer) })
 
     let outcome: { stored: ActivityRow; result?: Record<string, unknown>; mailed: boolean } | { refused: KmsError }
     try {
@@ -208,17 +216,12 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         // Turnkey's permission model (policies/authorize.ts): refused here, before anything is written;
         // a root user's activity in an organization that needs more approvals waits for them.
         const organization = (await trx.organization(caller.organizationId))!
-        if ((await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })) === 'consensus') {
-          const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED' }
+        const authorized = await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })
+        if (authorized.verdict === 'consensus') {
+          const submitted = voteRow(row.id, caller, 'VOTE_SELECTION_APPROVED', voteStamp(c.var.stamp, raw), at)
+          const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED', policy_evaluations: evaluationsOf(authorized, submitted.id) }
           await trx.insertActivity(waiting)
-          await trx.insertVote({
-            id: randomUUID(),
-            activity_id: row.id,
-            user_id: caller.userId,
-            selection: 'VOTE_SELECTION_APPROVED',
-            created_at: at,
-            credential: caller.credential ?? null,
-          })
+          await trx.insertVote(submitted)
           return { stored: waiting, mailed: false }
         }
         const context = activityContext(caller, trx, row.id)
@@ -230,17 +233,17 @@ export function activityRoutes(options: ActivityRoutesOptions) {
           if (keepsWrites(error)) return { refused: error }
           throw error
         }
-        const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }) }
+        const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }), policy_evaluations: evaluationsOf(authorized, '') }
         await trx.insertActivity(stored)
         return { stored, result, mailed: context.mailed() }
       })
     } catch (error) {
-      return c.json({ activity: await activityView(db, await twinOf(fingerprint, error)) })
+      return c.json({ activity: await activityView(db, await twinOf(fingerprint, error), viewer) })
     }
     if ('refused' in outcome) throw outcome.refused
     if (outcome.mailed) await outbox.sendFor(outcome.stored.id)
     const { stored, result } = outcome
-    if (!result) return c.json({ activity: await activityView(db, stored) })
+    if (!result) return c.json({ activity: await activityView(db, stored, viewer) })
     return c.json({ activity: await answer(stored, result) })
   })
 

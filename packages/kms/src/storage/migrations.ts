@@ -175,4 +175,13 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       await addColumn(db, dialect, 'votes', 'credential', 'text')
     },
   },
+  {
+    // A vote lists the stamp it was cast with (v1Vote's message, publicKey, signature and scheme);
+    // an activity keeps the policy engine's evaluations of it (get_policy_evaluations).
+    name: '0004_vote_stamps_and_evaluations',
+    async up(db, dialect) {
+      for (const column of ['message', 'public_key', 'signature', 'scheme']) await addColumn(db, dialect, 'votes', column, 'text')
+      await addColumn(db, dialect, 'activities', 'policy_evaluations', 'text')
+    },
+  },
 ]

@@ -75,6 +75,12 @@ export type ActivityRow = {
   /** Who submitted it, and from which organization: an activity waiting for consensus runs as them. */
   submitted_by: string | null
   submitted_from: string | null
+  /**
+   * JSON array of the policy engine's evaluations of this activity (get_policy_evaluations), one
+   * per decision: `{id, voteId, policyEvaluations: [{policyId, outcome}], createdAt}` (ms). Null when
+   * no policy was evaluated (a root user's activity).
+   */
+  policy_evaluations: string | null
 }
 export type VoteRow = {
   id: string
@@ -84,6 +90,13 @@ export type VoteRow = {
   created_at: number
   /** The API key's public key or the passkey's credential id the vote was stamped with: the policies' `credentials`. */
   credential: string | null
+  /** The stamped request the vote came in (the submission, or the approve/reject request), as text; null for votes stored before stamps were kept. */
+  message: string | null
+  /** The stamp's public key (an API key's compressed P-256 key, a passkey's COSE key). */
+  public_key: string | null
+  /** The stamp's signature: DER hex for an API key, the whole X-Stamp-Webauthn assertion for a passkey. */
+  signature: string | null
+  scheme: string | null
 }
 /** A user with the columns the key-management API added: phone number and last change. */
 export type UserDetailsRow = UserRow & { phone_number: string | null; updated_at: number | null }
