@@ -108,7 +108,7 @@ type Connection = {
   clientId: string
   subscriptions: Map<string, Subscription>
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
-  inflight: Map<number, string>
+  inflight: Map<number, StoredMessage>
   alive: boolean
   /** True while this loop iteration's frames are being gathered into one write. */
   corked: boolean
@@ -260,15 +260,15 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   function acknowledge(connection: Connection, requestId: number, failed: boolean) {
-    const messageId = connection.inflight.get(requestId)
-    if (messageId === undefined) return
+    const message = connection.inflight.get(requestId)
+    if (message === undefined) return
     connection.inflight.delete(requestId)
     // A client that answers a push with an error gets it again when it next subscribes.
     if (failed) return
     const { clientId } = connection
     // Stores take acks in order and settle them in order: the last one stored means all are. A
     // store that stores acks in batches answers a batch's acks with one promise: followed once.
-    const write = store.ack(clientId, messageId)
+    const write = store.ack(clientId, message.id, message.expiresAt, now())
     if (lastAcks.get(clientId)?.write === write) return
     const settled: Promise<void> = write.then(
       () => {
@@ -567,12 +567,12 @@ export function createRelay(options: RelayOptions): Relay {
   function deliver(connection: Connection, subscription: Subscription, message: StoredMessage) {
     if (message.publisher === connection.clientId || connection.socket.readyState !== connection.socket.OPEN) return
     const id = nextRequestId++
-    connection.inflight.set(id, message.id)
+    connection.inflight.set(id, message)
     // Written out rather than stringified from objects: this is the hot path, and every part but
     // the message is hex or a number the relay produced.
     send(
       connection,
-      `{"id":${id},"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"${subscription.id}","data":{"topic":"${message.topic}","message":${JSON.stringify(message.message)},"publishedAt":${message.publishedAt},"tag":${message.tag},"attestation":""}}}`,
+      `{"id":${id},"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"${subscription.id}","data":{"topic":"${message.topic}","message":${message.json ?? JSON.stringify(message.message)},"publishedAt":${message.publishedAt},"tag":${message.tag},"attestation":""}}}`,
     )
   }
 

@@ -17,10 +17,15 @@ export type StoredMessage = {
    * once, whether they come from the stored backlog or live.
    */
   readonly seq: number
+  /**
+   * `message` as a JSON string, when the store holds it that way (Redis notices): the relay pushes
+   * it as it is instead of serialising `message` again.
+   */
+  readonly json?: string | undefined
 }
 
 /** A message as the relay hands it to the store, before the store gives it its `seq`. */
-export type NewMessage = Omit<StoredMessage, 'seq'>
+export type NewMessage = Omit<StoredMessage, 'seq' | 'json'>
 
 /**
  * Where the relay keeps messages and acknowledgements. Async so that SQLite and Redis stores
@@ -35,7 +40,12 @@ export type RelayStore = {
   add(message: NewMessage): Promise<StoredMessage | undefined>
   /** Unexpired messages of a topic, in publish order. */
   list(topic: string, now: number): Promise<readonly StoredMessage[]>
-  ack(clientId: string, messageId: string): Promise<void>
+  /**
+   * Records that `clientId` acknowledged the message. `expiresAt` (the message's) and `now` are
+   * given where the relay has them at hand: a store may then keep the ack as long as the message
+   * without looking the message up.
+   */
+  ack(clientId: string, messageId: string, expiresAt?: number, now?: number): Promise<void>
   isAcked(clientId: string, messageId: string): Promise<boolean>
   /** Drops expired messages and their acknowledgements. */
   prune(now: number): Promise<void>
