@@ -72,7 +72,8 @@ export function sqliteStore(path: string): RelayStore {
   // message is what limits SQLite, not the inserts. Every writer of a batch waits on the same
   // promise, which settles with the commit, so a relay that answers a publish has stored it.
   let messages: NewMessage[] = []
-  let acks: [messageId: string, clientId: string, expiresAt: number][] = []
+  // Flat, three items an ack (message id, client id, expiry): no array per ack.
+  let acks: (string | number)[] = []
   let batch: { promise: Promise<void>; resolve(): void; reject(error: unknown): void } | undefined
   let timer: NodeJS.Timeout | undefined
   const commit = db.transaction((pendingMessages: readonly NewMessage[], pendingAcks: typeof acks) => {
@@ -80,7 +81,10 @@ export function sqliteStore(path: string): RelayStore {
     for (const m of pendingMessages) messageRows.add(m.expiresAt, `${m.id} ${m.topic} ${m.tag} ${m.publishedAt} ${m.expiresAt} ${m.publisher} `, m.message)
     messageRows.write(insertMessages)
     const ackRows = new Rows()
-    for (const [messageId, clientId, expiresAt] of pendingAcks) ackRows.add(expiresAt, `${messageId} ${clientId} ${expiresAt}`)
+    for (let at = 0; at < pendingAcks.length; at += 3) {
+      const expiresAt = pendingAcks[at + 2] as number
+      ackRows.add(expiresAt, `${pendingAcks[at]} ${pendingAcks[at + 1]} ${expiresAt}`)
+    }
     ackRows.write(insertAcks)
   })
   const flush = () => {
@@ -110,7 +114,7 @@ export function sqliteStore(path: string): RelayStore {
       timer = setTimeout(flush, COMMIT_WINDOW_MS)
     }
     const { promise } = batch
-    if (messages.length + acks.length >= MAX_BATCH) flush()
+    if (messages.length + acks.length / 3 >= MAX_BATCH) flush()
     return promise
   }
 
@@ -130,10 +134,9 @@ export function sqliteStore(path: string): RelayStore {
     // write with the pending commit's, which holds any earlier ack of the same client: the relay
     // follows one promise per commit, not one per ack.
     ack(clientId, messageId) {
-      const expiresAt = index.expiryOf(messageId)
-      if (expiresAt === undefined || index.isAcked(clientId, messageId)) return batch?.promise ?? done
-      index.ack(clientId, messageId)
-      acks.push([messageId, clientId, expiresAt])
+      const expiresAt = index.ack(clientId, messageId)
+      if (expiresAt === undefined) return batch?.promise ?? done
+      acks.push(messageId, clientId, expiresAt)
       return committed()
     },
     async isAcked(clientId, messageId) {
