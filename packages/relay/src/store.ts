@@ -104,13 +104,8 @@ export type MemoryIndex = {
 
 /** @internal */
 export function memoryIndex(): MemoryIndex {
-  const byTopic = new Map<string, StoredMessage[]>()
-  // A message and the client ids that acknowledged it: usually one, held as that string (the
-  // connection's own, no copy), a list only for more. One entry per message, found with one lookup:
-  // an ack is one lookup in this map, of hundreds of thousands of entries, rather than five across
-  // two. Every message is held until its TTL and outlives many collections: what it holds is copied
-  // again by each, so less per message is less collection work.
-  const byId = new Map<string, { message: StoredMessage; acks: string | string[] | undefined }>()
+  const byTopic = new Map<string, HeldMessage[]>()
+  const byId = new Map<string, HeldMessage>()
   let seq = 0
   return {
     add(added, given) {
@@ -118,8 +113,8 @@ export function memoryIndex(): MemoryIndex {
       seq = given === undefined ? seq + 1 : Math.max(seq, given)
       const list = byTopic.get(added.topic)
       // Each publish parses its own copy of the topic; the messages of a topic share the first one's.
-      const message = withSeq(added, given ?? seq, list?.length ? list[0]!.topic : added.topic)
-      byId.set(message.id, { message, acks: undefined })
+      const message = new HeldMessage(added, given ?? seq, list?.length ? list[0]!.topic : added.topic)
+      byId.set(message.id, message)
       if (list) list.push(message)
       else byTopic.set(message.topic, [message])
       return message
@@ -131,24 +126,10 @@ export function memoryIndex(): MemoryIndex {
       else byTopic.delete(message.topic)
     },
     list: (topic, now) => (byTopic.get(topic) ?? []).filter((m) => m.expiresAt > now),
-    expiryOf: (messageId) => byId.get(messageId)?.message.expiresAt,
-    ack(clientId, messageId) {
-      // An ack for a message no longer held (expired between push and ack) has nothing to protect.
-      const entry = byId.get(messageId)
-      if (!entry) return undefined
-      const clients = entry.acks
-      if (clients === undefined) entry.acks = clientId
-      else if (typeof clients === 'string') {
-        if (clients === clientId) return undefined
-        entry.acks = [clients, clientId]
-      } else if (clients.includes(clientId)) return undefined
-      else clients.push(clientId)
-      return entry.message.expiresAt
-    },
-    isAcked(clientId, messageId) {
-      const clients = byId.get(messageId)?.acks
-      return typeof clients === 'string' ? clients === clientId : (clients?.includes(clientId) ?? false)
-    },
+    expiryOf: (messageId) => byId.get(messageId)?.expiresAt,
+    // An ack for a message no longer held (expired between push and ack) has nothing to protect.
+    ack: (clientId, messageId) => HeldMessage.ack(byId.get(messageId), clientId),
+    isAcked: (clientId, messageId) => HeldMessage.isAcked(byId.get(messageId), clientId),
     prune(now) {
       for (const [topic, list] of byTopic) {
         const kept = list.filter((m) => m.expiresAt > now)
@@ -161,6 +142,52 @@ export function memoryIndex(): MemoryIndex {
       byTopic.clear()
       byId.clear()
     },
+  }
+}
+
+/**
+ * A stored message as a local store holds it, with the client ids that acknowledged it: usually
+ * one, held as that string (the connection's own, no copy), a list only for more. Kept on the
+ * message, an ack is one lookup in the map of every message (hundreds of thousands of entries)
+ * and no object of its own. Every message is held until its TTL and outlives many collections:
+ * what it holds is copied again by each, so less per message is less collection work. The acks
+ * are a private field: the message handed out reads as a plain `StoredMessage`.
+ */
+class HeldMessage implements StoredMessage {
+  readonly id: string
+  readonly topic: string
+  readonly message: string
+  readonly tag: number
+  readonly publishedAt: number
+  readonly expiresAt: number
+  readonly publisher: string
+  readonly seq: number
+  #acks: string | string[] | undefined = undefined
+  constructor(added: NewMessage, seq: number, topic: string) {
+    this.id = added.id
+    this.topic = topic
+    this.message = added.message
+    this.tag = added.tag
+    this.publishedAt = added.publishedAt
+    this.expiresAt = added.expiresAt
+    this.publisher = added.publisher
+    this.seq = seq
+  }
+  /** Records the ack; the message's expiry, or undefined when not held or acknowledged already. */
+  static ack(held: HeldMessage | undefined, clientId: string): number | undefined {
+    if (!held) return undefined
+    const clients = held.#acks
+    if (clients === undefined) held.#acks = clientId
+    else if (typeof clients === 'string') {
+      if (clients === clientId) return undefined
+      held.#acks = [clients, clientId]
+    } else if (clients.includes(clientId)) return undefined
+    else clients.push(clientId)
+    return held.expiresAt
+  }
+  static isAcked(held: HeldMessage | undefined, clientId: string): boolean {
+    const clients = held?.#acks
+    return typeof clients === 'string' ? clients === clientId : (clients?.includes(clientId) ?? false)
   }
 }
 
