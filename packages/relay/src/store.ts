@@ -186,7 +186,7 @@ class HeldMessage implements StoredMessage {
     return held.expiresAt
   }
   static isAcked(held: HeldMessage | undefined, clientId: string): boolean {
-    const clients = held?.#acks
+    const clients = held === undefined ? undefined : held.#acks
     return typeof clients === 'string' ? clients === clientId : (clients?.includes(clientId) ?? false)
   }
 }
