@@ -124,7 +124,9 @@ export function sqliteStore(path: string): RelayStore {
       const stored = index.add(m)
       // The copy held may still wait for its commit; answer once it is stored.
       if (!stored) return batch ? batch.promise.then(() => undefined) : Promise.resolve(undefined)
-      messages.push(m)
+      // The copy held, not the one handed in: that one is garbage at once instead of outliving a
+      // collection while it waits for the commit.
+      messages.push(stored)
       return committed().then(() => stored)
     },
     async list(topic, now) {
