@@ -21,51 +21,85 @@ const GRACE_MS = 3_600_000
  * already stored), space-separated on the first line, then the lines as the node sent them, so the
  * script copies no message to build it.
  */
+/**
+ * A topic's list is kept this much longer than the message that last extended it needs, so the
+ * messages that follow within that time need no PEXPIRE of their own.
+ */
+const LIST_SLACK_MS = 600_000
+/**
+ * How long before a message's expiry a node stops counting on its list entry to keep the list
+ * alive: another node's clock may run this far ahead when it prunes.
+ */
+const CLOCK_SKEW_MS = 60_000
+
 const NOTICE_V1 = 'published'
 const NOTICE_V2 = 'published:2'
 
 // Stores messages, each once: its record (expiring by itself), its place in the topic's list under
 // the next sequence number, its expiry in the index, all or nothing; then one fan-out notice to
 // every relay node. Scripts run one at a time, so sequence numbers, list order and notice order
-// agree. Answers each line's sequence number, or 0 for a message already stored. Keys are built
-// here from the prefix, and the messages come as one argument, a line each (`id topic keep-ms
-// expiry record`; a record is `publisher expiry tag publishedAt "message"`): a few large arguments
-// cost the client far less to send than many small ones. A topic's list expires with its
-// longest-lived message (PEXPIRE GT, Redis 7). The expiry index holds a member per call and second
-// of expiry (its messages' `topic:seq id` entries, a line each), scored by the latest of them, not
-// a member per message. (A Redis Cluster is not supported: one counter orders every topic.) ARGV:
-// the prefix, the lines.
+// agree: the counter is read once and written once per call, as good as an INCRBY here. Answers
+// each line's sequence number, or 0 for a message already stored. Keys are built here from the
+// prefix, and the messages come as one argument, a line each (`id topic keep-ms expiry record`; a
+// record is `publisher expiry tag publishedAt "message"`): a few large arguments cost the client far
+// less to send than many small ones. Lines are cut with plain string.find, not patterns: Lua
+// matches a pattern a character at a time, which cost Redis more than the commands. A topic's list
+// outlives its longest-lived message by LIST_SLACK_MS (PEXPIRE GT, Redis 7); a negative keep-ms
+// says the node knows the list already does (see `listCovers`), which spares a PEXPIRE per message.
+// The expiry index holds a member per call and second of expiry (its messages' `topic:seq id`
+// entries, a line each), scored by the latest of them, not a member per message. (A Redis Cluster
+// is not supported: one counter orders every topic.) ARGV: the prefix, the lines.
 const ADD = `
 local prefix, lines = ARGV[1], ARGV[2]
 local v1, v2 = prefix .. '${NOTICE_V1}', prefix .. '${NOTICE_V2}'
-local seqs, stored, lists, groups = {}, {}, {}, {}
-local i, at = 0, 1
-while at <= #lines do
-  local id, topic, keep, expires, record, after = string.match(lines, '^(%S+) (%S+) (%S+) (%S+) ([^\\n]*)()', at)
-  at = after + 1
+local find, sub = string.find, string.sub
+-- Nodes of version 1 listen on its channel alone; version 2 nodes listen on both.
+local listening = redis.call('PUBSUB', 'NUMSUB', v1, v2)
+local old = listening[2] > listening[4]
+local counter = prefix .. 'seq'
+local first = tonumber(redis.call('GET', counter) or '0')
+local seq = first
+local seqs, lists, groups, notice = {}, {}, {}, {}
+local i, at, size = 0, 1, #lines
+while at <= size do
+  local a = find(lines, ' ', at, true)
+  local b = find(lines, ' ', a + 1, true)
+  local c = find(lines, ' ', b + 1, true)
+  local d = find(lines, ' ', c + 1, true)
+  local e = find(lines, '\\n', d + 1, true) or size + 1
+  local id, keep = sub(lines, at, a - 1), tonumber(sub(lines, b + 1, c - 1))
+  at = e + 1
   i = i + 1
   seqs[i] = 0
+  -- A negative keep: the node knows the topic's list already lives long enough.
+  local extend = keep > 0
+  if not extend then keep = -keep end
+  local record = sub(lines, d + 1, e - 1)
   if redis.call('SET', prefix .. 'm:' .. id, record, 'NX', 'PX', keep) then
-    stored[#stored + 1] = { i, id, topic, tonumber(keep), tonumber(expires), record }
+    seq = seq + 1
+    seqs[i] = seq
+    local topic = sub(lines, a + 1, b - 1)
+    local entry = seq .. ' ' .. id
+    local list = prefix .. 't:' .. topic
+    local fresh = redis.call('RPUSH', list, entry) == 1
+    if fresh or extend then
+      local known = lists[list]
+      keep = keep + ${LIST_SLACK_MS}
+      if not known then lists[list] = { keep, fresh } else
+        if known[1] < keep then known[1] = keep end
+        if fresh then known[2] = true end
+      end
+    end
+    local expires = tonumber(sub(lines, c + 1, d - 1))
+    local second = math.floor(expires / 1000)
+    local group = groups[second]
+    if not group then group = { expires }; groups[second] = group elseif group[1] < expires then group[1] = expires end
+    group[#group + 1] = topic .. ':' .. entry
+    if old then notice[#notice + 1] = entry .. ' ' .. topic .. ' ' .. record end
   end
 end
-if #stored == 0 then return seqs end
--- One increment numbers every message stored by this call, in order.
-local first = redis.call('INCRBY', prefix .. 'seq', #stored) - #stored
-for k, m in ipairs(stored) do
-  local seq = first + k
-  local entry = seq .. ' ' .. m[2]
-  local list = prefix .. 't:' .. m[3]
-  local fresh = redis.call('RPUSH', list, entry) == 1
-  local known = lists[list]
-  if not known then lists[list] = { m[4], fresh } elseif known[1] < m[4] then known[1] = m[4] end
-  local second = math.floor(m[5] / 1000)
-  local group = groups[second]
-  if not group then group = { m[5] }; groups[second] = group elseif group[1] < m[5] then group[1] = m[5] end
-  group[#group + 1] = m[3] .. ':' .. entry
-  seqs[m[1]] = seq
-  m[7] = entry
-end
+if seq == first then return seqs end
+redis.call('SET', counter, seq)
 for list, known in pairs(lists) do
   if known[2] then redis.call('PEXPIRE', list, known[1]) else redis.call('PEXPIRE', list, known[1], 'GT') end
 end
@@ -73,22 +107,30 @@ for _, group in pairs(groups) do
   redis.call('ZADD', prefix .. 'expiry:2', group[1], table.concat(group, '\\n', 2))
 end
 redis.call('PUBLISH', v2, table.concat(seqs, ' ') .. '\\n' .. lines)
--- Nodes of version 1 listen on its channel alone; version 2 nodes listen on both.
-local listening = redis.call('PUBSUB', 'NUMSUB', v1, v2)
-if listening[2] > listening[4] then
-  local notice = {}
-  for k, m in ipairs(stored) do notice[k] = m[7] .. ' ' .. m[3] .. ' ' .. m[6] end
-  redis.call('PUBLISH', v1, table.concat(notice, '\\n'))
-end
+if old then redis.call('PUBLISH', v1, table.concat(notice, '\\n')) end
 return seqs
 `
 
 // Records acks, each for as long as its message lives; an ack for a message that is gone is
-// dropped. ARGV: the prefix, then the acks as one argument, a line each (`message-id client-id`).
+// dropped. ARGV: the prefix, then the acks as one argument, a line each: `message-id client-id`,
+// or `message-id client-id keep-ms` when the node knows the message has that long left and cannot
+// have been pruned meanwhile (it expires well after now, by more than clocks differ): then no
+// PTTL of its record is needed.
 const ACK = `
-local prefix = ARGV[1]
-for id, client in string.gmatch(ARGV[2], '(%S+) (%S+)') do
-  local ttl = redis.call('PTTL', prefix .. 'm:' .. id)
+local prefix, acks = ARGV[1], ARGV[2]
+local find, sub = string.find, string.sub
+local at, size = 1, #acks
+while at <= size do
+  local a = find(acks, ' ', at, true)
+  local e = find(acks, '\\n', a + 1, true) or size + 1
+  local b = find(acks, ' ', a + 1, true)
+  local id, client, ttl = sub(acks, at, a - 1), nil, nil
+  if b and b < e then
+    client, ttl = sub(acks, a + 1, b - 1), tonumber(sub(acks, b + 1, e - 1))
+  else
+    client, ttl = sub(acks, a + 1, e - 1), redis.call('PTTL', prefix .. 'm:' .. id)
+  end
+  at = e + 1
   if ttl > 0 then
     local set = prefix .. 'a:' .. id
     redis.call('SADD', set, client)
@@ -181,10 +223,56 @@ function readRecord(record: string, seq: number, id: string, topic: string): Sto
   }
 }
 
-type NoticeItem = (record: string, seq: number, id: string, topic: string, publisher: string) => void
+/**
+ * A message read from a notice: its text stays the JSON string literal it was stored as, pushed
+ * as is (`json`), and is parsed only if something reads `message`.
+ */
+class NoticedMessage implements StoredMessage {
+  constructor(
+    readonly id: string,
+    readonly topic: string,
+    readonly publisher: string,
+    readonly expiresAt: number,
+    readonly tag: number,
+    readonly publishedAt: number,
+    readonly json: string,
+    readonly seq: number,
+  ) {}
+  get message(): string {
+    return JSON.parse(this.json) as string
+  }
+}
 
-/** A version 1 notice: a line per message, `seq id topic record`; a JSON message never holds a raw newline. */
-function readNoticeV1(text: string, item: NoticeItem) {
+/** Whether this node would send a message of `topic` from `publisher` to anyone. */
+type Wants = ((topic: string, publisher: string) => boolean) | undefined
+type Listener = (message: StoredMessage) => void
+
+/**
+ * A message from a notice line's record, `publisher expiry tag publishedAt "message"` starting at
+ * `at` (`publisherEnd` the space after the publisher), or the JSON object of earlier versions.
+ */
+function noticed(text: string, at: number, publisherEnd: number, end: number, seq: number, id: string, topic: string, publisher: string): StoredMessage {
+  if (text.charCodeAt(at) === 123) return readRecord(text.slice(at, end), seq, id, topic)
+  const second = text.indexOf(' ', publisherEnd + 1)
+  const third = text.indexOf(' ', second + 1)
+  const fourth = text.indexOf(' ', third + 1)
+  return new NoticedMessage(
+    id,
+    topic,
+    publisher,
+    Number(text.slice(publisherEnd + 1, second)),
+    Number(text.slice(second + 1, third)),
+    Number(text.slice(third + 1, fourth)),
+    text.slice(fourth + 1, end),
+    seq,
+  )
+}
+
+/**
+ * A version 1 notice: a line per message, `seq id topic record`; a JSON message never holds a raw
+ * newline. Only messages this node wants are read past their topic and publisher.
+ */
+function readNoticeV1(text: string, wants: Wants, listener: Listener) {
   for (let start = 0; start < text.length; ) {
     const newline = text.indexOf('\n', start)
     const end = newline === -1 ? text.length : newline
@@ -192,13 +280,16 @@ function readNoticeV1(text: string, item: NoticeItem) {
     const second = text.indexOf(' ', first + 1)
     const third = text.indexOf(' ', second + 1)
     const fourth = text.indexOf(' ', third + 1)
-    item(
-      text.slice(third + 1, end),
-      Number(text.slice(start, first)),
-      text.slice(first + 1, second),
-      text.slice(second + 1, third),
-      text.slice(third + 1, fourth),
-    )
+    const topic = text.slice(second + 1, third)
+    // An earlier version's JSON record has no publisher up front: read whole, then asked.
+    if (text.charCodeAt(third + 1) === 123) {
+      const message = readRecord(text.slice(third + 1, end), Number(text.slice(start, first)), text.slice(first + 1, second), topic)
+      if (!wants || wants(topic, message.publisher)) listener(message)
+    } else {
+      const publisher = text.slice(third + 1, fourth)
+      if (!wants || wants(topic, publisher))
+        listener(noticed(text, third + 1, fourth, end, Number(text.slice(start, first)), text.slice(first + 1, second), topic, publisher))
+    }
     start = end + 1
   }
 }
@@ -206,46 +297,58 @@ function readNoticeV1(text: string, item: NoticeItem) {
 /**
  * A version 2 notice: the seqs, space-separated, on the first line, then a line per message as
  * the node sent it, `id topic keep-ms expiry record`; a seq of 0 marks a message already stored.
+ * Only messages this node wants are read past their topic and publisher.
  */
-function readNoticeV2(text: string, item: NoticeItem) {
+function readNoticeV2(text: string, wants: Wants, listener: Listener) {
   const header = text.indexOf('\n')
   let seqAt = 0
   for (let start = header + 1; start < text.length; ) {
     const seqEnd = text.indexOf(' ', seqAt)
-    const seq = Number(text.slice(seqAt, seqEnd === -1 || seqEnd > header ? header : seqEnd))
+    const seqText = text.slice(seqAt, seqEnd === -1 || seqEnd > header ? header : seqEnd)
     seqAt = seqEnd + 1
     const newline = text.indexOf('\n', start)
     const end = newline === -1 ? text.length : newline
-    if (seq !== 0) {
+    if (seqText !== '0') {
       const first = text.indexOf(' ', start)
       const second = text.indexOf(' ', first + 1)
       const third = text.indexOf(' ', second + 1)
       const fourth = text.indexOf(' ', third + 1)
       const fifth = text.indexOf(' ', fourth + 1)
-      item(text.slice(fourth + 1, end), seq, text.slice(start, first), text.slice(first + 1, second), text.slice(fourth + 1, fifth))
+      const topic = text.slice(first + 1, second)
+      const publisher = text.slice(fourth + 1, fifth)
+      if (!wants || wants(topic, publisher)) listener(noticed(text, fourth + 1, fifth, end, Number(seqText), text.slice(start, first), topic, publisher))
     }
     start = end + 1
   }
 }
 
 /**
- * Like `batcher`, for calls that answer nothing: every call of a turn gets the same promise, which
+ * Like `batcher`, for calls that answer nothing and are sent as a line each: the lines are joined
+ * as they come (no array or tuple per call), and every call of a turn gets the same promise, which
  * settles once all of that turn's script calls have, so a caller can tell calls of one batch apart
  * from the next without a promise each.
  */
-function sharedBatcher<item>(run: (items: item[]) => Promise<unknown>, schedule: (flush: () => void) => void) {
-  let pending: item[] = []
+function lineBatcher(run: (lines: string) => Promise<unknown>, schedule: (flush: () => void) => void) {
+  let full: string[] = []
+  let lines = ''
+  let count = 0
   let current: Promise<void> | undefined
-  return (item: item): Promise<void> => {
-    pending.push(item)
+  return (line: string): Promise<void> => {
+    if (count === MAX_BATCH) {
+      full.push(lines)
+      lines = ''
+      count = 0
+    }
+    lines = count++ ? `${lines}\n${line}` : line
     current ??= new Promise<void>((resolve, reject) =>
       schedule(() => {
-        const taken = pending
-        pending = []
+        const parts = full
+        parts.push(lines)
+        full = []
+        lines = ''
+        count = 0
         current = undefined
-        const parts: Promise<unknown>[] = []
-        for (let start = 0; start < taken.length; start += MAX_BATCH) parts.push(run(taken.slice(start, start + MAX_BATCH)))
-        Promise.all(parts).then(() => resolve(), reject)
+        Promise.all(parts.map(run)).then(() => resolve(), reject)
       }),
     )
     return current
@@ -305,18 +408,37 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
     return [Number(entry.slice(0, space)), entry.slice(space + 1)]
   }
 
+  /**
+   * By topic, the expiry of a message this node stored whose script also extended the topic's list
+   * to outlive it by LIST_SLACK_MS. Until shortly before that expiry its entry keeps the list in
+   * Redis (only a prune of it, or its record's end an hour later, removes it), and a list's expiry
+   * only grows (PEXPIRE GT) while it exists: a message expiring within the slack after it needs no
+   * PEXPIRE of its own. Noted only once the script answered; forgotten by `prune`.
+   */
+  const listCovers = new Map<string, number>()
   const storeBatch = batcher<NewMessage, StoredMessage | undefined>(async (messages) => {
     // A message is a JSON string: it never holds a raw newline. Ids, topics and client ids hold no space.
     let lines = ''
-    for (const m of messages)
-      lines += `${lines ? '\n' : ''}${m.id} ${m.topic} ${Math.max(m.expiresAt - m.publishedAt, 0) + GRACE_MS} ${m.expiresAt} ${m.publisher} ${m.expiresAt} ${m.tag} ${m.publishedAt} ${JSON.stringify(m.message)}`
+    const extending: boolean[] = []
+    for (const m of messages) {
+      const keep = Math.max(m.expiresAt - m.publishedAt, 0) + GRACE_MS
+      const covered = listCovers.get(m.topic)
+      const extend = covered === undefined || m.publishedAt >= covered - CLOCK_SKEW_MS || m.expiresAt > covered + LIST_SLACK_MS
+      extending.push(extend)
+      lines += `${lines ? '\n' : ''}${m.id} ${m.topic} ${extend ? keep : -keep} ${m.expiresAt} ${m.publisher} ${m.expiresAt} ${m.tag} ${m.publishedAt} ${JSON.stringify(m.message)}`
+    }
     const seqs = await scripts.relayAdd(0, prefix, lines)
-    return messages.map((message, index) => (seqs[index] ? withSeq(message, seqs[index]) : undefined))
+    return messages.map((message, index) => {
+      if (!seqs[index]) return undefined
+      // Stored by this call and its list extended for it: its entry now holds a list that outlives it by the slack.
+      if (extending[index]) {
+        const covered = listCovers.get(message.topic)
+        if (covered === undefined || covered < message.expiresAt) listCovers.set(message.topic, message.expiresAt)
+      }
+      return withSeq(message, seqs[index])
+    })
   }, inWindow)
-  const ackBatch = sharedBatcher<[clientId: string, messageId: string]>((acks) => {
-    const lines = acks.map(([clientId, messageId]) => `${messageId} ${clientId}`)
-    return scripts.relayAck(0, prefix, lines.join('\n'))
-  }, inWindow)
+  const ackBatch = lineBatcher((lines) => scripts.relayAck(0, prefix, lines), inWindow)
   // A counter per client and second; each call is answered with the count up to and including it.
   const countBatch = batcher<[key: string, count: number], number>(async (calls) => {
     const counts = new Map<string, number>()
@@ -350,12 +472,20 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       }
       return messages
     },
-    ack: (clientId, messageId) => ackBatch([clientId, messageId]),
+    // Where the relay says when the message expires and it expires well after now, its ack needs no
+    // look-up of the record: no prune can have dropped it, and the ack lives as long as it.
+    ack: (clientId, messageId, expiresAt, now) =>
+      ackBatch(
+        expiresAt !== undefined && now !== undefined && expiresAt - now > CLOCK_SKEW_MS
+          ? `${messageId} ${clientId} ${expiresAt - now + GRACE_MS}`
+          : `${messageId} ${clientId}`,
+      ),
     countRequests: (clientId, now, count) => countBatch([`${prefix}r:${Math.floor(now / 1000)}:${clientId}`, count]),
     async isAcked(clientId, messageId) {
       return (await redis.sismember(ackKey(messageId), clientId)) === 1
     },
     async prune(now) {
+      for (const [topic, covered] of listCovers) if (covered - CLOCK_SKEW_MS <= now) listCovers.delete(topic)
       // This version's index, and version 1's (a member per message) that older nodes filled.
       for (const index of indexKeys) {
         const expired = await redis.zrangebyscore(index, '-inf', now)
@@ -377,15 +507,12 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       subscriber ??= await connect('fan-out')
       const own = subscriber
       const wants = watchOptions?.wants
-      const deliver = (record: string, seq: number, id: string, topic: string, publisher: string) => {
-        // Only messages some connection here would be sent are read further.
-        if (!wants || wants(topic, publisher)) listener(readRecord(record, seq, id, topic))
-      }
       own.on('message', (from: string, text: string) => {
-        if (from === v2) readNoticeV2(text, deliver)
+        // Only messages some connection here would be sent are read past their topic and publisher.
+        if (from === v2) readNoticeV2(text, wants, listener)
         // While version 1 nodes share the store: their messages, and copies of this version's for
         // them (dropped as already sent: the relay sends a topic's messages once, in seq order).
-        else if (from === v1) readNoticeV1(text, deliver)
+        else if (from === v1) readNoticeV1(text, wants, listener)
       })
       // One command, so Redis counts this node on both channels or on neither: a node of this
       // version's script tells version 1 listeners from version 2 ones by the difference.

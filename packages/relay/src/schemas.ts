@@ -73,19 +73,35 @@ export const requestSchema = z.object({
 export const ackSchema = z.object({ id: z.number(), result: z.unknown().optional(), error: z.unknown().optional() })
 
 const TOPIC = /^[0-9a-f]{64}$/
-/** The only ack our and the official clients send: `{"id":N,"jsonrpc":"2.0","result":true}`, written exactly so. */
-const PLAIN_ACK = /^\{"id":(0|[1-9]\d{0,15}),"jsonrpc":"2\.0","result":true\}$/
+
+/** A string that goes into JSON as it is, between quotes: printable ASCII without `"` or a backslash (base64, hex). */
+export const JSON_SAFE = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+/** The only ack our and the official clients send, `{"id":N,"jsonrpc":"2.0","result":true}`, around its id. */
+const ACK_HEAD = Buffer.from('{"id":')
+const ACK_TAIL = Buffer.from(',"jsonrpc":"2.0","result":true}')
+const ACK_MAX_DIGITS = 16
 
 /**
- * The id of a frame that is exactly the common ack, read without parsing it; undefined for any
- * other frame, which then goes through `JSON.parse` and `ackSchema` (half the frames a relay reads
- * are acks, and this one form is all clients send).
+ * The id of a frame that is exactly the common ack, read from its bytes without decoding or parsing
+ * it; undefined for any other frame, which then goes through `JSON.parse` and `ackSchema` (half the
+ * frames a relay reads are acks, and this one form is all clients send).
  */
-export function plainAckId(frame: string): number | undefined {
-  // Acks are short; a publish never matches, so its length alone turns it away.
-  if (frame.length > 64 || frame.charCodeAt(frame.length - 1) !== 125) return undefined
-  const match = PLAIN_ACK.exec(frame)
-  return match ? Number(match[1]) : undefined
+export function plainAckId(frame: Uint8Array): number | undefined {
+  const digits = frame.length - ACK_HEAD.length - ACK_TAIL.length
+  // A publish is far longer: its length alone turns it away.
+  if (digits < 1 || digits > ACK_MAX_DIGITS) return undefined
+  for (let i = 0; i < ACK_HEAD.length; i++) if (frame[i] !== ACK_HEAD[i]) return undefined
+  const tail = ACK_HEAD.length + digits
+  for (let i = 0; i < ACK_TAIL.length; i++) if (frame[tail + i] !== ACK_TAIL[i]) return undefined
+  // A JSON number: digits, no leading zero unless it is 0.
+  if (digits > 1 && frame[ACK_HEAD.length] === 48) return undefined
+  let id = 0
+  for (let i = ACK_HEAD.length; i < tail; i++) {
+    const digit = frame[i]! - 48
+    if (digit < 0 || digit > 9) return undefined
+    id = id * 10 + digit
+  }
+  return id
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   ackSchema,
   firstIssue,
   isMethod,
+  JSON_SAFE,
   type Method,
   methodParams,
   type ParamsOf,
@@ -85,6 +86,18 @@ export type Relay = {
   inflight(): InflightRequest[]
 }
 
+/**
+ * A push's frame in three parts: the message between them is written into the outgoing buffer as it
+ * is held. `head` and `tail` are ASCII (hex, numbers, our keys), so their length is their size.
+ */
+class Push {
+  constructor(
+    readonly head: string,
+    readonly message: string,
+    readonly tail: string,
+  ) {}
+}
+
 /** WebSocket close codes: 4001 for a refused token, 4008 for abuse. */
 export const RelayCloseCode = { unauthorized: 4001, policy: 4008 } as const
 
@@ -103,15 +116,15 @@ type Subscription = {
 
 type Connection = {
   socket: WebSocket
-  /** The TCP socket under the WebSocket, to gather a turn's frames into one write. */
+  /** The TCP socket under the WebSocket (from the HTTP upgrade): a turn's frames leave on it in one write. */
   tcp: Socket
   clientId: string
   subscriptions: Map<string, Subscription>
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
-  inflight: Map<number, string>
+  inflight: Map<number, StoredMessage>
   alive: boolean
-  /** True while this loop iteration's frames are being gathered into one write. */
-  corked: boolean
+  /** Text frames to send at the end of this loop iteration, in order, in one write. */
+  out: (string | Push)[]
   /** The request being handled and those queued behind it; the next starts when it settles. */
   queue: Promise<void>
   /** Requests in `queue` not yet settled: at 0 a publish is handled at once, without a promise. */
@@ -176,8 +189,10 @@ export function createRelay(options: RelayOptions): Relay {
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
-  /** Connections whose frames are being gathered, uncorked together once the I/O callbacks have run. */
-  let corked: Connection[] = []
+  /** Connections with frames gathered this loop iteration, written out once the I/O callbacks have run. */
+  let pendingOut: Connection[] = []
+  /** The byte lengths of the frames being written out, kept from one write to the next. */
+  const lengths: number[] = []
   const { logger } = options
   const app = createRelayHttpApp({ rpc: options.rpc ?? {}, projectIds: options.projectIds, upstreamTimeoutMs: options.upstreamTimeoutMs })
   // GET /readyz: the store answers.
@@ -218,7 +233,7 @@ export function createRelay(options: RelayOptions): Relay {
       subscriptions: new Map(),
       inflight: new Map(),
       alive: true,
-      corked: false,
+      out: [],
       queue: Promise.resolve(),
       pending: 0,
       unanswered: 0,
@@ -229,10 +244,10 @@ export function createRelay(options: RelayOptions): Relay {
     // Requests of one connection are handled one after another: per-topic order holds. A publish
     // holds its turn only until the store has taken it (see onRequest). Acks (answers to our
     // pushes) need no turn in that queue and are taken at once.
-    socket.on('message', (data) => {
-      const text = data.toString()
-      const ackId = plainAckId(text)
+    socket.on('message', (data: Buffer) => {
+      const ackId = plainAckId(data)
       if (ackId !== undefined) return acknowledge(connection, ackId, false)
+      const text = data.toString()
       let payload: unknown
       try {
         payload = JSON.parse(text)
@@ -260,15 +275,15 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   function acknowledge(connection: Connection, requestId: number, failed: boolean) {
-    const messageId = connection.inflight.get(requestId)
-    if (messageId === undefined) return
+    const message = connection.inflight.get(requestId)
+    if (message === undefined) return
     connection.inflight.delete(requestId)
     // A client that answers a push with an error gets it again when it next subscribes.
     if (failed) return
     const { clientId } = connection
     // Stores take acks in order and settle them in order: the last one stored means all are. A
     // store that stores acks in batches answers a batch's acks with one promise: followed once.
-    const write = store.ack(clientId, messageId)
+    const write = store.ack(clientId, message.id, message.expiresAt, now())
     if (lastAcks.get(clientId)?.write === write) return
     const settled: Promise<void> = write.then(
       () => {
@@ -334,6 +349,8 @@ export function createRelay(options: RelayOptions): Relay {
         connection.refused = true
         connection.refusal = () => {
           reply(connection, id, undefined, new RpcError(RelayErrorCode.rateLimited, `Rate limit: at most ${maxRequestsPerSecond} requests per second`))
+          // The frames gathered so far, this refusal last, leave before the close frame.
+          writeOut(connection)
           connection.socket.close(RelayCloseCode.policy, 'rate limit exceeded')
         }
         if (connection.unanswered === 0) connection.refusal()
@@ -346,8 +363,21 @@ export function createRelay(options: RelayOptions): Relay {
         if (!checked.success) throw new RpcError(RelayErrorCode.invalidParams, firstIssue(checked.error, 'Invalid params'))
         params = checked.data
       }
-      if (method === 'irn_publish' || method === 'irn_batchPublish') {
-        const entries = method === 'irn_publish' ? [params as PublishParams] : (params as ParamsOf<'irn_batchPublish'>).messages
+      if (method === 'irn_publish') {
+        // The commonest request, with as few objects as it takes: it is held until its commit.
+        const message = toNewMessage(connection, params as PublishParams)
+        connection.unanswered++
+        store.add(message).then(
+          (added) => {
+            if (added && !shared) fanOut(added)
+            answered(connection, id, true)
+          },
+          (error: unknown) => answered(connection, id, undefined, internal(error)),
+        )
+        return
+      }
+      if (method === 'irn_batchPublish') {
+        const entries = (params as ParamsOf<'irn_batchPublish'>).messages
         const messages = entries.map((entry) => toNewMessage(connection, entry))
         connection.unanswered++
         publish(
@@ -567,12 +597,22 @@ export function createRelay(options: RelayOptions): Relay {
   function deliver(connection: Connection, subscription: Subscription, message: StoredMessage) {
     if (message.publisher === connection.clientId || connection.socket.readyState !== connection.socket.OPEN) return
     const id = nextRequestId++
-    connection.inflight.set(id, message.id)
+    connection.inflight.set(id, message)
     // Written out rather than stringified from objects: this is the hot path, and every part but
-    // the message is hex or a number the relay produced.
+    // the message is hex or a number the relay produced. The message, most of the frame, is written
+    // into the outgoing buffer as it is held, not copied into a frame first: most messages (base64)
+    // need no escaping and go between quotes as they are.
+    const head = `{"id":${id},"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"${subscription.id}","data":{"topic":"${message.topic}","message":`
+    const tail = `,"publishedAt":${message.publishedAt},"tag":${message.tag},"attestation":""}}}`
+    // A message the store holds as JSON text (Redis notices) goes as it is, unparsed.
+    const { json } = message
     send(
       connection,
-      `{"id":${id},"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"${subscription.id}","data":{"topic":"${message.topic}","message":${JSON.stringify(message.message)},"publishedAt":${message.publishedAt},"tag":${message.tag},"attestation":""}}}`,
+      json !== undefined
+        ? new Push(head, json, tail)
+        : JSON_SAFE.test(message.message)
+          ? new Push(`${head}"`, message.message, `"${tail}`)
+          : new Push(head, JSON.stringify(message.message), tail),
     )
   }
 
@@ -639,31 +679,70 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   /**
-   * Sends a frame. Frames for one connection within an iteration of the event loop leave in one write:
-   * under load a socket gets a reply and several pushes per turn, and a syscall per frame would
-   * cost more than the relay's own work.
+   * Sends a text frame. A connection's frames of one loop iteration leave in one write at its end:
+   * under load a socket gets a reply and several pushes per turn, and a syscall, or a buffered
+   * write, per frame would cost more than the relay's own work.
    */
-  function send(connection: Connection, frame: string) {
-    if (!connection.corked) {
-      connection.corked = true
-      connection.tcp.cork()
-      if (!corked.length) setImmediate(uncorkAll)
-      corked.push(connection)
+  function send(connection: Connection, frame: string | Push) {
+    if (connection.out.length === 0) {
+      if (pendingOut.length === 0) setImmediate(writeAll)
+      pendingOut.push(connection)
     }
-    connection.socket.send(frame)
+    connection.out.push(frame)
+  }
+
+  /** Writes out every connection's gathered frames, after every I/O callback of the loop iteration has run. */
+  function writeAll() {
+    const taken = pendingOut
+    pendingOut = []
+    for (const connection of taken) writeOut(connection)
   }
 
   /**
-   * Ends a turn's gathering: sockets are uncorked after every I/O callback of the loop iteration
-   * has run (a store's answer and the frames read in it), not after each callback.
+   * A connection's gathered frames as one buffer, framed here (RFC 6455: a server's frames are
+   * unmasked, and this server negotiates no extension), in one write on the TCP socket under the
+   * WebSocket. ws writes only control frames (ping, pong, close) of its own, whole and never
+   * inside one of ours; a socket no longer open gets nothing more.
    */
-  function uncorkAll() {
-    const taken = corked
-    corked = []
-    for (const connection of taken) {
-      connection.corked = false
-      connection.tcp.uncork()
+  function writeOut(connection: Connection) {
+    const frames = connection.out
+    if (frames.length === 0) return
+    connection.out = []
+    if (connection.socket.readyState !== connection.socket.OPEN) return
+    let size = 0
+    for (let index = 0; index < frames.length; index++) {
+      const frame = frames[index]!
+      const length = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.head.length + Buffer.byteLength(frame.message) + frame.tail.length
+      lengths[index] = length
+      size += length + (length < 126 ? 2 : length < 65_536 ? 4 : 10)
     }
+    const buffer = Buffer.allocUnsafe(size)
+    let at = 0
+    for (let index = 0; index < frames.length; index++) {
+      // FIN and the text opcode, then the length in its shortest form.
+      buffer[at] = 0x81
+      const length = lengths[index]!
+      if (length < 126) {
+        buffer[at + 1] = length
+        at += 2
+      } else if (length < 65_536) {
+        buffer[at + 1] = 126
+        buffer.writeUInt16BE(length, at + 2)
+        at += 4
+      } else {
+        buffer[at + 1] = 127
+        buffer.writeBigUInt64BE(BigInt(length), at + 2)
+        at += 10
+      }
+      const frame = frames[index]!
+      if (typeof frame === 'string') at += buffer.write(frame, at)
+      else {
+        at += buffer.write(frame.head, at, 'latin1')
+        at += buffer.write(frame.message, at)
+        at += buffer.write(frame.tail, at, 'latin1')
+      }
+    }
+    connection.tcp.write(buffer)
   }
 
   return {
@@ -686,7 +765,7 @@ export function createRelay(options: RelayOptions): Relay {
         })
       })
       // Attached once listening: ws re-emits server errors, which must not surface as a crash.
-      const sockets = new WebSocketServer({ server: http, maxPayload: maxMessageBytes * 2 })
+      const sockets = new WebSocketServer({ server: http, maxPayload: maxMessageBytes * 2, perMessageDeflate: false })
       sockets.on('error', () => undefined)
       sockets.on('headers', (headers, request) => {
         const requestId = observer.requestIdOf(request)
@@ -723,6 +802,8 @@ export function createRelay(options: RelayOptions): Relay {
       wss = undefined
       // First, before anything is awaited: no new connection from here on.
       const closed = new Promise<void>((resolve) => (http?.listening ? http.close(() => resolve()) : resolve()))
+      // Frames gathered this turn go before the close frame.
+      writeAll()
       for (const socket of sockets?.clients ?? []) socket.close(1001, 'relay stopping')
       await observer.drain()
       await unwatch?.()

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3'
+import { JSON_SAFE } from './schemas.js'
 import { memoryIndex, type NewMessage, type RelayStore } from './store.js'
 
 /** How long a write waits for others to share its commit, and how many may share one. */
@@ -30,14 +31,19 @@ const SCHEMA_VERSION = 4
  */
 export function sqliteStore(path: string): RelayStore {
   const db = new Database(path)
+  // A commit's messages are one row of some hundred KB: with 64 KiB pages it takes a few pages
+  // (WAL frames, one write each, and as many again at the checkpoint) instead of a hundred or so;
+  // about a third less CPU per commit. Takes effect on a new file only (before WAL mode is set);
+  // older files keep their page size.
+  db.pragma('page_size = 65536')
   db.pragma('journal_mode = WAL')
   // Commits reach the WAL file with write() at once and are synced at checkpoints: a killed relay
   // (even kill -9) loses nothing; only a power cut could take the last moments' messages.
   db.pragma('synchronous = NORMAL')
   migrate(db)
 
-  const insertMessages = db.prepare('insert into messages (expires_at, entries) values (?, ?)')
-  const insertAcks = db.prepare('insert into acks (expires_at, entries) values (?, ?)')
+  const insertMessages = db.prepare(INSERT_MESSAGES)
+  const insertAcks = db.prepare(INSERT_ACKS)
   const deleteMessages = db.prepare('delete from messages where expires_at <= ?')
   const deleteAcks = db.prepare('delete from acks where expires_at <= ?')
   const selectOne = db.prepare('select 1')
@@ -66,16 +72,19 @@ export function sqliteStore(path: string): RelayStore {
   // message is what limits SQLite, not the inserts. Every writer of a batch waits on the same
   // promise, which settles with the commit, so a relay that answers a publish has stored it.
   let messages: NewMessage[] = []
-  let acks: [messageId: string, clientId: string, expiresAt: number][] = []
+  // Flat, three items an ack (message id, client id, expiry): no array per ack.
+  let acks: (string | number)[] = []
   let batch: { promise: Promise<void>; resolve(): void; reject(error: unknown): void } | undefined
   let timer: NodeJS.Timeout | undefined
   const commit = db.transaction((pendingMessages: readonly NewMessage[], pendingAcks: typeof acks) => {
     const messageRows = new Rows()
-    for (const m of pendingMessages)
-      messageRows.add(m.expiresAt, `${m.id} ${m.topic} ${m.tag} ${m.publishedAt} ${m.expiresAt} ${m.publisher} ${JSON.stringify(m.message)}`)
+    for (const m of pendingMessages) messageRows.add(m.expiresAt, `${m.id} ${m.topic} ${m.tag} ${m.publishedAt} ${m.expiresAt} ${m.publisher} `, m.message)
     messageRows.write(insertMessages)
     const ackRows = new Rows()
-    for (const [messageId, clientId, expiresAt] of pendingAcks) ackRows.add(expiresAt, `${messageId} ${clientId} ${expiresAt}`)
+    for (let at = 0; at < pendingAcks.length; at += 3) {
+      const expiresAt = pendingAcks[at + 2] as number
+      ackRows.add(expiresAt, `${pendingAcks[at]} ${pendingAcks[at + 1]} ${expiresAt}`)
+    }
     ackRows.write(insertAcks)
   })
   const flush = () => {
@@ -105,7 +114,7 @@ export function sqliteStore(path: string): RelayStore {
       timer = setTimeout(flush, COMMIT_WINDOW_MS)
     }
     const { promise } = batch
-    if (messages.length + acks.length >= MAX_BATCH) flush()
+    if (messages.length + acks.length / 3 >= MAX_BATCH) flush()
     return promise
   }
 
@@ -115,7 +124,9 @@ export function sqliteStore(path: string): RelayStore {
       const stored = index.add(m)
       // The copy held may still wait for its commit; answer once it is stored.
       if (!stored) return batch ? batch.promise.then(() => undefined) : Promise.resolve(undefined)
-      messages.push(m)
+      // The copy held, not the one handed in: that one is garbage at once instead of outliving a
+      // collection while it waits for the commit.
+      messages.push(stored)
       return committed().then(() => stored)
     },
     async list(topic, now) {
@@ -125,10 +136,9 @@ export function sqliteStore(path: string): RelayStore {
     // write with the pending commit's, which holds any earlier ack of the same client: the relay
     // follows one promise per commit, not one per ack.
     ack(clientId, messageId) {
-      const expiresAt = index.expiryOf(messageId)
-      if (expiresAt === undefined || index.isAcked(clientId, messageId)) return batch?.promise ?? done
-      index.ack(clientId, messageId)
-      acks.push([messageId, clientId, expiresAt])
+      const expiresAt = index.ack(clientId, messageId)
+      if (expiresAt === undefined) return batch?.promise ?? done
+      acks.push(messageId, clientId, expiresAt)
       return committed()
     },
     async isAcked(clientId, messageId) {
@@ -154,21 +164,45 @@ export function sqliteStore(path: string): RelayStore {
   }
 }
 
+/** Rows are built as UTF-8 bytes and stored as text: SQLite takes the bytes as they are. */
+const INSERT_MESSAGES = 'insert into messages (expires_at, entries) values (?, cast(? as text))'
+const INSERT_ACKS = 'insert into acks (expires_at, entries) values (?, cast(? as text))'
+
 /**
  * The lines of one commit, a row per expiry span: most commits' messages (and acks) expire within
  * one span, so a commit is one insert of each kind. A row is kept until its last line expires.
+ * Lines are written as UTF-8 straight into the row's buffer, outside the JS heap: a commit of a
+ * thousand messages would otherwise make a thousand line strings and their join, all garbage
+ * once inserted.
  */
 class Rows {
-  #spans = new Map<number, { expiresAt: number; lines: string[] }>()
-  add(expiresAt: number, line: string) {
+  #spans = new Map<number, { expiresAt: number; bytes: Buffer; at: number }>()
+  /** Adds `head`, then `message` (if any) as a JSON string, as one line. */
+  add(expiresAt: number, head: string, message?: string) {
     const span = Math.floor(expiresAt / ROW_SPAN_MS)
-    const row = this.#spans.get(span)
-    if (!row) return void this.#spans.set(span, { expiresAt, lines: [line] })
-    if (expiresAt > row.expiresAt) row.expiresAt = expiresAt
-    row.lines.push(line)
+    let row = this.#spans.get(span)
+    // At most 3 bytes of UTF-8 per UTF-16 unit; JSON escapes at most 6 characters per unit.
+    const most = 1 + 3 * head.length + (message === undefined ? 0 : 6 * message.length + 2)
+    if (!row) this.#spans.set(span, (row = { expiresAt, bytes: Buffer.allocUnsafe(Math.max(64 * 1024, most)), at: 0 }))
+    else {
+      if (expiresAt > row.expiresAt) row.expiresAt = expiresAt
+      if (row.at + most > row.bytes.length) {
+        const grown = Buffer.allocUnsafe(Math.max(2 * row.bytes.length, row.at + most))
+        row.bytes.copy(grown, 0, 0, row.at)
+        row.bytes = grown
+      }
+      row.bytes[row.at++] = 10 // the newline between lines
+    }
+    row.at += row.bytes.write(head, row.at)
+    if (message === undefined) return
+    if (JSON_SAFE.test(message)) {
+      row.bytes[row.at++] = 34
+      row.at += row.bytes.write(message, row.at, 'latin1')
+      row.bytes[row.at++] = 34
+    } else row.at += row.bytes.write(JSON.stringify(message), row.at)
   }
-  write(insert: Database.Statement<[number, string]>) {
-    for (const row of this.#spans.values()) insert.run(row.expiresAt, row.lines.join('\n'))
+  write(insert: Database.Statement<[number, Uint8Array]>) {
+    for (const row of this.#spans.values()) insert.run(row.expiresAt, row.bytes.subarray(0, row.at))
   }
 }
 
@@ -213,11 +247,11 @@ function migrate(db: Database.Database) {
     `)
     if (oldMessages) {
       type Row = { id: string; topic: string; message: string; tag: number; published_at: number; expires_at: number; publisher: string }
-      const insert = db.prepare<[number, string]>('insert into messages (expires_at, entries) values (?, ?)')
+      const insert = db.prepare<[number, Uint8Array]>(INSERT_MESSAGES)
       let rows = new Rows()
       let count = 0
       for (const m of db.prepare('select * from messages_old order by seq').iterate() as IterableIterator<Row>) {
-        rows.add(m.expires_at, `${m.id} ${m.topic} ${m.tag} ${m.published_at} ${m.expires_at} ${m.publisher} ${JSON.stringify(m.message)}`)
+        rows.add(m.expires_at, `${m.id} ${m.topic} ${m.tag} ${m.published_at} ${m.expires_at} ${m.publisher} `, m.message)
         if (++count % MAX_BATCH === 0) {
           rows.write(insert)
           rows = new Rows()

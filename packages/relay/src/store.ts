@@ -17,10 +17,15 @@ export type StoredMessage = {
    * once, whether they come from the stored backlog or live.
    */
   readonly seq: number
+  /**
+   * `message` as a JSON string, when the store holds it that way (Redis notices): the relay pushes
+   * it as it is instead of serialising `message` again.
+   */
+  readonly json?: string | undefined
 }
 
 /** A message as the relay hands it to the store, before the store gives it its `seq`. */
-export type NewMessage = Omit<StoredMessage, 'seq'>
+export type NewMessage = Omit<StoredMessage, 'seq' | 'json'>
 
 /**
  * Where the relay keeps messages and acknowledgements. Async so that SQLite and Redis stores
@@ -35,7 +40,12 @@ export type RelayStore = {
   add(message: NewMessage): Promise<StoredMessage | undefined>
   /** Unexpired messages of a topic, in publish order. */
   list(topic: string, now: number): Promise<readonly StoredMessage[]>
-  ack(clientId: string, messageId: string): Promise<void>
+  /**
+   * Records that `clientId` acknowledged the message. `expiresAt` (the message's) and `now` are
+   * given where the relay has them at hand: a store may then keep the ack as long as the message
+   * without looking the message up.
+   */
+  ack(clientId: string, messageId: string, expiresAt?: number, now?: number): Promise<void>
   isAcked(clientId: string, messageId: string): Promise<boolean>
   /** Drops expired messages and their acknowledgements. */
   prune(now: number): Promise<void>
@@ -82,8 +92,11 @@ export type MemoryIndex = {
   list(topic: string, now: number): StoredMessage[]
   /** The message's expiry, if it is held. */
   expiryOf(messageId: string): number | undefined
-  /** Ignored for a message that is not held. */
-  ack(clientId: string, messageId: string): void
+  /**
+   * Records the ack and answers the message's expiry; undefined, recording nothing, for a message
+   * not held or already acknowledged by that client.
+   */
+  ack(clientId: string, messageId: string): number | undefined
   isAcked(clientId: string, messageId: string): boolean
   prune(now: number): void
   clear(): void
@@ -91,12 +104,8 @@ export type MemoryIndex = {
 
 /** @internal */
 export function memoryIndex(): MemoryIndex {
-  const byTopic = new Map<string, StoredMessage[]>()
-  const byId = new Map<string, StoredMessage>()
-  // Client ids that acknowledged each message: usually one, held as that string (the connection's
-  // own, no copy), a list only for more. Every message is held until its TTL and outlives many
-  // collections: what it holds is copied again by each, so less per message is less collection work.
-  const acks = new Map<string, string | string[]>()
+  const byTopic = new Map<string, HeldMessage[]>()
+  const byId = new Map<string, HeldMessage>()
   let seq = 0
   return {
     add(added, given) {
@@ -104,7 +113,7 @@ export function memoryIndex(): MemoryIndex {
       seq = given === undefined ? seq + 1 : Math.max(seq, given)
       const list = byTopic.get(added.topic)
       // Each publish parses its own copy of the topic; the messages of a topic share the first one's.
-      const message = withSeq(added, given ?? seq, list?.length ? list[0]!.topic : added.topic)
+      const message = new HeldMessage(added, given ?? seq, list?.length ? list[0]!.topic : added.topic)
       byId.set(message.id, message)
       if (list) list.push(message)
       else byTopic.set(message.topic, [message])
@@ -112,30 +121,19 @@ export function memoryIndex(): MemoryIndex {
     },
     remove(message) {
       byId.delete(message.id)
-      acks.delete(message.id)
       const kept = (byTopic.get(message.topic) ?? []).filter((m) => m.id !== message.id)
       if (kept.length) byTopic.set(message.topic, kept)
       else byTopic.delete(message.topic)
     },
     list: (topic, now) => (byTopic.get(topic) ?? []).filter((m) => m.expiresAt > now),
     expiryOf: (messageId) => byId.get(messageId)?.expiresAt,
-    ack(clientId, messageId) {
-      // An ack for a message no longer held (expired between push and ack) has nothing to protect.
-      if (!byId.has(messageId)) return
-      const clients = acks.get(messageId)
-      if (clients === undefined) acks.set(messageId, clientId)
-      else if (typeof clients === 'string') {
-        if (clients !== clientId) acks.set(messageId, [clients, clientId])
-      } else if (!clients.includes(clientId)) clients.push(clientId)
-    },
-    isAcked(clientId, messageId) {
-      const clients = acks.get(messageId)
-      return typeof clients === 'string' ? clients === clientId : (clients?.includes(clientId) ?? false)
-    },
+    // An ack for a message no longer held (expired between push and ack) has nothing to protect.
+    ack: (clientId, messageId) => HeldMessage.ack(byId.get(messageId), clientId),
+    isAcked: (clientId, messageId) => HeldMessage.isAcked(byId.get(messageId), clientId),
     prune(now) {
       for (const [topic, list] of byTopic) {
         const kept = list.filter((m) => m.expiresAt > now)
-        for (const m of list) if (m.expiresAt <= now) byId.delete(m.id), acks.delete(m.id)
+        for (const m of list) if (m.expiresAt <= now) byId.delete(m.id)
         if (kept.length) byTopic.set(topic, kept)
         else byTopic.delete(topic)
       }
@@ -143,8 +141,53 @@ export function memoryIndex(): MemoryIndex {
     clear() {
       byTopic.clear()
       byId.clear()
-      acks.clear()
     },
+  }
+}
+
+/**
+ * A stored message as a local store holds it, with the client ids that acknowledged it: usually
+ * one, held as that string (the connection's own, no copy), a list only for more. Kept on the
+ * message, an ack is one lookup in the map of every message (hundreds of thousands of entries)
+ * and no object of its own. Every message is held until its TTL and outlives many collections:
+ * what it holds is copied again by each, so less per message is less collection work. The acks
+ * are a private field: the message handed out reads as a plain `StoredMessage`.
+ */
+class HeldMessage implements StoredMessage {
+  readonly id: string
+  readonly topic: string
+  readonly message: string
+  readonly tag: number
+  readonly publishedAt: number
+  readonly expiresAt: number
+  readonly publisher: string
+  readonly seq: number
+  #acks: string | string[] | undefined = undefined
+  constructor(added: NewMessage, seq: number, topic: string) {
+    this.id = added.id
+    this.topic = topic
+    this.message = added.message
+    this.tag = added.tag
+    this.publishedAt = added.publishedAt
+    this.expiresAt = added.expiresAt
+    this.publisher = added.publisher
+    this.seq = seq
+  }
+  /** Records the ack; the message's expiry, or undefined when not held or acknowledged already. */
+  static ack(held: HeldMessage | undefined, clientId: string): number | undefined {
+    if (!held) return undefined
+    const clients = held.#acks
+    if (clients === undefined) held.#acks = clientId
+    else if (typeof clients === 'string') {
+      if (clients === clientId) return undefined
+      held.#acks = [clients, clientId]
+    } else if (clients.includes(clientId)) return undefined
+    else clients.push(clientId)
+    return held.expiresAt
+  }
+  static isAcked(held: HeldMessage | undefined, clientId: string): boolean {
+    const clients = held === undefined ? undefined : held.#acks
+    return typeof clients === 'string' ? clients === clientId : (clients?.includes(clientId) ?? false)
   }
 }
 

@@ -437,6 +437,27 @@ test('behavior: with the sqlite store, a message waits across a relay restart', 
   }
 })
 
+test('behavior: frames of every length form arrive whole and in order, multi-byte text included', async () => {
+  // The relay frames its own writes: a push under 126 bytes is impossible (its envelope alone is
+  // longer), so the sizes straddle the 16-bit and 64-bit length forms, in characters and in bytes.
+  const relay = createRelay({ port: await getFreePort(), limits: { maxMessageBytes: 256 * 1024 } })
+  await relay.start()
+  try {
+    const alice = await connectClient(relay.url)
+    const bob = await connectClient(relay.url)
+    const t = topic()
+    await bob.request('irn_subscribe', { topic: t })
+    const messages = ['a', 'x'.repeat(65_300), 'é'.repeat(32_700), '€😀"\\n'.repeat(9000), 'y'.repeat(200_000), 'z']
+    // Pipelined: several pushes of different sizes share one write.
+    await Promise.all(messages.map((message) => alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 })))
+    const received: string[] = []
+    for (const _ of messages) received.push((await bob.nextPush()).params.data.message)
+    expect(received).toEqual(messages)
+  } finally {
+    await relay.stop()
+  }
+})
+
 describe('several relay nodes on one Redis', () => {
   test('default: clients on different nodes hear each other once; stored messages and acks are shared', async () => {
     const url = await redisUrl()

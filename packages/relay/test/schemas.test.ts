@@ -48,8 +48,10 @@ test('behavior: the publish fast path accepts exactly what the schemas accept, w
 })
 
 test('behavior: the ack fast path reads only the exact common ack; anything else goes to the schema', () => {
-  expect(plainAckId('{"id":1716000000000123,"jsonrpc":"2.0","result":true}')).toBe(1716000000000123)
-  expect(plainAckId('{"id":7,"jsonrpc":"2.0","result":true}')).toBe(7)
+  const bytes = (frame: string) => Buffer.from(frame)
+  expect(plainAckId(bytes('{"id":1716000000000123,"jsonrpc":"2.0","result":true}'))).toBe(1716000000000123)
+  expect(plainAckId(bytes('{"id":7,"jsonrpc":"2.0","result":true}'))).toBe(7)
+  expect(plainAckId(bytes('{"id":0,"jsonrpc":"2.0","result":true}'))).toBe(0)
   for (const frame of [
     '{"id":7,"jsonrpc":"2.0","result":false}',
     '{"id":7,"jsonrpc":"2.0","error":{"code":1,"message":"no"}}',
@@ -61,8 +63,12 @@ test('behavior: the ack fast path reads only the exact common ack; anything else
     '{"id":7,"jsonrpc":"2.0","result":true} ',
     '{"id":7,"jsonrpc":"2.0","result":true,"method":"irn_publish"}',
     '{"jsonrpc":"2.0","id":7,"result":true}',
+    '{"id":,"jsonrpc":"2.0","result":true}',
+    '{"id":-7,"jsonrpc":"2.0","result":true}',
+    '{"id":7e3,"jsonrpc":"2.0","result":true}',
+    '{"id":12345678901234567,"jsonrpc":"2.0","result":true}',
   ])
-    expect(plainAckId(frame)).toBeUndefined()
+    expect(plainAckId(bytes(frame))).toBeUndefined()
   // What it reads, the schema reads alike.
   expect(ackSchema.parse(JSON.parse('{"id":7,"jsonrpc":"2.0","result":true}'))).toEqual({ id: 7, result: true })
 })

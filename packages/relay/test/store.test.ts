@@ -107,6 +107,26 @@ test('behavior: the sqlite store keeps messages and acks across a restart', asyn
   await second.close()
 })
 
+test('behavior: the sqlite store keeps any message text exactly, in rows SQLite reads as text', async () => {
+  const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
+  const first = sqliteStore(path)
+  const texts = ['plain base64+/=', 'quote " backslash \\ newline \n tab \t nul \u0000', 'é€😀 and a lone \ud800', 'x'.repeat(200_000)]
+  // One commit, two expiry hours: two rows, each with lines of both kinds of message.
+  const added = texts.flatMap((text, index) => [
+    { ...message(`a${index}`, 't', 100), message: text },
+    { ...message(`b${index}`, 't', 3_600_000 * 5), message: text },
+  ])
+  await Promise.all(added.map((m) => first.add(m)))
+  await first.close()
+  const raw = new Database(path, { readonly: true })
+  expect(raw.prepare('select typeof(entries) as type from messages').all()).toEqual([{ type: 'text' }, { type: 'text' }])
+  raw.close()
+  const second = sqliteStore(path)
+  const kept = new Map((await second.list('t', 0)).map((m) => [m.id, m.message]))
+  expect(kept).toEqual(new Map(added.map((m) => [m.id, m.message])))
+  await second.close()
+})
+
 test('behavior: a file in the first layout (indexed tables) is migrated with its messages and acks', async () => {
   const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
   const old = new Database(path)
