@@ -274,7 +274,14 @@ const sections: { name: string; run: () => Promise<number> }[] = [
     name: 'kms',
     run: () =>
       withPostgres((postgresUrl) =>
-        kmsSection({ postgresUrl, rounds, requests: arg('--kms-requests', 2000), concurrency: arg('--concurrency', 32), quotas: cpuQuotas(instanceCpus), instanceCpus }),
+        kmsSection({
+          postgresUrl,
+          rounds,
+          requests: arg('--kms-requests', 2000),
+          concurrency: arg('--concurrency', 32),
+          quotas: cpuQuotas(instanceCpus),
+          instanceCpus,
+        }),
       ),
   },
   {
