@@ -43,16 +43,18 @@ async function twoOfTwo() {
   return { organizationId, alice: client(aliceKey), bob: client(bobKey) }
 }
 
-const createWallet = (client: TurnkeyClient, organizationId: string, walletName: string) =>
-  client.createWallet({
-    type: 'ACTIVITY_TYPE_CREATE_WALLET',
-    timestampMs: String(clock + ++nonce),
-    organizationId,
-    parameters: {
-      walletName,
-      accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
-    },
-  })
+/** A fresh create_wallet request (its own timestamp) for one Ethereum account. */
+const createWalletRequest = (organizationId: string, walletName: string) => ({
+  type: 'ACTIVITY_TYPE_CREATE_WALLET' as const,
+  timestampMs: String(clock + ++nonce),
+  organizationId,
+  parameters: {
+    walletName,
+    accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const],
+  },
+})
+
+const createWallet = (client: TurnkeyClient, organizationId: string, walletName: string) => client.createWallet(createWalletRequest(organizationId, walletName))
 
 test('default: the activity waits for the second root user, whose approval runs it', async () => {
   const { organizationId, alice, bob } = await twoOfTwo()
@@ -82,15 +84,7 @@ test('default: the activity waits for the second root user, whose approval runs 
 
 test('default: each vote lists the stamp it was cast with, which verifies over its message', async () => {
   const { organizationId, alice, bob } = await twoOfTwo()
-  const request = {
-    type: 'ACTIVITY_TYPE_CREATE_WALLET' as const,
-    timestampMs: String(clock + ++nonce),
-    organizationId,
-    parameters: {
-      walletName: 'Stamped',
-      accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const],
-    },
-  }
+  const request = createWalletRequest(organizationId, 'Stamped')
   const { activity } = await alice.createWallet(request)
   const approval = {
     type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY' as const,
@@ -331,15 +325,7 @@ test('policy consensus: approvers.count() >= 2 waits with nothing written; a sec
       condition: "activity.resource == 'WALLET' && activity.action == 'CREATE'",
     },
   ])
-  const request = {
-    type: 'ACTIVITY_TYPE_CREATE_WALLET' as const,
-    timestampMs: String(clock + ++nonce),
-    organizationId,
-    parameters: {
-      walletName: 'Team',
-      accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' } as const],
-    },
-  }
+  const request = createWalletRequest(organizationId, 'Team')
   const { activity } = await alice.createWallet(request)
   expect([activity.status, activity.canApprove, activity.votes.map((cast) => [cast.userId, cast.selection])]).toEqual([
     'ACTIVITY_STATUS_CONSENSUS_NEEDED',
