@@ -7,6 +7,7 @@ import { createHttpObserver, type InflightRequest, type Logger, pathOf } from '@
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import type { Hono } from 'hono'
 import { type WebSocket, WebSocketServer } from 'ws'
+import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
 import {
   ackSchema,
@@ -221,7 +222,7 @@ export function createRelay(options: RelayOptions): Relay {
     const token = new URL(request.url ?? '/', 'http://relay').searchParams.get('auth') ?? ''
     let clientId: string
     try {
-      clientId = verifyRelayJwt(token, { now: Math.floor(now() / 1000), audiences: options.audiences }).iss
+      clientId = verifyRelayJwt(token, { now: Math.floor(now() / 1000), audiences: options.audiences, verifySignature: verifyEd25519 }).iss
     } catch (error) {
       socket.close(RelayCloseCode.unauthorized, error instanceof RelayAuthError ? error.reason : 'unauthorized')
       return

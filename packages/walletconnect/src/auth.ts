@@ -96,7 +96,16 @@ export function signRelayJwt({ seed, aud, sub, iat, ttl = RELAY_JWT_TTL_S }: Sig
  */
 export function verifyRelayJwt(
   token: string,
-  options: { now: number; leeway?: number | undefined; audiences?: readonly string[] | undefined },
+  options: {
+    now: number
+    leeway?: number | undefined
+    audiences?: readonly string[] | undefined
+    /**
+     * Checks an ed25519 signature; default @noble/curves, which runs anywhere. A server passes
+     * its platform's (the relay: node:crypto, about ten times faster per connection).
+     */
+    verifySignature?: ((signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array) => boolean) | undefined
+  },
 ): RelayJwtClaims {
   const parts = typeof token === 'string' ? token.split('.') : []
   if (parts.length !== 3) throw new RelayAuthError('the token is not a JWT')
@@ -116,7 +125,7 @@ export function verifyRelayJwt(
   }
   let valid = false
   try {
-    valid = ed25519.verify(signatureBytes, utf8ToBytes(`${header}.${payload}`), publicKey)
+    valid = (options.verifySignature ?? ed25519.verify)(signatureBytes, utf8ToBytes(`${header}.${payload}`), publicKey)
   } catch {
     valid = false
   }
