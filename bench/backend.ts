@@ -25,13 +25,8 @@ import { createServerApp, openStore, type Store } from '@latchkey/server'
 import { generateP256KeyPair } from '@turnkey/crypto'
 // @ts-expect-error: a plain ESM script without types
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
+import { wholeNumberArg as arg } from './args.js'
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(name)
-  const value = index > 0 ? Number(process.argv[index + 1]) : fallback
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number`)
-  return value
-}
 const requests = arg('--requests', 400)
 const concurrency = arg('--concurrency', 8)
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN

@@ -36,17 +36,12 @@ import { getFreePort } from '@latchkey/devnet'
 import { signRelayJwt } from '@latchkey/walletconnect'
 // @ts-expect-error: a plain ESM script without types
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
+import { wholeNumberArg as arg } from './args.js'
 import { backendSection } from './cluster/backend.js'
 import { type CpuQuotas, openCpuQuotas } from './cluster/cpuQuota.js'
 import { kmsSection } from './cluster/kms.js'
 import { fixed, measure, medianOf, printTable, type Result, root, startProcess, stopProcess } from './relay/harness.js'
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(name)
-  const value = index > 0 ? Number(process.argv[index + 1]) : fallback
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number`)
-  return value
-}
 // Clients come in pairs, one of each pair on each node.
 const clients = Math.max(2, arg('--clients', 600) - (arg('--clients', 600) % 2))
 const messages = arg('--messages', 100)

@@ -30,15 +30,10 @@ import { generateP256KeyPair } from '@turnkey/crypto'
 import pg from 'pg'
 // @ts-expect-error: a plain ESM script without types
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
+import { wholeNumberArg as arg } from './args.js'
 import { createBenchUser, measureInstances, percentile } from './kms/instances.js'
 import type { LoadResult, LoadStart } from './kms/load.js'
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(name)
-  const value = index > 0 ? Number(process.argv[index + 1]) : fallback
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number`)
-  return value
-}
 const requests = arg('--requests', 6000)
 const concurrency = arg('--concurrency', 32)
 const compareRequests = arg('--compare-requests', 3000)

@@ -17,14 +17,9 @@ import { performance } from 'node:perf_hooks'
 import { getFreePort } from '@latchkey/devnet'
 import { buildApprovedNamespaces, createSignClient, signRelayJwt, type WebSocketConstructor } from '@latchkey/walletconnect'
 import { WebSocket } from 'ws'
+import { wholeNumberArg as arg } from './args.js'
 import { fixed, measure, medianOf, percentile, printTable, type Result, startProcess, stopProcess } from './relay/harness.js'
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(name)
-  const value = index > 0 ? Number(process.argv[index + 1]) : fallback
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number`)
-  return value
-}
 // Clients come in pairs.
 const clients = Math.max(2, arg('--clients', 1000) - (arg('--clients', 1000) % 2))
 const messages = arg('--messages', 100)

@@ -10,13 +10,8 @@ import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { signRelayJwt, verifyRelayJwt } from '@latchkey/walletconnect'
 import { verifyEd25519 } from '../packages/relay/src/ed25519.js'
+import { wholeNumberArg as arg } from './args.js'
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(name)
-  const value = index > 0 ? Number(process.argv[index + 1]) : fallback
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number`)
-  return value
-}
 const count = arg('--tokens', 2000)
 const rounds = arg('--rounds', 5)
 const aud = 'ws://relay.bench'
