@@ -187,7 +187,7 @@ type Connection = {
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
   inflight: InFlight<StoredMessage>
   alive: boolean
-  /** Text frames to send at the end of this loop iteration, in order, in one write. */
+  /** Text frames gathered by the callback running now, to send in order in one write when it is done. */
   out: (string | Push)[]
   /** The request being handled and those queued behind it; the next starts when it settles. */
   queue: Promise<void>
@@ -260,7 +260,7 @@ export function createRelay(options: RelayOptions): Relay {
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
-  /** Connections with frames gathered this loop iteration, written out once the I/O callbacks have run. */
+  /** Connections with frames gathered by the callback running now, written out once its microtasks have run. */
   let pendingOut: Connection[] = []
   /** The byte lengths of the frames being written out, kept from one write to the next. */
   const lengths: number[] = []
@@ -757,9 +757,12 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   /**
-   * Sends a text frame. A connection's frames of one loop iteration leave in one write at its end:
-   * under load a socket gets a reply and several pushes per turn, and a syscall, or a buffered
-   * write, per frame would cost more than the relay's own work.
+   * Sends a text frame. The frames a connection is sent by one callback (a socket's data, a commit
+   * of the store) and the microtasks it queued leave in one write after them: under load a commit
+   * answers hundreds of publishes and pushes as many messages, and a syscall, or a buffered write,
+   * per frame would cost more than the relay's own work. Not later, at the end of the loop
+   * iteration: under load that came after many sockets' callbacks, and every frame gathered
+   * meanwhile outlived a young collection.
    */
   function send(connection: Connection, frame: string | Push) {
     if (connection.out.length === 0) {
@@ -769,7 +772,7 @@ export function createRelay(options: RelayOptions): Relay {
     connection.out.push(frame)
   }
 
-  /** Writes out every connection's gathered frames, after every I/O callback of the loop iteration has run. */
+  /** Writes out every connection's gathered frames. */
   function writeAll() {
     const taken = pendingOut
     pendingOut = []
