@@ -167,6 +167,7 @@ export const RelayCloseCode = { unauthorized: 4001, policy: 4008 } as const
 
 /** One topic a connection subscribed. */
 type Subscription = {
+  readonly connection: Connection
   /** The id clients compute themselves: sha256(topic ‖ clientId). */
   readonly id: string
   /** The `seq` of the last message of the topic this connection was sent or had no need of. */
@@ -244,6 +245,13 @@ export function createRelay(options: RelayOptions): Relay {
   const maxSubscriptions = options.limits?.maxSubscriptions ?? 1000
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
   const countShared = store.countRequests?.bind(store)
+  const addToBatch = shared ? undefined : store.addToBatch?.bind(store)
+  /**
+   * Publishes awaiting the commit that holds them (`addToBatch`), a flat list of connection, request
+   * id and the stored message (undefined for a copy of one stored before): a commit settles its
+   * publishes with one callback, not a promise and two closures each.
+   */
+  let commitGroup: { committed: Promise<void>; entries: (Connection | number | string | StoredMessage | undefined)[] } | undefined
   /**
    * The current second's requests per client (a store of this node alone), or what this node may
    * still let through of each client's allowance (a shared store: taken a tenth of the limit at a
@@ -251,7 +259,11 @@ export function createRelay(options: RelayOptions): Relay {
    */
   let rateWindow = { second: -1, counts: new Map<string, number>(), allowances: new Map<string, Allowance>() }
   const allowanceChunk = Math.max(1, Math.floor(maxRequestsPerSecond / 10))
-  const subscribers = new Map<string, Set<Connection>>()
+  /**
+   * Each topic's subscriptions on this node. A list is replaced, never changed, when one is added or
+   * dropped (rare beside the messages it serves): a fan-out walks the list it found, by index.
+   */
+  const subscribers = new Map<string, readonly Subscription[]>()
   const connections = new Map<WebSocket, Connection>()
   /** The latest ack write not yet stored, by client id: reading a client's backlog waits for it. */
   const lastAcks = new Map<string, { write: Promise<void>; settled: Promise<void> }>()
@@ -444,6 +456,7 @@ export function createRelay(options: RelayOptions): Relay {
         // The commonest request, with as few objects as it takes: it is held until its commit.
         const message = toNewMessage(connection, params as PublishParams, request.jsonSafe)
         connection.unanswered++
+        if (addToBatch) return void toCommit(connection, id, addToBatch(message))
         store.add(message).then(
           (added) => {
             if (added && !shared) fanOut(added)
@@ -550,11 +563,9 @@ export function createRelay(options: RelayOptions): Relay {
     if (connection.subscriptions.size + fresh.length > maxSubscriptions)
       throw new RpcError(RelayErrorCode.tooManySubscriptions, `Too many subscriptions: at most ${maxSubscriptions} per connection`)
     const opened = fresh.map((topic): [string, Subscription] => {
-      const subscription: Subscription = { id: sha256Hex(topic + connection.clientId), cursor: 0, held: [] }
+      const subscription: Subscription = { connection, id: sha256Hex(topic + connection.clientId), cursor: 0, held: [] }
       connection.subscriptions.set(topic, subscription)
-      const set = subscribers.get(topic) ?? new Set()
-      set.add(connection)
-      subscribers.set(topic, set)
+      subscribers.set(topic, [...(subscribers.get(topic) ?? []), subscription])
       return [topic, subscription]
     })
     const undo = () => {
@@ -589,9 +600,9 @@ export function createRelay(options: RelayOptions): Relay {
 
   function unsubscribe(connection: Connection, topic: string) {
     connection.subscriptions.delete(topic)
-    const set = subscribers.get(topic)
-    set?.delete(connection)
-    if (set?.size === 0) subscribers.delete(topic)
+    const left = (subscribers.get(topic) ?? []).filter((subscription) => subscription.connection !== connection)
+    if (left.length) subscribers.set(topic, left)
+    else subscribers.delete(topic)
   }
 
   /**
@@ -639,18 +650,18 @@ export function createRelay(options: RelayOptions): Relay {
 
   /** Whether a message of `topic` from `publisher` goes to anyone here: publishers never get their own. */
   function wants(topic: string, publisher: string): boolean {
-    const set = subscribers.get(topic)
-    if (set) for (const connection of set) if (connection.clientId !== publisher) return true
+    const list = subscribers.get(topic)
+    if (list) for (let index = 0; index < list.length; index++) if (list[index]!.connection.clientId !== publisher) return true
     return false
   }
 
   /** Pushes a newly stored message to this node's subscribers of its topic. */
   function fanOut(message: StoredMessage) {
-    const set = subscribers.get(message.topic)
-    if (!set) return
-    for (const connection of set) {
-      const subscription = connection.subscriptions.get(message.topic)
-      if (subscription) live(connection, subscription, message)
+    const list = subscribers.get(message.topic)
+    if (!list) return
+    for (let index = 0; index < list.length; index++) {
+      const subscription = list[index]!
+      live(subscription.connection, subscription, message)
     }
   }
 
@@ -741,6 +752,37 @@ export function createRelay(options: RelayOptions): Relay {
     )
     allowance.taking = taking
     return taking.then(() => take(allowance, clientId, second))
+  }
+
+  /** Queues a publish taken by `addToBatch` to be pushed and answered once its commit settles. */
+  function toCommit(connection: Connection, id: number | string, taken: { added: StoredMessage | undefined; committed: Promise<void> }) {
+    let group = commitGroup
+    if (group?.committed !== taken.committed) {
+      const opened = { committed: taken.committed, entries: [] }
+      commitGroup = group = opened
+      taken.committed.then(
+        () => settleCommit(opened, undefined),
+        (error: unknown) => settleCommit(opened, internal(error)),
+      )
+    }
+    group.entries.push(connection, id, taken.added)
+  }
+
+  /** Pushes a settled commit's messages and answers their publishes, in the order they came. */
+  function settleCommit(group: NonNullable<typeof commitGroup>, error: RpcError | undefined) {
+    // Publishes after this point belong to a later commit, even where a store answers them with the same settled promise.
+    if (commitGroup === group) commitGroup = undefined
+    const { entries } = group
+    for (let index = 0; index < entries.length; index += 3) {
+      const connection = entries[index] as Connection
+      const id = entries[index + 1] as number | string
+      if (error) answered(connection, id, undefined, error)
+      else {
+        const added = entries[index + 2] as StoredMessage | undefined
+        if (added) fanOut(added)
+        answered(connection, id, true)
+      }
+    }
   }
 
   /** Answers a publish; the last one a refused connection waits for lets its refusal go. */
