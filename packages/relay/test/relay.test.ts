@@ -439,14 +439,14 @@ test('behavior: with the sqlite store, a message waits across a relay restart', 
 
 /** A memory store whose writes fail while `failing` is set, as a store whose disk is full; with or without batched commits. */
 function failingStore(batched: boolean) {
-  const inner = memoryStore()
+  const { addToBatch, ...inner } = memoryStore()
   const state = { failing: true }
   const store: RelayStore = {
     ...inner,
     add: (message) => (state.failing ? Promise.reject(new Error('disk full')) : inner.add(message)),
-    addToBatch: batched
-      ? (message) => (state.failing ? { added: undefined, committed: Promise.reject(new Error('disk full')) } : inner.addToBatch!(message))
-      : undefined,
+    ...(batched && {
+      addToBatch: (message) => (state.failing ? { added: undefined, committed: Promise.reject(new Error('disk full')) } : addToBatch!(message)),
+    }),
   }
   return { store, state }
 }
