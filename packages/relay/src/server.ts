@@ -162,6 +162,9 @@ function writePush(buffer: Buffer, at: number, push: Push): number {
   return at + PUSH_END.length
 }
 
+/** Frames gathered for all connections that are written out at once, not at the end of the loop iteration. */
+const OUT_AT_ONCE = 1000
+
 /** WebSocket close codes: 4001 for a refused token, 4008 for abuse. */
 export const RelayCloseCode = { unauthorized: 4001, policy: 4008 } as const
 
@@ -188,7 +191,7 @@ type Connection = {
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
   inflight: InFlight<StoredMessage>
   alive: boolean
-  /** Text frames gathered by the callback running now, to send in order in one write when it is done. */
+  /** Text frames to send at the end of this loop iteration (or sooner, see send), in order, in one write. */
   out: (string | Push)[]
   /** The request being handled and those queued behind it; the next starts when it settles. */
   queue: Promise<void>
@@ -272,8 +275,10 @@ export function createRelay(options: RelayOptions): Relay {
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
-  /** Connections with frames gathered by the callback running now, written out once its microtasks have run. */
+  /** Connections with frames gathered this loop iteration, written out once the I/O callbacks have run. */
   let pendingOut: Connection[] = []
+  /** Frames gathered since the last write-out: at OUT_AT_ONCE they leave without waiting for the iteration's end. */
+  let pendingFrames = 0
   /** The byte lengths of the frames being written out, kept from one write to the next. */
   const lengths: number[] = []
   const { logger } = options
@@ -799,23 +804,24 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   /**
-   * Sends a text frame. The frames a connection is sent by one callback (a socket's data, a commit
-   * of the store) and the microtasks it queued leave in one write after them: under load a commit
-   * answers hundreds of publishes and pushes as many messages, and a syscall, or a buffered write,
-   * per frame would cost more than the relay's own work. Not later, at the end of the loop
-   * iteration: under load that came after many sockets' callbacks, and every frame gathered
-   * meanwhile outlived a young collection.
+   * Sends a text frame. A connection's frames of one loop iteration leave in one write at its end:
+   * under load a socket gets a reply and several pushes per turn, and a syscall, or a buffered
+   * write, per frame would cost more than the relay's own work. Once OUT_AT_ONCE frames are
+   * gathered they all leave at once: under load an iteration runs many sockets' callbacks, and
+   * frames held through all of them outlive young collections, which then copy them.
    */
   function send(connection: Connection, frame: string | Push) {
     if (connection.out.length === 0) {
-      if (pendingOut.length === 0) queueMicrotask(writeAll)
+      if (pendingOut.length === 0) setImmediate(writeAll)
       pendingOut.push(connection)
     }
     connection.out.push(frame)
+    if (++pendingFrames >= OUT_AT_ONCE) writeAll()
   }
 
   /** Writes out every connection's gathered frames. */
   function writeAll() {
+    pendingFrames = 0
     const taken = pendingOut
     pendingOut = []
     for (const connection of taken) writeOut(connection)
