@@ -4,6 +4,26 @@
  * into one flat string only to be copied again into the buffer, and all of it garbage at once.
  */
 
+import { JSON_SAFE } from './schemas.js'
+
+/** The most bytes a whole number written here takes: a safe integer's 16 digits and a sign. */
+export const INTEGER_BYTES = 17
+
+/** The most bytes `writeMessageJson` writes for `message`: JSON escapes at most 6 bytes per UTF-16 unit. */
+export const messageJsonBytes = (message: string, jsonSafe: boolean | undefined) => (jsonSafe ? message.length : 6 * message.length) + 2
+
+/**
+ * Writes `message` as a JSON string at `at`; answers where it ends. A `JSON_SAFE` message (base64,
+ * hex: most) goes between quotes as it is, not through `JSON.stringify`.
+ */
+export function writeMessageJson(buffer: Buffer, at: number, message: string, jsonSafe: boolean | undefined): number {
+  if (!(jsonSafe ?? JSON_SAFE.test(message))) return at + buffer.write(JSON.stringify(message), at)
+  buffer[at++] = 0x22
+  at += buffer.write(message, at, 'latin1')
+  buffer[at++] = 0x22
+  return at
+}
+
 /** Digits of a whole number, with its sign. */
 export function integerLength(value: number): number {
   let length = value < 0 ? 2 : 1

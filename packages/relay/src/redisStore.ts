@@ -1,6 +1,9 @@
 import { withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
+import { INTEGER_BYTES, messageJsonBytes, writeInteger, writeMessageJson } from './bytes.js'
 import { type NewMessage, type RelayStore, type StoredMessage, withSeq } from './store.js'
+
+const [NEWLINE, SPACE] = [0x0a, 0x20]
 
 export type RedisStoreOptions = {
   /** Prefix of every key and of the fan-out channel; relays that share it share messages. Default `latchkey:relay:`. */
@@ -167,7 +170,7 @@ const WINDOW_MS = 1
 const inWindow = (flush: () => void) => void setTimeout(flush, WINDOW_MS)
 
 type Scripts = {
-  relayAdd(keyCount: number, ...args: (string | number)[]): Promise<number[]>
+  relayAdd(keyCount: number, ...args: (string | number | Buffer)[]): Promise<number[]>
   relayAck(keyCount: number, ...args: string[]): Promise<number>
   relayCount(keyCount: number, ...args: (string | number)[]): Promise<number[]>
 }
@@ -417,17 +420,39 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
    */
   const listCovers = new Map<string, number>()
   const storeBatch = batcher<NewMessage, StoredMessage | undefined>(async (messages) => {
-    // A message is a JSON string: it never holds a raw newline. Ids, topics and client ids hold no space.
-    let lines = ''
+    // A line a message, `id topic ±keep expiry publisher expiry tag published-at "message"`, written
+    // as bytes field by field (bytes.ts). A message is a JSON string: it never holds a raw newline.
+    // Ids, topics and client ids are ASCII and hold no space.
+    let most = 0
+    for (const m of messages) most += m.id.length + m.topic.length + m.publisher.length + 5 * INTEGER_BYTES + 9 + messageJsonBytes(m.message, m.jsonSafe)
+    const lines = Buffer.allocUnsafe(most)
+    let at = 0
     const extending: boolean[] = []
     for (const m of messages) {
       const keep = Math.max(m.expiresAt - m.publishedAt, 0) + GRACE_MS
       const covered = listCovers.get(m.topic)
       const extend = covered === undefined || m.publishedAt >= covered - CLOCK_SKEW_MS || m.expiresAt > covered + LIST_SLACK_MS
       extending.push(extend)
-      lines += `${lines ? '\n' : ''}${m.id} ${m.topic} ${extend ? keep : -keep} ${m.expiresAt} ${m.publisher} ${m.expiresAt} ${m.tag} ${m.publishedAt} ${JSON.stringify(m.message)}`
+      if (at) lines[at++] = NEWLINE
+      at += lines.write(m.id, at, 'latin1')
+      lines[at++] = SPACE
+      at += lines.write(m.topic, at, 'latin1')
+      lines[at++] = SPACE
+      at = writeInteger(lines, at, extend ? keep : -keep)
+      lines[at++] = SPACE
+      at = writeInteger(lines, at, m.expiresAt)
+      lines[at++] = SPACE
+      at += lines.write(m.publisher, at, 'latin1')
+      lines[at++] = SPACE
+      at = writeInteger(lines, at, m.expiresAt)
+      lines[at++] = SPACE
+      at = writeInteger(lines, at, m.tag)
+      lines[at++] = SPACE
+      at = writeInteger(lines, at, m.publishedAt)
+      lines[at++] = SPACE
+      at = writeMessageJson(lines, at, m.message, m.jsonSafe)
     }
-    const seqs = await scripts.relayAdd(0, prefix, lines)
+    const seqs = await scripts.relayAdd(0, prefix, lines.subarray(0, at))
     return messages.map((message, index) => {
       if (!seqs[index]) return undefined
       // Stored by this call and its list extended for it: its entry now holds a list that outlives it by the slack.

@@ -145,7 +145,7 @@ export function readPlainPublish(frame: Buffer, start: number, end: number): { i
       id = readWholeNumber(frame, end, false)
       if (id < 0) return undefined
     } else if (key === 1) {
-      if (readPlainString(frame, end) < 0) return undefined
+      if (!matches(frame, end, JSONRPC) && readPlainString(frame, end) === undefined) return undefined
     } else if (key === 2) {
       method = matches(frame, end, PUBLISH)
       if (!method) return undefined
@@ -160,11 +160,12 @@ export function readPlainPublish(frame: Buffer, start: number, end: number): { i
   }
 }
 
-const [OPEN, CLOSE, QUOTE, COMMA, MINUS, ZERO, NINE] = [0x7b, 0x7d, 0x22, 0x2c, 0x2d, 0x30, 0x39]
+const [OPEN, CLOSE, QUOTE, COMMA, MINUS, ZERO] = [0x7b, 0x7d, 0x22, 0x2c, 0x2d, 0x30]
 const keys = (...names: string[]) => names.map((name) => Buffer.from(`"${name}":`))
 const ENVELOPE_KEYS = keys('id', 'jsonrpc', 'method', 'params')
 const PARAM_KEYS = keys('topic', 'message', 'ttl', 'tag', 'prompt')
 const PUBLISH = Buffer.from('"irn_publish"')
+const JSONRPC = Buffer.from('"2.0"')
 const [TRUE, FALSE] = [Buffer.from('true'), Buffer.from('false')]
 /** Digits of the longest whole number read here (clients' ids have 16); beyond it, or beyond a safe integer, the general path reads it. */
 const MAX_DIGITS = 16
@@ -182,21 +183,12 @@ function readPublishParams(frame: Buffer, end: number): PublishParams | undefine
     const key = readKey(frame, end, PARAM_KEYS)
     if (key < 0 || seen & (1 << key)) return undefined
     seen |= 1 << key
-    if (key <= 1) {
-      const from = readPlainString(frame, end)
-      if (from < 0) return undefined
-      const to = at - 1
-      if (key === 1) {
-        if (to === from) return undefined
-        message = frame.toString('latin1', from, to)
-      } else {
-        if (to - from !== 64) return undefined
-        for (let i = from; i < to; i++) {
-          const byte = frame[i]!
-          if (!((byte >= ZERO && byte <= NINE) || (byte >= 0x61 && byte <= 0x66))) return undefined
-        }
-        topic = frame.toString('latin1', from, to)
-      }
+    if (key === 0) {
+      topic = readPlainString(frame, end)
+      if (topic === undefined || !TOPIC.test(topic)) return undefined
+    } else if (key === 1) {
+      message = readPlainString(frame, end)
+      if (!message) return undefined
     } else if (key === 2) {
       ttl = readWholeNumber(frame, end, false)
       if (ttl < MIN_TTL_S || ttl > MAX_TTL_S) return undefined
@@ -226,21 +218,19 @@ function matches(frame: Buffer, end: number, bytes: Buffer): boolean {
 }
 
 /**
- * A string of `JSON_SAFE` bytes at the cursor: where its text starts, the cursor moved past its
- * closing quote; -1 for anything else (an escape, a control or non-ASCII byte, no closing quote).
+ * A string of `JSON_SAFE` bytes at the cursor, the cursor moved past its closing quote; undefined
+ * for anything else (an escape, a control or non-ASCII byte, no closing quote before `end`). The
+ * quote is found and the text checked by native code, not byte by byte here.
  */
-function readPlainString(frame: Buffer, end: number): number {
-  if (frame[at] !== QUOTE) return -1
-  const from = ++at
-  for (; at < end; at++) {
-    const byte = frame[at]!
-    if (byte === QUOTE) {
-      at++
-      return from
-    }
-    if (byte < 0x20 || byte > 0x7e || byte === 0x5c) return -1
-  }
-  return -1
+function readPlainString(frame: Buffer, end: number): string | undefined {
+  if (frame[at] !== QUOTE) return undefined
+  const close = frame.indexOf(QUOTE, at + 1)
+  if (close < 0 || close >= end) return undefined
+  // Read as latin1: a non-ASCII byte becomes a character JSON_SAFE refuses.
+  const text = frame.toString('latin1', at + 1, close)
+  if (!JSON_SAFE.test(text)) return undefined
+  at = close + 1
+  return text
 }
 
 /**

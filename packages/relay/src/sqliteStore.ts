@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import { writeInteger } from './bytes.js'
+import { INTEGER_BYTES, messageJsonBytes, writeInteger, writeMessageJson } from './bytes.js'
 import { JSON_SAFE } from './schemas.js'
 import { memoryIndex, type NewMessage, type RelayStore } from './store.js'
 
@@ -183,9 +183,9 @@ class Rows {
   /** A message's line: `id topic tag published-at expiry publisher "message"`. */
   message(m: NewMessage) {
     const { message } = m
-    const safe = m.jsonSafe ?? JSON_SAFE.test(message)
-    // Ids, topics and client ids are ASCII; JSON escapes at most 6 bytes per UTF-16 unit.
-    const most = m.id.length + m.topic.length + m.publisher.length + 3 * NUMBER_BYTES + 8 + (safe ? message.length : 6 * message.length)
+    const jsonSafe = m.jsonSafe ?? JSON_SAFE.test(message)
+    // Ids, topics and client ids are ASCII.
+    const most = m.id.length + m.topic.length + m.publisher.length + 3 * INTEGER_BYTES + 6 + messageJsonBytes(message, jsonSafe)
     const row = this.#line(m.expiresAt, most)
     const { bytes } = row
     let at = row.at
@@ -201,16 +201,11 @@ class Rows {
     bytes[at++] = SPACE
     at += bytes.write(m.publisher, at, 'latin1')
     bytes[at++] = SPACE
-    if (safe) {
-      bytes[at++] = QUOTE
-      at += bytes.write(message, at, 'latin1')
-      bytes[at++] = QUOTE
-    } else at += bytes.write(JSON.stringify(message), at)
-    row.at = at
+    row.at = writeMessageJson(bytes, at, message, jsonSafe)
   }
   /** An ack's line: `message-id client-id expiry`. */
   ack(messageId: string, clientId: string, expiresAt: number) {
-    const row = this.#line(expiresAt, messageId.length + clientId.length + NUMBER_BYTES + 2)
+    const row = this.#line(expiresAt, messageId.length + clientId.length + INTEGER_BYTES + 2)
     const { bytes } = row
     let at = row.at
     at += bytes.write(messageId, at, 'latin1')
@@ -240,9 +235,7 @@ class Rows {
   }
 }
 
-const [SPACE, QUOTE] = [0x20, 0x22]
-/** The most bytes a whole number the store writes takes (a safe integer and its sign). */
-const NUMBER_BYTES = 17
+const SPACE = 0x20
 
 /** A message from its line, `id topic tag published-at expiry publisher "message"`: ids, topics and client ids hold no space. */
 function readMessageLine(line: string): NewMessage {

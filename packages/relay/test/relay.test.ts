@@ -474,26 +474,42 @@ for (const batched of [true, false])
     }
   })
 
-test('behavior: frames of every length form arrive whole and in order, multi-byte text included', async () => {
-  // The relay frames its own writes: a push under 126 bytes is impossible (its envelope alone is
-  // longer), so the sizes straddle the 16-bit and 64-bit length forms, in characters and in bytes.
-  const relay = createRelay({ port: await getFreePort(), limits: { maxMessageBytes: 256 * 1024 } })
-  await relay.start()
-  try {
-    const alice = await connectClient(relay.url)
-    const bob = await connectClient(relay.url)
-    const t = topic()
-    await bob.request('irn_subscribe', { topic: t })
-    const messages = ['a', 'x'.repeat(65_300), 'é'.repeat(32_700), '€😀"\\n'.repeat(9000), 'y'.repeat(200_000), 'z']
-    // Pipelined: several pushes of different sizes share one write.
-    await Promise.all(messages.map((message) => alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 })))
-    const received: string[] = []
-    for (const _ of messages) received.push((await bob.nextPush()).params.data.message)
-    expect(received).toEqual(messages)
-  } finally {
-    await relay.stop()
-  }
-})
+for (const [storeName, makeStore] of stores)
+  test(`behavior: frames of every length form arrive whole and in order, multi-byte and escaped text included (${storeName} store)`, async () => {
+    // The relay frames its own writes: a push under 126 bytes is impossible (its envelope alone is
+    // longer), so the sizes straddle the 16-bit and 64-bit length forms, in characters and in bytes.
+    // Each store writes the messages in its own lines and reads them back as they were.
+    const store = await makeStore()
+    const relay = createRelay({ port: await getFreePort(), store, limits: { maxMessageBytes: 256 * 1024 } })
+    await relay.start()
+    try {
+      const alice = await connectClient(relay.url)
+      const bob = await connectClient(relay.url)
+      const t = topic()
+      await bob.request('irn_subscribe', { topic: t })
+      const messages = [
+        'a',
+        'x'.repeat(65_300),
+        'é'.repeat(32_700),
+        '€😀"\\n'.repeat(9000),
+        'y'.repeat(200_000),
+        'quote " backslash \\ newline \n nul \u0000',
+        'z',
+      ]
+      // Pipelined: several pushes of different sizes share one write.
+      await Promise.all(messages.map((message) => alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 })))
+      const received: string[] = []
+      for (const _ of messages) received.push((await bob.nextPush()).params.data.message)
+      expect(received).toEqual(messages)
+      // Stored as they came: a late subscriber reads the same texts.
+      const carol = await connectClient(relay.url)
+      const { messages: stored } = await carol.request<{ messages: { message: string }[] }>('irn_batchFetchMessages', { topics: [t] })
+      expect(stored.map((m) => m.message)).toEqual(messages)
+    } finally {
+      await relay.stop()
+      await store.close()
+    }
+  })
 
 describe('several relay nodes on one Redis', () => {
   test('default: clients on different nodes hear each other once; stored messages and acks are shared', async () => {
