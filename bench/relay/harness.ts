@@ -47,10 +47,14 @@ export function processCpuMs(pid: number): number {
  * (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) are given to that process, to profile a server.
  */
 export async function startProcess(script: string, args: string[], ready: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? []), '--conditions=source', '--import', 'tsx', script, ...args], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const child = spawn(
+    process.execPath,
+    [...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), '--conditions=source', '--import', 'tsx', script, ...args],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   let output = ''
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {

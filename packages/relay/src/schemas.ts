@@ -121,5 +121,150 @@ export function plainPublish(payload: unknown): { id: number | string; params: P
   return { id, params: { topic, message, ttl, tag: typeof tag === 'number' && Number.isInteger(tag) ? tag : 0 } }
 }
 
+/**
+ * A publish in the plain form clients send it, read from the frame's bytes without decoding or
+ * parsing the whole frame: no whitespace; keys `id`, `jsonrpc`, `method`, `params` and, inside
+ * `params`, `topic`, `message`, `ttl`, `tag`, `prompt`, each once, in any order; a number `id`;
+ * strings without escapes; whole numbers without exponent. Answers what `JSON.parse` and
+ * `plainPublish` would, and that `message` is `JSON_SAFE`; undefined for any other frame, which then
+ * takes the general path (and gets its error there). Most of what a relay reads are such publishes,
+ * and reading one this way makes two strings instead of the frame's text and a tree of objects.
+ */
+export function readPlainPublish(frame: Buffer, start: number, end: number): { id: number; params: PublishParams } | undefined {
+  at = start
+  if (frame[at++] !== OPEN) return undefined
+  let id = -1
+  let method = false
+  let params: PublishParams | undefined
+  let seen = 0
+  for (;;) {
+    const key = readKey(frame, end, ENVELOPE_KEYS)
+    if (key < 0 || seen & (1 << key)) return undefined
+    seen |= 1 << key
+    if (key === 0) {
+      id = readWholeNumber(frame, end, false)
+      if (id < 0) return undefined
+    } else if (key === 1) {
+      if (readPlainString(frame, end) < 0) return undefined
+    } else if (key === 2) {
+      method = matches(frame, end, PUBLISH)
+      if (!method) return undefined
+    } else {
+      params = readPublishParams(frame, end)
+      if (!params) return undefined
+    }
+    const next = frame[at++]
+    if (next === COMMA) continue
+    if (next !== CLOSE || at !== end || id < 0 || !method || !params) return undefined
+    return { id, params }
+  }
+}
+
+const [OPEN, CLOSE, QUOTE, COMMA, MINUS, ZERO, NINE] = [0x7b, 0x7d, 0x22, 0x2c, 0x2d, 0x30, 0x39]
+const keys = (...names: string[]) => names.map((name) => Buffer.from(`"${name}":`))
+const ENVELOPE_KEYS = keys('id', 'jsonrpc', 'method', 'params')
+const PARAM_KEYS = keys('topic', 'message', 'ttl', 'tag', 'prompt')
+const PUBLISH = Buffer.from('"irn_publish"')
+const [TRUE, FALSE] = [Buffer.from('true'), Buffer.from('false')]
+/** Digits of the longest whole number read here (clients' ids have 16); beyond it, or beyond a safe integer, the general path reads it. */
+const MAX_DIGITS = 16
+/** Where the reader is in the frame: it runs synchronously, start to end, one frame at a time. */
+let at = 0
+
+function readPublishParams(frame: Buffer, end: number): PublishParams | undefined {
+  if (frame[at++] !== OPEN) return undefined
+  let topic: string | undefined
+  let message: string | undefined
+  let ttl = -1
+  let tag = 0
+  let seen = 0
+  for (;;) {
+    const key = readKey(frame, end, PARAM_KEYS)
+    if (key < 0 || seen & (1 << key)) return undefined
+    seen |= 1 << key
+    if (key <= 1) {
+      const from = readPlainString(frame, end)
+      if (from < 0) return undefined
+      const to = at - 1
+      if (key === 1) {
+        if (to === from) return undefined
+        message = frame.toString('latin1', from, to)
+      } else {
+        if (to - from !== 64) return undefined
+        for (let i = from; i < to; i++) {
+          const byte = frame[i]!
+          if (!((byte >= ZERO && byte <= NINE) || (byte >= 0x61 && byte <= 0x66))) return undefined
+        }
+        topic = frame.toString('latin1', from, to)
+      }
+    } else if (key === 2) {
+      ttl = readWholeNumber(frame, end, false)
+      if (ttl < MIN_TTL_S || ttl > MAX_TTL_S) return undefined
+    } else if (key === 3) {
+      tag = readWholeNumber(frame, end, true)
+      if (Number.isNaN(tag)) return undefined
+    } else if (!matches(frame, end, TRUE) && !matches(frame, end, FALSE)) return undefined
+    const next = frame[at++]
+    if (next === COMMA) continue
+    if (next !== CLOSE || topic === undefined || message === undefined || ttl < 0) return undefined
+    return { topic, message, ttl, tag }
+  }
+}
+
+/** The index of the key (with its quotes and colon) at the cursor, moving past it; -1 for another. */
+function readKey(frame: Buffer, end: number, candidates: readonly Buffer[]): number {
+  for (let index = 0; index < candidates.length; index++) if (matches(frame, end, candidates[index]!)) return index
+  return -1
+}
+
+/** Whether `bytes` are at the cursor, moving past them if so. */
+function matches(frame: Buffer, end: number, bytes: Buffer): boolean {
+  if (at + bytes.length > end) return false
+  for (let i = 0; i < bytes.length; i++) if (frame[at + i] !== bytes[i]) return false
+  at += bytes.length
+  return true
+}
+
+/**
+ * A string of `JSON_SAFE` bytes at the cursor: where its text starts, the cursor moved past its
+ * closing quote; -1 for anything else (an escape, a control or non-ASCII byte, no closing quote).
+ */
+function readPlainString(frame: Buffer, end: number): number {
+  if (frame[at] !== QUOTE) return -1
+  const from = ++at
+  for (; at < end; at++) {
+    const byte = frame[at]!
+    if (byte === QUOTE) {
+      at++
+      return from
+    }
+    if (byte < 0x20 || byte > 0x7e || byte === 0x5c) return -1
+  }
+  return -1
+}
+
+/**
+ * A JSON integer at the cursor (no fraction, no exponent, a safe integer of at most MAX_DIGITS
+ * digits, negative only when `signed`); -1 (NaN when `signed`) for anything else.
+ */
+function readWholeNumber(frame: Buffer, end: number, signed: boolean): number {
+  const fail = signed ? Number.NaN : -1
+  const negative = signed && frame[at] === MINUS
+  if (negative) at++
+  const from = at
+  let value = 0
+  for (; at < end; at++) {
+    const digit = frame[at]! - ZERO
+    if (digit < 0 || digit > 9) break
+    value = value * 10 + digit
+  }
+  const digits = at - from
+  if (digits === 0 || digits > MAX_DIGITS || value > Number.MAX_SAFE_INTEGER || (digits > 1 && frame[from] === ZERO)) return fail
+  // A fraction or an exponent: the general path reads it.
+  const next = frame[at]
+  if (next === 0x2e || next === 0x65 || next === 0x45) return fail
+  return negative ? -value : value
+}
+
 /** The first problem a schema found, as the message a client is told. */
 export const firstIssue = (error: z.ZodError, fallback: string) => error.issues[0]?.message ?? fallback

@@ -6,8 +6,10 @@ import { getRequestListener } from '@hono/node-server'
 import { createHttpObserver, type InflightRequest, type Logger, pathOf } from '@latchkey/service'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import type { Hono } from 'hono'
+import { integerLength, writeInteger } from './bytes.js'
 import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
+import { InFlight } from './inflight.js'
 import {
   ackSchema,
   firstIssue,
@@ -19,6 +21,7 @@ import {
   type PublishParams,
   plainAckId,
   plainPublish,
+  readPlainPublish,
   requestSchema,
 } from './schemas.js'
 import { memoryStore, type NewMessage, type RelayStore, type StoredMessage } from './store.js'
@@ -88,15 +91,75 @@ export type Relay = {
 }
 
 /**
- * A push's frame in three parts: the message between them is written into the outgoing buffer as it
- * is held. `head` and `tail` are ASCII (hex, numbers, our keys), so their length is their size.
+ * A push, written into the outgoing buffer part by part: our keys from constant bytes, ids and
+ * numbers as the relay holds them, and the message, most of the frame, as it is held. `text` is the
+ * message between quotes when `quoted` (it is `JSON_SAFE`: base64, hex), else as JSON text already
+ * (escaped here, or as a store holds it). The ids and the topic are hex: their length is their size.
  */
 class Push {
   constructor(
-    readonly head: string,
-    readonly message: string,
-    readonly tail: string,
+    readonly id: number,
+    readonly subscription: string,
+    readonly message: StoredMessage,
+    readonly text: string,
+    readonly quoted: boolean,
   ) {}
+}
+
+/** The constant parts of a push's frame, around its id, subscription id, topic, message, publishedAt and tag. */
+const PUSH_PARTS = [
+  '{"id":',
+  ',"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"',
+  '","data":{"topic":"',
+  '","message":',
+  ',"publishedAt":',
+  ',"tag":',
+  ',"attestation":""}}}',
+].map((part) => Buffer.from(part))
+const [PUSH_ID, PUSH_SUBSCRIPTION, PUSH_TOPIC, PUSH_MESSAGE, PUSH_PUBLISHED_AT, PUSH_TAG, PUSH_END] = PUSH_PARTS as [
+  Buffer,
+  Buffer,
+  Buffer,
+  Buffer,
+  Buffer,
+  Buffer,
+  Buffer,
+]
+const PUSH_CONSTANT_BYTES = PUSH_PARTS.reduce((sum, part) => sum + part.length, 0)
+
+const pushLength = (push: Push) =>
+  PUSH_CONSTANT_BYTES +
+  integerLength(push.id) +
+  push.subscription.length +
+  push.message.topic.length +
+  (push.quoted ? push.text.length + 2 : Buffer.byteLength(push.text)) +
+  integerLength(push.message.publishedAt) +
+  integerLength(push.message.tag)
+
+/** Writes a push's frame payload at `at`; answers where it ends. */
+function writePush(buffer: Buffer, at: number, push: Push): number {
+  const { message } = push
+  buffer.set(PUSH_ID, at)
+  at = writeInteger(buffer, at + PUSH_ID.length, push.id)
+  buffer.set(PUSH_SUBSCRIPTION, at)
+  at += PUSH_SUBSCRIPTION.length
+  at += buffer.write(push.subscription, at, 'latin1')
+  buffer.set(PUSH_TOPIC, at)
+  at += PUSH_TOPIC.length
+  at += buffer.write(message.topic, at, 'latin1')
+  buffer.set(PUSH_MESSAGE, at)
+  at += PUSH_MESSAGE.length
+  if (push.quoted) {
+    buffer[at++] = 0x22
+    at += buffer.write(push.text, at, 'latin1')
+    buffer[at++] = 0x22
+  } else at += buffer.write(push.text, at)
+  buffer.set(PUSH_PUBLISHED_AT, at)
+  at = writeInteger(buffer, at + PUSH_PUBLISHED_AT.length, message.publishedAt)
+  buffer.set(PUSH_TAG, at)
+  at = writeInteger(buffer, at + PUSH_TAG.length, message.tag)
+  buffer.set(PUSH_END, at)
+  return at + PUSH_END.length
 }
 
 /** WebSocket close codes: 4001 for a refused token, 4008 for abuse. */
@@ -122,9 +185,9 @@ type Connection = {
   clientId: string
   subscriptions: Map<string, Subscription>
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
-  inflight: Map<number, StoredMessage>
+  inflight: InFlight<StoredMessage>
   alive: boolean
-  /** Text frames to send at the end of this loop iteration, in order, in one write. */
+  /** Text frames gathered by the callback running now, to send in order in one write when it is done. */
   out: (string | Push)[]
   /** The request being handled and those queued behind it; the next starts when it settles. */
   queue: Promise<void>
@@ -142,7 +205,14 @@ type Connection = {
 type Allowance = { left: number; spent: boolean; taking: Promise<void> | undefined }
 
 /** A frame that is a request, its envelope checked; its params are checked when its turn comes. */
-type Request = { id: number | string; method: string; params: unknown; checked: PublishParams | undefined }
+type Request = {
+  id: number | string
+  method: string
+  params: unknown
+  checked: PublishParams | undefined
+  /** The publish's message is known to be `JSON_SAFE` (read from its bytes): not tested again. */
+  jsonSafe?: true | undefined
+}
 
 class RpcError extends Error {
   constructor(
@@ -190,7 +260,7 @@ export function createRelay(options: RelayOptions): Relay {
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
-  /** Connections with frames gathered this loop iteration, written out once the I/O callbacks have run. */
+  /** Connections with frames gathered by the callback running now, written out once its microtasks have run. */
   let pendingOut: Connection[] = []
   /** The byte lengths of the frames being written out, kept from one write to the next. */
   const lengths: number[] = []
@@ -232,7 +302,7 @@ export function createRelay(options: RelayOptions): Relay {
       tcp: request.socket,
       clientId,
       subscriptions: new Map(),
-      inflight: new Map(),
+      inflight: new InFlight(),
       alive: true,
       out: [],
       queue: Promise.resolve(),
@@ -249,6 +319,13 @@ export function createRelay(options: RelayOptions): Relay {
     function onFrame(connection: Connection, buffer: Buffer, start: number, end: number) {
       const ackId = plainAckId(buffer, start, end)
       if (ackId !== undefined) return acknowledge(connection, ackId, false)
+      const publish = readPlainPublish(buffer, start, end)
+      if (publish)
+        return enqueue(
+          connection,
+          { id: publish.id, method: 'irn_publish', params: publish.params, checked: publish.params, jsonSafe: true },
+          withinRate(connection),
+        )
       const text = buffer.toString('utf8', start, end)
       let payload: unknown
       try {
@@ -276,9 +353,8 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   function acknowledge(connection: Connection, requestId: number, failed: boolean) {
-    const message = connection.inflight.get(requestId)
+    const message = connection.inflight.take(requestId)
     if (message === undefined) return
-    connection.inflight.delete(requestId)
     // A client that answers a push with an error gets it again when it next subscribes.
     if (failed) return
     const { clientId } = connection
@@ -366,7 +442,7 @@ export function createRelay(options: RelayOptions): Relay {
       }
       if (method === 'irn_publish') {
         // The commonest request, with as few objects as it takes: it is held until its commit.
-        const message = toNewMessage(connection, params as PublishParams)
+        const message = toNewMessage(connection, params as PublishParams, request.jsonSafe)
         connection.unanswered++
         store.add(message).then(
           (added) => {
@@ -542,17 +618,22 @@ export function createRelay(options: RelayOptions): Relay {
 
   const published = (messages: readonly NewMessage[]) => new Promise<void>((resolve, reject) => publish(messages, resolve, reject))
 
-  function toNewMessage(connection: Connection, params: Pick<PublishParams, 'topic' | 'message' | 'ttl' | 'tag'>): NewMessage {
-    if (Buffer.byteLength(params.message) > maxMessageBytes) throw new RpcError(RelayErrorCode.tooLarge, `Message too large: at most ${maxMessageBytes} bytes`)
+  /** `jsonSafe`: the message is known to be `JSON_SAFE`, so ASCII: its length is its size. */
+  function toNewMessage(connection: Connection, params: Pick<PublishParams, 'topic' | 'message' | 'ttl' | 'tag'>, jsonSafe?: true): NewMessage {
+    const { message } = params
+    if ((jsonSafe ? message.length : Buffer.byteLength(message)) > maxMessageBytes)
+      throw new RpcError(RelayErrorCode.tooLarge, `Message too large: at most ${maxMessageBytes} bytes`)
     const publishedAt = now()
     return {
-      id: sha256Hex(params.topic + params.message),
+      id: sha256Hex(params.topic + message),
       topic: params.topic,
-      message: params.message,
+      message,
       tag: params.tag,
       publishedAt,
       expiresAt: publishedAt + params.ttl * 1000,
       publisher: connection.clientId,
+      // Tested once here, where a push and a stored row would each test it again.
+      jsonSafe: jsonSafe ?? JSON_SAFE.test(message),
     }
   }
 
@@ -598,22 +679,18 @@ export function createRelay(options: RelayOptions): Relay {
   function deliver(connection: Connection, subscription: Subscription, message: StoredMessage) {
     if (message.publisher === connection.clientId || connection.socket.readyState !== connection.socket.OPEN) return
     const id = nextRequestId++
-    connection.inflight.set(id, message)
-    // Written out rather than stringified from objects: this is the hot path, and every part but
-    // the message is hex or a number the relay produced. The message, most of the frame, is written
-    // into the outgoing buffer as it is held, not copied into a frame first: most messages (base64)
+    connection.inflight.add(id, message)
+    // Written out rather than stringified from objects (see Push): this is the hot path. A message
+    // the store holds as JSON text (Redis notices) goes as it is, unparsed; most others (base64)
     // need no escaping and go between quotes as they are.
-    const head = `{"id":${id},"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"${subscription.id}","data":{"topic":"${message.topic}","message":`
-    const tail = `,"publishedAt":${message.publishedAt},"tag":${message.tag},"attestation":""}}}`
-    // A message the store holds as JSON text (Redis notices) goes as it is, unparsed.
     const { json } = message
     send(
       connection,
       json !== undefined
-        ? new Push(head, json, tail)
-        : JSON_SAFE.test(message.message)
-          ? new Push(`${head}"`, message.message, `"${tail}`)
-          : new Push(head, JSON.stringify(message.message), tail),
+        ? new Push(id, subscription.id, message, json, false)
+        : (message.jsonSafe ?? JSON_SAFE.test(message.message))
+          ? new Push(id, subscription.id, message, message.message, true)
+          : new Push(id, subscription.id, message, JSON.stringify(message.message), false),
     )
   }
 
@@ -680,19 +757,22 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   /**
-   * Sends a text frame. A connection's frames of one loop iteration leave in one write at its end:
-   * under load a socket gets a reply and several pushes per turn, and a syscall, or a buffered
-   * write, per frame would cost more than the relay's own work.
+   * Sends a text frame. The frames a connection is sent by one callback (a socket's data, a commit
+   * of the store) and the microtasks it queued leave in one write after them: under load a commit
+   * answers hundreds of publishes and pushes as many messages, and a syscall, or a buffered write,
+   * per frame would cost more than the relay's own work. Not later, at the end of the loop
+   * iteration: under load that came after many sockets' callbacks, and every frame gathered
+   * meanwhile outlived a young collection.
    */
   function send(connection: Connection, frame: string | Push) {
     if (connection.out.length === 0) {
-      if (pendingOut.length === 0) setImmediate(writeAll)
+      if (pendingOut.length === 0) queueMicrotask(writeAll)
       pendingOut.push(connection)
     }
     connection.out.push(frame)
   }
 
-  /** Writes out every connection's gathered frames, after every I/O callback of the loop iteration has run. */
+  /** Writes out every connection's gathered frames. */
   function writeAll() {
     const taken = pendingOut
     pendingOut = []
@@ -713,7 +793,7 @@ export function createRelay(options: RelayOptions): Relay {
     let size = 0
     for (let index = 0; index < frames.length; index++) {
       const frame = frames[index]!
-      const length = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.head.length + Buffer.byteLength(frame.message) + frame.tail.length
+      const length = typeof frame === 'string' ? Buffer.byteLength(frame) : pushLength(frame)
       lengths[index] = length
       size += length + (length < 126 ? 2 : length < 65_536 ? 4 : 10)
     }
@@ -737,11 +817,7 @@ export function createRelay(options: RelayOptions): Relay {
       }
       const frame = frames[index]!
       if (typeof frame === 'string') at += buffer.write(frame, at)
-      else {
-        at += buffer.write(frame.head, at, 'latin1')
-        at += buffer.write(frame.message, at)
-        at += buffer.write(frame.tail, at, 'latin1')
-      }
+      else at = writePush(buffer, at, frame)
     }
     connection.tcp.write(buffer)
   }

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3'
+import { writeInteger } from './bytes.js'
 import { JSON_SAFE } from './schemas.js'
 import { memoryIndex, type NewMessage, type RelayStore } from './store.js'
 
@@ -78,13 +79,10 @@ export function sqliteStore(path: string): RelayStore {
   let timer: NodeJS.Timeout | undefined
   const commit = db.transaction((pendingMessages: readonly NewMessage[], pendingAcks: typeof acks) => {
     const messageRows = new Rows()
-    for (const m of pendingMessages) messageRows.add(m.expiresAt, `${m.id} ${m.topic} ${m.tag} ${m.publishedAt} ${m.expiresAt} ${m.publisher} `, m.message)
+    for (const m of pendingMessages) messageRows.message(m)
     messageRows.write(insertMessages)
     const ackRows = new Rows()
-    for (let at = 0; at < pendingAcks.length; at += 3) {
-      const expiresAt = pendingAcks[at + 2] as number
-      ackRows.add(expiresAt, `${pendingAcks[at]} ${pendingAcks[at + 1]} ${expiresAt}`)
-    }
+    for (let at = 0; at < pendingAcks.length; at += 3) ackRows.ack(pendingAcks[at] as string, pendingAcks[at + 1] as string, pendingAcks[at + 2] as number)
     ackRows.write(insertAcks)
   })
   const flush = () => {
@@ -171,40 +169,75 @@ const INSERT_ACKS = 'insert into acks (expires_at, entries) values (?, cast(? as
 /**
  * The lines of one commit, a row per expiry span: most commits' messages (and acks) expire within
  * one span, so a commit is one insert of each kind. A row is kept until its last line expires.
- * Lines are written as UTF-8 straight into the row's buffer, outside the JS heap: a commit of a
- * thousand messages would otherwise make a thousand line strings and their join, all garbage
- * once inserted.
+ * Lines are written as UTF-8 straight into the row's buffer, outside the JS heap, field by field: a
+ * commit of a thousand messages would otherwise make a thousand line strings and their join, all
+ * garbage once inserted.
  */
 class Rows {
   #spans = new Map<number, { expiresAt: number; bytes: Buffer; at: number }>()
-  /** Adds `head`, then `message` (if any) as a JSON string, as one line. */
-  add(expiresAt: number, head: string, message?: string) {
+  /** A message's line: `id topic tag published-at expiry publisher "message"`. */
+  message(m: NewMessage) {
+    const { message } = m
+    const safe = m.jsonSafe ?? JSON_SAFE.test(message)
+    // Ids, topics and client ids are ASCII; JSON escapes at most 6 bytes per UTF-16 unit.
+    const most = m.id.length + m.topic.length + m.publisher.length + 3 * NUMBER_BYTES + 8 + (safe ? message.length : 6 * message.length)
+    const row = this.#line(m.expiresAt, most)
+    const { bytes } = row
+    let at = row.at
+    at += bytes.write(m.id, at, 'latin1')
+    bytes[at++] = SPACE
+    at += bytes.write(m.topic, at, 'latin1')
+    bytes[at++] = SPACE
+    at = writeInteger(bytes, at, m.tag)
+    bytes[at++] = SPACE
+    at = writeInteger(bytes, at, m.publishedAt)
+    bytes[at++] = SPACE
+    at = writeInteger(bytes, at, m.expiresAt)
+    bytes[at++] = SPACE
+    at += bytes.write(m.publisher, at, 'latin1')
+    bytes[at++] = SPACE
+    if (safe) {
+      bytes[at++] = QUOTE
+      at += bytes.write(message, at, 'latin1')
+      bytes[at++] = QUOTE
+    } else at += bytes.write(JSON.stringify(message), at)
+    row.at = at
+  }
+  /** An ack's line: `message-id client-id expiry`. */
+  ack(messageId: string, clientId: string, expiresAt: number) {
+    const row = this.#line(expiresAt, messageId.length + clientId.length + NUMBER_BYTES + 2)
+    const { bytes } = row
+    let at = row.at
+    at += bytes.write(messageId, at, 'latin1')
+    bytes[at++] = SPACE
+    at += bytes.write(clientId, at, 'latin1')
+    bytes[at++] = SPACE
+    row.at = writeInteger(bytes, at, expiresAt)
+  }
+  /** The row of the line's span, with room for `most` more bytes after the newline before it. */
+  #line(expiresAt: number, most: number) {
     const span = Math.floor(expiresAt / ROW_SPAN_MS)
     let row = this.#spans.get(span)
-    // At most 3 bytes of UTF-8 per UTF-16 unit; JSON escapes at most 6 characters per unit.
-    const most = 1 + 3 * head.length + (message === undefined ? 0 : 6 * message.length + 2)
     if (!row) this.#spans.set(span, (row = { expiresAt, bytes: Buffer.allocUnsafe(Math.max(64 * 1024, most)), at: 0 }))
     else {
       if (expiresAt > row.expiresAt) row.expiresAt = expiresAt
-      if (row.at + most > row.bytes.length) {
-        const grown = Buffer.allocUnsafe(Math.max(2 * row.bytes.length, row.at + most))
+      if (row.at + 1 + most > row.bytes.length) {
+        const grown = Buffer.allocUnsafe(Math.max(2 * row.bytes.length, row.at + 1 + most))
         row.bytes.copy(grown, 0, 0, row.at)
         row.bytes = grown
       }
       row.bytes[row.at++] = 10 // the newline between lines
     }
-    row.at += row.bytes.write(head, row.at)
-    if (message === undefined) return
-    if (JSON_SAFE.test(message)) {
-      row.bytes[row.at++] = 34
-      row.at += row.bytes.write(message, row.at, 'latin1')
-      row.bytes[row.at++] = 34
-    } else row.at += row.bytes.write(JSON.stringify(message), row.at)
+    return row
   }
   write(insert: Database.Statement<[number, Uint8Array]>) {
     for (const row of this.#spans.values()) insert.run(row.expiresAt, row.bytes.subarray(0, row.at))
   }
 }
+
+const [SPACE, QUOTE] = [0x20, 0x22]
+/** The most bytes a whole number the store writes takes (a safe integer and its sign). */
+const NUMBER_BYTES = 17
 
 /** A message from its line, `id topic tag published-at expiry publisher "message"`: ids, topics and client ids hold no space. */
 function readMessageLine(line: string): NewMessage {
@@ -251,7 +284,7 @@ function migrate(db: Database.Database) {
       let rows = new Rows()
       let count = 0
       for (const m of db.prepare('select * from messages_old order by seq').iterate() as IterableIterator<Row>) {
-        rows.add(m.expires_at, `${m.id} ${m.topic} ${m.tag} ${m.published_at} ${m.expires_at} ${m.publisher} `, m.message)
+        rows.message({ ...m, publishedAt: m.published_at, expiresAt: m.expires_at })
         if (++count % MAX_BATCH === 0) {
           rows.write(insert)
           rows = new Rows()

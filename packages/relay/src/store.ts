@@ -18,6 +18,11 @@ export type StoredMessage = {
    */
   readonly seq: number
   /**
+   * `message` is printable ASCII without a quote or a backslash (`JSON_SAFE`, as base64 is): it goes
+   * into JSON between quotes as it is. Undefined where nobody tested it.
+   */
+  readonly jsonSafe?: boolean | undefined
+  /**
    * `message` as a JSON string, when the store holds it that way (Redis notices): the relay pushes
    * it as it is instead of serialising `message` again.
    */
@@ -78,6 +83,7 @@ export const withSeq = (added: NewMessage, seq: number, topic = added.topic): St
   expiresAt: added.expiresAt,
   publisher: added.publisher,
   seq,
+  jsonSafe: added.jsonSafe,
 })
 
 /** @internal The in-memory state every local store keeps; synchronous, so others can build on it. */
@@ -162,6 +168,7 @@ class HeldMessage implements StoredMessage {
   readonly expiresAt: number
   readonly publisher: string
   readonly seq: number
+  readonly jsonSafe: boolean | undefined
   #acks: string | string[] | undefined = undefined
   constructor(added: NewMessage, seq: number, topic: string) {
     this.id = added.id
@@ -172,6 +179,7 @@ class HeldMessage implements StoredMessage {
     this.expiresAt = added.expiresAt
     this.publisher = added.publisher
     this.seq = seq
+    this.jsonSafe = added.jsonSafe
   }
   /** Records the ack; the message's expiry, or undefined when not held or acknowledged already. */
   static ack(held: HeldMessage | undefined, clientId: string): number | undefined {
