@@ -877,15 +877,16 @@ export function createRelay(options: RelayOptions): Relay {
       const [http, sockets] = [server, wss]
       server = undefined
       wss = undefined
-      // First, before anything is awaited: no new connection from here on.
+      // First, before anything is awaited: no new connection from here on, nor an upgrade on an
+      // HTTP connection kept alive.
       const closed = new Promise<void>((resolve) => (http?.listening ? http.close(() => resolve()) : resolve()))
+      sockets?.close()
       // Frames gathered this turn go before the close frame.
       writeAll()
       for (const socket of sockets?.clients ?? []) socket.close(1001, 'relay stopping')
       await observer.drain()
       await unwatch?.()
       unwatch = undefined
-      sockets?.close()
       await closed
       for (const socket of sockets?.clients ?? []) socket.terminate()
       await Promise.all([...lastAcks.values()].map((entry) => entry.settled))

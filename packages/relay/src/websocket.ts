@@ -120,6 +120,7 @@ function refusalOf(request: IncomingMessage): Refusal | undefined {
   const { headers } = request
   if (request.method !== 'GET') return { status: 400, message: 'A WebSocket upgrade is a GET' }
   if (headers.upgrade?.toLowerCase() !== 'websocket') return { status: 400, message: 'Invalid Upgrade header: not websocket' }
+  // Node emits 'upgrade' only for a Connection naming upgrade; checked here all the same.
   if (!(headers.connection ?? '').split(',').some((token) => token.trim().toLowerCase() === 'upgrade'))
     return { status: 400, message: 'Invalid Connection header: no upgrade' }
   const key = headers['sec-websocket-key']
