@@ -387,44 +387,47 @@ describe('frames', () => {
     expect([...buffer.subarray(start, end)]).toEqual([0xff, 0x00, 0xfe])
   })
 
-  const protocolErrors: [string, () => Buffer[]][] = [
-    ['an unmasked frame', () => [frame(TEXT, 'plain', { masked: false })]],
-    ['a reserved bit set', () => [frame(TEXT, 'compressed?', { rsv: 4 })]],
-    ['an unknown data opcode', () => [frame(0x3, 'three')]],
-    ['an unknown control opcode', () => [frame(0xb, 'eleven')]],
-    ['a control frame over 125 bytes', () => [frame(PING, 'p'.repeat(126))]],
-    ['a fragmented control frame', () => [frame(PING, 'half', { fin: false })]],
-    ['a continuation of nothing', () => [frame(0, 'orphan')]],
-    ['a new message inside a fragmented one', () => [frame(TEXT, 'start', { fin: false }), frame(TEXT, 'again')]],
-    ['a close frame of 1 byte', () => [frame(CLOSE, Buffer.from([3]))]],
-    ['a close code no one may send (1005)', () => [frame(CLOSE, closePayload(1005))]],
-    ['a reserved close code (1015)', () => [frame(CLOSE, closePayload(1015))]],
-    ['an unassigned close code (2000)', () => [frame(CLOSE, closePayload(2000))]],
-    ['a close code past 4999', () => [frame(CLOSE, closePayload(5000))]],
+  const protocolErrors: [string, () => Buffer[], string][] = [
+    ['an unmasked frame', () => [frame(TEXT, 'plain', { masked: false })], 'client frames must be masked'],
+    ['a reserved bit set', () => [frame(TEXT, 'compressed?', { rsv: 4 })], 'reserved bits set'],
+    ['an unknown data opcode', () => [frame(0x3, 'three')], 'unknown opcode 3'],
+    ['an unknown control opcode', () => [frame(0xb, 'eleven')], 'unknown opcode 11'],
+    ['a control frame over 125 bytes', () => [frame(PING, 'p'.repeat(126))], 'control frame over 125 bytes'],
+    ['a fragmented control frame', () => [frame(PING, 'half', { fin: false })], 'fragmented control frame'],
+    ['a continuation of nothing', () => [frame(0, 'orphan')], 'continuation of no message'],
+    ['a new message inside a fragmented one', () => [frame(TEXT, 'start', { fin: false }), frame(TEXT, 'again')], 'new message inside a fragmented one'],
+    ['a close frame of 1 byte', () => [frame(CLOSE, Buffer.from([3]))], 'close frame with a 1-byte payload'],
+    ['a close code no one may send (1005)', () => [frame(CLOSE, closePayload(1005))], 'invalid close code 1005'],
+    ['a reserved close code (1015)', () => [frame(CLOSE, closePayload(1015))], 'invalid close code 1015'],
+    ['an unassigned close code (2000)', () => [frame(CLOSE, closePayload(2000))], 'invalid close code 2000'],
+    ['a close code past 4999', () => [frame(CLOSE, closePayload(5000))], 'invalid close code 5000'],
   ]
-  for (const [name, frames] of protocolErrors)
+  for (const [name, frames, reason] of protocolErrors)
     test(`error: ${name} fails the connection with 1002`, async () => {
       const { raw, accepted } = await connected()
       await raw.send(...frames(), frame(TEXT, 'never read'))
-      expect((await nextClose(raw)).code).toBe(1002)
+      expect(await nextClose(raw)).toEqual({ code: 1002, reason })
       await raw.ended
-      const closed = await accepted.closed
-      expect(closed.code).toBe(1002)
+      expect(await accepted.closed).toEqual({ code: 1002, reason })
       expect(accepted.messages.items).toEqual([])
     })
 
-  const invalidData: [string, () => Buffer[]][] = [
-    ['a text message that is not UTF-8', () => [frame(TEXT, Buffer.from([0x68, 0xff, 0x69]))]],
-    ['a text message cut inside a character', () => [frame(TEXT, Buffer.from('€').subarray(0, 2))]],
-    ['a fragmented text message that is not UTF-8 once whole', () => [frame(TEXT, 'ok', { fin: false }), frame(0, Buffer.from([0xc0, 0xaf]))]],
-    ['a close reason that is not UTF-8', () => [frame(CLOSE, closePayload(1000, Buffer.from([0xed, 0xa0, 0x80])))]],
+  const invalidData: [string, () => Buffer[], string][] = [
+    ['a text message that is not UTF-8', () => [frame(TEXT, Buffer.from([0x68, 0xff, 0x69]))], 'text message is not UTF-8'],
+    ['a text message cut inside a character', () => [frame(TEXT, Buffer.from('€').subarray(0, 2))], 'text message is not UTF-8'],
+    [
+      'a fragmented text message that is not UTF-8 once whole',
+      () => [frame(TEXT, 'ok', { fin: false }), frame(0, Buffer.from([0xc0, 0xaf]))],
+      'text message is not UTF-8',
+    ],
+    ['a close reason that is not UTF-8', () => [frame(CLOSE, closePayload(1000, Buffer.from([0xed, 0xa0, 0x80])))], 'close reason is not UTF-8'],
   ]
-  for (const [name, frames] of invalidData)
+  for (const [name, frames, reason] of invalidData)
     test(`error: ${name} fails the connection with 1007`, async () => {
       const { raw, accepted } = await connected()
-      await raw.send(...frames())
-      expect(await nextClose(raw)).toMatchObject({ code: 1007 })
-      expect((await accepted.closed).code).toBe(1007)
+      await raw.send(...frames(), frame(TEXT, 'never read'))
+      expect(await nextClose(raw)).toEqual({ code: 1007, reason })
+      expect(await accepted.closed).toEqual({ code: 1007, reason })
       expect(accepted.messages.items).toEqual([])
     })
 
@@ -439,7 +442,7 @@ describe('frames', () => {
   test('error: a fragmented message whose fragments add up to more than maxPayload fails with 1009', async () => {
     const { raw, accepted } = await connected({ maxPayload: 256 })
     await raw.send(frame(TEXT, 'a'.repeat(200), { fin: false }), frame(0, 'b'.repeat(57)))
-    expect(await nextClose(raw)).toMatchObject({ code: 1009 })
+    expect(await nextClose(raw)).toEqual({ code: 1009, reason: 'message over 256 bytes' })
     expect(accepted.messages.items).toEqual([])
   })
 
