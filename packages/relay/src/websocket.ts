@@ -181,8 +181,10 @@ export class ServerWebSocket extends EventEmitter<Events> {
   private closeTimer: NodeJS.Timeout | undefined = undefined
   /** Bytes of a frame header that a chunk ended inside of, read again with the next chunk. */
   private rest: Buffer | undefined = undefined
-  /** The payload of a frame split across chunks, still masked, being filled. */
+  /** The payload of a frame split across chunks, still masked, being filled; it grows as bytes come. */
   private frame: Buffer | undefined = undefined
+  /** The length of that payload, from its header. */
+  private frameLength = 0
   private filled = 0
   private frameOpcode = 0
   private frameFin = false
@@ -250,11 +252,10 @@ export class ServerWebSocket extends EventEmitter<Events> {
     if (this.done) return
     let at = 0
     if (this.frame !== undefined) {
+      const taken = Math.min(this.frameLength - this.filled, chunk.length)
+      this.fill(chunk, 0, taken)
+      if (this.filled < this.frameLength) return
       const frame = this.frame
-      const taken = Math.min(frame.length - this.filled, chunk.length)
-      chunk.copy(frame, this.filled, 0, taken)
-      this.filled += taken
-      if (this.filled < frame.length) return
       this.frame = undefined
       at = taken
       const high = unmask(frame, 0, frame.length, this.mask0, this.mask1, this.mask2, this.mask3)
@@ -307,8 +308,11 @@ export class ServerWebSocket extends EventEmitter<Events> {
         this.mask3 = chunk[start - 1]!
         this.frameOpcode = opcode
         this.frameFin = fin
-        this.frame = Buffer.allocUnsafe(payload)
-        this.filled = chunk.copy(this.frame, 0, start, length)
+        // Not the whole payload at once: a header alone would then reserve maxPayload bytes.
+        this.frame = Buffer.allocUnsafe(Math.min(payload, FIRST_FILL))
+        this.frameLength = payload
+        this.filled = 0
+        this.fill(chunk, start, length)
         return
       }
       const high = unmask(chunk, start, end, chunk[start - 4]!, chunk[start - 3]!, chunk[start - 2]!, chunk[start - 1]!)
@@ -316,6 +320,18 @@ export class ServerWebSocket extends EventEmitter<Events> {
       at = end
     }
     if (at < length) this.rest = Buffer.from(chunk.subarray(at))
+  }
+
+  /** Appends bytes of a split frame, its buffer doubled (up to the frame's length) when full. */
+  private fill(source: Buffer, from: number, to: number) {
+    const frame = this.frame!
+    const needed = this.filled + to - from
+    if (needed > frame.length) {
+      const grown = Buffer.allocUnsafe(Math.min(this.frameLength, Math.max(needed, frame.length * 2)))
+      frame.copy(grown, 0, 0, this.filled)
+      this.frame = grown
+    }
+    this.filled += source.copy(this.frame!, this.filled, from, to)
   }
 
   /**
@@ -417,6 +433,9 @@ export class ServerWebSocket extends EventEmitter<Events> {
     if (this.socket.writable) this.socket.write(controlFrame(CLOSE, payload, 0, payload.length))
   }
 }
+
+/** What a split frame's buffer starts at: about what one read from a socket gives. */
+const FIRST_FILL = 64 * 1024
 
 /** A ping with no payload: the heartbeat's, the same every time. */
 const PING_FRAME = Buffer.from([0x80 | PING, 0])

@@ -344,6 +344,17 @@ describe('frames', () => {
     for (const text of texts) expect((await accepted.messages.next()).text).toBe(text)
   })
 
+  test('behavior: a message of many socket reads (300 kB) is read whole', async () => {
+    const server = await startServer({ maxPayload: 300_000 })
+    const client = new WebSocket(server.url)
+    await once(client, 'open')
+    const { messages } = await server.accepted()
+    const text = randomBytes(150_000).toString('hex')
+    client.send(text)
+    expect((await messages.next()).text).toBe(text)
+    client.terminate()
+  })
+
   test('behavior: frames written to the socket a byte at a time are read whole', async () => {
     const { raw, accepted } = await connected()
     const bytes = Buffer.concat([frame(TEXT, 'one byte at a time'), frame(BINARY, 'then binary'), frame(TEXT, 'a'.repeat(200))])
