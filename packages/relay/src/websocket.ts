@@ -194,7 +194,11 @@ export class ServerWebSocket extends EventEmitter<Events> {
   private mask3 = 0
   /** The opcode of the fragmented message being read (text or binary), 0 when none is. */
   private fragmentOpcode = 0
-  private fragments: Buffer[] = []
+  /**
+   * The fragmented message so far, unmasked, in one buffer that grows as fragments come: its size
+   * follows the bytes received (a peer sending many tiny or empty fragments makes no object each).
+   */
+  private fragments: Buffer | undefined = undefined
   private fragmentsLength = 0
   /** Any byte of the fragments so far with its high bit set: only then is UTF-8 checked. */
   private fragmentsHigh = 0
@@ -215,7 +219,7 @@ export class ServerWebSocket extends EventEmitter<Events> {
     socket.on('close', () => {
       this.readyState = CLOSED
       clearTimeout(this.closeTimer)
-      this.fragments = []
+      this.fragments = undefined
       this.frame = undefined
       this.emit('close', this.closeCode, this.closeReason)
     })
@@ -259,7 +263,7 @@ export class ServerWebSocket extends EventEmitter<Events> {
       this.frame = undefined
       at = taken
       const high = unmask(frame, 0, frame.length, this.mask0, this.mask1, this.mask2, this.mask3)
-      if (!this.onFrameRead(this.frameOpcode, this.frameFin, frame, 0, frame.length, high, true)) return
+      if (!this.onFrameRead(this.frameOpcode, this.frameFin, frame, 0, frame.length, high)) return
     } else if (this.rest !== undefined) {
       // Rare: a chunk ended inside a frame header, at most 13 bytes ago.
       chunk = Buffer.concat([this.rest, chunk])
@@ -316,7 +320,7 @@ export class ServerWebSocket extends EventEmitter<Events> {
         return
       }
       const high = unmask(chunk, start, end, chunk[start - 4]!, chunk[start - 3]!, chunk[start - 2]!, chunk[start - 1]!)
-      if (!this.onFrameRead(opcode, fin, chunk, start, end, high, false)) return
+      if (!this.onFrameRead(opcode, fin, chunk, start, end, high)) return
       at = end
     }
     if (at < length) this.rest = Buffer.from(chunk.subarray(at))
@@ -334,35 +338,39 @@ export class ServerWebSocket extends EventEmitter<Events> {
     this.filled += source.copy(this.frame!, this.filled, from, to)
   }
 
-  /**
-   * One whole frame, unmasked; `owned` when the buffer is the frame's own (not the socket's chunk).
-   * False once nothing more is to be read.
-   */
-  private onFrameRead(opcode: number, fin: boolean, buffer: Buffer, start: number, end: number, high: number, owned: boolean): boolean {
+  /** One whole frame, unmasked. False once nothing more is to be read. */
+  private onFrameRead(opcode: number, fin: boolean, buffer: Buffer, start: number, end: number, high: number): boolean {
     if (opcode === TEXT || opcode === BINARY) {
-      if (!fin) {
-        this.fragmentOpcode = opcode
-        this.fragmentsLength = end - start
-        this.fragmentsHigh = high
-        this.fragments.push(owned ? buffer : Buffer.from(buffer.subarray(start, end)))
-        return true
-      }
-      return this.onMessage(opcode, buffer, start, end, high)
-    }
-    if (opcode === CONTINUATION) {
-      this.fragmentsLength += end - start
-      this.fragmentsHigh |= high
-      this.fragments.push(owned ? buffer : Buffer.from(buffer.subarray(start, end)))
-      if (!fin) return true
-      const message = Buffer.concat(this.fragments, this.fragmentsLength)
-      const messageOpcode = this.fragmentOpcode
-      const messageHigh = this.fragmentsHigh
-      this.fragments = []
-      this.fragmentOpcode = 0
+      if (fin) return this.onMessage(opcode, buffer, start, end, high)
+      this.fragmentOpcode = opcode
       this.fragmentsLength = 0
       this.fragmentsHigh = 0
-      return this.onMessage(messageOpcode, message, 0, message.length, messageHigh)
+    } else if (opcode !== CONTINUATION) return this.onControl(opcode, buffer, start, end, high)
+    this.fragmentsHigh |= high
+    this.appendFragment(buffer, start, end)
+    if (!fin) return true
+    const message = this.fragments!
+    const { fragmentOpcode, fragmentsLength, fragmentsHigh } = this
+    this.fragments = undefined
+    this.fragmentOpcode = 0
+    return this.onMessage(fragmentOpcode, message, 0, fragmentsLength, fragmentsHigh)
+  }
+
+  /** Copies a fragment's payload after the fragments before it (the header checks kept the whole within maxPayload). */
+  private appendFragment(buffer: Buffer, start: number, end: number) {
+    const needed = this.fragmentsLength + end - start
+    let fragments = this.fragments
+    if (fragments === undefined || needed > fragments.length) {
+      const grown = Buffer.allocUnsafe(Math.min(this.maxPayload, Math.max(needed, (fragments?.length ?? 0) * 2)))
+      fragments?.copy(grown, 0, 0, this.fragmentsLength)
+      this.fragments = fragments = grown
     }
+    buffer.copy(fragments, this.fragmentsLength, start, end)
+    this.fragmentsLength = needed
+  }
+
+  /** A ping, a pong or a close frame. */
+  private onControl(opcode: number, buffer: Buffer, start: number, end: number, high: number): boolean {
     if (opcode === PING) {
       // Answered with the same payload, as one whole frame; not after this side's close frame.
       if (!this.closeSent && this.socket.writable) this.socket.write(controlFrame(PONG, buffer, start, end))
@@ -416,7 +424,7 @@ export class ServerWebSocket extends EventEmitter<Events> {
     this.done = true
     this.rest = undefined
     this.frame = undefined
-    this.fragments = []
+    this.fragments = undefined
     if (this.readyState === OPEN) this.readyState = CLOSING
     this.closeTimer ??= setTimeout(() => this.socket.destroy(), this.closeTimeoutMs)
   }

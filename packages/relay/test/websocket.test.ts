@@ -383,6 +383,13 @@ describe('frames', () => {
     expect((await accepted.messages.next()).text).toBe('after')
   })
 
+  test('behavior: a message of many fragments, empty ones among them, is reassembled', async () => {
+    const { raw, accepted } = await connected()
+    const middle = Array.from({ length: 100 }, (_, index) => [frame(0, '', { fin: false }), frame(0, String(index % 10), { fin: false })]).flat()
+    await raw.send(frame(TEXT, '<', { fin: false }), ...middle, frame(0, '>'))
+    expect((await accepted.messages.next()).text).toBe(`<${'0123456789'.repeat(10)}>`)
+  })
+
   test('behavior: a ping is answered with a pong of the same payload; a pong is reported', async () => {
     const { raw, accepted } = await connected()
     await raw.send(frame(PING, 'abc'), frame(PING), frame(PONG, 'unasked'))
