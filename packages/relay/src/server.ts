@@ -162,11 +162,15 @@ function writePush(buffer: Buffer, at: number, push: Push): number {
   return at + PUSH_END.length
 }
 
+/** Frames gathered for all connections that are written out at once, not at the end of the loop iteration. */
+const OUT_AT_ONCE = 1000
+
 /** WebSocket close codes: 4001 for a refused token, 4008 for abuse. */
 export const RelayCloseCode = { unauthorized: 4001, policy: 4008 } as const
 
 /** One topic a connection subscribed. */
 type Subscription = {
+  readonly connection: Connection
   /** The id clients compute themselves: sha256(topic ‖ clientId). */
   readonly id: string
   /** The `seq` of the last message of the topic this connection was sent or had no need of. */
@@ -187,7 +191,7 @@ type Connection = {
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
   inflight: InFlight<StoredMessage>
   alive: boolean
-  /** Text frames gathered by the callback running now, to send in order in one write when it is done. */
+  /** Text frames to send at the end of this loop iteration (or sooner, see send), in order, in one write. */
   out: (string | Push)[]
   /** The request being handled and those queued behind it; the next starts when it settles. */
   queue: Promise<void>
@@ -244,6 +248,13 @@ export function createRelay(options: RelayOptions): Relay {
   const maxSubscriptions = options.limits?.maxSubscriptions ?? 1000
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
   const countShared = store.countRequests?.bind(store)
+  const addToBatch = shared ? undefined : store.addToBatch?.bind(store)
+  /**
+   * Publishes awaiting the commit that holds them (`addToBatch`), a flat list of connection, request
+   * id and the stored message (undefined for a copy of one stored before): a commit settles its
+   * publishes with one callback, not a promise and two closures each.
+   */
+  let commitGroup: { committed: Promise<void>; entries: (Connection | number | string | StoredMessage | undefined)[] } | undefined
   /**
    * The current second's requests per client (a store of this node alone), or what this node may
    * still let through of each client's allowance (a shared store: taken a tenth of the limit at a
@@ -251,7 +262,11 @@ export function createRelay(options: RelayOptions): Relay {
    */
   let rateWindow = { second: -1, counts: new Map<string, number>(), allowances: new Map<string, Allowance>() }
   const allowanceChunk = Math.max(1, Math.floor(maxRequestsPerSecond / 10))
-  const subscribers = new Map<string, Set<Connection>>()
+  /**
+   * Each topic's subscriptions on this node. A list is replaced, never changed, when one is added or
+   * dropped (rare beside the messages it serves): a fan-out walks the list it found, by index.
+   */
+  const subscribers = new Map<string, readonly Subscription[]>()
   const connections = new Map<ServerWebSocket, Connection>()
   /** The latest ack write not yet stored, by client id: reading a client's backlog waits for it. */
   const lastAcks = new Map<string, { write: Promise<void>; settled: Promise<void> }>()
@@ -260,8 +275,10 @@ export function createRelay(options: RelayOptions): Relay {
   let timers: NodeJS.Timeout[] = []
   let unwatch: (() => Promise<void>) | undefined
   let nextRequestId = 1
-  /** Connections with frames gathered by the callback running now, written out once its microtasks have run. */
+  /** Connections with frames gathered this loop iteration, written out once the I/O callbacks have run. */
   let pendingOut: Connection[] = []
+  /** Frames gathered since the last write-out: at OUT_AT_ONCE they leave without waiting for the iteration's end. */
+  let pendingFrames = 0
   /** The byte lengths of the frames being written out, kept from one write to the next. */
   const lengths: number[] = []
   const { logger } = options
@@ -444,6 +461,7 @@ export function createRelay(options: RelayOptions): Relay {
         // The commonest request, with as few objects as it takes: it is held until its commit.
         const message = toNewMessage(connection, params as PublishParams, request.jsonSafe)
         connection.unanswered++
+        if (addToBatch) return void toCommit(connection, id, addToBatch(message))
         store.add(message).then(
           (added) => {
             if (added && !shared) fanOut(added)
@@ -550,11 +568,9 @@ export function createRelay(options: RelayOptions): Relay {
     if (connection.subscriptions.size + fresh.length > maxSubscriptions)
       throw new RpcError(RelayErrorCode.tooManySubscriptions, `Too many subscriptions: at most ${maxSubscriptions} per connection`)
     const opened = fresh.map((topic): [string, Subscription] => {
-      const subscription: Subscription = { id: sha256Hex(topic + connection.clientId), cursor: 0, held: [] }
+      const subscription: Subscription = { connection, id: sha256Hex(topic + connection.clientId), cursor: 0, held: [] }
       connection.subscriptions.set(topic, subscription)
-      const set = subscribers.get(topic) ?? new Set()
-      set.add(connection)
-      subscribers.set(topic, set)
+      subscribers.set(topic, [...(subscribers.get(topic) ?? []), subscription])
       return [topic, subscription]
     })
     const undo = () => {
@@ -589,9 +605,9 @@ export function createRelay(options: RelayOptions): Relay {
 
   function unsubscribe(connection: Connection, topic: string) {
     connection.subscriptions.delete(topic)
-    const set = subscribers.get(topic)
-    set?.delete(connection)
-    if (set?.size === 0) subscribers.delete(topic)
+    const left = (subscribers.get(topic) ?? []).filter((subscription) => subscription.connection !== connection)
+    if (left.length) subscribers.set(topic, left)
+    else subscribers.delete(topic)
   }
 
   /**
@@ -639,18 +655,18 @@ export function createRelay(options: RelayOptions): Relay {
 
   /** Whether a message of `topic` from `publisher` goes to anyone here: publishers never get their own. */
   function wants(topic: string, publisher: string): boolean {
-    const set = subscribers.get(topic)
-    if (set) for (const connection of set) if (connection.clientId !== publisher) return true
+    const list = subscribers.get(topic)
+    if (list) for (let index = 0; index < list.length; index++) if (list[index]!.connection.clientId !== publisher) return true
     return false
   }
 
   /** Pushes a newly stored message to this node's subscribers of its topic. */
   function fanOut(message: StoredMessage) {
-    const set = subscribers.get(message.topic)
-    if (!set) return
-    for (const connection of set) {
-      const subscription = connection.subscriptions.get(message.topic)
-      if (subscription) live(connection, subscription, message)
+    const list = subscribers.get(message.topic)
+    if (!list) return
+    for (let index = 0; index < list.length; index++) {
+      const subscription = list[index]!
+      live(subscription.connection, subscription, message)
     }
   }
 
@@ -743,6 +759,37 @@ export function createRelay(options: RelayOptions): Relay {
     return taking.then(() => take(allowance, clientId, second))
   }
 
+  /** Queues a publish taken by `addToBatch` to be pushed and answered once its commit settles. */
+  function toCommit(connection: Connection, id: number | string, taken: { added: StoredMessage | undefined; committed: Promise<void> }) {
+    let group = commitGroup
+    if (group?.committed !== taken.committed) {
+      const opened = { committed: taken.committed, entries: [] }
+      commitGroup = group = opened
+      taken.committed.then(
+        () => settleCommit(opened, undefined),
+        (error: unknown) => settleCommit(opened, internal(error)),
+      )
+    }
+    group.entries.push(connection, id, taken.added)
+  }
+
+  /** Pushes a settled commit's messages and answers their publishes, in the order they came. */
+  function settleCommit(group: NonNullable<typeof commitGroup>, error: RpcError | undefined) {
+    // Publishes after this point belong to a later commit, even where a store answers them with the same settled promise.
+    if (commitGroup === group) commitGroup = undefined
+    const { entries } = group
+    for (let index = 0; index < entries.length; index += 3) {
+      const connection = entries[index] as Connection
+      const id = entries[index + 1] as number | string
+      if (error) answered(connection, id, undefined, error)
+      else {
+        const added = entries[index + 2] as StoredMessage | undefined
+        if (added) fanOut(added)
+        answered(connection, id, true)
+      }
+    }
+  }
+
   /** Answers a publish; the last one a refused connection waits for lets its refusal go. */
   function answered(connection: Connection, id: number | string, result: unknown, error?: RpcError) {
     reply(connection, id, result, error)
@@ -757,23 +804,24 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   /**
-   * Sends a text frame. The frames a connection is sent by one callback (a socket's data, a commit
-   * of the store) and the microtasks it queued leave in one write after them: under load a commit
-   * answers hundreds of publishes and pushes as many messages, and a syscall, or a buffered write,
-   * per frame would cost more than the relay's own work. Not later, at the end of the loop
-   * iteration: under load that came after many sockets' callbacks, and every frame gathered
-   * meanwhile outlived a young collection.
+   * Sends a text frame. A connection's frames of one loop iteration leave in one write at its end:
+   * under load a socket gets a reply and several pushes per turn, and a syscall, or a buffered
+   * write, per frame would cost more than the relay's own work. Once OUT_AT_ONCE frames are
+   * gathered they all leave at once: under load an iteration runs many sockets' callbacks, and
+   * frames held through all of them outlive young collections, which then copy them.
    */
   function send(connection: Connection, frame: string | Push) {
     if (connection.out.length === 0) {
-      if (pendingOut.length === 0) queueMicrotask(writeAll)
+      if (pendingOut.length === 0) setImmediate(writeAll)
       pendingOut.push(connection)
     }
     connection.out.push(frame)
+    if (++pendingFrames >= OUT_AT_ONCE) writeAll()
   }
 
   /** Writes out every connection's gathered frames. */
   function writeAll() {
+    pendingFrames = 0
     const taken = pendingOut
     pendingOut = []
     for (const connection of taken) writeOut(connection)

@@ -117,16 +117,21 @@ export function sqliteStore(path: string): RelayStore {
   }
 
   const done = Promise.resolve()
+  function addToBatch(m: NewMessage) {
+    const added = index.add(m)
+    // The copy held may still wait for its commit; answer once it is stored.
+    if (!added) return { added, committed: batch?.promise ?? done }
+    // The copy held, not the one handed in: that one is garbage at once instead of outliving a
+    // collection while it waits for the commit.
+    messages.push(added)
+    return { added, committed: committed() }
+  }
   return {
     add(m) {
-      const stored = index.add(m)
-      // The copy held may still wait for its commit; answer once it is stored.
-      if (!stored) return batch ? batch.promise.then(() => undefined) : Promise.resolve(undefined)
-      // The copy held, not the one handed in: that one is garbage at once instead of outliving a
-      // collection while it waits for the commit.
-      messages.push(stored)
-      return committed().then(() => stored)
+      const { added, committed } = addToBatch(m)
+      return committed.then(() => added)
     },
+    addToBatch,
     async list(topic, now) {
       return index.list(topic, now)
     },

@@ -43,6 +43,13 @@ export type RelayStore = {
    * earlier calls settle: the order of the calls is the publish order, and the answers come in it.
    */
   add(message: NewMessage): Promise<StoredMessage | undefined>
+  /**
+   * For stores of one node that commit in batches (SQLite, memory): `add`, answered at once with
+   * what `add` would resolve to (`added`) and the promise of the commit that holds it (or holds the
+   * copy already stored), which many calls share. The relay then follows one promise per commit
+   * rather than one per message. Must not be given by a store that `watch`es.
+   */
+  addToBatch?(message: NewMessage): { added: StoredMessage | undefined; committed: Promise<void> }
   /** Unexpired messages of a topic, in publish order. */
   list(topic: string, now: number): Promise<readonly StoredMessage[]>
   /**
@@ -207,10 +214,11 @@ class HeldMessage implements StoredMessage {
  */
 export function memoryStore(): RelayStore {
   const index = memoryIndex()
-  // One settled promise answers every ack: the relay follows a promise it has seen once.
+  // One settled promise answers every ack and add: the relay follows a promise it has seen once.
   const done = Promise.resolve()
   return {
     add: async (message) => index.add(message),
+    addToBatch: (message) => ({ added: index.add(message), committed: done }),
     list: async (topic, now) => index.list(topic, now),
     ack: (clientId, messageId) => {
       index.ack(clientId, messageId)

@@ -437,6 +437,43 @@ test('behavior: with the sqlite store, a message waits across a relay restart', 
   }
 })
 
+/** A memory store whose writes fail while `failing` is set, as a store whose disk is full; with or without batched commits. */
+function failingStore(batched: boolean) {
+  const { addToBatch, ...inner } = memoryStore()
+  const state = { failing: true }
+  const store: RelayStore = {
+    ...inner,
+    add: (message) => (state.failing ? Promise.reject(new Error('disk full')) : inner.add(message)),
+    ...(batched && {
+      addToBatch: (message) => (state.failing ? { added: undefined, committed: Promise.reject(new Error('disk full')) } : addToBatch!(message)),
+    }),
+  }
+  return { store, state }
+}
+
+for (const batched of [true, false])
+  test(`error: a store that cannot store a publish answers it with an internal error and pushes nothing; the relay goes on (${batched ? 'batched commits' : 'one add each'})`, async () => {
+    const { store, state } = failingStore(batched)
+    const failing = createRelay({ port: await getFreePort(), store })
+    await failing.start()
+    try {
+      const alice = await connectClient(failing.url)
+      const bob = await connectClient(failing.url)
+      const t = topic()
+      await bob.request('irn_subscribe', { topic: t })
+      // Pipelined, as clients publish: each is answered, with the catalogue's error.
+      const results = await Promise.allSettled(['one', 'two'].map((message) => alice.request('irn_publish', { topic: t, message, ttl: 300, tag: 1 })))
+      for (const result of results) expect(result).toMatchObject({ status: 'rejected', reason: { code: RelayErrorCode.internal, message: 'Internal error' } })
+      await barrier(bob)
+      expect(bob.unread()).toBe(0)
+      state.failing = false
+      expect(await alice.request('irn_publish', { topic: t, message: 'three', ttl: 300, tag: 1 })).toBe(true)
+      expect((await bob.nextPush()).params.data.message).toBe('three')
+    } finally {
+      await failing.stop()
+    }
+  })
+
 test('behavior: frames of every length form arrive whole and in order, multi-byte text included', async () => {
   // The relay frames its own writes: a push under 126 bytes is impossible (its envelope alone is
   // longer), so the sizes straddle the 16-bit and 64-bit length forms, in characters and in bytes.
