@@ -86,17 +86,17 @@ const ACK_MAX_DIGITS = 16
  * it; undefined for any other frame, which then goes through `JSON.parse` and `ackSchema` (half the
  * frames a relay reads are acks, and this one form is all clients send).
  */
-export function plainAckId(frame: Uint8Array): number | undefined {
-  const digits = frame.length - ACK_HEAD.length - ACK_TAIL.length
+export function plainAckId(frame: Uint8Array, start = 0, end = frame.length): number | undefined {
+  const digits = end - start - ACK_HEAD.length - ACK_TAIL.length
   // A publish is far longer: its length alone turns it away.
   if (digits < 1 || digits > ACK_MAX_DIGITS) return undefined
-  for (let i = 0; i < ACK_HEAD.length; i++) if (frame[i] !== ACK_HEAD[i]) return undefined
-  const tail = ACK_HEAD.length + digits
+  for (let i = 0; i < ACK_HEAD.length; i++) if (frame[start + i] !== ACK_HEAD[i]) return undefined
+  const tail = start + ACK_HEAD.length + digits
   for (let i = 0; i < ACK_TAIL.length; i++) if (frame[tail + i] !== ACK_TAIL[i]) return undefined
   // A JSON number: digits, no leading zero unless it is 0.
-  if (digits > 1 && frame[ACK_HEAD.length] === 48) return undefined
+  if (digits > 1 && frame[start + ACK_HEAD.length] === 48) return undefined
   let id = 0
-  for (let i = ACK_HEAD.length; i < tail; i++) {
+  for (let i = start + ACK_HEAD.length; i < tail; i++) {
     const digit = frame[i]! - 48
     if (digit < 0 || digit > 9) return undefined
     id = id * 10 + digit

@@ -6,7 +6,6 @@ import { getRequestListener } from '@hono/node-server'
 import { createHttpObserver, type InflightRequest, type Logger, pathOf } from '@latchkey/service'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import type { Hono } from 'hono'
-import { type WebSocket, WebSocketServer } from 'ws'
 import { integerLength, writeInteger } from './bytes.js'
 import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
@@ -26,6 +25,7 @@ import {
   requestSchema,
 } from './schemas.js'
 import { memoryStore, type NewMessage, type RelayStore, type StoredMessage } from './store.js'
+import { acceptWebSockets, type ServerWebSocket, type WebSocketServer } from './websocket.js'
 
 export { RelayErrorCode } from './http.js'
 
@@ -183,7 +183,7 @@ type Subscription = {
 }
 
 type Connection = {
-  socket: WebSocket
+  socket: ServerWebSocket
   /** The TCP socket under the WebSocket (from the HTTP upgrade): a turn's frames leave on it in one write. */
   tcp: Socket
   clientId: string
@@ -267,7 +267,7 @@ export function createRelay(options: RelayOptions): Relay {
    * dropped (rare beside the messages it serves): a fan-out walks the list it found, by index.
    */
   const subscribers = new Map<string, readonly Subscription[]>()
-  const connections = new Map<WebSocket, Connection>()
+  const connections = new Map<ServerWebSocket, Connection>()
   /** The latest ack write not yet stored, by client id: reading a client's backlog waits for it. */
   const lastAcks = new Map<string, { write: Promise<void>; settled: Promise<void> }>()
   let server: Server | undefined
@@ -288,19 +288,19 @@ export function createRelay(options: RelayOptions): Relay {
   /** The id given to each WebSocket upgrade (echoed in its 101 response), for its log line. */
   const upgradeIds = new WeakMap<IncomingMessage, string>()
 
-  function accept(socket: WebSocket, request: IncomingMessage) {
+  function accept(socket: ServerWebSocket, request: IncomingMessage) {
     if (logger) {
       const requestId = upgradeIds.get(request) ?? observer.requestIdOf(request)
       const startedAt = performance.now()
       const path = pathOf(request.url)
-      socket.once('close', (code: number, reason: Buffer) => {
+      socket.once('close', (code, reason) => {
         const fields = {
           reqId: requestId,
           method: 'GET',
           path,
           status: 101,
           closeCode: code,
-          closeReason: reason.toString(),
+          closeReason: reason,
           durationMs: Math.round(performance.now() - startedAt),
         }
         logger.info(fields, `WebSocket ${path} closed ${code}${fields.closeReason ? ` (${fields.closeReason})` : ''}`)
@@ -332,17 +332,18 @@ export function createRelay(options: RelayOptions): Relay {
     // Requests of one connection are handled one after another: per-topic order holds. A publish
     // holds its turn only until the store has taken it (see onRequest). Acks (answers to our
     // pushes) need no turn in that queue and are taken at once.
-    socket.on('message', (data: Buffer) => {
-      const ackId = plainAckId(data)
+    socket.onmessage = (buffer, start, end) => onFrame(connection, buffer, start, end)
+    function onFrame(connection: Connection, buffer: Buffer, start: number, end: number) {
+      const ackId = plainAckId(buffer, start, end)
       if (ackId !== undefined) return acknowledge(connection, ackId, false)
-      const publish = readPlainPublish(data, 0, data.length)
+      const publish = readPlainPublish(buffer, start, end)
       if (publish)
         return enqueue(
           connection,
           { id: publish.id, method: 'irn_publish', params: publish.params, checked: publish.params, jsonSafe: true },
           withinRate(connection),
         )
-      const text = data.toString()
+      const text = buffer.toString('utf8', start, end)
       let payload: unknown
       try {
         payload = JSON.parse(text)
@@ -355,13 +356,12 @@ export function createRelay(options: RelayOptions): Relay {
       // Counted as it arrives, not when its turn comes: on a shared store every request read in
       // one turn is counted in one round trip.
       enqueue(connection, request, withinRate(connection))
-    })
+    }
     socket.on('pong', () => (connection.alive = true))
     socket.on('close', () => {
       connections.delete(socket)
       for (const topic of [...connection.subscriptions.keys()]) unsubscribe(connection, topic)
     })
-    socket.on('error', () => undefined)
   }
 
   function onAck(connection: Connection, payload: unknown) {
@@ -830,8 +830,8 @@ export function createRelay(options: RelayOptions): Relay {
   /**
    * A connection's gathered frames as one buffer, framed here (RFC 6455: a server's frames are
    * unmasked, and this server negotiates no extension), in one write on the TCP socket under the
-   * WebSocket. ws writes only control frames (ping, pong, close) of its own, whole and never
-   * inside one of ours; a socket no longer open gets nothing more.
+   * WebSocket. websocket.ts writes only control frames (ping, pong, close) of its own, whole and
+   * never inside one of ours; a socket no longer open gets nothing more.
    */
   function writeOut(connection: Connection) {
     const frames = connection.out
@@ -889,15 +889,15 @@ export function createRelay(options: RelayOptions): Relay {
           resolve()
         })
       })
-      // Attached once listening: ws re-emits server errors, which must not surface as a crash.
-      const sockets = new WebSocketServer({ server: http, maxPayload: maxMessageBytes * 2, perMessageDeflate: false })
-      sockets.on('error', () => undefined)
-      sockets.on('headers', (headers, request) => {
-        const requestId = observer.requestIdOf(request)
-        upgradeIds.set(request, requestId)
-        headers.push(`x-request-id: ${requestId}`)
+      const sockets = acceptWebSockets(http, {
+        maxPayload: maxMessageBytes * 2,
+        headers: (request) => {
+          const requestId = observer.requestIdOf(request)
+          upgradeIds.set(request, requestId)
+          return [`x-request-id: ${requestId}`]
+        },
+        onConnection: accept,
       })
-      sockets.on('connection', accept)
       server = http
       wss = sockets
       const heartbeat = setInterval(() => {
@@ -925,15 +925,16 @@ export function createRelay(options: RelayOptions): Relay {
       const [http, sockets] = [server, wss]
       server = undefined
       wss = undefined
-      // First, before anything is awaited: no new connection from here on.
+      // First, before anything is awaited: no new connection from here on, nor an upgrade on an
+      // HTTP connection kept alive.
       const closed = new Promise<void>((resolve) => (http?.listening ? http.close(() => resolve()) : resolve()))
+      sockets?.close()
       // Frames gathered this turn go before the close frame.
       writeAll()
       for (const socket of sockets?.clients ?? []) socket.close(1001, 'relay stopping')
       await observer.drain()
       await unwatch?.()
       unwatch = undefined
-      await new Promise<void>((resolve) => (sockets ? sockets.close(() => resolve()) : resolve()))
       await closed
       for (const socket of sockets?.clients ?? []) socket.terminate()
       await Promise.all([...lastAcks.values()].map((entry) => entry.settled))
