@@ -24,6 +24,25 @@ export function writeMessageJson(buffer: Buffer, at: number, message: string, js
   return at
 }
 
+/** The most bytes `writeFields` writes for `fields`. */
+export function fieldsBytes(fields: readonly (string | number)[]): number {
+  let most = 0
+  for (const field of fields) most += (typeof field === 'string' ? field.length : INTEGER_BYTES) + 1
+  return most
+}
+
+/**
+ * Writes each field and a space after it at `at`: text (ASCII: ids, topics, client ids) as it is,
+ * numbers as whole numbers. Answers where they end.
+ */
+export function writeFields(buffer: Buffer, at: number, fields: readonly (string | number)[]): number {
+  for (const field of fields) {
+    at = typeof field === 'string' ? at + buffer.write(field, at, 'latin1') : writeInteger(buffer, at, field)
+    buffer[at++] = 0x20
+  }
+  return at
+}
+
 /** Digits of a whole number, with its sign. */
 export function integerLength(value: number): number {
   let length = value < 0 ? 2 : 1

@@ -1,9 +1,9 @@
 import { withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
-import { INTEGER_BYTES, messageJsonBytes, writeInteger, writeMessageJson } from './bytes.js'
+import { fieldsBytes, messageJsonBytes, writeFields, writeMessageJson } from './bytes.js'
 import { type NewMessage, type RelayStore, type StoredMessage, withSeq } from './store.js'
 
-const [NEWLINE, SPACE] = [0x0a, 0x20]
+const NEWLINE = 0x0a
 
 export type RedisStoreOptions = {
   /** Prefix of every key and of the fan-out channel; relays that share it share messages. Default `latchkey:relay:`. */
@@ -423,34 +423,21 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
     // A line a message, `id topic ±keep expiry publisher expiry tag published-at "message"`, written
     // as bytes field by field (bytes.ts). A message is a JSON string: it never holds a raw newline.
     // Ids, topics and client ids are ASCII and hold no space.
-    let most = 0
-    for (const m of messages) most += m.id.length + m.topic.length + m.publisher.length + 5 * INTEGER_BYTES + 9 + messageJsonBytes(m.message, m.jsonSafe)
-    const lines = Buffer.allocUnsafe(most)
-    let at = 0
     const extending: boolean[] = []
-    for (const m of messages) {
+    const fields = messages.map((m) => {
       const keep = Math.max(m.expiresAt - m.publishedAt, 0) + GRACE_MS
       const covered = listCovers.get(m.topic)
       const extend = covered === undefined || m.publishedAt >= covered - CLOCK_SKEW_MS || m.expiresAt > covered + LIST_SLACK_MS
       extending.push(extend)
+      return [m.id, m.topic, extend ? keep : -keep, m.expiresAt, m.publisher, m.expiresAt, m.tag, m.publishedAt]
+    })
+    let most = 0
+    for (const [index, m] of messages.entries()) most += fieldsBytes(fields[index]!) + messageJsonBytes(m.message, m.jsonSafe) + 1
+    const lines = Buffer.allocUnsafe(most)
+    let at = 0
+    for (const [index, m] of messages.entries()) {
       if (at) lines[at++] = NEWLINE
-      at += lines.write(m.id, at, 'latin1')
-      lines[at++] = SPACE
-      at += lines.write(m.topic, at, 'latin1')
-      lines[at++] = SPACE
-      at = writeInteger(lines, at, extend ? keep : -keep)
-      lines[at++] = SPACE
-      at = writeInteger(lines, at, m.expiresAt)
-      lines[at++] = SPACE
-      at += lines.write(m.publisher, at, 'latin1')
-      lines[at++] = SPACE
-      at = writeInteger(lines, at, m.expiresAt)
-      lines[at++] = SPACE
-      at = writeInteger(lines, at, m.tag)
-      lines[at++] = SPACE
-      at = writeInteger(lines, at, m.publishedAt)
-      lines[at++] = SPACE
-      at = writeMessageJson(lines, at, m.message, m.jsonSafe)
+      at = writeMessageJson(lines, writeFields(lines, at, fields[index]!), m.message, m.jsonSafe)
     }
     const seqs = await scripts.relayAdd(0, prefix, lines.subarray(0, at))
     return messages.map((message, index) => {

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import { INTEGER_BYTES, messageJsonBytes, writeInteger, writeMessageJson } from './bytes.js'
+import { fieldsBytes, INTEGER_BYTES, messageJsonBytes, writeFields, writeInteger, writeMessageJson } from './bytes.js'
 import { JSON_SAFE } from './schemas.js'
 import { memoryIndex, type NewMessage, type RelayStore } from './store.js'
 
@@ -184,35 +184,15 @@ class Rows {
   message(m: NewMessage) {
     const { message } = m
     const jsonSafe = m.jsonSafe ?? JSON_SAFE.test(message)
-    // Ids, topics and client ids are ASCII.
-    const most = m.id.length + m.topic.length + m.publisher.length + 3 * INTEGER_BYTES + 6 + messageJsonBytes(message, jsonSafe)
-    const row = this.#line(m.expiresAt, most)
-    const { bytes } = row
-    let at = row.at
-    at += bytes.write(m.id, at, 'latin1')
-    bytes[at++] = SPACE
-    at += bytes.write(m.topic, at, 'latin1')
-    bytes[at++] = SPACE
-    at = writeInteger(bytes, at, m.tag)
-    bytes[at++] = SPACE
-    at = writeInteger(bytes, at, m.publishedAt)
-    bytes[at++] = SPACE
-    at = writeInteger(bytes, at, m.expiresAt)
-    bytes[at++] = SPACE
-    at += bytes.write(m.publisher, at, 'latin1')
-    bytes[at++] = SPACE
-    row.at = writeMessageJson(bytes, at, message, jsonSafe)
+    const fields = [m.id, m.topic, m.tag, m.publishedAt, m.expiresAt, m.publisher]
+    const row = this.#line(m.expiresAt, fieldsBytes(fields) + messageJsonBytes(message, jsonSafe))
+    row.at = writeMessageJson(row.bytes, writeFields(row.bytes, row.at, fields), message, jsonSafe)
   }
   /** An ack's line: `message-id client-id expiry`. */
   ack(messageId: string, clientId: string, expiresAt: number) {
     const row = this.#line(expiresAt, messageId.length + clientId.length + INTEGER_BYTES + 2)
-    const { bytes } = row
-    let at = row.at
-    at += bytes.write(messageId, at, 'latin1')
-    bytes[at++] = SPACE
-    at += bytes.write(clientId, at, 'latin1')
-    bytes[at++] = SPACE
-    row.at = writeInteger(bytes, at, expiresAt)
+    const at = writeFields(row.bytes, row.at, [messageId, clientId])
+    row.at = writeInteger(row.bytes, at, expiresAt)
   }
   /** The row of the line's span, with room for `most` more bytes after the newline before it. */
   #line(expiresAt: number, most: number) {
@@ -234,8 +214,6 @@ class Rows {
     for (const row of this.#spans.values()) insert.run(row.expiresAt, row.bytes.subarray(0, row.at))
   }
 }
-
-const SPACE = 0x20
 
 /** A message from its line, `id topic tag published-at expiry publisher "message"`: ids, topics and client ids hold no space. */
 function readMessageLine(line: string): NewMessage {
