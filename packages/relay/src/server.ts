@@ -201,12 +201,21 @@ type Connection = {
   unanswered: number
   /** Set once a request is refused for its rate: nothing after it is handled. */
   refused: boolean
+  /** The client's count in the second `rateSecond`, kept here so a request is counted without a lookup. */
+  rate: ClientRate | undefined
+  rateSecond: number
+  /** The last promise `store.ack` answered this connection: a commit's acks share one, followed once. */
+  ackWrite: Promise<void> | undefined
   /** The refusal, sent and the socket closed once every publish before it is answered. */
   refusal: (() => void) | undefined
 }
 
-/** What one node may still let through of a client's requests this second, on a shared store. */
-type Allowance = { left: number; spent: boolean; taking: Promise<void> | undefined }
+/**
+ * A client's requests in one second: `count` on a store of this node alone; on a shared store,
+ * what this node may still let through (`left`, then `spent` once the limit is reached over all
+ * nodes, `taking` while the next part is asked for).
+ */
+type ClientRate = { count: number; left: number; spent: boolean; taking: Promise<void> | undefined }
 
 /** A frame that is a request, its envelope checked; its params are checked when its turn comes. */
 type Request = {
@@ -260,7 +269,7 @@ export function createRelay(options: RelayOptions): Relay {
    * still let through of each client's allowance (a shared store: taken a tenth of the limit at a
    * time, so Redis sees one count per tenth rather than one per request).
    */
-  let rateWindow = { second: -1, counts: new Map<string, number>(), allowances: new Map<string, Allowance>() }
+  let rateWindow = { second: -1, clients: new Map<string, ClientRate>() }
   const allowanceChunk = Math.max(1, Math.floor(maxRequestsPerSecond / 10))
   /**
    * Each topic's subscriptions on this node. A list is replaced, never changed, when one is added or
@@ -327,6 +336,9 @@ export function createRelay(options: RelayOptions): Relay {
       unanswered: 0,
       refused: false,
       refusal: undefined,
+      rate: undefined,
+      rateSecond: -1,
+      ackWrite: undefined,
     }
     connections.set(socket, connection)
     // Requests of one connection are handled one after another: per-topic order holds. A publish
@@ -377,7 +389,10 @@ export function createRelay(options: RelayOptions): Relay {
     const { clientId } = connection
     // Stores take acks in order and settle them in order: the last one stored means all are. A
     // store that stores acks in batches answers a batch's acks with one promise: followed once.
-    const write = store.ack(clientId, message.id, message.expiresAt, now())
+    const write = store.ack(clientId, message.id, message.expiresAt, now(), message)
+    if (connection.ackWrite === write) return
+    connection.ackWrite = write
+    // Another connection of the client may have followed it already.
     if (lastAcks.get(clientId)?.write === write) return
     const settled: Promise<void> = write.then(
       () => {
@@ -718,16 +733,18 @@ export function createRelay(options: RelayOptions): Relay {
   function withinRate(connection: Connection): boolean | Promise<boolean> {
     const second = Math.floor(now() / 1000)
     // A new second starts every count afresh, and drops the last second's clients with it.
-    if (second !== rateWindow.second) rateWindow = { second, counts: new Map(), allowances: new Map() }
-    const { clientId } = connection
-    if (countShared) {
-      let allowance = rateWindow.allowances.get(clientId)
-      if (!allowance) rateWindow.allowances.set(clientId, (allowance = { left: 0, spent: false, taking: undefined }))
-      return take(allowance, clientId, second)
+    if (second !== rateWindow.second) rateWindow = { second, clients: new Map() }
+    // A client's connections share its count; each finds it once a second, not once a request.
+    let rate = connection.rate
+    if (connection.rateSecond !== second || !rate) {
+      const { clientId } = connection
+      rate = rateWindow.clients.get(clientId)
+      if (!rate) rateWindow.clients.set(clientId, (rate = { count: 0, left: 0, spent: false, taking: undefined }))
+      connection.rate = rate
+      connection.rateSecond = second
     }
-    const count = (rateWindow.counts.get(clientId) ?? 0) + 1
-    rateWindow.counts.set(clientId, count)
-    return count <= maxRequestsPerSecond
+    if (countShared) return take(rate, connection.clientId, second)
+    return ++rate.count <= maxRequestsPerSecond
   }
 
   /**
@@ -736,7 +753,7 @@ export function createRelay(options: RelayOptions): Relay {
    * node never lets a client past the limit over all nodes; parts other nodes hold unused may have
    * it refused a little early.
    */
-  function take(allowance: Allowance, clientId: string, second: number): boolean | Promise<boolean> {
+  function take(allowance: ClientRate, clientId: string, second: number): boolean | Promise<boolean> {
     if (allowance.taking) return allowance.taking.then(() => take(allowance, clientId, second))
     if (allowance.left > 0) {
       allowance.left--

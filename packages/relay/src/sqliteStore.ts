@@ -138,8 +138,8 @@ export function sqliteStore(path: string): RelayStore {
     // Every ack of a commit is answered with that commit's promise, and an ack with nothing to
     // write with the pending commit's, which holds any earlier ack of the same client: the relay
     // follows one promise per commit, not one per ack.
-    ack(clientId, messageId) {
-      const expiresAt = index.ack(clientId, messageId)
+    ack(clientId, messageId, _expiresAt, _now, held) {
+      const expiresAt = index.ack(clientId, messageId, held)
       if (expiresAt === undefined) return batch?.promise ?? done
       acks.push(messageId, clientId, expiresAt)
       return committed()

@@ -55,9 +55,11 @@ export type RelayStore = {
   /**
    * Records that `clientId` acknowledged the message. `expiresAt` (the message's) and `now` are
    * given where the relay has them at hand: a store may then keep the ack as long as the message
-   * without looking the message up.
+   * without looking the message up. `held` is the message as this store answered it (from `add`,
+   * `addToBatch` or `list`), where the relay holds it: a local store may record the ack on it
+   * instead of finding it by id.
    */
-  ack(clientId: string, messageId: string, expiresAt?: number, now?: number): Promise<void>
+  ack(clientId: string, messageId: string, expiresAt?: number, now?: number, held?: StoredMessage): Promise<void>
   isAcked(clientId: string, messageId: string): Promise<boolean>
   /** Drops expired messages and their acknowledgements. */
   prune(now: number): Promise<void>
@@ -107,9 +109,10 @@ export type MemoryIndex = {
   expiryOf(messageId: string): number | undefined
   /**
    * Records the ack and answers the message's expiry; undefined, recording nothing, for a message
-   * not held or already acknowledged by that client.
+   * not held or already acknowledged by that client. `held`, the message as this index answered
+   * it, is used instead of a lookup while the index still holds it.
    */
-  ack(clientId: string, messageId: string): number | undefined
+  ack(clientId: string, messageId: string, held?: StoredMessage): number | undefined
   isAcked(clientId: string, messageId: string): boolean
   prune(now: number): void
   clear(): void
@@ -119,6 +122,8 @@ export type MemoryIndex = {
 export function memoryIndex(): MemoryIndex {
   const byTopic = new Map<string, HeldMessage[]>()
   const byId = new Map<string, HeldMessage>()
+  // What its messages point to while it holds them: a message handed back is known as its own.
+  const holder = {}
   let seq = 0
   return {
     add(added, given) {
@@ -126,13 +131,14 @@ export function memoryIndex(): MemoryIndex {
       seq = given === undefined ? seq + 1 : Math.max(seq, given)
       const list = byTopic.get(added.topic)
       // Each publish parses its own copy of the topic; the messages of a topic share the first one's.
-      const message = new HeldMessage(added, given ?? seq, list?.length ? list[0]!.topic : added.topic)
+      const message = new HeldMessage(added, given ?? seq, list?.length ? list[0]!.topic : added.topic, holder)
       byId.set(message.id, message)
       if (list) list.push(message)
       else byTopic.set(message.topic, [message])
       return message
     },
     remove(message) {
+      HeldMessage.forget(byId.get(message.id))
       byId.delete(message.id)
       const kept = (byTopic.get(message.topic) ?? []).filter((m) => m.id !== message.id)
       if (kept.length) byTopic.set(message.topic, kept)
@@ -141,17 +147,22 @@ export function memoryIndex(): MemoryIndex {
     list: (topic, now) => (byTopic.get(topic) ?? []).filter((m) => m.expiresAt > now),
     expiryOf: (messageId) => byId.get(messageId)?.expiresAt,
     // An ack for a message no longer held (expired between push and ack) has nothing to protect.
-    ack: (clientId, messageId) => HeldMessage.ack(byId.get(messageId), clientId),
+    ack: (clientId, messageId, held) => HeldMessage.ack((held?.id === messageId && HeldMessage.heldBy(held, holder)) || byId.get(messageId), clientId),
     isAcked: (clientId, messageId) => HeldMessage.isAcked(byId.get(messageId), clientId),
     prune(now) {
       for (const [topic, list] of byTopic) {
         const kept = list.filter((m) => m.expiresAt > now)
-        for (const m of list) if (m.expiresAt <= now) byId.delete(m.id)
+        for (const m of list)
+          if (m.expiresAt <= now) {
+            HeldMessage.forget(m)
+            byId.delete(m.id)
+          }
         if (kept.length) byTopic.set(topic, kept)
         else byTopic.delete(topic)
       }
     },
     clear() {
+      for (const message of byId.values()) HeldMessage.forget(message)
       byTopic.clear()
       byId.clear()
     },
@@ -176,8 +187,11 @@ class HeldMessage implements StoredMessage {
   readonly publisher: string
   readonly seq: number
   readonly jsonSafe: boolean | undefined
+  /** The index holding it; undefined once it no longer does (expired, not persisted, cleared). */
+  #holder: object | undefined
   #acks: string | string[] | undefined = undefined
-  constructor(added: NewMessage, seq: number, topic: string) {
+  constructor(added: NewMessage, seq: number, topic: string, holder: object) {
+    this.#holder = holder
     this.id = added.id
     this.topic = topic
     this.message = added.message
@@ -200,6 +214,13 @@ class HeldMessage implements StoredMessage {
     else clients.push(clientId)
     return held.expiresAt
   }
+  /** The message, if `holder` holds it now; else undefined. */
+  static heldBy(message: StoredMessage | undefined, holder: object): HeldMessage | undefined {
+    return message instanceof HeldMessage && message.#holder === holder ? message : undefined
+  }
+  static forget(held: HeldMessage | undefined) {
+    if (held) held.#holder = undefined
+  }
   static isAcked(held: HeldMessage | undefined, clientId: string): boolean {
     const clients = held === undefined ? undefined : held.#acks
     return typeof clients === 'string' ? clients === clientId : (clients?.includes(clientId) ?? false)
@@ -220,8 +241,8 @@ export function memoryStore(): RelayStore {
     add: async (message) => index.add(message),
     addToBatch: (message) => ({ added: index.add(message), committed: done }),
     list: async (topic, now) => index.list(topic, now),
-    ack: (clientId, messageId) => {
-      index.ack(clientId, messageId)
+    ack: (clientId, messageId, _expiresAt, _now, held) => {
+      index.ack(clientId, messageId, held)
       return done
     },
     isAcked: async (clientId, messageId) => index.isAcked(clientId, messageId),

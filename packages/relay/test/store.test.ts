@@ -93,6 +93,23 @@ for (const [name, open] of stores)
       expect(await store.isAcked('alice', 'gone')).toBe(false)
       await store.close()
     })
+
+    test('behavior: an ack given the message the store answered is kept like one by id; one of another store, or dropped since, counts by id', async () => {
+      const [store, other] = [await open(), await open()]
+      const held = (await store.add(message('a', 't', 100)))!
+      const foreign = (await other.add(message('a', 't', 100)))!
+      await store.ack('alice', 'a', 100, 0, held)
+      await store.ack('bob', 'a', 100, 0, foreign)
+      expect([await store.isAcked('alice', 'a'), await store.isAcked('bob', 'a'), await other.isAcked('bob', 'a')]).toEqual([true, true, false])
+      // Pruned and published again: an ack given the old copy goes to the message held now, as by id.
+      await store.prune(100)
+      const again = (await store.add(message('a', 't', 200)))!
+      await store.ack('carol', 'a', 100, 0, held)
+      expect([await store.isAcked('carol', 'a'), await store.isAcked('alice', 'a')]).toEqual([true, false])
+      expect((await store.list('t', 0)).map((m) => m.seq)).toEqual([again.seq])
+      await store.close()
+      await other.close()
+    })
   })
 
 test('behavior: the sqlite store keeps messages and acks across a restart', async () => {
