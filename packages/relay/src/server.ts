@@ -6,7 +6,7 @@ import { getRequestListener } from '@hono/node-server'
 import { createHttpObserver, type InflightRequest, type Logger, pathOf } from '@latchkey/service'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import type { Hono } from 'hono'
-import { integerLength, writeInteger } from './bytes.js'
+import { integerLength, messageJsonBytes, writeInteger, writeMessageJson } from './bytes.js'
 import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
 import { InFlight } from './inflight.js'
@@ -132,7 +132,7 @@ const pushLength = (push: Push) =>
   integerLength(push.id) +
   push.subscription.length +
   push.message.topic.length +
-  (push.quoted ? push.text.length + 2 : Buffer.byteLength(push.text)) +
+  (push.quoted ? messageJsonBytes(push.text, true) : Buffer.byteLength(push.text)) +
   integerLength(push.message.publishedAt) +
   integerLength(push.message.tag)
 
@@ -149,11 +149,7 @@ function writePush(buffer: Buffer, at: number, push: Push): number {
   at += buffer.write(message.topic, at, 'latin1')
   buffer.set(PUSH_MESSAGE, at)
   at += PUSH_MESSAGE.length
-  if (push.quoted) {
-    buffer[at++] = 0x22
-    at += buffer.write(push.text, at, 'latin1')
-    buffer[at++] = 0x22
-  } else at += buffer.write(push.text, at)
+  at = push.quoted ? writeMessageJson(buffer, at, push.text, true) : at + buffer.write(push.text, at)
   buffer.set(PUSH_PUBLISHED_AT, at)
   at = writeInteger(buffer, at + PUSH_PUBLISHED_AT.length, message.publishedAt)
   buffer.set(PUSH_TAG, at)
