@@ -73,6 +73,16 @@ const settings = {
     default: 10_000,
     description: 'Milliseconds a chain RPC may take to answer POST /v1/ before the relay answers with a JSON-RPC error.',
   }),
+  coalesce: integer({
+    flag: 'coalesce',
+    env: 'LATCHKEY_RELAY_COALESCE',
+    valueName: '<µs>',
+    min: 0,
+    max: 100_000,
+    default: 200,
+    description:
+      'Under sustained load, microseconds the relay waits after a turn of its event loop that read few frames, so the next reads more at once (less CPU per message); 0 never waits.',
+  }),
   audiences: list(
     url({
       flag: 'audience',
@@ -121,6 +131,7 @@ await runService({
       rpc: Object.fromEntries(values.rpc),
       projectIds: values.projectIds.length ? values.projectIds : undefined,
       upstreamTimeoutMs: values.upstreamTimeout,
+      coalesceMicros: values.coalesce,
       audiences: values.audiences.length ? values.audiences : undefined,
       logger,
     })

@@ -7,6 +7,7 @@ import { createHttpObserver, type InflightRequest, type Logger, pathOf } from '@
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import type { Hono } from 'hono'
 import { integerLength, messageJsonBytes, writeInteger, writeMessageJson } from './bytes.js'
+import { coalescer } from './coalesce.js'
 import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
 import { InFlight } from './inflight.js'
@@ -67,6 +68,13 @@ export type RelayOptions = {
   /** How long a chain's RPC may take to answer the HTTP endpoint, in ms. Default 10 000. */
   upstreamTimeoutMs?: number | undefined
   limits?: RelayLimits | undefined
+  /**
+   * Under sustained load, how long the relay waits (sleeps) after a loop iteration that read few
+   * frames, so that the next one reads more at once, in µs: fewer wake-ups, reads and callbacks per
+   * message (about a fifth less CPU per message in `bench:relay`), for at most this much more
+   * latency. A relay that is busy, or idle, never waits (see coalesce.ts). Default 200; 0 never waits.
+   */
+  coalesceMicros?: number | undefined
   /**
    * Where to log (pino): one line per HTTP request and per WebSocket connection when it closes,
    * each with its request id; never a token or a query string. Default: no logs.
@@ -287,6 +295,9 @@ export function createRelay(options: RelayOptions): Relay {
   /** The byte lengths of the frames being written out, kept from one write to the next. */
   const lengths: number[] = []
   const { logger } = options
+  const coalesceMicros = options.coalesceMicros ?? 200
+  if (!(coalesceMicros >= 0 && coalesceMicros <= 100_000)) throw new RangeError('coalesceMicros must be between 0 and 100 000 µs')
+  const turns = coalescer({ micros: coalesceMicros, flush: writeAll })
   const app = createRelayHttpApp({ rpc: options.rpc ?? {}, projectIds: options.projectIds, upstreamTimeoutMs: options.upstreamTimeoutMs })
   // GET /readyz: the store answers.
   const observer = createHttpObserver({ logger, ready: () => store.ping?.() })
@@ -340,7 +351,10 @@ export function createRelay(options: RelayOptions): Relay {
     // Requests of one connection are handled one after another: per-topic order holds. A publish
     // holds its turn only until the store has taken it (see onRequest). Acks (answers to our
     // pushes) need no turn in that queue and are taken at once.
-    socket.onmessage = (buffer, start, end) => onFrame(connection, buffer, start, end)
+    socket.onmessage = (buffer, start, end) => {
+      turns.read()
+      onFrame(connection, buffer, start, end)
+    }
     function onFrame(connection: Connection, buffer: Buffer, start: number, end: number) {
       const ackId = plainAckId(buffer, start, end)
       if (ackId !== undefined) return acknowledge(connection, ackId, false)

@@ -182,6 +182,7 @@ describe('latchkey-relay', () => {
       '--audience <url>, LATCHKEY_RELAY_AUDIENCES',
       '--project-id <id>, LATCHKEY_RELAY_PROJECT_IDS',
       '--upstream-timeout <ms>, LATCHKEY_RELAY_UPSTREAM_TIMEOUT',
+      '--coalesce <µs>, LATCHKEY_RELAY_COALESCE',
     ])
       expect(help).toContain(`\n  ${setting}\n`)
   })
