@@ -1,4 +1,4 @@
-import { expect, test } from 'vitest'
+import { expect, test, vi } from 'vitest'
 import { COALESCE_BELOW, coalescer, SUSTAINED_MS } from '../src/coalesce.js'
 
 /** A coalescer on a clock and a loop the test drives: `turn(frames)` reads that many frames, then ends the turn. */
@@ -53,19 +53,26 @@ test('0 µs turns coalescing off: nothing is scheduled, nothing waits', () => {
   expect(loop.log).toEqual([])
 })
 
-test('the default wait sleeps the thread for about the given time', () => {
+test('the default wait sleeps the thread (Atomics.wait) until its timeout', () => {
+  const wait = vi.spyOn(Atomics, 'wait')
   let ends: (() => void)[] = []
   // A clock that stands still: the second turn is sustained load however long the first took.
-  const turns = coalescer({ micros: 20_000, flush: () => undefined, now: () => 0, atTurnEnd: (end) => ends.push(end) })
+  const turns = coalescer({ micros: 2_000, flush: () => undefined, now: () => 0, atTurnEnd: (end) => ends.push(end) })
   const run = () => {
     turns.read()
     const scheduled = ends
     ends = []
     for (const end of scheduled) end()
   }
-  run()
-  const started = process.hrtime.bigint()
-  run()
-  // The thread slept: a lower bound only, which a slow machine cannot break.
-  expect(Number(process.hrtime.bigint() - started) / 1e6).toBeGreaterThanOrEqual(19)
+  try {
+    run()
+    expect(wait).not.toHaveBeenCalled()
+    run()
+    expect(wait).toHaveBeenCalledTimes(1)
+    expect(wait.mock.calls[0]!.slice(1)).toEqual([0, 0, 2])
+    // Nothing wakes it: it slept the whole 2 ms.
+    expect(wait.mock.results[0]).toEqual({ type: 'return', value: 'timed-out' })
+  } finally {
+    wait.mockRestore()
+  }
 })

@@ -415,6 +415,26 @@ for (const [storeName, makeStore] of stores)
     })
   })
 
+test.each([-1, 100_001, Number.NaN])('error: coalesceMicros of %s is refused when the relay is made', (coalesceMicros) => {
+  expect(() => createRelay({ port: 0, coalesceMicros })).toThrow(new RangeError('coalesceMicros must be between 0 and 100 000 µs'))
+})
+
+test('behavior: with coalescing off (0 µs) a burst of publishes still reaches the subscriber once each, in order', async () => {
+  const relay = createRelay({ port: await getFreePort(), coalesceMicros: 0 })
+  await relay.start()
+  try {
+    const [publisher, subscriber] = [await connectClient(relay.url), await connectClient(relay.url)]
+    const topic = randomBytes(32).toString('hex')
+    await subscriber.request('irn_subscribe', { topic })
+    await Promise.all(Array.from({ length: 50 }, (_, index) => publisher.request('irn_publish', { topic, message: `m${index}`, ttl: 300, tag: 1 })))
+    const pushes = []
+    for (let index = 0; index < 50; index++) pushes.push(await subscriber.nextPush())
+    expect(pushes.map((push) => push.params.data.message)).toEqual(Array.from({ length: 50 }, (_, index) => `m${index}`))
+  } finally {
+    await relay.stop()
+  }
+})
+
 test('behavior: with the sqlite store, a message waits across a relay restart', async () => {
   const path = join(await mkdtemp(join(tmpdir(), 'latchkey-relay-')), 'relay.db')
   const port = await getFreePort()
