@@ -1,8 +1,11 @@
 import { expect, test, vi } from 'vitest'
 import { COALESCE_BELOW, coalescer, SUSTAINED_MS } from '../src/coalesce.js'
 
-/** A coalescer on a clock and a loop the test drives: `turn(frames)` reads that many frames, then ends the turn. */
-function drive(micros: number) {
+/**
+ * A coalescer on a clock and a loop the test drives: `turn(frames, afterMs)` moves the clock, reads
+ * that many frames, then ends the turn. `realWait` keeps the default wait, unlogged.
+ */
+function drive(micros: number, realWait = false) {
   const log: string[] = []
   let clock = 0
   let ends: (() => void)[] = []
@@ -10,7 +13,7 @@ function drive(micros: number) {
     micros,
     flush: () => log.push('flush'),
     now: () => clock,
-    wait: (ms) => log.push(`wait ${ms}`),
+    ...(realWait ? {} : { wait: (ms: number) => void log.push(`wait ${ms}`) }),
     atTurnEnd: (end) => ends.push(end),
   })
   return {
@@ -55,19 +58,11 @@ test('0 µs turns coalescing off: nothing is scheduled, nothing waits', () => {
 
 test('the default wait sleeps the thread (Atomics.wait) until its timeout', () => {
   const wait = vi.spyOn(Atomics, 'wait')
-  let ends: (() => void)[] = []
-  // A clock that stands still: the second turn is sustained load however long the first took.
-  const turns = coalescer({ micros: 2_000, flush: () => undefined, now: () => 0, atTurnEnd: (end) => ends.push(end) })
-  const run = () => {
-    turns.read()
-    const scheduled = ends
-    ends = []
-    for (const end of scheduled) end()
-  }
   try {
-    run()
+    const loop = drive(2_000, true)
+    loop.turn(1, 0)
     expect(wait).not.toHaveBeenCalled()
-    run()
+    loop.turn(1, 0)
     expect(wait).toHaveBeenCalledTimes(1)
     expect(wait.mock.calls[0]!.slice(1)).toEqual([0, 0, 2])
     // Nothing wakes it: it slept the whole 2 ms.

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getFreePort } from '@latchkey/devnet'
 import { signRelayJwt } from '@latchkey/walletconnect'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest'
 import { createRelay, memoryStore, type Relay, RelayCloseCode, RelayErrorCode, type RelayStore, redisStore, sqliteStore } from '../src/index.js'
 import { connectClient } from './client.js'
 import { freshRedisStore, redisUrl } from './redis.js'
@@ -419,20 +419,44 @@ test.each([-1, 100_001, Number.NaN])('error: coalesceMicros of %s is refused whe
   expect(() => createRelay({ port: 0, coalesceMicros })).toThrow(new RangeError('coalesceMicros must be between 0 and 100 000 µs'))
 })
 
-test('behavior: with coalescing off (0 µs) a burst of publishes still reaches the subscriber once each, in order', async () => {
-  const relay = createRelay({ port: await getFreePort(), coalesceMicros: 0 })
-  await relay.start()
-  try {
-    const [publisher, subscriber] = [await connectClient(relay.url), await connectClient(relay.url)]
-    const topic = randomBytes(32).toString('hex')
-    await subscriber.request('irn_subscribe', { topic })
-    await Promise.all(Array.from({ length: 50 }, (_, index) => publisher.request('irn_publish', { topic, message: `m${index}`, ttl: 300, tag: 1 })))
-    const pushes = []
-    for (let index = 0; index < 50; index++) pushes.push(await subscriber.nextPush())
-    expect(pushes.map((push) => push.params.data.message)).toEqual(Array.from({ length: 50 }, (_, index) => `m${index}`))
-  } finally {
-    await relay.stop()
+describe('coalescing', () => {
+  /**
+   * 200 publishes, one after another, through a relay made with `coalesceMicros`: turns of a frame
+   * or two (a publish, an ack) back to back, sustained load that never fills a turn. Answers the
+   * pushes' messages and the waits the relay slept.
+   */
+  async function burst(coalesceMicros: number | undefined) {
+    const wait = vi.spyOn(Atomics, 'wait')
+    const relay = createRelay({ port: await getFreePort(), coalesceMicros })
+    await relay.start()
+    try {
+      const [publisher, subscriber] = [await connectClient(relay.url), await connectClient(relay.url)]
+      const topic = randomBytes(32).toString('hex')
+      await subscriber.request('irn_subscribe', { topic })
+      for (let index = 0; index < 200; index++) await publisher.request('irn_publish', { topic, message: `m${index}`, ttl: 300, tag: 1 })
+      const pushes = []
+      for (let index = 0; index < 200; index++) pushes.push(await subscriber.nextPush())
+      return { messages: pushes.map((push) => push.params.data.message), waits: wait.mock.calls.map((call) => call[3]) }
+    } finally {
+      wait.mockRestore()
+      await relay.stop()
+    }
   }
+  const sent = Array.from({ length: 200 }, (_, index) => `m${index}`)
+
+  test('default: under sustained small turns the relay sleeps 200 µs after them, and every message arrives once, in order', async () => {
+    const { messages, waits } = await burst(undefined)
+    expect(messages).toEqual(sent)
+    // Hundreds of turns of a frame or two, back to back: the relay slept after some, only for 200 µs.
+    expect(waits.length).toBeGreaterThan(0)
+    expect(new Set(waits)).toEqual(new Set([0.2]))
+  })
+
+  test('behavior: with coalescing off (0 µs) the relay never sleeps, and every message still arrives once, in order', async () => {
+    const { messages, waits } = await burst(0)
+    expect(messages).toEqual(sent)
+    expect(waits).toEqual([])
+  })
 })
 
 test('behavior: with the sqlite store, a message waits across a relay restart', async () => {
