@@ -51,6 +51,14 @@ describe('relay auth JWT', () => {
     expect(() => verifyRelayJwt(token, { now: now - 121 })).toThrow('the token is issued in the future')
   })
 
+  test('error: refuses a token that lives longer than a day (a 100-year token)', () => {
+    expect(verifyRelayJwt(signRelayJwt({ seed, aud: 'a', iat: now, ttl: 86_400 }), { now }).exp).toBe(now + 86_400)
+    const century = signRelayJwt({ seed, aud: 'a', iat: now, ttl: 100 * 365 * 86_400 })
+    expect(() => verifyRelayJwt(century, { now })).toThrow(new RelayAuthError('the token lives longer than 86400 s'))
+    expect(() => verifyRelayJwt(signRelayJwt({ seed, aud: 'a', iat: now, ttl: 86_401 }), { now })).toThrow('the token lives longer than 86400 s')
+    expect(verifyRelayJwt(century, { now, maxLifetime: 100 * 365 * 86_400 }).iat).toBe(now)
+  })
+
   test('error: malformed tokens each get a reason', () => {
     const good = signRelayJwt({ seed, aud: 'a', iat: now })
     const [header, payload, signature] = good.split('.') as [string, string, string]

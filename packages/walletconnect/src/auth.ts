@@ -16,6 +16,12 @@ const HEADER = { alg: 'EdDSA', typ: 'JWT' } as const
 export const RELAY_JWT_TTL_S = 86_400
 /** Clock skew the relay tolerates on iat and exp, as the official relay does. */
 export const RELAY_JWT_LEEWAY_S = 120
+/**
+ * The longest lifetime (`exp - iat`) a relay accepts: the official clients sign for exactly one
+ * day, so a longer token is made by hand, and one that never expires would keep a client id alive
+ * for good.
+ */
+export const RELAY_JWT_MAX_LIFETIME_S = 86_400
 
 export type RelayJwtClaims = { iss: string; sub: string; aud: string; iat: number; exp: number }
 
@@ -89,7 +95,8 @@ export function signRelayJwt({ seed, aud, sub, iat, ttl = RELAY_JWT_TTL_S }: Sig
 
 /**
  * Verifies a relay auth token: header, did:key issuer, ed25519 signature, and iat/exp within
- * the leeway. `audiences`, when given, must contain `aud`.
+ * the leeway, and a lifetime (`exp - iat`) of at most `maxLifetime` (default one day).
+ * `audiences`, when given, must contain `aud`.
  *
  * @example
  * const { iss } = verifyRelayJwt(token, { now: Math.floor(Date.now() / 1000) })
@@ -99,6 +106,8 @@ export function verifyRelayJwt(
   options: {
     now: number
     leeway?: number | undefined
+    /** Longest `exp - iat` accepted, in seconds. Default RELAY_JWT_MAX_LIFETIME_S (one day). */
+    maxLifetime?: number | undefined
     audiences?: readonly string[] | undefined
     /**
      * Checks an ed25519 signature; default @noble/curves, which runs anywhere. A server passes
@@ -133,6 +142,8 @@ export function verifyRelayJwt(
   const leeway = options.leeway ?? RELAY_JWT_LEEWAY_S
   if (claims.exp + leeway < options.now) throw new RelayAuthError('the token has expired')
   if (claims.iat - leeway > options.now) throw new RelayAuthError('the token is issued in the future')
+  const maxLifetime = options.maxLifetime ?? RELAY_JWT_MAX_LIFETIME_S
+  if (claims.exp - claims.iat > maxLifetime) throw new RelayAuthError(`the token lives longer than ${maxLifetime} s`)
   if (options.audiences && !options.audiences.includes(claims.aud)) throw new RelayAuthError(`the token is for another relay (${claims.aud})`)
   return claims as RelayJwtClaims
 }

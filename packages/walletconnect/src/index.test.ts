@@ -34,6 +34,7 @@ test('default: exports', async () => {
       "ProviderNotInitializedError",
       "REINIT_WAIT_MS",
       "RELAY_JWT_LEEWAY_S",
+      "RELAY_JWT_MAX_LIFETIME_S",
       "RELAY_JWT_TTL_S",
       "RelayAuthError",
       "RelayConnectionError",

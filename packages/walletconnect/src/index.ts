@@ -4,6 +4,7 @@ export {
   clientIdOf,
   publicKeyOf,
   RELAY_JWT_LEEWAY_S,
+  RELAY_JWT_MAX_LIFETIME_S,
   RELAY_JWT_TTL_S,
   RelayAuthError,
   type RelayJwtClaims,
