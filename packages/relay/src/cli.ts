@@ -7,6 +7,7 @@
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import { baseSettings, custom, integer, list, runService, SettingsError, settingLabel, text, toggle, url, withoutCredentials } from '@latchkey/service'
+import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP } from './limits.js'
 import { redisStore } from './redisStore.js'
 import { createRelay } from './server.js'
 import { sqliteStore } from './sqliteStore.js'
@@ -83,6 +84,24 @@ const settings = {
     description:
       'Under sustained load, microseconds the relay waits after a turn of its event loop that read few frames, so the next reads more at once (less CPU per message); 0 never waits.',
   }),
+  maxConnections: integer({
+    flag: 'max-connections',
+    env: 'LATCHKEY_RELAY_MAX_CONNECTIONS',
+    valueName: '<n>',
+    min: 0,
+    max: 10_000_000,
+    default: DEFAULT_MAX_CONNECTIONS,
+    description: 'Open WebSockets the relay holds at once; an upgrade past it is refused with HTTP 503. 0: no cap.',
+  }),
+  maxConnectionsPerIp: integer({
+    flag: 'max-connections-per-ip',
+    env: 'LATCHKEY_RELAY_MAX_CONNECTIONS_PER_IP',
+    valueName: '<n>',
+    min: 0,
+    max: 10_000_000,
+    default: DEFAULT_MAX_CONNECTIONS_PER_IP,
+    description: 'Open WebSockets from one IP address (IPv6: one /64); an upgrade past it is refused with HTTP 429. 0: no cap (behind a proxy, cap there).',
+  }),
   audiences: list(
     url({
       flag: 'audience',
@@ -133,6 +152,7 @@ await runService({
       upstreamTimeoutMs: values.upstreamTimeout,
       coalesceMicros: values.coalesce,
       audiences: values.audiences.length ? values.audiences : undefined,
+      limits: { maxConnections: values.maxConnections, maxConnectionsPerIp: values.maxConnectionsPerIp },
       logger,
     })
     try {

@@ -11,6 +11,7 @@ import { coalescer } from './coalesce.js'
 import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
 import { InFlight } from './inflight.js'
+import { type ConnectionLimits, connectionGate } from './limits.js'
 import {
   ackSchema,
   firstIssue,
@@ -30,7 +31,7 @@ import { acceptWebSockets, type ServerWebSocket, type WebSocketServer } from './
 
 export { RelayErrorCode } from './http.js'
 
-export type RelayLimits = {
+export type RelayLimits = ConnectionLimits & {
   /** Largest `message` accepted in a publish, in bytes. Default 512 KiB. */
   maxMessageBytes?: number | undefined
   /** Subscriptions one connection may hold. Default 1000. */
@@ -298,6 +299,7 @@ export function createRelay(options: RelayOptions): Relay {
   const coalesceMicros = options.coalesceMicros ?? 200
   if (!(coalesceMicros >= 0 && coalesceMicros <= 100_000)) throw new RangeError('coalesceMicros must be between 0 and 100 000 µs')
   const turns = coalescer({ micros: coalesceMicros, flush: writeAll })
+  const gate = connectionGate(options.limits)
   const app = createRelayHttpApp({ rpc: options.rpc ?? {}, projectIds: options.projectIds, upstreamTimeoutMs: options.upstreamTimeoutMs })
   // GET /readyz: the store answers.
   const observer = createHttpObserver({ logger, ready: () => store.ping?.() })
@@ -923,6 +925,8 @@ export function createRelay(options: RelayOptions): Relay {
           upgradeIds.set(request, requestId)
           return [`x-request-id: ${requestId}`]
         },
+        admit: gate.admit,
+        release: gate.release,
         onConnection: accept,
       })
       server = http

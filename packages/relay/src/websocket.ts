@@ -52,6 +52,12 @@ export type WebSocketServerOptions = {
   maxPayload: number
   /** Extra `name: value` lines for a 101 about to be sent (the relay's `x-request-id`). */
   headers?: ((request: IncomingMessage) => readonly string[]) | undefined
+  /**
+   * Asked about a valid upgrade before its 101: a refusal (429, 503) is answered with its status
+   * and the WebSocket never opens; undefined accepts it, and `release` is called once it closes.
+   */
+  admit?: ((request: IncomingMessage) => Refusal | undefined) | undefined
+  release?: ((request: IncomingMessage) => void) | undefined
   /** Called once the 101 is written, before any frame of the connection is read. */
   onConnection: (socket: ServerWebSocket, request: IncomingMessage) => void
   /** How long a closing connection waits for the peer's close frame and end before it is destroyed. Default 30 000 ms. */
@@ -80,6 +86,8 @@ export function acceptWebSockets(server: Server, options: WebSocketServerOptions
     if (refusal !== undefined) return refuse(socket, refusal)
     // The client already hung up: nothing to answer.
     if (!socket.readable || !socket.writable) return void socket.destroy()
+    const limited = options.admit?.(request)
+    if (limited !== undefined) return refuse(socket, limited)
     const key = request.headers['sec-websocket-key'] as string
     const lines = [
       'HTTP/1.1 101 Switching Protocols',
@@ -98,7 +106,10 @@ export function acceptWebSockets(server: Server, options: WebSocketServerOptions
     tcp.write(`${lines.join('\r\n')}\r\n\r\n`)
     const connection = new ServerWebSocket(tcp, options.maxPayload, closeTimeoutMs)
     clients.add(connection)
-    connection.once('close', () => clients.delete(connection))
+    connection.once('close', () => {
+      clients.delete(connection)
+      options.release?.(request)
+    })
     options.onConnection(connection, request)
     // Frames sent right behind the handshake: read once the connection's owner listens.
     if (head.length > 0) connection.receive(head)
@@ -113,7 +124,7 @@ export function acceptWebSockets(server: Server, options: WebSocketServerOptions
   }
 }
 
-type Refusal = { status: 400 | 426 | 503; message: string }
+export type Refusal = { status: 400 | 426 | 429 | 503; message: string }
 
 /** Why an upgrade request is refused, or undefined for a valid one (RFC 6455 §4.2.1). */
 function refusalOf(request: IncomingMessage): Refusal | undefined {
@@ -136,7 +147,7 @@ function refusalOf(request: IncomingMessage): Refusal | undefined {
 
 const subprotocolOf = (request: IncomingMessage) => request.headers['sec-websocket-protocol']?.split(',')[0]?.trim() || undefined
 
-const REASONS = { 400: 'Bad Request', 426: 'Upgrade Required', 503: 'Service Unavailable' } as const
+const REASONS = { 400: 'Bad Request', 426: 'Upgrade Required', 429: 'Too Many Requests', 503: 'Service Unavailable' } as const
 
 function refuse(socket: Duplex, { status, message }: Refusal) {
   socket.on('error', ignore)
@@ -147,6 +158,8 @@ function refuse(socket: Duplex, { status, message }: Refusal) {
     `Content-Length: ${Buffer.byteLength(message)}`,
   ]
   if (status === 426) lines.push('Sec-WebSocket-Version: 13')
+  // A client past a connection cap may try again once others have left.
+  if (status === 429) lines.push('Retry-After: 60')
   socket.once('finish', () => socket.destroy())
   socket.end(`${lines.join('\r\n')}\r\n\r\n${message}`)
 }
