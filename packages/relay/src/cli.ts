@@ -8,6 +8,7 @@ import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import { baseSettings, custom, integer, list, runService, SettingsError, settingLabel, text, toggle, url, withoutCredentials } from '@latchkey/service'
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP } from './limits.js'
+import { DEFAULT_MAX_STORED_BYTES, DEFAULT_MAX_STORED_BYTES_PER_CLIENT, DEFAULT_MAX_STORED_BYTES_PER_TOPIC, type StorageQuotas } from './quota.js'
 import { redisStore } from './redisStore.js'
 import { createRelay } from './server.js'
 import { sqliteStore } from './sqliteStore.js'
@@ -74,6 +75,15 @@ const settings = {
     default: 10_000,
     description: 'Milliseconds a chain RPC may take to answer POST /v1/ before the relay answers with a JSON-RPC error.',
   }),
+  rpcRequestsPerSecond: integer({
+    flag: 'rpc-requests-per-second',
+    env: 'LATCHKEY_RELAY_RPC_REQUESTS_PER_SECOND',
+    valueName: '<n>',
+    min: 0,
+    max: 1_000_000,
+    default: 100,
+    description: 'JSON-RPC requests one IP address may send POST /v1/ per second (each of a batch counts); past it 429. 0: no limit.',
+  }),
   coalesce: integer({
     flag: 'coalesce',
     env: 'LATCHKEY_RELAY_COALESCE',
@@ -102,6 +112,33 @@ const settings = {
     default: DEFAULT_MAX_CONNECTIONS_PER_IP,
     description: 'Open WebSockets from one IP address (IPv6: one /64); an upgrade past it is refused with HTTP 429. 0: no cap (behind a proxy, cap there).',
   }),
+  maxStoredBytes: integer({
+    flag: 'max-stored-bytes',
+    env: 'LATCHKEY_RELAY_MAX_STORED_BYTES',
+    valueName: '<bytes>',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    default: DEFAULT_MAX_STORED_BYTES,
+    description: 'Bytes of messages the store holds over every topic; a publish past it is refused (-32015). 0: no quota.',
+  }),
+  maxStoredBytesPerTopic: integer({
+    flag: 'max-stored-bytes-per-topic',
+    env: 'LATCHKEY_RELAY_MAX_STORED_BYTES_PER_TOPIC',
+    valueName: '<bytes>',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    default: DEFAULT_MAX_STORED_BYTES_PER_TOPIC,
+    description: 'Bytes of messages one topic holds; a publish past it is refused (-32015). 0: no quota.',
+  }),
+  maxStoredBytesPerClient: integer({
+    flag: 'max-stored-bytes-per-client',
+    env: 'LATCHKEY_RELAY_MAX_STORED_BYTES_PER_CLIENT',
+    valueName: '<bytes>',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    default: DEFAULT_MAX_STORED_BYTES_PER_CLIENT,
+    description: "Bytes of stored messages one client id's publishes take; a publish past it is refused (-32015). 0: no quota.",
+  }),
   audiences: list(
     url({
       flag: 'audience',
@@ -121,9 +158,13 @@ await runService({
   settings,
   production(_values, given) {
     // An implicit relay.db in whatever directory the process starts in is a development default.
-    return given.has('db') || given.has('redis') || given.has('memory')
-      ? []
-      : [`a store: ${settingLabel(settings.db)}, ${settingLabel(settings.redis)} or ${settingLabel(settings.memory)}`]
+    const store =
+      given.has('db') || given.has('redis') || given.has('memory')
+        ? []
+        : [`a store: ${settingLabel(settings.db)}, ${settingLabel(settings.redis)} or ${settingLabel(settings.memory)}`]
+    // Chains behind POST /v1/ without a project id are an RPC proxy open to anyone, on the operator's key.
+    const project = given.has('rpc') && !given.has('projectIds') ? [`${settingLabel(settings.projectIds)} (POST /v1/ forwards to --rpc chains)`] : []
+    return [...store, ...project]
   },
   notes: [
     'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the store answers, else 503 with {"status":"unavailable","reason":…}.',
@@ -133,12 +174,17 @@ await runService({
     if (chosen.length > 1) throw new SettingsError(`choose one store, not ${chosen.map((key) => settingLabel(settings[key])).join(' and ')}`)
     let store: RelayStore
     let storeName: string
+    const quotas: StorageQuotas = {
+      maxStoredBytes: values.maxStoredBytes,
+      maxStoredBytesPerTopic: values.maxStoredBytesPerTopic,
+      maxStoredBytesPerClient: values.maxStoredBytesPerClient,
+    }
     try {
-      if (values.memory) [store, storeName] = [memoryStore(), 'memory']
-      else if (values.redis) [store, storeName] = [await redisStore(values.redis), `redis ${withoutCredentials(values.redis)}`]
+      if (values.memory) [store, storeName] = [memoryStore({ quotas }), 'memory']
+      else if (values.redis) [store, storeName] = [await redisStore(values.redis, { quotas }), `redis ${withoutCredentials(values.redis)}`]
       else {
         const path = resolve(values.db ?? 'relay.db')
-        ;[store, storeName] = [sqliteStore(path), `sqlite ${path}`]
+        ;[store, storeName] = [sqliteStore(path, { quotas }), `sqlite ${path}`]
       }
     } catch (error) {
       throw new Error(`could not open the store: ${(error as Error).message}`)
@@ -150,6 +196,7 @@ await runService({
       rpc: Object.fromEntries(values.rpc),
       projectIds: values.projectIds.length ? values.projectIds : undefined,
       upstreamTimeoutMs: values.upstreamTimeout,
+      maxRpcRequestsPerSecond: values.rpcRequestsPerSecond,
       coalesceMicros: values.coalesce,
       audiences: values.audiences.length ? values.audiences : undefined,
       limits: { maxConnections: values.maxConnections, maxConnectionsPerIp: values.maxConnectionsPerIp },

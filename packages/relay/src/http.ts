@@ -1,5 +1,7 @@
+import type { IncomingMessage } from 'node:http'
 import { Hono } from 'hono'
 import { z } from 'zod'
+import { addressKey } from './limits.js'
 
 /** JSON-RPC error codes the relay answers with, over the WebSocket and over HTTP. */
 export const RelayErrorCode = {
@@ -15,6 +17,10 @@ export const RelayErrorCode = {
   unknownProject: -32013,
   /** The chain's RPC did not answer in time. */
   upstreamTimeout: -32014,
+  /** Storing the message would pass a storage quota (per topic, per client, or the relay's): nothing is stored. */
+  quotaExceeded: -32015,
+  /** `POST /v1/` forwards only the methods of `RPC_METHODS`. */
+  methodNotAllowed: -32016,
 } as const
 
 export type RelayHttpOptions = {
@@ -26,7 +32,50 @@ export type RelayHttpOptions = {
   upstreamTimeoutMs?: number | undefined
   /** Largest request body, in bytes, counted as it streams in. Default 1 MiB. */
   maxBodyBytes?: number | undefined
+  /**
+   * JSON-RPC requests (each of a batch counts) one IP address (IPv6: one /64) may send per second;
+   * past it the request is refused with 429. Default 100; 0: no limit.
+   */
+  maxRpcRequestsPerSecond?: number | undefined
 }
+
+/**
+ * The methods `POST /v1/` forwards: what a dapp reads from a chain, and `eth_sendRawTransaction`
+ * (signed by the wallet already). Anything else, `eth_sendTransaction` (which a node with unlocked
+ * accounts, as anvil, would sign), `debug_*`, `trace_*`, `anvil_*`, filters and subscriptions, is
+ * refused: the RPC behind the relay is the operator's, and its key is in its URL.
+ */
+export const RPC_METHODS: ReadonlySet<string> = new Set([
+  'eth_blobBaseFee',
+  'eth_blockNumber',
+  'eth_call',
+  'eth_chainId',
+  'eth_createAccessList',
+  'eth_estimateGas',
+  'eth_feeHistory',
+  'eth_gasPrice',
+  'eth_getBalance',
+  'eth_getBlockByHash',
+  'eth_getBlockByNumber',
+  'eth_getBlockReceipts',
+  'eth_getBlockTransactionCountByHash',
+  'eth_getBlockTransactionCountByNumber',
+  'eth_getCode',
+  'eth_getLogs',
+  'eth_getProof',
+  'eth_getStorageAt',
+  'eth_getTransactionByBlockHashAndIndex',
+  'eth_getTransactionByBlockNumberAndIndex',
+  'eth_getTransactionByHash',
+  'eth_getTransactionCount',
+  'eth_getTransactionReceipt',
+  'eth_maxPriorityFeePerGas',
+  'eth_sendRawTransaction',
+  'eth_syncing',
+  'net_listening',
+  'net_version',
+  'web3_clientVersion',
+])
 
 const cors = {
   'access-control-allow-origin': '*',
@@ -59,8 +108,21 @@ export function createRelayHttpApp(options: RelayHttpOptions) {
   const projectIds = options.projectIds?.length ? new Set(options.projectIds) : undefined
   const timeoutMs = options.upstreamTimeoutMs ?? 10_000
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
+  const maxPerSecond = options.maxRpcRequestsPerSecond ?? 100
+  if (!(Number.isSafeInteger(maxPerSecond) && maxPerSecond >= 0)) throw new RangeError('maxRpcRequestsPerSecond must be a whole number, 0 for no limit')
+  /** Requests per address in the current second; a new second starts every count afresh. */
+  let window = { second: -1, counts: new Map<string, number>() }
+  /** Counts `count` requests from `address`: whether they are within the limit. */
+  const withinRate = (address: string, count: number) => {
+    if (maxPerSecond === 0) return true
+    const second = Math.floor(Date.now() / 1000)
+    if (second !== window.second) window = { second, counts: new Map() }
+    const total = (window.counts.get(address) ?? 0) + count
+    window.counts.set(address, total)
+    return total <= maxPerSecond
+  }
   const app = new Hono()
-  const rpcError = (status: 400 | 401 | 403 | 413 | 502 | 504, code: number, message: string, id: unknown = null) =>
+  const rpcError = (status: 400 | 401 | 403 | 413 | 429 | 502 | 504, code: number, message: string, id: unknown = null) =>
     new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }), { status, headers: { ...cors, 'content-type': 'application/json' } })
 
   for (const path of ['/v1', '/v1/']) {
@@ -85,6 +147,19 @@ export function createRelayHttpApp(options: RelayHttpOptions) {
       const request = rpcBody.safeParse(parsed)
       const id = idOf(parsed)
       if (!request.success) return rpcError(400, RelayErrorCode.invalidRequest, 'Invalid request: the body must be a JSON-RPC request or a batch of them', id)
+      const requests = Array.isArray(request.data) ? request.data : [request.data]
+      // A batch with one method not allowed is refused whole: nothing of it goes upstream.
+      const refused = requests.find((entry) => !RPC_METHODS.has(entry.method))
+      if (refused)
+        return rpcError(
+          403,
+          RelayErrorCode.methodNotAllowed,
+          `Method not allowed: ${refused.method.slice(0, 64)} (this relay forwards chain reads and eth_sendRawTransaction)`,
+          id,
+        )
+      // Behind app.request() (tests) there is no socket: every request counts under one address.
+      if (!withinRate(addressKey((c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress ?? ''), requests.length))
+        return rpcError(429, RelayErrorCode.rateLimited, `Rate limit: at most ${maxPerSecond} JSON-RPC requests per second from your address`, id)
       // One deadline for the whole answer, body included: an RPC that sends headers and then
       // stalls is as unavailable as one that never answers.
       const signal = AbortSignal.timeout(timeoutMs)

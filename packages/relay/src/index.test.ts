@@ -4,6 +4,12 @@ import { expect, test } from 'vitest'
 test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
+      "DEFAULT_MAX_CONNECTIONS",
+      "DEFAULT_MAX_CONNECTIONS_PER_IP",
+      "DEFAULT_MAX_STORED_BYTES",
+      "DEFAULT_MAX_STORED_BYTES_PER_CLIENT",
+      "DEFAULT_MAX_STORED_BYTES_PER_TOPIC",
+      "QuotaExceededError",
       "RelayCloseCode",
       "RelayErrorCode",
       "createRelay",

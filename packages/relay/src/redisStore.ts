@@ -1,6 +1,7 @@
 import { withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
 import { fieldsBytes, messageJsonBytes, writeFields, writeMessageJson } from './bytes.js'
+import { QuotaExceededError, type QuotaScope, quotaLimits, type StorageQuotas } from './quota.js'
 import { type NewMessage, type RelayStore, type StoredMessage, withSeq } from './store.js'
 
 const NEWLINE = 0x0a
@@ -8,6 +9,11 @@ const NEWLINE = 0x0a
 export type RedisStoreOptions = {
   /** Prefix of every key and of the fan-out channel; relays that share it share messages. Default `latchkey:relay:`. */
   prefix?: string | undefined
+  /**
+   * Storage quotas (see `StorageQuotas`), counted in Redis over every node: give every node the
+   * same. Each defaults; 0 turns one off.
+   */
+  quotas?: StorageQuotas | undefined
 }
 
 /**
@@ -54,6 +60,16 @@ const NOTICE_V2 = 'published:2'
 // is not supported: one counter orders every topic.) ARGV: the prefix, the lines.
 const ADD = `
 local prefix, lines = ARGV[1], ARGV[2]
+-- Storage quotas in bytes (0: none), counted in one hash over every node: the relay's (g), each
+-- topic's (t:), each publisher's (c:).
+local maxG, maxT, maxC = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local quotas = maxG + maxT + maxC > 0
+local usage = prefix .. 'usage'
+local function count(field, by)
+  local total = redis.call('HINCRBY', usage, field, by)
+  if total <= 0 then redis.call('HDEL', usage, field) end
+  return total
+end
 local v1, v2 = prefix .. '${NOTICE_V1}', prefix .. '${NOTICE_V2}'
 local find, sub = string.find, string.sub
 -- Nodes of version 1 listen on its channel alone; version 2 nodes listen on both.
@@ -62,7 +78,7 @@ local old = listening[2] > listening[4]
 local counter = prefix .. 'seq'
 local first = tonumber(redis.call('GET', counter) or '0')
 local seq = first
-local seqs, lists, groups, notice = {}, {}, {}, {}
+local seqs, answers, lists, groups, used, notice = {}, {}, {}, {}, {}, {}
 local i, at, size = 0, 1, #lines
 while at <= size do
   local a = find(lines, ' ', at, true)
@@ -74,14 +90,24 @@ while at <= size do
   at = e + 1
   i = i + 1
   seqs[i] = 0
+  answers[i] = 0
   -- A negative keep: the node knows the topic's list already lives long enough.
   local extend = keep > 0
   if not extend then keep = -keep end
   local record = sub(lines, d + 1, e - 1)
-  if redis.call('SET', prefix .. 'm:' .. id, record, 'NX', 'PX', keep) then
+  local topic = sub(lines, a + 1, b - 1)
+  -- Counted first, taken back when over a quota or already stored: -1, -2, -3 answer which
+  -- quota (the relay's, the topic's, the publisher's) refused a message not stored before.
+  local refused, size, publisher = 0, e - d - 1, nil
+  if quotas then
+    publisher = sub(lines, d + 1, find(lines, ' ', d + 1, true) - 1)
+    local g, t, c = count('g', size), count('t:' .. topic, size), count('c:' .. publisher, size)
+    if maxG > 0 and g > maxG then refused = 1 elseif maxT > 0 and t > maxT then refused = 2 elseif maxC > 0 and c > maxC then refused = 3 end
+  end
+  if refused == 0 and redis.call('SET', prefix .. 'm:' .. id, record, 'NX', 'PX', keep) then
     seq = seq + 1
     seqs[i] = seq
-    local topic = sub(lines, a + 1, b - 1)
+    answers[i] = seq
     local entry = seq .. ' ' .. id
     local list = prefix .. 't:' .. topic
     local fresh = redis.call('RPUSH', list, entry) == 1
@@ -98,10 +124,20 @@ while at <= size do
     local group = groups[second]
     if not group then group = { expires }; groups[second] = group elseif group[1] < expires then group[1] = expires end
     group[#group + 1] = topic .. ':' .. entry
+    if quotas then
+      local counted = used[second]
+      if not counted then counted = { expires }; used[second] = counted elseif counted[1] < expires then counted[1] = expires end
+      counted[#counted + 1] = seq .. ' ' .. size .. ' ' .. topic .. ' ' .. publisher
+    end
     if old then notice[#notice + 1] = entry .. ' ' .. topic .. ' ' .. record end
+  elseif quotas then
+    count('g', -size)
+    count('t:' .. topic, -size)
+    count('c:' .. publisher, -size)
+    if refused > 0 and redis.call('EXISTS', prefix .. 'm:' .. id) == 0 then answers[i] = -refused end
   end
 end
-if seq == first then return seqs end
+if seq == first then return answers end
 redis.call('SET', counter, seq)
 for list, known in pairs(lists) do
   if known[2] then redis.call('PEXPIRE', list, known[1]) else redis.call('PEXPIRE', list, known[1], 'GT') end
@@ -109,9 +145,35 @@ end
 for _, group in pairs(groups) do
   redis.call('ZADD', prefix .. 'expiry:2', group[1], table.concat(group, '\\n', 2))
 end
+-- What each call and second of expiry counted, released by a prune (see RELEASE).
+for _, counted in pairs(used) do
+  redis.call('ZADD', prefix .. 'usage:expiry', counted[1], table.concat(counted, '\\n', 2))
+end
 redis.call('PUBLISH', v2, table.concat(seqs, ' ') .. '\\n' .. lines)
 if old then redis.call('PUBLISH', v1, table.concat(notice, '\\n')) end
-return seqs
+return answers
+`
+
+// Releases the storage counted for expired messages, all nodes' at once: an entry is taken from
+// the index and subtracted in one script, so two nodes pruning at once never release it twice.
+// Until some node prunes, expired messages still count (refusing more, never less). ARGV: the
+// prefix, now (ms).
+const RELEASE = `
+local prefix, now = ARGV[1], ARGV[2]
+local index, usage = prefix .. 'usage:expiry', prefix .. 'usage'
+local function count(field, by)
+  if redis.call('HINCRBY', usage, field, by) <= 0 then redis.call('HDEL', usage, field) end
+end
+local expired = redis.call('ZRANGEBYSCORE', index, '-inf', now)
+for _, member in ipairs(expired) do
+  for size, topic, publisher in string.gmatch(member, '%d+ (%d+) (%S+) (%S+)') do
+    count('g', -size)
+    count('t:' .. topic, -size)
+    count('c:' .. publisher, -size)
+  end
+  redis.call('ZREM', index, member)
+end
+return #expired
 `
 
 // Records acks, each for as long as its message lives; an ack for a message that is gone is
@@ -173,6 +235,7 @@ type Scripts = {
   relayAdd(keyCount: number, ...args: (string | number | Buffer)[]): Promise<number[]>
   relayAck(keyCount: number, ...args: string[]): Promise<number>
   relayCount(keyCount: number, ...args: (string | number)[]): Promise<number[]>
+  relayRelease(keyCount: number, prefix: string, now: number): Promise<number>
 }
 
 /**
@@ -180,7 +243,7 @@ type Scripts = {
  * script call: under load that is one round trip and one notice for many messages instead of one
  * each. Calls are sent in the order they were made, so stored order is call order.
  */
-function batcher<item, result>(run: (items: item[]) => Promise<result[]>, schedule: (flush: () => void) => void = setImmediate) {
+function batcher<item, result>(run: (items: item[]) => Promise<(result | Error)[]>, schedule: (flush: () => void) => void = setImmediate) {
   let pending: { item: item; resolve(value: result): void; reject(error: unknown): void }[] = []
   const flush = () => {
     const taken = pending
@@ -189,7 +252,12 @@ function batcher<item, result>(run: (items: item[]) => Promise<result[]>, schedu
       const part = taken.slice(start, start + MAX_BATCH)
       run(part.map((entry) => entry.item)).then(
         (results) => {
-          for (const [index, entry] of part.entries()) entry.resolve(results[index]!)
+          for (const [index, entry] of part.entries()) {
+            const result = results[index]!
+            // A call refused on its own (a message past a quota) while the rest of its batch went through.
+            if (result instanceof Error) entry.reject(result)
+            else entry.resolve(result)
+          }
         },
         (error: unknown) => {
           for (const entry of part) entry.reject(error)
@@ -397,6 +465,9 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
   redis.defineCommand('relayAdd', { lua: ADD })
   redis.defineCommand('relayAck', { lua: ACK })
   redis.defineCommand('relayCount', { lua: COUNT })
+  redis.defineCommand('relayRelease', { lua: RELEASE })
+  const limits = quotaLimits(options.quotas)
+  const scopes: readonly QuotaScope[] = ['relay', 'topic', 'client']
   const scripts = redis as unknown as Scripts
   let subscriber: Redis | undefined
 
@@ -439,15 +510,20 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       if (at) lines[at++] = NEWLINE
       at = writeMessageJson(lines, writeFields(lines, at, fields[index]!), m.message, m.jsonSafe)
     }
-    const seqs = await scripts.relayAdd(0, prefix, lines.subarray(0, at))
+    const seqs = await scripts.relayAdd(0, prefix, lines.subarray(0, at), limits.relay, limits.topic, limits.client)
     return messages.map((message, index) => {
-      if (!seqs[index]) return undefined
+      const seq = seqs[index]!
+      if (seq < 0) {
+        const scope = scopes[-seq - 1]!
+        return new QuotaExceededError(scope, limits[scope])
+      }
+      if (!seq) return undefined
       // Stored by this call and its list extended for it: its entry now holds a list that outlives it by the slack.
       if (extending[index]) {
         const covered = listCovers.get(message.topic)
         if (covered === undefined || covered < message.expiresAt) listCovers.set(message.topic, message.expiresAt)
       }
-      return withSeq(message, seqs[index])
+      return withSeq(message, seq)
     })
   }, inWindow)
   const ackBatch = lineBatcher((lines) => scripts.relayAck(0, prefix, lines), inWindow)
@@ -497,6 +573,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       return (await redis.sismember(ackKey(messageId), clientId)) === 1
     },
     async prune(now) {
+      await scripts.relayRelease(0, prefix, now)
       for (const [topic, covered] of listCovers) if (covered - CLOCK_SKEW_MS <= now) listCovers.delete(topic)
       // This version's index, and version 1's (a member per message) that older nodes filled.
       for (const index of indexKeys) {

@@ -12,6 +12,7 @@ import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
 import { InFlight } from './inflight.js'
 import { type ConnectionLimits, connectionGate } from './limits.js'
+import { QuotaExceededError } from './quota.js'
 import {
   ackSchema,
   firstIssue,
@@ -42,6 +43,13 @@ export type RelayLimits = ConnectionLimits & {
    * Default 200.
    */
   maxRequestsPerSecond?: number | undefined
+  /**
+   * Most messages in one `irn_batchFetchMessages` reply; past it the reply says `hasMore: true`
+   * and the client's next fetch of the same topics continues after it. Default 100.
+   */
+  maxFetchMessages?: number | undefined
+  /** Most message bytes in one `irn_batchFetchMessages` reply (one message always goes). Default 2 MiB. */
+  maxFetchBytes?: number | undefined
 }
 
 export type RelayOptions = {
@@ -68,6 +76,11 @@ export type RelayOptions = {
   projectIds?: readonly string[] | undefined
   /** How long a chain's RPC may take to answer the HTTP endpoint, in ms. Default 10 000. */
   upstreamTimeoutMs?: number | undefined
+  /**
+   * JSON-RPC requests one IP address may send the HTTP endpoint per second (each of a batch
+   * counts); past it the request is refused (429, `RelayErrorCode.rateLimited`). Default 100; 0: none.
+   */
+  maxRpcRequestsPerSecond?: number | undefined
   limits?: RelayLimits | undefined
   /**
    * Under sustained load, how long the relay waits (sleeps) after a loop iteration that read few
@@ -213,6 +226,11 @@ type Connection = {
   ackWrite: Promise<void> | undefined
   /** The refusal, sent and the socket closed once every publish before it is answered. */
   refusal: (() => void) | undefined
+  /**
+   * By topic, the `seq` of the last message an `irn_batchFetchMessages` reply that said `hasMore`
+   * held: the next fetch continues after it. Dropped once a fetch of those topics is complete.
+   */
+  fetched: Map<string, number> | undefined
 }
 
 /**
@@ -261,6 +279,8 @@ export function createRelay(options: RelayOptions): Relay {
   const maxMessageBytes = options.limits?.maxMessageBytes ?? 512 * 1024
   const maxSubscriptions = options.limits?.maxSubscriptions ?? 1000
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
+  const maxFetchMessages = options.limits?.maxFetchMessages ?? 100
+  const maxFetchBytes = options.limits?.maxFetchBytes ?? 2 * 1024 * 1024
   const countShared = store.countRequests?.bind(store)
   const addToBatch = shared ? undefined : store.addToBatch?.bind(store)
   /**
@@ -300,7 +320,12 @@ export function createRelay(options: RelayOptions): Relay {
   if (!(coalesceMicros >= 0 && coalesceMicros <= 100_000)) throw new RangeError('coalesceMicros must be between 0 and 100 000 µs')
   const turns = coalescer({ micros: coalesceMicros, flush: writeAll })
   const gate = connectionGate(options.limits)
-  const app = createRelayHttpApp({ rpc: options.rpc ?? {}, projectIds: options.projectIds, upstreamTimeoutMs: options.upstreamTimeoutMs })
+  const app = createRelayHttpApp({
+    rpc: options.rpc ?? {},
+    projectIds: options.projectIds,
+    upstreamTimeoutMs: options.upstreamTimeoutMs,
+    maxRpcRequestsPerSecond: options.maxRpcRequestsPerSecond,
+  })
   // GET /readyz: the store answers.
   const observer = createHttpObserver({ logger, ready: () => store.ping?.() })
   /** The id given to each WebSocket upgrade (echoed in its 101 response), for its log line. */
@@ -348,6 +373,7 @@ export function createRelay(options: RelayOptions): Relay {
       rate: undefined,
       rateSecond: -1,
       ackWrite: undefined,
+      fetched: undefined,
     }
     connections.set(socket, connection)
     // Requests of one connection are handled one after another: per-topic order holds. A publish
@@ -487,8 +513,13 @@ export function createRelay(options: RelayOptions): Relay {
       if (method === 'irn_publish') {
         // The commonest request, with as few objects as it takes: it is held until its commit.
         const message = toNewMessage(connection, params as PublishParams, request.jsonSafe)
+        if (addToBatch) {
+          // Throws, holding nothing, for a message past a storage quota.
+          const taken = addToBatch(message)
+          connection.unanswered++
+          return void toCommit(connection, id, taken)
+        }
         connection.unanswered++
-        if (addToBatch) return void toCommit(connection, id, addToBatch(message))
         store.add(message).then(
           (added) => {
             if (added && !shared) fanOut(added)
@@ -501,6 +532,8 @@ export function createRelay(options: RelayOptions): Relay {
       if (method === 'irn_batchPublish') {
         const entries = (params as ParamsOf<'irn_batchPublish'>).messages
         const messages = entries.map((entry) => toNewMessage(connection, entry))
+        // Stored whole or not at all: a batch past a quota is refused before any of it is stored.
+        store.checkQuota?.(messages)
         connection.unanswered++
         publish(
           messages,
@@ -541,13 +574,8 @@ export function createRelay(options: RelayOptions): Relay {
       case 'irn_batchUnsubscribe':
         for (const { topic } of (params as ParamsOf<'irn_batchUnsubscribe'>).subscriptions) unsubscribe(connection, topic)
         return reply(connection, id, true)
-      case 'irn_batchFetchMessages': {
-        const messages = []
-        for (const topic of (params as ParamsOf<'irn_batchFetchMessages'>).topics)
-          for (const [m, wanted] of await backlog(connection.clientId, topic))
-            if (wanted) messages.push({ topic: m.topic, message: m.message, publishedAt: m.publishedAt, tag: m.tag, attestation: '' })
-        return reply(connection, id, { messages, hasMore: false })
-      }
+      case 'irn_batchFetchMessages':
+        return reply(connection, id, await fetchPage(connection, (params as ParamsOf<'irn_batchFetchMessages'>).topics))
       case 'wc_proposeSession': {
         // The dapp skipped irn_subscribe for the pairing topic: subscribing it is the relay's job,
         // and a proposal that is refused or not stored leaves it unsubscribed.
@@ -569,6 +597,7 @@ export function createRelay(options: RelayOptions): Relay {
           toNewMessage(connection, { topic: pairingTopic, message: sessionProposalResponse, ttl, tag: 1101 }),
           toNewMessage(connection, { topic: sessionTopic, message: sessionSettlementRequest, ttl, tag: 1102 }),
         ]
+        store.checkQuota?.(messages)
         const opening = await open(connection, [sessionTopic])
         try {
           await published(messages)
@@ -580,6 +609,36 @@ export function createRelay(options: RelayOptions): Relay {
         return opening.flush()
       }
     }
+  }
+
+  /**
+   * The next page of what the client has not acknowledged on these topics, in order: at most
+   * `maxFetchMessages` messages and `maxFetchBytes` bytes (one message always goes). A full page
+   * says `hasMore` and the next fetch continues after it; a complete one starts the next afresh.
+   * (The official clients read one page: what they subscribe to is pushed to them in any case.)
+   */
+  async function fetchPage(connection: Connection, topics: readonly string[]) {
+    const cursors = connection.fetched
+    const messages = []
+    const reached = new Map<string, number>()
+    let bytes = 0
+    let hasMore = false
+    pages: for (const topic of topics)
+      for (const [m, wanted] of await backlog(connection.clientId, topic)) {
+        if (!wanted || m.seq <= (reached.get(topic) ?? cursors?.get(topic) ?? 0)) continue
+        if (messages.length === maxFetchMessages || (messages.length > 0 && bytes + m.message.length > maxFetchBytes)) {
+          hasMore = true
+          break pages
+        }
+        bytes += m.message.length
+        reached.set(topic, m.seq)
+        messages.push({ topic: m.topic, message: m.message, publishedAt: m.publishedAt, tag: m.tag, attestation: '' })
+      }
+    if (hasMore) {
+      connection.fetched ??= new Map()
+      for (const [topic, seq] of reached) connection.fetched.set(topic, seq)
+    } else if (cursors) for (const topic of topics) cursors.delete(topic)
+    return { messages, hasMore }
   }
 
   /**
@@ -993,4 +1052,9 @@ function idOf(payload: unknown): number | string | null {
 }
 
 /** What a client is told about a failure: our own errors as they are, anything else as an internal error. */
-const internal = (error: unknown) => (error instanceof RpcError ? error : new RpcError(RelayErrorCode.internal, 'Internal error'))
+const internal = (error: unknown) =>
+  error instanceof RpcError
+    ? error
+    : error instanceof QuotaExceededError
+      ? new RpcError(RelayErrorCode.quotaExceeded, error.message)
+      : new RpcError(RelayErrorCode.internal, 'Internal error')

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
 import { fieldsBytes, INTEGER_BYTES, messageJsonBytes, writeFields, writeInteger, writeMessageJson } from './bytes.js'
 import { JSON_SAFE } from './schemas.js'
-import { memoryIndex, type NewMessage, type RelayStore } from './store.js'
+import { type LocalStoreOptions, memoryIndex, type NewMessage, type RelayStore } from './store.js'
 
 /** How long a write waits for others to share its commit, and how many may share one. */
 const COMMIT_WINDOW_MS = 2
@@ -30,7 +30,7 @@ const SCHEMA_VERSION = 4
  * @example
  * const relay = createRelay({ port: 5555, store: sqliteStore('.latchkey/relay.db') })
  */
-export function sqliteStore(path: string): RelayStore {
+export function sqliteStore(path: string, options: LocalStoreOptions = {}): RelayStore {
   const db = new Database(path)
   // A commit's messages are one row of some hundred KB: with 64 KiB pages it takes a few pages
   // (WAL frames, one write each, and as many again at the checkpoint) instead of a hundred or so;
@@ -49,7 +49,7 @@ export function sqliteStore(path: string): RelayStore {
   const deleteAcks = db.prepare('delete from acks where expires_at <= ?')
   const selectOne = db.prepare('select 1')
 
-  const index = memoryIndex()
+  const index = memoryIndex(options.quotas)
   // A message pruned from memory stays in its row until the row's last message expires; published
   // again, it is in a later row too. The latest copy of an id is the one that counts.
   const read: NewMessage[] = []
@@ -60,7 +60,7 @@ export function sqliteStore(path: string): RelayStore {
       latest.set(message.id, read.length)
       read.push(message)
     }
-  for (const [position, message] of read.entries()) if (latest.get(message.id) === position) index.add(message)
+  for (const [position, message] of read.entries()) if (latest.get(message.id) === position) index.add(message, undefined, true)
   for (const row of db.prepare('select entries from acks').iterate() as IterableIterator<{ entries: string }>)
     for (const entry of row.entries.split('\n')) {
       const [messageId = '', clientId = '', expiresAt] = entry.split(' ')
@@ -128,10 +128,17 @@ export function sqliteStore(path: string): RelayStore {
   }
   return {
     add(m) {
-      const { added, committed } = addToBatch(m)
-      return committed.then(() => added)
+      let taken: ReturnType<typeof addToBatch>
+      try {
+        taken = addToBatch(m)
+      } catch (error) {
+        // A message past a storage quota: refused, nothing held.
+        return Promise.reject(error)
+      }
+      return taken.committed.then(() => taken.added)
     },
     addToBatch,
+    checkQuota: (messages) => index.checkQuota(messages),
     async list(topic, now) {
       return index.list(topic, now)
     },

@@ -1,3 +1,5 @@
+import { QuotaUsage, quotaLimits, type StorageQuotas } from './quota.js'
+
 /** A message as the relay keeps it until its TTL runs out. */
 export type StoredMessage = {
   /** sha256(topic ‖ message), hex: publishing the same message twice stores it once. */
@@ -50,6 +52,12 @@ export type RelayStore = {
    * rather than one per message. Must not be given by a store that `watch`es.
    */
   addToBatch?(message: NewMessage): { added: StoredMessage | undefined; committed: Promise<void> }
+  /**
+   * Throws a `QuotaExceededError` when these messages, stored together, would pass a storage
+   * quota; stores nothing. The relay asks before a publish of several messages, so that a batch is
+   * stored whole or not at all. (`add` refuses a message past a quota all the same.)
+   */
+  checkQuota?(messages: readonly NewMessage[]): void
   /** Unexpired messages of a topic, in publish order. */
   list(topic: string, now: number): Promise<readonly StoredMessage[]>
   /**
@@ -99,9 +107,13 @@ export const withSeq = (added: NewMessage, seq: number, topic = added.topic): St
 export type MemoryIndex = {
   /**
    * The message with its `seq`; undefined when the id is already held. `seq` is given when the
-   * message is read back from a file, in order; later messages are numbered after it.
+   * message is read back from a file, in order; later messages are numbered after it. Throws a
+   * `QuotaExceededError`, holding nothing, when it would pass a storage quota, unless `restoring`
+   * (read back from a file: stored before, counted but never refused).
    */
-  add(message: NewMessage, seq?: number): StoredMessage | undefined
+  add(message: NewMessage, seq?: number, restoring?: boolean): StoredMessage | undefined
+  /** See `RelayStore.checkQuota`. */
+  checkQuota(messages: readonly NewMessage[]): void
   /** Forgets a message that could not be persisted. */
   remove(message: NewMessage): void
   list(topic: string, now: number): StoredMessage[]
@@ -119,15 +131,17 @@ export type MemoryIndex = {
 }
 
 /** @internal */
-export function memoryIndex(): MemoryIndex {
+export function memoryIndex(quotas?: StorageQuotas): MemoryIndex {
+  const usage = new QuotaUsage(quotaLimits(quotas))
   const byTopic = new Map<string, HeldMessage[]>()
   const byId = new Map<string, HeldMessage>()
   // What its messages point to while it holds them: a message handed back is known as its own.
   const holder = {}
   let seq = 0
   return {
-    add(added, given) {
+    add(added, given, restoring) {
       if (byId.has(added.id)) return undefined
+      usage.add(added, !restoring && given === undefined)
       seq = given === undefined ? seq + 1 : Math.max(seq, given)
       const list = byTopic.get(added.topic)
       // Each publish parses its own copy of the topic; the messages of a topic share the first one's.
@@ -137,8 +151,11 @@ export function memoryIndex(): MemoryIndex {
       else byTopic.set(message.topic, [message])
       return message
     },
+    checkQuota: (messages) => usage.check(messages),
     remove(message) {
-      HeldMessage.forget(byId.get(message.id))
+      const held = byId.get(message.id)
+      if (held) usage.remove(held)
+      HeldMessage.forget(held)
       byId.delete(message.id)
       const kept = (byTopic.get(message.topic) ?? []).filter((m) => m.id !== message.id)
       if (kept.length) byTopic.set(message.topic, kept)
@@ -154,6 +171,7 @@ export function memoryIndex(): MemoryIndex {
         const kept = list.filter((m) => m.expiresAt > now)
         for (const m of list)
           if (m.expiresAt <= now) {
+            usage.remove(m)
             HeldMessage.forget(m)
             byId.delete(m.id)
           }
@@ -163,6 +181,7 @@ export function memoryIndex(): MemoryIndex {
     },
     clear() {
       for (const message of byId.values()) HeldMessage.forget(message)
+      usage.clear()
       byTopic.clear()
       byId.clear()
     },
@@ -227,19 +246,26 @@ class HeldMessage implements StoredMessage {
   }
 }
 
+export type LocalStoreOptions = {
+  /** Storage quotas (see `StorageQuotas`); each defaults, 0 turns one off. */
+  quotas?: StorageQuotas | undefined
+}
+
 /**
- * A store in process memory: fast, and gone when the relay stops.
+ * A store in process memory: fast, and gone when the relay stops. A publish past a storage quota
+ * is refused (`QuotaExceededError`).
  *
  * @example
- * const relay = createRelay({ port: 5555, store: memoryStore() })
+ * const relay = createRelay({ port: 5555, store: memoryStore({ quotas: { maxStoredBytes: 256 * 1024 * 1024 } }) })
  */
-export function memoryStore(): RelayStore {
-  const index = memoryIndex()
+export function memoryStore(options: LocalStoreOptions = {}): RelayStore {
+  const index = memoryIndex(options.quotas)
   // One settled promise answers every ack and add: the relay follows a promise it has seen once.
   const done = Promise.resolve()
   return {
     add: async (message) => index.add(message),
     addToBatch: (message) => ({ added: index.add(message), committed: done }),
+    checkQuota: (messages) => index.checkQuota(messages),
     list: async (topic, now) => index.list(topic, now),
     ack: (clientId, messageId, _expiresAt, _now, held) => {
       index.ack(clientId, messageId, held)

@@ -217,6 +217,12 @@ describe('latchkey-relay', () => {
       { NODE_ENV: 'production' },
       'refusing to start with development defaults in production (NODE_ENV=production): set --audience / LATCHKEY_RELAY_AUDIENCES; a store: --db / LATCHKEY_RELAY_DB, --redis / REDIS_URL or --memory / LATCHKEY_RELAY_MEMORY',
     ],
+    [
+      'production with chains behind POST /v1/ and no project id',
+      ['--memory', '--audience', 'wss://relay.example', '--rpc', 'eip155:1=https://rpc.example/?key=secret'],
+      { NODE_ENV: 'production' },
+      'refusing to start with development defaults in production (NODE_ENV=production): set --project-id / LATCHKEY_RELAY_PROJECT_IDS (POST /v1/ forwards to --rpc chains)',
+    ],
   ])('error: %s exits 2 with one line, before listening', async (_, args, env, message) => {
     const relay = startCli(cli, ['--port', String(await getFreePort()), ...args], env)
     expect(await relay.exited).toEqual({ code: 2, signal: null })

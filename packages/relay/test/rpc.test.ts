@@ -179,3 +179,70 @@ describe('JSON-RPC HTTP endpoint with project ids', () => {
     })
   })
 })
+
+describe('JSON-RPC HTTP endpoint: what it forwards, and how often', () => {
+  test('error: refuses a method outside the allowlist (eth_sendTransaction, anvil_*, debug_*), and a batch holding one, forwarding nothing', async () => {
+    for (const method of ['eth_sendTransaction', 'anvil_setBalance', 'debug_traceTransaction', 'eth_accounts'])
+      expect(await error(await post('?chainId=eip155:31337', JSON.stringify({ jsonrpc: '2.0', id: 4, method, params: [] })))).toEqual({
+        status: 403,
+        body: {
+          jsonrpc: '2.0',
+          id: 4,
+          error: {
+            code: RelayErrorCode.methodNotAllowed,
+            message: `Method not allowed: ${method} (this relay forwards chain reads and eth_sendRawTransaction)`,
+          },
+        },
+      })
+    const batch = [
+      { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] },
+      { jsonrpc: '2.0', id: 2, method: 'anvil_mine', params: [] },
+    ]
+    const before = await post('?chainId=eip155:31337', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }))
+    const height = ((await before.json()) as { result: string }).result
+    expect((await error(await post('?chainId=eip155:31337', JSON.stringify(batch)))).body.error.message).toBe(
+      'Method not allowed: anvil_mine (this relay forwards chain reads and eth_sendRawTransaction)',
+    )
+    const after = await post('?chainId=eip155:31337', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }))
+    expect(((await after.json()) as { result: string }).result).toBe(height)
+  })
+
+  test('default: eth_sendRawTransaction is forwarded (the chain answers for it)', async () => {
+    const answer = await post('?chainId=eip155:31337', JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'eth_sendRawTransaction', params: ['0x00'] }))
+    const body = (await answer.json()) as { id: number; error?: { code: number } }
+    // anvil refuses the malformed transaction itself: the relay let it through.
+    expect([body.id, body.error?.code === RelayErrorCode.methodNotAllowed]).toEqual([9, false])
+  })
+
+  test('error: past the per-IP rate limit a request is refused with 429; each of a batch counts', async () => {
+    const limited = createRelay({ port: await getFreePort(), rpc: { 'eip155:31337': inject('chainARpc') }, maxRpcRequestsPerSecond: 3 })
+    await limited.start()
+    try {
+      const base = limited.url.replace('ws://', 'http://')
+      const call = (body: unknown) =>
+        fetch(`${base}/v1/?chainId=eip155:31337`, { method: 'POST', body: JSON.stringify(body) }).then(async (r) => ({
+          status: r.status,
+          body: await r.json(),
+        }))
+      const one = { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }
+      // Within one second (a second boundary in between would reset the count: retried then).
+      let statuses: number[] = []
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const second = Math.floor(Date.now() / 1000)
+        statuses = [(await call([one, one])).status, (await call(one)).status]
+        const refused = await call(one)
+        if (Math.floor(Date.now() / 1000) !== second) continue
+        statuses.push(refused.status)
+        expect(refused.body).toEqual({
+          jsonrpc: '2.0',
+          id: 1,
+          error: { code: RelayErrorCode.rateLimited, message: 'Rate limit: at most 3 JSON-RPC requests per second from your address' },
+        })
+        break
+      }
+      expect(statuses).toEqual([200, 200, 429])
+    } finally {
+      await limited.stop()
+    }
+  })
+})

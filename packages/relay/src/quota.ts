@@ -1,0 +1,152 @@
+import type { NewMessage } from './store.js'
+
+/**
+ * How many bytes of stored messages a store holds at most, counted until each message expires
+ * (and a prune, at most a minute later, drops it). 0 turns a quota off.
+ */
+export type StorageQuotas = {
+  /** Over every topic and client. Default 1 GiB. */
+  maxStoredBytes?: number | undefined
+  /** On one topic. Default 16 MiB. */
+  maxStoredBytesPerTopic?: number | undefined
+  /** Published by one client id. Default 64 MiB. */
+  maxStoredBytesPerClient?: number | undefined
+}
+
+/*
+ * The defaults sit far above what WalletConnect traffic stores: its messages are a few KB (a
+ * proposal or a request, encrypted) and most live minutes, so a busy session topic holds some
+ * hundred KB; a client publishes to a handful of topics. The global budget bounds the memory the
+ * local stores hold (they keep every message in memory) and Redis's.
+ */
+export const DEFAULT_MAX_STORED_BYTES = 1024 * 1024 * 1024
+export const DEFAULT_MAX_STORED_BYTES_PER_TOPIC = 16 * 1024 * 1024
+export const DEFAULT_MAX_STORED_BYTES_PER_CLIENT = 64 * 1024 * 1024
+
+/** Which quota a publish would pass. */
+export type QuotaScope = 'relay' | 'topic' | 'client'
+
+/** A publish refused because storing it would pass a quota: nothing of it is stored. */
+export class QuotaExceededError extends Error {
+  override name = 'QuotaExceededError'
+  constructor(
+    readonly scope: QuotaScope,
+    readonly limit: number,
+  ) {
+    super(
+      scope === 'relay'
+        ? `Storage quota exceeded: the relay holds at most ${limit} bytes of messages`
+        : scope === 'topic'
+          ? `Storage quota exceeded: a topic holds at most ${limit} bytes of messages`
+          : `Storage quota exceeded: a client's messages take at most ${limit} bytes`,
+    )
+  }
+}
+
+/** The three limits, defaults filled in and checked. */
+export type QuotaLimits = { readonly relay: number; readonly topic: number; readonly client: number }
+
+/** @internal */
+export function quotaLimits(quotas: StorageQuotas = {}): QuotaLimits {
+  const limits = {
+    relay: quotas.maxStoredBytes ?? DEFAULT_MAX_STORED_BYTES,
+    topic: quotas.maxStoredBytesPerTopic ?? DEFAULT_MAX_STORED_BYTES_PER_TOPIC,
+    client: quotas.maxStoredBytesPerClient ?? DEFAULT_MAX_STORED_BYTES_PER_CLIENT,
+  }
+  for (const [name, value] of Object.entries(limits))
+    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`the ${name} storage quota must be a whole number of bytes, 0 for none`)
+  return limits
+}
+
+/** A message's size as quotas count it: its UTF-8 bytes (a `jsonSafe` message is ASCII: its length). */
+export const storedSize = (message: Pick<NewMessage, 'message' | 'jsonSafe'>) =>
+  message.jsonSafe ? message.message.length : Buffer.byteLength(message.message)
+
+/**
+ * What a local store (memory, SQLite) holds, by topic and by publisher, against its quotas: two
+ * map lookups and three additions a message, no object made for one.
+ *
+ * @internal
+ */
+export class QuotaUsage {
+  readonly #limits: QuotaLimits
+  readonly #off: boolean
+  #relay = 0
+  readonly #topics = new Map<string, number>()
+  readonly #clients = new Map<string, number>()
+  constructor(limits: QuotaLimits) {
+    this.#limits = limits
+    this.#off = limits.relay === 0 && limits.topic === 0 && limits.client === 0
+  }
+
+  /** The quota `size` more bytes would pass, or undefined when they fit. */
+  exceeded(topic: string, publisher: string, size: number): QuotaExceededError | undefined {
+    const limits = this.#limits
+    if (limits.relay && this.#relay + size > limits.relay) return new QuotaExceededError('relay', limits.relay)
+    if (limits.topic && (this.#topics.get(topic) ?? 0) + size > limits.topic) return new QuotaExceededError('topic', limits.topic)
+    if (limits.client && (this.#clients.get(publisher) ?? 0) + size > limits.client) return new QuotaExceededError('client', limits.client)
+    return undefined
+  }
+
+  /**
+   * Whether messages fit together, counted as if each were stored (a batch is stored whole or not
+   * at all): throws the quota the first one that does not fit passes.
+   */
+  check(messages: readonly NewMessage[]) {
+    if (this.#off) return
+    const topics = new Map<string, number>()
+    const clients = new Map<string, number>()
+    let relay = 0
+    for (const message of messages) {
+      const size = storedSize(message)
+      const topic = (topics.get(message.topic) ?? 0) + size
+      const client = (clients.get(message.publisher) ?? 0) + size
+      relay += size
+      const limits = this.#limits
+      if (limits.relay && this.#relay + relay > limits.relay) throw new QuotaExceededError('relay', limits.relay)
+      if (limits.topic && (this.#topics.get(message.topic) ?? 0) + topic > limits.topic) throw new QuotaExceededError('topic', limits.topic)
+      if (limits.client && (this.#clients.get(message.publisher) ?? 0) + client > limits.client) throw new QuotaExceededError('client', limits.client)
+      topics.set(message.topic, topic)
+      clients.set(message.publisher, client)
+    }
+  }
+
+  /** Counts a stored message; throws, counting nothing, when it does not fit and `enforce`. */
+  add(message: NewMessage, enforce: boolean) {
+    if (this.#off) return
+    const size = storedSize(message)
+    if (enforce) {
+      const refusal = this.exceeded(message.topic, message.publisher, size)
+      if (refusal) throw refusal
+    }
+    this.#relay += size
+    this.#topics.set(message.topic, (this.#topics.get(message.topic) ?? 0) + size)
+    this.#clients.set(message.publisher, (this.#clients.get(message.publisher) ?? 0) + size)
+  }
+
+  /** Stops counting a message that expired or was not stored. */
+  remove(message: NewMessage) {
+    if (this.#off) return
+    const size = storedSize(message)
+    this.#relay -= size
+    drop(this.#topics, message.topic, size)
+    drop(this.#clients, message.publisher, size)
+  }
+
+  clear() {
+    this.#relay = 0
+    this.#topics.clear()
+    this.#clients.clear()
+  }
+
+  /** Bytes counted, for tests. */
+  stored(): number {
+    return this.#relay
+  }
+}
+
+function drop(counts: Map<string, number>, key: string, size: number) {
+  const left = (counts.get(key) ?? 0) - size
+  if (left > 0) counts.set(key, left)
+  else counts.delete(key)
+}

@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { getFreePort } from '@latchkey/devnet'
+import { afterEach, describe, expect, test } from 'vitest'
+import { createRelay, memoryStore, type Relay, RelayErrorCode, type RelayStore, redisStore, type StorageQuotas, sqliteStore } from '../src/index.js'
+import { connectClient } from './client.js'
+import { redisUrl } from './redis.js'
+
+// Storage quotas on every store: a publish that would pass one is refused with -32015 and stores
+// nothing; what expired is released at the next prune.
+
+const topic = () => randomBytes(32).toString('hex')
+let prefixes = 0
+const stores: [string, (quotas: StorageQuotas) => Promise<RelayStore>][] = [
+  ['memory', async (quotas) => memoryStore({ quotas })],
+  ['sqlite', async (quotas) => sqliteStore(join(await mkdtemp(join(tmpdir(), 'latchkey-relay-quota-')), 'relay.db'), { quotas })],
+  ['redis', async (quotas) => redisStore(await redisUrl(), { prefix: `quota${process.pid}:${++prefixes}:`, quotas })],
+]
+
+/** A base64 message of `size` bytes, unique by `index`. */
+const payload = (size: number, index: number) => `${index.toString(36).padStart(6, '0')}${randomBytes(size).toString('base64')}`.slice(0, size)
+
+/** The outcome of a publish: true, or the JSON-RPC error's code and message. */
+const outcome = (promise: Promise<unknown>) =>
+  promise.then(
+    (result) => result,
+    (error: Error & { code?: number }) => ({ code: error.code, message: error.message }),
+  )
+
+let relay: Relay
+let store: RelayStore
+let clock = Date.now()
+afterEach(async () => {
+  await relay.stop()
+  await store.close()
+})
+
+async function start(makeStore: (quotas: StorageQuotas) => Promise<RelayStore>, quotas: StorageQuotas) {
+  clock = Date.now()
+  store = await makeStore(quotas)
+  relay = createRelay({ port: await getFreePort(), store, now: () => clock })
+  await relay.start()
+}
+
+for (const [storeName, makeStore] of stores)
+  describe(`storage quotas on the ${storeName} store`, () => {
+    test("error: the review's flood (8 self-made client ids, 160 messages of 500 KiB for 30 days) stops at the relay's byte budget", async () => {
+      const budget = 32 * 1024 * 1024
+      await start(makeStore, { maxStoredBytes: budget })
+      const accepted: number[] = []
+      const refusals = new Set<string>()
+      for (let client = 0; client < 8; client++) {
+        const flooder = await connectClient(relay.url)
+        const t = topic()
+        let count = 0
+        for (let index = 0; index < 20; index++) {
+          const result = await outcome(flooder.request('irn_publish', { topic: t, message: payload(500 * 1024, index), ttl: 30 * 86_400, tag: 1 }))
+          if (result === true) count++
+          else refusals.add(JSON.stringify(result))
+        }
+        accepted.push(count)
+        await flooder.close()
+      }
+      // 65 messages of 512,000 bytes fit in 32 MiB (Redis counts each record's ~100 bytes more: still 65).
+      expect(accepted).toEqual([20, 20, 20, 5, 0, 0, 0, 0])
+      expect([...refusals]).toEqual([
+        JSON.stringify({ code: RelayErrorCode.quotaExceeded, message: 'Storage quota exceeded: the relay holds at most 33554432 bytes of messages' }),
+      ])
+    })
+
+    test('error: refuses a publish past the topic quota, stores nothing of it, and other topics go on', async () => {
+      await start(makeStore, { maxStoredBytesPerTopic: 1000 })
+      const alice = await connectClient(relay.url)
+      const [full, other] = [topic(), topic()]
+      expect(await alice.request('irn_publish', { topic: full, message: payload(400, 1), ttl: 300, tag: 1 })).toBe(true)
+      expect(await alice.request('irn_publish', { topic: full, message: payload(400, 2), ttl: 300, tag: 1 })).toBe(true)
+      expect(await outcome(alice.request('irn_publish', { topic: full, message: payload(400, 3), ttl: 300, tag: 1 }))).toEqual({
+        code: RelayErrorCode.quotaExceeded,
+        message: 'Storage quota exceeded: a topic holds at most 1000 bytes of messages',
+      })
+      expect((await store.list(full, clock)).map((m) => m.message.slice(0, 6))).toEqual(['000001', '000002'])
+      expect(await alice.request('irn_publish', { topic: other, message: payload(400, 4), ttl: 300, tag: 1 })).toBe(true)
+      // Publishing a stored message again stores nothing new: not refused.
+      const again = (await store.list(full, clock))[0]!.message
+      expect(await alice.request('irn_publish', { topic: full, message: again, ttl: 300, tag: 1 })).toBe(true)
+    })
+
+    test("error: refuses a publish past the client's quota over all its topics", async () => {
+      await start(makeStore, { maxStoredBytesPerClient: 1000 })
+      const [alice, bob] = [await connectClient(relay.url), await connectClient(relay.url)]
+      const t = topic()
+      expect(await alice.request('irn_publish', { topic: topic(), message: payload(400, 1), ttl: 300, tag: 1 })).toBe(true)
+      expect(await alice.request('irn_publish', { topic: topic(), message: payload(400, 2), ttl: 300, tag: 1 })).toBe(true)
+      expect(await outcome(alice.request('irn_publish', { topic: t, message: payload(400, 3), ttl: 300, tag: 1 }))).toEqual({
+        code: RelayErrorCode.quotaExceeded,
+        message: "Storage quota exceeded: a client's messages take at most 1000 bytes",
+      })
+      expect(await store.list(t, clock)).toEqual([])
+      expect(await bob.request('irn_publish', { topic: t, message: payload(400, 4), ttl: 300, tag: 1 })).toBe(true)
+    })
+
+    test('behavior: expired messages release their bytes at the next prune', async () => {
+      await start(makeStore, { maxStoredBytesPerTopic: 1000 })
+      const alice = await connectClient(relay.url)
+      const t = topic()
+      expect(await alice.request('irn_publish', { topic: t, message: payload(900, 1), ttl: 10, tag: 1 })).toBe(true)
+      expect(await outcome(alice.request('irn_publish', { topic: t, message: payload(900, 2), ttl: 10, tag: 1 }))).toMatchObject({
+        code: RelayErrorCode.quotaExceeded,
+      })
+      clock += 11_000
+      await store.prune(clock)
+      expect(await alice.request('irn_publish', { topic: t, message: payload(900, 3), ttl: 10, tag: 1 })).toBe(true)
+    })
+
+    if (storeName !== 'redis')
+      test('error: a batch publish past a quota is refused whole: none of it is stored', async () => {
+        await start(makeStore, { maxStoredBytesPerTopic: 1000 })
+        const alice = await connectClient(relay.url)
+        const t = topic()
+        const messages = [1, 2, 3].map((index) => ({ topic: t, message: payload(400, index), ttl: 300, tag: 1 }))
+        expect(await outcome(alice.request('irn_batchPublish', { messages }))).toEqual({
+          code: RelayErrorCode.quotaExceeded,
+          message: 'Storage quota exceeded: a topic holds at most 1000 bytes of messages',
+        })
+        expect(await store.list(t, clock)).toEqual([])
+        expect(await alice.request('irn_batchPublish', { messages: messages.slice(0, 2) })).toBe(true)
+      })
+  })
+
+describe('storage quotas on Redis, over several nodes', () => {
+  test('behavior: two relays on one Redis share one count', async () => {
+    const url = await redisUrl()
+    const prefix = `quota${process.pid}:shared:`
+    store = await redisStore(url, { prefix, quotas: { maxStoredBytesPerTopic: 1000 } })
+    const other = await redisStore(url, { prefix, quotas: { maxStoredBytesPerTopic: 1000 } })
+    relay = createRelay({ port: await getFreePort(), store })
+    const second = createRelay({ port: await getFreePort(), store: other })
+    await Promise.all([relay.start(), second.start()])
+    try {
+      const [alice, bob] = [await connectClient(relay.url), await connectClient(second.url)]
+      const t = topic()
+      // Records count ~100 bytes more than their message on Redis: 400 + 400 fit, a third does not.
+      expect(await alice.request('irn_publish', { topic: t, message: payload(400, 1), ttl: 300, tag: 1 })).toBe(true)
+      expect(await bob.request('irn_publish', { topic: t, message: payload(400, 2), ttl: 300, tag: 1 })).toBe(true)
+      expect(await outcome(alice.request('irn_publish', { topic: t, message: payload(400, 3), ttl: 300, tag: 1 }))).toMatchObject({
+        code: RelayErrorCode.quotaExceeded,
+      })
+      expect(await outcome(bob.request('irn_publish', { topic: t, message: payload(400, 4), ttl: 300, tag: 1 }))).toMatchObject({
+        code: RelayErrorCode.quotaExceeded,
+      })
+    } finally {
+      await second.stop()
+      await other.close()
+    }
+  })
+})
