@@ -61,7 +61,20 @@ async function pairingTimes(relayUrl: string): Promise<number[]> {
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-relay-'))
-const runs: { plain: Result; ours: Result }[] = []
+const runs: { plain: Result; ours: Result; unlimited: Result }[] = []
+/** The relay's connection caps and storage quotas turned off: the same relay beside it measures what they cost. */
+const NO_LIMITS = [
+  '--max-connections',
+  '0',
+  '--max-connections-per-ip',
+  '0',
+  '--max-stored-bytes',
+  '0',
+  '--max-stored-bytes-per-topic',
+  '0',
+  '--max-stored-bytes-per-client',
+  '0',
+]
 let pairing: number[] = []
 try {
   const plainPort = await getFreePort()
@@ -69,6 +82,13 @@ try {
   const port = await getFreePort()
   const url = `ws://127.0.0.1:${port}`
   const ours = await startProcess('packages/relay/src/cli.ts', ['--port', String(port), '--db', join(dir, 'relay.db')], 'Relay listening')
+  const unlimitedPort = await getFreePort()
+  const unlimitedUrl = `ws://127.0.0.1:${unlimitedPort}`
+  const unlimited = await startProcess(
+    'packages/relay/src/cli.ts',
+    ['--port', String(unlimitedPort), '--db', join(dir, 'unlimited.db'), ...NO_LIMITS],
+    'Relay listening',
+  )
   try {
     // Interleaved rounds, so drift on this machine hits both servers alike.
     for (let round = 0; round < rounds; round++) {
@@ -80,13 +100,22 @@ try {
         servers: [plain],
       })
       // Tokens are minted before timing, as real clients hold theirs before they publish.
-      const urls = Array.from({ length: clients }, () => `${url}/?auth=${signRelayJwt({ seed: randomBytes(32).toString('hex'), aud: url })}`)
-      runs.push({ plain: plainResult, ours: await measure({ name: 'latchkey relay (SQLite)', urls, protocol: 'irn', messages, servers: [ours] }) })
+      const tokens = (at: string) => Array.from({ length: clients }, () => `${at}/?auth=${signRelayJwt({ seed: randomBytes(32).toString('hex'), aud: at })}`)
+      const [urls, unlimitedUrls] = [tokens(url), tokens(unlimitedUrl)]
+      // Limits off and on under the same load, which one first alternating round by round.
+      const off = () => measure({ name: 'latchkey relay, limits off', urls: unlimitedUrls, protocol: 'irn', messages, servers: [unlimited] })
+      const on = () => measure({ name: 'latchkey relay (SQLite)', urls, protocol: 'irn', messages, servers: [ours] })
+      let unlimitedResult: Result
+      let oursResult: Result
+      if (round % 2) [oursResult, unlimitedResult] = [await on(), await off()]
+      else [unlimitedResult, oursResult] = [await off(), await on()]
+      runs.push({ plain: plainResult, ours: oursResult, unlimited: unlimitedResult })
     }
     pairing = await pairingTimes(url)
   } finally {
     await stopProcess(plain)
     await stopProcess(ours)
+    await stopProcess(unlimited)
   }
 } finally {
   await rm(dir, { recursive: true, force: true })
@@ -97,6 +126,7 @@ console.log(
 )
 const results = runs.flatMap((run, index) => [
   { ...run.plain, round: index + 1 },
+  { ...run.unlimited, round: index + 1 },
   { ...run.ours, round: index + 1 },
 ])
 printTable(results)
@@ -111,6 +141,12 @@ const cpuRatios = runs.map((run) => run.ours.serverMicros / run.plain.serverMicr
 const cpuRatio = medianOf(cpuRatios)
 console.log(
   `server CPU per delivered message, median: plain ws ${fixed(plainMicros)} µs, latchkey ${fixed(ourMicros)} µs: latchkey ÷ plain ws ${fixed(cpuRatio, 2)}× (rounds ${fixed(cpuRatios[0]!, 2)}–${fixed(cpuRatios.at(-1)!, 2)}; target ≤ 1.5: ${cpuRatio <= 1.5 ? 'met' : 'missed'})`,
+)
+// What the connection caps and storage quotas cost: the same relay with them off, round by round.
+const limitRates = runs.map((run) => run.ours.perSecond / run.unlimited.perSecond).sort((a, b) => a - b)
+const limitCpu = runs.map((run) => run.ours.serverMicros / run.unlimited.serverMicros).sort((a, b) => a - b)
+console.log(
+  `limits on ÷ off, median of rounds: msgs/s ${fixed(medianOf(limitRates), 2)}× (rounds ${fixed(limitRates[0]!, 2)}–${fixed(limitRates.at(-1)!, 2)}), CPU per message ${fixed(medianOf(limitCpu), 2)}× (rounds ${fixed(limitCpu[0]!, 2)}–${fixed(limitCpu.at(-1)!, 2)}) (target: cost ≤ 5 %, msgs/s ≥ 0.95×: ${medianOf(limitRates) >= 0.95 ? 'met' : 'missed'})`,
 )
 const median = percentile(pairing, 50)
 console.log(
