@@ -1,4 +1,4 @@
-import { decodeAbiParameters, decodeErrorResult, getAddress, type Hex, numberToHex } from 'viem'
+import { type AbiParameter, decodeAbiParameters, getAddress, type Hex, numberToHex, size, slice } from 'viem'
 import type { Call } from './calls.js'
 import { formatNative, formatNetwork } from './format.js'
 import { formatTokenAmount, readSymbol, readToken } from './tokens.js'
@@ -15,27 +15,13 @@ const TRANSFER_BATCH = '0x4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c
 /** The pseudo-address eth_simulateV1 logs native transfers from (ERC-7528). */
 const NATIVE = '0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee'
 
-/** Errors the standard tokens revert with (OpenZeppelin 5), so a revert reads as its reason. */
-const TOKEN_ERRORS = [
-  {
-    type: 'error',
-    name: 'ERC20InsufficientBalance',
-    inputs: [
-      { name: 'sender', type: 'address' },
-      { name: 'balance', type: 'uint256' },
-      { name: 'needed', type: 'uint256' },
-    ],
-  },
-  {
-    type: 'error',
-    name: 'ERC20InsufficientAllowance',
-    inputs: [
-      { name: 'spender', type: 'address' },
-      { name: 'allowance', type: 'uint256' },
-      { name: 'needed', type: 'uint256' },
-    ],
-  },
-] as const
+/** Errors a revert is read as, by selector: Solidity's own and the standard tokens' (OpenZeppelin 5). */
+const ERRORS: Readonly<Record<string, { readonly name: string; readonly types: readonly AbiParameter[] }>> = {
+  '0x08c379a0': { name: 'Error', types: [{ type: 'string' }] },
+  '0x4e487b71': { name: 'Panic', types: [{ type: 'uint256' }] },
+  '0xe450d38c': { name: 'ERC20InsufficientBalance', types: [{ type: 'address' }, { type: 'uint256' }, { type: 'uint256' }] },
+  '0xfb8f41b2': { name: 'ERC20InsufficientAllowance', types: [{ type: 'address' }, { type: 'uint256' }, { type: 'uint256' }] },
+}
 
 type Log = { readonly address: string; readonly topics: readonly Hex[]; readonly data: Hex }
 type SimulatedCall = { readonly status: Hex; readonly returnData?: Hex; readonly logs?: readonly Log[]; readonly error?: { readonly message?: string } }
@@ -128,12 +114,13 @@ async function describeChange(context: ReviewContext, change: Change, amount: bi
 function revertReason(call: SimulatedCall): string {
   const data = call.returnData
   if (data && data !== '0x') {
+    const error = size(data) >= 4 ? ERRORS[slice(data, 0, 4).toLowerCase()] : undefined
     try {
-      // viem adds Error(string) and Panic(uint256) to the ABI it is given.
-      const decoded = decodeErrorResult({ abi: TOKEN_ERRORS, data }) as { errorName: string; args: readonly unknown[] }
-      if (decoded.errorName === 'Error') return String(decoded.args[0])
-      if (decoded.errorName === 'Panic') return `panic ${numberToHex(decoded.args[0] as bigint)}`
-      return `${decoded.errorName}(${decoded.args.map(String).join(', ')})`
+      if (!error) throw new Error('unknown error')
+      const args = decodeAbiParameters(error.types, slice(data, 4))
+      if (error.name === 'Error') return String(args[0])
+      if (error.name === 'Panic') return `panic ${numberToHex(args[0] as bigint)}`
+      return `${error.name}(${args.map(String).join(', ')})`
     } catch {
       return `${call.error?.message ?? 'execution reverted'} (${data})`
     }
