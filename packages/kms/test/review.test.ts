@@ -568,6 +568,35 @@ describe('grants (ERC-7715)', () => {
     expect(result.warnings).toEqual([])
   })
 
+  test("behavior: the ERC's later shape (permission, rules with an expiry, to) reads the same", async () => {
+    const result = await review({
+      method: 'wallet_grantPermissions',
+      params: [
+        {
+          chainId: '0x7a69',
+          to: session,
+          rules: [{ type: 'expiry', data: { timestamp: NEW_YEAR_2030 } }],
+          permission: { type: 'erc20-token-periodic', data: { tokenAddress: token, periodAmount: toHex(parseUnits('5', 18)), periodDuration: 3600 } },
+          isAdjustmentAllowed: false,
+        },
+      ],
+    })
+    expect(result.rows).toEqual([
+      { label: 'Network', value: 'Anvil A (31337)' },
+      { label: 'Expires', value: '2030-01-01 00:00:00 UTC' },
+      { label: 'Signer', value: `account ${session}` },
+      { label: 'TKN limit', value: '5 TKN per hour' },
+    ])
+    expect(
+      await rejection({
+        method: 'wallet_grantPermissions',
+        params: [
+          { chainId: '0x7a69', to: session, rules: [{ type: 'redeemer', data: { addresses: [] } }], permission: { type: 'native-token-periodic', data: {} } },
+        ],
+      }),
+    ).toMatchObject({ code: 'UNKNOWN_PERMISSION', message: 'Unknown rule type "redeemer": the wallet enforces only expiry' })
+  })
+
   test('error: a grant without an expiry is refused', async () => {
     const { expiry: _, ...noExpiry } = grant()
     expect(await rejection({ method: 'wallet_grantPermissions', params: [noExpiry] })).toMatchObject({
@@ -581,7 +610,8 @@ describe('grants (ERC-7715)', () => {
     expect(result).toBeInstanceOf(ReviewError)
     expect(result).toMatchObject({
       code: 'UNKNOWN_PERMISSION',
-      message: 'Unknown permission type "rate-limit": the wallet can grant only native-token-recurring-allowance, erc20-recurring-allowance, contract-call',
+      message:
+        'Unknown permission type "rate-limit": the wallet can grant only native-token-recurring-allowance, erc20-recurring-allowance, native-token-periodic, erc20-token-periodic, contract-call',
     })
   })
 

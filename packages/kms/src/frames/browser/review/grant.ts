@@ -6,16 +6,32 @@ import type { Review, ReviewContext, ReviewNode, ReviewRow, ReviewWarning } from
 import { chainMismatch, unlimitedApproval } from './warnings.js'
 
 // ERC-7715 `wallet_grantPermissions`: the app asks for a signer that may act without asking again,
-// within limits. The request is a list of `{ chainId, address?, expiry, signer, permissions }`; the
-// permissions the wallet can enforce are a native and an ERC-20 allowance per period, and calls to
-// named functions of named contracts. Anything else, and any grant without an end, is refused.
+// within limits. The request is a list of `{ chainId, address?, expiry, signer, permissions }` (the
+// ERC's first shape), or of `{ chainId, expiry? | rules: [{ type: 'expiry' }], signer | to,
+// permission }` (its later shape, as MetaMask's Advanced Permissions send it). The permissions the
+// wallet can enforce are a native and an ERC-20 allowance per period, and calls to named functions
+// of named contracts. Anything else, and any grant without an end, is refused.
 
 const malformed = (reason: string) => new ReviewError('MALFORMED_GRANT', reason)
 type Fields = Record<string, unknown>
 const isObject = (value: unknown): value is Fields => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The permission types the kms can enforce, as ERC-7715 names them. */
-export const PERMISSION_TYPES = ['native-token-recurring-allowance', 'erc20-recurring-allowance', 'contract-call'] as const
+export const PERMISSION_TYPES = [
+  'native-token-recurring-allowance',
+  'erc20-recurring-allowance',
+  'native-token-periodic',
+  'erc20-token-periodic',
+  'contract-call',
+] as const
+
+/** Where each per-period allowance type keeps its fields: the ERC's first names, and the later ones. */
+const ALLOWANCE_FIELDS: Readonly<Record<string, { amount: string; period: string; start: string; token?: string }>> = {
+  'native-token-recurring-allowance': { amount: 'allowance', period: 'period', start: 'start' },
+  'erc20-recurring-allowance': { amount: 'allowance', period: 'period', start: 'start', token: 'token' },
+  'native-token-periodic': { amount: 'periodAmount', period: 'periodDuration', start: 'startTime' },
+  'erc20-token-periodic': { amount: 'periodAmount', period: 'periodDuration', start: 'startTime', token: 'tokenAddress' },
+}
 
 const PERIODS: Readonly<Record<string, string>> = { 3600: 'hour', 86400: 'day', 604800: 'week', 2592000: '30 days' }
 const formatPeriod = (seconds: bigint) => `per ${PERIODS[String(seconds)] ?? `${seconds} seconds`}`
@@ -26,7 +42,12 @@ function quantityField(data: Fields, name: string, type: string): bigint {
   return value
 }
 
-function describeSigner(signer: unknown): string {
+function describeSigner(signer: unknown, to: unknown): string {
+  if (signer === undefined && to !== undefined) {
+    const address = toAddress(to)
+    if (!address) throw malformed(`The grant's "to" is not an address: ${String(to)}`)
+    return `account ${address}`
+  }
   if (!isObject(signer) || typeof signer.type !== 'string' || !isObject(signer.data)) throw malformed('The grant\'s "signer" is not { type, data }')
   const data = signer.data
   if (signer.type === 'account') {
@@ -52,6 +73,19 @@ function describeFunction(entry: unknown): string {
   throw malformed(`The contract-call permission names ${JSON.stringify(entry)}, not a function signature or a 4-byte selector`)
 }
 
+/** The later shape's expiry, a rule `{ type: 'expiry', data: { timestamp } }`; any other rule is one the wallet cannot enforce. */
+function expiryRule(rules: unknown): unknown {
+  if (rules === undefined) return undefined
+  if (!Array.isArray(rules)) throw malformed('The grant\'s "rules" are not a list')
+  let timestamp: unknown
+  for (const rule of rules) {
+    if (!isObject(rule) || typeof rule.type !== 'string' || !isObject(rule.data)) throw malformed('A rule of the grant is not { type, data }')
+    if (rule.type !== 'expiry') throw new ReviewError('UNKNOWN_PERMISSION', `Unknown rule type "${rule.type}": the wallet enforces only expiry`)
+    timestamp = rule.data.timestamp
+  }
+  return timestamp
+}
+
 type Described = { rows: ReviewRow[]; node: ReviewNode; warnings: ReviewWarning[] }
 
 async function describePermission(context: ReviewContext, permission: unknown, index: number): Promise<Described> {
@@ -60,30 +94,33 @@ async function describePermission(context: ReviewContext, permission: unknown, i
   const { type, data } = permission
   switch (type) {
     case 'native-token-recurring-allowance':
-    case 'erc20-recurring-allowance': {
-      const allowance = quantityField(data, 'allowance', type)
-      const start = quantityField(data, 'start', type)
-      const period = quantityField(data, 'period', type)
-      if (period === 0n) throw malformed(`The ${type} permission's "period" is zero`)
+    case 'erc20-recurring-allowance':
+    case 'native-token-periodic':
+    case 'erc20-token-periodic': {
+      const fields = ALLOWANCE_FIELDS[type]!
+      const allowance = quantityField(data, fields.amount, type)
+      const period = quantityField(data, fields.period, type)
+      const start = data[fields.start] === undefined ? undefined : quantityField(data, fields.start, type)
+      if (period === 0n) throw malformed(`The ${type} permission's "${fields.period}" is zero`)
       let amount = formatNative(allowance)
       let symbol = NATIVE_SYMBOL
       let token: Hex | undefined
       const warnings: ReviewWarning[] = []
-      if (type === 'erc20-recurring-allowance') {
-        token = toAddress(data.token)
-        if (!token) throw malformed(`The ${type} permission's "token" is not an address: ${String(data.token)}`)
+      if (fields.token) {
+        token = toAddress(data[fields.token])
+        if (!token) throw malformed(`The ${type} permission's "${fields.token}" is not an address: ${String(data[fields.token])}`)
         const formatted = formatTokenAmount(allowance, token, await readToken(context, token))
         amount = formatted.text
         symbol = formatted.symbol
         warnings.push(...formatted.warnings)
       }
       if (isUnlimited(allowance)) warnings.push(unlimitedApproval("The permission's signer", symbol))
-      const limit = `${amount} ${formatPeriod(period)}, from ${formatDate(start)}`
+      const limit = `${amount} ${formatPeriod(period)}${start === undefined ? '' : `, from ${formatDate(start)}`}`
       const children: ReviewNode[] = [
         ...(token ? [{ label: 'token', value: token }] : []),
         { label: 'allowance', value: amount },
         { label: 'period', value: `${period} seconds` },
-        { label: 'start', value: formatDate(start) },
+        ...(start === undefined ? [] : [{ label: 'start', value: formatDate(start) }]),
       ]
       return { rows: [{ label: `${symbol} limit`, value: limit }], node: { label: type, children }, warnings }
     }
@@ -121,19 +158,21 @@ export async function reviewGrant(params: readonly unknown[], context: ReviewCon
     if (chainId === undefined) throw malformed(`The grant's "chainId" is not a quantity: ${String(request.chainId)}`)
     if (request.address !== undefined && !(toAddress(request.address) && sameAddress(String(request.address), context.account)))
       throw malformed(`The grant is for the account ${String(request.address)}, not this wallet's account ${context.account}`)
-    if (request.expiry === undefined || request.expiry === null || request.expiry === 0)
+    const rawExpiry = request.expiry ?? expiryRule(request.rules)
+    if (rawExpiry === undefined || rawExpiry === null || rawExpiry === 0)
       throw new ReviewError('GRANT_WITHOUT_EXPIRY', 'The grant has no expiry: a permission that never ends is refused')
-    const expiry = toQuantity(request.expiry)
-    if (expiry === undefined) throw malformed(`The grant's "expiry" is not a unix time in seconds: ${String(request.expiry)}`)
+    const expiry = toQuantity(rawExpiry)
+    if (expiry === undefined) throw malformed(`The grant's "expiry" is not a unix time in seconds: ${String(rawExpiry)}`)
     if (expiry * 1000n <= BigInt(now)) throw malformed(`The grant expired already, at ${formatDate(expiry)}`)
     if (Array.isArray(request.policies) && request.policies.length > 0)
       throw new ReviewError('UNKNOWN_PERMISSION', 'The grant carries policies: the wallet enforces only the limits of its permissions')
-    if (!Array.isArray(request.permissions) || request.permissions.length === 0) throw malformed('The grant has no permissions')
-    const signer = describeSigner(request.signer)
+    const permissions = Array.isArray(request.permissions) ? request.permissions : request.permission === undefined ? [] : [request.permission]
+    if (permissions.length === 0) throw malformed('The grant has no permissions')
+    const signer = describeSigner(request.signer, request.to)
     if (chainId !== BigInt(context.chainId)) warnings.push(chainMismatch(Number(chainId), context.chainId))
     rows.push({ label: 'Network', value: formatNetwork(Number(chainId)) }, { label: 'Expires', value: formatDate(expiry) }, { label: 'Signer', value: signer })
     const described: Described[] = []
-    for (const [index, permission] of request.permissions.entries()) described.push(await describePermission(context, permission, index))
+    for (const [index, permission] of permissions.entries()) described.push(await describePermission(context, permission, index))
     for (const permission of described) {
       rows.push(...permission.rows)
       warnings.push(...permission.warnings)
