@@ -86,6 +86,18 @@ describe('messages', () => {
     ])
   })
 
+  test('behavior: invisible and direction-changing characters are shown as code points, with a warning', async () => {
+    const result = await review({ method: 'personal_sign', params: [stringToHex('Pay 10\u202E01 TKN\u200B'), account] })
+    expect(result.rows).toEqual([{ label: 'Message', value: 'Pay 10<U+202E>01 TKN<U+200B>' }])
+    expect(result.raw).toBe('Pay 10\u202E01 TKN\u200B')
+    expect(result.warnings).toEqual([
+      {
+        level: 'warning',
+        text: 'This message contains invisible or direction-changing characters, shown as <U+…>: what it seems to say may not be what you sign.',
+      },
+    ])
+  })
+
   const siwe = (domain: string) =>
     createSiweMessage({
       domain,

@@ -2,12 +2,16 @@ import { ReviewError } from './errors.js'
 import { sameAddress, toAddress } from './format.js'
 import { reviewSiwe } from './siwe.js'
 import type { Review, ReviewContext } from './types.js'
-import { notText } from './warnings.js'
+import { hiddenCharacters, notText } from './warnings.js'
 
 // personal_sign: the message as the text it is. Bytes that are not UTF-8 are shown as hex with a
 // warning (they may be a hash or a transaction in disguise); a SIWE message gets its own rows.
 
 const fail = (reason: string) => new ReviewError('MALFORMED_MESSAGE', reason)
+
+// Zero-width and direction-changing characters make the text read otherwise than it is signed.
+const HIDDEN = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/gu
+const reveal = (text: string) => text.replace(HIDDEN, (character) => `<U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`)
 
 function messageBytes(message: string): Uint8Array | undefined {
   if (!/^0x(?:[0-9a-fA-F]{2})*$/.test(message)) return undefined
@@ -45,5 +49,6 @@ export function reviewMessage(params: readonly unknown[], context: ReviewContext
     return { ...base, title: 'Sign a message', rows: [{ label: 'Message (hex)', value: message.toLowerCase() }], raw: message, warnings: [notText] }
   const siwe = reviewSiwe(text, context)
   if (siwe) return { ...base, title: 'Sign in with Ethereum', rows: siwe.rows, raw: text, warnings: siwe.warnings }
-  return { ...base, title: 'Sign a message', rows: [{ label: 'Message', value: text }], raw: text, warnings: [] }
+  const shown = reveal(text)
+  return { ...base, title: 'Sign a message', rows: [{ label: 'Message', value: shown }], raw: text, warnings: shown === text ? [] : [hiddenCharacters] }
 }

@@ -33,6 +33,11 @@ export const notText: ReviewWarning = {
   text: 'This message is not text: it is shown as hex. Sign it only if you know what these bytes are.',
 }
 
+export const hiddenCharacters: ReviewWarning = {
+  level: 'warning',
+  text: 'This message contains invisible or direction-changing characters, shown as <U+…>: what it seems to say may not be what you sign.',
+}
+
 export const siweDomainMismatch = (domain: string, host: string): ReviewWarning => ({
   level: 'danger',
   text: `This sign-in is for ${domain}, but the request comes from ${host}: signing it may let this site sign in to ${domain} as you.`,
