@@ -3,16 +3,21 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-// Compiles the executor with the solc pinned in the root package.json (npm `solc`, exact
+// Compiles our contracts (the executor, the demo's test token) with the solc pinned in the root package.json (npm `solc`, exact
 // version) against the OpenZeppelin Contracts pinned there too (read from node_modules, never
-// copied in) and writes the artifact that devnet deploys and the embedded wallet's constants come
-// from. `npm run build:contracts` rewrites it; BatchExecutor.test.ts rebuilds and compares.
+// copied in) and writes the artifacts that devnet deploys and the embedded wallet's constants come
+// from. `npm run build:contracts` rewrites them; BatchExecutor.test.ts and TestToken.test.ts rebuild and compare.
 
 const here = dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
 const OPENZEPPELIN = '@openzeppelin/contracts'
-export const SOURCE_PATH = join(here, 'BatchExecutor.sol')
-export const ARTIFACT_PATH = join(here, 'BatchExecutor.json')
+/** The contracts this build compiles, each from `<name>.sol` to `<name>.json` beside this file. */
+export const CONTRACTS = ['BatchExecutor', 'TestToken'] as const
+export type ContractName = (typeof CONTRACTS)[number]
+export const sourcePath = (name: ContractName) => join(here, `${name}.sol`)
+export const artifactPath = (name: ContractName) => join(here, `${name}.json`)
+export const SOURCE_PATH = sourcePath('BatchExecutor')
+export const ARTIFACT_PATH = artifactPath('BatchExecutor')
 
 /** Everything that decides the bytes, checked in with them. */
 export const SETTINGS = {
@@ -22,8 +27,8 @@ export const SETTINGS = {
   outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } },
 } as const
 
-export type Artifact = {
-  contractName: 'BatchExecutor'
+export type Artifact<name extends ContractName = ContractName> = {
+  contractName: name
   source: string
   compiler: string
   /** The OpenZeppelin Contracts release the source imports (its files are part of the metadata hash). */
@@ -53,22 +58,22 @@ function findImport(path: string): { contents: string } | { error: string } {
 }
 
 /**
- * Compiles BatchExecutor.sol with the pinned solc; throws on any error or warning.
+ * Compiles `<name>.sol` with the pinned solc; throws on any error or warning.
  *
  * @example
- * const artifact = compileBatchExecutor()
+ * const artifact = compileContract('TestToken')
  */
-export function compileBatchExecutor(): Artifact {
+export function compileContract<name extends ContractName>(name: name): Artifact<name> {
   const solc = require('solc') as { compile(input: string, callbacks: { import: typeof findImport }): string; version(): string }
-  const source = 'BatchExecutor.sol'
-  const input = { language: 'Solidity', sources: { [source]: { content: readFileSync(SOURCE_PATH, 'utf8') } }, settings: SETTINGS }
+  const source = `${name}.sol`
+  const input = { language: 'Solidity', sources: { [source]: { content: readFileSync(sourcePath(name), 'utf8') } }, settings: SETTINGS }
   const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImport })) as SolcOutput
   const problems = (output.errors ?? []).map((error) => error.formattedMessage)
   if (problems.length) throw new Error(`solc ${solc.version()}:\n${problems.join('\n')}`)
-  const contract = output.contracts[source]?.['BatchExecutor']
-  if (!contract) throw new Error('solc produced no BatchExecutor')
+  const contract = output.contracts[source]?.[name]
+  if (!contract) throw new Error(`solc produced no ${name}`)
   return {
-    contractName: 'BatchExecutor',
+    contractName: name,
     source,
     compiler: solc.version(),
     openzeppelin: (require(`${OPENZEPPELIN}/package.json`) as { version: string }).version,
@@ -79,10 +84,20 @@ export function compileBatchExecutor(): Artifact {
   }
 }
 
+/**
+ * Compiles BatchExecutor.sol with the pinned solc; throws on any error or warning.
+ *
+ * @example
+ * const artifact = compileBatchExecutor()
+ */
+export const compileBatchExecutor = () => compileContract('BatchExecutor')
+
 /** The artifact as it is written to disk: what the rebuild test compares byte for byte. */
 export const serializeArtifact = (artifact: Artifact) => `${JSON.stringify(artifact, null, 2)}\n`
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  writeFileSync(ARTIFACT_PATH, serializeArtifact(compileBatchExecutor()))
-  console.log(`wrote ${ARTIFACT_PATH}`)
+  for (const name of CONTRACTS) {
+    writeFileSync(artifactPath(name), serializeArtifact(compileContract(name)))
+    console.log(`wrote ${artifactPath(name)}`)
+  }
 }

@@ -1,9 +1,10 @@
 import { type Address, concatHex, getContractAddress, type Hex, pad } from 'viem'
 import artifact from './BatchExecutor.json' with { type: 'json' }
 import type { Artifact } from './build.js'
+import tokenArtifact from './TestToken.json' with { type: 'json' }
 
 /** The checked-in artifact of BatchExecutor.sol (ABI, creation and runtime bytecode, compiler). */
-export const batchExecutorArtifact = artifact as Artifact
+export const batchExecutorArtifact = artifact as Artifact<'BatchExecutor'>
 
 /**
  * The deterministic deployment proxy (CREATE2 factory) that anvil predeploys and most public
@@ -24,3 +25,20 @@ export const batchExecutorAddress: Address = getContractAddress({
 
 /** The calldata that deploys the executor through the factory. */
 export const batchExecutorDeployData: Hex = concatHex([BATCH_EXECUTOR_SALT, batchExecutorArtifact.bytecode])
+
+/** The checked-in artifact of TestToken.sol, the demo's ERC-20 ("Test Token", TKN, 18 decimals, open mint). */
+export const testTokenArtifact = tokenArtifact as Artifact<'TestToken'>
+
+/** Salt of the test token's CREATE2 deployment: zero, like the executor's. */
+export const TEST_TOKEN_SALT: Hex = pad('0x00', { size: 32 })
+
+/** Where the test token lives on every chain with the factory: a function of its bytecode only. */
+export const testTokenAddress: Address = getContractAddress({
+  opcode: 'CREATE2',
+  from: CREATE2_FACTORY,
+  salt: TEST_TOKEN_SALT,
+  bytecode: testTokenArtifact.bytecode,
+})
+
+/** The calldata that deploys the test token through the factory. */
+export const testTokenDeployData: Hex = concatHex([TEST_TOKEN_SALT, testTokenArtifact.bytecode])

@@ -1,4 +1,4 @@
-import { anvil, deployBatchExecutor, getFreePort } from '@latchkey/devnet'
+import { anvil, deployBatchExecutor, deployTestToken, getFreePort } from '@latchkey/devnet'
 import { createRelay } from '@latchkey/relay'
 import type { TestProject } from 'vitest/node'
 
@@ -11,15 +11,17 @@ declare module 'vitest' {
   }
 }
 
-/** Two real anvil chains (with the batch executor deployed) and one of our relays for the whole unit/integration run, on free ports. */
+/** Two real anvil chains (with the batch executor and the test token deployed) and one of our relays for the whole unit/integration run, on free ports. */
 export default async function setup(project: TestProject) {
   const chainA = anvil({ port: await getFreePort(), chainId: 31337 })
   const chainB = anvil({ port: await getFreePort(), chainId: 31338 })
   await chainA.start()
   await chainB.start()
-  // As `npm start` does: the EIP-7702 batch executor on both chains.
-  await deployBatchExecutor(chainA.url)
-  await deployBatchExecutor(chainB.url)
+  // As `npm start` does: the EIP-7702 batch executor and the test token on both chains.
+  for (const chain of [chainA, chainB]) {
+    await deployBatchExecutor(chain.url)
+    await deployTestToken(chain.url)
+  }
   const relay = createRelay({ port: await getFreePort() })
   await relay.start()
   project.provide('chainARpc', chainA.url)

@@ -72,6 +72,7 @@ function banner(stack: Stack): string {
     ['Chain A', `${stack.urls.chainA}   chain id 31337`],
     ['Chain B', `${stack.urls.chainB}   chain id 31338`],
     ['Executor', `${stack.contracts.batchExecutor}   EIP-7702 batch executor, on both chains`],
+    ['Token', `${stack.contracts.token}   Test Token (TKN), on both chains`],
   ]
   if (stack.urls.relay) rows.push(['Relay', stack.urls.relay])
   if (stack.urls.kms) rows.push(['KMS', `${stack.urls.kms}   dev inbox ${stack.urls.kms}/dev/mailbox`])

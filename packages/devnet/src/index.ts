@@ -25,3 +25,4 @@ export {
   startStack,
 } from './stack.js'
 export { type StaticServerParameters, staticServer } from './static.js'
+export { deployTestToken, TEST_TOKEN_ADDRESS } from './token.js'

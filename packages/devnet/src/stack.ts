@@ -10,6 +10,7 @@ import { BATCH_EXECUTOR_ADDRESS, deployBatchExecutor } from './executor.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
 import { OIDC_PROVIDERS, type OidcIssuer, type OidcProviderName, oidcInstance, oidcIssuerUrl } from './oidc.js'
 import { staticServer } from './static.js'
+import { deployTestToken, TEST_TOKEN_ADDRESS } from './token.js'
 
 export type StartStackOptions = {
   /**
@@ -99,6 +100,8 @@ export type DevJson = {
 export type StackContracts = {
   /** contracts/BatchExecutor.sol, the EIP-7702 delegate of embedded accounts (CREATE2, salt 0). */
   readonly batchExecutor: `0x${string}`
+  /** contracts/TestToken.sol, the demo's ERC-20 ("Test Token", TKN, 18 decimals; anyone may mint): CREATE2, salt 0. */
+  readonly token: `0x${string}`
 }
 
 export type Stack<demo extends boolean = boolean> = {
@@ -229,7 +232,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   } as StackUrls<DemoFlag<options>>
   const devJson = join(stateDir, 'dev.json')
   // Deterministic (CREATE2): known before the chains run, so the demo build can bake it in.
-  const contracts: StackContracts = { batchExecutor: BATCH_EXECUTOR_ADDRESS }
+  const contracts: StackContracts = { batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS }
   // Created first, before the demo build makes it as a side effect with the default mode: dev.json
   // will carry the kms parent organization's API key, so only this user may read the directory.
   await mkdir(stateDir, { recursive: true, mode: 0o700 })
@@ -246,8 +249,15 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       batchExecutor: contracts.batchExecutor,
     }
     const results = await Promise.allSettled([
-      chainA.start().then(() => deployBatchExecutor(chainA.url)),
-      chainB.start().then(() => deployBatchExecutor(chainB.url)),
+      // One deployer per chain, so its two deployments go one after the other.
+      chainA
+        .start()
+        .then(() => deployBatchExecutor(chainA.url))
+        .then(() => deployTestToken(chainA.url)),
+      chainB
+        .start()
+        .then(() => deployBatchExecutor(chainB.url))
+        .then(() => deployTestToken(chainB.url)),
       relay?.start(),
       kms?.start(),
       oidc?.start(),

@@ -9,7 +9,7 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { createPublicClient, http } from 'viem'
 import { afterEach, describe, expect, test, vi } from 'vitest'
-import { batchExecutorArtifact } from '../../../contracts/index.js'
+import { batchExecutorArtifact, testTokenArtifact } from '../../../contracts/index.js'
 import * as devnet from '../src/index.js'
 import {
   anvil,
@@ -22,6 +22,7 @@ import {
   StartFailedError,
   startStack,
   staticServer,
+  TEST_TOKEN_ADDRESS,
 } from '../src/index.js'
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url))
@@ -145,12 +146,14 @@ test('default: exports', () => {
       "PortInUseError",
       "StartFailedError",
       "StartTimeoutError",
+      "TEST_TOKEN_ADDRESS",
       "anvil",
       "buildDemo",
       "buildWallet",
       "defaultPorts",
       "defineInstance",
       "deployBatchExecutor",
+      "deployTestToken",
       "getFreePort",
       "oidcInstance",
       "resolveAnvilBinary",
@@ -441,13 +444,15 @@ describe('startStack', () => {
         google: { issuer: `${oidc}/google`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/google/auth` },
         apple: { issuer: `${oidc}/apple`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/apple/auth` },
       },
-      // The EIP-7702 batch executor, deployed with CREATE2 on both chains at the embedded wallet's default address.
-      contracts: { batchExecutor: BATCH_EXECUTOR_ADDRESS },
+      // The EIP-7702 batch executor, deployed with CREATE2 on both chains at the embedded wallet's default address,
+      // and the demo's test token, deployed the same way.
+      contracts: { batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS },
     })
-    expect(stack.contracts).toEqual({ batchExecutor: BATCH_EXECUTOR_ADDRESS })
+    expect(stack.contracts).toEqual({ batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS })
     for (const rpc of [chainA, chainB]) {
-      const code = await createPublicClient({ transport: http(rpc) }).getCode({ address: BATCH_EXECUTOR_ADDRESS })
-      expect(code).toBe(batchExecutorArtifact.deployedBytecode)
+      const client = createPublicClient({ transport: http(rpc) })
+      expect(await client.getCode({ address: BATCH_EXECUTOR_ADDRESS })).toBe(batchExecutorArtifact.deployedBytecode)
+      expect(await client.getCode({ address: TEST_TOKEN_ADDRESS })).toBe(testTokenArtifact.deployedBytecode)
     }
     const discovery = (await (await fetch(`${oidc}/google/.well-known/openid-configuration`)).json()) as { issuer: string }
     expect(discovery.issuer).toBe(`${oidc}/google`)
@@ -643,6 +648,7 @@ describe('cli', () => {
         `  Chain A    http://127.0.0.1:${ports.chainA}   chain id 31337`,
         `  Chain B    http://127.0.0.1:${ports.chainB}   chain id 31338`,
         `  Executor   ${BATCH_EXECUTOR_ADDRESS}   EIP-7702 batch executor, on both chains`,
+        `  Token      ${TEST_TOKEN_ADDRESS}   Test Token (TKN), on both chains`,
         `  Relay      ws://127.0.0.1:${ports.relay}`,
         `  KMS        http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
         `  Frames     http://localhost:${ports.frames}   /auth /recovery /export /import`,

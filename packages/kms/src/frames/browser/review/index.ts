@@ -1,0 +1,60 @@
+import { reviewAuthorization } from './authorization.js'
+import { reviewBatch } from './batch.js'
+import { ReviewError } from './errors.js'
+import { reviewGrant } from './grant.js'
+import { reviewMessage } from './message.js'
+import { reviewTransaction } from './transaction.js'
+import { reviewTypedData } from './typedData.js'
+import type { Review, ReviewContext, WalletRequest } from './types.js'
+
+// What the consent frame shows for a request: every request decoded (text, typed tree, calldata of
+// the standard ABIs) and, for transactions and batches, simulated. A request that does not decode
+// throws a ReviewError and leaves nothing to approve.
+
+export { ReviewError, type ReviewErrorCode } from './errors.js'
+export type * from './types.js'
+
+/**
+ * Decodes `request` for the consent dialog. Chain reads (token symbols and decimals, the fee) are
+ * awaited; the simulation stays a pending promise on the result so the frame can show the rest first.
+ *
+ * @example
+ * const review = await reviewRequest({ method: 'personal_sign', params: ['0x68656c6c6f', account] }, context)
+ * review.rows // [{ label: 'Message', value: 'hello' }]
+ */
+export async function reviewRequest(request: WalletRequest, context: ReviewContext): Promise<Review> {
+  const params = Array.isArray(request.params) ? request.params : undefined
+  if (!params) throw new ReviewError('UNSUPPORTED_METHOD', `The request's params are not a list`)
+  switch (request.method) {
+    case 'personal_sign':
+      return reviewMessage(params, context)
+    case 'eth_signTypedData_v4':
+      return reviewTypedData(params, context)
+    case 'eth_sendTransaction':
+      return reviewTransaction(params, context)
+    case 'wallet_sendCalls':
+      return reviewBatch(params, context)
+    case 'wallet_grantPermissions':
+      return reviewGrant(params, context)
+    case 'eip7702_authorization':
+      return reviewAuthorization(params, context)
+    case 'export_wallet':
+      return {
+        kind: 'export',
+        title: 'Export your wallet',
+        origin: context.origin,
+        rows: [{ label: 'Account', value: context.account }],
+        warnings: [{ level: 'danger', text: 'Anyone who sees what is exported controls this wallet and everything in it.' }],
+      }
+    case 'add_credential':
+      return {
+        kind: 'credential',
+        title: 'Add a way to sign in',
+        origin: context.origin,
+        rows: [{ label: 'Account', value: context.account }],
+        warnings: [{ level: 'warning', text: 'The new sign-in method can use this wallet as you do.' }],
+      }
+    default:
+      throw new ReviewError('UNSUPPORTED_METHOD', `The wallet does not review "${String((request as { method: unknown }).method)}" requests`)
+  }
+}
