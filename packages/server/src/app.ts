@@ -4,6 +4,7 @@ import { ServerError } from './errors.js'
 import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
+import { sameOrigin } from './middleware/sameOrigin.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
@@ -82,6 +83,9 @@ export type ServerAppOptions = {
   maxBodyBytes?: number | undefined
 }
 
+/** Routes whose credential is a refresh token in the body, not the cookie. */
+const BEARER_PATHS = new Set(['/auth/token/refresh', '/auth/token/revoke'])
+
 export { ServerError } from './errors.js'
 export { LIMITS, SESSION_COOKIE } from './internal/context.js'
 export { SIWE_COOKIE, SIWE_TIMES, type SiweChain } from './internal/siwe.js'
@@ -127,6 +131,13 @@ export function createServerApp(options: ServerAppOptions) {
     return undefined
   })
 
+  // CSRF and login CSRF: see sameOrigin. Exempt: the provider's form post (no cookie read or set;
+  // its state names an allowed page), and refresh tokens sent without a cookie (by a service or an
+  // app, not a browser page: the token in the body is the credential).
+  app.use(
+    '*',
+    sameOrigin(options.allowedOrigins, (c) => c.req.path === OAUTH_CALLBACK_PATH || (BEARER_PATHS.has(c.req.path) && c.req.header('cookie') === undefined)),
+  )
   app.use('*', bodyLimit(options.maxBodyBytes ?? LIMITS.bodyBytes))
 
   app.onError((error, c) => {

@@ -369,9 +369,10 @@ describe('POST /auth/login', () => {
       ...t.backendKey,
       sessionSignerPublicKey: signer.publicKey,
       appName: 'x',
-      allowedOrigins: [],
+      allowedOrigins: [origin],
     })
-    const login = (json: unknown) => app.request('/auth/login', { method: 'POST', body: JSON.stringify(json), headers: { 'content-type': 'application/json' } })
+    const login = (json: unknown) =>
+      app.request('/auth/login', { method: 'POST', body: JSON.stringify(json), headers: { 'content-type': 'application/json', origin } })
     const account = await signedUpWithPasskey()
     const claims = {
       exp: Math.floor(t.clock / 1000) + 900,

@@ -169,7 +169,7 @@ describe('email sign-in', () => {
     const again = (await second.verify.json()) as { address: string }
     expect(again.address).toBe(first.address)
     const cookie = second.verify.headers.get('set-cookie')!.split(';')[0]!
-    const out = await app.request('/auth/signout', { method: 'POST', headers: { cookie, origin } })
+    const out = await app.request('/auth/signout', { method: 'POST', headers: { cookie, origin, 'content-type': 'application/json' } })
     expect(out.status).toBe(204)
     expect(out.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
     // Signed out is an answer (200, null), not an error; the stale cookie is cleared.
@@ -217,7 +217,7 @@ describe('email sign-in', () => {
   test('error: bad input is refused before anything is created', async () => {
     const bad = await post('/auth/email/start', { email: 'not-an-email' })
     expect([bad.status, await bad.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'email: Invalid email address' } }])
-    const notJson = await app.request('/auth/email/start', { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } })
+    const notJson = await app.request('/auth/email/start', { method: 'POST', body: '{', headers: { 'content-type': 'application/json', origin } })
     expect([notJson.status, await notJson.json()]).toEqual([400, { error: { code: 'invalid_json', message: 'The request body must be JSON' } }])
     const target = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: 'abc' })
     expect([target.status, await target.json()]).toEqual([

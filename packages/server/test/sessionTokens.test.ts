@@ -54,7 +54,7 @@ async function signedInWithEthereum() {
 
 type Tokens = { accessToken: string; tokenType: string; expiresAt: string; refreshToken: string; refreshExpiresAt: string }
 const tokenFor = async (url: string, cookie: string) => {
-  const response = await fetch(`${url}/auth/token`, { method: 'POST', headers: { cookie, origin } })
+  const response = await fetch(`${url}/auth/token`, { method: 'POST', headers: { cookie, origin, 'content-type': 'application/json' } })
   expect(response.status).toBe(200)
   expect(response.headers.get('cache-control')).toBe('no-store')
   return (await response.json()) as Tokens
@@ -101,7 +101,9 @@ describe('POST /auth/token', () => {
     expect(decodeProtectedHeader(accessToken).kid).toBe(keys[0]!.kid)
     // Another backend (another key) signs a token for the same session: the first backend's JWKS refuses it.
     const other = createServerApp({ ...t.options, sessionJwtKey: undefined })
-    const forged = (await (await other.request('/auth/token', { method: 'POST', headers: { cookie } })).json()) as Tokens
+    const forged = (await (
+      await other.request('/auth/token', { method: 'POST', headers: { cookie, origin, 'content-type': 'application/json' } })
+    ).json()) as Tokens
     await expect(jwtVerify(forged.accessToken, createRemoteJWKSet(new URL(`${url}/.well-known/jwks.json`)))).rejects.toThrow(
       'no applicable key found in the JSON Web Key Set',
     )
@@ -144,7 +146,7 @@ describe('POST /auth/token/refresh', () => {
     const url = await running()
     const { cookie } = await signedInWithEthereum()
     const tokens = await tokenFor(url, cookie)
-    expect((await fetch(`${url}/auth/signout`, { method: 'POST', headers: { cookie, origin } })).status).toBe(204)
+    expect((await fetch(`${url}/auth/signout`, { method: 'POST', headers: { cookie, origin, 'content-type': 'application/json' } })).status).toBe(204)
     expect(await answer(await refresh(url, tokens.refreshToken))).toEqual(refused)
   })
 

@@ -404,7 +404,7 @@ describe('POST /auth/siwe refusals', () => {
     const message = messageFor({ nonce: ((await nonce.json()) as { nonce: string }).nonce })
     const response = await app.request('/auth/siwe', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', cookie },
+      headers: { 'content-type': 'application/json', origin, cookie },
       body: JSON.stringify({ message, signature: await mallory.signMessage({ message }) }),
     })
     await expectRefused(response, 502, 'chain_unavailable', 'Chain 31337 did not answer the signature check; sign in again')
