@@ -202,15 +202,18 @@ describe('latchkey-server', () => {
     expect(server.logs().at(-1)).toMatchObject({ msg: 'stopped' })
   })
 
-  test('behavior: --trust-proxy takes the scheme from X-Forwarded-Proto, so cookies are Secure behind a TLS proxy', async () => {
+  test('behavior: behind a TLS proxy, cookies are Secure __Host- cookies with or without --trust-proxy (L6: a production backend that does not trust the proxy too)', async () => {
     // Started together: two bins one after the other can take most of the test's time on a loaded machine.
-    const [plain, trusting] = await Promise.all([startServer(), startServer(['--trust-proxy'])])
+    const [plain, trusting] = await Promise.all([
+      startServer(['--session-jwt-issuer', 'https://api.example'], { NODE_ENV: 'production' }),
+      startServer(['--trust-proxy']),
+    ])
     const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' }
     const untrusted = await fetch(`${plain.url}/auth/nonce`, { headers: forwarded })
     const trusted = await fetch(`${trusting.url}/auth/nonce`, { headers: forwarded })
     expect([untrusted.status, trusted.status]).toEqual([200, 200])
-    expect(untrusted.headers.get('set-cookie')).not.toMatch(/; Secure/i)
-    expect(trusted.headers.get('set-cookie')).toMatch(/; Secure/i)
+    for (const response of [untrusted, trusted])
+      expect(response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_siwe=[\w-]{43}; Max-Age=600; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
   })
 
   test('behavior: the Google and Apple settings reach GET /auth/config: Google from its issuer’s discovery, Apple by form_post to --oauth-redirect-uri', async () => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import type { Context } from 'hono'
-import { getCookie, setCookie } from 'hono/cookie'
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import type { z } from 'zod'
 import { ServerError } from '../errors.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
@@ -10,8 +10,24 @@ import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
 import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
-/** The session cookie: httpOnly, SameSite=Lax, Secure on https. */
-export const SESSION_COOKIE = 'latchkey_session'
+/** The session cookie; its attributes are `cookieAttributes`. */
+export const SESSION_COOKIE = '__Host-latchkey_session'
+
+/**
+ * Every cookie the backend sets. `__Host-` names with `Secure`, `Path=/` and no `Domain`: only
+ * this host over TLS can set or overwrite them (a sibling subdomain cannot toss one in). `Secure`
+ * always, whatever scheme the request arrived with, so no proxy in front can make it plain;
+ * browsers take Secure cookies from http://localhost too. `SameSite=Strict`: the cookie is only
+ * ever needed on the app page's own fetches, which are same-site; no flow reaches the backend by a
+ * cross-site navigation that needs it (the provider's form post reads and sets none).
+ *
+ * @example
+ * setCookie(c, SESSION_COOKIE, id, cookieAttributes(3600))
+ */
+export const cookieAttributes = (maxAgeSeconds: number) => ({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/', maxAge: maxAgeSeconds }) as const
+
+/** Clears a cookie `cookieAttributes` set (a `__Host-` cookie is only replaced with the same attributes). */
+export const clearCookie = (c: Context, name: string) => deleteCookie(c, name, cookieAttributes(0))
 
 /**
  * Requests each key may make per window: sign-in codes and recovery emails per email; sign-ins
@@ -127,13 +143,7 @@ export async function startSession(c: Context, context: RouteContext, subject: S
     created_at: at,
   }
   await context.store.insertSession(session)
-  setCookie(c, SESSION_COOKIE, session.id, {
-    httpOnly: true,
-    sameSite: 'Lax',
-    secure: new URL(c.req.url).protocol === 'https:',
-    path: '/',
-    maxAge: Math.floor((expiresAt - at) / 1000),
-  })
+  setCookie(c, SESSION_COOKIE, session.id, cookieAttributes(Math.floor((expiresAt - at) / 1000)))
   return session
 }
 
