@@ -32,10 +32,24 @@ export const clearCookie = (c: Context, name: string) => deleteCookie(c, name, c
 /**
  * Requests each key may make per window: sign-in codes and recovery emails per email; sign-ins
  * (codes, passkey sign-ups, recoveries, logins that need a kms look-up) and SIWE nonces per IP;
- * session keys per signed-in session. `bodyBytes` caps every request body (the largest legitimate
- * one, a SIWE message with an EIP-6492 signature, is about 41 KB).
+ * session keys per signed-in session; tries of emailed codes per IP, per code, and per email in a
+ * day (`dayMs`), so that guessing a six-digit code stays hopeless however many instances and
+ * database connections answer at once (the kms's own three tries per code race on PostgreSQL).
+ * `bodyBytes` caps every request body (the largest legitimate one, a SIWE message with an
+ * EIP-6492 signature, is about 41 KB).
  */
-export const LIMITS = { perEmail: 5, perIp: 30, noncesPerIp: 60, perSession: 30, windowMs: 10 * 60_000, bodyBytes: 64 * 1024 } as const
+export const LIMITS = {
+  perEmail: 5,
+  perIp: 30,
+  noncesPerIp: 60,
+  perSession: 30,
+  verifiesPerIp: 30,
+  verifiesPerCode: 3,
+  verifiesPerEmailPerDay: 20,
+  windowMs: 10 * 60_000,
+  dayMs: 86_400_000,
+  bodyBytes: 64 * 1024,
+} as const
 
 /** What the routes share; built once per app by `createRouteContext`. @internal */
 export type RouteContext = {
@@ -64,6 +78,9 @@ export type RouteContext = {
     signInsPerIp: (key: string) => Promise<number | undefined>
     noncesPerIp: (key: string) => Promise<number | undefined>
     sessionKeysPerSession: (key: string) => Promise<number | undefined>
+    verifiesPerIp: (key: string) => Promise<number | undefined>
+    verifiesPerCode: (key: string) => Promise<number | undefined>
+    verifiesPerEmailPerDay: (key: string) => Promise<number | undefined>
   }
   ipOf: (c: Context) => string
 }
@@ -71,16 +88,18 @@ export type RouteContext = {
 /**
  * Fixed-window counters in the store, so every instance on one database enforces one limit: each
  * call counts one request for `key` and answers the seconds to wait when over `limit`, else
- * undefined. `name` keeps one limiter's keys apart from another's.
+ * undefined. `name` keeps one limiter's keys apart from another's. `windowMs` is at most a day.
  */
 export function limiter(store: Pick<Store, 'countRequest' | 'deleteRateLimitsBefore'>, name: string, limit: number, windowMs: number, now: () => number) {
+  if (windowMs > LIMITS.dayMs) throw new Error(`a rate limit window is at most a day, not ${windowMs} ms`)
   let sweptAt = now()
   return async (key: string): Promise<number | undefined> => {
     const time = now()
-    // Windows long past are dropped now and then (by whichever instance comes first), not on every request.
+    // Windows long past are dropped now and then (by whichever instance comes first), not on every
+    // request; every limiter shares the table, so only windows older than the longest (a day) go.
     if (time - sweptAt >= windowMs) {
       sweptAt = time
-      await store.deleteRateLimitsBefore(time - windowMs)
+      await store.deleteRateLimitsBefore(time - LIMITS.dayMs)
     }
     const window = await store.countRequest(`${name}:${key}`, windowMs, time)
     return window.count > limit ? Math.max(1, Math.ceil((window.windowStartedAt + windowMs - time) / 1000)) : undefined
@@ -228,6 +247,9 @@ export function createRouteContext(options: {
       signInsPerIp: limiter(options.store, 'sign-ins-per-ip', LIMITS.perIp, LIMITS.windowMs, now),
       noncesPerIp: limiter(options.store, 'nonces-per-ip', LIMITS.noncesPerIp, LIMITS.windowMs, now),
       sessionKeysPerSession: limiter(options.store, 'session-keys-per-session', LIMITS.perSession, LIMITS.windowMs, now),
+      verifiesPerIp: limiter(options.store, 'verifies-per-ip', LIMITS.verifiesPerIp, LIMITS.windowMs, now),
+      verifiesPerCode: limiter(options.store, 'verifies-per-code', LIMITS.verifiesPerCode, LIMITS.windowMs, now),
+      verifiesPerEmailPerDay: limiter(options.store, 'verifies-per-email-per-day', LIMITS.verifiesPerEmailPerDay, LIMITS.dayMs, now),
     },
     ipOf: (c) =>
       options.ipOf?.(c.req.raw, c.env) ??
