@@ -73,9 +73,13 @@ export type ServerAppOptions = {
    * and instances behind one load balancer need the same key).
    */
   sessionJwtKey?: string | undefined
-  /** The `iss` of session JWTs. Default: the origin the request came to. */
+  /**
+   * The `iss` of session JWTs: the backend's public URL (required in production by the CLI). Never
+   * taken from a request. Default `SESSION_JWT_DEFAULTS.issuer`, http://localhost:8787 (the dev
+   * stack's backend); `createAppServer`'s default is the URL it listens on.
+   */
   sessionJwtIssuer?: string | undefined
-  /** The `aud` of session JWTs, when the app's services check one. Default: none. */
+  /** The `aud` of session JWTs, which the app's services check. Default `SESSION_JWT_DEFAULTS.audience`, 'latchkey-app'. */
   sessionJwtAudience?: string | undefined
   /** How long an access JWT lasts, 60 to 3600 seconds. Default 300. */
   accessTokenSeconds?: number | undefined

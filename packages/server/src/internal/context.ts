@@ -7,7 +7,7 @@ import type { z } from 'zod'
 import { ServerError } from '../errors.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
 import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
-import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, type SessionJwtKey } from './sessionTokens.js'
+import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, SESSION_JWT_DEFAULTS, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
 /** The session cookie; its attributes are `cookieAttributes`. */
@@ -71,7 +71,7 @@ export type RouteContext = {
   sessionSeconds: number
   siwe: SiweConfig
   /** Session JWTs for other services: the signing key (loaded or generated once), issuer, audience, lifetime. */
-  jwt: { key: () => Promise<SessionJwtKey>; issuer: string | undefined; audience: string | undefined; accessSeconds: number }
+  jwt: { key: () => Promise<SessionJwtKey>; issuer: string; audience: string; accessSeconds: number }
   limits: {
     codesPerEmail: (key: string) => Promise<number | undefined>
     recoveriesPerEmail: (key: string) => Promise<number | undefined>
@@ -237,8 +237,9 @@ export function createRouteContext(options: {
         key ??= loadSessionJwtKey(options.sessionJwtKey)
         return key
       },
-      issuer: options.sessionJwtIssuer,
-      audience: options.sessionJwtAudience,
+      // Configured, never the request's Host: a request cannot choose the issuer of its token.
+      issuer: options.sessionJwtIssuer ?? SESSION_JWT_DEFAULTS.issuer,
+      audience: options.sessionJwtAudience ?? SESSION_JWT_DEFAULTS.audience,
       accessSeconds: options.accessTokenSeconds ?? ACCESS_TOKEN_SECONDS.default,
     },
     limits: {
