@@ -27,6 +27,8 @@ import { generateP256KeyPair } from '@turnkey/crypto'
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
 import { wholeNumberArg as arg } from './args.js'
 
+/** The app page the requests come from, as a browser names it. */
+const PAGE = 'http://localhost:5173'
 const requests = arg('--requests', 400)
 const concurrency = arg('--concurrency', 8)
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
@@ -62,7 +64,7 @@ async function prepare(store: Store) {
     apiPrivateKey: backendKey.privateKey,
     sessionSignerPublicKey: signer.publicKey,
     appName: 'Bench',
-    allowedOrigins: [],
+    allowedOrigins: [PAGE],
     sessionJwtKey: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
     sessionJwtIssuer: 'https://api.bench.example',
     // Each round is another client: the per-IP nonce limit stays out of the figures.
@@ -90,7 +92,7 @@ async function prepare(store: Store) {
   const json = (body: unknown, cookie?: string) => ({
     method: 'POST',
     body: JSON.stringify(body),
-    headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
+    headers: { 'content-type': 'application/json', origin: PAGE, ...(cookie ? { cookie } : {}) },
   })
   const timed = async (latencies: number[] | undefined, call: () => Response | Promise<Response>) => {
     const started = performance.now()

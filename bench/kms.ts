@@ -122,19 +122,30 @@ try {
 
   // Email sign-in round trip: backend start → code from the dev inbox → verify, as a browser does it.
   const store = await openStore(':memory:')
-  const app = createServerApp({ store, kmsUrl: kms.url, organizationId: parent.organizationId, ...backendKey, appName: 'Bench', allowedOrigins: [] })
+  const app = createServerApp({
+    store,
+    kmsUrl: kms.url,
+    organizationId: parent.organizationId,
+    ...backendKey,
+    appName: 'Bench',
+    allowedOrigins: ['http://localhost:5173'],
+  })
   const rounds: number[] = []
   for (let i = 0; i < 10; i++) {
     const email = `round${i}@example.test`
     const begun = performance.now()
-    const started = await app.request('/auth/email/start', { method: 'POST', body: JSON.stringify({ email }), headers: { 'content-type': 'application/json' } })
+    const started = await app.request('/auth/email/start', {
+      method: 'POST',
+      body: JSON.stringify({ email }),
+      headers: { 'content-type': 'application/json', origin: 'http://localhost:5173' },
+    })
     const { otpId } = (await started.json()) as { otpId: string }
     const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
     const code = /code is (\d{6})/.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
     const verifyResponse = await app.request('/auth/email/verify', {
       method: 'POST',
       body: JSON.stringify({ otpId, code, targetPublicKey: generateP256KeyPair().publicKeyUncompressed }),
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', origin: 'http://localhost:5173' },
     })
     if (verifyResponse.status !== 200) throw new Error(`sign-in failed: ${await verifyResponse.text()}`)
     rounds.push(performance.now() - begun)

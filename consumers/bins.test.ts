@@ -75,7 +75,7 @@ describe('latchkey-kms and latchkey-server', () => {
     const response = await fetch(`${url}/auth/nonce`, { headers: { origin } })
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({ nonce: expect.stringMatching(/^[0-9a-f]{32}$/) })
-    expect(response.headers.get('set-cookie')).toMatch(/^latchkey_siwe=[\w-]{43};/)
+    expect(response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_siwe=[\w-]{43};/)
     expect(await bin.stop()).toEqual({ code: 0, signal: null })
   })
 })

@@ -1,11 +1,14 @@
 import { serve } from '@hono/node-server'
 import { getFreePort } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
-import { createServerApp, openStore } from '@latchkey/server'
+import { createServerApp, openStore, SESSION_COOKIE } from '@latchkey/server'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { defineChain } from 'viem'
 import { afterAll, beforeAll, inject } from 'vitest'
 import type { KeyValueStorage, SessionKeyStore } from '../src/index.js'
+
+/** The origin of the app page the wallet runs in, as the backend allows it. */
+const PAGE_ORIGIN = 'http://localhost:5173'
 
 /**
  * A real kms and a real app backend on loopback for one test file, sharing a clock the test can
@@ -44,8 +47,14 @@ export function useEmbeddedStack() {
       const fetchFn: typeof fetch = async (input, init) => {
         const url = new URL(String(input))
         if (url.origin === stack.backendUrl) calls.push(url.pathname)
-        const response = await fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } })
-        const set = response.headers.getSetCookie().find((line) => line.startsWith('latchkey_session='))
+        // As a browser sends them: the page's origin, and the backend's cookie.
+        const headers = {
+          ...(init?.headers as Record<string, string>),
+          ...(url.origin === stack.backendUrl ? { origin: PAGE_ORIGIN } : {}),
+          ...(cookie ? { cookie } : {}),
+        }
+        const response = await fetch(input, { ...init, headers })
+        const set = response.headers.getSetCookie().find((line) => line.startsWith(`${SESSION_COOKIE}=`))
         if (set) cookie = set.split(';')[0]
         return response
       }
@@ -65,7 +74,7 @@ export function useEmbeddedStack() {
       ...backendKey,
       sessionSignerPublicKey: stack.kms.signerPublicKey,
       appName: 'Embedded test',
-      allowedOrigins: [],
+      allowedOrigins: [PAGE_ORIGIN],
       now: stack.now,
       ipOf: () => '127.0.0.1',
     })

@@ -214,8 +214,18 @@ describe('passkeys of a signed-in user', () => {
       session_type: 'SESSION_TYPE_READ_WRITE',
       user_id: userId,
       organization_id: organizationId,
+      credential_type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR',
     })
     expect(await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).getWhoami({ organizationId })).toMatchObject({ userId })
+    // Stamped by that login key instead of the passkey: the JWT says so (a backend gives it no full session).
+    const relogin = await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).stampLogin({
+      type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+      timestampMs: String(clock),
+      organizationId,
+      parameters: { publicKey: apiKeyPair().apiPublicKey, expirationSeconds: '60' },
+    })
+    const reclaims = JSON.parse(Buffer.from(relogin.activity.result.stampLoginResult!.session.split('.')[1]!, 'base64url').toString())
+    expect(reclaims.credential_type).toBe('CREDENTIAL_TYPE_LOGIN')
   })
 
   test('behavior: a passkey that does not know its sub-organization signs in by naming the parent (sub-organization look-up)', async () => {

@@ -4,6 +4,7 @@ import { ServerError } from './errors.js'
 import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
+import { sameOrigin } from './middleware/sameOrigin.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
@@ -72,15 +73,22 @@ export type ServerAppOptions = {
    * and instances behind one load balancer need the same key).
    */
   sessionJwtKey?: string | undefined
-  /** The `iss` of session JWTs. Default: the origin the request came to. */
+  /**
+   * The `iss` of session JWTs: the backend's public URL (required in production by the CLI). Never
+   * taken from a request. Default `SESSION_JWT_DEFAULTS.issuer`, http://localhost:8787 (the dev
+   * stack's backend); `createAppServer`'s default is the URL it listens on.
+   */
   sessionJwtIssuer?: string | undefined
-  /** The `aud` of session JWTs, when the app's services check one. Default: none. */
+  /** The `aud` of session JWTs, which the app's services check. Default `SESSION_JWT_DEFAULTS.audience`, 'latchkey-app'. */
   sessionJwtAudience?: string | undefined
   /** How long an access JWT lasts, 60 to 3600 seconds. Default 300. */
   accessTokenSeconds?: number | undefined
   /** The largest request body accepted, counted as it streams in. Default `LIMITS.bodyBytes` (64 KiB). */
   maxBodyBytes?: number | undefined
 }
+
+/** Routes whose credential is a refresh token in the body, not the cookie. */
+const BEARER_PATHS = new Set(['/auth/token/refresh', '/auth/token/revoke'])
 
 export { ServerError } from './errors.js'
 export { LIMITS, SESSION_COOKIE } from './internal/context.js'
@@ -127,6 +135,13 @@ export function createServerApp(options: ServerAppOptions) {
     return undefined
   })
 
+  // CSRF and login CSRF: see sameOrigin. Exempt: the provider's form post (no cookie read or set;
+  // its state names an allowed page), and refresh tokens sent without a cookie (by a service or an
+  // app, not a browser page: the token in the body is the credential).
+  app.use(
+    '*',
+    sameOrigin(options.allowedOrigins, (c) => c.req.path === OAUTH_CALLBACK_PATH || (BEARER_PATHS.has(c.req.path) && c.req.header('cookie') === undefined)),
+  )
   app.use('*', bodyLimit(options.maxBodyBytes ?? LIMITS.bodyBytes))
 
   app.onError((error, c) => {

@@ -25,7 +25,7 @@ import {
 } from '@latchkey/service'
 import { getPublicKey } from '@turnkey/crypto'
 import { APPLE_CLIENT_SECRET_SECONDS, APPLE_ISSUER, appleClientSecret } from './appleClientSecret.js'
-import { ACCESS_TOKEN_SECONDS } from './internal/sessionTokens.js'
+import { ACCESS_TOKEN_SECONDS, SESSION_JWT_DEFAULTS } from './internal/sessionTokens.js'
 import type { SiweChain } from './internal/siwe.js'
 import { OAUTH_CALLBACK_PATH, type OAuthProviderConfig, type OAuthProviderName } from './routes/oauth.js'
 import { createAppServer } from './service.js'
@@ -178,13 +178,16 @@ const settings = {
     flag: 'session-jwt-issuer',
     env: 'LATCHKEY_SESSION_JWT_ISSUER',
     protocols: ['http:', 'https:'],
-    description: 'The iss claim of session JWTs: the backend’s public URL, as verifiers expect it. Default: the origin each request came to.',
+    production: 'required',
+    description:
+      'The iss claim of session JWTs: the backend’s public URL, as verifiers expect it (never taken from a request’s Host). Default: the URL the backend listens on (development only).',
   }),
   sessionJwtAudience: text({
     flag: 'session-jwt-audience',
     env: 'LATCHKEY_SESSION_JWT_AUDIENCE',
     valueName: '<audience>',
-    description: 'The aud claim of session JWTs, when the app’s services check one. Default: none.',
+    default: SESSION_JWT_DEFAULTS.audience,
+    description: 'The aud claim of session JWTs, which the app’s services check.',
   }),
   accessTokenSeconds: integer({
     flag: 'access-token-seconds',
@@ -263,7 +266,7 @@ const settings = {
     flag: 'trust-proxy',
     env: 'LATCHKEY_TRUST_PROXY',
     description:
-      'Behind a reverse proxy that terminates TLS: the scheme from X-Forwarded-Proto (Secure cookies) and the client address from the last X-Forwarded-For entry (per-IP limits). Only with a proxy that sets both.',
+      'Behind a reverse proxy that terminates TLS: the scheme from X-Forwarded-Proto (the default OAuth callback URL; cookies are Secure either way) and the client address from the last X-Forwarded-For entry (per-IP limits). Only with a proxy that sets both.',
   }),
 }
 

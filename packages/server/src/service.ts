@@ -63,7 +63,8 @@ export function createAppServer(options: AppServerOptions) {
       store ??= await openStore(options.databaseUrl ?? options.databasePath ?? ':memory:', {
         onRetry: ({ attempt, error }) => options.logger?.warn({ attempt, err: error }, 'database transaction conflicted; running it again'),
       })
-      const app = createServerApp({ ...options, store, ipOf })
+      // The issuer of access JWTs defaults to this server's own URL, never a request's Host.
+      const app = createServerApp({ ...options, sessionJwtIssuer: options.sessionJwtIssuer ?? `http://${host}:${port}`, store, ipOf })
       const requests = getRequestListener(app.fetch)
       const started = createServer(
         observer.listener(

@@ -51,7 +51,7 @@ describe('POST /auth/cacao', () => {
       200,
       { email: null, address: alice.address, organizationId: null, userId: null, kind: 'siwe', chainId: 31337, walletKind: 'walletConnect', expiresAt: exp },
     ])
-    expect(response.headers.get('set-cookie')).toMatch(/^latchkey_session=/)
+    expect(response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=/)
   })
 
   test('error: signed by another address: invalid_signature, no session', async () => {

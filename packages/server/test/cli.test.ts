@@ -75,6 +75,8 @@ async function serverArgs(port: number, overrides: string[] = [], storage?: stri
     origin,
     '--session-jwt-key-file',
     await secretFile(sessionJwtKey),
+    '--session-jwt-issuer',
+    'https://api.example',
     ...overrides,
   ]
 }
@@ -180,7 +182,10 @@ describe('latchkey-server', () => {
     expect(verify.status).toBe(200)
     const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
     const token = (await (await post(`${a.url}/auth/token`, {}, { cookie })).json()) as { accessToken: string }
-    const { payload } = await jwtVerify(token.accessToken, createRemoteJWKSet(new URL(`${b.url}/.well-known/jwks.json`)), { issuer: a.url })
+    const { payload } = await jwtVerify(token.accessToken, createRemoteJWKSet(new URL(`${b.url}/.well-known/jwks.json`)), {
+      issuer: 'https://api.example',
+      audience: 'latchkey-app',
+    })
     expect(payload).toMatchObject({ email, kind: 'email' })
     for (const server of [a, b]) {
       server.child.kill('SIGTERM')
@@ -202,15 +207,15 @@ describe('latchkey-server', () => {
     expect(server.logs().at(-1)).toMatchObject({ msg: 'stopped' })
   })
 
-  test('behavior: --trust-proxy takes the scheme from X-Forwarded-Proto, so cookies are Secure behind a TLS proxy', async () => {
+  test('behavior: behind a TLS proxy, cookies are Secure __Host- cookies with or without --trust-proxy (L6: a production backend that does not trust the proxy too)', async () => {
     // Started together: two bins one after the other can take most of the test's time on a loaded machine.
-    const [plain, trusting] = await Promise.all([startServer(), startServer(['--trust-proxy'])])
+    const [plain, trusting] = await Promise.all([startServer([], { NODE_ENV: 'production' }), startServer(['--trust-proxy'])])
     const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' }
     const untrusted = await fetch(`${plain.url}/auth/nonce`, { headers: forwarded })
     const trusted = await fetch(`${trusting.url}/auth/nonce`, { headers: forwarded })
     expect([untrusted.status, trusted.status]).toEqual([200, 200])
-    expect(untrusted.headers.get('set-cookie')).not.toMatch(/; Secure/i)
-    expect(trusted.headers.get('set-cookie')).toMatch(/; Secure/i)
+    for (const response of [untrusted, trusted])
+      expect(response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_siwe=[\w-]{43}; Max-Age=600; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
   })
 
   test('behavior: the Google and Apple settings reach GET /auth/config: Google from its issuer’s discovery, Apple by form_post to --oauth-redirect-uri', async () => {
@@ -382,7 +387,7 @@ describe('latchkey-server', () => {
       'production on development defaults',
       async (port) => ['--port', String(port)],
       { NODE_ENV: 'production' },
-      'refusing to start with development defaults in production (NODE_ENV=production): set --kms-url / LATCHKEY_KMS_URL; --allowed-origin / LATCHKEY_ALLOWED_ORIGINS; LATCHKEY_SESSION_JWT_KEY or --session-jwt-key-file / LATCHKEY_SESSION_JWT_KEY_FILE; --db / LATCHKEY_SERVER_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
+      'refusing to start with development defaults in production (NODE_ENV=production): set --kms-url / LATCHKEY_KMS_URL; --allowed-origin / LATCHKEY_ALLOWED_ORIGINS; LATCHKEY_SESSION_JWT_KEY or --session-jwt-key-file / LATCHKEY_SESSION_JWT_KEY_FILE; --session-jwt-issuer / LATCHKEY_SESSION_JWT_ISSUER; --db / LATCHKEY_SERVER_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
     ],
   ])('error: %s exits 2 with one line, before listening', async (_, args, env, message) => {
     const argv = await args(await getFreePort())

@@ -243,3 +243,20 @@ test('behavior: SIGKILL on one of two instances mid-load loses no acknowledged s
     await store.close()
   }
 }, 120_000)
+
+test('behavior: the tries of one emailed code are one count across instances: guesses racing on both reach the kms three times', async () => {
+  const [a, b] = await twoInstances()
+  const email = newEmail()
+  const start = await call(a, '/auth/email/start', { json: { email } })
+  const { otpId } = (await start.json()) as { otpId: string }
+  const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]!
+  const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0')
+  const guesses = await Promise.all(
+    Array.from({ length: 16 }, (_, i) =>
+      call(i % 2 ? b : a, '/auth/email/verify', { json: { otpId, code: wrong, targetPublicKey: generateP256KeyPair().publicKeyUncompressed } }),
+    ),
+  )
+  const codes = await Promise.all(guesses.map(async (response) => `${response.status} ${((await response.json()) as { error: { code: string } }).error.code}`))
+  expect(codes.filter((answer) => answer === '400 invalid_code')).toHaveLength(LIMITS.verifiesPerCode)
+  expect(codes.filter((answer) => answer === '429 rate_limited')).toHaveLength(16 - LIMITS.verifiesPerCode)
+})

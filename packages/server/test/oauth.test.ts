@@ -159,7 +159,7 @@ describe('POST /auth/oauth', () => {
     const account = (await first.json()) as { organizationId: string; userId: string; address: string; sessionExpiresAt: string }
     expect(account.address).toMatch(/^0x[0-9a-fA-F]{40}$/)
     expect(account.sessionExpiresAt).toBe(new Date(clock + 900_000).toISOString())
-    expect(first.headers.get('set-cookie')).toMatch(/^latchkey_session=/)
+    expect(first.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=/)
     expect(await whoami(key, account.organizationId)).toMatchObject({ userId: account.userId })
 
     for (const provider of ['google', 'apple'] as const) {

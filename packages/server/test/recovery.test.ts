@@ -37,7 +37,7 @@ describe('POST /auth/recovery/start', () => {
     // A recovery session lasts as long as its JWT (900 s here), not the 7 days of a sign-in.
     const { exp } = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as { exp: number }
     expect(login.headers.get('set-cookie')).toMatch(
-      new RegExp(`^latchkey_session=[\\w-]{43}; Max-Age=${Math.floor((exp * 1000 - at) / 1000)}; Path=/; HttpOnly; SameSite=Lax$`),
+      new RegExp(`^__Host-latchkey_session=[\\w-]{43}; Max-Age=${Math.floor((exp * 1000 - at) / 1000)}; Path=/; HttpOnly; Secure; SameSite=Strict$`),
     )
     expect(await answer(await session(cookieOf(login)))).toEqual([
       200,

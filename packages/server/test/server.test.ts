@@ -70,7 +70,7 @@ describe('email sign-in', () => {
     expect(result.address).toMatch(/^0x[0-9a-fA-F]{40}$/)
 
     const cookie = verify.headers.get('set-cookie')!
-    expect(cookie).toMatch(/^latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; SameSite=Lax$/)
+    expect(cookie).toMatch(/^__Host-latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
     const session = await app.request('/auth/session', { headers: { cookie: cookie.split(';')[0]! } })
     expect(await session.json()).toEqual({
       email,
@@ -133,7 +133,7 @@ describe('email sign-in', () => {
     const browserKey = apiKeyPair()
     const verify = await post('/auth/email/verify', { otpId, code: await codeFor(email), sessionPublicKey: browserKey.apiPublicKey, sessionSeconds: 600 })
     expect(verify.status).toBe(200)
-    expect(verify.headers.get('set-cookie')).toMatch(/^latchkey_session=/)
+    expect(verify.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=/)
     const result = (await verify.json()) as Record<string, string>
     expect(Object.keys(result).sort()).toEqual(['address', 'organizationId', 'sessionExpiresAt', 'userId'])
     const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(browserKey))
@@ -169,13 +169,13 @@ describe('email sign-in', () => {
     const again = (await second.verify.json()) as { address: string }
     expect(again.address).toBe(first.address)
     const cookie = second.verify.headers.get('set-cookie')!.split(';')[0]!
-    const out = await app.request('/auth/signout', { method: 'POST', headers: { cookie, origin } })
+    const out = await app.request('/auth/signout', { method: 'POST', headers: { cookie, origin, 'content-type': 'application/json' } })
     expect(out.status).toBe(204)
-    expect(out.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
+    expect(out.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=; Max-Age=0; Path=\//)
     // Signed out is an answer (200, null), not an error; the stale cookie is cleared.
     const session = await app.request('/auth/session', { headers: { cookie } })
     expect([session.status, await session.json()]).toEqual([200, null])
-    expect(session.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
+    expect(session.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=; Max-Age=0; Path=\//)
   })
 
   test('default: signed out, GET /auth/session answers 200 null; an ended session the same, its cookie cleared', async () => {
@@ -185,9 +185,9 @@ describe('email sign-in', () => {
     expect(none.headers.get('set-cookie')).toBeNull()
     expect(none.headers.get('access-control-allow-credentials')).toBe('true')
 
-    const unknown = await app.request('/auth/session', { headers: { origin, cookie: 'latchkey_session=not-a-session' } })
+    const unknown = await app.request('/auth/session', { headers: { origin, cookie: '__Host-latchkey_session=not-a-session' } })
     expect([unknown.status, await unknown.json()]).toEqual([200, null])
-    expect(unknown.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
+    expect(unknown.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=; Max-Age=0; Path=\//)
 
     const { verify } = await signIn(newEmail())
     const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
@@ -195,7 +195,7 @@ describe('email sign-in', () => {
     clock += 7 * 86_400_000
     const expired = await app.request('/auth/session', { headers: { cookie } })
     expect([expired.status, await expired.json()]).toEqual([200, null])
-    expect(expired.headers.get('set-cookie')).toMatch(/^latchkey_session=; Max-Age=0; Path=\//)
+    expect(expired.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=; Max-Age=0; Path=\//)
   })
 
   test('error: a wrong code says how many tries are left and sets no cookie; the code cannot be reused', async () => {
@@ -217,7 +217,7 @@ describe('email sign-in', () => {
   test('error: bad input is refused before anything is created', async () => {
     const bad = await post('/auth/email/start', { email: 'not-an-email' })
     expect([bad.status, await bad.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'email: Invalid email address' } }])
-    const notJson = await app.request('/auth/email/start', { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } })
+    const notJson = await app.request('/auth/email/start', { method: 'POST', body: '{', headers: { 'content-type': 'application/json', origin } })
     expect([notJson.status, await notJson.json()]).toEqual([400, { error: { code: 'invalid_json', message: 'The request body must be JSON' } }])
     const target = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: 'abc' })
     expect([target.status, await target.json()]).toEqual([

@@ -61,7 +61,7 @@ describe('serverAdapter', () => {
 
     await signOut(reloaded.client)
     expect(await adapter.getSession!()).toBeNull()
-    expect(browser.jar.has('latchkey_session')).toBe(false)
+    expect(browser.jar.has('__Host-latchkey_session')).toBe(false)
     // Nothing that worked as intended answered with an HTTP error (a browser would print it).
     expect(browser.statuses.filter(({ status }) => status >= 400)).toEqual([])
     expect(browser.statuses.map(({ path }) => path)).toEqual([

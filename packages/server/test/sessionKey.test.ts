@@ -57,7 +57,7 @@ describe('POST /auth/session-key', () => {
   test('error: without a session cookie, or with an ended one: 401 and nothing registered', async () => {
     const key = generateApiKeyPair()
     expect(await answer(await post('/auth/session-key', { publicKey: key.apiPublicKey }))).toEqual(notSignedIn)
-    expect(await answer(await post('/auth/session-key', { publicKey: key.apiPublicKey }, { cookie: 'latchkey_session=made-up' }))).toEqual(notSignedIn)
+    expect(await answer(await post('/auth/session-key', { publicKey: key.apiPublicKey }, { cookie: '__Host-latchkey_session=made-up' }))).toEqual(notSignedIn)
     const account = await signedUpWithPasskey()
     expect((await post('/auth/signout', {}, { cookie: account.cookie })).status).toBe(204)
     expect(await answer(await post('/auth/session-key', { publicKey: key.apiPublicKey }, { cookie: account.cookie }))).toEqual(notSignedIn)

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
-import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
 import { privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { afterEach, describe, expect, inject, test } from 'vitest'
@@ -52,9 +52,12 @@ async function signedInWithEthereum() {
   return { cookie: cookieOf(response), address: alice.address }
 }
 
+// Not configured: the development defaults (never the Host a request came with).
+const [issuer, audience] = ['http://localhost:8787', 'latchkey-app']
+
 type Tokens = { accessToken: string; tokenType: string; expiresAt: string; refreshToken: string; refreshExpiresAt: string }
 const tokenFor = async (url: string, cookie: string) => {
-  const response = await fetch(`${url}/auth/token`, { method: 'POST', headers: { cookie, origin } })
+  const response = await fetch(`${url}/auth/token`, { method: 'POST', headers: { cookie, origin, 'content-type': 'application/json' } })
   expect(response.status).toBe(200)
   expect(response.headers.get('cache-control')).toBe('no-store')
   return (await response.json()) as Tokens
@@ -77,12 +80,12 @@ describe('POST /auth/token', () => {
       const tokens = await tokenFor(url, cookie)
       expect(tokens.tokenType).toBe('Bearer')
       expect(tokens.refreshToken).toMatch(/^[\w-]{43}$/)
-      const { payload, protectedHeader } = await jwtVerify(tokens.accessToken, jwks, { issuer: url, algorithms: ['ES256'] })
+      const { payload, protectedHeader } = await jwtVerify(tokens.accessToken, jwks, { issuer, audience, algorithms: ['ES256'] })
       expect(protectedHeader).toEqual({ alg: 'ES256', kid: expect.stringMatching(/^[\w-]{43}$/), typ: 'at+jwt' })
       expect(payload.exp! - payload.iat!).toBe(300)
       expect(new Date(tokens.expiresAt).getTime()).toBe(payload.exp! * 1000)
-      const { iss, iat, exp, jti, sid, ...rest } = payload
-      expect([iss, typeof iat, typeof exp, typeof jti, typeof sid]).toEqual([url, 'number', 'number', 'string', 'string'])
+      const { iss, aud, iat, exp, jti, sid, ...rest } = payload
+      expect([iss, aud, typeof iat, typeof exp, typeof jti, typeof sid]).toEqual([issuer, audience, 'number', 'number', 'string', 'string'])
       return rest
     }
     expect(await claimsOf(siwe.cookie)).toEqual({ sub: alice.address, kind: 'siwe', chain_id: 31337, wallet_kind: 'injected' })
@@ -101,7 +104,9 @@ describe('POST /auth/token', () => {
     expect(decodeProtectedHeader(accessToken).kid).toBe(keys[0]!.kid)
     // Another backend (another key) signs a token for the same session: the first backend's JWKS refuses it.
     const other = createServerApp({ ...t.options, sessionJwtKey: undefined })
-    const forged = (await (await other.request('/auth/token', { method: 'POST', headers: { cookie } })).json()) as Tokens
+    const forged = (await (
+      await other.request('/auth/token', { method: 'POST', headers: { cookie, origin, 'content-type': 'application/json' } })
+    ).json()) as Tokens
     await expect(jwtVerify(forged.accessToken, createRemoteJWKSet(new URL(`${url}/.well-known/jwks.json`)))).rejects.toThrow(
       'no applicable key found in the JSON Web Key Set',
     )
@@ -133,7 +138,7 @@ describe('POST /auth/token/refresh', () => {
     expect(renewed.status).toBe(200)
     const second = (await renewed.json()) as Tokens
     expect(second.refreshToken).not.toBe(first.refreshToken)
-    expect((await jwtVerify(second.accessToken, jwks, { issuer: url })).payload).toMatchObject({ sub: alice.address, kind: 'siwe' })
+    expect((await jwtVerify(second.accessToken, jwks, { issuer, audience })).payload).toMatchObject({ sub: alice.address, kind: 'siwe' })
     // The first refresh token again: whoever holds it is not the client that just used it.
     expect(await answer(await refresh(url, first.refreshToken))).toEqual(refused)
     expect(await answer(await refresh(url, second.refreshToken))).toEqual(refused)
@@ -144,7 +149,7 @@ describe('POST /auth/token/refresh', () => {
     const url = await running()
     const { cookie } = await signedInWithEthereum()
     const tokens = await tokenFor(url, cookie)
-    expect((await fetch(`${url}/auth/signout`, { method: 'POST', headers: { cookie, origin } })).status).toBe(204)
+    expect((await fetch(`${url}/auth/signout`, { method: 'POST', headers: { cookie, origin, 'content-type': 'application/json' } })).status).toBe(204)
     expect(await answer(await refresh(url, tokens.refreshToken))).toEqual(refused)
   })
 
@@ -166,5 +171,23 @@ describe('POST /auth/token/refresh', () => {
       { error: { code: 'invalid_request', message: 'refreshToken: must be a refresh token this backend issued' } },
     ])
     expect(await answer(await post('/auth/token/refresh', { refreshToken: 'A'.repeat(43) }))).toEqual(refused)
+  })
+})
+
+describe('the issuer and audience (L4)', () => {
+  test('error: a request with Host attacker.example does not change iss; the configured issuer and audience are used', async () => {
+    const { cookie } = await signedInWithEthereum()
+    const configured = createServerApp({ ...t.options, sessionJwtIssuer: 'https://api.app.example', sessionJwtAudience: 'https://app.example/api' })
+    for (const [app, expected] of [
+      [t.app, { iss: issuer, aud: audience }],
+      [configured, { iss: 'https://api.app.example', aud: 'https://app.example/api' }],
+    ] as const) {
+      const response = await app.request('http://attacker.example/auth/token', {
+        method: 'POST',
+        headers: { host: 'attacker.example', cookie, origin, 'content-type': 'application/json' },
+      })
+      const { accessToken } = (await response.json()) as Tokens
+      expect(decodeJwt(accessToken)).toMatchObject(expected)
+    }
   })
 })

@@ -73,7 +73,7 @@ describe('GET /auth/nonce', () => {
   test('default: 128 random bits in hex, bound to an httpOnly pre-session cookie that a second request keeps', async () => {
     const first = await nonceFor()
     expect(first.nonce).toMatch(/^[0-9a-f]{32}$/)
-    expect(first.response.headers.get('set-cookie')).toMatch(/^latchkey_siwe=[\w-]{43}; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax$/)
+    expect(first.response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_siwe=[\w-]{43}; Max-Age=600; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
     expect(first.response.headers.get('cache-control')).toBe('no-store')
     expect(first.response.headers.get('access-control-allow-origin')).toBe(origin)
     const second = await nonceFor(first.cookie)
@@ -117,7 +117,7 @@ describe('POST /auth/siwe', () => {
     expect(await answer(response)).toEqual([200, expected])
     expect(response.headers.get('access-control-allow-credentials')).toBe('true')
     const sessionCookie = response.headers.get('set-cookie')!
-    expect(sessionCookie).toMatch(/^latchkey_session=[\w-]{43}; Max-Age=(?:3599|3600); Path=\/; HttpOnly; SameSite=Lax$/)
+    expect(sessionCookie).toMatch(/^__Host-latchkey_session=[\w-]{43}; Max-Age=(?:3599|3600); Path=\/; HttpOnly; Secure; SameSite=Strict$/)
     expect(await answer(await session(cookieOf(response)))).toEqual([200, expected])
 
     expect((await post('/auth/signout', {}, { cookie: cookieOf(response) })).status).toBe(204)
@@ -404,7 +404,7 @@ describe('POST /auth/siwe refusals', () => {
     const message = messageFor({ nonce: ((await nonce.json()) as { nonce: string }).nonce })
     const response = await app.request('/auth/siwe', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', cookie },
+      headers: { 'content-type': 'application/json', origin, cookie },
       body: JSON.stringify({ message, signature: await mallory.signMessage({ message }) }),
     })
     await expectRefused(response, 502, 'chain_unavailable', 'Chain 31337 did not answer the signature check; sign in again')

@@ -47,6 +47,7 @@ export function serverAdapter(url: string, fetchFn: typeof fetch = (...args) => 
       if (response.status === 401) return null
       return (await read<SignInSession | null>(response)) ?? null
     },
-    signOut: () => call<void>('/auth/signout', { method: 'POST' }),
+    // JSON, like every POST: the backend refuses other types (a cross-site form could send them).
+    signOut: () => call<void>('/auth/signout', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
   }
 }

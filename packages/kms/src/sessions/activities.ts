@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import type { ActivityTable } from '../activities/table.js'
+import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
 import { notFound, permissionDenied } from '../errors.js'
 import { parse, targetPublicKey } from '../params.js'
@@ -9,6 +10,14 @@ import { parse, targetPublicKey } from '../params.js'
 
 /** How long a read-only session lasts. */
 export const READ_ONLY_SESSION_SECONDS = 3600
+
+/** The type of the credential that stamped the request: an API key's, or a passkey's; null when none did (an approved activity run later). */
+async function stampingCredentialType({ db, caller }: ActivityContext): Promise<string | null> {
+  if (!caller.credential) return null
+  const apiKey = await db.apiKeyByPublicKey(caller.credential)
+  if (apiKey) return apiKey.credential_type
+  return (await db.authenticatorByCredential(caller.credential)) ? 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR' : null
+}
 
 export const SESSION_ACTIVITIES: ActivityTable = {
   ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2: {
@@ -74,6 +83,9 @@ export const SESSION_ACTIVITIES: ActivityTable = {
         session_type: 'SESSION_TYPE_READ_WRITE',
         user_id: caller.userId,
         organization_id: caller.organizationId,
+        // What stamped the login, so a backend gives a passkey's login a full session and any other
+        // credential's (a recovery credential, a session key) one no longer than this JWT.
+        credential_type: await stampingCredentialType(context),
       }
       return { session: sessionJwt(claims, context.signerPrivateKey) }
     },

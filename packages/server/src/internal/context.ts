@@ -2,24 +2,54 @@ import { randomBytes } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import type { Context } from 'hono'
-import { getCookie, setCookie } from 'hono/cookie'
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import type { z } from 'zod'
 import { ServerError } from '../errors.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
 import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
-import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, type SessionJwtKey } from './sessionTokens.js'
+import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, SESSION_JWT_DEFAULTS, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
-/** The session cookie: httpOnly, SameSite=Lax, Secure on https. */
-export const SESSION_COOKIE = 'latchkey_session'
+/** The session cookie; its attributes are `cookieAttributes`. */
+export const SESSION_COOKIE = '__Host-latchkey_session'
+
+/**
+ * Every cookie the backend sets. `__Host-` names with `Secure`, `Path=/` and no `Domain`: only
+ * this host over TLS can set or overwrite them (a sibling subdomain cannot toss one in). `Secure`
+ * always, whatever scheme the request arrived with, so no proxy in front can make it plain;
+ * browsers take Secure cookies from http://localhost too. `SameSite=Strict`: the cookie is only
+ * ever needed on the app page's own fetches, which are same-site; no flow reaches the backend by a
+ * cross-site navigation that needs it (the provider's form post reads and sets none).
+ *
+ * @example
+ * setCookie(c, SESSION_COOKIE, id, cookieAttributes(3600))
+ */
+export const cookieAttributes = (maxAgeSeconds: number) => ({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/', maxAge: maxAgeSeconds }) as const
+
+/** Clears a cookie `cookieAttributes` set (a `__Host-` cookie is only replaced with the same attributes). */
+export const clearCookie = (c: Context, name: string) => deleteCookie(c, name, cookieAttributes(0))
 
 /**
  * Requests each key may make per window: sign-in codes and recovery emails per email; sign-ins
  * (codes, passkey sign-ups, recoveries, logins that need a kms look-up) and SIWE nonces per IP;
- * session keys per signed-in session. `bodyBytes` caps every request body (the largest legitimate
- * one, a SIWE message with an EIP-6492 signature, is about 41 KB).
+ * session keys per signed-in session; tries of emailed codes per IP, per code, and per email in a
+ * day (`dayMs`), so that guessing a six-digit code stays hopeless however many instances and
+ * database connections answer at once (the kms's own three tries per code race on PostgreSQL).
+ * `bodyBytes` caps every request body (the largest legitimate one, a SIWE message with an
+ * EIP-6492 signature, is about 41 KB).
  */
-export const LIMITS = { perEmail: 5, perIp: 30, noncesPerIp: 60, perSession: 30, windowMs: 10 * 60_000, bodyBytes: 64 * 1024 } as const
+export const LIMITS = {
+  perEmail: 5,
+  perIp: 30,
+  noncesPerIp: 60,
+  perSession: 30,
+  verifiesPerIp: 30,
+  verifiesPerCode: 3,
+  verifiesPerEmailPerDay: 20,
+  windowMs: 10 * 60_000,
+  dayMs: 86_400_000,
+  bodyBytes: 64 * 1024,
+} as const
 
 /** What the routes share; built once per app by `createRouteContext`. @internal */
 export type RouteContext = {
@@ -41,13 +71,16 @@ export type RouteContext = {
   sessionSeconds: number
   siwe: SiweConfig
   /** Session JWTs for other services: the signing key (loaded or generated once), issuer, audience, lifetime. */
-  jwt: { key: () => Promise<SessionJwtKey>; issuer: string | undefined; audience: string | undefined; accessSeconds: number }
+  jwt: { key: () => Promise<SessionJwtKey>; issuer: string; audience: string; accessSeconds: number }
   limits: {
     codesPerEmail: (key: string) => Promise<number | undefined>
     recoveriesPerEmail: (key: string) => Promise<number | undefined>
     signInsPerIp: (key: string) => Promise<number | undefined>
     noncesPerIp: (key: string) => Promise<number | undefined>
     sessionKeysPerSession: (key: string) => Promise<number | undefined>
+    verifiesPerIp: (key: string) => Promise<number | undefined>
+    verifiesPerCode: (key: string) => Promise<number | undefined>
+    verifiesPerEmailPerDay: (key: string) => Promise<number | undefined>
   }
   ipOf: (c: Context) => string
 }
@@ -55,16 +88,18 @@ export type RouteContext = {
 /**
  * Fixed-window counters in the store, so every instance on one database enforces one limit: each
  * call counts one request for `key` and answers the seconds to wait when over `limit`, else
- * undefined. `name` keeps one limiter's keys apart from another's.
+ * undefined. `name` keeps one limiter's keys apart from another's. `windowMs` is at most a day.
  */
 export function limiter(store: Pick<Store, 'countRequest' | 'deleteRateLimitsBefore'>, name: string, limit: number, windowMs: number, now: () => number) {
+  if (windowMs > LIMITS.dayMs) throw new Error(`a rate limit window is at most a day, not ${windowMs} ms`)
   let sweptAt = now()
   return async (key: string): Promise<number | undefined> => {
     const time = now()
-    // Windows long past are dropped now and then (by whichever instance comes first), not on every request.
+    // Windows long past are dropped now and then (by whichever instance comes first), not on every
+    // request; every limiter shares the table, so only windows older than the longest (a day) go.
     if (time - sweptAt >= windowMs) {
       sweptAt = time
-      await store.deleteRateLimitsBefore(time - windowMs)
+      await store.deleteRateLimitsBefore(time - LIMITS.dayMs)
     }
     const window = await store.countRequest(`${name}:${key}`, windowMs, time)
     return window.count > limit ? Math.max(1, Math.ceil((window.windowStartedAt + windowMs - time) / 1000)) : undefined
@@ -127,13 +162,7 @@ export async function startSession(c: Context, context: RouteContext, subject: S
     created_at: at,
   }
   await context.store.insertSession(session)
-  setCookie(c, SESSION_COOKIE, session.id, {
-    httpOnly: true,
-    sameSite: 'Lax',
-    secure: new URL(c.req.url).protocol === 'https:',
-    path: '/',
-    maxAge: Math.floor((expiresAt - at) / 1000),
-  })
+  setCookie(c, SESSION_COOKIE, session.id, cookieAttributes(Math.floor((expiresAt - at) / 1000)))
   return session
 }
 
@@ -208,8 +237,9 @@ export function createRouteContext(options: {
         key ??= loadSessionJwtKey(options.sessionJwtKey)
         return key
       },
-      issuer: options.sessionJwtIssuer,
-      audience: options.sessionJwtAudience,
+      // Configured, never the request's Host: a request cannot choose the issuer of its token.
+      issuer: options.sessionJwtIssuer ?? SESSION_JWT_DEFAULTS.issuer,
+      audience: options.sessionJwtAudience ?? SESSION_JWT_DEFAULTS.audience,
       accessSeconds: options.accessTokenSeconds ?? ACCESS_TOKEN_SECONDS.default,
     },
     limits: {
@@ -218,6 +248,9 @@ export function createRouteContext(options: {
       signInsPerIp: limiter(options.store, 'sign-ins-per-ip', LIMITS.perIp, LIMITS.windowMs, now),
       noncesPerIp: limiter(options.store, 'nonces-per-ip', LIMITS.noncesPerIp, LIMITS.windowMs, now),
       sessionKeysPerSession: limiter(options.store, 'session-keys-per-session', LIMITS.perSession, LIMITS.windowMs, now),
+      verifiesPerIp: limiter(options.store, 'verifies-per-ip', LIMITS.verifiesPerIp, LIMITS.windowMs, now),
+      verifiesPerCode: limiter(options.store, 'verifies-per-code', LIMITS.verifiesPerCode, LIMITS.windowMs, now),
+      verifiesPerEmailPerDay: limiter(options.store, 'verifies-per-email-per-day', LIMITS.verifiesPerEmailPerDay, LIMITS.dayMs, now),
     },
     ipOf: (c) =>
       options.ipOf?.(c.req.raw, c.env) ??

@@ -8,7 +8,12 @@ const claimsSchema = z.object({
   session_type: z.string(),
   user_id: z.string().min(1),
   organization_id: z.string().min(1),
+  /** stamp_login's: the type of the credential that stamped it (our kms says; Turnkey's notarizer does not). */
+  credential_type: z.string().nullish(),
 })
+
+/** The credential type of a passkey, as the kms names it in `credential_type`. */
+export const PASSKEY_CREDENTIAL = 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR'
 
 /** The claims of a session JWT (stamp_login, otp_login): `exp` in unix seconds. */
 export type SessionClaims = z.infer<typeof claimsSchema>

@@ -54,25 +54,32 @@ export function sessionClaims(session: SessionRow) {
 }
 
 /**
+ * `iss` and `aud` of access JWTs when not configured. The issuer is the dev stack's backend (the
+ * CLI and `createAppServer` default to the URL they listen on; production must name its public
+ * URL); the audience names what every Latchkey access JWT is for: the app's own services.
+ */
+export const SESSION_JWT_DEFAULTS = { issuer: 'http://localhost:8787', audience: 'latchkey-app' } as const
+
+/**
  * An ES256 access JWT for `session`, valid `seconds` from `at` (never past the session's end).
  *
  * @example
- * const { token, expiresAt } = await signAccessToken(key, session, { issuer: 'https://api.example', seconds: 300, at: Date.now() })
+ * const { token, expiresAt } = await signAccessToken(key, session, { issuer: 'https://api.example', audience: 'latchkey-app', seconds: 300, at: Date.now() })
  */
 export async function signAccessToken(
   key: SessionJwtKey,
   session: SessionRow,
-  options: { issuer: string; audience?: string | undefined; seconds: number; at: number },
+  options: { issuer: string; audience: string; seconds: number; at: number },
 ): Promise<{ token: string; expiresAt: number }> {
   const issuedAt = Math.floor(options.at / 1000)
   const expiresAt = Math.min(issuedAt + options.seconds, Math.floor(session.expires_at / 1000))
   const jwt = new SignJWT(sessionClaims(session))
     .setProtectedHeader({ alg: 'ES256', kid: key.publicJwk.kid, typ: 'at+jwt' })
     .setIssuer(options.issuer)
+    .setAudience(options.audience)
     .setSubject(session.address)
     .setIssuedAt(issuedAt)
     .setExpirationTime(expiresAt)
     .setJti(randomBytes(16).toString('base64url'))
-  if (options.audience !== undefined) jwt.setAudience(options.audience)
   return { token: await jwt.sign(key.privateKey), expiresAt: expiresAt * 1000 }
 }

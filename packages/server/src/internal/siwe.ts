@@ -1,8 +1,8 @@
 import { createPublicClient, getAddress, http, isAddress, type PublicClient } from 'viem'
 import { parseSiweMessage, type SiweMessage } from 'viem/siwe'
 
-/** The pre-session cookie naming the browser a SIWE nonce was issued to: httpOnly, SameSite=Lax. */
-export const SIWE_COOKIE = 'latchkey_siwe'
+/** The pre-session cookie naming the browser a SIWE nonce was issued to; its attributes are `cookieAttributes`. */
+export const SIWE_COOKIE = '__Host-latchkey_siwe'
 
 /**
  * How long a nonce may be used, and how far ahead of the server's clock a message's issued-at may

@@ -81,7 +81,7 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
 
 /**
  * `POST /auth/email/verify` `{otpId, code, sessionPublicKey | targetPublicKey, sessionSeconds?}` and
- * the session cookie. Two ways to receive the key the code earns, lasting `sessionSeconds`
+ * the session cookie. Tries are limited per IP, per code and per email per day (`LIMITS`). Two ways to receive the key the code earns, lasting `sessionSeconds`
  * (default 900):
  * - `sessionPublicKey`: the browser's own key (non-extractable, never leaves it). The backend
  *   redeems the code for a short-lived credential of the user, and with it registers that key as
@@ -96,8 +96,15 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
 export const emailVerify = (context: RouteContext) => async (c: Context) => {
   const { store, kms, now } = context
   const input = await readBody(c.req.raw, verifySchema)
+  enforce(await context.limits.verifiesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const pending = await store.pendingCode(input.otpId)
   if (!pending) throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
+  // Counted before the kms compares: guesses racing on several instances cannot pass the kms's own count.
+  enforce(await context.limits.verifiesPerCode(input.otpId), () => 'Too many tries of this code; ask for a new one')
+  enforce(
+    await context.limits.verifiesPerEmailPerDay(pending.email),
+    (minutes) => `Too many sign-in attempts for this email today; try again in ${minutes} minutes`,
+  )
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const target = input.targetPublicKey ? undefined : generateP256KeyPair()
   // Everything the kms refuses here is about the code (wrong, spent, expired, too many tries):

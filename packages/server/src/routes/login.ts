@@ -3,7 +3,7 @@ import type { Context } from 'hono'
 import { z } from 'zod'
 import { ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
-import { verifySessionJwt } from '../internal/sessionJwt.js'
+import { PASSKEY_CREDENTIAL, verifySessionJwt } from '../internal/sessionJwt.js'
 import type { KnownAccount } from '../store.js'
 
 const loginSchema = z.object({
@@ -11,16 +11,18 @@ const loginSchema = z.object({
     .string()
     .max(8192)
     .regex(/^[\w-]+\.[\w-]+\.[\w-]+$/, 'must be a session JWT'),
-  kind: z.enum(['passkey', 'recovery']).default('passkey'),
+  // A `kind` the client sends is ignored (stripped): the JWT decides.
 })
 
 const spent = () => new ServerError(401, 'invalid_session', 'This session token has already signed in; sign in again')
 const foreign = () => new ServerError(401, 'unknown_organization', 'The session token is for an organization this app does not manage')
 
 /**
- * `POST /auth/login` `{session, kind?}` → `{organizationId, userId, address}` and the session
- * cookie. `session` is the JWT the kms's stamp_login returned to the browser (stamped by a passkey,
- * or by a recovery credential with `kind: 'recovery'`); it must be signed by the session signer,
+ * `POST /auth/login` `{session}` → `{organizationId, userId, address}` and the session cookie.
+ * `session` is the JWT the kms's stamp_login returned to the browser. The server, not the client,
+ * decides the session: kind `passkey` for the full length when the JWT says a passkey stamped it,
+ * else kind `recovery` (a recovery credential, a session key, or a JWT that does not say) ending
+ * with the JWT's `exp`. It must be signed by the session signer,
  * unexpired, read-write, not used here before, and for one of this backend's sub-organizations. A
  * sub-organization this backend did not record is accepted when the parent organization's key can
  * read its wallet.
@@ -45,7 +47,15 @@ export const login = (context: RouteContext) => async (c: Context) => {
   // Spent as it is written: two requests racing with one token, on any instances, sign in once.
   if (!(await context.store.spendSessionToken(digest, claims.exp * 1000))) throw spent()
   // The JWT names the user who signed in; the sub-organization may hold more than its root user.
-  const session = await startSession(c, context, { ...account, user_id: claims.user_id }, input.kind, input.kind === 'recovery' ? claims.exp * 1000 : undefined)
+  // Only a passkey's login is a full session; any other credential's ends with its JWT.
+  const passkey = claims.credential_type === PASSKEY_CREDENTIAL
+  const session = await startSession(
+    c,
+    context,
+    { ...account, user_id: claims.user_id },
+    passkey ? 'passkey' : 'recovery',
+    passkey ? undefined : claims.exp * 1000,
+  )
   return c.json({ organizationId: session.organization_id, userId: session.user_id, address: session.address })
 }
 

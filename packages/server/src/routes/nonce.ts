@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Context } from 'hono'
 import { getCookie, setCookie } from 'hono/cookie'
-import { enforce, type RouteContext } from '../internal/context.js'
+import { cookieAttributes, enforce, type RouteContext } from '../internal/context.js'
 import { SIWE_COOKIE, SIWE_TIMES } from '../internal/siwe.js'
 
 /** A pre-session cookie value this backend could have issued (32 random bytes, base64url). */
@@ -10,7 +10,7 @@ const holderFormat = /^[\w-]{43}$/
 /**
  * `GET /auth/nonce` → `{nonce}`: 128 random bits in hex (EIP-4361 wants at least 8 alphanumeric
  * characters), usable once within ten minutes, and only by this browser: the nonce is bound to
- * the pre-session cookie `latchkey_siwe`, set here or kept if the browser has one. 60 per IP per
+ * the pre-session cookie `__Host-latchkey_siwe`, set here or kept if the browser has one. 60 per IP per
  * ten minutes.
  *
  * @example
@@ -25,13 +25,7 @@ export const nonce = (context: RouteContext) => async (c: Context) => {
   const value = randomBytes(16).toString('hex')
   await context.store.pruneNonces(at)
   await context.store.insertNonce({ nonce: value, holder, expires_at: at + SIWE_TIMES.nonceSeconds * 1000 })
-  setCookie(c, SIWE_COOKIE, holder, {
-    httpOnly: true,
-    sameSite: 'Lax',
-    secure: new URL(c.req.url).protocol === 'https:',
-    path: '/',
-    maxAge: SIWE_TIMES.nonceSeconds,
-  })
+  setCookie(c, SIWE_COOKIE, holder, cookieAttributes(SIWE_TIMES.nonceSeconds))
   c.header('cache-control', 'no-store')
   return c.json({ nonce: value })
 }

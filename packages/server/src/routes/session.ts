@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
-import { deleteCookie, getCookie } from 'hono/cookie'
-import { type RouteContext, SESSION_COOKIE, sessionAnswer, validSession } from '../internal/context.js'
+import { getCookie } from 'hono/cookie'
+import { clearCookie, type RouteContext, SESSION_COOKIE, sessionAnswer, validSession } from '../internal/context.js'
 
 /**
  * `GET /auth/session` → `{email, address, organizationId, userId, kind, expiresAt}` (SIWE sessions
@@ -17,7 +17,7 @@ import { type RouteContext, SESSION_COOKIE, sessionAnswer, validSession } from '
 export const session = (context: RouteContext) => async (c: Context) => {
   const current = await validSession(c, context)
   if (current) return c.json(sessionAnswer(current))
-  if (getCookie(c, SESSION_COOKIE) !== undefined) deleteCookie(c, SESSION_COOKIE, { path: '/' })
+  if (getCookie(c, SESSION_COOKIE) !== undefined) clearCookie(c, SESSION_COOKIE)
   return c.json(null)
 }
 
@@ -30,6 +30,6 @@ export const session = (context: RouteContext) => async (c: Context) => {
 export const signOut = (context: RouteContext) => async (c: Context) => {
   const id = getCookie(c, SESSION_COOKIE)
   if (id) await context.store.deleteSession(id)
-  deleteCookie(c, SESSION_COOKIE, { path: '/' })
+  clearCookie(c, SESSION_COOKIE)
   return c.body(null, 204)
 }

@@ -13,7 +13,7 @@ const refused = () => new ServerError(401, 'invalid_refresh_token', 'This refres
 async function tokens(c: Context, context: RouteContext, session: SessionRow, refresh: { token: string }) {
   const at = context.now()
   const { token, expiresAt } = await signAccessToken(await context.jwt.key(), session, {
-    issuer: context.jwt.issuer ?? new URL(c.req.url).origin,
+    issuer: context.jwt.issuer,
     audience: context.jwt.audience,
     seconds: context.jwt.accessSeconds,
     at,

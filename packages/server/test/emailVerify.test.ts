@@ -1,0 +1,96 @@
+import { generateP256KeyPair } from '@turnkey/crypto'
+import { describe, expect, test } from 'vitest'
+import { LIMITS } from '../src/index.js'
+import { answer, newEmail, useBackend } from './backend.js'
+
+// Guessing codes (security review M2, the backend's half): /auth/email/verify is limited per IP,
+// per code and per email per day, in the store, so every instance counts the same requests; a
+// refused guess never reaches the kms.
+
+const { t, post, mailTo } = useBackend()
+const target = () => generateP256KeyPair().publicKeyUncompressed
+
+/** A code sent to `email`: its otpId and the code itself. */
+async function codeFor(email: string, ip = '127.0.0.1') {
+  const start = await post('/auth/email/start', { email }, { 'x-test-ip': ip })
+  expect(start.status).toBe(200)
+  const { otpId } = (await start.json()) as { otpId: string }
+  const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]!
+  return { otpId, code }
+}
+
+/** A wrong guess for `code` (another six digits). */
+const wrong = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0')
+
+/** The error codes of `responses`, counted. */
+async function errorCodes(responses: Response[]) {
+  const counts: Record<string, number> = {}
+  for (const response of responses) {
+    const body = (await response.json()) as { error?: { code: string } }
+    const key = `${response.status} ${body.error?.code ?? 'ok'}`
+    counts[key] = (counts[key] ?? 0) + 1
+  }
+  return counts
+}
+
+describe('POST /auth/email/verify limits', () => {
+  test(`error: a code is tried at most ${LIMITS.verifiesPerCode} times, however many guesses race; the rest never reach the kms`, async () => {
+    const { otpId, code } = await codeFor(newEmail())
+    const guesses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => post('/auth/email/verify', { otpId, code: wrong(code), targetPublicKey: target() }, { 'x-test-ip': `10.1.0.${i}` })),
+    )
+    expect(await errorCodes(guesses)).toEqual({ [`400 invalid_code`]: LIMITS.verifiesPerCode, '429 rate_limited': 12 - LIMITS.verifiesPerCode })
+    // The right code, too, once the tries are spent.
+    const right = await post('/auth/email/verify', { otpId, code, targetPublicKey: target() })
+    expect(await answer(right)).toEqual([429, { error: { code: 'rate_limited', message: 'Too many tries of this code; ask for a new one' } }])
+    expect(Number(right.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(right.headers.get('set-cookie')).toBe(null)
+  })
+
+  test(`error: more than ${LIMITS.verifiesPerIp} tries from one address in ten minutes, whatever the codes`, async () => {
+    const ip = '10.2.0.1'
+    for (let i = 0; i < LIMITS.verifiesPerIp; i++)
+      expect((await post('/auth/email/verify', { otpId: `unknown-${i}`, code: '123456', targetPublicKey: target() }, { 'x-test-ip': ip })).status).toBe(400)
+    expect(await answer(await post('/auth/email/verify', { otpId: 'unknown', code: '123456', targetPublicKey: target() }, { 'x-test-ip': ip }))).toEqual([
+      429,
+      { error: { code: 'rate_limited', message: 'Too many sign-in attempts from this network; try again in 10 minutes' } },
+    ])
+    // Another address is not held up.
+    expect((await post('/auth/email/verify', { otpId: 'unknown', code: '123456', targetPublicKey: target() }, { 'x-test-ip': '10.2.0.2' })).status).toBe(400)
+  })
+
+  test(`error: more than ${LIMITS.verifiesPerEmailPerDay} tries per email in a day, over many codes and ten-minute windows`, async () => {
+    const email = newEmail()
+    const started = t.clock
+    let jumped = 0
+    let tries = 0
+    let ip = 0
+    try {
+      while (tries < LIMITS.verifiesPerEmailPerDay) {
+        // New codes past the per-email code limit: the next ten minutes.
+        if (ip % LIMITS.perEmail === LIMITS.perEmail - 1) {
+          t.clock += LIMITS.windowMs
+          jumped += LIMITS.windowMs
+        }
+        const { otpId, code } = await codeFor(email, `10.3.0.${++ip}`)
+        for (let i = 0; i < LIMITS.verifiesPerCode && tries < LIMITS.verifiesPerEmailPerDay; i++, tries++)
+          expect((await post('/auth/email/verify', { otpId, code: wrong(code), targetPublicKey: target() }, { 'x-test-ip': `10.3.0.${ip}` })).status).toBe(400)
+      }
+      t.clock += LIMITS.windowMs
+      jumped += LIMITS.windowMs
+      const { otpId, code } = await codeFor(email, '10.3.1.1')
+      const refused = await post('/auth/email/verify', { otpId, code, targetPublicKey: target() }, { 'x-test-ip': '10.3.1.1' })
+      expect(refused.status).toBe(429)
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+        /^Too many sign-in attempts for this email today; try again in \d+ minutes$/,
+      )
+      // A day after the first try (a minute past it), the email may try again.
+      jumped += started + LIMITS.dayMs + 60_000 - t.clock
+      t.clock = started + LIMITS.dayMs + 60_000
+      const next = await codeFor(email, '10.3.1.2')
+      expect((await post('/auth/email/verify', { ...next, targetPublicKey: target() }, { 'x-test-ip': '10.3.1.2' })).status).toBe(200)
+    } finally {
+      t.clock -= jumped
+    }
+  })
+})
