@@ -170,7 +170,7 @@ describe('latchkey-kms audit verify', () => {
     expect(altered.stderr).toMatch(
       /^latchkey-kms: the audit trail is altered at row 2: its hash [0-9a-f]{64} does not match its contents \([0-9a-f]{64}\) \(1 rows before it are intact\)\n$/,
     )
-  })
+  }, 120_000)
 
   test('error: refuses to run without a store', async () => {
     const run = startCli(cli, ['audit', 'verify'], {})

@@ -1,8 +1,11 @@
 import type { Logger } from '@latchkey/service'
+import type { AuditTrail } from '@latchkey/service/database'
 import { Hono } from 'hono'
+import { createServerAudit } from './audit.js'
 import { ServerError } from './errors.js'
 import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
+import { auditAuth } from './middleware/audit.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
@@ -80,6 +83,8 @@ export type ServerAppOptions = {
   accessTokenSeconds?: number | undefined
   /** The largest request body accepted, counted as it streams in. Default `LIMITS.bodyBytes` (64 KiB). */
   maxBodyBytes?: number | undefined
+  /** Where each `POST /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
+  audit?: AuditTrail | undefined
 }
 
 export { ServerError } from './errors.js'
@@ -127,6 +132,8 @@ export function createServerApp(options: ServerAppOptions) {
     return undefined
   })
 
+  // Before the body limit, so that its refusals are recorded too.
+  app.use('/auth/*', auditAuth(options.audit ?? createServerAudit(options.store, { logger: options.logger, now: context.now }), context.ipOf))
   app.use('*', bodyLimit(options.maxBodyBytes ?? LIMITS.bodyBytes))
 
   app.onError((error, c) => {

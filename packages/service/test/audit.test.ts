@@ -3,7 +3,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
 import { afterAll, afterEach, expect, test } from 'vitest'
-import { type AuditEventRow, type AuditStorage, auditMigration, createAuditTrail, type Database, GENESIS_HASH, keyedHash, openDatabase, verifyAuditTrail } from '../src/database.js'
+import {
+  type AuditEventRow,
+  type AuditStorage,
+  auditMigration,
+  createAuditTrail,
+  type Database,
+  GENESIS_HASH,
+  keyedHash,
+  openDatabase,
+  verifyAuditTrail,
+} from '../src/database.js'
 import { freshDatabaseUrl, testEngine } from './testDatabase.js'
 
 // The shared audit chain on the engine of this run (SQLite by default, PostgreSQL in

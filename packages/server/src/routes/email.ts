@@ -7,6 +7,7 @@ import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { compressedP256Key, email, p256PublicKey, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
+import { noteEmail } from '../middleware/audit.js'
 
 const startSchema = z.object({ email })
 const verifySchema = z
@@ -98,6 +99,7 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
   const input = await readBody(c.req.raw, verifySchema)
   const pending = await store.pendingCode(input.otpId)
   if (!pending) throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
+  noteEmail(c.req.raw, pending.email)
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const target = input.targetPublicKey ? undefined : generateP256KeyPair()
   // Everything the kms refuses here is about the code (wrong, spent, expired, too many tries):
