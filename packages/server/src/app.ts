@@ -132,8 +132,8 @@ export function createServerApp(options: ServerAppOptions) {
     return undefined
   })
 
-  // Before the body limit, so that its refusals are recorded too.
-  app.use('/auth/*', auditAuth(options.audit ?? createServerAudit(options.store, { logger: options.logger, now: context.now }), context.ipOf))
+  // Before the body limit, so that its refusals are recorded too; events carry the wall clock, not `now`.
+  app.use('/auth/*', auditAuth(options.audit ?? createServerAudit(options.store, { logger: options.logger }), context.ipOf))
   app.use('*', bodyLimit(options.maxBodyBytes ?? LIMITS.bodyBytes))
 
   app.onError((error, c) => {

@@ -69,7 +69,7 @@ export function createAppServer(options: AppServerOptions) {
       store ??= await openStore(options.databaseUrl ?? options.databasePath ?? ':memory:', {
         onRetry: ({ attempt, error }) => options.logger?.warn({ attempt, err: error }, 'database transaction conflicted; running it again'),
       })
-      audit = options.audit ?? createServerAudit(store, { key: options.auditKey, logFile: options.auditLogFile, logger: options.logger, now: options.now })
+      audit = options.audit ?? createServerAudit(store, { key: options.auditKey, logFile: options.auditLogFile, logger: options.logger })
       const app = createServerApp({ ...options, store, ipOf, audit })
       const requests = getRequestListener(app.fetch)
       const started = createServer(

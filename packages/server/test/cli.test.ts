@@ -409,19 +409,19 @@ describe('latchkey-server', () => {
     [
       'a development issuer in production',
       (port) => serverArgs(port, ['--google-client-id', 'latchkey-demo', '--google-issuer', 'http://localhost:8092/google']),
-      { NODE_ENV: 'production', LATCHKEY_GOOGLE_CLIENT_SECRET: 'secret' },
+      { NODE_ENV: 'production', LATCHKEY_GOOGLE_CLIENT_SECRET: 'secret', LATCHKEY_AUDIT_KEY: '42'.repeat(32) },
       'refusing a development issuer in production (NODE_ENV=production): --google-issuer / LATCHKEY_GOOGLE_ISSUER must be https://, got http://localhost:8092/google',
     ],
     [
       'Google without its client secret in production',
       (port) => serverArgs(port, ['--google-client-id', '1234.apps.googleusercontent.com']),
-      { NODE_ENV: 'production' },
+      { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) },
       'refusing Google sign-in without its client secret in production (NODE_ENV=production): set LATCHKEY_GOOGLE_CLIENT_SECRET or --google-client-secret-file / LATCHKEY_GOOGLE_CLIENT_SECRET_FILE',
     ],
     [
       'Apple without its client-secret key in production',
       (port) => serverArgs(port, ['--apple-client-id', 'com.example.web']),
-      { NODE_ENV: 'production' },
+      { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) },
       'refusing Apple sign-in without its client-secret key in production (NODE_ENV=production): set --apple-team-id / LATCHKEY_APPLE_TEAM_ID, --apple-key-id / LATCHKEY_APPLE_KEY_ID and LATCHKEY_APPLE_PRIVATE_KEY or --apple-private-key-file / LATCHKEY_APPLE_PRIVATE_KEY_FILE',
     ],
     [
