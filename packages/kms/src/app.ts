@@ -1,10 +1,12 @@
-import type { Logger } from '@latchkey/service'
+import { DEVELOPMENT_AUDIT_KEY, type Logger } from '@latchkey/service'
+import { type AuditTrail, createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
 import { createOidcVerifier, type OidcIssuer } from './auth/oidc.js'
 import type { Db } from './db.js'
 import { activityView } from './envelope.js'
 import { GrpcCode, KmsError, notFound } from './errors.js'
+import { auditSubmissions } from './http/audit.js'
 import { type Authenticated, authenticate } from './http/authenticate.js'
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './http/bodyLimit.js'
 import { cors } from './http/cors.js'
@@ -40,6 +42,8 @@ export type KmsAppOptions = {
   logger?: Logger | undefined
   /** The outbox mail leaves through (its retries are the owner's to start). Default: one over `mailer`. */
   outbox?: Outbox | undefined
+  /** Where every submission's outcome is recorded (refusals included). Default: the database's trail under the development audit key. */
+  audit?: AuditTrail | undefined
 }
 
 /** Where the service publishes its bundle signer's public key (uncompressed hex). */
@@ -92,7 +96,17 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   // Every API call: its body read within the limit as it streams, then its stamp verified over those bytes.
   const guard = [bodyLimit(maxBodyBytes), authenticate({ db, signerPublicKey, webauthn, now })] as const
   app.use('/public/v1/query/*', ...guard)
-  app.use('/public/v1/submit/*', ...guard)
+  // Every submission's outcome goes to the audit trail, its authentication's refusals included.
+  const audit =
+    options.audit ??
+    createAuditTrail({
+      service: 'kms',
+      storage: db.auditStorage,
+      key: DEVELOPMENT_AUDIT_KEY,
+      now,
+      onError: (error) => (options.logger ? options.logger.error({ err: error }, `audit events not stored: ${error.message}`) : console.error(error)),
+    })
+  app.use('/public/v1/submit/*', auditSubmissions(audit), ...guard)
 
   app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, now }))
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `latchkey-kms`: the key-management service on its own, for self-hosting, and its one-off
- * commands (`init-organization`, `generate-keys`). Settings by flag or environment variable
+ * commands (`init-organization`, `generate-keys`, `audit verify`). Settings by flag or environment variable
  * (`latchkey-kms --help`), JSON logs on standard output, `GET /healthz` and `GET /readyz`, a
  * graceful stop on SIGTERM or SIGINT. The package README has the details.
  */
@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import {
+  auditSettings,
   baseSettings,
   custom,
   hexBytes,
@@ -128,6 +129,7 @@ const settings = {
     valueName: '<address>',
     description: 'Address the frames listen on. Default: localhost (127.0.0.1 and ::1) when --host is 127.0.0.1, else --host.',
   }),
+  ...auditSettings(),
 }
 
 function oidcIssuerEntry(entry: string, label: string): string {
@@ -240,6 +242,8 @@ await runService({
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
         logger,
+        auditKey: values.auditKey,
+        auditLogFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile),
       },
       store.name,
     )
@@ -270,6 +274,7 @@ await runService({
       logger.warn(
         'OIDC tokens are trusted from the devnet’s local provider at http://localhost:8092 only (development only): set --oidc-issuer for Google or Apple',
       )
+    if (!values.auditKey) logger.warn('the audit trail hashes IPs and emails with the fixed development key (development only)')
     if (!values.smtpUrl) logger.warn(`mail goes to the dev inbox at ${kms.url}/dev/mailbox, readable by anyone who reaches the kms (development only)`)
     return { stop: () => kms.stop(), inflight: () => kms.inflight() }
   },
@@ -313,6 +318,28 @@ await runService({
         } catch (error) {
           if (error instanceof KmsError) throw new SettingsError(error.message)
           throw error
+        } finally {
+          await kms.stop()
+        }
+      },
+    },
+    'audit verify': {
+      summary:
+        'Walk the audit trail from its first event: prints the count when every event links to the one before and matches its hash; exits 1 naming the first altered row.',
+      settings: storeSettings,
+      async run(values: { db: string | undefined; databaseUrl: string | undefined }) {
+        if (values.db === undefined && values.databaseUrl === undefined)
+          throw new SettingsError(
+            `audit verify reads the kms's store: set ${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}, as the kms has them`,
+          )
+        const store = storeOf(values)
+        // Nothing sealed is read: no master key is needed.
+        const kms = await openKms({ ...store.options, masterKey: randomBytes(32) }, store.name)
+        try {
+          const verdict = await kms.verifyAudit()
+          if (!verdict.intact)
+            throw new Error(`the audit trail is altered at row ${verdict.seq}: ${verdict.problem} (${verdict.count} rows before it are intact)`)
+          return { intact: true, count: verdict.count, headHash: verdict.headHash }
         } finally {
           await kms.stop()
         }

@@ -1,3 +1,4 @@
+import { type AuditStorage, verifyAuditTrail } from '@latchkey/service/database'
 import { type RawBuilder, sql } from 'kysely'
 import { type Executor, isPostgresUrl, isUniqueViolation, openStorage, type Storage } from './storage/database.js'
 import { KMS_MIGRATIONS } from './storage/migrations.js'
@@ -250,6 +251,10 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     votes: (activityId: string) => all<VoteRow>(sql`select * from votes where activity_id = ${activityId} order by created_at, rowid`),
     activity: (id: string, organizationId: string) => get<ActivityRow>(sql`select * from activities where id = ${id} and organization_id = ${organizationId}`),
     activityByFingerprint: (fingerprint: string) => get<ActivityRow>(sql`select * from activities where fingerprint = ${fingerprint}`),
+    /** Where the audit trail appends (its own transactions, on the database itself). */
+    auditStorage: { dialect: storage.dialect, transaction: (work) => storage.transaction((trx) => work(trx)) } satisfies AuditStorage as AuditStorage,
+    /** Walks the audit chain (`latchkey-kms audit verify`): intact, or the first altered row. */
+    verifyAudit: async () => verifyAuditTrail(await storage.executor(), 'kms'),
     /** Throws unless the database answers a query: the kms's `GET /readyz`. */
     ping: () => storage.ping(),
     close: () => storage.close(),

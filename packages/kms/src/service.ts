@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
-import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
+import { closeGracefully, createHttpObserver, DEVELOPMENT_AUDIT_KEY, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
+import { createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp } from './app.js'
 import type { OidcIssuer } from './auth/oidc.js'
@@ -55,6 +56,10 @@ export type KmsOptions = {
    * stamp, a body or a query string. Default: no request log, unexpected errors on the console.
    */
   logger?: Logger | undefined
+  /** 32 bytes: the key of the audit trail's keyed hashes of IPs and emails. Default: the fixed development key. */
+  auditKey?: Uint8Array | undefined
+  /** Also append each audit event, once stored, to this file as a JSON line. */
+  auditLogFile?: string | undefined
 }
 
 export type FramesOptions = {
@@ -93,7 +98,17 @@ export function createKms(options: KmsOptions = {}) {
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
   const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from }) : undefined)
   const outbox = createOutbox({ db, mailer: mailer ?? devInbox(db, now), masterKey, now, logger: options.logger })
+  if (options.auditKey && options.auditKey.length !== 32) throw new Error('auditKey must be 32 bytes')
+  const audit = createAuditTrail({
+    service: 'kms',
+    storage: db.auditStorage,
+    key: options.auditKey ?? DEVELOPMENT_AUDIT_KEY,
+    logFile: options.auditLogFile,
+    now,
+    onError: (error) => (options.logger ? options.logger.error({ err: error }, `audit events not stored: ${error.message}`) : console.error(error)),
+  })
   const app = createKmsApp({
+    audit,
     db,
     masterKey,
     signerPrivateKey,
@@ -148,12 +163,15 @@ export function createKms(options: KmsOptions = {}) {
       framesServers = []
       await closeGracefully(running, observer)
       await outbox.stop()
+      await audit.settled()
       await db.close()
     },
     /** Resolves once the database answers, its tables migrated; rejects with why it cannot be opened. */
     ready: () => db.ping(),
     /** Requests not yet answered, oldest first. */
     inflight: (): InflightRequest[] => observer.inflight(),
+    /** Walks the audit chain: `{intact: true, count}`, or the first row whose sequence, link or hash does not match. */
+    verifyAudit: () => db.verifyAudit(),
     /** Whether the database holds this organization (a deleted database does not). */
     hasOrganization: async (organizationId: string) => (await db.organization(organizationId)) !== undefined,
     /**

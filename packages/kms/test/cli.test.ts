@@ -119,6 +119,7 @@ describe('latchkey-kms', () => {
         .map((line) => line.msg),
     ).toEqual([
       'OIDC tokens are trusted from the devnet’s local provider at http://localhost:8092 only (development only): set --oidc-issuer for Google or Apple',
+      'the audit trail hashes IPs and emails with the fixed development key (development only)',
       `mail goes to the dev inbox at ${kms.url}/dev/mailbox, readable by anyone who reaches the kms (development only)`,
     ])
     expect(kms.logs().find((line) => line.reqId === 'whoami-1')).toMatchObject({
@@ -164,6 +165,7 @@ describe('latchkey-kms', () => {
       {
         NODE_ENV: 'production',
         LATCHKEY_SMTP_URL: `smtp://mailer:${smtpPassword}@127.0.0.1:2525`,
+        LATCHKEY_AUDIT_KEY: '42'.repeat(32),
       },
     )
     expect(kms.line).toMatchObject({
@@ -243,6 +245,8 @@ if (testBackend === 'sqlite')
         '--oidc-issuer <issuer>=<client id>, LATCHKEY_KMS_OIDC_ISSUERS',
         '--frames-parent-origin <origin>, LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
         '--frames-port <port>, LATCHKEY_KMS_FRAMES_PORT',
+        'LATCHKEY_AUDIT_KEY, or a file: --audit-key-file <path> / LATCHKEY_AUDIT_KEY_FILE',
+        '--audit-log-file <path>, LATCHKEY_AUDIT_LOG_FILE',
         '--frames-host <address>, LATCHKEY_KMS_FRAMES_HOST',
       ])
         expect(help.stdout).toContain(`\n  ${setting}\n`)
@@ -311,7 +315,7 @@ if (testBackend === 'sqlite')
         'production on development defaults',
         [],
         { NODE_ENV: 'production' },
-        'refusing to start with development defaults in production (NODE_ENV=production): set LATCHKEY_KMS_MASTER_KEY or --master-key-file / LATCHKEY_KMS_MASTER_KEY_FILE; LATCHKEY_KMS_SIGNER_KEY or --signer-key-file / LATCHKEY_KMS_SIGNER_KEY_FILE; LATCHKEY_SMTP_URL or --smtp-url-file / LATCHKEY_SMTP_URL_FILE; --rp-id / LATCHKEY_KMS_RP_IDS; --passkey-origin / LATCHKEY_KMS_PASSKEY_ORIGINS; --oidc-issuer / LATCHKEY_KMS_OIDC_ISSUERS; a store: --db / LATCHKEY_KMS_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
+        'refusing to start with development defaults in production (NODE_ENV=production): set LATCHKEY_KMS_MASTER_KEY or --master-key-file / LATCHKEY_KMS_MASTER_KEY_FILE; LATCHKEY_KMS_SIGNER_KEY or --signer-key-file / LATCHKEY_KMS_SIGNER_KEY_FILE; LATCHKEY_SMTP_URL or --smtp-url-file / LATCHKEY_SMTP_URL_FILE; --rp-id / LATCHKEY_KMS_RP_IDS; --passkey-origin / LATCHKEY_KMS_PASSKEY_ORIGINS; --oidc-issuer / LATCHKEY_KMS_OIDC_ISSUERS; LATCHKEY_AUDIT_KEY or --audit-key-file / LATCHKEY_AUDIT_KEY_FILE; a store: --db / LATCHKEY_KMS_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
       ],
       [
         'init-organization without a store',

@@ -118,6 +118,34 @@ describe('two instances on one PostgreSQL', () => {
     expect(users.filter((user) => user.userName === 'approved once')).toHaveLength(1)
   })
 
+  test('behavior: forty refusals at once on both instances append one audit chain, without gaps or forks', async () => {
+    const before = await kmsA.verifyAudit()
+    if (!before.intact) throw new Error(`the audit trail was altered before the test, at row ${before.seq}`)
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        postRaw(
+          (index % 2 ? kmsA : kmsB).url,
+          parentKey,
+          '/public/v1/submit/sign_raw_payload',
+          JSON.stringify({
+            type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+            timestampMs: String(Date.now()),
+            organizationId,
+            parameters: {
+              signWith: `0x${index.toString(16).padStart(40, '0')}`,
+              payload: `0x${'11'.repeat(32)}`,
+              encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+              hashFunction: 'HASH_FUNCTION_NO_OP',
+            },
+          }),
+        ),
+      ),
+    )
+    expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(404))
+    // verify walks seq 1, 2, 3 … with each row linked to the one before: a gap or a fork fails it.
+    for (const kms of [kmsA, kmsB]) expect(await kms.verifyAudit()).toMatchObject({ intact: true, count: before.count + 40 })
+  })
+
   test('behavior: concurrent different writes on both instances all succeed (no 500)', async () => {
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, index) =>

@@ -1,8 +1,11 @@
 import type { Logger } from '@latchkey/service'
+import type { AuditTrail } from '@latchkey/service/database'
 import { Hono } from 'hono'
+import { createServerAudit } from './audit.js'
 import { ServerError } from './errors.js'
 import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
+import { auditAuth } from './middleware/audit.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
 import { sameOrigin } from './middleware/sameOrigin.js'
 import { cacao } from './routes/cacao.js'
@@ -85,6 +88,8 @@ export type ServerAppOptions = {
   accessTokenSeconds?: number | undefined
   /** The largest request body accepted, counted as it streams in. Default `LIMITS.bodyBytes` (64 KiB). */
   maxBodyBytes?: number | undefined
+  /** Where each `POST /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
+  audit?: AuditTrail | undefined
 }
 
 /** Routes whose credential is a refresh token in the body, not the cookie. */
@@ -142,6 +147,8 @@ export function createServerApp(options: ServerAppOptions) {
     '*',
     sameOrigin(options.allowedOrigins, (c) => c.req.path === OAUTH_CALLBACK_PATH || (BEARER_PATHS.has(c.req.path) && c.req.header('cookie') === undefined)),
   )
+  // Before the body limit, so that its refusals are recorded too; events carry the wall clock, not `now`.
+  app.use('/auth/*', auditAuth(options.audit ?? createServerAudit(options.store, { logger: options.logger }), context.ipOf))
   app.use('*', bodyLimit(options.maxBodyBytes ?? LIMITS.bodyBytes))
 
   app.onError((error, c) => {

@@ -8,6 +8,7 @@ import { createPrivateKey } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import {
+  auditSettings,
   baseSettings,
   custom,
   integer,
@@ -23,10 +24,15 @@ import {
   url,
   withoutCredentials,
 } from '@latchkey/service'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { getPublicKey } from '@turnkey/crypto'
+import { TurnkeyClient } from '@turnkey/http'
 import { APPLE_CLIENT_SECRET_SECONDS, APPLE_ISSUER, appleClientSecret } from './appleClientSecret.js'
+import { createServerAudit, verifyServerAudit } from './audit.js'
+import { createDelegatedAccess } from './internal/delegated.js'
 import { ACCESS_TOKEN_SECONDS, SESSION_JWT_DEFAULTS } from './internal/sessionTokens.js'
 import type { SiweChain } from './internal/siwe.js'
+import { revokeSessions } from './revoke.js'
 import { OAUTH_CALLBACK_PATH, type OAuthProviderConfig, type OAuthProviderName } from './routes/oauth.js'
 import { createAppServer } from './service.js'
 import { openStore, type Store } from './store.js'
@@ -41,8 +47,8 @@ const hexKey = (pattern: RegExp, what: string) => (text: string, label: string) 
 
 const GOOGLE_ISSUER = 'https://accounts.google.com'
 
-const settings = {
-  ...baseSettings({ port: 8787 }),
+/** Where the backend keeps its tables (the serve command and the one-off commands share them). */
+const storeSettings = {
   db: text({
     flag: 'db',
     env: 'LATCHKEY_SERVER_DB',
@@ -57,6 +63,11 @@ const settings = {
     description:
       'Keep accounts and sessions in PostgreSQL (postgres://user:password@host:5432/db), shared by every backend instance; migrations run at start. Instead of --db.',
   }),
+}
+
+const settings = {
+  ...baseSettings({ port: 8787 }),
+  ...storeSettings,
   kmsUrl: url({
     flag: 'kms-url',
     env: 'LATCHKEY_KMS_URL',
@@ -268,6 +279,7 @@ const settings = {
     description:
       'Behind a reverse proxy that terminates TLS: the scheme from X-Forwarded-Proto (the default OAuth callback URL; cookies are Secure either way) and the client address from the last X-Forwarded-For entry (per-IP limits). Only with a proxy that sets both.',
   }),
+  ...auditSettings(),
 }
 
 type Values = { [key in keyof typeof settings]: ReturnType<(typeof settings)[key]['fallback']> }
@@ -323,6 +335,52 @@ async function oauthOf(values: Values, production: boolean): Promise<Partial<Rec
     oauth.apple = { issuer: values.appleIssuer, clientId: values.appleClientId, clientSecret, redirectUri: values.oauthRedirectUri }
   }
   return oauth
+}
+
+/** The store a one-off command works on; refused without one (an in-memory store holds nothing to work on). */
+async function openCommandStore(values: { db: string | undefined; databaseUrl: string | undefined }, command: string): Promise<Store> {
+  if (values.db === undefined && values.databaseUrl === undefined)
+    throw new SettingsError(
+      `${command} works on the backend's store: set ${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}, as the backend has them`,
+    )
+  if (values.db !== undefined && values.databaseUrl !== undefined)
+    throw new SettingsError(`give ${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}, not both`)
+  const url = values.databaseUrl ?? resolve(values.db!)
+  try {
+    return await openStore(url)
+  } catch (error) {
+    throw new Error(`could not open the store (${url.includes('://') ? 'postgres' : `sqlite ${url}`}): ${(error as Error).message}`)
+  }
+}
+
+const revokeSettings = {
+  ...storeSettings,
+  kmsUrl: settings.kmsUrl,
+  organizationId: settings.organizationId,
+  apiPublicKey: settings.apiPublicKey,
+  apiPrivateKey: settings.apiPrivateKey,
+  ...auditSettings(),
+  email: text({ flag: 'email', valueName: '<email>', description: 'End the sessions of the account with this email.' }),
+  address: text({
+    flag: 'address',
+    valueName: '<0x…>',
+    description: 'End every session of this address (and the sessions of the account whose wallet it is).',
+  }),
+  organization: text({ flag: 'organization', valueName: '<id>', description: 'End the sessions of the account of this sub-organization.' }),
+}
+
+type RevokeValues = {
+  db: string | undefined
+  databaseUrl: string | undefined
+  kmsUrl: string
+  organizationId: string | undefined
+  apiPublicKey: string | undefined
+  apiPrivateKey: string | undefined
+  auditKey: Uint8Array | undefined
+  auditLogFile: string | undefined
+  email: string | undefined
+  address: string | undefined
+  organization: string | undefined
 }
 
 await runService({
@@ -389,6 +447,8 @@ await runService({
         accessTokenSeconds: values.accessTokenSeconds,
         oauth,
         logger,
+        auditKey: values.auditKey,
+        auditLogFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile),
       })
     } catch (error) {
       await store.close()
@@ -417,6 +477,56 @@ await runService({
       logger.warn('accounts and sessions are kept in memory and lost when the process stops (development only)')
     if (values.sessionJwtKey === undefined)
       logger.warn('session JWTs are signed with a key generated at start: they stop verifying when the process stops (development only)')
+    if (values.auditKey === undefined) logger.warn('the audit trail hashes IPs and emails with the fixed development key (development only)')
     return { stop: () => server.stop(), inflight: () => server.inflight() }
+  },
+  commands: {
+    'audit verify': {
+      summary:
+        'Walk the audit trail from its first event: prints the count when every event links to the one before and matches its hash; exits 1 naming the first altered row.',
+      settings: storeSettings,
+      async run(values: { db: string | undefined; databaseUrl: string | undefined }) {
+        const store = await openCommandStore(values, 'audit verify')
+        try {
+          const verdict = await verifyServerAudit(store)
+          if (!verdict.intact)
+            throw new Error(`the audit trail is altered at row ${verdict.seq}: ${verdict.problem} (${verdict.count} rows before it are intact)`)
+          return { intact: true, count: verdict.count, headHash: verdict.headHash }
+        } finally {
+          await store.close()
+        }
+      },
+    },
+    'sessions revoke': {
+      summary:
+        'End one person’s sessions now: the backend’s browser sessions and refresh tokens, and the user’s session keys in the kms (through the delegated user). Prints what it ended.',
+      settings: revokeSettings,
+      async run(values: RevokeValues) {
+        const chosen = (['email', 'address', 'organization'] as const).filter((key) => values[key] !== undefined)
+        if (chosen.length !== 1)
+          throw new SettingsError(
+            `give exactly one of ${settingLabel(revokeSettings.email)}, ${settingLabel(revokeSettings.address)} or ${settingLabel(revokeSettings.organization)}`,
+          )
+        for (const key of ['organizationId', 'apiPublicKey', 'apiPrivateKey'] as const)
+          if (values[key] === undefined) throw new SettingsError(`${settingLabel(revokeSettings[key])} is required, as the backend has it`)
+        const target =
+          values.email !== undefined
+            ? { email: values.email }
+            : values.address !== undefined
+              ? { address: values.address }
+              : { organization: values.organization! }
+        const store = await openCommandStore(values, 'sessions revoke')
+        const audit = createServerAudit(store, { key: values.auditKey, logFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile) })
+        try {
+          const keys = { apiPublicKey: values.apiPublicKey!, apiPrivateKey: values.apiPrivateKey! }
+          const kms = new TurnkeyClient({ baseUrl: values.kmsUrl }, new ApiKeyStamper(keys))
+          const delegated = createDelegatedAccess({ kms, kmsUrl: values.kmsUrl, apiPrivateKey: keys.apiPrivateKey, now: Date.now })
+          return await revokeSessions(target, { store, delegated, audit, now: Date.now })
+        } finally {
+          await audit.settled()
+          await store.close()
+        }
+      },
+    },
   },
 })

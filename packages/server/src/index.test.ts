@@ -22,8 +22,11 @@ test('default: exports', async () => {
       "appleClientSecret",
       "createAppServer",
       "createServerApp",
+      "createServerAudit",
       "oauthNonce",
       "openStore",
+      "revokeSessions",
+      "verifyServerAudit",
     ]
   `)
 })

@@ -1,8 +1,10 @@
 // Entry point of @latchkey/server.
 export { createServerApp, LIMITS, SESSION_COOKIE, type ServerAppOptions, ServerError, SIWE_COOKIE, SIWE_TIMES, type SiweChain, WALLET_NAME } from './app.js'
 export { APPLE_CLIENT_SECRET_SECONDS, APPLE_ISSUER, type AppleClientSecretParameters, appleClientSecret } from './appleClientSecret.js'
+export { createServerAudit, type ServerAuditOptions, verifyServerAudit } from './audit.js'
 export { SESSION_KEY_SECONDS } from './internal/schemas.js'
 export { ACCESS_TOKEN_SECONDS } from './internal/sessionTokens.js'
+export { type RevokeOptions, type RevokeResult, type RevokeTarget, revokeSessions } from './revoke.js'
 export { OAUTH_CALLBACK_PATH, OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oauthNonce } from './routes/oauth.js'
 export { RECOVERY_CODE_SECONDS } from './routes/recoveryStart.js'
 export { type AppServerOptions, createAppServer } from './service.js'

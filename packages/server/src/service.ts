@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { createServerApp, type ServerAppOptions } from './app.js'
+import { createServerAudit } from './audit.js'
 import { openStore, type Store } from './store.js'
 
 export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
@@ -29,6 +30,10 @@ export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
    * (per-IP limits), unless `ipOf` is given. Only with a proxy that sets both; default false.
    */
   trustProxy?: boolean | undefined
+  /** 32 bytes: the key of the audit trail's keyed hashes of IPs and emails. Default: the fixed development key. */
+  auditKey?: Uint8Array | undefined
+  /** Also append each audit event, once stored, to this file as a JSON line. */
+  auditLogFile?: string | undefined
 }
 
 /**
@@ -52,6 +57,7 @@ export function createAppServer(options: AppServerOptions) {
     },
   })
   let server: Server | undefined
+  let audit: ServerAppOptions['audit']
   return {
     name: 'server',
     host,
@@ -63,8 +69,9 @@ export function createAppServer(options: AppServerOptions) {
       store ??= await openStore(options.databaseUrl ?? options.databasePath ?? ':memory:', {
         onRetry: ({ attempt, error }) => options.logger?.warn({ attempt, err: error }, 'database transaction conflicted; running it again'),
       })
+      audit = options.audit ?? createServerAudit(store, { key: options.auditKey, logFile: options.auditLogFile, logger: options.logger })
       // The issuer of access JWTs defaults to this server's own URL, never a request's Host.
-      const app = createServerApp({ ...options, sessionJwtIssuer: options.sessionJwtIssuer ?? `http://${host}:${port}`, store, ipOf })
+      const app = createServerApp({ ...options, sessionJwtIssuer: options.sessionJwtIssuer ?? `http://${host}:${port}`, store, ipOf, audit })
       const requests = getRequestListener(app.fetch)
       const started = createServer(
         observer.listener(
@@ -99,6 +106,7 @@ export function createAppServer(options: AppServerOptions) {
       const running = server
       server = undefined
       await closeGracefully(running ? [running] : [], observer)
+      await audit?.settled()
       const open = store
       store = undefined
       await open?.close()

@@ -1,4 +1,4 @@
-import { type Database, type Migration, openDatabase, UniqueViolationError } from '@latchkey/service/database'
+import { auditMigration, type Database, type Migration, openDatabase, UniqueViolationError } from '@latchkey/service/database'
 import { type Kysely, sql } from 'kysely'
 
 /** A person who signed in by email: their sub-organization, user and first wallet address. */
@@ -176,6 +176,8 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
       await db.schema.createIndex('rate_limits_by_window').on('rate_limits').column('window_started_at').execute()
     },
   },
+  // The hash-chained audit trail (@latchkey/service/database's audit.ts): server_audit_events.
+  auditMigration('0005_audit_events', 'server'),
 ]
 
 /**

@@ -250,8 +250,52 @@ describe('latchkey-server', () => {
     }
   })
 
+  test('sessions revoke: ends an account’s session and its credentials in the kms, and prints what it ended', async () => {
+    const storage = await newStorage()
+    const server = await startServer([], {}, storage)
+    const email = `person.${randomBytes(4).toString('hex')}@example.test`
+    const { otpId } = (await (await post(`${server.url}/auth/email/start`, { email })).json()) as { otpId: string }
+    const target = generateApiKeyPair()
+    const verify = await post(`${server.url}/auth/email/verify`, { otpId, code: await codeFor(email), targetPublicKey: target.apiPublicKey })
+    const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
+    const { credentialBundle, ...account } = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string }
+    const userPrivateKey = decryptCredentialBundle(credentialBundle, target.apiPrivateKey)
+    const userKey = { apiPrivateKey: userPrivateKey, apiPublicKey: Buffer.from(getPublicKey(userPrivateKey, true)).toString('hex') }
+    const whoami = async () => {
+      const body = JSON.stringify({ organizationId: account.organizationId })
+      const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(userKey).stamp(body)
+      return (await fetch(`${kms.url}/public/v1/query/whoami`, { method: 'POST', headers: { [stampHeaderName]: stampHeaderValue }, body })).status
+    }
+    expect(await whoami()).toBe(200)
+
+    const keys = ['--kms-url', kms.url, '--organization-id', organizationId, '--api-public-key', backendKey.apiPublicKey]
+    const revoke = startCli(serverCli, [
+      'sessions',
+      'revoke',
+      '--email',
+      email,
+      ...storage,
+      ...keys,
+      '--api-private-key-file',
+      await secretFile(backendKey.apiPrivateKey),
+    ])
+    expect([(await revoke.exited).code, revoke.stderr()]).toEqual([0, ''])
+    expect(JSON.parse(revoke.stdout())).toEqual({
+      sessions: 1,
+      refreshTokens: 0,
+      apiKeys: [{ organizationId: account.organizationId, userId: account.userId, apiKeyIds: [expect.any(String)] }],
+    })
+    expect(await (await fetch(`${server.url}/auth/session`, { headers: { cookie, origin } })).json()).toBeNull()
+    expect(await whoami()).toBe(401)
+    server.child.kill('SIGTERM')
+    expect(await server.exited).toEqual({ code: 0, signal: null })
+
+    const neither = startCli(serverCli, ['sessions', 'revoke', ...storage, ...keys])
+    expect([(await neither.exited).code, neither.stderr()]).toEqual([2, 'latchkey-server: give exactly one of --email, --address or --organization\n'])
+  }, 180_000)
+
   test('production: with every setting given it starts', async () => {
-    const server = await startServer([], { NODE_ENV: 'production' })
+    const server = await startServer([], { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) })
     expect(server.logs().filter((line) => line.level === 'warn')).toEqual([])
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200)
   })
@@ -288,6 +332,8 @@ describe('latchkey-server', () => {
       '--apple-client-id <services id>, LATCHKEY_APPLE_CLIENT_ID',
       '--apple-team-id <team id>, LATCHKEY_APPLE_TEAM_ID',
       '--apple-key-id <key id>, LATCHKEY_APPLE_KEY_ID',
+      'LATCHKEY_AUDIT_KEY, or a file: --audit-key-file <path> / LATCHKEY_AUDIT_KEY_FILE',
+      '--audit-log-file <path>, LATCHKEY_AUDIT_LOG_FILE',
       'LATCHKEY_APPLE_PRIVATE_KEY, or a file: --apple-private-key-file <path> / LATCHKEY_APPLE_PRIVATE_KEY_FILE',
       '--apple-client-secret-seconds <seconds>, LATCHKEY_APPLE_CLIENT_SECRET_SECONDS',
       '--apple-issuer <url>, LATCHKEY_APPLE_ISSUER',
@@ -368,26 +414,26 @@ describe('latchkey-server', () => {
     [
       'a development issuer in production',
       (port) => serverArgs(port, ['--google-client-id', 'latchkey-demo', '--google-issuer', 'http://localhost:8092/google']),
-      { NODE_ENV: 'production', LATCHKEY_GOOGLE_CLIENT_SECRET: 'secret' },
+      { NODE_ENV: 'production', LATCHKEY_GOOGLE_CLIENT_SECRET: 'secret', LATCHKEY_AUDIT_KEY: '42'.repeat(32) },
       'refusing a development issuer in production (NODE_ENV=production): --google-issuer / LATCHKEY_GOOGLE_ISSUER must be https://, got http://localhost:8092/google',
     ],
     [
       'Google without its client secret in production',
       (port) => serverArgs(port, ['--google-client-id', '1234.apps.googleusercontent.com']),
-      { NODE_ENV: 'production' },
+      { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) },
       'refusing Google sign-in without its client secret in production (NODE_ENV=production): set LATCHKEY_GOOGLE_CLIENT_SECRET or --google-client-secret-file / LATCHKEY_GOOGLE_CLIENT_SECRET_FILE',
     ],
     [
       'Apple without its client-secret key in production',
       (port) => serverArgs(port, ['--apple-client-id', 'com.example.web']),
-      { NODE_ENV: 'production' },
+      { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) },
       'refusing Apple sign-in without its client-secret key in production (NODE_ENV=production): set --apple-team-id / LATCHKEY_APPLE_TEAM_ID, --apple-key-id / LATCHKEY_APPLE_KEY_ID and LATCHKEY_APPLE_PRIVATE_KEY or --apple-private-key-file / LATCHKEY_APPLE_PRIVATE_KEY_FILE',
     ],
     [
       'production on development defaults',
       async (port) => ['--port', String(port)],
       { NODE_ENV: 'production' },
-      'refusing to start with development defaults in production (NODE_ENV=production): set --kms-url / LATCHKEY_KMS_URL; --allowed-origin / LATCHKEY_ALLOWED_ORIGINS; LATCHKEY_SESSION_JWT_KEY or --session-jwt-key-file / LATCHKEY_SESSION_JWT_KEY_FILE; --session-jwt-issuer / LATCHKEY_SESSION_JWT_ISSUER; --db / LATCHKEY_SERVER_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
+      'refusing to start with development defaults in production (NODE_ENV=production): set --kms-url / LATCHKEY_KMS_URL; --allowed-origin / LATCHKEY_ALLOWED_ORIGINS; LATCHKEY_SESSION_JWT_KEY or --session-jwt-key-file / LATCHKEY_SESSION_JWT_KEY_FILE; --session-jwt-issuer / LATCHKEY_SESSION_JWT_ISSUER; LATCHKEY_AUDIT_KEY or --audit-key-file / LATCHKEY_AUDIT_KEY_FILE; --db / LATCHKEY_SERVER_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
     ],
   ])('error: %s exits 2 with one line, before listening', async (_, args, env, message) => {
     const argv = await args(await getFreePort())

@@ -2,7 +2,7 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { Turnkey } from '@turnkey/sdk-server'
 import { describe, expect, test } from 'vitest'
-import { DELEGATED_ACTIVITIES, DELEGATED_USER_PREFIX, delegatedKey } from '../src/internal/delegated.js'
+import { DELEGATED_ACTIVITIES, DELEGATED_REVOCATION_ACTIVITY, DELEGATED_USER_PREFIX, delegatedKey } from '../src/internal/delegated.js'
 import { answer, generateApiKeyPair, newEmail, useBackend } from './backend.js'
 
 // Delegated access against a real kms that enforces Turnkey's permission model: every
@@ -28,7 +28,7 @@ describe('delegated access', () => {
     ['passkey', () => signedUpWithPasskey({ email: newEmail() })],
     ['email', () => signedInByEmail(newEmail())],
   ] as const)
-    test(`default: every ${kind} sign-up leaves the end user the only root user, and the delegated user one policy`, async () => {
+    test(`default: every ${kind} sign-up leaves the end user the only root user, and the delegated user its two policies`, async () => {
       const account = await signUp()
       const { organizationData } = await t.backend.getOrganization({ organizationId: account.organizationId })
       expect(organizationData.rootQuorum).toEqual({ threshold: 1, userIds: [account.userId] })
@@ -40,6 +40,11 @@ describe('delegated access', () => {
           effect: 'EFFECT_ALLOW',
           consensus: `approvers.any(user, user.id == '${delegated.user.userId}')`,
           condition: `activity.type in [${DELEGATED_ACTIVITIES.map((type) => `'${type}'`).join(', ')}]`,
+        },
+        {
+          effect: 'EFFECT_ALLOW',
+          consensus: `approvers.any(user, user.id == '${delegated.user.userId}')`,
+          condition: `activity.type == '${DELEGATED_REVOCATION_ACTIVITY}'`,
         },
       ])
     })

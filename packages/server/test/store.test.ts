@@ -84,6 +84,7 @@ describe('openStore', () => {
       '0002_refresh_tokens',
       '0003_oauth_nonces',
       '0004_rate_limits',
+      '0005_audit_events',
     ])
     db.close()
     // Opening again changes nothing.

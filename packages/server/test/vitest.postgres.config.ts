@@ -13,7 +13,12 @@ export default defineConfig({
   root: fileURLToPath(new URL('../../..', import.meta.url)),
   test: {
     ...root.test,
-    include: ['packages/server/src/**/*.test.ts', 'packages/server/test/**/*.test.ts', 'packages/service/test/database.test.ts'],
+    include: [
+      'packages/server/src/**/*.test.ts',
+      'packages/server/test/**/*.test.ts',
+      'packages/service/test/database.test.ts',
+      'packages/service/test/audit.test.ts',
+    ],
     globalSetup: [...[root.test?.globalSetup ?? []].flat(), './packages/server/test/postgresSetup.ts'],
     // testDatabase.ts reads it.
     env: { ...root.test?.env, LATCHKEY_TEST_DATABASE: 'postgres' },

@@ -4,12 +4,19 @@ test('default: exports', async () => {
   expect(Object.keys(await import('./database.js')).sort()).toMatchInlineSnapshot(`
     [
       "DatabaseError",
+      "GENESIS_HASH",
       "MigrationError",
       "RetriesExhaustedError",
       "SerializationFailureError",
       "UniqueViolationError",
+      "auditHash",
+      "auditMigration",
+      "auditTable",
+      "createAuditTrail",
       "databaseTarget",
+      "keyedHash",
       "openDatabase",
+      "verifyAuditTrail",
     ]
   `)
 })

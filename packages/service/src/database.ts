@@ -1,5 +1,21 @@
 // Entry point of @latchkey/service/database: the storage the kms and the backend share (servers
 // only; kept out of the main entry so that nothing else loads better-sqlite3, pg or Kysely).
+export {
+  type AuditEventInput,
+  type AuditEventRow,
+  type AuditOutcome,
+  type AuditStorage,
+  type AuditTrail,
+  type AuditTrailOptions,
+  type AuditVerification,
+  auditHash,
+  auditMigration,
+  auditTable,
+  createAuditTrail,
+  GENESIS_HASH,
+  keyedHash,
+  verifyAuditTrail,
+} from './database/audit.js'
 export { DatabaseError, MigrationError, RetriesExhaustedError, SerializationFailureError, UniqueViolationError } from './database/errors.js'
 export {
   type Database,

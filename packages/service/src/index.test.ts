@@ -3,9 +3,11 @@ import { expect, test } from 'vitest'
 test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
+      "DEVELOPMENT_AUDIT_KEY",
       "EXIT",
       "LOG_LEVELS",
       "SettingsError",
+      "auditSettings",
       "baseSettings",
       "checkOrigin",
       "checkUrl",

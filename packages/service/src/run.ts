@@ -31,7 +31,7 @@ export type ServiceContext = {
   env: Environment
 }
 
-/** A one-off command of a service's bin (e.g. `latchkey-kms init-organization`): it prints its result as JSON and exits. */
+/** A one-off command of a service's bin (e.g. `latchkey-kms init-organization`, or two words: `latchkey-kms audit verify`): it prints its result as JSON and exits. */
 export type ServiceCommand<settings extends Record<string, AnySetting>> = {
   /** One line for --help. */
   summary: string
@@ -119,7 +119,13 @@ export async function runService<settings extends BaseSettings & Record<string, 
   }
   const exitCodeOf = (error: unknown) => (error instanceof SettingsError ? EXIT.badSettings : EXIT.failed)
 
-  const [first, ...rest] = argv
+  let [first, ...rest] = argv
+  // A command may have two words (`audit verify`): the longer name wins.
+  const second = rest[0]
+  if (first !== undefined && second !== undefined && !second.startsWith('-') && definition.commands?.[`${first} ${second}`]) {
+    first = `${first} ${second}`
+    rest = rest.slice(1)
+  }
   if (first !== undefined && !first.startsWith('-')) {
     const command = definition.commands?.[first]
     if (!command) return fail(EXIT.badSettings, `unknown command ${JSON.stringify(first)} (see ${definition.name} --help)`)

@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto'
-import { Hono } from 'hono'
+import { type Context, Hono } from 'hono'
 import type { OidcVerifier } from '../auth/oidc.js'
 import type { ActivityContext, Caller } from '../context.js'
 import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
 import { alreadyExists, GrpcCode, invalid, KmsError } from '../errors.js'
+import type { AuditedActivity } from '../http/audit.js'
 import type { Authenticated, SignerStamp } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
@@ -69,7 +70,13 @@ export type ActivityRoutesOptions = {
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
-  const app = new Hono<{ Variables: Authenticated }>()
+  const app = new Hono<{ Variables: Authenticated & AuditedActivity }>()
+
+  /** Answers with `activity`, and tells the audit trail (http/audit.ts) which activity and status it was. */
+  const reply = <activity extends { id: string; status: string }>(c: Context<{ Variables: Authenticated & AuditedActivity }>, activity: activity) => {
+    c.set('audited', { id: activity.id, status: activity.status })
+    return c.json({ activity })
+  }
 
   /**
    * What an activity runs with: `trx`, the transaction's statements; mail goes to its outbox
@@ -122,7 +129,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       const stamp = voteStamp(c.var.stamp, raw)
       const { target, run } = await db.transaction((trx) => castVote(trx, { caller, fingerprint, selection, stamp, now: now() }))
       if (run) await runApproved(target)
-      return c.json({ activity: await activityView(db, (await db.activity(target.id, caller.organizationId))!, { caller, now: now() }) })
+      return reply(c, await activityView(db, (await db.activity(target.id, caller.organizationId))!, { caller, now: now() }))
     })
 
   /** Runs an approved activity as its submitter, once: the run and its settlement commit together. */
@@ -200,14 +207,14 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         }
       } catch (error) {
         // A resubmission answers the first submission's activity, whatever its second run did.
-        return c.json({ activity: await activityView(db, await twinOf(fingerprint, error), viewer) })
+        return reply(c, await activityView(db, await twinOf(fingerprint, error), viewer))
       }
-      if (done) return c.json({ activity: await answer(done.stored, done.result) })
+      if (done) return reply(c, await answer(done.stored, done.result))
     }
 
     // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
     const existing = await db.activityByFingerprint(fingerprint)
-    if (existing) return c.json({ activity: await activityView(db, existing, viewer) })
+    if (existing) return reply(c, await activityView(db, existing, viewer))
 
     let outcome: { stored: ActivityRow; result?: Record<string, unknown>; mailed: boolean } | { refused: KmsError }
     try {
@@ -238,13 +245,13 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         return { stored, result, mailed: context.mailed() }
       })
     } catch (error) {
-      return c.json({ activity: await activityView(db, await twinOf(fingerprint, error), viewer) })
+      return reply(c, await activityView(db, await twinOf(fingerprint, error), viewer))
     }
     if ('refused' in outcome) throw outcome.refused
     if (outcome.mailed) await outbox.sendFor(outcome.stored.id)
     const { stored, result } = outcome
-    if (!result) return c.json({ activity: await activityView(db, stored, viewer) })
-    return c.json({ activity: await answer(stored, result) })
+    if (!result) return reply(c, await activityView(db, stored, viewer))
+    return reply(c, await answer(stored, result))
   })
 
   return app

@@ -1,4 +1,4 @@
-import type { Migration } from '@latchkey/service/database'
+import { auditMigration, type Migration } from '@latchkey/service/database'
 import { type Kysely, sql } from 'kysely'
 
 type Dialect = 'sqlite' | 'postgres'
@@ -184,4 +184,6 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       await addColumn(db, dialect, 'activities', 'policy_evaluations', 'text')
     },
   },
+  // The hash-chained audit trail (@latchkey/service/database's audit.ts): kms_audit_events.
+  auditMigration('0005_audit_events', 'kms'),
 ]

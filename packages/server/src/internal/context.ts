@@ -5,6 +5,7 @@ import type { Context } from 'hono'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import type { z } from 'zod'
 import { ServerError } from '../errors.js'
+import { noteEmail, noteSession } from '../middleware/audit.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
 import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
 import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, SESSION_JWT_DEFAULTS, type SessionJwtKey } from './sessionTokens.js'
@@ -126,6 +127,7 @@ export async function readBody<schema extends z.ZodType>(request: Request, schem
     const issue = parsed.error.issues[0]!
     throw new ServerError(400, 'invalid_request', `${issue.path.join('.') || 'body'}: ${issue.message}`)
   }
+  noteEmail(request, (parsed.data as { email?: unknown } | null)?.email)
   return parsed.data
 }
 
@@ -162,6 +164,7 @@ export async function startSession(c: Context, context: RouteContext, subject: S
     created_at: at,
   }
   await context.store.insertSession(session)
+  noteSession(c.req.raw, session)
   setCookie(c, SESSION_COOKIE, session.id, cookieAttributes(Math.floor((expiresAt - at) / 1000)))
   return session
 }
@@ -170,7 +173,9 @@ export async function startSession(c: Context, context: RouteContext, subject: S
 export async function validSession(c: Context, context: RouteContext): Promise<SessionRow | undefined> {
   const id = getCookie(c, SESSION_COOKIE)
   const session = id ? await context.store.session(id) : undefined
-  return session && session.expires_at > context.now() ? session : undefined
+  if (!session || session.expires_at <= context.now()) return undefined
+  noteSession(c.req.raw, session)
+  return session
 }
 
 /** The session the cookie names, or 401 (for routes that need one). */

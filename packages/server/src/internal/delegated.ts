@@ -20,6 +20,12 @@ export const DELEGATED_USER_PREFIX = 'Latchkey delegated access '
 /** What the delegated user may do, and nothing else. */
 export const DELEGATED_ACTIVITIES = ['ACTIVITY_TYPE_CREATE_API_KEYS_V2', 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2'] as const
 
+/**
+ * What else the delegated user may do, in a policy of its own: delete API keys, so that
+ * `latchkey-server sessions revoke` ends the end user's session keys.
+ */
+export const DELEGATED_REVOCATION_ACTIVITY = 'ACTIVITY_TYPE_DELETE_API_KEYS'
+
 /** The order of P-256: a private key is a scalar in [1, n - 1]. */
 const P256_ORDER = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
 
@@ -80,6 +86,13 @@ export function createDelegatedAccess(options: { kms: TurnkeyClient; kmsUrl: str
                 consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
                 condition: `activity.type in [${DELEGATED_ACTIVITIES.map((type) => `'${type}'`).join(', ')}]`,
                 notes: 'The backend registers browser session keys and links OAuth identities; nothing else.',
+              },
+              {
+                policyName: 'Latchkey backend: revoking session keys',
+                effect: 'EFFECT_ALLOW',
+                consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+                condition: `activity.type == '${DELEGATED_REVOCATION_ACTIVITY}'`,
+                notes: 'An operator’s `latchkey-server sessions revoke` deletes the end user’s session keys.',
               },
             ],
           },

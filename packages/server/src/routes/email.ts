@@ -7,6 +7,7 @@ import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { compressedP256Key, email, p256PublicKey, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
+import { noteEmail } from '../middleware/audit.js'
 
 const startSchema = z.object({ email })
 const verifySchema = z
@@ -105,6 +106,7 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
     await context.limits.verifiesPerEmailPerDay(pending.email),
     (minutes) => `Too many sign-in attempts for this email today; try again in ${minutes} minutes`,
   )
+  noteEmail(c.req.raw, pending.email)
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const target = input.targetPublicKey ? undefined : generateP256KeyPair()
   // Everything the kms refuses here is about the code (wrong, spent, expired, too many tries):

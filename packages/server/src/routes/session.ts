@@ -29,7 +29,11 @@ export const session = (context: RouteContext) => async (c: Context) => {
  */
 export const signOut = (context: RouteContext) => async (c: Context) => {
   const id = getCookie(c, SESSION_COOKIE)
-  if (id) await context.store.deleteSession(id)
+  if (id) {
+    // Read first, so that the audit event names who signed out.
+    await validSession(c, context)
+    await context.store.deleteSession(id)
+  }
   clearCookie(c, SESSION_COOKIE)
   return c.body(null, 204)
 }
