@@ -12,7 +12,7 @@ import { createServerAudit, verifyServerAudit } from '../src/audit.js'
 import { createServerApp, openStore } from '../src/index.js'
 import { createDelegatedAccess } from '../src/internal/delegated.js'
 import { revokeSessions } from '../src/revoke.js'
-import { generateApiKeyPair, newEmail, useBackend } from './backend.js'
+import { generateApiKeyPair, newEmail, origin, useBackend } from './backend.js'
 
 // The backend's audit trail: each POST /auth/* outcome (refusals included) with keyed hashes of
 // the IP and the email, `latchkey-server audit verify`, and `sessions revoke` against a real kms.
@@ -158,7 +158,7 @@ describe('latchkey-server audit verify', () => {
     const url = await freshDatabaseUrl()
     const store = await openStore(url)
     const app = createServerApp({ ...t.options, store })
-    for (let index = 0; index < 3; index++) expect((await app.request('/auth/signout', { method: 'POST' })).status).toBe(204)
+    for (let index = 0; index < 3; index++) expect((await app.request('/auth/signout', { method: 'POST', headers: { origin, 'content-type': 'application/json' } })).status).toBe(204)
     await store.close()
     const intact = await verify(url)
     expect([intact.code, intact.stderr]).toEqual([0, ''])
