@@ -134,6 +134,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       const code = newCode(input.otpLength ?? 6, input.alphanumeric ?? false)
       const seconds = Number(input.expirationSeconds ?? OTP_DEFAULT_SECONDS)
       const at = context.now()
+      // Only the newest code works: older ones cannot be guessed at alongside it.
+      await context.db.retireOtps(user.id, context.caller.organizationId)
       await context.db.insertOtp({
         id: otpId,
         organization_id: context.caller.organizationId,
@@ -167,15 +169,20 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         params,
       )
       const { db, caller, now } = context
+      // The guess is counted before it is compared, in one conditional statement: however many
+      // arrive at once, on however many instances, at most OTP_MAX_ATTEMPTS are ever compared.
+      const attempts = await db.reserveOtpAttempt(input.otpId, caller.organizationId, now(), OTP_MAX_ATTEMPTS)
       const otp = await db.otp(input.otpId, caller.organizationId)
       if (!otp) throw notFound(`otp ${input.otpId} not found`)
-      if (otp.used) throw failedPrecondition('this code has already been used')
-      if (otp.expires_at <= now()) throw failedPrecondition('this code has expired')
-      if (otp.attempts >= OTP_MAX_ATTEMPTS) throw new KmsError(GrpcCode.resourceExhausted, 'too many wrong codes: request a new one')
+      if (attempts === undefined) {
+        if (otp.used === 1) throw failedPrecondition('this code has already been used')
+        if (otp.used === 2) throw failedPrecondition('a newer code was sent: use the latest one')
+        if (otp.expires_at <= now()) throw failedPrecondition('this code has expired')
+        throw new KmsError(GrpcCode.resourceExhausted, 'too many wrong codes: request a new one')
+      }
       if (!timingSafeEqual(hashCode(otp.id, input.otpCode.toUpperCase()), Buffer.from(otp.code_hash, 'hex'))) {
-        // The one write a refused request makes: wrong guesses are counted.
-        await db.otpAttempt(otp.id)
-        const left = OTP_MAX_ATTEMPTS - otp.attempts - 1
+        // The one write a refused request makes: the reserved guess stays counted.
+        const left = OTP_MAX_ATTEMPTS - attempts
         throw keepingWrites(
           new KmsError(
             GrpcCode.invalidArgument,

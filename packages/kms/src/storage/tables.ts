@@ -56,7 +56,9 @@ export type OtpRow = {
   user_id: string
   code_hash: string
   expires_at: number
+  /** Guesses compared so far (each reserved before its comparison: auth/activities.ts). */
   attempts: number
+  /** 0 while it may be redeemed, 1 once redeemed, 2 once a newer code for the same user replaced it. */
   used: number
   created_at: number
 }
