@@ -8,6 +8,7 @@ import { GrpcCode, KmsError, notFound } from './errors.js'
 import { type Authenticated, authenticate } from './http/authenticate.js'
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './http/bodyLimit.js'
 import { cors } from './http/cors.js'
+import { DEFAULT_RATE_LIMITS, type RateLimits, rateLimit } from './http/rateLimit.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { createOutbox, type Outbox } from './outbox.js'
 import { own } from './own.js'
@@ -40,6 +41,8 @@ export type KmsAppOptions = {
   logger?: Logger | undefined
   /** The outbox mail leaves through (its retries are the owner's to start). Default: one over `mailer`. */
   outbox?: Outbox | undefined
+  /** Activities' rate limits per API key and per organization (http/rateLimit.ts); `false` turns them off. Default: DEFAULT_RATE_LIMITS. */
+  rateLimits?: RateLimits | false | undefined
 }
 
 /** Where the service publishes its bundle signer's public key (uncompressed hex). */
@@ -93,6 +96,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   const guard = [bodyLimit(maxBodyBytes), authenticate({ db, signerPublicKey, webauthn, now })] as const
   app.use('/public/v1/query/*', ...guard)
   app.use('/public/v1/submit/*', ...guard)
+  if (options.rateLimits !== false) app.use('/public/v1/submit/*', rateLimit({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now }))
 
   app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, now }))
 

@@ -12,6 +12,7 @@ import {
   baseSettings,
   custom,
   hexBytes,
+  integer,
   list,
   origin,
   port,
@@ -26,6 +27,7 @@ import {
 import { p256 } from '@noble/curves/p256'
 import type { OidcIssuer } from './auth/oidc.js'
 import { KmsError } from './errors.js'
+import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { generateApiKeyPair } from './keys.js'
 import { createKms } from './service.js'
 
@@ -121,6 +123,25 @@ const settings = {
       description: 'Serve the auth, recovery, export and import frames on their own port, embeddable by these origins only. Without it: no frames.',
     }),
   ),
+  rateLimitPerKey: integer({
+    flag: 'rate-limit-per-key',
+    env: 'LATCHKEY_KMS_RATE_LIMIT_PER_KEY',
+    min: 0,
+    max: 1_000_000_000,
+    default: DEFAULT_RATE_LIMITS.perApiKey,
+    valueName: '<units>',
+    description:
+      'Units of activity one API key or passkey may submit per 10 s, shared by every instance on the database: an activity is 1 unit, plus 10 per account it derives. Beyond: 429, code 8. 0 turns the limit off.',
+  }),
+  rateLimitPerOrganization: integer({
+    flag: 'rate-limit-per-organization',
+    env: 'LATCHKEY_KMS_RATE_LIMIT_PER_ORGANIZATION',
+    min: 0,
+    max: 1_000_000_000,
+    default: DEFAULT_RATE_LIMITS.perOrganization,
+    valueName: '<units>',
+    description: 'Units of activity one organization may be submitted per 10 s (as --rate-limit-per-key counts them). 0 turns the limit off.',
+  }),
   framesPort: port({ flag: 'frames-port', env: 'LATCHKEY_KMS_FRAMES_PORT', default: 8091, description: 'Port of the frames.' }),
   framesHost: text({
     flag: 'frames-host',
@@ -239,6 +260,7 @@ await runService({
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
+        rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },
         logger,
       },
       store.name,

@@ -185,6 +185,20 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       const result = await (await executor()).updateTable('otps').set({ used: 1 }).where('id', '=', id).where('used', '=', 0).executeTakeFirst()
       return result.numUpdatedRows > 0n
     },
+    /**
+     * Adds `weight` to `subject`'s fixed window of `windowMs` at `at` (a new window once the last
+     * one has passed) and answers the window's count and start. One statement: requests racing on
+     * any instances each count once.
+     */
+    countRequest: async (subject: string, weight: number, windowMs: number, at: number) => {
+      const passed = sql`rate_limits.window_started_at <= ${at - windowMs}`
+      const row = await get<{ count: number | string; window_started_at: number | string }>(
+        sql`insert into rate_limits (subject, window_started_at, count) values (${subject}, ${at}, ${weight}) on conflict (subject) do update set count = case when ${passed} then ${weight} else rate_limits.count + ${weight} end, window_started_at = case when ${passed} then ${at} else rate_limits.window_started_at end returning count, window_started_at`,
+      )
+      return { count: Number(row!.count), windowStartedAt: Number(row!.window_started_at) }
+    },
+    /** Drops the rate-limit windows that started before `before`. */
+    deleteRateLimitsBefore: (before: number) => run(sql`delete from rate_limits where window_started_at < ${before}`),
     insertMail: (row: MailRow) => insert('mailbox', row),
     mailbox: () => all<MailRow>(sql`select * from mailbox order by created_at desc, rowid desc limit 200`),
     insertApiKey: (row: ApiKeyRow) => insert('api_keys', row),

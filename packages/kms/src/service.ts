@@ -8,6 +8,7 @@ import type { OidcIssuer } from './auth/oidc.js'
 import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
+import type { RateLimits } from './http/rateLimit.js'
 import { devInbox, type Mailer } from './mail.js'
 import { createOutbox } from './outbox.js'
 import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
@@ -55,6 +56,12 @@ export type KmsOptions = {
    * stamp, a body or a query string. Default: no request log, unexpected errors on the console.
    */
   logger?: Logger | undefined
+  /**
+   * Activities' rate limits per API key and per organization, in units per window (an activity is
+   * 1 unit, plus 10 per account it derives), shared by every instance on the database; `false`
+   * turns them off. Default: DEFAULT_RATE_LIMITS (20,000 per key and 40,000 per organization per 10 s).
+   */
+  rateLimits?: RateLimits | false | undefined
 }
 
 export type FramesOptions = {
@@ -103,6 +110,7 @@ export function createKms(options: KmsOptions = {}) {
     webauthn: options.webauthn,
     oidcIssuers: options.oidcIssuers,
     logger: options.logger,
+    rateLimits: options.rateLimits,
   })
   const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
   const framesHost = options.frames?.host ?? 'localhost'

@@ -261,3 +261,36 @@ describe('an instance killed mid-load', () => {
     // A process of its own to start, under whatever else this machine runs.
   }, 180_000)
 })
+
+describe('rate limits on two instances', () => {
+  test('behavior: two instances on one PostgreSQL share one count per API key: of 20 activities spread over both, 10 pass', async () => {
+    const database = await testDatabase()
+    const rateLimits = { perApiKey: 10, perOrganization: 0, windowMs: 60_000 }
+    const [kmsA, kmsB] = [createKms({ port: await getFreePort(), ...database, rateLimits }), createKms({ port: await getFreePort(), ...database, rateLimits })]
+    await Promise.all([kmsA.start(), kmsB.start()])
+    try {
+      const key = generateApiKeyPair()
+      const { organizationId } = await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: key.apiPublicKey })
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          postRaw(
+            (index % 2 ? kmsA : kmsB).url,
+            key,
+            '/public/v1/submit/create_wallet',
+            JSON.stringify({
+              type: 'ACTIVITY_TYPE_CREATE_WALLET',
+              timestampMs: String(Date.now()),
+              organizationId,
+              parameters: { walletName: `w${index}`, accounts: [] },
+            }),
+          ),
+        ),
+      )
+      expect(answers.map((answer) => answer.status).sort()).toEqual([...Array(10).fill(200), ...Array(10).fill(429)])
+      const wallets = (await new TurnkeyClient({ baseUrl: kmsB.url }, new ApiKeyStamper(key)).getWallets({ organizationId })).wallets
+      expect(wallets).toHaveLength(10)
+    } finally {
+      await Promise.all([kmsA.stop(), kmsB.stop()])
+    }
+  })
+})

@@ -184,4 +184,19 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       await addColumn(db, dialect, 'activities', 'policy_evaluations', 'text')
     },
   },
+  {
+    // Rate limits per API key and per organization, one fixed window per subject, shared by every
+    // instance on the database (http/rateLimit.ts).
+    name: '0005_rate_limits',
+    async up(db, dialect) {
+      await run(
+        db,
+        dialect,
+        join(
+          table('rate_limits', 'subject text primary key, window_started_at {ms} not null, count integer not null'),
+          both('create index if not exists rate_limits_window on rate_limits (window_started_at)'),
+        ),
+      )
+    },
+  },
 ]

@@ -62,6 +62,8 @@ export type OtpRow = {
   used: number
   created_at: number
 }
+/** A rate limit's fixed window for one subject (`per-api-key:{key}`, `per-organization:{id}`). */
+export type RateLimitRow = { subject: string; window_started_at: number; count: number }
 export type MailRow = { id: string; to_address: string; subject: string; text: string; html: string; created_at: number }
 export type ActivityRow = {
   id: string
@@ -186,6 +188,7 @@ export type Tables = {
   authenticators: AuthenticatorRow
   import_targets: ImportTargetRow
   otps: OtpRow
+  rate_limits: RateLimitRow
   mailbox: MailRow
   activities: ActivityRow
   votes: VoteRow
