@@ -41,6 +41,11 @@ export type KmsAppOptions = {
   logger?: Logger | undefined
   /** The outbox mail leaves through (its retries are the owner's to start). Default: one over `mailer`. */
   outbox?: Outbox | undefined
+  /**
+   * Page origins whose browsers may read the service's answers (CORS), or '*' for any. Default:
+   * the passkey origins (`webauthn.origins`); createKms adds the frames' origins.
+   */
+  corsOrigins?: readonly string[] | '*' | undefined
   /** Activities' rate limits per API key and per organization (http/rateLimit.ts); `false` turns them off. Default: DEFAULT_RATE_LIMITS. */
   rateLimits?: RateLimits | false | undefined
 }
@@ -83,7 +88,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   })
   app.notFound(() => Response.json(notFound('no such endpoint').toJSON(), { status: 404 }))
 
-  app.use('*', cors())
+  app.use('*', cors(options.corsOrigins ?? webauthn.origins))
   app.get(SIGNER_PATH, (c) => c.json({ signerPublicKey }))
 
   // The dev inbox, only when mail is not going out by SMTP.

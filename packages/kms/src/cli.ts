@@ -30,6 +30,7 @@ import { KmsError } from './errors.js'
 import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { generateApiKeyPair } from './keys.js'
 import { createKms } from './service.js'
+import { smtpWithoutTls } from './smtp.js'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -82,7 +83,7 @@ const settings = {
     protocols: ['smtp:', 'smtps:'],
     production: 'required',
     description:
-      'Send sign-in and recovery mail through this SMTP server: smtp://user:password@host:587 (STARTTLS) or smtps://…:465. Without it: the dev inbox at /dev/mailbox (development only).',
+      'Send sign-in and recovery mail through this SMTP server: smtp://user:password@host:587 (STARTTLS, required in production) or smtps://…:465. Without it: the dev inbox at /dev/mailbox (development only).',
   }),
   mailFrom: text({ flag: 'mail-from', env: 'LATCHKEY_SMTP_FROM', description: 'The From header of mail. Default: Latchkey <no-reply@{SMTP host}>.' }),
   rpIds: list(
@@ -248,6 +249,8 @@ await runService({
       throw new SettingsError(
         `a persistent store (${store.name}) needs a master key that outlives the process: set ${settingLabel(settings.masterKey)} (\`latchkey-kms generate-keys\` makes one), or use no store setting to keep everything in memory`,
       )
+    const smtpProblem = production && values.smtpUrl ? smtpWithoutTls(new URL(values.smtpUrl)) : undefined
+    if (smtpProblem) throw new SettingsError(`${settingLabel(settings.smtpUrl)}: ${smtpProblem}`)
     const framesHost = values.framesHost ?? (values.host === '127.0.0.1' ? 'localhost' : values.host)
     const kms = await openKms(
       {
@@ -256,7 +259,8 @@ await runService({
         host: values.host,
         masterKey: values.masterKey,
         signerPrivateKey: values.signerKey,
-        smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom } : undefined,
+        // In production, mail with codes goes over TLS only (STARTTLS required on smtp://).
+        smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom, requireTLS: production } : undefined,
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
-import { createKmsApp } from './app.js'
+import { createKmsApp, DEFAULT_WEBAUTHN } from './app.js'
 import type { OidcIssuer } from './auth/oidc.js'
 import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { alreadyExists } from './errors.js'
@@ -62,6 +62,11 @@ export type KmsOptions = {
    * turns them off. Default: DEFAULT_RATE_LIMITS (20,000 per key and 40,000 per organization per 10 s).
    */
   rateLimits?: RateLimits | false | undefined
+  /**
+   * Page origins whose browsers may read the service's answers (CORS), or '*' for any. Default:
+   * the passkey origins, the frames' origin and the frames' parent origins.
+   */
+  corsOrigins?: readonly string[] | '*' | undefined
 }
 
 export type FramesOptions = {
@@ -98,8 +103,12 @@ export function createKms(options: KmsOptions = {}) {
   const signerPrivateKey = options.signerPrivateKey ?? Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
-  const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from }) : undefined)
+  const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from, requireTLS: options.smtp?.requireTLS }) : undefined)
   const outbox = createOutbox({ db, mailer: mailer ?? devInbox(db, now), masterKey, now, logger: options.logger })
+  const framesOrigin = options.frames ? `http://${options.frames.host ?? 'localhost'}:${options.frames.port ?? 8091}` : undefined
+  const corsOrigins = options.corsOrigins ?? [
+    ...new Set([...(options.webauthn ?? DEFAULT_WEBAUTHN).origins, ...(framesOrigin ? [framesOrigin] : []), ...(options.frames?.parentOrigins ?? [])]),
+  ]
   const app = createKmsApp({
     db,
     masterKey,
@@ -111,6 +120,7 @@ export function createKms(options: KmsOptions = {}) {
     oidcIssuers: options.oidcIssuers,
     logger: options.logger,
     rateLimits: options.rateLimits,
+    corsOrigins,
   })
   const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
   const framesHost = options.frames?.host ?? 'localhost'

@@ -83,6 +83,7 @@ describe('email_auth', () => {
     expect(Object.keys(result).sort()).toEqual(['apiKeyId', 'userId'])
     const mail = await latestMailTo(user.email)
     expect(mail.subject).toBe('Sign in to Latchkey Demo')
+    expect(mail.text.split('\n')[6]).toBe('Only enter it on http://localhost:5173. No one will ask you for it by phone, chat or email.')
     const bundle = mail.text.split('\n')[2]!
     expect(await fromBundle(bundle, embedded.privateKey).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
     expect(await (await fetch(`${kms.url}/dev/mailbox`)).text()).toContain('Sign in to Latchkey Demo')
@@ -126,7 +127,12 @@ describe('one-time codes', () => {
   test('default: a six-digit code by email; the right code gives a working credential, once', async () => {
     const user = await userWithEmail()
     const { otpId, code } = await sendCode(user)
-    expect((await latestMailTo(user.email)).subject).toBe(`${code} is your Latchkey Demo code`)
+    const mail = await latestMailTo(user.email)
+    // The code stays out of the subject; the mail names where it belongs (the passkey origins).
+    expect([mail.subject, mail.text]).toEqual([
+      'Your Latchkey Demo sign-in code',
+      `Your Latchkey Demo sign-in code is ${code}. It expires in 5 minutes.\n\nOnly enter it on http://localhost:5173. No one will ask you for it by phone, chat or email.`,
+    ])
     const embedded = generateP256KeyPair()
     const { activity } = await verify(user, otpId, code, embedded)
     const result = activity.result.otpAuthResult!

@@ -21,6 +21,18 @@ async function userByEmail(context: ActivityContext, email: string) {
 
 const hashCode = (otpId: string, code: string) => createHash('sha256').update(`${otpId}:${code}`).digest()
 
+/**
+ * Where a code or credential belongs, as mail says it (security review L8): the app's origins
+ * (the passkey origins the kms is configured with), so a phishing page asking for it stands out.
+ */
+function onlyOn(context: ActivityContext): { text: string; html: string } {
+  const origins = context.webauthn.origins.join(' or ')
+  return {
+    text: `Only enter it on ${origins}. No one will ask you for it by phone, chat or email.`,
+    html: `<p><strong>Only enter it on ${origins}.</strong> No one will ask you for it by phone, chat or email.</p>`,
+  }
+}
+
 function newCode(length: number, alphanumeric: boolean): string {
   const alphabet = alphanumeric ? 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' : '0123456789'
   return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
@@ -57,8 +69,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       await context.mailer.send({
         to: input.email,
         subject: `Sign in to ${appName}`,
-        text: `Your sign-in credential for ${appName}:\n\n${link ?? bundle}\n\nIt works for ${Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60} minutes.`,
-        html: `<p>Your sign-in credential for ${appName}:</p><p>${link ? `<a href="${link}">Sign in</a>` : `<code>${bundle}</code>`}</p>`,
+        text: `Your sign-in credential for ${appName}:\n\n${link ?? bundle}\n\nIt works for ${Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60} minutes.\n\n${onlyOn(context).text}`,
+        html: `<p>Your sign-in credential for ${appName}:</p><p>${link ? `<a href="${link}">Sign in</a>` : `<code>${bundle}</code>`}</p>${onlyOn(context).html}`,
       })
       // The bundle travels by email only.
       return { userId: user.id, apiKeyId }
@@ -91,8 +103,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       await context.mailer.send({
         to: input.email,
         subject: `Recover your ${appName} account`,
-        text: `Your recovery credential for ${appName}:\n\n${credential.credentialBundle}\n\nIt works for ${Math.round(seconds / 60)} minutes. If you did not ask to recover your account, ignore this email.`,
-        html: `<p>Your recovery credential for ${appName}:</p><p><code>${credential.credentialBundle}</code></p><p>It works for ${Math.round(seconds / 60)} minutes.</p>`,
+        text: `Your recovery credential for ${appName}:\n\n${credential.credentialBundle}\n\nIt works for ${Math.round(seconds / 60)} minutes. If you did not ask to recover your account, ignore this email.\n\n${onlyOn(context).text}`,
+        html: `<p>Your recovery credential for ${appName}:</p><p><code>${credential.credentialBundle}</code></p><p>It works for ${Math.round(seconds / 60)} minutes.</p>${onlyOn(context).html}`,
       })
       return { userId: user.id }
     },
@@ -146,9 +158,10 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       })
       await context.mailer.send({
         to: input.contact,
-        subject: `${code} is your ${input.appName} code`,
-        text: `Your ${input.appName} sign-in code is ${code}. It expires in ${Math.round(seconds / 60)} minutes.`,
-        html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(seconds / 60)} minutes.</p>`,
+        // The code stays out of the subject, which lock screens and notifications show.
+        subject: `Your ${input.appName} sign-in code`,
+        text: `Your ${input.appName} sign-in code is ${code}. It expires in ${Math.round(seconds / 60)} minutes.\n\n${onlyOn(context).text}`,
+        html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(seconds / 60)} minutes.</p>${onlyOn(context).html}`,
       })
       return { otpId }
     },
