@@ -37,6 +37,7 @@ describe(`storage (${testBackend})`, () => {
         '0002_lookups_and_outbox',
         '0003_vote_credentials',
         '0004_vote_stamps_and_evaluations',
+        '0005_rate_limits',
       ])
     } finally {
       await storage.close()
