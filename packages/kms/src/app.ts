@@ -10,6 +10,7 @@ import { auditSubmissions } from './http/audit.js'
 import { type Authenticated, authenticate } from './http/authenticate.js'
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './http/bodyLimit.js'
 import { cors } from './http/cors.js'
+import { DEFAULT_RATE_LIMITS, type RateLimits, rateLimit } from './http/rateLimit.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { createOutbox, type Outbox } from './outbox.js'
 import { own } from './own.js'
@@ -44,6 +45,13 @@ export type KmsAppOptions = {
   outbox?: Outbox | undefined
   /** Where every submission's outcome is recorded (refusals included). Default: the database's trail under the development audit key. */
   audit?: AuditTrail | undefined
+  /**
+   * Page origins whose browsers may read the service's answers (CORS), or '*' for any. Default:
+   * the passkey origins (`webauthn.origins`); createKms adds the frames' origins.
+   */
+  corsOrigins?: readonly string[] | '*' | undefined
+  /** Activities' rate limits per API key and per organization (http/rateLimit.ts); `false` turns them off. Default: DEFAULT_RATE_LIMITS. */
+  rateLimits?: RateLimits | false | undefined
 }
 
 /** Where the service publishes its bundle signer's public key (uncompressed hex). */
@@ -84,7 +92,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   })
   app.notFound(() => Response.json(notFound('no such endpoint').toJSON(), { status: 404 }))
 
-  app.use('*', cors())
+  app.use('*', cors(options.corsOrigins ?? webauthn.origins))
   app.get(SIGNER_PATH, (c) => c.json({ signerPublicKey }))
 
   // The dev inbox, only when mail is not going out by SMTP.
@@ -107,6 +115,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
       onError: (error) => (options.logger ? options.logger.error({ err: error }, `audit events not stored: ${error.message}`) : console.error(error)),
     })
   app.use('/public/v1/submit/*', auditSubmissions(audit), ...guard)
+  if (options.rateLimits !== false) app.use('/public/v1/submit/*', rateLimit({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now }))
 
   app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, now }))
 

@@ -13,6 +13,7 @@ import {
   baseSettings,
   custom,
   hexBytes,
+  integer,
   list,
   origin,
   port,
@@ -27,8 +28,10 @@ import {
 import { p256 } from '@noble/curves/p256'
 import type { OidcIssuer } from './auth/oidc.js'
 import { KmsError } from './errors.js'
+import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { generateApiKeyPair } from './keys.js'
 import { createKms } from './service.js'
+import { smtpWithoutTls } from './smtp.js'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -81,7 +84,7 @@ const settings = {
     protocols: ['smtp:', 'smtps:'],
     production: 'required',
     description:
-      'Send sign-in and recovery mail through this SMTP server: smtp://user:password@host:587 (STARTTLS) or smtps://…:465. Without it: the dev inbox at /dev/mailbox (development only).',
+      'Send sign-in and recovery mail through this SMTP server: smtp://user:password@host:587 (STARTTLS, required in production) or smtps://…:465. Without it: the dev inbox at /dev/mailbox (development only).',
   }),
   mailFrom: text({ flag: 'mail-from', env: 'LATCHKEY_SMTP_FROM', description: 'The From header of mail. Default: Latchkey <no-reply@{SMTP host}>.' }),
   rpIds: list(
@@ -122,6 +125,25 @@ const settings = {
       description: 'Serve the auth, recovery, export and import frames on their own port, embeddable by these origins only. Without it: no frames.',
     }),
   ),
+  rateLimitPerKey: integer({
+    flag: 'rate-limit-per-key',
+    env: 'LATCHKEY_KMS_RATE_LIMIT_PER_KEY',
+    min: 0,
+    max: 1_000_000_000,
+    default: DEFAULT_RATE_LIMITS.perApiKey,
+    valueName: '<units>',
+    description:
+      'Units of activity one API key or passkey may submit per 10 s, shared by every instance on the database: an activity is 1 unit, plus 10 per account it derives. Beyond: 429, code 8. 0 turns the limit off.',
+  }),
+  rateLimitPerOrganization: integer({
+    flag: 'rate-limit-per-organization',
+    env: 'LATCHKEY_KMS_RATE_LIMIT_PER_ORGANIZATION',
+    min: 0,
+    max: 1_000_000_000,
+    default: DEFAULT_RATE_LIMITS.perOrganization,
+    valueName: '<units>',
+    description: 'Units of activity one organization may be submitted per 10 s (as --rate-limit-per-key counts them). 0 turns the limit off.',
+  }),
   framesPort: port({ flag: 'frames-port', env: 'LATCHKEY_KMS_FRAMES_PORT', default: 8091, description: 'Port of the frames.' }),
   framesHost: text({
     flag: 'frames-host',
@@ -229,6 +251,8 @@ await runService({
       throw new SettingsError(
         `a persistent store (${store.name}) needs a master key that outlives the process: set ${settingLabel(settings.masterKey)} (\`latchkey-kms generate-keys\` makes one), or use no store setting to keep everything in memory`,
       )
+    const smtpProblem = production && values.smtpUrl ? smtpWithoutTls(new URL(values.smtpUrl)) : undefined
+    if (smtpProblem) throw new SettingsError(`${settingLabel(settings.smtpUrl)}: ${smtpProblem}`)
     const framesHost = values.framesHost ?? (values.host === '127.0.0.1' ? 'localhost' : values.host)
     const kms = await openKms(
       {
@@ -237,10 +261,12 @@ await runService({
         host: values.host,
         masterKey: values.masterKey,
         signerPrivateKey: values.signerKey,
-        smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom } : undefined,
+        // In production, mail with codes goes over TLS only (STARTTLS required on smtp://).
+        smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom, requireTLS: production } : undefined,
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
+        rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },
         logger,
         auditKey: values.auditKey,
         auditLogFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile),

@@ -167,12 +167,39 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       get<UserRow>(sql`select * from users where organization_id = ${organizationId} and lower(email) = lower(${email})`),
     insertOtp: (row: Omit<OtpRow, 'attempts' | 'used'>) => insert('otps', { ...row, attempts: 0, used: 0 }),
     otp: (id: string, organizationId: string) => get<OtpRow>(sql`select * from otps where id = ${id} and organization_id = ${organizationId}`),
-    otpAttempt: (id: string) => run(sql`update otps set attempts = attempts + 1 where id = ${id}`),
+    /**
+     * Reserves one guess at a code, atomically, before it is compared: the attempts it makes, or
+     * undefined when the code is spent, used, replaced or expired. Concurrent guesses (on any
+     * instance) wait on the row and see each other's count, so at most `max` are ever compared.
+     */
+    reserveOtpAttempt: async (id: string, organizationId: string, at: number, max: number) =>
+      (
+        await get<{ attempts: number }>(
+          sql`update otps set attempts = attempts + 1 where id = ${id} and organization_id = ${organizationId} and attempts < ${max} and used = 0 and expires_at > ${at} returning attempts`,
+        )
+      )?.attempts,
+    /** Replaces a user's codes still open: only the newest one sent may be redeemed. */
+    retireOtps: (userId: string, organizationId: string) =>
+      run(sql`update otps set used = 2 where user_id = ${userId} and organization_id = ${organizationId} and used = 0`),
     /** Marks a code used; false when it was used already (two right answers racing redeem it once). */
     otpUsed: async (id: string) => {
       const result = await (await executor()).updateTable('otps').set({ used: 1 }).where('id', '=', id).where('used', '=', 0).executeTakeFirst()
       return result.numUpdatedRows > 0n
     },
+    /**
+     * Adds `weight` to `subject`'s fixed window of `windowMs` at `at` (a new window once the last
+     * one has passed) and answers the window's count and start. One statement: requests racing on
+     * any instances each count once.
+     */
+    countRequest: async (subject: string, weight: number, windowMs: number, at: number) => {
+      const passed = sql`rate_limits.window_started_at <= ${at - windowMs}`
+      const row = await get<{ count: number | string; window_started_at: number | string }>(
+        sql`insert into rate_limits (subject, window_started_at, count) values (${subject}, ${at}, ${weight}) on conflict (subject) do update set count = case when ${passed} then ${weight} else rate_limits.count + ${weight} end, window_started_at = case when ${passed} then ${at} else rate_limits.window_started_at end returning count, window_started_at`,
+      )
+      return { count: Number(row!.count), windowStartedAt: Number(row!.window_started_at) }
+    },
+    /** Drops the rate-limit windows that started before `before`. */
+    deleteRateLimitsBefore: (before: number) => run(sql`delete from rate_limits where window_started_at < ${before}`),
     insertMail: (row: MailRow) => insert('mailbox', row),
     mailbox: () => all<MailRow>(sql`select * from mailbox order by created_at desc, rowid desc limit 200`),
     insertApiKey: (row: ApiKeyRow) => insert('api_keys', row),

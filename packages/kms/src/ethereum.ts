@@ -1,5 +1,6 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { secp256k1 } from '@noble/curves/secp256k1'
-import { mnemonicToSeedSync } from '@scure/bip39'
+import { mnemonicToSeed } from '@scure/bip39'
 import {
   bytesToHex,
   type Hex,
@@ -17,6 +18,9 @@ import {
 import { english, generateMnemonic, HDKey, publicKeyToAddress, signTransaction as signSerializable } from 'viem/accounts'
 import { hashAuthorization } from 'viem/utils'
 import { GrpcCode, invalid, KmsError } from './errors.js'
+
+/** BIP-32's hardened index offset (an index written with '). */
+const HARDENED_OFFSET = 0x80000000
 
 /** The account parameters of create_wallet and create_wallet_accounts. */
 export type AccountParams = { curve: string; pathFormat: string; path: string; addressFormat: string }
@@ -45,35 +49,52 @@ function checkAccountParams(params: AccountParams) {
 
 /**
  * Derives accounts: secp256k1 keys on BIP-32 paths of the mnemonic's BIP-39 seed, with an Ethereum
- * address (or the public key itself, for the compressed and uncompressed address formats). The
- * seed (2048 rounds of PBKDF2, the slow part) is computed once for all of them and wiped after;
- * every parameter is checked before.
+ * address (or the public key itself, for the compressed and uncompressed address formats). Every
+ * parameter is checked first. The seed (2048 rounds of PBKDF2) is computed once, in slices that
+ * let other requests run; each account's parent node is derived once for all its siblings; and
+ * the event loop is yielded after every account, so a request of 100 accounts never holds it for
+ * longer than one account takes (security review M4). The seed and nodes are wiped after.
  *
  * @example
- * const [account] = deriveAccounts(mnemonic, [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }])
+ * const [account] = await deriveAccounts(mnemonic, [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }])
  */
-export function deriveAccounts(mnemonic: string, accounts: readonly AccountParams[]): DerivedAccount[] {
+export async function deriveAccounts(mnemonic: string, accounts: readonly AccountParams[]): Promise<DerivedAccount[]> {
   for (const params of accounts) checkAccountParams(params)
   if (!accounts.length) return []
-  const seed = mnemonicToSeedSync(mnemonic)
+  const seed = await mnemonicToSeed(mnemonic)
   const root = HDKey.fromMasterSeed(seed)
+  const parents = new Map<string, HDKey>([['m', root]])
+  const derived: DerivedAccount[] = []
   try {
-    return accounts.map((params) => {
-      const node = root.derive(params.path)
-      if (!node.privateKey) throw new KmsError(GrpcCode.internal, `no private key at ${params.path}`)
+    for (const params of accounts) {
+      const cut = params.path.lastIndexOf('/')
+      const parentPath = params.path.slice(0, cut)
+      let parent = parents.get(parentPath)
+      if (!parent) {
+        parent = root.derive(parentPath)
+        parents.set(parentPath, parent)
+      }
+      const last = params.path.slice(cut + 1)
+      const node = parent.deriveChild(Number.parseInt(last, 10) + (last.endsWith("'") ? HARDENED_OFFSET : 0))
+      if (!node.privateKey || !node.publicKey) throw new KmsError(GrpcCode.internal, `no private key at ${params.path}`)
       const privateKey = Uint8Array.from(node.privateKey)
+      const compressed = bytesToHex(node.publicKey).slice(2)
       node.wipePrivateData()
-      const uncompressed = bytesToHex(secp256k1.getPublicKey(privateKey, false))
-      const compressed = bytesToHex(secp256k1.getPublicKey(privateKey, true)).slice(2)
+      const uncompressed = bytesToHex(secp256k1.ProjectivePoint.fromHex(compressed).toRawBytes(false))
       const address = {
         ADDRESS_FORMAT_ETHEREUM: publicKeyToAddress(uncompressed),
         ADDRESS_FORMAT_COMPRESSED: compressed,
         ADDRESS_FORMAT_UNCOMPRESSED: uncompressed.slice(2),
       }[params.addressFormat]!
-      return { ...params, address, publicKey: compressed, privateKey }
-    })
+      derived.push({ ...params, address, publicKey: compressed, privateKey })
+      await nextTurn()
+    }
+    return derived
+  } catch (error) {
+    for (const account of derived) account.privateKey.fill(0)
+    throw error
   } finally {
-    root.wipePrivateData()
+    for (const node of parents.values()) node.wipePrivateData()
     seed.fill(0)
   }
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { invalid } from './errors.js'
+import { listOf } from './lists.js'
 
 // Parameter schemas shared by activities and queries, and the one way their problems are reported.
 
@@ -43,7 +44,7 @@ export const authenticatorParams = z.object({
     credentialId: z.string().min(1),
     clientDataJson: z.string().min(1),
     attestationObject: z.string().min(1),
-    transports: z.array(z.string()).default([]),
+    transports: listOf(z.string(), 'transports').default([]),
   }),
 })
 

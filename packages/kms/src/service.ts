@@ -4,11 +4,12 @@ import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, DEVELOPMENT_AUDIT_KEY, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
-import { createKmsApp } from './app.js'
+import { createKmsApp, DEFAULT_WEBAUTHN } from './app.js'
 import type { OidcIssuer } from './auth/oidc.js'
 import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
+import type { RateLimits } from './http/rateLimit.js'
 import { devInbox, type Mailer } from './mail.js'
 import { createOutbox } from './outbox.js'
 import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
@@ -60,6 +61,17 @@ export type KmsOptions = {
   auditKey?: Uint8Array | undefined
   /** Also append each audit event, once stored, to this file as a JSON line. */
   auditLogFile?: string | undefined
+  /**
+   * Activities' rate limits per API key and per organization, in units per window (an activity is
+   * 1 unit, plus 10 per account it derives), shared by every instance on the database; `false`
+   * turns them off. Default: DEFAULT_RATE_LIMITS (20,000 per key and 40,000 per organization per 10 s).
+   */
+  rateLimits?: RateLimits | false | undefined
+  /**
+   * Page origins whose browsers may read the service's answers (CORS), or '*' for any. Default:
+   * the passkey origins, the frames' origin and the frames' parent origins.
+   */
+  corsOrigins?: readonly string[] | '*' | undefined
 }
 
 export type FramesOptions = {
@@ -96,7 +108,7 @@ export function createKms(options: KmsOptions = {}) {
   const signerPrivateKey = options.signerPrivateKey ?? Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
-  const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from }) : undefined)
+  const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from, requireTLS: options.smtp?.requireTLS }) : undefined)
   const outbox = createOutbox({ db, mailer: mailer ?? devInbox(db, now), masterKey, now, logger: options.logger })
   if (options.auditKey && options.auditKey.length !== 32) throw new Error('auditKey must be 32 bytes')
   const audit = createAuditTrail({
@@ -107,6 +119,10 @@ export function createKms(options: KmsOptions = {}) {
     now,
     onError: (error) => (options.logger ? options.logger.error({ err: error }, `audit events not stored: ${error.message}`) : console.error(error)),
   })
+  const framesOrigin = options.frames ? `http://${options.frames.host ?? 'localhost'}:${options.frames.port ?? 8091}` : undefined
+  const corsOrigins = options.corsOrigins ?? [
+    ...new Set([...(options.webauthn ?? DEFAULT_WEBAUTHN).origins, ...(framesOrigin ? [framesOrigin] : []), ...(options.frames?.parentOrigins ?? [])]),
+  ]
   const app = createKmsApp({
     audit,
     db,
@@ -118,6 +134,8 @@ export function createKms(options: KmsOptions = {}) {
     webauthn: options.webauthn,
     oidcIssuers: options.oidcIssuers,
     logger: options.logger,
+    rateLimits: options.rateLimits,
+    corsOrigins,
   })
   const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
   const framesHost = options.frames?.host ?? 'localhost'

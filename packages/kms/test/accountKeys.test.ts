@@ -31,8 +31,8 @@ const account = (
 const SECP256K1_HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n
 
 describe('deriveAccounts and signDigest', () => {
-  test('default: the test mnemonic gives its published addresses and key', () => {
-    const [first, second, compressed, uncompressed] = deriveAccounts(TEST_MNEMONIC, [
+  test('default: the test mnemonic gives its published addresses and key', async () => {
+    const [first, second, compressed, uncompressed] = await deriveAccounts(TEST_MNEMONIC, [
       account("m/44'/60'/0'/0/0"),
       account("m/44'/60'/0'/0/1"),
       account("m/44'/60'/0'/0/0", 'ADDRESS_FORMAT_COMPRESSED'),
@@ -47,10 +47,10 @@ describe('deriveAccounts and signDigest', () => {
     expect(compressed!.address.slice(2)).toBe(publicKey.slice(4, 68))
   })
 
-  test('error: a bad account parameter is refused before the seed is computed', () => {
-    expect(() =>
+  test('error: a bad account parameter is refused before the seed is computed', async () => {
+    await expect(
       deriveAccounts(TEST_MNEMONIC, [account("m/44'/60'/0'/0/0"), { ...account("m/44'/60'/0'/0/1"), addressFormat: 'ADDRESS_FORMAT_SOLANA' }]),
-    ).toThrow('unsupported address format ADDRESS_FORMAT_SOLANA')
+    ).rejects.toThrow('unsupported address format ADDRESS_FORMAT_SOLANA')
   })
 
   test('behavior: signatures are viem’s (RFC 6979), low-S, and recover to the address', async () => {

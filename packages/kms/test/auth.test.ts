@@ -1,19 +1,26 @@
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
-import { testDatabase } from './database.js'
+import { connect, type TestDatabase, testDatabase } from './database.js'
 
 // Email sign-in as the app backend drives it: the parent organization's key starts email_auth or
 // init_otp_auth in the user's sub-organization, the message lands in the dev inbox, and the
 // credential bundle opened with @turnkey/crypto is a working key for the user.
 
 let kms: Kms
+let database: TestDatabase
+// A file, not :memory:, so a second connection can read the stored guesses.
+const dir = mkdtempSync(join(tmpdir(), 'latchkey-kms-auth-'))
 let clock = Date.now()
 const parentKey = apiKeyPair()
 let backend: TurnkeyClient
@@ -25,12 +32,16 @@ const fromBundle = (bundle: string, embeddedKey: string) => {
 }
 
 beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()) })
+  database = await testDatabase(join(dir, 'kms.db'))
+  kms = createKms({ port: await getFreePort(), now: () => clock, ...database })
   await kms.start()
   parentOrganizationId = (await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
   backend = client(parentKey)
 })
-afterAll(() => kms.stop())
+afterAll(async () => {
+  await kms.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
 
 let users = 0
 /** A sub-organization whose root user has `email` and no key of its own yet. */
@@ -72,6 +83,7 @@ describe('email_auth', () => {
     expect(Object.keys(result).sort()).toEqual(['apiKeyId', 'userId'])
     const mail = await latestMailTo(user.email)
     expect(mail.subject).toBe('Sign in to Latchkey Demo')
+    expect(mail.text.split('\n')[6]).toBe('Only enter it on http://localhost:5173. No one will ask you for it by phone, chat or email.')
     const bundle = mail.text.split('\n')[2]!
     expect(await fromBundle(bundle, embedded.privateKey).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
     expect(await (await fetch(`${kms.url}/dev/mailbox`)).text()).toContain('Sign in to Latchkey Demo')
@@ -91,10 +103,11 @@ describe('email_auth', () => {
 })
 
 describe('one-time codes', () => {
+  let nonce = 0
   async function sendCode(user: Awaited<ReturnType<typeof userWithEmail>>) {
     const { activity } = await backend.initOtpAuth({
       type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
-      timestampMs: String(clock),
+      timestampMs: String(clock + ++nonce),
       organizationId: user.organizationId,
       parameters: { otpType: 'OTP_TYPE_EMAIL', contact: user.email, appName: 'Latchkey Demo' },
     })
@@ -102,7 +115,6 @@ describe('one-time codes', () => {
     const code = /sign-in code is (\d{6})\./.exec((await latestMailTo(user.email)).text)![1]!
     return { otpId, code }
   }
-  let nonce = 0
   const verify = (user: { organizationId: string }, otpId: string, otpCode: string, target = generateP256KeyPair()) =>
     backend.otpAuth({
       type: 'ACTIVITY_TYPE_OTP_AUTH',
@@ -115,7 +127,12 @@ describe('one-time codes', () => {
   test('default: a six-digit code by email; the right code gives a working credential, once', async () => {
     const user = await userWithEmail()
     const { otpId, code } = await sendCode(user)
-    expect((await latestMailTo(user.email)).subject).toBe(`${code} is your Latchkey Demo code`)
+    const mail = await latestMailTo(user.email)
+    // The code stays out of the subject; the mail names where it belongs (the passkey origins).
+    expect([mail.subject, mail.text]).toEqual([
+      'Your Latchkey Demo sign-in code',
+      `Your Latchkey Demo sign-in code is ${code}. It expires in 5 minutes.\n\nOnly enter it on http://localhost:5173. No one will ask you for it by phone, chat or email.`,
+    ])
     const embedded = generateP256KeyPair()
     const { activity } = await verify(user, otpId, code, embedded)
     const result = activity.result.otpAuthResult!
@@ -134,6 +151,38 @@ describe('one-time codes', () => {
     await expect(verify(user, otpId, wrong)).rejects.toThrow('Turnkey error 3: invalid code: 1 attempt left')
     await expect(verify(user, otpId, wrong)).rejects.toThrow('Turnkey error 3: invalid code: no attempts left, request a new one')
     await expect(verify(user, otpId, code)).rejects.toThrow('Turnkey error 8: too many wrong codes: request a new one')
+  })
+
+  test('error: forty wrong guesses at once compare three, and the right code after them is refused', async () => {
+    const user = await userWithEmail()
+    const { otpId, code } = await sendCode(user)
+    const wrong = code === '000000' ? '111111' : '000000'
+    const answers = await Promise.allSettled(Array.from({ length: 40 }, () => verify(user, otpId, wrong)))
+    const messages = answers.map((answer) => (answer.status === 'rejected' ? String((answer.reason as Error).message) : 'accepted'))
+    const count = (text: string) => messages.filter((message) => message.includes(text)).length
+    // On PostgreSQL without the reservation, 4 to 17 of them were compared.
+    expect([count('Turnkey error 3: invalid code: '), count('Turnkey error 8: too many wrong codes: request a new one')]).toEqual([3, 37])
+    expect(messages.filter((message) => message.includes('invalid code')).sort()).toEqual([
+      'Turnkey error 3: invalid code: 1 attempt left (Details: [])',
+      'Turnkey error 3: invalid code: 2 attempts left (Details: [])',
+      'Turnkey error 3: invalid code: no attempts left, request a new one (Details: [])',
+    ])
+    const store = connect(database)
+    try {
+      const rows = await sql<{ attempts: number }>`select attempts from otps where id = ${otpId}`.execute(store.kysely)
+      expect(rows.rows.map((row) => Number(row.attempts))).toEqual([3])
+    } finally {
+      await store.close()
+    }
+    await expect(verify(user, otpId, code)).rejects.toThrow('Turnkey error 8: too many wrong codes: request a new one')
+  })
+
+  test('error: a new code replaces the older one, which no longer signs in', async () => {
+    const user = await userWithEmail()
+    const first = await sendCode(user)
+    const second = await sendCode(user)
+    await expect(verify(user, first.otpId, first.code)).rejects.toThrow('Turnkey error 9: a newer code was sent: use the latest one')
+    expect((await verify(user, second.otpId, second.code)).activity.result.otpAuthResult!.userId).toBe(user.userId)
   })
 
   test('error: a code past its five minutes', async () => {

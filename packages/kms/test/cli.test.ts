@@ -244,6 +244,8 @@ if (testBackend === 'sqlite')
         '--passkey-origin <origin>, LATCHKEY_KMS_PASSKEY_ORIGINS',
         '--oidc-issuer <issuer>=<client id>, LATCHKEY_KMS_OIDC_ISSUERS',
         '--frames-parent-origin <origin>, LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
+        '--rate-limit-per-key <units>, LATCHKEY_KMS_RATE_LIMIT_PER_KEY',
+        '--rate-limit-per-organization <units>, LATCHKEY_KMS_RATE_LIMIT_PER_ORGANIZATION',
         '--frames-port <port>, LATCHKEY_KMS_FRAMES_PORT',
         'LATCHKEY_AUDIT_KEY, or a file: --audit-key-file <path> / LATCHKEY_AUDIT_KEY_FILE',
         '--audit-log-file <path>, LATCHKEY_AUDIT_LOG_FILE',

@@ -2,11 +2,13 @@ import { randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { p256 } from '@noble/curves/p256'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { generateP256KeyPair } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { listening, startCli } from '../../service/test/cliProcess.js'
 import { createKms, generateApiKeyPair, type Kms } from '../src/index.js'
-import { testDatabase } from './database.js'
+import { connect, type TestDatabase, testDatabase } from './database.js'
 import { ethereumAccount } from './harness.js'
 
 // Several kms instances on one PostgreSQL (SQLite serves one instance: in one process, a second
@@ -40,8 +42,9 @@ describe('two instances on one PostgreSQL', () => {
   let kmsB: Kms
   let parentKey: ReturnType<typeof generateApiKeyPair>
   let organizationId: string
+  let database: TestDatabase
   beforeAll(async () => {
-    const database = await testDatabase()
+    database = await testDatabase()
     kmsA = createKms({ port: await getFreePort(), ...database })
     kmsB = createKms({ port: await getFreePort(), ...database })
     await Promise.all([kmsA.start(), kmsB.start()])
@@ -164,6 +167,53 @@ describe('two instances on one PostgreSQL', () => {
     )
     expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(200))
   })
+
+  test('error: forty wrong guesses at one code over both instances compare three; the right code after them is refused', async () => {
+    const backend = (kms: Kms) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
+    const email = `guessed-${randomBytes(4).toString('hex')}@example.test`
+    const created = await backend(kmsA).createSubOrganization({
+      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+      timestampMs: String(Date.now()),
+      organizationId,
+      parameters: {
+        subOrganizationName: email,
+        rootQuorumThreshold: 1,
+        rootUsers: [{ userName: email, userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }],
+      },
+    })
+    const subOrganizationId = created.activity.result.createSubOrganizationResultV8!.subOrganizationId!
+    const sent = await backend(kmsA).initOtpAuth({
+      type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
+      timestampMs: String(Date.now()),
+      organizationId: subOrganizationId,
+      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: email, appName: 'Latchkey Demo' },
+    })
+    const otpId = sent.activity.result.initOtpAuthResultV2!.otpId
+    const inbox = (await (await fetch(`${kmsA.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+    const code = /code is (\d{6})\./.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
+    const wrong = code === '000000' ? '111111' : '000000'
+    const guess = (kms: Kms, otpCode: string, index: number) =>
+      backend(kms).otpAuth({
+        type: 'ACTIVITY_TYPE_OTP_AUTH',
+        // Distinct bodies: a repeated body would be the same activity.
+        timestampMs: String(Date.now() + index),
+        organizationId: subOrganizationId,
+        parameters: { otpId, otpCode, targetPublicKey: generateP256KeyPair().publicKeyUncompressed },
+      })
+    const answers = await Promise.allSettled(Array.from({ length: 40 }, (_, index) => guess(index % 2 ? kmsA : kmsB, wrong, index)))
+    const messages = answers.map((answer) => (answer.status === 'rejected' ? String((answer.reason as Error).message) : 'accepted'))
+    const count = (text: string) => messages.filter((message) => message.includes(text)).length
+    // Without the reservation, each instance's pool let several through at once.
+    expect([count('Turnkey error 3: invalid code: '), count('Turnkey error 8: too many wrong codes: request a new one')]).toEqual([3, 37])
+    const store = connect(database)
+    try {
+      const rows = await sql<{ attempts: number }>`select attempts from otps where id = ${otpId}`.execute(store.kysely)
+      expect(rows.rows.map((row) => Number(row.attempts))).toEqual([3])
+    } finally {
+      await store.close()
+    }
+    await expect(guess(kmsB, code, 41)).rejects.toThrow('Turnkey error 8: too many wrong codes: request a new one')
+  })
 })
 
 describe('an instance killed mid-load', () => {
@@ -238,4 +288,37 @@ describe('an instance killed mid-load', () => {
     }
     // A process of its own to start, under whatever else this machine runs.
   }, 180_000)
+})
+
+describe('rate limits on two instances', () => {
+  test('behavior: two instances on one PostgreSQL share one count per API key: of 20 activities spread over both, 10 pass', async () => {
+    const database = await testDatabase()
+    const rateLimits = { perApiKey: 10, perOrganization: 0, windowMs: 60_000 }
+    const [kmsA, kmsB] = [createKms({ port: await getFreePort(), ...database, rateLimits }), createKms({ port: await getFreePort(), ...database, rateLimits })]
+    await Promise.all([kmsA.start(), kmsB.start()])
+    try {
+      const key = generateApiKeyPair()
+      const { organizationId } = await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: key.apiPublicKey })
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          postRaw(
+            (index % 2 ? kmsA : kmsB).url,
+            key,
+            '/public/v1/submit/create_wallet',
+            JSON.stringify({
+              type: 'ACTIVITY_TYPE_CREATE_WALLET',
+              timestampMs: String(Date.now()),
+              organizationId,
+              parameters: { walletName: `w${index}`, accounts: [] },
+            }),
+          ),
+        ),
+      )
+      expect(answers.map((answer) => answer.status).sort()).toEqual([...Array(10).fill(200), ...Array(10).fill(429)])
+      const wallets = (await new TurnkeyClient({ baseUrl: kmsB.url }, new ApiKeyStamper(key)).getWallets({ organizationId })).wallets
+      expect(wallets).toHaveLength(10)
+    } finally {
+      await Promise.all([kmsA.stop(), kmsB.stop()])
+    }
+  })
 })

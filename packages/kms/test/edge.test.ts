@@ -50,9 +50,14 @@ describe('body limit', () => {
 
   test('error: an oversized chunked body over HTTP is answered 413 with CORS headers', async () => {
     const { stream } = countingBody(LIMIT + 1)
-    const response = await fetch(`${t.kms.url}/public/v1/query/whoami`, { method: 'POST', body: stream, duplex: 'half' } as RequestInit)
+    const response = await fetch(`${t.kms.url}/public/v1/query/whoami`, {
+      method: 'POST',
+      body: stream,
+      duplex: 'half',
+      headers: { origin: 'http://localhost:5173' },
+    } as RequestInit)
     expect(response.status).toBe(413)
-    expect(response.headers.get('access-control-allow-origin')).toBe('*')
+    expect(response.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
   })
 
   test('a body at the limit is read and authenticated', async () => {
@@ -124,13 +129,31 @@ describe('stamps', () => {
   })
 
   test('preflight and refusals carry CORS headers', async () => {
-    const preflight = await fetch(`${t.kms.url}/public/v1/query/whoami`, { method: 'OPTIONS' })
+    const preflight = await fetch(`${t.kms.url}/public/v1/query/whoami`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173' } })
     expect([preflight.status, preflight.headers.get('access-control-allow-headers')]).toEqual([
       204,
       'content-type, x-stamp, x-stamp-webauthn, x-stamp-attested, x-client-version, x-session, x-auth-proxy-config-id',
     ])
     const { stampHeaderValue } = await new ApiKeyStamper(t.parentKey).stamp('{}')
-    const refused = await fetch(`${t.kms.url}/public/v1/query/whoami`, { method: 'POST', body: '{ }', headers: { 'X-Stamp': stampHeaderValue } })
-    expect([refused.status, refused.headers.get('access-control-allow-origin')]).toEqual([401, '*'])
+    const refused = await fetch(`${t.kms.url}/public/v1/query/whoami`, {
+      method: 'POST',
+      body: '{ }',
+      headers: { 'X-Stamp': stampHeaderValue, origin: 'http://localhost:5173' },
+    })
+    expect([refused.status, refused.headers.get('access-control-allow-origin')]).toEqual([401, 'http://localhost:5173'])
+  })
+
+  test('error: a page of another origin gets no CORS grant, on the API nor on the dev inbox', async () => {
+    const origin = { origin: 'https://any-website.example' }
+    const preflight = await fetch(`${t.kms.url}/public/v1/query/whoami`, { method: 'OPTIONS', headers: origin })
+    const inbox = await fetch(`${t.kms.url}/dev/mailbox.json`, { headers: origin })
+    expect([preflight.status, preflight.headers.get('access-control-allow-origin'), inbox.status, inbox.headers.get('access-control-allow-origin')]).toEqual([
+      204,
+      null,
+      200,
+      null,
+    ])
+    const allowed = await fetch(`${t.kms.url}/dev/mailbox.json`, { headers: { origin: 'http://localhost:5173' } })
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
   })
 })

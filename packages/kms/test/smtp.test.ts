@@ -3,7 +3,7 @@ import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@tur
 import { type ParsedMail, simpleParser } from 'mailparser'
 import { SMTPServer } from 'smtp-server'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { SMTP_URL_VARIABLE } from '../src/index.js'
+import { SMTP_URL_VARIABLE, smtpMailer } from '../src/index.js'
 import { startKms } from './harness.js'
 
 // Mail over SMTP: a real TCP round trip from the kms (nodemailer) to an SMTP server in this
@@ -144,5 +144,21 @@ describe(SMTP_URL_VARIABLE, () => {
       else process.env[SMTP_URL_VARIABLE] = before
       await harness?.kms.stop()
     }
+  })
+})
+
+describe('requireTLS (production)', () => {
+  test('error: over smtp:// to a server that offers no STARTTLS, nothing is sent', async () => {
+    const mailer = smtpMailer({ url: smtpUrl, from: 'Latchkey <login@latchkey.test>', requireTLS: true })
+    await expect(mailer.send({ to: 'tls-only@example.test', subject: 's', text: 't', html: '<p>t</p>' })).rejects.toThrow(
+      'could not send the email: Error upgrading connection with STARTTLS: 500 Error: command not recognized',
+    )
+    expect(received.filter((mail) => mail.envelopeTo.includes('tls-only@example.test'))).toEqual([])
+  })
+
+  test('error: an smtp:// URL that turns TLS off is refused at once', () => {
+    expect(() => smtpMailer({ url: `${smtpUrl}?ignoreTLS=true`, requireTLS: true })).toThrow(
+      'the SMTP url turns TLS off (ignoreTLS=true or requireTLS=false): mail with sign-in codes must go over TLS; use smtps://…:465, or smtp://…:587 with STARTTLS',
+    )
   })
 })

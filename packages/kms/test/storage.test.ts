@@ -38,6 +38,7 @@ describe(`storage (${testBackend})`, () => {
         '0003_vote_credentials',
         '0004_vote_stamps_and_evaluations',
         '0005_audit_events',
+        '0006_rate_limits',
       ])
     } finally {
       await storage.close()

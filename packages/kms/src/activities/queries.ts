@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { listOf } from '../lists.js'
 import { page, pagination } from '../pagination.js'
 import { parse, requiredString } from '../params.js'
 import { mapSeries } from '../sequence.js'
@@ -15,7 +16,11 @@ export function activityQueries({ db, envelope }: QueryContext): QueryTable {
     },
     async list_activities(body, caller) {
       const input = parse(
-        z.object({ filterByStatus: z.array(z.string()).optional(), filterByType: z.array(z.string()).optional(), paginationOptions: pagination }),
+        z.object({
+          filterByStatus: listOf(z.string(), 'statuses').optional(),
+          filterByType: listOf(z.string(), 'types').optional(),
+          paginationOptions: pagination,
+        }),
         body,
       )
       const statuses = input.filterByStatus?.length ? new Set(input.filterByStatus) : undefined

@@ -21,6 +21,18 @@ async function userByEmail(context: ActivityContext, email: string) {
 
 const hashCode = (otpId: string, code: string) => createHash('sha256').update(`${otpId}:${code}`).digest()
 
+/**
+ * Where a code or credential belongs, as mail says it (security review L8): the app's origins
+ * (the passkey origins the kms is configured with), so a phishing page asking for it stands out.
+ */
+function onlyOn(context: ActivityContext): { text: string; html: string } {
+  const origins = context.webauthn.origins.join(' or ')
+  return {
+    text: `Only enter it on ${origins}. No one will ask you for it by phone, chat or email.`,
+    html: `<p><strong>Only enter it on ${origins}.</strong> No one will ask you for it by phone, chat or email.</p>`,
+  }
+}
+
 function newCode(length: number, alphanumeric: boolean): string {
   const alphabet = alphanumeric ? 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' : '0123456789'
   return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
@@ -57,8 +69,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       await context.mailer.send({
         to: input.email,
         subject: `Sign in to ${appName}`,
-        text: `Your sign-in credential for ${appName}:\n\n${link ?? bundle}\n\nIt works for ${Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60} minutes.`,
-        html: `<p>Your sign-in credential for ${appName}:</p><p>${link ? `<a href="${link}">Sign in</a>` : `<code>${bundle}</code>`}</p>`,
+        text: `Your sign-in credential for ${appName}:\n\n${link ?? bundle}\n\nIt works for ${Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60} minutes.\n\n${onlyOn(context).text}`,
+        html: `<p>Your sign-in credential for ${appName}:</p><p>${link ? `<a href="${link}">Sign in</a>` : `<code>${bundle}</code>`}</p>${onlyOn(context).html}`,
       })
       // The bundle travels by email only.
       return { userId: user.id, apiKeyId }
@@ -91,8 +103,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       await context.mailer.send({
         to: input.email,
         subject: `Recover your ${appName} account`,
-        text: `Your recovery credential for ${appName}:\n\n${credential.credentialBundle}\n\nIt works for ${Math.round(seconds / 60)} minutes. If you did not ask to recover your account, ignore this email.`,
-        html: `<p>Your recovery credential for ${appName}:</p><p><code>${credential.credentialBundle}</code></p><p>It works for ${Math.round(seconds / 60)} minutes.</p>`,
+        text: `Your recovery credential for ${appName}:\n\n${credential.credentialBundle}\n\nIt works for ${Math.round(seconds / 60)} minutes. If you did not ask to recover your account, ignore this email.\n\n${onlyOn(context).text}`,
+        html: `<p>Your recovery credential for ${appName}:</p><p><code>${credential.credentialBundle}</code></p><p>It works for ${Math.round(seconds / 60)} minutes.</p>${onlyOn(context).html}`,
       })
       return { userId: user.id }
     },
@@ -134,6 +146,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       const code = newCode(input.otpLength ?? 6, input.alphanumeric ?? false)
       const seconds = Number(input.expirationSeconds ?? OTP_DEFAULT_SECONDS)
       const at = context.now()
+      // Only the newest code works: older ones cannot be guessed at alongside it.
+      await context.db.retireOtps(user.id, context.caller.organizationId)
       await context.db.insertOtp({
         id: otpId,
         organization_id: context.caller.organizationId,
@@ -144,9 +158,10 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       })
       await context.mailer.send({
         to: input.contact,
-        subject: `${code} is your ${input.appName} code`,
-        text: `Your ${input.appName} sign-in code is ${code}. It expires in ${Math.round(seconds / 60)} minutes.`,
-        html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(seconds / 60)} minutes.</p>`,
+        // The code stays out of the subject, which lock screens and notifications show.
+        subject: `Your ${input.appName} sign-in code`,
+        text: `Your ${input.appName} sign-in code is ${code}. It expires in ${Math.round(seconds / 60)} minutes.\n\n${onlyOn(context).text}`,
+        html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(seconds / 60)} minutes.</p>${onlyOn(context).html}`,
       })
       return { otpId }
     },
@@ -167,15 +182,20 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         params,
       )
       const { db, caller, now } = context
+      // The guess is counted before it is compared, in one conditional statement: however many
+      // arrive at once, on however many instances, at most OTP_MAX_ATTEMPTS are ever compared.
+      const attempts = await db.reserveOtpAttempt(input.otpId, caller.organizationId, now(), OTP_MAX_ATTEMPTS)
       const otp = await db.otp(input.otpId, caller.organizationId)
       if (!otp) throw notFound(`otp ${input.otpId} not found`)
-      if (otp.used) throw failedPrecondition('this code has already been used')
-      if (otp.expires_at <= now()) throw failedPrecondition('this code has expired')
-      if (otp.attempts >= OTP_MAX_ATTEMPTS) throw new KmsError(GrpcCode.resourceExhausted, 'too many wrong codes: request a new one')
+      if (attempts === undefined) {
+        if (otp.used === 1) throw failedPrecondition('this code has already been used')
+        if (otp.used === 2) throw failedPrecondition('a newer code was sent: use the latest one')
+        if (otp.expires_at <= now()) throw failedPrecondition('this code has expired')
+        throw new KmsError(GrpcCode.resourceExhausted, 'too many wrong codes: request a new one')
+      }
       if (!timingSafeEqual(hashCode(otp.id, input.otpCode.toUpperCase()), Buffer.from(otp.code_hash, 'hex'))) {
-        // The one write a refused request makes: wrong guesses are counted.
-        await db.otpAttempt(otp.id)
-        const left = OTP_MAX_ATTEMPTS - otp.attempts - 1
+        // The one write a refused request makes: the reserved guess stays counted.
+        const left = OTP_MAX_ATTEMPTS - attempts
         throw keepingWrites(
           new KmsError(
             GrpcCode.invalidArgument,

@@ -4,6 +4,7 @@ import { type ActivityTable, userIn } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
 import { alreadyExists, invalid, notFound } from '../errors.js'
+import { listOf } from '../lists.js'
 import { ids, parse, targetPublicKey, uint64 } from '../params.js'
 import { mapSeries } from '../sequence.js'
 
@@ -87,7 +88,7 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
     intentKey: 'createOauthProvidersIntentV2',
     resultKey: 'createOauthProvidersResultV2',
     async run(params, context) {
-      const input = parse(z.object({ userId: z.string().min(1), oauthProviders: z.array(oauthProviderParams).min(1).max(100) }), params)
+      const input = parse(z.object({ userId: z.string().min(1), oauthProviders: listOf(oauthProviderParams, 'OAuth providers').min(1) }), params)
       const user = await userIn(context, input.userId)
       return { providerIds: await context.db.transaction(async () => await insertOauthProviders(context, user.id, input.oauthProviders)) }
     },

@@ -8,6 +8,7 @@ import { type ActivityTable, userIn } from '../activities/table.js'
 import { exportBundle, hpkeOpen, signBundle } from '../bundles.js'
 import { alreadyExists, failedPrecondition, invalid, notFound } from '../errors.js'
 import { deriveAccounts } from '../ethereum.js'
+import { listOf, MAX_ACCOUNTS_PER_REQUEST } from '../lists.js'
 import { parse, targetPublicKey } from '../params.js'
 import { addressFormats, curve, importRecord, insertPrivateKey, openPrivateKey, privateKeyIn } from '../privateKeys/keys.js'
 import { open, seal } from '../secrets.js'
@@ -44,7 +45,12 @@ export const EXPORT_IMPORT_ACTIVITIES: ActivityTable = {
     resultKey: 'importWalletResult',
     async run(params, context) {
       const input = parse(
-        z.object({ userId: z.string().min(1), walletName: z.string().min(1).max(256), encryptedBundle: z.string().min(1), accounts: z.array(accountParams) }),
+        z.object({
+          userId: z.string().min(1),
+          walletName: z.string().min(1).max(256),
+          encryptedBundle: z.string().min(1),
+          accounts: listOf(accountParams, 'accounts', MAX_ACCOUNTS_PER_REQUEST),
+        }),
         params,
       )
       const { db, caller, masterKey, now } = context
@@ -68,7 +74,7 @@ export const EXPORT_IMPORT_ACTIVITIES: ActivityTable = {
       const mnemonic = text.trim().split(/\s+/).join(' ')
       if (!validateMnemonic(mnemonic, wordlist)) throw invalid('the imported secret is not a valid BIP-39 mnemonic')
       if (await db.walletByName(caller.organizationId, input.walletName)) throw alreadyExists(`a wallet named "${input.walletName}" already exists`)
-      const derived = deriveAccounts(mnemonic, input.accounts)
+      const derived = await deriveAccounts(mnemonic, input.accounts)
       const walletId = randomUUID()
       const at = now()
       await db.insertWallet({

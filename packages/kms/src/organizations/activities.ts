@@ -5,6 +5,7 @@ import { insertOauthProviders, oauthProviderParams } from '../auth/oauth.js'
 import type { ActivityContext } from '../context.js'
 import { insertApiKey, insertAuthenticator } from '../credentials.js'
 import { alreadyExists, failedPrecondition, invalid, notFound, permissionDenied } from '../errors.js'
+import { listOf, MAX_ACCOUNTS_PER_REQUEST, MAX_LIST_ITEMS } from '../lists.js'
 import { apiKeyParams, authenticatorParams, ids, parse } from '../params.js'
 import { featureView } from '../views.js'
 import { accountParams, createWallet } from '../wallets/keys.js'
@@ -38,13 +39,20 @@ const createSubOrganization = z.object({
       z.object({
         userName: z.string().min(1).max(256),
         userEmail: z.email().optional(),
-        apiKeys: z.array(apiKeyParams).default([]),
-        authenticators: z.array(authenticatorParams).default([]),
-        oauthProviders: z.array(oauthProviderParams).default([]),
+        apiKeys: listOf(apiKeyParams, 'API keys').default([]),
+        authenticators: listOf(authenticatorParams, 'authenticators').default([]),
+        oauthProviders: listOf(oauthProviderParams, 'OAuth providers').default([]),
       }),
     )
-    .min(1),
-  wallet: z.object({ walletName: z.string().min(1), accounts: z.array(accountParams), mnemonicLength: z.number().int().optional() }).optional(),
+    .min(1)
+    .max(MAX_LIST_ITEMS, `at most ${MAX_LIST_ITEMS} root users in one request`),
+  wallet: z
+    .object({
+      walletName: z.string().min(1),
+      accounts: listOf(accountParams, 'accounts', MAX_ACCOUNTS_PER_REQUEST),
+      mnemonicLength: z.number().int().optional(),
+    })
+    .optional(),
 })
 
 export const ORGANIZATION_ACTIVITIES: ActivityTable = {

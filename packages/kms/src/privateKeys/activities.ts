@@ -2,6 +2,7 @@ import { secp256k1 } from '@noble/curves/secp256k1'
 import { z } from 'zod'
 import { type ActivityTable, refuseUnexported } from '../activities/table.js'
 import { notFound } from '../errors.js'
+import { listOf, MAX_LIST_ITEMS } from '../lists.js'
 import { ids, parse } from '../params.js'
 import { mapSeries } from '../sequence.js'
 import { addressFormats, curve, insertPrivateKey, privateKeyIn } from './keys.js'
@@ -19,9 +20,11 @@ export const PRIVATE_KEY_ACTIVITIES: ActivityTable = {
       const input = parse(
         z.object({
           privateKeys: z
-            .array(z.object({ privateKeyName: z.string().min(1).max(256), curve, privateKeyTags: z.array(z.string().min(1)).default([]), addressFormats }))
+            .array(
+              z.object({ privateKeyName: z.string().min(1).max(256), curve, privateKeyTags: listOf(z.string().min(1), 'tags').default([]), addressFormats }),
+            )
             .min(1)
-            .max(100)
+            .max(MAX_LIST_ITEMS, `at most ${MAX_LIST_ITEMS} private keys in one request`)
             .refine((keys) => new Set(keys.map((key) => key.privateKeyName)).size === keys.length, 'a private key name is given twice'),
         }),
         params,

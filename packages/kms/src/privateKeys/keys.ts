@@ -28,6 +28,7 @@ export const addressFormats = z
       error: (issue) => `unsupported address format ${String(issue.input)}`,
     }),
   )
+  .max(ADDRESS_FORMATS.length, `at most ${ADDRESS_FORMATS.length} address formats in one request`)
   .refine((list) => new Set(list).size === list.length, 'an address format is named twice')
 
 /** The addresses of a secp256k1 key in the formats asked for. */

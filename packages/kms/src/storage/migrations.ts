@@ -186,4 +186,19 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
   },
   // The hash-chained audit trail (@latchkey/service/database's audit.ts): kms_audit_events.
   auditMigration('0005_audit_events', 'kms'),
+  {
+    // Rate limits per API key and per organization, one fixed window per subject, shared by every
+    // instance on the database (http/rateLimit.ts).
+    name: '0006_rate_limits',
+    async up(db, dialect) {
+      await run(
+        db,
+        dialect,
+        join(
+          table('rate_limits', 'subject text primary key, window_started_at {ms} not null, count integer not null'),
+          both('create index if not exists rate_limits_window on rate_limits (window_started_at)'),
+        ),
+      )
+    },
+  },
 ]

@@ -56,10 +56,14 @@ export type OtpRow = {
   user_id: string
   code_hash: string
   expires_at: number
+  /** Guesses compared so far (each reserved before its comparison: auth/activities.ts). */
   attempts: number
+  /** 0 while it may be redeemed, 1 once redeemed, 2 once a newer code for the same user replaced it. */
   used: number
   created_at: number
 }
+/** A rate limit's fixed window for one subject (`per-api-key:{key}`, `per-organization:{id}`). */
+export type RateLimitRow = { subject: string; window_started_at: number; count: number }
 export type MailRow = { id: string; to_address: string; subject: string; text: string; html: string; created_at: number }
 export type ActivityRow = {
   id: string
@@ -184,6 +188,7 @@ export type Tables = {
   authenticators: AuthenticatorRow
   import_targets: ImportTargetRow
   otps: OtpRow
+  rate_limits: RateLimitRow
   mailbox: MailRow
   activities: ActivityRow
   votes: VoteRow

@@ -5,6 +5,7 @@ import { insertOauthProviders, oauthProviderParams } from '../auth/oauth.js'
 import type { ActivityContext } from '../context.js'
 import { insertApiKey, insertAuthenticator } from '../credentials.js'
 import { alreadyExists, failedPrecondition, invalid, notFound } from '../errors.js'
+import { listOf } from '../lists.js'
 import { pinRootQuorum, rootUserIds } from '../organizations/quorum.js'
 import { apiKeyParams, authenticatorParams, ids, parse } from '../params.js'
 import { mapSeries } from '../sequence.js'
@@ -19,10 +20,10 @@ const userParams = z.object({
   userName: z.string().min(1).max(256),
   userEmail: z.email().optional(),
   userPhoneNumber: phoneNumber.optional(),
-  apiKeys: z.array(apiKeyParams).default([]),
-  authenticators: z.array(authenticatorParams).default([]),
-  oauthProviders: z.array(oauthProviderParams).default([]),
-  userTags: z.array(z.string().min(1)).default([]),
+  apiKeys: listOf(apiKeyParams, 'API keys').default([]),
+  authenticators: listOf(authenticatorParams, 'authenticators').default([]),
+  oauthProviders: listOf(oauthProviderParams, 'OAuth providers').default([]),
+  userTags: listOf(z.string().min(1), 'tags').default([]),
 })
 type UserParams = z.infer<typeof userParams>
 
@@ -125,7 +126,7 @@ export const USER_ACTIVITIES: ActivityTable = {
     intentKey: 'createApiKeysIntentV2',
     resultKey: 'createApiKeysResult',
     async run(params, context) {
-      const { userId, apiKeys } = parse(z.object({ userId: z.string(), apiKeys: z.array(apiKeyParams).min(1) }), params)
+      const { userId, apiKeys } = parse(z.object({ userId: z.string(), apiKeys: listOf(apiKeyParams, 'API keys').min(1) }), params)
       const { db, caller, now } = context
       if (!(await db.user(userId, caller.organizationId))) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
       const apiKeyIds: string[] = []
@@ -138,7 +139,7 @@ export const USER_ACTIVITIES: ActivityTable = {
     intentKey: 'createAuthenticatorsIntentV2',
     resultKey: 'createAuthenticatorsResult',
     async run(params, context) {
-      const input = parse(z.object({ userId: z.string().min(1), authenticators: z.array(authenticatorParams).min(1) }), params)
+      const input = parse(z.object({ userId: z.string().min(1), authenticators: listOf(authenticatorParams, 'authenticators').min(1) }), params)
       const { db, caller, now } = context
       if (!(await db.user(input.userId, caller.organizationId))) throw notFound(`user ${input.userId} not found in organization ${caller.organizationId}`)
       const verified = await Promise.all(
@@ -157,7 +158,7 @@ export const USER_ACTIVITIES: ActivityTable = {
     intentKey: 'createUsersIntentV4',
     resultKey: 'createUsersResult',
     async run(params, context) {
-      const input = parse(z.object({ users: z.array(userParams).min(1).max(100) }), params)
+      const input = parse(z.object({ users: listOf(userParams, 'users').min(1) }), params)
       return { userIds: await createUsers(context, input.users) }
     },
   },
@@ -173,8 +174,8 @@ export const USER_ACTIVITIES: ActivityTable = {
               z.object({
                 userName: z.string().min(1).max(256),
                 userEmail: z.email().optional(),
-                userTags: z.array(z.string().min(1)).default([]),
-                apiKeys: z.array(apiKeyParams.omit({ curveType: true })).min(1),
+                userTags: listOf(z.string().min(1), 'tags').default([]),
+                apiKeys: listOf(apiKeyParams.omit({ curveType: true }), 'API keys').min(1),
               }),
             )
             .min(1)
@@ -200,7 +201,7 @@ export const USER_ACTIVITIES: ActivityTable = {
           userId: z.string().min(1),
           userName: z.string().min(1).max(256).optional(),
           userEmail: z.email().optional(),
-          userTagIds: z.array(z.string().min(1)).optional(),
+          userTagIds: listOf(z.string().min(1), 'tags').optional(),
           userPhoneNumber: phoneNumber.optional(),
         }),
         params,
@@ -314,7 +315,7 @@ export const USER_ACTIVITIES: ActivityTable = {
               z.object({
                 receiverUserName: z.string().min(1).max(256),
                 receiverUserEmail: z.email(),
-                receiverUserTags: z.array(z.string().min(1)).default([]),
+                receiverUserTags: listOf(z.string().min(1), 'tags').default([]),
                 accessType: z.enum(['ACCESS_TYPE_WEB', 'ACCESS_TYPE_API', 'ACCESS_TYPE_ALL']),
                 senderUserId: z.string().min(1),
               }),

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
 import { alreadyExists, notFound } from '../errors.js'
+import { listOf } from '../lists.js'
 import { ids, parse } from '../params.js'
 import { mapSeries } from '../sequence.js'
 import type { TagType } from '../storage/tables.js'
@@ -86,7 +87,7 @@ export const TAG_ACTIVITIES: ActivityTable = {
     intentKey: 'createUserTagIntent',
     resultKey: 'createUserTagResult',
     async run(params, context) {
-      const input = parse(z.object({ userTagName: name, userIds: z.array(z.string().min(1)).default([]) }), params)
+      const input = parse(z.object({ userTagName: name, userIds: listOf(z.string().min(1), 'user ids').default([]) }), params)
       return { userTagId: await createTag(context, 'TAG_TYPE_USER', input.userTagName, input.userIds), userIds: input.userIds }
     },
   },
@@ -99,8 +100,8 @@ export const TAG_ACTIVITIES: ActivityTable = {
         z.object({
           userTagId: z.string().min(1),
           newUserTagName: name.optional(),
-          addUserIds: z.array(z.string().min(1)).default([]),
-          removeUserIds: z.array(z.string().min(1)).default([]),
+          addUserIds: listOf(z.string().min(1), 'user ids').default([]),
+          removeUserIds: listOf(z.string().min(1), 'user ids').default([]),
         }),
         params,
       )
@@ -128,7 +129,7 @@ export const TAG_ACTIVITIES: ActivityTable = {
     intentKey: 'createPrivateKeyTagIntent',
     resultKey: 'createPrivateKeyTagResult',
     async run(params, context) {
-      const input = parse(z.object({ privateKeyTagName: name, privateKeyIds: z.array(z.string().min(1)).default([]) }), params)
+      const input = parse(z.object({ privateKeyTagName: name, privateKeyIds: listOf(z.string().min(1), 'private key ids').default([]) }), params)
       return {
         privateKeyTagId: await createTag(context, 'TAG_TYPE_PRIVATE_KEY', input.privateKeyTagName, input.privateKeyIds),
         privateKeyIds: input.privateKeyIds,
@@ -144,8 +145,8 @@ export const TAG_ACTIVITIES: ActivityTable = {
         z.object({
           privateKeyTagId: z.string().min(1),
           newPrivateKeyTagName: name.optional(),
-          addPrivateKeyIds: z.array(z.string().min(1)).default([]),
-          removePrivateKeyIds: z.array(z.string().min(1)).default([]),
+          addPrivateKeyIds: listOf(z.string().min(1), 'private key ids').default([]),
+          removePrivateKeyIds: listOf(z.string().min(1), 'private key ids').default([]),
         }),
         params,
       )

@@ -1,8 +1,9 @@
 import { z } from 'zod'
 import { type ActivityTable, refuseUnexported } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import { alreadyExists, notFound } from '../errors.js'
+import { alreadyExists, failedPrecondition, notFound } from '../errors.js'
 import { deriveAccounts } from '../ethereum.js'
+import { listOf, MAX_ACCOUNTS_PER_REQUEST, MAX_ACCOUNTS_PER_WALLET } from '../lists.js'
 import { ids, parse } from '../params.js'
 import { open } from '../secrets.js'
 import { mapSeries } from '../sequence.js'
@@ -23,7 +24,11 @@ export const WALLET_ACTIVITIES: ActivityTable = {
     resultKey: 'createWalletResult',
     async run(params, context) {
       const { walletName, accounts, mnemonicLength } = parse(
-        z.object({ walletName: z.string().min(1).max(256), accounts: z.array(accountParams), mnemonicLength: z.number().int().optional() }),
+        z.object({
+          walletName: z.string().min(1).max(256),
+          accounts: listOf(accountParams, 'accounts', MAX_ACCOUNTS_PER_REQUEST),
+          mnemonicLength: z.number().int().optional(),
+        }),
         params,
       )
       return await createWallet(context, context.caller.organizationId, walletName, accounts, mnemonicLength)
@@ -34,12 +39,19 @@ export const WALLET_ACTIVITIES: ActivityTable = {
     intentKey: 'createWalletAccountsIntent',
     resultKey: 'createWalletAccountsResult',
     async run(params, context) {
-      const { walletId, accounts } = parse(z.object({ walletId: z.string(), accounts: z.array(accountParams).min(1) }), params)
+      const { walletId, accounts } = parse(
+        z.object({ walletId: z.string(), accounts: listOf(accountParams, 'accounts', MAX_ACCOUNTS_PER_REQUEST).min(1) }),
+        params,
+      )
       const { db, masterKey, caller, now } = context
       const wallet = await walletOf(db, caller.organizationId, walletId)
       const mnemonic = open(masterKey, wallet.id, wallet.sealed_mnemonic)
       const existing = new Set((await db.accountsOfWallet(wallet.id)).map((account) => account.path))
-      const derived = deriveAccounts(mnemonic, accounts)
+      if (existing.size + accounts.length > MAX_ACCOUNTS_PER_WALLET)
+        throw failedPrecondition(
+          `a wallet holds at most ${MAX_ACCOUNTS_PER_WALLET} accounts: wallet ${walletId} has ${existing.size}, and ${accounts.length} more were asked for`,
+        )
+      const derived = await deriveAccounts(mnemonic, accounts)
       const taken = derived.find((account) => existing.has(account.path))
       if (taken) {
         for (const account of derived) account.privateKey.fill(0)

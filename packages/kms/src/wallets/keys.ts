@@ -28,7 +28,7 @@ export async function createWallet(context: ActivityContext, organizationId: str
   const walletId = randomUUID()
   const mnemonic = newMnemonic(mnemonicLength)
   // Derive first, so a bad account parameter writes nothing.
-  const derived = deriveAccounts(mnemonic, accounts)
+  const derived = await deriveAccounts(mnemonic, accounts)
   const at = now()
   await db.insertWallet({
     id: walletId,
@@ -107,7 +107,7 @@ export async function withKeyOfAccount<result>(
   else {
     const wallet = await walletOf(db, caller.organizationId, account.wallet_id)
     const params = { curve: account.curve, pathFormat: account.path_format, path: account.path, addressFormat: account.address_format }
-    privateKey = deriveAccounts(open(masterKey, wallet.id, wallet.sealed_mnemonic), [params])[0]!.privateKey
+    privateKey = (await deriveAccounts(open(masterKey, wallet.id, wallet.sealed_mnemonic), [params]))[0]!.privateKey
     await db.sealAccountKey(account.id, seal(masterKey, accountKeyRecord(account.id), privateKey))
   }
   try {
