@@ -129,25 +129,48 @@ const OWN_CREDENTIALS = new Set([
   'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
 ])
 
-/** Sign-ins and sessions a user starts for themselves with a credential they hold. */
-const OWN_SESSIONS = new Set([
-  'ACTIVITY_TYPE_STAMP_LOGIN',
-  'ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
-  'ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION',
-  'ACTIVITY_TYPE_RECOVER_USER',
-])
+/**
+ * Sign-ins and sessions that can only be the caller's own: stamp_login and create_read_only_session
+ * register nothing for anyone but the stamping user, and recover_user refuses another user itself
+ * (auth/activities.ts).
+ */
+const OWN_SESSIONS = new Set(['ACTIVITY_TYPE_STAMP_LOGIN', 'ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION', 'ACTIVITY_TYPE_RECOVER_USER'])
+
+/**
+ * Activities that give a credential to the user their `userId` names (the caller when absent):
+ * a read-write session is as good as an API key of its user.
+ */
+const SESSIONS_FOR_NAMED_USER = new Set(['ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2'])
 
 /**
  * Whether an activity is allowed without a policy: Turnkey lets users manage their own
  * credentials "unless policies explicitly deny this" (docs.turnkey.com/concepts/organizations,
  * Permissions). Here that is the credential activities naming the caller's own user, and the
  * sign-ins and sessions a user starts for themselves.
+ *
+ * Every default-allowed activity that yields a credential yields one only to the caller: a
+ * credential of another user is that user's power (a root user's, everything), so it needs a
+ * policy, or the root quorum (`sessionForAnotherRoot`). The auth activities a parent starts
+ * (email_auth, otp_auth, oauth, oauth_login) are allowed by PARENT_INITIATED, not here: they hand
+ * the credential to whoever proves the email or the OAuth identity.
  */
 export function allowedByDefault(type: string, params: unknown, userId: string): boolean {
   if (OWN_SESSIONS.has(type)) return true
-  if (!OWN_CREDENTIALS.has(type)) return false
   const named = (params as { userId?: unknown } | null | undefined)?.userId
+  if (SESSIONS_FOR_NAMED_USER.has(type)) return named === undefined || named === userId
+  if (!OWN_CREDENTIALS.has(type)) return false
   return named === userId
+}
+
+/**
+ * The root user another user's read-write session would be for, if any: such a session makes its
+ * holder that root user, so only the root quorum may grant it, never a policy (one root user must
+ * not mint a second root's session to approve as them).
+ */
+export function sessionForAnotherRoot(type: string, params: unknown, userId: string, rootUserIds: readonly string[]): string | undefined {
+  if (!SESSIONS_FOR_NAMED_USER.has(type)) return undefined
+  const named = (params as { userId?: unknown } | null | undefined)?.userId
+  return typeof named === 'string' && named !== userId && rootUserIds.includes(named) ? named : undefined
 }
 
 /** `activity.params`, for the activity types that expose some (the language page's "Activity parameters"). */
