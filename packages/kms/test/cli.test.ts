@@ -241,6 +241,7 @@ if (testBackend === 'sqlite')
         '--rp-id <domain>, LATCHKEY_KMS_RP_IDS',
         '--passkey-origin <origin>, LATCHKEY_KMS_PASSKEY_ORIGINS',
         '--oidc-issuer <issuer>=<client id>, LATCHKEY_KMS_OIDC_ISSUERS',
+        '--max-credential-lifetime <seconds>, LATCHKEY_KMS_MAX_CREDENTIAL_SECONDS',
         '--frames-parent-origin <origin>, LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
         '--frames-port <port>, LATCHKEY_KMS_FRAMES_PORT',
         '--frames-host <address>, LATCHKEY_KMS_FRAMES_HOST',

@@ -303,7 +303,7 @@ describe('delegated access', () => {
       organizationId: sub.organizationId,
       parameters: {
         userId: sub.delegatedUserId,
-        apiKeys: [{ apiKeyName: 'own', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+        apiKeys: [{ apiKeyName: 'own', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
       },
     })
     expect((await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_api_keys', ownKey())).status).toBe(200)

@@ -55,6 +55,8 @@ export type ActivityRoutesOptions = {
   signerPrivateKey: string
   webauthn: WebauthnConfig
   oidc: OidcVerifier
+  /** The longest lifetime, in seconds, an activity may give a credential. */
+  maxCredentialSeconds: number
   now: () => number
 }
 
@@ -65,7 +67,7 @@ export type ActivityRoutesOptions = {
  * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
  *
  * @example
- * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, now }))
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, maxCredentialSeconds, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
@@ -90,6 +92,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       mailer,
       masterKey: options.masterKey,
       signerPrivateKey: options.signerPrivateKey,
+      maxCredentialSeconds: options.maxCredentialSeconds,
       now,
       caller,
       mailed: () => mailed,
