@@ -188,6 +188,25 @@ export function paramsOf(type: string, params: unknown): Record<string, unknown>
       return { user_ids: Array.isArray(input['userIds']) ? input['userIds'].filter((id) => typeof id === 'string') : [] }
     case 'ACTIVITY_TYPE_UPDATE_WALLET':
       return { wallet_id: text(input['walletId']) }
+    // Each key's `expires`, and `expiration_seconds` only when it has one: a clause on the lifetime
+    // of a key that never expires errors, so an ALLOW on it does not allow and a DENY denies.
+    case 'ACTIVITY_TYPE_CREATE_API_KEYS_V2':
+      return {
+        user_id: text(input['userId']),
+        api_keys: (Array.isArray(input['apiKeys']) ? input['apiKeys'] : []).map((key: Record<string, unknown> | null) => {
+          const seconds = key?.['expirationSeconds']
+          const lifetime = typeof seconds === 'string' && /^\d+$/.test(seconds) ? { expiration_seconds: BigInt(seconds) } : {}
+          return { public_key: text(key?.['publicKey']), curve_type: text(key?.['curveType']), expires: seconds !== undefined, ...lifetime }
+        }),
+      }
+    case 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2':
+      return {
+        user_id: text(input['userId']),
+        oauth_providers: (Array.isArray(input['oauthProviders']) ? input['oauthProviders'] : []).map((provider: Record<string, unknown> | null) => ({
+          provider_name: text(provider?.['providerName']),
+          has_oidc_claims: provider?.['oidcClaims'] !== undefined,
+        })),
+      }
     case 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3': {
       const length = input['otpLength']
       return typeof length === 'number' && Number.isSafeInteger(length) ? { otp_length: BigInt(length) } : {}
