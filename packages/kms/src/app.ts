@@ -3,6 +3,7 @@ import { type AuditTrail, createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
 import { createOidcVerifier, type OidcIssuer } from './auth/oidc.js'
+import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
 import type { Db } from './db.js'
 import { activityView } from './envelope.js'
 import { GrpcCode, KmsError, notFound } from './errors.js'
@@ -37,6 +38,12 @@ export type KmsAppOptions = {
   mailer?: Mailer | undefined
   /** Clock in unix ms; tests move it to expire keys. */
   now?: (() => number) | undefined
+  /**
+   * The longest lifetime, in seconds, a session, sign-in credential or API key may be given
+   * (`expirationSeconds` above it is refused); a sub-organization's API keys must have one.
+   * Default 86400 (a day); at least 900.
+   */
+  maxCredentialSeconds?: number | undefined
   /** Largest request body accepted, in bytes. Default 256 KiB. */
   maxBodyBytes?: number | undefined
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
@@ -70,6 +77,9 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   const { db, masterKey } = options
   const now = options.now ?? Date.now
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const maxCredentialSeconds = options.maxCredentialSeconds ?? DEFAULT_MAX_CREDENTIAL_SECONDS
+  if (!Number.isSafeInteger(maxCredentialSeconds) || maxCredentialSeconds < MIN_MAX_CREDENTIAL_SECONDS)
+    throw new Error(`maxCredentialSeconds must be a whole number of seconds, at least ${MIN_MAX_CREDENTIAL_SECONDS}`)
   const mailer = options.mailer ?? devInbox(db, now)
   const webauthn = options.webauthn ?? DEFAULT_WEBAUTHN
   const oidc = createOidcVerifier(options.oidcIssuers ?? [])
@@ -117,7 +127,10 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   app.use('/public/v1/submit/*', auditSubmissions(audit), ...guard)
   if (options.rateLimits !== false) app.use('/public/v1/submit/*', rateLimit({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now }))
 
-  app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, now }))
+  app.route(
+    '/public/v1/submit',
+    activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, maxCredentialSeconds, now }),
+  )
 
   const QUERIES = createQueries({
     db,

@@ -27,6 +27,7 @@ import {
 } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
 import type { OidcIssuer } from './auth/oidc.js'
+import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
 import { KmsError } from './errors.js'
 import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { generateApiKeyPair } from './keys.js'
@@ -118,6 +119,16 @@ const settings = {
     }),
     { default: LOCAL_OIDC_ISSUERS },
   ),
+  maxCredentialSeconds: integer({
+    flag: 'max-credential-lifetime',
+    env: 'LATCHKEY_KMS_MAX_CREDENTIAL_SECONDS',
+    valueName: '<seconds>',
+    min: MIN_MAX_CREDENTIAL_SECONDS,
+    max: 10 * 365 * 86_400,
+    default: DEFAULT_MAX_CREDENTIAL_SECONDS,
+    description:
+      'The longest lifetime a session, sign-in credential (stamp_login, OTP, email, OAuth) or API key may be given; a longer expirationSeconds is refused, and a sub-organization’s API keys must have one.',
+  }),
   framesParentOrigins: list(
     origin({
       flag: 'frames-parent-origin',
@@ -265,6 +276,7 @@ await runService({
         smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom, requireTLS: production } : undefined,
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
+        maxCredentialSeconds: values.maxCredentialSeconds,
         frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
         rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },
         logger,

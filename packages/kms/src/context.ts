@@ -25,6 +25,8 @@ export type ActivityContext = {
   masterKey: Uint8Array
   /** P-256 private key (hex) that signs export and import bundles. */
   signerPrivateKey: string
+  /** The longest lifetime, in seconds, a credential may be given (sessions, sign-ins, API keys). */
+  maxCredentialSeconds: number
   now: () => number
   caller: Caller
 }

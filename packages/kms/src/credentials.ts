@@ -3,7 +3,7 @@ import { p256 } from '@noble/curves/p256'
 import { credentialBundle } from './bundles.js'
 import type { ActivityContext } from './context.js'
 import type { Db } from './db.js'
-import { alreadyExists } from './errors.js'
+import { alreadyExists, invalid } from './errors.js'
 import type { ApiKeyParams } from './params.js'
 import { type AuthenticatorParams, toTransport, type verifyRegistration } from './webauthn.js'
 
@@ -12,6 +12,24 @@ import { type AuthenticatorParams, toTransport, type verifyRegistration } from '
 
 /** Session keys, login keys and OAuth credentials work this long unless asked otherwise. */
 export const DEFAULT_SESSION_SECONDS = 900
+
+/** The longest lifetime a credential may be given unless the kms is told otherwise (`maxCredentialSeconds`): a day. */
+export const DEFAULT_MAX_CREDENTIAL_SECONDS = 86_400
+
+/** The shortest `maxCredentialSeconds`: the default session, so that no default lifetime is over the cap. */
+export const MIN_MAX_CREDENTIAL_SECONDS = DEFAULT_SESSION_SECONDS
+
+/**
+ * Refuses a credential lifetime over the kms's maximum (InvalidArgument, before anything is
+ * written): a stolen session or key must not outlive it (security review H1).
+ *
+ * @example
+ * refuseLongLifetime(context, input.expirationSeconds) // throws for '3153600000'
+ */
+export function refuseLongLifetime(context: Pick<ActivityContext, 'maxCredentialSeconds'>, expirationSeconds: string | undefined, field = 'expirationSeconds') {
+  if (expirationSeconds !== undefined && Number(expirationSeconds) > context.maxCredentialSeconds)
+    throw invalid(`invalid parameters: ${field}: must be at most ${context.maxCredentialSeconds} seconds, the longest lifetime this kms gives a credential`)
+}
 
 /**
  * Registers an API key for a user; refused when the public key is registered already.
@@ -41,6 +59,18 @@ export async function insertApiKey(
     created_at: now,
   })
   return id
+}
+
+/**
+ * `invalidateExisting`: deletes the user's earlier keys of one credential type (Turnkey: "invalidate
+ * all other previously generated Login API keys", OTP keys, OAuth keys), inside the activity's
+ * transaction, before its new key is registered.
+ *
+ * @example
+ * if (input.invalidateExisting) await invalidateKeys(db, userId, 'CREDENTIAL_TYPE_LOGIN')
+ */
+export async function invalidateKeys(db: Db, userId: string, credentialType: string) {
+  for (const key of await db.apiKeysOfUser(userId)) if (key.credential_type === credentialType) await db.deleteApiKey(key.id)
 }
 
 /** Stores a passkey whose registration `verifyRegistration` accepted. */

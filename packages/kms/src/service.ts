@@ -43,6 +43,12 @@ export type KmsOptions = {
   smtp?: SmtpOptions | undefined
   /** P-256 private key (hex) that signs export and import bundles. Default: random. */
   signerPrivateKey?: string | undefined
+  /**
+   * The longest lifetime, in seconds, a session, sign-in credential or API key may be given
+   * (`expirationSeconds` above it is refused); a sub-organization's API keys must have one.
+   * Default 86400 (a day); at least 900.
+   */
+  maxCredentialSeconds?: number | undefined
   /** Clock in unix ms; tests move it to expire keys. */
   now?: (() => number) | undefined
   /**
@@ -133,6 +139,7 @@ export function createKms(options: KmsOptions = {}) {
     outbox,
     webauthn: options.webauthn,
     oidcIssuers: options.oidcIssuers,
+    maxCredentialSeconds: options.maxCredentialSeconds,
     logger: options.logger,
     rateLimits: options.rateLimits,
     corsOrigins,

@@ -232,7 +232,7 @@ describe('API keys and passkeys', () => {
       type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
       timestampMs: timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { userId: sub.userId, apiKeys: [p256Key(extra, 'laptop')] },
+      parameters: { userId: sub.userId, apiKeys: [{ ...p256Key(extra, 'laptop'), expirationSeconds: '3600' }] },
     })
     const [apiKeyId] = created.activity.result.createApiKeysResult!.apiKeyIds
     expect((await sub.client.getApiKey({ organizationId: sub.organizationId, apiKeyId: apiKeyId! })).apiKey).toMatchObject({
@@ -262,7 +262,7 @@ describe('API keys and passkeys', () => {
       type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
       timestampMs: timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { userId: sub.userId, apiKeys: [p256Key(extra, 'spare')] },
+      parameters: { userId: sub.userId, apiKeys: [{ ...p256Key(extra, 'spare'), expirationSeconds: '3600' }] },
     })
     const { apiKeys } = await sub.client.getApiKeys({ organizationId: sub.organizationId, userId: sub.userId })
     const [own, spare] = [apiKeys.find((key) => key.apiKeyName === 'root key')!, apiKeys.find((key) => key.apiKeyName === 'spare')!]

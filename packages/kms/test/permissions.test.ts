@@ -303,7 +303,7 @@ describe('delegated access', () => {
       organizationId: sub.organizationId,
       parameters: {
         userId: sub.delegatedUserId,
-        apiKeys: [{ apiKeyName: 'own', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+        apiKeys: [{ apiKeyName: 'own', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
       },
     })
     expect((await post(harness.kms, sub.delegatedKeys, '/public/v1/submit/create_api_keys', ownKey())).status).toBe(200)
@@ -378,7 +378,8 @@ describe('policies over Ethereum transactions', () => {
         consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
         condition: `wallet.id == '${walletId}' && eth.tx.to == '${RECIPIENT.toUpperCase().replace('0X', '0x')}' && eth.tx.value <= 1000000000000000000 && eth.tx.chain_id == 31337`,
       },
-      { policyName: 'no ERC-20 transfers', effect: 'EFFECT_DENY', condition: "eth.tx.data[0..10] == '0xa9059cbb'" },
+      // A DENY fails closed: `eth.tx.data[0..10]` errors on empty calldata, so the guard settles it first.
+      { policyName: 'no ERC-20 transfers', effect: 'EFFECT_DENY', condition: "eth.tx.data != '0x' && eth.tx.data[0..10] == '0xa9059cbb'" },
     ])
     // A second client: @turnkey/sdk-server, as a backend would use it.
     const sdk = new Turnkey({
@@ -409,8 +410,8 @@ describe('policies over Ethereum transactions', () => {
             message: 'No policies evaluated to outcome: Allow',
             policyEvaluations: [
               { policyId: allow, outcome: 'OUTCOME_DENY_IMPLICIT' },
-              // Empty calldata has no [0..10]: that clause errors, and the DENY neither applies nor not.
-              { policyId: deny, outcome: 'OUTCOME_ERROR' },
+              // Empty calldata: the guard settles the DENY as not applying.
+              { policyId: deny, outcome: 'OUTCOME_DENY_IMPLICIT' },
             ],
           },
         ],
@@ -488,7 +489,12 @@ describe('policies over typed data and EIP-7702 authorizations', () => {
         consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
         condition: `eth.eip_7702_authorization.address == '${EXECUTOR}' && eth.eip_7702_authorization.chain_id == '31337' && eth.eip_7702_authorization.nonce == '0' && activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2'`,
       },
-      { policyName: 'no permits to the dead address', effect: 'EFFECT_DENY', condition: `eth.eip_712.message['spender'] == '${OTHER}'` },
+      // A DENY fails closed: guarded by the encoding, it leaves EIP-7702 authorizations (no eth.eip_712) alone.
+      {
+        policyName: 'no permits to the dead address',
+        effect: 'EFFECT_DENY',
+        condition: `activity.params.encoding == 'PAYLOAD_ENCODING_EIP712' && eth.eip_712.message['spender'] == '${OTHER}'`,
+      },
     ])
     const [permits, delegation, deny] = sub.policyIds as [string, string, string]
     // @turnkey/viem over the delegated user's key, as a backend signs with it.
@@ -530,7 +536,7 @@ describe('policies over typed data and EIP-7702 authorizations', () => {
       ['another chain', { contractAddress: EXECUTOR, chainId: 1, nonce: 0 }],
       ['another nonce', { contractAddress: EXECUTOR, chainId: 31337, nonce: 1 }],
     ] as const)
-      expect(await refusal(account.signAuthorization!(request)), label).toContain(implicit(['OUTCOME_ERROR', 'OUTCOME_DENY_IMPLICIT', 'OUTCOME_ERROR']))
+      expect(await refusal(account.signAuthorization!(request)), label).toContain(implicit(['OUTCOME_ERROR', 'OUTCOME_DENY_IMPLICIT', 'OUTCOME_DENY_IMPLICIT']))
     const denied = await refusal(account.signTypedData(permit({ spender: OTHER })))
     expect(denied).toContain(`The following policies denied this action: ${deny}`)
     expect(denied).toContain(
@@ -555,7 +561,12 @@ describe('policies over typed data and EIP-7702 authorizations', () => {
         consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
         condition: `activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS' && eth.eip_7702_authorization.address == '${EXECUTOR}'`,
       },
-      { policyName: 'no permits to the dead address', effect: 'EFFECT_DENY', condition: `eth.eip_712.message['spender'] == '${OTHER}'` },
+      // A DENY fails closed: guarded by the encoding, it leaves EIP-7702 authorizations (no eth.eip_712) alone.
+      {
+        policyName: 'no permits to the dead address',
+        effect: 'EFFECT_DENY',
+        condition: `activity.params.encoding == 'PAYLOAD_ENCODING_EIP712' && eth.eip_712.message['spender'] == '${OTHER}'`,
+      },
     ])
     const [permits, delegations, deny] = sub.policyIds as [string, string, string]
     const sign = (encoding: 'PAYLOAD_ENCODING_EIP712' | 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', payloads: string[]) =>

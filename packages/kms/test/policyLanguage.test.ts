@@ -251,10 +251,21 @@ describe('deciding over an organization’s policies', () => {
     expect(decide([{ ...windowed, effect: 'EFFECT_DENY' }, allowRecipient], scopes).outcome).toBe('allow')
   })
 
-  test('a policy whose expression errors neither allows nor denies', () => {
+  test('an ALLOW policy whose expression errors does not allow; a DENY one denies (fails closed) unless && or || settle it', () => {
     const broken = { id: 'broken', effect: 'EFFECT_ALLOW', consensus: '', condition: "private_key.id == 'k'" }
     expect(decide([broken], scopes)).toEqual({ outcome: 'implicit deny', evaluations: [{ policyId: 'broken', outcome: 'OUTCOME_ERROR' }], deniedBy: [] })
-    expect(decide([allowRecipient, { ...broken, effect: 'EFFECT_DENY' }], scopes).outcome).toBe('allow')
+    expect(decide([allowRecipient, { ...broken, effect: 'EFFECT_DENY' }], scopes)).toEqual({
+      outcome: 'explicit deny',
+      evaluations: [
+        { policyId: allowRecipient.id, outcome: 'OUTCOME_ALLOW' },
+        { policyId: 'broken', outcome: 'OUTCOME_ERROR' },
+      ],
+      deniedBy: ['broken'],
+    })
+    const guarded = { ...broken, effect: 'EFFECT_DENY', condition: "activity.type == 'ACTIVITY_TYPE_EXPORT_PRIVATE_KEY' && private_key.id == 'k'" }
+    expect(decide([allowRecipient, guarded], scopes).outcome).toBe('allow')
+    const either = { ...guarded, condition: "private_key.id == 'k' || activity.type == 'ACTIVITY_TYPE_EXPORT_PRIVATE_KEY'" }
+    expect(decide([allowRecipient, either], scopes).outcome).toBe('explicit deny')
   })
 
   test('the denial carries Turnkey’s detail: the message and every policy’s outcome', () => {

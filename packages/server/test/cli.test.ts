@@ -209,7 +209,10 @@ describe('latchkey-server', () => {
 
   test('behavior: behind a TLS proxy, cookies are Secure __Host- cookies with or without --trust-proxy (L6: a production backend that does not trust the proxy too)', async () => {
     // Started together: two bins one after the other can take most of the test's time on a loaded machine.
-    const [plain, trusting] = await Promise.all([startServer([], { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) }), startServer(['--trust-proxy'])])
+    const [plain, trusting] = await Promise.all([
+      startServer([], { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) }),
+      startServer(['--trust-proxy']),
+    ])
     const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' }
     const untrusted = await fetch(`${plain.url}/auth/nonce`, { headers: forwarded })
     const trusted = await fetch(`${trusting.url}/auth/nonce`, { headers: forwarded })

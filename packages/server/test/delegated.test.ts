@@ -2,7 +2,7 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { Turnkey } from '@turnkey/sdk-server'
 import { describe, expect, test } from 'vitest'
-import { DELEGATED_ACTIVITIES, DELEGATED_REVOCATION_ACTIVITY, DELEGATED_USER_PREFIX, delegatedKey } from '../src/internal/delegated.js'
+import { DELEGATED_USER_PREFIX, delegatedKey, delegatedPolicies } from '../src/internal/delegated.js'
 import { answer, generateApiKeyPair, newEmail, useBackend } from './backend.js'
 
 // Delegated access against a real kms that enforces Turnkey's permission model: every
@@ -35,18 +35,9 @@ describe('delegated access', () => {
       const delegated = await delegatedOf(account.organizationId)
       expect(delegated.user.apiKeys.map((key) => key.credential.publicKey)).toEqual([delegated.keys.apiPublicKey])
       const { policies } = await t.backend.getPolicies({ organizationId: account.organizationId })
-      expect(policies.map(({ effect, consensus, condition }) => ({ effect, consensus, condition }))).toEqual([
-        {
-          effect: 'EFFECT_ALLOW',
-          consensus: `approvers.any(user, user.id == '${delegated.user.userId}')`,
-          condition: `activity.type in [${DELEGATED_ACTIVITIES.map((type) => `'${type}'`).join(', ')}]`,
-        },
-        {
-          effect: 'EFFECT_ALLOW',
-          consensus: `approvers.any(user, user.id == '${delegated.user.userId}')`,
-          condition: `activity.type == '${DELEGATED_REVOCATION_ACTIVITY}'`,
-        },
-      ])
+      expect(policies.map(({ effect, consensus, condition }) => ({ effect, consensus, condition }))).toEqual(
+        delegatedPolicies(account.userId, delegated.user.userId).map(({ effect, consensus, condition }) => ({ effect, consensus, condition })),
+      )
     })
 
   test('behavior: the parent organization’s key may not register a key in the sub-organization; the route does, as the delegated user', async () => {
@@ -85,6 +76,45 @@ describe('delegated access', () => {
       threshold: 1,
       userIds: [account.userId],
     })
+  })
+
+  test('error: with only the backend’s key, no key without an expiry or over 86400 s for the end user, none for another user, no OAuth claims; a 900 s key still works', async () => {
+    const account = await signedUpWithPasskey()
+    const { client } = await delegatedOf(account.organizationId)
+    const createKey = (userId: string, expirationSeconds?: string) =>
+      client.createApiKeys({
+        type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+        timestampMs: String(++t.clock),
+        organizationId: account.organizationId,
+        parameters: {
+          userId,
+          apiKeys: [
+            {
+              apiKeyName: 'stolen',
+              publicKey: generateApiKeyPair().apiPublicKey,
+              curveType: 'API_KEY_CURVE_P256',
+              ...(expirationSeconds ? { expirationSeconds } : {}),
+            },
+          ],
+        },
+      })
+    const keysBefore = (await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })).apiKeys.length
+    await expect(createKey(account.userId)).rejects.toThrow(POLICY_DENIED)
+    await expect(createKey(account.userId, '86401')).rejects.toThrow(POLICY_DENIED)
+    await expect(createKey('another-user', '900')).rejects.toThrow(POLICY_DENIED)
+    await expect(
+      client.createOauthProviders({
+        type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
+        timestampMs: String(++t.clock),
+        organizationId: account.organizationId,
+        parameters: {
+          userId: account.userId,
+          oauthProviders: [{ providerName: 'google', oidcClaims: { iss: 'https://accounts.google.com', sub: 'attacker', aud: 'app' } }],
+        },
+      }),
+    ).rejects.toThrow(POLICY_DENIED)
+    expect((await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })).apiKeys).toHaveLength(keysBefore)
+    expect((await createKey(account.userId, '900')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   })
 
   test('error: an account whose sub-organization has no delegated user gets 403 no_delegated_access, and nothing is registered', async () => {

@@ -2,7 +2,7 @@ import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
 import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import { DEFAULT_SESSION_SECONDS, insertAuthenticator, prepareCredential, registerCredential } from '../credentials.js'
+import { DEFAULT_SESSION_SECONDS, insertAuthenticator, invalidateKeys, prepareCredential, refuseLongLifetime, registerCredential } from '../credentials.js'
 import { alreadyExists, failedPrecondition, GrpcCode, KmsError, notFound, permissionDenied } from '../errors.js'
 import { authenticatorParams, parse, targetPublicKey } from '../params.js'
 import { keepingWrites } from '../refusal.js'
@@ -55,6 +55,7 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
+      refuseLongLifetime(context, input.expirationSeconds)
       const user = await userByEmail(context, input.email)
       const credential = await prepareCredential(input.targetPublicKey)
       const bundle = credential.credentialBundle
@@ -178,9 +179,11 @@ export const AUTH_ACTIVITIES: ActivityTable = {
           targetPublicKey,
           apiKeyName: z.string().min(1).max(256).optional(),
           expirationSeconds: z.string().regex(/^\d+$/).optional(),
+          invalidateExisting: z.boolean().optional(),
         }),
         params,
       )
+      refuseLongLifetime(context, input.expirationSeconds)
       const { db, caller, now } = context
       // The guess is counted before it is compared, in one conditional statement: however many
       // arrive at once, on however many instances, at most OTP_MAX_ATTEMPTS are ever compared.
@@ -206,6 +209,7 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       const credential = await prepareCredential(input.targetPublicKey)
       // Marked used only if still unused: two right answers racing redeem the code once.
       if (!(await db.otpUsed(otp.id))) throw failedPrecondition('this code has already been used')
+      if (input.invalidateExisting) await invalidateKeys(db, otp.user_id, 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256')
       const apiKeyId = await registerCredential(context, credential, {
         userId: otp.user_id,
         credentialType: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',

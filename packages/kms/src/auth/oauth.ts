@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import { type ActivityTable, userIn } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
+import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, prepareCredential, refuseLongLifetime, registerCredential, sessionJwt } from '../credentials.js'
 import { alreadyExists, invalid, notFound } from '../errors.js'
 import { listOf } from '../lists.js'
 import { ids, parse, targetPublicKey, uint64 } from '../params.js'
@@ -78,9 +78,7 @@ async function userOfToken(context: ActivityContext, oidcToken: string, publicKe
 }
 
 /** Drops a user's earlier OAuth credentials (`invalidateExisting`). */
-async function invalidateOauthKeys(context: ActivityContext, userId: string) {
-  for (const key of await context.db.apiKeysOfUser(userId)) if (key.credential_type === 'CREDENTIAL_TYPE_OAUTH_KEY_P256') await context.db.deleteApiKey(key.id)
-}
+const invalidateOauthKeys = (context: ActivityContext, userId: string) => invalidateKeys(context.db, userId, 'CREDENTIAL_TYPE_OAUTH_KEY_P256')
 
 export const OAUTH_ACTIVITIES: ActivityTable = {
   ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2: {
@@ -125,6 +123,7 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
+      refuseLongLifetime(context, input.expirationSeconds)
       const userId = await userOfToken(context, input.oidcToken, input.targetPublicKey)
       const credential = await prepareCredential(input.targetPublicKey)
       const apiKeyId = await context.db.transaction(async () => {
@@ -153,6 +152,7 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
+      refuseLongLifetime(context, input.expirationSeconds)
       const { db, caller, now } = context
       const userId = await userOfToken(context, input.oidcToken, input.publicKey)
       const seconds = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)

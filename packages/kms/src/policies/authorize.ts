@@ -7,7 +7,7 @@ import { rootUserIds } from '../organizations/quorum.js'
 import type { ApiKeyRow, AuthenticatorRow, OrganizationRow } from '../storage/tables.js'
 import { decideEach, POLICY_DENIED_MESSAGE, type Policy, type PolicyDecision, policyDenialDetail } from './engine.js'
 import type { Scope } from './evaluate.js'
-import { activityKind, allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY } from './kinds.js'
+import { activityKind, allowedByDefault, kindOf, PARENT_INITIATED, paramsOf, ROOT_QUORUM_ONLY, sessionForAnotherRoot } from './kinds.js'
 import type { Value } from './language.js'
 
 /** Refuses a request as Turnkey's policy engine does: 403, code 7, a PolicyEnginePermissionError detail. */
@@ -230,7 +230,8 @@ export async function conditionScopes(db: Db, organizationId: string, type: stri
  *   allows, and without one the request is denied, except a user's own credentials and sessions;
  *   when a policy's condition holds but its consensus needs more approvers than the caller
  *   (`approvers.count() >= 2`), the activity waits for their approvals (`'consensus'`).
- * Activities only the root quorum decides are never granted by a policy.
+ * Activities only the root quorum decides are never granted by a policy, nor is a read-write
+ * session for another root user.
  *
  * Runs inside the activity's transaction, before anything is written: a denial writes nothing.
  * `decision` is the policy engine's, when it ran (get_policy_evaluations lists it).
@@ -257,7 +258,7 @@ export async function authorize(
   const roots = request.rootUserIds ?? (await rootUserIds(db, organization.id))
   const isRoot = roots.includes(caller.userId)
   if (isRoot && organization.root_quorum_threshold <= 1) return { verdict: 'run' }
-  if (ROOT_QUORUM_ONLY.has(type)) {
+  if (ROOT_QUORUM_ONLY.has(type) || sessionForAnotherRoot(type, params, caller.userId, roots)) {
     if (isRoot) return { verdict: 'consensus' }
     throw policyDenied()
   }

@@ -8,7 +8,7 @@ import { type Approval, approvableByPolicy, conditionScopes, consensusScope, pol
 import { decideEach, type Policy, type PolicyDecision } from './engine.js'
 import type { Scope } from './evaluate.js'
 import { withEvaluation } from './evaluations.js'
-import { ROOT_QUORUM_ONLY } from './kinds.js'
+import { ROOT_QUORUM_ONLY, sessionForAnotherRoot } from './kinds.js'
 
 // Votes on an activity waiting for consensus (ACTIVITY_STATUS_CONSENSUS_NEEDED), as Turnkey counts
 // them. The submitter's own submission is the first approval. The activity runs once either
@@ -89,8 +89,10 @@ async function ballot(db: Db, caller: Caller, target: ActivityRow, now: number):
   if (counting.some((cast) => cast.user_id === caller.userId)) return { refused: alreadyExists('you have already voted on this activity') }
   const organization = (await db.organization(target.organization_id))!
   const roots = await rootUserIds(db, organization.id)
-  // Root quorum activities are never granted by a policy: only root votes decide them.
-  const policies = ROOT_QUORUM_ONLY.has(target.type) ? [] : await db.policies(organization.id)
+  // Root quorum activities (and another root user's session) are never granted by a policy: only root votes decide them.
+  const rootOnly =
+    ROOT_QUORUM_ONLY.has(target.type) || sessionForAnotherRoot(target.type, submittedParameters(target), target.submitted_by ?? '', roots) !== undefined
+  const policies = rootOnly ? [] : await db.policies(organization.id)
   const conditions = policies.length ? await conditionScopes(db, organization.id, target.type, submittedParameters(target)) : [{}]
   if (!roots.includes(caller.userId) && !(policies.length && (await approvableByPolicy(db, policies, organization.id, conditions))))
     return { refused: permissionDenied('only root users vote on activities that need the root quorum') }

@@ -1,5 +1,5 @@
 import { checkNames, evaluate, PolicyEvaluationError, type Scope, type Shape } from './evaluate.js'
-import { PolicySyntaxError, parsePolicyExpression } from './language.js'
+import { type Expression, PolicySyntaxError, parsePolicyExpression } from './language.js'
 
 // Turnkey's policy evaluation (docs.turnkey.com/concepts/policies/overview): every policy of the
 // organization is evaluated; one that applies and denies wins; otherwise one that applies and
@@ -104,15 +104,68 @@ function holds(source: string, scope: Scope): boolean | 'error' {
 }
 
 /**
+ * What an expression settles to, reading `&&` and `||` as three-valued logic: a side that is
+ * false settles `&&`, a side that is true settles `||`, whatever the other side does; anything
+ * else that errors is unsettled (undefined).
+ */
+function settled(expression: Expression, scope: Scope): boolean | undefined {
+  if (expression.kind === 'binary' && (expression.operator === '&&' || expression.operator === '||')) {
+    const left = settled(expression.left, scope)
+    const right = settled(expression.right, scope)
+    if (expression.operator === '&&') return left === false || right === false ? false : left && right ? true : undefined
+    return left === true || right === true ? true : left === false && right === false ? false : undefined
+  }
+  try {
+    const value = evaluate(expression, scope)
+    return typeof value === 'boolean' ? value : undefined
+  } catch (error) {
+    if (error instanceof PolicyEvaluationError) return undefined
+    throw error
+  }
+}
+
+/**
+ * Whether a DENY policy applies, failing closed: it does unless its condition or consensus is
+ * settled false (`activity.type == 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2' && eth.tx.chain_id == 1`
+ * leaves every other activity alone, but denies a transaction whose chain id is missing).
+ */
+function denyApplies(policy: Policy, scopes: { consensus: Scope; condition: Scope }): boolean | 'error' {
+  const each = [
+    [policy.condition, scopes.condition],
+    [policy.consensus, scopes.consensus],
+  ] as const
+  const verdicts = each.map(([source, scope]) => {
+    if (!source.trim()) return true
+    try {
+      return settled(parsePolicyExpression(source), scope)
+    } catch (error) {
+      if (error instanceof PolicySyntaxError) return undefined
+      throw error
+    }
+  })
+  if (verdicts.includes(false)) return false
+  return verdicts.every((verdict) => verdict === true) ? true : 'error'
+}
+
+/**
  * Evaluates every policy against a request. `consensus` holds the approvers (and their
- * credentials), `condition` the activity and what it targets. A policy whose condition or
- * consensus errors neither allows nor denies (its outcome is OUTCOME_ERROR).
+ * credentials), `condition` the activity and what it targets. An ALLOW policy whose condition or
+ * consensus errors does not allow (its outcome is OUTCOME_ERROR); a DENY policy that cannot be
+ * settled false denies (OUTCOME_ERROR, listed among the policies that denied): a deny fails
+ * closed, where Turnkey's engine lets it pass.
  *
  * @example
  * decide(policies, { consensus: { approvers: [{ id, tags: [], email: '', alias: '' }] }, condition: { activity } })
  */
 export function decide(policies: readonly Policy[], scopes: { consensus: Scope; condition: Scope }): PolicyDecision {
+  const failedClosed: string[] = []
   const evaluations = policies.map((policy) => {
+    if (policy.effect === 'EFFECT_DENY' && !policy.time?.trim()) {
+      const applies = denyApplies(policy, scopes)
+      if (applies === 'error') failedClosed.push(policy.id)
+      const outcome: PolicyOutcome = applies === 'error' ? 'OUTCOME_ERROR' : applies ? 'OUTCOME_DENY_EXPLICIT' : 'OUTCOME_DENY_IMPLICIT'
+      return { policyId: policy.id, outcome }
+    }
     // Both are evaluated, as the engine does not short-circuit.
     const condition = holds(policy.condition, scopes.condition)
     const consensus = holds(policy.consensus, scopes.consensus)
@@ -123,7 +176,9 @@ export function decide(policies: readonly Policy[], scopes: { consensus: Scope; 
     else outcome = 'OUTCOME_DENY_IMPLICIT'
     return { policyId: policy.id, outcome }
   })
-  const deniedBy = evaluations.filter((evaluation) => evaluation.outcome === 'OUTCOME_DENY_EXPLICIT').map((evaluation) => evaluation.policyId)
+  const deniedBy = evaluations
+    .filter((evaluation) => evaluation.outcome === 'OUTCOME_DENY_EXPLICIT' || failedClosed.includes(evaluation.policyId))
+    .map((evaluation) => evaluation.policyId)
   const outcome = deniedBy.length ? 'explicit deny' : evaluations.some((evaluation) => evaluation.outcome === 'OUTCOME_ALLOW') ? 'allow' : 'implicit deny'
   return { outcome, evaluations, deniedBy }
 }

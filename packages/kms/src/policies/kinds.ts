@@ -129,25 +129,48 @@ const OWN_CREDENTIALS = new Set([
   'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
 ])
 
-/** Sign-ins and sessions a user starts for themselves with a credential they hold. */
-const OWN_SESSIONS = new Set([
-  'ACTIVITY_TYPE_STAMP_LOGIN',
-  'ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
-  'ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION',
-  'ACTIVITY_TYPE_RECOVER_USER',
-])
+/**
+ * Sign-ins and sessions that can only be the caller's own: stamp_login and create_read_only_session
+ * register nothing for anyone but the stamping user, and recover_user refuses another user itself
+ * (auth/activities.ts).
+ */
+const OWN_SESSIONS = new Set(['ACTIVITY_TYPE_STAMP_LOGIN', 'ACTIVITY_TYPE_CREATE_READ_ONLY_SESSION', 'ACTIVITY_TYPE_RECOVER_USER'])
+
+/**
+ * Activities that give a credential to the user their `userId` names (the caller when absent):
+ * a read-write session is as good as an API key of its user.
+ */
+const SESSIONS_FOR_NAMED_USER = new Set(['ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2'])
 
 /**
  * Whether an activity is allowed without a policy: Turnkey lets users manage their own
  * credentials "unless policies explicitly deny this" (docs.turnkey.com/concepts/organizations,
  * Permissions). Here that is the credential activities naming the caller's own user, and the
  * sign-ins and sessions a user starts for themselves.
+ *
+ * Every default-allowed activity that yields a credential yields one only to the caller: a
+ * credential of another user is that user's power (a root user's, everything), so it needs a
+ * policy, or the root quorum (`sessionForAnotherRoot`). The auth activities a parent starts
+ * (email_auth, otp_auth, oauth, oauth_login) are allowed by PARENT_INITIATED, not here: they hand
+ * the credential to whoever proves the email or the OAuth identity.
  */
 export function allowedByDefault(type: string, params: unknown, userId: string): boolean {
   if (OWN_SESSIONS.has(type)) return true
-  if (!OWN_CREDENTIALS.has(type)) return false
   const named = (params as { userId?: unknown } | null | undefined)?.userId
+  if (SESSIONS_FOR_NAMED_USER.has(type)) return named === undefined || named === userId
+  if (!OWN_CREDENTIALS.has(type)) return false
   return named === userId
+}
+
+/**
+ * The root user another user's read-write session would be for, if any: such a session makes its
+ * holder that root user, so only the root quorum may grant it, never a policy (one root user must
+ * not mint a second root's session to approve as them).
+ */
+export function sessionForAnotherRoot(type: string, params: unknown, userId: string, rootUserIds: readonly string[]): string | undefined {
+  if (!SESSIONS_FOR_NAMED_USER.has(type)) return undefined
+  const named = (params as { userId?: unknown } | null | undefined)?.userId
+  return typeof named === 'string' && named !== userId && rootUserIds.includes(named) ? named : undefined
 }
 
 /** `activity.params`, for the activity types that expose some (the language page's "Activity parameters"). */
@@ -165,6 +188,25 @@ export function paramsOf(type: string, params: unknown): Record<string, unknown>
       return { user_ids: Array.isArray(input['userIds']) ? input['userIds'].filter((id) => typeof id === 'string') : [] }
     case 'ACTIVITY_TYPE_UPDATE_WALLET':
       return { wallet_id: text(input['walletId']) }
+    // Each key's `expires`, and `expiration_seconds` only when it has one: a clause on the lifetime
+    // of a key that never expires errors, so an ALLOW on it does not allow and a DENY denies.
+    case 'ACTIVITY_TYPE_CREATE_API_KEYS_V2':
+      return {
+        user_id: text(input['userId']),
+        api_keys: (Array.isArray(input['apiKeys']) ? input['apiKeys'] : []).map((key: Record<string, unknown> | null) => {
+          const seconds = key?.['expirationSeconds']
+          const lifetime = typeof seconds === 'string' && /^\d+$/.test(seconds) ? { expiration_seconds: BigInt(seconds) } : {}
+          return { public_key: text(key?.['publicKey']), curve_type: text(key?.['curveType']), expires: seconds !== undefined, ...lifetime }
+        }),
+      }
+    case 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2':
+      return {
+        user_id: text(input['userId']),
+        oauth_providers: (Array.isArray(input['oauthProviders']) ? input['oauthProviders'] : []).map((provider: Record<string, unknown> | null) => ({
+          provider_name: text(provider?.['providerName']),
+          has_oidc_claims: provider?.['oidcClaims'] !== undefined,
+        })),
+      }
     case 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3': {
       const length = input['otpLength']
       return typeof length === 'number' && Number.isSafeInteger(length) ? { otp_length: BigInt(length) } : {}

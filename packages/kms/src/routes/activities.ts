@@ -11,7 +11,7 @@ import type { Mailer } from '../mail.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
 import { authorize } from '../policies/authorize.js'
-import { castVote, type VoteStamp, voteRow } from '../policies/consensus.js'
+import { castVote, submittedParameters, type VoteStamp, voteRow } from '../policies/consensus.js'
 import type { PolicyDecision } from '../policies/engine.js'
 import { withEvaluation } from '../policies/evaluations.js'
 import { keepsWrites } from '../refusal.js'
@@ -56,6 +56,8 @@ export type ActivityRoutesOptions = {
   signerPrivateKey: string
   webauthn: WebauthnConfig
   oidc: OidcVerifier
+  /** The longest lifetime, in seconds, an activity may give a credential. */
+  maxCredentialSeconds: number
   now: () => number
 }
 
@@ -66,7 +68,7 @@ export type ActivityRoutesOptions = {
  * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
  *
  * @example
- * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, now }))
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, maxCredentialSeconds, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
@@ -97,16 +99,29 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       mailer,
       masterKey: options.masterKey,
       signerPrivateKey: options.signerPrivateKey,
+      maxCredentialSeconds: options.maxCredentialSeconds,
       now,
       caller,
       mailed: () => mailed,
     }
   }
 
-  /** After a failed transaction: the activity a twin submission committed meanwhile, if any. */
-  async function twinOf(fingerprint: string, error: unknown): Promise<ActivityRow> {
+  /**
+   * A stored activity answers a resubmission of its bytes only to its submitter, or to a caller
+   * the permission model lets run it now; anyone else gets that refusal, not its result (the
+   * look-up must not skip the authorization).
+   */
+  async function answerableTwin(twin: ActivityRow, caller: Caller): Promise<ActivityRow> {
+    if (twin.submitted_by === caller.userId && twin.submitted_from === caller.homeOrganizationId) return twin
+    const organization = (await db.organization(caller.organizationId))!
+    await authorize(db, { caller, organization, type: twin.type, params: submittedParameters(twin) })
+    return twin
+  }
+
+  /** After a failed transaction: the activity a twin submission committed meanwhile, if any (and the caller may have it). */
+  async function twinOf(fingerprint: string, error: unknown, caller: Caller): Promise<ActivityRow> {
     const twin = await db.activityByFingerprint(fingerprint)
-    if (twin) return twin
+    if (twin) return await answerableTwin(twin, caller)
     // A write that raced another one to a unique name or key, and lost.
     if (isUniqueViolation(error)) throw alreadyExists('already exists: a concurrent request created it first')
     throw error
@@ -207,14 +222,14 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         }
       } catch (error) {
         // A resubmission answers the first submission's activity, whatever its second run did.
-        return reply(c, await activityView(db, await twinOf(fingerprint, error), viewer))
+        return reply(c, await activityView(db, await twinOf(fingerprint, error, caller), viewer))
       }
       if (done) return reply(c, await answer(done.stored, done.result))
     }
 
     // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
     const existing = await db.activityByFingerprint(fingerprint)
-    if (existing) return reply(c, await activityView(db, existing, viewer))
+    if (existing) return reply(c, await activityView(db, await answerableTwin(existing, caller), viewer))
 
     let outcome: { stored: ActivityRow; result?: Record<string, unknown>; mailed: boolean } | { refused: KmsError }
     try {
@@ -245,7 +260,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         return { stored, result, mailed: context.mailed() }
       })
     } catch (error) {
-      return reply(c, await activityView(db, await twinOf(fingerprint, error), viewer))
+      return reply(c, await activityView(db, await twinOf(fingerprint, error, caller), viewer))
     }
     if ('refused' in outcome) throw outcome.refused
     if (outcome.mailed) await outbox.sendFor(outcome.stored.id)

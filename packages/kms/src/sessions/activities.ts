@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import { DEFAULT_SESSION_SECONDS, insertApiKey, prepareCredential, registerCredential, sessionJwt } from '../credentials.js'
+import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, prepareCredential, refuseLongLifetime, registerCredential, sessionJwt } from '../credentials.js'
 import { notFound, permissionDenied } from '../errors.js'
 import { parse, targetPublicKey } from '../params.js'
 
@@ -34,6 +34,7 @@ export const SESSION_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
+      refuseLongLifetime(context, input.expirationSeconds)
       const { db, caller } = context
       const userId = input.userId ?? (caller.homeOrganizationId === caller.organizationId ? caller.userId : undefined)
       const user = userId ? await db.user(userId, caller.organizationId) : undefined
@@ -64,10 +65,12 @@ export const SESSION_ACTIVITIES: ActivityTable = {
         }),
         params,
       )
+      refuseLongLifetime(context, input.expirationSeconds)
       const { db, caller, now } = context
       if (caller.homeOrganizationId !== caller.organizationId)
         throw permissionDenied('stamp_login signs in a user of this organization: stamp it with their own passkey or key')
       const seconds = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
+      if (input.invalidateExisting) await invalidateKeys(db, caller.userId, 'CREDENTIAL_TYPE_LOGIN')
       await insertApiKey(
         db,
         caller.userId,

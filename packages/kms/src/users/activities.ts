@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { type ActivityTable, userIn } from '../activities/table.js'
 import { insertOauthProviders, oauthProviderParams } from '../auth/oauth.js'
 import type { ActivityContext } from '../context.js'
-import { insertApiKey, insertAuthenticator } from '../credentials.js'
+import { insertApiKey, insertAuthenticator, refuseLongLifetime } from '../credentials.js'
 import { alreadyExists, failedPrecondition, invalid, notFound } from '../errors.js'
 import { listOf } from '../lists.js'
 import { pinRootQuorum, rootUserIds } from '../organizations/quorum.js'
@@ -128,6 +128,14 @@ export const USER_ACTIVITIES: ActivityTable = {
     async run(params, context) {
       const { userId, apiKeys } = parse(z.object({ userId: z.string(), apiKeys: listOf(apiKeyParams, 'API keys').min(1) }), params)
       const { db, caller, now } = context
+      // A key that never expires only for the parent organization's own users (a backend's key); in
+      // a sub-organization every key lapses within the kms's maximum lifetime.
+      const inSubOrganization = (await db.organization(caller.organizationId))!.parent_id !== null
+      apiKeys.forEach((key, index) => {
+        if (key.expirationSeconds === undefined && inSubOrganization)
+          throw invalid(`invalid parameters: apiKeys.${index}.expirationSeconds: is required in a sub-organization, where no key may live for ever`)
+        refuseLongLifetime(context, key.expirationSeconds, `apiKeys.${index}.expirationSeconds`)
+      })
       if (!(await db.user(userId, caller.organizationId))) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
       const apiKeyIds: string[] = []
       for (const key of apiKeys) apiKeyIds.push(await insertApiKey(db, userId, caller.organizationId, key, now()))

@@ -3,6 +3,7 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { incompleteAnswer, ServerError } from '../errors.js'
+import { SESSION_KEY_SECONDS } from './schemas.js'
 
 // Delegated access (docs.turnkey.com/concepts/policies/delegated-access-backend). The parent
 // organization may only read its sub-organizations and start sign-ins there; to register a
@@ -17,7 +18,7 @@ import { incompleteAnswer, ServerError } from '../errors.js'
 /** How the delegated user's name starts; the rest is the salt its key is derived with. */
 export const DELEGATED_USER_PREFIX = 'Latchkey delegated access '
 
-/** What the delegated user may do, and nothing else. */
+/** The activity types the delegated user's policies allow (`delegatedPolicies` narrows each). */
 export const DELEGATED_ACTIVITIES = ['ACTIVITY_TYPE_CREATE_API_KEYS_V2', 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2'] as const
 
 /**
@@ -25,6 +26,39 @@ export const DELEGATED_ACTIVITIES = ['ACTIVITY_TYPE_CREATE_API_KEYS_V2', 'ACTIVI
  * `latchkey-server sessions revoke` ends the end user's session keys.
  */
 export const DELEGATED_REVOCATION_ACTIVITY = 'ACTIVITY_TYPE_DELETE_API_KEYS'
+
+/**
+ * The delegated user's policies: session keys for the end user only, each expiring within the
+ * longest session key the backend registers, and OAuth identities for the end user only, proven by
+ * an ID token (never trusted `oidcClaims`). A key without an expiry has no `expiration_seconds`,
+ * so its clause errors and the policy does not allow it.
+ */
+export function delegatedPolicies(endUserId: string, delegatedUserId: string) {
+  const consensus = `approvers.any(user, user.id == '${delegatedUserId}')`
+  return [
+    {
+      policyName: 'Latchkey backend: session keys for the end user',
+      effect: 'EFFECT_ALLOW' as const,
+      consensus,
+      condition: `activity.type == 'ACTIVITY_TYPE_CREATE_API_KEYS_V2' && activity.params.user_id == '${endUserId}' && activity.params.api_keys.all(key, key.expires && key.expiration_seconds <= ${SESSION_KEY_SECONDS.max})`,
+      notes: `The backend registers browser session keys of at most ${SESSION_KEY_SECONDS.max} s for the end user; nothing else.`,
+    },
+    {
+      policyName: 'Latchkey backend: OAuth links by ID token',
+      effect: 'EFFECT_ALLOW' as const,
+      consensus,
+      condition: `activity.type == 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2' && activity.params.user_id == '${endUserId}' && activity.params.oauth_providers.all(provider, provider.has_oidc_claims == false)`,
+      notes: 'The backend links the end user’s OAuth identities, each proven by an ID token; nothing else.',
+    },
+    {
+      policyName: 'Latchkey backend: revoking session keys',
+      effect: 'EFFECT_ALLOW' as const,
+      consensus,
+      condition: `activity.type == '${DELEGATED_REVOCATION_ACTIVITY}'`,
+      notes: 'An operator’s `latchkey-server sessions revoke` deletes the end user’s session keys.',
+    },
+  ]
+}
 
 /** The order of P-256: a private key is a scalar in [1, n - 1]. */
 const P256_ORDER = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
@@ -78,24 +112,7 @@ export function createDelegatedAccess(options: { kms: TurnkeyClient; kmsUrl: str
           type: 'ACTIVITY_TYPE_CREATE_POLICIES',
           timestampMs: String(options.now()),
           organizationId: subOrganizationId,
-          parameters: {
-            policies: [
-              {
-                policyName: 'Latchkey backend: session keys and OAuth links',
-                effect: 'EFFECT_ALLOW',
-                consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
-                condition: `activity.type in [${DELEGATED_ACTIVITIES.map((type) => `'${type}'`).join(', ')}]`,
-                notes: 'The backend registers browser session keys and links OAuth identities; nothing else.',
-              },
-              {
-                policyName: 'Latchkey backend: revoking session keys',
-                effect: 'EFFECT_ALLOW',
-                consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
-                condition: `activity.type == '${DELEGATED_REVOCATION_ACTIVITY}'`,
-                notes: 'An operator’s `latchkey-server sessions revoke` deletes the end user’s session keys.',
-              },
-            ],
-          },
+          parameters: { policies: delegatedPolicies(endUserId, delegatedUserId) },
         })
         await client.updateRootQuorum({
           type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
