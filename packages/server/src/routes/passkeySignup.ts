@@ -1,9 +1,9 @@
 import type { Context } from 'hono'
 import { z } from 'zod'
-import { incompleteAnswer, ServerError } from '../errors.js'
-import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
+import { ServerError } from '../errors.js'
+import { enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { attestation, challenge, compressedP256Key, email, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
-import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
+import { createAccountSubOrganization } from '../internal/subOrganization.js'
 import { StoreConflictError } from '../store.js'
 
 const signupSchema = z.object({
@@ -36,7 +36,7 @@ const passkeyTaken = () => new ServerError(409, 'passkey_exists', 'This passkey 
  * app.post('/auth/passkey/signup', passkeySignup(context))
  */
 export const passkeySignup = (context: RouteContext) => async (c: Context) => {
-  const { store, kms, now } = context
+  const { store, now } = context
   const input = await readBody(c.req.raw, signupSchema)
   const address = input.email?.toLowerCase()
   const userName = address ?? input.passkeyIdentifier
@@ -44,44 +44,24 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
   enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   if (await store.passkeyAccount(input.attestation.credentialId)) throw passkeyTaken()
 
-  const delegated = context.delegated.newUser()
-  const { activity } = await callKms(() =>
-    kms.createSubOrganization({
-      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-      timestampMs: String(now()),
-      organizationId: context.organizationId,
-      parameters: {
-        subOrganizationName: userName,
-        rootQuorumThreshold: 1,
-        rootUsers: [
-          {
-            userName,
-            apiKeys: [
-              {
-                apiKeyName: 'session',
-                publicKey: input.sessionPublicKey,
-                curveType: 'API_KEY_CURVE_P256',
-                expirationSeconds: String(input.sessionSeconds ?? SESSION_KEY_SECONDS.default),
-              },
-            ],
-            authenticators: [{ authenticatorName: 'Passkey', challenge: input.challenge, attestation: input.attestation }],
-            oauthProviders: [],
-          },
-          delegated.rootUser,
-        ],
-        wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
+  const created = await createAccountSubOrganization(context, userName, {
+    userName,
+    apiKeys: [
+      {
+        apiKeyName: 'session',
+        publicKey: input.sessionPublicKey,
+        curveType: 'API_KEY_CURVE_P256',
+        expirationSeconds: String(input.sessionSeconds ?? SESSION_KEY_SECONDS.default),
       },
-    }),
-  )
-  const result = activity.result.createSubOrganizationResultV8
-  if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
-  const subOrganizationId = result.subOrganizationId
-  await callKms(() => delegated.limit(subOrganizationId, result.rootUserIds!))
+    ],
+    authenticators: [{ authenticatorName: 'Passkey', challenge: input.challenge, attestation: input.attestation }],
+    oauthProviders: [],
+  })
   const account = {
     credential_id: input.attestation.credentialId,
-    organization_id: result.subOrganizationId,
-    user_id: result.rootUserIds[0],
-    address: result.wallet.addresses[0],
+    organization_id: created.subOrganizationId,
+    user_id: created.userId,
+    address: created.address,
     unverified_email: address ?? null,
     passkey_identifier: input.passkeyIdentifier ?? null,
     created_at: now(),
