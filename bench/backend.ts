@@ -77,7 +77,7 @@ async function prepare(store: Store) {
       organization_id: `org-${i}`,
       user_id: `user-${i}`,
       address: `0x${i.toString(16).padStart(40, '0')}`,
-      email: null,
+      unverified_email: null,
       passkey_identifier: null,
       created_at: Date.now(),
     })

@@ -18,6 +18,11 @@ export type OidcInstanceParameters = {
   clientId: string
   /** Where the issuers may send the browser back (the app's callback pages). */
   redirectUris: readonly string[]
+  /**
+   * The `email_verified` claim of a test user: true by default, as Google and Apple send it; a test
+   * of an issuer that sends false, or no claim (undefined), picks it per email.
+   */
+  emailVerified?: ((email: string) => boolean | undefined) | undefined
 }
 
 /** The issuer URL of `name` on the local provider at `port`: tokens name it in `iss`. */
@@ -116,7 +121,9 @@ function issuerConfiguration(name: OidcProviderName, parameters: OidcInstancePar
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/${name}/interaction/${interaction.uid}` },
     async findAccount(_ctx: unknown, id: string) {
       const email = emails.get(id)
-      return email ? { accountId: id, claims: async () => ({ sub: id, email, email_verified: true }) } : undefined
+      if (!email) return undefined
+      const verified = parameters.emailVerified ? parameters.emailVerified(email) : true
+      return { accountId: id, claims: async () => ({ sub: id, email, ...(verified === undefined ? {} : { email_verified: verified }) }) }
     },
   }
 }

@@ -102,9 +102,8 @@ export async function startRecovery(
   const recoveryType = options.recoveryType ?? 'email'
   if (recoveryType === 'passkey' && !options.passkeys) throw new ClientsNotFoundError({ details: 'Passkey recovery needs the passkey flows' })
   const frame = await mountFrame(wallet, 'recovery', container)
-  let started: { organizationId: string; userId: string }
   try {
-    started = await wallet.startRecovery(email, frame.publicKey()!, recoveryType)
+    await wallet.startRecovery(email, frame.publicKey()!, recoveryType)
   } catch (error) {
     frame.clear()
     throw error
@@ -116,7 +115,7 @@ export async function startRecovery(
       } catch (error) {
         throw new InvalidCodeError({ cause: error })
       }
-      const credential = recoveryType === 'passkey' ? await options.passkeys!.recover(frame, started) : await wallet.finishRecovery(frame, started)
+      const credential = recoveryType === 'passkey' ? await options.passkeys!.recover(frame) : await wallet.finishRecovery(frame, { recoveryType })
       frame.clear()
       return credential
     },

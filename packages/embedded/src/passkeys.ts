@@ -147,17 +147,13 @@ export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; ap
      * signs in with it (recovery state 'passkey').
      *
      * @example
-     * await passkeys.recover(recoveryFrame, { organizationId, userId })
+     * await passkeys.recover(recoveryFrame)
      */
-    async recover(
-      recoveryStamper: Stamper,
-      recovery: { organizationId: string; userId: string },
-      name = 'Recovered passkey',
-    ): Promise<EmbeddedWalletCredential> {
+    async recover(recoveryStamper: Stamper, name = 'Recovered passkey'): Promise<EmbeddedWalletCredential> {
       const { challenge, attestation } = await createPasskey({ rpId: options.rpId, rpName: options.appName, userName: name })
-      await wallet.recoverUser(recoveryStamper, recovery, { authenticatorName: name, challenge, attestation })
+      const { userId } = await wallet.recoverUser(recoveryStamper, { authenticatorName: name, challenge, attestation })
       const credential = await this.signIn()
-      wallet.markPasskeyRecovery(recovery.userId)
+      wallet.markPasskeyRecovery(userId)
       return credential
     },
 

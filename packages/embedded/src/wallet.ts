@@ -452,31 +452,32 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   }
 
   /**
-   * A client stamped by an emailed recovery credential, once the credential proves good (SPEC §5):
-   * the matching key (the one that stamps) exists for the user, is the credential type the
-   * recovery needs (an API key for email, a recover-user key for passkey), and was created within
-   * 900 s. Anything else is "The code is invalid or expired." and nothing is written.
+   * A client stamped by an emailed recovery credential, once the credential proves good (SPEC §5),
+   * and the user it belongs to: the kms names them (whoami through the parent organization; the
+   * backend tells no ids to whoever asks for a recovery email). The matching key (the one that
+   * stamps) exists for that user, is the credential type the recovery needs (an API key for email,
+   * a recover-user key for passkey), and was created within 900 s. Anything else is "The code is
+   * invalid or expired." and nothing is written.
    */
-  async function recoveryClient(
-    recoveryStamper: Stamper,
-    recovery: { organizationId: string; userId: string; recoveryType: RecoveryType },
-  ): Promise<TurnkeyClient> {
+  async function recoveryClient(recoveryStamper: Stamper, recoveryType: RecoveryType): Promise<{ kms: TurnkeyClient; organizationId: string; userId: string }> {
     const kms = await client(recoveryStamper)
     let apiKeys: { credential: { publicKey: string; type: string }; createdAt: { seconds: string; nanos?: string } }[]
     let publicKey: string
+    let user: { organizationId: string; userId: string }
     try {
       publicKey = await stampingKey(recoveryStamper)
-      ;({ apiKeys } = await kms.getApiKeys({ organizationId: recovery.organizationId, userId: recovery.userId }))
+      user = await kms.getWhoami({ organizationId: (await settings()).organizationId })
+      ;({ apiKeys } = await kms.getApiKeys({ organizationId: user.organizationId, userId: user.userId }))
     } catch (error) {
       throw new InvalidCodeError({ cause: error })
     }
     const key = apiKeys.find((candidate) => candidate.credential.publicKey === publicKey)
-    const wanted = RECOVERY_CREDENTIALS[recovery.recoveryType]
+    const wanted = RECOVERY_CREDENTIALS[recoveryType]
     if (!key) throw new InvalidCodeError({ details: 'No credential of this user matches the code' })
     if (key.credential.type !== wanted) throw new InvalidCodeError({ details: `The code is a ${key.credential.type}, not a ${wanted}` })
     const createdAt = Number(key.createdAt.seconds) * 1000 + Math.floor(Number(key.createdAt.nanos ?? 0) / 1_000_000)
     if (now() - createdAt > RECOVERY_CODE_VALIDITY_S * 1000) throw new InvalidCodeError({ details: `The code is older than ${RECOVERY_CODE_VALIDITY_S} s` })
-    return kms
+    return { kms, organizationId: user.organizationId, userId: user.userId }
   }
 
   async function signOut(): Promise<void> {
@@ -789,15 +790,13 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
      * Starts a recovery (SPEC §5): the backend has the kms email a code, a credential bundle
      * encrypted to `targetPublicKey` (the recovery frame's key) and valid 900 s. For `'email'` the
      * credential is an API key (email_auth); for `'passkey'` a recover-user key
-     * (init_user_email_recovery), with which `recoverUser` registers a new passkey.
+     * (init_user_email_recovery), with which `recoverUser` registers a new passkey. The backend
+     * answers alike whether the email has an account or not, and names no ids: the credential,
+     * once opened, tells whose it is.
      */
-    async startRecovery(
-      email: string,
-      targetPublicKey: string,
-      recoveryType: RecoveryType = 'email',
-    ): Promise<{ organizationId: string; userId: string; recoveryType: RecoveryType }> {
-      const started = await backend.post<{ organizationId: string; userId: string }>('/auth/recovery/start', { email, targetPublicKey, recoveryType })
-      return { organizationId: started.organizationId, userId: started.userId, recoveryType }
+    async startRecovery(email: string, targetPublicKey: string, recoveryType: RecoveryType = 'email'): Promise<{ recoveryType: RecoveryType }> {
+      await backend.post<Record<string, never>>('/auth/recovery/start', { email, targetPublicKey, recoveryType })
+      return { recoveryType }
     },
 
     /**
@@ -805,20 +804,17 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
      * it must be an API key of the user, created within 900 s (SPEC §5); then a new session key
      * signs in for the recovery session (default 1800 s), active only until it expires (SPEC §4).
      */
-    async finishRecovery(
-      recoveryStamper: Stamper,
-      recovery: { organizationId: string; userId: string; recoveryType?: RecoveryType | undefined },
-    ): Promise<EmbeddedWalletCredential> {
+    async finishRecovery(recoveryStamper: Stamper, recovery: { recoveryType?: RecoveryType | undefined } = {}): Promise<EmbeddedWalletCredential> {
       if ((recovery.recoveryType ?? 'email') !== 'email')
         throw new InvalidCodeError({ details: 'A passkey recovery code registers a new passkey; use recoverUser' })
-      const kms = await recoveryClient(recoveryStamper, { ...recovery, recoveryType: 'email' })
+      const { kms, organizationId, userId } = await recoveryClient(recoveryStamper, 'email')
       const publicKey = await wallet.newSessionKey()
       const login = completed(
         await kmsCall(() =>
           kms.stampLogin({
             type: 'ACTIVITY_TYPE_STAMP_LOGIN',
             timestampMs: String(now()),
-            organizationId: recovery.organizationId,
+            organizationId,
             parameters: { publicKey, expirationSeconds: String(recoverySessionSeconds) },
           }),
         ),
@@ -827,7 +823,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       const createdAt = new Date(now())
       return wallet.signInWithSession(session, 'recovery', publicKey, recoverySessionSeconds, {
         recoveryType: 'email',
-        recoveryUserId: recovery.userId,
+        recoveryUserId: userId,
         createdAt: createdAt.toISOString(),
         sessionExpiration: new Date(createdAt.getTime() + recoverySessionSeconds * 1000).toISOString(),
       })
@@ -836,27 +832,27 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /**
      * Passkey recovery (SPEC §5, §7): with the emailed recover-user key (created within 900 s),
      * `recover_user` registers a new passkey (authenticator, userId) for the user. The caller then
-     * signs in with that passkey (`passkeyFlows(...).recover` does both).
+     * signs in with that passkey (`passkeyFlows(...).recover` does both). Answers the new
+     * authenticator's id and the recovered user's.
      */
     async recoverUser(
       recoveryStamper: Stamper,
-      recovery: { organizationId: string; userId: string },
       authenticator: { authenticatorName: string; challenge: string; attestation: PasskeyAttestationParams },
-    ): Promise<string> {
-      const kms = await recoveryClient(recoveryStamper, { ...recovery, recoveryType: 'passkey' })
+    ): Promise<{ authenticatorId: string; userId: string }> {
+      const { kms, organizationId, userId } = await recoveryClient(recoveryStamper, 'passkey')
       const result = completed(
         await kmsCall(() =>
           kms.recoverUser({
             type: 'ACTIVITY_TYPE_RECOVER_USER',
             timestampMs: String(now()),
-            organizationId: recovery.organizationId,
-            parameters: { userId: recovery.userId, authenticator: authenticator as never },
+            organizationId,
+            parameters: { userId, authenticator: authenticator as never },
           }),
         ),
       )
       const ids = (result['recoverUserResult'] as { authenticatorId?: string[] } | undefined)?.authenticatorId
       if (!ids?.[0]) throw new InvalidCodeError({ details: 'recover_user registered no passkey' })
-      return ids[0]
+      return { authenticatorId: ids[0], userId }
     },
 
     /** Marks the signed-in wallet as recovered by passkey (SPEC §3 recovery state). */

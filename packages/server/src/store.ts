@@ -3,13 +3,17 @@ import { type Kysely, sql } from 'kysely'
 
 /** A person who signed in by email: their sub-organization, user and first wallet address. */
 export type AccountRow = { email: string; organization_id: string; user_id: string; address: string; created_at: number }
-/** A person who signed up with a passkey: the credential, their sub-organization, user and first address. */
+/**
+ * A person who signed up with a passkey: the credential, their sub-organization, user and first
+ * address. `unverified_email` is what the sign-up said the email was: nobody proved it, so it names
+ * no account (`account()` never answers it), is not the kms user's email and is in no session.
+ */
 export type PasskeyAccountRow = {
   credential_id: string
   organization_id: string
   user_id: string
   address: string
-  email: string | null
+  unverified_email: string | null
   passkey_identifier: string | null
   created_at: number
 }
@@ -178,6 +182,15 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
   },
   // The hash-chained audit trail (@latchkey/service/database's audit.ts): server_audit_events.
   auditMigration('0005_audit_events', 'server'),
+  {
+    // A passkey sign-up's email was never verified (security review H2): it no longer names the
+    // account, so it is not unique either (whoever typed an email first must not block its owner).
+    name: '0006_passkey_email_unverified',
+    async up(db) {
+      await db.schema.dropIndex('passkey_accounts_by_email').ifExists().execute()
+      await db.schema.alterTable('passkey_accounts').renameColumn('email', 'unverified_email').execute()
+    },
+  },
 ]
 
 /**
@@ -220,6 +233,8 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
   const database: Database<ServerSchema> = await openDatabase<ServerSchema>({ url, service: 'server', migrations: SERVER_MIGRATIONS, onRetry: options.onRetry })
   const { db } = database
   const known = ['organization_id', 'user_id', 'address', 'email'] as const
+  // A passkey account's email is unverified: it is no account's email.
+  const knownPasskey = ['organization_id', 'user_id', 'address', sql<null>`null`.as('email')] as const
   const byLowerAddress = (address: string) => sql<boolean>`lower(address) = ${address.toLowerCase()}`
   /** Ends a session: the row and every refresh token of its JWTs, in one transaction. */
   const deleteSession = async (id: string) => {
@@ -238,15 +253,11 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     description: database.description,
     /** The shared database, for routes of other features that keep tables of their own (their own migrations). */
     database,
-    /** The account whose root user has this email, whether it signed up by email or with a passkey. */
-    async account(email: string): Promise<AccountRow | undefined> {
-      const byEmail = await db.selectFrom('accounts').selectAll().where('email', '=', email).executeTakeFirst()
-      if (byEmail) return byEmail
-      const passkey = await db.selectFrom('passkey_accounts').selectAll().where('email', '=', email).executeTakeFirst()
-      return passkey
-        ? { email, organization_id: passkey.organization_id, user_id: passkey.user_id, address: passkey.address, created_at: passkey.created_at }
-        : undefined
-    },
+    /**
+     * The account of this email: one whose email the kms sends sign-in codes to (email sign-in) or an
+     * OAuth provider verified. Never a passkey account, whose email nobody proved (security review H2).
+     */
+    account: (email: string): Promise<AccountRow | undefined> => db.selectFrom('accounts').selectAll().where('email', '=', email).executeTakeFirst(),
     /**
      * Records an email account unless one is already recorded for that email (another instance
      * may have created it a moment ago); answers the recorded one, the first to arrive.
@@ -260,7 +271,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       return (await db.selectFrom('accounts').selectAll().where('email', '=', row.email).executeTakeFirst()) ?? row
     },
     passkeyAccount: (credentialId: string) => db.selectFrom('passkey_accounts').selectAll().where('credential_id', '=', credentialId).executeTakeFirst(),
-    /** Throws StoreConflictError when the credential or the email is already registered. */
+    /** Throws StoreConflictError when the credential is already registered. */
     async insertPasskeyAccount(row: PasskeyAccountRow) {
       try {
         await db.insertInto('passkey_accounts').values(row).execute()
@@ -277,7 +288,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .select(known)
         .where('organization_id', '=', organizationId)
         .$castTo<KnownAccount>()
-        .unionAll(db.selectFrom('passkey_accounts').select(known).where('organization_id', '=', organizationId))
+        .unionAll(db.selectFrom('passkey_accounts').select(knownPasskey).where('organization_id', '=', organizationId))
         .limit(1)
         .executeTakeFirst(),
     pendingCode: (otpId: string) => db.selectFrom('pending_codes').selectAll().where('otp_id', '=', otpId).executeTakeFirst(),
@@ -331,7 +342,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .select(known)
         .where(byLowerAddress(address))
         .$castTo<KnownAccount>()
-        .unionAll(db.selectFrom('passkey_accounts').select(known).where(byLowerAddress(address)))
+        .unionAll(db.selectFrom('passkey_accounts').select(knownPasskey).where(byLowerAddress(address)))
         .limit(1)
         .executeTakeFirst(),
     async insertNonce(row: Omit<NonceRow, 'used_at'>) {

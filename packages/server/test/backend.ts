@@ -1,5 +1,5 @@
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
-import { getFreePort } from '@latchkey/devnet'
+import { getFreePort, oidcInstance } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
@@ -8,7 +8,7 @@ import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
 import { rpId, softwareAuthenticator, useAuthenticator } from '../../kms/test/authenticator.js'
 import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
-import { createServerApp, openStore, type ServerAppOptions, type SiweChain, type Store } from '../src/index.js'
+import { createServerApp, oauthNonce, openStore, type ServerAppOptions, type SiweChain, type Store } from '../src/index.js'
 
 // The app backend against a real kms on loopback (passkeys accepted from http://localhost:5173,
 // rp id localhost, as the software authenticator presents them). Each test gets a fresh store and
@@ -19,8 +19,15 @@ export { generateApiKeyPair, rpId, softwareAuthenticator, useAuthenticator }
 export type Authenticator = ReturnType<typeof softwareAuthenticator>
 type Keys = { apiPublicKey: string; apiPrivateKey: string }
 
-/** Registers the hooks for a file and returns what its tests use; `chains` are the SIWE chains. */
-export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
+/** The client id the apps use with the local OpenID issuers, and the app page the issuers send the browser back to. */
+export const oauthClientId = 'latchkey-demo'
+export const oauthRedirectUri = `${origin}/oauth/callback`
+
+/**
+ * Registers the hooks for a file and returns what its tests use; `chains` are the SIWE chains;
+ * `oidc` runs the devnet's OpenID provider as Google and Apple, trusted by the kms and the app.
+ */
+export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: boolean } = {}) {
   const backendKey = generateApiKeyPair()
   const t = {
     kms: undefined as unknown as Kms,
@@ -34,14 +41,24 @@ export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
     backendKey,
     /** The options each test's app is created with, for a test that needs another app over the same store. */
     options: undefined as unknown as ServerAppOptions,
+    /** The local OpenID provider, with `oidc`. */
+    oidc: undefined as ReturnType<typeof oidcInstance> | undefined,
   }
   beforeAll(async () => {
-    t.kms = createKms({ port: await getFreePort(), now: () => t.clock })
+    if (options.oidc) {
+      t.oidc = oidcInstance({ port: await getFreePort(), clientId: oauthClientId, redirectUris: [oauthRedirectUri] })
+      await t.oidc.start()
+    }
+    const oidcIssuers = t.oidc ? [t.oidc.issuers.google, t.oidc.issuers.apple].map(({ issuer }) => ({ issuer, audiences: [oauthClientId] })) : undefined
+    t.kms = createKms({ port: await getFreePort(), now: () => t.clock, ...(oidcIssuers ? { oidcIssuers } : {}) })
     await t.kms.start()
     t.parentOrganizationId = (await t.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
     t.backend = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(backendKey))
   })
-  afterAll(() => t.kms.stop())
+  afterAll(async () => {
+    await t.kms.stop()
+    await t.oidc?.stop()
+  })
   beforeEach(async () => {
     t.store = await openStore(await freshDatabaseUrl({ memory: true }))
     t.options = {
@@ -55,6 +72,14 @@ export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
       now: () => ++t.clock,
       ipOf: (request) => request.headers.get('x-test-ip') ?? '127.0.0.1',
       chains: options.chains,
+      ...(t.oidc
+        ? {
+            oauth: {
+              google: { issuer: t.oidc.issuers.google.issuer, clientId: oauthClientId },
+              apple: { issuer: t.oidc.issuers.apple.issuer, clientId: oauthClientId },
+            },
+          }
+        : {}),
     }
     t.app = createServerApp(t.options)
   })
@@ -118,6 +143,17 @@ export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
     return { ...account, cookie: cookieOf(verify), user }
   }
 
+  /**
+   * "Continue with Google" (or Apple) with `oidc`: the local issuer's ID token for `email`, bound to a
+   * new session key, posted to /auth/oauth. Answers the response and the session key.
+   */
+  async function oauthSignIn(email: string, provider: 'google' | 'apple' = 'google') {
+    const sessionKey = generateApiKeyPair()
+    const idToken = await t.oidc!.idToken({ provider, email, nonce: oauthNonce(sessionKey.apiPublicKey), redirectUri: oauthRedirectUri })
+    const response = await post('/auth/oauth', { provider, sessionPublicKey: sessionKey.apiPublicKey, idToken })
+    return { response, sessionKey }
+  }
+
   /** Messages of the kms's dev inbox to `email`, newest first. */
   async function mailTo(email: string) {
     const inbox = (await (await fetch(`${t.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; subject: string; text: string }[] }
@@ -131,6 +167,7 @@ export function useBackend(options: { chains?: readonly SiweChain[] } = {}) {
     signedInByEmail,
     passkeySignup,
     signedUpWithPasskey,
+    oauthSignIn,
     stampLogin,
     /** A client stamping with `keys` (a session key, a recovery credential). */
     withKey: (keys: Keys) => new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(keys)),

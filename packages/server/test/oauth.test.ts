@@ -27,7 +27,13 @@ let clock = Date.now()
 let databaseUrl: string
 
 beforeAll(async () => {
-  oidc = oidcInstance({ port: await getFreePort(), clientId, redirectUris: [redirectUri, backendCallback] })
+  oidc = oidcInstance({
+    port: await getFreePort(),
+    clientId,
+    redirectUris: [redirectUri, backendCallback],
+    // Test users whose issuer says their email is not verified, or says nothing.
+    emailVerified: (email) => (email.startsWith('unverified.') ? false : email.startsWith('silent.') ? undefined : true),
+  })
   kms = createKms({
     port: await getFreePort(),
     now: () => clock,
@@ -264,6 +270,36 @@ describe('POST /auth/oauth', () => {
     const before = await keys()
     await refuse({ provider: 'google', sessionPublicKey: key.apiPublicKey, idToken: token }, 'This ID token was used already')
     expect(await keys()).toBe(before)
+  })
+
+  test('error: an ID token whose email_verified is false or absent is refused, before its nonce is spent; nothing is written', async () => {
+    const app = createServerApp(options)
+    for (const [prefix, provider] of [
+      ['unverified', 'google'],
+      ['silent', 'google'],
+      ['silent', 'apple'],
+    ] as const) {
+      const email = `${prefix}.${newEmail()}`
+      const key = generateApiKeyPair()
+      const idToken = await idTokenFor(provider, email, key.apiPublicKey)
+      const claims = JSON.parse(Buffer.from(idToken.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>
+      expect(claims['email_verified']).toBe(prefix === 'unverified' ? false : undefined)
+      const response = await post(app, { provider, sessionPublicKey: key.apiPublicKey, idToken })
+      const name = provider === 'google' ? 'Google' : 'Apple'
+      expect([response.status, await response.json()]).toEqual([
+        400,
+        {
+          error: {
+            code: 'unverified_email',
+            message: `${name} has not verified this email (the ID token's email_verified is not true); sign in another way`,
+          },
+        },
+      ])
+      expect(response.headers.get('set-cookie')).toBeNull()
+      expect(await options.store.account(email)).toBeUndefined()
+      // The nonce was not spent: the refusal wrote nothing.
+      expect(await options.store.spendOAuthNonce(claims['nonce'] as string, (claims['exp'] as number) * 1000, clock)).toBe(true)
+    }
   })
 
   test('error: a token used on one instance is refused on another sharing its database, which writes nothing', async () => {

@@ -7,7 +7,7 @@ import { answer, cookieOf, generateApiKeyPair, jwtSigner, newEmail, origin, soft
 // @turnkey/webauthn-stamper, the kms verifies the attestation and the stamps, the session JWT comes
 // from the kms's own stamp_login.
 
-const { t, post, passkeySignup, signedInByEmail, signedUpWithPasskey, stampLogin, withKey, withPasskey, session } = useBackend()
+const { t, post, passkeySignup, signedInByEmail, signedUpWithPasskey, oauthSignIn, stampLogin, withKey, withPasskey, session } = useBackend({ oidc: true })
 const UNKNOWN_KEY = 'Turnkey error 16: could not find public key in organization or its parent organization'
 
 /** Nothing of a refused sign-up exists: no account, the session key and the passkey unknown to the kms. */
@@ -28,13 +28,14 @@ describe('POST /auth/passkey/signup', () => {
     const account = (await response.json()) as { organizationId: string; userId: string; address: string }
     expect(account).toEqual({ organizationId: expect.any(String), userId: expect.any(String), address: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/) })
     expect(response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
-    expect(await answer(await session(cookieOf(response)))).toEqual([200, { email, ...account, kind: 'passkey', expiresAt: expect.any(String) }])
+    // The email is not verified: it is in no session and is not the kms user's email.
+    expect(await answer(await session(cookieOf(response)))).toEqual([200, { email: null, ...account, kind: 'passkey', expiresAt: expect.any(String) }])
     expect(await t.store.passkeyAccount(authenticator.credentialId)).toEqual({
       credential_id: authenticator.credentialId,
       organization_id: account.organizationId,
       user_id: account.userId,
       address: account.address,
-      email,
+      unverified_email: email,
       passkey_identifier: null,
       created_at: expect.any(Number),
     })
@@ -45,7 +46,7 @@ describe('POST /auth/passkey/signup', () => {
     const { apiKeys } = await user.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
     expect(apiKeys.map((key) => [key.apiKeyName, key.credential.publicKey, key.expirationSeconds])).toEqual([['session', sessionKey.apiPublicKey, '900']])
     const { user: root } = await user.getUser({ organizationId: account.organizationId, userId: account.userId })
-    expect([root.userName, root.userEmail]).toEqual([email, email])
+    expect([root.userName, root.userEmail]).toEqual([email, undefined])
     const { authenticators } = await user.getAuthenticators({ organizationId: account.organizationId, userId: account.userId })
     expect(authenticators.map((a) => [a.authenticatorName, a.credentialId, a.transports])).toEqual([
       ['Passkey', authenticator.credentialId, ['AUTHENTICATOR_TRANSPORT_INTERNAL']],
@@ -76,12 +77,36 @@ describe('POST /auth/passkey/signup', () => {
     }
   })
 
-  test('behavior: an email that signed up with a passkey signs in by email to the same account', async () => {
-    const email = newEmail()
-    const account = await signedUpWithPasskey({ email })
-    const byEmail = await signedInByEmail(email)
-    expect(byEmail).toMatchObject({ organizationId: account.organizationId, userId: account.userId, address: account.address })
-    expect(await answer(await session(byEmail.cookie))).toMatchObject([200, { email, kind: 'email' }])
+  test('error: a passkey sign-up with the victim’s email gets no hold on it: the victim’s email and Google sign-ins land in another sub-organization, out of the passkey’s reach', async () => {
+    const victim = newEmail()
+    const attacker = await signedUpWithPasskey({ email: victim })
+    const byEmail = await signedInByEmail(victim)
+    const google = await oauthSignIn(victim)
+    const byGoogle = (await google.response.json()) as { organizationId: string; userId: string; address: string }
+    expect(byEmail.organizationId).not.toBe(attacker.organizationId)
+    expect(byEmail.address).not.toBe(attacker.address)
+    // The verified email is one account, however its owner proves it.
+    expect(byGoogle).toMatchObject({ organizationId: byEmail.organizationId, userId: byEmail.userId, address: byEmail.address })
+    expect(await answer(await session(byEmail.cookie))).toMatchObject([200, { email: victim, organizationId: byEmail.organizationId, kind: 'email' }])
+
+    // The attacker's passkey is a root authenticator of its own sub-organization only.
+    const passkey = withPasskey(attacker.authenticator)
+    expect(await passkey.getWhoami({ organizationId: t.parentOrganizationId })).toMatchObject({ organizationId: attacker.organizationId })
+    const { wallets } = await t.backend.getWallets({ organizationId: byEmail.organizationId })
+    await expect(
+      passkey.exportWallet({
+        type: 'ACTIVITY_TYPE_EXPORT_WALLET',
+        timestampMs: String(t.clock),
+        organizationId: byEmail.organizationId,
+        parameters: { walletId: wallets[0]!.walletId, targetPublicKey: generateApiKeyPair().apiPublicKey },
+      }),
+    ).rejects.toThrow('Turnkey error 16: could not find public key in organization or its parent organization')
+    const { users } = await t.backend.getUsers({ organizationId: byEmail.organizationId })
+    const credentials = users.flatMap((user) => user.authenticators.map((authenticator) => authenticator.credentialId))
+    expect(credentials).not.toContain(attacker.authenticator.credentialId)
+    // Nor does the attacker's account hold the victim's email: the kms sends it no code or recovery.
+    const { user } = await t.backend.getUser({ organizationId: attacker.organizationId, userId: attacker.userId })
+    expect(user.userEmail).toBeUndefined()
   })
 
   test('error: neither an email nor a passkeyIdentifier; nothing is registered', async () => {
@@ -110,24 +135,18 @@ describe('POST /auth/passkey/signup', () => {
     await expectNothingRegistered(authenticator, sessionKey)
   })
 
-  test('error: an email that already has an account (by email or by passkey) is told to sign in', async () => {
+  test('behavior: an email with an account (by email or by passkey) is answered as a new one: a new account of the caller’s own, nothing told of the other', async () => {
     const email = newEmail()
-    expect((await post('/auth/email/start', { email })).status).toBe(200)
-    const first = await passkeySignup({ email: email.toUpperCase() })
-    expect(await answer(first.response)).toEqual([
-      409,
-      { error: { code: 'account_exists', message: 'An account with this email already exists; sign in instead' } },
-    ])
-    await expectNothingRegistered(first.authenticator, first.sessionKey)
-
+    const byEmail = await signedInByEmail(email)
+    const first = await signedUpWithPasskey({ email: email.toUpperCase() })
     const other = newEmail()
-    await signedUpWithPasskey({ email: other })
-    const second = await passkeySignup({ email: other })
-    expect(await answer(second.response)).toEqual([
-      409,
-      { error: { code: 'account_exists', message: 'An account with this email already exists; sign in instead' } },
-    ])
-    await expectNothingRegistered(second.authenticator, second.sessionKey)
+    const second = await signedUpWithPasskey({ email: other })
+    const third = await signedUpWithPasskey({ email: other })
+    const fresh = await signedUpWithPasskey({ email: newEmail() })
+    const organizations = new Set([byEmail, first, second, third, fresh].map((account) => account.organizationId))
+    expect(organizations.size).toBe(5)
+    // The email account is still the email's: a sign-in by code lands there, not in a passkey sign-up's.
+    expect(await signedInByEmail(email)).toMatchObject({ organizationId: byEmail.organizationId })
   })
 
   test('error: the same passkey twice', async () => {
@@ -182,7 +201,7 @@ describe('POST /auth/login', () => {
     expect(response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
     expect(await answer(await session(cookieOf(response)))).toEqual([
       200,
-      { email, organizationId: account.organizationId, userId: account.userId, address: account.address, kind: 'passkey', expiresAt: expect.any(String) },
+      { email: null, organizationId: account.organizationId, userId: account.userId, address: account.address, kind: 'passkey', expiresAt: expect.any(String) },
     ])
     expect(await withKey(sessionKey).getWhoami({ organizationId: account.organizationId })).toMatchObject({ userId: account.userId })
   })

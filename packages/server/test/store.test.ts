@@ -69,7 +69,7 @@ describe('openStore', () => {
         organization_id: 'org-b',
         user_id: 'user-b',
         address: '0xb',
-        email: null,
+        unverified_email: null,
         passkey_identifier: 'laptop',
         created_at: 4,
       })
@@ -85,6 +85,7 @@ describe('openStore', () => {
       '0003_oauth_nonces',
       '0004_rate_limits',
       '0005_audit_events',
+      '0006_passkey_email_unverified',
     ])
     db.close()
     // Opening again changes nothing.
@@ -107,6 +108,7 @@ describe('openStore', () => {
         id text primary key, email text, organization_id text not null, user_id text not null, address text not null,
         kind text not null, expires_at integer not null, created_at integer not null);
       insert into accounts values ('a@example.test', 'org-a', 'user-a', '0xAbC0000000000000000000000000000000000001', 1);
+      insert into passkey_accounts values ('cred-p', 'org-p', 'user-p', '0xp', 'p@example.test', null, 2);
       insert into sessions values ('session-a', null, 'org-a', 'user-a', '0xa', 'passkey', 9999999999999, 3);
     `)
     db.pragma('user_version = 2')
@@ -145,6 +147,10 @@ describe('openStore', () => {
         address: '0xAbC0000000000000000000000000000000000001',
         email: 'a@example.test',
       })
+      // A passkey sign-up's email was never verified: after 0005 it is kept as such and names no account.
+      expect(await store.passkeyAccount('cred-p')).toMatchObject({ organization_id: 'org-p', unverified_email: 'p@example.test' })
+      expect(await store.account('p@example.test')).toBeUndefined()
+      expect(await store.accountByOrganization('org-p')).toEqual({ organization_id: 'org-p', user_id: 'user-p', address: '0xp', email: null })
       await store.insertNonce({ nonce: 'n1', holder: 'h', expires_at: 10 })
       expect(await store.spendNonce('n1', 'other', 5)).toBe(false)
       expect(await store.spendNonce('n1', 'h', 10)).toBe(false)
@@ -158,7 +164,7 @@ describe('openStore', () => {
     }
   })
 
-  test('behavior: a passkey account with an email is found by that email; emails and credentials are unique', async () => {
+  test('behavior: a passkey account’s unverified email names no account and is not unique; credentials are unique', async () => {
     const store = await openStore(await freshDatabaseUrl({ memory: true }))
     try {
       const row = {
@@ -166,18 +172,20 @@ describe('openStore', () => {
         organization_id: 'org',
         user_id: 'user',
         address: '0x1',
-        email: 'p@example.test',
+        unverified_email: 'p@example.test',
         passkey_identifier: null,
         created_at: 1,
       }
       await store.insertPasskeyAccount(row)
-      expect(await store.account('p@example.test')).toEqual({ email: 'p@example.test', organization_id: 'org', user_id: 'user', address: '0x1', created_at: 1 })
-      await expect(store.insertPasskeyAccount({ ...row, credential_id: 'other' })).rejects.toBeInstanceOf(StoreConflictError)
-      await expect(store.insertPasskeyAccount({ ...row, email: null })).rejects.toBeInstanceOf(StoreConflictError)
-      // Accounts without an email do not collide with each other.
-      await store.insertPasskeyAccount({ ...row, credential_id: 'a', email: null })
-      await store.insertPasskeyAccount({ ...row, credential_id: 'b', email: null })
-      expect(await store.passkeyAccount('b')).toMatchObject({ email: null })
+      expect(await store.account('p@example.test')).toBeUndefined()
+      expect(await store.accountByOrganization('org')).toEqual({ organization_id: 'org', user_id: 'user', address: '0x1', email: null })
+      expect(await store.accountByAddress('0x1')).toEqual({ organization_id: 'org', user_id: 'user', address: '0x1', email: null })
+      await expect(store.insertPasskeyAccount({ ...row, unverified_email: null })).rejects.toBeInstanceOf(StoreConflictError)
+      // Whoever typed an email first does not block its owner's own passkey sign-up.
+      await store.insertPasskeyAccount({ ...row, credential_id: 'other', organization_id: 'org-2' })
+      await store.insertPasskeyAccount({ ...row, credential_id: 'a', unverified_email: null })
+      await store.insertPasskeyAccount({ ...row, credential_id: 'b', unverified_email: null })
+      expect(await store.passkeyAccount('b')).toMatchObject({ unverified_email: null })
     } finally {
       await store.close()
     }

@@ -6,7 +6,7 @@ import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { compressedP256Key, email, p256PublicKey, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
-import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
+import { createAccountSubOrganization } from '../internal/subOrganization.js'
 import { noteEmail } from '../middleware/audit.js'
 
 const startSchema = z.object({ email })
@@ -39,29 +39,18 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
 
   let account = await store.account(address)
   if (!account) {
-    const delegated = context.delegated.newUser()
-    const { activity } = await callKms(() =>
-      kms.createSubOrganization({
-        type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-        timestampMs: String(now()),
-        organizationId: context.organizationId,
-        parameters: {
-          subOrganizationName: address,
-          rootQuorumThreshold: 1,
-          rootUsers: [{ userName: address, userEmail: address, apiKeys: [], authenticators: [], oauthProviders: [] }, delegated.rootUser],
-          wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
-        },
-      }),
-    )
-    const result = activity.result.createSubOrganizationResultV8
-    if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
-    const subOrganizationId = result.subOrganizationId
-    await callKms(() => delegated.limit(subOrganizationId, result.rootUserIds!))
+    const created = await createAccountSubOrganization(context, address, {
+      userName: address,
+      userEmail: address,
+      apiKeys: [],
+      authenticators: [],
+      oauthProviders: [],
+    })
     account = await store.insertAccount({
       email: address,
-      organization_id: result.subOrganizationId,
-      user_id: result.rootUserIds[0],
-      address: result.wallet.addresses[0],
+      organization_id: created.subOrganizationId,
+      user_id: created.userId,
+      address: created.address,
       created_at: now(),
     })
   }

@@ -8,7 +8,7 @@ import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { compressedP256Key, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
-import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
+import { createAccountSubOrganization } from '../internal/subOrganization.js'
 import type { Store } from '../store.js'
 
 /** The social sign-ins the backend offers. */
@@ -59,6 +59,8 @@ const PROVIDER_NAMES: Record<OAuthProviderName, string> = { google: 'Google', ap
 export const oauthNonce = (publicKey: string) => createHash('sha256').update(publicKey).digest('hex')
 
 const invalidToken = (message: string) => new ServerError(400, 'invalid_token', message)
+const unverifiedEmail = (provider: string) =>
+  new ServerError(400, 'unverified_email', `${provider} has not verified this email (the ID token's email_verified is not true); sign in another way`)
 
 type Discovered = { authorization_endpoint: string; token_endpoint: string; jwks_uri: string }
 
@@ -179,8 +181,11 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
       const nonce = payload['nonce']
       if (nonce !== oauthNonce(sessionPublicKey)) throw invalidToken('The ID token nonce is not bound to this session key')
       const email = payload['email']
-      if (typeof email !== 'string' || payload['email_verified'] === false || payload['email_verified'] === 'false')
-        throw invalidToken('The ID token has no verified email')
+      if (typeof email !== 'string') throw invalidToken('The ID token has no email')
+      // The email names the account (security review L3): only an issuer's word that it is verified
+      // counts; no claim is no word. Apple sends the string 'true'.
+      const verified = payload['email_verified']
+      if (verified !== true && verified !== 'true') throw unverifiedEmail(PROVIDER_NAMES[name])
       // A nonce is good once, on any instance: kept until its token expires (a replay after that fails on expiry).
       if (!(await store.spendOAuthNonce(nonce, payload.exp! * 1000, now()))) throw invalidToken('This ID token was used already')
       return { ...payload, email: email.toLowerCase() }
@@ -234,47 +239,27 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   if (!account) {
     // A new user: a sub-organization with a one-minute key of the root user, which registers the identity.
     const bootstrap = generateP256KeyPair()
-    const delegated = context.delegated.newUser()
-    const { activity } = await callKms(() =>
-      kms.createSubOrganization({
-        type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-        timestampMs: String(now()),
-        organizationId: context.organizationId,
-        parameters: {
-          subOrganizationName: claims.email,
-          rootQuorumThreshold: 1,
-          rootUsers: [
-            {
-              userName: claims.email,
-              userEmail: claims.email,
-              apiKeys: [{ apiKeyName: 'oauth bootstrap', publicKey: bootstrap.publicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '60' }],
-              authenticators: [],
-              oauthProviders: [],
-            },
-            delegated.rootUser,
-          ],
-          wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
-        },
-      }),
-    )
-    const result = activity.result.createSubOrganizationResultV8
-    if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
-    const subOrganizationId = result.subOrganizationId
-    await callKms(() => delegated.limit(subOrganizationId, result.rootUserIds!))
+    const created = await createAccountSubOrganization(context, claims.email, {
+      userName: claims.email,
+      userEmail: claims.email,
+      apiKeys: [{ apiKeyName: 'oauth bootstrap', publicKey: bootstrap.publicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '60' }],
+      authenticators: [],
+      oauthProviders: [],
+    })
     const asUser = new TurnkeyClient({ baseUrl: context.kmsUrl }, new ApiKeyStamper({ apiPublicKey: bootstrap.publicKey, apiPrivateKey: bootstrap.privateKey }))
     await callKms(() =>
       asUser.createOauthProviders({
         type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
         timestampMs: String(now()),
-        organizationId: result.subOrganizationId,
-        parameters: { userId: result.rootUserIds![0]!, oauthProviders: [{ providerName, oidcToken: token }] },
+        organizationId: created.subOrganizationId,
+        parameters: { userId: created.userId, oauthProviders: [{ providerName, oidcToken: token }] },
       }),
     )
     account = await store.insertAccount({
       email: claims.email,
-      organization_id: result.subOrganizationId,
-      user_id: result.rootUserIds[0],
-      address: result.wallet.addresses[0],
+      organization_id: created.subOrganizationId,
+      user_id: created.userId,
+      address: created.address,
       created_at: now(),
     })
   } else {

@@ -1,9 +1,9 @@
 import type { Context } from 'hono'
 import { z } from 'zod'
-import { incompleteAnswer, ServerError } from '../errors.js'
-import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
+import { ServerError } from '../errors.js'
+import { enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { attestation, challenge, compressedP256Key, email, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
-import { ETHEREUM_ACCOUNT, WALLET_NAME } from '../internal/wallet.js'
+import { createAccountSubOrganization } from '../internal/subOrganization.js'
 import { StoreConflictError } from '../store.js'
 
 const signupSchema = z.object({
@@ -15,81 +15,64 @@ const signupSchema = z.object({
   sessionSeconds: sessionKeySeconds.optional(),
 })
 
-const emailTaken = () => new ServerError(409, 'account_exists', 'An account with this email already exists; sign in instead')
 const passkeyTaken = () => new ServerError(409, 'passkey_exists', 'This passkey is already registered; sign in with it')
 
 /**
  * `POST /auth/passkey/signup` `{email?, passkeyIdentifier?, challenge, attestation, sessionPublicKey,
- * sessionSeconds?}` → `{organizationId, userId, address}` and the session cookie (kind 'passkey').
+ * sessionSeconds?}` → `{organizationId, userId, address}` (of the account it creates) and the
+ * session cookie (kind 'passkey').
  *
  * Creates a sub-organization whose root user (named by the email, else the passkey identifier)
  * has the passkey as its authenticator and the browser's session key as an API key that expires
  * after `sessionSeconds` (default 900), with the 'Turnkey HD' Ethereum wallet. The kms verifies the
  * attestation; nothing is stored when it refuses.
  *
+ * The email is not verified here, so it binds nothing (security review H2): it is kept as the
+ * account's unverified email, is not the kms user's email (no code or recovery is sent to it) and
+ * never names the account to an email or OAuth sign-in. Nor is it looked up: a known and an
+ * unknown email are answered alike (review L2).
+ *
  * @example
  * app.post('/auth/passkey/signup', passkeySignup(context))
  */
 export const passkeySignup = (context: RouteContext) => async (c: Context) => {
-  const { store, kms, now } = context
+  const { store, now } = context
   const input = await readBody(c.req.raw, signupSchema)
   const address = input.email?.toLowerCase()
   const userName = address ?? input.passkeyIdentifier
   if (userName === undefined) throw new ServerError(400, 'missing_identifier', 'Registering a passkey needs an email or a passkeyIdentifier')
   enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
-  if (address !== undefined && (await store.account(address))) throw emailTaken()
   if (await store.passkeyAccount(input.attestation.credentialId)) throw passkeyTaken()
 
-  const delegated = context.delegated.newUser()
-  const { activity } = await callKms(() =>
-    kms.createSubOrganization({
-      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-      timestampMs: String(now()),
-      organizationId: context.organizationId,
-      parameters: {
-        subOrganizationName: userName,
-        rootQuorumThreshold: 1,
-        rootUsers: [
-          {
-            userName,
-            ...(address !== undefined ? { userEmail: address } : {}),
-            apiKeys: [
-              {
-                apiKeyName: 'session',
-                publicKey: input.sessionPublicKey,
-                curveType: 'API_KEY_CURVE_P256',
-                expirationSeconds: String(input.sessionSeconds ?? SESSION_KEY_SECONDS.default),
-              },
-            ],
-            authenticators: [{ authenticatorName: 'Passkey', challenge: input.challenge, attestation: input.attestation }],
-            oauthProviders: [],
-          },
-          delegated.rootUser,
-        ],
-        wallet: { walletName: WALLET_NAME, accounts: [ETHEREUM_ACCOUNT] },
+  const created = await createAccountSubOrganization(context, userName, {
+    userName,
+    apiKeys: [
+      {
+        apiKeyName: 'session',
+        publicKey: input.sessionPublicKey,
+        curveType: 'API_KEY_CURVE_P256',
+        expirationSeconds: String(input.sessionSeconds ?? SESSION_KEY_SECONDS.default),
       },
-    }),
-  )
-  const result = activity.result.createSubOrganizationResultV8
-  if (!result?.subOrganizationId || !result.rootUserIds?.[0] || !result.wallet?.addresses[0]) throw incompleteAnswer()
-  const subOrganizationId = result.subOrganizationId
-  await callKms(() => delegated.limit(subOrganizationId, result.rootUserIds!))
+    ],
+    authenticators: [{ authenticatorName: 'Passkey', challenge: input.challenge, attestation: input.attestation }],
+    oauthProviders: [],
+  })
   const account = {
     credential_id: input.attestation.credentialId,
-    organization_id: result.subOrganizationId,
-    user_id: result.rootUserIds[0],
-    address: result.wallet.addresses[0],
-    email: address ?? null,
+    organization_id: created.subOrganizationId,
+    user_id: created.userId,
+    address: created.address,
+    unverified_email: address ?? null,
     passkey_identifier: input.passkeyIdentifier ?? null,
     created_at: now(),
   }
   try {
     await store.insertPasskeyAccount(account)
   } catch (error) {
-    // Two sign-ups with the same email or passkey at once: the second loses here.
-    if (error instanceof StoreConflictError) throw address !== undefined && (await store.account(address)) ? emailTaken() : passkeyTaken()
+    // Two sign-ups with the same passkey at once: the second loses here.
+    if (error instanceof StoreConflictError) throw passkeyTaken()
     throw error
   }
-  await startSession(c, context, account, 'passkey')
+  await startSession(c, context, { ...account, email: null }, 'passkey')
   return c.json({ organizationId: account.organization_id, userId: account.user_id, address: account.address })
 }

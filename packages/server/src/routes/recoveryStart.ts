@@ -1,7 +1,7 @@
 import { RECOVERY_CODE_VALIDITY_S } from '@latchkey/constants'
 import type { Context } from 'hono'
 import { z } from 'zod'
-import { incompleteAnswer, ServerError } from '../errors.js'
+import { incompleteAnswer } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody } from '../internal/context.js'
 import { email, p256PublicKey } from '../internal/schemas.js'
 
@@ -11,12 +11,14 @@ export { RECOVERY_CODE_VALIDITY_S as RECOVERY_CODE_SECONDS } from '@latchkey/con
 const recoverySchema = z.object({ email, targetPublicKey: p256PublicKey, recoveryType: z.enum(['email', 'passkey']).default('email') })
 
 /**
- * `POST /auth/recovery/start` `{email, targetPublicKey, recoveryType?}` → `{organizationId, userId}`:
- * the kms emails a recovery credential, encrypted to the recovery frame's `targetPublicKey` and
- * valid 900 s, to the account's email (SPEC §5). For `recoveryType: 'email'` (the default) it is an
- * API key (email_auth) that signs the browser in for a recovery session; for `'passkey'` a
- * recover-user key (init_user_email_recovery) that registers a new passkey (recover_user). 404 for
- * an email with no account.
+ * `POST /auth/recovery/start` `{email, targetPublicKey, recoveryType?}` → `{}`: the kms emails a
+ * recovery credential, encrypted to the recovery frame's `targetPublicKey` and valid 900 s, to the
+ * account's email (SPEC §5). For `recoveryType: 'email'` (the default) it is an API key
+ * (email_auth) that signs the browser in for a recovery session; for `'passkey'` a recover-user key
+ * (init_user_email_recovery) that registers a new passkey (recover_user).
+ *
+ * An email with no account is answered the same, and nothing is sent; no ids are answered either
+ * (security review L2): the credential, once opened, names its user to the kms (whoami).
  *
  * @example
  * app.post('/auth/recovery/start', recoveryStart(context))
@@ -27,7 +29,7 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
   enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   enforce(await context.limits.recoveriesPerEmail(address), (minutes) => `Too many recovery emails sent to this email; try again in ${minutes} minutes`)
   const account = await context.store.account(address)
-  if (!account) throw new ServerError(404, 'unknown_account', 'No account with this email')
+  if (!account) return c.json({})
   const common = { email: address, targetPublicKey: input.targetPublicKey, expirationSeconds: String(RECOVERY_CODE_VALIDITY_S) }
   const userId =
     input.recoveryType === 'email'
@@ -52,5 +54,5 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
           )
         ).activity.result.initUserEmailRecoveryResult?.userId
   if (!userId) throw incompleteAnswer()
-  return c.json({ organizationId: account.organization_id, userId })
+  return c.json({})
 }
