@@ -167,11 +167,20 @@ function askToSign(page: Page, parameters: { message: string; account: string; b
   }, parameters)
 }
 const outcome = (page: Page) => page.evaluate(() => (window as unknown as { outcome: Promise<Outcome> }).outcome)
+const openFrame = async (page: Page, index: number) => (await page.locator('iframe').nth(index).elementHandle())?.contentFrame()
 const frameIsShown = (page: Page) => page.evaluate(() => !document.querySelector('iframe')!.hidden)
+/** A real key press on the dialog's button `name` (Tab from the heading, then Enter): a trusted activation, as a user's. */
+async function press(page: Page, frame: Frame, name: 'Approve' | 'Reject') {
+  await approveEnabled(frame)
+  await page.keyboard.press('Tab')
+  if (name === 'Approve') await page.keyboard.press('Tab')
+  expect(await frame.evaluate(() => document.activeElement?.textContent)).toBe(name)
+  await page.keyboard.press('Enter')
+}
 const approveEnabled = (frame: Frame) => frame.waitForFunction(() => !(document.getElementById('approve') as HTMLButtonElement).disabled)
 
 describe('consent frame', { timeout: 90_000 }, () => {
-  test('default: the user reads the message, approves with a real click, and the kms accepts the stamp', async () => {
+  test('default: the user reads the message, approves with a real key press on Approve, and the kms accepts the stamp', async () => {
     const { page, publicKey } = await openApp()
     expect(publicKey).toMatch(/^0[23][0-9a-f]{64}$/)
     const user = await userWithKey(publicKey)
@@ -184,7 +193,7 @@ describe('consent frame', { timeout: 90_000 }, () => {
     expect(await frameIsShown(page)).toBe(true)
     expect(await dialog.getByText(`Requested by ${appOrigin}`).isVisible()).toBe(true)
     expect(await dialog.locator('dd').allTextContents()).toEqual(['hello consent', user.address])
-    await dialog.getByRole('button', { name: 'Approve', exact: true }).click()
+    await press(page, (await openFrame(page, 0))!, 'Approve')
 
     const { stamp } = await outcome(page)
     expect(stamp!.stampHeaderName).toBe('X-Stamp')
@@ -227,8 +236,7 @@ describe('consent frame', { timeout: 90_000 }, () => {
     const account = '0x000000000000000000000000000000000000dEaD'
     const body = signMessageBody('org', account, 'no')
     await askToSign(page, { message: 'no', account, body })
-    await approveEnabled(frame)
-    await page.frameLocator('iframe').getByRole('button', { name: 'Reject', exact: true }).click()
+    await press(page, frame, 'Reject')
     expect(await outcome(page)).toEqual({ error: { name: 'ProviderRpcError', code: 4001, message: 'User rejected the request.' } })
     expect(await frameIsShown(page)).toBe(false)
 
@@ -304,7 +312,9 @@ describe('consent frame', { timeout: 90_000 }, () => {
       },
       { body, account: user.address },
     )
-    await page.frameLocator('iframe').nth(1).getByRole('button', { name: 'Reject', exact: true }).click()
+    await page.frameLocator('iframe').nth(1).getByRole('dialog').waitFor()
+    await page.locator('iframe').nth(1).focus()
+    await press(page, (await openFrame(page, 1))!, 'Reject')
     expect(await page.evaluate(() => (window as unknown as { answers: Promise<unknown[]> }).answers)).toEqual([
       { type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'r1' },
       { type: 'ERROR', value: 'the consent frame does not handle APPROVE', requestId: 'r2' },
@@ -327,7 +337,9 @@ describe('consent frame', { timeout: 90_000 }, () => {
       )
     const answer = () => page.evaluate(() => (window as unknown as { answer: Promise<{ type: string; value: unknown }> }).answer)
     await ask('r4', body)
-    await page.frameLocator('iframe').nth(1).getByRole('button', { name: 'Approve', exact: true }).click()
+    await page.frameLocator('iframe').nth(1).getByRole('dialog').waitFor()
+    await page.locator('iframe').nth(1).focus()
+    await press(page, (await openFrame(page, 1))!, 'Approve')
     expect((await answer()).type).toBe('STAMP')
     await ask('r4', body)
     expect(await answer()).toEqual({ type: 'ERROR', value: { code: -32602, message: 'request id r4 was already used' }, requestId: 'r4' })
