@@ -144,11 +144,33 @@ async function frameOf(id: string) {
   return frame
 }
 
-/** The frame's own localStorage entry, read by the test (the page cannot). */
+/** The frame's own IndexedDB entry, read by the test (the page cannot): a non-extractable key. */
 async function storedKey(page: string) {
   const frame = await frameOf(page)
-  const text = await frame.evaluate((name) => localStorage.getItem(name), `latchkey.frames.${page}.embeddedKey`)
-  return text === null ? null : (JSON.parse(text) as { expiresAt: number; parentOrigin: string; jwk: JsonWebKey })
+  return frame.evaluate(
+    (name) =>
+      new Promise<{ expiresAt: number; parentOrigin: string; extractable: boolean; algorithm: string } | null>((resolve, reject) => {
+        const open = indexedDB.open('latchkey-frames', 1)
+        open.onerror = () => reject(open.error)
+        open.onsuccess = () => {
+          const request = open.result.transaction('keys').objectStore('keys').get(name)
+          request.onsuccess = () => {
+            const stored = request.result as { expiresAt: number; parentOrigin: string; privateKey: CryptoKey } | undefined
+            resolve(
+              stored
+                ? {
+                    expiresAt: stored.expiresAt,
+                    parentOrigin: stored.parentOrigin,
+                    extractable: stored.privateKey.extractable,
+                    algorithm: stored.privateKey.algorithm.name,
+                  }
+                : null,
+            )
+          }
+        }
+      }),
+    `latchkey.frames.${page}.embeddedKey`,
+  )
 }
 
 describe('auth frame', () => {
@@ -157,7 +179,7 @@ describe('auth frame', () => {
     const publicKey = await openFrame(allowed, 'auth', '/auth')
     expect(publicKey).toMatch(/^04[0-9a-f]{128}$/)
     const stored = await storedKey('auth')
-    expect(stored).toMatchObject({ parentOrigin: allowed, jwk: { kty: 'EC', crv: 'P-256' } })
+    expect(stored).toMatchObject({ parentOrigin: allowed, extractable: false, algorithm: 'ECDH' })
     expect(stored!.expiresAt - before).toBeGreaterThanOrEqual(48 * 3600_000)
     expect(stored!.expiresAt - Date.now()).toBeLessThanOrEqual(48 * 3600_000)
 
@@ -188,7 +210,7 @@ describe('auth frame', () => {
     expect(received.channel.map((message) => (message as { type: string }).type)).toEqual(['PUBLIC_KEY_READY', 'ERROR', 'BUNDLE_INJECTED', 'STAMP'])
     expect(JSON.stringify(received)).not.toContain(credentialBundle)
 
-    // A reload keeps the embedded key (localStorage) but not the credential (memory only).
+    // A reload keeps the embedded key (IndexedDB) but not the credential (memory only).
     await browser.page.reload()
     expect(await openFrame(allowed, 'auth', '/auth')).toBe(publicKey)
     expect(

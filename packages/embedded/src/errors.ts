@@ -125,3 +125,14 @@ export function isSessionKeyExpired(error: unknown): boolean {
   const message = error instanceof Error ? error.message : ''
   return message.includes('could not find public key in organization or its parent organization') || message.includes('expired api key')
 }
+
+/** An EIP-1193 error: a numeric `code` as wallets send them (4100, 4200, 4902). */
+export class ProviderRpcError extends Error {
+  override name = 'ProviderRpcError'
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}

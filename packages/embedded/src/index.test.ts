@@ -49,6 +49,7 @@ test('default: exports', async () => {
       "indexedDbSessionKeys",
       "isSessionKeyExpired",
       "kmsCall",
+      "mountConsentFrame",
       "oauthNonce",
       "passkeyFlows",
       "signInWithOAuth",

@@ -1,5 +1,12 @@
 export { type BackendAccount, type BackendConfig, BackendError } from './backend.js'
 export {
+  type ConsentContext,
+  type ConsentFrame,
+  type ConsentFrameParameters,
+  type ConsentWalletRequest,
+  mountConsentFrame,
+} from './consentFrame.js'
+export {
   AccountNotFoundError,
   ActivityStatusError,
   CannotProceedError,

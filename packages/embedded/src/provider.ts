@@ -1,5 +1,5 @@
 import { type Chain, type Hex, hexToBigInt, isHex, type TypedDataDefinition } from 'viem'
-import { AccountNotFoundError } from './errors.js'
+import { AccountNotFoundError, ProviderRpcError } from './errors.js'
 import type { EmbeddedWallet } from './wallet.js'
 
 type Listener = (...args: never[]) => void
@@ -16,16 +16,7 @@ type RpcTransaction = {
   gasPrice?: Hex
 }
 
-/** An EIP-1193 error: a numeric `code` as wallets send them (4100, 4200, 4902). */
-export class ProviderRpcError extends Error {
-  override name = 'ProviderRpcError'
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message)
-  }
-}
+export { ProviderRpcError } from './errors.js'
 
 /**
  * The embedded wallet as an EIP-1193 provider, so viem, ethers or wagmi drive it like any other:

@@ -6,12 +6,13 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { describe, expect, test } from 'vitest'
 import { openCredentialBundle, openExportBundle, readImportBundle, sealImportBundle, stamp } from '../src/frames/browser/bundles.js'
 import { type FrameWindow, openFrameChannel } from '../src/frames/browser/channel.js'
-import { DEFAULT_EMBEDDED_KEY_TTL_MS, type EmbeddedKey, embeddedKeyStorageKey, embeddedKeyStore, type KeyStorage } from '../src/frames/browser/embeddedKey.js'
+import { DEFAULT_EMBEDDED_KEY_TTL_MS, type EmbeddedKey, embeddedKeyStorageKey, embeddedKeyStore } from '../src/frames/browser/embeddedKey.js'
 import { base58checkDecode, bytesToHex, hexToBytes, utf8Decode } from '../src/frames/browser/encoding.js'
 import { hpkeOpen, hpkeSeal } from '../src/frames/browser/hpke.js'
 import { derToP1363, p1363ToDer, uncompressedPoint } from '../src/frames/browser/p256.js'
 import { keyFormatOf, parseMnemonic, parsePrivateKey } from '../src/frames/browser/secrets.js'
 import { parseSettings } from '../src/frames/browser/settings.js'
+import { memoryStore } from '../src/frames/browser/storage.js'
 import {
   credentialBundle,
   exportBundle,
@@ -24,11 +25,6 @@ import {
 
 // The frames' browser code, run in Node's WebCrypto: against the service's own bundle code
 // (@hpke/core and noble underneath), a real bundle of the hosted service, and ApiKeyStamper.
-
-const memoryStorage = (): KeyStorage & { map: Map<string, string> } => {
-  const map = new Map<string, string>()
-  return { map, getItem: (key) => map.get(key) ?? null, setItem: (key, value) => void map.set(key, value), removeItem: (key) => void map.delete(key) }
-}
 
 /** An embedded key from a known private key, as the frame would hold it. */
 async function embeddedKeyFrom(privateKeyHex: string): Promise<EmbeddedKey> {
@@ -262,19 +258,29 @@ describe('APPLY_SETTINGS', () => {
 })
 
 describe('embedded key', () => {
-  test('default: kept in storage with its expiry and parent origin; reused until it expires', async () => {
+  test('default: a non-extractable key kept in the store with its expiry and parent origin; reused until it expires', async () => {
     let now = 1_000
-    const storage = memoryStorage()
-    const keys = embeddedKeyStore({ storage, page: 'auth', now: () => now })
+    const storage = memoryStore()
+    const keys = embeddedKeyStore({ store: storage, page: 'auth', now: () => now })
     const key = await keys.getOrCreate('https://app.example', DEFAULT_EMBEDDED_KEY_TTL_MS)
     expect(key.publicKeyHex).toMatch(/^04[0-9a-f]{128}$/)
-    const stored = JSON.parse(storage.map.get(embeddedKeyStorageKey('auth'))!) as { expiresAt: number; parentOrigin: string; jwk: JsonWebKey }
-    expect({ expiresAt: stored.expiresAt, parentOrigin: stored.parentOrigin, kty: stored.jwk.kty, crv: stored.jwk.crv }).toEqual({
+    const stored = storage.map.get(embeddedKeyStorageKey('auth')) as { expiresAt: number; parentOrigin: string; privateKey: CryptoKey; publicKey: Uint8Array }
+    expect({
+      expiresAt: stored.expiresAt,
+      parentOrigin: stored.parentOrigin,
+      algorithm: stored.privateKey.algorithm,
+      extractable: stored.privateKey.extractable,
+      usages: stored.privateKey.usages,
+      publicKey: bytesToHex(stored.publicKey),
+    }).toEqual({
       expiresAt: 1_000 + 48 * 3600_000,
       parentOrigin: 'https://app.example',
-      kty: 'EC',
-      crv: 'P-256',
+      algorithm: { name: 'ECDH', namedCurve: 'P-256' },
+      extractable: false,
+      usages: ['deriveBits'],
+      publicKey: key.publicKeyHex,
     })
+    await expect(crypto.subtle.exportKey('jwk', stored.privateKey)).rejects.toThrow('key is not extractable')
     expect((await keys.getOrCreate('https://app.example', 5)).publicKeyHex).toBe(key.publicKeyHex)
     // Another parent origin never gets this key.
     expect(await keys.get('https://other.example')).toBeUndefined()
@@ -336,12 +342,12 @@ describe('channel', () => {
     }
   }
 
-  const open = (frame: FrameWindow, storage = memoryStorage(), log: string[] = []) =>
+  const open = (frame: FrameWindow, storage = memoryStore(), log: string[] = []) =>
     openFrameChannel({
       window: frame,
       page: 'auth',
       parentOrigins: ['https://app.example'],
-      keys: embeddedKeyStore({ storage, page: 'auth' }),
+      keys: embeddedKeyStore({ store: storage, page: 'auth' }),
       handlers: {
         async ECHO(request) {
           return { type: 'ECHOED', value: request.value }
@@ -352,7 +358,7 @@ describe('channel', () => {
 
   test('default: the embedding page gets PUBLIC_KEY_READY, then answers with the requestId echoed', async () => {
     const { frame, init } = frameWindow({ ancestorOrigins: ['https://app.example'] })
-    const storage = memoryStorage()
+    const storage = memoryStore()
     expect(open(frame, storage)).toEqual({ refused: undefined })
     const channel = init('https://app.example')
     const ready = (await channel.next()) as { type: string; value: string }
@@ -374,12 +380,12 @@ describe('channel', () => {
 
   test('behavior: dangerouslyOverrideIframeKeyTtl sets the new key’s lifetime', async () => {
     const { frame, init } = frameWindow()
-    const storage = memoryStorage()
+    const storage = memoryStore()
     open(frame, storage)
     const before = Date.now()
     const channel = init('https://app.example', { dangerouslyOverrideIframeKeyTtl: 60_000 })
     await channel.next()
-    const { expiresAt } = JSON.parse(storage.map.get(embeddedKeyStorageKey('auth'))!) as { expiresAt: number }
+    const { expiresAt } = storage.map.get(embeddedKeyStorageKey('auth')) as { expiresAt: number }
     expect(expiresAt - before).toBeGreaterThanOrEqual(60_000)
     expect(expiresAt - Date.now()).toBeLessThanOrEqual(60_000)
     channel.close()
@@ -388,7 +394,7 @@ describe('channel', () => {
   test('error: requests the page does not handle, or without a requestId', async () => {
     const { frame, init } = frameWindow()
     const log: string[] = []
-    open(frame, memoryStorage(), log)
+    open(frame, memoryStore(), log)
     const channel = init('https://app.example')
     await channel.next()
     expect(await channel.request({ type: 'SIGN_TRANSACTION', requestId: 'r1' })).toEqual({
@@ -410,7 +416,7 @@ describe('channel', () => {
   test('error: another origin, another sender, a second channel or a bad TTL are refused with a legacy ERROR to the sender', async () => {
     const { frame, init, posted } = frameWindow()
     const log: string[] = []
-    open(frame, memoryStorage(), log)
+    open(frame, memoryStore(), log)
     init('https://evil.example')
     const sibling = { postMessage: (message: unknown, { targetOrigin }: { targetOrigin: string }) => posted.push({ message, targetOrigin }) }
     init('https://app.example', {}, sibling)

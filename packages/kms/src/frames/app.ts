@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { Hono } from 'hono'
 import { FRAME_PAGES, framePage } from './pages.js'
 
-// The frames' own origin: four pages and their scripts and stylesheet, nothing else. Every
+// The frames' own origin: five pages and their scripts and stylesheet, nothing else. Every
 // response carries a CSP that allows only this origin's scripts and styles, no connections, no
 // images, and embedding only by the configured parent origins.
 
@@ -51,7 +51,7 @@ export function framesContentSecurityPolicy(parentOrigins: readonly string[]): s
 }
 
 /**
- * The frames as a Hono app: `GET /auth`, `/recovery`, `/export`, `/import` and `/assets/*`.
+ * The frames as a Hono app: `GET /auth`, `/recovery`, `/export`, `/import`, `/consent` and `/assets/*`.
  *
  * @example
  * const frames = createFramesApp({ signerPublicKey: kms.signerPublicKey, parentOrigins: ['http://localhost:5173'] })

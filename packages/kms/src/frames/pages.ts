@@ -2,8 +2,11 @@
 // key) is written into meta tags here, so the page fetches nothing; scripts and styles are
 // separate files of this origin, so the CSP needs no 'unsafe-inline'.
 
-/** The frame pages, by path. `auth` and `recovery` are the same page with their own embedded keys. */
-export const FRAME_PAGES = ['auth', 'recovery', 'export', 'import'] as const
+/**
+ * The frame pages, by path. `auth` and `recovery` are the same page with their own embedded keys;
+ * `consent` holds the wallet's signing key and stamps what the user approves there.
+ */
+export const FRAME_PAGES = ['auth', 'recovery', 'export', 'import', 'consent'] as const
 export type FramePage = (typeof FRAME_PAGES)[number]
 
 export type PageParameters = {
@@ -22,6 +25,7 @@ const titles: Record<FramePage, string> = {
   recovery: 'Latchkey recovery',
   export: 'Latchkey export',
   import: 'Latchkey import',
+  consent: 'Latchkey confirmation',
 }
 
 function body(parameters: PageParameters): string {
@@ -41,6 +45,24 @@ function body(parameters: PageParameters): string {
 <p class="warning">Anyone who has this can take everything it holds. Write it down, keep it offline and never share it.</p>
 </section>
 <p id="error" class="error" role="alert" hidden></p>
+</main>`
+    case 'consent':
+      return `<main class="consent">
+<p class="visually-hidden">This frame keeps the wallet's signing key for the app that embeds it and asks you before it signs.</p>
+<div id="review" class="review" role="dialog" aria-modal="true" aria-labelledby="review-title" aria-describedby="review-origin" hidden>
+<h1 id="review-title" class="label" tabindex="-1"></h1>
+<p id="review-origin" class="status"></p>
+<ul id="review-warnings" class="warnings" aria-label="Warnings" hidden></ul>
+<dl id="review-rows" class="rows" hidden></dl>
+<div id="review-tree" class="tree" hidden></div>
+<details id="review-raw-box" class="raw" hidden><summary>Raw data</summary><pre id="review-raw"></pre></details>
+<p id="review-simulation" class="status" role="status" hidden></p>
+<p id="review-refusal" class="error" role="alert" hidden></p>
+<div class="actions">
+<button id="reject" type="button" class="secondary">Reject</button>
+<button id="approve" type="button" class="primary" disabled>Approve</button>
+</div>
+</div>
 </main>`
     case 'import': {
       const key = parameters.secret === 'private-key'

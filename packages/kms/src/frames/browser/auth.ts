@@ -1,8 +1,9 @@
 import { type Credential, openCredentialBundle, stamp } from './bundles.js'
 import { type FrameHandler, openFrameChannel, stringField } from './channel.js'
-import { embeddedKeyStore, frameStorage } from './embeddedKey.js'
+import { embeddedKeyStore } from './embeddedKey.js'
 import { FrameError } from './encoding.js'
 import { pageConfig, showRefusal } from './page.js'
+import { frameStore } from './storage.js'
 
 // The auth and recovery frames: open a credential bundle with the embedded key, keep the
 // credential in memory only, and stamp requests with it for the embedding page.
@@ -19,7 +20,7 @@ const { refused } = openFrameChannel({
   window,
   page: config.page,
   parentOrigins: config.parentOrigins,
-  keys: embeddedKeyStore({ storage: frameStorage(), page: config.page }),
+  keys: embeddedKeyStore({ store: frameStore(), page: config.page }),
   onReset: () => {
     credential = undefined
   },

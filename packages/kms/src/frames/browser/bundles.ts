@@ -1,13 +1,15 @@
 import type { EmbeddedKey } from './embeddedKey.js'
-import { type Bytes, base58checkDecode, bytesToBase64url, bytesToHex, FrameError, hexToBytes, utf8Decode, utf8Encode } from './encoding.js'
+import { type Bytes, base58checkDecode, bytesToHex, FrameError, hexToBytes, utf8Decode } from './encoding.js'
 import { hpkeOpen, hpkeSeal } from './hpke.js'
-import { importSigningKey, p1363ToDer, uncompressedPoint, verifySignature } from './p256.js'
+import { importSigningKey, uncompressedPoint, verifySignature } from './p256.js'
+import { type Credential, stamp } from './stamp.js'
 
 // What the frames do with bundles (research/turnkey-api.md §4): open credential bundles into a
 // stamping key, verify and open export bundles, verify import bundles and seal secrets to them.
 
 /** A credential opened from a bundle: a non-extractable signing key and its compressed public key. */
-export type Credential = { readonly key: CryptoKey; readonly publicKey: string }
+export type { Credential }
+export { stamp }
 
 /** Opens a credential bundle, base58check(compressed enc ‖ ciphertext), with the embedded key. */
 export async function openCredentialBundle(bundle: string, embeddedKey: EmbeddedKey): Promise<Credential> {
@@ -24,13 +26,6 @@ export async function openCredentialBundle(bundle: string, embeddedKey: Embedded
   } finally {
     secret.fill(0)
   }
-}
-
-/** The `X-Stamp` value `ApiKeyStamper` makes: base64url JSON {publicKey, scheme, signature (DER hex)}. */
-export async function stamp(credential: Credential, payload: string): Promise<string> {
-  const signature = new Uint8Array(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, credential.key, utf8Encode(payload)))
-  const body = { publicKey: credential.publicKey, scheme: 'SIGNATURE_SCHEME_TK_API_P256', signature: bytesToHex(p1363ToDer(signature)) }
-  return bytesToBase64url(utf8Encode(JSON.stringify(body)))
 }
 
 /**

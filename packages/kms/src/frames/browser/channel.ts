@@ -1,12 +1,14 @@
-import { DEFAULT_EMBEDDED_KEY_TTL_MS, type EmbeddedKey, type EmbeddedKeyStore } from './embeddedKey.js'
+import { DEFAULT_EMBEDDED_KEY_TTL_MS } from './embeddedKey.js'
 import { FrameError } from './encoding.js'
+import type { FrameKey, FrameKeyStore } from './frameKeys.js'
 
 // The @turnkey/iframe-stamper protocol, frame side (research/turnkey-api.md §5):
 //  1. The embedding page posts {type: TURNKEY_INIT_MESSAGE_CHANNEL, dangerouslyOverrideIframeKeyTtl?}
 //     to this frame's origin on `load`, transferring a MessagePort.
 //  2. The frame answers on that port with {type: PUBLIC_KEY_READY, value: <embedded key, uncompressed hex>}.
 //  3. Every later request comes over the port as {type, requestId, value?, …}; the frame answers
-//     {type, value, requestId}, or {type: ERROR, value: <message>, requestId}.
+//     {type, value, requestId}, or {type: ERROR, value: <message>, requestId}; an error that
+//     carries an EIP-1193 code (the consent frame's) is {type: ERROR, value: {code, message}, requestId}.
 // Unlike the hosted frames, the channel is opened only by the embedding page itself, from an
 // allowed origin, when this frame is not nested deeper; everything else is refused with a
 // legacy {type: ERROR} message to the sender (and a console warning), so a refused page can tell.
@@ -27,10 +29,10 @@ export type FrameRequest = {
 export type FrameContext = {
   /** Origin of the page that opened the channel. */
   readonly parentOrigin: string
-  /** The embedded key; fails when it was reset or has expired. */
-  embeddedKey(): Promise<EmbeddedKey>
-  /** Forgets the embedded key (the export frame does this once it has shown a secret). */
-  resetEmbeddedKey(): void
+  /** The page's key (the embedded key, or the consent frame's signing key); fails when it was reset or has expired. */
+  embeddedKey(): Promise<FrameKey>
+  /** Forgets the key (the export frame does this once it has shown a secret). */
+  resetEmbeddedKey(): Promise<void>
 }
 
 export type FrameReply = { readonly type: string; readonly value: unknown }
@@ -46,11 +48,12 @@ export type FrameWindow = {
 
 export type OpenFrameChannelParameters = {
   window: FrameWindow
-  /** Page name, in messages: `auth`, `recovery`, `export`, `import`. */
+  /** Page name, in messages: `auth`, `recovery`, `export`, `import`, `consent`. */
   page: string
   /** Origins allowed to embed this frame and open its channel. */
   parentOrigins: readonly string[]
-  keys: EmbeddedKeyStore
+  /** The key PUBLIC_KEY_READY announces and the *_EMBEDDED_KEY requests manage. */
+  keys: FrameKeyStore
   /** Requests this page answers besides the embedded-key ones every page answers. */
   handlers: Readonly<Record<string, FrameHandler>>
   /** Called when the parent resets the embedded key: drop whatever it protected. */
@@ -123,7 +126,7 @@ export function openFrameChannel(parameters: OpenFrameChannelParameters): { refu
         if (!key) throw new FrameError('this frame has no embedded key (it was reset or has expired): initialise a new one')
         return key
       },
-      resetEmbeddedKey: () => keys.reset(),
+      resetEmbeddedKey: () => keys.reset(parentOrigin),
     }
     const common: Record<string, FrameHandler> = {
       async GET_EMBEDDED_PUBLIC_KEY() {
@@ -133,7 +136,7 @@ export function openFrameChannel(parameters: OpenFrameChannelParameters): { refu
         return { type: 'EMBEDDED_PUBLIC_KEY', value: (await keys.getOrCreate(parentOrigin, channel.ttlMs)).publicKeyHex }
       },
       async RESET_EMBEDDED_KEY() {
-        context.resetEmbeddedKey()
+        await context.resetEmbeddedKey()
         parameters.onReset?.()
         return { type: 'EMBEDDED_KEY_RESET', value: true }
       },
@@ -167,7 +170,8 @@ export function openFrameChannel(parameters: OpenFrameChannelParameters): { refu
       } catch (error) {
         if (!(error instanceof FrameError)) log(`${request.type} failed: ${error instanceof Error ? error.name : 'error'}`)
         const message = error instanceof FrameError ? error.message : `the ${page} frame could not complete ${request.type}`
-        port.postMessage({ type: 'ERROR', value: message, requestId: request.requestId })
+        const code = error instanceof FrameError ? error.code : undefined
+        port.postMessage({ type: 'ERROR', value: code === undefined ? message : { code, message }, requestId: request.requestId })
       }
     }
   }

@@ -4,9 +4,18 @@ import { createBase58check } from '@scure/base'
 // Byte encodings the frames need: hex, unpadded base64url and base58check. The frames' scripts are
 // bundled with their audited dependencies (@noble/*, @scure/base, @hpke/core) by src/frames/build.ts.
 
-/** An error whose message the frame may show and send to the parent page: it never holds a secret. */
+/**
+ * An error whose message the frame may show and send to the parent page: it never holds a secret.
+ * `code`, when set, is the EIP-1193 code the parent gets with it (4001: the user rejected).
+ */
 export class FrameError extends Error {
   override name = 'FrameError'
+  constructor(
+    message: string,
+    readonly code?: number,
+  ) {
+    super(message)
+  }
 }
 
 /** Bytes over a plain ArrayBuffer, the form WebCrypto takes. */

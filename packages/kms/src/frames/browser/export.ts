@@ -1,9 +1,10 @@
 import { openExportBundle } from './bundles.js'
 import { openFrameChannel, stringField } from './channel.js'
-import { embeddedKeyStore, frameStorage } from './embeddedKey.js'
+import { embeddedKeyStore } from './embeddedKey.js'
 import { bytesToHex, FrameError, utf8Decode } from './encoding.js'
 import { applySettings, element, pageConfig, showingErrors, showRefusal } from './page.js'
 import { keyFormatOf } from './secrets.js'
+import { frameStore } from './storage.js'
 
 // The export frame: verifies an export bundle against the kms's signer key, opens it with the
 // embedded key and shows the secret here only (the embedding page is told nothing but "done"),
@@ -32,7 +33,7 @@ const { refused } = openFrameChannel({
   window,
   page: config.page,
   parentOrigins: config.parentOrigins,
-  keys: embeddedKeyStore({ storage: frameStorage(), page: config.page }),
+  keys: embeddedKeyStore({ store: frameStore(), page: config.page }),
   handlers: {
     INJECT_WALLET_EXPORT_BUNDLE: showingErrors(alert, async (request, context) => {
       const plaintext = await openExportBundle({
@@ -56,7 +57,7 @@ const { refused } = openFrameChannel({
           words.append(item)
         }
       })
-      context.resetEmbeddedKey()
+      await context.resetEmbeddedKey()
       return { type: 'BUNDLE_INJECTED', value: true }
     }),
     INJECT_KEY_EXPORT_BUNDLE: showingErrors(alert, async (request, context) => {
@@ -74,7 +75,7 @@ const { refused } = openFrameChannel({
       show(address ? `Private key of ${address}` : 'Private key', () => {
         key.textContent = hex
       })
-      context.resetEmbeddedKey()
+      await context.resetEmbeddedKey()
       return { type: 'BUNDLE_INJECTED', value: true }
     }),
     APPLY_SETTINGS: async (request) => applySettings(stringField(request, 'value', 8192), { secret, label }),

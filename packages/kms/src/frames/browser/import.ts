@@ -1,9 +1,10 @@
 import { readImportBundle, sealImportBundle } from './bundles.js'
 import { openFrameChannel, stringField } from './channel.js'
-import { embeddedKeyStore, frameStorage } from './embeddedKey.js'
+import { embeddedKeyStore } from './embeddedKey.js'
 import { type Bytes, FrameError } from './encoding.js'
 import { applySettings, element, pageConfig, showingErrors, showRefusal } from './page.js'
 import { keyFormatOf, parseMnemonic, parsePrivateKey } from './secrets.js'
+import { frameStore } from './storage.js'
 
 // The import frame: keeps the target key of a verified import bundle, lets the user type a
 // secret recovery phrase or a private key, and hands the embedding page only that secret
@@ -40,7 +41,7 @@ const { refused } = openFrameChannel({
   window,
   page: config.page,
   parentOrigins: config.parentOrigins,
-  keys: embeddedKeyStore({ storage: frameStorage(), page: config.page }),
+  keys: embeddedKeyStore({ store: frameStore(), page: config.page }),
   handlers: {
     INJECT_IMPORT_BUNDLE: showingErrors(alert, async (request) => {
       target = await readImportBundle({

@@ -1,0 +1,174 @@
+import { ClientsNotFoundError, ProviderRpcError } from './errors.js'
+import type { Stamper } from './sessionKeys.js'
+
+// The app side of the consent frame (the kms's `/consent` page, on the frames origin): the frame
+// holds the wallet's signing key and stamps a kms request only after the user approved it there.
+// This mounts the frame as an overlay dialog that shows only while a review is pending, opens its
+// channel (the @turnkey/iframe-stamper framing), and turns each request into a stamper for
+// @turnkey/http. The page never holds anything that can stamp. Messages mirror the frame's
+// packages/kms/src/frames/browser/consentMessages.ts.
+
+/** A wallet request as the frame reviews it (the frame's review/types.ts `WalletRequest`). */
+export type ConsentWalletRequest = {
+  readonly method:
+    | 'personal_sign'
+    | 'eth_signTypedData_v4'
+    | 'eth_sendTransaction'
+    | 'wallet_sendCalls'
+    | 'wallet_grantPermissions'
+    | 'eip7702_authorization'
+    | 'export_wallet'
+    | 'add_credential'
+  readonly params: readonly unknown[]
+}
+
+/** What the frame shows with the request; the frame knows the app's origin itself. */
+export type ConsentContext = { readonly account: `0x${string}`; readonly chainId: number }
+
+export type ConsentFrameParameters = {
+  /** The kms frames origin, e.g. `http://localhost:8091`; the frame is `${framesUrl}/consent`. */
+  framesUrl: string
+  /** Where the iframe goes. Default `document.body`. */
+  container?: HTMLElement | undefined
+  /** The iframe's accessible name. Default "Confirm in your wallet". */
+  title?: string | undefined
+}
+
+export type ConsentFrame = {
+  /** The frame's signing key, compressed hex: register it as the user's API key. */
+  readonly publicKey: string
+  /** The iframe, for tests and layout. */
+  readonly iframe: HTMLIFrameElement
+  /**
+   * A stamper for @turnkey/http that asks the user to approve `request` in the frame, then stamps
+   * the exact body it is given. Rejections are `ProviderRpcError` 4001.
+   */
+  stamper(request: ConsentWalletRequest, context: ConsentContext): Stamper
+  /** The app's theme colours, through the frame's sanitised `APPLY_SETTINGS` (`{ styles: { color, backgroundColor, … } }`). */
+  applySettings(settings: { styles?: Readonly<Record<string, string>> }): Promise<void>
+  /** Forgets the frame's signing key (sign-out). */
+  resetKey(): Promise<void>
+  /** Removes the frame; a pending review ends as rejected (4001). */
+  close(): void
+}
+
+type Reply = { type: string; value: unknown; requestId?: string }
+
+let frames = 0
+
+/**
+ * Mounts the consent frame and waits for its signing key.
+ *
+ * @example
+ * const consent = await mountConsentFrame({ framesUrl: 'http://localhost:8091' })
+ * const client = new TurnkeyClient({ baseUrl }, consent.stamper({ method: 'personal_sign', params: [hex, account] }, { account, chainId: 1 }))
+ */
+export async function mountConsentFrame(parameters: ConsentFrameParameters): Promise<ConsentFrame> {
+  const url = new URL('/consent', parameters.framesUrl)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ClientsNotFoundError({ details: `The frames url ${parameters.framesUrl} is not http(s)` })
+  const iframe = document.createElement('iframe')
+  iframe.id = `latchkey-consent-frame-${++frames}`
+  iframe.title = parameters.title ?? 'Confirm in your wallet'
+  iframe.src = url.href
+  iframe.sandbox.add('allow-scripts', 'allow-same-origin')
+  iframe.hidden = true
+  Object.assign(iframe.style, {
+    position: 'fixed',
+    inset: '0',
+    width: '100%',
+    height: '100%',
+    border: '0',
+    zIndex: '2147483647',
+    background: 'transparent',
+    colorScheme: 'normal',
+  })
+  const channel = new MessageChannel()
+  const pending = new Map<string, { resolve: (reply: Reply) => void; reject: (error: unknown) => void }>()
+  let closed = false
+  let ready: ((publicKey: string) => void) | undefined
+  let failed: ((error: unknown) => void) | undefined
+  const publicKey = new Promise<string>((resolve, reject) => {
+    ready = resolve
+    failed = reject
+  })
+
+  channel.port1.onmessage = (event: MessageEvent<Reply>) => {
+    const reply = event.data
+    if (reply.type === 'PUBLIC_KEY_READY') return ready?.(String(reply.value))
+    const waiting = reply.requestId ? pending.get(reply.requestId) : undefined
+    if (!waiting) return
+    pending.delete(reply.requestId!)
+    waiting.resolve(reply)
+  }
+  // A refusal from the frame (a foreign origin, a nested frame) comes on the window, not the port.
+  const onRefusal = (event: MessageEvent) => {
+    if (event.source !== iframe.contentWindow || event.origin !== url.origin) return
+    const data = event.data as Reply
+    if (data?.type === 'ERROR') failed?.(new ClientsNotFoundError({ details: `The consent frame refused: ${String(data.value)}` }))
+  }
+  window.addEventListener('message', onRefusal)
+  iframe.addEventListener('load', () => iframe.contentWindow?.postMessage({ type: 'TURNKEY_INIT_MESSAGE_CHANNEL' }, url.origin, [channel.port2]), {
+    once: true,
+  })
+  ;(parameters.container ?? document.body).append(iframe)
+
+  async function ask(type: string, value: unknown): Promise<unknown> {
+    if (closed) throw new ProviderRpcError(4001, 'User rejected the request.')
+    const requestId = crypto.randomUUID()
+    const reply = await new Promise<Reply>((resolve, reject) => {
+      pending.set(requestId, { resolve, reject })
+      channel.port1.postMessage({ type, requestId, value })
+    })
+    if (reply.type !== 'ERROR') return reply.value
+    const error = reply.value as { code?: unknown; message?: unknown } | string
+    if (typeof error === 'object' && error !== null && typeof error.code === 'number') throw new ProviderRpcError(error.code, String(error.message))
+    throw new ProviderRpcError(-32603, `The consent frame refused: ${String(error)}`)
+  }
+
+  let reviews = 0
+  const show = () => {
+    reviews++
+    iframe.hidden = false
+    iframe.focus()
+  }
+  const hide = () => {
+    if (--reviews === 0) iframe.hidden = true
+  }
+
+  let key: string
+  try {
+    key = await publicKey
+  } finally {
+    window.removeEventListener('message', onRefusal)
+  }
+  return {
+    publicKey: key,
+    iframe,
+    stamper(request, context) {
+      return {
+        async stamp(payload) {
+          show()
+          try {
+            return (await ask('REVIEW_AND_STAMP', { request, payload, context })) as { stampHeaderName: string; stampHeaderValue: string }
+          } finally {
+            hide()
+          }
+        },
+      }
+    },
+    async applySettings(settings) {
+      await ask('APPLY_SETTINGS', JSON.stringify(settings))
+    },
+    async resetKey() {
+      await ask('RESET_EMBEDDED_KEY', undefined)
+    },
+    close() {
+      closed = true
+      for (const waiting of pending.values()) waiting.reject(new ProviderRpcError(4001, 'User rejected the request.'))
+      pending.clear()
+      channel.port1.close()
+      iframe.remove()
+    },
+  }
+}

@@ -1,0 +1,192 @@
+import type { Review, ReviewNode, SimulationResult } from './review/types.js'
+
+// The consent dialog: renders a Review (text only, through textContent) and answers whether the
+// user approved. Only a trusted click or key press on its own "Approve" counts: `isTrusted` is
+// false for every event a script makes (`button.click()`, `dispatchEvent`), in this document or
+// any other, and the page that embeds the frame cannot reach into it at all. "Approve" stays
+// disabled until the browser says the dialog is really visible (IntersectionObserver v2: not
+// covered, not transparent, not transformed), so a page cannot hide the frame under a decoy and
+// harvest a click; where the browser cannot tell, it waits a moment before it arms.
+
+/** How long "Approve" stays disabled after the dialog shows where visibility cannot be tracked. */
+export const ARMING_DELAY_MS = 500
+
+export type ConsentDialogElements = {
+  /** The dialog box (role=dialog, aria-modal), hidden while nothing is pending. */
+  readonly dialog: HTMLElement
+  readonly title: HTMLElement
+  readonly origin: HTMLElement
+  readonly warnings: HTMLElement
+  readonly rows: HTMLElement
+  readonly tree: HTMLElement
+  readonly rawBox: HTMLDetailsElement
+  readonly raw: HTMLElement
+  readonly simulation: HTMLElement
+  readonly refusal: HTMLElement
+  readonly approve: HTMLButtonElement
+  readonly reject: HTMLButtonElement
+}
+
+/**
+ * Shows `review` and resolves `true` when the user approves with a trusted activation of
+ * "Approve", `false` on "Reject" or Escape. One review at a time.
+ *
+ * @example
+ * if (!(await askUser(elements, review))) throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
+ */
+export function askUser(elements: ConsentDialogElements, review: Review, log: (message: string) => void): Promise<boolean> {
+  const { dialog, approve, reject } = elements
+  render(elements, review)
+  return new Promise((resolve) => {
+    const disarm = arm(approve, review.refusal === undefined)
+    const finish = (approved: boolean) => {
+      disarm()
+      approve.removeEventListener('click', onApprove)
+      reject.removeEventListener('click', onReject)
+      document.removeEventListener('keydown', onKey, true)
+      dialog.hidden = true
+      clear(elements)
+      resolve(approved)
+    }
+    const onApprove = (event: MouseEvent) => {
+      if (!event.isTrusted) {
+        log('ignored a click on Approve that a script made')
+        return
+      }
+      if (approve.disabled || review.refusal !== undefined) return
+      finish(true)
+    }
+    const onReject = (event: MouseEvent) => {
+      if (event.isTrusted) finish(false)
+    }
+    const onKey = (event: KeyboardEvent) => {
+      if (!event.isTrusted) return
+      if (event.key === 'Escape') {
+        event.preventDefault()
+        finish(false)
+      } else if (event.key === 'Tab') trapFocus(dialog, event)
+    }
+    approve.addEventListener('click', onApprove)
+    reject.addEventListener('click', onReject)
+    document.addEventListener('keydown', onKey, true)
+    dialog.hidden = false
+    elements.title.focus()
+  })
+}
+
+/** Keeps Tab and Shift+Tab inside the dialog. */
+function trapFocus(dialog: HTMLElement, event: KeyboardEvent) {
+  const focusable = [...dialog.querySelectorAll<HTMLElement>('button:not([disabled]), summary, [tabindex="0"]')].filter(
+    (candidate) => candidate.offsetParent !== null || candidate === document.activeElement,
+  )
+  const first = focusable[0]
+  const last = focusable.at(-1)
+  if (!first || !last) {
+    event.preventDefault()
+    return
+  }
+  const active = document.activeElement
+  const inside = active instanceof HTMLElement && dialog.contains(active) && focusable.includes(active)
+  if (event.shiftKey && (!inside || active === first)) {
+    event.preventDefault()
+    last.focus()
+  } else if (!event.shiftKey && (!inside || active === last)) {
+    event.preventDefault()
+    first.focus()
+  }
+}
+
+/** Enables "Approve" once the dialog is seen whole; returns what stops watching. */
+function arm(approve: HTMLButtonElement, allowed: boolean): () => void {
+  approve.hidden = !allowed
+  approve.disabled = true
+  if (!allowed) return () => undefined
+  if ('isVisible' in IntersectionObserverEntry.prototype) {
+    const observer = new IntersectionObserver(
+      (entries) => {
+        const entry = entries.at(-1) as (IntersectionObserverEntry & { isVisible?: boolean }) | undefined
+        approve.disabled = !entry?.isVisible
+      },
+      { threshold: [1], trackVisibility: true, delay: 100 } as IntersectionObserverInit,
+    )
+    observer.observe(approve)
+    return () => observer.disconnect()
+  }
+  const timer = setTimeout(() => {
+    approve.disabled = false
+  }, ARMING_DELAY_MS)
+  return () => clearTimeout(timer)
+}
+
+function render(elements: ConsentDialogElements, review: Review) {
+  elements.title.textContent = review.title
+  elements.origin.textContent = `Requested by ${review.origin}`
+  for (const warning of review.warnings) {
+    const item = document.createElement('li')
+    item.className = warning.level
+    item.textContent = warning.text
+    elements.warnings.append(item)
+  }
+  elements.warnings.hidden = review.warnings.length === 0
+  for (const row of review.rows) {
+    const term = document.createElement('dt')
+    term.textContent = row.label
+    const detail = document.createElement('dd')
+    detail.textContent = row.value
+    if (row.tone) detail.className = row.tone
+    elements.rows.append(term, detail)
+  }
+  elements.rows.hidden = review.rows.length === 0
+  if (review.tree?.length) elements.tree.append(treeList(review.tree))
+  elements.tree.hidden = !review.tree?.length
+  elements.raw.textContent = review.raw ?? ''
+  elements.rawBox.open = false
+  elements.rawBox.hidden = review.raw === undefined
+  elements.refusal.textContent = review.refusal ?? ''
+  elements.refusal.hidden = review.refusal === undefined
+  elements.simulation.textContent = ''
+  elements.simulation.hidden = review.simulation === undefined
+  if (review.simulation) {
+    elements.simulation.textContent = 'Simulating…'
+    const simulation = review.simulation
+    simulation.then(
+      (result) => {
+        if (elements.simulation.textContent === 'Simulating…') elements.simulation.textContent = describeSimulation(result)
+      },
+      () => {
+        elements.simulation.textContent = 'The simulation failed.'
+      },
+    )
+  }
+}
+
+function treeList(nodes: readonly ReviewNode[]): HTMLUListElement {
+  const list = document.createElement('ul')
+  for (const node of nodes) {
+    const item = document.createElement('li')
+    const label = document.createElement('span')
+    label.className = 'tree-label'
+    label.textContent = node.label
+    item.append(label)
+    if (node.value !== undefined) {
+      const value = document.createElement('span')
+      value.textContent = node.value
+      item.append(' ', value)
+    }
+    if (node.children?.length) item.append(treeList(node.children))
+    list.append(item)
+  }
+  return list
+}
+
+function describeSimulation(result: SimulationResult): string {
+  if (result.status === 'reverted') return `The simulation reverted: ${result.reason}`
+  if (result.status === 'unavailable') return `No simulation: ${result.reason}`
+  const lines = [...result.sends, ...result.receives]
+  return lines.length ? lines.join('. ') : 'The simulation shows no asset changes.'
+}
+
+function clear(elements: ConsentDialogElements) {
+  for (const container of [elements.warnings, elements.rows, elements.tree]) container.replaceChildren()
+  for (const text of [elements.title, elements.origin, elements.raw, elements.simulation, elements.refusal]) text.textContent = ''
+}
