@@ -6,7 +6,7 @@ import { answer, cookieOf, generateApiKeyPair, newEmail, useBackend } from './ba
 // stamp_login is a full session; a recovery credential's or a session key's lasts no longer
 // than its JWT, whatever `kind` the client claims.
 
-const { t, post, mailTo, signedUpWithPasskey, stampLogin, withKey, withPasskey, session } = useBackend()
+const { t, post, mailTo, signedInByEmail, signedUpWithPasskey, stampLogin, withKey, withPasskey, session } = useBackend()
 
 const expOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp
 
@@ -14,7 +14,7 @@ const expOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base
 async function recoveryCredential(email: string) {
   const embedded = generateP256KeyPair()
   expect((await post('/auth/recovery/start', { email, targetPublicKey: embedded.publicKeyUncompressed })).status).toBe(200)
-  const [mail] = await mailTo(email)
+  const [mail] = await mailTo(email) // the newest: the recovery mail
   const apiPrivateKey = decryptCredentialBundle(mail!.text.split('\n')[2]!, embedded.privateKey)
   return withKey({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') })
 }
@@ -22,7 +22,8 @@ async function recoveryCredential(email: string) {
 describe('POST /auth/login decides the kind', () => {
   test('error: the review’s script: a recovery JWT sent with kind passkey is a recovery session ending with its JWT, not 7 days', async () => {
     const email = newEmail()
-    const account = await signedUpWithPasskey({ email })
+    // An account of a verified email: only those recover by email (a passkey sign-up's email binds nothing).
+    const account = await signedInByEmail(email)
     const jwt = await stampLogin(await recoveryCredential(email), generateApiKeyPair().apiPublicKey)
     const login = await post('/auth/login', { session: jwt, kind: 'passkey' })
     const at = t.clock
