@@ -90,14 +90,18 @@ export class QuotaUsage {
 
   /**
    * Whether messages fit together, counted as if each were stored (a batch is stored whole or not
-   * at all): throws the quota the first one that does not fit passes.
+   * at all): throws the quota the first one that does not fit passes. One `held` already, or
+   * earlier in the batch, is stored once and counts nothing.
    */
-  check(messages: readonly NewMessage[]) {
+  check(messages: readonly NewMessage[], held: (id: string) => boolean) {
     if (this.#off) return
     const topics = new Map<string, number>()
     const clients = new Map<string, number>()
+    const seen = new Set<string>()
     let relay = 0
     for (const message of messages) {
+      if (held(message.id) || seen.has(message.id)) continue
+      seen.add(message.id)
       const size = storedSize(message)
       const topic = (topics.get(message.topic) ?? 0) + size
       const client = (clients.get(message.publisher) ?? 0) + size

@@ -57,7 +57,8 @@ const NOTICE_V2 = 'published:2'
 // says the node knows the list already does (see `listCovers`), which spares a PEXPIRE per message.
 // The expiry index holds a member per call and second of expiry (its messages' `topic:seq id`
 // entries, a line each), scored by the latest of them, not a member per message. (A Redis Cluster
-// is not supported: one counter orders every topic.) ARGV: the prefix, the lines.
+// is not supported: one counter orders every topic.) ARGV: the prefix, the lines, the relay's,
+// a topic's and a client's quota, and 1 when the lines are one publish, stored whole or not at all.
 const ADD = `
 local prefix, lines = ARGV[1], ARGV[2]
 -- Storage quotas in bytes (0: none), counted in one hash over every node: the relay's (g), each
@@ -72,6 +73,38 @@ local function count(field, by)
 end
 local v1, v2 = prefix .. '${NOTICE_V1}', prefix .. '${NOTICE_V2}'
 local find, sub = string.find, string.sub
+-- One publish of several messages (ARGV[6] is 1: an irn_batchPublish, a wc_approveSession) is
+-- stored whole or not at all. Before anything is written, its messages not stored yet are counted
+-- together, in order, against what is used: the first that would pass a quota refuses them all
+-- (answered {-1}, {-2} or {-3}), and nothing is written, counts included. Only reads: then every
+-- message passes the check below, where it is counted. Single publishes never come here.
+if quotas and ARGV[6] == '1' then
+  local adding, seen = {}, {}
+  local function over(field, by, max)
+    if max == 0 then return false end
+    local total = (adding[field] or tonumber(redis.call('HGET', usage, field) or '0')) + by
+    adding[field] = total
+    return total > max
+  end
+  local at, size = 1, #lines
+  while at <= size do
+    local a = find(lines, ' ', at, true)
+    local b = find(lines, ' ', a + 1, true)
+    local c = find(lines, ' ', b + 1, true)
+    local d = find(lines, ' ', c + 1, true)
+    local e = find(lines, '\\n', d + 1, true) or size + 1
+    local id = sub(lines, at, a - 1)
+    -- A message already stored (or twice in the batch) is stored once and counts once.
+    if not seen[id] and redis.call('EXISTS', prefix .. 'm:' .. id) == 0 then
+      seen[id] = true
+      local bytes = e - d - 1
+      if over('g', bytes, maxG) then return { -1 } end
+      if over('t:' .. sub(lines, a + 1, b - 1), bytes, maxT) then return { -2 } end
+      if over('c:' .. sub(lines, d + 1, find(lines, ' ', d + 1, true) - 1), bytes, maxC) then return { -3 } end
+    end
+    at = e + 1
+  end
+end
 -- Nodes of version 1 listen on its channel alone; version 2 nodes listen on both.
 local listening = redis.call('PUBSUB', 'NUMSUB', v1, v2)
 local old = listening[2] > listening[4]
@@ -245,7 +278,9 @@ type Scripts = {
  */
 function batcher<item, result>(run: (items: item[]) => Promise<(result | Error)[]>, schedule: (flush: () => void) => void = setImmediate) {
   let pending: { item: item; resolve(value: result): void; reject(error: unknown): void }[] = []
-  const flush = () => {
+  // One flush is scheduled at a time, also after `send` took what it would have.
+  let scheduled = false
+  const send = () => {
     const taken = pending
     pending = []
     for (let start = 0; start < taken.length; start += MAX_BATCH) {
@@ -265,11 +300,20 @@ function batcher<item, result>(run: (items: item[]) => Promise<(result | Error)[
       )
     }
   }
-  return (item: item) =>
+  const flush = () => {
+    scheduled = false
+    send()
+  }
+  const call = (item: item) =>
     new Promise<result>((resolve, reject) => {
-      if (!pending.length) schedule(flush)
+      if (!scheduled) {
+        scheduled = true
+        schedule(flush)
+      }
       pending.push({ item, resolve, reject })
     })
+  /** Sends the calls waiting now, so that a script call made next follows them. */
+  return Object.assign(call, { send })
 }
 
 /**
@@ -490,7 +534,11 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
    * PEXPIRE of its own. Noted only once the script answered; forgotten by `prune`.
    */
   const listCovers = new Map<string, number>()
-  const storeBatch = batcher<NewMessage, StoredMessage | undefined>(async (messages) => {
+  /**
+   * Stores messages in one script call, answering each (`add`'s answer, or its quota refusal);
+   * `whole`: they are one publish, and a refusal refuses them all, storing none.
+   */
+  const storeMessages = async (messages: readonly NewMessage[], whole: boolean): Promise<(StoredMessage | undefined | Error)[]> => {
     // A line a message, `id topic ±keep expiry publisher expiry tag published-at "message"`, written
     // as bytes field by field (bytes.ts). A message is a JSON string: it never holds a raw newline.
     // Ids, topics and client ids are ASCII and hold no space.
@@ -510,9 +558,13 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       if (at) lines[at++] = NEWLINE
       at = writeMessageJson(lines, writeFields(lines, at, fields[index]!), m.message, m.jsonSafe)
     }
-    const seqs = await scripts.relayAdd(0, prefix, lines.subarray(0, at), limits.relay, limits.topic, limits.client)
+    const quotas = [limits.relay, limits.topic, limits.client]
+    const seqs = await (whole
+      ? scripts.relayAdd(0, prefix, lines.subarray(0, at), ...quotas, 1)
+      : scripts.relayAdd(0, prefix, lines.subarray(0, at), ...quotas))
     return messages.map((message, index) => {
-      const seq = seqs[index]!
+      // A publish refused whole is answered with its refusal alone.
+      const seq = whole && seqs[0]! < 0 ? seqs[0]! : seqs[index]!
       if (seq < 0) {
         const scope = scopes[-seq - 1]!
         return new QuotaExceededError(scope, limits[scope])
@@ -525,7 +577,8 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       }
       return withSeq(message, seq)
     })
-  }, inWindow)
+  }
+  const storeBatch = batcher<NewMessage, StoredMessage | undefined>((messages) => storeMessages(messages, false), inWindow)
   const ackBatch = lineBatcher((lines) => scripts.relayAck(0, prefix, lines), inWindow)
   // A counter per client and second; each call is answered with the count up to and including it.
   const countBatch = batcher<[key: string, count: number], number>(async (calls) => {
@@ -543,6 +596,14 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
 
   return {
     add: storeBatch,
+    // Its own script call, sent after the single publishes waiting for theirs (one connection to
+    // Redis keeps them in order), so the batch is checked against the quotas and stored in one step.
+    async addAll(messages) {
+      storeBatch.send()
+      const answers = await storeMessages(messages, true)
+      for (const answer of answers) if (answer instanceof Error) throw answer
+      return answers as (StoredMessage | undefined)[]
+    },
     async list(topic, now) {
       const entries = await redis.lrange(topicKey(topic), 0, -1)
       if (!entries.length) return []

@@ -532,7 +532,8 @@ export function createRelay(options: RelayOptions): Relay {
       if (method === 'irn_batchPublish') {
         const entries = (params as ParamsOf<'irn_batchPublish'>).messages
         const messages = entries.map((entry) => toNewMessage(connection, entry))
-        // Stored whole or not at all: a batch past a quota is refused before any of it is stored.
+        // Stored whole or not at all: a batch past a quota is refused before any of it is stored
+        // (on Redis, by the script that stores it: see `addAll`).
         store.checkQuota?.(messages)
         connection.unanswered++
         publish(
@@ -705,6 +706,14 @@ export function createRelay(options: RelayOptions): Relay {
     if (messages.length === 1) {
       store.add(messages[0]!).then((added) => {
         if (added && !shared) fanOut(added)
+        stored()
+      }, failed)
+      return
+    }
+    // Several at once: a store that checks quotas only as it stores takes them whole or not at all.
+    if (store.addAll) {
+      store.addAll(messages).then((added) => {
+        if (!shared) for (const message of added) if (message) fanOut(message)
         stored()
       }, failed)
       return

@@ -3,7 +3,8 @@ import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getFreePort } from '@latchkey/devnet'
-import { afterEach, describe, expect, test } from 'vitest'
+import { Redis } from 'ioredis'
+import { afterEach, describe, expect, onTestFinished, test } from 'vitest'
 import { createRelay, memoryStore, type Relay, RelayErrorCode, type RelayStore, redisStore, type StorageQuotas, sqliteStore } from '../src/index.js'
 import { connectClient } from './client.js'
 import { redisUrl } from './redis.js'
@@ -114,20 +115,98 @@ for (const [storeName, makeStore] of stores)
       expect(await alice.request('irn_publish', { topic: t, message: payload(900, 3), ttl: 10, tag: 1 })).toBe(true)
     })
 
-    if (storeName !== 'redis')
-      test('error: a batch publish past a quota is refused whole: none of it is stored', async () => {
-        await start(makeStore, { maxStoredBytesPerTopic: 1000 })
-        const alice = await connectClient(relay.url)
-        const t = topic()
-        const messages = [1, 2, 3].map((index) => ({ topic: t, message: payload(400, index), ttl: 300, tag: 1 }))
-        expect(await outcome(alice.request('irn_batchPublish', { messages }))).toEqual({
-          code: RelayErrorCode.quotaExceeded,
-          message: 'Storage quota exceeded: a topic holds at most 1000 bytes of messages',
-        })
-        expect(await store.list(t, clock)).toEqual([])
-        expect(await alice.request('irn_batchPublish', { messages: messages.slice(0, 2) })).toBe(true)
+    test('error: a batch publish past a quota is refused whole: none of it is stored', async () => {
+      await start(makeStore, { maxStoredBytesPerTopic: 1000 })
+      const alice = await connectClient(relay.url)
+      const t = topic()
+      const messages = [1, 2, 3].map((index) => ({ topic: t, message: payload(400, index), ttl: 300, tag: 1 }))
+      expect(await outcome(alice.request('irn_batchPublish', { messages }))).toEqual({
+        code: RelayErrorCode.quotaExceeded,
+        message: 'Storage quota exceeded: a topic holds at most 1000 bytes of messages',
       })
+      expect(await store.list(t, clock)).toEqual([])
+      expect(await alice.request('irn_batchPublish', { messages: messages.slice(0, 2) })).toBe(true)
+    })
+
+    test('behavior: messages of a batch already stored, or twice in it, count once: the batch is not refused for them', async () => {
+      await start(makeStore, { maxStoredBytesPerTopic: 1000 })
+      const alice = await connectClient(relay.url)
+      const t = topic()
+      const [one, two, three] = [1, 2, 3].map((index) => ({ topic: t, message: payload(400, index), ttl: 300, tag: 1 }))
+      expect(await alice.request('irn_batchPublish', { messages: [one, two] })).toBe(true)
+      // Counted as new, these four would pass the quota.
+      expect(await alice.request('irn_batchPublish', { messages: [one, two, two, one] })).toBe(true)
+      expect((await store.list(t, clock)).map((m) => m.message.slice(0, 6))).toEqual(['000001', '000002'])
+      expect(await outcome(alice.request('irn_batchPublish', { messages: [one, three] }))).toEqual({
+        code: RelayErrorCode.quotaExceeded,
+        message: 'Storage quota exceeded: a topic holds at most 1000 bytes of messages',
+      })
+    })
   })
+
+describe('storage quotas on Redis: a publish of several messages is checked whole, in the script that stores it', () => {
+  /** A relay on Redis with these quotas, and what its usage hash (every node's counts) holds. */
+  async function startOnRedis(quotas: StorageQuotas) {
+    const url = await redisUrl()
+    const prefix = `quota${process.pid}:${++prefixes}:`
+    await start(async () => redisStore(url, { prefix, quotas }), quotas)
+    const reader = new Redis(url)
+    onTestFinished(() => void reader.disconnect())
+    return { usage: () => reader.hgetall(`${prefix}usage`) }
+  }
+  // Messages of 400 bytes count ~490 on Redis (the record): with a quota of 1700, three fit and a fourth does not.
+  const quota = 1700
+  const message = (t: string, index: number) => ({ topic: t, message: payload(400, index), ttl: 300, tag: 1 })
+  const cases: [string, StorageQuotas, (first: string) => string[], string][] = [
+    [
+      "the topic's",
+      { maxStoredBytesPerTopic: quota },
+      (first) => [first, first, first],
+      'Storage quota exceeded: a topic holds at most 1700 bytes of messages',
+    ],
+    [
+      "the client's",
+      { maxStoredBytesPerClient: quota },
+      () => [topic(), topic(), topic()],
+      "Storage quota exceeded: a client's messages take at most 1700 bytes",
+    ],
+    ["the relay's", { maxStoredBytes: quota }, () => [topic(), topic(), topic()], 'Storage quota exceeded: the relay holds at most 1700 bytes of messages'],
+  ]
+  for (const [scope, quotas, topics, refusal] of cases)
+    test(`error: an irn_batchPublish that reaches ${scope} quota at its last message stores none of it and counts nothing`, async () => {
+      const { usage } = await startOnRedis(quotas)
+      const alice = await connectClient(relay.url)
+      const first = topic()
+      expect(await alice.request('irn_publish', { topic: first, message: payload(400, 0), ttl: 300, tag: 1 })).toBe(true)
+      const before = await usage()
+      const record = Number(before.g)
+      expect([3 * record <= quota, 4 * record > quota]).toEqual([true, true])
+      const batchTopics = topics(first)
+      const messages = batchTopics.map((t, index) => message(t, index + 1))
+      expect(await outcome(alice.request('irn_batchPublish', { messages }))).toEqual({ code: RelayErrorCode.quotaExceeded, message: refusal })
+      expect(await usage()).toEqual(before)
+      expect((await store.list(first, clock)).map((m) => m.message.slice(0, 6))).toEqual(['000000'])
+      for (const t of batchTopics) if (t !== first) expect(await store.list(t, clock)).toEqual([])
+      // What fits of it is taken: the refusal left no count behind.
+      expect(await alice.request('irn_batchPublish', { messages: messages.slice(0, 2) })).toBe(true)
+    })
+
+  test('error: a wc_approveSession whose settlement would pass the quota stores neither message', async () => {
+    const { usage } = await startOnRedis({ maxStoredBytesPerClient: quota })
+    const wallet = await connectClient(relay.url)
+    expect(await wallet.request('irn_publish', { topic: topic(), message: payload(400, 0), ttl: 300, tag: 1 })).toBe(true)
+    expect(await wallet.request('irn_publish', { topic: topic(), message: payload(400, 1), ttl: 300, tag: 1 })).toBe(true)
+    const before = await usage()
+    const [pairingTopic, sessionTopic] = [topic(), topic()]
+    const approval = { sessionTopic, pairingTopic, sessionProposalResponse: payload(400, 2), sessionSettlementRequest: payload(400, 3), ttl: 300 }
+    expect(await outcome(wallet.request('wc_approveSession', approval))).toEqual({
+      code: RelayErrorCode.quotaExceeded,
+      message: "Storage quota exceeded: a client's messages take at most 1700 bytes",
+    })
+    expect(await usage()).toEqual(before)
+    expect([await store.list(pairingTopic, clock), await store.list(sessionTopic, clock)]).toEqual([[], []])
+  })
+})
 
 describe('storage quotas on Redis, over several nodes', () => {
   test('behavior: two relays on one Redis share one count', async () => {
