@@ -23,6 +23,7 @@ type PackageJson = {
   devDependencies?: Record<string, string>
   peerDependencies?: Record<string, string>
   optionalDependencies?: Record<string, string>
+  publishConfig?: Record<string, unknown>
 }
 
 const repoRoot = join(import.meta.dirname, '..')
@@ -81,7 +82,21 @@ test('default: changesets releases every package together (one fixed group)', ()
   expect(config.access).toBe('public')
 })
 
+test('default: the root has a version and one install of every dependency, so `npm ls` and `npm sbom` succeed', () => {
+  const root = JSON.parse(read('package.json')) as PackageJson & { overrides?: Record<string, string> }
+  // npm sbom refuses a root without a version; the root is private and never published.
+  expect(root).toMatchObject({ private: true, version: '0.0.0' })
+  // viem 2.31 (under @walletconnect/utils) pins abitype 1.0.8, whose optional zod peer is ^3: the
+  // workspace's zod 4 made it an invalid tree. abitype 1.2 takes zod 3 or 4.
+  expect(root.overrides).toEqual({ abitype: '^1.2.3' })
+})
+
 describe.each(manifests)('$pkg.name', ({ directory, pkg }) => {
+  test('default: published with provenance (the release runs where npm can attest it)', () => {
+    if (pkg.private) return expect(pkg.publishConfig).toBeUndefined()
+    expect(pkg.publishConfig).toEqual({ provenance: true })
+  })
+
   test('default: MIT licence, ES modules, side effects declared', () => {
     expect(pkg.license).toBe('MIT')
     expect(read(`${directory}/LICENSE`), 'the MIT text ships in the tarball').toBe(read('LICENSE'))

@@ -21,8 +21,15 @@ export class EmbeddedError extends Error {
 
 const details = (cause: unknown) => (cause instanceof Error ? cause.message : cause === undefined ? undefined : String(cause))
 
+/**
+ * A catalogue error class. Declared, not inferred: an inferred class type would copy
+ * ErrorConstructor's statics into the published declarations, `prepareStackTrace(…:
+ * NodeJS.CallSite[])` among them, which fail to type-check in an app without @types/node.
+ */
+type CataloguedError = new (options?: { details?: string | undefined; cause?: unknown }) => EmbeddedError
+
 /** A catalogue error: one class per SPEC §8 text, each with its code. */
-function catalogued(code: string, shortMessage: string, name: string) {
+function catalogued(code: string, shortMessage: string, name: string): CataloguedError {
   const Class = class extends EmbeddedError {
     constructor(options: { details?: string | undefined; cause?: unknown } = {}) {
       super(code, shortMessage, { details: options.details ?? details(options.cause), cause: options.cause })

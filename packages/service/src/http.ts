@@ -55,6 +55,20 @@ export type HttpObserver = {
 
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/
 
+// Process-wide, because the runner does not hold the observers a service makes: once the runner
+// withdraws readiness (SIGTERM with --shutdown-delay), every observer of this process answers
+// `/readyz` 503 while it goes on serving every other request.
+let readinessWithdrawn = false
+
+/**
+ * For the first phase of a shutdown: every observer in this process answers `GET /readyz` 503
+ * from now on, so load balancers stop sending requests, while requests are still served and
+ * connections kept alive. Called by `runService` on SIGTERM; there is no way back.
+ */
+export function withdrawReadiness(): void {
+  readinessWithdrawn = true
+}
+
 /**
  * The observer of one service's HTTP servers.
  *
@@ -76,7 +90,7 @@ export function createHttpObserver(options: HttpObserverOptions = {}): HttpObser
   }
 
   async function readiness(): Promise<{ status: number; body: Record<string, string> }> {
-    if (draining) return { status: 503, body: { status: 'unavailable', reason: 'shutting down' } }
+    if (draining || readinessWithdrawn) return { status: 503, body: { status: 'unavailable', reason: 'shutting down' } }
     let timer: NodeJS.Timeout | undefined
     try {
       await Promise.race([

@@ -1,5 +1,5 @@
 import { SettingsError } from './errors.js'
-import type { InflightRequest } from './http.js'
+import { type InflightRequest, withdrawReadiness } from './http.js'
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel, scrub } from './logger.js'
 import {
   type AnySetting,
@@ -46,6 +46,7 @@ export type BaseSettings = {
   port: Setting<number>
   logLevel: Setting<LogLevel>
   shutdownTimeout: Setting<number>
+  shutdownDelay: Setting<number>
 }
 
 export type ServiceDefinition<settings extends BaseSettings & Record<string, AnySetting>> = {
@@ -73,7 +74,7 @@ export type ServiceDefinition<settings extends BaseSettings & Record<string, Any
 }
 
 /**
- * `host`, `port`, `logLevel` and `shutdownTimeout`, as every service takes them.
+ * `host`, `port`, `logLevel`, `shutdownTimeout` and `shutdownDelay`, as every service takes them.
  *
  * @example
  * const settings = { ...baseSettings({ port: 8090 }), db: text({ flag: 'db', env: 'LATCHKEY_KMS_DB', description: 'SQLite file.' }) }
@@ -91,6 +92,16 @@ export function baseSettings(defaults: { port: number }): BaseSettings {
       default: 10,
       valueName: '<seconds>',
       description: 'On SIGTERM or SIGINT, how long in-flight requests may take before the process exits 1 and logs what it cut.',
+    }),
+    shutdownDelay: integer({
+      flag: 'shutdown-delay',
+      env: 'LATCHKEY_SHUTDOWN_DELAY',
+      min: 0,
+      max: 3600,
+      default: 0,
+      valueName: '<seconds>',
+      description:
+        'On SIGTERM or SIGINT, how long /readyz answers 503 while requests are still served, before the graceful shutdown starts (time for a load balancer to stop sending requests).',
     }),
   }
 }
@@ -168,7 +179,7 @@ export async function runService<settings extends BaseSettings & Record<string, 
     return process.exit(EXIT.ok)
   }
   const { values, given } = parsed
-  const base = values as unknown as { host: string; port: number; logLevel: LogLevel; shutdownTimeout: number }
+  const base = values as unknown as { host: string; port: number; logLevel: LogLevel; shutdownTimeout: number; shutdownDelay: number }
   if (production) {
     const gaps = [...productionGaps(definition.settings, given), ...(definition.production?.(values, given) ?? [])]
     if (gaps.length) return fail(EXIT.badSettings, productionMessage(gaps))
@@ -192,12 +203,23 @@ export async function runService<settings extends BaseSettings & Record<string, 
   }
 
   let stopping = false
-  const stop = (signal: NodeJS.Signals) => {
+  const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       logger.warn({ signal, inflight: started.inflight() }, `${signal} again: exiting now`)
       process.exit(EXIT.failed)
     }
     stopping = true
+    if (base.shutdownDelay === 0) return stop(signal)
+    // Load balancers and Kubernetes endpoints take a while to stop sending requests: until then
+    // they are served as before, and only readiness says the process is going away.
+    withdrawReadiness()
+    logger.info(
+      { signal, delaySeconds: base.shutdownDelay },
+      `${signal}: not ready; still serving for ${base.shutdownDelay} s (--shutdown-delay), then stopping`,
+    )
+    setTimeout(() => stop(signal), base.shutdownDelay * 1000)
+  }
+  const stop = (signal: NodeJS.Signals) => {
     // Called first: by the time the line below is written, no new connection is accepted.
     const stopped = started.stop()
     const inflight = started.inflight().length
@@ -226,8 +248,8 @@ export async function runService<settings extends BaseSettings & Record<string, 
       },
     )
   }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
 }
 
 function productionMessage(gaps: readonly string[]): string {

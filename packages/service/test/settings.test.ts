@@ -70,6 +70,7 @@ describe('parseSettings', () => {
       port: 8090,
       logLevel: 'info',
       shutdownTimeout: 10,
+      shutdownDelay: 0,
       db: undefined,
       redis: undefined,
       memory: false,
@@ -193,6 +194,8 @@ describe('production and help', () => {
             Least severe log lines written. Default: info.
         --shutdown-timeout <seconds>, LATCHKEY_SHUTDOWN_TIMEOUT
             On SIGTERM or SIGINT, how long in-flight requests may take before the process exits 1 and logs what it cut. Default: 10.
+        --shutdown-delay <seconds>, LATCHKEY_SHUTDOWN_DELAY
+            On SIGTERM or SIGINT, how long /readyz answers 503 while requests are still served, before the graceful shutdown starts (time for a load balancer to stop sending requests). Default: 0.
         --db <path>, TEST_DB
             A file.
         --redis <url>, REDIS_URL

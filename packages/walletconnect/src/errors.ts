@@ -116,7 +116,14 @@ export class StorageWriteError extends WalletConnectError {
  * core re-raises them as its own BaseError with the same code and text.
  */
 
-function providerError(name: string, code: string, text: string) {
+/**
+ * Declared, not inferred: an inferred class type would copy ErrorConstructor's statics into the
+ * published declarations, `prepareStackTrace(…: NodeJS.CallSite[])` among them, which fail to
+ * type-check in an app without @types/node.
+ */
+type ProviderErrorClass = new (details?: string, cause?: unknown) => WalletConnectError
+
+function providerError(name: string, code: string, text: string): ProviderErrorClass {
   return class extends WalletConnectError {
     override name = name
     constructor(details?: string, cause?: unknown) {

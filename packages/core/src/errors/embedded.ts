@@ -15,7 +15,12 @@ export class EmbeddedFlowError extends BaseError {
   }
 }
 
-const define = (name: string, code: string, shortMessage: string) =>
+/** A catalogue error class. Declared, not inferred: an inferred class type would copy
+ * ErrorConstructor's statics into the published declarations, `prepareStackTrace(…:
+ * NodeJS.CallSite[])` among them, which fail to type-check in an app without @types/node. */
+type EmbeddedFlowErrorClass = new (parameters?: BaseErrorParameters) => EmbeddedFlowError
+
+const define = (name: string, code: string, shortMessage: string): EmbeddedFlowErrorClass =>
   class extends EmbeddedFlowError {
     override name = name
     constructor(parameters: BaseErrorParameters = {}) {
@@ -62,7 +67,7 @@ export class WebauthnCeremonyError extends EmbeddedFlowError {
   override name = 'WebauthnCeremonyError'
 }
 
-const BY_CODE: Record<string, new (parameters?: BaseErrorParameters) => EmbeddedFlowError> = {
+const BY_CODE: Record<string, EmbeddedFlowErrorClass> = {
   invalid_code: InvalidCodeError,
   account_not_found: AccountNotFoundError,
   cannot_proceed: CannotProceedError,
