@@ -85,7 +85,10 @@ describe('per organization', () => {
       type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
       timestampMs: harness.timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { userId: sub.userId, apiKeys: [{ apiKeyName: 'other', publicKey: other.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }] },
+      parameters: {
+        userId: sub.userId,
+        apiKeys: [{ apiKeyName: 'other', publicKey: other.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
+      },
     })
     // 1 unit for the key, then 11 for each wallet of one account: the third is over 25.
     expect((await createWallet(harness, harness.kms, sub.keys, sub.organizationId, 'one', 1)).status).toBe(200)
