@@ -30,14 +30,25 @@ export type Measured = {
 
 export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
 
+/** What else an instance is started with: CLI flags (`args`), node flags (`nodeArgs`) and environment (`env`). */
+export type InstanceOptions = { args?: readonly string[]; nodeArgs?: readonly string[]; env?: Record<string, string> }
+
 /** A latchkey-kms process on `port`; resolves once it answers /readyz. */
-export const startInstance = (port: number, store: KmsStore, keys: { masterKey: string; signerKey: string }) =>
-  startService('latchkey-kms', 'packages/kms/src/cli.ts', port, 'databasePath' in store ? ['--db', store.databasePath] : [], {
-    DATABASE_URL: 'databaseUrl' in store ? store.databaseUrl : '',
-    LATCHKEY_KMS_MASTER_KEY: keys.masterKey,
-    LATCHKEY_KMS_SIGNER_KEY: keys.signerKey,
-    LATCHKEY_SMTP_URL: '',
-  })
+export const startInstance = (port: number, store: KmsStore, keys: { masterKey: string; signerKey: string }, options: InstanceOptions = {}) =>
+  startService(
+    'latchkey-kms',
+    'packages/kms/src/cli.ts',
+    port,
+    [...('databasePath' in store ? ['--db', store.databasePath] : []), ...(options.args ?? [])],
+    {
+      DATABASE_URL: 'databaseUrl' in store ? store.databaseUrl : '',
+      LATCHKEY_KMS_MASTER_KEY: keys.masterKey,
+      LATCHKEY_KMS_SIGNER_KEY: keys.signerKey,
+      LATCHKEY_SMTP_URL: '',
+      ...options.env,
+    },
+    options.nodeArgs,
+  )
 
 export const stopInstance = stopService
 
@@ -75,11 +86,12 @@ export async function createBenchUser(baseUrl: string, backendKey: ReturnType<ty
 }
 
 /**
- * A store with the app's organization and a user with one wallet, and `count` instances on it;
- * with `quotas`, each instance in a CPU group of its own (no quota until `limit`). The caller
- * stops the instances (and closes the quotas).
+ * A store with the app's organization and a user with one wallet, and `count` instances on it
+ * (each started with `instance`'s flags); with `quotas`, each instance in a CPU group of its own
+ * (no quota until `limit`). The caller stops the instances (and closes the quotas). The app's
+ * `backendKey` and `parentOrganizationId` come back too, for more users.
  */
-export async function kmsCluster(count: number, store: KmsStore, quotas?: CpuQuotas | undefined, name = 'kms') {
+export async function kmsCluster(count: number, store: KmsStore, quotas?: CpuQuotas | undefined, name = 'kms', instance: InstanceOptions = {}) {
   const keys = { masterKey: randomBytes(32).toString('hex'), signerKey: Buffer.from(secp256k1.utils.randomPrivateKey()).toString('hex') }
   // The app's organization, written to the store before the instances start.
   const setup = createKms({ ...store, masterKey: Buffer.from(keys.masterKey, 'hex') })
@@ -88,16 +100,18 @@ export async function kmsCluster(count: number, store: KmsStore, quotas?: CpuQuo
   await setup.stop()
   const instances: { child: ChildProcess; url: string; group?: CpuGroup | undefined }[] = []
   for (let i = 0; i < count; i++) {
-    const instance = await startInstance(await getFreePort(), store, keys)
+    const started = await startInstance(await getFreePort(), store, keys, instance)
     const group = quotas?.group(`${name}-${i + 1}`)
     // Once it answers: the quota binds during the measured windows, not the start-up's compilation.
-    group?.add(instance.child.pid!)
-    instances.push({ ...instance, group })
+    group?.add(started.child.pid!)
+    instances.push({ ...started, group })
   }
   const postgresPort = 'databaseUrl' in store ? Number(new URL(store.databaseUrl).port) : undefined
   return {
     instances,
     postgresPort,
+    backendKey,
+    parentOrganizationId: parent.organizationId,
     /** Caps every instance at `cpus` cores each, or lifts the caps. */
     limit(cpus: number | undefined) {
       for (const instance of instances) instance.group?.limit(cpus)
