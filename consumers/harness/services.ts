@@ -139,7 +139,12 @@ export async function startLatchkeyServices({
       ready: listening,
     })
     processes.push(relay)
-    const kms = await startKms(dir, data)
+    // The apps' pages call the kms from their own origins (no passkey origin of theirs here): its CORS must name them.
+    const kms = await startKms(
+      dir,
+      data,
+      allowedOrigins.flatMap((origin) => ['--cors-origin', origin]),
+    )
     processes.push(kms.bin)
     const server = await startServer(dir, kms, {
       port: ports.server,

@@ -136,6 +136,14 @@ const settings = {
       description: 'Serve the auth, recovery, export and import frames on their own port, embeddable by these origins only. Without it: no frames.',
     }),
   ),
+  corsOrigins: list(
+    origin({
+      flag: 'cors-origin',
+      env: 'LATCHKEY_KMS_CORS_ORIGINS',
+      description:
+        'Page origins whose browsers may read the API’s answers, besides the passkey origins and the frames’ (an app whose page calls the kms from another origin).',
+    }),
+  ),
   rateLimitPerKey: integer({
     flag: 'rate-limit-per-key',
     env: 'LATCHKEY_KMS_RATE_LIMIT_PER_KEY',
@@ -277,6 +285,7 @@ await runService({
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         maxCredentialSeconds: values.maxCredentialSeconds,
+        extraCorsOrigins: values.corsOrigins,
         frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
         rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },
         logger,

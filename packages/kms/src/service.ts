@@ -78,6 +78,8 @@ export type KmsOptions = {
    * the passkey origins, the frames' origin and the frames' parent origins.
    */
   corsOrigins?: readonly string[] | '*' | undefined
+  /** Origins added to the default CORS list (an app whose page calls the kms, where it is not the passkey origin). Ignored with `corsOrigins`. */
+  extraCorsOrigins?: readonly string[] | undefined
 }
 
 export type FramesOptions = {
@@ -127,7 +129,12 @@ export function createKms(options: KmsOptions = {}) {
   })
   const framesOrigin = options.frames ? `http://${options.frames.host ?? 'localhost'}:${options.frames.port ?? 8091}` : undefined
   const corsOrigins = options.corsOrigins ?? [
-    ...new Set([...(options.webauthn ?? DEFAULT_WEBAUTHN).origins, ...(framesOrigin ? [framesOrigin] : []), ...(options.frames?.parentOrigins ?? [])]),
+    ...new Set([
+      ...(options.webauthn ?? DEFAULT_WEBAUTHN).origins,
+      ...(framesOrigin ? [framesOrigin] : []),
+      ...(options.frames?.parentOrigins ?? []),
+      ...(options.extraCorsOrigins ?? []),
+    ]),
   ]
   const app = createKmsApp({
     audit,
