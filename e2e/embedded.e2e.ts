@@ -344,15 +344,14 @@ describe('embedded wallet', () => {
     browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
     const email = newEmail()
     const { page } = browser
-    const ui = demo(page)
-    const view = signIn(page)
+    // Only a verified email recovers (a passkey sign-up's email binds nothing, review H2): the
+    // account is made by email, and its passkey added in the account modal.
     await addPasskeyAuthenticator(page)
-    await page.goto(stack.demo)
-    await ui.connectButton.click()
-    await view.button('Create a passkey').click()
-    await view.email.fill(email)
-    await view.button('Continue').click()
-    const address = (await waitForText(ui.address, ADDRESS)) as `0x${string}`
+    const address = await signUpByEmail(page, email)
+    await page.getByRole('button', { name: /^Account/ }).click()
+    const account = page.getByRole('dialog', { name: 'Account' })
+    await account.getByRole('button', { name: 'Add a passkey', exact: true }).click()
+    await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), 'Passkey added. You can now sign in with it alone.')
 
     await inAnotherBrowser(async (other, otherBrowser) => {
       otherBrowser.expectConsole('the ES256-only passkey options of the new passkey (SPEC §9)', es256OnlyPasskeyWarning)
