@@ -4,8 +4,10 @@ import type { ConsoleEntry } from './browser.js'
 /** Waits until the locator's text is exactly `text` (no sleeps: Playwright polls the DOM). */
 export async function waitForText(locator: Locator, text: string | RegExp, timeout = 20_000) {
   const pattern = typeof text === 'string' ? new RegExp(`^\\s*${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) : text
-  await locator.filter({ hasText: pattern }).first().waitFor({ timeout })
-  return (await locator.first().textContent())?.trim() ?? ''
+  // The text of the element that matched, not of the locator's first: another may come first.
+  const matched = locator.filter({ hasText: pattern }).first()
+  await matched.waitFor({ timeout })
+  return (await matched.textContent())?.trim() ?? ''
 }
 
 /**
