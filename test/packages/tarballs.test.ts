@@ -1,7 +1,6 @@
-import { execFile, spawn, spawnSync } from 'node:child_process'
-import { createECDH, randomUUID } from 'node:crypto'
+import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { builtinModules } from 'node:module'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -271,86 +270,4 @@ test('behavior: the packed kms, started under plain Node, serves a frame page an
     child.kill('SIGTERM')
     if (child.exitCode === null) await once(child, 'exit')
   }
-})
-
-describe('as the image runs them (deploy/Dockerfile): each bin from its tarball, in a read-only directory, as a non-root user', () => {
-  // The image's layout: the packages under /opt/latchkey/node_modules, their bins on PATH, started
-  // by name (CMD ["latchkey-kms"]) through their shebang. Here the third-party dependencies come
-  // from the repository's installation (a node_modules one level up), as in the checks above.
-  const image = join(workDirectory, 'image', 'opt')
-  const bins = { 'latchkey-relay': '@latchkey/relay', 'latchkey-kms': '@latchkey/kms', 'latchkey-server': '@latchkey/server' } as const
-  // The image's USER; taken only when the test runs as root (as in CI containers).
-  const user = process.getuid?.() === 0 ? ['setpriv', '--reuid=10001', '--regid=10001', '--clear-groups', '--'] : []
-
-  beforeAll(() => {
-    for (const name of ['@latchkey/service', '@latchkey/constants', '@latchkey/walletconnect', ...Object.values(bins)])
-      cpSync(unpacked(name), join(image, 'node_modules', name), { recursive: true })
-    symlinkSync(join(repoRoot, 'node_modules'), join(workDirectory, 'image', 'node_modules'), 'dir')
-    mkdirSync(join(image, 'node_modules', '.bin'))
-    for (const [bin, name] of Object.entries(bins)) {
-      chmodSync(join(image, 'node_modules', name, 'dist', 'cli.js'), 0o555)
-      symlinkSync(`../${name}/dist/cli.js`, join(image, 'node_modules', '.bin', bin))
-    }
-    // Readable and runnable by anyone, writable by no one (root aside, hence the user above).
-    for (const directory of [workDirectory, join(workDirectory, 'image')]) chmodSync(directory, 0o755)
-    spawnSync('chmod', ['-R', 'a+rX,a-w', image])
-  })
-
-  /** The backend's organization and API key, the private key as a file, as the manifests give it. */
-  function backendKeys(): Record<string, string> {
-    const key = createECDH('prime256v1')
-    key.generateKeys()
-    const secrets = join(workDirectory, 'image-secrets')
-    mkdirSync(secrets, { mode: 0o755 })
-    writeFileSync(join(secrets, 'api-private-key'), key.getPrivateKey('hex').padStart(64, '0'), { mode: 0o444 })
-    return {
-      LATCHKEY_ORGANIZATION_ID: randomUUID(),
-      LATCHKEY_API_PUBLIC_KEY: key.getPublicKey('hex', 'compressed'),
-      LATCHKEY_API_PRIVATE_KEY_FILE: join(secrets, 'api-private-key'),
-    }
-  }
-
-  test('default: the user cannot write in the directory', () => {
-    const touch = spawnSync(user[0] ?? 'touch', [...user.slice(1), ...(user.length ? ['touch'] : []), join(image, 'written')], { encoding: 'utf8' })
-    expect(touch.status).not.toBe(0)
-    expect(touch.stderr).toContain('Permission denied')
-  })
-
-  test.each(Object.keys(bins))('behavior: %s starts, answers /readyz, and exits 0 on SIGTERM', async (bin) => {
-    const port = await freePort()
-    const command = [...user, join(image, 'node_modules', '.bin', bin)]
-    const child = spawn(command[0]!, command.slice(1), {
-      cwd: image,
-      env: {
-        PATH: `${join(image, 'node_modules', '.bin')}:${dirname(process.execPath)}:/usr/bin:/bin`,
-        HOME: '/nonexistent',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        // The image's compose file gives the relay Redis; here, memory (its default, a file in the working directory, could not be written).
-        ...(bin === 'latchkey-relay' ? { LATCHKEY_RELAY_MEMORY: '1' } : {}),
-        ...(bin === 'latchkey-kms' ? { LATCHKEY_KMS_FRAMES_PORT: String(await freePort()) } : {}),
-        ...(bin === 'latchkey-server' ? backendKeys() : {}),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let output = ''
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
-    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>
-    try {
-      await new Promise<void>((resolveListening, reject) => {
-        child.stdout.on('data', (chunk: Buffer) => {
-          output += chunk.toString()
-          if (/ listening on /i.test(output)) resolveListening()
-        })
-        void exited.then(([code]) => reject(new Error(`${bin} exited with ${code} before listening:\n${output}`)))
-      })
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
-      expect([ready.status, await ready.text()]).toEqual([200, '{"status":"ready"}'])
-      // The answer above came after the runner installed its signal handlers (they precede any request).
-      child.kill('SIGTERM')
-      expect(await exited, output).toEqual([0, null])
-    } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    }
-  })
 })
