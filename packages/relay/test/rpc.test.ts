@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import { getFreePort } from '@latchkey/devnet'
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest'
 import { createRelay, type Relay, RelayErrorCode } from '../src/index.js'
 
 // The JSON-RPC HTTP endpoint in front of the real anvil chains of the global setup, called through
@@ -225,23 +225,22 @@ describe('JSON-RPC HTTP endpoint: what it forwards, and how often', () => {
           body: await r.json(),
         }))
       const one = { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }
-      // Within one second (a second boundary in between would reset the count: retried then).
-      let statuses: number[] = []
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const second = Math.floor(Date.now() / 1000)
-        statuses = [(await call([one, one])).status, (await call(one)).status]
-        const refused = await call(one)
-        if (Math.floor(Date.now() / 1000) !== second) continue
-        statuses.push(refused.status)
-        expect(refused.body).toEqual({
-          jsonrpc: '2.0',
-          id: 1,
-          error: { code: RelayErrorCode.rateLimited, message: 'Rate limit: at most 3 JSON-RPC requests per second from your address' },
-        })
-        break
-      }
+      // The count is per wall-clock second: the clock is held still, so no second boundary
+      // falls between the calls, then moved on to show that a new second counts afresh.
+      vi.useFakeTimers({ toFake: ['Date'], now: 1_700_000_000_000 })
+      const statuses = [(await call([one, one])).status, (await call(one)).status]
+      const refused = await call(one)
+      statuses.push(refused.status)
       expect(statuses).toEqual([200, 200, 429])
+      expect(refused.body).toEqual({
+        jsonrpc: '2.0',
+        id: 1,
+        error: { code: RelayErrorCode.rateLimited, message: 'Rate limit: at most 3 JSON-RPC requests per second from your address' },
+      })
+      vi.setSystemTime(1_700_000_001_000)
+      expect((await call(one)).status).toBe(200)
     } finally {
+      vi.useRealTimers()
       await limited.stop()
     }
   })
