@@ -195,11 +195,29 @@ export async function runService<settings extends BaseSettings & Record<string, 
     process.exit(EXIT.failed)
   })
 
+  // A signal while the service starts (migrations, a database still coming up) is kept, not
+  // fatal: the default action would end the process mid-start with no log. It stops as soon as
+  // the start is done.
+  let signalledWhileStarting: NodeJS.Signals | undefined
+  const onEarlySignal = (signal: NodeJS.Signals) => {
+    if (signalledWhileStarting) {
+      logger.warn({ signal }, `${signal} again while starting: exiting now`)
+      process.exit(EXIT.failed)
+    }
+    signalledWhileStarting = signal
+    logger.info({ signal }, `${signal} while starting: stopping as soon as started`)
+  }
+  process.on('SIGTERM', onEarlySignal)
+  process.on('SIGINT', onEarlySignal)
+
   let started: StartedService
   try {
     started = await definition.start(values, { logger, production, env })
   } catch (error) {
     return fail(exitCodeOf(error), startFailure(error, base.host, base.port))
+  } finally {
+    process.off('SIGTERM', onEarlySignal)
+    process.off('SIGINT', onEarlySignal)
   }
 
   let stopping = false
@@ -250,6 +268,11 @@ export async function runService<settings extends BaseSettings & Record<string, 
   }
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
+  if (signalledWhileStarting) {
+    // Never announced as ready for long: no drain, straight to the graceful stop.
+    stopping = true
+    stop(signalledWhileStarting)
+  }
 }
 
 function productionMessage(gaps: readonly string[]): string {

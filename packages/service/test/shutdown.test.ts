@@ -70,3 +70,19 @@ test('error: refuses a delay out of range, exit 2', async () => {
   expect(await service.exited).toEqual({ code: 2, signal: null })
   expect(service.stderr()).toBe('test-service: --shutdown-delay must be a whole number from 0 to 3600, got "3601" (see test-service --help)\n')
 })
+
+test('behavior: SIGTERM while the service starts is kept, not fatal: it stops as soon as the start is done and exits 0', async () => {
+  const service = startCli(fixture, [], { FIXTURE_SLOW_START: '1' })
+  await service.waitForLog((line) => line.msg === 'starting slowly')
+  service.child.kill('SIGTERM')
+  await service.waitForLog((line) => line.msg === 'SIGTERM while starting: stopping as soon as started')
+  service.child.kill('SIGUSR2')
+  expect(await service.exited).toEqual({ code: 0, signal: null })
+  expect(service.logs().map((line) => line.msg)).toEqual([
+    'starting slowly',
+    'SIGTERM while starting: stopping as soon as started',
+    expect.stringMatching(/^test service listening on /),
+    'SIGTERM: stopping; no new connections, finishing 0 requests in flight',
+    'stopped',
+  ])
+})
