@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
-import { baseSettings, custom, integer, list, runService, SettingsError, settingLabel, text, toggle, url, withoutCredentials } from '@latchkey/service'
+import { baseSettings, custom, integer, list, runService, SettingsError, secretUrl, settingLabel, text, toggle, url, withoutCredentials } from '@latchkey/service'
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP } from './limits.js'
 import { DEFAULT_MAX_STORED_BYTES, DEFAULT_MAX_STORED_BYTES_PER_CLIENT, DEFAULT_MAX_STORED_BYTES_PER_TOPIC, type StorageQuotas } from './quota.js'
 import { redisStore } from './redisStore.js'
@@ -29,9 +29,15 @@ const settings = {
   }),
   redis: url({
     flag: 'redis',
-    env: 'REDIS_URL',
     protocols: ['redis:', 'rediss:'],
-    description: 'Keep messages in Redis, shared with every relay node given the same URL (redis:// or rediss://).',
+    description:
+      'Keep messages in Redis, shared with every relay node given the same URL (redis:// or rediss://). A flag shows in the process list: a URL with a password goes in REDIS_URL or a file.',
+  }),
+  redisUrl: secretUrl({
+    env: 'REDIS_URL',
+    fileFlag: 'redis-url-file',
+    protocols: ['redis:', 'rediss:'],
+    description: 'As --redis, from the variable or a file (a URL with a password, mounted as a secret).',
   }),
   memory: toggle({ flag: 'memory', env: 'LATCHKEY_RELAY_MEMORY', description: 'Keep messages in memory only: pending messages are lost on a restart.' }),
   rpc: list(
@@ -159,9 +165,9 @@ await runService({
   production(_values, given) {
     // An implicit relay.db in whatever directory the process starts in is a development default.
     const store =
-      given.has('db') || given.has('redis') || given.has('memory')
+      given.has('db') || given.has('redis') || given.has('redisUrl') || given.has('memory')
         ? []
-        : [`a store: ${settingLabel(settings.db)}, ${settingLabel(settings.redis)} or ${settingLabel(settings.memory)}`]
+        : [`a store: ${settingLabel(settings.db)}, ${settingLabel(settings.redis)} (or ${settingLabel(settings.redisUrl)}) or ${settingLabel(settings.memory)}`]
     // Chains behind POST /v1/ without a project id are an RPC proxy open to anyone, on the operator's key.
     const project = given.has('rpc') && !given.has('projectIds') ? [`${settingLabel(settings.projectIds)} (POST /v1/ forwards to --rpc chains)`] : []
     return [...store, ...project]
@@ -170,7 +176,9 @@ await runService({
     'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the store answers, else 503 with {"status":"unavailable","reason":…}.',
   ],
   async start(values, { logger }) {
-    const chosen = (['db', 'redis', 'memory'] as const).filter((key) => (key === 'memory' ? values.memory : values[key] !== undefined))
+    const chosen = (['db', 'redis', 'redisUrl', 'memory'] as const).filter((key) => (key === 'memory' ? values.memory : values[key] !== undefined))
+    const redisUrl = values.redis ?? values.redisUrl
+    // The store is named by host and port: the whole URL is a secret (it may hold a password) and would be logged as [redacted].
     if (chosen.length > 1) throw new SettingsError(`choose one store, not ${chosen.map((key) => settingLabel(settings[key])).join(' and ')}`)
     let store: RelayStore
     let storeName: string
@@ -181,7 +189,7 @@ await runService({
     }
     try {
       if (values.memory) [store, storeName] = [memoryStore({ quotas }), 'memory']
-      else if (values.redis) [store, storeName] = [await redisStore(values.redis, { quotas }), `redis ${withoutCredentials(values.redis)}`]
+      else if (redisUrl) [store, storeName] = [await redisStore(redisUrl, { quotas }), `redis ${new URL(redisUrl).host}`]
       else {
         const path = resolve(values.db ?? 'relay.db')
         ;[store, storeName] = [sqliteStore(path, { quotas }), `sqlite ${path}`]

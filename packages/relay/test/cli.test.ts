@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { mkdtemp, readFile } from 'node:fs/promises'
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -124,13 +124,25 @@ describe('latchkey-relay', () => {
     const url = await redisUrl()
     const a = await startRelay([], { REDIS_URL: url })
     const b = await startRelay([], { REDIS_URL: url })
-    expect(a.line.msg).toBe(`Relay listening on ws://127.0.0.1:${a.port} (store: redis ${url})`)
+    expect(a.line.msg).toBe(`Relay listening on ws://127.0.0.1:${a.port} (store: redis ${new URL(url).host})`)
     const alice = await connectClient(a.ws)
     const bob = await connectClient(b.ws)
     const t = topic()
     await alice.request('irn_subscribe', { topic: t })
     await bob.request('irn_publish', { topic: t, message: 'across nodes', ttl: 300, tag: 1 })
     expect((await alice.nextPush()).params.data.message).toBe('across nodes')
+  })
+
+  test('behavior: REDIS_URL_FILE gives a URL with a password from a file (a mounted secret); the password is never printed', async () => {
+    const password = 'hunter2-long-redis-secret'
+    const redis = await ownRedis(['--requirepass', password])
+    const file = join(await mkdtemp(join(tmpdir(), 'relay-secret-')), 'redis-url')
+    const secretUrl = redis.url.replace('redis://', `redis://:${password}@`)
+    await writeFile(file, `${secretUrl}\n`)
+    const relay = await startRelay([], { REDIS_URL_FILE: file })
+    expect(relay.line.msg).toBe(`Relay listening on ws://127.0.0.1:${relay.port} (store: redis ${new URL(redis.url).host})`)
+    expect((await fetch(`${relay.http}/readyz`)).status).toBe(200)
+    expect(relay.stdout() + relay.stderr()).not.toContain(password)
   })
 
   test('behavior: /readyz answers 503 with the reason once its Redis is gone', async () => {
@@ -176,7 +188,7 @@ describe('latchkey-relay', () => {
       '--log-level <fatal|error|warn|info|debug|trace|silent>, LOG_LEVEL',
       '--shutdown-timeout <seconds>, LATCHKEY_SHUTDOWN_TIMEOUT',
       '--db <path>, LATCHKEY_RELAY_DB',
-      '--redis <url>, REDIS_URL',
+      '--redis <url>',
       '--memory, LATCHKEY_RELAY_MEMORY=1',
       '--rpc <chainId>=<url>, LATCHKEY_RELAY_RPC',
       '--audience <url>, LATCHKEY_RELAY_AUDIENCES',
@@ -215,7 +227,7 @@ describe('latchkey-relay', () => {
       'production without a store or an audience',
       [],
       { NODE_ENV: 'production' },
-      'refusing to start with development defaults in production (NODE_ENV=production): set --audience / LATCHKEY_RELAY_AUDIENCES; a store: --db / LATCHKEY_RELAY_DB, --redis / REDIS_URL or --memory / LATCHKEY_RELAY_MEMORY',
+      'refusing to start with development defaults in production (NODE_ENV=production): set --audience / LATCHKEY_RELAY_AUDIENCES; a store: --db / LATCHKEY_RELAY_DB, --redis (or REDIS_URL or --redis-url-file / REDIS_URL_FILE) or --memory / LATCHKEY_RELAY_MEMORY',
     ],
     [
       'production with chains behind POST /v1/ and no project id',
@@ -262,10 +274,10 @@ afterEach(() => {
 })
 
 /** A redis-server of this test's own (the file's shared one must stay up), answering once it says it is ready. */
-async function ownRedis() {
+async function ownRedis(extraArgs: readonly string[] = []) {
   await redisUrl() // installs redis-server when missing
   const port = await getFreePort()
-  const child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+  const child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   redisServers.push(child)
