@@ -6,7 +6,20 @@
  */
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
-import { baseSettings, custom, integer, list, runService, SettingsError, secretUrl, settingLabel, text, toggle, url, withoutCredentials } from '@latchkey/service'
+import {
+  baseSettings,
+  custom,
+  integer,
+  list,
+  runService,
+  SettingsError,
+  secretUrl,
+  settingLabel,
+  text,
+  toggle,
+  url,
+  withoutCredentials,
+} from '@latchkey/service'
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP } from './limits.js'
 import { DEFAULT_MAX_STORED_BYTES, DEFAULT_MAX_STORED_BYTES_PER_CLIENT, DEFAULT_MAX_STORED_BYTES_PER_TOPIC, type StorageQuotas } from './quota.js'
 import { redisStore } from './redisStore.js'
