@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `latchkey-kms`: the key-management service on its own, for self-hosting, and its one-off
- * commands (`init-organization`, `generate-keys`, `audit verify`). Settings by flag or environment variable
+ * commands (`init-organization`, `generate-keys`, `audit verify`, `migrate status|up`). Settings by flag or environment variable
  * (`latchkey-kms --help`), JSON logs on standard output, `GET /healthz` and `GET /readyz`, a
  * graceful stop on SIGTERM or SIGINT. The package README has the details.
  */
@@ -25,6 +25,7 @@ import {
   text,
   withoutCredentials,
 } from '@latchkey/service'
+import { migrationCommands } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import type { OidcIssuer } from './auth/oidc.js'
 import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
@@ -33,6 +34,7 @@ import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { generateApiKeyPair } from './keys.js'
 import { createKms } from './service.js'
 import { smtpWithoutTls } from './smtp.js'
+import { KMS_MIGRATIONS } from './storage/migrations.js'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -326,6 +328,16 @@ await runService({
     return { stop: () => kms.stop(), inflight: () => kms.inflight() }
   },
   commands: {
+    ...migrationCommands({
+      service: 'kms',
+      migrations: KMS_MIGRATIONS,
+      storeSettings,
+      locate: (values) => {
+        const { options } = storeOf(values)
+        return 'databaseUrl' in options ? options.databaseUrl : options.databasePath === ':memory:' ? undefined : options.databasePath
+      },
+      storeLabel: `${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}`,
+    }),
     'init-organization': {
       summary: 'Create the organization (no parent) a backend acts for, its first user and API key; prints their ids as JSON. Idempotent.',
       settings: initOrganizationSettings,

@@ -24,6 +24,7 @@ import {
   url,
   withoutCredentials,
 } from '@latchkey/service'
+import { migrationCommands } from '@latchkey/service/database'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
@@ -35,7 +36,7 @@ import type { SiweChain } from './internal/siwe.js'
 import { revokeSessions } from './revoke.js'
 import { OAUTH_CALLBACK_PATH, type OAuthProviderConfig, type OAuthProviderName } from './routes/oauth.js'
 import { createAppServer } from './service.js'
-import { openStore, type Store } from './store.js'
+import { openStore, SERVER_MIGRATIONS, type Store } from './store.js'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -481,6 +482,17 @@ await runService({
     return { stop: () => server.stop(), inflight: () => server.inflight() }
   },
   commands: {
+    ...migrationCommands({
+      service: 'server',
+      migrations: SERVER_MIGRATIONS,
+      storeSettings,
+      locate: (values) => {
+        if (values.db !== undefined && values.databaseUrl !== undefined)
+          throw new SettingsError(`give ${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}, not both`)
+        return values.databaseUrl ?? (values.db === undefined ? undefined : resolve(values.db))
+      },
+      storeLabel: `${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}`,
+    }),
     'audit verify': {
       summary:
         'Walk the audit trail from its first event: prints the count when every event links to the one before and matches its hash; exits 1 naming the first altered row.',

@@ -15,7 +15,10 @@ test('default: exports', async () => {
       "createAuditTrail",
       "databaseTarget",
       "keyedHash",
+      "migrationCommands",
+      "migrationStatus",
       "openDatabase",
+      "runMigrations",
       "verifyAuditTrail",
     ]
   `)

@@ -16,13 +16,14 @@ export {
   keyedHash,
   verifyAuditTrail,
 } from './database/audit.js'
+export { type MigrationCommandOptions, migrationCommands } from './database/commands.js'
+export { databaseTarget } from './database/connection.js'
 export { DatabaseError, MigrationError, RetriesExhaustedError, SerializationFailureError, UniqueViolationError } from './database/errors.js'
 export {
-  type Database,
-  type DatabaseDialect,
-  databaseTarget,
-  type IsolationLevel,
-  type Migration,
-  type OpenDatabaseOptions,
-  openDatabase,
-} from './database/open.js'
+  type AppliedMigration,
+  type MigrationStatus,
+  type MigrationTarget,
+  migrationStatus,
+  runMigrations,
+} from './database/migrations.js'
+export { type Database, type DatabaseDialect, type IsolationLevel, type Migration, type OpenDatabaseOptions, openDatabase } from './database/open.js'

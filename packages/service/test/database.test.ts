@@ -8,8 +8,10 @@ import {
   databaseTarget,
   type Migration,
   MigrationError,
+  migrationStatus,
   openDatabase,
   RetriesExhaustedError,
+  runMigrations,
   SerializationFailureError,
   UniqueViolationError,
 } from '../src/database.js'
@@ -151,6 +153,108 @@ describe('openDatabase', () => {
       code: 'unsupported_url',
       message: 'Only postgres:// and postgresql:// URLs or a SQLite file path are supported, got a mysql: URL',
     })
+  })
+})
+
+describe('upgrades: expand, then contract', () => {
+  const labels: Migration = {
+    name: '0002_labels',
+    expand: true,
+    up: async (db) => {
+      await db.schema.alterTable('counters').addColumn('label', 'text').execute()
+    },
+  }
+  const dropLabels: Migration = {
+    name: '0003_drop_labels',
+    up: async (db) => {
+      await db.schema.alterTable('counters').dropColumn('label').execute()
+    },
+  }
+
+  test('behavior: the release before runs on a database the next one only expanded, and writes beside it', async () => {
+    const url = await freshDatabaseUrl()
+    const next = await open(url, [counters, labels])
+    const previous = await open(url, [counters])
+    await previous.database.db.insertInto('counters').values({ name: 'old', value: 1, updated_at: 1 }).execute()
+    await next.database.db
+      .insertInto('counters')
+      .values({ name: 'new', value: 2, updated_at: 2, label: 'x' } as never)
+      .execute()
+    expect(await previous.database.db.selectFrom('counters').select(['name', 'value']).orderBy('name').execute()).toEqual([
+      { name: 'new', value: 2 },
+      { name: 'old', value: 1 },
+    ])
+    expect(await migrationStatus({ url, service: 'demo', migrations: [counters] })).toMatchObject({
+      pending: [],
+      newer: ['0002_labels'],
+      compatible: true,
+    })
+  })
+
+  test('error: a contraction, or an expansion after it, is refused by code that does not know the contraction', async () => {
+    const url = await freshDatabaseUrl()
+    const later: Migration = { name: '0004_later', expand: true, up: async () => undefined }
+    await (await open(url, [counters, labels, dropLabels, later])).database.close()
+    opened.length = 0
+    const message = 'The database has migration 0003_drop_labels, 0004_later of a newer version of demo; run that version or a newer one'
+    await expect(open(url, [counters, labels])).rejects.toThrowError(new MigrationError(message))
+    expect(await migrationStatus({ url, service: 'demo', migrations: [counters, labels] })).toMatchObject({
+      newer: ['0003_drop_labels', '0004_later'],
+      compatible: false,
+      problem: message,
+    })
+    // Code that knows the contraction runs beside the newest, which only expanded after it.
+    await expect(open(url, [counters, labels, dropLabels])).resolves.toBeDefined()
+  })
+
+  test('behavior: status changes nothing; up --dry-run runs the pending steps and rolls them back; up applies them', async () => {
+    const url = await freshDatabaseUrl()
+    expect(await migrationStatus({ url, service: 'demo', migrations: [counters, labels] })).toEqual({
+      database: expect.stringMatching(/^(sqlite|postgres) /),
+      applied: [],
+      pending: ['0001_counters', '0002_labels'],
+      newer: [],
+      compatible: true,
+    })
+    expect(await runMigrations({ url, service: 'demo', migrations: [counters, labels], dryRun: true })).toMatchObject({
+      ran: ['0001_counters', '0002_labels'],
+      dryRun: true,
+    })
+    expect((await migrationStatus({ url, service: 'demo', migrations: [counters, labels] })).pending).toEqual(['0001_counters', '0002_labels'])
+    expect(await runMigrations({ url, service: 'demo', migrations: [counters, labels] })).toMatchObject({
+      ran: ['0001_counters', '0002_labels'],
+      dryRun: false,
+    })
+    const status = await migrationStatus({ url, service: 'demo', migrations: [counters, labels] })
+    expect(status.applied.map((row) => [row.name, row.readableBy])).toEqual([
+      ['0001_counters', '0001_counters'],
+      ['0002_labels', '0001_counters'],
+    ])
+    expect(status.pending).toEqual([])
+  })
+
+  test('error: a dry run of a failing step names it and leaves the database as it was', async () => {
+    const url = await freshDatabaseUrl()
+    await runMigrations({ url, service: 'demo', migrations: [counters] })
+    const failure = await runMigrations({ url, service: 'demo', migrations: [counters, dropLabels], dryRun: true }).catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(MigrationError)
+    expect((failure as Error).message).toMatch(/^Migration 0003_drop_labels of demo failed: /)
+    expect((await migrationStatus({ url, service: 'demo', migrations: [counters, dropLabels] })).pending).toEqual(['0003_drop_labels'])
+  })
+
+  test('behavior: a migrations table made before readable_by existed gains the column; its rows count as contractions', async () => {
+    const url = await freshDatabaseUrl()
+    await writeElsewhere(url, 'create table demo_migrations (name text primary key, applied_at bigint not null)')
+    await writeElsewhere(url, 'create table counters (name text primary key, value integer not null, updated_at bigint not null)')
+    await writeElsewhere(url, "insert into demo_migrations (name, applied_at) values ('0001_counters', 1)")
+    expect((await migrationStatus({ url, service: 'demo', migrations: [counters] })).applied).toEqual([
+      { name: '0001_counters', appliedAt: 1, readableBy: null },
+    ])
+    await open(url, [counters, labels])
+    expect((await migrationStatus({ url, service: 'demo', migrations: [counters, labels] })).applied).toEqual([
+      { name: '0001_counters', appliedAt: 1, readableBy: null },
+      { name: '0002_labels', appliedAt: expect.any(Number), readableBy: '0001_counters' },
+    ])
   })
 })
 

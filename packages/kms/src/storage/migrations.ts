@@ -190,6 +190,8 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
     // Rate limits per API key and per organization, one fixed window per subject, shared by every
     // instance on the database (http/rateLimit.ts).
     name: '0006_rate_limits',
+    // A new table that code before it never reads.
+    expand: true,
     async up(db, dialect) {
       await run(
         db,

@@ -1,0 +1,179 @@
+import BetterSqlite3 from 'better-sqlite3'
+import { type Dialect, type Driver, Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import pg from 'pg'
+import { DatabaseError, SerializationFailureError, typedDatabaseError } from './errors.js'
+import type { DatabaseDialect, OpenDatabaseOptions } from './open.js'
+
+// Reaching a database: which engine a setting names, a Kysely instance on it whose errors arrive
+// typed, and PostgreSQL's prepared statements. Nothing here migrates (open.ts, migrations.ts).
+
+const POSTGRES_URL = /^postgres(?:ql)?:\/\//i
+const ANY_URL = /^[a-z][a-z\d+.-]*:\/\//i
+
+/**
+ * Whether a database setting names PostgreSQL or SQLite, and a description of it without
+ * credentials. Throws DatabaseError `unsupported_url` for another kind of URL.
+ *
+ * @example
+ * databaseTarget('postgres://app:secret@db:5432/latchkey') // { dialect: 'postgres', description: 'postgres db:5432/latchkey' }
+ */
+export function databaseTarget(url: string | undefined): { dialect: DatabaseDialect; description: string } {
+  const target = url ?? ':memory:'
+  if (POSTGRES_URL.test(target)) {
+    const parsed = new URL(target)
+    return { dialect: 'postgres', description: `postgres ${parsed.host}${parsed.pathname}` }
+  }
+  if (ANY_URL.test(target))
+    throw new DatabaseError(
+      'unsupported_url',
+      `Only postgres:// and postgresql:// URLs or a SQLite file path are supported, got a ${target.split(':')[0]}: URL`,
+    )
+  return { dialect: 'sqlite', description: `sqlite ${target}` }
+}
+
+/** PostgreSQL's bigint arrives as a string by default; our bigints are unix-ms times and counters, well inside 2^53. */
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === pg.types.builtins.INT8 && format !== 'binary') {
+      return (value: string) => {
+        const number = Number(value)
+        if (!Number.isSafeInteger(number)) throw new RangeError(`bigint ${value} does not fit a JavaScript number`)
+        return number
+      }
+    }
+    return pg.types.getTypeParser(oid, format as 'text')
+  }) as typeof pg.types.getTypeParser,
+}
+
+/** Gives every statement's engine error its typed class, wherever the statement ran. */
+function withTypedErrors(dialect: Dialect): Dialect {
+  const patched = new WeakSet<object>()
+  return {
+    createAdapter: () => dialect.createAdapter(),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+    createDriver(): Driver {
+      const driver = dialect.createDriver()
+      // Delegation, not a prototype: the drivers keep their state in private fields.
+      return {
+        init: () => driver.init(),
+        async acquireConnection() {
+          const connection = await driver.acquireConnection()
+          // The driver's own methods (begin, commit, release) get this same object back, so it is
+          // patched in place rather than wrapped.
+          if (!patched.has(connection)) {
+            const execute = connection.executeQuery.bind(connection)
+            connection.executeQuery = async (query) => {
+              try {
+                return await execute(query)
+              } catch (error) {
+                throw typedDatabaseError(error)
+              }
+            }
+            patched.add(connection)
+          }
+          return connection
+        },
+        beginTransaction: (connection, settings) => driver.beginTransaction(connection, settings),
+        commitTransaction: (connection) => driver.commitTransaction(connection),
+        rollbackTransaction: (connection) => driver.rollbackTransaction(connection),
+        releaseConnection: (connection) => driver.releaseConnection(connection),
+        destroy: () => driver.destroy(),
+        ...(driver.savepoint ? { savepoint: driver.savepoint.bind(driver) } : {}),
+        ...(driver.rollbackToSavepoint ? { rollbackToSavepoint: driver.rollbackToSavepoint.bind(driver) } : {}),
+        ...(driver.releaseSavepoint ? { releaseSavepoint: driver.releaseSavepoint.bind(driver) } : {}),
+      }
+    },
+  }
+}
+
+/** Distinct statement texts a process prepares by name; past this, statements go unnamed (parsed each time). */
+const MAX_NAMED_STATEMENTS = 2000
+/** Statements worth keeping prepared: plain data statements, not transaction control or schema changes. */
+const DATA_STATEMENT = /^\s*(select|insert|update|delete|with)\b/i
+const TRANSACTION_START = /^\s*(begin|start transaction)\b/i
+const TRANSACTION_END = /^\s*(commit|rollback)\b/i
+/** PostgreSQL's answer to a prepared statement whose tables changed shape since it was prepared (a migration by a newer instance). */
+const CACHED_PLAN_CHANGED = '0A000'
+
+/**
+ * A `pg` pool whose clients run each data statement as a named prepared statement: PostgreSQL
+ * parses and plans a statement text once per connection, then only binds and executes it (an
+ * unnamed statement is parsed and planned on every call; for the services' short indexed
+ * statements that was most of the database's CPU). Names come from the text, the same on every
+ * connection; `pg` remembers per connection which it has prepared.
+ *
+ * When a newer instance migrates a table under a running one, PostgreSQL refuses the old prepared
+ * statement (0A000, "cached plan must not change result type"): the text then gets a new name, so
+ * it is prepared again on each connection, and the statement runs again, or, inside a
+ * transaction (which the refusal aborted), the transaction does, as after a serialization failure.
+ */
+function namedStatementPool(pool: pg.Pool) {
+  const names = new Map<string, string>()
+  let counter = 0
+  const nameOf = (text: string) => {
+    let name = names.get(text)
+    if (name === undefined && counter < MAX_NAMED_STATEMENTS && DATA_STATEMENT.test(text)) {
+      name = `latchkey_${counter++}`
+      names.set(text, name)
+    }
+    return name
+  }
+  const patched = new WeakSet<pg.PoolClient>()
+  return {
+    async connect() {
+      const client = await pool.connect()
+      if (!patched.has(client)) {
+        const query = client.query.bind(client) as (config: pg.QueryConfig) => Promise<pg.QueryResult>
+        let inTransaction = false
+        const run = async (text: string, values: unknown[]): Promise<pg.QueryResult> => {
+          const name = nameOf(text)
+          try {
+            return await query(name === undefined ? { text, values } : { name, text, values })
+          } catch (error) {
+            if (name === undefined || (error as { code?: unknown }).code !== CACHED_PLAN_CHANGED) throw error
+            if (names.get(text) === name) names.delete(text)
+            if (inTransaction) throw new SerializationFailureError((error as Error).message, { cause: error })
+            return await run(text, values)
+          }
+        }
+        // Kysely calls query(text, values); anything else (a cursor) passes through untouched.
+        client.query = ((text: unknown, values?: unknown) => {
+          if (typeof text !== 'string' || !Array.isArray(values)) return (query as (...args: unknown[]) => unknown)(text, values)
+          if (TRANSACTION_START.test(text)) inTransaction = true
+          else if (TRANSACTION_END.test(text)) inTransaction = false
+          return run(text, values)
+        }) as typeof client.query
+        patched.add(client)
+      }
+      return client
+    },
+    end: () => pool.end(),
+  }
+}
+
+/** A Kysely instance on the database `options.url` names, its typed errors attached; nothing migrated. */
+export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'poolSize' | 'busyTimeoutMs' | 'onIdleError'>): {
+  dialect: DatabaseDialect
+  description: string
+  db: Kysely<Schema>
+} {
+  const { dialect, description } = databaseTarget(options.url)
+  let engine: Dialect
+  if (dialect === 'postgres') {
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types: pgTypes })
+    // An idle connection that drops (a database restart) must not crash the process.
+    pool.on('error', (error) => options.onIdleError?.(error))
+    engine = new PostgresDialect({ pool: namedStatementPool(pool) })
+  } else {
+    const file = new BetterSqlite3(options.url ?? ':memory:', { timeout: options.busyTimeoutMs ?? 5000 })
+    if (file.name !== ':memory:') file.pragma('journal_mode = WAL')
+    engine = new SqliteDialect({ database: file })
+  }
+  return { dialect, description, db: new Kysely<Schema>({ dialect: withTypedErrors(engine) }) }
+}
+
+export const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Jittered exponential backoff: up to 5, 10, 20 … ms, capped at 250 ms, so colliding instances spread out. */
+export const backoffMs = (attempt: number) => Math.random() * Math.min(250, 5 * 2 ** (attempt - 1))
