@@ -44,6 +44,11 @@ export type ConsentFrame = {
    * the exact body it is given. Rejections are `ProviderRpcError` 4001.
    */
   stamper(request: ConsentWalletRequest, context: ConsentContext): Stamper
+  /**
+   * A stamper for read-only kms queries (`/public/v1/query/*`): the frame stamps them without a
+   * prompt and refuses any body that carries an activity `type` or `parameters`.
+   */
+  readonly queryStamper: Stamper
   /** The app's theme colours, through the frame's sanitised `APPLY_SETTINGS` (`{ styles: { color, backgroundColor, … } }`). */
   applySettings(settings: { styles?: Readonly<Record<string, string>> }): Promise<void>
   /** Forgets the frame's signing key (sign-out). */
@@ -156,6 +161,11 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
           }
         },
       }
+    },
+    queryStamper: {
+      async stamp(payload) {
+        return (await ask('STAMP_QUERY', { payload })) as { stampHeaderName: string; stampHeaderValue: string }
+      },
     },
     async applySettings(settings) {
       await ask('APPLY_SETTINGS', JSON.stringify(settings))
