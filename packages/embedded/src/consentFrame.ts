@@ -53,6 +53,8 @@ export type ConsentFrame = {
   applySettings(settings: { styles?: Readonly<Record<string, string>> }): Promise<void>
   /** Forgets the frame's signing key (sign-out). */
   resetKey(): Promise<void>
+  /** Forgets the frame's signing key and makes a new one (a sign-in registers it); answers its public key, as `publicKey` does from then on. */
+  newKey(): Promise<string>
   /** Removes the frame; a pending review ends as rejected (4001). */
   close(): void
 }
@@ -148,7 +150,9 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
     window.removeEventListener('message', onRefusal)
   }
   return {
-    publicKey: key,
+    get publicKey() {
+      return key
+    },
     iframe,
     stamper(request, context) {
       return {
@@ -172,6 +176,11 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
     },
     async resetKey() {
       await ask('RESET_EMBEDDED_KEY', undefined)
+    },
+    async newKey() {
+      await ask('RESET_EMBEDDED_KEY', undefined)
+      key = String(await ask('INIT_EMBEDDED_KEY', undefined))
+      return key
     },
     close() {
       closed = true
