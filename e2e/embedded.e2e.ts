@@ -204,6 +204,7 @@ describe('embedded wallet', () => {
     expect(await authenticator.credentials()).toHaveLength(1)
 
     await ui.button('Sign message').click()
+    await answerConsent(page, 'Approve', 'Sign a message')
     const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
 
