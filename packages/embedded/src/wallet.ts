@@ -250,10 +250,11 @@ function rpcJson(value: unknown): unknown {
 }
 
 /**
- * An embedded wallet: signs in by email code or passkey through the app backend, keeps a session
- * key, and signs through the key-management API with a thin client typed by the official `@turnkey/http`. When
- * the session key has expired (or was revoked) it removes it, registers a new one through the
- * backend and retries the action once (SPEC §4).
+ * An embedded wallet: signs in by email code or passkey through the app backend, and signs through
+ * the key-management API with a thin client typed by the official `@turnkey/http`. Its session key
+ * is the consent frame's (kms frames origin): the frame stamps queries silently and each activity
+ * only after the user's Approve there. When the key has expired (or was revoked) the wallet signs
+ * out and the user signs in again: no route lets the page register a key (security review H1).
  *
  * @example
  * const wallet = createEmbeddedWallet({ appName: 'Demo', backendUrl: 'http://localhost:8787', chains: [anvil] })
