@@ -1,10 +1,9 @@
 import type { Page } from 'playwright-core'
-import { createPublicClient, http, verifyMessage, verifyTypedData } from 'viem'
+import { verifyMessage } from 'viem'
 import { english, generateMnemonic, mnemonicToAccount } from 'viem/accounts'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
-import { mailTypedData } from '../apps/demo/src/typedData.js'
 import { failedRequest, launch } from './browser.js'
-import { demo, es256OnlyPasskeyWarning, waitForText } from './page.js'
+import { answerConsent, demo, es256OnlyPasskeyWarning, latchkeyWarning, waitForText } from './page.js'
 
 // The embedded wallet in the demo, against the whole local stack: our backend, our kms and its
 // dev inbox, anvil. Passkeys use Chromium's virtual authenticator.
@@ -105,39 +104,28 @@ async function startRecovery(page: Page, email: string, choice: 'Recover with em
 }
 
 describe('embedded wallet', () => {
-  test('default: email sign-up, sign, typed data, a transaction with a receipt, reload restores', async () => {
+  test('default: email sign-up; a message is signed only once approved in the consent frame; Reject is 4001; reload restores', async () => {
     const { page } = browser
     const ui = demo(page)
     const email = newEmail()
     const address = await signUpByEmail(page, email)
     expect(await waitForText(ui.chainId, '31337')).toBe('31337')
 
-    // personal_sign through the kms, verified here.
+    // personal_sign: the frame shows it, the user approves there with a key press, the kms signs.
     const message = await ui.message.inputValue()
     await ui.button('Sign message').click()
+    await answerConsent(page, 'Approve', 'Sign a message')
     const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(await verifyMessage({ address, message, signature })).toBe(true)
 
-    // EIP-712 typed data.
-    await ui.button('Sign typed data').click()
-    await ui.signature
-      .filter({ hasNotText: signature })
-      .filter({ hasText: /^0x[0-9a-f]{130}$/ })
-      .waitFor()
-    const typed = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
-    expect(await verifyTypedData({ ...mailTypedData({ from: address, chainId: 31337, contents: message }), address, signature: typed })).toBe(true)
+    // Reject in the frame: EIP-1193 4001 to the app, nothing signed.
+    browser.expectConsole('the rejected signature', latchkeyWarning('signMessage'))
+    await ui.button('Sign message').click()
+    await answerConsent(page, 'Reject', 'Sign a message')
+    expect(await waitForText(ui.alert, /User rejected the request\./)).toContain('User rejected the request.')
 
-    // A transaction signed by the kms and mined on anvil.
-    await ui.button('Get test ETH').click()
-    await page.getByText('Added 10 test ETH', { exact: true }).waitFor()
-    await ui.button('Send transaction').click()
-    const hash = (await waitForText(ui.txHash, /^0x[0-9a-f]{64}$/)) as `0x${string}`
-    const receipt = await createPublicClient({ transport: http(stack.chainA) }).waitForTransactionReceipt({ hash, pollingInterval: 100 })
-    expect(receipt.status).toBe('success')
-    expect(receipt.from).toBe(address.toLowerCase())
-
-    // Reload: still signed in, with no new sign-in and no new session key (the page does ask the
-    // backend for its config and for the sign-in session it keeps).
+    // Reload: still signed in, with no new sign-in (the page does ask the backend for its config
+    // and for the sign-in session it keeps), and the frame's key still signs what is approved.
     const backendCalls: string[] = []
     page.on('request', (request) => {
       if (request.url().startsWith(stack.server.replace('127.0.0.1', 'localhost'))) backendCalls.push(new URL(request.url()).pathname)
@@ -145,72 +133,38 @@ describe('embedded wallet', () => {
     await page.reload()
     expect(await waitForText(ui.address, address)).toBe(address)
     await ui.button('Sign message').click()
+    await answerConsent(page, 'Approve', 'Sign a message')
     const again = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(await verifyMessage({ address, message, signature: again })).toBe(true)
-    // Reading the backend's session is allowed; signing in again or a new session key is not.
-    expect(backendCalls.filter((path) => path.startsWith('/auth/email/') || path === '/auth/login' || path === '/auth/session-key')).toEqual([])
-    expect(backendCalls.length).toBeGreaterThan(0)
+    expect(backendCalls.filter((path) => path.startsWith('/auth/email/') || path === '/auth/login')).toEqual([])
 
-    // The page's storage holds no private key: the session key is a non-extractable CryptoKey.
-    const stored = await page.evaluate(async () => {
-      const db = await new Promise<IDBDatabase>((resolve, reject) => {
-        const request = indexedDB.open('TurnkeyStamperDB', 1)
-        request.onsuccess = () => resolve(request.result)
-        request.onerror = () => reject(request.error)
-      })
-      const key = await new Promise<CryptoKey>((resolve) => {
-        const request = db.transaction('KeyStore').objectStore('KeyStore').get('turnkeyKeyPair-priv')
-        request.onsuccess = () => resolve(request.result as CryptoKey)
-      })
-      const exported = await crypto.subtle.exportKey('jwk', key).then(
-        () => 'exported',
-        (error: Error) => error.name,
-      )
-      return { extractable: key.extractable, exported, local: JSON.stringify(localStorage) }
-    })
-    expect(stored).toMatchObject({ extractable: false, exported: 'InvalidAccessError' })
+    // The app's origin holds nothing that can stamp: no IndexedDB at all, no private key stored.
+    const stored = await page.evaluate(async () => ({
+      databases: (await indexedDB.databases()).map((database) => database.name),
+      local: JSON.stringify(localStorage),
+    }))
+    expect(stored.databases).toEqual([])
     expect(stored.local).not.toMatch(/"privateKey"|apiPrivateKey/)
   })
 
-  test('behavior: a session key the kms does not know is replaced through the backend and the signature retried once', async () => {
+  test('error: the page cannot register a key of its choosing: POST /auth/session-key is gone (404)', async () => {
     const { page } = browser
-    const ui = demo(page)
-    const address = await signUpByEmail(page, newEmail())
-    // The stored key becomes one the kms never registered (as after a revocation): same storage
-    // shape, a new non-extractable key, so the page restores it and meets the refusal on use.
-    await page.evaluate(async () => {
-      const pair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify'])
-      const raw = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey))
-      const compressed = [2 + (raw[64]! & 1), ...raw.slice(1, 33)].map((byte) => byte.toString(16).padStart(2, '0')).join('')
-      const db = await new Promise<IDBDatabase>((resolve, reject) => {
-        const request = indexedDB.open('TurnkeyStamperDB', 1)
-        request.onsuccess = () => resolve(request.result)
-        request.onerror = () => reject(request.error)
-      })
-      await new Promise<void>((resolve, reject) => {
-        const tx = db.transaction('KeyStore', 'readwrite')
-        tx.objectStore('KeyStore').put(compressed, 'turnkeyKeyPair-pub')
-        tx.objectStore('KeyStore').put(pair.privateKey, 'turnkeyKeyPair-priv')
-        tx.oncomplete = () => resolve()
-        tx.onerror = () => reject(tx.error)
-      })
-      const record = JSON.parse(localStorage.getItem('latchkey.embedded.wallet')!) as { session: { publicKey: string } }
-      record.session.publicKey = compressed
-      localStorage.setItem('latchkey.embedded.wallet', JSON.stringify(record))
-    })
-    await page.reload()
-    await waitForText(ui.address, address)
-    // The kms refuses the unknown key (401, which the browser prints); the wallet recovers from it.
-    browser.expectConsole('the kms refusing the unknown session key', failedRequest(`${stack.kms}/public/v1/submit/sign_raw_payload`))
-    const calls: string[] = []
-    page.on('request', (request) => {
-      const path = new URL(request.url()).pathname
-      if (request.method() === 'POST' && (path === '/auth/session-key' || path.endsWith('/sign_raw_payload'))) calls.push(path)
-    })
-    await ui.button('Sign message').click()
-    const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
-    expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
-    expect(calls).toEqual(['/public/v1/submit/sign_raw_payload', '/auth/session-key', '/public/v1/submit/sign_raw_payload'])
+    await signUpByEmail(page, newEmail())
+    browser.expectConsole('the removed route', failedRequest(`${stack.server.replace('127.0.0.1', 'localhost')}/auth/session-key`))
+    // Security review H1's one line, from the app page, with the user's cookie.
+    const status = await page.evaluate(
+      async (backendUrl) =>
+        (
+          await fetch(`${backendUrl}/auth/session-key`, {
+            method: 'POST',
+            credentials: 'include',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ publicKey: `02${'11'.repeat(32)}`, expirationSeconds: 86400 }),
+          })
+        ).status,
+      stack.server.replace('127.0.0.1', 'localhost'),
+    )
+    expect(status).toBe(404)
   })
 
   test('error: a wrong code is announced, and the right one still works', async () => {
@@ -250,6 +204,7 @@ describe('embedded wallet', () => {
     expect(await authenticator.credentials()).toHaveLength(1)
 
     await ui.button('Sign message').click()
+    await answerConsent(page, 'Approve', 'Sign a message')
     const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
 
@@ -335,6 +290,7 @@ describe('embedded wallet', () => {
       await view.button('Verify').click()
       expect(await waitForText(ui.address, address)).toBe(address)
       await ui.button('Sign message').click()
+      await answerConsent(page, 'Approve', 'Sign a message')
       const signature = (await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)) as `0x${string}`
       expect(await verifyMessage({ address, message: await ui.message.inputValue(), signature })).toBe(true)
     })

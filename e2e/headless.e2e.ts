@@ -1,7 +1,7 @@
 import { verifyMessage } from 'viem'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { failedRequest, launch } from './browser.js'
-import { waitForText } from './page.js'
+import { answerConsent, waitForText } from './page.js'
 
 // The demo's /headless page: the embedded wallet driven by an app's own markup through the React
 // hooks alone (no ConnectButton, no modal), against the whole local stack.
@@ -23,7 +23,7 @@ async function codeFor(email: string): Promise<string> {
 }
 
 describe('headless page', () => {
-  test('default: email sign-in with the hooks, a wrong code branched on by class, then a signed message', async () => {
+  test('default: email sign-in with the hooks, a wrong code branched on by class, then a message signed once approved in the consent frame', async () => {
     const { page } = browser
     browser.expectConsole('the wrong code, refused by the backend', failedRequest(`${stack.server.replace('127.0.0.1', 'localhost')}/auth/email/verify`))
     const email = `headless.${Date.now()}@example.test`
@@ -42,9 +42,10 @@ describe('headless page', () => {
     await page.getByRole('button', { name: 'Sign in' }).click()
     const address = (await waitForText(page.getByRole('status', { name: 'Address' }), /^0x[0-9a-fA-F]{40}$/)) as `0x${string}`
     await page.getByRole('button', { name: 'Sign "Hello from a headless page"' }).click()
+    await answerConsent(page, 'Approve', 'Sign a message')
     const signature = (await waitForText(page.getByRole('status', { name: 'Signature' }), /^0x[0-9a-f]{130}$/)) as `0x${string}`
     expect(await verifyMessage({ address, message: 'Hello from a headless page', signature })).toBe(true)
-    // No modal was ever part of it.
+    // No modal of the app was part of it (the consent dialog lives inside its frame).
     expect(await page.getByRole('dialog').count()).toBe(0)
   })
 })

@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { launch } from './browser.js'
-import { demo, waitForText } from './page.js'
+import { answerConsent, demo, waitForText } from './page.js'
 
 // "Continue with Google / Apple" end to end and offline: the demo opens the local OpenID provider
 // (the devnet's oidc-provider playing both) in a popup, or goes there where popups are blocked; its
@@ -41,6 +41,7 @@ describe('social sign-in', () => {
     const address = await signInWith(browser.page, email)
     const ui = demo(browser.page)
     await ui.button('Sign message').click()
+    await answerConsent(browser.page, 'Approve', 'Sign a message')
     await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)
 
     const other = await launch()
@@ -56,6 +57,7 @@ describe('social sign-in', () => {
     expect(address).toMatch(ADDRESS)
     const ui = demo(browser.page)
     await ui.button('Sign message').click()
+    await answerConsent(browser.page, 'Approve', 'Sign a message')
     await waitForText(ui.signature, /^0x[0-9a-f]{130}$/)
   })
 

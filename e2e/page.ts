@@ -81,3 +81,22 @@ export function referenceWallet(page: Page) {
  */
 export const es256OnlyPasskeyWarning = (entry: ConsoleEntry): boolean =>
   entry.kind === 'warning' && entry.text.startsWith('publicKey.pubKeyCredParams is missing')
+
+/**
+ * Answers the consent frame's pending review as a user does from the keyboard: focus on its
+ * button, then Enter (a trusted key press; the frame ignores script-made events). Checks the
+ * dialog's title first when given, and waits until the dialog has closed.
+ *
+ * @example
+ * await answerConsent(page, 'Approve', 'Sign a message')
+ */
+export async function answerConsent(page: Page, name: 'Approve' | 'Reject', expectedTitle?: string) {
+  const frame = page.frameLocator('iframe[id^="latchkey-consent-frame-"]')
+  const dialog = expectedTitle ? frame.getByRole('dialog', { name: expectedTitle }) : frame.getByRole('dialog')
+  await dialog.waitFor()
+  // Approve stays disabled until the browser reports the frame fully visible.
+  await frame.locator('#approve:not([disabled])').waitFor()
+  await frame.getByRole('button', { name, exact: true }).focus()
+  await page.keyboard.press('Enter')
+  await dialog.waitFor({ state: 'hidden' })
+}

@@ -44,10 +44,17 @@ export type ConsentFrame = {
    * the exact body it is given. Rejections are `ProviderRpcError` 4001.
    */
   stamper(request: ConsentWalletRequest, context: ConsentContext): Stamper
+  /**
+   * A stamper for read-only kms queries (`/public/v1/query/*`): the frame stamps them without a
+   * prompt and refuses any body that carries an activity `type` or `parameters`.
+   */
+  readonly queryStamper: Stamper
   /** The app's theme colours, through the frame's sanitised `APPLY_SETTINGS` (`{ styles: { color, backgroundColor, … } }`). */
   applySettings(settings: { styles?: Readonly<Record<string, string>> }): Promise<void>
   /** Forgets the frame's signing key (sign-out). */
   resetKey(): Promise<void>
+  /** Forgets the frame's signing key and makes a new one (a sign-in registers it); answers its public key, as `publicKey` does from then on. */
+  newKey(): Promise<string>
   /** Removes the frame; a pending review ends as rejected (4001). */
   close(): void
 }
@@ -143,7 +150,9 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
     window.removeEventListener('message', onRefusal)
   }
   return {
-    publicKey: key,
+    get publicKey() {
+      return key
+    },
     iframe,
     stamper(request, context) {
       return {
@@ -157,11 +166,21 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
         },
       }
     },
+    queryStamper: {
+      async stamp(payload) {
+        return (await ask('STAMP_QUERY', { payload })) as { stampHeaderName: string; stampHeaderValue: string }
+      },
+    },
     async applySettings(settings) {
       await ask('APPLY_SETTINGS', JSON.stringify(settings))
     },
     async resetKey() {
       await ask('RESET_EMBEDDED_KEY', undefined)
+    },
+    async newKey() {
+      await ask('RESET_EMBEDDED_KEY', undefined)
+      key = String(await ask('INIT_EMBEDDED_KEY', undefined))
+      return key
     },
     close() {
       closed = true

@@ -46,7 +46,6 @@ test('default: exports', async () => {
       "defaultRedirectUri",
       "exportWallet",
       "importWallet",
-      "indexedDbSessionKeys",
       "isSessionKeyExpired",
       "kmsCall",
       "mountConsentFrame",

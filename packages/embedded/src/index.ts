@@ -50,7 +50,7 @@ export {
 } from './passkeys.js'
 export { OAUTH_WINDOW, OAUTH_WINDOW_FEATURES } from './popup.js'
 export { createEmbeddedProvider, ProviderRpcError } from './provider.js'
-export { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
+export type { SessionKeyStore, Stamper } from './sessionKeys.js'
 export type { AtomicStatus, BatchCall } from './smartAccount.js'
 export {
   completed,

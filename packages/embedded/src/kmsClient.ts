@@ -79,7 +79,7 @@ export class TurnkeyRequestError extends Error {
  * client sends them, so it speaks to `@latchkey/kms` and to Turnkey alike.
  *
  * @example
- * const kms = createTurnkeyClient({ baseUrl: 'http://localhost:8090' }, indexedDbSessionKeys().stamper)
+ * const kms = createTurnkeyClient({ baseUrl: 'http://localhost:8090' }, consent.queryStamper)
  * const { organizationId } = await kms.getWhoami({ organizationId: parentOrganizationId })
  */
 export function createTurnkeyClient(config: { baseUrl: string; fetch?: typeof fetch | undefined }, stamper: Stamper): TurnkeyClient {

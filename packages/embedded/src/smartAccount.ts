@@ -16,7 +16,6 @@ import {
   sliceHex,
 } from 'viem'
 import { getCode, getTransactionCount, waitForTransactionReceipt } from 'viem/actions'
-import { hashAuthorization } from 'viem/utils'
 import { InvalidAuthorizationError } from './errors.js'
 import { BATCH_MODE } from './executor.js'
 import { ProviderRpcError } from './provider.js'
@@ -37,8 +36,8 @@ export type SmartAccountContext = {
   chain: Chain
   /** The batch executor the wallet delegates to; `undefined`: smart accounts are turned off. */
   executor: Address | undefined
-  /** Signs a 32-byte digest through sign_raw_payload: r ‖ s ‖ v. */
-  signHash(hash: Hex): Promise<Hex>
+  /** Signs an EIP-7702 authorization through sign_raw_payload (the kms hashes it and sees the contract): r ‖ s ‖ v. */
+  signAuthorization(authorization: { address: Address; chainId: number; nonce: number }): Promise<Hex>
   send(request: SendRequest): Promise<Hex>
 }
 
@@ -131,7 +130,7 @@ export async function signAuthorization(
   const nonce = requested.nonce ?? transactionNonce + 1
   if (nonce !== transactionNonce + 1)
     throw new InvalidAuthorizationError({ details: `The authorization has nonce ${nonce}; the account's next authorization nonce is ${transactionNonce + 1}.` })
-  const signature = await context.signHash(hashAuthorization({ address, chainId, nonce }))
+  const signature = await context.signAuthorization({ address, chainId, nonce })
   const authorization: SignedAuthorization = {
     address,
     chainId,

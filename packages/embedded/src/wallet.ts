@@ -4,16 +4,20 @@ import {
   type Chain,
   concatHex,
   getAddress,
+  getTypesForEIP712Domain,
   type Hex,
-  hashMessage,
-  hashTypedData,
   pad,
   type SignableMessage,
   type SignedAuthorization,
+  serializeTypedData,
+  stringToHex,
   type TransactionSerializable,
   type TypedDataDefinition,
+  toHex,
+  toPrefixedMessage,
 } from 'viem'
 import { type Backend, type BackendAccount, type BackendConfig, createBackend } from './backend.js'
+import type { ConsentContext, ConsentFrame, ConsentWalletRequest } from './consentFrame.js'
 import {
   AccountNotFoundError,
   ActivityStatusError,
@@ -28,13 +32,12 @@ import {
   MissingBaseUrlError,
   MissingSignWithError,
   SessionError,
-  SessionKeyRegistrationError,
   SignRawPayloadResultNotFoundError,
   SubOrganizationNotFoundError,
 } from './errors.js'
 import { BATCH_EXECUTOR_ADDRESS } from './executor.js'
 import { createTurnkeyClient, type TurnkeyClient, TurnkeyRequestError } from './kmsClient.js'
-import { indexedDbSessionKeys, type SessionKeyStore, type Stamper } from './sessionKeys.js'
+import type { SessionKeyStore, Stamper } from './sessionKeys.js'
 import type { AtomicStatus, BatchCall, SmartAccountContext } from './smartAccount.js'
 
 /** SPEC §3: the embedded wallet credential. */
@@ -125,14 +128,18 @@ export type EmbeddedWalletOptions = {
   framesUrl?: string | undefined
   /** Chains the wallet signs for; the first is the default. Each needs an RPC url. */
   chains: readonly [Chain, ...Chain[]]
-  /** Lifetime of a session key. Default 900 s, as the hosted SDKs. */
+  /** Lifetime of a session key (the consent frame's key as the kms's API key). Default 43200 s (12 h). */
   sessionSeconds?: number | undefined
   /** Lifetime of an email recovery session. Default 1800 s (SPEC §5). */
   recoverySessionSeconds?: number | undefined
   /** Where the wallet record is kept. Default: localStorage. */
   storage?: KeyValueStorage | undefined
-  /** Where the session key lives. Default: IndexedDB, non-extractable. */
-  sessionKeys?: SessionKeyStore | undefined
+  /**
+   * Node tests only: a key that stamps every request itself, with no consent frame and no user's
+   * approval. Never set it in an app: in a browser the wallet's key lives in the consent frame on
+   * the kms frames origin, which stamps an activity only after the user's Approve there.
+   */
+  testOnlySessionKeys?: SessionKeyStore | undefined
   /**
    * The EIP-7702 batch executor the account delegates to for atomic batches. Default:
    * {@link BATCH_EXECUTOR_ADDRESS} (the same on every chain with the CREATE2 proxy). `null` turns
@@ -150,8 +157,14 @@ export {
   RECOVERY_SESSION_EXPIRY_S as RECOVERY_SESSION_SECONDS,
   WALLET_NAMES,
 } from '@latchkey/constants'
-/** Lifetime of a session key unless configured: 900 s, as the hosted SDKs (not a SPEC §9 value). */
-export const DEFAULT_SESSION_SECONDS = 900
+/**
+ * Lifetime of a session key unless configured: 12 hours (not a SPEC §9 value). No route renews a
+ * key (a page-chosen key was the H1 hole), so its end means signing in again: a working day. It is
+ * within the kms's default `--max-credential-lifetime` (86400 s) and the backend's cap (86400 s),
+ * and within the frame's own 48 h key lifetime. Without the user's Approve in the frame the key
+ * stamps nothing but read-only queries, so a longer life adds no silent signing.
+ */
+export const DEFAULT_SESSION_SECONDS = 43_200
 const STORAGE_KEY = 'latchkey.embedded.wallet'
 /** SPEC §5: the credential a recovery code must be. */
 const RECOVERY_CREDENTIALS: Record<RecoveryType, string> = {
@@ -180,10 +193,68 @@ const ETHEREUM_ACCOUNT = {
 type Activity = { status: string; result: Record<string, unknown>; failure?: { message?: string } | undefined }
 
 /**
- * An embedded wallet: signs in by email code or passkey through the app backend, keeps a session
- * key, and signs through the key-management API with a thin client typed by the official `@turnkey/http`. When
- * the session key has expired (or was revoked) it removes it, registers a new one through the
- * backend and retries the action once (SPEC §4).
+ * What stamps the wallet's kms requests. In a browser, the consent frame: its key is the session
+ * key, and it stamps an activity only after the user approved the request there.
+ */
+type WalletSigner = {
+  /** A new key for a sign-in to register (the old one is forgotten): compressed P-256 hex. */
+  newKey(): Promise<string>
+  /** The key that stamps now, if there is one. */
+  currentKey(): Promise<string | undefined>
+  /** Stamps read-only queries, with no prompt. */
+  readonly query: Stamper
+  /** Stamps an activity once the user approved `request` (EIP-1193 4001 when they reject). */
+  approve(request: ConsentWalletRequest, context: ConsentContext): Stamper
+  /** Forgets the key (sign-out). */
+  reset(): Promise<void>
+}
+
+/** The consent frame as the signer, mounted on first need from the frames url (its module loads then too). */
+function consentSigner(framesUrl: () => Promise<string | undefined>): WalletSigner {
+  let frame: Promise<ConsentFrame> | undefined
+  const mounted = (): Promise<ConsentFrame> => {
+    frame ??= (async () => {
+      const url = await framesUrl()
+      if (!url) throw new ClientsNotFoundError({ details: 'No frames url for the consent frame: set framesUrl, or have the backend publish one' })
+      const { mountConsentFrame } = await import('./consentFrame.js')
+      return mountConsentFrame({ framesUrl: url })
+    })()
+    frame.catch(() => (frame = undefined))
+    return frame
+  }
+  return {
+    newKey: async () => (await mounted()).newKey(),
+    currentKey: async () => (await mounted()).publicKey,
+    query: { stamp: async (payload) => (await mounted()).queryStamper.stamp(payload) },
+    approve: (request, context) => ({ stamp: async (payload) => (await mounted()).stamper(request, context).stamp(payload) }),
+    reset: async () => (await mounted()).resetKey(),
+  }
+}
+
+/** Node tests' signer: a plain key that stamps everything, with nobody asked. */
+function testOnlySigner(keys: SessionKeyStore): WalletSigner {
+  return { newKey: () => keys.create(), currentKey: () => keys.publicKey(), query: keys.stamper, approve: () => keys.stamper, reset: () => keys.clear() }
+}
+
+/**
+ * An activity the consent frame has no review for (CONTRACT25 names none): the frame refuses it
+ * with -32602 naming the methods it knows, so nothing is stamped until one is defined there.
+ */
+function unreviewable(method: string, params: readonly unknown[]): ConsentWalletRequest {
+  return { method, params } as unknown as ConsentWalletRequest
+}
+
+/** A value as JSON-RPC carries it: bigints as hex quantities (what the frame shows the user). */
+function rpcJson(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? toHex(item) : item)) ?? 'null')
+}
+
+/**
+ * An embedded wallet: signs in by email code or passkey through the app backend, and signs through
+ * the key-management API with a thin client typed by the official `@turnkey/http`. Its session key
+ * is the consent frame's (kms frames origin): the frame stamps queries silently and each activity
+ * only after the user's Approve there. When the key has expired (or was revoked) the wallet signs
+ * out and the user signs in again: no route lets the page register a key (security review H1).
  *
  * @example
  * const wallet = createEmbeddedWallet({ appName: 'Demo', backendUrl: 'http://localhost:8787', chains: [anvil] })
@@ -199,8 +270,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   const sessionSeconds = options.sessionSeconds ?? DEFAULT_SESSION_SECONDS
   const recoverySessionSeconds = options.recoverySessionSeconds ?? RECOVERY_SESSION_EXPIRY_S
   const storage = options.storage ?? (typeof localStorage === 'undefined' ? memoryStorage() : localStorage)
-  const sessionKeys = options.sessionKeys ?? indexedDbSessionKeys()
   const backend: Backend = createBackend(options.backendUrl, options.fetch)
+  const signer = options.testOnlySessionKeys ? testOnlySigner(options.testOnlySessionKeys) : consentSigner(async () => (await settings()).framesUrl)
   const listeners = new Set<(record: StoredWallet | undefined) => void>()
   let record: StoredWallet | undefined = read()
   let config: Promise<BackendConfig> | undefined
@@ -244,7 +315,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     return config
   }
 
-  async function client(stamper: Stamper = sessionKeys.stamper): Promise<TurnkeyClient> {
+  async function client(stamper: Stamper = signer.query): Promise<TurnkeyClient> {
     const { kmsUrl } = await settings()
     if (!kmsUrl) throw new MissingBaseUrlError()
     return createTurnkeyClient({ baseUrl: kmsUrl }, stamper)
@@ -337,55 +408,59 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   }
 
   /**
-   * Removes the session key, registers a new one through the backend (its session cookie vouches
-   * for the user) and keeps it: a new session, not a restored one.
+   * Runs a stamped action. An expired or unknown session key ends the sign-in: no route renews a
+   * key (the page must not pick the user's key), so the user signs in again.
    */
-  async function refreshSession(): Promise<SessionKey> {
+  async function withSession<result>(action: (kms: TurnkeyClient) => Promise<result>): Promise<result> {
     const current = signedIn()
     if (current.recovery && Date.parse(current.recovery.sessionExpiration) <= now()) {
       await signOut()
       throw new SessionError({ details: 'The recovery session has expired; sign in again.' })
     }
-    // create() replaces the stored key: the old one is removed with it (SPEC §4).
-    const publicKey = await sessionKeys.create()
-    try {
-      const { expiresAt } = await backend.post<{ expiresAt: string }>('/auth/session-key', { publicKey, expirationSeconds: sessionSeconds })
-      const session = { publicKey, expirationDate: expiresAt }
-      write({ ...current, session })
-      return session
-    } catch (error) {
-      throw new SessionKeyRegistrationError({ cause: error })
-    }
-  }
-
-  /** Runs a stamped action; on an expired or unknown session key, a new session and one retry. */
-  async function withSession<result>(action: (kms: TurnkeyClient) => Promise<result>): Promise<result> {
-    signedIn()
     const kms = await client()
     try {
       return await action(kms)
     } catch (error) {
       if (!isSessionKeyExpired(error)) throw error
-      await refreshSession()
-      return action(kms)
+      await signOut()
+      throw new SessionError({ details: 'The session key has expired or was revoked; sign in again.', cause: error })
     }
   }
 
-  /** Submits an activity stamped by the session key (one refresh and retry) and answers its result under `key`. */
-  async function submit<result>(key: string, call: (kms: TurnkeyClient) => Promise<{ activity: Activity }>): Promise<result | undefined> {
-    const result = await withSession(async (kms) => completed(await kmsCall(() => call(kms))))
+  /**
+   * Submits an activity the user approves in the consent frame as `consent` (the EIP-1193 request
+   * that caused it) and answers its result under `key`.
+   */
+  async function submit<result>(
+    key: string,
+    consent: ConsentWalletRequest,
+    call: (kms: TurnkeyClient) => Promise<{ activity: Activity }>,
+  ): Promise<result | undefined> {
+    const result = await withSession(async () => {
+      const { credential, chainId } = signedIn()
+      const kms = await client(signer.approve(consent, { account: credential.address, chainId }))
+      return completed(await kmsCall(() => call(kms)))
+    })
     return result[key] as result | undefined
   }
 
-  async function sign(hash: Hex, signWith: string | undefined): Promise<Hex> {
+  /**
+   * sign_raw_payload V2 in an encoding the kms reads (CONTRACT25: the EIP-191 preimage, EIP-712
+   * JSON, an EIP-7702 authorization), approved as `consent`: r ‖ s ‖ v.
+   */
+  async function signRaw(
+    consent: ConsentWalletRequest,
+    parameters: { payload: string; encoding: string; hashFunction: string },
+    signWith: string | undefined,
+  ): Promise<Hex> {
     if (!signWith) throw new MissingSignWithError()
     const { organizationId } = signedIn()
-    const result = await submit<{ r?: string; s?: string; v?: string }>('signRawPayloadResult', (kms) =>
+    const result = await submit<{ r?: string; s?: string; v?: string }>('signRawPayloadResult', consent, (kms) =>
       kms.signRawPayload({
         type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
         timestampMs: String(now()),
         organizationId,
-        parameters: { signWith, payload: hash, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+        parameters: { signWith, ...parameters } as never,
       }),
     )
     const signature = result
@@ -396,11 +471,44 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     return concatHex([pad(`0x${signature.r}`, { size: 32 }), pad(`0x${signature.s}`, { size: 32 }), v])
   }
 
-  async function signTransaction(transaction: TransactionSerializable, signWith: string | undefined): Promise<Hex> {
+  /** EIP-191: the kms hashes the preimage itself, so it (and its policies) read the message. */
+  function signMessage(message: SignableMessage, signWith: string | undefined): Promise<Hex> {
+    const data = typeof message === 'string' ? stringToHex(message) : typeof message.raw === 'string' ? message.raw : toHex(message.raw)
+    return signRaw(
+      { method: 'personal_sign', params: [data, signWith] },
+      { payload: toPrefixedMessage(message).slice(2), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      signWith,
+    )
+  }
+
+  /** EIP-712: the kms computes the hash from the typed data. */
+  function signTypedData(typedData: TypedDataDefinition, signWith: string | undefined): Promise<Hex> {
+    // serializeTypedData keeps only the domain fields its EIP712Domain type names: name them all.
+    const types = { EIP712Domain: getTypesForEIP712Domain({ domain: typedData.domain }), ...typedData.types }
+    const serialized = serializeTypedData({ ...typedData, types } as never)
+    return signRaw(
+      { method: 'eth_signTypedData_v4', params: [signWith, serialized] },
+      { payload: serialized, encoding: 'PAYLOAD_ENCODING_EIP712', hashFunction: 'HASH_FUNCTION_NOT_APPLICABLE' },
+      signWith,
+    )
+  }
+
+  /** EIP-7702: the kms hashes the authorization itself (and its policy sees the contract). */
+  function signAuthorizationTuple(authorization: { address: Address; chainId: number; nonce: number }, signWith: string): Promise<Hex> {
+    return signRaw(
+      { method: 'eip7702_authorization', params: [authorization] },
+      { payload: JSON.stringify(authorization), encoding: 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION', hashFunction: 'HASH_FUNCTION_NOT_APPLICABLE' },
+      signWith,
+    )
+  }
+
+  /** sign_transaction V2 of `transaction`, approved as `consent` (default: the transaction as eth_sendTransaction). */
+  async function signTransaction(transaction: TransactionSerializable, signWith: string | undefined, consent?: ConsentWalletRequest): Promise<Hex> {
     if (!signWith) throw new MissingSignWithError()
     const { organizationId } = signedIn()
     const { serializeTransaction } = await import('./transactions.js')
-    const result = await submit<{ signedTransaction?: string }>('signTransactionResult', (kms) =>
+    const request = consent ?? { method: 'eth_sendTransaction', params: [rpcJson({ from: signWith, ...transaction })] }
+    const result = await submit<{ signedTransaction?: string }>('signTransactionResult', request, (kms) =>
       kms.signTransaction({
         type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
         timestampMs: String(now()),
@@ -413,8 +521,11 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     return (signed.startsWith('0x') ? signed : `0x${signed}`) as Hex
   }
 
-  /** Fills nonce, gas and fees from the chain, signs through the kms and broadcasts; answers the hash. */
-  async function sendTransaction(request: TransactionRequest): Promise<Hex> {
+  /**
+   * Fills nonce, gas and fees from the chain, signs through the kms and broadcasts; answers the
+   * hash. `consent` is the request the user approves (default: this transaction as eth_sendTransaction).
+   */
+  async function sendTransaction(request: TransactionRequest, consent?: ConsentWalletRequest): Promise<Hex> {
     const { credential, chainId } = signedIn()
     const chain = chainOf(chainId)
     const { createClient, http, prepareTransactionRequest } = await import('./transactions.js')
@@ -424,20 +535,25 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       typeof prepareTransactionRequest
     >[1])
     const { account: _account, from: _from, parameters: _parameters, chainId: _chainId, ...fields } = prepared as Record<string, unknown>
-    const signed = await signTransaction({ ...(fields as TransactionSerializable), chainId: chain.id }, credential.address)
+    const transaction = { ...(fields as TransactionSerializable), chainId: chain.id }
+    const signed = await signTransaction(transaction, credential.address, consent)
     return publicClient.request({ method: 'eth_sendRawTransaction', params: [signed] })
   }
 
-  /** The smart-account module (loaded once) and what it needs of this wallet, for `chainId` (default the current chain). */
-  async function smartAccount(chainId?: number) {
+  /**
+   * The smart-account module (loaded once) and what it needs of this wallet, for `chainId` (default
+   * the current chain). `consent`: what the user approves for the transactions it sends (e.g. the
+   * wallet_sendCalls request); default each transaction itself.
+   */
+  async function smartAccount(chainId?: number, consent?: ConsentWalletRequest) {
     const { credential, chainId: current } = signedIn()
     const module = await import('./smartAccount.js')
     const context: SmartAccountContext = {
       account: credential.address,
       chain: chainOf(chainId ?? current),
       executor: batchExecutor ?? undefined,
-      signHash: (hash) => sign(hash, credential.address),
-      send: ({ authorizationList, ...request }) => sendTransaction(authorizationList ? { ...request, authorizationList, type: 'eip7702' } : request),
+      signAuthorization: (authorization) => signAuthorizationTuple(authorization, credential.address),
+      send: ({ authorizationList, ...request }) => sendTransaction(authorizationList ? { ...request, authorizationList, type: 'eip7702' } : request, consent),
     }
     return { module, context }
   }
@@ -480,10 +596,14 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     return { kms, organizationId: user.organizationId, userId: user.userId }
   }
 
-  async function signOut(): Promise<void> {
+  /**
+   * Signs out: the backend deletes the session's key in the kms (with `everywhere`, every key of
+   * the user, and ends their other sessions), then the frame forgets its key.
+   */
+  async function signOut(options: { everywhere?: boolean | undefined } = {}): Promise<void> {
     write(undefined)
-    await sessionKeys.clear().catch(() => undefined)
-    await backend.post('/auth/signout', {}).catch(() => undefined)
+    await backend.post('/auth/signout', options.everywhere ? { everywhere: true } : {}).catch(() => undefined)
+    await signer.reset().catch(() => undefined)
   }
 
   const wallet = {
@@ -508,8 +628,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     },
 
     /**
-     * Redeems the code for a new session key: the key is made here, non-extractable, and only its
-     * public half goes to the backend, which registers it for the user.
+     * Redeems the code for a new session key: the consent frame makes the key, non-extractable,
+     * and only its public half goes to the backend, which registers it for the user.
      */
     async verifyEmail({ otpId, code }: { otpId: string; code: string }): Promise<EmbeddedWalletCredential> {
       const sessionPublicKey = await wallet.newSessionKey()
@@ -523,19 +643,16 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     },
 
     /**
-     * Restores a stored sign-in after a reload: the session key must still be in the key store.
-     * An expired key is replaced through the backend; without either, the wallet is signed out.
+     * Restores a stored sign-in after a reload while the frame's key is the one the sign-in
+     * registered and has not expired. Otherwise the wallet signs out and answers `undefined`: the
+     * user signs in again (no route renews a key).
      */
     async restore(): Promise<StoredWallet | undefined> {
       if (!record) return undefined
-      const stored = await sessionKeys.publicKey().catch(() => undefined)
-      if (stored !== record.session.publicKey || Date.parse(record.session.expirationDate) <= now()) {
-        try {
-          await refreshSession()
-        } catch {
-          await signOut()
-          return undefined
-        }
+      const current = await signer.currentKey().catch(() => undefined)
+      if (current !== record.session.publicKey || Date.parse(record.session.expirationDate) <= now()) {
+        await signOut()
+        return undefined
       }
       return record
     },
@@ -574,26 +691,25 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       challenge: string
       attestation: unknown
     }): Promise<EmbeddedWalletCredential> {
-      const sessionPublicKey = await sessionKeys.create()
+      const sessionPublicKey = await wallet.newSessionKey()
       const account = await backend.post<BackendAccount>('/auth/passkey/signup', { ...parameters, sessionPublicKey, sessionSeconds })
       return finishSignIn(account, 'passkey', sessionPublicKey, sessionSeconds)
     },
 
-    /** A fresh session key for a sign-in that stamps `stamp_login` itself (passkey, recovery). */
+    /** A fresh session key for a sign-in to register: the consent frame's new key (its old one is forgotten). */
     newSessionKey(): Promise<string> {
-      return sessionKeys.create()
+      return signer.newKey()
     },
 
-    refreshSession,
     withSession,
 
-    /** EIP-191 personal message, hashed here with viem and signed as a raw payload. */
+    /** EIP-191 personal message, approved in the consent frame; the kms hashes the preimage (CONTRACT25). */
     signMessage({ message, signWith }: { message: SignableMessage; signWith?: string | undefined }): Promise<Hex> {
-      return sign(hashMessage(message), signWith ?? record?.credential.address)
+      return signMessage(message, signWith ?? record?.credential.address)
     },
-    /** EIP-712 typed data, hashed here with viem and signed as a raw payload. */
+    /** EIP-712 typed data, approved in the consent frame; the kms hashes the typed data (CONTRACT25). */
     signTypedData({ typedData, signWith }: { typedData: TypedDataDefinition; signWith?: string | undefined }): Promise<Hex> {
-      return sign(hashTypedData(typedData), signWith ?? record?.credential.address)
+      return signTypedData(typedData, signWith ?? record?.credential.address)
     },
     signTransaction({ transaction, signWith }: { transaction: TransactionSerializable; signWith?: string | undefined }): Promise<Hex> {
       return signTransaction(transaction, signWith ?? record?.credential.address)
@@ -662,7 +778,11 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     async sendCalls(parameters: { calls: readonly BatchCall[]; chainId?: number | undefined; atomicRequired?: boolean | undefined }): Promise<{ id: Hex }> {
       if (parameters.chainId !== undefined && parameters.chainId !== wallet.chainId)
         throw new EmbeddedError('chain_mismatch', `The calls are for chain ${parameters.chainId}; the wallet is on chain ${wallet.chainId}.`)
-      const { module, context } = await smartAccount()
+      const consent: ConsentWalletRequest = {
+        method: 'wallet_sendCalls',
+        params: [rpcJson({ ...parameters, chainId: toHex(wallet.chainId), from: signedIn().credential.address })],
+      }
+      const { module, context } = await smartAccount(undefined, consent)
       const batch = await module.sendBatch(context, parameters.calls, parameters.atomicRequired ?? false)
       return { id: module.encodeBatchId(context.chain.id, batch) }
     },
@@ -707,12 +827,13 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     async addAccount(): Promise<EmbeddedWalletCredential> {
       const { organizationId, credential } = signedIn()
       const index = (await wallet.accounts()).length
-      const result = await submit<{ addresses: string[] }>('createWalletAccountsResult', (kms) =>
+      const path = `m/44'/60'/0'/0/${index}`
+      const result = await submit<{ addresses: string[] }>('createWalletAccountsResult', unreviewable('wallet_addAccount', [{ path }]), (kms) =>
         kms.createWalletAccounts({
           type: 'ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS',
           timestampMs: String(now()),
           organizationId,
-          parameters: { walletId: credential.signerRefId, accounts: [{ ...ETHEREUM_ACCOUNT, path: `m/44'/60'/0'/0/${index}` }] },
+          parameters: { walletId: credential.signerRefId, accounts: [{ ...ETHEREUM_ACCOUNT, path }] },
         }),
       )
       const address = result!.addresses[0]!
@@ -722,7 +843,6 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** Switches to another account of the user's wallet; the provider announces `accountsChanged`. */
     async selectAccount(address: string): Promise<EmbeddedWalletCredential> {
       const current = signedIn()
-      // The session key read inside: a refresh on the way replaces it.
       const next = await withSession((kms) =>
         credentialOf(current.organizationId, address, kms, { userId: current.userId, publicKey: signedIn().session.publicKey }),
       )
@@ -731,14 +851,15 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return next
     },
 
-    /** Passkey registration for the signed-in user (create_authenticators), stamped by the session key. */
+    /** Passkey registration for the signed-in user (create_authenticators), approved in the consent frame. */
     async addAuthenticator(parameters: {
       authenticatorName: string
       challenge: string
       attestation: { credentialId: string; clientDataJson: string; attestationObject: string; transports: string[] }
     }): Promise<string> {
       const { userId, organizationId } = signedIn()
-      const result = await submit<{ authenticatorIds: string[] }>('createAuthenticatorsResult', (kms) =>
+      const consent: ConsentWalletRequest = { method: 'add_credential', params: [{ type: 'passkey', authenticatorName: parameters.authenticatorName }] }
+      const result = await submit<{ authenticatorIds: string[] }>('createAuthenticatorsResult', consent, (kms) =>
         kms.createAuthenticators({
           type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
           timestampMs: String(now()),
@@ -749,10 +870,11 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return result!.authenticatorIds[0]!
     },
 
-    /** The export bundle of the user's wallet, encrypted to `targetPublicKey` (the export frame's key). */
+    /** The export bundle of the user's wallet, encrypted to `targetPublicKey` (the export frame's key), approved in the consent frame. */
     async exportBundle(targetPublicKey: string): Promise<string> {
       const { organizationId, credential } = signedIn()
-      const result = await submit<{ exportBundle: string }>('exportWalletResult', (kms) =>
+      const consent: ConsentWalletRequest = { method: 'export_wallet', params: [{ walletId: credential.signerRefId, targetPublicKey }] }
+      const result = await submit<{ exportBundle: string }>('exportWalletResult', consent, (kms) =>
         kms.exportWallet({
           type: 'ACTIVITY_TYPE_EXPORT_WALLET',
           timestampMs: String(now()),
@@ -766,7 +888,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** The import bundle the import frame encrypts to. */
     async importBundle(): Promise<string> {
       const { organizationId, userId } = signedIn()
-      const result = await submit<{ importBundle: string }>('initImportWalletResult', (kms) =>
+      const result = await submit<{ importBundle: string }>('initImportWalletResult', unreviewable('wallet_initImport', []), (kms) =>
         kms.initImportWallet({ type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { userId } }),
       )
       return result!.importBundle
@@ -775,7 +897,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** Imports the wallet the import frame encrypted; answers its first Ethereum address. */
     async importWallet(encryptedBundle: string, walletName: string): Promise<`0x${string}`> {
       const { organizationId, userId } = signedIn()
-      const result = await submit<{ addresses: string[] }>('importWalletResult', (kms) =>
+      const result = await submit<{ addresses: string[] }>('importWalletResult', unreviewable('wallet_import', [{ walletName }]), (kms) =>
         kms.importWallet({
           type: 'ACTIVITY_TYPE_IMPORT_WALLET',
           timestampMs: String(now()),

@@ -6,7 +6,7 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { type Browser, type BrowserContext, chromium, type Frame, type Page } from 'playwright-core'
 import { rolldown } from 'rolldown'
-import { hashMessage, recoverMessageAddress, serializeSignature } from 'viem'
+import { concat, recoverMessageAddress, serializeSignature, stringToHex, toBytes, toHex } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { chromiumLaunchOptions } from '../../../test/chromium.js'
 
@@ -139,13 +139,18 @@ async function createUser(publicKey: string) {
   return { organizationId: result.subOrganizationId!, address: result.wallet!.addresses[0] as `0x${string}` }
 }
 
-/** The exact body the embedded wallet sends for personal_sign: sign_raw_payload of the EIP-191 hash. */
+/** The exact body the embedded wallet sends for personal_sign: sign_raw_payload of the EIP-191 preimage, hashed by the kms. */
 const signMessageBody = (subOrganizationId: string, address: string, message: string) =>
   JSON.stringify({
     type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
     timestampMs: String(Date.now()),
     organizationId: subOrganizationId,
-    parameters: { signWith: address, payload: hashMessage(message), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+    parameters: {
+      signWith: address,
+      payload: concat([stringToHex(`\x19Ethereum Signed Message:\n${toBytes(message).length}`), toHex(message)]),
+      encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+      hashFunction: 'HASH_FUNCTION_KECCAK256',
+    },
   })
 
 type Outcome = { stamp?: { stampHeaderName: string; stampHeaderValue: string } | undefined; error?: { name: string; code: number; message: string } }
@@ -205,6 +210,33 @@ describe('consent frame', { timeout: 90_000 }, () => {
     const { r, s, v } = activity.result.signRawPayloadResult
     const signature = serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number.parseInt(v, 16) })
     expect(await recoverMessageAddress({ message: 'hello consent', signature })).toBe(user.address)
+    await page.close()
+  })
+
+  test('behavior: a read-only query is stamped with no prompt; an activity sent as a query is refused and stamps nothing', async () => {
+    const { page, publicKey } = await openApp()
+    const user = await userWithKey(publicKey)
+    const query = JSON.stringify({ organizationId: user.organizationId })
+    const answers = await page.evaluate(
+      async ({ query, activity }) => {
+        type QueryStamper = { stamp(payload: string): Promise<{ stampHeaderValue: string }> }
+        const { queryStamper } = (window as unknown as { consent: { queryStamper: QueryStamper } }).consent
+        const stamp = await queryStamper.stamp(query)
+        const refused = await queryStamper.stamp(activity).then(
+          () => undefined,
+          (error: { code: number; message: string }) => ({ code: error.code, message: error.message }),
+        )
+        return { stamp, refused, hidden: document.querySelector('iframe')!.hidden }
+      },
+      { query, activity: signMessageBody(user.organizationId, user.address, 'not through the dialog') },
+    )
+    expect(answers.refused).toEqual({
+      code: -32602,
+      message: 'STAMP_QUERY stamps read-only queries only: an activity (a body with type or parameters) needs REVIEW_AND_STAMP',
+    })
+    expect(answers.hidden).toBe(true)
+    const response = await fetch(`${kms.url}/public/v1/query/whoami`, { method: 'POST', headers: { 'X-Stamp': answers.stamp.stampHeaderValue }, body: query })
+    expect([response.status, await response.json()]).toEqual([200, expect.objectContaining({ organizationId: user.organizationId })])
     await page.close()
   })
 

@@ -24,7 +24,7 @@ function walletWith(
     organizationId: 'organizationId' in overrides ? overrides.organizationId : stack.organizationId,
     chains: [stack.chain],
     storage: memoryStorage(),
-    sessionKeys: memoryKeys(),
+    testOnlySessionKeys: memoryKeys(),
     now: stack.now,
     fetch: fetchFn,
   })
@@ -175,11 +175,14 @@ describe('SPEC §8 embedded-wallet errors', () => {
       organizationId: stack.organizationId,
       chains: [stack.chain],
       storage,
-      sessionKeys: memoryKeys(),
+      testOnlySessionKeys: memoryKeys(),
       now: stack.now,
     })
     expect(recovered.isRecoverySessionActive()).toBe(false)
-    await expect(recovered.refreshSession()).rejects.toMatchObject({ shortMessage: 'Failed to create or restore session' })
+    await expect(recovered.signMessage({ message: 'x' })).rejects.toMatchObject({
+      shortMessage: 'Failed to create or restore session',
+      details: 'The recovery session has expired; sign in again.',
+    })
     expect(recovered.current).toBeUndefined()
   })
 
@@ -192,7 +195,7 @@ describe('SPEC §8 embedded-wallet errors', () => {
       organizationId: stack.organizationId,
       chains: [stack.chain],
       storage: memoryStorage(),
-      sessionKeys: keys,
+      testOnlySessionKeys: keys,
       now: stack.now,
       fetch: stack.browserFetch().fetchFn,
     })

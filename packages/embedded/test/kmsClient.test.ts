@@ -91,7 +91,7 @@ describe('stampWithKey', () => {
       organizationId: stack.organizationId,
       chains: [stack.chain],
       storage: memoryStorage(),
-      sessionKeys: webCryptoKeys(),
+      testOnlySessionKeys: webCryptoKeys(),
       now: stack.now,
       fetch: browser.fetchFn,
     })

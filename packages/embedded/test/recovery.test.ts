@@ -35,7 +35,7 @@ function newWallet() {
     organizationId: stack.organizationId,
     chains: [stack.chain],
     storage: memoryStorage(),
-    sessionKeys: memoryKeys(),
+    testOnlySessionKeys: memoryKeys(),
     now: stack.now,
     fetch: browser.fetchFn,
   })

@@ -31,7 +31,7 @@ async function signedIn(options: { batchExecutor?: null } = {}) {
     organizationId: stack.organizationId,
     chains: [chainA, chainB],
     storage: memoryStorage(),
-    sessionKeys: memoryKeys(),
+    testOnlySessionKeys: memoryKeys(),
     now: stack.now,
     fetch: browser.fetchFn,
     ...options,

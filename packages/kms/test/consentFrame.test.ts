@@ -1,8 +1,9 @@
-import { hashMessage, stringToHex } from 'viem'
+import { concat, hashMessage, stringToHex, toBytes, toHex } from 'viem'
 import { describe, expect, test } from 'vitest'
 import type { FrameRequest } from '../src/frames/browser/channel.js'
 import { parseReviewAndStamp } from '../src/frames/browser/consentMessages.js'
 import { assertPayloadMatches } from '../src/frames/browser/consentPayload.js'
+import { parseStampQuery } from '../src/frames/browser/consentQuery.js'
 import { signingKeyStorageKey, signingKeyStore, stampWithSigningKey } from '../src/frames/browser/signingKey.js'
 import { memoryStore } from '../src/frames/browser/storage.js'
 import { verifyApiKeyStamp } from '../src/index.js'
@@ -13,12 +14,14 @@ import { verifyApiKeyStamp } from '../src/index.js'
 
 const account = '0x000000000000000000000000000000000000dEaD'
 const app = 'https://app.example'
-const signBody = (message: string, signWith: string = account) =>
+/** The EIP-191 preimage of `message`, as CONTRACT25 has the wallet send it (the kms hashes it with keccak256). */
+const preimage = (message: string) => concat([stringToHex(`\x19Ethereum Signed Message:\n${toBytes(message).length}`), toHex(message)])
+const signBody = (message: string, signWith: string = account, hashFunction = 'HASH_FUNCTION_KECCAK256', payload = preimage(message)) =>
   JSON.stringify({
     type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
     timestampMs: '1',
     organizationId: 'org',
-    parameters: { signWith, payload: hashMessage(message), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+    parameters: { signWith, payload, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction },
   })
 const reviewAndStamp = (value: unknown): FrameRequest => ({ type: 'REVIEW_AND_STAMP', requestId: 'r1', value })
 const valid = { request: { method: 'personal_sign', params: ['hello', account] }, payload: signBody('hello'), context: { account, chainId: 1 } }
@@ -90,8 +93,44 @@ describe('REVIEW_AND_STAMP', () => {
     expect(check(signBody('hello'), { method: 'personal_sign', params: [stringToHex('hello'), account] })).not.toThrow()
     expect(check(signBody('goodbye'))).toThrow('the payload does not sign this message with this account')
     expect(check(signBody('hello', '0x000000000000000000000000000000000000bEEF'))).toThrow('the payload does not sign this message with this account')
+    // The opaque hash of the old encoding: the kms could not read what it signs.
+    expect(check(signBody('hello', account, 'HASH_FUNCTION_NO_OP', hashMessage('hello')))).toThrow('the payload does not sign this message with this account')
+    expect(check(signBody('hello', account, 'HASH_FUNCTION_NO_OP'))).toThrow('the payload does not sign this message with this account')
     expect(check(JSON.stringify({ type: 'ACTIVITY_TYPE_EXPORT_WALLET', parameters: {} }))).toThrow('the payload does not sign this message with this account')
     expect(check('not json')).toThrow('the payload is not a JSON kms request')
     expect(check(signBody('hello'), { method: 'eth_sendTransaction', params: [{}] })).toThrow('eth_sendTransaction cannot be stamped by this frame yet')
+  })
+})
+
+describe('STAMP_QUERY', () => {
+  const stampQuery = (value: unknown): FrameRequest => ({ type: 'STAMP_QUERY', requestId: 'q1', value })
+  const refusal = (value: unknown) => {
+    try {
+      parseStampQuery(stampQuery(value))
+    } catch (error) {
+      return { code: (error as { code?: number }).code, message: (error as Error).message }
+    }
+    return undefined
+  }
+
+  test('default: a read-only query body is stamped as it is', () => {
+    const body = JSON.stringify({ organizationId: 'org', userId: 'user' })
+    expect(parseStampQuery(stampQuery({ payload: body }))).toBe(body)
+  })
+
+  test('error: a body with an activity type or parameters is refused: an activity needs the user’s Approve', () => {
+    const onlyQueries = 'STAMP_QUERY stamps read-only queries only: an activity (a body with type or parameters) needs REVIEW_AND_STAMP'
+    expect(refusal({ payload: signBody('hello') })).toEqual({ code: -32602, message: onlyQueries })
+    expect(refusal({ payload: JSON.stringify({ type: 'ACTIVITY_TYPE_EXPORT_WALLET', organizationId: 'org' }) })).toEqual({ code: -32602, message: onlyQueries })
+    expect(refusal({ payload: JSON.stringify({ organizationId: 'org', parameters: {} }) })).toEqual({ code: -32602, message: onlyQueries })
+  })
+
+  test('error: malformed bodies get -32602 and a reason', () => {
+    const needsPayload = 'STAMP_QUERY needs value {payload} (the query body to stamp, a string)'
+    expect(refusal(undefined)).toEqual({ code: -32602, message: needsPayload })
+    expect(refusal({ payload: '' })).toEqual({ code: -32602, message: needsPayload })
+    expect(refusal({ payload: 'not json' })).toEqual({ code: -32602, message: 'STAMP_QUERY: the payload is not a JSON kms query' })
+    expect(refusal({ payload: '[1]' })).toEqual({ code: -32602, message: 'STAMP_QUERY: the payload is not a JSON kms query' })
+    expect(refusal({ payload: 'x'.repeat(1024 * 1024 + 1) })).toEqual({ code: -32602, message: 'STAMP_QUERY: payload is longer than 1048576 characters' })
   })
 })

@@ -24,7 +24,6 @@ import {
 import { passkeySignup } from './routes/passkeySignup.js'
 import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
-import { sessionKey } from './routes/sessionKey.js'
 import { siwe } from './routes/siwe.js'
 import { issueToken, jwks, refreshToken, revokeToken } from './routes/token.js'
 import type { Store } from './store.js'
@@ -196,7 +195,6 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/login', login(context))
   app.post('/auth/oauth', oauthSignIn(context, oauth))
   app.post(OAUTH_CALLBACK_PATH, oauthFormPost(options.allowedOrigins))
-  app.post('/auth/session-key', sessionKey(context))
   app.post('/auth/recovery/start', recoveryStart(context))
   app.get('/auth/nonce', nonce(context))
   app.post('/auth/siwe', siwe(context))

@@ -71,16 +71,7 @@ export async function revokeSessions(target: RevokeTarget, options: RevokeOption
   )
   const apiKeys: RevokeResult['apiKeys'] = []
   if (account) {
-    const client = await delegated.client(account.organization_id)
-    const { apiKeys: keys } = await client.getApiKeys({ organizationId: account.organization_id, userId: account.user_id })
-    const apiKeyIds = keys.map((key) => key.apiKeyId)
-    if (apiKeyIds.length)
-      await client.deleteApiKeys({
-        type: 'ACTIVITY_TYPE_DELETE_API_KEYS',
-        timestampMs: String(now()),
-        organizationId: account.organization_id,
-        parameters: { userId: account.user_id, apiKeyIds },
-      })
+    const apiKeyIds = await deleteSessionKeys(delegated, { organizationId: account.organization_id, userId: account.user_id }, now)
     apiKeys.push({ organizationId: account.organization_id, userId: account.user_id, apiKeyIds })
   }
   await audit.record({
@@ -96,4 +87,27 @@ export async function revokeSessions(target: RevokeTarget, options: RevokeOption
     reason: `${counts.sessions} sessions, ${counts.refreshTokens} refresh tokens, ${apiKeys.reduce((sum, entry) => sum + entry.apiKeyIds.length, 0)} session keys`,
   })
   return { ...counts, apiKeys }
+}
+
+/**
+ * Deletes in the kms, as the delegated user of the user's sub-organization (its policy allows
+ * delete_api_keys for the end user's keys), the user's API keys: those whose public key is in
+ * `publicKeys`, or every one (the browsers' session keys) when it is not given. Answers the ids
+ * deleted; a key already gone is no error.
+ *
+ * @example
+ * await deleteSessionKeys(delegated, { organizationId, userId, publicKeys: [session.session_public_key] }, Date.now)
+ */
+export async function deleteSessionKeys(
+  delegated: DelegatedAccess,
+  user: { organizationId: string; userId: string; publicKeys?: readonly string[] | undefined },
+  now: () => number,
+): Promise<string[]> {
+  const { organizationId, userId, publicKeys } = user
+  const client = await delegated.client(organizationId)
+  const { apiKeys } = await client.getApiKeys({ organizationId, userId })
+  const apiKeyIds = apiKeys.filter((key) => !publicKeys || publicKeys.includes(key.credential.publicKey)).map((key) => key.apiKeyId)
+  if (apiKeyIds.length)
+    await client.deleteApiKeys({ type: 'ACTIVITY_TYPE_DELETE_API_KEYS', timestampMs: String(now()), organizationId, parameters: { userId, apiKeyIds } })
+  return apiKeyIds
 }

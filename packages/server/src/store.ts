@@ -39,6 +39,11 @@ export type SessionRow = {
   kind: SessionKind
   chain_id: number | null
   wallet_kind: WalletKind | null
+  /**
+   * The kms API key (compressed P-256) the sign-in registered for the browser, when the backend
+   * knows it (email, OAuth, passkey sign-up, a stamp_login JWT): sign-out deletes it in the kms.
+   */
+  session_public_key: string | null
   expires_at: number
   created_at: number
 }
@@ -191,6 +196,13 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
       await db.schema.alterTable('passkey_accounts').renameColumn('email', 'unverified_email').execute()
     },
   },
+  {
+    // Sign-out deletes the session's key in the kms (issue 25): the backend keeps which key that is.
+    name: '0007_session_public_key',
+    async up(db) {
+      await db.schema.alterTable('sessions').addColumn('session_public_key', 'text').execute()
+    },
+  },
 ]
 
 /**
@@ -236,6 +248,17 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
   // A passkey account's email is unverified: it is no account's email.
   const knownPasskey = ['organization_id', 'user_id', 'address', sql<null>`null`.as('email')] as const
   const byLowerAddress = (address: string) => sql<boolean>`lower(address) = ${address.toLowerCase()}`
+  /** Ends every session of a sub-organization's accounts, with their refresh tokens, in one transaction ("sign out everywhere"). */
+  const deleteSessionsOf = async (organizationId: string) => {
+    await database.transaction(
+      async (trx) => {
+        const ids = trx.selectFrom('sessions').select('id').where('organization_id', '=', organizationId)
+        await trx.deleteFrom('refresh_tokens').where('session_id', 'in', ids).execute()
+        await trx.deleteFrom('sessions').where('organization_id', '=', organizationId).execute()
+      },
+      { isolation: 'read committed' },
+    )
+  }
   /** Ends a session: the row and every refresh token of its JWTs, in one transaction. */
   const deleteSession = async (id: string) => {
     await database.transaction(
@@ -335,6 +358,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       await db.insertInto('sessions').values(row).execute()
     },
     deleteSession,
+    deleteSessionsOf,
     /** The account of the embedded wallet at `address` (any case), if this backend created it. */
     accountByAddress: (address: string): Promise<KnownAccount | undefined> =>
       db

@@ -17,7 +17,7 @@ import { generateApiKeyPair, newEmail, origin, useBackend } from './backend.js'
 // The backend's audit trail: each POST /auth/* outcome (refusals included) with keyed hashes of
 // the IP and the email, `latchkey-server audit verify`, and `sessions revoke` against a real kms.
 
-const { t, post, signedInByEmail, signedUpWithPasskey, withKey, session } = useBackend()
+const { t, post, signedInByEmail, signedUpWithPasskey, stampLogin, withKey, session } = useBackend()
 
 const events = async () => (await sql<AuditEventRow>`select * from server_audit_events order by seq`.execute(t.store.database.db)).rows
 
@@ -91,7 +91,7 @@ describe('audit trail', () => {
     const logFile = join(await mkdtemp(join(tmpdir(), 'latchkey-server-audit-')), 'audit.jsonl')
     t.app = createServerApp({ ...t.options, audit: createServerAudit(t.store, { logFile }) })
     await signedUpWithPasskey()
-    expect((await post('/auth/session-key', { publicKey: `02${'11'.repeat(32)}` })).status).toBe(401)
+    expect((await post('/auth/token', {})).status).toBe(401)
     const lines = (await readFile(logFile, 'utf8'))
       .trim()
       .split('\n')
@@ -99,7 +99,7 @@ describe('audit trail', () => {
     expect(lines).toEqual(await events())
     expect(lines.map((line) => [line.action, line.outcome, line.reason])).toEqual([
       ['POST /auth/passkey/signup', 'completed', null],
-      ['POST /auth/session-key', 'refused', '401 signed_out: Not signed in'],
+      ['POST /auth/token', 'refused', '401 signed_out: Not signed in'],
     ])
   })
 })
@@ -109,7 +109,8 @@ describe('sessions revoke', () => {
     const account = await signedUpWithPasskey()
     const other = await signedUpWithPasskey()
     const tokens = (await (await post('/auth/token', {}, { cookie: account.cookie })).json()) as { refreshToken: string }
-    expect((await post('/auth/session-key', { publicKey: generateApiKeyPair().apiPublicKey }, { cookie: account.cookie })).status).toBe(200)
+    // A second key of the user (another browser's session).
+    await stampLogin(withKey(account.sessionKey), generateApiKeyPair().apiPublicKey, account.organizationId)
     const before = await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
     expect(before.apiKeys).toHaveLength(2)
 

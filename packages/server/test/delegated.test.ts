@@ -3,12 +3,12 @@ import { TurnkeyClient } from '@turnkey/http'
 import { Turnkey } from '@turnkey/sdk-server'
 import { describe, expect, test } from 'vitest'
 import { DELEGATED_USER_PREFIX, delegatedKey, delegatedPolicies } from '../src/internal/delegated.js'
-import { answer, generateApiKeyPair, newEmail, useBackend } from './backend.js'
+import { generateApiKeyPair, newEmail, useBackend } from './backend.js'
 
 // Delegated access against a real kms that enforces Turnkey's permission model: every
 // sub-organization the backend creates holds a policy-limited user with a key only the backend can
-// derive; the parent organization's key may not write there; the session-key route acts through
-// the delegated user, which may do what its policy allows and nothing else.
+// derive; the parent organization's key may not write there; sign-out deletes the session's key
+// through the delegated user, which may do what its policy allows and nothing else.
 
 const { t, post, signedInByEmail, signedUpWithPasskey } = useBackend()
 
@@ -40,24 +40,31 @@ describe('delegated access', () => {
       )
     })
 
-  test('behavior: the parent organization’s key may not register a key in the sub-organization; the route does, as the delegated user', async () => {
+  test('behavior: the parent organization’s key may neither register nor delete a key in the sub-organization; sign-out deletes, as the delegated user', async () => {
     const account = await signedUpWithPasskey()
     const key = generateApiKeyPair()
-    const createKey = (client: TurnkeyClient) =>
-      client.createApiKeys({
+    await expect(
+      t.backend.createApiKeys({
         type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
         timestampMs: String(++t.clock),
         organizationId: account.organizationId,
         parameters: { userId: account.userId, apiKeys: [{ apiKeyName: 'direct', publicKey: key.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }] },
-      })
-    await expect(createKey(t.backend)).rejects.toThrow(POLICY_DENIED)
-    const response = await post('/auth/session-key', { publicKey: key.apiPublicKey }, { cookie: account.cookie })
-    expect(response.status).toBe(200)
-    // One key registered, by the route: the parent's attempt left nothing.
-    const { activities } = await t.backend.getActivities({ organizationId: account.organizationId, filterByType: ['ACTIVITY_TYPE_CREATE_API_KEYS_V2'] })
-    expect(activities).toHaveLength(1)
+      }),
+    ).rejects.toThrow(POLICY_DENIED)
     const { apiKeys } = await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
-    expect(apiKeys.filter((apiKey) => apiKey.credential.publicKey === key.apiPublicKey)).toHaveLength(1)
+    await expect(
+      t.backend.deleteApiKeys({
+        type: 'ACTIVITY_TYPE_DELETE_API_KEYS',
+        timestampMs: String(++t.clock),
+        organizationId: account.organizationId,
+        parameters: { userId: account.userId, apiKeyIds: apiKeys.map((apiKey) => apiKey.apiKeyId) },
+      }),
+    ).rejects.toThrow(POLICY_DENIED)
+    expect((await post('/auth/signout', {}, { cookie: account.cookie })).status).toBe(204)
+    const { activities } = await t.backend.getActivities({ organizationId: account.organizationId, filterByType: ['ACTIVITY_TYPE_DELETE_API_KEYS'] })
+    // One deletion, completed: not the parent's (refused above), so the delegated user's.
+    expect(activities.map((activity) => activity.status)).toEqual(['ACTIVITY_STATUS_COMPLETED'])
+    expect((await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })).apiKeys).toEqual([])
   })
 
   test('error: the delegated user can do nothing else (@turnkey/sdk-server as its client): no wallet, no signature, no way back into the root quorum', async () => {
@@ -117,7 +124,7 @@ describe('delegated access', () => {
     expect((await createKey(account.userId, '900')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   })
 
-  test('error: an account whose sub-organization has no delegated user gets 403 no_delegated_access, and nothing is registered', async () => {
+  test('behavior: an account whose sub-organization has no delegated user still signs out; its keys are left to its owner', async () => {
     const account = await signedUpWithPasskey()
     const delegated = await delegatedOf(account.organizationId)
     // The end user removes the backend's delegated user from their sub-organization.
@@ -129,18 +136,15 @@ describe('delegated access', () => {
       parameters: { userIds: [delegated.user.userId] },
     })
     // A fresh app over the same store: nothing cached about the sub-organization.
-    const key = generateApiKeyPair()
     const fresh = (await import('../src/index.js')).createServerApp(t.options)
-    const response = await fresh.request('/auth/session-key', {
+    const response = await fresh.request('/auth/signout', {
       method: 'POST',
-      body: JSON.stringify({ publicKey: key.apiPublicKey }),
+      body: '{}',
       headers: { 'content-type': 'application/json', origin: 'http://localhost:5173', cookie: account.cookie },
     })
-    expect(await answer(response)).toEqual([
-      403,
-      { error: { code: 'no_delegated_access', message: 'This account was created without delegated access; the backend cannot act in it' } },
-    ])
+    expect(response.status).toBe(204)
+    expect(await (await fresh.request('/auth/session', { headers: { cookie: account.cookie } })).json()).toBeNull()
     const { apiKeys } = await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
-    expect(apiKeys.map((apiKey) => apiKey.credential.publicKey)).not.toContain(key.apiPublicKey)
+    expect(apiKeys.map((apiKey) => apiKey.credential.publicKey)).toContain(account.sessionKey.apiPublicKey)
   })
 })

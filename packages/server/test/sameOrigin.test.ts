@@ -21,12 +21,11 @@ const send = (path: string, body: string, headers: Record<string, string>) => t.
 const apiKeysOf = async (account: { organizationId: string; userId: string }) =>
   (await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })).apiKeys.map((key) => key.credential.publicKey)
 
-describe('the review’s attack: an attacker’s key registered with the victim’s cookie', () => {
-  test('error: a text/plain no-cors fetch from a foreign origin: 403, no key registered in the kms', async () => {
+describe('the review’s attack shape: a foreign page acting with the victim’s cookie (sign out everywhere, deleting the victim’s keys)', () => {
+  test('error: a text/plain no-cors fetch from a foreign origin: 403, no key deleted in the kms', async () => {
     const victim = await signedUpWithPasskey({ email: newEmail() })
     const keysBefore = await apiKeysOf(victim)
-    const attackerKey = generateApiKeyPair()
-    const response = await send('/auth/session-key', JSON.stringify({ publicKey: attackerKey.apiPublicKey, expirationSeconds: 86400 }), {
+    const response = await send('/auth/signout', JSON.stringify({ everywhere: true }), {
       'content-type': 'text/plain;charset=UTF-8',
       origin: evil,
       cookie: victim.cookie,
@@ -35,21 +34,19 @@ describe('the review’s attack: an attacker’s key registered with the victim�
     // No CORS grant to the foreign page either.
     expect(response.headers.get('access-control-allow-origin')).toBe(null)
     expect(await apiKeysOf(victim)).toEqual(keysBefore)
-    expect(await apiKeysOf(victim)).not.toContain(attackerKey.apiPublicKey)
   })
 
-  test('error: the HTML form shape (enctype=text/plain, a form-encoded body): 403, no key registered', async () => {
+  test('error: the HTML form shape (enctype=text/plain, a form-encoded body): 403, no key deleted', async () => {
     const victim = await signedUpWithPasskey({ email: newEmail() })
     const keysBefore = await apiKeysOf(victim)
-    const attackerKey = generateApiKeyPair()
-    // <form enctype="text/plain"><input name='{"publicKey":"…","x":"' value='"}'> posts this body.
-    const formBody = `{"publicKey":"${attackerKey.apiPublicKey}","x":"="}`
-    expect(await answer(await send('/auth/session-key', formBody, { 'content-type': 'text/plain', origin: evil, cookie: victim.cookie }))).toEqual(
+    // <form enctype="text/plain"><input name='{"everywhere":true,"x":"' value='"}'> posts this body.
+    const formBody = `{"everywhere":true,"x":"="}`
+    expect(await answer(await send('/auth/signout', formBody, { 'content-type': 'text/plain', origin: evil, cookie: victim.cookie }))).toEqual(
       refusedOrigin(evil),
     )
     expect(
       await answer(
-        await send('/auth/session-key', `publicKey=${attackerKey.apiPublicKey}`, {
+        await send('/auth/signout', 'everywhere=true', {
           'content-type': 'application/x-www-form-urlencoded',
           origin: evil,
           cookie: victim.cookie,
@@ -59,12 +56,12 @@ describe('the review’s attack: an attacker’s key registered with the victim�
     expect(await apiKeysOf(victim)).toEqual(keysBefore)
   })
 
-  test('error: a text/plain body from the allowed origin, or JSON with no origin: 403, no key registered', async () => {
+  test('error: a text/plain body from the allowed origin, or JSON with no origin: 403, no key deleted', async () => {
     const victim = await signedUpWithPasskey({ email: newEmail() })
     const keysBefore = await apiKeysOf(victim)
-    const body = JSON.stringify({ publicKey: generateApiKeyPair().apiPublicKey })
-    expect(await answer(await send('/auth/session-key', body, { 'content-type': 'text/plain;charset=UTF-8', origin, cookie: victim.cookie }))).toEqual(notJson)
-    expect(await answer(await send('/auth/session-key', body, { 'content-type': 'application/json', cookie: victim.cookie }))).toEqual(noOrigin)
+    const body = JSON.stringify({ everywhere: true })
+    expect(await answer(await send('/auth/signout', body, { 'content-type': 'text/plain;charset=UTF-8', origin, cookie: victim.cookie }))).toEqual(notJson)
+    expect(await answer(await send('/auth/signout', body, { 'content-type': 'application/json', cookie: victim.cookie }))).toEqual(noOrigin)
     expect(await apiKeysOf(victim)).toEqual(keysBefore)
   })
 })

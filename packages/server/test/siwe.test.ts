@@ -14,13 +14,13 @@ import { type CreateSiweMessageParameters, createSiweMessage } from 'viem/siwe'
 import { describe, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { createServerApp, LIMITS } from '../src/index.js'
-import { answer, cookieOf, generateApiKeyPair, newEmail, origin, useBackend } from './backend.js'
+import { answer, cookieOf, newEmail, origin, useBackend } from './backend.js'
 
 // Sign-In with Ethereum against the real anvil chains of the run. Keys sign only: nothing here
 // sends a transaction (contracts are placed with anvil_setCode), so no file races on a nonce.
 
 const chainARpc = inject('chainARpc')
-const { t, post, session, signedInByEmail, withKey } = useBackend({
+const { t, post, session, signedInByEmail } = useBackend({
   chains: [
     { id: 31337, rpcUrl: chainARpc },
     { id: 31338, rpcUrl: inject('chainBRpc') },
@@ -180,20 +180,6 @@ describe('POST /auth/siwe', () => {
         walletKind: 'embedded',
         expiresAt: expect.any(String),
       },
-    ])
-    const key = generateApiKeyPair()
-    const sessionKey = await post('/auth/session-key', { publicKey: key.apiPublicKey }, { cookie: cookieOf(response) })
-    expect(sessionKey.status).toBe(200)
-    expect(await withKey(key).getWhoami({ organizationId: account.organizationId })).toMatchObject({ userId: account.userId })
-  })
-
-  test('error: a SIWE session of an outside wallet has no user to start session keys for', async () => {
-    const { message, signature, cookie } = await signedIn()
-    const response = await signIn({ message, signature, walletKind: 'injected' }, cookie)
-    const refused = await post('/auth/session-key', { publicKey: '02'.padEnd(66, '1') }, { cookie: cookieOf(response) })
-    expect(await answer(refused)).toEqual([
-      403,
-      { error: { code: 'no_embedded_wallet', message: "This session's wallet is not an embedded wallet of this app" } },
     ])
   })
 

@@ -60,6 +60,7 @@ describe('openStore', () => {
         kind: 'passkey',
         chain_id: null,
         wallet_kind: null,
+        session_public_key: null,
         expires_at: 5,
         created_at: 4,
       })
@@ -86,6 +87,7 @@ describe('openStore', () => {
       '0004_rate_limits',
       '0005_audit_events',
       '0006_passkey_email_unverified',
+      '0007_session_public_key',
     ])
     db.close()
     // Opening again changes nothing.
@@ -124,6 +126,7 @@ describe('openStore', () => {
         kind: 'passkey',
         chain_id: null,
         wallet_kind: null,
+        session_public_key: null,
         expires_at: 9999999999999,
         created_at: 3,
       })
@@ -136,6 +139,7 @@ describe('openStore', () => {
         kind: 'siwe',
         chain_id: 31337,
         wallet_kind: 'injected',
+        session_public_key: null,
         expires_at: 5,
         created_at: 4,
       } as const
@@ -214,6 +218,7 @@ describe('openStore', () => {
         kind: 'siwe',
         chain_id: 1,
         wallet_kind: 'injected',
+        session_public_key: null,
         expires_at: 1000,
         created_at: 1,
       } as const

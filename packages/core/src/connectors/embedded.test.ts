@@ -41,7 +41,7 @@ function setup(shared?: {
         backendUrl: stack.backendUrl,
         kmsUrl: stack.kms.url,
         organizationId: stack.organizationId,
-        walletOptions: { storage: state.walletStorage, sessionKeys: state.keys, fetch: state.browser.fetchFn, now: stack.now },
+        walletOptions: { storage: state.walletStorage, testOnlySessionKeys: state.keys, fetch: state.browser.fetchFn, now: stack.now },
       }),
     ],
   })

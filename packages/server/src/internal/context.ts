@@ -43,7 +43,6 @@ export const LIMITS = {
   perEmail: 5,
   perIp: 30,
   noncesPerIp: 60,
-  perSession: 30,
   verifiesPerIp: 30,
   verifiesPerCode: 3,
   verifiesPerEmailPerDay: 20,
@@ -78,7 +77,6 @@ export type RouteContext = {
     recoveriesPerEmail: (key: string) => Promise<number | undefined>
     signInsPerIp: (key: string) => Promise<number | undefined>
     noncesPerIp: (key: string) => Promise<number | undefined>
-    sessionKeysPerSession: (key: string) => Promise<number | undefined>
     verifiesPerIp: (key: string) => Promise<number | undefined>
     verifiesPerCode: (key: string) => Promise<number | undefined>
     verifiesPerEmailPerDay: (key: string) => Promise<number | undefined>
@@ -145,7 +143,8 @@ export async function callKms<result>(work: () => Promise<result>): Promise<resu
 }
 
 /** Who a session is for: an account, or (SIWE) an address with its chain and wallet kind. */
-export type SessionSubject = Pick<SessionRow, 'email' | 'organization_id' | 'user_id' | 'address'> & Partial<Pick<SessionRow, 'chain_id' | 'wallet_kind'>>
+export type SessionSubject = Pick<SessionRow, 'email' | 'organization_id' | 'user_id' | 'address'> &
+  Partial<Pick<SessionRow, 'chain_id' | 'wallet_kind' | 'session_public_key'>>
 
 /** Starts a browser session for `subject`: a row and the httpOnly cookie. `until` caps its end (unix ms). */
 export async function startSession(c: Context, context: RouteContext, subject: SessionSubject, kind: SessionKind, until?: number): Promise<SessionRow> {
@@ -160,6 +159,7 @@ export async function startSession(c: Context, context: RouteContext, subject: S
     kind,
     chain_id: subject.chain_id ?? null,
     wallet_kind: subject.wallet_kind ?? null,
+    session_public_key: subject.session_public_key ?? null,
     expires_at: expiresAt,
     created_at: at,
   }
@@ -252,7 +252,6 @@ export function createRouteContext(options: {
       recoveriesPerEmail: limiter(options.store, 'recoveries-per-email', LIMITS.perEmail, LIMITS.windowMs, now),
       signInsPerIp: limiter(options.store, 'sign-ins-per-ip', LIMITS.perIp, LIMITS.windowMs, now),
       noncesPerIp: limiter(options.store, 'nonces-per-ip', LIMITS.noncesPerIp, LIMITS.windowMs, now),
-      sessionKeysPerSession: limiter(options.store, 'session-keys-per-session', LIMITS.perSession, LIMITS.windowMs, now),
       verifiesPerIp: limiter(options.store, 'verifies-per-ip', LIMITS.verifiesPerIp, LIMITS.windowMs, now),
       verifiesPerCode: limiter(options.store, 'verifies-per-code', LIMITS.verifiesPerCode, LIMITS.windowMs, now),
       verifiesPerEmailPerDay: limiter(options.store, 'verifies-per-email-per-day', LIMITS.verifiesPerEmailPerDay, LIMITS.dayMs, now),

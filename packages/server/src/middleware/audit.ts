@@ -27,7 +27,7 @@ export function noteSession(request: Request, session: NonNullable<Notes['sessio
 
 /**
  * Records the outcome of every `POST /auth/*` in the audit trail once it is answered: each
- * sign-in (email, passkey, OAuth, SIWE, recovery), session-key registration, sign-out and token
+ * sign-in (email, passkey, OAuth, SIWE, recovery), sign-out and token
  * call, completed or refused with its code, with the session's user as the actor and keyed hashes
  * of the client's IP and of the email involved. Placed before the body limit so that its refusals
  * are recorded too.

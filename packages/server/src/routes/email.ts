@@ -151,6 +151,6 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
     }),
   )
   if (!registered.activity.result.createApiKeysResult?.apiKeyIds[0]) throw incompleteAnswer()
-  await startSession(c, context, account, 'email')
+  await startSession(c, context, { ...account, session_public_key: input.sessionPublicKey! }, 'email')
   return c.json({ ...answer, sessionExpiresAt: new Date(at + seconds * 1000).toISOString() })
 }

@@ -52,7 +52,7 @@ export const login = (context: RouteContext) => async (c: Context) => {
   const session = await startSession(
     c,
     context,
-    { ...account, user_id: claims.user_id },
+    { ...account, user_id: claims.user_id, session_public_key: claims.public_key },
     passkey ? 'passkey' : 'recovery',
     passkey ? undefined : claims.exp * 1000,
   )

@@ -289,7 +289,7 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
     }),
   )
   if (!activity.result.oauthLoginResult?.session) throw incompleteAnswer()
-  await startSession(c, context, account, 'oauth')
+  await startSession(c, context, { ...account, session_public_key: input.sessionPublicKey }, 'oauth')
   return c.json({
     organizationId: account.organization_id,
     userId: account.user_id,

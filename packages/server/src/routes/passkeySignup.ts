@@ -73,6 +73,6 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
     if (error instanceof StoreConflictError) throw passkeyTaken()
     throw error
   }
-  await startSession(c, context, { ...account, email: null }, 'passkey')
+  await startSession(c, context, { ...account, email: null, session_public_key: input.sessionPublicKey }, 'passkey')
   return c.json({ organizationId: account.organization_id, userId: account.user_id, address: account.address })
 }

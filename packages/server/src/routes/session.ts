@@ -1,6 +1,11 @@
 import type { Context } from 'hono'
 import { getCookie } from 'hono/cookie'
-import { clearCookie, type RouteContext, SESSION_COOKIE, sessionAnswer, validSession } from '../internal/context.js'
+import { z } from 'zod'
+import { ServerError } from '../errors.js'
+import { callKms, clearCookie, type RouteContext, readBody, SESSION_COOKIE, sessionAnswer, validSession } from '../internal/context.js'
+import { deleteSessionKeys } from '../revoke.js'
+
+const signOutSchema = z.object({ everywhere: z.boolean().optional() })
 
 /**
  * `GET /auth/session` → `{email, address, organizationId, userId, kind, expiresAt}` (SIWE sessions
@@ -22,17 +27,35 @@ export const session = (context: RouteContext) => async (c: Context) => {
 }
 
 /**
- * `POST /auth/signout` → 204: the session is deleted and the cookie cleared.
+ * `POST /auth/signout` `{everywhere?}` → 204: the session's key is deleted in the kms (through the
+ * backend's delegated user), then the session and the cookie. With `everywhere: true` every API key
+ * of the user is deleted in the kms, and every session of the account here: no browser of theirs
+ * stamps again until it signs in. Until the kms has deleted the keys nothing is ended (a kms
+ * refusal or outage answers its error, and the user can try again); an account whose delegated
+ * user its owner removed signs out with its keys left to the owner.
  *
  * @example
  * app.post('/auth/signout', signOut(context))
  */
 export const signOut = (context: RouteContext) => async (c: Context) => {
+  // A body is optional: `{}` and none both sign out of this browser only.
+  const empty = c.req.raw.body === null || c.req.header('content-length') === '0'
+  const { everywhere } = empty ? {} : await readBody(c.req.raw, signOutSchema)
   const id = getCookie(c, SESSION_COOKIE)
   if (id) {
     // Read first, so that the audit event names who signed out.
-    await validSession(c, context)
-    await context.store.deleteSession(id)
+    const session = await validSession(c, context)
+    const { organization_id: organizationId, user_id: userId, session_public_key: publicKey } = session ?? {}
+    if (organizationId && userId && (everywhere || publicKey)) {
+      const publicKeys = everywhere ? undefined : [publicKey!]
+      await callKms(() => deleteSessionKeys(context.delegated, { organizationId, userId, publicKeys }, context.now)).catch((error: unknown) => {
+        // The end user removed the backend's delegated user: nothing here can delete their keys,
+        // and keeping them signed in would not either.
+        if (!(error instanceof ServerError && error.code === 'no_delegated_access')) throw error
+      })
+    }
+    if (everywhere && organizationId) await context.store.deleteSessionsOf(organizationId)
+    else await context.store.deleteSession(id)
   }
   clearCookie(c, SESSION_COOKIE)
   return c.body(null, 204)

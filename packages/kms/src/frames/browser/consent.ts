@@ -2,6 +2,7 @@ import { openFrameChannel, stringField } from './channel.js'
 import { askUser } from './consentDialog.js'
 import { INVALID_REQUEST_CODE, parseReviewAndStamp, REVIEW_AND_STAMP, USER_REJECTED } from './consentMessages.js'
 import { assertPayloadMatches } from './consentPayload.js'
+import { parseStampQuery, STAMP_QUERY } from './consentQuery.js'
 import { FrameError } from './encoding.js'
 import { applySettings, element, pageConfig, showRefusal } from './page.js'
 import { reviewRequest } from './review/index.js'
@@ -12,7 +13,8 @@ import { frameStore } from './storage.js'
 // IndexedDB, one per parent origin) and stamps a request only after the user has seen it here and
 // approved it with a trusted click. PUBLIC_KEY_READY carries the signing key's compressed public
 // key (the form a kms API key takes); the parent registers that key and then asks
-// REVIEW_AND_STAMP for each request (consentMessages.ts).
+// REVIEW_AND_STAMP for each request (consentMessages.ts), or STAMP_QUERY for a read-only query
+// (consentQuery.ts).
 
 const config = pageConfig(document)
 const log = (message: string) => console.warn(`[latchkey consent frame] ${message}`)
@@ -49,6 +51,10 @@ const { refused } = openFrameChannel({
       const review = await reviewRequest(value.request, { origin: context.parentOrigin, ...value.context })
       if (!(await askUser(elements, review, log))) throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
       return { type: 'STAMP', value: await stampWithSigningKey(key, value.payload) }
+    },
+    async [STAMP_QUERY](request, context) {
+      const payload = parseStampQuery(request)
+      return { type: 'STAMP', value: await stampWithSigningKey(await context.embeddedKey(), payload) }
     },
     APPLY_SETTINGS: async (request) => applySettings(stringField(request, 'value', 8192), { secret: elements.dialog, label: elements.title }),
   },

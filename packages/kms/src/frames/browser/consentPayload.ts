@@ -1,4 +1,3 @@
-import { keccak_256 } from '@noble/hashes/sha3'
 import { INVALID_REQUEST_CODE, type ReviewAndStampValue } from './consentMessages.js'
 import { bytesToHex, concatBytes, FrameError, hexToBytes, utf8Encode } from './encoding.js'
 
@@ -13,7 +12,7 @@ const unbound = (message: string) => new FrameError(message, INVALID_REQUEST_COD
  * Throws unless `payload` is the kms activity that carries out `request` for `context.account`.
  *
  * @example
- * assertPayloadMatches({ request, payload, context }) // personal_sign: sign_raw_payload of its EIP-191 hash
+ * assertPayloadMatches({ request, payload, context }) // personal_sign: sign_raw_payload of its EIP-191 preimage, keccak256
  */
 export function assertPayloadMatches({ request, payload, context }: ReviewAndStampValue): void {
   let body: unknown
@@ -29,15 +28,16 @@ export function assertPayloadMatches({ request, payload, context }: ReviewAndSta
     case 'personal_sign': {
       const [data] = request.params
       if (typeof data !== 'string') throw unbound('personal_sign needs the message as a string')
-      const { signWith, payload: hash, encoding, hashFunction } = activity.parameters
+      // The kms hashes the EIP-191 preimage itself (keccak256), so it and its policies read the message.
+      const { signWith, payload: preimage, encoding, hashFunction } = activity.parameters
       if (
         activity.type !== 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2' ||
         encoding !== 'PAYLOAD_ENCODING_HEXADECIMAL' ||
-        hashFunction !== 'HASH_FUNCTION_NO_OP' ||
+        hashFunction !== 'HASH_FUNCTION_KECCAK256' ||
         typeof signWith !== 'string' ||
         signWith.toLowerCase() !== context.account.toLowerCase() ||
-        typeof hash !== 'string' ||
-        hash.replace(/^0x/, '').toLowerCase() !== eip191Hash(data)
+        typeof preimage !== 'string' ||
+        preimage.replace(/^0x/, '').toLowerCase() !== eip191Preimage(data)
       )
         throw unbound('the payload does not sign this message with this account')
       return
@@ -47,8 +47,8 @@ export function assertPayloadMatches({ request, payload, context }: ReviewAndSta
   }
 }
 
-/** keccak256("\x19Ethereum Signed Message:\n" ‖ length ‖ message), hex without 0x; the message as personal_sign reads it. */
-function eip191Hash(data: string): string {
+/** "\x19Ethereum Signed Message:\n" ‖ length ‖ message, hex without 0x; the message as personal_sign reads it. */
+function eip191Preimage(data: string): string {
   const message = /^0x(?:[0-9a-fA-F]{2})*$/.test(data) ? hexToBytes(data) : utf8Encode(data)
-  return bytesToHex(keccak_256(concatBytes(utf8Encode(`\x19Ethereum Signed Message:\n${message.length}`), message)))
+  return bytesToHex(concatBytes(utf8Encode(`\x19Ethereum Signed Message:\n${message.length}`), message))
 }

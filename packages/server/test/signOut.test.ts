@@ -1,0 +1,61 @@
+import { describe, expect, test } from 'vitest'
+import { answer, generateApiKeyPair, useBackend } from './backend.js'
+
+// A browser's kms session key is registered only by a sign-in (the wallet's frame key, bound to a
+// fresh verification), never at the page's word, and sign-out deletes it in the kms (issue 25).
+
+const { t, post, signedUpWithPasskey, stampLogin, withKey } = useBackend()
+const UNKNOWN_KEY = 'Turnkey error 16: could not find public key in organization or its parent organization'
+
+/** A second browser of `account`'s user: a stamp_login by the first browser's key for a new key, then /auth/login. */
+async function secondBrowser(account: Awaited<ReturnType<typeof signedUpWithPasskey>>) {
+  const sessionKey = generateApiKeyPair()
+  const session = await stampLogin(withKey(account.sessionKey), sessionKey.apiPublicKey, account.organizationId)
+  const response = await post('/auth/login', { session, kind: 'passkey' })
+  expect(response.status).toBe(200)
+  return { sessionKey, cookie: response.headers.get('set-cookie')!.split(';')[0]! }
+}
+const sessionOf = async (cookie: string) => (await t.app.request('/auth/session', { headers: { cookie } })).json()
+
+describe('no route registers a key of the page’s choosing', () => {
+  test('error: the one-line fetch of security review H1 gets 404 and registers nothing', async () => {
+    const account = await signedUpWithPasskey()
+    const attacker = generateApiKeyPair()
+    const response = await post('/auth/session-key', { publicKey: attacker.apiPublicKey, expirationSeconds: 86400 }, { cookie: account.cookie })
+    expect(response.status).toBe(404)
+    await expect(withKey(attacker).getWhoami({ organizationId: account.organizationId })).rejects.toThrow(UNKNOWN_KEY)
+  })
+})
+
+describe('POST /auth/signout', () => {
+  test('default: the session’s key is deleted in the kms: its stamps are refused; another browser’s key still stamps', async () => {
+    const account = await signedUpWithPasskey()
+    const other = await secondBrowser(account)
+    expect(await withKey(account.sessionKey).getWhoami({ organizationId: account.organizationId })).toMatchObject({ userId: account.userId })
+
+    expect((await post('/auth/signout', {}, { cookie: account.cookie })).status).toBe(204)
+    await expect(withKey(account.sessionKey).getWhoami({ organizationId: account.organizationId })).rejects.toThrow(UNKNOWN_KEY)
+    expect(await withKey(other.sessionKey).getWhoami({ organizationId: account.organizationId })).toMatchObject({ userId: account.userId })
+    expect(await sessionOf(account.cookie)).toBeNull()
+    expect(await sessionOf(other.cookie)).toMatchObject({ userId: account.userId })
+  })
+
+  test('behavior: {everywhere: true} deletes every key of the user in the kms and ends every session of the account', async () => {
+    const account = await signedUpWithPasskey()
+    const other = await secondBrowser(account)
+    expect((await post('/auth/signout', { everywhere: true }, { cookie: other.cookie })).status).toBe(204)
+    for (const key of [account.sessionKey, other.sessionKey])
+      await expect(withKey(key).getWhoami({ organizationId: account.organizationId })).rejects.toThrow(UNKNOWN_KEY)
+    expect([await sessionOf(account.cookie), await sessionOf(other.cookie)]).toEqual([null, null])
+  })
+
+  test('error: a malformed body is refused and nothing is deleted', async () => {
+    const account = await signedUpWithPasskey()
+    expect(await answer(await post('/auth/signout', { everywhere: 'yes' }, { cookie: account.cookie }))).toEqual([
+      400,
+      { error: { code: 'invalid_request', message: 'everywhere: Invalid input: expected boolean, received string' } },
+    ])
+    expect(await withKey(account.sessionKey).getWhoami({ organizationId: account.organizationId })).toMatchObject({ userId: account.userId })
+    expect(await sessionOf(account.cookie)).toMatchObject({ userId: account.userId })
+  })
+})
