@@ -13,6 +13,8 @@ export type Caller = {
   readonly organizationId: string
   /** The API key's public key or the passkey's credential id that stamped the request (absent when an approved activity runs later). */
   readonly credential?: string | undefined
+  /** The id of the API key that stamped the request, when it is a grant's key (grants/): its rule then applies. */
+  readonly grantKeyId?: string | undefined
 }
 
 /** What an activity runs with: storage (inside the activity's transaction), keys, the clock and its caller. */

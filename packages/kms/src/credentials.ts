@@ -10,6 +10,12 @@ import { type AuthenticatorParams, toTransport, type verifyRegistration } from '
 // What activities register for users: API keys, passkeys, credentials handed over in bundles and
 // session tokens.
 
+/**
+ * The credential type of a grant's API key (grants/): a Latchkey extension. Authentication lets such
+ * a key reach sign_transaction only, and the activity route checks it against its grant.
+ */
+export const GRANT_CREDENTIAL_TYPE = 'CREDENTIAL_TYPE_LATCHKEY_GRANT_API_KEY_P256'
+
 /** Session keys, login keys and OAuth credentials work this long unless asked otherwise. */
 export const DEFAULT_SESSION_SECONDS = 900
 

@@ -7,6 +7,8 @@ import type {
   ApiKeyRow,
   AuthenticatorRow,
   FeatureRow,
+  GrantRow,
+  GrantSpendRow,
   ImportTargetRow,
   InvitationRow,
   MailRow,
@@ -328,6 +330,22 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     },
     apiKey: (id: string, organizationId: string) => get<ApiKeyRow>(sql`select * from api_keys where id = ${id} and organization_id = ${organizationId}`),
     deleteApiKey: (id: string) => run(sql`delete from api_keys where id = ${id}`),
+
+    // ERC-7715 grants (grants/).
+    insertGrant: (row: GrantRow) => insert('grants', row),
+    grant: (id: string, organizationId: string) => get<GrantRow>(sql`select * from grants where id = ${id} and organization_id = ${organizationId}`),
+    grants: (organizationId: string) => all<GrantRow>(sql`select * from grants where organization_id = ${organizationId} order by created_at, rowid`),
+    /**
+     * The grant of an API key, its row lock taken until the transaction ends: signatures under one
+     * grant are counted one at a time, on every instance, so its ledger cannot be overspent.
+     */
+    lockGrantOfKey: (apiKeyId: string) => get<GrantRow>(sql`update grants set created_at = created_at where api_key_id = ${apiKeyId} returning *`),
+    insertGrantSpend: (row: GrantSpendRow) => insert('grant_spends', row),
+    /** What a grant spent of `asset` at or after `since` (unix ms): the amounts, as decimal strings. */
+    grantSpendsSince: async (grantId: string, asset: string, since: number) =>
+      (await all<{ amount: string }>(sql`select amount from grant_spends where grant_id = ${grantId} and asset = ${asset} and signed_at > ${since}`)).map(
+        (row) => row.amount,
+      ),
     authenticator: (id: string, organizationId: string) =>
       get<AuthenticatorRow>(sql`select * from authenticators where id = ${id} and organization_id = ${organizationId}`),
     deleteAuthenticator: (id: string) => run(sql`delete from authenticators where id = ${id}`),

@@ -3,6 +3,8 @@ import { type ActivityTable, joinTables, type QueryContext, type QueryTable } fr
 import { AUTH_ACTIVITIES } from './auth/activities.js'
 import { authQueries } from './auth/queries.js'
 import { EXPORT_IMPORT_ACTIVITIES } from './exportImport/activities.js'
+import { GRANT_ACTIVITIES } from './grants/activities.js'
+import { grantQueries } from './grants/queries.js'
 import { ORGANIZATION_ACTIVITIES } from './organizations/activities.js'
 import { organizationQueries } from './organizations/queries.js'
 import { POLICY_ACTIVITIES } from './policies/activities.js'
@@ -38,6 +40,7 @@ export const ACTIVITIES: ActivityTable = joinTables([
   EXPORT_IMPORT_ACTIVITIES,
   POLICY_ACTIVITIES,
   SIGNING_ACTIVITIES,
+  GRANT_ACTIVITIES,
 ])
 
 /**
@@ -57,5 +60,6 @@ export function createQueries(context: QueryContext): QueryTable {
     authQueries(context),
     policyQueries(context),
     activityQueries(context),
+    grantQueries(context),
   ])
 }

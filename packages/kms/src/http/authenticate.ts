@@ -1,8 +1,9 @@
 import type { MiddlewareHandler } from 'hono'
 import type { Caller } from '../context.js'
-import { readSessionJwt } from '../credentials.js'
+import { GRANT_CREDENTIAL_TYPE, readSessionJwt } from '../credentials.js'
 import type { Db } from '../db.js'
 import { expiredKeyMessage, GrpcCode, invalid, KmsError, permissionDenied, UNKNOWN_KEY_MESSAGE } from '../errors.js'
+import { grantRefusal } from '../grants/rule.js'
 import { checkApiKeyStamp } from '../stamp.js'
 import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from '../webauthn.js'
@@ -39,6 +40,9 @@ const SUB_ORGANIZATION_LOOKUPS = new Set(['/public/v1/query/whoami', '/public/v1
 
 const READ_ONLY_SESSION = 'read-only session'
 
+/** The one path a grant's key may reach. */
+const GRANT_PATH = '/public/v1/submit/sign_transaction'
+
 type Signer = {
   userId: string
   organizationId: string
@@ -47,6 +51,8 @@ type Signer = {
   stamp?: SignerStamp
   authenticatorId?: string
   counter?: number
+  /** Set when the key is a grant's (grants/): it may only submit sign_transaction. */
+  grantKeyId?: string
 }
 
 /**
@@ -86,6 +92,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
         expiresAt: apiKey.expires_at,
         publicKey,
         stamp: { publicKey, signature, scheme },
+        ...(apiKey.credential_type === GRANT_CREDENTIAL_TYPE ? { grantKeyId: apiKey.id } : {}),
       }
     }
     if (headers.passkey) {
@@ -161,13 +168,23 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
     if (signer.expiresAt !== null && signer.expiresAt <= now())
       throw new KmsError(GrpcCode.unauthenticated, signer.publicKey === READ_ONLY_SESSION ? 'read-only session expired' : expiredKeyMessage(signer.publicKey))
+    // A grant's key signs transactions within its grant and does nothing else: no messages, no
+    // exports, no credentials, no reads (the activity route applies the grant itself).
+    if (signer.grantKeyId && path !== GRANT_PATH)
+      throw grantRefusal(GrpcCode.permissionDenied, 'GRANT_ACTIVITY_NOT_ALLOWED', `A grant's key signs transactions only; ${path} is refused`)
     if (signer.authenticatorId) await db.setAuthenticatorCounter(signer.authenticatorId, signer.counter!)
     c.set('body', body as Record<string, unknown>)
     c.set('organization', organization)
     // Only for the very row read with them (a sub-organization look-up answers in another).
     c.set('rootUserIds', organization === read.organization?.row ? read.organization.rootUserIds : undefined)
     c.set('stamp', signer.stamp)
-    c.set('caller', { userId: signer.userId, homeOrganizationId: signer.organizationId, organizationId: organization.id, credential: signer.publicKey })
+    c.set('caller', {
+      userId: signer.userId,
+      homeOrganizationId: signer.organizationId,
+      organizationId: organization.id,
+      credential: signer.publicKey,
+      grantKeyId: signer.grantKeyId,
+    })
     await next()
   }
 }

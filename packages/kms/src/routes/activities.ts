@@ -5,6 +5,8 @@ import type { ActivityContext, Caller } from '../context.js'
 import { type Db, isUniqueViolation } from '../db.js'
 import { activityView } from '../envelope.js'
 import { alreadyExists, GrpcCode, invalid, KmsError } from '../errors.js'
+import { chargeGrant, recordCharge } from '../grants/enforce.js'
+import { grantRefusal } from '../grants/rule.js'
 import type { AuditedActivity } from '../http/audit.js'
 import type { Authenticated, SignerStamp } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
@@ -206,7 +208,8 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     // An activity that writes only its row (signing) needs no transaction: the permission check and
     // its reads, then the insert, which a twin submission (the fingerprint's unique constraint)
     // loses to the first. One that must wait for approvals takes the transaction below.
-    if (kind.readOnly) {
+    // A grant's signature is charged to its ledger in the transaction below, never in this one.
+    if (kind.readOnly && !caller.grantKeyId) {
       const context = activityContext(caller, db, row.id)
       let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
       try {
@@ -239,6 +242,9 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         // a root user's activity in an organization that needs more approvals waits for them.
         const organization = (await trx.organization(caller.organizationId))!
         const authorized = await authorize(trx, { caller, organization, type: type as string, params: body['parameters'] })
+        // A grant signs within its rule or not at all: nothing waits for approvals that would run it unchecked.
+        if (authorized.verdict === 'consensus' && caller.grantKeyId)
+          throw grantRefusal(GrpcCode.permissionDenied, 'GRANT_ACTIVITY_NOT_ALLOWED', 'A grant signs without approvals: this organization needs more')
         if (authorized.verdict === 'consensus') {
           const submitted = voteRow(row.id, caller, 'VOTE_SELECTION_APPROVED', voteStamp(c.var.stamp, raw), at)
           const waiting = { ...row, status: 'ACTIVITY_STATUS_CONSENSUS_NEEDED', policy_evaluations: evaluationsOf(authorized, submitted.id) }
@@ -246,6 +252,8 @@ export function activityRoutes(options: ActivityRoutesOptions) {
           await trx.insertVote(submitted)
           return { stored: waiting, mailed: false }
         }
+        // A grant's key: its rule and what it already signed decide, under the grant's row lock.
+        const charge = caller.grantKeyId ? await chargeGrant(trx, caller.grantKeyId, type as string, body['parameters'], at) : undefined
         const context = activityContext(caller, trx, row.id)
         let result: Record<string, unknown>
         try {
@@ -257,6 +265,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         }
         const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }), policy_evaluations: evaluationsOf(authorized, '') }
         await trx.insertActivity(stored)
+        if (charge) await recordCharge(trx, charge, row.id, at)
         return { stored, result, mailed: context.mailed() }
       })
     } catch (error) {

@@ -203,4 +203,27 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       )
     },
   },
+  {
+    // ERC-7715 grants (grants/): a dedicated API key's rule, and the ledger of what it signed, read
+    // as a rolling window. Deleting the key (revoke_grant, delete_api_keys) takes its rule and ledger.
+    name: '0007_grants',
+    async up(db, dialect) {
+      await run(
+        db,
+        dialect,
+        join(
+          table(
+            'grants',
+            'id text primary key, organization_id text not null references organizations (id), user_id text not null references users (id), api_key_id text not null unique references api_keys (id) on delete cascade, chain_id integer not null, account text not null, rule text not null, expires_at {ms} not null, created_at {ms} not null{rowid}',
+          ),
+          both('create index if not exists grants_organization on grants (organization_id, created_at)'),
+          table(
+            'grant_spends',
+            'grant_id text not null references grants (id) on delete cascade, asset text not null, amount text not null, activity_id text not null, signed_at {ms} not null{rowid}',
+          ),
+          both('create index if not exists grant_spends_window on grant_spends (grant_id, asset, signed_at)'),
+        ),
+      )
+    },
+  },
 ]

@@ -178,6 +178,26 @@ export type OutboxRow = {
   expires_at: number
 }
 
+/**
+ * An ERC-7715 grant (grants/): the rule the kms applies to every activity its API key stamps.
+ * `rule`: JSON of the grant's permissions (grants/rule.ts).
+ */
+export type GrantRow = {
+  id: string
+  organization_id: string
+  user_id: string
+  api_key_id: string
+  chain_id: number
+  /** The account the grant lets its key sign for, as given. */
+  account: string
+  rule: string
+  /** Unix ms; the key expires with it. */
+  expires_at: number
+  created_at: number
+}
+/** What a grant's key signed: one row per asset a signed transaction spends (`native`, or a token address in lowercase). */
+export type GrantSpendRow = { grant_id: string; asset: string; amount: string; activity_id: string; signed_at: number }
+
 /** Every table, for Kysely. */
 export type Tables = {
   organizations: OrganizationRow
@@ -202,4 +222,6 @@ export type Tables = {
   organization_features: FeatureRow
   root_quorum_members: RootQuorumMemberRow
   outbox: OutboxRow
+  grants: GrantRow
+  grant_spends: GrantSpendRow
 }

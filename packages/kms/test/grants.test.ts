@@ -1,0 +1,392 @@
+import type { TurnkeyClient } from '@turnkey/http'
+import {
+  type Address,
+  createPublicClient,
+  createWalletClient,
+  encodeAbiParameters,
+  encodeFunctionData,
+  type Hex,
+  http,
+  keccak256,
+  parseAbi,
+  parseEther,
+  parseUnits,
+  serializeTransaction,
+  toHex,
+} from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
+import { testTokenAddress as token } from '../../../contracts/index.js'
+import { generateApiKeyPair } from '../src/index.js'
+import { type ApiKeyPair, post, startKms } from './harness.js'
+
+// ERC-7715 grants (src/grants/): a dedicated key the kms checks against its rule and its ledger on
+// every signature, through the official @turnkey/http client, with real transactions on the unit
+// run's anvil (chain A), where test/globalSetup.ts deployed the test token (TKN, 18 decimals).
+
+const CHAIN_ID = 31337
+const transport = http(inject('chainARpc'))
+const chain = createPublicClient({ transport })
+const recipient = privateKeyToAccount(keccak256(toHex('latchkey grants recipient'))).address
+const other = privateKeyToAccount(keccak256(toHex('latchkey grants other contract'))).address
+const TOKEN_ABI = parseAbi([
+  'function transfer(address to, uint256 amount)',
+  'function approve(address spender, uint256 amount)',
+  'function mint(address to, uint256 amount)',
+  'function balanceOf(address owner) view returns (uint256)',
+])
+const EXECUTE_ABI = parseAbi(['function execute(bytes32 mode, bytes executionData)'])
+const BATCH_MODE = '0x0100000000000000000000000000000000000000000000000000000000000000'
+const CALLS = [
+  {
+    type: 'tuple[]',
+    components: [
+      { name: 'to', type: 'address' },
+      { name: 'value', type: 'uint256' },
+      { name: 'data', type: 'bytes' },
+    ],
+  },
+] as const
+const TKN = (amount: string) => parseUnits(amount, 18)
+const transfer = (amount: bigint, to: Address = recipient) => encodeFunctionData({ abi: TOKEN_ABI, functionName: 'transfer', args: [to, amount] })
+const batch = (calls: readonly { to: Address; value: bigint; data: Hex }[]) =>
+  encodeFunctionData({ abi: EXECUTE_ABI, functionName: 'execute', args: [BATCH_MODE, encodeAbiParameters(CALLS, [calls])] })
+const HOUR = 3600
+/** A rolling window well inside a grant's hour. */
+const WINDOW = 600
+
+const setup = await startKms({ maxCredentialSeconds: 86_400 })
+const { kms, clock, timestampMs } = setup
+afterAll(() => kms.stop())
+
+/** A sub-organization whose account holds 100 TKN and 10 ETH on chain A. */
+async function fundedUser() {
+  const sub = await setup.subOrganization()
+  await chain.request({ method: 'anvil_setBalance', params: [sub.address, toHex(parseEther('10'))] } as never)
+  const minter = createWalletClient({ account: privateKeyToAccount(keccak256(toHex('latchkey grants minter'))), transport })
+  await chain.request({ method: 'anvil_setBalance', params: [minter.account.address, toHex(parseEther('1'))] } as never)
+  const hash = await minter.writeContract({ address: token, abi: TOKEN_ABI, functionName: 'mint', args: [sub.address, TKN('100')], chain: null })
+  expect((await chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success')
+  return sub
+}
+type User = Awaited<ReturnType<typeof fundedUser>>
+
+/** The ERC-20 allowance of the demo: `allowance` TKN per `period` seconds. */
+const tokenAllowance = (allowance: string, period = 86_400) => ({
+  type: 'erc20-recurring-allowance',
+  data: { address: token, allowance: TKN(allowance).toString(), start: '0', period: String(period), symbol: 'TKN', decimals: 18 },
+})
+const expiryIn = (seconds: number) => String(Math.floor(clock.now / 1000) + seconds)
+
+/** create_grant, stamped by the user's own key; its answer's activity. */
+async function createGrant(user: User, grant: Record<string, unknown>, keys: ApiKeyPair = generateApiKeyPair()) {
+  const body = {
+    type: 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT',
+    timestampMs: timestampMs(),
+    organizationId: user.organizationId,
+    parameters: { userId: user.userId, apiKey: { apiKeyName: 'grant', publicKey: keys.apiPublicKey }, grant },
+  }
+  const { activity } = await user.client.request<
+    typeof body,
+    { activity: { status: string; result: { createGrantResult: { grantId: string; apiKeyId: string } } } }
+  >('/public/v1/submit/create_grant', body)
+  expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  return { ...activity.result.createGrantResult, keys, client: setup.client(keys) }
+}
+
+/** A grant for `user` on chain A with `permissions`, for an hour; its key's client. */
+const grantFor = (user: User, permissions: unknown[]) =>
+  createGrant(user, { chainId: String(CHAIN_ID), account: user.address, expiry: expiryIn(HOUR), permissions })
+
+let nonce = 0
+/** An EIP-1559 transaction from `user`, unsigned, as sign_transaction takes it (hex without 0x). */
+const unsigned = (to: Address, data: Hex = '0x', value = 0n, chainId = CHAIN_ID) =>
+  serializeTransaction({
+    chainId,
+    type: 'eip1559',
+    to,
+    data,
+    value,
+    nonce: nonce++,
+    gas: 300_000n,
+    maxFeePerGas: 2_000_000_000n,
+    maxPriorityFeePerGas: 1_000_000n,
+  }).slice(2)
+
+/** sign_transaction stamped by `client` for `user`: the signed transaction (hex without 0x). */
+async function sign(client: TurnkeyClient, user: User, unsignedTransaction: string) {
+  const { activity } = await client.signTransaction({
+    type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+    timestampMs: timestampMs(),
+    organizationId: user.organizationId,
+    parameters: { signWith: user.address, unsignedTransaction, type: 'TRANSACTION_TYPE_ETHEREUM' },
+  })
+  return activity.result.signTransactionResult!.signedTransaction
+}
+/** 'signed', or the refusal as the client reports it ("Turnkey error {code}: {message}"), without the details it appends. */
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'signed',
+    (error: Error) => error.message.replace(/ \(Details: .*\)$/s, ''),
+  )
+
+const listGrants = async (user: User) =>
+  (
+    await user.client.request<{ organizationId: string }, { grants: { grantId: string; apiKeyId: string; expiry: string; permissions: unknown[] }[] }>(
+      '/public/v1/query/list_grants',
+      { organizationId: user.organizationId },
+    )
+  ).grants
+
+describe('signing inside a grant', () => {
+  let user: User
+  beforeAll(async () => {
+    user = await fundedUser()
+  })
+
+  test('default: a transfer inside the grant is signed with no approval and lands on chain', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5')])
+    const before = await chain.readContract({ address: token, abi: TOKEN_ABI, functionName: 'balanceOf', args: [recipient] })
+    nonce = await chain.getTransactionCount({ address: user.address })
+    const signed = await sign(grant.client, user, unsigned(token, transfer(TKN('1.5'))))
+    const hash = await chain.request({ method: 'eth_sendRawTransaction', params: [`0x${signed}`] })
+    expect((await chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success')
+    expect(await chain.readContract({ address: token, abi: TOKEN_ABI, functionName: 'balanceOf', args: [recipient] })).toBe(before + TKN('1.5'))
+  })
+
+  test('error: refuses what goes over the ERC-20 allowance, counting what was already signed in the rolling window', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5', WINDOW)])
+    for (let index = 0; index < 3; index++) await sign(grant.client, user, unsigned(token, transfer(TKN('1.5'))))
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1.5')))))).toBe(
+      'Turnkey error 7: Grant limit: 5 TKN per 10 minutes; 4.5 TKN already spent',
+    )
+    // What is left still signs; then nothing does.
+    await sign(grant.client, user, unsigned(token, transfer(TKN('0.5'))))
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(1n))))).toBe(
+      'Turnkey error 7: Grant limit: 5 TKN per 10 minutes; 5 TKN already spent',
+    )
+    // An approval spends the allowance too: it lets another spend it.
+    expect(await refusal(sign(grant.client, user, unsigned(token, encodeFunctionData({ abi: TOKEN_ABI, functionName: 'approve', args: [other, 1n] }))))).toBe(
+      'Turnkey error 7: Grant limit: 5 TKN per 10 minutes; 5 TKN already spent',
+    )
+    // Rolling: the first three leave the window an hour after they were signed, not at a calendar boundary.
+    clock.now += WINDOW * 1000 - 1
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))).toBe(
+      'Turnkey error 7: Grant limit: 5 TKN per 10 minutes; 5 TKN already spent',
+    )
+    clock.now += 2
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('4.5')))))).toBe('signed')
+  })
+
+  test('error: refuses native value over the native-token allowance, and any value without one', async () => {
+    const grant = await grantFor(user, [
+      { type: 'native-token-recurring-allowance', data: { allowance: parseEther('0.01').toString(), start: '0', period: '86400' } },
+    ])
+    await sign(grant.client, user, unsigned(recipient, '0x', parseEther('0.006')))
+    expect(await refusal(sign(grant.client, user, unsigned(recipient, '0x', parseEther('0.005'))))).toBe(
+      'Turnkey error 7: Grant limit: 0.01 ETH per 1 day; 0.006 ETH already spent',
+    )
+    const tokensOnly = await grantFor(user, [tokenAllowance('5')])
+    expect(await refusal(sign(tokensOnly.client, user, unsigned(recipient, '0x', 1n)))).toBe(
+      'Turnkey error 7: Outside the grant: the grant allows no native-token spend',
+    )
+  })
+
+  test('error: refuses calls to contracts and functions the grant does not list; allows those it lists', async () => {
+    const selector = encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [recipient, 1n] }).slice(0, 10)
+    const grant = await grantFor(user, [tokenAllowance('5'), { type: 'contract-call', data: { address: other, calls: ['0x12345678'] } }])
+    expect(await refusal(sign(grant.client, user, unsigned(token, encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [recipient, 1n] }))))).toBe(
+      `Turnkey error 7: Outside the grant: function ${selector} of ${token} is not among the calls the grant allows`,
+    )
+    expect(await refusal(sign(grant.client, user, unsigned(other, transfer(1n))))).toBe(
+      `Turnkey error 7: Outside the grant: function 0xa9059cbb of ${other} is not among the calls the grant allows`,
+    )
+    expect(await refusal(sign(grant.client, user, unsigned(other, '0x12345678')))).toBe('signed')
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(1n), 0n, 31338)))).toBe(
+      'Turnkey error 7: Outside the grant: the grant is for chain 31337; this transaction is for chain 31338',
+    )
+  })
+
+  test('behavior: a batch through the executor is judged call by call, its spends added up', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5')])
+    const call = (amount: string) => ({ to: token, value: 0n, data: transfer(TKN(amount)) })
+    expect(await refusal(sign(grant.client, user, unsigned(user.address, batch([call('2'), call('2')]))))).toBe('signed')
+    expect(await refusal(sign(grant.client, user, unsigned(user.address, batch([call('0.5'), call('1')]))))).toBe(
+      'Turnkey error 7: Grant limit: 5 TKN per 1 day; 4 TKN already spent',
+    )
+    expect(await refusal(sign(grant.client, user, unsigned(user.address, batch([call('0.5'), { to: other, value: 0n, data: '0x12345678' }]))))).toBe(
+      `Turnkey error 7: Outside the grant: function 0x12345678 of ${other} is not among the calls the grant allows`,
+    )
+    expect(await refusal(sign(grant.client, user, unsigned(user.address, '0xdeadbeef')))).toBe(
+      'Turnkey error 7: Outside the grant: a call to the account itself that is not the batch executor’s execute of a batch',
+    )
+  })
+
+  test('error: a grant key signs nothing but transactions: no messages, credentials or reads', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5')])
+    const answers = await Promise.all(
+      (
+        [
+          [
+            'sign_raw_payload',
+            {
+              type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+              parameters: { signWith: user.address, payload: '0x00', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+            },
+          ],
+          ['create_api_keys', { type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2', parameters: { userId: user.userId, apiKeys: [] } }],
+          ['export_wallet', { type: 'ACTIVITY_TYPE_EXPORT_WALLET', parameters: { walletId: user.walletId, targetPublicKey: grant.keys.apiPublicKey } }],
+        ] as const
+      ).map(([op, body]) => post(kms, grant.keys, `/public/v1/submit/${op}`, { ...body, timestampMs: timestampMs(), organizationId: user.organizationId })),
+    )
+    expect(answers.map((answer) => [answer.status, answer.body['message']])).toEqual(
+      ['sign_raw_payload', 'create_api_keys', 'export_wallet'].map((op) => [403, `A grant's key signs transactions only; /public/v1/submit/${op} is refused`]),
+    )
+    const read = await post(kms, grant.keys, '/public/v1/query/get_wallets', { organizationId: user.organizationId })
+    expect(read).toEqual({
+      status: 403,
+      body: {
+        code: 7,
+        message: "A grant's key signs transactions only; /public/v1/query/get_wallets is refused",
+        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'GRANT_ACTIVITY_NOT_ALLOWED', domain: 'latchkey.grants', metadata: {} }],
+      },
+    })
+  })
+
+  test('error: a grant signs for its own account only', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5')])
+    const { privateKeyId } = await setup.createPrivateKey(user.client, user.organizationId, `other key ${nonce}`)
+    const { activity } = await grant.client
+      .signTransaction({
+        type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+        timestampMs: timestampMs(),
+        organizationId: user.organizationId,
+        parameters: { signWith: privateKeyId, unsignedTransaction: unsigned(token, transfer(1n)), type: 'TRANSACTION_TYPE_ETHEREUM' },
+      })
+      .catch((error: Error) => ({ activity: error.message.replace(/ \(Details: .*\)$/s, '') }))
+    expect(activity).toBe(`Turnkey error 7: Outside the grant: it signs for ${user.address} only`)
+  })
+
+  test('error: an expired grant’s key is refused as expired', async () => {
+    const grant = await createGrant(user, { chainId: String(CHAIN_ID), account: user.address, expiry: expiryIn(60), permissions: [tokenAllowance('5')] })
+    clock.now += 60_000
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(1n))))).toBe(
+      `Turnkey error 16: rpc error: code = Unauthenticated desc = expired api key publicKey: ${grant.keys.apiPublicKey}`,
+    )
+  })
+
+  test('behavior: a refusal writes nothing but its audit event: no activity, no spend', async () => {
+    const grant = await grantFor(user, [tokenAllowance('1')])
+    const activities = async () => (await user.client.getActivities({ organizationId: user.organizationId })).activities.length
+    const before = await activities()
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('2')))))).toBe(
+      'Turnkey error 7: Grant limit: 1 TKN per 1 day; 0 TKN already spent',
+    )
+    expect(await activities()).toBe(before)
+    // Nothing was charged: the whole allowance still signs.
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))).toBe('signed')
+  })
+
+  test('behavior: forty requests at once sign exactly as many as the allowance holds', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5')])
+    const answers = await Promise.all(Array.from({ length: 40 }, () => refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))))
+    expect(answers.filter((answer) => answer === 'signed')).toHaveLength(5)
+    expect(answers.filter((answer) => answer === 'Turnkey error 7: Grant limit: 5 TKN per 1 day; 5 TKN already spent')).toHaveLength(35)
+  })
+})
+
+describe('creating, listing and revoking grants', () => {
+  let user: User
+  beforeAll(async () => {
+    user = await setup.subOrganization()
+  })
+  const grant = (overrides: Record<string, unknown>) => ({
+    chainId: String(CHAIN_ID),
+    account: user.address,
+    expiry: expiryIn(HOUR),
+    permissions: [tokenAllowance('5')],
+    ...overrides,
+  })
+
+  test('error: refuses a grant with no expiry, an expiry past or beyond the cap, an unknown permission or a malformed amount, writing nothing', async () => {
+    const keysBefore = (await user.client.getApiKeys({ organizationId: user.organizationId, userId: user.userId })).apiKeys.length
+    const { expiry: _, ...withoutExpiry } = grant({})
+    const cases = [
+      [withoutExpiry, 'GRANT_EXPIRY_REQUIRED', 'invalid parameters: grant.expiry: is required: a grant never lasts for ever'],
+      [grant({ expiry: expiryIn(-1) }), 'GRANT_EXPIRY_PAST', 'invalid parameters: grant.expiry: is in the past'],
+      [
+        grant({ expiry: expiryIn(86_401) }),
+        'GRANT_EXPIRY_TOO_LONG',
+        'invalid parameters: grant.expiry: must be at most 86400 seconds from now, the longest lifetime this kms gives a credential',
+      ],
+      [
+        grant({ permissions: [{ type: 'native-token-stream', data: {} }] }),
+        'GRANT_UNKNOWN_PERMISSION_TYPE',
+        'invalid parameters: grant.permissions.0.type: unknown permission type "native-token-stream"; this kms grants native-token-recurring-allowance, erc20-recurring-allowance, contract-call',
+      ],
+    ] as const
+    for (const [parameters, reason, message] of cases) {
+      const keys = generateApiKeyPair()
+      const answer = await post(kms, user.keys, '/public/v1/submit/create_grant', {
+        type: 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT',
+        timestampMs: timestampMs(),
+        organizationId: user.organizationId,
+        parameters: { userId: user.userId, apiKey: { apiKeyName: 'grant', publicKey: keys.apiPublicKey }, grant: parameters },
+      })
+      expect(answer).toEqual({
+        status: 400,
+        body: { code: 3, message, details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'latchkey.grants', metadata: {} }] },
+      })
+    }
+    const malformed = await post(kms, user.keys, '/public/v1/submit/create_grant', {
+      type: 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT',
+      timestampMs: timestampMs(),
+      organizationId: user.organizationId,
+      parameters: {
+        userId: user.userId,
+        apiKey: { apiKeyName: 'grant', publicKey: generateApiKeyPair().apiPublicKey },
+        grant: grant({ permissions: [{ ...tokenAllowance('5'), data: { ...tokenAllowance('5').data, allowance: '1.5' } }] }),
+      },
+    })
+    expect([malformed.status, malformed.body['message']]).toEqual([
+      400,
+      'invalid parameters: grant.permissions.0.data.allowance: must be a whole number of the smallest unit, as a decimal string',
+    ])
+    expect(await listGrants(user)).toEqual([])
+    expect((await user.client.getApiKeys({ organizationId: user.organizationId, userId: user.userId })).apiKeys).toHaveLength(keysBefore)
+  })
+
+  test('behavior: list_grants answers the grants in force; revoke_grant deletes the key and its rule', async () => {
+    const created = await createGrant(user, grant({}))
+    const listed = await listGrants(user)
+    expect(listed).toEqual([
+      {
+        grantId: created.grantId,
+        userId: user.userId,
+        apiKeyId: created.apiKeyId,
+        publicKey: created.keys.apiPublicKey,
+        chainId: String(CHAIN_ID),
+        account: user.address,
+        expiry: expiryIn(HOUR),
+        permissions: [tokenAllowance('5')],
+        createdAt: { seconds: String(Math.floor(clock.now / 1000)), nanos: '0' },
+      },
+    ])
+    const key = (await user.client.getApiKeys({ organizationId: user.organizationId, userId: user.userId })).apiKeys.find(
+      (each) => each.apiKeyId === created.apiKeyId,
+    )
+    // The key lapses with the grant.
+    expect(key?.expirationSeconds).toBe(String(Math.round((Number(expiryIn(HOUR)) * 1000 - clock.now) / 1000)))
+    const { activity } = await user.client.request<Record<string, unknown>, { activity: { status: string } }>('/public/v1/submit/revoke_grant', {
+      type: 'ACTIVITY_TYPE_LATCHKEY_REVOKE_GRANT',
+      timestampMs: timestampMs(),
+      organizationId: user.organizationId,
+      parameters: { grantId: created.grantId },
+    })
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect(await listGrants(user)).toEqual([])
+    expect(await refusal(sign(created.client, user, unsigned(token, transfer(1n))))).toBe(
+      'Turnkey error 16: could not find public key in organization or its parent organization',
+    )
+  })
+})
