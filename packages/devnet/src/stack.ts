@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { createKms, generateApiKeyPair, type OidcIssuer as OidcIssuerTrust, type WebauthnConfig } from '@latchkey/kms'
+import { createKms, type FramesOptions, generateApiKeyPair, type OidcIssuer as OidcIssuerTrust, type WebauthnConfig } from '@latchkey/kms'
 import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
 import { createAppServer, OAUTH_CALLBACK_PATH } from '@latchkey/server'
 import { anvil } from './anvil.js'
@@ -172,7 +172,16 @@ export async function startStack<const options extends StartStackOptions = {}>(o
           ports.kms,
           stateDir,
           { rpIds: ['localhost'], origins: demoOrigins },
-          { port: ports.frames, parentOrigins: frameParents },
+          {
+            port: ports.frames,
+            parentOrigins: frameParents,
+            // The consent frame decodes and simulates on the devnet's chains and signs for its executor (as dev.json names them).
+            chains: [
+              { id: 31337, rpcUrl: chainA.url },
+              { id: 31338, rpcUrl: chainB.url },
+            ],
+            executor: BATCH_EXECUTOR_ADDRESS,
+          },
           env['DATABASE_URL'] || undefined,
           // The local provider's issuers, whose ID tokens the kms verifies against their JWKS.
           OIDC_PROVIDERS.map((name) => ({ issuer: oidcIssuerUrl(ports.oidc, name), audiences: [DEMO_OAUTH_CLIENT_ID] })),
@@ -367,7 +376,7 @@ function kmsInstance(
   port: number,
   stateDir: string,
   webauthn: WebauthnConfig,
-  frames: { port: number; parentOrigins: readonly string[] },
+  frames: FramesOptions & { port: number },
   databaseUrl: string | undefined,
   oidcIssuers: readonly OidcIssuerTrust[],
 ): Instance & { credentials(): KmsCredentials; framesUrl: string } {

@@ -30,6 +30,8 @@ import { p256 } from '@noble/curves/p256'
 import type { OidcIssuer } from './auth/oidc.js'
 import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
 import { KmsError } from './errors.js'
+import { assertChain } from './frames/app.js'
+import type { FrameChain } from './frames/pages.js'
 import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { generateApiKeyPair } from './keys.js'
 import { createKms } from './service.js'
@@ -138,6 +140,28 @@ const settings = {
       description: 'Serve the auth, recovery, export and import frames on their own port, embeddable by these origins only. Without it: no frames.',
     }),
   ),
+  framesChains: list(
+    custom({
+      flag: 'frames-chain',
+      env: 'LATCHKEY_KMS_FRAMES_CHAINS',
+      valueName: '<chain id>=<rpc url>',
+      description:
+        'A chain the consent frame decodes and simulates transactions on, e.g. 31337=http://127.0.0.1:8545; repeat for more chains. The frame may connect to these RPC origins and no other. Without it: the frame reviews no transaction.',
+      convert: frameChainEntry,
+    }),
+  ),
+  framesExecutor: custom({
+    flag: 'frames-executor',
+    env: 'LATCHKEY_KMS_FRAMES_EXECUTOR',
+    valueName: '<address>',
+    description:
+      'The batch executor contract: the only EIP-7702 delegate and batch target the consent frame signs for. Without it: the frame signs no authorization and no batch.',
+    convert: (text, label) => {
+      if (!/^0x[0-9a-fA-F]{40}$/.test(text.trim()))
+        throw new SettingsError(`${label} must be an address (0x and 40 hex characters), got ${JSON.stringify(text)}`)
+      return text.trim()
+    },
+  }),
   corsOrigins: list(
     origin({
       flag: 'cors-origin',
@@ -173,6 +197,17 @@ const settings = {
     description: 'Address the frames listen on. Default: localhost (127.0.0.1 and ::1) when --host is 127.0.0.1, else --host.',
   }),
   ...auditSettings(),
+}
+
+function frameChainEntry(entry: string, label: string): FrameChain {
+  const split = entry.indexOf('=')
+  const id = Number(entry.slice(0, split).trim())
+  const rpcUrl = entry.slice(split + 1).trim()
+  try {
+    return assertChain({ id, rpcUrl })
+  } catch {
+    throw new SettingsError(`${label} must look like 31337=http://127.0.0.1:8545 (a chain id and its http(s) RPC url), got ${JSON.stringify(entry)}`)
+  }
 }
 
 function oidcIssuerEntry(entry: string, label: string): string {
@@ -288,7 +323,15 @@ await runService({
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         maxCredentialSeconds: values.maxCredentialSeconds,
         extraCorsOrigins: values.corsOrigins,
-        frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
+        frames: values.framesParentOrigins.length
+          ? {
+              port: values.framesPort,
+              host: framesHost,
+              parentOrigins: values.framesParentOrigins,
+              chains: values.framesChains,
+              executor: values.framesExecutor,
+            }
+          : undefined,
         rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },
         logger,
         auditKey: values.auditKey,

@@ -9,6 +9,7 @@ import type { OidcIssuer } from './auth/oidc.js'
 import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
+import type { FrameChain } from './frames/pages.js'
 import type { RateLimits } from './http/rateLimit.js'
 import { devInbox, type Mailer } from './mail.js'
 import { createOutbox } from './outbox.js'
@@ -92,6 +93,13 @@ export type FramesOptions = {
   host?: string | undefined
   /** Origins allowed to embed the frames and open their channel, e.g. `http://localhost:5173`. */
   parentOrigins: readonly string[]
+  /**
+   * The chains the consent frame decodes and simulates transactions on (`{ id, rpcUrl }`); its CSP
+   * lets it reach these RPC origins and nothing else. Default none: it reviews no transaction.
+   */
+  chains?: readonly FrameChain[] | undefined
+  /** The batch executor: the only EIP-7702 delegate and batch target the consent frame signs for. Default none. */
+  executor?: string | undefined
 }
 
 /** An organization with no parent, its first user and that user's API key. */
@@ -151,7 +159,14 @@ export function createKms(options: KmsOptions = {}) {
     rateLimits: options.rateLimits,
     corsOrigins,
   })
-  const framesApp = options.frames ? createFramesApp({ signerPublicKey, parentOrigins: options.frames.parentOrigins }) : undefined
+  const framesApp = options.frames
+    ? createFramesApp({
+        signerPublicKey,
+        parentOrigins: options.frames.parentOrigins,
+        chains: options.frames.chains,
+        executor: options.frames.executor,
+      })
+    : undefined
   const framesHost = options.frames?.host ?? 'localhost'
   const framesPort = options.frames?.port ?? 8091
   // Request ids, the request log, /healthz and /readyz (the database answers) on the API and the frames.

@@ -245,6 +245,8 @@ if (testBackend === 'sqlite')
         '--oidc-issuer <issuer>=<client id>, LATCHKEY_KMS_OIDC_ISSUERS',
         '--max-credential-lifetime <seconds>, LATCHKEY_KMS_MAX_CREDENTIAL_SECONDS',
         '--frames-parent-origin <origin>, LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
+        '--frames-chain <chain id>=<rpc url>, LATCHKEY_KMS_FRAMES_CHAINS',
+        '--frames-executor <address>, LATCHKEY_KMS_FRAMES_EXECUTOR',
         '--cors-origin <origin>, LATCHKEY_KMS_CORS_ORIGINS',
         '--rate-limit-per-key <units>, LATCHKEY_KMS_RATE_LIMIT_PER_KEY',
         '--rate-limit-per-organization <units>, LATCHKEY_KMS_RATE_LIMIT_PER_ORGANIZATION',

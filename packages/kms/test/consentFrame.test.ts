@@ -98,7 +98,10 @@ describe('REVIEW_AND_STAMP', () => {
     expect(check(signBody('hello', account, 'HASH_FUNCTION_NO_OP'))).toThrow('the payload does not sign this message with this account')
     expect(check(JSON.stringify({ type: 'ACTIVITY_TYPE_EXPORT_WALLET', parameters: {} }))).toThrow('the payload does not sign this message with this account')
     expect(check('not json')).toThrow('the payload is not a JSON kms request')
-    expect(check(signBody('hello'), { method: 'eth_sendTransaction', params: [{}] })).toThrow('eth_sendTransaction cannot be stamped by this frame yet')
+    expect(check(signBody('hello'), { method: 'eth_sendTransaction', params: [{}] })).toThrow(
+      'the payload is not a transaction signature (ACTIVITY_TYPE_SIGN_TRANSACTION_V2), it is ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+    )
+    expect(check(signBody('hello'), { method: 'wallet_grantPermissions', params: [{}] })).toThrow('wallet_grantPermissions cannot be stamped by this frame')
   })
 })
 

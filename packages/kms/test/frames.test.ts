@@ -72,6 +72,57 @@ describe('pages', () => {
   })
 })
 
+describe('the consent frame’s configuration', () => {
+  const chains = [
+    { id: 31337, rpcUrl: 'http://127.0.0.1:8545' },
+    { id: 31338, rpcUrl: 'http://127.0.0.1:8546/' },
+    { id: 11155111, rpcUrl: 'https://rpc.example/v2/key' },
+    { id: 1, rpcUrl: 'https://rpc.example/v2/other' },
+  ]
+  const executor = '0x449a683E064Cb89Ff9d5B37879785a7a852f9D43'
+  const configured = createFramesApp({ signerPublicKey, parentOrigins, chains, executor })
+
+  test('default: the consent page may connect to the configured RPC origins and nothing else; the other pages to nothing', async () => {
+    const response = await configured.request('/consent')
+    expect(securityHeaders(response).csp).toBe(
+      expectedPolicy.replace("connect-src 'none'", 'connect-src http://127.0.0.1:8545 http://127.0.0.1:8546 https://rpc.example'),
+    )
+    const html = await response.text()
+    expect(html).toContain(
+      '<meta name="latchkey-chains" content="31337=http://127.0.0.1:8545 31338=http://127.0.0.1:8546/ 11155111=https://rpc.example/v2/key 1=https://rpc.example/v2/other">',
+    )
+    expect(html).toContain(`<meta name="latchkey-executor" content="${executor}">`)
+    for (const page of FRAME_PAGES.filter((name) => name !== 'consent')) {
+      const other = await configured.request(`/${page}`)
+      expect({ page, csp: securityHeaders(other).csp }).toEqual({ page, csp: expectedPolicy })
+      expect(await other.text()).not.toContain('latchkey-chains')
+    }
+    expect(securityHeaders(await configured.request('/assets/consent.js')).csp).toBe(expectedPolicy)
+  })
+
+  test('behavior: without chains the consent page connects nowhere and names no executor', async () => {
+    const response = await app.request('/consent')
+    expect(securityHeaders(response).csp).toBe(expectedPolicy)
+    const html = await response.text()
+    expect(html).toContain('<meta name="latchkey-chains" content="">')
+    expect(html).toContain('<meta name="latchkey-executor" content="">')
+  })
+
+  test('error: a chain needs a positive id and an http(s) RPC url; the executor is an address', () => {
+    for (const chain of [
+      { id: 0, rpcUrl: 'http://127.0.0.1:8545' },
+      { id: 1.5, rpcUrl: 'http://127.0.0.1:8545' },
+      { id: 1, rpcUrl: 'ws://127.0.0.1:8545' },
+      { id: 1, rpcUrl: "http://a.example 'unsafe-inline'" },
+      { id: 1, rpcUrl: 'not a url' },
+    ])
+      expect(() => createFramesApp({ signerPublicKey, parentOrigins, chains: [chain] })).toThrow(
+        `frames.chains: ${JSON.stringify(chain)} is not a chain id with an http(s) RPC url`,
+      )
+    expect(() => createFramesApp({ signerPublicKey, parentOrigins, executor: '0x1234' })).toThrow('frames.executor: "0x1234" is not an address')
+  })
+})
+
 describe('assets', () => {
   // Bundled once for the file: the page scripts with their audited dependencies.
   const compiled = compileFrames()
@@ -91,11 +142,12 @@ describe('assets', () => {
     for (const [file, text] of await compiled) expect(await (await app.request(`/assets/${file}`)).text(), file).toBe(text)
   })
 
-  test('behavior: the scripts fetch nothing and write no HTML, bundled libraries included', async () => {
+  test('behavior: the scripts fetch nothing and write no HTML, bundled libraries included; only the consent page reaches the RPC', async () => {
     for (const [file, text] of await compiled)
-      expect({ file, sinks: text.match(/\bfetch\(|XMLHttpRequest|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/g) }).toEqual({
+      expect({ file, sinks: text.match(/\bfetch\b|XMLHttpRequest|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/g) }).toEqual({
         file,
-        sinks: null,
+        // The consent frame reads the chains the kms configured for it (consentConfig.ts), and its CSP lets it reach those RPC origins only.
+        sinks: file === 'consent.js' ? ['fetch'] : null,
       })
   })
 })

@@ -1,16 +1,21 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { Hono } from 'hono'
-import { FRAME_PAGES, framePage } from './pages.js'
+import { FRAME_PAGES, type FrameChain, framePage } from './pages.js'
 
 // The frames' own origin: five pages and their scripts and stylesheet, nothing else. Every
-// response carries a CSP that allows only this origin's scripts and styles, no connections, no
-// images, and embedding only by the configured parent origins.
+// response carries a CSP that allows only this origin's scripts and styles, no images, and
+// embedding only by the configured parent origins; no connections, except the consent page's to
+// the RPC of the chains the kms configured for it.
 
 export type FramesAppOptions = {
   /** The kms's bundle signer (uncompressed hex), baked into the export and import pages. */
   signerPublicKey: string
   /** Origins (`scheme://host[:port]`) allowed to embed the frames and open their channel. */
   parentOrigins: readonly string[]
+  /** The chains the consent frame decodes and simulates on: chain id and JSON-RPC url. Default none: it then reviews no transaction. */
+  chains?: readonly FrameChain[] | undefined
+  /** The batch executor: the only EIP-7702 delegate and batch target the consent frame signs for. Default none: it signs neither. */
+  executor?: string | undefined
 }
 
 /** Where the compiled frame scripts and the stylesheet are served from. */
@@ -31,17 +36,31 @@ export function assertOrigin(origin: string): string {
   return origin
 }
 
+/** Checks a chain's id and that its RPC url is http(s); answers it as given. */
+export function assertChain(chain: FrameChain): FrameChain {
+  let url: URL | undefined
+  try {
+    url = new URL(chain.rpcUrl)
+  } catch {
+    url = undefined
+  }
+  if (!Number.isSafeInteger(chain.id) || chain.id <= 0 || !url || (url.protocol !== 'http:' && url.protocol !== 'https:') || /\s/.test(chain.rpcUrl))
+    throw new Error(`frames.chains: ${JSON.stringify(chain)} is not a chain id with an http(s) RPC url`)
+  return chain
+}
+
 /**
- * The frames' Content-Security-Policy: scripts and styles of this origin only, nothing fetched,
- * no images, embedding only by `parentOrigins` (`'none'` when there are none).
+ * The frames' Content-Security-Policy: scripts and styles of this origin only, no images,
+ * embedding only by `parentOrigins` (`'none'` when there are none), and connections only to
+ * `connectOrigins` (the consent page's RPC origins; `'none'` for the other pages).
  */
-export function framesContentSecurityPolicy(parentOrigins: readonly string[]): string {
+export function framesContentSecurityPolicy(parentOrigins: readonly string[], connectOrigins: readonly string[] = []): string {
   return [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
     "img-src 'none'",
-    "connect-src 'none'",
+    `connect-src ${connectOrigins.length ? connectOrigins.join(' ') : "'none'"}`,
     `frame-ancestors ${parentOrigins.length ? parentOrigins.join(' ') : "'none'"}`,
     "base-uri 'none'",
     "form-action 'none'",
@@ -60,10 +79,17 @@ export function framesContentSecurityPolicy(parentOrigins: readonly string[]): s
 export function createFramesApp(options: FramesAppOptions) {
   const parentOrigins = options.parentOrigins.map(assertOrigin)
   if (!/^04[0-9a-f]{128}$/i.test(options.signerPublicKey)) throw new Error('signerPublicKey must be an uncompressed P-256 public key in hex')
+  const chains = (options.chains ?? []).map(assertChain)
+  if (options.executor !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(options.executor))
+    throw new Error(`frames.executor: ${JSON.stringify(options.executor)} is not an address`)
+  const rpcOrigins = [...new Set(chains.map((chain) => new URL(chain.rpcUrl).origin))]
   const securityHeaders = {
-    'content-security-policy': framesContentSecurityPolicy(parentOrigins),
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
+  }
+  const policies = {
+    frames: framesContentSecurityPolicy(parentOrigins),
+    consent: framesContentSecurityPolicy(parentOrigins, rpcOrigins),
   }
   const assets = new Map(
     readdirSync(assetsDirectory)
@@ -73,13 +99,15 @@ export function createFramesApp(options: FramesAppOptions) {
   const pages = new Map(
     FRAME_PAGES.map((page) => [
       page,
-      (secret: 'mnemonic' | 'private-key') => framePage({ page, parentOrigins, signerPublicKey: options.signerPublicKey.toLowerCase(), secret }),
+      (secret: 'mnemonic' | 'private-key') =>
+        framePage({ page, parentOrigins, signerPublicKey: options.signerPublicKey.toLowerCase(), secret, chains, executor: options.executor }),
     ]),
   )
 
   const app = new Hono()
   app.use('*', async (c, next) => {
     await next()
+    c.res.headers.set('content-security-policy', c.req.path === '/consent' ? policies.consent : policies.frames)
     for (const [name, value] of Object.entries(securityHeaders)) c.res.headers.set(name, value)
   })
   for (const page of FRAME_PAGES)

@@ -9,11 +9,18 @@
 export const FRAME_PAGES = ['auth', 'recovery', 'export', 'import', 'consent'] as const
 export type FramePage = (typeof FRAME_PAGES)[number]
 
+/** A chain the consent frame may read: its id and JSON-RPC url. */
+export type FrameChain = { readonly id: number; readonly rpcUrl: string }
+
 export type PageParameters = {
   page: FramePage
   parentOrigins: readonly string[]
   /** Uncompressed hex. */
   signerPublicKey: string
+  /** Consent frame: the chains it reads and simulates on (id → JSON-RPC url), from the kms's settings. */
+  chains?: readonly FrameChain[] | undefined
+  /** Consent frame: the batch executor, the only EIP-7702 delegate and batch target it signs for. */
+  executor?: string | undefined
   /** Import frame: what the user types. Default `mnemonic`. */
   secret?: 'mnemonic' | 'private-key' | undefined
 }
@@ -78,6 +85,13 @@ function body(parameters: PageParameters): string {
   }
 }
 
+function consentMeta(parameters: PageParameters): string {
+  const chains = (parameters.chains ?? []).map((chain) => `${chain.id}=${chain.rpcUrl}`).join(' ')
+  return `<meta name="latchkey-chains" content="${escapeHtml(chains)}">
+<meta name="latchkey-executor" content="${escapeHtml(parameters.executor ?? '')}">
+`
+}
+
 /**
  * The HTML of one frame page.
  *
@@ -94,7 +108,7 @@ export function framePage(parameters: PageParameters): string {
 <meta name="latchkey-frame" content="${parameters.page}">
 <meta name="latchkey-parent-origins" content="${escapeHtml(parameters.parentOrigins.join(' '))}">
 <meta name="latchkey-signer-public-key" content="${escapeHtml(parameters.signerPublicKey)}">
-<title>${titles[parameters.page]}</title>
+${parameters.page === 'consent' ? consentMeta(parameters) : ''}<title>${titles[parameters.page]}</title>
 <link rel="stylesheet" href="/assets/frames.css">
 <script type="module" src="/assets/${script}.js"></script>
 </head>

@@ -1,11 +1,13 @@
 import { openFrameChannel, stringField } from './channel.js'
-import { askUser } from './consentDialog.js'
+import { chainRpc, parseConsentConfig } from './consentConfig.js'
+import { askUser, tellRefusal } from './consentDialog.js'
 import { INVALID_REQUEST_CODE, parseReviewAndStamp, REVIEW_AND_STAMP, USER_REJECTED } from './consentMessages.js'
 import { assertPayloadMatches } from './consentPayload.js'
 import { parseStampQuery, STAMP_QUERY } from './consentQuery.js'
+import { embeddedKeyStore } from './embeddedKey.js'
 import { FrameError } from './encoding.js'
-import { applySettings, element, pageConfig, showRefusal } from './page.js'
-import { reviewRequest } from './review/index.js'
+import { applySettings, element, metaContent, pageConfig, showRefusal } from './page.js'
+import { type Review, ReviewError, reviewRequest } from './review/index.js'
 import { signingKeyStore, stampWithSigningKey } from './signingKey.js'
 import { frameStore } from './storage.js'
 
@@ -17,6 +19,9 @@ import { frameStore } from './storage.js'
 // (consentQuery.ts).
 
 const config = pageConfig(document)
+const consentConfig = parseConsentConfig({ chains: metaContent(document, 'latchkey-chains'), executor: metaContent(document, 'latchkey-executor') })
+/** The export frame's keys (same origin, same storage): an export may only be encrypted to its key. */
+const exportKeys = embeddedKeyStore({ store: frameStore(), page: 'export' })
 const log = (message: string) => console.warn(`[latchkey consent frame] ${message}`)
 const elements = {
   dialog: element('review'),
@@ -34,6 +39,8 @@ const elements = {
 }
 /** Every request id this frame has been asked, so an id is answered (and approved) at most once. */
 const seen = new Set<string>()
+/** Closes the refusal the dialog still shows, if any, before the next request. */
+let closeRefusal = () => {}
 
 const { refused } = openFrameChannel({
   window,
@@ -45,12 +52,27 @@ const { refused } = openFrameChannel({
     async [REVIEW_AND_STAMP](request, context) {
       if (seen.has(request.requestId)) throw new FrameError(`request id ${request.requestId} was already used`, INVALID_REQUEST_CODE)
       seen.add(request.requestId)
-      const value = parseReviewAndStamp(request)
-      assertPayloadMatches(value)
+      closeRefusal()
+      let review: Review
+      let payload: string
+      try {
+        const value = parseReviewAndStamp(request)
+        payload = value.payload
+        const exportKey = value.request.method === 'export_wallet' ? (await exportKeys.get(context.parentOrigin))?.publicKeyHex : undefined
+        const facts = assertPayloadMatches(value, { executor: consentConfig.executor, exportKey })
+        const rpc = chainRpc(consentConfig, value.request.method, value.context.chainId)
+        const decoded = await reviewRequest(value.request, { origin: context.parentOrigin, ...value.context, rpc, executor: consentConfig.executor })
+        review = { ...decoded, rows: [...decoded.rows, ...(facts?.rows ?? [])], warnings: [...decoded.warnings, ...(facts?.warnings ?? [])] }
+      } catch (error) {
+        // Refused before anything could be approved: the parent gets the typed error at once,
+        // and the dialog says why until the user closes it or the next request comes.
+        const refusal = error instanceof ReviewError ? new FrameError(error.message, INVALID_REQUEST_CODE) : error
+        if (refusal instanceof FrameError) closeRefusal = tellRefusal(elements, context.parentOrigin, refusal.message)
+        throw refusal
+      }
       const key = await context.embeddedKey()
-      const review = await reviewRequest(value.request, { origin: context.parentOrigin, ...value.context })
       if (!(await askUser(elements, review, log))) throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
-      return { type: 'STAMP', value: await stampWithSigningKey(key, value.payload) }
+      return { type: 'STAMP', value: await stampWithSigningKey(key, payload) }
     },
     async [STAMP_QUERY](request, context) {
       const payload = parseStampQuery(request)

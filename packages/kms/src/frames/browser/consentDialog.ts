@@ -34,7 +34,7 @@ export type ConsentDialogElements = {
  * @example
  * if (!(await askUser(elements, review))) throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
  */
-export function askUser(elements: ConsentDialogElements, review: Review, log: (message: string) => void): Promise<boolean> {
+export function askUser(elements: ConsentDialogElements, review: Review, log: (message: string) => void, signal?: AbortSignal): Promise<boolean> {
   const { dialog, approve, reject } = elements
   render(elements, review)
   return new Promise((resolve) => {
@@ -44,6 +44,7 @@ export function askUser(elements: ConsentDialogElements, review: Review, log: (m
       approve.removeEventListener('click', onApprove)
       reject.removeEventListener('click', onReject)
       document.removeEventListener('keydown', onKey, true)
+      signal?.removeEventListener('abort', onAbort)
       dialog.hidden = true
       clear(elements)
       resolve(approved)
@@ -66,12 +67,30 @@ export function askUser(elements: ConsentDialogElements, review: Review, log: (m
         finish(false)
       } else if (event.key === 'Tab') trapFocus(dialog, event)
     }
+    const onAbort = () => finish(false)
+    signal?.addEventListener('abort', onAbort)
     approve.addEventListener('click', onApprove)
     reject.addEventListener('click', onReject)
     document.addEventListener('keydown', onKey, true)
     dialog.hidden = false
     elements.title.focus()
   })
+}
+
+/**
+ * Shows why a request was refused (it was already answered with the error): only "Reject",
+ * which closes the dialog. Answers what closes it from outside, for the next request.
+ *
+ * @example
+ * closeRefusal = tellRefusal(elements, parentOrigin, error.message)
+ */
+export function tellRefusal(elements: ConsentDialogElements, origin: string, reason: string): () => void {
+  // A request still waiting for the user keeps the dialog; the parent has the error all the same.
+  if (!elements.dialog.hidden) return () => undefined
+  const closer = new AbortController()
+  const refusal = `${reason.charAt(0).toUpperCase()}${reason.slice(1)}.`
+  void askUser(elements, { kind: 'message', title: 'This request cannot be signed', origin, rows: [], warnings: [], refusal }, () => undefined, closer.signal)
+  return () => closer.abort()
 }
 
 /** Keeps Tab and Shift+Tab inside the dialog. */

@@ -1,20 +1,28 @@
-import { INVALID_REQUEST_CODE, type ReviewAndStampValue } from './consentMessages.js'
-import { bytesToHex, concatBytes, FrameError, hexToBytes, utf8Encode } from './encoding.js'
+import { type Activity, type PayloadFacts, type PayloadSettings, unbound } from './consentChecks/activity.js'
+import { checkAuthorization } from './consentChecks/authorization.js'
+import { checkCalls } from './consentChecks/calls.js'
+import { checkCredential } from './consentChecks/credential.js'
+import { checkExport } from './consentChecks/exportKey.js'
+import { checkTransaction } from './consentChecks/transaction.js'
+import { checkTypedData } from './consentChecks/typedData.js'
+import type { ReviewAndStampValue } from './consentMessages.js'
+import { bytesToHex, concatBytes, hexToBytes, utf8Encode } from './encoding.js'
 
 // The stamp authorises the payload, not the picture: a page could show the user one request and
 // ask for a stamp over another. So before anything is shown, the payload (the kms activity the
-// stamp will authorise) must be exactly what the reviewed request needs. Each method is bound
-// here as it becomes reviewable; any other is refused.
+// stamp will authorise) must be exactly what the reviewed request needs. Each method's check is
+// its own module (consentChecks/); any other method is refused.
 
-const unbound = (message: string) => new FrameError(message, INVALID_REQUEST_CODE)
+export type { PayloadFacts, PayloadSettings } from './consentChecks/activity.js'
 
 /**
- * Throws unless `payload` is the kms activity that carries out `request` for `context.account`.
+ * Throws unless `payload` is the kms activity that carries out `request` for `context.account`;
+ * answers what only the payload tells (an export's key, a credential's expiry) for the dialog.
  *
  * @example
  * assertPayloadMatches({ request, payload, context }) // personal_sign: sign_raw_payload of its EIP-191 preimage, keccak256
  */
-export function assertPayloadMatches({ request, payload, context }: ReviewAndStampValue): void {
+export function assertPayloadMatches({ request, payload, context }: ReviewAndStampValue, settings: PayloadSettings = {}): PayloadFacts | undefined {
   let body: unknown
   try {
     body = JSON.parse(payload)
@@ -42,8 +50,20 @@ export function assertPayloadMatches({ request, payload, context }: ReviewAndSta
         throw unbound('the payload does not sign this message with this account')
       return
     }
+    case 'eth_signTypedData_v4':
+      return checkTypedData(activity as Activity, request.params, context.account)
+    case 'eth_sendTransaction':
+      return checkTransaction(activity as Activity, request.params, context, settings)
+    case 'wallet_sendCalls':
+      return checkCalls(activity as Activity, request.params, context, settings)
+    case 'eip7702_authorization':
+      return checkAuthorization(activity as Activity, request.params, context, settings)
+    case 'export_wallet':
+      return checkExport(activity as Activity, context, settings)
+    case 'add_credential':
+      return checkCredential(activity as Activity)
     default:
-      throw unbound(`${request.method} cannot be stamped by this frame yet`)
+      throw unbound(`${request.method} cannot be stamped by this frame`)
   }
 }
 

@@ -13,8 +13,11 @@ export type PageConfig = {
   readonly signerPublicKey: string
 }
 
+/** The content of the page's `<meta name>`, '' when it is missing. */
+export const metaContent = (document: Document, name: string): string => document.querySelector(`meta[name="${name}"]`)?.getAttribute('content')?.trim() ?? ''
+
 export function pageConfig(document: Document): PageConfig {
-  const meta = (name: string) => document.querySelector(`meta[name="${name}"]`)?.getAttribute('content')?.trim() ?? ''
+  const meta = (name: string) => metaContent(document, name)
   return {
     page: meta('latchkey-frame'),
     parentOrigins: meta('latchkey-parent-origins').split(/\s+/).filter(Boolean),

@@ -1,0 +1,367 @@
+import {
+  encodeAbiParameters,
+  encodeFunctionData,
+  type Hex,
+  hashMessage,
+  keccak256,
+  parseAbi,
+  parseGwei,
+  serializeTransaction,
+  serializeTypedData,
+  type TransactionSerializable,
+  toHex,
+} from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { describe, expect, test } from 'vitest'
+import { batchExecutorAddress as executor } from '../../../contracts/index.js'
+import type { FrameRequest } from '../src/frames/browser/channel.js'
+import { chainRpc, parseConsentConfig } from '../src/frames/browser/consentConfig.js'
+import { parseReviewAndStamp } from '../src/frames/browser/consentMessages.js'
+import { assertPayloadMatches, type PayloadSettings } from '../src/frames/browser/consentPayload.js'
+
+// The consent frame stamps only the body it showed: each method's payload is checked against the
+// request (consentChecks/*), with the frame's own settings (the kms's executor, the export frame's
+// key). Every refusal below names what its check refuses; removing a check turns its case green
+// into a stamp, which these cases catch.
+
+const account = privateKeyToAccount(keccak256(toHex('latchkey consent checks account'))).address
+const other = privateKeyToAccount(keccak256(toHex('latchkey consent checks other'))).address
+const token = privateKeyToAccount(keccak256(toHex('latchkey consent checks token'))).address
+const chainId = 31337
+const settings: PayloadSettings = { executor }
+
+const activity = (type: string, parameters: Record<string, unknown>) => JSON.stringify({ type, timestampMs: '1', organizationId: 'org', parameters })
+/** Runs the frame's check as REVIEW_AND_STAMP would: parsed, then bound; answers the facts or the refusal. */
+function check(request: { method: string; params: unknown[] }, payload: string, frame: PayloadSettings = settings) {
+  const value = parseReviewAndStamp({ type: 'REVIEW_AND_STAMP', requestId: 'r', value: { request, payload, context: { account, chainId } } } as FrameRequest)
+  try {
+    return { facts: assertPayloadMatches(value, frame) }
+  } catch (error) {
+    return { code: (error as { code?: number }).code, message: (error as Error).message }
+  }
+}
+const refused = (message: string) => ({ code: -32602, message })
+
+describe('eth_signTypedData_v4', () => {
+  const typedData = {
+    domain: { name: 'Mail', version: '1', chainId, verifyingContract: token },
+    types: {
+      // eth_signTypedData_v4 names the domain's type; serializeTypedData keeps the domain only then.
+      EIP712Domain: [
+        { name: 'name', type: 'string' },
+        { name: 'version', type: 'string' },
+        { name: 'chainId', type: 'uint256' },
+        { name: 'verifyingContract', type: 'address' },
+      ],
+      Mail: [
+        { name: 'to', type: 'address' },
+        { name: 'contents', type: 'string' },
+        { name: 'amount', type: 'uint256' },
+      ],
+    },
+    primaryType: 'Mail',
+    message: { to: other, contents: 'hello', amount: 5n },
+  } as const
+  const body = (data: Parameters<typeof serializeTypedData>[0] = typedData, parameters: Record<string, unknown> = {}) =>
+    activity('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', {
+      signWith: account,
+      payload: serializeTypedData(data),
+      encoding: 'PAYLOAD_ENCODING_EIP712',
+      hashFunction: 'HASH_FUNCTION_NOT_APPLICABLE',
+      ...parameters,
+    })
+  // The app's own JSON: other key order, the amount as a number, the chain id as hex.
+  const requested = JSON.stringify({
+    primaryType: 'Mail',
+    message: { amount: 5, contents: 'hello', to: other.toLowerCase() },
+    types: typedData.types,
+    domain: { verifyingContract: token, chainId: '0x7a69', version: '1', name: 'Mail' },
+  })
+  const request = (data: unknown = requested, signer: string = account) => ({ method: 'eth_signTypedData_v4', params: [signer, data] })
+
+  test('default: the same typed data, compared as what is signed, in either hash function name @turnkey/viem and the contract use', () => {
+    expect(check(request(), body())).toEqual({ facts: undefined })
+    expect(check(request(JSON.parse(requested)), body(typedData, { hashFunction: 'HASH_FUNCTION_NO_OP' }))).toEqual({ facts: undefined })
+  })
+
+  test('error: other typed data, another signer, another encoding, malformed JSON', () => {
+    expect(check(request(), body({ ...typedData, message: { ...typedData.message, amount: 6n } }))).toEqual(
+      refused('the payload does not sign the requested typed data'),
+    )
+    expect(check(request(), body({ ...typedData, domain: { ...typedData.domain, chainId: 1 } }))).toEqual(
+      refused('the payload does not sign the requested typed data'),
+    )
+    expect(check(request(), body(typedData, { signWith: other }))).toEqual(refused(`the payload signs with ${other}, not with the account ${account}`))
+    expect(check(request(requested, other), body())).toEqual(refused(`the typed data is to be signed by ${other}, not by ${account}`))
+    expect(check(request(), body(typedData, { encoding: 'PAYLOAD_ENCODING_HEXADECIMAL' }))).toEqual(
+      refused('typed data must be sent as PAYLOAD_ENCODING_EIP712 with HASH_FUNCTION_NOT_APPLICABLE'),
+    )
+    expect(check(request(), body(typedData, { payload: '{"types"' }))).toEqual(refused('the payload is not JSON typed data'))
+    expect(check(request('{"types"'), body())).toEqual(refused('the requested typed data is not JSON typed data'))
+    expect(check(request(JSON.stringify({ ...JSON.parse(requested), message: { to: 'nobody' } })), body())).toEqual(
+      refused('the requested typed data does not match its EIP-712 types'),
+    )
+    expect(check(request(), activity('ACTIVITY_TYPE_EXPORT_WALLET', { targetPublicKey: '04' }))).toEqual(
+      refused('the payload is not a raw payload signature (ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2), it is ACTIVITY_TYPE_EXPORT_WALLET'),
+    )
+  })
+})
+
+const TOKEN_ABI = parseAbi(['function transfer(address to, uint256 amount)'])
+const transferData = encodeFunctionData({ abi: TOKEN_ABI, functionName: 'transfer', args: [other, 10n ** 18n] })
+/** What the wallet fills in: nonce, gas and fees. */
+const filled = { nonce: 3, gas: 100_000n, maxFeePerGas: parseGwei('2'), maxPriorityFeePerGas: parseGwei('1') }
+const signTransaction = (transaction: TransactionSerializable, parameters: Record<string, unknown> = {}) =>
+  activity('ACTIVITY_TYPE_SIGN_TRANSACTION_V2', {
+    signWith: account,
+    unsignedTransaction: serializeTransaction(transaction).slice(2),
+    type: 'TRANSACTION_TYPE_ETHEREUM',
+    ...parameters,
+  })
+const signedAuthorization = (address: Hex, authorizationChainId = chainId) => ({
+  address,
+  chainId: authorizationChainId,
+  nonce: 4,
+  r: toHex(1n, { size: 32 }),
+  s: toHex(2n, { size: 32 }),
+  yParity: 0,
+})
+
+describe('eth_sendTransaction', () => {
+  const sent = { to: token, value: 0n, data: transferData, chainId, type: 'eip1559', ...filled } as const
+  const request = (fields: Record<string, unknown> = {}) => ({
+    method: 'eth_sendTransaction',
+    params: [{ from: account, to: token, data: transferData, ...fields }],
+  })
+
+  test('default: the requested call with the wallet’s gas and fees; the fee they allow is shown', () => {
+    expect(check(request(), signTransaction(sent))).toEqual({
+      facts: { rows: [{ label: 'Fee at most', value: '0.0002 ETH (100000 gas at 2 gwei)' }] },
+    })
+    expect(check(request({ value: '0x5', chainId: '0x7a69' }), signTransaction({ ...sent, value: 5n }))).toMatchObject({ facts: {} })
+  })
+
+  test('error: another recipient, value, calldata or chain; another signer; not a transaction', () => {
+    const mismatch = refused('the payload does not send the requested transaction')
+    expect(check(request(), signTransaction({ ...sent, to: other }))).toEqual(mismatch)
+    expect(check(request(), signTransaction({ ...sent, value: 1n }))).toEqual(mismatch)
+    expect(check(request(), signTransaction({ ...sent, data: `${transferData}00` }))).toEqual(mismatch)
+    expect(check(request({ to: undefined, data: '0x6000' }), signTransaction({ ...sent, to: undefined, data: '0x6000' }))).toMatchObject({ facts: {} })
+    expect(check(request({ to: undefined, data: '0x6000' }), signTransaction(sent))).toEqual(mismatch)
+    expect(check(request(), signTransaction({ ...sent, chainId: 1 }))).toEqual(refused("the transaction is for chain 1, not for the wallet's chain 31337"))
+    expect(check(request({ chainId: '0x1' }), signTransaction(sent))).toEqual(
+      refused('the requested transaction is for Ethereum (1), but the wallet is on Anvil A (31337)'),
+    )
+    expect(check(request({ from: other }), signTransaction(sent))).toEqual(
+      refused(`the requested transaction is from ${other}, not from the account ${account}`),
+    )
+    expect(check(request(), signTransaction(sent, { signWith: other }))).toEqual(refused(`the payload signs with ${other}, not with the account ${account}`))
+    expect(check(request(), signTransaction(sent, { type: 'TRANSACTION_TYPE_SOLANA' }))).toEqual(
+      refused("the payload's transaction type is TRANSACTION_TYPE_SOLANA, not TRANSACTION_TYPE_ETHEREUM"),
+    )
+    expect(check(request(), signTransaction(sent, { unsignedTransaction: '02zz' }))).toEqual(refused('the payload holds no serialized transaction'))
+    expect(check(request(), signTransaction(sent, { unsignedTransaction: 'c0' }))).toEqual(refused('the payload holds no serialized transaction'))
+    expect(check(request({ to: 'nobody' }), signTransaction(sent))).toEqual(
+      refused('the requested transaction is malformed: The transaction\'s "to" is not an address: nobody'),
+    )
+  })
+
+  test('error: a transaction that delegates the account to anything but the executor, or on another chain', () => {
+    const delegating = (address: Hex, on = chainId) => signTransaction({ ...sent, type: 'eip7702', authorizationList: [signedAuthorization(address, on)] })
+    expect(check(request(), delegating(executor))).toMatchObject({ facts: {} })
+    expect(check(request(), delegating(other))).toEqual(refused(`the transaction delegates the account to ${other}, not to the wallet's batch executor`))
+    expect(check(request(), delegating(executor), {})).toEqual(
+      refused(`the transaction delegates the account to ${executor}, not to the wallet's batch executor`),
+    )
+    expect(check(request(), delegating(executor, 0))).toEqual(refused("the transaction's authorization is for chain 0, not 31337"))
+  })
+})
+
+describe('wallet_sendCalls', () => {
+  const CALLS = [{ type: 'tuple[]', components: [{ type: 'address' }, { type: 'uint256' }, { type: 'bytes' }] }] as const
+  const EXECUTE = parseAbi(['function execute(bytes32 mode, bytes executionData) payable'])
+  const BATCH_MODE = '0x0100000000000000000000000000000000000000000000000000000000000000'
+  const calls = [
+    { to: token, data: transferData },
+    { to: other, value: '0x5' },
+  ]
+  /** The calldata the embedded wallet builds (smartAccount.ts executeData), written out here independently. */
+  const execute = (list: readonly (readonly [Hex, bigint, Hex])[]) =>
+    encodeFunctionData({ abi: EXECUTE, functionName: 'execute', args: [BATCH_MODE, encodeAbiParameters(CALLS, [list])] })
+  const batchData = execute([
+    [token, 0n, transferData],
+    [other, 5n, '0x'],
+  ])
+  const sent = { to: account, value: 0n, data: batchData, chainId, type: 'eip1559', ...filled } as const
+  const request = (fields: Record<string, unknown> = {}) => ({
+    method: 'wallet_sendCalls',
+    params: [{ version: '2.0.0', chainId: '0x7a69', from: account, calls, ...fields }],
+  })
+
+  test('default: one transaction to the account itself running exactly the calls, upgrading it to the executor on the way', () => {
+    expect(check(request(), signTransaction(sent))).toMatchObject({ facts: { rows: [{ label: 'Fee at most' }] } })
+    expect(check(request(), signTransaction({ ...sent, type: 'eip7702', authorizationList: [signedAuthorization(executor)] }))).toMatchObject({ facts: {} })
+  })
+
+  test('error: other calls, another target, value carried, another chain, no executor', () => {
+    const mismatch = refused('the payload does not send the requested calls')
+    expect(check(request(), signTransaction({ ...sent, data: execute([[token, 0n, transferData]]) }))).toEqual(mismatch)
+    expect(check(request(), signTransaction({ ...sent, to: executor }))).toEqual(mismatch)
+    expect(check(request(), signTransaction({ ...sent, value: 5n }))).toEqual(mismatch)
+    expect(check(request({ chainId: '0x1' }), signTransaction(sent))).toEqual(
+      refused('the requested batch is for chain 0x1, but the wallet is on Anvil A (31337)'),
+    )
+    expect(check(request({ calls: [] }), signTransaction(sent))).toEqual(refused('the requested batch has no calls'))
+    expect(check(request({ from: other }), signTransaction(sent))).toEqual(refused(`the requested batch is from ${other}, not from the account ${account}`))
+    expect(check(request(), signTransaction(sent), {})).toEqual(refused('this frame has no batch executor configured, so it cannot sign a batch of calls'))
+    expect(check(request(), signTransaction({ ...sent, type: 'eip7702', authorizationList: [signedAuthorization(other)] }))).toEqual(
+      refused(`the transaction delegates the account to ${other}, not to the wallet's batch executor`),
+    )
+  })
+})
+
+describe('eip7702_authorization', () => {
+  const body = (authorization: Record<string, unknown>, parameters: Record<string, unknown> = {}) =>
+    activity('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', {
+      signWith: account,
+      payload: JSON.stringify(authorization),
+      encoding: 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION',
+      hashFunction: 'HASH_FUNCTION_NOT_APPLICABLE',
+      ...parameters,
+    })
+  const request = (fields: Record<string, unknown> = {}) => ({ method: 'eip7702_authorization', params: [{ address: executor, chainId, nonce: 4, ...fields }] })
+  const signed = { address: executor, chainId: '31337', nonce: '4' }
+
+  test('default: to the executor, on the wallet’s chain, at the requested nonce', () => {
+    expect(check(request(), body(signed))).toEqual({ facts: undefined })
+    expect(check(request({ address: undefined, contractAddress: executor, nonce: '0x4' }), body(signed))).toEqual({ facts: undefined })
+  })
+
+  test('error: another delegate, every chain, another chain, another nonce, no executor configured', () => {
+    expect(check(request({ address: other }), body({ ...signed, address: other }))).toEqual(
+      refused(`the authorization delegates to ${other}, not to the wallet's batch executor ${executor}`),
+    )
+    expect(check(request({ chainId: 0 }), body({ ...signed, chainId: 0 }))).toEqual(
+      refused("the authorization is for chain 0, not for the wallet's chain 31337"),
+    )
+    expect(check(request(), body({ ...signed, chainId: 1 }))).toEqual(refused("the authorization is for chain 1, not for the wallet's chain 31337"))
+    expect(check(request(), body({ ...signed, nonce: 5 }))).toEqual(refused("the authorization's nonce 5 is not the requested nonce 4"))
+    expect(check(request({ nonce: undefined }), body(signed))).toEqual(refused("the authorization's nonce 4 is not the requested nonce undefined"))
+    expect(check(request({ chainId: 1 }), body(signed))).toEqual(refused('the payload does not sign the requested authorization'))
+    expect(check(request(), body(signed), {})).toEqual(refused('this frame has no batch executor configured, so it signs no EIP-7702 authorization'))
+    expect(check(request(), body(signed, { encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', payload: keccak256('0x05') }))).toEqual(
+      refused('an authorization must be sent as PAYLOAD_ENCODING_EIP7702_AUTHORIZATION with HASH_FUNCTION_NOT_APPLICABLE'),
+    )
+    expect(check(request(), body(signed, { payload: 'nonsense' }))).toEqual(refused('the payload holds no authorization {address, chainId, nonce}'))
+    expect(check(request(), body(signed, { signWith: other }))).toEqual(refused(`the payload signs with ${other}, not with the account ${account}`))
+  })
+})
+
+describe('export_wallet', () => {
+  const x = 'a1'.repeat(32)
+  const exportKey = `04${x}${'b3'.repeat(32)}` // y ends odd: compressed 03‖x
+  const frame = { ...settings, exportKey }
+  const request = { method: 'export_wallet', params: [] }
+  const exportWallet = (targetPublicKey: string) => activity('ACTIVITY_TYPE_EXPORT_WALLET', { walletId: 'w', targetPublicKey })
+  const exportAccount = (targetPublicKey: string, address: string = account) => activity('ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT', { address, targetPublicKey })
+
+  test('default: to the export frame’s key (uncompressed or compressed), with what is exported and a warning', () => {
+    expect(check(request, exportWallet(exportKey), frame)).toEqual({
+      facts: {
+        rows: [{ label: 'Exports', value: 'the secret recovery phrase of the whole wallet' }],
+        warnings: [{ level: 'danger', text: 'It appears only in the export frame. Never type it into a site or share it: whoever has it takes everything.' }],
+      },
+    })
+    expect(check(request, exportAccount(`03${x}`), frame)).toMatchObject({ facts: { rows: [{ label: 'Exports', value: 'the private key of this account' }] } })
+  })
+
+  test('error: a key the page names, no export frame, another account, another activity', () => {
+    const pageKey = `04${'cd'.repeat(64)}`
+    expect(check(request, exportWallet(pageKey), frame)).toEqual(refused('the export is encrypted to a key that is not the export frame’s'))
+    expect(check(request, exportWallet(`02${x}`), frame)).toEqual(refused('the export is encrypted to a key that is not the export frame’s'))
+    expect(check(request, exportWallet(exportKey), settings)).toEqual(refused('there is no export frame to receive the export: open it first'))
+    expect(check(request, exportAccount(exportKey, other), frame)).toEqual(refused(`the export is of ${other}, not of the account ${account}`))
+    expect(check(request, activity('ACTIVITY_TYPE_EXPORT_PRIVATE_KEY', { privateKeyId: 'k', targetPublicKey: exportKey }), frame)).toEqual(
+      refused('the payload is not an export (ACTIVITY_TYPE_EXPORT_WALLET or ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT), it is ACTIVITY_TYPE_EXPORT_PRIVATE_KEY'),
+    )
+  })
+})
+
+describe('add_credential', () => {
+  const request = { method: 'add_credential', params: [] }
+  const publicKey = `02${'ef'.repeat(32)}`
+
+  test('default: each new API key with its expiry, each passkey', () => {
+    const { facts } = check(
+      request,
+      activity('ACTIVITY_TYPE_CREATE_API_KEYS_V2', { userId: 'u', apiKeys: [{ apiKeyName: 'laptop', publicKey, expirationSeconds: '7200' }] }),
+    ) as {
+      facts: { rows: { label: string; value: string }[] }
+    }
+    expect(facts.rows).toHaveLength(1)
+    expect(facts.rows[0]!.label).toBe('API key laptop')
+    expect(facts.rows[0]!.value).toMatch(new RegExp(`^${publicKey}, expires after 2 hours \\(\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\)$`))
+    expect(check(request, activity('ACTIVITY_TYPE_CREATE_API_KEYS_V2', { userId: 'u', apiKeys: [{ apiKeyName: 'forever', publicKey }] }))).toEqual({
+      facts: { rows: [{ label: 'API key forever', value: `${publicKey}, never expires`, tone: 'danger' }] },
+    })
+    expect(
+      check(
+        request,
+        activity('ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', { userId: 'u', authenticators: [{ authenticatorName: 'phone', challenge: 'c', attestation: {} }] }),
+      ),
+    ).toEqual({ facts: { rows: [{ label: 'Passkey', value: 'phone, never expires (until removed)' }] } })
+  })
+
+  test('error: nothing added, an unreadable expiry, another activity', () => {
+    expect(check(request, activity('ACTIVITY_TYPE_CREATE_API_KEYS_V2', { userId: 'u', apiKeys: [] }))).toEqual(refused('the payload adds no API key'))
+    expect(
+      check(request, activity('ACTIVITY_TYPE_CREATE_API_KEYS_V2', { userId: 'u', apiKeys: [{ apiKeyName: 'k', publicKey, expirationSeconds: 'soon' }] })),
+    ).toEqual(refused('the API key k has an unreadable expiry'))
+    expect(check(request, activity('ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', { userId: 'u', authenticators: [] }))).toEqual(
+      refused('the payload adds no passkey'),
+    )
+    expect(check(request, activity('ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2', { targetPublicKey: publicKey }))).toEqual(
+      refused(
+        'the payload is not a new credential (ACTIVITY_TYPE_CREATE_API_KEYS_V2 or ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2), it is ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
+      ),
+    )
+  })
+})
+
+describe('any other method', () => {
+  test('error: refused whatever its payload', () => {
+    const body = activity('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', {
+      signWith: account,
+      payload: hashMessage('x'),
+      encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+      hashFunction: 'HASH_FUNCTION_NO_OP',
+    })
+    expect(check({ method: 'wallet_grantPermissions', params: [{}] }, body)).toEqual(refused('wallet_grantPermissions cannot be stamped by this frame'))
+    expect(check({ method: 'eth_sendTransaction', params: [{}] }, 'not json')).toEqual(refused('the payload is not a JSON kms request'))
+    expect(check({ method: 'eth_sendTransaction', params: [{}] }, '{"type":"x"}')).toEqual(refused('the payload is not a kms activity'))
+  })
+})
+
+describe('the frame’s configuration', () => {
+  const config = parseConsentConfig({ chains: '31337=http://127.0.0.1:8545 31338=http://127.0.0.1:8546 0=http://x 7=ftp://x junk', executor })
+
+  test('default: the kms’s chains and executor, read from the page', () => {
+    expect(config).toEqual({
+      chains: new Map([
+        [31337, 'http://127.0.0.1:8545'],
+        [31338, 'http://127.0.0.1:8546'],
+      ]),
+      executor,
+    })
+    expect(parseConsentConfig({ chains: '', executor: 'nobody' })).toEqual({ chains: new Map(), executor: undefined })
+    expect(chainRpc(config, 'personal_sign', 1)).toBeUndefined()
+    expect(chainRpc(config, 'eth_sendTransaction', 31337)).toBeTypeOf('function')
+  })
+
+  test('error: a transaction or batch on a chain the kms configured no RPC for is refused', () => {
+    for (const method of ['eth_sendTransaction', 'wallet_sendCalls'] as const)
+      expect(() => chainRpc(config, method, 1)).toThrow(
+        'this frame has no RPC for chain 1 (kms setting --frames-chain), so it cannot review a transaction there',
+      )
+  })
+})

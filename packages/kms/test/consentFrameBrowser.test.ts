@@ -1,0 +1,124 @@
+import { createServer, type Server } from 'node:http'
+import { getFreePort } from '@latchkey/devnet'
+import { type Browser, chromium, type Frame, type Page } from 'playwright-core'
+import { parseEther, parseGwei, serializeTransaction } from 'viem'
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
+import { batchExecutorAddress } from '../../../contracts/index.js'
+import { chromiumLaunchOptions } from '../../../test/chromium.js'
+import { createKms, type Kms } from '../src/index.js'
+import { testDatabase } from './database.js'
+
+// The consent frame's configuration in Chromium: a kms whose frames name the unit run's anvil
+// (chain A) reviews and simulates a transaction there through the page's CSP; a kms that names no
+// chain refuses it, answers the app -32602 with the reason, and its dialog says why with nothing to
+// approve. The app page speaks the frame's protocol by hand; clicks are Playwright's, trusted.
+
+const account = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266'
+const recipient = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
+const transaction = {
+  request: { method: 'eth_sendTransaction', params: [{ from: account, to: recipient, value: '0xde0b6b3a7640000' }] },
+  payload: JSON.stringify({
+    type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+    timestampMs: '1',
+    organizationId: 'org',
+    parameters: {
+      signWith: account,
+      type: 'TRANSACTION_TYPE_ETHEREUM',
+      unsignedTransaction: serializeTransaction({
+        type: 'eip1559',
+        chainId: 31337,
+        to: recipient,
+        value: parseEther('1'),
+        nonce: 0,
+        gas: 21_000n,
+        maxFeePerGas: parseGwei('2'),
+        maxPriorityFeePerGas: parseGwei('1'),
+      }).slice(2),
+    },
+  }),
+  context: { account, chainId: 31337 },
+}
+
+const appHtml = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>App</title>
+<script type="module">
+window.openConsent = (framesUrl) => new Promise((resolve) => {
+  const iframe = document.createElement('iframe')
+  iframe.src = framesUrl + '/consent'
+  iframe.style.cssText = 'width: 480px; height: 640px; border: 0'
+  const channel = new MessageChannel()
+  const waiting = new Map()
+  channel.port1.onmessage = (event) => {
+    if (event.data.type === 'PUBLIC_KEY_READY') return resolve(true)
+    waiting.get(event.data.requestId)?.(event.data)
+  }
+  window.ask = (requestId, value) => { window.answer = new Promise((done) => waiting.set(requestId, done)); channel.port1.postMessage({ type: 'REVIEW_AND_STAMP', requestId, value }) }
+  iframe.addEventListener('load', () => iframe.contentWindow.postMessage({ type: 'TURNKEY_INIT_MESSAGE_CHANNEL' }, new URL(framesUrl).origin, [channel.port2]), { once: true })
+  document.body.append(iframe)
+})
+</script></head><body></body></html>`
+
+let browser: Browser
+let appServer: Server
+let appOrigin: string
+const kmss: Kms[] = []
+
+beforeAll(async () => {
+  const appPort = await getFreePort()
+  appOrigin = `http://localhost:${appPort}`
+  appServer = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/html' })
+    response.end(appHtml)
+  })
+  await new Promise<void>((resolve) => appServer.listen(appPort, '127.0.0.1', resolve))
+  browser = await chromium.launch(chromiumLaunchOptions)
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await new Promise((resolve) => appServer?.close(resolve))
+  for (const kms of kmss) await kms.stop()
+})
+
+/** A kms with frames configured as given, an app page with its consent frame's channel open. */
+async function openConsent(frames: { chains?: { id: number; rpcUrl: string }[]; executor?: string }): Promise<{ page: Page; frame: Frame }> {
+  const kms = createKms({ port: await getFreePort(), ...(await testDatabase()), frames: { port: await getFreePort(), parentOrigins: [appOrigin], ...frames } })
+  kmss.push(kms)
+  await kms.start()
+  const page = await browser.newPage()
+  await page.goto(appOrigin)
+  await page.evaluate((framesUrl) => (window as unknown as { openConsent(url: string): Promise<boolean> }).openConsent(framesUrl), kms.framesUrl!)
+  return { page, frame: page.frames().find((candidate) => candidate.url() === `${kms.framesUrl}/consent`)! }
+}
+
+const ask = (page: Page, requestId: string, value: unknown) =>
+  page.evaluate(({ requestId, value }) => (window as unknown as { ask(id: string, value: unknown): void }).ask(requestId, value), { requestId, value })
+const answer = (page: Page) => page.evaluate(() => (window as unknown as { answer: Promise<unknown> }).answer)
+
+describe('consent frame configured by the kms', () => {
+  test('default: a transaction on a configured chain is decoded and simulated on its RPC, through the CSP', async () => {
+    const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress })
+    await ask(page, 'tx-1', transaction)
+    const dialog = frame.getByRole('dialog')
+    await expect.poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 }).toBe('You send 1 ETH. You receive nothing')
+    expect(await frame.locator('#review-title').textContent()).toBe('Send a transaction')
+    expect(await dialog.getByText('0.000042 ETH (21000 gas at 2 gwei)').count()).toBe(1)
+    await frame.getByRole('button', { name: 'Reject' }).click()
+    expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'tx-1' })
+    await page.close()
+  })
+
+  test('error: with no chain configured, a transaction is refused to the app (-32602) and the dialog says why, with nothing to approve', async () => {
+    const { page, frame } = await openConsent({})
+    await ask(page, 'tx-2', transaction)
+    const reason = 'this frame has no RPC for chain 31337 (kms setting --frames-chain), so it cannot review a transaction there'
+    expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: -32602, message: reason }, requestId: 'tx-2' })
+    const dialog = frame.getByRole('dialog')
+    await dialog.waitFor()
+    expect(await frame.locator('#review-title').textContent()).toBe('This request cannot be signed')
+    expect(await frame.getByRole('alert').textContent()).toBe(`T${reason.slice(1)}.`)
+    expect(await frame.getByRole('button', { name: 'Approve' }).isHidden()).toBe(true)
+    await frame.getByRole('button', { name: 'Reject' }).click()
+    await dialog.waitFor({ state: 'hidden' })
+    await page.close()
+  })
+})
