@@ -188,9 +188,17 @@ export function createAuditTrail(options: AuditTrailOptions) {
   const { storage } = options
   const key = options.key ?? DEVELOPMENT_AUDIT_KEY
   if (key.length !== 32) throw new Error('the audit key must be 32 bytes')
+  // An append that fails does not fail the request that caused it: the request's own writes are
+  // committed by then (and a refusal wrote nothing), so answering it 500 would not undo them, only
+  // hide that they happened. The events are logged whole (as an operator's alert rule matches
+  // "audit events not stored") and counted (`failures`), so the gap is seen and can be filled.
+  let failures = 0
   const onError =
     options.onError ??
-    ((error: Error) => (options.logger ? options.logger.error({ err: error }, `audit events not stored: ${error.message}`) : console.error(error)))
+    ((error: Error, events: readonly unknown[]) =>
+      options.logger
+        ? options.logger.error({ err: error, events }, `audit events not stored: ${error.message}`)
+        : console.error(`audit events not stored: ${error.message}`, events))
   const table = auditTable(options.service)
   const now = options.now ?? Date.now
   type Pending = { event: Omit<AuditEventRow, 'seq' | 'prev_hash' | 'hash'>; done: () => void }
@@ -225,6 +233,7 @@ export function createAuditTrail(options: AuditTrailOptions) {
         const rows = await append(batch)
         if (options.logFile) await appendFile(options.logFile, rows.map((row) => `${JSON.stringify(row)}\n`).join(''))
       } catch (error) {
+        failures += batch.length
         onError(
           error as Error,
           batch.map((pending) => pending.event as AuditEventRow),
@@ -265,6 +274,8 @@ export function createAuditTrail(options: AuditTrailOptions) {
     settled: async () => {
       while (flushing) await flushing
     },
+    /** Events that could not be stored (or mirrored to the log file) since the trail was created: a non-zero count wants an operator. */
+    failures: () => failures,
     /** The keyed hash of an email, to look one person's events up. */
     emailHash: (email: string) => keyedHash(key, 'email', email),
   }
