@@ -1,4 +1,4 @@
-import { DEVELOPMENT_AUDIT_KEY, type Logger } from '@latchkey/service'
+import type { Logger } from '@latchkey/service'
 import { type AuditTrail, createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
@@ -11,7 +11,7 @@ import { auditSubmissions } from './http/audit.js'
 import { type Authenticated, authenticate } from './http/authenticate.js'
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './http/bodyLimit.js'
 import { cors } from './http/cors.js'
-import { DEFAULT_RATE_LIMITS, type RateLimits, rateLimit } from './http/rateLimit.js'
+import { createRateLimiter, DEFAULT_RATE_LIMITS, RateLimitedError, type RateLimiter, type RateLimits } from './http/rateLimit.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { createOutbox, type Outbox } from './outbox.js'
 import { own } from './own.js'
@@ -59,6 +59,8 @@ export type KmsAppOptions = {
   corsOrigins?: readonly string[] | '*' | undefined
   /** Activities' rate limits per API key and per organization (http/rateLimit.ts); `false` turns them off. Default: DEFAULT_RATE_LIMITS. */
   rateLimits?: RateLimits | false | undefined
+  /** The limiter itself, when its owner must flush it on stop (createKms); overrides `rateLimits`. */
+  rateLimiter?: RateLimiter | undefined
 }
 
 /** Where the service publishes its bundle signer's public key (uncompressed hex). */
@@ -98,7 +100,8 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
       if (options.logger) options.logger.error({ err: error }, `unexpected error: ${error.message}`)
       else console.error(error)
     }
-    return Response.json(known.toJSON(), { status: known.status })
+    const headers: Record<string, string> = error instanceof RateLimitedError ? { 'Retry-After': String(error.retryAfterSeconds) } : {}
+    return Response.json(known.toJSON(), { status: known.status, headers })
   })
   app.notFound(() => Response.json(notFound('no such endpoint').toJSON(), { status: 404 }))
 
@@ -115,17 +118,13 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   const guard = [bodyLimit(maxBodyBytes), authenticate({ db, signerPublicKey, webauthn, now })] as const
   app.use('/public/v1/query/*', ...guard)
   // Every submission's outcome goes to the audit trail, its authentication's refusals included.
-  const audit =
-    options.audit ??
-    createAuditTrail({
-      service: 'kms',
-      storage: db.auditStorage,
-      key: DEVELOPMENT_AUDIT_KEY,
-      now,
-      onError: (error) => (options.logger ? options.logger.error({ err: error }, `audit events not stored: ${error.message}`) : console.error(error)),
-    })
+  const audit = options.audit ?? createAuditTrail({ service: 'kms', storage: db.auditStorage, now, logger: options.logger })
+  const limiter =
+    options.rateLimiter ?? (options.rateLimits === false ? undefined : createRateLimiter({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now, audit }))
+  // A credential known to be over its window is refused first, before its body is read or its stamp verified.
+  if (limiter) app.use('/public/v1/submit/*', limiter.gate)
   app.use('/public/v1/submit/*', auditSubmissions(audit), ...guard)
-  if (options.rateLimits !== false) app.use('/public/v1/submit/*', rateLimit({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now }))
+  if (limiter) app.use('/public/v1/submit/*', limiter.count)
 
   app.route(
     '/public/v1/submit',

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import {
   auditSettings,
+  auditVerifyCommand,
   baseSettings,
   custom,
   hexBytes,
@@ -425,28 +426,20 @@ await runService({
         }
       },
     },
-    'audit verify': {
-      summary:
-        'Walk the audit trail from its first event: prints the count when every event links to the one before and matches its hash; exits 1 naming the first altered row.',
-      settings: storeSettings,
-      async run(values: { db: string | undefined; databaseUrl: string | undefined }) {
-        if (values.db === undefined && values.databaseUrl === undefined)
-          throw new SettingsError(
-            `audit verify reads the kms's store: set ${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}, as the kms has them`,
-          )
-        const store = storeOf(values)
-        // Nothing sealed is read: no master key is needed.
-        const kms = await openKms({ ...store.options, masterKey: randomBytes(32) }, store.name)
-        try {
-          const verdict = await kms.verifyAudit()
-          if (!verdict.intact)
-            throw new Error(`the audit trail is altered at row ${verdict.seq}: ${verdict.problem} (${verdict.count} rows before it are intact)`)
-          return { intact: true, count: verdict.count, headHash: verdict.headHash }
-        } finally {
-          await kms.stop()
-        }
-      },
-    },
+    'audit verify': auditVerifyCommand(storeSettings, async (values: { db: string | undefined; databaseUrl: string | undefined }) => {
+      if (values.db === undefined && values.databaseUrl === undefined)
+        throw new SettingsError(
+          `audit verify reads the kms's store: set ${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}, as the kms has them`,
+        )
+      const store = storeOf(values)
+      // Nothing sealed is read: no master key is needed.
+      const kms = await openKms({ ...store.options, masterKey: randomBytes(32) }, store.name)
+      try {
+        return await kms.verifyAudit()
+      } finally {
+        await kms.stop()
+      }
+    }),
     'generate-keys': {
       summary: 'Print a fresh master key, signer key pair and backend API key pair as JSON (hex), for the settings above and the backend.',
       settings: {},

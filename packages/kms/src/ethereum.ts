@@ -1,6 +1,7 @@
+import { pbkdf2 } from 'node:crypto'
 import { setImmediate as nextTurn } from 'node:timers/promises'
+import { promisify } from 'node:util'
 import { secp256k1 } from '@noble/curves/secp256k1'
-import { mnemonicToSeed } from '@scure/bip39'
 import {
   bytesToHex,
   type Hex,
@@ -47,13 +48,42 @@ function checkAccountParams(params: AccountParams) {
   if (!ADDRESS_FORMATS.has(params.addressFormat)) throw invalid(`unsupported address format ${params.addressFormat}`)
 }
 
+const pbkdf2Async = promisify(pbkdf2)
+
+/**
+ * BIP-39's seed (PBKDF2-HMAC-SHA512, 2048 rounds, salt "mnemonic", both NFKD), by node:crypto on
+ * libuv's thread pool: the one costly step of a wallet's creation never runs on the event loop.
+ */
+const seedOf = async (mnemonic: string) => new Uint8Array(await pbkdf2Async(mnemonic.normalize('NFKD'), 'mnemonic', 2048, 64, 'sha512'))
+
+// Requests that derive several accounts take turns, one request at a time: each yields after every
+// account, so whatever else the kms does (another user's signature) waits behind one account at
+// most, however many such requests are in flight (a flood of create_wallet: security review M4).
+let derivationLane: Promise<void> = Promise.resolve()
+
+async function inDerivationLane<result>(work: () => Promise<result>): Promise<result> {
+  const before = derivationLane
+  let release!: () => void
+  derivationLane = new Promise((resolve) => {
+    release = resolve
+  })
+  await before
+  try {
+    return await work()
+  } finally {
+    release()
+  }
+}
+
 /**
  * Derives accounts: secp256k1 keys on BIP-32 paths of the mnemonic's BIP-39 seed, with an Ethereum
  * address (or the public key itself, for the compressed and uncompressed address formats). Every
- * parameter is checked first. The seed (2048 rounds of PBKDF2) is computed once, in slices that
- * let other requests run; each account's parent node is derived once for all its siblings; and
- * the event loop is yielded after every account, so a request of 100 accounts never holds it for
- * longer than one account takes (security review M4). The seed and nodes are wiped after.
+ * parameter is checked first. The seed is computed off the event loop (`seedOf`); each account's
+ * parent node is derived once for all its siblings; the event loop is yielded after every
+ * account, and requests of several accounts take turns (`inDerivationLane`), so a request of 100
+ * accounts never holds the loop for longer than one account takes, nor do eight of them at once
+ * (security review M4). A single account (a signature's key derived on first use) does not queue.
+ * The seed and nodes are wiped after.
  *
  * @example
  * const [account] = await deriveAccounts(mnemonic, [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }])
@@ -61,7 +91,11 @@ function checkAccountParams(params: AccountParams) {
 export async function deriveAccounts(mnemonic: string, accounts: readonly AccountParams[]): Promise<DerivedAccount[]> {
   for (const params of accounts) checkAccountParams(params)
   if (!accounts.length) return []
-  const seed = await mnemonicToSeed(mnemonic)
+  return accounts.length === 1 ? derive(mnemonic, accounts) : inDerivationLane(() => derive(mnemonic, accounts))
+}
+
+async function derive(mnemonic: string, accounts: readonly AccountParams[]): Promise<DerivedAccount[]> {
+  const seed = await seedOf(mnemonic)
   const root = HDKey.fromMasterSeed(seed)
   const parents = new Map<string, HDKey>([['m', root]])
   const derived: DerivedAccount[] = []

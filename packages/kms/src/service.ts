@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
-import { closeGracefully, createHttpObserver, DEVELOPMENT_AUDIT_KEY, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
+import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
 import { createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp, DEFAULT_WEBAUTHN } from './app.js'
@@ -10,7 +10,7 @@ import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
 import type { FrameChain } from './frames/pages.js'
-import type { RateLimits } from './http/rateLimit.js'
+import { createRateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from './http/rateLimit.js'
 import { devInbox, type Mailer } from './mail.js'
 import { createOutbox } from './outbox.js'
 import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
@@ -126,15 +126,15 @@ export function createKms(options: KmsOptions = {}) {
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
   const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from, requireTLS: options.smtp?.requireTLS }) : undefined)
   const outbox = createOutbox({ db, mailer: mailer ?? devInbox(db, now), masterKey, now, logger: options.logger })
-  if (options.auditKey && options.auditKey.length !== 32) throw new Error('auditKey must be 32 bytes')
   const audit = createAuditTrail({
     service: 'kms',
     storage: db.auditStorage,
-    key: options.auditKey ?? DEVELOPMENT_AUDIT_KEY,
+    key: options.auditKey,
     logFile: options.auditLogFile,
     now,
-    onError: (error) => (options.logger ? options.logger.error({ err: error }, `audit events not stored: ${error.message}`) : console.error(error)),
+    logger: options.logger,
   })
+  const rateLimiter = options.rateLimits === false ? undefined : createRateLimiter({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now, audit })
   const framesOrigin = options.frames ? `http://${options.frames.host ?? 'localhost'}:${options.frames.port ?? 8091}` : undefined
   const corsOrigins = options.corsOrigins ?? [
     ...new Set([
@@ -157,6 +157,7 @@ export function createKms(options: KmsOptions = {}) {
     maxCredentialSeconds: options.maxCredentialSeconds,
     logger: options.logger,
     rateLimits: options.rateLimits,
+    rateLimiter,
     corsOrigins,
   })
   const framesApp = options.frames
@@ -210,6 +211,7 @@ export function createKms(options: KmsOptions = {}) {
       framesServers = []
       await closeGracefully(running, observer)
       await outbox.stop()
+      rateLimiter?.flush()
       await audit.settled()
       await db.close()
     },

@@ -1,4 +1,4 @@
-import { DEVELOPMENT_AUDIT_KEY, type Logger } from '@latchkey/service'
+import type { Logger } from '@latchkey/service'
 import { type AuditTrail, type AuditVerification, createAuditTrail, verifyAuditTrail } from '@latchkey/service/database'
 import type { Store } from './store.js'
 
@@ -20,15 +20,14 @@ export type ServerAuditOptions = {
  * const audit = createServerAudit(store, { key: auditKey, logFile: '/var/log/latchkey/audit.jsonl' })
  */
 export function createServerAudit(store: Store, options: ServerAuditOptions = {}): AuditTrail {
-  if (options.key && options.key.length !== 32) throw new Error('the audit key must be 32 bytes')
   const { database } = store
   return createAuditTrail({
     service: 'server',
     storage: { dialect: database.dialect, transaction: (work) => database.transaction(work, { isolation: 'read committed' }) },
-    key: options.key ?? DEVELOPMENT_AUDIT_KEY,
+    key: options.key,
     logFile: options.logFile,
     now: options.now,
-    onError: (error) => (options.logger ? options.logger.error({ err: error }, `audit events not stored: ${error.message}`) : console.error(error)),
+    logger: options.logger,
   })
 }
 

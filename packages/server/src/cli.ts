@@ -9,6 +9,7 @@ import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import {
   auditSettings,
+  auditVerifyCommand,
   baseSettings,
   custom,
   integer,
@@ -493,22 +494,14 @@ await runService({
       },
       storeLabel: `${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}`,
     }),
-    'audit verify': {
-      summary:
-        'Walk the audit trail from its first event: prints the count when every event links to the one before and matches its hash; exits 1 naming the first altered row.',
-      settings: storeSettings,
-      async run(values: { db: string | undefined; databaseUrl: string | undefined }) {
-        const store = await openCommandStore(values, 'audit verify')
-        try {
-          const verdict = await verifyServerAudit(store)
-          if (!verdict.intact)
-            throw new Error(`the audit trail is altered at row ${verdict.seq}: ${verdict.problem} (${verdict.count} rows before it are intact)`)
-          return { intact: true, count: verdict.count, headHash: verdict.headHash }
-        } finally {
-          await store.close()
-        }
-      },
-    },
+    'audit verify': auditVerifyCommand(storeSettings, async (values: { db: string | undefined; databaseUrl: string | undefined }) => {
+      const store = await openCommandStore(values, 'audit verify')
+      try {
+        return await verifyServerAudit(store)
+      } finally {
+        await store.close()
+      }
+    }),
     'sessions revoke': {
       summary:
         'End one person’s sessions now: the backend’s browser sessions and refresh tokens, and the user’s session keys in the kms (through the delegated user). Prints what it ended.',

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import type { AuditVerification } from './database/audit.js'
 import { hexBytes, secret, text } from './settings.js'
 
 /**
@@ -31,5 +32,26 @@ export function auditSettings() {
       valueName: '<path>',
       description: 'Also append each audit event, once stored, to this file as a JSON line. Default: the database only.',
     }),
+  }
+}
+
+/**
+ * The `audit verify` command of the kms's and the backend's CLIs: `verify` opens the service's
+ * store, walks its chain and closes it; the command prints the count and head hash when the chain
+ * is whole, and exits 1 naming the first altered row when it is not.
+ *
+ * @example
+ * commands: { 'audit verify': auditVerifyCommand(storeSettings, async (values) => verifyIn(await open(values))) }
+ */
+export function auditVerifyCommand<settings, values>(settings: settings, verify: (values: values) => Promise<AuditVerification>) {
+  return {
+    summary:
+      'Walk the audit trail from its first event: prints the count when every event links to the one before and matches its hash; exits 1 naming the first altered row.',
+    settings,
+    async run(values: values) {
+      const verdict = await verify(values)
+      if (!verdict.intact) throw new Error(`the audit trail is altered at row ${verdict.seq}: ${verdict.problem} (${verdict.count} rows before it are intact)`)
+      return { intact: true, count: verdict.count, headHash: verdict.headHash }
+    },
   }
 }

@@ -1,5 +1,5 @@
 // Entry point of @latchkey/service: the runtime the relay, kms and backend bins share.
-export { auditSettings, DEVELOPMENT_AUDIT_KEY } from './audit.js'
+export { auditSettings, auditVerifyCommand, DEVELOPMENT_AUDIT_KEY } from './audit.js'
 export { SettingsError } from './errors.js'
 export { closeGracefully, createHttpObserver, type HttpObserver, type HttpObserverOptions, type InflightRequest, pathOf } from './http.js'
 export { type CreateLoggerOptions, createLogger, currentRequestId, LOG_LEVELS, type Logger, type LogLevel, scrub, withRequestId } from './logger.js'

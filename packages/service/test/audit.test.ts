@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
+import { pino } from 'pino'
 import { afterAll, afterEach, expect, test } from 'vitest'
 import {
   type AuditEventRow,
@@ -110,4 +111,17 @@ test('behavior: two instances appending at once on one database keep one chain w
   await Promise.all(Array.from({ length: 40 }, (_, index) => trails[index % trails.length]!.record({ action: `refusal ${index}`, outcome: 'refused' })))
   const verdict = await verifyAuditTrail(instances[0]!.database.db, 'demo')
   expect(verdict).toMatchObject({ intact: true, count: 40 })
+})
+
+test('error: an append that fails is logged with its events and counted, and the caller is answered regardless', async () => {
+  const { database, storage } = await open(await freshDatabaseUrl())
+  const lines: string[] = []
+  const logger = pino({ level: 'error' }, { write: (line: string) => lines.push(line) })
+  const audit = createAuditTrail({ service: 'demo', storage, key, logger })
+  await sql`drop table demo_audit_events`.execute(database.db)
+  await audit.record({ action: 'ACTIVITY_TYPE_CREATE_WALLET', outcome: 'completed', actorUser: 'user-1' })
+  expect(audit.failures()).toBe(1)
+  const logged = JSON.parse(lines[0]!) as { msg: string; events: { action: string; actor_user: string }[] }
+  expect(logged.msg).toMatch(/^audit events not stored: /)
+  expect(logged.events.map((event) => [event.action, event.actor_user])).toEqual([['ACTIVITY_TYPE_CREATE_WALLET', 'user-1']])
 })

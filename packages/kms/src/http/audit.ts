@@ -2,6 +2,7 @@ import type { AuditOutcome, AuditTrail } from '@latchkey/service/database'
 import type { MiddlewareHandler } from 'hono'
 import { GrpcCode, KmsError } from '../errors.js'
 import type { Authenticated } from './authenticate.js'
+import type { RefusedFromMemory } from './rateLimit.js'
 
 /** The activity a submission was answered with, as the activity routes tell the audit middleware. */
 export type AuditedActivity = { audited: { id: string; status: string } }
@@ -40,7 +41,7 @@ function parsed(raw: Uint8Array | undefined): Body | undefined {
 }
 
 /** The public key an `X-Stamp` names (base64url JSON), whether or not it verified; a passkey stamp's credential id. */
-function claimedCredential(stamp: string | undefined, passkey: string | undefined): string | undefined {
+export function claimedCredential(stamp: string | undefined, passkey: string | undefined): string | undefined {
   try {
     if (stamp) return String((JSON.parse(Buffer.from(stamp, 'base64url').toString('utf8')) as { publicKey?: unknown }).publicKey ?? '') || undefined
     if (passkey) return String((JSON.parse(passkey) as { credentialId?: unknown }).credentialId ?? '') || undefined
@@ -60,9 +61,11 @@ function claimedCredential(stamp: string | undefined, passkey: string | undefine
  * @example
  * app.use('/public/v1/submit/*', auditSubmissions(trail), bodyLimit(maxBodyBytes), authenticate(options))
  */
-export function auditSubmissions(trail: AuditTrail): MiddlewareHandler<{ Variables: Partial<Authenticated & AuditedActivity> }> {
+export function auditSubmissions(trail: AuditTrail): MiddlewareHandler<{ Variables: Partial<Authenticated & AuditedActivity & RefusedFromMemory> }> {
   return async (c, next) => {
     await next()
+    // A rate limit's refusals answered from memory are summarised by the limiter, one event per block.
+    if (c.var.refusedFromMemory) return
     const { caller, audited } = c.var
     // Authenticated requests carry their parsed body; a refused one is read here, off the hot path.
     const body = c.var.body ?? parsed(c.var.raw)

@@ -1,7 +1,8 @@
 import { createHash, createHmac } from 'node:crypto'
 import { appendFile } from 'node:fs/promises'
 import { type Kysely, sql } from 'kysely'
-import { currentRequestId } from '../logger.js'
+import { DEVELOPMENT_AUDIT_KEY } from '../audit.js'
+import { currentRequestId, type Logger } from '../logger.js'
 import type { DatabaseDialect, Migration } from './open.js'
 
 // The audit trail the kms and the backend append to: one row per event, each row's hash taken over
@@ -159,13 +160,15 @@ export type AuditTrailOptions = {
   /** Names the table (`<service>_audit_events`) and the PostgreSQL lock. */
   service: string
   storage: AuditStorage
-  /** The key of the keyed hashes of IPs and emails. */
-  key: Uint8Array
+  /** 32 bytes: the key of the keyed hashes of IPs and emails. Default: the fixed development key (production settings refuse it). */
+  key?: Uint8Array | undefined
   /** Also append each event, once committed, as a JSON line to this file. */
   logFile?: string | undefined
   /** Clock in unix ms. */
   now?: (() => number) | undefined
-  /** Told when events could not be stored or mirrored (the request that caused them is answered regardless). */
+  /** Where events that could not be stored or mirrored are reported. Default: the console. */
+  logger?: Logger | undefined
+  /** Told when events could not be stored or mirrored, instead of the logger. */
   onError?: ((error: Error, events: readonly AuditEventRow[] | readonly AuditEventInput[]) => void) | undefined
 }
 
@@ -184,7 +187,20 @@ const MAX_BATCH = 200
  * await audit.record({ action: 'ACTIVITY_TYPE_CREATE_WALLET', outcome: 'completed', actorUser: userId })
  */
 export function createAuditTrail(options: AuditTrailOptions) {
-  const { storage, key } = options
+  const { storage } = options
+  const key = options.key ?? DEVELOPMENT_AUDIT_KEY
+  if (key.length !== 32) throw new Error('the audit key must be 32 bytes')
+  // An append that fails does not fail the request that caused it: the request's own writes are
+  // committed by then (and a refusal wrote nothing), so answering it 500 would not undo them, only
+  // hide that they happened. The events are logged whole (as an operator's alert rule matches
+  // "audit events not stored") and counted (`failures`), so the gap is seen and can be filled.
+  let failures = 0
+  const onError =
+    options.onError ??
+    ((error: Error, events: readonly unknown[]) =>
+      options.logger
+        ? options.logger.error({ err: error, events }, `audit events not stored: ${error.message}`)
+        : console.error(`audit events not stored: ${error.message}`, events))
   const table = auditTable(options.service)
   const now = options.now ?? Date.now
   type Pending = { event: Omit<AuditEventRow, 'seq' | 'prev_hash' | 'hash'>; done: () => void }
@@ -219,7 +235,8 @@ export function createAuditTrail(options: AuditTrailOptions) {
         const rows = await append(batch)
         if (options.logFile) await appendFile(options.logFile, rows.map((row) => `${JSON.stringify(row)}\n`).join(''))
       } catch (error) {
-        options.onError?.(
+        failures += batch.length
+        onError(
           error as Error,
           batch.map((pending) => pending.event as AuditEventRow),
         )
@@ -259,6 +276,8 @@ export function createAuditTrail(options: AuditTrailOptions) {
     settled: async () => {
       while (flushing) await flushing
     },
+    /** Events that could not be stored (or mirrored to the log file) since the trail was created: a non-zero count wants an operator. */
+    failures: () => failures,
     /** The keyed hash of an email, to look one person's events up. */
     emailHash: (email: string) => keyedHash(key, 'email', email),
   }
