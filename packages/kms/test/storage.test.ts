@@ -39,6 +39,7 @@ describe(`storage (${testBackend})`, () => {
         '0004_vote_stamps_and_evaluations',
         '0005_audit_events',
         '0006_rate_limits',
+        '0007_otp_targets',
       ])
     } finally {
       await storage.close()

@@ -201,4 +201,12 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       )
     },
   },
+  {
+    // A code of init_otp (V3) arrives encrypted to a target key of its own, kept sealed in its row;
+    // codes of init_otp_auth have none.
+    name: '0007_otp_targets',
+    async up(db, dialect) {
+      await addColumn(db, dialect, 'otps', 'sealed_target_key', 'text')
+    },
+  },
 ]
