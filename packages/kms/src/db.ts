@@ -167,7 +167,8 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     setAuthenticatorCounter: (id: string, counter: number) => run(sql`update authenticators set counter = ${counter} where id = ${id}`),
     userByEmail: (organizationId: string, email: string) =>
       get<UserRow>(sql`select * from users where organization_id = ${organizationId} and lower(email) = lower(${email})`),
-    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used'>) => insert('otps', { ...row, attempts: 0, used: 0 }),
+    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used' | 'sealed_target_key'> & { sealed_target_key?: string }) =>
+      insert('otps', { ...row, sealed_target_key: row.sealed_target_key ?? null, attempts: 0, used: 0 }),
     otp: (id: string, organizationId: string) => get<OtpRow>(sql`select * from otps where id = ${id} and organization_id = ${organizationId}`),
     /**
      * Reserves one guess at a code, atomically, before it is compared: the attempts it makes, or
@@ -186,6 +187,18 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     /** Marks a code used; false when it was used already (two right answers racing redeem it once). */
     otpUsed: async (id: string) => {
       const result = await (await executor()).updateTable('otps').set({ used: 1 }).where('id', '=', id).where('used', '=', 0).executeTakeFirst()
+      return result.numUpdatedRows > 0n
+    },
+    /** Spends the verification token of a redeemed code; false when it was spent already (logins racing sign in once). */
+    otpTokenUsed: async (id: string, organizationId: string) => {
+      const result = await (await executor())
+        .updateTable('otps')
+        .set({ used: 3 })
+        .where('id', '=', id)
+        .where('organization_id', '=', organizationId)
+        .where('used', '=', 1)
+        .where('sealed_target_key', 'is not', null)
+        .executeTakeFirst()
       return result.numUpdatedRows > 0n
     },
     /**

@@ -1,6 +1,7 @@
 import { activityQueries } from './activities/queries.js'
 import { type ActivityTable, joinTables, type QueryContext, type QueryTable } from './activities/table.js'
 import { AUTH_ACTIVITIES } from './auth/activities.js'
+import { OTP_V2_ACTIVITIES } from './auth/otpV2.js'
 import { authQueries } from './auth/queries.js'
 import { EXPORT_IMPORT_ACTIVITIES } from './exportImport/activities.js'
 import { GRANT_ACTIVITIES } from './grants/activities.js'
@@ -37,6 +38,7 @@ export const ACTIVITIES: ActivityTable = joinTables([
   PRIVATE_KEY_ACTIVITIES,
   SESSION_ACTIVITIES,
   AUTH_ACTIVITIES,
+  OTP_V2_ACTIVITIES,
   EXPORT_IMPORT_ACTIVITIES,
   POLICY_ACTIVITIES,
   SIGNING_ACTIVITIES,

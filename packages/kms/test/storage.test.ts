@@ -40,6 +40,7 @@ describe(`storage (${testBackend})`, () => {
         '0005_audit_events',
         '0006_rate_limits',
         '0007_grants',
+        '0008_otp_targets',
       ])
     } finally {
       await storage.close()

@@ -25,7 +25,7 @@ const hashCode = (otpId: string, code: string) => createHash('sha256').update(`$
  * Where a code or credential belongs, as mail says it (security review L8): the app's origins
  * (the passkey origins the kms is configured with), so a phishing page asking for it stands out.
  */
-function onlyOn(context: ActivityContext): { text: string; html: string } {
+export function onlyOn(context: ActivityContext): { text: string; html: string } {
   const origins = context.webauthn.origins.join(' or ')
   return {
     text: `Only enter it on ${origins}. No one will ask you for it by phone, chat or email.`,
@@ -33,7 +33,7 @@ function onlyOn(context: ActivityContext): { text: string; html: string } {
   }
 }
 
-function newCode(length: number, alphanumeric: boolean): string {
+export function newCode(length: number, alphanumeric: boolean): string {
   const alphabet = alphanumeric ? 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' : '0123456789'
   return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
 }
@@ -190,6 +190,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
       const attempts = await db.reserveOtpAttempt(input.otpId, caller.organizationId, now(), OTP_MAX_ATTEMPTS)
       const otp = await db.otp(input.otpId, caller.organizationId)
       if (!otp) throw notFound(`otp ${input.otpId} not found`)
+      // A code of init_otp travels encrypted only (auth/otpV2.ts): never in clear through a page.
+      if (otp.sealed_target_key !== null) throw failedPrecondition('this code was sent by init_otp: redeem it encrypted with verify_otp')
       if (attempts === undefined) {
         if (otp.used === 1) throw failedPrecondition('this code has already been used')
         if (otp.used === 2) throw failedPrecondition('a newer code was sent: use the latest one')

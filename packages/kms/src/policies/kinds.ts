@@ -61,6 +61,9 @@ const KINDS: Readonly<Record<string, Kind>> = {
   ACTIVITY_TYPE_EMAIL_AUTH_V3: ['AUTH', 'CREATE'],
   ACTIVITY_TYPE_INIT_OTP_AUTH_V3: ['AUTH', 'CREATE'],
   ACTIVITY_TYPE_OTP_AUTH: ['AUTH', 'CREATE'],
+  ACTIVITY_TYPE_INIT_OTP_V3: ['AUTH', 'CREATE'],
+  ACTIVITY_TYPE_VERIFY_OTP_V2: ['AUTH', 'CREATE'],
+  ACTIVITY_TYPE_OTP_LOGIN_V2: ['AUTH', 'CREATE'],
   ACTIVITY_TYPE_OAUTH: ['AUTH', 'CREATE'],
   ACTIVITY_TYPE_OAUTH_LOGIN: ['AUTH', 'CREATE'],
   ACTIVITY_TYPE_STAMP_LOGIN: ['AUTH', 'CREATE'],
@@ -110,6 +113,9 @@ export const PARENT_INITIATED = new Set([
   'ACTIVITY_TYPE_EMAIL_AUTH_V3',
   'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
   'ACTIVITY_TYPE_OTP_AUTH',
+  'ACTIVITY_TYPE_INIT_OTP_V3',
+  'ACTIVITY_TYPE_VERIFY_OTP_V2',
+  'ACTIVITY_TYPE_OTP_LOGIN_V2',
   'ACTIVITY_TYPE_OAUTH',
   'ACTIVITY_TYPE_OAUTH_LOGIN',
   'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2',
@@ -211,7 +217,8 @@ export function paramsOf(type: string, params: unknown): Record<string, unknown>
           has_oidc_claims: provider?.['oidcClaims'] !== undefined,
         })),
       }
-    case 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3': {
+    case 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3':
+    case 'ACTIVITY_TYPE_INIT_OTP_V3': {
       const length = input['otpLength']
       return typeof length === 'number' && Number.isSafeInteger(length) ? { otp_length: BigInt(length) } : {}
     }

@@ -206,6 +206,7 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
   {
     // ERC-7715 grants (grants/): a dedicated API key's rule, and the ledger of what it signed, read
     // as a rolling window. Deleting the key (revoke_grant, delete_api_keys) takes its rule and ledger.
+    // Not an expansion: code before it would let a grant's key sign anything.
     name: '0007_grants',
     async up(db, dialect) {
       await run(
@@ -224,6 +225,15 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
           both('create index if not exists grant_spends_window on grant_spends (grant_id, asset, signed_at)'),
         ),
       )
+    },
+  },
+  {
+    // Not an expansion: code before it would redeem these codes through otp_auth in clear.
+    // A code of init_otp (V3) arrives encrypted to a target key of its own, kept sealed in its row;
+    // codes of init_otp_auth have none.
+    name: '0008_otp_targets',
+    async up(db, dialect) {
+      await addColumn(db, dialect, 'otps', 'sealed_target_key', 'text')
     },
   },
 ]

@@ -58,9 +58,14 @@ export type OtpRow = {
   expires_at: number
   /** Guesses compared so far (each reserved before its comparison: auth/activities.ts). */
   attempts: number
-  /** 0 while it may be redeemed, 1 once redeemed, 2 once a newer code for the same user replaced it. */
+  /**
+   * 0 while it may be redeemed, 1 once redeemed, 2 once a newer code for the same user replaced it,
+   * 3 once the verification token verify_otp gave for it signed a user in (otp_login).
+   */
   used: number
   created_at: number
+  /** The sealed P-256 key the code of init_otp (V3) is encrypted to; null for init_otp_auth's codes. */
+  sealed_target_key: string | null
 }
 /** A rate limit's fixed window for one subject (`per-api-key:{key}`, `per-organization:{id}`). */
 export type RateLimitRow = { subject: string; window_started_at: number; count: number }

@@ -1,0 +1,249 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
+import { p256 } from '@noble/curves/p256'
+import { z } from 'zod'
+import type { ActivityTable } from '../activities/table.js'
+import { hpkeOpen, signBundle } from '../bundles.js'
+import type { ActivityContext } from '../context.js'
+import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, refuseLongLifetime, sessionJwt } from '../credentials.js'
+import { failedPrecondition, GrpcCode, invalid, KmsError, notFound, permissionDenied } from '../errors.js'
+import { parse } from '../params.js'
+import { keepingWrites } from '../refusal.js'
+import { open, seal } from '../secrets.js'
+import { newCode, onlyOn } from './activities.js'
+import { OTP_DEFAULT_SECONDS, OTP_MAX_ATTEMPTS, OTP_MAX_SECONDS, VERIFICATION_TOKEN_DEFAULT_SECONDS, VERIFICATION_TOKEN_MAX_SECONDS } from './limits.js'
+
+// Turnkey's second OTP flow (research/turnkey-api.md §6.2, flow B): the code never travels in
+// clear. init_otp (V3) emails a code and answers a target key signed by the kms's signer key;
+// the client encrypts {otp_code, public_key} to it, and verify_otp (V2) answers a short-lived,
+// single-use verification token binding that public key; otp_login (V2) spends the token for a
+// session of a key the bound key signed for. The same guess limits as otp_auth hold here.
+
+const hashCode = (otpId: string, code: string) => createHash('sha256').update(`${otpId}:${code}`).digest()
+const targetRecord = (otpId: string) => `otp-target:${otpId}`
+const compressedKey = z.string().regex(/^0[23][0-9a-f]{64}$/, 'must be a compressed P-256 public key in lowercase hex')
+const seconds = z.string().regex(/^\d+$/)
+
+/** A standard ES256 JWT (one SHA-256, unlike the session JWT's two), as verifyOtpVerificationToken checks it. */
+function verificationJwt(claims: Record<string, string>, privateKey: string): string {
+  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
+  const input = `${encode({ alg: 'ES256', typ: 'JWT' })}.${encode(claims)}`
+  const signature = p256.sign(createHash('sha256').update(input).digest(), privateKey).toCompactRawBytes()
+  return `${input}.${Buffer.from(signature).toString('base64url')}`
+}
+
+type TokenClaims = { id: string; organization_id: string; public_key: string; exp: string }
+
+/** The claims of a verification token this kms signed and that has not expired; refused otherwise. */
+function readVerificationToken(token: string, context: ActivityContext): TokenClaims {
+  const refused = () => permissionDenied('the verification token is not one this kms issued')
+  const parts = token.split('.')
+  if (parts.length !== 3) throw refused()
+  const [header, payload, signature] = parts as [string, string, string]
+  let claims: Record<string, unknown>
+  try {
+    const digest = createHash('sha256').update(`${header}.${payload}`).digest()
+    const publicKey = p256.getPublicKey(context.signerPrivateKey, false)
+    if (JSON.parse(Buffer.from(header, 'base64url').toString()).alg !== 'ES256') throw refused()
+    if (!p256.verify(Buffer.from(signature, 'base64url'), digest, publicKey, { lowS: false })) throw refused()
+    claims = JSON.parse(Buffer.from(payload, 'base64url').toString())
+  } catch {
+    throw refused()
+  }
+  for (const field of ['id', 'organization_id', 'public_key', 'exp'] as const) if (typeof claims[field] !== 'string') throw refused()
+  if (Number(claims['exp']) <= context.now()) throw failedPrecondition('the verification token has expired: verify a new code')
+  return claims as TokenClaims
+}
+
+/** The `{otp_code, public_key}` inside an encryptedOtpBundle, opened with the code's target key. */
+async function openOtpBundle(bundle: string, targetPrivateKey: string): Promise<{ code: string; publicKey: string }> {
+  let envelope: { encappedPublic?: unknown; ciphertext?: unknown }
+  try {
+    envelope = JSON.parse(bundle)
+  } catch {
+    throw invalid('encryptedOtpBundle is not JSON')
+  }
+  if (typeof envelope?.encappedPublic !== 'string' || typeof envelope.ciphertext !== 'string')
+    throw invalid('encryptedOtpBundle must hold encappedPublic and ciphertext')
+  const plaintext = await hpkeOpen(targetPrivateKey, Buffer.from(envelope.encappedPublic, 'hex'), Buffer.from(envelope.ciphertext, 'hex')).catch(() => {
+    throw invalid('encryptedOtpBundle does not open with this code’s target key')
+  })
+  let inner: { otp_code?: unknown; public_key?: unknown }
+  try {
+    inner = JSON.parse(new TextDecoder().decode(plaintext))
+  } catch {
+    throw invalid('encryptedOtpBundle must hold JSON {otp_code, public_key}')
+  }
+  if (typeof inner?.otp_code !== 'string' || inner.otp_code.length === 0 || inner.otp_code.length > 16)
+    throw invalid('encryptedOtpBundle: otp_code must be the code, a string')
+  const publicKey = compressedKey.safeParse(inner.public_key)
+  if (!publicKey.success) throw invalid('encryptedOtpBundle: public_key must be a compressed P-256 public key in lowercase hex')
+  return { code: inner.otp_code, publicKey: publicKey.data }
+}
+
+/** Refuses unless `signature` (raw r‖s hex) is `publicKey`'s ECDSA P-256 SHA-256 signature of `message`. */
+function verifyClientSignature(message: string, signature: string, publicKey: string) {
+  let valid = false
+  try {
+    valid = p256.verify(signature, createHash('sha256').update(message).digest(), publicKey, { lowS: false, prehash: false })
+  } catch {
+    valid = false
+  }
+  if (!valid) throw permissionDenied('clientSignature does not verify with the public key bound in the verification token')
+}
+
+export const OTP_V2_ACTIVITIES: ActivityTable = {
+  ACTIVITY_TYPE_INIT_OTP_V3: {
+    op: 'init_otp',
+    intentKey: 'initOtpIntentV3',
+    resultKey: 'initOtpResultV2',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          otpType: z.literal('OTP_TYPE_EMAIL', 'only OTP_TYPE_EMAIL is supported'),
+          contact: z.email(),
+          appName: z.string().min(1).max(128),
+          otpLength: z.number().int().min(6).max(9).optional(),
+          alphanumeric: z.boolean().optional(),
+          expirationSeconds: seconds.optional(),
+        }),
+        params,
+      )
+      const lifetime = Number(input.expirationSeconds ?? OTP_DEFAULT_SECONDS)
+      if (lifetime > OTP_MAX_SECONDS) throw invalid(`invalid parameters: expirationSeconds: must be at most ${OTP_MAX_SECONDS} seconds`)
+      const { db, caller, masterKey, now } = context
+      const user = await db.userByEmail(caller.organizationId, input.contact)
+      if (!user) throw notFound(`no user with email ${input.contact} in organization ${caller.organizationId}`)
+      const otpId = randomUUID()
+      const code = newCode(input.otpLength ?? 6, input.alphanumeric ?? false)
+      const target = p256.utils.randomPrivateKey()
+      const at = now()
+      await db.retireOtps(user.id, caller.organizationId)
+      await db.insertOtp({
+        id: otpId,
+        organization_id: caller.organizationId,
+        user_id: user.id,
+        code_hash: hashCode(otpId, code).toString('hex'),
+        expires_at: at + lifetime * 1000,
+        created_at: at,
+        sealed_target_key: seal(masterKey, targetRecord(otpId), Buffer.from(target).toString('hex')),
+      })
+      await context.mailer.send({
+        to: input.contact,
+        // The code stays out of the subject, which lock screens and notifications show.
+        subject: `Your ${input.appName} sign-in code`,
+        text: `Your ${input.appName} sign-in code is ${code}. It expires in ${Math.round(lifetime / 60)} minutes.\n\n${onlyOn(context).text}`,
+        html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(lifetime / 60)} minutes.</p>${onlyOn(context).html}`,
+      })
+      const targetPublic = Buffer.from(p256.getPublicKey(target, false)).toString('hex')
+      return { otpId, otpEncryptionTargetBundle: signBundle(context.signerPrivateKey, { targetPublic, organizationId: caller.organizationId, otpId }) }
+    },
+  },
+  ACTIVITY_TYPE_VERIFY_OTP_V2: {
+    op: 'verify_otp',
+    intentKey: 'verifyOtpIntentV2',
+    resultKey: 'verifyOtpResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({ otpId: z.string().min(1), encryptedOtpBundle: z.string().min(1).max(4096), expirationSeconds: seconds.optional() }),
+        params,
+      )
+      const lifetime = Number(input.expirationSeconds ?? VERIFICATION_TOKEN_DEFAULT_SECONDS)
+      if (lifetime > VERIFICATION_TOKEN_MAX_SECONDS)
+        throw invalid(
+          `invalid parameters: expirationSeconds: must be at most ${VERIFICATION_TOKEN_MAX_SECONDS} seconds: a verification token is spent right away`,
+        )
+      const { db, caller, masterKey, now } = context
+      const otp = await db.otp(input.otpId, caller.organizationId)
+      if (!otp) throw notFound(`otp ${input.otpId} not found`)
+      if (otp.sealed_target_key === null) throw failedPrecondition('this code was sent by init_otp_auth: redeem it with otp_auth')
+      const opened = await openOtpBundle(input.encryptedOtpBundle, open(masterKey, targetRecord(otp.id), otp.sealed_target_key))
+      // Counted before compared, in one conditional statement, as otp_auth does (auth/activities.ts).
+      const attempts = await db.reserveOtpAttempt(otp.id, caller.organizationId, now(), OTP_MAX_ATTEMPTS)
+      if (attempts === undefined) {
+        if (otp.used === 1 || otp.used === 3) throw failedPrecondition('this code has already been used')
+        if (otp.used === 2) throw failedPrecondition('a newer code was sent: use the latest one')
+        if (otp.expires_at <= now()) throw failedPrecondition('this code has expired')
+        throw new KmsError(GrpcCode.resourceExhausted, 'too many wrong codes: request a new one')
+      }
+      if (!timingSafeEqual(hashCode(otp.id, opened.code.toUpperCase()), Buffer.from(otp.code_hash, 'hex'))) {
+        const left = OTP_MAX_ATTEMPTS - attempts
+        throw keepingWrites(
+          new KmsError(
+            GrpcCode.invalidArgument,
+            left > 0 ? `invalid code: ${left} attempt${left === 1 ? '' : 's'} left` : 'invalid code: no attempts left, request a new one',
+          ),
+        )
+      }
+      if (!(await db.otpUsed(otp.id))) throw failedPrecondition('this code has already been used')
+      const user = (await db.user(otp.user_id, caller.organizationId))!
+      // The token's id is the code's: otp_login spends it on the code's row, once.
+      const claims = {
+        id: otp.id,
+        verification_type: 'OTP_TYPE_EMAIL',
+        contact: user.email ?? '',
+        organization_id: caller.organizationId,
+        public_key: opened.publicKey,
+        exp: String(now() + lifetime * 1000),
+      }
+      return { verificationToken: verificationJwt(claims, context.signerPrivateKey) }
+    },
+  },
+  ACTIVITY_TYPE_OTP_LOGIN_V2: {
+    op: 'otp_login',
+    intentKey: 'otpLoginIntentV2',
+    resultKey: 'otpLoginResult',
+    async run(params, context) {
+      const input = parse(
+        z.object({
+          verificationToken: z.string().min(1).max(4096),
+          publicKey: compressedKey,
+          clientSignature: z.object({
+            publicKey: z.string().min(1),
+            scheme: z.literal('CLIENT_SIGNATURE_SCHEME_API_P256', 'only CLIENT_SIGNATURE_SCHEME_API_P256 is supported'),
+            message: z.string().min(1).max(4096),
+            signature: z.string().regex(/^[0-9a-fA-F]{128}$/, 'must be the raw r‖s signature, 64 bytes of hex'),
+          }),
+          expirationSeconds: seconds.optional(),
+          invalidateExisting: z.boolean().optional(),
+          sessionProfileId: z.undefined('session profiles are not supported').optional(),
+        }),
+        params,
+      )
+      refuseLongLifetime(context, input.expirationSeconds)
+      const { db, caller, now } = context
+      const claims = readVerificationToken(input.verificationToken, context)
+      if (claims.organization_id !== caller.organizationId)
+        throw permissionDenied(`the verification token belongs to organization ${claims.organization_id}, not ${caller.organizationId}`)
+      if (input.clientSignature.publicKey !== claims.public_key)
+        throw permissionDenied('clientSignature.publicKey is not the public key bound in the verification token')
+      const expected = JSON.stringify({ login: { publicKey: input.publicKey }, tokenId: claims.id, type: 'USAGE_TYPE_LOGIN' })
+      if (input.clientSignature.message !== expected) throw invalid(`clientSignature.message must be ${expected}`)
+      verifyClientSignature(input.clientSignature.message, input.clientSignature.signature, claims.public_key)
+      const otp = await db.otp(claims.id, caller.organizationId)
+      // Marked spent only if not yet: logins racing with one token sign in once.
+      if (!otp || !(await db.otpTokenUsed(otp.id, caller.organizationId))) throw failedPrecondition('this verification token has already been used')
+      const lifetime = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
+      if (input.invalidateExisting) await invalidateKeys(db, otp.user_id, 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256')
+      await insertApiKey(
+        db,
+        otp.user_id,
+        caller.organizationId,
+        { apiKeyName: `otp login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(lifetime) },
+        now(),
+        'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
+      )
+      const session = sessionJwt(
+        {
+          exp: Math.floor(now() / 1000) + lifetime,
+          public_key: input.publicKey,
+          session_type: 'SESSION_TYPE_READ_WRITE',
+          user_id: otp.user_id,
+          organization_id: caller.organizationId,
+          credential_type: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
+        },
+        context.signerPrivateKey,
+      )
+      return { session }
+    },
+  },
+}
