@@ -26,11 +26,13 @@ import {
   withoutCredentials,
 } from '@latchkey/service'
 import { p256 } from '@noble/curves/p256'
+import { isAddress } from 'viem'
 import type { OidcIssuer } from './auth/oidc.js'
 import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
 import { KmsError } from './errors.js'
 import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { generateApiKeyPair } from './keys.js'
+import { DEFAULT_FRESH_VERIFICATION_SECONDS } from './policies/freshVerification.js'
 import { createKms } from './service.js'
 import { smtpWithoutTls } from './smtp.js'
 
@@ -129,6 +131,26 @@ const settings = {
     description:
       'The longest lifetime a session, sign-in credential (stamp_login, OTP, email, OAuth) or API key may be given; a longer expirationSeconds is refused, and a sub-organization’s API keys must have one.',
   }),
+  freshVerificationSeconds: integer({
+    flag: 'fresh-verification-window',
+    env: 'LATCHKEY_KMS_FRESH_VERIFICATION_SECONDS',
+    valueName: '<seconds>',
+    min: 0,
+    max: 86_400,
+    default: DEFAULT_FRESH_VERIFICATION_SECONDS,
+    description:
+      'How long a credential from an email code (otp_auth, email_auth) counts as a fresh verification. In a sub-organization, export and new API keys, passkeys, sessions or logins from any other session credential need a passkey stamp.',
+  }),
+  eip7702Delegates: list(
+    custom({
+      flag: 'eip7702-delegate',
+      env: 'LATCHKEY_KMS_EIP7702_DELEGATES',
+      valueName: '<address>',
+      description:
+        'A contract a sub-organization’s EIP-7702 authorizations may delegate to (the batch executor); repeat for more. Any other, and chain id 0, is refused. Default: none, so every delegation in a sub-organization is refused.',
+      convert: delegateAddress,
+    }),
+  ),
   framesParentOrigins: list(
     origin({
       flag: 'frames-parent-origin',
@@ -171,6 +193,12 @@ const settings = {
     description: 'Address the frames listen on. Default: localhost (127.0.0.1 and ::1) when --host is 127.0.0.1, else --host.',
   }),
   ...auditSettings(),
+}
+
+function delegateAddress(entry: string, label: string): string {
+  if (!isAddress(entry.trim(), { strict: false }))
+    throw new SettingsError(`${label} must be an Ethereum address (0x and 40 hex digits), got ${JSON.stringify(entry)}`)
+  return entry.trim()
 }
 
 function oidcIssuerEntry(entry: string, label: string): string {
@@ -285,6 +313,8 @@ await runService({
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         maxCredentialSeconds: values.maxCredentialSeconds,
+        freshVerificationSeconds: values.freshVerificationSeconds,
+        eip7702Delegates: values.eip7702Delegates,
         extraCorsOrigins: values.corsOrigins,
         frames: values.framesParentOrigins.length ? { port: values.framesPort, host: framesHost, parentOrigins: values.framesParentOrigins } : undefined,
         rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },
