@@ -405,6 +405,8 @@ function kmsInstance(
         webauthn,
         oidcIssuers,
         frames,
+        // The only contract an embedded wallet's account may delegate to with EIP-7702.
+        eip7702Delegates: [BATCH_EXECUTOR_ADDRESS],
       })
       try {
         await kms.start()

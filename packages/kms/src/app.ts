@@ -2,6 +2,7 @@ import type { Logger } from '@latchkey/service'
 import { type AuditTrail, createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
+import { isAddress } from 'viem'
 import { createOidcVerifier, type OidcIssuer } from './auth/oidc.js'
 import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
 import type { Db } from './db.js'
@@ -15,6 +16,7 @@ import { createRateLimiter, DEFAULT_RATE_LIMITS, RateLimitedError, type RateLimi
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { createOutbox, type Outbox } from './outbox.js'
 import { own } from './own.js'
+import { DEFAULT_FRESH_VERIFICATION_SECONDS } from './policies/freshVerification.js'
 import { createQueries } from './resources.js'
 import { activityRoutes } from './routes/activities.js'
 import type { WebauthnConfig } from './webauthn.js'
@@ -44,6 +46,17 @@ export type KmsAppOptions = {
    * Default 86400 (a day); at least 900.
    */
   maxCredentialSeconds?: number | undefined
+  /**
+   * How long, in seconds, a credential from an email code (otp_auth, email_auth) counts as a fresh
+   * verification: in a sub-organization, export and new credentials or sessions from any other
+   * session credential need a passkey stamp. Default 300.
+   */
+  freshVerificationSeconds?: number | undefined
+  /**
+   * The contracts a sub-organization's EIP-7702 authorizations may delegate to (the batch
+   * executor); any other, and chain id 0, is refused. Default: none, so every delegation is refused.
+   */
+  eip7702Delegates?: readonly string[] | undefined
   /** Largest request body accepted, in bytes. Default 256 KiB. */
   maxBodyBytes?: number | undefined
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
@@ -82,6 +95,15 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   const maxCredentialSeconds = options.maxCredentialSeconds ?? DEFAULT_MAX_CREDENTIAL_SECONDS
   if (!Number.isSafeInteger(maxCredentialSeconds) || maxCredentialSeconds < MIN_MAX_CREDENTIAL_SECONDS)
     throw new Error(`maxCredentialSeconds must be a whole number of seconds, at least ${MIN_MAX_CREDENTIAL_SECONDS}`)
+  const freshVerificationSeconds = options.freshVerificationSeconds ?? DEFAULT_FRESH_VERIFICATION_SECONDS
+  if (!Number.isSafeInteger(freshVerificationSeconds) || freshVerificationSeconds < 0)
+    throw new Error('freshVerificationSeconds must be a whole number of seconds')
+  const eip7702Delegates = new Set(
+    (options.eip7702Delegates ?? []).map((address) => {
+      if (!isAddress(address, { strict: false })) throw new Error(`eip7702Delegates: ${address} is not an address`)
+      return address.toLowerCase()
+    }),
+  )
   const mailer = options.mailer ?? devInbox(db, now)
   const webauthn = options.webauthn ?? DEFAULT_WEBAUTHN
   const oidc = createOidcVerifier(options.oidcIssuers ?? [])
@@ -128,7 +150,18 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
 
   app.route(
     '/public/v1/submit',
-    activityRoutes({ db, outbox, masterKey, signerPrivateKey: options.signerPrivateKey, webauthn, oidc, maxCredentialSeconds, now }),
+    activityRoutes({
+      db,
+      outbox,
+      masterKey,
+      signerPrivateKey: options.signerPrivateKey,
+      webauthn,
+      oidc,
+      maxCredentialSeconds,
+      freshVerificationSeconds,
+      eip7702Delegates,
+      now,
+    }),
   )
 
   const QUERIES = createQueries({

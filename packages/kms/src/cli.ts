@@ -28,6 +28,7 @@ import {
 } from '@latchkey/service'
 import { migrationCommands } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
+import { isAddress } from 'viem'
 import type { OidcIssuer } from './auth/oidc.js'
 import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
 import { KmsError } from './errors.js'
@@ -35,6 +36,7 @@ import { assertChain } from './frames/app.js'
 import type { FrameChain } from './frames/pages.js'
 import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { generateApiKeyPair } from './keys.js'
+import { DEFAULT_FRESH_VERIFICATION_SECONDS } from './policies/freshVerification.js'
 import { createKms } from './service.js'
 import { smtpWithoutTls } from './smtp.js'
 import { KMS_MIGRATIONS } from './storage/migrations.js'
@@ -134,6 +136,26 @@ const settings = {
     description:
       'The longest lifetime a session, sign-in credential (stamp_login, OTP, email, OAuth) or API key may be given; a longer expirationSeconds is refused, and a sub-organization’s API keys must have one.',
   }),
+  freshVerificationSeconds: integer({
+    flag: 'fresh-verification-window',
+    env: 'LATCHKEY_KMS_FRESH_VERIFICATION_SECONDS',
+    valueName: '<seconds>',
+    min: 0,
+    max: 86_400,
+    default: DEFAULT_FRESH_VERIFICATION_SECONDS,
+    description:
+      'How long a credential from an email code (otp_auth, email_auth) counts as a fresh verification. In a sub-organization, export and new API keys, passkeys, sessions or logins from any other session credential need a passkey stamp.',
+  }),
+  eip7702Delegates: list(
+    custom({
+      flag: 'eip7702-delegate',
+      env: 'LATCHKEY_KMS_EIP7702_DELEGATES',
+      valueName: '<address>',
+      description:
+        'A contract a sub-organization’s EIP-7702 authorizations may delegate to (the batch executor); repeat for more. Any other, and chain id 0, is refused. Default: none, so every delegation in a sub-organization is refused.',
+      convert: delegateAddress,
+    }),
+  ),
   framesParentOrigins: list(
     origin({
       flag: 'frames-parent-origin',
@@ -209,6 +231,12 @@ function frameChainEntry(entry: string, label: string): FrameChain {
   } catch {
     throw new SettingsError(`${label} must look like 31337=http://127.0.0.1:8545 (a chain id and its http(s) RPC url), got ${JSON.stringify(entry)}`)
   }
+}
+
+function delegateAddress(entry: string, label: string): string {
+  if (!isAddress(entry.trim(), { strict: false }))
+    throw new SettingsError(`${label} must be an Ethereum address (0x and 40 hex digits), got ${JSON.stringify(entry)}`)
+  return entry.trim()
 }
 
 function oidcIssuerEntry(entry: string, label: string): string {
@@ -323,6 +351,8 @@ await runService({
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         maxCredentialSeconds: values.maxCredentialSeconds,
+        freshVerificationSeconds: values.freshVerificationSeconds,
+        eip7702Delegates: values.eip7702Delegates,
         extraCorsOrigins: values.corsOrigins,
         frames: values.framesParentOrigins.length
           ? {

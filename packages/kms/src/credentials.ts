@@ -38,6 +38,28 @@ export function refuseLongLifetime(context: Pick<ActivityContext, 'maxCredential
 }
 
 /**
+ * Refuses API keys whose lifetimes break the rules (InvalidArgument, before anything is written):
+ * each `expirationSeconds` within the maximum, and, where `expiryRequired` (a sub-organization's
+ * users, made by anyone but its parent organization at create_sub_organization), one on every key,
+ * so that no key there lives for ever.
+ *
+ * @example
+ * refuseKeyLifetimes(context, apiKeys, 'apiKeys', inSubOrganization)
+ */
+export function refuseKeyLifetimes(
+  context: Pick<ActivityContext, 'maxCredentialSeconds'>,
+  keys: readonly { expirationSeconds?: string | undefined }[],
+  field: string,
+  expiryRequired: boolean,
+) {
+  keys.forEach((key, index) => {
+    if (key.expirationSeconds === undefined && expiryRequired)
+      throw invalid(`invalid parameters: ${field}.${index}.expirationSeconds: is required in a sub-organization, where no key may live for ever`)
+    refuseLongLifetime(context, key.expirationSeconds, `${field}.${index}.expirationSeconds`)
+  })
+}
+
+/**
  * Registers an API key for a user; refused when the public key is registered already.
  *
  * @example

@@ -61,6 +61,32 @@ export const failedPrecondition = (message: string) => new KmsError(GrpcCode.fai
 /** PermissionDenied (403). */
 export const permissionDenied = (message: string) => new KmsError(GrpcCode.permissionDenied, message)
 
+/**
+ * PermissionDenied (403): an activity that hands out the wallet or a lasting credential, stamped
+ * in a sub-organization by a session credential without a fresh verification (policies/freshVerification.ts).
+ */
+export const freshVerificationRequired = (type: string, freshSeconds: number) =>
+  permissionDenied(
+    `fresh verification required: ${type} from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than ${freshSeconds} seconds old`,
+  )
+
+/**
+ * PermissionDenied (403): a sub-organization's user asked to sign bytes the kms cannot read (an
+ * opaque 32-byte hash); policies could not see what is signed (policies/readableSigning.ts).
+ */
+export const opaqueHashRefused = () =>
+  permissionDenied(
+    'opaque hash refused: a sub-organization signs only what the kms can read: a message with HASH_FUNCTION_KECCAK256, PAYLOAD_ENCODING_EIP712 typed data or a PAYLOAD_ENCODING_EIP7702_AUTHORIZATION',
+  )
+
+/** PermissionDenied (403): an EIP-7702 delegation in a sub-organization to an address the kms does not allow, or for every chain (policies/readableSigning.ts). */
+export const delegationRefused = (address: string, chainId: number) =>
+  permissionDenied(
+    chainId === 0
+      ? 'EIP-7702 delegation refused: an authorization for every chain (chainId 0) is not signed in a sub-organization'
+      : `EIP-7702 delegation refused: ${address} is not an allowed delegate (--eip7702-delegate)`,
+  )
+
 /** Texts the official clients match to recognise an unknown or expired session key (research §3.5). */
 export const UNKNOWN_KEY_MESSAGE = 'could not find public key in organization or its parent organization'
 export const expiredKeyMessage = (publicKey: string) => `rpc error: code = Unauthenticated desc = expired api key publicKey: ${publicKey}`

@@ -50,6 +50,17 @@ export type KmsOptions = {
    * Default 86400 (a day); at least 900.
    */
   maxCredentialSeconds?: number | undefined
+  /**
+   * How long, in seconds, a credential from an email code (otp_auth, email_auth) counts as a fresh
+   * verification: in a sub-organization, export and new credentials or sessions from any other
+   * session credential need a passkey stamp. Default 300.
+   */
+  freshVerificationSeconds?: number | undefined
+  /**
+   * The contracts a sub-organization's EIP-7702 authorizations may delegate to (the batch
+   * executor); any other, and chain id 0, is refused. Default: none, so every delegation is refused.
+   */
+  eip7702Delegates?: readonly string[] | undefined
   /** Clock in unix ms; tests move it to expire keys. */
   now?: (() => number) | undefined
   /**
@@ -155,6 +166,8 @@ export function createKms(options: KmsOptions = {}) {
     webauthn: options.webauthn,
     oidcIssuers: options.oidcIssuers,
     maxCredentialSeconds: options.maxCredentialSeconds,
+    freshVerificationSeconds: options.freshVerificationSeconds,
+    eip7702Delegates: options.eip7702Delegates,
     logger: options.logger,
     rateLimits: options.rateLimits,
     rateLimiter,

@@ -136,20 +136,20 @@ describe('sealed account keys in the service', () => {
     return { keys, organizationId: result.subOrganizationId!, addresses }
   }
 
-  /** Signs `digest` with `signWith` through the official client; each call is a new activity (its own timestamp). */
+  /** Signs keccak256(`digest`) with `signWith` through the official client (a sub-organization signs no opaque hash); each call is a new activity (its own timestamp). */
   async function signWithClient(user: { keys: ReturnType<typeof apiKeyPair>; organizationId: string }, signWith: string, digest: Hex) {
     clock += 1
     const { activity } = await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(user.keys)).signRawPayload({
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: String(clock),
       organizationId: user.organizationId,
-      parameters: { signWith, payload: digest, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+      parameters: { signWith, payload: digest, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
     })
     const { r, s, v } = activity.result.signRawPayloadResult!
     return { r, s, v }
   }
   const recovered = ({ r, s, v }: { r: string; s: string; v: string }, digest: Hex) =>
-    recoverAddress({ hash: digest, signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) }) })
+    recoverAddress({ hash: keccak256(digest), signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) }) })
 
   test('default: each account’s key is sealed beside it, bound to its row, and signs for its address', async () => {
     const user = await subOrganization()

@@ -244,6 +244,8 @@ if (testBackend === 'sqlite')
         '--passkey-origin <origin>, LATCHKEY_KMS_PASSKEY_ORIGINS',
         '--oidc-issuer <issuer>=<client id>, LATCHKEY_KMS_OIDC_ISSUERS',
         '--max-credential-lifetime <seconds>, LATCHKEY_KMS_MAX_CREDENTIAL_SECONDS',
+        '--fresh-verification-window <seconds>, LATCHKEY_KMS_FRESH_VERIFICATION_SECONDS',
+        '--eip7702-delegate <address>, LATCHKEY_KMS_EIP7702_DELEGATES',
         '--frames-parent-origin <origin>, LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
         '--frames-chain <chain id>=<rpc url>, LATCHKEY_KMS_FRAMES_CHAINS',
         '--frames-executor <address>, LATCHKEY_KMS_FRAMES_EXECUTOR',

@@ -26,6 +26,10 @@ export const ethereumKey = (privateKeyName: string, privateKeyTags: string[] = [
   addressFormats: ['ADDRESS_FORMAT_ETHEREUM' as const, 'ADDRESS_FORMAT_COMPRESSED' as const],
 })
 
+/** What a sub-organization's opaque-hash signing (HASH_FUNCTION_NO_OP, as @turnkey/viem's signMessage sends it) is refused with. */
+export const OPAQUE_HASH_REFUSED =
+  'Turnkey error 7: opaque hash refused: a sub-organization signs only what the kms can read: a message with HASH_FUNCTION_KECCAK256, PAYLOAD_ENCODING_EIP712 typed data or a PAYLOAD_ENCODING_EIP7702_AUTHORIZATION'
+
 /** Starts a kms; `stop` in afterAll. Activities get distinct timestamps, so equal requests are not deduplicated. */
 export async function startKms(options: KmsOptions = {}) {
   const clock = { now: Date.now() }

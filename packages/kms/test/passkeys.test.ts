@@ -4,7 +4,7 @@ import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { verifySessionJwtSignature } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
-import { hashMessage, recoverAddress, serializeSignature } from 'viem'
+import { hashMessage, recoverAddress, serializeSignature, toPrefixedMessage } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '../src/index.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
@@ -60,7 +60,13 @@ describe('passkeys', () => {
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: String(clock),
       organizationId: result.subOrganizationId!,
-      parameters: { signWith: address, payload: hash, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+      // The message's EIP-191 preimage, hashed by the kms (a sub-organization signs no opaque hash).
+      parameters: {
+        signWith: address,
+        payload: toPrefixedMessage('signed with a passkey'),
+        encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+        hashFunction: 'HASH_FUNCTION_KECCAK256',
+      },
     })
     const { r, s, v } = signed.activity.result.signRawPayloadResult!
     expect(await recoverAddress({ hash, signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) }) })).toBe(address)
@@ -217,15 +223,17 @@ describe('passkeys of a signed-in user', () => {
       credential_type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR',
     })
     expect(await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).getWhoami({ organizationId })).toMatchObject({ userId })
-    // Stamped by that login key instead of the passkey: the JWT says so (a backend gives it no full session).
-    const relogin = await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).stampLogin({
-      type: 'ACTIVITY_TYPE_STAMP_LOGIN',
-      timestampMs: String(clock),
-      organizationId,
-      parameters: { publicKey: apiKeyPair().apiPublicKey, expirationSeconds: '60' },
-    })
-    const reclaims = JSON.parse(Buffer.from(relogin.activity.result.stampLoginResult!.session.split('.')[1]!, 'base64url').toString())
-    expect(reclaims.credential_type).toBe('CREDENTIAL_TYPE_LOGIN')
+    // Stamped by that login key instead of the passkey: a session may not log in again on its own (fresh verification).
+    await expect(
+      new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).stampLogin({
+        type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+        timestampMs: String(clock),
+        organizationId,
+        parameters: { publicKey: apiKeyPair().apiPublicKey, expirationSeconds: '60' },
+      }),
+    ).rejects.toThrow(
+      'Turnkey error 7: fresh verification required: ACTIVITY_TYPE_STAMP_LOGIN from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than 300 seconds old',
+    )
   })
 
   test('behavior: a passkey that does not know its sub-organization signs in by naming the parent (sub-organization look-up)', async () => {

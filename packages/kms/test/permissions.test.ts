@@ -24,7 +24,9 @@ import { ethereumAccount, post, startKms } from './harness.js'
 
 let harness: Awaited<ReturnType<typeof startKms>>
 beforeAll(async () => {
-  harness = await startKms()
+  // Both contracts the EIP-7702 tests name are allowed delegates, so what refuses one here is the
+  // policy, not the kms's own rule (readableSigning.test.ts).
+  harness = await startKms({ eip7702Delegates: ['0xF5111459944dF032F3A0FFB2d273F6903FAF63F1', '0x000000000000000000000000000000000000dEaD'] })
 })
 afterAll(() => harness.kms.stop())
 
@@ -547,6 +549,37 @@ describe('policies over typed data and EIP-7702 authorizations', () => {
       ]),
     )
     expect(await activityCount(sub.organizationId)).toBe(before)
+  })
+
+  test('eth.tx.authorization_list: each delegation of a type-4 transaction is visible to policies, which may narrow the kms’s delegates', async () => {
+    const sub = await delegatedSubOrganization(({ delegatedUserId }) => [
+      {
+        policyName: 'type-4 transactions delegate to the executor on the local chain only',
+        consensus: `approvers.any(user, user.id == '${delegatedUserId}')`,
+        condition: `activity.type == 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2' && eth.tx.authorization_list.count() > 0 && eth.tx.authorization_list.all(a, a.address == '${EXECUTOR.toLowerCase()}' && a.chain_id == 31337)`,
+      },
+    ])
+    const delegating = (address: `0x${string}`) =>
+      serializeTransaction({
+        type: 'eip7702',
+        chainId: 31337,
+        nonce: 0,
+        to: sub.address,
+        maxFeePerGas: 2_000_000_000n,
+        maxPriorityFeePerGas: 1_000_000_000n,
+        gas: 100_000n,
+        authorizationList: [{ address, chainId: 31337, nonce: 1, r: `0x${'00'.repeat(31)}01`, s: `0x${'00'.repeat(31)}01`, yParity: 0 }],
+      }).slice(2)
+    const sign = (address: `0x${string}`) =>
+      post(harness.kms, sub.delegatedKeys, '/public/v1/submit/sign_transaction', {
+        type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { signWith: sub.address, unsignedTransaction: delegating(address), type: 'TRANSACTION_TYPE_ETHEREUM' },
+      })
+    expect((await sign(EXECUTOR)).status).toBe(200)
+    // OTHER is an allowed delegate of this kms (beforeAll): the policy is what refuses it.
+    expect((await sign(OTHER as `0x${string}`)).status).toBe(403)
   })
 
   test('sign_raw_payloads: each payload fills eth.eip_712 or eth.eip_7702_authorization and must be allowed on its own; a refused batch writes nothing', async () => {

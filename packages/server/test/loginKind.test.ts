@@ -34,12 +34,11 @@ describe('POST /auth/login decides the kind', () => {
     expect((await answer(await session(cookieOf(login))))[1]).toMatchObject({ kind: 'recovery', expiresAt: new Date(expOf(jwt) * 1000).toISOString() })
   })
 
-  test('error: a JWT stamped by a short-lived session key is no full session either', async () => {
+  test('error: a short-lived session key cannot stamp a login at all: the kms asks for a fresh verification', async () => {
     const account = await signedUpWithPasskey({ email: newEmail() })
-    const jwt = await stampLogin(withKey(account.sessionKey), generateApiKeyPair().apiPublicKey)
-    const login = await post('/auth/login', { session: jwt, kind: 'passkey' })
-    expect(login.status).toBe(200)
-    expect((await answer(await session(cookieOf(login))))[1]).toMatchObject({ kind: 'recovery', expiresAt: new Date(expOf(jwt) * 1000).toISOString() })
+    await expect(stampLogin(withKey(account.sessionKey), generateApiKeyPair().apiPublicKey)).rejects.toThrow(
+      'fresh verification required: ACTIVITY_TYPE_STAMP_LOGIN from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than 900 seconds old',
+    )
   })
 
   test('default: a passkey’s JWT is a full passkey session, whatever kind the client claims', async () => {

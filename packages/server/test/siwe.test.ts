@@ -3,11 +3,11 @@ import {
   createTestClient,
   getContractAddress,
   type Hex,
-  hashMessage,
   http,
   publicActions,
   serializeErc6492Signature,
   serializeSignature,
+  toPrefixedMessage,
 } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts'
 import { type CreateSiweMessageParameters, createSiweMessage } from 'viem/siwe'
@@ -163,7 +163,8 @@ describe('POST /auth/siwe', () => {
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: String(t.clock),
       organizationId: account.organizationId,
-      parameters: { signWith: address, payload: hashMessage(message), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
+      // The EIP-191 preimage, hashed by the kms: an embedded sub-organization signs no opaque hash.
+      parameters: { signWith: address, payload: toPrefixedMessage(message), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
     })
     const { r, s, v } = activity.result.signRawPayloadResult!
     const signature = serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) })

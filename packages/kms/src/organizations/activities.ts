@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { type ActivityTable, refuseUnexported, userIn } from '../activities/table.js'
 import { insertOauthProviders, oauthProviderParams } from '../auth/oauth.js'
 import type { ActivityContext } from '../context.js'
-import { insertApiKey, insertAuthenticator } from '../credentials.js'
+import { insertApiKey, insertAuthenticator, refuseKeyLifetimes } from '../credentials.js'
 import { alreadyExists, failedPrecondition, invalid, notFound, permissionDenied } from '../errors.js'
 import { listOf, MAX_ACCOUNTS_PER_REQUEST, MAX_LIST_ITEMS } from '../lists.js'
 import { apiKeyParams, authenticatorParams, ids, parse } from '../params.js'
@@ -143,6 +143,9 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
 
 async function runCreateSubOrganization(params: unknown, context: ActivityContext) {
   const input = parse(createSubOrganization, params)
+  // The parent organization's own placement: a key without an expiry may be its (a backend's
+  // delegated-access user); one with an expiry stays within the maximum.
+  for (const [index, user] of input.rootUsers.entries()) refuseKeyLifetimes(context, user.apiKeys, `rootUsers.${index}.apiKeys`, false)
   const { db, caller, now } = context
   // Every passkey is verified before anything is written.
   const passkeys = await Promise.all(

@@ -43,6 +43,12 @@ function ethereumTransaction(unsignedTransaction: string, from: string): Value |
   if ('maxPriorityFeePerGas' in parsed && parsed.maxPriorityFeePerGas !== undefined) fields['max_priority_fee_per_gas'] = parsed.maxPriorityFeePerGas
   if ('maxFeePerBlobGas' in parsed && parsed.maxFeePerBlobGas !== undefined) fields['max_fee_per_blob_gas'] = parsed.maxFeePerBlobGas
   if (data.length >= 10) fields['function_signature'] = data.slice(0, 10)
+  if (parsed.type === 'eip7702')
+    fields['authorization_list'] = (parsed.authorizationList ?? []).map(({ address, chainId, nonce }) => ({
+      address: address.toLowerCase(),
+      chain_id: BigInt(chainId),
+      nonce: BigInt(nonce),
+    }))
   return { tx: fields }
 }
 

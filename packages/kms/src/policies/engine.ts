@@ -28,7 +28,9 @@ const ETHEREUM_TRANSACTION: Shape = {
       'function_signature',
     ]
       .map((field) => [field, 'value' as Shape])
-      .concat([['contract_call_args', 'open']]),
+      .concat([['contract_call_args', 'open']])
+      // Ours, not Turnkey's: a type-4 transaction's delegations, each as eth.eip_7702_authorization reads one.
+      .concat([['authorization_list', { items: { fields: { address: 'value', chain_id: 'value', nonce: 'value' } } }]]),
   ),
 }
 

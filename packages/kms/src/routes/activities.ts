@@ -8,7 +8,7 @@ import { alreadyExists, GrpcCode, invalid, KmsError } from '../errors.js'
 import { chargeGrant, recordCharge } from '../grants/enforce.js'
 import { grantRefusal } from '../grants/rule.js'
 import type { AuditedActivity } from '../http/audit.js'
-import type { Authenticated, SignerStamp } from '../http/authenticate.js'
+import { type Authenticated, type SignerStamp, WEBAUTHN_VOTE_SCHEME } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
@@ -16,6 +16,8 @@ import { authorize } from '../policies/authorize.js'
 import { castVote, submittedParameters, type VoteStamp, voteRow } from '../policies/consensus.js'
 import type { PolicyDecision } from '../policies/engine.js'
 import { withEvaluation } from '../policies/evaluations.js'
+import { requireFreshVerification } from '../policies/freshVerification.js'
+import { refuseUnreadableSigning } from '../policies/readableSigning.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
 import type { ActivityRow } from '../storage/tables.js'
@@ -63,6 +65,10 @@ export type ActivityRoutesOptions = {
   oidc: OidcVerifier
   /** The longest lifetime, in seconds, an activity may give a credential. */
   maxCredentialSeconds: number
+  /** How long a credential from an email code counts as a fresh verification (policies/freshVerification.ts). */
+  freshVerificationSeconds: number
+  /** The addresses a sub-organization's EIP-7702 authorizations may delegate to, lowercase (policies/readableSigning.ts). */
+  eip7702Delegates: ReadonlySet<string>
   now: () => number
 }
 
@@ -73,7 +79,7 @@ export type ActivityRoutesOptions = {
  * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
  *
  * @example
- * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, maxCredentialSeconds, now }))
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, maxCredentialSeconds, freshVerificationSeconds, eip7702Delegates, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
@@ -185,6 +191,20 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       throw invalid(
         `timestampMs is outside the accepted window (${TIMESTAMP_WINDOW_MS.past / 60_000} minutes back, ${TIMESTAMP_WINDOW_MS.future / 60_000} ahead)`,
       )
+
+    // The kms's own rules for sub-organizations, whatever their policies say: refused before
+    // anything is read for the activity or written (only the audit trail records the refusal).
+    const { organization } = c.var
+    if (organization.parent_id !== null) refuseUnreadableSigning(type as string, body['parameters'], options.eip7702Delegates)
+    await requireFreshVerification(db, {
+      caller,
+      organization,
+      type: type as string,
+      params: body['parameters'],
+      passkey: c.var.stamp?.scheme === WEBAUTHN_VOTE_SCHEME,
+      freshSeconds: options.freshVerificationSeconds,
+      now: now(),
+    })
 
     const at = now()
     const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { type ActivityTable, userIn } from '../activities/table.js'
 import { insertOauthProviders, oauthProviderParams } from '../auth/oauth.js'
 import type { ActivityContext } from '../context.js'
-import { insertApiKey, insertAuthenticator, refuseLongLifetime } from '../credentials.js'
+import { insertApiKey, insertAuthenticator, refuseKeyLifetimes } from '../credentials.js'
 import { alreadyExists, failedPrecondition, invalid, notFound } from '../errors.js'
 import { listOf } from '../lists.js'
 import { pinRootQuorum, rootUserIds } from '../organizations/quorum.js'
@@ -50,8 +50,10 @@ async function checkUserTags(context: ActivityContext, tagIds: readonly string[]
  * Creates users (not root users: the root quorum stays as it was). Passkeys are verified and every
  * reference checked before anything is written; then all of them are written, or none.
  */
-async function createUsers(context: ActivityContext, users: readonly UserParams[]) {
+async function createUsers(context: ActivityContext, users: readonly UserParams[], field: string) {
   const { db, caller, now } = context
+  // New users' keys stay within the maximum lifetime (an expiry is not yet required here: see the README).
+  for (const [index, user] of users.entries()) refuseKeyLifetimes(context, user.apiKeys, `${field}.${index}.apiKeys`, false)
   const passkeys = await Promise.all(
     users.map((user) =>
       Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) }))),
@@ -131,11 +133,7 @@ export const USER_ACTIVITIES: ActivityTable = {
       // A key that never expires only for the parent organization's own users (a backend's key); in
       // a sub-organization every key lapses within the kms's maximum lifetime.
       const inSubOrganization = (await db.organization(caller.organizationId))!.parent_id !== null
-      apiKeys.forEach((key, index) => {
-        if (key.expirationSeconds === undefined && inSubOrganization)
-          throw invalid(`invalid parameters: apiKeys.${index}.expirationSeconds: is required in a sub-organization, where no key may live for ever`)
-        refuseLongLifetime(context, key.expirationSeconds, `apiKeys.${index}.expirationSeconds`)
-      })
+      refuseKeyLifetimes(context, apiKeys, 'apiKeys', inSubOrganization)
       if (!(await db.user(userId, caller.organizationId))) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
       const apiKeyIds: string[] = []
       for (const key of apiKeys) apiKeyIds.push(await insertApiKey(db, userId, caller.organizationId, key, now()))
@@ -167,7 +165,7 @@ export const USER_ACTIVITIES: ActivityTable = {
     resultKey: 'createUsersResult',
     async run(params, context) {
       const input = parse(z.object({ users: listOf(userParams, 'users').min(1) }), params)
-      return { userIds: await createUsers(context, input.users) }
+      return { userIds: await createUsers(context, input.users, 'users') }
     },
   },
   ACTIVITY_TYPE_CREATE_API_ONLY_USERS: {
@@ -195,6 +193,7 @@ export const USER_ACTIVITIES: ActivityTable = {
         userIds: await createUsers(
           context,
           input.apiOnlyUsers.map((user) => ({ ...user, authenticators: [], oauthProviders: [] })),
+          'apiOnlyUsers',
         ),
       }
     },

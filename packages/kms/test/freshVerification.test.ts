@@ -1,0 +1,228 @@
+import { randomBytes } from 'node:crypto'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
+import { TurnkeyClient } from '@turnkey/http'
+import { WebauthnStamper } from '@turnkey/webauthn-stamper'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { generateApiKeyPair } from '../src/index.js'
+import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
+import { startKms } from './harness.js'
+
+// In a sub-organization, export and every new credential or session need the user: a passkey
+// stamp, or a credential from an email code at most 900 s old. A session key alone is refused, and
+// the refusal writes nothing (security review H1, fix 3).
+
+let harness: Awaited<ReturnType<typeof startKms>>
+beforeAll(async () => {
+  harness = await startKms()
+})
+afterAll(() => harness.kms.stop())
+
+type Sub = Awaited<ReturnType<typeof harness.subOrganization>>
+
+const refused = (type: string, seconds = 900) =>
+  `Turnkey error 7: fresh verification required: ${type} from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than ${seconds} seconds old`
+
+/** A 15-minute session key of the sub-organization's root user, registered by the root's own key (as a backend registers a browser's). */
+async function sessionKeyOf(sub: Sub, by: TurnkeyClient = sub.client) {
+  const keys = generateApiKeyPair()
+  await by.createApiKeys({
+    type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+    timestampMs: harness.timestampMs(),
+    organizationId: sub.organizationId,
+    parameters: {
+      userId: sub.userId,
+      apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '900' }],
+    },
+  })
+  return harness.client(keys)
+}
+
+/** A credential from an email code (init_otp_auth and otp_auth, as a backend runs them), opened as the browser would. */
+async function otpCredentialOf(sub: Sub & { email: string }) {
+  const init = await harness.backend.initOtpAuth({
+    type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
+    timestampMs: harness.timestampMs(),
+    organizationId: sub.organizationId,
+    parameters: { otpType: 'OTP_TYPE_EMAIL', contact: sub.email, appName: 'Demo' },
+  })
+  const inbox = (await (await fetch(`${harness.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+  const mail = inbox.messages.filter((message) => message.to === sub.email).at(-1)!
+  const target = generateP256KeyPair()
+  const { activity } = await harness.backend.otpAuth({
+    type: 'ACTIVITY_TYPE_OTP_AUTH',
+    timestampMs: harness.timestampMs(),
+    organizationId: sub.organizationId,
+    parameters: {
+      otpId: init.activity.result.initOtpAuthResultV2!.otpId,
+      otpCode: /sign-in code is (\w+)\./.exec(mail.text)![1]!,
+      targetPublicKey: target.publicKeyUncompressed,
+      // Outlives the freshness window: past it the credential is a plain session, not an expired one.
+      expirationSeconds: '3600',
+    },
+  })
+  const apiPrivateKey = decryptCredentialBundle(activity.result.otpAuthResult!.credentialBundle!, target.privateKey)
+  return harness.client({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') })
+}
+
+async function userWithEmail() {
+  const email = `fresh.${randomBytes(6).toString('hex')}@example.test`
+  return { ...(await harness.subOrganization({ email })), email }
+}
+
+/** The six activities the rule covers, each as `client` would submit it for `sub`'s root user. */
+function guarded(sub: Sub, client: TurnkeyClient) {
+  const common = () => ({ timestampMs: harness.timestampMs(), organizationId: sub.organizationId })
+  const target = () => generateP256KeyPair().publicKeyUncompressed
+  const challenge = randomBytes(32).toString('base64url')
+  return {
+    ACTIVITY_TYPE_EXPORT_WALLET: () =>
+      client.exportWallet({ ...common(), type: 'ACTIVITY_TYPE_EXPORT_WALLET', parameters: { walletId: sub.walletId, targetPublicKey: target() } }),
+    ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT: () =>
+      client.exportWalletAccount({
+        ...common(),
+        type: 'ACTIVITY_TYPE_EXPORT_WALLET_ACCOUNT',
+        parameters: { address: sub.address, targetPublicKey: target() },
+      }),
+    ACTIVITY_TYPE_CREATE_API_KEYS_V2: () =>
+      client.createApiKeys({
+        ...common(),
+        type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+        parameters: {
+          userId: sub.userId,
+          apiKeys: [{ apiKeyName: 'attacker', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '900' }],
+        },
+      }),
+    ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2: () =>
+      client.createAuthenticators({
+        ...common(),
+        type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+        parameters: {
+          userId: sub.userId,
+          authenticators: [{ authenticatorName: 'attacker', challenge, attestation: softwareAuthenticator().register(challenge) }],
+        },
+      }),
+    ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2: () =>
+      client.createReadWriteSession({
+        ...common(),
+        type: 'ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
+        parameters: { targetPublicKey: target(), expirationSeconds: '900' },
+      }),
+    ACTIVITY_TYPE_STAMP_LOGIN: () =>
+      client.stampLogin({
+        ...common(),
+        type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+        parameters: { publicKey: generateApiKeyPair().apiPublicKey, expirationSeconds: '900' },
+      }),
+  }
+}
+
+/** What a refused activity must not have changed: the organization's activities, the user's keys and passkeys, the wallet's export flag. */
+async function stateOf(sub: Sub) {
+  const query = { organizationId: sub.organizationId }
+  return {
+    activities: (await harness.backend.getActivities(query)).activities.length,
+    apiKeys: (await harness.backend.getApiKeys({ ...query, userId: sub.userId })).apiKeys.length,
+    authenticators: (await harness.backend.getAuthenticators({ ...query, userId: sub.userId })).authenticators.length,
+    exported: (await harness.backend.getWallet({ ...query, walletId: sub.walletId })).wallet.exported,
+  }
+}
+
+describe('fresh verification', () => {
+  test('error: a session key alone may not export, add a credential, open a session or log in; each refusal writes nothing', async () => {
+    const sub = await harness.subOrganization()
+    const session = await sessionKeyOf(sub)
+    const before = await stateOf(sub)
+    for (const [type, submit] of Object.entries(guarded(sub, session))) await expect(submit(), type).rejects.toThrow(refused(type))
+    expect(await stateOf(sub)).toEqual(before)
+  })
+
+  test('behavior: a passkey stamp of the user runs each of them', async () => {
+    const sub = await harness.subOrganization()
+    const passkey = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    await sub.client.createAuthenticators({
+      type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userId: sub.userId, authenticators: [{ authenticatorName: 'Passkey', challenge, attestation: passkey.register(challenge) }] },
+    })
+    useAuthenticator(passkey)
+    const stamped = new TurnkeyClient({ baseUrl: harness.kms.url }, new WebauthnStamper({ rpId }))
+    for (const [type, submit] of Object.entries(guarded(sub, stamped))) expect((await submit()).activity.status, type).toBe('ACTIVITY_STATUS_COMPLETED')
+  })
+
+  test('behavior: a credential from an email code exports within 900 s of the code; at 901 s it is refused like any session key', async () => {
+    const sub = await userWithEmail()
+    const credential = await otpCredentialOf(sub)
+    const exportWallet = guarded(sub, credential).ACTIVITY_TYPE_EXPORT_WALLET
+    harness.clock.now += 900_000
+    try {
+      expect((await exportWallet()).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      harness.clock.now += 1000
+      await expect(exportWallet()).rejects.toThrow(refused('ACTIVITY_TYPE_EXPORT_WALLET'))
+      // Still a working session for everything else.
+      expect((await credential.getWhoami({ organizationId: sub.organizationId })).userId).toBe(sub.userId)
+    } finally {
+      harness.clock.now -= 901_000
+    }
+  })
+
+  test('error: 40 concurrent exports with one stale credential are all refused; the wallet is never exported (PostgreSQL in its run)', async () => {
+    const sub = await userWithEmail()
+    const credential = await otpCredentialOf(sub)
+    const before = await stateOf(sub)
+    harness.clock.now += 901_000
+    try {
+      const exports = guarded(sub, credential).ACTIVITY_TYPE_EXPORT_WALLET
+      const outcomes = await Promise.allSettled(Array.from({ length: 40 }, () => exports()))
+      expect(outcomes.map((outcome) => (outcome.status === 'rejected' ? (outcome.reason as Error).message : 'exported'))).toEqual(
+        Array(40).fill(`${refused('ACTIVITY_TYPE_EXPORT_WALLET')} (Details: [])`),
+      )
+    } finally {
+      harness.clock.now -= 901_000
+    }
+    expect(await stateOf(sub)).toEqual(before)
+  })
+
+  test('error: a key the fresh credential registers is a session key, not fresh itself', async () => {
+    const sub = await userWithEmail()
+    const session = await sessionKeyOf(sub, await otpCredentialOf(sub))
+    await expect(guarded(sub, session).ACTIVITY_TYPE_STAMP_LOGIN()).rejects.toThrow(refused('ACTIVITY_TYPE_STAMP_LOGIN'))
+  })
+
+  test('behavior: the window is a setting; an emailed credential (email_auth) counts as an email code', async () => {
+    const short = await startKms({ freshVerificationSeconds: 60 })
+    try {
+      const email = `fresh.${randomBytes(6).toString('hex')}@example.test`
+      const withEmail = await short.subOrganization({ email })
+      const target = generateP256KeyPair()
+      await short.backend.emailAuth({
+        type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3',
+        timestampMs: short.timestampMs(),
+        organizationId: withEmail.organizationId,
+        parameters: { email, targetPublicKey: target.publicKeyUncompressed, emailCustomization: { appName: 'Demo' } },
+      })
+      const inbox = (await (await fetch(`${short.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+      const bundle = /for Demo:\n\n(\S+)\n/.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
+      const apiPrivateKey = decryptCredentialBundle(bundle, target.privateKey)
+      const emailed = new TurnkeyClient(
+        { baseUrl: short.kms.url },
+        new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }),
+      )
+      const login = () =>
+        emailed.stampLogin({
+          type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+          timestampMs: short.timestampMs(),
+          organizationId: withEmail.organizationId,
+          parameters: { publicKey: generateApiKeyPair().apiPublicKey, expirationSeconds: '900' },
+        })
+      short.clock.now += 60_000
+      expect((await login()).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      short.clock.now += 1000
+      await expect(login()).rejects.toThrow(refused('ACTIVITY_TYPE_STAMP_LOGIN', 60))
+    } finally {
+      await short.kms.stop()
+    }
+  })
+})
