@@ -39,6 +39,7 @@ describe(`storage (${testBackend})`, () => {
         '0004_vote_stamps_and_evaluations',
         '0005_audit_events',
         '0006_rate_limits',
+        '0008_data_keys',
       ])
     } finally {
       await storage.close()

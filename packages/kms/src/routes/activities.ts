@@ -16,6 +16,7 @@ import type { PolicyDecision } from '../policies/engine.js'
 import { withEvaluation } from '../policies/evaluations.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
+import type { SealingKey } from '../secrets.js'
 import type { ActivityRow } from '../storage/tables.js'
 import type { WebauthnConfig } from '../webauthn.js'
 
@@ -52,7 +53,7 @@ function voteStamp(stamp: SignerStamp | undefined, raw: Uint8Array): VoteStamp |
 export type ActivityRoutesOptions = {
   db: Db
   outbox: Outbox
-  masterKey: Uint8Array
+  masterKey: SealingKey
   signerPrivateKey: string
   webauthn: WebauthnConfig
   oidc: OidcVerifier

@@ -201,4 +201,11 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       )
     },
   },
+  {
+    // The key hierarchy (keyring/): data keys that seal the rows, each wrapped by a KEK named by id.
+    name: '0008_data_keys',
+    async up(db, dialect) {
+      await run(db, dialect, table('data_keys', 'id text primary key, kek_id text not null, wrapped text not null, created_at {ms} not null{rowid}'))
+    },
+  },
 ]
