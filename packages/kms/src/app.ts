@@ -19,6 +19,7 @@ import { own } from './own.js'
 import { DEFAULT_FRESH_VERIFICATION_SECONDS } from './policies/freshVerification.js'
 import { createQueries } from './resources.js'
 import { activityRoutes } from './routes/activities.js'
+import type { SealingKey } from './secrets.js'
 import type { WebauthnConfig } from './webauthn.js'
 
 export { TIMESTAMP_WINDOW_MS } from './routes/activities.js'
@@ -29,7 +30,7 @@ export const DEFAULT_WEBAUTHN: WebauthnConfig = { rpIds: ['localhost'], origins:
 export type KmsAppOptions = {
   db: Db
   /** 32 bytes: seals wallet mnemonics and keys at rest. */
-  masterKey: Uint8Array
+  masterKey: SealingKey
   /** P-256 private key (hex) that signs export and import bundles; its public key is published. */
   signerPrivateKey: string
   /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */

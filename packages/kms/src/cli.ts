@@ -6,6 +6,7 @@
  * graceful stop on SIGTERM or SIGINT. The package README has the details.
  */
 import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import {
@@ -35,6 +36,9 @@ import { KmsError } from './errors.js'
 import { assertChain } from './frames/app.js'
 import type { FrameChain } from './frames/pages.js'
 import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
+import { backupSqlite, removeScratch, scratchCopy } from './keyring/backup.js'
+import { keyStatus, rewrapRows, rotateDataKey, rotateKek, verifySealedRows } from './keyring/operations.js'
+import { kekSetting, openKek } from './keyring/settings.js'
 import { generateApiKeyPair } from './keys.js'
 import { DEFAULT_FRESH_VERIFICATION_SECONDS } from './policies/freshVerification.js'
 import { createKms } from './service.js'
@@ -71,7 +75,18 @@ const settings = {
     production: 'required',
     convert: hexBytes(32),
     description:
-      'The 32-byte key (64 hex characters) that seals wallets and keys at rest: keep it, or nothing sealed can be opened again. Without it: generated at start, so only an in-memory store is allowed.',
+      'The 32-byte key (64 hex characters) that wraps the data keys sealing wallets and keys at rest (--kek env), and opens rows sealed before data keys: keep it, or nothing sealed can be opened again. Without it: generated at start, so only an in-memory store is allowed.',
+  }),
+  kek: kekSetting(),
+  keyRefreshMs: integer({
+    flag: 'key-refresh-interval',
+    env: 'LATCHKEY_KMS_KEY_REFRESH_MS',
+    valueName: '<ms>',
+    min: 50,
+    max: 3_600_000,
+    default: 5000,
+    description:
+      'How often the data keys are read again, so a key made by `keys rotate` is known to every instance; a new key seals after two intervals (and `keys rewrap` waits for that).',
   }),
   signerKey: secret({
     env: 'LATCHKEY_KMS_SIGNER_KEY',
@@ -290,6 +305,37 @@ async function openKms(options: Parameters<typeof createKms>[0] & {}, storeName:
   }
 }
 
+/** Unwraps the data keys before anything listens: a KEK that does not unwrap them is a bad setting (exit 2, one line). */
+async function loadKeys(kms: ReturnType<typeof createKms>, kekName: string) {
+  try {
+    await kms.keyring.load()
+  } catch (error) {
+    await kms.stop().catch(() => {})
+    throw new SettingsError(`the data keys cannot be unwrapped with ${kekName}: ${(error as Error).message}`)
+  }
+}
+
+/** The settings of the commands that open sealed rows: the store, and the keys as the kms has them. */
+const keySettings = { ...storeSettings, masterKey: settings.masterKey, kek: settings.kek }
+type KeyValues = { db: string | undefined; databaseUrl: string | undefined; masterKey: Uint8Array | undefined; kek: string | undefined }
+
+/** Opens the store with the configured KEK and its data keys unwrapped, runs `work`, closes. */
+async function withKeys<result>(command: string, values: KeyValues, work: (kms: ReturnType<typeof createKms>) => Promise<result>): Promise<result> {
+  if (values.db === undefined && values.databaseUrl === undefined)
+    throw new SettingsError(
+      `${command} works on the kms's store: set ${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}, as the kms has them`,
+    )
+  const store = storeOf(values)
+  const kek = await openKek(values.kek ?? 'env', values.masterKey, settingLabel(settings.masterKey))
+  const kms = await openKms({ ...store.options, masterKey: values.masterKey, kek }, store.name)
+  await loadKeys(kms, kek.id)
+  try {
+    return await work(kms)
+  } finally {
+    await kms.stop()
+  }
+}
+
 const compressedPublicKey = (text: string, label: string) => {
   const hex = text.trim().toLowerCase()
   let valid = /^0[23][0-9a-f]{64}$/.test(hex)
@@ -317,8 +363,13 @@ const initOrganizationSettings = {
   apiKeyName: text({ flag: 'api-key-name', default: 'root', description: 'Name of the API key.' }),
 }
 
+/** `verify-backup <file>`: the file as its first argument too (the settings parser takes flags only). */
+const argv = process.argv.slice(2)
+if (argv[0] === 'verify-backup' && argv[1] !== undefined && !argv[1].startsWith('-')) argv.splice(1, 1, '--file', argv[1])
+
 await runService({
   name: 'latchkey-kms',
+  argv,
   version,
   summary:
     'A key-management service wire-compatible with the Turnkey API: stamped requests, organizations, wallets, signing, email and passkey sign-in. Optionally serves the auth, recovery, export and import frames on their own origin.',
@@ -332,19 +383,23 @@ await runService({
   ],
   async start(values, { logger, production }) {
     const store = storeOf(values)
-    if (store.persistent && !values.masterKey)
+    if (store.persistent && !values.masterKey && (values.kek ?? 'env') === 'env')
       throw new SettingsError(
         `a persistent store (${store.name}) needs a master key that outlives the process: set ${settingLabel(settings.masterKey)} (\`latchkey-kms generate-keys\` makes one), or use no store setting to keep everything in memory`,
       )
     const smtpProblem = production && values.smtpUrl ? smtpWithoutTls(new URL(values.smtpUrl)) : undefined
     if (smtpProblem) throw new SettingsError(`${settingLabel(settings.smtpUrl)}: ${smtpProblem}`)
     const framesHost = values.framesHost ?? (values.host === '127.0.0.1' ? 'localhost' : values.host)
+    // Without a master key or an HSM, the kms runs in memory with a key made for the process (development only).
+    const kek = values.kek && values.kek !== 'env' ? await openKek(values.kek, values.masterKey, settingLabel(settings.masterKey)) : undefined
     const kms = await openKms(
       {
         ...store.options,
         port: values.port,
         host: values.host,
         masterKey: values.masterKey,
+        kek,
+        keyRefreshMs: values.keyRefreshMs,
         signerPrivateKey: values.signerKey,
         // In production, mail with codes goes over TLS only (STARTTLS required on smtp://).
         smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom, requireTLS: production } : undefined,
@@ -370,6 +425,7 @@ await runService({
       },
       store.name,
     )
+    await loadKeys(kms, kek?.id ?? 'the master key')
     try {
       await kms.start()
     } catch (error) {
@@ -470,6 +526,100 @@ await runService({
         await kms.stop()
       }
     }),
+    'keys status': {
+      summary:
+        'Print the KEK, the data keys (which is active, which this KEK unwraps) and how many sealed rows each data key holds (v1: the master key directly).',
+      settings: keySettings,
+      run: (values: KeyValues) => withKeys('keys status', values, (kms) => keyStatus(kms.db, kms.keyring)),
+    },
+    'keys rotate': {
+      summary: 'Make a new data key, wrapped by the KEK; it seals new rows once every instance has read it (two --key-refresh-interval). Then run keys rewrap.',
+      settings: keySettings,
+      run: (values: KeyValues) => withKeys('keys rotate', values, (kms) => rotateDataKey(kms.db, kms.keyring)),
+    },
+    'keys rewrap': {
+      summary:
+        'Reseal every row that is not under the active data key (older data keys, or the master key before data keys) with it, online, in batches; run it again to resume after a stop.',
+      settings: {
+        ...keySettings,
+        keyRefreshMs: settings.keyRefreshMs,
+        batchSize: integer({ flag: 'batch-size', min: 1, max: 10_000, default: 200, description: 'Rows resealed per transaction.' }),
+      },
+      run: (values: KeyValues & { keyRefreshMs: number; batchSize: number }) =>
+        withKeys('keys rewrap', values, (kms) =>
+          rewrapRows(kms.db, kms.keyring, {
+            batchSize: values.batchSize,
+            onBatch: (progress) => process.stderr.write(`keys rewrap: ${progress.moved} rows resealed (${progress.table})\n`),
+          }),
+        ),
+    },
+    'keys rotate-kek': {
+      summary:
+        'Wrap every data key the current KEK (--kek, the master key) unwraps by another KEK (--to-kek, --to-master-key-file) instead; then restart the instances with the new one.',
+      settings: {
+        ...keySettings,
+        toKek: kekSetting('to-kek', 'LATCHKEY_KMS_TO_KEK', 'The KEK to wrap the data keys by from now on'),
+        toMasterKey: secret({
+          env: 'LATCHKEY_KMS_TO_MASTER_KEY',
+          fileFlag: 'to-master-key-file',
+          convert: hexBytes(32),
+          description: 'The new master key, for --to-kek env (64 hex characters).',
+        }),
+      },
+      run: async (values: KeyValues & { toKek: string | undefined; toMasterKey: Uint8Array | undefined }) => {
+        if (values.toKek === undefined && values.toMasterKey === undefined)
+          throw new SettingsError('keys rotate-kek needs the new KEK: set --to-kek or --to-master-key-file')
+        const next = await openKek(values.toKek ?? 'env', values.toMasterKey, '--to-master-key-file', '--to-kek')
+        try {
+          return await withKeys('keys rotate-kek', values, async (kms) => {
+            if (next.id === kms.keyring.kek.id) throw new SettingsError(`the new KEK is the current one (${next.id})`)
+            return rotateKek(kms.db, kms.keyring, next)
+          })
+        } finally {
+          await next.close()
+        }
+      },
+    },
+    backup: {
+      summary:
+        'Copy the SQLite store to a new file, consistent while the kms writes (SQLite’s online backup); checks first that the configured key unwraps its data keys. PostgreSQL: see the README (pg_dump).',
+      settings: { ...keySettings, to: text({ flag: 'to', valueName: '<file>', description: 'The backup file to write (must not exist).' }) },
+      async run(values: KeyValues & { to: string | undefined }) {
+        if (values.to === undefined) throw new SettingsError('backup needs --to <file>')
+        if (values.databaseUrl !== undefined)
+          throw new SettingsError('backup copies a SQLite store; back up PostgreSQL with pg_dump or pgBackRest (the kms README, "Backing up Latchkey")')
+        const to = resolve(values.to)
+        if (existsSync(to)) throw new SettingsError(`the backup file ${to} exists already: name a new file`)
+        await withKeys('backup', values, async () => {})
+        return backupSqlite(resolve(values.db ?? ''), to)
+      },
+    },
+    'verify-backup': {
+      summary: 'Open every sealed row of a backup (a SQLite file) with the configured key; exits 1 naming the first row that does not open.',
+      settings: {
+        masterKey: settings.masterKey,
+        kek: settings.kek,
+        file: text({ flag: 'file', valueName: '<file>', description: 'The backup (also as the first argument).' }),
+      },
+      async run(values: { masterKey: Uint8Array | undefined; kek: string | undefined; file: string | undefined }) {
+        if (values.file === undefined) throw new SettingsError('verify-backup needs the backup file: latchkey-kms verify-backup <file>')
+        const file = resolve(values.file)
+        if (!existsSync(file)) throw new SettingsError(`the backup file ${file} does not exist`)
+        const copy = await scratchCopy(file)
+        try {
+          const verdict = await withKeys('verify-backup', { db: copy, databaseUrl: undefined, masterKey: values.masterKey, kek: values.kek }, (kms) =>
+            verifySealedRows(kms.db, kms.keyring),
+          )
+          if (!verdict.intact)
+            throw new Error(
+              `row ${verdict.failed.key} of ${verdict.failed.table}.${verdict.failed.column} does not open: ${verdict.failed.problem} (${verdict.opened} rows before it opened)`,
+            )
+          return { intact: true, opened: verdict.opened }
+        } finally {
+          await removeScratch(copy)
+        }
+      },
+    },
     'generate-keys': {
       summary: 'Print a fresh master key, signer key pair and backend API key pair as JSON (hex), for the settings above and the backend.',
       settings: {},

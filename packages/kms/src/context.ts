@@ -1,6 +1,7 @@
 import type { OidcVerifier } from './auth/oidc.js'
 import type { Db } from './db.js'
 import type { Mailer } from './mail.js'
+import type { SealingKey } from './secrets.js'
 import type { WebauthnConfig } from './webauthn.js'
 
 /**
@@ -24,7 +25,7 @@ export type ActivityContext = {
   /** The OpenID issuers and audiences whose ID tokens are believed (oauth, oauth_login, OAuth providers). */
   oidc: OidcVerifier
   mailer: Mailer
-  masterKey: Uint8Array
+  masterKey: SealingKey
   /** P-256 private key (hex) that signs export and import bundles. */
   signerPrivateKey: string
   /** The longest lifetime, in seconds, a credential may be given (sessions, sign-ins, API keys). */

@@ -1,6 +1,7 @@
 import { type AuditStorage, verifyAuditTrail } from '@latchkey/service/database'
 import { type RawBuilder, sql } from 'kysely'
 import { type Executor, isPostgresUrl, isUniqueViolation, openStorage, type Storage } from './storage/database.js'
+import { dataKeyStatements } from './storage/dataKeys.js'
 import { KMS_MIGRATIONS } from './storage/migrations.js'
 import type {
   ActivityRow,
@@ -300,6 +301,8 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     /** Throws unless the database answers a query: the kms's `GET /readyz`. */
     ping: () => storage.ping(),
     close: () => storage.close(),
+    // The key hierarchy's data keys and the sealed rows they open (keyring/).
+    ...dataKeyStatements(storage.dialect, executor),
 
     // Mail after commit (outbox.ts).
     insertOutbox: (row: OutboxRow) => insert('outbox', row),

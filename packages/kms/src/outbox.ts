@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Logger } from '@latchkey/service'
 import type { Db } from './db.js'
 import type { Mail, Mailer } from './mail.js'
-import { open, seal } from './secrets.js'
+import { open, type SealingKey, seal } from './secrets.js'
 import type { OutboxRow } from './storage/tables.js'
 
 /**
@@ -22,7 +22,7 @@ const backoffMs = (attempts: number) => Math.min(60_000, 1000 * 2 ** (attempts -
 const record = (id: string) => `outbox:${id}`
 
 /** Writes `mail` to the outbox in the transaction `db` belongs to; `send` it after the commit. */
-export async function enqueueMail(db: Db, masterKey: Uint8Array, mail: Mail, activityId: string | null, at: number): Promise<void> {
+export async function enqueueMail(db: Db, masterKey: SealingKey, mail: Mail, activityId: string | null, at: number): Promise<void> {
   const id = randomUUID()
   await db.insertOutbox({
     id,
@@ -44,7 +44,7 @@ function isPermanent(error: unknown): boolean {
   return typeof code === 'number' && code >= 500 && code < 600
 }
 
-export type OutboxOptions = { db: Db; mailer: Mailer; masterKey: Uint8Array; now: () => number; logger?: Logger | undefined }
+export type OutboxOptions = { db: Db; mailer: Mailer; masterKey: SealingKey; now: () => number; logger?: Logger | undefined }
 
 /**
  * The sender side of the outbox: `sendFor(activityId)` right after an activity commits, `sendDue()`

@@ -11,6 +11,8 @@ import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
 import type { FrameChain } from './frames/pages.js'
 import { createRateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from './http/rateLimit.js'
+import { envKek, type Kek } from './keyring/kek.js'
+import { createKeyring } from './keyring/keyring.js'
 import { devInbox, type Mailer } from './mail.js'
 import { createOutbox } from './outbox.js'
 import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
@@ -28,8 +30,16 @@ export type KmsOptions = {
    * `databasePath` is given. The tables are created on first start.
    */
   databaseUrl?: string | undefined
-  /** 32 bytes that seal key material at rest. Default: random, so nothing sealed outlives the process. */
+  /**
+   * 32 bytes: the KEK that wraps the data keys, unless `kek` is given; with `kek`, it still opens
+   * rows sealed before data keys existed (until `keys rewrap` moved them). Default: random, so
+   * nothing sealed outlives the process.
+   */
   masterKey?: Uint8Array | undefined
+  /** The key-encryption key that wraps the data keys (keyring/kek.ts): an HSM's (pkcs11Kek). Default: `envKek(masterKey)`. */
+  kek?: Kek | undefined
+  /** How often the data keys are read again (a key made by `keys rotate` elsewhere); a new key seals after two intervals. Default 5000 ms. */
+  keyRefreshMs?: number | undefined
   /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */
   webauthn?: WebauthnConfig | undefined
   /**
@@ -132,11 +142,19 @@ export function createKms(options: KmsOptions = {}) {
   if (masterKey.length !== 32) throw new Error('masterKey must be 32 bytes')
   const now = options.now ?? Date.now
   const db: Db = openDatabase(databaseLocation(options))
+  // Rows are sealed by data keys, which the KEK wraps; the keys load before the service listens.
+  const keyring = createKeyring({
+    store: db,
+    kek: options.kek ?? envKek(masterKey),
+    legacyKey: options.kek && !options.masterKey ? undefined : masterKey,
+    refreshMs: options.keyRefreshMs,
+    // Activation is timed on the wall clock, shared with `keys rotate` in other processes, not on the service's clock.
+  })
   const signerPrivateKey = options.signerPrivateKey ?? Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
   const signerPublicKey = Buffer.from(p256.getPublicKey(signerPrivateKey, false)).toString('hex')
   const smtpUrl = options.smtp?.url ?? process.env[SMTP_URL_VARIABLE]
   const mailer = options.mailer ?? (smtpUrl ? smtpMailer({ url: smtpUrl, from: options.smtp?.from, requireTLS: options.smtp?.requireTLS }) : undefined)
-  const outbox = createOutbox({ db, mailer: mailer ?? devInbox(db, now), masterKey, now, logger: options.logger })
+  const outbox = createOutbox({ db, mailer: mailer ?? devInbox(db, now), masterKey: keyring, now, logger: options.logger })
   const audit = createAuditTrail({
     service: 'kms',
     storage: db.auditStorage,
@@ -158,7 +176,7 @@ export function createKms(options: KmsOptions = {}) {
   const app = createKmsApp({
     audit,
     db,
-    masterKey,
+    masterKey: keyring,
     signerPrivateKey,
     now,
     mailer,
@@ -183,8 +201,18 @@ export function createKms(options: KmsOptions = {}) {
     : undefined
   const framesHost = options.frames?.host ?? 'localhost'
   const framesPort = options.frames?.port ?? 8091
-  // Request ids, the request log, /healthz and /readyz (the database answers) on the API and the frames.
-  const observer = createHttpObserver({ logger: options.logger, ready: () => db.ping() })
+  // Request ids, the request log, /healthz and /readyz (the database answers, the data keys are unwrapped, the KEK answers) on the API and the frames.
+  const observer = createHttpObserver({
+    logger: options.logger,
+    ready: async () => {
+      await db.ping()
+      await keyring.ready()
+    },
+  })
+  const opened = async () => {
+    await db.ping()
+    await keyring.load()
+  }
   let server: Server | undefined
   let framesServers: Server[] = []
 
@@ -202,8 +230,8 @@ export function createKms(options: KmsOptions = {}) {
     signerPublicKey,
     async start() {
       if (server) return
-      // Migrated before the first request is accepted.
-      await db.ping()
+      // Migrated, and the data keys unwrapped, before the first request is accepted.
+      await opened()
       const api = await listen(observer, app.fetch, host, port)
       try {
         framesServers = framesApp ? await listenFrames(observer, framesApp.fetch, framesHost, framesPort) : []
@@ -226,10 +254,15 @@ export function createKms(options: KmsOptions = {}) {
       await outbox.stop()
       rateLimiter?.flush()
       await audit.settled()
+      await keyring.close()
       await db.close()
     },
-    /** Resolves once the database answers, its tables migrated; rejects with why it cannot be opened. */
+    /** Resolves once the database answers, its tables migrated; rejects with why it cannot be opened. `start()` also unwraps the data keys. */
     ready: () => db.ping(),
+    /** The key hierarchy: data keys wrapped by the KEK (`latchkey-kms keys …`). */
+    keyring,
+    /** The store, for the operator's commands (`keys`, `verify-backup`). */
+    db,
     /** Requests not yet answered, oldest first. */
     inflight: (): InflightRequest[] => observer.inflight(),
     /** Walks the audit chain: `{intact: true, count}`, or the first row whose sequence, link or hash does not match. */

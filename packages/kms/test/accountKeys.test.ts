@@ -156,8 +156,8 @@ describe('sealed account keys in the service', () => {
     const digest = keccak256(toHex('sealed'))
     for (const address of user.addresses) {
       const { id, sealed_private_key } = await sealedKeyOf(address)
-      expect(sealed_private_key).toMatch(/^v1:[A-Za-z0-9+/]+=*$/)
-      const privateKey = openBytes(masterKey, accountKeyRecord(id), sealed_private_key!)
+      expect(sealed_private_key).toMatch(/^v2:dek_initial:[A-Za-z0-9+/]+=*$/)
+      const privateKey = openBytes(kms.keyring, accountKeyRecord(id), sealed_private_key!)
       expect(privateKeyToAccount(toHex(privateKey)).address).toBe(address)
       expect(sealed_private_key).not.toContain(Buffer.from(privateKey).toString('base64'))
       expect(await recovered(await signWithClient(user, address, digest), digest)).toBe(address)
@@ -172,7 +172,7 @@ describe('sealed account keys in the service', () => {
     await surgery((db) => sql`update wallet_accounts set sealed_private_key = null where address = ${address}`.execute(db))
     expect(await signWithClient(user, address, digest)).toEqual(before)
     const { id, sealed_private_key } = await sealedKeyOf(address)
-    expect(privateKeyToAccount(toHex(openBytes(masterKey, accountKeyRecord(id), sealed_private_key!))).address).toBe(address)
+    expect(privateKeyToAccount(toHex(openBytes(kms.keyring, accountKeyRecord(id), sealed_private_key!))).address).toBe(address)
     expect(await signWithClient(user, address, digest)).toEqual(before)
   })
 
@@ -188,7 +188,7 @@ describe('sealed account keys in the service', () => {
     })
     await start()
     expect(await signWithClient(user, user.addresses[0]!, digest)).toEqual(before)
-    expect((await sealedKeyOf(user.addresses[0]!)).sealed_private_key).toMatch(/^v1:/)
+    expect((await sealedKeyOf(user.addresses[0]!)).sealed_private_key).toMatch(/^v2:dek_initial:/)
   })
 
   test('error: a sealed key moved to another account’s row does not open', async () => {

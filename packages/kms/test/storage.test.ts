@@ -41,6 +41,7 @@ describe(`storage (${testBackend})`, () => {
         '0006_rate_limits',
         '0007_grants',
         '0008_otp_targets',
+        '0009_data_keys',
       ])
     } finally {
       await storage.close()

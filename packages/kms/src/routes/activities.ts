@@ -20,6 +20,7 @@ import { requireFreshVerification } from '../policies/freshVerification.js'
 import { refuseUnreadableSigning } from '../policies/readableSigning.js'
 import { keepsWrites } from '../refusal.js'
 import { ACTIVITIES } from '../resources.js'
+import type { SealingKey } from '../secrets.js'
 import type { ActivityRow } from '../storage/tables.js'
 import type { WebauthnConfig } from '../webauthn.js'
 
@@ -59,7 +60,7 @@ function voteStamp(stamp: SignerStamp | undefined, raw: Uint8Array): VoteStamp |
 export type ActivityRoutesOptions = {
   db: Db
   outbox: Outbox
-  masterKey: Uint8Array
+  masterKey: SealingKey
   signerPrivateKey: string
   webauthn: WebauthnConfig
   oidc: OidcVerifier

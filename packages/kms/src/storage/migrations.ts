@@ -236,4 +236,12 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       await addColumn(db, dialect, 'otps', 'sealed_target_key', 'text')
     },
   },
+  {
+    // Not an expansion: code before it cannot open rows sealed by a data key (v2:).
+    // The key hierarchy (keyring/): data keys that seal the rows, each wrapped by a KEK named by id.
+    name: '0009_data_keys',
+    async up(db, dialect) {
+      await run(db, dialect, table('data_keys', 'id text primary key, kek_id text not null, wrapped text not null, created_at {ms} not null{rowid}'))
+    },
+  },
 ]
