@@ -7,7 +7,7 @@
  * Driven over IPC by bench/kms.ts: `start` → `ready` → `go` → `result`.
  */
 import { performance } from 'node:perf_hooks'
-import { keccak256, toHex } from 'viem'
+import { toHex } from 'viem'
 import { Connection, type Prepared, stampAll, wire } from './wire.js'
 
 export type LoadStart = {
@@ -40,9 +40,9 @@ const prepare = (start: LoadStart, count: number, tag: string) =>
     organizationId: start.organizationId,
     parameters: {
       signWith: start.signWith,
-      payload: keccak256(toHex(`${tag} ${i}`)),
+      payload: toHex(`${tag} ${i}`),
       encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
-      hashFunction: 'HASH_FUNCTION_NO_OP',
+      hashFunction: 'HASH_FUNCTION_KECCAK256',
     },
   }))
 

@@ -138,7 +138,7 @@ describe('two instances on one PostgreSQL', () => {
               signWith: `0x${index.toString(16).padStart(40, '0')}`,
               payload: `0x${'11'.repeat(32)}`,
               encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
-              hashFunction: 'HASH_FUNCTION_NO_OP',
+              hashFunction: 'HASH_FUNCTION_KECCAK256',
             },
           }),
         ),

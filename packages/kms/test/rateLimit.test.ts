@@ -142,7 +142,8 @@ describe('a flood, refused from memory', () => {
     const limiter = createRateLimiter({ db: spy, limits: { perApiKey: 12, perOrganization: 0, windowMs: 60_000 }, now: () => harness.clock.now, audit })
     const app = createKmsApp({
       db: spy,
-      masterKey,
+      // The first instance's data keys: its rows are sealed by them, not by the master key itself.
+      masterKey: harness.kms.keyring,
       signerPrivateKey: randomBytes(32).toString('hex'),
       now: () => harness.clock.now,
       audit,
@@ -176,7 +177,7 @@ describe('a flood, refused from memory', () => {
         signWith: signer.address,
         payload: `0x${'11'.repeat(32)}`,
         encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
-        hashFunction: 'HASH_FUNCTION_NO_OP',
+        hashFunction: 'HASH_FUNCTION_KECCAK256',
       })
       expect(signed.status).toBe(200)
       expect(calls).toContain('countRequest')
