@@ -2,6 +2,7 @@
 import { type ReactNode, useEffect, useId, useRef } from 'react'
 // Both modals render in this dialog: their styles come with it.
 import '#modal.css'
+import { useMessages } from '../i18n/useMessages.js'
 
 const focusable = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])'
 
@@ -17,6 +18,7 @@ export type DialogProps = {
  * returns to what opened it, and the page behind does not scroll.
  */
 export function Dialog({ title, theme, onClose, children }: DialogProps) {
+  const t = useMessages()
   const titleId = useId()
   const ref = useRef<HTMLDivElement>(null)
   const onCloseRef = useRef(onClose)
@@ -64,6 +66,8 @@ export function Dialog({ title, theme, onClose, children }: DialogProps) {
     <div
       className="lk-backdrop"
       data-lk-theme={theme}
+      lang={t.locale}
+      dir={t.dir}
       onMouseDown={(event) => {
         if (event.target === event.currentTarget) onClose()
       }}
@@ -71,7 +75,7 @@ export function Dialog({ title, theme, onClose, children }: DialogProps) {
       <div ref={ref} className="lk-dialog" role="dialog" aria-modal="true" aria-labelledby={titleId} tabIndex={-1}>
         <header className="lk-dialog-header">
           <h2 id={titleId}>{title}</h2>
-          <button type="button" className="lk-icon-button" aria-label="Close" onClick={onClose}>
+          <button type="button" className="lk-icon-button" aria-label={t('close')} onClick={onClose}>
             ×
           </button>
         </header>

@@ -3,6 +3,7 @@ import { type Connector, getInAppBrowserLink, getWalletBook, getWalletConnectDee
 import { useEffect, useMemo, useState, useSyncExternalStore } from 'react'
 import { renderSVG } from 'uqr'
 import { useClient } from '../hooks/useClient.js'
+import { useMessages } from '../i18n/useMessages.js'
 
 type Props = { connector: Connector; onCancel(): void }
 
@@ -12,6 +13,7 @@ type Props = { connector: Connector; onCancel(): void }
  * href is ready before the tap, so navigation stays inside the user's gesture).
  */
 export default function WalletConnectView({ connector, onCancel }: Props) {
+  const t = useMessages()
   const client = useClient()
   const uri = useSyncExternalStore(
     client.subscribe,
@@ -26,9 +28,10 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
   useEffect(
     () =>
       connector.emitter.on('message', ({ type, data }) => {
-        if (type === 'connection_rejected') setRejected((data as { shortMessage?: string })?.shortMessage ?? 'Connection rejected. Please try again.')
+        if (type === 'connection_rejected')
+          setRejected(t.locale === 'en' ? ((data as { shortMessage?: string })?.shortMessage ?? t('e_connection_rejected')) : t('e_connection_rejected'))
       }),
-    [connector],
+    [connector, t],
   )
   // A new URI: the rejection was answered with a fresh attempt, and nothing is copied yet.
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new URI is the trigger that resets the copied state
@@ -47,7 +50,7 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
 
   return (
     <div className="lk-pending lk-wc">
-      <p className="lk-pending-name">Scan with your phone</p>
+      <p className="lk-pending-name">{t('scan')}</p>
       {rejected && uri && (
         <p role="alert" className="lk-alert">
           {rejected}
@@ -55,34 +58,34 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
       )}
       {qr ? (
         // biome-ignore lint/security/noDangerouslySetInnerHtml: uqr renders the SVG from the pairing URI alone; no user-controlled markup
-        <div className="lk-qr" role="img" aria-label="QR code for WalletConnect" dangerouslySetInnerHTML={{ __html: qr }} />
+        <div className="lk-qr" role="img" aria-label={t('qrLabel')} dangerouslySetInnerHTML={{ __html: qr }} />
       ) : (
         <p className="lk-muted" role="status">
-          Preparing a QR code…
+          {t('preparingQr')}
         </p>
       )}
       {left !== undefined && (
         <p className="lk-muted lk-small-text">
-          {left > 0 ? `This code renews in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` : 'Renewing the code…'}
+          {left > 0 ? t('renewsIn', { time: `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` }) : t('renewing')}
         </p>
       )}
       <div className="lk-row">
         <button type="button" className="lk-secondary" onClick={() => void copy()} disabled={!uri}>
-          {copied ? 'Copied' : 'Copy link'}
+          {t(copied ? 'copied' : 'copyLink')}
         </button>
         <button type="button" className="lk-secondary" onClick={onCancel}>
-          Cancel
+          {t('cancel')}
         </button>
       </div>
       {uri && (
         <details className="lk-more" open={onPhone}>
-          <summary>Open a wallet on this device</summary>
+          <summary>{t('openOnDevice')}</summary>
           <ul className="lk-wallets lk-grid">
             {wallets.map((wallet) => {
               const href = getWalletConnectDeepLink(wallet, uri)
               return href ? (
                 <li key={wallet.id}>
-                  <a className="lk-wallet lk-small" href={href} rel="noopener noreferrer" aria-label={`Open ${wallet.name}`}>
+                  <a className="lk-wallet lk-small" href={href} rel="noopener noreferrer" aria-label={t('openWallet', { name: wallet.name })}>
                     <img src={wallet.icon} alt="" width={24} height={24} />
                     <span className="lk-wallet-name">{wallet.shortName}</span>
                   </a>
@@ -99,6 +102,7 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
 
 /** "Open this page in the wallet's own browser": for wallets with an in-app browser. */
 function InAppBrowserLinks() {
+  const t = useMessages()
   const links = useMemo(
     () =>
       typeof location === 'undefined'
@@ -112,11 +116,11 @@ function InAppBrowserLinks() {
   if (!links.length) return null
   return (
     <>
-      <p className="lk-subheading">Or open this page in a wallet’s browser</p>
+      <p className="lk-subheading">{t('openInBrowser')}</p>
       <ul className="lk-links">
         {links.map(({ wallet, href }) => (
           <li key={wallet.id}>
-            <a href={href} rel="noopener noreferrer" aria-label={`Open in ${wallet.name} browser`}>
+            <a href={href} rel="noopener noreferrer" aria-label={t('openInWalletBrowser', { name: wallet.name })}>
               {wallet.shortName}
             </a>
           </li>
