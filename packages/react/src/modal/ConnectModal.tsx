@@ -7,6 +7,7 @@ import { useConnectors } from '../hooks/useConnectors.js'
 import { useRecentConnectorId } from '../hooks/useRecentConnectorId.js'
 import { useMessages } from '../i18n/useMessages.js'
 import { Dialog } from './Dialog.js'
+import { isTouchDevice } from './phone.js'
 
 // The catalogue loaders ride with the modal's chunk: the eager bundle needs no import() of its own for them.
 export { loadLocale } from '../i18n/catalogues.js'
@@ -51,10 +52,9 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     if (isConnected && connect.status === 'success') onClose()
   }, [isConnected, connect.status, onClose])
 
-  const ordered = useMemo(
-    () => connectors.filter((c) => !isEmbeddedConnector(c)).sort((a, b) => Number(b.id === recent) - Number(a.id === recent)),
-    [connectors, recent],
-  )
+  // On a phone an injected wallet means its in-app browser: that wallet comes first, before the last used.
+  const inAppBrowser = useMemo(() => isTouchDevice() && connectors.some((c) => c.type === 'injected'), [connectors])
+  const ordered = useMemo(() => orderWallets(connectors, recent, inAppBrowser), [connectors, recent, inAppBrowser])
   const more = useMemo(() => notInstalled(getWalletBook().wallets, connectors), [connectors])
 
   /** Shows an embedded sign-in once its view's code is here; the wallet's code loads meanwhile. */
@@ -140,11 +140,38 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     onClose()
   }
 
+  const walletList = (
+    <>
+      {ordered.length > 0 ? (
+        <ul className="lk-wallets">
+          {ordered.map((connector) => (
+            <li key={connector.id}>
+              <button
+                type="button"
+                className="lk-wallet"
+                aria-label={connector.name}
+                aria-describedby={connector.id === recent ? recentLabelId : undefined}
+                onClick={() => start(connector)}
+              >
+                {connector.icon ? <img src={connector.icon} alt="" width={32} height={32} /> : <span className="lk-monogram">{connector.name[0]}</span>}
+                <span className="lk-wallet-name">{connector.name}</span>
+                {connector.id === recent && <span className="lk-badge">{t('recent')}</span>}
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="lk-muted">{t('noWallet')}</p>
+      )}
+    </>
+  )
+
   return (
     <Dialog title={t('connectTitle')} theme={theme} onClose={onClose}>
       <span id={recentLabelId} hidden>
         {t('lastUsed')}
       </span>
+      {inAppBrowser && walletList}
       {embedded && (
         <div className="lk-embedded-start">
           <button type="button" className="lk-primary lk-wide" onClick={() => pickEmbedded('email')}>
@@ -183,27 +210,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
           </p>
         </div>
       )}
-      {ordered.length > 0 ? (
-        <ul className="lk-wallets">
-          {ordered.map((connector) => (
-            <li key={connector.id}>
-              <button
-                type="button"
-                className="lk-wallet"
-                aria-label={connector.name}
-                aria-describedby={connector.id === recent ? recentLabelId : undefined}
-                onClick={() => start(connector)}
-              >
-                {connector.icon ? <img src={connector.icon} alt="" width={32} height={32} /> : <span className="lk-monogram">{connector.name[0]}</span>}
-                <span className="lk-wallet-name">{connector.name}</span>
-                {connector.id === recent && <span className="lk-badge">{t('recent')}</span>}
-              </button>
-            </li>
-          ))}
-        </ul>
-      ) : (
-        <p className="lk-muted">{t('noWallet')}</p>
-      )}
+      {!inAppBrowser && walletList}
       {more.length > 0 && (
         <details className="lk-more" open={ordered.length === 0}>
           <summary>{t('moreWallets')}</summary>
@@ -227,6 +234,15 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
       )}
     </Dialog>
   )
+}
+
+/**
+ * The wallet list's order: in a wallet's in-app browser its injected connector first, then the
+ * last used, then the rest as discovered.
+ */
+export function orderWallets(connectors: readonly Connector[], recent: string | null | undefined, inAppBrowser: boolean): Connector[] {
+  const rank = (c: Connector) => (inAppBrowser && c.type === 'injected' ? 2 : 0) + (c.id === recent ? 1 : 0)
+  return connectors.filter((c) => !isEmbeddedConnector(c)).sort((a, b) => rank(b) - rank(a))
 }
 
 /** Book wallets that are not among the connectors, matched by rdns or id. */

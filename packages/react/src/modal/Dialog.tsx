@@ -3,6 +3,7 @@ import { type ReactNode, useEffect, useId, useRef } from 'react'
 // Both modals render in this dialog: their styles come with it.
 import '#modal.css'
 import { useMessages } from '../i18n/useMessages.js'
+import { useSwipeToClose } from './swipe.js'
 
 const focusable = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])'
 
@@ -23,6 +24,7 @@ export function Dialog({ title, theme, onClose, children }: DialogProps) {
   const ref = useRef<HTMLDivElement>(null)
   const onCloseRef = useRef(onClose)
   onCloseRef.current = onClose
+  const swipe = useSwipeToClose(ref, () => onCloseRef.current())
 
   useEffect(() => {
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
@@ -73,12 +75,16 @@ export function Dialog({ title, theme, onClose, children }: DialogProps) {
       }}
     >
       <div ref={ref} className="lk-dialog" role="dialog" aria-modal="true" aria-labelledby={titleId} tabIndex={-1}>
-        <header className="lk-dialog-header">
-          <h2 id={titleId}>{title}</h2>
-          <button type="button" className="lk-icon-button" aria-label={t('close')} onClick={onClose}>
-            ×
-          </button>
-        </header>
+        {/* Below 640 px the dialog is a bottom sheet: drag its handle or header down to close it. */}
+        <div className="lk-grab" {...swipe}>
+          <span className="lk-handle" aria-hidden="true" />
+          <header className="lk-dialog-header">
+            <h2 id={titleId}>{title}</h2>
+            <button type="button" className="lk-icon-button" aria-label={t('close')} onClick={onClose}>
+              ×
+            </button>
+          </header>
+        </div>
         {children}
       </div>
     </div>

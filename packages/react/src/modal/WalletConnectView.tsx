@@ -4,6 +4,7 @@ import { useEffect, useMemo, useState, useSyncExternalStore } from 'react'
 import { renderSVG } from 'uqr'
 import { useClient } from '../hooks/useClient.js'
 import { useMessages } from '../i18n/useMessages.js'
+import { isTouchDevice } from './phone.js'
 
 type Props = { connector: Connector; onCancel(): void }
 
@@ -23,7 +24,9 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
   const [copied, setCopied] = useState(false)
   const [rejected, setRejected] = useState<string>()
   const now = useNow()
-  const onPhone = usePhone()
+  const onPhone = useMemo(isTouchDevice, [])
+  // On a phone the wallets come first and the QR code is one tap away; on a computer the QR code is the way.
+  const [showQr, setShowQr] = useState(!onPhone)
 
   useEffect(
     () =>
@@ -48,21 +51,50 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
     setCopied(true)
   }
 
+  const deepLinks = uri && (
+    <ul className="lk-wallets lk-grid" aria-label={t('chooseWallet')}>
+      {wallets.map((wallet) => {
+        // Universal links first (getWalletConnectDeepLink): a wallet that is not installed opens its store page or website.
+        const href = getWalletConnectDeepLink(wallet, uri)
+        return href ? (
+          <li key={wallet.id}>
+            <a className="lk-wallet lk-small" href={href} rel="noopener noreferrer" aria-label={t('openWallet', { name: wallet.name })}>
+              <img src={wallet.icon} alt="" width={24} height={24} />
+              <span className="lk-wallet-name">{wallet.shortName}</span>
+            </a>
+          </li>
+        ) : null
+      })}
+    </ul>
+  )
+
   return (
     <div className="lk-pending lk-wc">
-      <p className="lk-pending-name">{t('scan')}</p>
+      <p className="lk-pending-name">{t(onPhone ? 'chooseWallet' : 'scan')}</p>
       {rejected && uri && (
         <p role="alert" className="lk-alert">
           {rejected}
         </p>
       )}
-      {qr ? (
-        // biome-ignore lint/security/noDangerouslySetInnerHtml: uqr renders the SVG from the pairing URI alone; no user-controlled markup
-        <div className="lk-qr" role="img" aria-label={t('qrLabel')} dangerouslySetInnerHTML={{ __html: qr }} />
+      {onPhone &&
+        (deepLinks || (
+          <p className="lk-muted" role="status">
+            {t('preparingQr')}
+          </p>
+        ))}
+      {showQr ? (
+        qr ? (
+          // biome-ignore lint/security/noDangerouslySetInnerHtml: uqr renders the SVG from the pairing URI alone; no user-controlled markup
+          <div className="lk-qr" role="img" aria-label={t('qrLabel')} dangerouslySetInnerHTML={{ __html: qr }} />
+        ) : (
+          <p className="lk-muted" role="status">
+            {t('preparingQr')}
+          </p>
+        )
       ) : (
-        <p className="lk-muted" role="status">
-          {t('preparingQr')}
-        </p>
+        <button type="button" className="lk-text-button" onClick={() => setShowQr(true)}>
+          {t('showQr')}
+        </button>
       )}
       {left !== undefined && (
         <p className="lk-muted lk-small-text">
@@ -79,20 +111,8 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
       </div>
       {uri && (
         <details className="lk-more" open={onPhone}>
-          <summary>{t('openOnDevice')}</summary>
-          <ul className="lk-wallets lk-grid">
-            {wallets.map((wallet) => {
-              const href = getWalletConnectDeepLink(wallet, uri)
-              return href ? (
-                <li key={wallet.id}>
-                  <a className="lk-wallet lk-small" href={href} rel="noopener noreferrer" aria-label={t('openWallet', { name: wallet.name })}>
-                    <img src={wallet.icon} alt="" width={24} height={24} />
-                    <span className="lk-wallet-name">{wallet.shortName}</span>
-                  </a>
-                </li>
-              ) : null
-            })}
-          </ul>
+          <summary>{t(onPhone ? 'openInBrowser' : 'openOnDevice')}</summary>
+          {!onPhone && deepLinks}
           <InAppBrowserLinks />
         </details>
       )}
@@ -137,8 +157,4 @@ function useNow() {
     return () => clearInterval(timer)
   }, [])
   return now
-}
-
-function usePhone() {
-  return useMemo(() => typeof matchMedia === 'function' && matchMedia('(pointer: coarse)').matches, [])
 }
