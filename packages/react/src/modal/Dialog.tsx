@@ -78,12 +78,13 @@ export function Dialog({ title, theme, onClose, children }: DialogProps) {
         {/* Below 640 px the dialog is a bottom sheet: drag its handle or header down to close it. */}
         <div className="lk-grab" {...swipe}>
           <span className="lk-handle" aria-hidden="true" />
-          <header className="lk-dialog-header">
+          {/* A div, not <header>: that would be a second banner landmark beside the page's own. */}
+          <div className="lk-dialog-header">
             <h2 id={titleId}>{title}</h2>
             <button type="button" className="lk-icon-button" aria-label={t('close')} onClick={onClose}>
               ×
             </button>
-          </header>
+          </div>
         </div>
         {children}
       </div>

@@ -76,6 +76,11 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
           {rejected}
         </p>
       )}
+      {!showQr && (
+        <button type="button" className="lk-text-button" onClick={() => setShowQr(true)}>
+          {t('showQr')}
+        </button>
+      )}
       {onPhone &&
         (deepLinks || (
           <p className="lk-muted" role="status">
@@ -91,11 +96,7 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
             {t('preparingQr')}
           </p>
         )
-      ) : (
-        <button type="button" className="lk-text-button" onClick={() => setShowQr(true)}>
-          {t('showQr')}
-        </button>
-      )}
+      ) : null}
       {left !== undefined && (
         <p className="lk-muted lk-small-text">
           {left > 0 ? t('renewsIn', { time: `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` }) : t('renewing')}
