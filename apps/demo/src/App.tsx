@@ -14,9 +14,10 @@ import {
 } from '@latchkey/react'
 import { useId, useState } from 'react'
 import { parseEther } from 'viem'
+import { LanguageSelect } from './Language.js'
 import { BATCH_RECIPIENTS, mailTypedData, RECIPIENT } from './typedData.js'
 
-export function App() {
+export function App({ language, onLanguage }: { language: string | undefined; onLanguage(locale: string): void }) {
   const { address, chain, chainId, isConnected, status } = useAccount()
   return (
     <div className="page">
@@ -25,7 +26,10 @@ export function App() {
           <span className="brand-mark" aria-hidden="true" />
           Latchkey <span className="brand-sub">demo</span>
         </a>
-        <ConnectButton />
+        <span className="topbar-actions">
+          <LanguageSelect value={language} onChange={onLanguage} />
+          <ConnectButton />
+        </span>
       </header>
       <main>
         {isConnected && address ? (

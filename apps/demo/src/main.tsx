@@ -1,12 +1,13 @@
 import { createClient, embedded, serverAdapter, walletConnect } from '@latchkey/core'
 import { LatchkeyProvider } from '@latchkey/react'
-import { StrictMode } from 'react'
+import { StrictMode, useState } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './App.js'
 import { chains } from './chains.js'
 import { startDevWallet } from './devWallet.js'
 import { Explorer } from './Explorer.js'
 import { Headless } from './Headless.js'
+import { languageFromUrl } from './Language.js'
 import { OAuthCallback } from './OAuthCallback.js'
 import './demo.css'
 
@@ -38,10 +39,11 @@ const client = createClient({
 })
 const explorer = /^\/explorer\/(\d+)\/address\/(0x[0-9a-fA-F]{40})$/.exec(location.pathname)
 
-// (/oauth/callback has a page of its own, oauthCallback.ts, which loads this only after a redirect sign-in.)
-createRoot(document.getElementById('root') as HTMLElement).render(
-  <StrictMode>
-    <LatchkeyProvider client={client} theme="auto">
+/** The provider with the demo's language choice (`?lang=`, then the header's select). */
+function Root() {
+  const [language, setLanguage] = useState(languageFromUrl)
+  return (
+    <LatchkeyProvider client={client} theme="auto" locale={language || undefined}>
       {explorer ? (
         <Explorer chainId={Number(explorer[1])} address={explorer[2] as `0x${string}`} />
       ) : location.pathname === '/oauth/callback' ? (
@@ -49,8 +51,15 @@ createRoot(document.getElementById('root') as HTMLElement).render(
       ) : location.pathname === '/headless' ? (
         <Headless />
       ) : (
-        <App />
+        <App language={language} onLanguage={setLanguage} />
       )}
     </LatchkeyProvider>
+  )
+}
+
+// (/oauth/callback has a page of its own, oauthCallback.ts, which loads this only after a redirect sign-in.)
+createRoot(document.getElementById('root') as HTMLElement).render(
+  <StrictMode>
+    <Root />
   </StrictMode>,
 )

@@ -6,6 +6,7 @@ import { useAccount } from './hooks/useAccount.js'
 import { useClient, useLatchkeyContext } from './hooks/useClient.js'
 import { useAccountModal, useConnectModal } from './hooks/useModal.js'
 import { useSignIn } from './hooks/useSignIn.js'
+import { type ButtonMessages, buttonMessages, format } from './i18n/button.js'
 import { loadAccountModal, loadConnectModal } from './ModalHost.js'
 import '#button.css'
 
@@ -48,13 +49,14 @@ const preloadAccount = () => void loadAccountModal()
  * <ConnectButton />
  * <ConnectButton>{({ isConnected, openConnectModal }) => <MyButton onClick={openConnectModal} />}</ConnectButton>
  */
-export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false, children }: ConnectButtonProps) {
+export function ConnectButton({ label, requireSignIn = false, children }: ConnectButtonProps) {
   const account = useAccount()
   const connectModal = useConnectModal()
   const accountModal = useAccountModal()
   const signIn = useSignIn()
   const client = useClient()
-  const { openModal } = useLatchkeyContext()
+  const { openModal, catalogue, overrides } = useLatchkeyContext()
+  const text: ButtonMessages = { ...buttonMessages, ...catalogue, ...overrides }
   const openConnect = requireSignIn && client.auth ? () => openModal('connectAndSignIn') : connectModal.open
   if (children)
     return children({
@@ -71,17 +73,17 @@ export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false,
       <span className="lk-button-group">
         <button type="button" className="lk-button" disabled={signIn.isPending} onClick={() => void signIn.signIn().catch(() => {})}>
           {signIn.status === 'signing'
-            ? 'Check your wallet…'
+            ? text.checkWallet
             : signIn.status === 'verifying'
-              ? 'Signing in…'
+              ? text.signingIn
               : signIn.status === 'error'
-                ? 'Try signing in again'
-                : 'Sign in'}
+                ? text.signInAgain
+                : text.signIn}
         </button>
         <button
           type="button"
           className="lk-button lk-button-account"
-          aria-label={`Account ${shortAddress(account.address)}`}
+          aria-label={format(text.accountOf, { address: shortAddress(account.address) })}
           onClick={accountModal.open}
           onPointerEnter={preloadAccount}
           onFocus={preloadAccount}
@@ -95,18 +97,18 @@ export function ConnectButton({ label = 'Connect Wallet', requireSignIn = false,
       <button
         type="button"
         className="lk-button lk-button-account"
-        aria-label={`Account ${shortAddress(account.address)}`}
+        aria-label={format(text.accountOf, { address: shortAddress(account.address) })}
         onClick={accountModal.open}
         onPointerEnter={preloadAccount}
         onFocus={preloadAccount}
       >
-        <span className="lk-button-chain">{account.chain?.name ?? `Chain ${account.chainId}`}</span>
+        <span className="lk-button-chain">{account.chain?.name ?? format(text.chainOf, { id: account.chainId ?? '' })}</span>
         <span className="lk-button-address">{shortAddress(account.address)}</span>
       </button>
     )
   return (
     <button type="button" className="lk-button" onClick={openConnect} onPointerEnter={preloadConnect} onFocus={preloadConnect}>
-      {label}
+      {label ?? text.connectWallet}
     </button>
   )
 }

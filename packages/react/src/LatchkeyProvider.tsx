@@ -2,12 +2,21 @@
 import { type Client, reconnect } from '@latchkey/core'
 import { type ReactNode, useCallback, useEffect, useMemo, useState } from 'react'
 import { LatchkeyContext, type ModalName } from './context.js'
-import { ModalHost } from './ModalHost.js'
+import type { Messages } from './i18n/en.js'
+import type { Locale } from './i18n/locales.js'
+import { loadConnectModal, ModalHost } from './ModalHost.js'
 
 export type LatchkeyProviderProps = {
   client: Client
   /** Colour scheme of the modals. Default `auto` (follows the system). */
   theme?: 'light' | 'dark' | 'auto' | undefined
+  /**
+   * Language of the button and the modals (`es`, `pt-BR`, …). Default: the first of the browser's
+   * languages Latchkey has a catalogue for, else English. An unknown locale shows English and warns once.
+   */
+  locale?: string | undefined
+  /** Your own texts for some keys of the catalogue, in the active locale. */
+  messages?: Partial<Messages> | undefined
   children?: ReactNode
 }
 
@@ -16,10 +25,11 @@ export type LatchkeyProviderProps = {
  * last connection on mount.
  *
  * @example
- * <LatchkeyProvider client={client}><ConnectButton /></LatchkeyProvider>
+ * <LatchkeyProvider client={client} locale="es"><ConnectButton /></LatchkeyProvider>
  */
-export function LatchkeyProvider({ client, theme = 'auto', children }: LatchkeyProviderProps) {
+export function LatchkeyProvider({ client, theme = 'auto', locale: requested, messages, children }: LatchkeyProviderProps) {
   const [modal, setModal] = useState<ModalName>()
+  const { locale, catalogue, ready } = useLocale(requested)
   useEffect(() => {
     const unmount = client.mount()
     void reconnect(client)
@@ -27,11 +37,40 @@ export function LatchkeyProvider({ client, theme = 'auto', children }: LatchkeyP
   }, [client])
   const openModal = useCallback((name: ModalName) => setModal(name), [])
   const closeModal = useCallback(() => setModal(undefined), [])
-  const value = useMemo(() => ({ client, modal, openModal, closeModal }), [client, modal, openModal, closeModal])
+  const value = useMemo(
+    () => ({ client, modal, openModal, closeModal, locale, catalogue, catalogueReady: ready, overrides: messages }),
+    [client, modal, openModal, closeModal, locale, catalogue, ready, messages],
+  )
   return (
     <LatchkeyContext.Provider value={value}>
       {children}
       <ModalHost theme={theme} />
     </LatchkeyContext.Provider>
   )
+}
+
+/**
+ * The locale and its catalogue. English needs no download (the modals bring it): the app asked for
+ * it, or, without the option, the browser's first language is English. Any other wish loads the
+ * locale code with the connect modal's chunk, which resolves it (an unknown one warns there).
+ */
+function useLocale(requested: string | undefined): { locale: Locale; catalogue: Messages | undefined; ready: boolean } {
+  const [loaded, setLoaded] = useState<{ requested: string | undefined; locale: Locale; messages: Messages | undefined }>()
+  const english = /^en\b/i.test(requested ?? (typeof navigator === 'undefined' ? 'en' : navigator.language || 'en'))
+  useEffect(() => {
+    if (english) return
+    let live = true
+    loadConnectModal()
+      .then((module) => module.loadLocale(requested))
+      .then(
+        (result) => live && setLoaded({ requested, ...result }),
+        // A failed download (offline) leaves English; the next mount tries again.
+        () => live && setLoaded({ requested, locale: 'en', messages: undefined }),
+      )
+    return () => {
+      live = false
+    }
+  }, [requested, english])
+  const current = !english && loaded?.requested === requested ? loaded : undefined
+  return { locale: current?.locale ?? 'en', catalogue: current?.messages, ready: english || current !== undefined }
 }

@@ -15,7 +15,7 @@ const AccountModal = lazy(() => loadAccountModal().then((module) => ({ default: 
 /** @internal Renders the open modal, if any. */
 export function ModalHost({ theme }: { theme: 'light' | 'dark' | 'auto' }) {
   const context = useContext(LatchkeyContext)
-  if (!context?.modal) return null
+  if (!context?.modal || !context.catalogueReady) return null
   return (
     <Suspense fallback={null}>
       {context.modal === 'account' ? (

@@ -1,5 +1,7 @@
 import type { Client } from '@latchkey/core'
 import { createContext } from 'react'
+import type { Messages } from './i18n/en.js'
+import type { Locale } from './i18n/locales.js'
 
 /** `connectAndSignIn`: the connect modal of `<ConnectButton requireSignIn />`, which signs in while it connects where the wallet can. */
 export type ModalName = 'connect' | 'connectAndSignIn' | 'account'
@@ -9,6 +11,14 @@ export type LatchkeyContextValue = {
   modal: ModalName | undefined
   openModal(name: ModalName): void
   closeModal(): void
+  /** The locale shown, resolved from the `locale` option or the browser's languages. */
+  locale: Locale
+  /** The active locale's catalogue once downloaded; undefined for English (it comes with the modals) and while loading. */
+  catalogue: Messages | undefined
+  /** False while a catalogue downloads: the modals wait for it rather than flash English. */
+  catalogueReady: boolean
+  /** The app's texts, per key, over the catalogue's. */
+  overrides: Partial<Messages> | undefined
 }
 
 /** @internal */

@@ -7,6 +7,7 @@ test('default: exports', async () => {
     [
       "ConnectButton",
       "LatchkeyProvider",
+      "locales",
       "useAccount",
       "useAccountModal",
       "useAddAccount",

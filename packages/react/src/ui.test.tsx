@@ -129,7 +129,7 @@ describe('account modal', () => {
     await userEvent.click(screen.getByRole('button', { name: 'Account 0xf39F…2266' }))
     const dialog = await screen.findByRole('dialog', { name: 'Account' })
     expect(within(dialog).getByText(address)).toBeTruthy()
-    await waitFor(() => expect(within(dialog).getByLabelText('Balance').textContent).toMatch(/^\d+(\.\d+)? ETH$/))
+    await waitFor(() => expect(within(dialog).getByLabelText('Balance').textContent).toMatch(/^\d[\d,]*(\.\d+)? ETH$/))
     expect(within(dialog).getByRole('link', { name: 'View on Local explorer' }).getAttribute('href')).toBe(
       `http://localhost:5173/explorer/31337/address/${address}`,
     )

@@ -7,6 +7,7 @@ import { useBalance } from '../hooks/useBalance.js'
 import { useDisconnect } from '../hooks/useDisconnect.js'
 import { useSignIn } from '../hooks/useSignIn.js'
 import { useSwitchChain } from '../hooks/useSwitchChain.js'
+import { useMessages } from '../i18n/useMessages.js'
 import { Dialog } from './Dialog.js'
 
 // Export, import and passkeys: only for the embedded wallet, loaded with it.
@@ -16,6 +17,7 @@ type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
 
 /** Address, balance, network switcher, explorer link and disconnect. */
 export function AccountModal({ theme, onClose }: Props) {
+  const t = useMessages()
   const { address, chain, chainId, isConnected, connector } = useAccount()
   const balance = useBalance({ address, chainId })
   const switcher = useSwitchChain()
@@ -28,7 +30,7 @@ export function AccountModal({ theme, onClose }: Props) {
   if (!isConnected || !address) return null
   const explorer = chain?.blockExplorers?.default.url
   return (
-    <Dialog title="Account" theme={theme} onClose={onClose}>
+    <Dialog title={t('account')} theme={theme} onClose={onClose}>
       <div className="lk-account">
         <p className="lk-address">{address}</p>
         <div className="lk-row">
@@ -42,23 +44,23 @@ export function AccountModal({ theme, onClose }: Props) {
               )
             }
           >
-            {copied ? 'Copied' : 'Copy address'}
+            {t(copied ? 'copied' : 'copyAddress')}
           </button>
           {explorer && (
             <a className="lk-secondary lk-link" href={`${explorer.replace(/\/$/, '')}/address/${address}`} target="_blank" rel="noopener noreferrer">
-              View on {chain?.blockExplorers?.default.name ?? 'explorer'}
+              {t('viewOn', { explorer: chain?.blockExplorers?.default.name ?? t('explorer') })}
             </a>
           )}
         </div>
         {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the label names the figure for tests and readers that look it up by label */}
-        <p className="lk-balance" aria-label="Balance">
+        <p className="lk-balance" aria-label={t('balance')}>
           {balance.status === 'success' && balance.data
-            ? `${trimDecimals(balance.data.formatted)} ${balance.data.symbol}`
+            ? `${formatAmount(balance.data.formatted, t.locale)} ${balance.data.symbol}`
             : balance.status === 'error'
-              ? 'Balance unavailable'
-              : 'Loading balance…'}
+              ? t('balanceUnavailable')
+              : t('loadingBalance')}
         </p>
-        <h3 className="lk-subheading">Network</h3>
+        <h3 className="lk-subheading">{t('network')}</h3>
         <ul className="lk-networks">
           {switcher.chains.map((c) => (
             <li key={c.id}>
@@ -73,29 +75,29 @@ export function AccountModal({ theme, onClose }: Props) {
                   switcher.switchChain({ chainId: c.id }).catch(() => {})
                 }}
               >
-                {`${c.name} (${c.id})`}
+                {`${c.name} (${formatInteger(c.id, t.locale)})`}
               </button>
             </li>
           ))}
         </ul>
         {switcher.error && (
           <p role="alert" className="lk-alert">
-            {switcher.error.shortMessage}
+            {t.error(switcher.error)}
           </p>
         )}
         {switcher.error instanceof NetworkSwitchingNotAvailableError && target && target.id !== chainId && (
           // The session lacks the chain (WalletConnect): only the wallet can add it.
-          <p className="lk-hint" role="note" aria-label="Switch in your wallet">
-            Open your wallet and switch to {target.name} ({target.id}) there; this app follows the wallet's network.
+          <p className="lk-hint" role="note" aria-label={t('switchInWallet')}>
+            {t('switchHint', { chain: `${target.name} (${formatInteger(target.id, t.locale)})` })}
           </p>
         )}
         {session.status === 'signedIn' && (
           <div className="lk-row lk-signed-in">
-            <p className="lk-muted lk-small-text" role="status" aria-label="Sign-in status">
-              Signed in{session.session?.expiresAt ? ` until ${new Date(session.session.expiresAt).toLocaleString()}` : ''}
+            <p className="lk-muted lk-small-text" role="status" aria-label={t('signInStatus')}>
+              {session.session?.expiresAt ? t('signedInUntil', { date: formatDate(session.session.expiresAt, t.locale) }) : t('signedIn')}
             </p>
             <button type="button" className="lk-secondary" onClick={() => void session.signOut()}>
-              Sign out
+              {t('signOut')}
             </button>
           </div>
         )}
@@ -105,9 +107,9 @@ export function AccountModal({ theme, onClose }: Props) {
           </Suspense>
         )}
         <button type="button" className="lk-secondary lk-danger" onClick={() => disconnect.disconnect().then(onClose)}>
-          Disconnect
+          {t('disconnect')}
         </button>
-        <p className="lk-muted lk-small-print">Connected as {shortAddress(address)}</p>
+        <p className="lk-muted lk-small-print">{t('connectedAs', { address: shortAddress(address) })}</p>
       </div>
     </Dialog>
   )
@@ -119,3 +121,19 @@ export function trimDecimals(formatted: string, digits = 4) {
   const kept = fraction.slice(0, digits).replace(/0+$/, '')
   return kept ? `${whole}.${kept}` : `${whole}`
 }
+
+/**
+ * An amount as the locale writes it (`10000.123456` → `10,000.1234` in English, `10.000,1234` in
+ * German), at most four decimals. The decimal string goes to Intl whole: no float rounding of large balances.
+ */
+export function formatAmount(formatted: string, locale: string) {
+  const trimmed = trimDecimals(formatted)
+  return new Intl.NumberFormat(locale, { maximumFractionDigits: 4 }).format(trimmed as unknown as number)
+}
+
+/** A chain id in the locale's digits, without grouping (`31337`, not `31,337`). */
+export const formatInteger = (value: number, locale: string) => new Intl.NumberFormat(locale, { useGrouping: false }).format(value)
+
+/** A date and time as the locale writes them. */
+export const formatDate = (value: string | number | Date, locale: string) =>
+  new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(value))

@@ -5,7 +5,12 @@ import { useAccount } from '../hooks/useAccount.js'
 import { useConnect } from '../hooks/useConnect.js'
 import { useConnectors } from '../hooks/useConnectors.js'
 import { useRecentConnectorId } from '../hooks/useRecentConnectorId.js'
+import { useMessages } from '../i18n/useMessages.js'
 import { Dialog } from './Dialog.js'
+import { isTouchDevice } from './phone.js'
+
+// The catalogue loaders ride with the modal's chunk: the eager bundle needs no import() of its own for them.
+export { loadLocale } from '../i18n/catalogues.js'
 
 // The QR code and its encoder load only when WalletConnect is picked.
 const WalletConnectView = lazy(() => import('./WalletConnectView.js'))
@@ -30,6 +35,7 @@ type Props = {
 
 /** The wallet list, then the pending view of the wallet the user picked. */
 export function ConnectModal({ theme, onClose, signIn = false }: Props) {
+  const t = useMessages()
   const connectors = useConnectors()
   const recent = useRecentConnectorId()
   const { isConnected } = useAccount()
@@ -46,10 +52,9 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     if (isConnected && connect.status === 'success') onClose()
   }, [isConnected, connect.status, onClose])
 
-  const ordered = useMemo(
-    () => connectors.filter((c) => !isEmbeddedConnector(c)).sort((a, b) => Number(b.id === recent) - Number(a.id === recent)),
-    [connectors, recent],
-  )
+  // On a phone an injected wallet means its in-app browser: that wallet comes first, before the last used.
+  const inAppBrowser = useMemo(() => isTouchDevice() && connectors.some((c) => c.type === 'injected'), [connectors])
+  const ordered = useMemo(() => orderWallets(connectors, recent, inAppBrowser), [connectors, recent, inAppBrowser])
   const more = useMemo(() => notInstalled(getWalletBook().wallets, connectors), [connectors])
 
   /** Shows an embedded sign-in once its view's code is here; the wallet's code loads meanwhile. */
@@ -76,7 +81,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   if (embedded && embeddedMode) {
     const EmbeddedView = LoadedEmbeddedView ?? LazyEmbeddedView
     return (
-      <Dialog title="Sign in" theme={theme} onClose={cancelAndClose}>
+      <Dialog title={t('signInTitle')} theme={theme} onClose={cancelAndClose}>
         <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
           <EmbeddedView
             key={embeddedMode}
@@ -93,21 +98,21 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
 
   if (picked)
     return (
-      <Dialog title="Connect a wallet" theme={theme} onClose={cancelAndClose}>
+      <Dialog title={t('connectTitle')} theme={theme} onClose={cancelAndClose}>
         <div className="lk-pending">
           {picked.icon ? <img src={picked.icon} alt="" width={56} height={56} /> : <span className="lk-monogram lk-large">{picked.name[0]}</span>}
           <p className="lk-pending-name">{picked.name}</p>
           {connect.status === 'error' && connect.error?.code !== 'cancelled' ? (
             <>
               <p role="alert" className="lk-alert">
-                {connect.error?.shortMessage ?? 'The connection failed.'}
+                {connect.error ? t.error(connect.error) : t('connectionFailed')}
               </p>
               <div className="lk-row">
                 <button type="button" className="lk-secondary" onClick={() => (connect.reset(), setPicked(undefined))}>
-                  Back
+                  {t('back')}
                 </button>
                 <button type="button" className="lk-primary" onClick={() => start(picked)}>
-                  Try again
+                  {t('tryAgain')}
                 </button>
               </div>
             </>
@@ -118,11 +123,11 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
           ) : (
             <>
               <p className="lk-muted" role="status">
-                Confirm the connection in {picked.name}
+                {t('confirmIn', { name: picked.name })}
               </p>
               <span className="lk-spinner" aria-hidden="true" />
               <button type="button" className="lk-secondary" onClick={cancel}>
-                Cancel
+                {t('cancel')}
               </button>
             </>
           )}
@@ -135,22 +140,49 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     onClose()
   }
 
+  const walletList = (
+    <>
+      {ordered.length > 0 ? (
+        <ul className="lk-wallets">
+          {ordered.map((connector) => (
+            <li key={connector.id}>
+              <button
+                type="button"
+                className="lk-wallet"
+                aria-label={connector.name}
+                aria-describedby={connector.id === recent ? recentLabelId : undefined}
+                onClick={() => start(connector)}
+              >
+                {connector.icon ? <img src={connector.icon} alt="" width={32} height={32} /> : <span className="lk-monogram">{connector.name[0]}</span>}
+                <span className="lk-wallet-name">{connector.name}</span>
+                {connector.id === recent && <span className="lk-badge">{t('recent')}</span>}
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="lk-muted">{t('noWallet')}</p>
+      )}
+    </>
+  )
+
   return (
-    <Dialog title="Connect a wallet" theme={theme} onClose={onClose}>
+    <Dialog title={t('connectTitle')} theme={theme} onClose={onClose}>
       <span id={recentLabelId} hidden>
-        Last used
+        {t('lastUsed')}
       </span>
+      {inAppBrowser && walletList}
       {embedded && (
         <div className="lk-embedded-start">
           <button type="button" className="lk-primary lk-wide" onClick={() => pickEmbedded('email')}>
-            Continue with email
+            {t('continueEmail')}
           </button>
           <div className="lk-row">
             <button type="button" className="lk-secondary" onClick={() => pickEmbedded('passkey')}>
-              Continue with passkey
+              {t('continuePasskey')}
             </button>
             <button type="button" className="lk-secondary" onClick={() => pickEmbedded('create-passkey')}>
-              Create a passkey
+              {t('createPasskey')}
             </button>
           </div>
           {embedded.oauthProviders.length > 0 && (
@@ -165,47 +197,33 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
                     pickEmbedded(provider)
                   }}
                 >
-                  {provider === 'google' ? 'Continue with Google' : 'Continue with Apple'}
+                  {t(provider === 'google' ? 'continueGoogle' : 'continueApple')}
                 </button>
               ))}
             </div>
           )}
           <button type="button" className="lk-text-button" onClick={() => pickEmbedded('recover')}>
-            Recover account
+            {t('recoverAccount')}
           </button>
           <p className="lk-divider">
-            <span>or use a wallet</span>
+            <span>{t('orWallet')}</span>
           </p>
         </div>
       )}
-      {ordered.length > 0 ? (
-        <ul className="lk-wallets">
-          {ordered.map((connector) => (
-            <li key={connector.id}>
-              <button
-                type="button"
-                className="lk-wallet"
-                aria-label={connector.name}
-                aria-describedby={connector.id === recent ? recentLabelId : undefined}
-                onClick={() => start(connector)}
-              >
-                {connector.icon ? <img src={connector.icon} alt="" width={32} height={32} /> : <span className="lk-monogram">{connector.name[0]}</span>}
-                <span className="lk-wallet-name">{connector.name}</span>
-                {connector.id === recent && <span className="lk-badge">Recent</span>}
-              </button>
-            </li>
-          ))}
-        </ul>
-      ) : (
-        <p className="lk-muted">No browser wallet was found. Install one of these, then reload this page.</p>
-      )}
+      {!inAppBrowser && walletList}
       {more.length > 0 && (
         <details className="lk-more" open={ordered.length === 0}>
-          <summary>More wallets</summary>
+          <summary>{t('moreWallets')}</summary>
           <ul className="lk-wallets lk-grid">
             {more.map((wallet) => (
               <li key={wallet.id}>
-                <a className="lk-wallet lk-small" href={wallet.homepage} target="_blank" rel="noopener noreferrer" aria-label={`Get ${wallet.name}`}>
+                <a
+                  className="lk-wallet lk-small"
+                  href={wallet.homepage}
+                  target="_blank"
+                  rel="noopener noreferrer"
+                  aria-label={t('getWallet', { name: wallet.name })}
+                >
                   <img src={wallet.icon} alt="" width={24} height={24} />
                   <span className="lk-wallet-name">{wallet.shortName}</span>
                 </a>
@@ -216,6 +234,15 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
       )}
     </Dialog>
   )
+}
+
+/**
+ * The wallet list's order: in a wallet's in-app browser its injected connector first, then the
+ * last used, then the rest as discovered.
+ */
+export function orderWallets(connectors: readonly Connector[], recent: string | null | undefined, inAppBrowser: boolean): Connector[] {
+  const rank = (c: Connector) => (inAppBrowser && c.type === 'injected' ? 2 : 0) + (c.id === recent ? 1 : 0)
+  return connectors.filter((c) => !isEmbeddedConnector(c)).sort((a, b) => rank(b) - rank(a))
 }
 
 /** Book wallets that are not among the connectors, matched by rdns or id. */

@@ -2,6 +2,8 @@
 import { type ReactNode, useEffect, useId, useRef } from 'react'
 // Both modals render in this dialog: their styles come with it.
 import '#modal.css'
+import { useMessages } from '../i18n/useMessages.js'
+import { useSwipeToClose } from './swipe.js'
 
 const focusable = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])'
 
@@ -17,10 +19,12 @@ export type DialogProps = {
  * returns to what opened it, and the page behind does not scroll.
  */
 export function Dialog({ title, theme, onClose, children }: DialogProps) {
+  const t = useMessages()
   const titleId = useId()
   const ref = useRef<HTMLDivElement>(null)
   const onCloseRef = useRef(onClose)
   onCloseRef.current = onClose
+  const swipe = useSwipeToClose(ref, () => onCloseRef.current())
 
   useEffect(() => {
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
@@ -64,17 +68,24 @@ export function Dialog({ title, theme, onClose, children }: DialogProps) {
     <div
       className="lk-backdrop"
       data-lk-theme={theme}
+      lang={t.locale}
+      dir={t.dir}
       onMouseDown={(event) => {
         if (event.target === event.currentTarget) onClose()
       }}
     >
       <div ref={ref} className="lk-dialog" role="dialog" aria-modal="true" aria-labelledby={titleId} tabIndex={-1}>
-        <header className="lk-dialog-header">
-          <h2 id={titleId}>{title}</h2>
-          <button type="button" className="lk-icon-button" aria-label="Close" onClick={onClose}>
-            ×
-          </button>
-        </header>
+        {/* Below 640 px the dialog is a bottom sheet: drag its handle or header down to close it. */}
+        <div className="lk-grab" {...swipe}>
+          <span className="lk-handle" aria-hidden="true" />
+          {/* A div, not <header>: that would be a second banner landmark beside the page's own. */}
+          <div className="lk-dialog-header">
+            <h2 id={titleId}>{title}</h2>
+            <button type="button" className="lk-icon-button" aria-label={t('close')} onClick={onClose}>
+              ×
+            </button>
+          </div>
+        </div>
         {children}
       </div>
     </div>

@@ -1,7 +1,8 @@
 'use client'
-import { BaseError, type EmbeddedConnector } from '@latchkey/core'
+import type { EmbeddedConnector } from '@latchkey/core'
 import { useEffect, useId, useRef, useState } from 'react'
 import { useAddAccount, useAddPasskey, useExportWallet, useImportWallet } from '../hooks/useWalletTools.js'
+import { useMessages } from '../i18n/useMessages.js'
 
 type Props = { connector: EmbeddedConnector }
 type Panel = 'export' | 'import' | undefined
@@ -12,6 +13,7 @@ type Panel = 'export' | 'import' | undefined
  * import frame), "Add an account" (the next derived account, switched to), "Add a passkey".
  */
 export default function EmbeddedTools(_props: Props) {
+  const t = useMessages()
   const exporter = useExportWallet()
   const importer = useImportWallet()
   const accounts = useAddAccount()
@@ -21,7 +23,7 @@ export default function EmbeddedTools(_props: Props) {
   const [pending, setPending] = useState<string>()
   const [status, setStatus] = useState<string>()
   const [error, setError] = useState<unknown>()
-  const [walletName, setWalletName] = useState('Imported wallet')
+  const [walletName, setWalletName] = useState(() => t('importedName'))
   const host = useRef<HTMLDivElement>(null)
   const exported = useRef<{ close(): void }>(undefined)
   const nameId = useId()
@@ -55,10 +57,10 @@ export default function EmbeddedTools(_props: Props) {
     // The frame mounts into the host once it is rendered.
     queueMicrotask(
       () =>
-        void run(next === 'export' ? 'Opening the export frame…' : 'Opening the import frame…', async () => {
+        void run(t(next === 'export' ? 'openingExport' : 'openingImport'), async () => {
           if (next === 'export') {
             exported.current = await exporter.exportWallet(host.current!)
-            setStatus('Your secret recovery phrase is shown in the frame above. Only this frame can read it.')
+            setStatus(t('phraseShown'))
           } else {
             await importer.start(host.current!)
             setImportReady(true)
@@ -69,7 +71,7 @@ export default function EmbeddedTools(_props: Props) {
 
   return (
     <div className="lk-tools">
-      <h3 className="lk-subheading">Embedded wallet</h3>
+      <h3 className="lk-subheading">{t('embeddedWallet')}</h3>
       <div className="lk-row">
         <button
           type="button"
@@ -78,7 +80,7 @@ export default function EmbeddedTools(_props: Props) {
           aria-pressed={panel === 'export'}
           onClick={() => (panel === 'export' ? close() : show('export'))}
         >
-          Export wallet
+          {t('exportWallet')}
         </button>
         <button
           type="button"
@@ -87,59 +89,59 @@ export default function EmbeddedTools(_props: Props) {
           aria-pressed={panel === 'import'}
           onClick={() => (panel === 'import' ? close() : show('import'))}
         >
-          Import wallet
+          {t('importWallet')}
         </button>
         <button
           type="button"
           className="lk-secondary"
           disabled={pending !== undefined}
           onClick={() =>
-            void run('Adding an account…', async () => {
+            void run(t('addingAccount'), async () => {
               const address = await accounts.addAccount()
-              setStatus(`Now using ${address}`)
+              setStatus(t('nowUsing', { address }))
             })
           }
         >
-          Add an account
+          {t('addAccount')}
         </button>
         <button
           type="button"
           className="lk-secondary"
           disabled={pending !== undefined}
           onClick={() =>
-            void run('Waiting for your passkey…', async () => {
+            void run(t('waitingPasskey'), async () => {
               await passkeys.addPasskey()
-              setStatus('Passkey added. You can now sign in with it alone.')
+              setStatus(t('passkeyAdded'))
             })
           }
         >
-          Add a passkey
+          {t('addPasskey')}
         </button>
       </div>
       <div ref={host} className="lk-frame-host" hidden={panel === undefined} />
       {panel === 'import' && importReady && (
         <div className="lk-form">
-          <label htmlFor={nameId}>Wallet name</label>
+          <label htmlFor={nameId}>{t('walletName')}</label>
           <input id={nameId} value={walletName} onChange={(event) => setWalletName(event.target.value)} />
           <button
             type="button"
             className="lk-primary"
             disabled={pending !== undefined || !walletName.trim()}
             onClick={() =>
-              void run('Importing…', async () => {
+              void run(t('importing'), async () => {
                 const address = await importer.finish(walletName.trim())
                 close()
-                setStatus(`Imported ${address}`)
+                setStatus(t('imported', { address }))
               })
             }
           >
-            Import
+            {t('import')}
           </button>
         </div>
       )}
       {panel && (
         <button type="button" className="lk-text-button" onClick={close}>
-          Done
+          {t('done')}
         </button>
       )}
       {pending && (
@@ -148,13 +150,13 @@ export default function EmbeddedTools(_props: Props) {
         </p>
       )}
       {status && !pending && (
-        <p className="lk-muted" role="status" aria-label="Wallet tools status">
+        <p className="lk-muted" role="status" aria-label={t('toolsStatus')}>
           {status}
         </p>
       )}
       {error !== undefined && (
         <p role="alert" className="lk-alert">
-          {error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : 'Something went wrong.'}
+          {t.error(error)}
         </p>
       )}
     </div>

@@ -5,6 +5,7 @@ import { useEmailSignIn } from '../hooks/useEmailSignIn.js'
 import { useOAuthSignIn } from '../hooks/useOAuthSignIn.js'
 import { usePasskeySignIn } from '../hooks/usePasskeySignIn.js'
 import { useRecovery } from '../hooks/useRecovery.js'
+import { type Translate, useMessages } from '../i18n/useMessages.js'
 
 /** Which embedded sign-in the user picked in the wallet list. */
 export type EmbeddedMode = 'email' | 'passkey' | 'create-passkey' | 'recover' | 'google' | 'apple'
@@ -21,11 +22,11 @@ type Props = {
 /** Seconds before "Resend code" is offered again. */
 export const RESEND_COOLDOWN_SECONDS = 30
 
-/** The error as people read it: the catalogue text, and the reason when there is a one-line one. */
-function describe(error: unknown): { text: string; reason: string | undefined } {
-  if (!(error instanceof BaseError)) return { text: error instanceof Error ? error.message : 'Something went wrong.', reason: undefined }
+/** The error as people read it: the catalogue text in their language, and the reason when there is a one-line one. */
+function describe(error: unknown, t: Translate): { text: string; reason: string | undefined } {
+  if (!(error instanceof BaseError)) return { text: t.error(error), reason: undefined }
   const reason = error.details && error.details !== error.shortMessage && !error.details.includes('\n') ? error.details : undefined
-  return { text: error.shortMessage, reason }
+  return { text: t.error(error), reason }
 }
 
 /**
@@ -34,6 +35,7 @@ function describe(error: unknown): { text: string; reason: string | undefined } 
  * errors are announced (role "alert"); a code can be sent again after a cooldown.
  */
 export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props) {
+  const t = useMessages()
   const emailSignIn = useEmailSignIn()
   const oauth = useOAuthSignIn()
   const prompted = mode === 'passkey' || mode === 'google' || mode === 'apple'
@@ -80,13 +82,13 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
 
   function onSubmitEmail(event: FormEvent) {
     event.preventDefault()
-    if (mode === 'create-passkey') return void run('Waiting for your passkey…', async () => (await passkey.signUp({ email }), onConnected()))
-    void run('Sending a code…', () => sendCode(false))
+    if (mode === 'create-passkey') return void run(t('waitingPasskey'), async () => (await passkey.signUp({ email }), onConnected()))
+    void run(t('sendingCode'), () => sendCode(false))
   }
 
   function onSubmitCode(event: FormEvent) {
     event.preventDefault()
-    const label = mode === 'recover' && recoveryType === 'passkey' ? 'Waiting for your new passkey…' : 'Checking the code…'
+    const label = t(mode === 'recover' && recoveryType === 'passkey' ? 'waitingNewPasskey' : 'checkingCode')
     void run(label, async () => {
       if (mode === 'recover') await recovery.finish(code)
       else await emailSignIn.verify(code)
@@ -102,9 +104,9 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
   // Passkey and social sign-in need no form: the browser's prompt, or the provider's window, is the whole step.
   const signInByPrompt = (popupWindow: Window | null | undefined) =>
     mode === 'passkey'
-      ? run('Waiting for your passkey…', async () => (await passkey.signIn(), onConnected()))
+      ? run(t('waitingPasskey'), async () => (await passkey.signIn(), onConnected()))
       : run(
-          `Waiting for ${mode === 'google' ? 'Google' : 'Apple'}…`,
+          t('waitingFor', { provider: mode === 'google' ? 'Google' : 'Apple' }),
           async () => (await oauth.signIn(mode as 'google' | 'apple', popupWindow ?? null), onConnected()),
         )
   const started = useRef(false)
@@ -114,15 +116,19 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
     void signInByPrompt(popup)
   })
 
-  const shown = error ? describe(error) : undefined
-  const title = {
-    email: 'Continue with email',
-    passkey: 'Continue with passkey',
-    'create-passkey': 'Create a passkey',
-    google: 'Continue with Google',
-    apple: 'Continue with Apple',
-    recover: step === 'choose' ? 'Recover account' : recoveryType === 'passkey' ? 'I lost my passkey' : 'Recover with email',
-  }[mode]
+  const shown = error ? describe(error, t) : undefined
+  const title = t(
+    (
+      {
+        email: 'continueEmail',
+        passkey: 'continuePasskey',
+        'create-passkey': 'createPasskey',
+        google: 'continueGoogle',
+        apple: 'continueApple',
+        recover: step === 'choose' ? 'recoverAccount' : recoveryType === 'passkey' ? 'lostPasskey' : 'recoverEmail',
+      } as const
+    )[mode],
+  )
 
   return (
     <div className="lk-embedded">
@@ -130,23 +136,23 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
       {prompted ? (
         !shown && (
           <p className="lk-muted" role="status">
-            {pending ?? 'Signing in…'}
+            {pending ?? t('signingIn')}
           </p>
         )
       ) : step === 'choose' ? (
         <div className="lk-form">
           <button type="button" className="lk-primary" onClick={() => choose('email')}>
-            Recover with email
+            {t('recoverEmail')}
           </button>
-          <p className="lk-muted lk-small-text">We email a code that signs you in for a while, to add a new passkey or export your wallet.</p>
+          <p className="lk-muted lk-small-text">{t('recoverEmailHint')}</p>
           <button type="button" className="lk-secondary" onClick={() => choose('passkey')}>
-            I lost my passkey
+            {t('lostPasskey')}
           </button>
-          <p className="lk-muted lk-small-text">We email a code; then your browser creates a new passkey for this account.</p>
+          <p className="lk-muted lk-small-text">{t('lostPasskeyHint')}</p>
         </div>
       ) : step === 'address' ? (
         <form className="lk-form" onSubmit={onSubmitEmail}>
-          <label htmlFor={emailId}>Email</label>
+          <label htmlFor={emailId}>{t('email')}</label>
           <input
             id={emailId}
             type="email"
@@ -157,18 +163,16 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
             disabled={pending !== undefined}
           />
           <button type="submit" className="lk-primary" disabled={pending !== undefined}>
-            {pending ?? 'Continue'}
+            {pending ?? t('continue')}
           </button>
-          {mode === 'recover' && <p className="lk-muted lk-small-text">We will email a recovery code to the address you signed up with.</p>}
+          {mode === 'recover' && <p className="lk-muted lk-small-text">{t('recoverHint')}</p>}
         </form>
       ) : (
         <form className="lk-form" onSubmit={onSubmitCode}>
           <p className="lk-muted lk-small-text" role="status">
-            {mode === 'recover'
-              ? `We sent a recovery code to ${email}. Paste it here${recoveryType === 'passkey' ? '; then your browser asks for a new passkey' : ''}.`
-              : `We sent a code to ${email}.`}
+            {t(mode !== 'recover' ? 'sentCode' : recoveryType === 'passkey' ? 'sentRecoveryPasskey' : 'sentRecovery', { email })}
           </p>
-          <label htmlFor={codeId}>Code</label>
+          <label htmlFor={codeId}>{t('code')}</label>
           {mode === 'recover' ? (
             <textarea
               id={codeId}
@@ -191,15 +195,15 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
             />
           )}
           <button type="submit" className="lk-primary" disabled={pending !== undefined}>
-            {pending ?? 'Verify'}
+            {pending ?? t('verify')}
           </button>
           <button
             type="button"
             className="lk-secondary"
             disabled={cooldown > 0 || pending !== undefined}
-            onClick={() => void run('Sending a code…', () => sendCode(true))}
+            onClick={() => void run(t('sendingCode'), () => sendCode(true))}
           >
-            {cooldown > 0 ? `Resend code in ${cooldown} s` : 'Resend code'}
+            {cooldown > 0 ? t('resendIn', { seconds: cooldown }) : t('resend')}
           </button>
         </form>
       )}
@@ -213,11 +217,11 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
       )}
       <div className="lk-row">
         <button type="button" className="lk-secondary" onClick={onBack} disabled={pending !== undefined && !prompted}>
-          Back
+          {t('back')}
         </button>
         {prompted && error !== undefined && (
           <button type="button" className="lk-primary" onClick={() => void signInByPrompt(mode === 'passkey' ? undefined : openOAuthPopup())}>
-            Try again
+            {t('tryAgain')}
           </button>
         )}
       </div>

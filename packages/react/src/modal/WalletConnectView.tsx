@@ -3,6 +3,8 @@ import { type Connector, getInAppBrowserLink, getWalletBook, getWalletConnectDee
 import { useEffect, useMemo, useState, useSyncExternalStore } from 'react'
 import { renderSVG } from 'uqr'
 import { useClient } from '../hooks/useClient.js'
+import { useMessages } from '../i18n/useMessages.js'
+import { isTouchDevice } from './phone.js'
 
 type Props = { connector: Connector; onCancel(): void }
 
@@ -12,6 +14,7 @@ type Props = { connector: Connector; onCancel(): void }
  * href is ready before the tap, so navigation stays inside the user's gesture).
  */
 export default function WalletConnectView({ connector, onCancel }: Props) {
+  const t = useMessages()
   const client = useClient()
   const uri = useSyncExternalStore(
     client.subscribe,
@@ -21,14 +24,17 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
   const [copied, setCopied] = useState(false)
   const [rejected, setRejected] = useState<string>()
   const now = useNow()
-  const onPhone = usePhone()
+  const onPhone = useMemo(isTouchDevice, [])
+  // On a phone the wallets come first and the QR code is one tap away; on a computer the QR code is the way.
+  const [showQr, setShowQr] = useState(!onPhone)
 
   useEffect(
     () =>
       connector.emitter.on('message', ({ type, data }) => {
-        if (type === 'connection_rejected') setRejected((data as { shortMessage?: string })?.shortMessage ?? 'Connection rejected. Please try again.')
+        if (type === 'connection_rejected')
+          setRejected(t.locale === 'en' ? ((data as { shortMessage?: string })?.shortMessage ?? t('e_connection_rejected')) : t('e_connection_rejected'))
       }),
-    [connector],
+    [connector, t],
   )
   // A new URI: the rejection was answered with a fresh attempt, and nothing is copied yet.
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new URI is the trigger that resets the copied state
@@ -45,51 +51,69 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
     setCopied(true)
   }
 
+  const deepLinks = uri && (
+    <ul className="lk-wallets lk-grid" aria-label={t('chooseWallet')}>
+      {wallets.map((wallet) => {
+        // Universal links first (getWalletConnectDeepLink): a wallet that is not installed opens its store page or website.
+        const href = getWalletConnectDeepLink(wallet, uri)
+        return href ? (
+          <li key={wallet.id}>
+            <a className="lk-wallet lk-small" href={href} rel="noopener noreferrer" aria-label={t('openWallet', { name: wallet.name })}>
+              <img src={wallet.icon} alt="" width={24} height={24} />
+              <span className="lk-wallet-name">{wallet.shortName}</span>
+            </a>
+          </li>
+        ) : null
+      })}
+    </ul>
+  )
+
   return (
     <div className="lk-pending lk-wc">
-      <p className="lk-pending-name">Scan with your phone</p>
+      <p className="lk-pending-name">{t(onPhone ? 'chooseWallet' : 'scan')}</p>
       {rejected && uri && (
         <p role="alert" className="lk-alert">
           {rejected}
         </p>
       )}
-      {qr ? (
-        // biome-ignore lint/security/noDangerouslySetInnerHtml: uqr renders the SVG from the pairing URI alone; no user-controlled markup
-        <div className="lk-qr" role="img" aria-label="QR code for WalletConnect" dangerouslySetInnerHTML={{ __html: qr }} />
-      ) : (
-        <p className="lk-muted" role="status">
-          Preparing a QR code…
-        </p>
+      {!showQr && (
+        <button type="button" className="lk-text-button" onClick={() => setShowQr(true)}>
+          {t('showQr')}
+        </button>
       )}
+      {onPhone &&
+        (deepLinks || (
+          <p className="lk-muted" role="status">
+            {t('preparingQr')}
+          </p>
+        ))}
+      {showQr ? (
+        qr ? (
+          // biome-ignore lint/security/noDangerouslySetInnerHtml: uqr renders the SVG from the pairing URI alone; no user-controlled markup
+          <div className="lk-qr" role="img" aria-label={t('qrLabel')} dangerouslySetInnerHTML={{ __html: qr }} />
+        ) : (
+          <p className="lk-muted" role="status">
+            {t('preparingQr')}
+          </p>
+        )
+      ) : null}
       {left !== undefined && (
         <p className="lk-muted lk-small-text">
-          {left > 0 ? `This code renews in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` : 'Renewing the code…'}
+          {left > 0 ? t('renewsIn', { time: `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` }) : t('renewing')}
         </p>
       )}
       <div className="lk-row">
         <button type="button" className="lk-secondary" onClick={() => void copy()} disabled={!uri}>
-          {copied ? 'Copied' : 'Copy link'}
+          {t(copied ? 'copied' : 'copyLink')}
         </button>
         <button type="button" className="lk-secondary" onClick={onCancel}>
-          Cancel
+          {t('cancel')}
         </button>
       </div>
       {uri && (
         <details className="lk-more" open={onPhone}>
-          <summary>Open a wallet on this device</summary>
-          <ul className="lk-wallets lk-grid">
-            {wallets.map((wallet) => {
-              const href = getWalletConnectDeepLink(wallet, uri)
-              return href ? (
-                <li key={wallet.id}>
-                  <a className="lk-wallet lk-small" href={href} rel="noopener noreferrer" aria-label={`Open ${wallet.name}`}>
-                    <img src={wallet.icon} alt="" width={24} height={24} />
-                    <span className="lk-wallet-name">{wallet.shortName}</span>
-                  </a>
-                </li>
-              ) : null
-            })}
-          </ul>
+          <summary>{t(onPhone ? 'openInBrowser' : 'openOnDevice')}</summary>
+          {!onPhone && deepLinks}
           <InAppBrowserLinks />
         </details>
       )}
@@ -99,6 +123,7 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
 
 /** "Open this page in the wallet's own browser": for wallets with an in-app browser. */
 function InAppBrowserLinks() {
+  const t = useMessages()
   const links = useMemo(
     () =>
       typeof location === 'undefined'
@@ -112,11 +137,11 @@ function InAppBrowserLinks() {
   if (!links.length) return null
   return (
     <>
-      <p className="lk-subheading">Or open this page in a wallet’s browser</p>
+      <p className="lk-subheading">{t('openInBrowser')}</p>
       <ul className="lk-links">
         {links.map(({ wallet, href }) => (
           <li key={wallet.id}>
-            <a href={href} rel="noopener noreferrer" aria-label={`Open in ${wallet.name} browser`}>
+            <a href={href} rel="noopener noreferrer" aria-label={t('openInWalletBrowser', { name: wallet.name })}>
               {wallet.shortName}
             </a>
           </li>
@@ -133,8 +158,4 @@ function useNow() {
     return () => clearInterval(timer)
   }, [])
   return now
-}
-
-function usePhone() {
-  return useMemo(() => typeof matchMedia === 'function' && matchMedia('(pointer: coarse)').matches, [])
 }
