@@ -16,6 +16,12 @@ export type Caller = {
   readonly credential?: string | undefined
   /** The id of the API key that stamped the request, when it is a grant's key (grants/): its rule then applies. */
   readonly grantKeyId?: string | undefined
+  /**
+   * Unix ms: when the user who stamped the request last proved themselves: now for a passkey stamp,
+   * else the API key's moment of verification (policies/freshVerification.ts `verifiedAtOf`). Absent:
+   * never, or an approved activity run later. Keys registered for the same user inherit it.
+   */
+  readonly verifiedAt?: number | undefined
 }
 
 /** What an activity runs with: storage (inside the activity's transaction), keys, the clock and its caller. */

@@ -61,6 +61,8 @@ export function refuseKeyLifetimes(
 
 /**
  * Registers an API key for a user; refused when the public key is registered already.
+ * `verifiedAt`: when the user last proved themselves on the way to it (policies/freshVerification.ts),
+ * null unless given.
  *
  * @example
  * const apiKeyId = await insertApiKey(db, userId, organizationId, { apiKeyName: 'backend', publicKey }, now())
@@ -71,7 +73,7 @@ export async function insertApiKey(
   organizationId: string,
   key: ApiKeyParams,
   now: number,
-  credentialType = 'CREDENTIAL_TYPE_API_KEY_P256',
+  { credentialType = 'CREDENTIAL_TYPE_API_KEY_P256', verifiedAt = null }: { credentialType?: string; verifiedAt?: number | null } = {},
 ): Promise<string> {
   if (await db.apiKeyByPublicKey(key.publicKey)) throw alreadyExists(`api key ${key.publicKey} is already registered`)
   const id = randomUUID()
@@ -85,6 +87,7 @@ export async function insertApiKey(
     credential_type: credentialType,
     expires_at: key.expirationSeconds ? now + Number(key.expirationSeconds) * 1000 : null,
     created_at: now,
+    verified_at: verifiedAt,
   })
   return id
 }
@@ -133,11 +136,21 @@ export async function prepareCredential(target: string) {
   return { key, credentialBundle: await credentialBundle(target, key) }
 }
 
-/** Registers a prepared credential's key for `userId`, with an expiry. Synchronous: it may join a transaction. */
+/**
+ * Registers a prepared credential's key for `userId`, with an expiry. Synchronous: it may join a
+ * transaction. `verifiedAt` (policies/freshVerification.ts): 'at creation' for a credential that is
+ * itself the proof (an email code just redeemed), else the moment it inherits, or null.
+ */
 export async function registerCredential(
   context: ActivityContext,
   credential: { key: Uint8Array },
-  parameters: { userId: string; credentialType: string; name: string | undefined; expirationSeconds: string | undefined },
+  parameters: {
+    userId: string
+    credentialType: string
+    name: string | undefined
+    expirationSeconds: string | undefined
+    verifiedAt: number | null | 'at creation'
+  },
 ): Promise<string> {
   const apiKeyId = randomUUID()
   const at = context.now()
@@ -151,6 +164,7 @@ export async function registerCredential(
     credential_type: parameters.credentialType,
     expires_at: at + Number(parameters.expirationSeconds ?? DEFAULT_SESSION_SECONDS) * 1000,
     created_at: at,
+    verified_at: parameters.verifiedAt === 'at creation' ? at : parameters.verifiedAt,
   })
   return apiKeyId
 }

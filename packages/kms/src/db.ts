@@ -86,6 +86,7 @@ const API_KEY_COLUMNS = allColumns<ApiKeyRow>()([
   'credential_type',
   'expires_at',
   'created_at',
+  'verified_at',
 ])
 const WALLET_ACCOUNT_COLUMNS = allColumns<WalletAccountRow>()([
   'id',

@@ -315,6 +315,7 @@ export function createKms(options: KmsOptions = {}) {
           credential_type: 'CREDENTIAL_TYPE_API_KEY_P256',
           expires_at: null,
           created_at: at,
+          verified_at: null,
         })
       })
       return ids

@@ -10,7 +10,8 @@ import { startKms } from './harness.js'
 
 // In a sub-organization, export and every new credential or session need the user: a passkey
 // stamp, or a credential from an email code at most 900 s old. A session key alone is refused, and
-// the refusal writes nothing (security review H1, fix 3).
+// the refusal writes nothing (security review H1, fix 3). A key registered by a credential from an
+// email code, or by a passkey stamp, carries that moment of verification, never renewed.
 
 let harness: Awaited<ReturnType<typeof startKms>>
 beforeAll(async () => {
@@ -23,8 +24,8 @@ type Sub = Awaited<ReturnType<typeof harness.subOrganization>>
 const refused = (type: string, seconds = 900) =>
   `Turnkey error 7: fresh verification required: ${type} from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than ${seconds} seconds old`
 
-/** A 15-minute session key of the sub-organization's root user, registered by the root's own key (as a backend registers a browser's). */
-async function sessionKeyOf(sub: Sub, by: TurnkeyClient = sub.client) {
+/** A session key (15 minutes unless told) of the sub-organization's root user, registered by the root's own key (as a backend registers a browser's). */
+async function sessionKeyOf(sub: Sub, by: TurnkeyClient = sub.client, expirationSeconds = '900') {
   const keys = generateApiKeyPair()
   await by.createApiKeys({
     type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
@@ -32,7 +33,7 @@ async function sessionKeyOf(sub: Sub, by: TurnkeyClient = sub.client) {
     organizationId: sub.organizationId,
     parameters: {
       userId: sub.userId,
-      apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '900' }],
+      apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds }],
     },
   })
   return harness.client(keys)
@@ -185,10 +186,72 @@ describe('fresh verification', () => {
     expect(await stateOf(sub)).toEqual(before)
   })
 
-  test('error: a key the fresh credential registers is a session key, not fresh itself', async () => {
+  test("behavior: a key an email credential registers exports until 900 s after the code, not after the key's creation", async () => {
     const sub = await userWithEmail()
-    const session = await sessionKeyOf(sub, await otpCredentialOf(sub))
-    await expect(guarded(sub, session).ACTIVITY_TYPE_STAMP_LOGIN()).rejects.toThrow(refused('ACTIVITY_TYPE_STAMP_LOGIN'))
+    const credential = await otpCredentialOf(sub)
+    try {
+      // Registered 600 s after the code, as a backend registers the browser's key after a sign-in.
+      harness.clock.now += 600_000
+      const session = await sessionKeyOf(sub, credential)
+      const exportWallet = guarded(sub, session).ACTIVITY_TYPE_EXPORT_WALLET
+      harness.clock.now += 300_000
+      expect((await exportWallet()).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      harness.clock.now += 1000
+      await expect(exportWallet()).rejects.toThrow(refused('ACTIVITY_TYPE_EXPORT_WALLET'))
+    } finally {
+      harness.clock.now -= 901_000
+    }
+  })
+
+  test('error: a chain of keys renews nothing: a key registered by an inheriting key is fresh only until the same instant', async () => {
+    const sub = await userWithEmail()
+    const credential = await otpCredentialOf(sub)
+    try {
+      harness.clock.now += 300_000
+      const first = await sessionKeyOf(sub, credential)
+      harness.clock.now += 300_000
+      const second = await sessionKeyOf(sub, first)
+      // A login the second key opens inherits the same moment too.
+      const loginKeys = generateApiKeyPair()
+      await second.stampLogin({
+        type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { publicKey: loginKeys.apiPublicKey, expirationSeconds: '900' },
+      })
+      const login = harness.client(loginKeys)
+      harness.clock.now += 300_000
+      for (const client of [second, login]) expect((await guarded(sub, client).ACTIVITY_TYPE_EXPORT_WALLET()).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      harness.clock.now += 1000
+      for (const client of [first, second, login])
+        await expect(guarded(sub, client).ACTIVITY_TYPE_CREATE_API_KEYS_V2()).rejects.toThrow(refused('ACTIVITY_TYPE_CREATE_API_KEYS_V2'))
+    } finally {
+      harness.clock.now -= 901_000
+    }
+  })
+
+  test('behavior: a key a passkey stamp registers is fresh for 900 s from that stamp', async () => {
+    const sub = await harness.subOrganization()
+    const passkey = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    await sub.client.createAuthenticators({
+      type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userId: sub.userId, authenticators: [{ authenticatorName: 'Passkey', challenge, attestation: passkey.register(challenge) }] },
+    })
+    useAuthenticator(passkey)
+    // It outlives the window: past it the key is a plain session, not an expired one.
+    const session = await sessionKeyOf(sub, new TurnkeyClient({ baseUrl: harness.kms.url }, new WebauthnStamper({ rpId })), '3600')
+    const exportWallet = guarded(sub, session).ACTIVITY_TYPE_EXPORT_WALLET
+    harness.clock.now += 900_000
+    try {
+      expect((await exportWallet()).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      harness.clock.now += 1000
+      await expect(exportWallet()).rejects.toThrow(refused('ACTIVITY_TYPE_EXPORT_WALLET'))
+    } finally {
+      harness.clock.now -= 901_000
+    }
   })
 
   test('behavior: the window is a setting; an emailed credential (email_auth) counts as an email code', async () => {

@@ -42,6 +42,7 @@ describe(`storage (${testBackend})`, () => {
         '0007_grants',
         '0008_otp_targets',
         '0009_data_keys',
+        '0010_api_key_verified_at',
       ])
     } finally {
       await storage.close()

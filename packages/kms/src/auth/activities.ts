@@ -64,6 +64,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         credentialType: 'CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256',
         name: input.apiKeyName,
         expirationSeconds: input.expirationSeconds,
+        // Only who reads the mailbox holds it: its arrival there is the verification.
+        verifiedAt: 'at creation',
       })
       const appName = input.emailCustomization?.appName ?? 'your app'
       const link = input.emailCustomization?.magicLinkTemplate?.replace('%s', encodeURIComponent(bundle))
@@ -99,6 +101,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         credentialType: 'CREDENTIAL_TYPE_RECOVER_USER_KEY_P256',
         name: undefined,
         expirationSeconds: String(seconds),
+        // It recovers the account (a new passkey), which is the user's next verification.
+        verifiedAt: null,
       })
       const appName = input.emailCustomization?.appName ?? 'your app'
       await context.mailer.send({
@@ -217,6 +221,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         credentialType: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
         name: input.apiKeyName,
         expirationSeconds: input.expirationSeconds,
+        // The code was proven just now.
+        verifiedAt: 'at creation',
       })
       return { userId: otp.user_id, apiKeyId, credentialBundle: credential.credentialBundle }
     },

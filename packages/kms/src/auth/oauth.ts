@@ -6,6 +6,7 @@ import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, prepareCredentia
 import { alreadyExists, invalid, notFound } from '../errors.js'
 import { listOf } from '../lists.js'
 import { ids, parse, targetPublicKey, uint64 } from '../params.js'
+import { inheritedVerification } from '../policies/freshVerification.js'
 import { mapSeries } from '../sequence.js'
 
 // OAuth: OIDC identities registered for users, and sign-in with an OIDC token of one of them.
@@ -133,6 +134,7 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
           credentialType: 'CREDENTIAL_TYPE_OAUTH_KEY_P256',
           name: input.apiKeyName,
           expirationSeconds: input.expirationSeconds,
+          verifiedAt: inheritedVerification(context.caller, userId),
         })
       })
       return { userId, apiKeyId, credentialBundle: credential.credentialBundle }
@@ -164,7 +166,7 @@ export const OAUTH_ACTIVITIES: ActivityTable = {
           caller.organizationId,
           { apiKeyName: `oauth login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) },
           now(),
-          'CREDENTIAL_TYPE_OAUTH_KEY_P256',
+          { credentialType: 'CREDENTIAL_TYPE_OAUTH_KEY_P256', verifiedAt: inheritedVerification(caller, userId) },
         )
       })
       const claims = {

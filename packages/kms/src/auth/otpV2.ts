@@ -224,13 +224,15 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
       if (!otp || !(await db.otpTokenUsed(otp.id, caller.organizationId))) throw failedPrecondition('this verification token has already been used')
       const lifetime = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
       if (input.invalidateExisting) await invalidateKeys(db, otp.user_id, 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256')
+      // The token is of a code just proven (it lives minutes at most): the login is the verification.
+      const at = now()
       await insertApiKey(
         db,
         otp.user_id,
         caller.organizationId,
-        { apiKeyName: `otp login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(lifetime) },
-        now(),
-        'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
+        { apiKeyName: `otp login ${new Date(at).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(lifetime) },
+        at,
+        { credentialType: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256', verifiedAt: at },
       )
       const session = sessionJwt(
         {

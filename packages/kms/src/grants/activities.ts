@@ -45,6 +45,8 @@ export const GRANT_ACTIVITIES: ActivityTable = {
         credential_type: GRANT_CREDENTIAL_TYPE,
         expires_at: expiresAt,
         created_at: at,
+        // A grant's key signs transactions only: it never counts as a verification.
+        verified_at: null,
       })
       const grantId = randomUUID()
       await db.insertGrant({

@@ -4,6 +4,7 @@ import { GRANT_CREDENTIAL_TYPE, readSessionJwt } from '../credentials.js'
 import type { Db } from '../db.js'
 import { expiredKeyMessage, GrpcCode, invalid, KmsError, permissionDenied, UNKNOWN_KEY_MESSAGE } from '../errors.js'
 import { grantRefusal } from '../grants/rule.js'
+import { verifiedAtOf } from '../policies/freshVerification.js'
 import { checkApiKeyStamp } from '../stamp.js'
 import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from '../webauthn.js'
@@ -53,6 +54,8 @@ type Signer = {
   counter?: number
   /** Set when the key is a grant's (grants/): it may only submit sign_transaction. */
   grantKeyId?: string
+  /** Unix ms: when the user last proved themselves (Caller's `verifiedAt`); null: never. */
+  verifiedAt: number | null
 }
 
 /**
@@ -92,6 +95,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
         expiresAt: apiKey.expires_at,
         publicKey,
         stamp: { publicKey, signature, scheme },
+        verifiedAt: verifiedAtOf(apiKey),
         ...(apiKey.credential_type === GRANT_CREDENTIAL_TYPE ? { grantKeyId: apiKey.id } : {}),
       }
     }
@@ -110,6 +114,8 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
         stamp: { publicKey: authenticator.public_key, signature: headers.passkey, scheme: WEBAUTHN_VOTE_SCHEME },
         authenticatorId: authenticator.id,
         counter,
+        // The passkey was just used: the user is here now.
+        verifiedAt: now(),
       }
     }
     if (headers.session) {
@@ -126,7 +132,13 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
         throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: not a session token this service issued')
       if (!(await db.user(claims['user_id'], claims['organization_id'])))
         throw new KmsError(GrpcCode.unauthenticated, 'invalid read-only session: its user no longer exists')
-      return { userId: claims['user_id'], organizationId: claims['organization_id'], expiresAt: claims['exp'] * 1000, publicKey: READ_ONLY_SESSION }
+      return {
+        userId: claims['user_id'],
+        organizationId: claims['organization_id'],
+        expiresAt: claims['exp'] * 1000,
+        publicKey: READ_ONLY_SESSION,
+        verifiedAt: null,
+      }
     }
     throw new KmsError(GrpcCode.unauthenticated, 'missing stamp: send X-Stamp or X-Stamp-Webauthn')
   }
@@ -184,6 +196,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       organizationId: organization.id,
       credential: signer.publicKey,
       grantKeyId: signer.grantKeyId,
+      verifiedAt: signer.verifiedAt ?? undefined,
     })
     await next()
   }

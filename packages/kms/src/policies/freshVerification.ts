@@ -1,7 +1,7 @@
 import type { Caller } from '../context.js'
 import type { Db } from '../db.js'
 import { freshVerificationRequired } from '../errors.js'
-import type { OrganizationRow } from '../storage/tables.js'
+import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
 
 // Fresh verification (security review H1, fix 3): in a sub-organization, the activities that hand
 // out the wallet or a lasting way into it need the user themselves, not just a session.
@@ -30,10 +30,37 @@ export const FRESH_VERIFICATION_EXEMPTIONS: readonly ((type: string, params: unk
 
 /**
  * Credentials only someone who just read the user's mailbox can hold: an OTP credential (otp_auth,
- * registered when the code was proven) and an emailed credential (email_auth). They count as a
- * fresh verification for `freshVerificationSeconds` after they were created.
+ * registered when the code was proven; otp_login, with the token of a code just proven) and an
+ * emailed credential (email_auth). Registered with `verified_at` = their `created_at`; for rows from
+ * before `verified_at` existed, their type and `created_at` are the moment of verification.
  */
 export const EMAIL_VERIFIED_CREDENTIALS: ReadonlySet<string> = new Set(['CREDENTIAL_TYPE_OTP_AUTH_KEY_P256', 'CREDENTIAL_TYPE_EMAIL_AUTH_KEY_P256'])
+
+/**
+ * When the user last proved themselves on the way to this API key (unix ms), or null: its
+ * `verified_at`, else, for a row from before that column, its `created_at` if it is an
+ * email-verified credential.
+ *
+ * @example
+ * const verifiedAt = verifiedAtOf(key) // then fresh while now - verifiedAt <= freshSeconds * 1000
+ */
+export function verifiedAtOf(key: ApiKeyRow): number | null {
+  if (key.verified_at !== null) return key.verified_at
+  return EMAIL_VERIFIED_CREDENTIALS.has(key.credential_type) ? key.created_at : null
+}
+
+/**
+ * The `verified_at` a key registered for `userId` by the request's caller inherits: the caller's own
+ * moment of verification (a passkey stamp's is now), unchanged, so that a chain of keys is never
+ * fresher than the verification it began with; null for another user's key (the caller's proof is
+ * not theirs) or when the caller has none.
+ *
+ * @example
+ * await insertApiKey(db, userId, organizationId, key, now(), { verifiedAt: inheritedVerification(caller, userId) })
+ */
+export function inheritedVerification(caller: Caller, userId: string): number | null {
+  return caller.userId === userId && caller.verifiedAt !== undefined ? caller.verifiedAt : null
+}
 
 /**
  * How long an email-verified credential counts as a fresh verification unless the kms is told
@@ -46,11 +73,12 @@ export const DEFAULT_FRESH_VERIFICATION_SECONDS = 900
  * Refuses (PermissionDenied, before anything is read for the activity or written) one of
  * FRESH_VERIFICATION_ACTIVITIES stamped in a sub-organization by a session credential without a
  * fresh verification. Allowed: a passkey stamp (`passkey`, X-Stamp-Webauthn: the user was just
- * there); an email-verified credential created within `freshSeconds`; a parent organization's user
- * (a backend's own key); an exempted request. A session credential is any API key with an expiry:
- * sessions, sign-in credentials, and keys from create_api_keys, which in a sub-organization must
- * expire. A key without one is in a sub-organization only because its parent put it there at
- * create_sub_organization (a backend's delegated-access user), and is not a session.
+ * there); an API key whose moment of verification (`verifiedAtOf`: an email code it was made from,
+ * or the verification a key registered it inherited) is at most `freshSeconds` old; a parent
+ * organization's user (a backend's own key); an exempted request. A session credential is any API
+ * key with an expiry: sessions, sign-in credentials, and keys from create_api_keys, which in a
+ * sub-organization must expire. A key without one is in a sub-organization only because its parent
+ * put it there at create_sub_organization (a backend's delegated-access user), and is not a session.
  *
  * @example
  * await requireFreshVerification(db, { caller, organization, type, params, passkey: false, freshSeconds: 300, now: Date.now() })
@@ -66,6 +94,7 @@ export async function requireFreshVerification(
   if (FRESH_VERIFICATION_EXEMPTIONS.some((exempt) => exempt(type, params))) return
   const key = await db.apiKeyByPublicKey(caller.credential)
   if (!key || key.expires_at === null) return
-  if (EMAIL_VERIFIED_CREDENTIALS.has(key.credential_type) && request.now - key.created_at <= request.freshSeconds * 1000) return
+  const verifiedAt = verifiedAtOf(key)
+  if (verifiedAt !== null && request.now - verifiedAt <= request.freshSeconds * 1000) return
   throw freshVerificationRequired(type, request.freshSeconds)
 }

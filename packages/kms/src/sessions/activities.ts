@@ -4,6 +4,7 @@ import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, prepareCredential, refuseLongLifetime, registerCredential, sessionJwt } from '../credentials.js'
 import { notFound, permissionDenied } from '../errors.js'
 import { parse, targetPublicKey } from '../params.js'
+import { inheritedVerification } from '../policies/freshVerification.js'
 
 // Sessions: a read-write session key handed over in a bundle, a login with the client's own key
 // (stamp_login, answered with a session JWT), and a read-only session JWT.
@@ -48,6 +49,7 @@ export const SESSION_ACTIVITIES: ActivityTable = {
         credentialType: 'CREDENTIAL_TYPE_READ_WRITE_SESSION_KEY_P256',
         name: input.apiKeyName,
         expirationSeconds: input.expirationSeconds,
+        verifiedAt: inheritedVerification(caller, user.id),
       })
       return { organizationId: organization.id, organizationName: organization.name, userId: user.id, username: user.name, apiKeyId, credentialBundle: bundle }
     },
@@ -77,7 +79,7 @@ export const SESSION_ACTIVITIES: ActivityTable = {
         caller.organizationId,
         { apiKeyName: `login ${new Date(now()).toISOString()}`, publicKey: input.publicKey, expirationSeconds: String(seconds) },
         now(),
-        'CREDENTIAL_TYPE_LOGIN',
+        { credentialType: 'CREDENTIAL_TYPE_LOGIN', verifiedAt: inheritedVerification(caller, caller.userId) },
       )
       // The session JWT the browser SDKs keep; signed like the hosted notarizer's (ES256 over a double SHA-256).
       const claims = {

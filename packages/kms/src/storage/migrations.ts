@@ -244,4 +244,15 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       await run(db, dialect, table('data_keys', 'id text primary key, kek_id text not null, wrapped text not null, created_at {ms} not null{rowid}'))
     },
   },
+  {
+    // When the user last proved themselves on the way to an API key (policies/freshVerification.ts).
+    // It could be an expansion: code before it ignores the column and registers keys with null, which
+    // only withholds freshness, never grants it. It is left a contraction so that releases with and
+    // without the inheritance never serve one database together: whether a key registered after an
+    // email sign-in may export would depend on which instance registered it.
+    name: '0010_api_key_verified_at',
+    async up(db, dialect) {
+      await addColumn(db, dialect, 'api_keys', 'verified_at', '{ms}')
+    },
+  },
 ]

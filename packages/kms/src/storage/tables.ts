@@ -13,6 +13,11 @@ export type ApiKeyRow = {
   /** Unix ms; null: never. */
   expires_at: number | null
   created_at: number
+  /**
+   * Unix ms: when the user last proved themselves (an email code, a passkey) on the way to this
+   * key, inherited unchanged by the keys it registers for them; null: never (policies/freshVerification.ts).
+   */
+  verified_at: number | null
 }
 export type WalletRow = { id: string; organization_id: string; name: string; sealed_mnemonic: string; created_at: number; exported: number; imported: number }
 export type WalletAccountRow = {

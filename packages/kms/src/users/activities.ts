@@ -8,6 +8,7 @@ import { alreadyExists, failedPrecondition, invalid, notFound } from '../errors.
 import { listOf } from '../lists.js'
 import { pinRootQuorum, rootUserIds } from '../organizations/quorum.js'
 import { apiKeyParams, authenticatorParams, ids, parse } from '../params.js'
+import { inheritedVerification } from '../policies/freshVerification.js'
 import { mapSeries } from '../sequence.js'
 import { verifyRegistration } from '../webauthn.js'
 import { TAG_ACTIVITIES } from './tags.js'
@@ -136,7 +137,9 @@ export const USER_ACTIVITIES: ActivityTable = {
       refuseKeyLifetimes(context, apiKeys, 'apiKeys', inSubOrganization)
       if (!(await db.user(userId, caller.organizationId))) throw notFound(`user ${userId} not found in organization ${caller.organizationId}`)
       const apiKeyIds: string[] = []
-      for (const key of apiKeys) apiKeyIds.push(await insertApiKey(db, userId, caller.organizationId, key, now()))
+      // Keys for the caller's own user carry the caller's verification, unrenewed (policies/freshVerification.ts).
+      const verifiedAt = inheritedVerification(caller, userId)
+      for (const key of apiKeys) apiKeyIds.push(await insertApiKey(db, userId, caller.organizationId, key, now(), { verifiedAt }))
       return { apiKeyIds }
     },
   },
