@@ -5,7 +5,7 @@ import { createServerApp, openStore, SESSION_COOKIE } from '@latchkey/server'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { defineChain } from 'viem'
 import { afterAll, beforeAll, inject } from 'vitest'
-import type { KeyValueStorage, SessionKeyStore } from '../src/index.js'
+import { BATCH_EXECUTOR_ADDRESS, type KeyValueStorage, type SessionKeyStore } from '../src/index.js'
 
 /** The origin of the app page the wallet runs in, as the backend allows it. */
 const PAGE_ORIGIN = 'http://localhost:5173'
@@ -63,7 +63,7 @@ export function useEmbeddedStack() {
   }
   let stop: (() => Promise<void>) | undefined
   beforeAll(async () => {
-    stack.kms = createKms({ port: await getFreePort(), now: stack.now })
+    stack.kms = createKms({ port: await getFreePort(), now: stack.now, eip7702Delegates: [BATCH_EXECUTOR_ADDRESS] })
     await stack.kms.start()
     stack.organizationId = (await stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
     const store = await openStore(':memory:')

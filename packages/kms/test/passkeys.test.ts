@@ -14,12 +14,14 @@ import { testDatabase } from './database.js'
 
 let kms: Kms
 const clock = Date.now()
+/** Moves the kms's clock on without changing what the tests stamp (`clock`). */
+let later = 0
 const parentKey = apiKeyPair()
 let parentOrganizationId: string
 let backend: TurnkeyClient
 
 beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now: () => clock, ...(await testDatabase()), webauthn: { rpIds: [rpId], origins: ['http://localhost:5173'] } })
+  kms = createKms({ port: await getFreePort(), now: () => clock + later, ...(await testDatabase()), webauthn: { rpIds: [rpId], origins: ['http://localhost:5173'] } })
   await kms.start()
   parentOrganizationId = (await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
   backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
@@ -210,12 +212,12 @@ describe('passkeys of a signed-in user', () => {
       type: 'ACTIVITY_TYPE_STAMP_LOGIN',
       timestampMs: String(clock),
       organizationId,
-      parameters: { publicKey: sessionKey.apiPublicKey, expirationSeconds: '900' },
+      parameters: { publicKey: sessionKey.apiPublicKey, expirationSeconds: '3600' },
     })
     const jwt = login.activity.result.stampLoginResult!.session
     expect(await verifySessionJwtSignature(jwt, kms.signerPublicKey)).toBe(true)
     expect(JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString())).toEqual({
-      exp: Math.floor(clock / 1000) + 900,
+      exp: Math.floor(clock / 1000) + 3600,
       public_key: sessionKey.apiPublicKey,
       session_type: 'SESSION_TYPE_READ_WRITE',
       user_id: userId,
@@ -223,17 +225,23 @@ describe('passkeys of a signed-in user', () => {
       credential_type: 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR',
     })
     expect(await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).getWhoami({ organizationId })).toMatchObject({ userId })
-    // Stamped by that login key instead of the passkey: a session may not log in again on its own (fresh verification).
-    await expect(
-      new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).stampLogin({
-        type: 'ACTIVITY_TYPE_STAMP_LOGIN',
-        timestampMs: String(clock),
-        organizationId,
-        parameters: { publicKey: apiKeyPair().apiPublicKey, expirationSeconds: '60' },
-      }),
-    ).rejects.toThrow(
-      'Turnkey error 7: fresh verification required: ACTIVITY_TYPE_STAMP_LOGIN from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than 300 seconds old',
-    )
+    // Stamped by that login key instead of the passkey: it carries the passkey's moment, so past the
+    // freshness window a session may not log in again on its own.
+    later = 901_000
+    try {
+      await expect(
+        new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(sessionKey)).stampLogin({
+          type: 'ACTIVITY_TYPE_STAMP_LOGIN',
+          timestampMs: String(clock + later),
+          organizationId,
+          parameters: { publicKey: apiKeyPair().apiPublicKey, expirationSeconds: '60' },
+        }),
+      ).rejects.toThrow(
+        'Turnkey error 7: fresh verification required: ACTIVITY_TYPE_STAMP_LOGIN from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than 900 seconds old',
+      )
+    } finally {
+      later = 0
+    }
   })
 
   test('behavior: a passkey that does not know its sub-organization signs in by naming the parent (sub-organization look-up)', async () => {

@@ -17,7 +17,7 @@ import { generateApiKeyPair, newEmail, origin, useBackend } from './backend.js'
 // The backend's audit trail: each POST /auth/* outcome (refusals included) with keyed hashes of
 // the IP and the email, `latchkey-server audit verify`, and `sessions revoke` against a real kms.
 
-const { t, post, signedInByEmail, signedUpWithPasskey, stampLogin, withKey, session } = useBackend()
+const { t, post, signedInByEmail, signedUpWithPasskey, stampLogin, withKey, withPasskey, session } = useBackend()
 
 const events = async () => (await sql<AuditEventRow>`select * from server_audit_events order by seq`.execute(t.store.database.db)).rows
 
@@ -109,8 +109,8 @@ describe('sessions revoke', () => {
     const account = await signedUpWithPasskey()
     const other = await signedUpWithPasskey()
     const tokens = (await (await post('/auth/token', {}, { cookie: account.cookie })).json()) as { refreshToken: string }
-    // A second key of the user (another browser's session).
-    await stampLogin(withKey(account.sessionKey), generateApiKeyPair().apiPublicKey, account.organizationId)
+    // A second key of the user (another browser's session, signed in with the passkey).
+    await stampLogin(withPasskey(account.authenticator), generateApiKeyPair().apiPublicKey, account.organizationId)
     const before = await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
     expect(before.apiKeys).toHaveLength(2)
 
