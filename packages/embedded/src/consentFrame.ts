@@ -19,6 +19,8 @@ export type ConsentWalletRequest = {
     | 'eip7702_authorization'
     | 'export_wallet'
     | 'add_credential'
+    | 'add_account'
+    | 'import_wallet'
   readonly params: readonly unknown[]
 }
 

@@ -828,7 +828,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       const { organizationId, credential } = signedIn()
       const index = (await wallet.accounts()).length
       const path = `m/44'/60'/0'/0/${index}`
-      const result = await submit<{ addresses: string[] }>('createWalletAccountsResult', unreviewable('wallet_addAccount', [{ path }]), (kms) =>
+      const consent: ConsentWalletRequest = { method: 'add_account', params: [{ walletId: credential.signerRefId, path }] }
+      const result = await submit<{ addresses: string[] }>('createWalletAccountsResult', consent, (kms) =>
         kms.createWalletAccounts({
           type: 'ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS',
           timestampMs: String(now()),
@@ -897,7 +898,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** Imports the wallet the import frame encrypted; answers its first Ethereum address. */
     async importWallet(encryptedBundle: string, walletName: string): Promise<`0x${string}`> {
       const { organizationId, userId } = signedIn()
-      const result = await submit<{ addresses: string[] }>('importWalletResult', unreviewable('wallet_import', [{ walletName }]), (kms) =>
+      const consent: ConsentWalletRequest = { method: 'import_wallet', params: [{ walletName }] }
+      const result = await submit<{ addresses: string[] }>('importWalletResult', consent, (kms) =>
         kms.importWallet({
           type: 'ACTIVITY_TYPE_IMPORT_WALLET',
           timestampMs: String(now()),

@@ -328,6 +328,67 @@ describe('add_credential', () => {
   })
 })
 
+describe('add_account', () => {
+  const path = "m/44'/60'/0'/0/1"
+  const request = (fields: Record<string, unknown> = {}) => ({ method: 'add_account', params: [{ walletId: 'w', path, ...fields }] })
+  const ethereum = { curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path, addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }
+  const body = (parameters: Record<string, unknown> = {}) =>
+    activity('ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS', { walletId: 'w', accounts: [ethereum], ...parameters })
+
+  test('default: the one Ethereum account requested, in the requested wallet (or the payload’s, when the request names none)', () => {
+    expect(check(request(), body())).toEqual({ facts: undefined })
+    expect(check(request({ walletId: undefined }), body())).toEqual({ facts: undefined })
+  })
+
+  test('error: another wallet, more accounts or none, another path, not an Ethereum account, another activity', () => {
+    expect(check(request(), body({ walletId: 'x' }))).toEqual(refused('the payload adds to the wallet x, not to the requested wallet w'))
+    expect(check(request(), body({ walletId: undefined }))).toEqual(refused('the payload names no wallet'))
+    expect(check(request(), body({ accounts: [ethereum, { ...ethereum, path: "m/44'/60'/0'/0/2" }] }))).toEqual(
+      refused('the payload adds 2 accounts, not the one requested'),
+    )
+    expect(check(request(), body({ accounts: [] }))).toEqual(refused('the payload adds 0 accounts, not the one requested'))
+    expect(check(request(), body({ accounts: [{ ...ethereum, path: "m/44'/60'/0'/0/0" }] }))).toEqual(
+      refused(`the payload adds the account at m/44'/60'/0'/0/0, not at the requested ${path}`),
+    )
+    expect(check(request(), body({ accounts: [{ ...ethereum, curve: 'CURVE_ED25519' }] }))).toEqual(
+      refused("the payload's account is not an Ethereum account (CURVE_SECP256K1, PATH_FORMAT_BIP32, ADDRESS_FORMAT_ETHEREUM)"),
+    )
+    expect(check(request(), body({ accounts: [{ ...ethereum, addressFormat: 'ADDRESS_FORMAT_SOLANA' }] }))).toEqual(
+      refused("the payload's account is not an Ethereum account (CURVE_SECP256K1, PATH_FORMAT_BIP32, ADDRESS_FORMAT_ETHEREUM)"),
+    )
+    expect(check(request({ path: undefined }), body())).toEqual(refused("add_account needs the new account's derivation path"))
+    expect(check(request({ walletId: 7 }), body())).toEqual(refused("add_account's walletId is not a string"))
+    expect(check(request(), activity('ACTIVITY_TYPE_CREATE_WALLET', { walletName: 'w', accounts: [ethereum] }))).toEqual(
+      refused('the payload is not a new account (ACTIVITY_TYPE_CREATE_WALLET_ACCOUNTS), it is ACTIVITY_TYPE_CREATE_WALLET'),
+    )
+  })
+})
+
+describe('import_wallet', () => {
+  const request = (walletName: unknown = 'Old wallet') => ({ method: 'import_wallet', params: [{ walletName }] })
+  const body = (parameters: Record<string, unknown> = {}) =>
+    activity('ACTIVITY_TYPE_IMPORT_WALLET', {
+      userId: 'u',
+      walletName: 'Old wallet',
+      encryptedBundle: '{"encappedPublic":"04","ciphertext":"00"}',
+      ...parameters,
+    })
+
+  test('default: the named wallet, with the import window’s bundle', () => {
+    expect(check(request(), body())).toEqual({ facts: undefined })
+  })
+
+  test('error: another name, no bundle, no name requested, another activity', () => {
+    expect(check(request(), body({ walletName: 'Other' }))).toEqual(refused('the payload imports a wallet named "Other", not "Old wallet"'))
+    expect(check(request(), body({ encryptedBundle: '' }))).toEqual(refused('the payload carries no encrypted bundle from the import window'))
+    expect(check(request(), body({ encryptedBundle: undefined }))).toEqual(refused('the payload carries no encrypted bundle from the import window'))
+    expect(check(request(''), body())).toEqual(refused("import_wallet needs the new wallet's name"))
+    expect(check(request(), activity('ACTIVITY_TYPE_INIT_IMPORT_WALLET', { userId: 'u' }))).toEqual(
+      refused('the payload is not a wallet import (ACTIVITY_TYPE_IMPORT_WALLET), it is ACTIVITY_TYPE_INIT_IMPORT_WALLET'),
+    )
+  })
+})
+
 describe('any other method', () => {
   test('error: refused whatever its payload', () => {
     const body = activity('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', {

@@ -23,6 +23,8 @@ export const WALLET_METHODS: readonly WalletRequest['method'][] = [
   'eip7702_authorization',
   'export_wallet',
   'add_credential',
+  'add_account',
+  'import_wallet',
 ]
 
 /** What the parent says about the request; the origin is never the parent's word, the frame knows it. */

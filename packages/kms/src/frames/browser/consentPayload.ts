@@ -1,8 +1,10 @@
+import { checkAccount } from './consentChecks/account.js'
 import { type Activity, type PayloadFacts, type PayloadSettings, unbound } from './consentChecks/activity.js'
 import { checkAuthorization } from './consentChecks/authorization.js'
 import { checkCalls } from './consentChecks/calls.js'
 import { checkCredential } from './consentChecks/credential.js'
 import { checkExport } from './consentChecks/exportKey.js'
+import { checkImport } from './consentChecks/importWallet.js'
 import { checkTransaction } from './consentChecks/transaction.js'
 import { checkTypedData } from './consentChecks/typedData.js'
 import type { ReviewAndStampValue } from './consentMessages.js'
@@ -62,6 +64,10 @@ export function assertPayloadMatches({ request, payload, context }: ReviewAndSta
       return checkExport(activity as Activity, context, settings)
     case 'add_credential':
       return checkCredential(activity as Activity)
+    case 'add_account':
+      return checkAccount(activity as Activity, request.params)
+    case 'import_wallet':
+      return checkImport(activity as Activity, request.params)
     default:
       throw unbound(`${request.method} cannot be stamped by this frame`)
   }

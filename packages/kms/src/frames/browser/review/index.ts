@@ -1,6 +1,6 @@
 import { reviewAuthorization } from './authorization.js'
 import { reviewBatch } from './batch.js'
-import { ReviewError } from './errors.js'
+import { ReviewError, type ReviewErrorCode } from './errors.js'
 import { reviewGrant } from './grant.js'
 import { reviewMessage } from './message.js'
 import { reviewTransaction } from './transaction.js'
@@ -54,7 +54,53 @@ export async function reviewRequest(request: WalletRequest, context: ReviewConte
         rows: [{ label: 'Account', value: context.account }],
         warnings: [{ level: 'warning', text: 'The new sign-in method can use this wallet as you do.' }],
       }
+    case 'add_account': {
+      const fields = firstParam(params)
+      const path = text(fields, 'path', 'MALFORMED_ACCOUNT')
+      const walletId = fields.walletId === undefined ? undefined : text(fields, 'walletId', 'MALFORMED_ACCOUNT')
+      return {
+        kind: 'account',
+        title: 'Add an account',
+        origin: context.origin,
+        rows: [
+          { label: 'Account', value: context.account },
+          { label: 'Adds', value: `an Ethereum account derived at ${path}` },
+          ...(walletId ? [{ label: 'Wallet', value: walletId }] : []),
+        ],
+        warnings: [],
+      }
+    }
+    case 'import_wallet':
+      // The phrase was sealed to the kms in the import window: this frame never sees it.
+      return {
+        kind: 'import',
+        title: 'Import a wallet',
+        origin: context.origin,
+        rows: [
+          { label: 'Account', value: context.account },
+          {
+            label: 'Import',
+            value: `a wallet named ${JSON.stringify(text(firstParam(params), 'walletName', 'MALFORMED_IMPORT'))} (the phrase was typed in the import window)`,
+          },
+        ],
+        warnings: [
+          {
+            level: 'warning',
+            text: 'This window cannot see the phrase. Approve only an import you started, with a phrase you typed into the import window yourself.',
+          },
+        ],
+      }
     default:
       throw new ReviewError('UNSUPPORTED_METHOD', `The wallet does not review "${String((request as { method: unknown }).method)}" requests`)
   }
+}
+
+const firstParam = (params: readonly unknown[]): Record<string, unknown> =>
+  typeof params[0] === 'object' && params[0] !== null ? (params[0] as Record<string, unknown>) : {}
+
+/** The request's `field`, a non-empty string, or a ReviewError naming it. */
+function text(fields: Record<string, unknown>, field: string, code: ReviewErrorCode): string {
+  const value = fields[field]
+  if (typeof value !== 'string' || value === '') throw new ReviewError(code, `The request's "${field}" is not a non-empty string: ${String(value)}`)
+  return value
 }

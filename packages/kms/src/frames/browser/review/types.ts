@@ -13,8 +13,10 @@ export type WalletRequest =
   | { readonly method: 'eip7702_authorization'; readonly params: readonly unknown[] }
   | { readonly method: 'export_wallet'; readonly params: readonly unknown[] }
   | { readonly method: 'add_credential'; readonly params: readonly unknown[] }
+  | { readonly method: 'add_account'; readonly params: readonly unknown[] }
+  | { readonly method: 'import_wallet'; readonly params: readonly unknown[] }
 
-export type ReviewKind = 'message' | 'typedData' | 'transaction' | 'batch' | 'grant' | 'authorization' | 'export' | 'credential'
+export type ReviewKind = 'message' | 'typedData' | 'transaction' | 'batch' | 'grant' | 'authorization' | 'export' | 'credential' | 'account' | 'import'
 
 /** One labelled line: "To", "Amount", "Network". */
 export type ReviewRow = { readonly label: string; readonly value: string; readonly tone?: 'danger' | 'warning' }
