@@ -458,16 +458,6 @@ await runService({
     return { stop: () => kms.stop(), inflight: () => kms.inflight() }
   },
   commands: {
-    ...migrationCommands({
-      service: 'kms',
-      migrations: KMS_MIGRATIONS,
-      storeSettings,
-      locate: (values) => {
-        const { options } = storeOf(values)
-        return 'databaseUrl' in options ? options.databaseUrl : options.databasePath === ':memory:' ? undefined : options.databasePath
-      },
-      storeLabel: `${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}`,
-    }),
     'init-organization': {
       summary: 'Create the organization (no parent) a backend acts for, its first user and API key; prints their ids as JSON. Idempotent.',
       settings: initOrganizationSettings,
@@ -635,5 +625,15 @@ await runService({
         }
       },
     },
+    ...migrationCommands({
+      service: 'kms',
+      migrations: KMS_MIGRATIONS,
+      storeSettings,
+      locate: (values) => {
+        const { options } = storeOf(values)
+        return 'databaseUrl' in options ? options.databaseUrl : options.databasePath === ':memory:' ? undefined : options.databasePath
+      },
+      storeLabel: `${settingLabel(storeSettings.db)} or ${settingLabel(storeSettings.databaseUrl)}`,
+    }),
   },
 })

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { p256 } from '@noble/curves/p256'
 import { credentialBundle } from './bundles.js'
-import type { ActivityContext } from './context.js'
+import type { ActivityContext, Caller } from './context.js'
 import type { Db } from './db.js'
 import { alreadyExists, invalid } from './errors.js'
 import type { ApiKeyParams } from './params.js'
@@ -199,4 +199,17 @@ export function readSessionJwt(token: string, publicKey: Uint8Array | string): R
   } catch {
     return undefined
   }
+}
+
+/**
+ * The `verified_at` a key registered for `userId` by the request's caller inherits: the caller's own
+ * moment of verification (a passkey stamp's is now), unchanged, so that a chain of keys is never
+ * fresher than the verification it began with; null for another user's key (the caller's proof is
+ * not theirs) or when the caller has none.
+ *
+ * @example
+ * await insertApiKey(db, userId, organizationId, key, now(), { verifiedAt: inheritedVerification(caller, userId) })
+ */
+export function inheritedVerification(caller: Caller, userId: string): number | null {
+  return caller.userId === userId && caller.verifiedAt !== undefined ? caller.verifiedAt : null
 }

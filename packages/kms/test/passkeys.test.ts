@@ -21,7 +21,12 @@ let parentOrganizationId: string
 let backend: TurnkeyClient
 
 beforeAll(async () => {
-  kms = createKms({ port: await getFreePort(), now: () => clock + later, ...(await testDatabase()), webauthn: { rpIds: [rpId], origins: ['http://localhost:5173'] } })
+  kms = createKms({
+    port: await getFreePort(),
+    now: () => clock + later,
+    ...(await testDatabase()),
+    webauthn: { rpIds: [rpId], origins: ['http://localhost:5173'] },
+  })
   await kms.start()
   parentOrganizationId = (await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
   backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))

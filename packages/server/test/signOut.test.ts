@@ -4,13 +4,13 @@ import { answer, generateApiKeyPair, useBackend } from './backend.js'
 // A browser's kms session key is registered only by a sign-in (the wallet's frame key, bound to a
 // fresh verification), never at the page's word, and sign-out deletes it in the kms (issue 25).
 
-const { t, post, signedUpWithPasskey, stampLogin, withKey } = useBackend()
+const { t, post, signedUpWithPasskey, stampLogin, withKey, withPasskey } = useBackend()
 const UNKNOWN_KEY = 'Turnkey error 16: could not find public key in organization or its parent organization'
 
-/** A second browser of `account`'s user: a stamp_login by the first browser's key for a new key, then /auth/login. */
+/** A second browser of `account`'s user: a stamp_login by the passkey for a new key, then /auth/login. */
 async function secondBrowser(account: Awaited<ReturnType<typeof signedUpWithPasskey>>) {
   const sessionKey = generateApiKeyPair()
-  const session = await stampLogin(withKey(account.sessionKey), sessionKey.apiPublicKey, account.organizationId)
+  const session = await stampLogin(withPasskey(account.authenticator), sessionKey.apiPublicKey, account.organizationId)
   const response = await post('/auth/login', { session, kind: 'passkey' })
   expect(response.status).toBe(200)
   return { sessionKey, cookie: response.headers.get('set-cookie')!.split(';')[0]! }

@@ -2,11 +2,19 @@ import { createHash, randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import { type ActivityTable, userIn } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, prepareCredential, refuseLongLifetime, registerCredential, sessionJwt } from '../credentials.js'
+import {
+  DEFAULT_SESSION_SECONDS,
+  inheritedVerification,
+  insertApiKey,
+  invalidateKeys,
+  prepareCredential,
+  refuseLongLifetime,
+  registerCredential,
+  sessionJwt,
+} from '../credentials.js'
 import { alreadyExists, invalid, notFound } from '../errors.js'
 import { listOf } from '../lists.js'
 import { ids, parse, targetPublicKey, uint64 } from '../params.js'
-import { inheritedVerification } from '../policies/freshVerification.js'
 import { mapSeries } from '../sequence.js'
 
 // OAuth: OIDC identities registered for users, and sign-in with an OIDC token of one of them.

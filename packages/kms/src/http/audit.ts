@@ -2,7 +2,9 @@ import type { AuditOutcome, AuditTrail } from '@latchkey/service/database'
 import type { MiddlewareHandler } from 'hono'
 import { GrpcCode, KmsError } from '../errors.js'
 import type { Authenticated } from './authenticate.js'
-import type { RefusedFromMemory } from './rateLimit.js'
+
+/** Set on a request refused from memory: its audit event is the block's summary (see `createRateLimiter`), not one per request. */
+export type RefusedFromMemory = { refusedFromMemory: true }
 
 /** The activity a submission was answered with, as the activity routes tell the audit middleware. */
 export type AuditedActivity = { audited: { id: string; status: string } }

@@ -46,9 +46,6 @@ export class RateLimitedError extends KmsError {
   }
 }
 
-/** Set on a request refused from memory: its audit event is the block's summary (see `createRateLimiter`), not one per request. */
-export type RefusedFromMemory = { refusedFromMemory: true }
-
 type Lease = { windowEnd: number; available: number }
 type Block = {
   until: number

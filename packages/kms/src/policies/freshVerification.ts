@@ -50,19 +50,6 @@ export function verifiedAtOf(key: ApiKeyRow): number | null {
 }
 
 /**
- * The `verified_at` a key registered for `userId` by the request's caller inherits: the caller's own
- * moment of verification (a passkey stamp's is now), unchanged, so that a chain of keys is never
- * fresher than the verification it began with; null for another user's key (the caller's proof is
- * not theirs) or when the caller has none.
- *
- * @example
- * await insertApiKey(db, userId, organizationId, key, now(), { verifiedAt: inheritedVerification(caller, userId) })
- */
-export function inheritedVerification(caller: Caller, userId: string): number | null {
-  return caller.userId === userId && caller.verifiedAt !== undefined ? caller.verifiedAt : null
-}
-
-/**
  * How long an email-verified credential counts as a fresh verification unless the kms is told
  * otherwise: 15 minutes, as long as a recovery code is valid (SPEC §5), so that a recovery begun
  * with a code can finish with it.

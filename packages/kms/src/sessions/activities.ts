@@ -1,10 +1,18 @@
 import { z } from 'zod'
 import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
-import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, prepareCredential, refuseLongLifetime, registerCredential, sessionJwt } from '../credentials.js'
+import {
+  DEFAULT_SESSION_SECONDS,
+  inheritedVerification,
+  insertApiKey,
+  invalidateKeys,
+  prepareCredential,
+  refuseLongLifetime,
+  registerCredential,
+  sessionJwt,
+} from '../credentials.js'
 import { notFound, permissionDenied } from '../errors.js'
 import { parse, targetPublicKey } from '../params.js'
-import { inheritedVerification } from '../policies/freshVerification.js'
 
 // Sessions: a read-write session key handed over in a bundle, a login with the client's own key
 // (stamp_login, answered with a session JWT), and a read-only session JWT.
