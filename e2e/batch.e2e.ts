@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { BATCH_RECIPIENTS } from '../apps/demo/src/typedData.js'
 import { launch } from './browser.js'
 import { embeddedSignUp } from './embeddedSignUp.js'
-import { demo, referenceWallet, waitForText } from './page.js'
+import { answerConsent, demo, referenceWallet, waitForText } from './page.js'
 
 // "Send batch" (EIP-5792): two transfers of 0.001 ETH in one wallet_sendCalls, with the dev
 // wallet, with the reference wallet over WalletConnect, and with the embedded wallet, whose
@@ -113,6 +113,9 @@ describe('Send batch with the embedded wallet (EIP-7702)', () => {
     for (const round of ['upgrades', 'upgraded'] as const) {
       const before = await balances()
       await ui.button('Send batch').click()
+      // The first batch also delegates the account (EIP-7702): its authorization is approved first.
+      if (round === 'upgrades') await answerConsent(page, 'Approve', 'Upgrade your account (EIP-7702)')
+      await answerConsent(page, 'Approve', 'Send 2 calls at once')
       // The second round's status is the one that no longer names the first batch.
       const text = await waitForText(previous ? batchStatus.filter({ hasNotText: previous }) : batchStatus, EMBEDDED_STATUS)
       const [, id, hash] = EMBEDDED_STATUS.exec(text) as unknown as [string, string, Hex]

@@ -225,6 +225,7 @@ describe('embedded wallet', () => {
     await page.getByRole('button', { name: /^Account/ }).click()
     const account = page.getByRole('dialog', { name: 'Account' })
     await account.getByRole('button', { name: 'Add a passkey', exact: true }).click()
+    await answerConsent(page, 'Approve', 'Add a way to sign in')
     await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), 'Passkey added. You can now sign in with it alone.')
     await account.getByRole('button', { name: 'Disconnect', exact: true }).click()
     await ui.connectButton.click()
@@ -238,6 +239,7 @@ describe('embedded wallet', () => {
     await page.getByRole('button', { name: /^Account/ }).click()
     const account = page.getByRole('dialog', { name: 'Account' })
     await account.getByRole('button', { name: 'Export wallet', exact: true }).click()
+    await answerConsent(page, 'Approve', 'Export your wallet')
     const frame = page.frameLocator('iframe[title="Your secret recovery phrase"]')
     const words = frame.getByRole('list', { name: 'Secret recovery phrase' }).getByRole('listitem')
     await words.first().waitFor()
@@ -267,11 +269,13 @@ describe('embedded wallet', () => {
     await page.getByRole('button', { name: /^Account/ }).click()
     const account = page.getByRole('dialog', { name: 'Account' })
     await account.getByRole('button', { name: 'Import wallet', exact: true }).click()
+    await answerConsent(page, 'Approve', 'Prepare a wallet import')
     const mnemonic = generateMnemonic(english)
     const frame = page.frameLocator('iframe[title="Import a wallet"]')
     await frame.getByRole('textbox', { name: 'Secret recovery phrase' }).fill(mnemonic)
     await account.getByRole('textbox', { name: 'Wallet name' }).fill('Old wallet')
     await account.getByRole('button', { name: 'Import', exact: true }).click()
+    await answerConsent(page, 'Approve', 'Import a wallet')
     const expected = mnemonicToAccount(mnemonic).address
     expect(await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), `Imported ${expected}`)).toBe(`Imported ${expected}`)
   })
@@ -307,6 +311,7 @@ describe('embedded wallet', () => {
     await page.getByRole('button', { name: /^Account/ }).click()
     const account = page.getByRole('dialog', { name: 'Account' })
     await account.getByRole('button', { name: 'Add a passkey', exact: true }).click()
+    await answerConsent(page, 'Approve', 'Add a way to sign in')
     await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), 'Passkey added. You can now sign in with it alone.')
 
     await inAnotherBrowser(async (other, otherBrowser) => {

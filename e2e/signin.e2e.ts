@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { launch } from './browser.js'
-import { demo, latchkeyWarning, referenceWallet, waitForText } from './page.js'
+import { answerConsent, demo, latchkeyWarning, referenceWallet, waitForText } from './page.js'
 
 // Sign-In with Ethereum in the demo for each wallet kind, against our backend: the dev browser
 // wallet, the reference WalletConnect wallet and the embedded wallet. "Session" shows the address
@@ -144,7 +144,7 @@ describe('Sign-In with Ethereum', () => {
     expect(await waitForText(ui.address, WALLET_SECOND_ADDRESS)).toBe(WALLET_SECOND_ADDRESS)
   })
 
-  test('behavior: the embedded wallet signs in with no prompt; reload keeps it; another account ends it; sign out; disconnect ends it', async () => {
+  test('behavior: the embedded wallet signs in once its user approves in the consent frame; reload keeps it; another account ends it; sign out; disconnect ends it', async () => {
     const { page } = browser
     const ui = demo(page)
     const email = `siwe${Date.now()}@example.test`
@@ -161,6 +161,7 @@ describe('Sign-In with Ethereum', () => {
     const address = (await waitForText(ui.address, ADDRESS)) as `0x${string}`
 
     await ui.button('Sign in').click()
+    await answerConsent(page, 'Approve', 'Sign in with Ethereum')
     expect(await waitForText(session(page), address)).toBe(address)
     expect(await backendSession(page)).toMatchObject({ status: 200, body: { address, kind: 'siwe', walletKind: 'embedded', email } })
 
@@ -171,6 +172,7 @@ describe('Sign-In with Ethereum', () => {
     await page.getByRole('button', { name: /^Account/ }).click()
     const account = page.getByRole('dialog', { name: 'Account' })
     await account.getByRole('button', { name: 'Add an account', exact: true }).click()
+    await answerConsent(page, 'Approve', 'Add an account')
     const status = await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), /^Now using 0x[0-9a-fA-F]{40}$/)
     const second = status.replace('Now using ', '')
     expect(second).not.toBe(address)
@@ -182,6 +184,7 @@ describe('Sign-In with Ethereum', () => {
 
     // Signed in again as the second account, then signed out; the wallet stays connected.
     await ui.button('Sign in').click()
+    await answerConsent(page, 'Approve', 'Sign in with Ethereum')
     expect(await waitForText(session(page), second)).toBe(second)
     await ui.button('Sign out').click()
     await session(page).filter({ hasNotText: second }).waitFor()
@@ -190,6 +193,7 @@ describe('Sign-In with Ethereum', () => {
 
     // Signed in once more, a disconnect ends that session too.
     await ui.button('Sign in').click()
+    await answerConsent(page, 'Approve', 'Sign in with Ethereum')
     expect(await waitForText(session(page), second)).toBe(second)
     await ui.button('Disconnect').click()
     await ui.connectButton.waitFor()

@@ -20,6 +20,7 @@ export type ConsentWalletRequest = {
     | 'export_wallet'
     | 'add_credential'
     | 'add_account'
+    | 'init_import'
     | 'import_wallet'
   readonly params: readonly unknown[]
 }

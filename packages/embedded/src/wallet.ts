@@ -236,14 +236,6 @@ function testOnlySigner(keys: SessionKeyStore): WalletSigner {
   return { newKey: () => keys.create(), currentKey: () => keys.publicKey(), query: keys.stamper, approve: () => keys.stamper, reset: () => keys.clear() }
 }
 
-/**
- * An activity the consent frame has no review for (CONTRACT25 names none): the frame refuses it
- * with -32602 naming the methods it knows, so nothing is stamped until one is defined there.
- */
-function unreviewable(method: string, params: readonly unknown[]): ConsentWalletRequest {
-  return { method, params } as unknown as ConsentWalletRequest
-}
-
 /** A value as JSON-RPC carries it: bigints as hex quantities (what the frame shows the user). */
 function rpcJson(value: unknown): unknown {
   return JSON.parse(JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? toHex(item) : item)) ?? 'null')
@@ -889,7 +881,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** The import bundle the import frame encrypts to. */
     async importBundle(): Promise<string> {
       const { organizationId, userId } = signedIn()
-      const result = await submit<{ importBundle: string }>('initImportWalletResult', unreviewable('wallet_initImport', []), (kms) =>
+      const result = await submit<{ importBundle: string }>('initImportWalletResult', { method: 'init_import', params: [] }, (kms) =>
         kms.initImportWallet({ type: 'ACTIVITY_TYPE_INIT_IMPORT_WALLET', timestampMs: String(now()), organizationId, parameters: { userId } }),
       )
       return result!.importBundle

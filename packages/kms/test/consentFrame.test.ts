@@ -75,7 +75,7 @@ describe('REVIEW_AND_STAMP', () => {
     }
     expect(refusal('x')).toEqual({ code: -32602, message: 'REVIEW_AND_STAMP needs value {request, payload, context}' })
     expect(refusal({ ...valid, request: { method: 'eth_sign', params: [] } })?.message).toBe(
-      'REVIEW_AND_STAMP: request.method must be one of personal_sign, eth_signTypedData_v4, eth_sendTransaction, wallet_sendCalls, wallet_grantPermissions, eip7702_authorization, export_wallet, add_credential, add_account, import_wallet',
+      'REVIEW_AND_STAMP: request.method must be one of personal_sign, eth_signTypedData_v4, eth_sendTransaction, wallet_sendCalls, wallet_grantPermissions, eip7702_authorization, export_wallet, add_credential, add_account, init_import, import_wallet',
     )
     expect(refusal({ ...valid, request: { method: 'personal_sign', params: 'hello' } })?.message).toBe('REVIEW_AND_STAMP: request.params must be an array')
     expect(refusal({ ...valid, payload: '' })?.message).toBe('REVIEW_AND_STAMP needs payload (the body to stamp, a string)')

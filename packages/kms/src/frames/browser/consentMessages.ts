@@ -24,6 +24,7 @@ export const WALLET_METHODS: readonly WalletRequest['method'][] = [
   'export_wallet',
   'add_credential',
   'add_account',
+  'init_import',
   'import_wallet',
 ]
 

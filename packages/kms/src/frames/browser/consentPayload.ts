@@ -4,7 +4,7 @@ import { checkAuthorization } from './consentChecks/authorization.js'
 import { checkCalls } from './consentChecks/calls.js'
 import { checkCredential } from './consentChecks/credential.js'
 import { checkExport } from './consentChecks/exportKey.js'
-import { checkImport } from './consentChecks/importWallet.js'
+import { checkImport, checkInitImport } from './consentChecks/importWallet.js'
 import { checkTransaction } from './consentChecks/transaction.js'
 import { checkTypedData } from './consentChecks/typedData.js'
 import type { ReviewAndStampValue } from './consentMessages.js'
@@ -66,6 +66,8 @@ export function assertPayloadMatches({ request, payload, context }: ReviewAndSta
       return checkCredential(activity as Activity)
     case 'add_account':
       return checkAccount(activity as Activity, request.params)
+    case 'init_import':
+      return checkInitImport(activity as Activity)
     case 'import_wallet':
       return checkImport(activity as Activity, request.params)
     default:

@@ -14,3 +14,10 @@ export function checkImport(activity: Activity, params: readonly unknown[]): und
   if (typeof encryptedBundle !== 'string' || encryptedBundle === '') throw unbound('the payload carries no encrypted bundle from the import window')
   return undefined
 }
+
+/** init_import: INIT_IMPORT_WALLET for a user (the kms finds the user only in the stamping user's own organization). */
+export function checkInitImport(activity: Activity): undefined {
+  assertType(activity, ['ACTIVITY_TYPE_INIT_IMPORT_WALLET'], 'the start of a wallet import')
+  if (typeof activity.parameters.userId !== 'string' || activity.parameters.userId === '') throw unbound('the payload names no user to import for')
+  return undefined
+}

@@ -70,6 +70,18 @@ export async function reviewRequest(request: WalletRequest, context: ReviewConte
         warnings: [],
       }
     }
+    case 'init_import':
+      // Only a target key for the import window: nothing leaves the wallet, nothing is signed away.
+      return {
+        kind: 'import',
+        title: 'Prepare a wallet import',
+        origin: context.origin,
+        rows: [
+          { label: 'Account', value: context.account },
+          { label: 'Opens', value: 'the import window: the phrase you type there is sealed to the key service, never shown to the app' },
+        ],
+        warnings: [],
+      }
     case 'import_wallet':
       // The phrase was sealed to the kms in the import window: this frame never sees it.
       return {

@@ -14,6 +14,7 @@ export type WalletRequest =
   | { readonly method: 'export_wallet'; readonly params: readonly unknown[] }
   | { readonly method: 'add_credential'; readonly params: readonly unknown[] }
   | { readonly method: 'add_account'; readonly params: readonly unknown[] }
+  | { readonly method: 'init_import'; readonly params: readonly unknown[] }
   | { readonly method: 'import_wallet'; readonly params: readonly unknown[] }
 
 export type ReviewKind = 'message' | 'typedData' | 'transaction' | 'batch' | 'grant' | 'authorization' | 'export' | 'credential' | 'account' | 'import'
