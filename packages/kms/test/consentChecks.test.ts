@@ -389,6 +389,21 @@ describe('import_wallet', () => {
   })
 })
 
+describe('init_import', () => {
+  const request = { method: 'init_import', params: [] }
+
+  test('default: the import window’s target key for the user', () => {
+    expect(check(request, activity('ACTIVITY_TYPE_INIT_IMPORT_WALLET', { userId: 'u' }))).toEqual({ facts: undefined })
+  })
+
+  test('error: no user, or another activity (the import itself needs its own review)', () => {
+    expect(check(request, activity('ACTIVITY_TYPE_INIT_IMPORT_WALLET', {}))).toEqual(refused('the payload names no user to import for'))
+    expect(check(request, activity('ACTIVITY_TYPE_IMPORT_WALLET', { userId: 'u', walletName: 'x', encryptedBundle: '{}' }))).toEqual(
+      refused('the payload is not the start of a wallet import (ACTIVITY_TYPE_INIT_IMPORT_WALLET), it is ACTIVITY_TYPE_IMPORT_WALLET'),
+    )
+  })
+})
+
 describe('any other method', () => {
   test('error: refused whatever its payload', () => {
     const body = activity('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', {
