@@ -8,6 +8,7 @@ test('default: exports', async () => {
       "LOG_LEVELS",
       "SettingsError",
       "auditSettings",
+      "auditVerifyCommand",
       "baseSettings",
       "checkOrigin",
       "checkUrl",
