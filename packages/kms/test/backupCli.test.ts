@@ -36,7 +36,8 @@ describe('latchkey-kms backup', () => {
     async () => {
       const masterKey = randomBytes(32)
       const path = join(await directory(), 'kms.db')
-      const harness = await startKms({ masterKey, databasePath: path })
+      // A SQLite file in every run (the PostgreSQL run too): backup copies SQLite stores.
+      const harness = await startKms({ masterKey, databasePath: path, databaseUrl: undefined })
       try {
         await harness.subOrganization()
         let writing = true
@@ -80,7 +81,7 @@ describe('latchkey-kms backup', () => {
     'error: a backup or verify-backup without the key exits 2 with one line and writes nothing',
     async () => {
       const path = join(await directory(), 'kms.db')
-      const harness = await startKms({ masterKey: randomBytes(32), databasePath: path })
+      const harness = await startKms({ masterKey: randomBytes(32), databasePath: path, databaseUrl: undefined })
       await harness.kms.stop()
       const to = join(await directory(), 'backup.db')
       const backup = await command(['backup', '--db', path, '--to', to])

@@ -26,7 +26,8 @@ describe('startup', () => {
   // Several instances on one database is PostgreSQL's case: SQLite serves one instance (in one
   // process, a second connection's lock wait would block the event loop of the first).
   test('behavior: instances starting together on one database migrate it once', async () => {
-    const database = await testDatabase()
+    // Instances of one database share its master key: it wraps the data keys they all seal with.
+    const database = { ...(await testDatabase()), masterKey: randomBytes(32) }
     const instances = await Promise.all([1, 2, 3].map(async () => createKms({ port: await getFreePort(), ...database })))
     await Promise.all(instances.map((kms) => kms.start()))
     const parents = await Promise.all(
@@ -45,8 +46,9 @@ describe('two instances on one PostgreSQL', () => {
   let database: TestDatabase
   beforeAll(async () => {
     database = await testDatabase()
-    kmsA = createKms({ port: await getFreePort(), ...database })
-    kmsB = createKms({ port: await getFreePort(), ...database })
+    const masterKey = randomBytes(32)
+    kmsA = createKms({ port: await getFreePort(), ...database, masterKey })
+    kmsB = createKms({ port: await getFreePort(), ...database, masterKey })
     await Promise.all([kmsA.start(), kmsB.start()])
     parentKey = generateApiKeyPair()
     organizationId = (await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
@@ -294,7 +296,11 @@ describe('rate limits on two instances', () => {
   test('behavior: two instances on one PostgreSQL share one count per API key: of 20 activities spread over both, 10 pass', async () => {
     const database = await testDatabase()
     const rateLimits = { perApiKey: 10, perOrganization: 0, windowMs: 60_000 }
-    const [kmsA, kmsB] = [createKms({ port: await getFreePort(), ...database, rateLimits }), createKms({ port: await getFreePort(), ...database, rateLimits })]
+    const masterKey = randomBytes(32)
+    const [kmsA, kmsB] = [
+      createKms({ port: await getFreePort(), ...database, rateLimits, masterKey }),
+      createKms({ port: await getFreePort(), ...database, rateLimits, masterKey }),
+    ]
     await Promise.all([kmsA.start(), kmsB.start()])
     try {
       const key = generateApiKeyPair()
