@@ -105,6 +105,25 @@ async function backendSession(page: Page): Promise<Record<string, unknown> | nul
 type Approve = (method: string) => Promise<void>
 const automatic: Approve = async () => {}
 
+/** The embedded wallet's side: its user's Approve in the kms's consent frame, on the dialog the method opens. */
+const inConsentFrame =
+  (page: Page): Approve =>
+  async (method) => {
+    const titles: Record<string, string> = {
+      personal_sign: 'Sign a message',
+      eth_signTypedData_v4: 'Sign typed data',
+      eth_sendTransaction: 'Send a transaction',
+    }
+    const frame = page.frameLocator('iframe[id^="latchkey-consent-frame-"]')
+    const dialog = frame.getByRole('dialog', { name: titles[method] ?? method })
+    await dialog.waitFor()
+    await frame.locator('#approve').scrollIntoViewIfNeeded()
+    await frame.locator('#approve:not([disabled])').waitFor()
+    await frame.getByRole('button', { name: 'Approve', exact: true }).focus()
+    await page.keyboard.press('Enter')
+    await dialog.waitFor({ state: 'hidden' })
+  }
+
 /**
  * wagmi's hooks on a connected `account`: a message and typed data (viem verifies both), a
  * transaction (its receipt checked on the chain), `useSwitchChain` to chain B and Latchkey's
@@ -339,7 +358,7 @@ async function embeddedWallet(page: Page, url: string) {
   await agree(page, { address, ...onA })
   await fund(address)
 
-  await wagmiHooks(page, address, automatic)
+  await wagmiHooks(page, address, inConsentFrame(page))
 
   // A reload restores the wallet through wagmi's reconnect.
   await page.reload()

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { buildWallet, getFreePort, type Instance, staticServer } from '@latchkey/devnet'
+import { BATCH_EXECUTOR_ADDRESS } from '@latchkey/embedded'
 import { runInstalledBin, startInstalledBin } from './bins.js'
 import type { StartedProcess } from './process.js'
 
@@ -43,11 +44,12 @@ export async function startKms(dir: string, dataDir: string, args: string[] = []
     '--public-key',
     keys.apiPublicKey,
   ])
-  const started = await startServerBin(dir, 'latchkey-kms', ['--db', db, '--frames-port', String(await getFreePort()), ...args], {
+  const framesPort = await getFreePort()
+  const started = await startServerBin(dir, 'latchkey-kms', ['--db', db, '--frames-host', '127.0.0.1', '--frames-port', String(framesPort), ...args], {
     LATCHKEY_KMS_MASTER_KEY: keys.masterKey,
     LATCHKEY_KMS_SIGNER_KEY: keys.signerPrivateKey,
   })
-  return { ...started, keys, organizationId }
+  return { ...started, keys, organizationId, framesUrl: `http://127.0.0.1:${framesPort}` }
 }
 
 /**
@@ -140,11 +142,12 @@ export async function startLatchkeyServices({
     })
     processes.push(relay)
     // The apps' pages call the kms from their own origins (no passkey origin of theirs here): its CORS must name them.
-    const kms = await startKms(
-      dir,
-      data,
-      allowedOrigins.flatMap((origin) => ['--cors-origin', origin]),
-    )
+    // The embedded wallet's key lives in the kms's consent frame: its frames serve the apps' origins, with the chains and the executor.
+    const kms = await startKms(dir, data, [
+      ...allowedOrigins.flatMap((origin) => ['--cors-origin', origin, '--frames-parent-origin', origin]),
+      ...chains.flatMap((chain) => ['--frames-chain', `${chain.id}=${chain.rpcUrl}`]),
+      ...['--frames-executor', BATCH_EXECUTOR_ADDRESS, '--eip7702-delegate', BATCH_EXECUTOR_ADDRESS],
+    ])
     processes.push(kms.bin)
     const server = await startServer(dir, kms, {
       port: ports.server,
@@ -152,6 +155,8 @@ export async function startLatchkeyServices({
       args: [
         '--app-name',
         'Wagmi consumer',
+        '--frames-url',
+        kms.framesUrl,
         ...allowedOrigins.flatMap((origin) => ['--allowed-origin', origin]),
         ...chains.flatMap((chain) => ['--chain', `${chain.id}=${chain.rpcUrl}`]),
       ],
