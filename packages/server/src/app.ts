@@ -8,6 +8,7 @@ import type { SiweChain } from './internal/siwe.js'
 import { auditAuth } from './middleware/audit.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
 import { sameOrigin } from './middleware/sameOrigin.js'
+import { ADMIN_PREFIX, adminRoutes } from './routes/admin.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
 import { login } from './routes/login.js'
@@ -89,6 +90,8 @@ export type ServerAppOptions = {
   maxBodyBytes?: number | undefined
   /** Where each `POST /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
   audit?: AuditTrail | undefined
+  /** The bearer token of the admin API (`/admin/*`: webhook endpoints). Without it the admin API answers 404. */
+  adminToken?: string | undefined
 }
 
 /** Routes whose credential is a refresh token in the body, not the cookie. */
@@ -144,10 +147,18 @@ export function createServerApp(options: ServerAppOptions) {
   // app, not a browser page: the token in the body is the credential).
   app.use(
     '*',
-    sameOrigin(options.allowedOrigins, (c) => c.req.path === OAUTH_CALLBACK_PATH || (BEARER_PATHS.has(c.req.path) && c.req.header('cookie') === undefined)),
+    sameOrigin(
+      options.allowedOrigins,
+      (c) =>
+        c.req.path === OAUTH_CALLBACK_PATH ||
+        (BEARER_PATHS.has(c.req.path) && c.req.header('cookie') === undefined) ||
+        // The admin API's credential is its bearer token, which a page on another site cannot send.
+        c.req.path.startsWith(ADMIN_PREFIX),
+    ),
   )
+  const audit = options.audit ?? createServerAudit(options.store, { logger: options.logger })
   // Before the body limit, so that its refusals are recorded too; events carry the wall clock, not `now`.
-  app.use('/auth/*', auditAuth(options.audit ?? createServerAudit(options.store, { logger: options.logger }), context.ipOf))
+  app.use('/auth/*', auditAuth(audit, context.ipOf))
   app.use('*', bodyLimit(options.maxBodyBytes ?? LIMITS.bodyBytes))
 
   app.onError((error, c) => {
@@ -205,5 +216,7 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/token/refresh', refreshToken(context))
   app.post('/auth/token/revoke', revokeToken(context))
   app.get('/.well-known/jwks.json', jwks(context))
+  if (options.adminToken !== undefined)
+    app.route('/admin', adminRoutes({ token: options.adminToken, store: options.store, audit, ipOf: context.ipOf, now: context.now }))
   return app
 }

@@ -37,7 +37,8 @@ import type { SiweChain } from './internal/siwe.js'
 import { revokeSessions } from './revoke.js'
 import { OAUTH_CALLBACK_PATH, type OAuthProviderConfig, type OAuthProviderName } from './routes/oauth.js'
 import { createAppServer } from './service.js'
-import { openStore, SERVER_MIGRATIONS, type Store } from './store.js'
+import { openStore, SERVER_MIGRATIONS, type Store, WEBHOOK_RETENTION_MS } from './store.js'
+import { sinceOf } from './webhooks/since.js'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -185,6 +186,17 @@ const settings = {
       }
       if (details?.namedCurve !== 'prime256v1') throw new SettingsError(`${label} must be a P-256 private key (PKCS#8 PEM or a private JWK)`)
       return text.trim()
+    },
+  }),
+  adminToken: secret({
+    env: 'LATCHKEY_ADMIN_TOKEN',
+    fileFlag: 'admin-token-file',
+    description:
+      'The bearer token of the admin API (/admin/*: webhook endpoints), at least 32 characters, for the app’s servers only. Without it the admin API answers 404.',
+    convert: (text, label) => {
+      const token = text.trim()
+      if (token.length < 32 || /\s/.test(token)) throw new SettingsError(`${label} must be at least 32 characters, without spaces`)
+      return token
     },
   }),
   sessionJwtIssuer: url({
@@ -355,6 +367,15 @@ async function openCommandStore(values: { db: string | undefined; databaseUrl: s
   }
 }
 
+const replaySettings = {
+  ...storeSettings,
+  since: text({
+    flag: 'since',
+    valueName: '<time>',
+    description: `Replay events from this moment on: an ISO 8601 time (2026-11-28T08:00:00Z) or a span ago (30m, 6h, 2d); events are kept ${WEBHOOK_RETENTION_MS / 86_400_000} days.`,
+  }),
+}
+
 const revokeSettings = {
   ...storeSettings,
   kmsUrl: settings.kmsUrl,
@@ -451,6 +472,7 @@ await runService({
         logger,
         auditKey: values.auditKey,
         auditLogFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile),
+        adminToken: values.adminToken,
       })
     } catch (error) {
       await store.close()
@@ -502,6 +524,21 @@ await runService({
         await store.close()
       }
     }),
+    'webhooks replay': {
+      summary:
+        'Send webhook events again: every event since --since, to each endpoint that subscribes to it, with its original webhook-id (receivers drop what they already have). A running backend sends them within its next poll. Prints how many deliveries were queued.',
+      settings: replaySettings,
+      async run(values: { db: string | undefined; databaseUrl: string | undefined; since: string | undefined }) {
+        if (values.since === undefined) throw new SettingsError(`${settingLabel(replaySettings.since)} is required`)
+        const since = sinceOf(values.since, Date.now())
+        const store = await openCommandStore(values, 'webhooks replay')
+        try {
+          return { since: new Date(since).toISOString(), queued: await store.webhooks.replay(since, Date.now()) }
+        } finally {
+          await store.close()
+        }
+      },
+    },
     'sessions revoke': {
       summary:
         'End one person’s sessions now: the backend’s browser sessions and refresh tokens, and the user’s session keys in the kms (through the delegated user). Prints what it ended.',

@@ -4,6 +4,7 @@ import { closeGracefully, createHttpObserver, type InflightRequest, type Logger 
 import { createServerApp, type ServerAppOptions } from './app.js'
 import { createServerAudit } from './audit.js'
 import { openStore, type Store } from './store.js'
+import { createWebhookSender, type WebhookSender } from './webhooks/dispatcher.js'
 
 export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
   /** Default 8787. */
@@ -34,6 +35,8 @@ export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
   auditKey?: Uint8Array | undefined
   /** Also append each audit event, once stored, to this file as a JSON line. */
   auditLogFile?: string | undefined
+  /** How long a webhook endpoint has to answer. Default 10 s. */
+  webhookTimeoutMs?: number | undefined
 }
 
 /**
@@ -58,6 +61,7 @@ export function createAppServer(options: AppServerOptions) {
   })
   let server: Server | undefined
   let audit: ServerAppOptions['audit']
+  let webhooks: { sender: WebhookSender; unsubscribe: () => void } | undefined
   return {
     name: 'server',
     host,
@@ -70,6 +74,10 @@ export function createAppServer(options: AppServerOptions) {
         onRetry: ({ attempt, error }) => options.logger?.warn({ attempt, err: error }, 'database transaction conflicted; running it again'),
       })
       audit = options.audit ?? createServerAudit(store, { key: options.auditKey, logFile: options.auditLogFile, logger: options.logger })
+      // Every instance sends: claims keep them from sending one delivery twice at once.
+      const sender = createWebhookSender({ outbox: store.webhooks, now: options.now, logger: options.logger, timeoutMs: options.webhookTimeoutMs })
+      webhooks = { sender, unsubscribe: store.onWebhooksQueued(sender.nudge) }
+      sender.start()
       // The issuer of access JWTs defaults to this server's own URL, never a request's Host.
       const app = createServerApp({ ...options, sessionJwtIssuer: options.sessionJwtIssuer ?? `http://${host}:${port}`, store, ipOf, audit })
       const requests = getRequestListener(app.fetch)
@@ -99,13 +107,17 @@ export function createAppServer(options: AppServerOptions) {
       server = started
     },
     /**
-     * Stops accepting connections at once, resolves once every request in flight is answered,
-     * then closes the store.
+     * Stops accepting connections at once, resolves once every request in flight is answered and
+     * the webhook deliveries being sent are settled, then closes the store.
      */
     async stop() {
       const running = server
       server = undefined
       await closeGracefully(running ? [running] : [], observer)
+      // A delivery cut here is claimed again by an instance once its lease ends, with the same id.
+      webhooks?.unsubscribe()
+      await webhooks?.sender.stop()
+      webhooks = undefined
       await audit?.settled()
       const open = store
       store = undefined

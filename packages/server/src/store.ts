@@ -1,5 +1,8 @@
 import { auditMigration, type Database, type Migration, openDatabase, UniqueViolationError } from '@latchkey/service/database'
 import { type Kysely, sql } from 'kysely'
+import { sessionEvents } from './webhooks/events.js'
+import { webhookOutbox } from './webhooks/outbox.js'
+import { type WebhookSchema, webhooksMigration } from './webhooks/schema.js'
 
 /** A person who signed in by email: their sub-organization, user and first wallet address. */
 export type AccountRow = { email: string; organization_id: string; user_id: string; address: string; created_at: number }
@@ -60,7 +63,7 @@ export type OAuthNonceRow = { nonce: string; expires_at: number }
 export type RateLimitRow = { key: string; window_started_at: number; count: number }
 
 /** The backend's tables, as Kysely sees them. */
-export type ServerSchema = {
+export type ServerSchema = WebhookSchema & {
   accounts: AccountRow
   passkey_accounts: PasskeyAccountRow
   pending_codes: PendingCodeRow
@@ -203,7 +206,12 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
       await db.schema.alterTable('sessions').addColumn('session_public_key', 'text').execute()
     },
   },
+  // The webhook outbox (webhooks/): endpoints, events, their deliveries.
+  webhooksMigration,
 ]
+
+/** How long sent events are kept for `webhooks replay` (7 days). */
+export const WEBHOOK_RETENTION_MS = 7 * 86_400_000
 
 /**
  * A SQLite file of a release before migrations: layout 1 (user_version 0) required an email on
@@ -244,6 +252,8 @@ export type OpenStoreOptions = {
 export async function openStore(url = ':memory:', options: OpenStoreOptions = {}) {
   const database: Database<ServerSchema> = await openDatabase<ServerSchema>({ url, service: 'server', migrations: SERVER_MIGRATIONS, onRetry: options.onRetry })
   const { db } = database
+  const webhooks = webhookOutbox(database)
+  const queuedListeners = new Set<() => void>()
   const known = ['organization_id', 'user_id', 'address', 'email'] as const
   // A passkey account's email is unverified: it is no account's email.
   const knownPasskey = ['organization_id', 'user_id', 'address', sql<null>`null`.as('email')] as const
@@ -354,8 +364,27 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       )
     },
     session: (id: string) => db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst(),
+    /**
+     * Records a session and, in the same transaction, the webhook events it makes (`user.authenticated`;
+     * `user.created` and `wallet.created` for a user's first session): no event without its session,
+     * none lost after the commit.
+     */
     async insertSession(row: SessionRow) {
-      await db.insertInto('sessions').values(row).execute()
+      const queued = await database.transaction(
+        async (trx) => {
+          await trx.insertInto('sessions').values(row).execute()
+          return webhooks.enqueue(trx, sessionEvents(row), row.created_at)
+        },
+        { isolation: 'read committed' },
+      )
+      if (queued) for (const listener of queuedListeners) listener()
+    },
+    /** The webhook outbox: endpoints, events and their deliveries (webhooks/outbox.ts). */
+    webhooks,
+    /** Calls `listener` after each commit that queued webhook deliveries (the sender's nudge); answers how to stop. */
+    onWebhooksQueued(listener: () => void) {
+      queuedListeners.add(listener)
+      return () => queuedListeners.delete(listener)
     },
     deleteSession,
     deleteSessionsOf,
@@ -432,7 +461,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       const token = await db.selectFrom('refresh_tokens').select('session_id').where('digest', '=', digest).executeTakeFirst()
       if (token) await deleteSession(token.session_id)
     },
-    /** Drops sessions, refresh tokens, spent session JWTs, OAuth and SIWE nonces that have expired, and codes older than `codesBefore`. */
+    /** Drops sessions, refresh tokens, spent session JWTs, OAuth and SIWE nonces that have expired, codes older than `codesBefore`, and settled webhook events older than `WEBHOOK_RETENTION_MS`. */
     async prune(now: number, codesBefore: number) {
       await db.deleteFrom('sessions').where('expires_at', '<=', now).execute()
       await db.deleteFrom('refresh_tokens').where('expires_at', '<=', now).execute()
@@ -440,6 +469,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       await db.deleteFrom('siwe_nonces').where('expires_at', '<=', now).execute()
       await db.deleteFrom('oauth_nonces').where('expires_at', '<=', now).execute()
       await db.deleteFrom('pending_codes').where('created_at', '<', codesBefore).execute()
+      await webhooks.prune(now - WEBHOOK_RETENTION_MS)
     },
     /** Throws unless the database answers a query: the backend's `GET /readyz`. */
     ping: () => database.ping(),

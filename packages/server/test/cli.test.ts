@@ -297,6 +297,36 @@ describe('latchkey-server', () => {
     expect([(await neither.exited).code, neither.stderr()]).toEqual([2, 'latchkey-server: give exactly one of --email, --address or --organization\n'])
   }, 180_000)
 
+  test('webhooks: the admin API takes the admin token from its file; webhooks replay queues events; bad settings exit 2', async () => {
+    const storage = await newStorage()
+    const token = randomBytes(24).toString('hex')
+    const server = await startServer(['--admin-token-file', await secretFile(token)], {}, storage)
+    const created = await fetch(`${server.url}/admin/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://hooks.example/latchkey' }),
+    })
+    expect(created.status).toBe(201)
+    server.child.kill('SIGTERM')
+    expect(await server.exited).toEqual({ code: 0, signal: null })
+
+    const replay = startCli(serverCli, ['webhooks', 'replay', '--since', '1h', ...storage])
+    expect([(await replay.exited).code, replay.stderr()]).toEqual([0, ''])
+    expect(JSON.parse(replay.stdout())).toEqual({ since: expect.any(String), queued: 0 })
+    const badSince = startCli(serverCli, ['webhooks', 'replay', '--since', 'yesterday', ...storage])
+    expect([(await badSince.exited).code, badSince.stderr()]).toEqual([
+      2,
+      'latchkey-server: --since must be an ISO 8601 time (2026-11-28T08:00:00Z) or a span ago (30m, 6h, 2d), not yesterday\n',
+    ])
+    const port = await getFreePort()
+    const shortFile = await secretFile('too-short')
+    const shortToken = startCli(serverCli, await serverArgs(port, ['--admin-token-file', shortFile]))
+    expect([(await shortToken.exited).code, shortToken.stderr()]).toEqual([
+      2,
+      `latchkey-server: --admin-token-file (${shortFile}) must be at least 32 characters, without spaces (see latchkey-server --help)\n`,
+    ])
+  }, 60_000)
+
   test('production: with every setting given it starts', async () => {
     const server = await startServer([], { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) })
     expect(server.logs().filter((line) => line.level === 'warn')).toEqual([])

@@ -88,6 +88,7 @@ describe('openStore', () => {
       '0005_audit_events',
       '0006_passkey_email_unverified',
       '0007_session_public_key',
+      '0008_webhooks',
     ])
     db.close()
     // Opening again changes nothing.
