@@ -15,6 +15,7 @@ import {
 import { useId, useState } from 'react'
 import { parseEther } from 'viem'
 import { LanguageSelect } from './Language.js'
+import { TokenPanel } from './TokenPanel.js'
 import { BATCH_RECIPIENTS, mailTypedData, RECIPIENT } from './typedData.js'
 
 export function App({ language, onLanguage }: { language: string | undefined; onLanguage(locale: string): void }) {
@@ -249,6 +250,8 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
           </output>
         </p>
       </section>
+
+      <TokenPanel chainName={chainName} run={(action) => run(action, () => {})} />
 
       {lastError && (
         <div role="alert" className="alert">

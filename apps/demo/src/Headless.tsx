@@ -1,6 +1,8 @@
-import { InvalidCodeError } from '@latchkey/core'
+import { InvalidCodeError, UserRejectedRequestError } from '@latchkey/core'
 import { useAccount, useDisconnect, useEmailSignIn, useSignMessage } from '@latchkey/react'
 import { type FormEvent, useId, useState } from 'react'
+import { TEST_ACCOUNT } from './testToken.js'
+import { describeBalance, useTestToken } from './useTestToken.js'
 
 // The embedded wallet with an app's own UI: no ConnectButton, no modal, only the hooks. Plain
 // markup on purpose: what an app writes when it wants its own look.
@@ -10,18 +12,21 @@ export function Headless() {
   const emailSignIn = useEmailSignIn()
   const signMessage = useSignMessage()
   const disconnect = useDisconnect()
+  const token = useTestToken()
   const [email, setEmail] = useState('')
   const [code, setCode] = useState('')
   const [problem, setProblem] = useState<string>()
-  const ids = { email: useId(), code: useId(), address: useId(), signature: useId() }
+  const ids = { email: useId(), code: useId(), address: useId(), signature: useId(), balance: useId(), tokenStatus: useId() }
 
   async function attempt(work: () => Promise<unknown>) {
     setProblem(undefined)
     try {
       await work()
     } catch (error) {
-      // The hooks' errors are classes: a wrong code asks for the code again, anything else is shown.
+      // The hooks' errors are classes: a wrong code asks for the code again, a rejection in the
+      // wallet is the user's choice, anything else is shown.
       if (error instanceof InvalidCodeError) setProblem('That code did not work. Check the email and try again.')
+      else if (error instanceof UserRejectedRequestError) setProblem(`You rejected the request in your wallet (${UserRejectedRequestError.code}).`)
       else setProblem(error instanceof Error ? error.message.split('\n')[0] : String(error))
     }
   }
@@ -54,6 +59,32 @@ export function Headless() {
             <label htmlFor={ids.signature}>Signature</label>{' '}
             <output id={ids.signature} aria-label="Signature">
               {signMessage.data ?? ''}
+            </output>
+          </p>
+          <h2>Test Token</h2>
+          <p>
+            <label htmlFor={ids.balance}>Token balance</label>{' '}
+            <output id={ids.balance} aria-label="Token balance">
+              {describeBalance(token.balance)}
+            </output>
+          </p>
+          <p>Sends and approvals go to the test account {TEST_ACCOUNT}.</p>
+          <button type="button" onClick={() => void attempt(token.mint)}>
+            Get test tokens
+          </button>
+          <button type="button" onClick={() => void attempt(token.send)}>
+            Send tokens
+          </button>
+          <button type="button" onClick={() => void attempt(token.approveUnlimited)}>
+            Approve unlimited
+          </button>
+          <button type="button" onClick={() => void attempt(token.grantPermission)}>
+            Grant permission
+          </button>
+          <p>
+            <label htmlFor={ids.tokenStatus}>Token status</label>{' '}
+            <output id={ids.tokenStatus} aria-label="Token status">
+              {token.status}
             </output>
           </p>
           <button type="button" onClick={() => void attempt(() => disconnect.disconnect())}>

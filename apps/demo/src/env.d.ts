@@ -6,4 +6,6 @@ interface ImportMetaEnv {
   readonly VITE_LATCHKEY_SERVER_URL?: string
   /** The EIP-7702 batch executor on both chains, from the devnet's dev.json. */
   readonly VITE_LATCHKEY_BATCH_EXECUTOR?: `0x${string}`
+  /** The demo's test token (TKN) on both chains, from the devnet's dev.json. */
+  readonly VITE_LATCHKEY_TOKEN?: `0x${string}`
 }

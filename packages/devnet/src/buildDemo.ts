@@ -21,6 +21,8 @@ export type BuildDemoParameters = {
   serverUrl?: string | undefined
   /** The EIP-7702 batch executor on both chains (`VITE_LATCHKEY_BATCH_EXECUTOR`), from dev.json. Default: the embedded wallet's default. */
   batchExecutor?: string | undefined
+  /** The demo's test token (TKN) on both chains (`VITE_LATCHKEY_TOKEN`), from dev.json. Default: the demo's own default, the same CREATE2 address. */
+  token?: string | undefined
   /** Where to write the build. Default: `dist` in the app's directory. */
   outDir?: string
 }
@@ -70,6 +72,7 @@ async function build(root: string, parameters: BuildDemoParameters): Promise<str
     ...(parameters.relayUrl ? { VITE_LATCHKEY_RELAY_URL: parameters.relayUrl } : {}),
     ...(parameters.serverUrl ? { VITE_LATCHKEY_SERVER_URL: parameters.serverUrl } : {}),
     ...(parameters.batchExecutor ? { VITE_LATCHKEY_BATCH_EXECUTOR: parameters.batchExecutor } : {}),
+    ...(parameters.token ? { VITE_LATCHKEY_TOKEN: parameters.token } : {}),
     NODE_ENV: 'production',
   }
   const saved = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]))

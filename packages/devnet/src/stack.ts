@@ -256,6 +256,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       relayUrl: relay?.url,
       serverUrl: server ? `http://localhost:${ports.server}` : undefined,
       batchExecutor: contracts.batchExecutor,
+      token: contracts.token,
     }
     const results = await Promise.allSettled([
       // One deployer per chain, so its two deployments go one after the other.
