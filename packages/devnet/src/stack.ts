@@ -94,6 +94,8 @@ export type DevJson = {
   readonly oidc?: Readonly<Record<OidcProviderName, OidcIssuer>>
   /** Contracts deployed on both chains, at the same address on each. */
   readonly contracts: StackContracts
+  /** The backend's admin API token (`Authorization: Bearer …` on `/admin/*`), new on each start. */
+  readonly adminToken?: string
 }
 
 /** Contracts `startStack` deploys on both chains. */
@@ -199,10 +201,13 @@ export async function startStack<const options extends StartStackOptions = {}>(o
         ],
       })
     : undefined
+  // A new one each start: it guards the admin API of this run only (dev.json has it).
+  const adminToken = randomBytes(24).toString('hex')
   const server = kms
     ? serverInstance(
         ports.server,
         kms,
+        adminToken,
         stateDir,
         demoOrigins,
         [
@@ -289,6 +294,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       ...(kms ? { kms: kms.credentials() } : {}),
       ...(oidc ? { oidc: oidc.issuers } : {}),
       contracts,
+      ...(server ? { adminToken } : {}),
     })
   } catch (error) {
     await stopAll(instances).catch(() => undefined)
@@ -457,6 +463,7 @@ function kmsInstance(
 function serverInstance(
   port: number,
   kms: ReturnType<typeof kmsInstance>,
+  adminToken: string,
   stateDir: string,
   allowedOrigins: readonly string[],
   chains: readonly { id: number; rpcUrl: string }[],
@@ -484,6 +491,7 @@ function serverInstance(
         appName: 'Latchkey Demo',
         allowedOrigins,
         chains,
+        adminToken,
         ...(oauth ? { oauth: { google: { ...oauth.google }, apple: { ...oauth.apple } } } : {}),
       })
       try {

@@ -447,7 +447,11 @@ describe('startStack', () => {
       // The EIP-7702 batch executor, deployed with CREATE2 on both chains at the embedded wallet's default address,
       // and the demo's test token, deployed the same way.
       contracts: { batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS },
+      adminToken: expect.stringMatching(/^[0-9a-f]{48}$/),
     })
+    // The admin token opens the backend's admin API.
+    const endpoints = await fetch(`${server}/admin/webhooks`, { headers: { authorization: `Bearer ${(devJson as { adminToken?: string }).adminToken}` } })
+    expect(await endpoints.json()).toEqual({ endpoints: [] })
     expect(stack.contracts).toEqual({ batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS })
     for (const rpc of [chainA, chainB]) {
       const client = createPublicClient({ transport: http(rpc) })
