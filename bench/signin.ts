@@ -40,7 +40,9 @@ const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
 const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-bench-signin-'))
 const ports = Object.fromEntries(
-  await Promise.all(['chainA', 'chainB', 'relay', 'kms', 'frames', 'server', 'demo', 'wallet', 'oidc'].map(async (name) => [name, await getFreePort()])),
+  await Promise.all(
+    ['chainA', 'chainB', 'relay', 'kms', 'frames', 'server', 'demo', 'wallet', 'oidc', 'bundlerA', 'bundlerB'].map(async (name) => [name, await getFreePort()]),
+  ),
 )
 console.log('starting the local stack and building the demo…')
 const stack = await startStack({ ports, stateDir })

@@ -12,10 +12,12 @@ import {
   type Hex,
   hashMessage,
   http,
+  pad,
   parseAbi,
   parseEther,
   zeroAddress,
 } from 'viem'
+import { entryPoint08Address } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { formatAbiItem } from 'viem/utils'
 import { beforeAll, describe, expect, inject, test } from 'vitest'
@@ -24,6 +26,7 @@ import { batchExecutorAddress, batchExecutorArtifact } from './index.js'
 
 // The executor as checked in, rebuilt with the pinned solc and OpenZeppelin; then its contract on a real chain:
 // the unit run's anvil (chain A, Prague), where test/globalSetup.ts deployed it as `npm start` does.
+// UserOperations through a real EntryPoint and bundler: packages/devnet/test/userOperation.test.ts.
 
 // Written out for viem's types; the build test holds every item of it to the compiled ABI.
 const EXECUTOR_ABI = [
@@ -48,8 +51,38 @@ const EXECUTOR_ABI = [
     ],
     outputs: [{ type: 'bytes4' }],
   },
+  { type: 'function', name: 'entryPoint', stateMutability: 'pure', inputs: [], outputs: [{ type: 'address' }] },
+  { type: 'function', name: 'getNonce', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint256' }] },
   { type: 'error', name: 'AccountUnauthorized', inputs: [{ name: 'sender', type: 'address' }] },
   { type: 'error', name: 'UnsupportedExecutionMode', inputs: [] },
+] as const
+const VALIDATE_ABI = [
+  {
+    type: 'function',
+    name: 'validateUserOp',
+    stateMutability: 'nonpayable',
+    inputs: [
+      {
+        name: 'userOp',
+        type: 'tuple',
+        components: [
+          { name: 'sender', type: 'address' },
+          { name: 'nonce', type: 'uint256' },
+          { name: 'initCode', type: 'bytes' },
+          { name: 'callData', type: 'bytes' },
+          { name: 'accountGasLimits', type: 'bytes32' },
+          { name: 'preVerificationGas', type: 'uint256' },
+          { name: 'gasFees', type: 'bytes32' },
+          { name: 'paymasterAndData', type: 'bytes' },
+          { name: 'signature', type: 'bytes' },
+        ],
+      },
+      { name: 'userOpHash', type: 'bytes32' },
+      { name: 'missingAccountFunds', type: 'uint256' },
+    ],
+    outputs: [{ name: 'validationData', type: 'uint256' }],
+  },
+  { type: 'error', name: 'AccountUnauthorized', inputs: [{ name: 'sender', type: 'address' }] },
 ] as const
 const BATCH_MODE: Hex = '0x0100000000000000000000000000000000000000000000000000000000000000'
 const CALLS = [
@@ -78,7 +111,7 @@ describe('build', () => {
     expect(batchExecutorAddress).toBe(embeddedDefault)
     const signature = (item: AbiItem) => `${item.type} ${formatAbiItem(item)}`
     const compiled = new Set((batchExecutorArtifact.abi as readonly AbiItem[]).filter((item) => 'name' in item).map(signature))
-    for (const item of EXECUTOR_ABI) expect(compiled).toContain(signature(item))
+    for (const item of [...EXECUTOR_ABI, ...VALIDATE_ABI]) expect(compiled).toContain(signature(item))
   })
 })
 
@@ -112,6 +145,49 @@ describe('on chain (EIP-7702)', () => {
     const receipt = await send(execute(recipients.map((to) => ({ to, value: parseEther('0.001'), data: '0x' }))))
     expect(receipt.status).toBe('success')
     expect((await balances()).map((balance, index) => balance - before[index]!)).toEqual([parseEther('0.001'), parseEther('0.001')])
+  })
+
+  test('behavior: the EntryPoint (v0.8, at its canonical address) may run a batch for the account (ERC-4337)', async () => {
+    expect(await chain.readContract({ address: owner.address, abi: EXECUTOR_ABI, functionName: 'entryPoint' })).toBe(entryPoint08Address)
+    const before = await balances()
+    // The EntryPoint's address, impersonated: what it sends after validateUserOp accepted the operation.
+    await chain.request({ method: 'anvil_impersonateAccount', params: [entryPoint08Address] } as never)
+    await chain.request({ method: 'anvil_setBalance', params: [entryPoint08Address, '0xde0b6b3a7640000'] } as never)
+    try {
+      const hash = await createWalletClient({ account: entryPoint08Address, transport }).sendTransaction({
+        to: owner.address,
+        data: execute([{ to: recipients[1], value: 3n, data: '0x' }]),
+        chain: null,
+      })
+      expect((await chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success')
+    } finally {
+      await chain.request({ method: 'anvil_stopImpersonatingAccount', params: [entryPoint08Address] } as never)
+    }
+    expect((await balances()).map((balance, index) => balance - before[index]!)).toEqual([0n, 3n])
+  })
+
+  test('error: validateUserOp answers the EntryPoint only', async () => {
+    const userOperation = {
+      sender: owner.address,
+      nonce: 0n,
+      initCode: '0x',
+      callData: '0x',
+      accountGasLimits: pad('0x00', { size: 32 }),
+      preVerificationGas: 0n,
+      gasFees: pad('0x00', { size: 32 }),
+      paymasterAndData: '0x',
+      signature: '0x',
+    } as const
+    const error = await chain
+      .simulateContract({
+        account: stranger,
+        address: owner.address,
+        abi: VALIDATE_ABI,
+        functionName: 'validateUserOp',
+        args: [userOperation, pad('0x00', { size: 32 }), 0n],
+      })
+      .catch((caught: unknown) => caught)
+    expect(revertName(error)).toBe('AccountUnauthorized')
   })
 
   test('behavior: supportsExecutionMode answers true for the batch mode only', async () => {

@@ -20,6 +20,8 @@ export default async function setup(project: TestProject) {
       demo: await getFreePort(),
       wallet: await getFreePort(),
       oidc: await getFreePort(),
+      bundlerA: await getFreePort(),
+      bundlerB: await getFreePort(),
     },
     stateDir: `${import.meta.dirname}/.artifacts/state`,
   })

@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import { defineInstance, formatAddress, type Instance, PortInUseError, StartFailedError, StartTimeoutError } from './instance.js'
+import { type RunningChild, spawnUntilReady, terminate } from './childProcess.js'
+import { defineInstance, formatAddress, type Instance, StartFailedError } from './instance.js'
 
 export type AnvilParameters = {
   /** Port for the JSON-RPC endpoint. */
@@ -42,7 +42,7 @@ export type AnvilInstance = Instance & {
 export function anvil(parameters: AnvilParameters): AnvilInstance {
   const { port, chainId, host = '127.0.0.1', startTimeout = 20_000, stopTimeout = 5_000, args = [] } = parameters
   const name = parameters.name ?? `anvil (chain id ${chainId})`
-  let running: { child: ChildProcess; exited: Promise<void> } | undefined
+  let running: RunningChild | undefined
 
   const instance = defineInstance({
     name,
@@ -52,13 +52,13 @@ export function anvil(parameters: AnvilParameters): AnvilInstance {
     async start() {
       const binary = parameters.binary ?? resolveAnvilBinary()
       const anvilArgs = ['--port', String(port), '--chain-id', String(chainId), '--host', host, ...args]
-      running = await spawnUntilListening({ name, host, port, binary, args: anvilArgs, timeout: startTimeout })
+      running = await spawnUntilReady({ name, program: 'anvil', host, port, binary, args: anvilArgs, ready: /^Listening on /m, timeout: startTimeout })
     },
     async stop() {
       if (!running) return
-      const { child, exited } = running
+      const stopping = running
       running = undefined
-      await terminate(child, exited, stopTimeout)
+      await terminate(stopping, stopTimeout)
     },
   })
 
@@ -66,130 +66,6 @@ export function anvil(parameters: AnvilParameters): AnvilInstance {
     chainId: { value: chainId, enumerable: true },
     pid: { get: () => running?.child.pid, enumerable: true },
   }) as AnvilInstance
-}
-
-async function spawnUntilListening(parameters: {
-  name: string
-  host: string
-  port: number
-  binary: string
-  args: string[]
-  timeout: number
-}): Promise<{ child: ChildProcess; exited: Promise<void> }> {
-  const { name, host, port, timeout } = parameters
-  const [command, args] = commandLine(parameters.binary, parameters.args)
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-  reapOnExit(child)
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  void exited.then(() => liveChildren.delete(child))
-
-  // Keep the last part of stderr for error messages; anvil's own log on stdout is drained so the
-  // pipe never fills and blocks it.
-  let stderr = ''
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr = (stderr + chunk).slice(-8_192)
-  })
-  // A later failure to signal the process must not crash ours; the readiness wait below reports
-  // a failure to spawn.
-  child.on('error', () => undefined)
-
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let stdout = ''
-      const onData = (chunk: string) => {
-        stdout = (stdout + chunk).slice(-8_192)
-        if (!/^Listening on /m.test(stdout)) return
-        cleanup()
-        resolve()
-      }
-      const onError = (error: Error) => {
-        cleanup()
-        reject(new StartFailedError({ name, reason: error.message, cause: error }))
-      }
-      const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
-        cleanup()
-        if (/address already in use/i.test(stderr)) reject(new PortInUseError({ name, host, port, details: stderr }))
-        else reject(new StartFailedError({ name, reason: `anvil exited (${signal ?? `code ${code}`}) before it was listening`, details: stderr || stdout }))
-      }
-      const timer = setTimeout(() => {
-        cleanup()
-        reject(new StartTimeoutError({ name, timeout, details: stderr || stdout }))
-      }, timeout)
-      function cleanup() {
-        clearTimeout(timer)
-        child.stdout?.off('data', onData)
-        child.off('error', onError)
-        child.off('exit', onExit)
-        child.stdout?.resume()
-      }
-      child.stdout?.setEncoding('utf8').on('data', onData)
-      child.once('error', onError)
-      child.once('exit', onExit)
-    })
-  } catch (error) {
-    await terminate(child, exited, 0)
-    throw error
-  }
-  return { child, exited }
-}
-
-/** SIGTERM, wait up to `timeout` ms, then SIGKILL; resolves once the process has exited. */
-async function terminate(child: ChildProcess, exited: Promise<void>, timeout: number): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return
-  if (timeout > 0) {
-    child.kill('SIGTERM')
-    let timer: NodeJS.Timeout | undefined
-    const timedOut = await Promise.race([
-      exited.then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), timeout)
-      }),
-    ])
-    clearTimeout(timer)
-    if (!timedOut) return
-  }
-  child.kill('SIGKILL')
-  await exited
-}
-
-/**
- * On Linux, anvil runs under `setpriv --pdeathsig SIGKILL` (util-linux), so the kernel kills it
- * even when its parent dies without running any handler (SIGKILL, a crash). `setpriv` execs
- * anvil, so the pid stays anvil's own.
- */
-function commandLine(binary: string, args: string[]): [string, string[]] {
-  const launch: [string, string[]] = binary.endsWith('.mjs') || binary.endsWith('.js') ? [process.execPath, [binary, ...args]] : [binary, args]
-  const setpriv = process.platform === 'linux' ? ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path)) : undefined
-  if (!setpriv) return launch
-  return [setpriv, ['--pdeathsig', 'SIGKILL', '--', launch[0], ...launch[1]]]
-}
-
-// Every anvil still running in this process. On exit they are killed synchronously; on a fatal
-// signal that nobody else handles they are killed before the signal takes its default course
-// (the pattern of `signal-exit`).
-const liveChildren = new Set<ChildProcess>()
-let reaperInstalled = false
-
-function reapOnExit(child: ChildProcess) {
-  liveChildren.add(child)
-  if (reaperInstalled) return
-  reaperInstalled = true
-  const killAll = () => {
-    for (const live of liveChildren) live.kill('SIGKILL')
-    liveChildren.clear()
-  }
-  process.on('exit', killAll)
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const onSignal = () => {
-      // Someone else handles this signal (the CLI, a test runner): they decide when to exit,
-      // and the exit handler above still runs then.
-      if (process.listenerCount(signal) > 1) return
-      killAll()
-      process.off(signal, onSignal)
-      process.kill(process.pid, signal)
-    }
-    process.on(signal, onSignal)
-  }
 }
 
 let resolvedBinary: string | undefined

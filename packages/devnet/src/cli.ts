@@ -17,6 +17,7 @@ const usage = `Usage: npm start -- [--no-demo] [--no-build]
 
 Environment: LATCHKEY_CHAIN_A_PORT (8545), LATCHKEY_CHAIN_B_PORT (8546), LATCHKEY_RELAY_PORT (5555),
 LATCHKEY_KMS_PORT (8090), LATCHKEY_SERVER_PORT (8787), LATCHKEY_DEMO_PORT (5173), LATCHKEY_WALLET_PORT (5174), LATCHKEY_OIDC_PORT (8092),
+LATCHKEY_BUNDLER_A_PORT (4337), LATCHKEY_BUNDLER_B_PORT (4338),
 LATCHKEY_STATE_DIR (.latchkey), LATCHKEY_DEMO=0, REDIS_URL (the relay keeps messages in Redis instead of SQLite)`
 
 const flags = new Set(process.argv.slice(2))
@@ -58,7 +59,7 @@ try {
   console.error(`\nCould not start the devnet: ${error instanceof Error ? error.message : String(error)}`)
   if (error instanceof PortInUseError)
     console.error(
-      'Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT, LATCHKEY_WALLET_PORT and LATCHKEY_OIDC_PORT.',
+      'Stop whatever holds the port, or choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT, LATCHKEY_WALLET_PORT, LATCHKEY_OIDC_PORT, LATCHKEY_BUNDLER_A_PORT and LATCHKEY_BUNDLER_B_PORT.',
     )
   // Every service that had started was stopped by startStack.
   process.exit(stopping ? 0 : 1)
@@ -73,7 +74,12 @@ function banner(stack: Stack): string {
     ['Chain B', `${stack.urls.chainB}   chain id 31338`],
     ['Executor', `${stack.contracts.batchExecutor}   EIP-7702 batch executor, on both chains`],
     ['Token', `${stack.contracts.token}   Test Token (TKN), on both chains`],
+    ['EntryPoint', `${stack.entryPoint}   ERC-4337 v0.8, on both chains`],
   ]
+  if (stack.bundlers) {
+    rows.push(['Bundler A', `${stack.bundlers[31337]}   ERC-4337 bundler (Alto) for chain A`])
+    rows.push(['Bundler B', `${stack.bundlers[31338]}   ERC-4337 bundler (Alto) for chain B`])
+  }
   if (stack.urls.relay) rows.push(['Relay', stack.urls.relay])
   if (stack.urls.kms) rows.push(['KMS', `${stack.urls.kms}   dev inbox ${stack.urls.kms}/dev/mailbox`])
   if (stack.urls.frames) rows.push(['Frames', `${stack.urls.frames}   /auth /recovery /export /import`])

@@ -15,9 +15,19 @@ export type DeployWithCreate2Parameters = {
   readonly address: `0x${string}`
   /** `salt ‖ creation bytecode`, the factory's calldata. */
   readonly deployData: Hex
-  /** The runtime bytecode that must be at `address` afterwards. */
-  readonly deployedBytecode: Hex
-}
+} & (
+  | {
+      /** The runtime bytecode that must be at `address` afterwards. */
+      readonly deployedBytecode: Hex
+    }
+  | {
+      /**
+       * Whether the code at `address` is the contract's, for one with immutables, whose runtime code
+       * the constructor completes (only this creation code can have put code at a CREATE2 address).
+       */
+      readonly isDeployed: (code: Hex) => boolean
+    }
+)
 
 /**
  * Deploys a checked-in contract on the anvil chain at `rpcUrl` through the deterministic deployment
@@ -28,11 +38,12 @@ export type DeployWithCreate2Parameters = {
  * await deployWithCreate2({ rpcUrl, name: 'the test token', address, deployData, deployedBytecode })
  */
 export async function deployWithCreate2(parameters: DeployWithCreate2Parameters): Promise<`0x${string}`> {
-  const { rpcUrl, name, address, deployData, deployedBytecode } = parameters
+  const { rpcUrl, name, address, deployData } = parameters
+  const isDeployed = 'isDeployed' in parameters ? parameters.isDeployed : (code: Hex) => code === parameters.deployedBytecode
   const transport = http(rpcUrl)
   const chain = createPublicClient({ transport })
-  const deployed = () => chain.getCode({ address })
-  if ((await deployed()) === deployedBytecode) return address
+  const deployed = async () => isDeployed((await chain.getCode({ address })) ?? '0x')
+  if (await deployed()) return address
   const factory = await chain.getCode({ address: CREATE2_FACTORY })
   if (!factory || factory === '0x')
     throw new DevnetError(`no CREATE2 factory at ${CREATE2_FACTORY} on ${rpcUrl}: start anvil without --disable-default-create2-deployer`, {
@@ -43,8 +54,7 @@ export async function deployWithCreate2(parameters: DeployWithCreate2Parameters)
   const wallet = createWalletClient({ account, transport, chain: { id: await chain.getChainId() } as never })
   const hash = await wallet.sendTransaction({ to: CREATE2_FACTORY, data: deployData, chain: null })
   const receipt = await chain.waitForTransactionReceipt({ hash, pollingInterval: 50 })
-  const code = await deployed()
-  if (receipt.status !== 'success' || code !== deployedBytecode)
+  if (receipt.status !== 'success' || !(await deployed()))
     throw new DevnetError(`${name} deployment on ${rpcUrl} did not leave the expected code at ${address}`, { code: 'DEPLOY_FAILED' })
   return address
 }

@@ -1,5 +1,7 @@
+export { type AltoInstance, type AltoParameters, alto } from './alto.js'
 export { type AnvilInstance, type AnvilParameters, anvil, resolveAnvilBinary } from './anvil.js'
 export { type BuildDemoParameters, type BuildDemoReturnType, buildDemo, buildWallet } from './buildDemo.js'
+export { deployEntryPoint, ENTRY_POINT_ADDRESS } from './entryPoint.js'
 export { BATCH_EXECUTOR_ADDRESS, deployBatchExecutor } from './executor.js'
 export {
   type DefineInstanceParameters,

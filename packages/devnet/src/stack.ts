@@ -6,6 +6,8 @@ import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey
 import { createAppServer, OAUTH_CALLBACK_PATH } from '@latchkey/server'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
+import { type BundlerInstances, bundlerInstances } from './bundlers.js'
+import { deployEntryPoint, ENTRY_POINT_ADDRESS } from './entryPoint.js'
 import { BATCH_EXECUTOR_ADDRESS, deployBatchExecutor } from './executor.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
 import { OIDC_PROVIDERS, type OidcIssuer, type OidcProviderName, oidcInstance, oidcIssuerUrl } from './oidc.js'
@@ -16,8 +18,8 @@ export type StartStackOptions = {
   /**
    * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
    * `LATCHKEY_RELAY_PORT`, `LATCHKEY_KMS_PORT`, `LATCHKEY_KMS_FRAMES_PORT`, `LATCHKEY_SERVER_PORT`,
-   * `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`, `LATCHKEY_OIDC_PORT`), else 8545, 8546, 5555, 8090, 8091, 8787, 5173, 5174
-   * and 8092.
+   * `LATCHKEY_DEMO_PORT`, `LATCHKEY_WALLET_PORT`, `LATCHKEY_OIDC_PORT`, `LATCHKEY_BUNDLER_A_PORT`,
+   * `LATCHKEY_BUNDLER_B_PORT`), else 8545, 8546, 5555, 8090, 8091, 8787, 5173, 5174, 8092, 4337 and 4338.
    */
   ports?: {
     chainA?: number
@@ -29,7 +31,11 @@ export type StartStackOptions = {
     demo?: number
     wallet?: number
     oidc?: number
+    bundlerA?: number
+    bundlerB?: number
   }
+  /** Run an ERC-4337 bundler (Alto) per chain. Default: `true`. */
+  bundlers?: boolean
   /** Run the WalletConnect relay. Default: `true`. */
   relay?: boolean
   /** Run the key-management service, and the app backend that uses it. Default: `true`. */
@@ -96,6 +102,10 @@ export type DevJson = {
   readonly contracts: StackContracts
   /** The backend's admin API token (`Authorization: Bearer …` on `/admin/*`), new on each start. */
   readonly adminToken?: string
+  /** ERC-4337 EntryPoint v0.8, at its canonical address on both chains. */
+  readonly entryPoint: `0x${string}`
+  /** The ERC-4337 bundler of each chain, by chain id, when the bundlers run. */
+  readonly bundlers?: Readonly<Record<number, string>>
 }
 
 /** Contracts `startStack` deploys on both chains. */
@@ -117,6 +127,10 @@ export type Stack<demo extends boolean = boolean> = {
   readonly kms?: KmsCredentials
   /** Contracts deployed on both chains. */
   readonly contracts: StackContracts
+  /** ERC-4337 EntryPoint v0.8, at its canonical address on both chains. */
+  readonly entryPoint: `0x${string}`
+  /** The ERC-4337 bundler of each chain, by chain id, when the bundlers run. */
+  readonly bundlers?: Readonly<Record<number, string>>
   /** Stops every service, in reverse start order. Files (dev.json, the demo build) stay. */
   stop(): Promise<void>
 }
@@ -124,7 +138,19 @@ export type Stack<demo extends boolean = boolean> = {
 /** Whether a stack started with `options` serves the demo: known when `demo` is a literal or absent. */
 type DemoFlag<options> = options extends { demo: false } ? false : options extends { demo: true } ? true : 'demo' extends keyof options ? boolean : true
 
-export const defaultPorts = { chainA: 8545, chainB: 8546, relay: 5555, kms: 8090, frames: 8091, server: 8787, demo: 5173, wallet: 5174, oidc: 8092 } as const
+export const defaultPorts = {
+  chainA: 8545,
+  chainB: 8546,
+  relay: 5555,
+  kms: 8090,
+  frames: 8091,
+  server: 8787,
+  demo: 5173,
+  wallet: 5174,
+  oidc: 8092,
+  bundlerA: 4337,
+  bundlerB: 4338,
+} as const
 
 /** The client id the demo uses with the local Google and Apple issuers. */
 export const DEMO_OAUTH_CLIENT_ID = 'latchkey-demo'
@@ -152,6 +178,8 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     demo: options?.ports?.demo ?? portFromEnv(env, 'LATCHKEY_DEMO_PORT', defaultPorts.demo),
     wallet: options?.ports?.wallet ?? portFromEnv(env, 'LATCHKEY_WALLET_PORT', defaultPorts.wallet),
     oidc: options?.ports?.oidc ?? portFromEnv(env, 'LATCHKEY_OIDC_PORT', defaultPorts.oidc),
+    bundlerA: options?.ports?.bundlerA ?? portFromEnv(env, 'LATCHKEY_BUNDLER_A_PORT', defaultPorts.bundlerA),
+    bundlerB: options?.ports?.bundlerB ?? portFromEnv(env, 'LATCHKEY_BUNDLER_B_PORT', defaultPorts.bundlerB),
   }
   const withDemo = options?.demo ?? true
   const stateDir = resolve(options?.stateDir ?? env['LATCHKEY_STATE_DIR'] ?? join(repoRoot, '.latchkey'))
@@ -160,6 +188,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
 
   const chainA = anvil({ name: 'chain A', port: ports.chainA, chainId: 31337 })
   const chainB = anvil({ name: 'chain B', port: ports.chainB, chainId: 31338 })
+  const bundlers: BundlerInstances | undefined = options?.bundlers === false ? undefined : bundlerInstances({ chainA, chainB, ports })
   const relay =
     options?.relay === false
       ? undefined
@@ -222,6 +251,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const instances: Instance[] = [
     chainA,
     chainB,
+    ...(bundlers ? [bundlers.a, bundlers.b] : []),
     ...(relay ? [relay] : []),
     ...(kms ? [kms] : []),
     ...(oidc ? [oidc] : []),
@@ -244,6 +274,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     ...(demo ? { demo: demo.url } : {}),
     ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
+  const bundlerUrls = bundlers ? { [chainA.chainId]: bundlers.a.url, [chainB.chainId]: bundlers.b.url } : undefined
   const devJson = join(stateDir, 'dev.json')
   // Deterministic (CREATE2): known before the chains run, so the demo build can bake it in.
   const contracts: StackContracts = { batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS }
@@ -264,15 +295,16 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       token: contracts.token,
     }
     const results = await Promise.allSettled([
-      // One deployer per chain, so its two deployments go one after the other.
+      // One deployer per chain, so its deployments go one after the other. The EntryPoint comes
+      // first: the bundler needs it, and starts while the other contracts deploy.
       chainA
         .start()
-        .then(() => deployBatchExecutor(chainA.url))
-        .then(() => deployTestToken(chainA.url)),
+        .then(() => deployEntryPoint(chainA.url))
+        .then(() => Promise.all([bundlers?.a.start(), deployBatchExecutor(chainA.url).then(() => deployTestToken(chainA.url))])),
       chainB
         .start()
-        .then(() => deployBatchExecutor(chainB.url))
-        .then(() => deployTestToken(chainB.url)),
+        .then(() => deployEntryPoint(chainB.url))
+        .then(() => Promise.all([bundlers?.b.start(), deployBatchExecutor(chainB.url).then(() => deployTestToken(chainB.url))])),
       relay?.start(),
       kms?.start(),
       oidc?.start(),
@@ -295,13 +327,25 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       ...(oidc ? { oidc: oidc.issuers } : {}),
       contracts,
       ...(server ? { adminToken } : {}),
+      entryPoint: ENTRY_POINT_ADDRESS,
+      ...(bundlerUrls ? { bundlers: bundlerUrls } : {}),
     })
   } catch (error) {
     await stopAll(instances).catch(() => undefined)
     throw error
   }
 
-  return { urls, chains, devJson, instances, ...(kms ? { kms: kms.credentials() } : {}), contracts, stop: () => stopAll(instances) }
+  return {
+    urls,
+    chains,
+    devJson,
+    instances,
+    ...(kms ? { kms: kms.credentials() } : {}),
+    contracts,
+    entryPoint: ENTRY_POINT_ADDRESS,
+    ...(bundlerUrls ? { bundlers: bundlerUrls } : {}),
+    stop: () => stopAll(instances),
+  }
 }
 
 async function stopAll(instances: readonly Instance[]): Promise<void> {

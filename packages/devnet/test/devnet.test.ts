@@ -16,6 +16,7 @@ import {
   BATCH_EXECUTOR_ADDRESS,
   DevnetError,
   defaultPorts,
+  ENTRY_POINT_ADDRESS,
   getFreePort,
   type Instance,
   PortInUseError,
@@ -142,17 +143,20 @@ test('default: exports', () => {
       "BATCH_EXECUTOR_ADDRESS",
       "DEMO_OAUTH_CLIENT_ID",
       "DevnetError",
+      "ENTRY_POINT_ADDRESS",
       "OIDC_PROVIDERS",
       "PortInUseError",
       "StartFailedError",
       "StartTimeoutError",
       "TEST_TOKEN_ADDRESS",
+      "alto",
       "anvil",
       "buildDemo",
       "buildWallet",
       "defaultPorts",
       "defineInstance",
       "deployBatchExecutor",
+      "deployEntryPoint",
       "deployTestToken",
       "getFreePort",
       "oidcInstance",
@@ -403,7 +407,7 @@ describe('startStack', () => {
       oidc: await getFreePort(),
     }
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
-    const stack = await startStack({ ports, stateDir, demo: false })
+    const stack = await startStack({ ports, stateDir, demo: false, bundlers: false })
     cleanups.push(() => stack.stop())
 
     const chainA = `http://127.0.0.1:${ports.chainA}`
@@ -448,6 +452,8 @@ describe('startStack', () => {
       // and the demo's test token, deployed the same way.
       contracts: { batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS },
       adminToken: expect.stringMatching(/^[0-9a-f]{48}$/),
+      // ERC-4337 EntryPoint v0.8 at its canonical address; no bundlers asked for (userOperation.test.ts runs them).
+      entryPoint: '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108',
     })
     // The admin token opens the backend's admin API.
     const endpoints = await fetch(`${server}/admin/webhooks`, { headers: { authorization: `Bearer ${(devJson as { adminToken?: string }).adminToken}` } })
@@ -503,7 +509,7 @@ describe('startStack', () => {
     ]).toEqual([true, true, true, true, true, true, true])
 
     // A second start reuses the parent organization and keys.
-    const again = await startStack({ ports, stateDir, demo: false })
+    const again = await startStack({ ports, stateDir, demo: false, bundlers: false })
     cleanups.push(() => again.stop())
     expect(again.kms).toEqual(credentials)
     await again.stop()
@@ -531,7 +537,7 @@ describe('startStack', () => {
     await writeFile(join(demoDir, 'index.html'), '<!doctype html><title>built</title>')
     await writeFile(join(walletDir, 'index.html'), '<!doctype html><title>wallet</title>')
     const stateDir = join(dir, 'state')
-    const stack = await startStack({ ports, stateDir, demoDir, walletDir, build: false })
+    const stack = await startStack({ ports, stateDir, demoDir, walletDir, build: false, bundlers: false })
     cleanups.push(() => stack.stop())
     expect((await stat(stateDir)).mode & 0o777).toBe(0o700)
 
@@ -570,7 +576,7 @@ describe('startStack', () => {
     await occupy(ports.chainB)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
 
-    const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
+    const error = await startStack({ ports, stateDir, demo: false, bundlers: false }).catch((error: unknown) => error)
     expect(error).toBeInstanceOf(PortInUseError)
     expect((error as PortInUseError).shortMessage).toBe(`port ${ports.chainB} is in use: chain B could not listen on 127.0.0.1:${ports.chainB}`)
     expect([await canBind(ports.chainA), await canBind(ports.relay)]).toEqual([true, true])
@@ -589,7 +595,7 @@ describe('startStack', () => {
     }
     await occupy(ports.relay)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
-    const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
+    const error = await startStack({ ports, stateDir, demo: false, bundlers: false }).catch((error: unknown) => error)
     expect(error).toBeInstanceOf(PortInUseError)
     expect((error as PortInUseError).shortMessage).toBe(`port ${ports.relay} is in use: relay could not listen on 127.0.0.1:${ports.relay}`)
     expect([await canBind(ports.chainA), await canBind(ports.chainB)]).toEqual([true, true])
@@ -607,7 +613,7 @@ describe('startStack', () => {
     }
     await occupy(ports.frames)
     const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-stack-')), 'state')
-    const error = await startStack({ ports, stateDir, demo: false }).catch((error: unknown) => error)
+    const error = await startStack({ ports, stateDir, demo: false, bundlers: false }).catch((error: unknown) => error)
     expect(error).toBeInstanceOf(PortInUseError)
     expect((error as PortInUseError).shortMessage).toBe(`port ${ports.frames} is in use: kms frames could not listen on localhost:${ports.frames}`)
     expect([await canBind(ports.chainA), await canBind(ports.kms)]).toEqual([true, true])
@@ -621,61 +627,85 @@ describe('startStack', () => {
 })
 
 describe('cli', () => {
-  test.each(['SIGINT', 'SIGTERM'] as const)('default: prints the URLs; on %s stops both anvils and exits 0', async (signal) => {
-    const ports = {
-      chainA: await getFreePort(),
-      chainB: await getFreePort(),
-      relay: await getFreePort(),
-      kms: await getFreePort(),
-      frames: await getFreePort(),
-      server: await getFreePort(),
-      oidc: await getFreePort(),
-    }
-    const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-cli-'))
-    const cli = spawnNode([cliPath], {
-      LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
-      LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
-      LATCHKEY_RELAY_PORT: String(ports.relay),
-      LATCHKEY_KMS_PORT: String(ports.kms),
-      LATCHKEY_KMS_FRAMES_PORT: String(ports.frames),
-      LATCHKEY_SERVER_PORT: String(ports.server),
-      LATCHKEY_STATE_DIR: stateDir,
-      LATCHKEY_DEMO: '0',
-    })
-    const stdout = await waitForStdout(cli, 'Press Ctrl-C to stop')
-    expect(stdout).toBe(
-      [
-        'Starting Latchkey devnet (no demo)…',
-        '',
-        'Latchkey devnet is running',
-        '',
-        `  Chain A    http://127.0.0.1:${ports.chainA}   chain id 31337`,
-        `  Chain B    http://127.0.0.1:${ports.chainB}   chain id 31338`,
-        `  Executor   ${BATCH_EXECUTOR_ADDRESS}   EIP-7702 batch executor, on both chains`,
-        `  Token      ${TEST_TOKEN_ADDRESS}   Test Token (TKN), on both chains`,
-        `  Relay      ws://127.0.0.1:${ports.relay}`,
-        `  KMS        http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
-        `  Frames     http://localhost:${ports.frames}   /auth /recovery /export /import`,
-        `  Backend    http://localhost:${ports.server}   sign-in, sessions (listens on 127.0.0.1)`,
-        `  dev.json   ${join(stateDir, 'dev.json')}`,
-        '',
-        'Press Ctrl-C to stop',
-        '',
-        '',
-      ].join('\n'),
-    )
-    const anvils = await childrenNamed(cli.pid as number, 'anvil')
-    expect(anvils).toHaveLength(2)
-    expect(await rpc(`http://127.0.0.1:${ports.chainA}`, 'eth_chainId')).toBe('0x7a69')
-    expect(await rpc(`http://127.0.0.1:${ports.chainB}`, 'eth_chainId')).toBe('0x7a6a')
+  // The CLI starts the stack in a child: TypeScript compiled on the fly, the kms, two chains and two bundlers.
+  test.each(['SIGINT', 'SIGTERM'] as const)(
+    'default: prints the URLs; on %s stops both anvils and both bundlers and exits 0',
+    async (signal) => {
+      const ports = {
+        chainA: await getFreePort(),
+        chainB: await getFreePort(),
+        relay: await getFreePort(),
+        kms: await getFreePort(),
+        frames: await getFreePort(),
+        server: await getFreePort(),
+        oidc: await getFreePort(),
+        bundlerA: await getFreePort(),
+        bundlerB: await getFreePort(),
+      }
+      const stateDir = await mkdtemp(join(tmpdir(), 'latchkey-cli-'))
+      const cli = spawnNode([cliPath], {
+        LATCHKEY_CHAIN_A_PORT: String(ports.chainA),
+        LATCHKEY_CHAIN_B_PORT: String(ports.chainB),
+        LATCHKEY_RELAY_PORT: String(ports.relay),
+        LATCHKEY_KMS_PORT: String(ports.kms),
+        LATCHKEY_KMS_FRAMES_PORT: String(ports.frames),
+        LATCHKEY_SERVER_PORT: String(ports.server),
+        LATCHKEY_OIDC_PORT: String(ports.oidc),
+        LATCHKEY_BUNDLER_A_PORT: String(ports.bundlerA),
+        LATCHKEY_BUNDLER_B_PORT: String(ports.bundlerB),
+        LATCHKEY_STATE_DIR: stateDir,
+        LATCHKEY_DEMO: '0',
+      })
+      const stdout = await waitForStdout(cli, 'Press Ctrl-C to stop')
+      expect(stdout).toBe(
+        [
+          'Starting Latchkey devnet (no demo)…',
+          '',
+          'Latchkey devnet is running',
+          '',
+          `  Chain A      http://127.0.0.1:${ports.chainA}   chain id 31337`,
+          `  Chain B      http://127.0.0.1:${ports.chainB}   chain id 31338`,
+          `  Executor     ${BATCH_EXECUTOR_ADDRESS}   EIP-7702 batch executor, on both chains`,
+          `  Token        ${TEST_TOKEN_ADDRESS}   Test Token (TKN), on both chains`,
+          `  EntryPoint   ${ENTRY_POINT_ADDRESS}   ERC-4337 v0.8, on both chains`,
+          `  Bundler A    http://127.0.0.1:${ports.bundlerA}   ERC-4337 bundler (Alto) for chain A`,
+          `  Bundler B    http://127.0.0.1:${ports.bundlerB}   ERC-4337 bundler (Alto) for chain B`,
+          `  Relay        ws://127.0.0.1:${ports.relay}`,
+          `  KMS          http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
+          `  Frames       http://localhost:${ports.frames}   /auth /recovery /export /import`,
+          `  Backend      http://localhost:${ports.server}   sign-in, sessions (listens on 127.0.0.1)`,
+          `  dev.json     ${join(stateDir, 'dev.json')}`,
+          '',
+          'Press Ctrl-C to stop',
+          '',
+          '',
+        ].join('\n'),
+      )
+      const anvils = await childrenNamed(cli.pid as number, 'anvil')
+      expect(anvils).toHaveLength(2)
+      // The bundlers are Node processes of their own.
+      const bundlers = await childrenNamed(cli.pid as number, 'node')
+      expect(bundlers).toHaveLength(2)
+      expect(await rpc(`http://127.0.0.1:${ports.bundlerA}`, 'eth_chainId')).toBe('0x7a69')
+      expect(await rpc(`http://127.0.0.1:${ports.bundlerB}`, 'eth_chainId')).toBe('0x7a6a')
+      expect(await rpc(`http://127.0.0.1:${ports.chainA}`, 'eth_chainId')).toBe('0x7a69')
+      expect(await rpc(`http://127.0.0.1:${ports.chainB}`, 'eth_chainId')).toBe('0x7a6a')
 
-    cli.kill(signal)
-    expect(await exitOf(cli)).toEqual({ code: 0, signal: null })
-    expect(cli.output().stdout.slice(stdout.length)).toBe('\nStopping…\nStopped.\n')
-    expect(cli.output().stderr).toBe('')
-    expect(await Promise.all(anvils.map(isRunning))).toEqual([false, false])
-    expect([await canBind(ports.chainA), await canBind(ports.chainB), await canBind(ports.relay)]).toEqual([true, true, true])
-  })
+      cli.kill(signal)
+      expect(await exitOf(cli)).toEqual({ code: 0, signal: null })
+      expect(cli.output().stdout.slice(stdout.length)).toBe('\nStopping…\nStopped.\n')
+      expect(cli.output().stderr).toBe('')
+      expect(await Promise.all([...anvils, ...bundlers].map(isRunning))).toEqual([false, false, false, false])
+      expect([
+        await canBind(ports.chainA),
+        await canBind(ports.chainB),
+        await canBind(ports.relay),
+        await canBind(ports.bundlerA),
+        await canBind(ports.bundlerB),
+      ]).toEqual([true, true, true, true, true])
+    },
+    120_000,
+  )
 
   test('error: a port in use exits 1 with a clear message and leaves nothing running', async () => {
     const ports = {
@@ -695,6 +725,9 @@ describe('cli', () => {
       LATCHKEY_KMS_PORT: String(ports.kms),
       LATCHKEY_KMS_FRAMES_PORT: String(ports.frames),
       LATCHKEY_SERVER_PORT: String(ports.server),
+      LATCHKEY_OIDC_PORT: String(ports.oidc),
+      LATCHKEY_BUNDLER_A_PORT: String(await getFreePort()),
+      LATCHKEY_BUNDLER_B_PORT: String(await getFreePort()),
       LATCHKEY_STATE_DIR: await mkdtemp(join(tmpdir(), 'latchkey-cli-')),
       LATCHKEY_DEMO: '0',
     })
@@ -702,8 +735,8 @@ describe('cli', () => {
     const { stderr } = cli.output()
     expect(stderr).toContain(`\nCould not start the devnet: port ${ports.chainA} is in use: chain A could not listen on 127.0.0.1:${ports.chainA}\n`)
     expect(stderr).toContain(
-      'choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT, LATCHKEY_WALLET_PORT and LATCHKEY_OIDC_PORT',
+      'choose others with LATCHKEY_CHAIN_A_PORT, LATCHKEY_CHAIN_B_PORT, LATCHKEY_RELAY_PORT, LATCHKEY_KMS_PORT, LATCHKEY_KMS_FRAMES_PORT, LATCHKEY_SERVER_PORT, LATCHKEY_DEMO_PORT, LATCHKEY_WALLET_PORT, LATCHKEY_OIDC_PORT, LATCHKEY_BUNDLER_A_PORT and LATCHKEY_BUNDLER_B_PORT',
     )
     expect(await canBind(ports.chainB)).toBe(true)
-  })
+  }, 120_000)
 })
