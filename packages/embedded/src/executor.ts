@@ -9,5 +9,4 @@
  */
 export const BATCH_EXECUTOR_ADDRESS = '0xF5111459944dF032F3A0FFB2d273F6903FAF63F1' as const
 
-/** ERC-7821 batch mode (call type 0x01, revert on failure, no opData): the one mode the executor runs. */
-export const BATCH_MODE = '0x0100000000000000000000000000000000000000000000000000000000000000' as const
+export { BATCH_MODE } from '@latchkey/constants/batch-executor'
