@@ -23,6 +23,7 @@ test('default: exports', async () => {
       "EMBEDDED_ID",
       "EXCLUDED_EIP6963_CONNECTOR_KEYS",
       "EmbeddedFlowError",
+      "GrantRefusedError",
       "InvalidAuthorizationError",
       "InvalidCallsResultError",
       "InvalidChainsError",

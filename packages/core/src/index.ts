@@ -106,6 +106,7 @@ export {
   AccountNotFoundError,
   CannotProceedError,
   EmbeddedFlowError,
+  GrantRefusedError,
   InvalidAuthorizationError,
   InvalidCodeError,
   OAuthError,

@@ -60,7 +60,22 @@ export type ConsentFrame = {
   newKey(): Promise<string>
   /** Removes the frame; a pending review ends as rejected (4001). */
   close(): void
+  /**
+   * Asks the user to approve a `wallet_grantPermissions` request; once they did, the frame makes
+   * the grant's key, names it in `payload` (create_grant, its key left empty) and stamps that
+   * body, which it answers with the stamp. Rejections are `ProviderRpcError` 4001.
+   */
+  approveGrant(request: ConsentWalletRequest, context: ConsentContext, payload: string): Promise<StampedBody>
+  /** Tells the frame the kms's id of the grant whose key is `publicKey`. */
+  bindGrant(grantId: string, publicKey: string): Promise<void>
+  /** A stamper that signs a transaction of the grant's account with the grant's key, with no prompt. */
+  grantStamper(grantId: string): Stamper
+  /** A stamper for revoke_grant of `grantId` (no prompt: it takes power away); the frame forgets the grant's key. */
+  revokeStamper(grantId: string): Stamper
 }
+
+/** A body the frame wrote and its stamp. */
+export type StampedBody = { readonly stamp: { stampHeaderName: string; stampHeaderValue: string }; readonly payload: string }
 
 type Reply = { type: string; value: unknown; requestId?: string }
 
@@ -173,6 +188,28 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
       async stamp(payload) {
         return (await ask('STAMP_QUERY', { payload })) as { stampHeaderName: string; stampHeaderValue: string }
       },
+    },
+    async approveGrant(request, context, payload) {
+      show()
+      try {
+        const { payload: body, ...stamp } = (await ask('REVIEW_AND_STAMP', { request, payload, context })) as {
+          stampHeaderName: string
+          stampHeaderValue: string
+          payload: string
+        }
+        return { stamp, payload: body }
+      } finally {
+        hide()
+      }
+    },
+    async bindGrant(grantId, publicKey) {
+      await ask('BIND_GRANT', { grantId, publicKey })
+    },
+    grantStamper(grantId) {
+      return { stamp: async (payload) => (await ask('STAMP_WITH_GRANT', { grantId, payload })) as { stampHeaderName: string; stampHeaderValue: string } }
+    },
+    revokeStamper(grantId) {
+      return { stamp: async (payload) => (await ask('REVOKE_GRANT', { grantId, payload })) as { stampHeaderName: string; stampHeaderValue: string } }
     },
     async applySettings(settings) {
       await ask('APPLY_SETTINGS', JSON.stringify(settings))

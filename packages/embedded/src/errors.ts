@@ -62,6 +62,55 @@ export class InvalidAuthorizationError extends CannotProceedError {
     this.name = 'InvalidAuthorizationError'
   }
 }
+/**
+ * A request inside a permission the user granted (ERC-7715) that the key-management service
+ * refused under the grant's rule: its limit for the period is spent, it expired, or it was
+ * revoked. Nothing was signed, and the wallet does not fall back to asking the user: the app asks
+ * for a new grant or sends the request without one. `reason` is the kms's (GRANT_LIMIT_EXCEEDED,
+ * GRANT_EXPIRED, …), `details` its words.
+ */
+export class GrantRefusedError extends EmbeddedError {
+  override name = 'GrantRefusedError'
+  readonly reason: string
+  constructor(options: { reason: string; details?: string | undefined; cause?: unknown }) {
+    super('grant_refused', 'The permission you granted does not allow this request.', options)
+    this.reason = options.reason
+  }
+}
+/**
+ * A `wallet_grantPermissions` request the wallet will not grant: it reaches the app as JSON-RPC
+ * invalid params (-32602), and nothing is signed or stored. `code`: `grant_without_expiry`,
+ * `unknown_permission`, `malformed_grant`.
+ *
+ * @example
+ * try { await provider.request({ method: 'wallet_grantPermissions', params }) } catch (e) { if (e instanceof GrantRequestError) console.log(e.code) }
+ */
+export class GrantRequestError extends EmbeddedError {
+  override name = 'GrantRequestError'
+  readonly rpcCode = -32602
+}
+/** The request has no expiry: a permission that never ends is refused. */
+export class GrantWithoutExpiryError extends GrantRequestError {
+  override name = 'GrantWithoutExpiryError'
+  constructor() {
+    super('grant_without_expiry', 'The grant has no expiry: a permission that never ends is refused')
+  }
+}
+/** A permission type, rule or policy the kms cannot enforce. */
+export class UnknownPermissionError extends GrantRequestError {
+  override name = 'UnknownPermissionError'
+  constructor(message: string) {
+    super('unknown_permission', message)
+  }
+}
+/** A request that is not a grant the wallet can read: a malformed amount, address, period or signer. */
+export class MalformedGrantError extends GrantRequestError {
+  override name = 'MalformedGrantError'
+  constructor(message: string) {
+    super('malformed_grant', message)
+  }
+}
+
 /** A call that needs the key-management client before the wallet was set up. */
 export const ClientsNotFoundError = catalogued('clients_not_found', 'Required clients not found', 'ClientsNotFoundError')
 /** The session does not name the user's sub-organization. */

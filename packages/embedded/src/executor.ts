@@ -9,5 +9,4 @@
  */
 export const BATCH_EXECUTOR_ADDRESS = '0x8BC80c51862f2FEF134e38084d19cBddd5A89742' as const
 
-/** ERC-7821 batch mode (call type 0x01, revert on failure, no opData): the one mode the executor runs. */
-export const BATCH_MODE = '0x0100000000000000000000000000000000000000000000000000000000000000' as const
+export { BATCH_MODE } from '@latchkey/constants/batch-executor'

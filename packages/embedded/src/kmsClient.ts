@@ -85,23 +85,39 @@ export class TurnkeyRequestError extends Error {
 export function createTurnkeyClient(config: { baseUrl: string; fetch?: typeof fetch | undefined }, stamper: Stamper): TurnkeyClient {
   async function request(path: string, input: unknown): Promise<unknown> {
     const body = JSON.stringify(input)
-    const stamp = await stamper.stamp(body)
-    const response = await (config.fetch ?? fetch)(`${config.baseUrl}/public/v1/${path}`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', [stamp.stampHeaderName]: stamp.stampHeaderValue },
-      body,
-      redirect: 'error',
-    })
-    if (response.ok) return response.json()
-    let refusal: { code: number; message: string; details?: unknown }
-    try {
-      refusal = await response.json()
-    } catch {
-      throw new Error(`${response.status} ${response.statusText}`)
-    }
-    throw new TurnkeyRequestError(refusal)
+    return postStamped(config, path, body, await stamper.stamp(body))
   }
   const client: Record<string, (input: unknown) => Promise<unknown>> = {}
   for (const [name, path] of Object.entries(OPERATIONS)) client[name] = (input) => request(path, input)
   return client as unknown as TurnkeyClient
+}
+
+/**
+ * @internal Posts the exact `body` with its `stamp` to `/public/v1/${path}`: for a body the
+ * consent frame wrote itself (create_grant names the key it made) or the kms's Latchkey
+ * extensions, which the official client has no operation for. Refusals are TurnkeyRequestError.
+ *
+ * @example
+ * await postStamped({ baseUrl }, 'submit/create_grant', payload, stamp)
+ */
+export async function postStamped(
+  config: { baseUrl: string; fetch?: typeof fetch | undefined },
+  path: string,
+  body: string,
+  stamp: { stampHeaderName: string; stampHeaderValue: string },
+): Promise<unknown> {
+  const response = await (config.fetch ?? fetch)(`${config.baseUrl}/public/v1/${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', [stamp.stampHeaderName]: stamp.stampHeaderValue },
+    body,
+    redirect: 'error',
+  })
+  if (response.ok) return response.json()
+  let refusal: { code: number; message: string; details?: unknown }
+  try {
+    refusal = await response.json()
+  } catch {
+    throw new Error(`${response.status} ${response.statusText}`)
+  }
+  throw new TurnkeyRequestError(refusal)
 }

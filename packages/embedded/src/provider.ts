@@ -106,6 +106,16 @@ export function createEmbeddedProvider(wallet: EmbeddedWallet, chains: readonly 
         const { callsRequest } = await import('./smartAccount.js')
         return callsRequest(wallet, method, list, account)
       }
+      case 'wallet_grantPermissions':
+        // ERC-7715: the user approves the grant in the consent frame; nothing a page sets skips that.
+        account()
+        return wallet.grantPermissions(list)
+      case 'wallet_getPermissions':
+        account()
+        return wallet.getPermissions()
+      case 'wallet_revokePermissions':
+        account()
+        return wallet.revokePermissions(list)
       case 'wallet_addEthereumChain':
         throw new ProviderRpcError(4200, 'The embedded wallet signs only for the chains the app configured.')
       default: {

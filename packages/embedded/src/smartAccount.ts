@@ -1,5 +1,6 @@
 // EIP-7702 smart accounts and EIP-5792 call batches, loaded with the first capability query,
 // upgrade or batch: ABI encoding and the authorization hash stay out of sign-in's download.
+import { BATCH_CALLS_PARAMETERS, BATCH_EXECUTOR_ABI, BATCH_MODE } from '@latchkey/constants/batch-executor'
 import {
   type Address,
   type Chain,
@@ -17,7 +18,6 @@ import {
 } from 'viem'
 import { getCode, getTransactionCount, waitForTransactionReceipt } from 'viem/actions'
 import { InvalidAuthorizationError } from './errors.js'
-import { BATCH_MODE } from './executor.js'
 import { ProviderRpcError } from './provider.js'
 import type { EmbeddedWallet } from './wallet.js'
 
@@ -41,28 +41,6 @@ export type SmartAccountContext = {
   send(request: SendRequest): Promise<Hex>
 }
 
-const EXECUTE_ABI = [
-  {
-    type: 'function',
-    name: 'execute',
-    stateMutability: 'payable',
-    inputs: [
-      { name: 'mode', type: 'bytes32' },
-      { name: 'executionData', type: 'bytes' },
-    ],
-    outputs: [],
-  },
-] as const
-const CALLS = [
-  {
-    type: 'tuple[]',
-    components: [
-      { name: 'to', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'data', type: 'bytes' },
-    ],
-  },
-] as const
 /** EIP-7702 delegation designator: the code of a delegated account is `0xef0100 ‖ address`. */
 const DESIGNATOR = '0xef0100'
 
@@ -102,10 +80,10 @@ export async function atomicStatus(context: Pick<SmartAccountContext, 'account' 
 
 /** The calldata of `execute(BATCH_MODE, abi.encode(calls))` on the account itself. */
 export function executeData(calls: readonly BatchCall[]): Hex {
-  const encoded = encodeAbiParameters(CALLS, [
+  const encoded = encodeAbiParameters(BATCH_CALLS_PARAMETERS, [
     calls.map((call) => ({ to: call.to ?? '0x0000000000000000000000000000000000000000', value: call.value ?? 0n, data: call.data ?? '0x' })),
   ])
-  return encodeFunctionData({ abi: EXECUTE_ABI, functionName: 'execute', args: [BATCH_MODE, encoded] })
+  return encodeFunctionData({ abi: BATCH_EXECUTOR_ABI, functionName: 'execute', args: [BATCH_MODE, encoded] })
 }
 
 /**

@@ -17,7 +17,7 @@ import {
   toPrefixedMessage,
 } from 'viem'
 import { type Backend, type BackendAccount, type BackendConfig, createBackend } from './backend.js'
-import type { ConsentContext, ConsentFrame, ConsentWalletRequest } from './consentFrame.js'
+import type { ConsentContext, ConsentFrame, ConsentWalletRequest, StampedBody } from './consentFrame.js'
 import {
   AccountNotFoundError,
   ActivityStatusError,
@@ -28,6 +28,7 @@ import {
   InvalidCodeError,
   isSessionKeyExpired,
   KmsRequestError,
+  MalformedGrantError,
   MissingAppNameError,
   MissingBaseUrlError,
   MissingSignWithError,
@@ -36,7 +37,8 @@ import {
   SubOrganizationNotFoundError,
 } from './errors.js'
 import { BATCH_EXECUTOR_ADDRESS } from './executor.js'
-import { createTurnkeyClient, type TurnkeyClient, TurnkeyRequestError } from './kmsClient.js'
+import { createTurnkeyClient, postStamped, type TurnkeyClient, TurnkeyRequestError } from './kmsClient.js'
+import type { KmsGrant, PermissionResponse } from './permissions.js'
 import type { SessionKeyStore, Stamper } from './sessionKeys.js'
 import type { AtomicStatus, BatchCall, SmartAccountContext } from './smartAccount.js'
 
@@ -207,6 +209,16 @@ type WalletSigner = {
   approve(request: ConsentWalletRequest, context: ConsentContext): Stamper
   /** Forgets the key (sign-out). */
   reset(): Promise<void>
+  /** ERC-7715 grants, whose keys the consent frame makes and keeps; absent for the Node tests' signer. */
+  readonly grants?: {
+    /** The user approves the grant; the frame names its new key in `payload` and stamps it. */
+    approve(request: ConsentWalletRequest, context: ConsentContext, payload: string): Promise<StampedBody>
+    bind(grantId: string, publicKey: string): Promise<void>
+    /** Stamps a transaction of the grant's account with the grant's key, with no prompt. */
+    stamper(grantId: string): Stamper
+    /** Stamps revoke_grant of the grant (no prompt: it takes power away) and forgets its key. */
+    revoker(grantId: string): Stamper
+  }
 }
 
 /** The consent frame as the signer, mounted on first need from the frames url (its module loads then too). */
@@ -228,6 +240,12 @@ function consentSigner(framesUrl: () => Promise<string | undefined>): WalletSign
     query: { stamp: async (payload) => (await mounted()).queryStamper.stamp(payload) },
     approve: (request, context) => ({ stamp: async (payload) => (await mounted()).stamper(request, context).stamp(payload) }),
     reset: async () => (await mounted()).resetKey(),
+    grants: {
+      approve: async (request, context, payload) => (await mounted()).approveGrant(request, context, payload),
+      bind: async (grantId, publicKey) => (await mounted()).bindGrant(grantId, publicKey),
+      stamper: (grantId) => ({ stamp: async (payload) => (await mounted()).grantStamper(grantId).stamp(payload) }),
+      revoker: (grantId) => ({ stamp: async (payload) => (await mounted()).revokeStamper(grantId).stamp(payload) }),
+    },
   }
 }
 
@@ -499,6 +517,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     if (!signWith) throw new MissingSignWithError()
     const { organizationId } = signedIn()
     const { serializeTransaction } = await import('./transactions.js')
+    const grant = await grantCovering(transaction, signWith as Address)
+    if (grant) return signInGrant(grant.grantId, serializeTransaction(transaction).slice(2), signWith)
     const request = consent ?? { method: 'eth_sendTransaction', params: [rpcJson({ from: signWith, ...transaction })] }
     const result = await submit<{ signedTransaction?: string }>('signTransactionResult', request, (kms) =>
       kms.signTransaction({
@@ -509,6 +529,56 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       }),
     )
     const signed = result?.signedTransaction
+    if (!signed) throw new SignRawPayloadResultNotFoundError({ details: 'sign_transaction returned no signed transaction' })
+    return (signed.startsWith('0x') ? signed : `0x${signed}`) as Hex
+  }
+
+  /** POSTs a body the frame stamped (or wrote) to the kms; answers its activity's result. */
+  async function submitStamped(path: string, body: string, stamp: { stampHeaderName: string; stampHeaderValue: string }) {
+    const { kmsUrl } = await settings()
+    if (!kmsUrl) throw new MissingBaseUrlError()
+    return completed((await postStamped({ baseUrl: kmsUrl }, path, body, stamp)) as { activity: Activity })
+  }
+
+  /** The user's grants in force (list_grants, a Latchkey query), stamped as any query, with no prompt. */
+  async function listGrants(): Promise<KmsGrant[]> {
+    const { organizationId, userId } = signedIn()
+    const body = JSON.stringify({ organizationId, userId })
+    const { kmsUrl } = await settings()
+    if (!kmsUrl) throw new MissingBaseUrlError()
+    const answer = await withSession(async () =>
+      kmsCall(async () => postStamped({ baseUrl: kmsUrl }, 'query/list_grants', body, await signer.query.stamp(body))),
+    )
+    return (answer as { grants: KmsGrant[] }).grants
+  }
+
+  /** The grant in force whose scope covers `transaction` (grants.ts), when the signer keeps grant keys. */
+  async function grantCovering(transaction: TransactionSerializable, account: Address): Promise<KmsGrant | undefined> {
+    if (!signer.grants) return undefined
+    const [{ coveringGrant }, grants] = await Promise.all([import('./grants.js'), listGrants()])
+    return coveringGrant(grants, transaction, account, now())
+  }
+
+  /**
+   * sign_transaction stamped with the grant's key in the consent frame, with no prompt: the kms
+   * applies the grant's rule. A refusal is GrantRefusedError, never a prompt instead.
+   */
+  async function signInGrant(grantId: string, unsignedTransaction: string, signWith: string): Promise<Hex> {
+    const { organizationId } = signedIn()
+    const body = JSON.stringify({
+      type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+      timestampMs: String(now()),
+      organizationId,
+      parameters: { signWith, unsignedTransaction, type: 'TRANSACTION_TYPE_ETHEREUM' },
+    })
+    const { asGrantRefusal } = await import('./grants.js')
+    let result: Record<string, unknown>
+    try {
+      result = await submitStamped('submit/sign_transaction', body, await signer.grants!.stamper(grantId).stamp(body))
+    } catch (error) {
+      throw asGrantRefusal(error, grantId)
+    }
+    const signed = (result['signTransactionResult'] as { signedTransaction?: string } | undefined)?.signedTransaction
     if (!signed) throw new SignRawPayloadResultNotFoundError({ details: 'sign_transaction returned no signed transaction' })
     return (signed.startsWith('0x') ? signed : `0x${signed}`) as Hex
   }
@@ -707,6 +777,60 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return signTransaction(transaction, signWith ?? record?.credential.address)
     },
     /** Fills nonce, gas and fees from the chain, signs through the kms and broadcasts. */
+    /**
+     * ERC-7715 `wallet_grantPermissions` (one request): checked (an expiry, only permissions the
+     * kms enforces; GrantRequestError otherwise), approved by the user in the consent frame, which
+     * makes the grant's key; created in the kms as a grant bound to that key. Answers the request
+     * with `context`, the grant id.
+     */
+    async grantPermissions(params: readonly unknown[]): Promise<Record<string, unknown>> {
+      const { toGrantAnswer, toGrantParameters } = await import('./permissions.js')
+      const { credential, userId, organizationId, chainId } = signedIn()
+      if (params.length !== 1) throw new MalformedGrantError('wallet_grantPermissions grants one permission request at a time')
+      const request = params[0] as Record<string, unknown>
+      const parameters = toGrantParameters(request, { account: credential.address, userId, now: now() })
+      if (!signer.grants) throw new ClientsNotFoundError({ details: 'Grants need the consent frame, which makes and keeps their keys' })
+      const body = JSON.stringify({ type: 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT', timestampMs: String(now()), organizationId, parameters })
+      const grants = signer.grants
+      const result = await withSession(async () => {
+        const { stamp, payload } = await grants.approve(
+          { method: 'wallet_grantPermissions', params: [request] },
+          { account: credential.address, chainId },
+          body,
+        )
+        const created = await kmsCall(() => submitStamped('submit/create_grant', payload, stamp))
+        const { grantId } = created['createGrantResult'] as { grantId: string }
+        await grants.bind(grantId, (JSON.parse(payload) as { parameters: { apiKey: { publicKey: string } } }).parameters.apiKey.publicKey)
+        return { grantId }
+      })
+      return toGrantAnswer(request, result, credential.address)
+    },
+
+    /** ERC-7715 `wallet_getPermissions`: the user's grants in force for this account (list_grants). */
+    async getPermissions(): Promise<PermissionResponse[]> {
+      const { toPermissionResponses } = await import('./permissions.js')
+      const { credential } = signedIn()
+      return toPermissionResponses((await listGrants()).filter((grant) => grant.account.toLowerCase() === credential.address.toLowerCase()))
+    },
+
+    /**
+     * ERC-7715 `wallet_revokePermissions` (`{ permissionContext }`: the grant id): revoke_grant in
+     * the kms, stamped by the consent frame without a prompt (revoking only takes power away),
+     * which forgets the grant's key.
+     */
+    async revokePermissions(params: readonly unknown[]): Promise<null> {
+      const { organizationId } = signedIn()
+      const [first] = params as [{ permissionContext?: unknown; context?: unknown } | undefined]
+      const grantId = first?.permissionContext ?? first?.context
+      if (typeof grantId !== 'string' || grantId === '')
+        throw new MalformedGrantError('wallet_revokePermissions needs { permissionContext }, the grant to revoke')
+      if (!signer.grants) throw new ClientsNotFoundError({ details: 'Grants need the consent frame, which makes and keeps their keys' })
+      const revoker = signer.grants.revoker(grantId)
+      const body = JSON.stringify({ type: 'ACTIVITY_TYPE_LATCHKEY_REVOKE_GRANT', timestampMs: String(now()), organizationId, parameters: { grantId } })
+      await withSession(async () => kmsCall(async () => submitStamped('submit/revoke_grant', body, await revoker.stamp(body))))
+      return null
+    },
+
     sendTransaction(request: TransactionRequest): Promise<Hex> {
       return sendTransaction(request)
     },

@@ -1,14 +1,6 @@
-import { p256 } from '@noble/curves/p256'
 import { describe, expect, test } from 'vitest'
-import {
-  type GrantRequestError,
-  GrantWithoutExpiryError,
-  MalformedGrantError,
-  toGrantAnswer,
-  toGrantParameters,
-  toPermissionResponses,
-  UnknownPermissionError,
-} from '../src/permissions.js'
+import { type GrantRequestError, GrantWithoutExpiryError, MalformedGrantError, UnknownPermissionError } from '../src/errors.js'
+import { toGrantAnswer, toGrantParameters, toPermissionResponses } from '../src/permissions.js'
 
 // ERC-7715 requests to the kms's create_grant parameters and its grants back to
 // wallet_getPermissions answers (src/permissions.ts): pure mappings, so no stack.
@@ -17,15 +9,13 @@ const account = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266'
 const token = '0x5FbDB2315678afecb367f032d93F642f64180aa3'
 const NOW = Date.UTC(2030, 0, 1)
 const EXPIRY = NOW / 1000 + 3600
-const appKey = p256.getPublicKey(p256.utils.randomPrivateKey(), false)
-const appKeyHex = `0x${Buffer.from(appKey).toString('hex')}`
-const compressed = Buffer.from(p256.ProjectivePoint.fromHex(appKey).toRawBytes(true)).toString('hex')
-const options = { account, userId: 'user-1', now: NOW, tokens: { [token.toLowerCase()]: { symbol: 'TKN', decimals: 18 } } } as const
+const compressed = `02${'ab'.repeat(32)}`
+const options = { account, userId: 'user-1', now: NOW } as const
 const request = (overrides: Record<string, unknown> = {}) => ({
   chainId: '0x7a69',
   address: account,
   expiry: EXPIRY,
-  signer: { type: 'key', data: { type: 'secp256r1', publicKey: appKeyHex } },
+  signer: { type: 'account', data: { address: account } },
   permissions: [
     { type: 'erc20-recurring-allowance', data: { token, allowance: '0x4563918244f40000', start: NOW / 1000, period: 86400 }, policies: [] },
     { type: 'native-token-recurring-allowance', data: { allowance: '1000000000000000', period: 3600 }, policies: [] },
@@ -43,10 +33,10 @@ const failure = (run: () => unknown) => {
 }
 
 describe('toGrantParameters', () => {
-  test('default: an ERC-7715 request becomes create_grant parameters bound to the app’s P-256 key', () => {
+  test('default: an ERC-7715 request becomes create_grant parameters, the key left for the consent frame to name', () => {
     expect(toGrantParameters(request(), { ...options, apiKeyName: 'game' })).toEqual({
       userId: 'user-1',
-      apiKey: { apiKeyName: 'game', publicKey: compressed },
+      apiKey: { apiKeyName: 'game', publicKey: '' },
       grant: {
         chainId: '31337',
         account,
@@ -54,32 +44,30 @@ describe('toGrantParameters', () => {
         permissions: [
           {
             type: 'erc20-recurring-allowance',
-            data: { address: token, allowance: '5000000000000000000', start: String(NOW / 1000), period: '86400', symbol: 'TKN', decimals: 18 },
+            data: { address: token.toLowerCase(), allowance: '5000000000000000000', start: String(NOW / 1000), period: '86400' },
           },
           { type: 'native-token-recurring-allowance', data: { allowance: '1000000000000000', start: '0', period: '3600' } },
-          { type: 'contract-call', data: { address: token, calls: ['0xa9059cbb', '0x095ea7b3'] } },
+          { type: 'contract-call', data: { address: token.toLowerCase(), calls: ['0xa9059cbb', '0x095ea7b3'] } },
         ],
       },
     })
   })
 
-  test('behavior: MetaMask’s later shape (expiry rule, account signer, one periodic permission) binds the wallet’s own key', () => {
+  test('behavior: MetaMask’s later shape (expiry rule, account signer, one periodic permission) reads the same', () => {
     const later = {
       chainId: '0x7a69',
       to: account,
       rules: [{ type: 'expiry', data: { timestamp: EXPIRY } }],
       permission: { type: 'erc20-token-periodic', data: { tokenAddress: token, periodAmount: '0x1', periodDuration: 604800, startTime: 0 } },
     }
-    expect(toGrantParameters(later, { ...options, walletKey: compressed, apiKeyName: 'later' })).toEqual({
+    expect(toGrantParameters(later, { ...options, apiKeyName: 'later' })).toEqual({
       userId: 'user-1',
-      apiKey: { apiKeyName: 'later', publicKey: compressed },
+      apiKey: { apiKeyName: 'later', publicKey: '' },
       grant: {
         chainId: '31337',
         account,
         expiry: String(EXPIRY),
-        permissions: [
-          { type: 'erc20-recurring-allowance', data: { address: token, allowance: '1', start: '0', period: '604800', symbol: 'TKN', decimals: 18 } },
-        ],
+        permissions: [{ type: 'erc20-recurring-allowance', data: { address: token.toLowerCase(), allowance: '1', start: '0', period: '604800' } }],
       },
     })
   })
@@ -131,14 +119,13 @@ describe('toGrantParameters', () => {
         'The contract-call permission names no functions: it would allow every call',
       ],
       [request({ permissions: [] }), 'The grant has no permissions'],
-      [request({ expiry: NOW / 1000 }), 'The grant expired already, at 2030-01-01T00:00:00.000Z'],
+      [request({ expiry: NOW / 1000 }), 'The grant expired already, at 2030-01-01 00:00:00 UTC'],
       [request({ address: token }), `The grant is for the account ${token}, not this wallet's account ${account}`],
       [
-        request({ signer: { type: 'key', data: { type: 'secp256k1', publicKey: '0x02' } } }),
-        "The grant's signer is a secp256k1 key: the kms binds P-256 (secp256r1) keys only",
+        request({ signer: { type: 'key', data: { type: 'secp256r1', publicKey: '0x02' } } }),
+        'The grant\'s signer type "key" is not one the wallet can bind: it signs inside a grant with its own key, so name an account signer or none',
       ],
-      [request({ signer: { type: 'key', data: { type: 'secp256r1', publicKey: '0x1234' } } }), "The grant's signer key is not a P-256 public key: 0x1234"],
-      [request({ signer: { type: 'account', data: { address: account } } }), 'The grant names an account signer, and the wallet has no key of its own to bind'],
+      [request({ signer: { type: 'account', data: { address: '0x1234' } } }), "The grant's account signer is not an address: 0x1234"],
       [request({ chainId: 'mainnet' }), 'The grant\'s "chainId" is not a chain id: mainnet'],
     ] as const
     for (const [grant, message] of cases) {

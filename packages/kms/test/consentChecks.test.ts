@@ -404,6 +404,69 @@ describe('init_import', () => {
   })
 })
 
+describe('wallet_grantPermissions', () => {
+  const expiry = Math.floor(Date.now() / 1000) + 3600
+  const request = {
+    method: 'wallet_grantPermissions',
+    params: [
+      {
+        chainId: '0x7a69',
+        expiry,
+        permissions: [
+          { type: 'native-token-recurring-allowance', data: { allowance: '0x2386f26fc10000', period: 86400 } },
+          { type: 'contract-call', data: { address: token, calls: ['transfer(address,uint256)'] } },
+        ],
+      },
+    ],
+  }
+  const grant = {
+    chainId: '31337',
+    account,
+    expiry: String(expiry),
+    permissions: [
+      { type: 'native-token-recurring-allowance', data: { allowance: '10000000000000000', start: '0', period: '86400' } },
+      { type: 'contract-call', data: { address: token.toLowerCase(), calls: ['0xa9059cbb'] } },
+    ],
+  }
+  const body = (parameters: Record<string, unknown> = {}) =>
+    activity('ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT', { userId: 'user', apiKey: { apiKeyName: 'grant', publicKey: '' }, grant, ...parameters })
+
+  test('default: create_grant of exactly the grant shown, its key left for the frame to make', () => {
+    expect(check(request, body())).toEqual({
+      facts: { rows: [{ label: 'Signs', value: 'inside these limits until it expires, without asking you again' }] },
+    })
+  })
+
+  test('error: refuses a body that grants more, for another account, names its own key, or is not create_grant', () => {
+    const more = {
+      ...grant,
+      permissions: [{ type: 'native-token-recurring-allowance', data: { allowance: '20000000000000000', start: '0', period: '86400' } }],
+    }
+    expect(check(request, body({ grant: more }))).toEqual(refused('the payload does not create the grant shown'))
+    expect(check(request, body({ grant: { ...grant, account: other } }))).toEqual(refused(`the grant is not for the account ${account}`))
+    expect(check(request, body({ apiKey: { apiKeyName: 'grant', publicKey: `02${'11'.repeat(32)}` } }))).toEqual(
+      refused("the grant's key must be left for this frame to make: apiKey {apiKeyName, publicKey: ''}"),
+    )
+    expect(check(request, activity('ACTIVITY_TYPE_CREATE_API_KEYS', { userId: 'user' }))).toEqual(
+      refused('the payload is not a grant (ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT), it is ACTIVITY_TYPE_CREATE_API_KEYS'),
+    )
+  })
+
+  test('error: a grant request without an expiry, or of an unknown type, is refused before anything is shown', () => {
+    const { expiry: _, ...noExpiry } = request.params[0]!
+    // A ReviewError: the frame answers it -32602 with this message (consent.ts), as for a request that does not decode.
+    expect(check({ ...request, params: [noExpiry] }, body())).toEqual({
+      code: 'GRANT_WITHOUT_EXPIRY',
+      message: 'The grant has no expiry: a permission that never ends is refused',
+    })
+    expect(check({ ...request, params: [{ ...request.params[0], permissions: [{ type: 'native-token-stream', data: {} }] }] }, body())).toEqual({
+      code: 'UNKNOWN_PERMISSION',
+      message:
+        'Unknown permission type "native-token-stream": the wallet can grant only native-token-recurring-allowance, erc20-recurring-allowance, native-token-periodic, erc20-token-periodic, contract-call',
+    })
+  })
+})
+
 describe('any other method', () => {
   test('error: refused whatever its payload', () => {
     const body = activity('ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', {
@@ -412,7 +475,18 @@ describe('any other method', () => {
       encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
       hashFunction: 'HASH_FUNCTION_NO_OP',
     })
-    expect(check({ method: 'wallet_grantPermissions', params: [{}] }, body)).toEqual(refused('wallet_grantPermissions cannot be stamped by this frame'))
+    expect(
+      (() => {
+        try {
+          return assertPayloadMatches(
+            { request: { method: 'wallet_watchAsset', params: [{}] } as never, payload: body, context: { account, chainId } },
+            settings,
+          )
+        } catch (error) {
+          return { code: (error as { code?: number }).code, message: (error as Error).message }
+        }
+      })(),
+    ).toEqual(refused('wallet_watchAsset cannot be stamped by this frame'))
     expect(check({ method: 'eth_sendTransaction', params: [{}] }, 'not json')).toEqual(refused('the payload is not a JSON kms request'))
     expect(check({ method: 'eth_sendTransaction', params: [{}] }, '{"type":"x"}')).toEqual(refused('the payload is not a kms activity'))
   })

@@ -1,3 +1,4 @@
+import { BATCH_CALLS_PARAMETERS, BATCH_EXECUTOR_ABI, BATCH_MODE } from '@latchkey/constants/batch-executor'
 import type { TurnkeyClient } from '@turnkey/http'
 import {
   type Address,
@@ -35,22 +36,10 @@ const TOKEN_ABI = parseAbi([
   'function mint(address to, uint256 amount)',
   'function balanceOf(address owner) view returns (uint256)',
 ])
-const EXECUTE_ABI = parseAbi(['function execute(bytes32 mode, bytes executionData)'])
-const BATCH_MODE = '0x0100000000000000000000000000000000000000000000000000000000000000'
-const CALLS = [
-  {
-    type: 'tuple[]',
-    components: [
-      { name: 'to', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'data', type: 'bytes' },
-    ],
-  },
-] as const
 const TKN = (amount: string) => parseUnits(amount, 18)
 const transfer = (amount: bigint, to: Address = recipient) => encodeFunctionData({ abi: TOKEN_ABI, functionName: 'transfer', args: [to, amount] })
 const batch = (calls: readonly { to: Address; value: bigint; data: Hex }[]) =>
-  encodeFunctionData({ abi: EXECUTE_ABI, functionName: 'execute', args: [BATCH_MODE, encodeAbiParameters(CALLS, [calls])] })
+  encodeFunctionData({ abi: BATCH_EXECUTOR_ABI, functionName: 'execute', args: [BATCH_MODE, encodeAbiParameters(BATCH_CALLS_PARAMETERS, [calls])] })
 const HOUR = 3600
 /** A rolling window well inside a grant's hour. */
 const WINDOW = 600

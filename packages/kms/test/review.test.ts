@@ -644,7 +644,7 @@ describe('the frame bundle', () => {
     const bundle = await rolldown({
       input: fileURLToPath(new URL('../src/frames/browser/review/index.ts', import.meta.url)),
       platform: 'browser',
-      resolve: { conditionNames: ['browser', 'import', 'default'] },
+      resolve: { conditionNames: ['source', 'browser', 'import', 'default'] },
       logLevel: 'silent',
     })
     try {

@@ -62,6 +62,16 @@ export class InvalidAuthorizationError extends CannotProceedError {
   }
 }
 
+/**
+ * A request inside a permission the user granted (ERC-7715 `wallet_grantPermissions`) that the
+ * key-management service refused under the grant's rule (its limit for the period spent, expired,
+ * revoked): nothing was signed, and no prompt was shown instead. `details` says why.
+ *
+ * @example
+ * if (error instanceof GrantRefusedError) askForANewGrant()
+ */
+export const GrantRefusedError = define('GrantRefusedError', 'grant_refused', 'The permission you granted does not allow this request.')
+
 /** A passkey ceremony that failed; `code` is its SPEC §8 ceremony code (ERROR_CEREMONY_ABORTED, ...). */
 export class WebauthnCeremonyError extends EmbeddedFlowError {
   override name = 'WebauthnCeremonyError'
@@ -72,6 +82,7 @@ const BY_CODE: Record<string, EmbeddedFlowErrorClass> = {
   account_not_found: AccountNotFoundError,
   cannot_proceed: CannotProceedError,
   invalid_authorization: InvalidAuthorizationError,
+  grant_refused: GrantRefusedError,
   webauthn_not_supported: WebauthnNotSupportedError,
   session_failed: SessionError,
   oauth_failed: OAuthError,

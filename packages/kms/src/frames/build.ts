@@ -22,8 +22,8 @@ export async function compileFrames(): Promise<Map<string, string>> {
     input: Object.fromEntries(FRAME_SCRIPTS.map((name) => [name, fileURLToPath(new URL(`${name}.ts`, browserSources))])),
     platform: 'browser',
     // The browser code must not reach into Node or the server's code: only its own files and
-    // the packages it imports are bundled.
-    resolve: { conditionNames: ['browser', 'import', 'default'] },
+    // the packages it imports are bundled; workspace packages (@latchkey/constants) from source.
+    resolve: { conditionNames: ['source', 'browser', 'import', 'default'] },
     logLevel: 'warn',
   })
   try {

@@ -1,3 +1,4 @@
+import { BATCH_CALLS_PARAMETERS, BATCH_EXECUTOR_ABI, BATCH_MODE } from '@latchkey/constants/batch-executor'
 import {
   type Address,
   decodeAbiParameters,
@@ -141,20 +142,6 @@ const ERC20 = parseAbi([
   'function approve(address spender, uint256 amount)',
   'function transferFrom(address from, address to, uint256 amount)',
 ])
-const EXECUTE = parseAbi(['function execute(bytes32 mode, bytes executionData)'])
-/** ERC-7821 batch mode (call type 0x01, revert on failure, no opData): the one the batch executor runs. */
-const BATCH_MODE = '0x0100000000000000000000000000000000000000000000000000000000000000'
-const CALLS = [
-  {
-    type: 'tuple[]',
-    components: [
-      { name: 'to', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'data', type: 'bytes' },
-    ],
-  },
-] as const
-
 const outside = (message: string) => grantRefusal(GrpcCode.permissionDenied, 'GRANT_CALL_NOT_ALLOWED', `Outside the grant: ${message}`)
 
 /**
@@ -190,9 +177,9 @@ export function spendsOf(rule: GrantRule, unsignedTransaction: string): Map<Asse
 /** The calls of the batch executor's `execute(BATCH_MODE, abi.encode(calls))`; anything else on the account is refused. */
 function batchCalls(data: Hex): readonly { to: Address; value: bigint; data: Hex }[] {
   try {
-    const { args } = decodeFunctionData({ abi: EXECUTE, data })
+    const { args } = decodeFunctionData({ abi: BATCH_EXECUTOR_ABI, data })
     if (args[0].toLowerCase() !== BATCH_MODE) throw new Error('mode')
-    return decodeAbiParameters(CALLS, args[1])[0]
+    return decodeAbiParameters(BATCH_CALLS_PARAMETERS, args[1])[0]
   } catch {
     throw outside('a call to the account itself that is not the batch executor’s execute of a batch')
   }

@@ -1,11 +1,13 @@
 import { openFrameChannel, stringField } from './channel.js'
 import { chainRpc, parseConsentConfig } from './consentConfig.js'
 import { askUser, tellRefusal } from './consentDialog.js'
-import { INVALID_REQUEST_CODE, parseReviewAndStamp, REVIEW_AND_STAMP, USER_REJECTED } from './consentMessages.js'
+import { grantHandlers, stampNewGrant } from './consentGrants.js'
+import { INVALID_REQUEST_CODE, parseReviewAndStamp, REVIEW_AND_STAMP, type ReviewAndStampValue, USER_REJECTED } from './consentMessages.js'
 import { assertPayloadMatches } from './consentPayload.js'
 import { parseStampQuery, STAMP_QUERY } from './consentQuery.js'
 import { embeddedKeyStore } from './embeddedKey.js'
 import { FrameError } from './encoding.js'
+import { grantKeyStore } from './grantKeys.js'
 import { applySettings, element, metaContent, pageConfig, showRefusal } from './page.js'
 import { type Review, ReviewError, reviewRequest } from './review/index.js'
 import { signingKeyStore, stampWithSigningKey } from './signingKey.js'
@@ -22,6 +24,8 @@ const config = pageConfig(document)
 const consentConfig = parseConsentConfig({ chains: metaContent(document, 'latchkey-chains'), executor: metaContent(document, 'latchkey-executor') })
 /** The export frame's keys (same origin, same storage): an export may only be encrypted to its key. */
 const exportKeys = embeddedKeyStore({ store: frameStore(), page: 'export' })
+/** The keys of the grants approved here (consentGrants.ts): the only silent signing. */
+const grantKeys = grantKeyStore({ store: frameStore() })
 const log = (message: string) => console.warn(`[latchkey consent frame] ${message}`)
 const elements = {
   dialog: element('review'),
@@ -55,8 +59,9 @@ const { refused } = openFrameChannel({
       closeRefusal()
       let review: Review
       let payload: string
+      let value: ReviewAndStampValue
       try {
-        const value = parseReviewAndStamp(request)
+        value = parseReviewAndStamp(request)
         payload = value.payload
         const exportKey = value.request.method === 'export_wallet' ? (await exportKeys.get(context.parentOrigin))?.publicKeyHex : undefined
         const facts = assertPayloadMatches(value, { executor: consentConfig.executor, exportKey })
@@ -72,12 +77,15 @@ const { refused } = openFrameChannel({
       }
       const key = await context.embeddedKey()
       if (!(await askUser(elements, review, log))) throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
+      if (value.request.method === 'wallet_grantPermissions')
+        return { type: 'STAMP', value: await stampNewGrant(value, { sessionKey: key, grantKeys, parentOrigin: context.parentOrigin }) }
       return { type: 'STAMP', value: await stampWithSigningKey(key, payload) }
     },
     async [STAMP_QUERY](request, context) {
       const payload = parseStampQuery(request)
       return { type: 'STAMP', value: await stampWithSigningKey(await context.embeddedKey(), payload) }
     },
+    ...grantHandlers(grantKeys),
     APPLY_SETTINGS: async (request) => applySettings(stringField(request, 'value', 8192), { secret: elements.dialog, label: elements.title }),
   },
 })

@@ -4,6 +4,7 @@ import { checkAuthorization } from './consentChecks/authorization.js'
 import { checkCalls } from './consentChecks/calls.js'
 import { checkCredential } from './consentChecks/credential.js'
 import { checkExport } from './consentChecks/exportKey.js'
+import { checkGrant } from './consentChecks/grant.js'
 import { checkImport, checkInitImport } from './consentChecks/importWallet.js'
 import { checkTransaction } from './consentChecks/transaction.js'
 import { checkTypedData } from './consentChecks/typedData.js'
@@ -58,6 +59,9 @@ export function assertPayloadMatches({ request, payload, context }: ReviewAndSta
       return checkTransaction(activity as Activity, request.params, context, settings)
     case 'wallet_sendCalls':
       return checkCalls(activity as Activity, request.params, context, settings)
+    case 'wallet_grantPermissions':
+      checkGrant(activity as Activity, request.params, context)
+      return { rows: [{ label: 'Signs', value: 'inside these limits until it expires, without asking you again' }] }
     case 'eip7702_authorization':
       return checkAuthorization(activity as Activity, request.params, context, settings)
     case 'export_wallet':
@@ -71,7 +75,7 @@ export function assertPayloadMatches({ request, payload, context }: ReviewAndSta
     case 'import_wallet':
       return checkImport(activity as Activity, request.params)
     default:
-      throw unbound(`${request.method} cannot be stamped by this frame`)
+      throw unbound(`${(request as { method: string }).method} cannot be stamped by this frame`)
   }
 }
 

@@ -1,3 +1,4 @@
+import { BATCH_CALLS_PARAMETERS, BATCH_EXECUTOR_ABI, BATCH_MODE } from '@latchkey/constants/batch-executor'
 import { encodeAbiParameters, encodeFunctionData, type Hex } from 'viem'
 import { type Call, toCall } from '../review/calls.js'
 import { formatNetwork, sameAddress, toAddress, toQuantity } from '../review/format.js'
@@ -9,36 +10,12 @@ import { assertSameCall, feeRow, unsignedTransaction } from './transaction.js'
 // packages/embedded/src/smartAccount.ts builds it). The account runs the executor's code once it
 // delegates to it, so an authorization in the same transaction may name the executor only.
 
-/** ERC-7821's batch mode: a single batch, revert on failure. */
-const BATCH_MODE = '0x0100000000000000000000000000000000000000000000000000000000000000'
-const EXECUTE_ABI = [
-  {
-    type: 'function',
-    name: 'execute',
-    stateMutability: 'payable',
-    inputs: [
-      { name: 'mode', type: 'bytes32' },
-      { name: 'executionData', type: 'bytes' },
-    ],
-    outputs: [],
-  },
-] as const
-const CALLS = [
-  {
-    type: 'tuple[]',
-    components: [
-      { name: 'to', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'data', type: 'bytes' },
-    ],
-  },
-] as const
 const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000'
 
 /** The calldata of `execute(BATCH_MODE, abi.encode(calls))`. */
 export function executeData(calls: readonly Call[]): Hex {
-  const encoded = encodeAbiParameters(CALLS, [calls.map((call) => ({ to: call.to ?? ZERO_ADDRESS, value: call.value, data: call.data }))])
-  return encodeFunctionData({ abi: EXECUTE_ABI, functionName: 'execute', args: [BATCH_MODE, encoded] })
+  const encoded = encodeAbiParameters(BATCH_CALLS_PARAMETERS, [calls.map((call) => ({ to: call.to ?? ZERO_ADDRESS, value: call.value, data: call.data }))])
+  return encodeFunctionData({ abi: BATCH_EXECUTOR_ABI, functionName: 'execute', args: [BATCH_MODE, encoded] })
 }
 
 export function checkCalls(
