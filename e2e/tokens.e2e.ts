@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { TEST_ACCOUNT, TOKEN } from '../apps/demo/src/testToken.js'
 import { launch } from './browser.js'
 import { embeddedSignUp } from './embeddedSignUp.js'
-import { answerConsent, latchkeyWarning, waitForText } from './page.js'
+import { answerConsent, demo, latchkeyWarning, waitForText } from './page.js'
 
 // The demo's Test Token (TKN) with the embedded wallet, against the whole local stack: the faucet
 // mints without a prompt; a transfer is approved in the kms's consent frame, which shows it
@@ -89,5 +89,46 @@ describe('Test Token (TKN) with the embedded wallet', () => {
     await page.getByRole('button', { name: 'Sign in' }).click()
     const address = (await waitForText(page.getByRole('status', { name: 'Address' }), /^0x[0-9a-fA-F]{40}$/)) as Address
     await tokenJourney(page, address, 'You rejected the request in your wallet (4001).')
+  })
+})
+
+describe('Grant permission (ERC-7715) with the embedded wallet', () => {
+  test('behavior: once the grant is approved in the frame, Send tokens completes with no prompt until 5 TKN are spent; the next is refused with the typed error, nothing sent', async () => {
+    const { page } = browser
+    const ui = demo(page)
+    const balance = page.getByRole('status', { name: 'Token balance' })
+    const status = page.getByRole('status', { name: 'Token transaction' }).locator('..')
+    const address = await embeddedSignUp(page, { demo: stack.demo, kms: stack.kms, email: `tokens.grant.${Date.now()}@example.test` })
+    await ui.button('Get test tokens').click()
+    expect(await waitForText(balance, '100 TKN')).toBe('100 TKN')
+
+    // The grant, shown in the frame and approved there by the user.
+    await ui.button('Grant permission').click()
+    const grant = consentDialog(page, 'Grant a permission')
+    await grant.getByText(/^5 TKN per day, from /).waitFor()
+    await answerConsent(page, 'Approve', 'Grant a permission')
+    await status.getByText(/^Granted: up to 5 TKN a day without asking, until \d\d:\d\d UTC/).waitFor()
+
+    // Inside the grant: each send completes though nobody answers a dialog (only a trusted click
+    // in the frame approves one), and none is showing.
+    const send = consentDialog(page, 'Send a transaction')
+    for (const left of ['98.5', '97', '95.5']) {
+      await ui.button('Send tokens').click()
+      expect(await waitForText(balance, `${left} TKN`)).toBe(`${left} TKN`)
+      expect(await send.isVisible()).toBe(false)
+    }
+    expect(await tokenBalance(address)).toBe(tkn('95.5'))
+
+    // 4.5 TKN spent: 1.5 more would pass 5 TKN a day. The kms refuses; the app sees its typed error, not a prompt.
+    browser.expectConsole('the refusal, logged as an error', (entry) => entry.kind === 'error' && entry.text.startsWith('[latchkey] sendTransaction: '))
+    browser.expectConsole(
+      "the kms's 403 to the grant's key",
+      (entry) => entry.kind === 'error' && entry.source.split('?')[0]!.endsWith('/public/v1/submit/sign_transaction'),
+    )
+    await ui.button('Send tokens').click()
+    expect(await waitForText(ui.alert, /Grant limit: 5 TKN per 1 day; 4\.5 TKN already spent/)).toMatch(/Grant limit: 5 TKN per 1 day; 4\.5 TKN already spent/)
+    expect(await send.isVisible()).toBe(false)
+    expect(await tokenBalance(address)).toBe(tkn('95.5'))
+    expect(await waitForText(balance, '95.5 TKN')).toBe('95.5 TKN')
   })
 })
