@@ -33,6 +33,11 @@ export type KmsAppOptions = {
   masterKey: SealingKey
   /** P-256 private key (hex) that signs export and import bundles; its public key is published. */
   signerPrivateKey: string
+  /**
+   * The signer's next key while it rotates (or, after the swap, its previous one), uncompressed
+   * hex: read-only session tokens it signed are accepted too, and it is published beside the signer.
+   */
+  nextSignerPublicKey?: string | undefined
   /** Relying party ids and origins passkeys may come from. Default: `localhost`, http://localhost:5173. */
   webauthn?: WebauthnConfig | undefined
   /** The OpenID issuers (and their client ids) whose ID tokens are believed. Default: none, so every OIDC token is refused. */
@@ -129,7 +134,8 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   app.notFound(() => Response.json(notFound('no such endpoint').toJSON(), { status: 404 }))
 
   app.use('*', cors(options.corsOrigins ?? webauthn.origins))
-  app.get(SIGNER_PATH, (c) => c.json({ signerPublicKey }))
+  const nextSignerPublicKey = options.nextSignerPublicKey?.toLowerCase()
+  app.get(SIGNER_PATH, (c) => c.json(nextSignerPublicKey ? { signerPublicKey, nextSignerPublicKey } : { signerPublicKey }))
 
   // The dev inbox, only when mail is not going out by SMTP.
   if (!options.mailer) {
@@ -138,7 +144,10 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   }
 
   // Every API call: its body read within the limit as it streams, then its stamp verified over those bytes.
-  const guard = [bodyLimit(maxBodyBytes), authenticate({ db, signerPublicKey, webauthn, now })] as const
+  const guard = [
+    bodyLimit(maxBodyBytes),
+    authenticate({ db, signerPublicKeys: nextSignerPublicKey ? [signerPublicKey, nextSignerPublicKey] : [signerPublicKey], webauthn, now }),
+  ] as const
   app.use('/public/v1/query/*', ...guard)
   // Every submission's outcome goes to the audit trail, its authentication's refusals included.
   const audit = options.audit ?? createAuditTrail({ service: 'kms', storage: db.auditStorage, now, logger: options.logger })

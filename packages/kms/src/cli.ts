@@ -37,7 +37,7 @@ import { assertChain } from './frames/app.js'
 import type { FrameChain } from './frames/pages.js'
 import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { backupSqlite, removeScratch, scratchCopy } from './keyring/backup.js'
-import { keyStatus, rewrapRows, rotateDataKey, rotateKek, verifySealedRows } from './keyring/operations.js'
+import { keyStatus, REWRAP_DEFAULTS, rewrapRows, rotateDataKey, rotateKek, verifySealedRows } from './keyring/operations.js'
 import { kekSetting, openKek } from './keyring/settings.js'
 import { generateApiKeyPair } from './keys.js'
 import { DEFAULT_FRESH_VERIFICATION_SECONDS } from './policies/freshVerification.js'
@@ -100,6 +100,19 @@ const settings = {
     },
     description:
       'The P-256 private key (64 hex characters) that signs export and import bundles and session tokens; backends and frames pin its public key. Without it: generated at start.',
+  }),
+  nextSignerPublicKey: custom({
+    flag: 'next-signer-public-key',
+    env: 'LATCHKEY_KMS_NEXT_SIGNER_PUBLIC_KEY',
+    valueName: '<hex>',
+    description:
+      'While the signer key rotates: the other key (uncompressed P-256 hex), the next one before the swap and the previous one after it; the frames and read-only sessions accept it too (deploy/ROTATION.md).',
+    convert: (text, label) => {
+      const hex = text.trim().toLowerCase()
+      if (!/^04[0-9a-f]{128}$/.test(hex))
+        throw new SettingsError(`${label} must be an uncompressed P-256 public key (130 hex characters starting 04), got ${JSON.stringify(text)}`)
+      return hex
+    },
   }),
   smtpUrl: secretUrl({
     env: 'LATCHKEY_SMTP_URL',
@@ -401,6 +414,7 @@ await runService({
         kek,
         keyRefreshMs: values.keyRefreshMs,
         signerPrivateKey: values.signerKey,
+        nextSignerPublicKey: values.nextSignerPublicKey,
         // In production, mail with codes goes over TLS only (STARTTLS required on smtp://).
         smtp: values.smtpUrl ? { url: values.smtpUrl, from: values.mailFrom, requireTLS: production } : undefined,
         webauthn: { rpIds: values.rpIds, origins: values.passkeyOrigins },
@@ -533,12 +547,21 @@ await runService({
       settings: {
         ...keySettings,
         keyRefreshMs: settings.keyRefreshMs,
-        batchSize: integer({ flag: 'batch-size', min: 1, max: 10_000, default: 200, description: 'Rows resealed per transaction.' }),
+        batchSize: integer({ flag: 'batch-size', min: 1, max: 10_000, default: REWRAP_DEFAULTS.batchSize, description: 'Rows resealed per transaction.' }),
+        dutyCycle: integer({
+          flag: 'duty-cycle',
+          min: 1,
+          max: 100,
+          default: REWRAP_DEFAULTS.dutyCycle * 100,
+          valueName: '<percent>',
+          description: 'The share of the time the rewrap works; it rests the rest, so instances keep signing at nearly their idle pace. 100: no rest.',
+        }),
       },
-      run: (values: KeyValues & { keyRefreshMs: number; batchSize: number }) =>
+      run: (values: KeyValues & { keyRefreshMs: number; batchSize: number; dutyCycle: number }) =>
         withKeys('keys rewrap', values, (kms) =>
           rewrapRows(kms.db, kms.keyring, {
             batchSize: values.batchSize,
+            dutyCycle: values.dutyCycle / 100,
             onBatch: (progress) => process.stderr.write(`keys rewrap: ${progress.moved} rows resealed (${progress.table})\n`),
           }),
         ),

@@ -55,6 +55,11 @@ export type KmsOptions = {
   /** P-256 private key (hex) that signs export and import bundles. Default: random. */
   signerPrivateKey?: string | undefined
   /**
+   * The signer's next key while it rotates (after the swap, its previous one), uncompressed hex:
+   * the frames and the read-only session check accept it too (deploy/ROTATION.md).
+   */
+  nextSignerPublicKey?: string | undefined
+  /**
    * The longest lifetime, in seconds, a session, sign-in credential or API key may be given
    * (`expirationSeconds` above it is refused); a sub-organization's API keys must have one.
    * Default 86400 (a day); at least 900.
@@ -178,6 +183,7 @@ export function createKms(options: KmsOptions = {}) {
     db,
     masterKey: keyring,
     signerPrivateKey,
+    nextSignerPublicKey: options.nextSignerPublicKey,
     now,
     mailer,
     outbox,
@@ -194,6 +200,7 @@ export function createKms(options: KmsOptions = {}) {
   const framesApp = options.frames
     ? createFramesApp({
         signerPublicKey,
+        nextSignerPublicKey: options.nextSignerPublicKey,
         parentOrigins: options.frames.parentOrigins,
         chains: options.frames.chains,
         executor: options.frames.executor,

@@ -238,6 +238,7 @@ if (testBackend === 'sqlite')
         'DATABASE_URL, or a file: --database-url-file <path> / DATABASE_URL_FILE',
         'LATCHKEY_KMS_MASTER_KEY, or a file: --master-key-file <path> / LATCHKEY_KMS_MASTER_KEY_FILE',
         'LATCHKEY_KMS_SIGNER_KEY, or a file: --signer-key-file <path> / LATCHKEY_KMS_SIGNER_KEY_FILE',
+        '--next-signer-public-key <hex>, LATCHKEY_KMS_NEXT_SIGNER_PUBLIC_KEY',
         'LATCHKEY_SMTP_URL, or a file: --smtp-url-file <path> / LATCHKEY_SMTP_URL_FILE',
         '--mail-from <text>, LATCHKEY_SMTP_FROM',
         '--rp-id <domain>, LATCHKEY_KMS_RP_IDS',

@@ -154,7 +154,7 @@ describe('export frame: export bundles', () => {
     const plaintext = await openExportBundle({
       bundle: JSON.stringify(vector.bundle),
       organizationId,
-      signerPublicKey: vector.bundle.enclaveQuorumPublic,
+      signerPublicKeys: [vector.bundle.enclaveQuorumPublic],
       embeddedKey: await embeddedKeyFrom(vector.recipientPrivateKeyHex),
     })
     expect(utf8Decode(plaintext).split(' ').slice(0, 3)).toEqual(['leaf', 'lady', 'until'])
@@ -168,7 +168,12 @@ describe('export frame: export bundles', () => {
       targetPublicKey: embedded.apiPublicKey,
       plaintext: new TextEncoder().encode(`${'zoo '.repeat(11)}wrong`),
     })
-    const plaintext = await openExportBundle({ bundle, organizationId: 'org-1', signerPublicKey, embeddedKey: await embeddedKeyFrom(embedded.apiPrivateKey) })
+    const plaintext = await openExportBundle({
+      bundle,
+      organizationId: 'org-1',
+      signerPublicKeys: [signerPublicKey],
+      embeddedKey: await embeddedKeyFrom(embedded.apiPrivateKey),
+    })
     expect(utf8Decode(plaintext)).toBe(`${'zoo '.repeat(11)}wrong`)
   })
 
@@ -178,7 +183,7 @@ describe('export frame: export bundles', () => {
     const other = generateApiKeyPair().apiPrivateKey
     const otherPublic = bytesToHex(p256.getPublicKey(other, false))
     const forged = await exportBundle({ signerPrivateKey: other, organizationId: 'org-1', targetPublicKey: embedded.apiPublicKey, plaintext: Uint8Array.of(1) })
-    const open = (bundle: string, organizationId = 'org-1') => openExportBundle({ bundle, organizationId, signerPublicKey, embeddedKey })
+    const open = (bundle: string, organizationId = 'org-1') => openExportBundle({ bundle, organizationId, signerPublicKeys: [signerPublicKey], embeddedKey })
     await expect(open(forged)).rejects.toThrow(`the bundle is signed by ${otherPublic}, not by this service's signer ${signerPublicKey}`)
     await expect(open(JSON.stringify({ ...JSON.parse(forged), enclaveQuorumPublic: signerPublicKey }))).rejects.toThrow('the bundle signature does not verify')
     const { enclaveQuorumPublic: _, ...unnamed } = JSON.parse(forged) as Record<string, string>
@@ -195,12 +200,56 @@ describe('export frame: export bundles', () => {
   })
 })
 
+describe('signer rotation: the frames accept the signer and its next key', () => {
+  const next = generateApiKeyPair().apiPrivateKey
+  const nextPublicKey = bytesToHex(p256.getPublicKey(next, false))
+  const pinned = [signerPublicKey, nextPublicKey]
+
+  test('behavior: a frame that pins both opens export and import bundles of either key, named or not', async () => {
+    const embedded = generateApiKeyPair()
+    const embeddedKey = await embeddedKeyFrom(embedded.apiPrivateKey)
+    const targetPublic = bytesToHex(p256.getPublicKey(generateApiKeyPair().apiPrivateKey, false))
+    for (const key of [signer, next]) {
+      const bundle = await exportBundle({ signerPrivateKey: key, organizationId: 'org-1', targetPublicKey: embedded.apiPublicKey, plaintext: Uint8Array.of(7) })
+      expect(await openExportBundle({ bundle, organizationId: 'org-1', signerPublicKeys: pinned, embeddedKey })).toEqual(Uint8Array.of(7))
+      const { enclaveQuorumPublic: _, ...unnamed } = JSON.parse(bundle) as Record<string, string>
+      expect(await openExportBundle({ bundle: JSON.stringify(unnamed), organizationId: 'org-1', signerPublicKeys: pinned, embeddedKey })).toEqual(
+        Uint8Array.of(7),
+      )
+      const imported = signBundle(key, { organizationId: 'org-1', userId: 'user-1', targetPublic })
+      expect(bytesToHex(await readImportBundle({ bundle: imported, organizationId: 'org-1', userId: 'user-1', signerPublicKeys: pinned }))).toBe(targetPublic)
+    }
+  })
+
+  test('error: once the old key is dropped its bundles are refused; a third key, or the next key named over the old key’s signature, never opens', async () => {
+    const embedded = generateApiKeyPair()
+    const embeddedKey = await embeddedKeyFrom(embedded.apiPrivateKey)
+    const old = await exportBundle({ signerPrivateKey: signer, organizationId: 'org-1', targetPublicKey: embedded.apiPublicKey, plaintext: Uint8Array.of(7) })
+    await expect(openExportBundle({ bundle: old, organizationId: 'org-1', signerPublicKeys: [nextPublicKey], embeddedKey })).rejects.toThrow(
+      `the bundle is signed by ${signerPublicKey}, not by this service's signer ${nextPublicKey}`,
+    )
+    const other = generateApiKeyPair().apiPrivateKey
+    const third = await exportBundle({ signerPrivateKey: other, organizationId: 'org-1', targetPublicKey: embedded.apiPublicKey, plaintext: Uint8Array.of(7) })
+    await expect(openExportBundle({ bundle: third, organizationId: 'org-1', signerPublicKeys: pinned, embeddedKey })).rejects.toThrow(
+      `the bundle is signed by ${bytesToHex(p256.getPublicKey(other, false))}, not by this service's signer ${signerPublicKey} or ${nextPublicKey}`,
+    )
+    const { enclaveQuorumPublic: _, ...unnamed } = JSON.parse(third) as Record<string, string>
+    await expect(openExportBundle({ bundle: JSON.stringify(unnamed), organizationId: 'org-1', signerPublicKeys: pinned, embeddedKey })).rejects.toThrow(
+      'the bundle signature does not verify',
+    )
+    const renamed = JSON.stringify({ ...JSON.parse(old), enclaveQuorumPublic: nextPublicKey })
+    await expect(openExportBundle({ bundle: renamed, organizationId: 'org-1', signerPublicKeys: pinned, embeddedKey })).rejects.toThrow(
+      'the bundle signature does not verify',
+    )
+  })
+})
+
 describe('import frame: import bundles', () => {
   test('default: verifies the target, seals a phrase the service opens', async () => {
     const target = generateApiKeyPair()
     const targetPublic = bytesToHex(p256.getPublicKey(target.apiPrivateKey, false))
     const bundle = signBundle(signer, { organizationId: 'org-1', userId: 'user-1', targetPublic })
-    const key = await readImportBundle({ bundle, organizationId: 'org-1', userId: 'user-1', signerPublicKey })
+    const key = await readImportBundle({ bundle, organizationId: 'org-1', userId: 'user-1', signerPublicKeys: [signerPublicKey] })
     expect(bytesToHex(key)).toBe(targetPublic)
     const encrypted = JSON.parse(
       await sealImportBundle(key, parseMnemonic('  Legal winner thank year wave sausage worth useful legal winner thank yellow \n')),
@@ -212,7 +261,8 @@ describe('import frame: import bundles', () => {
 
   test('error: another signer, organization or user', async () => {
     const targetPublic = bytesToHex(p256.getPublicKey(generateApiKeyPair().apiPrivateKey, false))
-    const read = (bundle: string, organizationId = 'org-1', userId = 'user-1') => readImportBundle({ bundle, organizationId, userId, signerPublicKey })
+    const read = (bundle: string, organizationId = 'org-1', userId = 'user-1') =>
+      readImportBundle({ bundle, organizationId, userId, signerPublicKeys: [signerPublicKey] })
     const other = generateApiKeyPair().apiPrivateKey
     await expect(read(signBundle(other, { organizationId: 'org-1', userId: 'user-1', targetPublic }))).rejects.toThrow('the bundle is signed by')
     const genuine = signBundle(signer, { organizationId: 'org-1', userId: 'user-1', targetPublic })

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import { createKms, type Kms } from '../src/index.js'
 import { envKek } from '../src/keyring/kek.js'
 import { rewrapRows, rotateDataKey, rotateKek, verifySealedRows } from '../src/keyring/operations.js'
-import { parsePkcs11Uri, pkcs11Kek } from '../src/keyring/pkcs11.js'
+import { loadPkcs11Module, parsePkcs11Uri, pkcs11Kek } from '../src/keyring/pkcs11.js'
 import { seal } from '../src/secrets.js'
 import { SEALED_COLUMNS } from '../src/storage/dataKeys.js'
 import { connect, testDatabase } from './database.js'
@@ -174,6 +174,44 @@ describe('key hierarchy with a KEK in SoftHSM2', () => {
     expect(await sign({ ...first, kms }, sub)).toEqual(before)
     expect((await fetch(`${kms.url}/readyz`)).status).toBe(200)
     expect(await verifySealedRows(kms.db, kms.keyring)).toEqual({ intact: true, opened: expect.any(Number) })
+  })
+
+  test('error: a token that goes away mid-run: /readyz answers 503, a row under a data key it can no longer unwrap answers 503, never a 500; signing with the keys it holds goes on', async () => {
+    const hsm = await softHsmKek({ token: 'vanishing' })
+    const database = await testDatabase(join(await mkdtemp(join(tmpdir(), 'latchkey-keys-')), 'kms.db'))
+    const kek = await pkcs11Kek(parsePkcs11Uri(hsm.uri()))
+    const harness = await started({ kek, keyRefreshMs: 50, ...database })
+    const sub = await harness.subOrganization()
+    const before = await sign(harness, sub)
+    // A data key another instance makes while the token still answers: this instance has not unwrapped it.
+    const other = await pkcs11Kek(parsePkcs11Uri(hsm.uri()))
+    stops.push(() => other.close())
+    const wrapped = Buffer.from(await other.wrap('dek_later', randomBytes(32))).toString('base64')
+
+    // The token goes away: every session on its slot is closed, as when the HSM restarts or is unplugged.
+    const { module, release } = await loadPkcs11Module(hsm.module)
+    try {
+      const slot = module.C_GetSlotList(true).find((candidate) => module.C_GetTokenInfo(candidate).label.trim() === 'vanishing')!
+      module.C_CloseAllSessions(slot)
+    } finally {
+      release()
+    }
+    const ready = await fetch(`${harness.kms.url}/readyz`)
+    expect(ready.status).toBe(503)
+    expect(await ready.json()).toEqual({ status: 'unavailable', reason: expect.stringContaining('the PKCS#11 token "vanishing" does not answer') })
+    expect(await sign(harness, sub)).toEqual(before)
+
+    await harness.kms.db.insertDataKey({ id: 'dek_later', kek_id: kek.id, wrapped, created_at: 0 })
+    const sealedUnder = harness.kms.keyring.seal('probe', 'x').replace(/^v2:[^:]+:/, 'v2:dek_later:')
+    let refused: unknown
+    try {
+      harness.kms.keyring.openBytes('probe', sealedUnder)
+    } catch (error) {
+      refused = error
+    }
+    expect(refused).toMatchObject({ status: 503, message: 'data key dek_later is not loaded yet: try again' })
+    await expect(harness.kms.keyring.refresh()).rejects.toThrow()
+    expect((await fetch(`${harness.kms.url}/readyz`)).status).toBe(503)
   })
 
   test('error: a wrong PIN, a missing token, a missing key and a malformed URI are refused in one line each', async () => {

@@ -38,10 +38,17 @@ export type ServerAppOptions = {
   apiPublicKey: string
   apiPrivateKey: string
   /**
-   * The key that signs session JWTs (uncompressed P-256 hex): our kms's `signerPublicKey` locally
-   * (dev.json `kms.signerPublicKey`). Default: Turnkey's production notarizer key.
+   * What delegated users' keys derive from, 64 hex characters. Default: `apiPrivateKey`, as every
+   * account made before this setting existed; set it to that key before rotating the API key, so
+   * existing accounts keep their delegated access.
    */
-  sessionSignerPublicKey?: string | undefined
+  delegationSecret?: string | undefined
+  /**
+   * The key that signs session JWTs (uncompressed P-256 hex): our kms's `signerPublicKey` locally
+   * (dev.json `kms.signerPublicKey`); while the kms's signer rotates, its signer and next key.
+   * Default: Turnkey's production notarizer key.
+   */
+  sessionSignerPublicKey?: string | readonly string[] | undefined
   /** The key-management API as browsers reach it, published at /auth/config. Default: `kmsUrl`. */
   publicKmsUrl?: string | undefined
   /** Where the key-management frames (export, import, recovery) are served, published at /auth/config. */
@@ -71,9 +78,11 @@ export type ServerAppOptions = {
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
   logger?: Logger | undefined
   /**
-   * The P-256 key that signs session JWTs (`POST /auth/token`), as PKCS#8 PEM or a private JWK
-   * (JSON). Default: a key generated for this process (development only: its tokens die with it,
-   * and instances behind one load balancer need the same key).
+   * The P-256 keys of session JWTs (`POST /auth/token`): one PKCS#8 PEM or private JWK (JSON), or
+   * several (PEM blocks one after another, a JSON array of JWKs or a JWK Set). The first signs;
+   * all are published in the JWKS, so a rotation overlaps. Default: a key generated for this
+   * process (development only: its tokens die with it, and instances behind one load balancer
+   * need the same key).
    */
   sessionJwtKey?: string | undefined
   /**

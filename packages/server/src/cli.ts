@@ -4,7 +4,7 @@
  * environment variable (`latchkey-server --help`), JSON logs on standard output, `GET /healthz`
  * and `GET /readyz`, a graceful stop on SIGTERM or SIGINT. The package README has the details.
  */
-import { createPrivateKey } from 'node:crypto'
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import {
@@ -32,7 +32,7 @@ import { TurnkeyClient } from '@turnkey/http'
 import { APPLE_CLIENT_SECRET_SECONDS, APPLE_ISSUER, appleClientSecret } from './appleClientSecret.js'
 import { createServerAudit, verifyServerAudit } from './audit.js'
 import { createDelegatedAccess } from './internal/delegated.js'
-import { ACCESS_TOKEN_SECONDS, SESSION_JWT_DEFAULTS } from './internal/sessionTokens.js'
+import { ACCESS_TOKEN_SECONDS, SESSION_JWT_DEFAULTS, sessionJwtKeyTexts } from './internal/sessionTokens.js'
 import type { SiweChain } from './internal/siwe.js'
 import { revokeSessions } from './revoke.js'
 import { OAUTH_CALLBACK_PATH, type OAuthProviderConfig, type OAuthProviderName } from './routes/oauth.js'
@@ -110,13 +110,28 @@ const settings = {
     description: 'The private key of --api-public-key, 64 hex characters (required).',
     convert: (text, label) => hexKey(/^[0-9a-f]{64}$/, 'a P-256 private key as 64 hex characters')(text.replace(/^0x/i, ''), label),
   }),
-  sessionSignerPublicKey: custom({
-    flag: 'session-signer-public-key',
-    env: 'LATCHKEY_SESSION_SIGNER_PUBLIC_KEY',
-    valueName: '<hex>',
-    description: 'The key that signs session JWTs, uncompressed P-256 hex: latchkey-kms’s signerPublicKey. Default: Turnkey’s production notarizer key.',
-    convert: hexKey(/^04[0-9a-f]{128}$/, 'an uncompressed P-256 public key (130 hex characters starting 04)'),
+  delegationSecret: secret({
+    env: 'LATCHKEY_DELEGATION_SECRET',
+    fileFlag: 'delegation-secret-file',
+    description:
+      'What the delegated users’ keys in each account derive from, 64 hex characters. Default: the API private key, as every account made without it; set it to that key before rotating the API key, or existing accounts lose delegated access.',
+    convert: (text, label) => {
+      const hex = text.trim().replace(/^0x/i, '').toLowerCase()
+      // Never echoed: it is a secret.
+      if (!/^[0-9a-f]{64}$/.test(hex)) throw new SettingsError(`${label} must be 64 hex characters`)
+      return hex
+    },
   }),
+  sessionSignerPublicKey: list(
+    custom({
+      flag: 'session-signer-public-key',
+      env: 'LATCHKEY_SESSION_SIGNER_PUBLIC_KEY',
+      valueName: '<hex>',
+      description:
+        'The key that signs session JWTs, uncompressed P-256 hex: latchkey-kms’s signerPublicKey; while it rotates, its signer and next key (repeatable, the variable comma-separated). Default: Turnkey’s production notarizer key.',
+      convert: hexKey(/^04[0-9a-f]{128}$/, 'an uncompressed P-256 public key (130 hex characters starting 04)'),
+    }),
+  ),
   appName: text({ flag: 'app-name', env: 'LATCHKEY_APP_NAME', default: 'Latchkey', valueName: '<name>', description: 'Shown in sign-in and recovery emails.' }),
   allowedOrigins: list(
     origin({
@@ -174,17 +189,27 @@ const settings = {
     fileFlag: 'session-jwt-key-file',
     production: 'required',
     description:
-      'The P-256 private key that signs session JWTs (POST /auth/token), PKCS#8 PEM or a private JWK; every instance needs the same one. Without it: a key generated at start (development only).',
+      'The P-256 private keys of session JWTs (POST /auth/token), PKCS#8 PEM or private JWKs: one key, or several (PEM blocks one after another, a JSON array or a JWK Set) while rotating; the first signs, all are published in the JWKS; every instance needs the same list. Without it: a key generated at start (development only).',
     convert: (text, label) => {
-      let details: { namedCurve?: string | undefined } | undefined
+      const refused = new SettingsError(`${label} must be a P-256 private key (PKCS#8 PEM or a private JWK), or a list of them`)
+      let texts: string[]
       try {
-        const trimmed = text.trim()
-        const key = trimmed.startsWith('{') ? createPrivateKey({ key: JSON.parse(trimmed), format: 'jwk' }) : createPrivateKey(trimmed)
-        details = key.asymmetricKeyDetails
+        texts = sessionJwtKeyTexts(text)
       } catch {
-        details = undefined
+        throw refused
       }
-      if (details?.namedCurve !== 'prime256v1') throw new SettingsError(`${label} must be a P-256 private key (PKCS#8 PEM or a private JWK)`)
+      const thumbprints = texts.map((keyText) => {
+        let key: KeyObject | undefined
+        try {
+          key = keyText.startsWith('{') ? createPrivateKey({ key: JSON.parse(keyText), format: 'jwk' }) : createPrivateKey(keyText)
+        } catch {
+          key = undefined
+        }
+        if (key?.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw refused
+        return createPublicKey(key).export({ format: 'der', type: 'spki' }).toString('hex')
+      })
+      if (thumbprints.length === 0) throw refused
+      if (new Set(thumbprints).size !== thumbprints.length) throw new SettingsError(`${label} lists a key twice`)
       return text.trim()
     },
   }),
@@ -382,6 +407,7 @@ const revokeSettings = {
   organizationId: settings.organizationId,
   apiPublicKey: settings.apiPublicKey,
   apiPrivateKey: settings.apiPrivateKey,
+  delegationSecret: settings.delegationSecret,
   ...auditSettings(),
   email: text({ flag: 'email', valueName: '<email>', description: 'End the sessions of the account with this email.' }),
   address: text({
@@ -399,6 +425,7 @@ type RevokeValues = {
   organizationId: string | undefined
   apiPublicKey: string | undefined
   apiPrivateKey: string | undefined
+  delegationSecret: string | undefined
   auditKey: Uint8Array | undefined
   auditLogFile: string | undefined
   email: string | undefined
@@ -457,7 +484,8 @@ await runService({
         organizationId: values.organizationId!,
         apiPublicKey,
         apiPrivateKey,
-        sessionSignerPublicKey: values.sessionSignerPublicKey,
+        delegationSecret: values.delegationSecret,
+        sessionSignerPublicKey: values.sessionSignerPublicKey.length ? values.sessionSignerPublicKey : undefined,
         appName: values.appName,
         allowedOrigins: values.allowedOrigins,
         siweDomains: values.siweDomains.length ? values.siweDomains : undefined,
@@ -562,7 +590,12 @@ await runService({
         try {
           const keys = { apiPublicKey: values.apiPublicKey!, apiPrivateKey: values.apiPrivateKey! }
           const kms = new TurnkeyClient({ baseUrl: values.kmsUrl }, new ApiKeyStamper(keys))
-          const delegated = createDelegatedAccess({ kms, kmsUrl: values.kmsUrl, apiPrivateKey: keys.apiPrivateKey, now: Date.now })
+          const delegated = createDelegatedAccess({
+            kms,
+            kmsUrl: values.kmsUrl,
+            delegationSecret: values.delegationSecret ?? keys.apiPrivateKey,
+            now: Date.now,
+          })
           return await revokeSessions(target, { store, delegated, audit, now: Date.now })
         } finally {
           await audit.settled()

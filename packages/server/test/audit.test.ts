@@ -114,7 +114,7 @@ describe('sessions revoke', () => {
     const before = await t.backend.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
     expect(before.apiKeys).toHaveLength(2)
 
-    const delegated = createDelegatedAccess({ kms: t.backend, kmsUrl: t.kms.url, apiPrivateKey: t.backendKey.apiPrivateKey, now: () => ++t.clock })
+    const delegated = createDelegatedAccess({ kms: t.backend, kmsUrl: t.kms.url, delegationSecret: t.backendKey.apiPrivateKey, now: () => ++t.clock })
     const result = await revokeSessions(
       { organization: account.organizationId },
       { store: t.store, delegated, audit: createServerAudit(t.store), now: () => ++t.clock },

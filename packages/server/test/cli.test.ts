@@ -358,6 +358,7 @@ describe('latchkey-server', () => {
       '--session-jwt-issuer <url>, LATCHKEY_SESSION_JWT_ISSUER',
       '--session-jwt-audience <audience>, LATCHKEY_SESSION_JWT_AUDIENCE',
       'LATCHKEY_SESSION_JWT_KEY, or a file: --session-jwt-key-file <path> / LATCHKEY_SESSION_JWT_KEY_FILE',
+      'LATCHKEY_DELEGATION_SECRET, or a file: --delegation-secret-file <path> / LATCHKEY_DELEGATION_SECRET_FILE',
       '--access-token-seconds <seconds>, LATCHKEY_ACCESS_TOKEN_SECONDS',
       '--google-client-id <id>, LATCHKEY_GOOGLE_CLIENT_ID',
       'LATCHKEY_GOOGLE_CLIENT_SECRET, or a file: --google-client-secret-file <path> / LATCHKEY_GOOGLE_CLIENT_SECRET_FILE',
@@ -412,7 +413,13 @@ describe('latchkey-server', () => {
       'a session JWT key that is not P-256',
       (port) => serverArgs(port, [], []),
       { LATCHKEY_SESSION_JWT_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString() },
-      'LATCHKEY_SESSION_JWT_KEY must be a P-256 private key (PKCS#8 PEM or a private JWK) (see latchkey-server --help)',
+      'LATCHKEY_SESSION_JWT_KEY must be a P-256 private key (PKCS#8 PEM or a private JWK), or a list of them (see latchkey-server --help)',
+    ],
+    [
+      'a session JWT key list that names a key twice',
+      (port) => serverArgs(port, [], []),
+      { LATCHKEY_SESSION_JWT_KEY: `${sessionJwtKey}\n${sessionJwtKey}` },
+      'LATCHKEY_SESSION_JWT_KEY lists a key twice (see latchkey-server --help)',
     ],
     [
       'no organization',

@@ -377,6 +377,23 @@ describe('POST /auth/login', () => {
     ])
   })
 
+  test('behavior: while the kms’s signer rotates, a backend pinning the signer and its next key accepts the kms’s JWTs; pinning only the other key, it refuses them', async () => {
+    const account = await signedUpWithPasskey()
+    const next = jwtSigner()
+    const login = (sessionSignerPublicKey: readonly string[], session: string) =>
+      createServerApp({ ...t.options, sessionSignerPublicKey }).request('/auth/login', {
+        method: 'POST',
+        body: JSON.stringify({ session, kind: 'passkey' }),
+        headers: { 'content-type': 'application/json', origin },
+      })
+    const jwt = await stampLogin(withPasskey(account.authenticator), generateApiKeyPair().apiPublicKey, account.organizationId)
+    expect((await login([next.publicKey, t.kms.signerPublicKey], jwt)).status).toBe(200)
+    expect(await answer(await login([next.publicKey], jwt))).toEqual([
+      401,
+      { error: { code: 'invalid_session', message: 'The session token is not signed by the key-management service' } },
+    ])
+  })
+
   test('error: read-only or claim-less tokens from the right signer, and malformed bodies', async () => {
     // A backend that trusts a signer of our own, to sign what the kms never would.
     const signer = jwtSigner()

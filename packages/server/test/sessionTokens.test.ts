@@ -123,6 +123,45 @@ describe('POST /auth/token', () => {
     expect(await kidOf(jwk)).toBe(await kidOf(pem))
   })
 
+  test('behavior: rotation overlaps: a token of the old key verifies once the new key is prepended, new tokens carry the new kid; once the old key is removed it does not verify', async () => {
+    const pemOf = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+    const [oldKey, newKey] = [pemOf(), pemOf()]
+    const backendWith = async (sessionJwtKey: string) => {
+      const url = await running(createServerApp({ ...t.options, sessionJwtKey }))
+      return { url, jwks: createRemoteJWKSet(new URL(`${url}/.well-known/jwks.json`)) }
+    }
+    const { cookie } = await signedInWithEthereum()
+    const before = await backendWith(oldKey)
+    const oldToken = (await tokenFor(before.url, cookie)).accessToken
+    const oldKid = decodeProtectedHeader(oldToken).kid
+
+    const rotating = await backendWith(`${newKey}\n${oldKey}`)
+    const published = ((await (await fetch(`${rotating.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid)
+    expect(published).toHaveLength(2)
+    expect(published[1]).toBe(oldKid)
+    expect((await jwtVerify(oldToken, rotating.jwks, { issuer, audience })).protectedHeader.kid).toBe(oldKid)
+    const newToken = (await tokenFor(rotating.url, cookie)).accessToken
+    expect((await jwtVerify(newToken, rotating.jwks, { issuer, audience })).protectedHeader.kid).toBe(published[0])
+
+    const after = await backendWith(newKey)
+    await expect(jwtVerify(oldToken, after.jwks, { issuer, audience })).rejects.toThrow('no applicable key found in the JSON Web Key Set')
+    expect((await jwtVerify(newToken, after.jwks, { issuer, audience })).protectedHeader.kid).toBe(published[0])
+  })
+
+  test('behavior: a key list may be a JSON array of JWKs or a JWK Set, with the same kids as its PEM blocks', async () => {
+    const [first, second] = [0, 1].map(() => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey)
+    const pems = [first!, second!].map((key) => key.export({ format: 'pem', type: 'pkcs8' }).toString())
+    const jwks = [first!, second!].map((key) => key.export({ format: 'jwk' }))
+    const kidsOf = async (sessionJwtKey: string) => {
+      const app = createServerApp({ ...t.options, sessionJwtKey })
+      return ((await (await app.request('/.well-known/jwks.json')).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid)
+    }
+    const kids = await kidsOf(pems.join(''))
+    expect(kids).toHaveLength(2)
+    expect(await kidsOf(JSON.stringify(jwks))).toEqual(kids)
+    expect(await kidsOf(JSON.stringify({ keys: jwks }))).toEqual(kids)
+  })
+
   test('error: signed out, there is no token', async () => {
     expect(await answer(await post('/auth/token', {}))).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
   })

@@ -10,6 +10,11 @@ import { FRAME_PAGES, type FrameChain, framePage } from './pages.js'
 export type FramesAppOptions = {
   /** The kms's bundle signer (uncompressed hex), baked into the export and import pages. */
   signerPublicKey: string
+  /**
+   * The signer's next key while it rotates (or, after the swap, its previous one), uncompressed
+   * hex: baked in beside it, so a frame opened before the swap accepts the bundles signed after it.
+   */
+  nextSignerPublicKey?: string | undefined
   /** Origins (`scheme://host[:port]`) allowed to embed the frames and open their channel. */
   parentOrigins: readonly string[]
   /** The chains the consent frame decodes and simulates on: chain id and JSON-RPC url. Default none: it then reviews no transaction. */
@@ -79,6 +84,9 @@ export function framesContentSecurityPolicy(parentOrigins: readonly string[], co
 export function createFramesApp(options: FramesAppOptions) {
   const parentOrigins = options.parentOrigins.map(assertOrigin)
   if (!/^04[0-9a-f]{128}$/i.test(options.signerPublicKey)) throw new Error('signerPublicKey must be an uncompressed P-256 public key in hex')
+  if (options.nextSignerPublicKey !== undefined && !/^04[0-9a-f]{128}$/i.test(options.nextSignerPublicKey))
+    throw new Error('nextSignerPublicKey must be an uncompressed P-256 public key in hex')
+  const nextSignerPublicKey = options.nextSignerPublicKey?.toLowerCase()
   const chains = (options.chains ?? []).map(assertChain)
   if (options.executor !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(options.executor))
     throw new Error(`frames.executor: ${JSON.stringify(options.executor)} is not an address`)
@@ -100,7 +108,15 @@ export function createFramesApp(options: FramesAppOptions) {
     FRAME_PAGES.map((page) => [
       page,
       (secret: 'mnemonic' | 'private-key') =>
-        framePage({ page, parentOrigins, signerPublicKey: options.signerPublicKey.toLowerCase(), secret, chains, executor: options.executor }),
+        framePage({
+          page,
+          parentOrigins,
+          signerPublicKey: options.signerPublicKey.toLowerCase(),
+          nextSignerPublicKey,
+          secret,
+          chains,
+          executor: options.executor,
+        }),
     ]),
   )
 

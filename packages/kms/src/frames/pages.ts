@@ -17,6 +17,8 @@ export type PageParameters = {
   parentOrigins: readonly string[]
   /** Uncompressed hex. */
   signerPublicKey: string
+  /** The signer's next (or previous) key while it rotates, uncompressed hex: the pages accept its bundles too. */
+  nextSignerPublicKey?: string | undefined
   /** Consent frame: the chains it reads and simulates on (id → JSON-RPC url), from the kms's settings. */
   chains?: readonly FrameChain[] | undefined
   /** Consent frame: the batch executor, the only EIP-7702 delegate and batch target it signs for. */
@@ -107,7 +109,7 @@ export function framePage(parameters: PageParameters): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="latchkey-frame" content="${parameters.page}">
 <meta name="latchkey-parent-origins" content="${escapeHtml(parameters.parentOrigins.join(' '))}">
-<meta name="latchkey-signer-public-key" content="${escapeHtml(parameters.signerPublicKey)}">
+<meta name="latchkey-signer-public-key" content="${escapeHtml([parameters.signerPublicKey, parameters.nextSignerPublicKey ?? ''].join(' ').trim())}">
 ${parameters.page === 'consent' ? consentMeta(parameters) : ''}<title>${titles[parameters.page]}</title>
 <link rel="stylesheet" href="/assets/frames.css">
 <script type="module" src="/assets/${script}.js"></script>

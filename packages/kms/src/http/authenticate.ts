@@ -30,8 +30,8 @@ export type SignerStamp = { publicKey: string; signature: string; scheme: string
 
 export type AuthenticateOptions = {
   db: Db
-  /** The service's signer (uncompressed hex): read-only session tokens are signed with it. */
-  signerPublicKey: string
+  /** The service's signer, and its next one while it rotates (uncompressed hex): read-only session tokens are signed with one of them. */
+  signerPublicKeys: readonly string[]
   webauthn: WebauthnConfig
   now: () => number
 }
@@ -65,7 +65,7 @@ type Signer = {
  * nothing unauthenticated is interpreted. Sets `c.var.body` and `c.var.caller`.
  *
  * @example
- * app.post('/public/v1/*', bodyLimit(256 * 1024), authenticate({ db, signerPublicKey, webauthn, now }), handler)
+ * app.post('/public/v1/*', bodyLimit(256 * 1024), authenticate({ db, signerPublicKeys: [signerPublicKey], webauthn, now }), handler)
  */
 export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ Variables: Authenticated }> {
   const { db, now } = options
@@ -122,7 +122,8 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       // A read-only session token (create_read_only_session), replayed in X-Session: queries only.
       if (!path.startsWith('/public/v1/query/'))
         throw permissionDenied('a read-only session (X-Session) may only query; stamp activities with X-Stamp or X-Stamp-Webauthn')
-      const claims = readSessionJwt(headers.session, options.signerPublicKey)
+      const session = headers.session
+      const claims = options.signerPublicKeys.map((key) => readSessionJwt(session, key)).find((read) => read !== undefined)
       if (
         claims?.['session_type'] !== 'SESSION_TYPE_READ_ONLY' ||
         typeof claims['user_id'] !== 'string' ||

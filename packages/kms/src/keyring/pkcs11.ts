@@ -190,6 +190,8 @@ export async function pkcs11Kek(uri: Pkcs11Uri): Promise<Kek> {
         closed = true
         try {
           module.C_CloseSession(session)
+        } catch {
+          // A token that went away took the session with it: nothing is left to close, and stopping must not fail.
         } finally {
           loaded.release()
         }

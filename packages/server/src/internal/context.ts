@@ -8,7 +8,7 @@ import { ServerError } from '../errors.js'
 import { noteEmail, noteSession } from '../middleware/audit.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
 import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
-import { ACCESS_TOKEN_SECONDS, loadSessionJwtKey, SESSION_JWT_DEFAULTS, type SessionJwtKey } from './sessionTokens.js'
+import { ACCESS_TOKEN_SECONDS, loadSessionJwtKeys, SESSION_JWT_DEFAULTS, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
 /** The session cookie; its attributes are `cookieAttributes`. */
@@ -65,13 +65,16 @@ export type RouteContext = {
   kmsUrl: string
   organizationId: string
   appName: string
-  sessionSignerPublicKey: string | undefined
+  sessionSignerPublicKey: string | readonly string[] | undefined
   now: () => number
   /** Session length in seconds. */
   sessionSeconds: number
   siwe: SiweConfig
-  /** Session JWTs for other services: the signing key (loaded or generated once), issuer, audience, lifetime. */
-  jwt: { key: () => Promise<SessionJwtKey>; issuer: string; audience: string; accessSeconds: number }
+  /**
+   * Session JWTs for other services: the keys (loaded or generated once; the first signs, all are
+   * published), issuer, audience, lifetime.
+   */
+  jwt: { keys: () => Promise<readonly [SessionJwtKey, ...SessionJwtKey[]]>; issuer: string; audience: string; accessSeconds: number }
   limits: {
     codesPerEmail: (key: string) => Promise<number | undefined>
     recoveriesPerEmail: (key: string) => Promise<number | undefined>
@@ -210,8 +213,9 @@ export function createRouteContext(options: {
   organizationId: string
   apiPublicKey: string
   apiPrivateKey: string
+  delegationSecret?: string | undefined
   appName: string
-  sessionSignerPublicKey?: string | undefined
+  sessionSignerPublicKey?: string | readonly string[] | undefined
   now?: (() => number) | undefined
   ipOf?: ((request: Request, env: unknown) => string) | undefined
   sessionSeconds?: number | undefined
@@ -224,12 +228,12 @@ export function createRouteContext(options: {
   accessTokenSeconds?: number | undefined
 }): RouteContext {
   const now = options.now ?? Date.now
-  let key: Promise<SessionJwtKey> | undefined
+  let keys: Promise<readonly [SessionJwtKey, ...SessionJwtKey[]]> | undefined
   const kms = new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey }))
   return {
     store: options.store,
     kms,
-    delegated: createDelegatedAccess({ kms, kmsUrl: options.kmsUrl, apiPrivateKey: options.apiPrivateKey, now }),
+    delegated: createDelegatedAccess({ kms, kmsUrl: options.kmsUrl, delegationSecret: options.delegationSecret ?? options.apiPrivateKey, now }),
     kmsUrl: options.kmsUrl,
     organizationId: options.organizationId,
     appName: options.appName,
@@ -238,9 +242,9 @@ export function createRouteContext(options: {
     sessionSeconds: options.sessionSeconds ?? 7 * 86_400,
     siwe: createSiweConfig(options),
     jwt: {
-      key: () => {
-        key ??= loadSessionJwtKey(options.sessionJwtKey)
-        return key
+      keys: () => {
+        keys ??= loadSessionJwtKeys(options.sessionJwtKey)
+        return keys
       },
       // Configured, never the request's Host: a request cannot choose the issuer of its token.
       issuer: options.sessionJwtIssuer ?? SESSION_JWT_DEFAULTS.issuer,

@@ -11,9 +11,11 @@ import { SESSION_KEY_SECONDS } from './schemas.js'
 // sub-organization: a second root user created with it, which then writes its own policy and
 // leaves the root quorum, so all it keeps is what that policy allows.
 //
-// Each sub-organization's delegated user holds its own P-256 key, derived from the backend's API
-// private key and a salt kept in that user's name: nothing more to configure or to store, and no
-// public key shared between organizations (our kms names one user per API key).
+// Each sub-organization's delegated user holds its own P-256 key, derived from the delegation
+// secret and a salt kept in that user's name: nothing more to store, and no public key shared
+// between organizations (our kms names one user per API key). The secret defaults to the backend's
+// API private key (how every existing account was made); set on its own, it lets the API key
+// rotate without losing the accounts.
 
 /** How the delegated user's name starts; the rest is the salt its key is derived with. */
 export const DELEGATED_USER_PREFIX = 'Latchkey delegated access '
@@ -65,10 +67,13 @@ const P256_ORDER = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc6
 
 type KeyPair = { apiPublicKey: string; apiPrivateKey: string }
 
-/** The delegated user's key for `salt`: HMAC-SHA256 of the backend's private key, retried until it is a valid scalar. */
-export function delegatedKey(backendPrivateKey: string, salt: string): KeyPair {
+/**
+ * The delegated user's key for `salt`: HMAC-SHA256 keyed by the delegation secret (64 hex
+ * characters; by default the backend's API private key), retried until it is a valid scalar.
+ */
+export function delegatedKey(delegationSecret: string, salt: string): KeyPair {
   for (let counter = 0; ; counter++) {
-    const candidate = createHmac('sha256', Buffer.from(backendPrivateKey, 'hex')).update(`latchkey delegated access\n${salt}\n${counter}`).digest()
+    const candidate = createHmac('sha256', Buffer.from(delegationSecret, 'hex')).update(`latchkey delegated access\n${salt}\n${counter}`).digest()
     const scalar = BigInt(`0x${candidate.toString('hex')}`)
     if (scalar === 0n || scalar >= P256_ORDER) continue
     const apiPrivateKey = candidate.toString('hex')
@@ -81,10 +86,10 @@ export function delegatedKey(backendPrivateKey: string, salt: string): KeyPair {
  * sub-organization, the step that limits it right after, and its client for later.
  *
  * @example
- * const delegated = createDelegatedAccess({ kms, kmsUrl, apiPrivateKey, now })
+ * const delegated = createDelegatedAccess({ kms, kmsUrl, delegationSecret: apiPrivateKey, now })
  * const { rootUser, limit } = delegated.newUser()
  */
-export function createDelegatedAccess(options: { kms: TurnkeyClient; kmsUrl: string; apiPrivateKey: string; now: () => number }) {
+export function createDelegatedAccess(options: { kms: TurnkeyClient; kmsUrl: string; delegationSecret: string; now: () => number }) {
   const clientFor = (keys: KeyPair) => new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper(keys))
   // Sub-organization → its delegated client; a look-up costs a query, so recent ones are kept.
   const known = new Map<string, TurnkeyClient>()
@@ -97,7 +102,7 @@ export function createDelegatedAccess(options: { kms: TurnkeyClient; kmsUrl: str
      */
     newUser() {
       const salt = randomBytes(16).toString('hex')
-      const keys = delegatedKey(options.apiPrivateKey, salt)
+      const keys = delegatedKey(options.delegationSecret, salt)
       const rootUser = {
         userName: `${DELEGATED_USER_PREFIX}${salt}`,
         apiKeys: [{ apiKeyName: 'delegated access', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const }],
@@ -135,7 +140,7 @@ export function createDelegatedAccess(options: { kms: TurnkeyClient; kmsUrl: str
       const { users } = await options.kms.getUsers({ organizationId })
       const delegated = users.find((user) => user.userName.startsWith(DELEGATED_USER_PREFIX))
       if (!delegated) throw new ServerError(403, 'no_delegated_access', 'This account was created without delegated access; the backend cannot act in it')
-      const client = clientFor(delegatedKey(options.apiPrivateKey, delegated.userName.slice(DELEGATED_USER_PREFIX.length)))
+      const client = clientFor(delegatedKey(options.delegationSecret, delegated.userName.slice(DELEGATED_USER_PREFIX.length)))
       if (known.size >= 10_000) known.clear()
       known.set(organizationId, client)
       return client

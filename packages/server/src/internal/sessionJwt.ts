@@ -19,15 +19,19 @@ export const PASSKEY_CREDENTIAL = 'CREDENTIAL_TYPE_WEBAUTHN_AUTHENTICATOR'
 export type SessionClaims = z.infer<typeof claimsSchema>
 
 /**
- * The claims of a read-write session JWT signed by `signerPublicKey` (the kms's signer, or
- * Turnkey's notarizer when undefined) that has not expired; otherwise a 401 saying why.
+ * The claims of a read-write session JWT signed by `signerPublicKey` (the kms's signer, a list of
+ * them while it rotates, or Turnkey's notarizer when undefined) that has not expired; otherwise a
+ * 401 saying why.
  */
-export async function verifySessionJwt(jwt: string, signerPublicKey: string | undefined, now: number): Promise<SessionClaims> {
-  let signed: boolean
-  try {
-    signed = await verifySessionJwtSignature(jwt, signerPublicKey)
-  } catch {
-    signed = false
+export async function verifySessionJwt(jwt: string, signerPublicKey: string | readonly string[] | undefined, now: number): Promise<SessionClaims> {
+  let signed = false
+  for (const key of typeof signerPublicKey === 'string' || signerPublicKey === undefined ? [signerPublicKey] : signerPublicKey) {
+    try {
+      signed = await verifySessionJwtSignature(jwt, key)
+    } catch {
+      signed = false
+    }
+    if (signed) break
   }
   if (!signed) throw new ServerError(401, 'invalid_session', 'The session token is not signed by the key-management service')
   let claims: SessionClaims

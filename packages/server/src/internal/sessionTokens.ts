@@ -9,9 +9,33 @@ export const ACCESS_TOKEN_SECONDS = { default: 300, min: 60, max: 3600 } as cons
 export type SessionJwtKey = { privateKey: CryptoKey; publicJwk: JWK & { kid: string; alg: 'ES256'; use: 'sig' } }
 
 /**
- * Reads a P-256 private key given as PKCS#8 PEM or as a private JWK (JSON); without one, generates
- * a key for this process (development: tokens die with it, and two instances would not share it).
- * The key id is the JWK thumbprint (RFC 7638), so the same key always has the same `kid`.
+ * The keys a session JWT key setting lists, each as its own text: PKCS#8 PEM blocks one after
+ * another, a JSON array of private JWKs, a JWK Set (`{"keys": [...]}`) or one private JWK. The
+ * first signs; the others are only published, so tokens they signed keep verifying while a
+ * rotation overlaps (Keycloak's passive keys, Supabase's standby key).
+ *
+ * @example
+ * sessionJwtKeyTexts(`${newPem}\n${oldPem}`) // [newPem, oldPem]
+ */
+export function sessionJwtKeyTexts(text: string): string[] {
+  const trimmed = text.trim()
+  if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
+    const parsed = JSON.parse(trimmed) as unknown
+    const list = Array.isArray(parsed)
+      ? parsed
+      : typeof parsed === 'object' && parsed !== null && 'keys' in parsed
+        ? (parsed as { keys: unknown }).keys
+        : [parsed]
+    if (!Array.isArray(list)) throw new Error('the session JWT key set must list its keys')
+    return list.map((jwk) => JSON.stringify(jwk))
+  }
+  return trimmed.match(/-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----/g) ?? [trimmed]
+}
+
+/**
+ * Reads one P-256 private key given as PKCS#8 PEM or as a private JWK (JSON); without one,
+ * generates a key for this process (development: tokens die with it, and two instances would not
+ * share it). The key id is the JWK thumbprint (RFC 7638), so the same key always has the same `kid`.
  */
 export async function loadSessionJwtKey(text: string | undefined): Promise<SessionJwtKey> {
   let privateKey: CryptoKey
@@ -25,6 +49,19 @@ export async function loadSessionJwtKey(text: string | undefined): Promise<Sessi
   if (kty !== 'EC' || crv !== 'P-256' || x === undefined || y === undefined) throw new Error('the session JWT key must be a P-256 key')
   const publicJwk = { kty, crv, x, y }
   return { privateKey, publicJwk: { ...publicJwk, kid: await calculateJwkThumbprint(publicJwk), alg: 'ES256', use: 'sig' } }
+}
+
+/**
+ * Every key a session JWT key setting lists (`sessionJwtKeyTexts`), the signing key first; one
+ * generated key without a setting. A key listed twice is refused: its `kid` would be published twice.
+ */
+export async function loadSessionJwtKeys(text: string | undefined): Promise<readonly [SessionJwtKey, ...SessionJwtKey[]]> {
+  if (text === undefined) return [await loadSessionJwtKey(undefined)]
+  const keys = await Promise.all(sessionJwtKeyTexts(text).map(loadSessionJwtKey))
+  const [first, ...rest] = keys
+  if (!first) throw new Error('the session JWT key setting lists no key')
+  if (new Set(keys.map((key) => key.publicJwk.kid)).size !== keys.length) throw new Error('the session JWT key setting lists a key twice')
+  return [first, ...rest]
 }
 
 /** A refresh token: 256 random bits, and the digest it is stored under. */

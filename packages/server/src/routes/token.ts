@@ -12,7 +12,7 @@ const refused = () => new ServerError(401, 'invalid_refresh_token', 'This refres
 /** An access JWT and, for sessions being handed to a client, the refresh token that renews it. */
 async function tokens(c: Context, context: RouteContext, session: SessionRow, refresh: { token: string }) {
   const at = context.now()
-  const { token, expiresAt } = await signAccessToken(await context.jwt.key(), session, {
+  const { token, expiresAt } = await signAccessToken((await context.jwt.keys())[0], session, {
     issuer: context.jwt.issuer,
     audience: context.jwt.audience,
     seconds: context.jwt.accessSeconds,
@@ -77,13 +77,14 @@ export const revokeToken = (context: RouteContext) => async (c: Context) => {
 }
 
 /**
- * `GET /.well-known/jwks.json` → `{keys: [publicJwk]}`: the key that signs access JWTs (ES256,
- * `kid` its RFC 7638 thumbprint), for `createRemoteJWKSet` and any JOSE library.
+ * `GET /.well-known/jwks.json` → `{keys: [publicJwk, ...]}`: every configured session JWT key, the
+ * signing one first (ES256, `kid` its RFC 7638 thumbprint), for `createRemoteJWKSet` and any JOSE
+ * library: a token signed by a key still listed verifies while a rotation overlaps.
  *
  * @example
  * app.get('/.well-known/jwks.json', jwks(context))
  */
 export const jwks = (context: RouteContext) => async (c: Context) => {
   c.header('cache-control', 'public, max-age=300')
-  return c.json({ keys: [(await context.jwt.key()).publicJwk] })
+  return c.json({ keys: (await context.jwt.keys()).map((key) => key.publicJwk) })
 }

@@ -29,11 +29,11 @@ export async function openCredentialBundle(bundle: string, embeddedKey: Embedded
 }
 
 /**
- * The data of a signed `v1.0.0` envelope (export and import bundles), after checking that the
- * service's signer key signed it. The key is the one baked into the page, never the one the
- * envelope names.
+ * The data of a signed `v1.0.0` envelope (export and import bundles), after checking that one of
+ * the service's signer keys signed it. The keys are the ones baked into the page (the signer, and
+ * its next one while it rotates), never the one the envelope names.
  */
-export async function verifySignedBundle(bundle: string, signerPublicKey: string): Promise<Record<string, unknown>> {
+export async function verifySignedBundle(bundle: string, signerPublicKeys: readonly string[]): Promise<Record<string, unknown>> {
   let envelope: Record<string, unknown>
   try {
     envelope = JSON.parse(bundle) as Record<string, unknown>
@@ -43,15 +43,21 @@ export async function verifySignedBundle(bundle: string, signerPublicKey: string
   if (typeof envelope !== 'object' || envelope === null) throw new FrameError('the bundle is not a signed bundle')
   if (envelope['version'] !== 'v1.0.0') throw new FrameError(`unsupported bundle version ${JSON.stringify(envelope['version'])?.slice(0, 40)}`)
   const named = envelope['enclaveQuorumPublic']
-  if (named !== undefined && (typeof named !== 'string' || named.toLowerCase() !== signerPublicKey.toLowerCase()))
-    throw new FrameError(`the bundle is signed by ${String(named).slice(0, 140)}, not by this service's signer ${signerPublicKey}`)
+  const accepted = signerPublicKeys.map((key) => key.toLowerCase())
+  if (named !== undefined && (typeof named !== 'string' || !accepted.includes(named.toLowerCase())))
+    throw new FrameError(`the bundle is signed by ${String(named).slice(0, 140)}, not by this service's signer ${accepted.join(' or ')}`)
   if (typeof envelope['data'] !== 'string' || typeof envelope['dataSignature'] !== 'string') throw new FrameError('the bundle has no data or no signature')
   const data = hexToBytes(envelope['data'], 'the bundle data')
+  const signature = hexToBytes(envelope['dataSignature'], 'the bundle signature')
+  // The named signer when the envelope names one (it must be accepted, above), else each accepted key.
   let valid = false
-  try {
-    valid = await verifySignature(hexToBytes(signerPublicKey), hexToBytes(envelope['dataSignature'], 'the bundle signature'), data)
-  } catch {
-    valid = false
+  for (const key of typeof named === 'string' ? [named.toLowerCase()] : accepted) {
+    try {
+      valid = await verifySignature(hexToBytes(key), signature, data)
+    } catch {
+      valid = false
+    }
+    if (valid) break
   }
   if (!valid) throw new FrameError('the bundle signature does not verify')
   try {
@@ -71,10 +77,10 @@ const expectField = (data: Record<string, unknown>, field: string, expected: str
 export async function openExportBundle(parameters: {
   bundle: string
   organizationId: string
-  signerPublicKey: string
+  signerPublicKeys: readonly string[]
   embeddedKey: EmbeddedKey
 }): Promise<Bytes> {
-  const data = await verifySignedBundle(parameters.bundle, parameters.signerPublicKey)
+  const data = await verifySignedBundle(parameters.bundle, parameters.signerPublicKeys)
   expectField(data, 'organizationId', parameters.organizationId, 'organization')
   if (typeof data['encappedPublic'] !== 'string' || typeof data['ciphertext'] !== 'string')
     throw new FrameError('the export bundle has no encappedPublic or ciphertext')
@@ -87,8 +93,13 @@ export async function openExportBundle(parameters: {
 }
 
 /** Verifies an import bundle for `organizationId` and `userId`; returns the target key (uncompressed). */
-export async function readImportBundle(parameters: { bundle: string; organizationId: string; userId: string; signerPublicKey: string }): Promise<Bytes> {
-  const data = await verifySignedBundle(parameters.bundle, parameters.signerPublicKey)
+export async function readImportBundle(parameters: {
+  bundle: string
+  organizationId: string
+  userId: string
+  signerPublicKeys: readonly string[]
+}): Promise<Bytes> {
+  const data = await verifySignedBundle(parameters.bundle, parameters.signerPublicKeys)
   expectField(data, 'organizationId', parameters.organizationId, 'organization')
   expectField(data, 'userId', parameters.userId, 'user')
   if (typeof data['targetPublic'] !== 'string') throw new FrameError('the import bundle has no targetPublic')

@@ -39,7 +39,7 @@ const { refused } = openFrameChannel({
       const plaintext = await openExportBundle({
         bundle: stringField(request, 'value'),
         organizationId: stringField(request, 'organizationId', 256),
-        signerPublicKey: config.signerPublicKey,
+        signerPublicKeys: config.signerPublicKeys,
         embeddedKey: await context.embeddedKey(),
       })
       let phrase: string[]
@@ -66,7 +66,7 @@ const { refused } = openFrameChannel({
       const plaintext = await openExportBundle({
         bundle: stringField(request, 'value'),
         organizationId: stringField(request, 'organizationId', 256),
-        signerPublicKey: config.signerPublicKey,
+        signerPublicKeys: config.signerPublicKeys,
         embeddedKey: await context.embeddedKey(),
       })
       if (plaintext.length !== 32) throw new FrameError('the key export does not hold a 32-byte private key')

@@ -48,7 +48,7 @@ const { refused } = openFrameChannel({
         bundle: stringField(request, 'value'),
         organizationId: stringField(request, 'organizationId', 256),
         userId: stringField(request, 'userId', 256),
-        signerPublicKey: config.signerPublicKey,
+        signerPublicKeys: config.signerPublicKeys,
       })
       return { type: 'BUNDLE_INJECTED', value: true }
     }),

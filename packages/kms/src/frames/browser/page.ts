@@ -9,8 +9,11 @@ export type PageConfig = {
   /** `auth`, `recovery`, `export` or `import`. */
   readonly page: string
   readonly parentOrigins: readonly string[]
-  /** The kms's bundle signer, uncompressed hex. */
-  readonly signerPublicKey: string
+  /**
+   * The kms's bundle signers, uncompressed hex: its signer key, and its next (or previous) one
+   * while the signer key rotates, so a frame opened before the swap accepts bundles after it.
+   */
+  readonly signerPublicKeys: readonly string[]
 }
 
 /** The content of the page's `<meta name>`, '' when it is missing. */
@@ -21,7 +24,7 @@ export function pageConfig(document: Document): PageConfig {
   return {
     page: meta('latchkey-frame'),
     parentOrigins: meta('latchkey-parent-origins').split(/\s+/).filter(Boolean),
-    signerPublicKey: meta('latchkey-signer-public-key'),
+    signerPublicKeys: meta('latchkey-signer-public-key').split(/\s+/).filter(Boolean),
   }
 }
 
