@@ -1,4 +1,4 @@
-import type { Logger } from '@latchkey/service'
+import { type Logger, type Metrics, routeObserver, tracingOn } from '@latchkey/service'
 import type { AuditTrail } from '@latchkey/service/database'
 import { Hono } from 'hono'
 import { createServerAudit } from './audit.js'
@@ -7,6 +7,7 @@ import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
 import { auditAuth } from './middleware/audit.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
+import { signInMetrics } from './middleware/metrics.js'
 import { sameOrigin } from './middleware/sameOrigin.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
@@ -69,6 +70,8 @@ export type ServerAppOptions = {
   sessionSeconds?: number | undefined
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
   logger?: Logger | undefined
+  /** Counts requests by route, sign-ins by kind and outcome, rate-limit hits (`latchkey-server --metrics-port`). Default: nothing counted. */
+  metrics?: Metrics | undefined
   /**
    * The P-256 key that signs session JWTs (`POST /auth/token`), as PKCS#8 PEM or a private JWK
    * (JSON). Default: a key generated for this process (development only: its tokens die with it,
@@ -115,6 +118,11 @@ export function createServerApp(options: ServerAppOptions) {
   // Discovery and keys are fetched now, so that the first social sign-in does not wait for them.
   void oauth.warm()
   const app = new Hono()
+
+  // First, so that every request is counted (and, with traces on, spanned) by its route template.
+  const observeRoutes = routeObserver(options.metrics, { tracing: tracingOn() })
+  if (observeRoutes) app.use(observeRoutes)
+  if (options.metrics) app.use('/auth/*', signInMetrics(options.metrics))
 
   app.use('*', async (c, next) => {
     const origin = c.req.header('origin')
