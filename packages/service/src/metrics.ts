@@ -1,14 +1,20 @@
 import { createServer, type Server } from 'node:http'
+import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 import type { MiddlewareHandler } from 'hono'
 import { routePath } from 'hono/route'
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { withSpan } from './tracing.js'
 
 // Prometheus metrics of one service (prom-client). Each service has its own registry, so several
 // services in one process (tests, the devnet) never share a counter. Label values are only ever
 // chosen from short fixed lists or route templates: an id, an email, an address or a key in a
 // label would make every user a time series and leak them to whoever reads the dashboards.
+
+type PromClient = typeof import('prom-client')
+let promClient: PromClient | undefined
+/** prom-client, loaded on the first `createMetrics`: a bin without --metrics-port never loads it. */
+const loadPromClient = (): PromClient => (promClient ??= createRequire(import.meta.url)('prom-client') as PromClient)
 
 /** The seconds buckets of every duration histogram: from a cached read to a slow database. */
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -49,6 +55,7 @@ export type Metrics = {
  * const signatures = metrics.counter({ name: 'latchkey_kms_signatures_total', help: 'Signatures made.' })
  */
 export function createMetrics(service: string): Metrics {
+  const { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } = loadPromClient()
   const registry = new Registry()
   registry.setDefaultLabels({ service })
   collectDefaultMetrics({ register: registry })
