@@ -2,7 +2,9 @@ import react from '@vitejs/plugin-react'
 import { defaultClientConditions, defaultServerConditions } from 'vite'
 import { defineConfig } from 'vitest/config'
 
-const serverResolve = { conditions: ['source', ...defaultServerConditions], externalConditions: ['source'] }
+// Without vite's `module` condition on the server: Node loads what tests import outside vite, and
+// some packages (@opentelemetry/api) map `module` to a build that only a bundler can load.
+const serverResolve = { conditions: ['source', ...defaultServerConditions.filter((condition) => condition !== 'module')], externalConditions: ['source'] }
 
 /** Unit and integration tests of every package; e2e has its own config in e2e/. */
 export default defineConfig({

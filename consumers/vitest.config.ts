@@ -2,7 +2,8 @@ import { defaultClientConditions, defaultServerConditions } from 'vite'
 import { defineConfig } from 'vitest/config'
 
 // The test process itself uses the workspace (anvil from @latchkey/devnet, viem); the apps under test never do.
-const serverResolve = { conditions: ['source', ...defaultServerConditions], externalConditions: ['source'] }
+// Without vite's `module` condition on the server (see the root vitest.config.ts).
+const serverResolve = { conditions: ['source', ...defaultServerConditions.filter((condition) => condition !== 'module')], externalConditions: ['source'] }
 
 /** Consumer apps outside the monorepo, on the packed packages (see README.md). */
 export default defineConfig({

@@ -1,7 +1,8 @@
 import { defaultClientConditions, defaultServerConditions } from 'vite'
 import { defineConfig } from 'vitest/config'
 
-const serverResolve = { conditions: ['source', ...defaultServerConditions], externalConditions: ['source'] }
+// Without vite's `module` condition on the server (see the root vitest.config.ts).
+const serverResolve = { conditions: ['source', ...defaultServerConditions.filter((condition) => condition !== 'module')], externalConditions: ['source'] }
 
 /** End-to-end tests: the real stack (anvil chains + built demo) and Debian's Chromium. */
 export default defineConfig({

@@ -94,6 +94,23 @@ describe('kubernetes/', () => {
     expect(kubernetesProblems(kubernetes(), settings)).toEqual([])
   })
 
+  test('error: a metrics port the container does not expose, a metrics host of loopback and a scraper reaching the kms API are each named', () => {
+    const objects = kubernetes()
+    const relay = objects.find((object) => object.kind === 'Deployment' && object.metadata.name === 'latchkey-relay')!
+    relay.spec.template!.spec.containers[0]!.ports = relay.spec.template!.spec.containers[0]!.ports!.filter((port) => port.name !== 'metrics')
+    const server = objects.find((object) => object.kind === 'Deployment' && object.metadata.name === 'latchkey-server')!
+    server.spec.template!.spec.containers[0]!.env = server.spec.template!.spec.containers[0]!.env!.filter(
+      (variable) => variable.name !== 'LATCHKEY_METRICS_HOST',
+    )
+    const policy = objects.find((object) => object.kind === 'NetworkPolicy')!
+    policy.spec.ingress!.at(-1)!.ports = [{ port: 8090 }]
+    expect(kubernetesProblems(objects, settings)).toEqual([
+      'Deployment latchkey-relay: the metrics port undefined is not the LATCHKEY_METRICS_PORT 9464',
+      'Deployment latchkey-server: LATCHKEY_METRICS_HOST is 127.0.0.1 (the default), not 0.0.0.0: no scraper outside the container reaches it',
+      "NetworkPolicy latchkey-kms: ingress rule 2 admits a namespace other than the ingress controller's",
+    ])
+  })
+
   test('error: a manifest naming a variable no bin reads fails', () => {
     const objects = kubernetes()
     const server = objects.find((object) => object.kind === 'Deployment' && object.metadata.name === 'latchkey-server')!

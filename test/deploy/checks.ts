@@ -194,6 +194,7 @@ export function composeProblems(compose: Compose, settings: readonly BinSettings
     seen.add(bin.bin)
     problems.push(...environmentProblems(`compose ${name}`, env, bin))
     if (env['PORT'] === undefined) problems.push(`compose ${name}: PORT is not set (the image's HEALTHCHECK reads it)`)
+    problems.push(...metricsProblems(`compose ${name}`, env))
     if (!/^[1-9]\d*:[1-9]\d*$/.test(service.user ?? '')) problems.push(`compose ${name}: user ${service.user} is not a numeric non-root uid:gid`)
     if (service.read_only !== true) problems.push(`compose ${name}: the root filesystem is not read-only`)
     if (!(seconds(service.stop_grace_period) > shutdownSeconds(env, bin)))
@@ -226,7 +227,7 @@ export type KubernetesObject = {
   spec: {
     selector?: { matchLabels?: Labels }
     template?: {
-      metadata: { labels: Labels }
+      metadata: { labels: Labels; annotations?: Record<string, string> }
       spec: {
         terminationGracePeriodSeconds?: number
         securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }
@@ -275,6 +276,12 @@ export function kubernetesProblems(objects: readonly KubernetesObject[], setting
         const frames = Number(env['LATCHKEY_KMS_FRAMES_PORT'] ?? bin.defaults.get('LATCHKEY_KMS_FRAMES_PORT'))
         if (portOf('frames') !== frames) problems.push(`${where}: the frames port ${portOf('frames')} is not the LATCHKEY_KMS_FRAMES_PORT ${frames}`)
       }
+      problems.push(...metricsProblems(where, env))
+      if (portOf('metrics') !== Number(env['LATCHKEY_METRICS_PORT']))
+        problems.push(`${where}: the metrics port ${portOf('metrics')} is not the LATCHKEY_METRICS_PORT ${env['LATCHKEY_METRICS_PORT']}`)
+      const annotated = pod.metadata.annotations?.['prometheus.io/port']
+      if (annotated !== env['LATCHKEY_METRICS_PORT'])
+        problems.push(`${where}: the prometheus.io/port annotation ${annotated} is not the LATCHKEY_METRICS_PORT ${env['LATCHKEY_METRICS_PORT']}`)
       const probes: [keyof Container, string][] = [
         ['livenessProbe', '/healthz'],
         ['readinessProbe', '/readyz'],
@@ -304,7 +311,17 @@ export function kubernetesProblems(objects: readonly KubernetesObject[], setting
   return problems
 }
 
-/** Only the backend's pods (and the ingress controller, for browsers) reach the kms. */
+/** The metrics port every bin serves in a deployment: set, and reachable from outside its container. */
+function metricsProblems(where: string, env: Record<string, string>): string[] {
+  if (env['LATCHKEY_METRICS_PORT'] === undefined) return [`${where}: LATCHKEY_METRICS_PORT is not set: no metrics to scrape`]
+  if (env['LATCHKEY_METRICS_HOST'] !== '0.0.0.0')
+    return [
+      `${where}: LATCHKEY_METRICS_HOST is ${env['LATCHKEY_METRICS_HOST'] ?? '127.0.0.1 (the default)'}, not 0.0.0.0: no scraper outside the container reaches it`,
+    ]
+  return []
+}
+
+/** Only the backend's pods (and the ingress controller, for browsers) reach the kms; Prometheus reaches its metrics port only. */
 function kmsPolicyProblems(objects: readonly KubernetesObject[]): string[] {
   const kms = objects.find(
     (object) => object.kind === 'Deployment' && object.spec.template?.spec.containers.some((container) => container.command?.[0] === 'latchkey-kms'),
@@ -314,6 +331,7 @@ function kmsPolicyProblems(objects: readonly KubernetesObject[]): string[] {
   )
   if (!kms || !server) return []
   const kmsLabels = kms.spec.template!.metadata.labels
+  const metricsPort = Number(kms.spec.template!.spec.containers[0]?.env?.find((variable) => variable.name === 'LATCHKEY_METRICS_PORT')?.value)
   const policies = objects.filter((object) => object.kind === 'NetworkPolicy' && matches(object.spec.podSelector?.matchLabels, kmsLabels))
   if (policies.length !== 1) return [`NetworkPolicy: ${policies.length} policies select the kms's pods, not 1`]
   const problems: string[] = []
@@ -324,7 +342,11 @@ function kmsPolicyProblems(objects: readonly KubernetesObject[]): string[] {
       const name = 'app.kubernetes.io/name'
       if (peer.podSelector && peer.podSelector.matchLabels?.[name] !== server.spec.template!.metadata.labels[name])
         problems.push(`NetworkPolicy ${policies[0]!.metadata.name}: ingress rule ${index} admits pods other than the backend's`)
-      if (peer.namespaceSelector && !matches(peer.namespaceSelector.matchLabels, { 'kubernetes.io/metadata.name': 'ingress-nginx' }))
+      const scraper =
+        matches(peer.namespaceSelector?.matchLabels, { 'kubernetes.io/metadata.name': 'monitoring' }) &&
+        rule.ports?.length === 1 &&
+        rule.ports[0]!.port === metricsPort
+      if (peer.namespaceSelector && !scraper && !matches(peer.namespaceSelector.matchLabels, { 'kubernetes.io/metadata.name': 'ingress-nginx' }))
         problems.push(`NetworkPolicy ${policies[0]!.metadata.name}: ingress rule ${index} admits a namespace other than the ingress controller's`)
       if (!peer.podSelector && !peer.namespaceSelector) problems.push(`NetworkPolicy ${policies[0]!.metadata.name}: ingress rule ${index} admits addresses`)
     }

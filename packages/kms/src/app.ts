@@ -1,4 +1,4 @@
-import type { Logger } from '@latchkey/service'
+import { type Logger, type Metrics, routeObserver, tracingOn } from '@latchkey/service'
 import { type AuditTrail, createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { Hono } from 'hono'
@@ -12,6 +12,7 @@ import { auditSubmissions } from './http/audit.js'
 import { type Authenticated, authenticate } from './http/authenticate.js'
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './http/bodyLimit.js'
 import { cors } from './http/cors.js'
+import { activityObserver } from './http/metrics.js'
 import { createRateLimiter, DEFAULT_RATE_LIMITS, RateLimitedError, type RateLimiter, type RateLimits } from './http/rateLimit.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { createOutbox, type Outbox } from './outbox.js'
@@ -80,6 +81,8 @@ export type KmsAppOptions = {
   rateLimits?: RateLimits | false | undefined
   /** The limiter itself, when its owner must flush it on stop (createKms); overrides `rateLimits`. */
   rateLimiter?: RateLimiter | undefined
+  /** Counts requests by route, activities by type and status, and policy denials (http/metrics.ts). Default: nothing counted. */
+  metrics?: Metrics | undefined
 }
 
 /** Where the service publishes its bundle signer's public key (uncompressed hex). */
@@ -133,6 +136,10 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   })
   app.notFound(() => Response.json(notFound('no such endpoint').toJSON(), { status: 404 }))
 
+  // First, so that every request is counted (and, with traces on, spanned) by its route template.
+  const observeRoutes = routeObserver(options.metrics, { tracing: tracingOn() })
+  if (observeRoutes) app.use(observeRoutes)
+
   app.use('*', cors(options.corsOrigins ?? webauthn.origins))
   const nextSignerPublicKey = options.nextSignerPublicKey?.toLowerCase()
   app.get(SIGNER_PATH, (c) => c.json(nextSignerPublicKey ? { signerPublicKey, nextSignerPublicKey } : { signerPublicKey }))
@@ -157,6 +164,8 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   if (limiter) app.use('/public/v1/submit/*', limiter.gate)
   app.use('/public/v1/submit/*', auditSubmissions(audit), ...guard)
   if (limiter) app.use('/public/v1/submit/*', limiter.count)
+  const observeActivities = activityObserver(options.metrics, { tracing: tracingOn() })
+  if (observeActivities) app.use('/public/v1/submit/*', observeActivities)
 
   app.route(
     '/public/v1/submit',

@@ -394,7 +394,7 @@ await runService({
     'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the database answers a query, else 503 with {"status":"unavailable","reason":…} (both on the frames port too).',
     'Set up: `latchkey-kms generate-keys` prints fresh keys; `latchkey-kms init-organization --name … --public-key …` creates the organization a backend acts for.',
   ],
-  async start(values, { logger, production }) {
+  async start(values, { logger, production, metrics }) {
     const store = storeOf(values)
     if (store.persistent && !values.masterKey && (values.kek ?? 'env') === 'env')
       throw new SettingsError(
@@ -434,6 +434,7 @@ await runService({
           : undefined,
         rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },
         logger,
+        metrics,
         auditKey: values.auditKey,
         auditLogFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile),
       },

@@ -1,3 +1,4 @@
+import type { Metrics } from '@latchkey/service'
 import { type AuditStorage, verifyAuditTrail } from '@latchkey/service/database'
 import { type RawBuilder, sql } from 'kysely'
 import { type Executor, isPostgresUrl, isUniqueViolation, openStorage, type Storage } from './storage/database.js'
@@ -42,8 +43,8 @@ import type {
  * const shared = openDatabase('postgres://latchkey@db.internal/kms')
  * await db.transaction(async (trx) => trx.insertUser(row))
  */
-export function openDatabase(location: string): Db {
-  const storage = openStorage(location, KMS_MIGRATIONS)
+export function openDatabase(location: string, options: { metrics?: Metrics | undefined } = {}): Db {
+  const storage = openStorage(location, KMS_MIGRATIONS, options.metrics)
   return statementsOf(storage, () => storage.executor(), false)
 }
 
@@ -311,6 +312,9 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       all<OutboxRow>(sql`select * from outbox where status = 'pending' and next_attempt_at <= ${at} order by next_attempt_at, rowid limit ${limit}`),
     outboxOfActivity: (activityId: string) => all<OutboxRow>(sql`select * from outbox where activity_id = ${activityId} order by rowid`),
     outbox: () => all<OutboxRow>(sql`select * from outbox order by created_at, rowid`),
+    /** Messages in the outbox by status, and the oldest one's creation time (unix ms), for the metrics. */
+    outboxBacklog: () =>
+      all<{ status: string; count: number; oldest: number }>(sql`select status, count(*) as count, min(created_at) as oldest from outbox group by status`),
     /** Claims a due message until `until`: false when another instance claimed it first. */
     claimOutbox: async (id: string, seenAt: number, until: number) => {
       const update = await (await executor())

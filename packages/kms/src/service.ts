@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
-import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
+import { closeGracefully, createHttpObserver, type HttpObserver, type InflightRequest, type Logger, type Metrics } from '@latchkey/service'
 import { createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp, DEFAULT_WEBAUTHN } from './app.js'
@@ -10,6 +10,7 @@ import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
 import type { FrameChain } from './frames/pages.js'
+import { outboxMetrics } from './http/metrics.js'
 import { createRateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from './http/rateLimit.js'
 import { envKek, type Kek } from './keyring/kek.js'
 import { createKeyring } from './keyring/keyring.js'
@@ -107,6 +108,11 @@ export type KmsOptions = {
   corsOrigins?: readonly string[] | '*' | undefined
   /** Origins added to the default CORS list (an app whose page calls the kms, where it is not the passkey origin). Ignored with `corsOrigins`. */
   extraCorsOrigins?: readonly string[] | undefined
+  /**
+   * Prometheus metrics (`latchkey-kms --metrics-port`): requests by route, database transactions,
+   * activities by type and status, policy denials, the outbox's backlog. Default: nothing counted.
+   */
+  metrics?: Metrics | undefined
 }
 
 export type FramesOptions = {
@@ -146,7 +152,8 @@ export function createKms(options: KmsOptions = {}) {
   const masterKey = options.masterKey ?? randomBytes(32)
   if (masterKey.length !== 32) throw new Error('masterKey must be 32 bytes')
   const now = options.now ?? Date.now
-  const db: Db = openDatabase(databaseLocation(options))
+  const db: Db = openDatabase(databaseLocation(options), { metrics: options.metrics })
+  if (options.metrics) outboxMetrics(options.metrics, db, now)
   // Rows are sealed by data keys, which the KEK wraps; the keys load before the service listens.
   const keyring = createKeyring({
     store: db,
@@ -196,6 +203,7 @@ export function createKms(options: KmsOptions = {}) {
     rateLimits: options.rateLimits,
     rateLimiter,
     corsOrigins,
+    metrics: options.metrics,
   })
   const framesApp = options.frames
     ? createFramesApp({

@@ -188,7 +188,7 @@ await runService({
   notes: [
     'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the store answers, else 503 with {"status":"unavailable","reason":…}.',
   ],
-  async start(values, { logger }) {
+  async start(values, { logger, metrics }) {
     const chosen = (['db', 'redis', 'redisUrl', 'memory'] as const).filter((key) => (key === 'memory' ? values.memory : values[key] !== undefined))
     const redisUrl = values.redis ?? values.redisUrl
     // The store is named by host and port: the whole URL is a secret (it may hold a password) and would be logged as [redacted].
@@ -202,7 +202,7 @@ await runService({
     }
     try {
       if (values.memory) [store, storeName] = [memoryStore({ quotas }), 'memory']
-      else if (redisUrl) [store, storeName] = [await redisStore(redisUrl, { quotas }), `redis ${new URL(redisUrl).host}`]
+      else if (redisUrl) [store, storeName] = [await redisStore(redisUrl, { quotas, metrics }), `redis ${new URL(redisUrl).host}`]
       else {
         const path = resolve(values.db ?? 'relay.db')
         ;[store, storeName] = [sqliteStore(path, { quotas }), `sqlite ${path}`]
@@ -222,6 +222,7 @@ await runService({
       audiences: values.audiences.length ? values.audiences : undefined,
       limits: { maxConnections: values.maxConnections, maxConnectionsPerIp: values.maxConnectionsPerIp },
       logger,
+      metrics,
     })
     try {
       await relay.start()

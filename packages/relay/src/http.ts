@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http'
+import { type Metrics, routeObserver, tracingOn } from '@latchkey/service'
 import { Hono } from 'hono'
 import { z } from 'zod'
 import { addressKey } from './limits.js'
@@ -37,6 +38,8 @@ export type RelayHttpOptions = {
    * past it the request is refused with 429. Default 100; 0: no limit.
    */
   maxRpcRequestsPerSecond?: number | undefined
+  /** Counts requests by route template. Default: nothing counted. */
+  metrics?: Metrics | undefined
 }
 
 /**
@@ -122,6 +125,9 @@ export function createRelayHttpApp(options: RelayHttpOptions) {
     return total <= maxPerSecond
   }
   const app = new Hono()
+  // First, so that every request is counted (and, with traces on, spanned) by its route template.
+  const observeRoutes = routeObserver(options.metrics, { tracing: tracingOn() })
+  if (observeRoutes) app.use(observeRoutes)
   const rpcError = (status: 400 | 401 | 403 | 413 | 429 | 502 | 504, code: number, message: string, id: unknown = null) =>
     new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }), { status, headers: { ...cors, 'content-type': 'application/json' } })
 

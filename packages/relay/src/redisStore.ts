@@ -1,6 +1,7 @@
-import { withoutCredentials } from '@latchkey/service'
+import { type Metrics, withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
 import { fieldsBytes, messageJsonBytes, writeFields, writeMessageJson } from './bytes.js'
+import { timeRedis } from './metrics.js'
 import { QuotaExceededError, type QuotaScope, quotaLimits, type StorageQuotas } from './quota.js'
 import { type NewMessage, type RelayStore, type StoredMessage, withSeq } from './store.js'
 
@@ -14,6 +15,8 @@ export type RedisStoreOptions = {
    * same. Each defaults; 0 turns one off.
    */
   quotas?: StorageQuotas | undefined
+  /** Times every command's round trip (`latchkey_relay_redis_round_trip_seconds`). Default: nothing timed. */
+  metrics?: Metrics | undefined
 }
 
 /**
@@ -489,6 +492,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
     // the process. The last one explains a failed connect better than "Connection is closed".
     let lastError: Error | undefined
     redis.on('error', (error: Error) => (lastError = error))
+    if (options.metrics) timeRedis(redis as unknown as Parameters<typeof timeRedis>[0], options.metrics)
     try {
       await redis.connect()
     } catch (cause) {

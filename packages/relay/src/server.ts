@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { getRequestListener } from '@hono/node-server'
-import { createHttpObserver, type InflightRequest, type Logger, pathOf } from '@latchkey/service'
+import { createHttpObserver, type InflightRequest, type Logger, type Metrics, pathOf } from '@latchkey/service'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
 import type { Hono } from 'hono'
 import { integerLength, messageJsonBytes, writeInteger, writeMessageJson } from './bytes.js'
@@ -12,6 +12,7 @@ import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
 import { InFlight } from './inflight.js'
 import { type ConnectionLimits, connectionGate } from './limits.js'
+import { relayMetrics } from './metrics.js'
 import { QuotaExceededError } from './quota.js'
 import {
   ackSchema,
@@ -94,6 +95,11 @@ export type RelayOptions = {
    * each with its request id; never a token or a query string. Default: no logs.
    */
   logger?: Logger | undefined
+  /**
+   * Prometheus metrics (`latchkey-relay --metrics-port`): HTTP requests by route, open sockets,
+   * subscriptions, publishes and deliveries. Default: nothing exposed.
+   */
+  metrics?: Metrics | undefined
 }
 
 export type Relay = {
@@ -325,7 +331,11 @@ export function createRelay(options: RelayOptions): Relay {
     projectIds: options.projectIds,
     upstreamTimeoutMs: options.upstreamTimeoutMs,
     maxRpcRequestsPerSecond: options.maxRpcRequestsPerSecond,
+    metrics: options.metrics,
   })
+  // Counted as plain numbers on the hot path; the metrics read them when scraped.
+  const counts = { published: 0, delivered: 0 }
+  if (options.metrics) relayMetrics(options.metrics, counts, () => connections.values())
   // GET /readyz: the store answers.
   const observer = createHttpObserver({ logger, ready: () => store.ping?.() })
   /** The id given to each WebSocket upgrade (echoed in its 101 response), for its log line. */
@@ -513,6 +523,7 @@ export function createRelay(options: RelayOptions): Relay {
       if (method === 'irn_publish') {
         // The commonest request, with as few objects as it takes: it is held until its commit.
         const message = toNewMessage(connection, params as PublishParams, request.jsonSafe)
+        counts.published++
         if (addToBatch) {
           // Throws, holding nothing, for a message past a storage quota.
           const taken = addToBatch(message)
@@ -702,6 +713,7 @@ export function createRelay(options: RelayOptions): Relay {
    * node's subscribers as it stores them. Calls `stored` once all are stored, else `failed`.
    */
   function publish(messages: readonly NewMessage[], stored: () => void, failed: (error: unknown) => void) {
+    counts.published += messages.length
     // One message, the common case, in one callback.
     if (messages.length === 1) {
       store.add(messages[0]!).then((added) => {
@@ -789,6 +801,7 @@ export function createRelay(options: RelayOptions): Relay {
 
   function deliver(connection: Connection, subscription: Subscription, message: StoredMessage) {
     if (message.publisher === connection.clientId || connection.socket.readyState !== connection.socket.OPEN) return
+    counts.delivered++
     const id = nextRequestId++
     connection.inflight.add(id, message)
     // Written out rather than stringified from objects (see Push): this is the hot path. A message

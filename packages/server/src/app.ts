@@ -1,4 +1,4 @@
-import type { Logger } from '@latchkey/service'
+import { type Logger, type Metrics, routeObserver, tracingOn } from '@latchkey/service'
 import type { AuditTrail } from '@latchkey/service/database'
 import { Hono } from 'hono'
 import { createServerAudit } from './audit.js'
@@ -7,6 +7,7 @@ import { createRouteContext, LIMITS } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
 import { auditAuth } from './middleware/audit.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
+import { signInMetrics } from './middleware/metrics.js'
 import { sameOrigin } from './middleware/sameOrigin.js'
 import { ADMIN_PREFIX, adminRoutes } from './routes/admin.js'
 import { cacao } from './routes/cacao.js'
@@ -77,6 +78,8 @@ export type ServerAppOptions = {
   sessionSeconds?: number | undefined
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
   logger?: Logger | undefined
+  /** Counts requests by route, sign-ins by kind and outcome, rate-limit hits (`latchkey-server --metrics-port`). Default: nothing counted. */
+  metrics?: Metrics | undefined
   /**
    * The P-256 keys of session JWTs (`POST /auth/token`): one PKCS#8 PEM or private JWK (JSON), or
    * several (PEM blocks one after another, a JSON array of JWKs or a JWK Set). The first signs;
@@ -127,6 +130,11 @@ export function createServerApp(options: ServerAppOptions) {
   // Discovery and keys are fetched now, so that the first social sign-in does not wait for them.
   void oauth.warm()
   const app = new Hono()
+
+  // First, so that every request is counted (and, with traces on, spanned) by its route template.
+  const observeRoutes = routeObserver(options.metrics, { tracing: tracingOn() })
+  if (observeRoutes) app.use(observeRoutes)
+  if (options.metrics) app.use('/auth/*', signInMetrics(options.metrics))
 
   app.use('*', async (c, next) => {
     const origin = c.req.header('origin')

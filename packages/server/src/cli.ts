@@ -445,7 +445,7 @@ await runService({
     'Health: GET /healthz answers 200 while the process runs; GET /readyz answers 200 when the store answers a query, else 503 with {"status":"unavailable","reason":…}.',
     'A browser session is a random id in the store, sent as an httpOnly cookie; the session JWTs other services verify are signed with --session-jwt-key-file and published at GET /.well-known/jwks.json.',
   ],
-  async start(values, { logger, production }) {
+  async start(values, { logger, production, metrics }) {
     const oauth = await oauthOf(values, production)
     if (values.databaseUrl !== undefined && values.db !== undefined)
       throw new SettingsError(`give ${settingLabel(settings.db)} or ${settingLabel(settings.databaseUrl)}, not both`)
@@ -465,6 +465,7 @@ await runService({
     let store: Store
     try {
       store = await openStore(databaseUrl, {
+        metrics,
         onRetry: ({ attempt, error }) => logger.warn({ attempt, err: error }, 'database transaction conflicted; running it again'),
       })
     } catch (error) {
@@ -498,6 +499,7 @@ await runService({
         accessTokenSeconds: values.accessTokenSeconds,
         oauth,
         logger,
+        metrics,
         auditKey: values.auditKey,
         auditLogFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile),
         adminToken: values.adminToken,

@@ -71,6 +71,7 @@ export function createAppServer(options: AppServerOptions) {
     async start() {
       if (server) return
       store ??= await openStore(options.databaseUrl ?? options.databasePath ?? ':memory:', {
+        metrics: options.metrics,
         onRetry: ({ attempt, error }) => options.logger?.warn({ attempt, err: error }, 'database transaction conflicted; running it again'),
       })
       audit = options.audit ?? createServerAudit(store, { key: options.auditKey, logFile: options.auditLogFile, logger: options.logger })

@@ -1,3 +1,4 @@
+import type { Metrics } from '@latchkey/service'
 import { auditMigration, type Database, type Migration, openDatabase, UniqueViolationError } from '@latchkey/service/database'
 import { type Kysely, sql } from 'kysely'
 import { sessionEvents } from './webhooks/events.js'
@@ -237,6 +238,8 @@ const changed = (result: { numInsertedOrUpdatedRows?: bigint | undefined } | { n
 export type OpenStoreOptions = {
   /** Told before a transaction runs again after a serialization failure (for the log). */
   onRetry?: ((event: { attempt: number; error: Error }) => void) | undefined
+  /** Counts transactions, retries and pool waits. Default: nothing counted. */
+  metrics?: Metrics | undefined
 }
 
 /**
@@ -250,7 +253,13 @@ export type OpenStoreOptions = {
  * const session = await store.session(id)
  */
 export async function openStore(url = ':memory:', options: OpenStoreOptions = {}) {
-  const database: Database<ServerSchema> = await openDatabase<ServerSchema>({ url, service: 'server', migrations: SERVER_MIGRATIONS, onRetry: options.onRetry })
+  const database: Database<ServerSchema> = await openDatabase<ServerSchema>({
+    url,
+    service: 'server',
+    migrations: SERVER_MIGRATIONS,
+    onRetry: options.onRetry,
+    metrics: options.metrics,
+  })
   const { db } = database
   const webhooks = webhookOutbox(database)
   const queuedListeners = new Set<() => void>()

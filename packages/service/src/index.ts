@@ -3,6 +3,7 @@ export { auditSettings, auditVerifyCommand, DEVELOPMENT_AUDIT_KEY } from './audi
 export { SettingsError } from './errors.js'
 export { closeGracefully, createHttpObserver, type HttpObserver, type HttpObserverOptions, type InflightRequest, pathOf } from './http.js'
 export { type CreateLoggerOptions, createLogger, currentRequestId, LOG_LEVELS, type Logger, type LogLevel, scrub, withRequestId } from './logger.js'
+export { createMetrics, type MetricDefinition, type Metrics, routeObserver, serveMetrics, UNMATCHED_ROUTE } from './metrics.js'
 export {
   type BaseSettings,
   baseSettings,
@@ -39,3 +40,4 @@ export {
   url,
   withoutCredentials,
 } from './settings.js'
+export { recordSpan, type SpanOptions, startTracing, type TracingOptions, traceHeaders, tracingOn, withSpan } from './tracing.js'

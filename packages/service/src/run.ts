@@ -1,6 +1,8 @@
+import type { Server } from 'node:http'
 import { SettingsError } from './errors.js'
 import { type InflightRequest, withdrawReadiness } from './http.js'
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel, scrub } from './logger.js'
+import { createMetrics, type Metrics, serveMetrics } from './metrics.js'
 import {
   type AnySetting,
   choice,
@@ -13,7 +15,9 @@ import {
   type SettingValues,
   settingsHelp,
   text,
+  url,
 } from './settings.js'
+import { startTracing } from './tracing.js'
 
 /** A service once it listens: what a shutdown needs. */
 export type StartedService = {
@@ -29,6 +33,8 @@ export type ServiceContext = {
   /** NODE_ENV=production. */
   production: boolean
   env: Environment
+  /** The service's Prometheus metrics, served on `--metrics-port`; none without it (then nothing is counted). */
+  metrics?: Metrics | undefined
 }
 
 /** A one-off command of a service's bin (e.g. `latchkey-kms init-organization`, or two words: `latchkey-kms audit verify`): it prints its result as JSON and exits. */
@@ -37,7 +43,7 @@ export type ServiceCommand<settings extends Record<string, AnySetting>> = {
   summary: string
   settings: settings
   /** Its result is printed as JSON on standard output. Throw a SettingsError for bad input (exit 2); anything else exits 1. */
-  run(values: SettingValues<settings>, context: Omit<ServiceContext, 'logger'>): Promise<unknown>
+  run(values: SettingValues<settings>, context: Omit<ServiceContext, 'logger' | 'metrics'>): Promise<unknown>
 }
 
 /** The settings every service has: where it listens, how much it logs, how long a shutdown may take. */
@@ -47,6 +53,9 @@ export type BaseSettings = {
   logLevel: Setting<LogLevel>
   shutdownTimeout: Setting<number>
   shutdownDelay: Setting<number>
+  metricsPort: Setting<number | undefined>
+  metricsHost: Setting<string>
+  otlpEndpoint: Setting<string | undefined>
 }
 
 export type ServiceDefinition<settings extends BaseSettings & Record<string, AnySetting>> = {
@@ -74,7 +83,8 @@ export type ServiceDefinition<settings extends BaseSettings & Record<string, Any
 }
 
 /**
- * `host`, `port`, `logLevel`, `shutdownTimeout` and `shutdownDelay`, as every service takes them.
+ * `host`, `port`, `logLevel`, `shutdownTimeout`, `shutdownDelay`, and the metrics and traces
+ * settings (`metricsPort`, `metricsHost`, `otlpEndpoint`), as every service takes them.
  *
  * @example
  * const settings = { ...baseSettings({ port: 8090 }), db: text({ flag: 'db', env: 'LATCHKEY_KMS_DB', description: 'SQLite file.' }) }
@@ -102,6 +112,27 @@ export function baseSettings(defaults: { port: number }): BaseSettings {
       valueName: '<seconds>',
       description:
         'On SIGTERM or SIGINT, how long /readyz answers 503 while requests are still served, before the graceful shutdown starts (time for a load balancer to stop sending requests).',
+    }),
+    metricsPort: portSetting({
+      flag: 'metrics-port',
+      env: 'LATCHKEY_METRICS_PORT',
+      description:
+        "Serve Prometheus metrics at GET /metrics on this port (apart from the service's port, so it need not be exposed). Default: no metrics, and nothing counted.",
+    }),
+    metricsHost: text({
+      flag: 'metrics-host',
+      env: 'LATCHKEY_METRICS_HOST',
+      default: '127.0.0.1',
+      valueName: '<address>',
+      description: 'Address the metrics port listens on (0.0.0.0 for a scraper in another container or pod).',
+    }),
+    otlpEndpoint: url({
+      flag: 'otlp-endpoint',
+      env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+      protocols: ['http:', 'https:'],
+      valueName: '<url>',
+      description:
+        'Send OpenTelemetry traces to this OTLP/HTTP collector (the base URL: traces go to <url>/v1/traces), with W3C traceparent carried from the backend to the kms. Default: no traces, and nothing of OpenTelemetry loaded.',
     }),
   }
 }
@@ -179,7 +210,16 @@ export async function runService<settings extends BaseSettings & Record<string, 
     return process.exit(EXIT.ok)
   }
   const { values, given } = parsed
-  const base = values as unknown as { host: string; port: number; logLevel: LogLevel; shutdownTimeout: number; shutdownDelay: number }
+  const base = values as unknown as {
+    host: string
+    port: number
+    logLevel: LogLevel
+    shutdownTimeout: number
+    shutdownDelay: number
+    metricsPort: number | undefined
+    metricsHost: string
+    otlpEndpoint: string | undefined
+  }
   if (production) {
     const gaps = [...productionGaps(definition.settings, given), ...(definition.production?.(values, given) ?? [])]
     if (gaps.length) return fail(EXIT.badSettings, productionMessage(gaps))
@@ -210,9 +250,34 @@ export async function runService<settings extends BaseSettings & Record<string, 
   process.on('SIGTERM', onEarlySignal)
   process.on('SIGINT', onEarlySignal)
 
+  // The metrics port listens first: a port already taken is a bad setting, refused before the service listens.
+  let metrics: Metrics | undefined
+  let metricsServer: Server | undefined
+  if (base.metricsPort !== undefined) {
+    metrics = createMetrics(definition.name)
+    try {
+      metricsServer = await serveMetrics(metrics, base.metricsHost, base.metricsPort)
+    } catch (error) {
+      return fail(EXIT.badSettings, `--metrics-port: ${startFailure(error, base.metricsHost, base.metricsPort)}`)
+    }
+  }
+  // Without an endpoint no OpenTelemetry module is loaded (startTracing imports them).
+  const tracing = base.otlpEndpoint
+    ? await startTracing({ service: definition.name, endpoint: `${base.otlpEndpoint.replace(/\/+$/, '')}/v1/traces` })
+    : undefined
+  const closeObservability = async () => {
+    if (metricsServer) {
+      const closed = new Promise<void>((resolve) => metricsServer!.close(() => resolve()))
+      // A scraper's kept-alive connection must not hold the stop.
+      metricsServer.closeAllConnections()
+      await closed
+    }
+    await tracing?.stop()
+  }
+
   let started: StartedService
   try {
-    started = await definition.start(values, { logger, production, env })
+    started = await definition.start(values, { logger, production, env, metrics })
   } catch (error) {
     return fail(exitCodeOf(error), startFailure(error, base.host, base.port))
   } finally {
@@ -239,7 +304,7 @@ export async function runService<settings extends BaseSettings & Record<string, 
   }
   const stop = (signal: NodeJS.Signals) => {
     // Called first: by the time the line below is written, no new connection is accepted.
-    const stopped = started.stop()
+    const stopped = started.stop().then(closeObservability)
     const inflight = started.inflight().length
     logger.info(
       { signal, inflight, timeoutSeconds: base.shutdownTimeout },

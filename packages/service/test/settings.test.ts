@@ -71,6 +71,9 @@ describe('parseSettings', () => {
       logLevel: 'info',
       shutdownTimeout: 10,
       shutdownDelay: 0,
+      metricsPort: undefined,
+      metricsHost: '127.0.0.1',
+      otlpEndpoint: undefined,
       db: undefined,
       redis: undefined,
       memory: false,
@@ -196,6 +199,12 @@ describe('production and help', () => {
             On SIGTERM or SIGINT, how long in-flight requests may take before the process exits 1 and logs what it cut. Default: 10.
         --shutdown-delay <seconds>, LATCHKEY_SHUTDOWN_DELAY
             On SIGTERM or SIGINT, how long /readyz answers 503 while requests are still served, before the graceful shutdown starts (time for a load balancer to stop sending requests). Default: 0.
+        --metrics-port <port>, LATCHKEY_METRICS_PORT
+            Serve Prometheus metrics at GET /metrics on this port (apart from the service's port, so it need not be exposed). Default: no metrics, and nothing counted.
+        --metrics-host <address>, LATCHKEY_METRICS_HOST
+            Address the metrics port listens on (0.0.0.0 for a scraper in another container or pod). Default: 127.0.0.1.
+        --otlp-endpoint <url>, OTEL_EXPORTER_OTLP_ENDPOINT
+            Send OpenTelemetry traces to this OTLP/HTTP collector (the base URL: traces go to <url>/v1/traces), with W3C traceparent carried from the backend to the kms. Default: no traces, and nothing of OpenTelemetry loaded.
         --db <path>, TEST_DB
             A file.
         --redis <url>, REDIS_URL

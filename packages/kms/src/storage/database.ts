@@ -1,3 +1,4 @@
+import type { Metrics } from '@latchkey/service'
 import { type Database, databaseTarget, type Migration, openDatabase as openServiceDatabase, UniqueViolationError } from '@latchkey/service/database'
 import type { Kysely, KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, Transaction, UnknownRow } from 'kysely'
 import { sql } from 'kysely'
@@ -53,18 +54,22 @@ export type Storage = {
  * const storage = openStorage('postgres://latchkey@db.internal/kms', KMS_MIGRATIONS)
  * await storage.ping()
  */
-export function openStorage(location: string, migrations: readonly Migration[]): Storage {
+export function openStorage(location: string, migrations: readonly Migration[], metrics?: Metrics | undefined): Storage {
   const { dialect } = databaseTarget(location)
-  const opening: Promise<Database<Tables>> = openServiceDatabase<Tables>({ url: location, service: 'kms', migrations, poolSize: POSTGRES_POOL_SIZE }).then(
-    async (database) => {
-      if (database.dialect === 'sqlite') {
-        // Per connection, and SQLite has the one: cascades as declared; commits reach the WAL at once, syncs at checkpoints.
-        await sql`pragma foreign_keys = on`.execute(database.db)
-        await sql`pragma synchronous = normal`.execute(database.db)
-      }
-      return database
-    },
-  )
+  const opening: Promise<Database<Tables>> = openServiceDatabase<Tables>({
+    url: location,
+    service: 'kms',
+    migrations,
+    poolSize: POSTGRES_POOL_SIZE,
+    metrics,
+  }).then(async (database) => {
+    if (database.dialect === 'sqlite') {
+      // Per connection, and SQLite has the one: cascades as declared; commits reach the WAL at once, syncs at checkpoints.
+      await sql`pragma foreign_keys = on`.execute(database.db)
+      await sql`pragma synchronous = normal`.execute(database.db)
+    }
+    return database
+  })
   // Awaited by the first statement; a failed opening fails every statement with its error.
   opening.catch(() => {})
   let plain: Promise<Executor> | undefined

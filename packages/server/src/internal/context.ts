@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
+import type { Metrics } from '@latchkey/service'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { TurnkeyClient } from '@turnkey/http'
+import type { TurnkeyClient } from '@turnkey/http'
 import type { Context } from 'hono'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import type { z } from 'zod'
@@ -8,6 +9,7 @@ import { ServerError } from '../errors.js'
 import { noteEmail, noteSession } from '../middleware/audit.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
 import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
+import { KmsClient } from './kmsClient.js'
 import { ACCESS_TOKEN_SECONDS, loadSessionJwtKeys, SESSION_JWT_DEFAULTS, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
@@ -92,7 +94,15 @@ export type RouteContext = {
  * call counts one request for `key` and answers the seconds to wait when over `limit`, else
  * undefined. `name` keeps one limiter's keys apart from another's. `windowMs` is at most a day.
  */
-export function limiter(store: Pick<Store, 'countRequest' | 'deleteRateLimitsBefore'>, name: string, limit: number, windowMs: number, now: () => number) {
+export function limiter(
+  store: Pick<Store, 'countRequest' | 'deleteRateLimitsBefore'>,
+  name: string,
+  limit: number,
+  windowMs: number,
+  now: () => number,
+  /** Told of each request over the limit (the metrics' rate-limit hits). */
+  onLimited?: () => void,
+) {
   if (windowMs > LIMITS.dayMs) throw new Error(`a rate limit window is at most a day, not ${windowMs} ms`)
   let sweptAt = now()
   return async (key: string): Promise<number | undefined> => {
@@ -104,7 +114,9 @@ export function limiter(store: Pick<Store, 'countRequest' | 'deleteRateLimitsBef
       await store.deleteRateLimitsBefore(time - LIMITS.dayMs)
     }
     const window = await store.countRequest(`${name}:${key}`, windowMs, time)
-    return window.count > limit ? Math.max(1, Math.ceil((window.windowStartedAt + windowMs - time) / 1000)) : undefined
+    if (window.count <= limit) return undefined
+    onLimited?.()
+    return Math.max(1, Math.ceil((window.windowStartedAt + windowMs - time) / 1000))
   }
 }
 
@@ -226,10 +238,19 @@ export function createRouteContext(options: {
   sessionJwtIssuer?: string | undefined
   sessionJwtAudience?: string | undefined
   accessTokenSeconds?: number | undefined
+  metrics?: Metrics | undefined
 }): RouteContext {
   const now = options.now ?? Date.now
   let keys: Promise<readonly [SessionJwtKey, ...SessionJwtKey[]]> | undefined
-  const kms = new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey }))
+  // Forwards the request id and the trace to the kms.
+  const kms = new KmsClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey }))
+  const rateLimited = options.metrics?.counter({
+    name: 'latchkey_server_rate_limited_total',
+    help: 'Requests refused by a rate limit, by limit (its name: codes-per-email, sign-ins-per-ip, …; never the email or address counted).',
+    labelNames: ['limit'],
+  })
+  const limited = (name: string, limit: number, windowMs: number) =>
+    limiter(options.store, name, limit, windowMs, now, rateLimited && (() => rateLimited.inc({ limit: name })))
   return {
     store: options.store,
     kms,
@@ -252,13 +273,13 @@ export function createRouteContext(options: {
       accessSeconds: options.accessTokenSeconds ?? ACCESS_TOKEN_SECONDS.default,
     },
     limits: {
-      codesPerEmail: limiter(options.store, 'codes-per-email', LIMITS.perEmail, LIMITS.windowMs, now),
-      recoveriesPerEmail: limiter(options.store, 'recoveries-per-email', LIMITS.perEmail, LIMITS.windowMs, now),
-      signInsPerIp: limiter(options.store, 'sign-ins-per-ip', LIMITS.perIp, LIMITS.windowMs, now),
-      noncesPerIp: limiter(options.store, 'nonces-per-ip', LIMITS.noncesPerIp, LIMITS.windowMs, now),
-      verifiesPerIp: limiter(options.store, 'verifies-per-ip', LIMITS.verifiesPerIp, LIMITS.windowMs, now),
-      verifiesPerCode: limiter(options.store, 'verifies-per-code', LIMITS.verifiesPerCode, LIMITS.windowMs, now),
-      verifiesPerEmailPerDay: limiter(options.store, 'verifies-per-email-per-day', LIMITS.verifiesPerEmailPerDay, LIMITS.dayMs, now),
+      codesPerEmail: limited('codes-per-email', LIMITS.perEmail, LIMITS.windowMs),
+      recoveriesPerEmail: limited('recoveries-per-email', LIMITS.perEmail, LIMITS.windowMs),
+      signInsPerIp: limited('sign-ins-per-ip', LIMITS.perIp, LIMITS.windowMs),
+      noncesPerIp: limited('nonces-per-ip', LIMITS.noncesPerIp, LIMITS.windowMs),
+      verifiesPerIp: limited('verifies-per-ip', LIMITS.verifiesPerIp, LIMITS.windowMs),
+      verifiesPerCode: limited('verifies-per-code', LIMITS.verifiesPerCode, LIMITS.windowMs),
+      verifiesPerEmailPerDay: limited('verifies-per-email-per-day', LIMITS.verifiesPerEmailPerDay, LIMITS.dayMs),
     },
     ipOf: (c) =>
       options.ipOf?.(c.req.raw, c.env) ??

@@ -1,6 +1,9 @@
+import { performance } from 'node:perf_hooks'
 import BetterSqlite3 from 'better-sqlite3'
-import { type Dialect, type Driver, Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import { type Dialect, type Driver, Kysely, type LogEvent, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
+import type { Metrics } from '../metrics.js'
+import { recordSpan, tracingOn } from '../tracing.js'
 import { DatabaseError, SerializationFailureError, typedDatabaseError } from './errors.js'
 import type { DatabaseDialect, OpenDatabaseOptions } from './open.js'
 
@@ -108,7 +111,7 @@ const CACHED_PLAN_CHANGED = '0A000'
  * it is prepared again on each connection, and the statement runs again, or, inside a
  * transaction (which the refusal aborted), the transaction does, as after a serialization failure.
  */
-function namedStatementPool(pool: pg.Pool) {
+function namedStatementPool(pool: pg.Pool, metrics: Metrics | undefined) {
   const names = new Map<string, string>()
   let counter = 0
   const nameOf = (text: string) => {
@@ -122,7 +125,7 @@ function namedStatementPool(pool: pg.Pool) {
   const patched = new WeakSet<pg.PoolClient>()
   return {
     async connect() {
-      const client = await pool.connect()
+      const client = metrics ? await timedConnect(pool, metrics) : await pool.connect()
       if (!patched.has(client)) {
         const query = client.query.bind(client) as (config: pg.QueryConfig) => Promise<pg.QueryResult>
         let inTransaction = false
@@ -153,7 +156,7 @@ function namedStatementPool(pool: pg.Pool) {
 }
 
 /** A Kysely instance on the database `options.url` names, its typed errors attached; nothing migrated. */
-export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'poolSize' | 'busyTimeoutMs' | 'onIdleError'>): {
+export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'poolSize' | 'busyTimeoutMs' | 'onIdleError' | 'metrics'>): {
   dialect: DatabaseDialect
   description: string
   db: Kysely<Schema>
@@ -164,13 +167,35 @@ export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'pool
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types: pgTypes })
     // An idle connection that drops (a database restart) must not crash the process.
     pool.on('error', (error) => options.onIdleError?.(error))
-    engine = new PostgresDialect({ pool: namedStatementPool(pool) })
+    engine = new PostgresDialect({ pool: namedStatementPool(pool, options.metrics) })
   } else {
     const file = new BetterSqlite3(options.url ?? ':memory:', { timeout: options.busyTimeoutMs ?? 5000 })
     if (file.name !== ':memory:') file.pragma('journal_mode = WAL')
     engine = new SqliteDialect({ database: file })
   }
-  return { dialect, description, db: new Kysely<Schema>({ dialect: withTypedErrors(engine) }) }
+  // With traces on, each statement becomes a span of the request that ran it; off, Kysely times nothing.
+  const system = dialect === 'postgres' ? 'postgresql' : 'sqlite'
+  const log = tracingOn()
+    ? (event: LogEvent) =>
+        recordSpan(`db ${event.query.sql.trimStart().split(/\s/, 1)[0]!.toLowerCase()}`, {
+          startTime: Date.now() - event.queryDurationMillis,
+          durationMs: event.queryDurationMillis,
+          attributes: { 'db.system': system, 'db.query.text': event.query.sql.slice(0, 500) },
+          failed: event.level === 'error',
+        })
+    : undefined
+  return { dialect, description, db: new Kysely<Schema>({ dialect: withTypedErrors(engine), ...(log ? { log } : {}) }) }
+}
+
+/** A pool connection, timed; a wait is counted when every connection was busy and the pool full. */
+async function timedConnect(pool: pg.Pool, metrics: Metrics): Promise<pg.PoolClient> {
+  if (pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10)) metrics.database.poolWaits.inc()
+  const startedAt = performance.now()
+  try {
+    return await pool.connect()
+  } finally {
+    metrics.database.poolWaitSeconds.observe((performance.now() - startedAt) / 1000)
+  }
 }
 
 export const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

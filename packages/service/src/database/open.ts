@@ -1,4 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely'
+import type { Metrics } from '../metrics.js'
 import { backoffMs, connect, delay } from './connection.js'
 import { MigrationError, RetriesExhaustedError, SerializationFailureError, typedDatabaseError } from './errors.js'
 import { migrateWithRetries } from './migrations.js'
@@ -54,6 +55,8 @@ export type OpenDatabaseOptions = {
   onRetry?: ((event: { attempt: number; error: SerializationFailureError }) => void) | undefined
   /** Told of an error on an idle PostgreSQL connection (the pool drops it and opens another). Default: ignored. */
   onIdleError?: ((error: Error) => void) | undefined
+  /** Counts transactions by outcome, retries by error code, and waits for a pool connection. Default: nothing counted. */
+  metrics?: Metrics | undefined
 }
 
 /** A service's database: the Kysely instance for single statements, and transactions that retry. */
@@ -115,13 +118,23 @@ export async function openDatabase<Schema>(options: OpenDatabaseOptions): Promis
     db,
     async transaction(work, transactionOptions) {
       const isolation = transactionOptions?.isolation ?? 'serializable'
+      const counted = options.metrics?.database
       for (let attempt = 1; ; attempt++) {
         try {
-          return await db.transaction().setIsolationLevel(isolation).execute(work)
+          const result = await db.transaction().setIsolationLevel(isolation).execute(work)
+          counted?.transactions.inc({ outcome: 'committed' })
+          return result
         } catch (error) {
           const typed = typedDatabaseError(error)
-          if (!(typed instanceof SerializationFailureError)) throw typed
-          if (attempt >= maxAttempts) throw new RetriesExhaustedError(attempt, { cause: typed })
+          if (!(typed instanceof SerializationFailureError)) {
+            counted?.transactions.inc({ outcome: 'failed' })
+            throw typed
+          }
+          if (attempt >= maxAttempts) {
+            counted?.transactions.inc({ outcome: 'retries_exhausted' })
+            throw new RetriesExhaustedError(attempt, { cause: typed })
+          }
+          counted?.retries.inc({ code: retryCode(typed) })
           options.onRetry?.({ attempt, error: typed })
           await delay(backoffMs(attempt))
         }
@@ -132,4 +145,10 @@ export async function openDatabase<Schema>(options: OpenDatabaseOptions): Promis
     },
     close: () => db.destroy(),
   }
+}
+
+/** The engine's code of a serialization failure, from a fixed list (a label value), else `other`. */
+function retryCode(error: SerializationFailureError): string {
+  const code = (error.cause as { code?: unknown } | undefined)?.code
+  return code === '40001' || code === '40P01' || code === '0A000' || code === 'SQLITE_BUSY' ? code : 'other'
 }
