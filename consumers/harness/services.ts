@@ -146,7 +146,7 @@ export async function startLatchkeyServices({
     const kms = await startKms(dir, data, [
       ...allowedOrigins.flatMap((origin) => ['--cors-origin', origin, '--frames-parent-origin', origin]),
       ...chains.flatMap((chain) => ['--frames-chain', `${chain.id}=${chain.rpcUrl}`]),
-      ...['--frames-executor', BATCH_EXECUTOR_ADDRESS, '--eip7702-delegate', BATCH_EXECUTOR_ADDRESS],
+      ...['--eip7702-delegate', BATCH_EXECUTOR_ADDRESS],
     ])
     processes.push(kms.bin)
     const server = await startServer(dir, kms, {

@@ -206,12 +206,12 @@ export async function startStack<const options extends StartStackOptions = {}>(o
           {
             port: ports.frames,
             parentOrigins: frameParents,
-            // The consent frame decodes and simulates on the devnet's chains and signs for its executor (as dev.json names them).
+            // The consent frame decodes and simulates on the devnet's chains (as dev.json names them);
+            // it signs for the kms's one EIP-7702 delegate, the batch executor.
             chains: [
               { id: 31337, rpcUrl: chainA.url },
               { id: 31338, rpcUrl: chainB.url },
             ],
-            executor: BATCH_EXECUTOR_ADDRESS,
           },
           env['DATABASE_URL'] || undefined,
           // The local provider's issuers, whose ID tokens the kms verifies against their JWKS.
@@ -456,7 +456,7 @@ function kmsInstance(
         webauthn,
         oidcIssuers,
         frames,
-        // The only contract an embedded wallet's account may delegate to with EIP-7702.
+        // The only contract an embedded wallet's account may delegate to with EIP-7702, and the consent frame's executor.
         eip7702Delegates: [BATCH_EXECUTOR_ADDRESS],
       })
       try {

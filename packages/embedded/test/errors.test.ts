@@ -213,7 +213,7 @@ describe('SPEC §8 embedded-wallet errors', () => {
         users: [
           {
             userName: 'cosigner',
-            apiKeys: [{ apiKeyName: 'cosigner', publicKey: cosigner.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+            apiKeys: [{ apiKeyName: 'cosigner', publicKey: cosigner.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
             authenticators: [],
             oauthProviders: [],
             userTags: [],

@@ -16,6 +16,7 @@ import {
   custom,
   hexBytes,
   integer,
+  type Logger,
   list,
   origin,
   port,
@@ -31,6 +32,7 @@ import { migrationCommands } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { isAddress } from 'viem'
 import type { OidcIssuer } from './auth/oidc.js'
+import { batchExecutor } from './batchExecutor.js'
 import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
 import { KmsError } from './errors.js'
 import { assertChain } from './frames/app.js'
@@ -180,7 +182,7 @@ const settings = {
       env: 'LATCHKEY_KMS_EIP7702_DELEGATES',
       valueName: '<address>',
       description:
-        'A contract a sub-organization’s EIP-7702 authorizations may delegate to (the batch executor); repeat for more. Any other, and chain id 0, is refused. Default: none, so every delegation in a sub-organization is refused.',
+        'The batch executor: the contract a sub-organization’s EIP-7702 authorizations may delegate to, and the one delegate and batch target the consent frame signs for. Any other, and chain id 0, is refused. Repeatable when no frames are served. Default: none, so every delegation in a sub-organization is refused and the frame signs no authorization or batch.',
       convert: delegateAddress,
     }),
   ),
@@ -206,12 +208,8 @@ const settings = {
     env: 'LATCHKEY_KMS_FRAMES_EXECUTOR',
     valueName: '<address>',
     description:
-      'The batch executor contract: the only EIP-7702 delegate and batch target the consent frame signs for. Without it: the frame signs no authorization and no batch.',
-    convert: (text, label) => {
-      if (!/^0x[0-9a-fA-F]{40}$/.test(text.trim()))
-        throw new SettingsError(`${label} must be an address (0x and 40 hex characters), got ${JSON.stringify(text)}`)
-      return text.trim()
-    },
+      'Deprecated: --eip7702-delegate names the batch executor for the kms and the consent frame alike. Given alone, it sets both; given with a different --eip7702-delegate, the kms does not start.',
+    convert: delegateAddress,
   }),
   corsOrigins: list(
     origin({
@@ -265,6 +263,31 @@ function delegateAddress(entry: string, label: string): string {
   if (!isAddress(entry.trim(), { strict: false }))
     throw new SettingsError(`${label} must be an Ethereum address (0x and 40 hex digits), got ${JSON.stringify(entry)}`)
   return entry.trim()
+}
+
+/**
+ * The batch executor from --eip7702-delegate, or from the deprecated --frames-executor when that
+ * is all that is given (with a warning); both given and different, or several delegates while the
+ * frames are served: a settings error naming the flags.
+ */
+function executorOf(
+  values: { eip7702Delegates: readonly string[]; framesExecutor: string | undefined; framesParentOrigins: readonly string[] },
+  logger: Pick<Logger, 'warn'>,
+) {
+  let executor: ReturnType<typeof batchExecutor>
+  try {
+    executor = batchExecutor(
+      { delegates: values.eip7702Delegates, deprecatedExecutor: values.framesExecutor, framesServed: values.framesParentOrigins.length > 0 },
+      { delegates: settingLabel(settings.eip7702Delegates), deprecatedExecutor: settingLabel(settings.framesExecutor) },
+    )
+  } catch (error) {
+    throw new SettingsError((error as Error).message)
+  }
+  if (values.framesExecutor !== undefined)
+    logger.warn(
+      `${settingLabel(settings.framesExecutor)} is deprecated: ${settingLabel(settings.eip7702Delegates)} names the batch executor for the kms and the consent frame`,
+    )
+  return executor
 }
 
 function oidcIssuerEntry(entry: string, label: string): string {
@@ -403,6 +426,7 @@ await runService({
     const smtpProblem = production && values.smtpUrl ? smtpWithoutTls(new URL(values.smtpUrl)) : undefined
     if (smtpProblem) throw new SettingsError(`${settingLabel(settings.smtpUrl)}: ${smtpProblem}`)
     const framesHost = values.framesHost ?? (values.host === '127.0.0.1' ? 'localhost' : values.host)
+    const executor = executorOf(values, logger)
     // Without a master key or an HSM, the kms runs in memory with a key made for the process (development only).
     const kek = values.kek && values.kek !== 'env' ? await openKek(values.kek, values.masterKey, settingLabel(settings.masterKey)) : undefined
     const kms = await openKms(
@@ -421,7 +445,7 @@ await runService({
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         maxCredentialSeconds: values.maxCredentialSeconds,
         freshVerificationSeconds: values.freshVerificationSeconds,
-        eip7702Delegates: values.eip7702Delegates,
+        eip7702Delegates: executor.delegates,
         extraCorsOrigins: values.corsOrigins,
         frames: values.framesParentOrigins.length
           ? {
@@ -429,7 +453,6 @@ await runService({
               host: framesHost,
               parentOrigins: values.framesParentOrigins,
               chains: values.framesChains,
-              executor: values.framesExecutor,
             }
           : undefined,
         rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },

@@ -6,6 +6,7 @@ import { createAuditTrail } from '@latchkey/service/database'
 import { p256 } from '@noble/curves/p256'
 import { createKmsApp, DEFAULT_WEBAUTHN } from './app.js'
 import type { OidcIssuer } from './auth/oidc.js'
+import { batchExecutor } from './batchExecutor.js'
 import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
@@ -75,6 +76,7 @@ export type KmsOptions = {
   /**
    * The contracts a sub-organization's EIP-7702 authorizations may delegate to (the batch
    * executor); any other, and chain id 0, is refused. Default: none, so every delegation is refused.
+   * With frames served it names one contract, which is also the consent frame's executor.
    */
   eip7702Delegates?: readonly string[] | undefined
   /** Clock in unix ms; tests move it to expire keys. */
@@ -130,7 +132,12 @@ export type FramesOptions = {
    * lets it reach these RPC origins and nothing else. Default none: it reviews no transaction.
    */
   chains?: readonly FrameChain[] | undefined
-  /** The batch executor: the only EIP-7702 delegate and batch target the consent frame signs for. Default none. */
+  /**
+   * The batch executor the consent frame signs for.
+   *
+   * @deprecated The kms's `eip7702Delegates` names it (one setting for the kms's rule and the frame).
+   * Given alone, it feeds both; given with a different `eip7702Delegates`, createKms throws.
+   */
   executor?: string | undefined
 }
 
@@ -151,6 +158,12 @@ export function createKms(options: KmsOptions = {}) {
   const port = options.port ?? 8090
   const masterKey = options.masterKey ?? randomBytes(32)
   if (masterKey.length !== 32) throw new Error('masterKey must be 32 bytes')
+  // Before anything opens: conflicting executor settings are refused with nothing to close.
+  const executor = batchExecutor({
+    delegates: options.eip7702Delegates,
+    deprecatedExecutor: options.frames?.executor,
+    framesServed: options.frames !== undefined,
+  })
   const now = options.now ?? Date.now
   const db: Db = openDatabase(databaseLocation(options), { metrics: options.metrics })
   if (options.metrics) outboxMetrics(options.metrics, db, now)
@@ -198,7 +211,7 @@ export function createKms(options: KmsOptions = {}) {
     oidcIssuers: options.oidcIssuers,
     maxCredentialSeconds: options.maxCredentialSeconds,
     freshVerificationSeconds: options.freshVerificationSeconds,
-    eip7702Delegates: options.eip7702Delegates,
+    eip7702Delegates: executor.delegates,
     logger: options.logger,
     rateLimits: options.rateLimits,
     rateLimiter,
@@ -211,7 +224,7 @@ export function createKms(options: KmsOptions = {}) {
         nextSignerPublicKey: options.nextSignerPublicKey,
         parentOrigins: options.frames.parentOrigins,
         chains: options.frames.chains,
-        executor: options.frames.executor,
+        executor: executor.framesExecutor,
       })
     : undefined
   const framesHost = options.frames?.host ?? 'localhost'

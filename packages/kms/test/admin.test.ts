@@ -25,6 +25,8 @@ const p256Key = (keys: ReturnType<typeof generateApiKeyPair>, apiKeyName: string
   apiKeyName,
   publicKey: keys.apiPublicKey,
   curveType: 'API_KEY_CURVE_P256' as const,
+  // A sub-organization's keys all expire (credentials.ts refuseKeyLifetimes).
+  expirationSeconds: '3600',
 })
 
 /** A sub-organization plus a second, non-root user "alice" holding her own key. */
@@ -115,7 +117,9 @@ describe('users', () => {
       type: 'ACTIVITY_TYPE_CREATE_API_ONLY_USERS',
       timestampMs: harness.timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { apiOnlyUsers: [{ userName: 'ci', userTags: [], apiKeys: [{ apiKeyName: 'ci key', publicKey: keys.apiPublicKey }] }] },
+      parameters: {
+        apiOnlyUsers: [{ userName: 'ci', userTags: [], apiKeys: [{ apiKeyName: 'ci key', publicKey: keys.apiPublicKey, expirationSeconds: '3600' }] }],
+      },
     })
     const [userId] = activity.result.createApiOnlyUsersResult!.userIds
     expect(await harness.client(keys).getWhoami({ organizationId: sub.organizationId })).toMatchObject({ userId, username: 'ci' })

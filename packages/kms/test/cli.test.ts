@@ -327,6 +327,25 @@ if (testBackend === 'sqlite')
         'refusing to start with development defaults in production (NODE_ENV=production): set LATCHKEY_KMS_MASTER_KEY or --master-key-file / LATCHKEY_KMS_MASTER_KEY_FILE; LATCHKEY_KMS_SIGNER_KEY or --signer-key-file / LATCHKEY_KMS_SIGNER_KEY_FILE; LATCHKEY_SMTP_URL or --smtp-url-file / LATCHKEY_SMTP_URL_FILE; --rp-id / LATCHKEY_KMS_RP_IDS; --passkey-origin / LATCHKEY_KMS_PASSKEY_ORIGINS; --oidc-issuer / LATCHKEY_KMS_OIDC_ISSUERS; LATCHKEY_AUDIT_KEY or --audit-key-file / LATCHKEY_AUDIT_KEY_FILE; a store: --db / LATCHKEY_KMS_DB or DATABASE_URL or --database-url-file / DATABASE_URL_FILE',
       ],
       [
+        'the deprecated --frames-executor naming another contract than --eip7702-delegate',
+        ['--eip7702-delegate', '0x5FbDB2315678afecb367f032d93F642f64180aa3', '--frames-executor', '0x000000000000000000000000000000000000dEaD'],
+        {},
+        '--frames-executor / LATCHKEY_KMS_FRAMES_EXECUTOR (deprecated) is 0x000000000000000000000000000000000000dEaD but --eip7702-delegate / LATCHKEY_KMS_EIP7702_DELEGATES is 0x5FbDB2315678afecb367f032d93F642f64180aa3: they name one contract, the batch executor; give --eip7702-delegate / LATCHKEY_KMS_EIP7702_DELEGATES only',
+      ],
+      [
+        'two EIP-7702 delegates while the frames are served',
+        [
+          '--frames-parent-origin',
+          'http://localhost:5173',
+          '--eip7702-delegate',
+          '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+          '--eip7702-delegate',
+          '0x000000000000000000000000000000000000dEaD',
+        ],
+        {},
+        '--eip7702-delegate / LATCHKEY_KMS_EIP7702_DELEGATES names 2 contracts, but the consent frame signs for one batch executor: name one while the frames are served',
+      ],
+      [
         'init-organization without a store',
         // The generator point: a valid compressed P-256 key.
         ['init-organization', '--name', 'Acme', '--public-key', '036b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296'],

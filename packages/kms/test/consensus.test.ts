@@ -202,7 +202,7 @@ test('error: a user outside the root quorum cannot vote, and does not count towa
       users: [
         {
           userName: 'carol',
-          apiKeys: [{ apiKeyName: 'carol', publicKey: carolKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+          apiKeys: [{ apiKeyName: 'carol', publicKey: carolKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
           authenticators: [],
           oauthProviders: [],
           userTags: [],
@@ -237,7 +237,12 @@ test('error: a user outside the root quorum cannot vote, and does not count towa
 // when enough of them approve. The submitter's own submission is the first approval.
 
 type Keys = ReturnType<typeof apiKeyPair>
-const apiKey = (name: string, key: Keys) => ({ apiKeyName: name, publicKey: key.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const })
+const apiKey = (name: string, key: Keys) => ({
+  apiKeyName: name,
+  publicKey: key.apiPublicKey,
+  curveType: 'API_KEY_CURVE_P256' as const,
+  expirationSeconds: '3600',
+})
 
 /** A sub-organization with a root user and three ordinary users, alice and bob tagged `signer`, carol not; `policies` written by the root. */
 async function team(

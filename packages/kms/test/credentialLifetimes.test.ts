@@ -107,6 +107,43 @@ describe('credential lifetimes', () => {
     expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   })
 
+  test('error: a sub-organization’s create_users and create_api_only_users refuse a key without an expiry, and add no user; the parent organization’s may', async () => {
+    const sub = await harness.subOrganization()
+    const usersBefore = (await sub.client.getUsers({ organizationId: sub.organizationId })).users.length
+    const key = (expirationSeconds?: string) => ({
+      apiKeyName: 'added',
+      publicKey: generateApiKeyPair().apiPublicKey,
+      curveType: 'API_KEY_CURVE_P256' as const,
+      ...(expirationSeconds ? { expirationSeconds } : {}),
+    })
+    const createUsers = (client: typeof sub.client, organizationId: string, expirationSeconds?: string) =>
+      client.createUsers({
+        type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+        timestampMs: harness.timestampMs(),
+        organizationId,
+        parameters: { users: [{ userName: 'added', apiKeys: [key(expirationSeconds)], authenticators: [], oauthProviders: [], userTags: [] }] },
+      })
+    const createApiOnlyUsers = (client: typeof sub.client, organizationId: string, expirationSeconds?: string) =>
+      client.createApiOnlyUsers({
+        type: 'ACTIVITY_TYPE_CREATE_API_ONLY_USERS',
+        timestampMs: harness.timestampMs(),
+        organizationId,
+        parameters: { apiOnlyUsers: [{ userName: 'added', userTags: [], apiKeys: [key(expirationSeconds)] }] },
+      })
+    await expect(createUsers(sub.client, sub.organizationId)).rejects.toThrow(
+      'Turnkey error 3: invalid parameters: users.0.apiKeys.0.expirationSeconds: is required in a sub-organization, where no key may live for ever',
+    )
+    await expect(createApiOnlyUsers(sub.client, sub.organizationId)).rejects.toThrow(
+      'Turnkey error 3: invalid parameters: apiOnlyUsers.0.apiKeys.0.expirationSeconds: is required in a sub-organization, where no key may live for ever',
+    )
+    await expect(createUsers(sub.client, sub.organizationId, '86401')).rejects.toThrow(tooLong(86_400, 'users.0.apiKeys.0.expirationSeconds'))
+    expect((await sub.client.getUsers({ organizationId: sub.organizationId })).users).toHaveLength(usersBefore)
+    expect((await createUsers(sub.client, sub.organizationId, '86400')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect((await createApiOnlyUsers(sub.client, sub.organizationId, '3600')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect((await createUsers(harness.backend, harness.parent.organizationId)).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect((await createApiOnlyUsers(harness.backend, harness.parent.organizationId)).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  })
+
   test('error: the sign-ins a parent starts are capped too (email_auth, otp_auth, oauth, oauth_login), before anything is checked or written', async () => {
     const user = await userWithEmail()
     const target = generateP256KeyPair().publicKeyUncompressed

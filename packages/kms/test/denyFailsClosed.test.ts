@@ -28,7 +28,7 @@ describe('a DENY policy whose condition errors', () => {
         users: [
           {
             userName: 'signer',
-            apiKeys: [{ apiKeyName: 'signer', publicKey: signerKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+            apiKeys: [{ apiKeyName: 'signer', publicKey: signerKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
             authenticators: [],
             oauthProviders: [],
             userTags: [],

@@ -33,7 +33,7 @@ async function withPlainUser() {
       users: [
         {
           userName: 'plain',
-          apiKeys: [{ apiKeyName: 'plain', publicKey: plainKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+          apiKeys: [{ apiKeyName: 'plain', publicKey: plainKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
           authenticators: [],
           oauthProviders: [],
           userTags: [],

@@ -26,22 +26,35 @@ const sessionRequest = (organizationId: string, userId?: string) => ({
   parameters: { targetPublicKey: generateApiKeyPair().apiPublicKey, ...(userId ? { userId } : {}), expirationSeconds: '900' },
 })
 
-async function keyCount(organizationId: string, userId: string) {
-  return (await harness.backend.getApiKeys({ organizationId, userId })).apiKeys.length
+type Organization = { organizationId: string; reader: ReturnType<typeof harness.client> }
+
+async function keyCount({ organizationId, reader }: Organization, userId: string) {
+  return (await reader.getApiKeys({ organizationId, userId })).apiKeys.length
 }
 
-async function activityCount(organizationId: string) {
-  return (await harness.backend.getActivities({ organizationId, paginationOptions: { limit: '100' } })).activities.length
+async function activityCount({ organizationId, reader }: Organization) {
+  return (await reader.getActivities({ organizationId, paginationOptions: { limit: '100' } })).activities.length
 }
 
-/** A sub-organization (root quorum of one) with a second, non-root user holding an API key. */
+/**
+ * An organization of its own (root quorum of one) with a second, non-root user holding an API key
+ * that never expires. A top-level one: in a sub-organization every key expires, and an expiring
+ * key meets the fresh-verification rule (policies/freshVerification.ts) before the default
+ * permissions this file is about.
+ */
 async function withPlainUser() {
-  const sub = await harness.subOrganization()
+  const rootKeys = generateApiKeyPair()
+  const root = await harness.kms.createParentOrganization({
+    name: `support ${rootKeys.apiPublicKey.slice(2, 12)}`,
+    userName: 'root',
+    publicKey: rootKeys.apiPublicKey,
+  })
+  const client = harness.client(rootKeys)
   const plainKeys = generateApiKeyPair()
-  const { activity } = await sub.client.createUsers({
+  const { activity } = await client.createUsers({
     type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
     timestampMs: harness.timestampMs(),
-    organizationId: sub.organizationId,
+    organizationId: root.organizationId,
     parameters: {
       users: [
         {
@@ -54,7 +67,14 @@ async function withPlainUser() {
       ],
     },
   })
-  return { ...sub, plainKeys, plainUserId: activity.result.createUsersResult!.userIds[0]! }
+  return {
+    organizationId: root.organizationId,
+    userId: root.userId,
+    client,
+    reader: client,
+    plainKeys,
+    plainUserId: activity.result.createUsersResult!.userIds[0]!,
+  }
 }
 
 /** A sub-organization of two root users whose quorum needs both. */
@@ -74,18 +94,27 @@ async function twoOfTwo() {
   })
   const result = activity.result.createSubOrganizationResultV8!
   const [aliceId, bobId] = result.rootUserIds as [string, string]
-  return { organizationId: result.subOrganizationId!, aliceId, bobId, aliceKeys, bobKeys, alice: harness.client(aliceKeys), bob: harness.client(bobKeys) }
+  return {
+    organizationId: result.subOrganizationId!,
+    reader: harness.backend,
+    aliceId,
+    bobId,
+    aliceKeys,
+    bobKeys,
+    alice: harness.client(aliceKeys),
+    bob: harness.client(bobKeys),
+  }
 }
 
 describe('read-write sessions for another user', () => {
   test('error: a user with no policy cannot start a session for the root user, and so cannot become root; nothing is written', async () => {
     const sub = await withPlainUser()
-    const [keysBefore, activitiesBefore] = [await keyCount(sub.organizationId, sub.userId), await activityCount(sub.organizationId)]
+    const [keysBefore, activitiesBefore] = [await keyCount(sub, sub.userId), await activityCount(sub)]
     expect(await post(harness.kms, sub.plainKeys, '/public/v1/submit/create_read_write_session', sessionRequest(sub.organizationId, sub.userId))).toEqual({
       status: 403,
       body: implicitDeny(),
     })
-    expect([await keyCount(sub.organizationId, sub.userId), await activityCount(sub.organizationId)]).toEqual([keysBefore, activitiesBefore])
+    expect([await keyCount(sub, sub.userId), await activityCount(sub)]).toEqual([keysBefore, activitiesBefore])
   })
 
   test('behavior: a user starts their own session without a policy, by naming themselves or no one', async () => {
@@ -121,21 +150,21 @@ describe('read-write sessions for another user', () => {
     const plain = harness.client(sub.plainKeys)
     const { activity } = await plain.createReadWriteSession(sessionRequest(sub.organizationId, otherId))
     expect([activity.status, activity.result.createReadWriteSessionResultV2!.userId]).toEqual(['ACTIVITY_STATUS_COMPLETED', otherId])
-    const keysBefore = await keyCount(sub.organizationId, sub.userId)
+    const keysBefore = await keyCount(sub, sub.userId)
     expect(await post(harness.kms, sub.plainKeys, '/public/v1/submit/create_read_write_session', sessionRequest(sub.organizationId, sub.userId))).toEqual({
       status: 403,
       body: implicitDeny(),
     })
-    expect(await keyCount(sub.organizationId, sub.userId)).toBe(keysBefore)
+    expect(await keyCount(sub, sub.userId)).toBe(keysBefore)
   })
 
   test('error: in a 2-of-2 root quorum, one root user alone cannot start the other’s session, so cannot approve as them', async () => {
     const pair = await twoOfTwo()
-    const keysBefore = await keyCount(pair.organizationId, pair.bobId)
+    const keysBefore = await keyCount(pair, pair.bobId)
     const { activity } = await pair.alice.createReadWriteSession(sessionRequest(pair.organizationId, pair.bobId))
     expect([activity.status, activity.result]).toEqual(['ACTIVITY_STATUS_CONSENSUS_NEEDED', {}])
     // No key of bob's exists for alice to stamp with: her only vote is her own, already counted.
-    expect(await keyCount(pair.organizationId, pair.bobId)).toBe(keysBefore)
+    expect(await keyCount(pair, pair.bobId)).toBe(keysBefore)
     await expect(
       pair.alice.approveActivity({
         type: 'ACTIVITY_TYPE_APPROVE_ACTIVITY',
@@ -152,6 +181,6 @@ describe('read-write sessions for another user', () => {
       parameters: { fingerprint: activity.fingerprint },
     })
     expect([approved.activity.status, approved.activity.result.createReadWriteSessionResultV2!.userId]).toEqual(['ACTIVITY_STATUS_COMPLETED', pair.bobId])
-    expect(await keyCount(pair.organizationId, pair.bobId)).toBe(keysBefore + 1)
+    expect(await keyCount(pair, pair.bobId)).toBe(keysBefore + 1)
   })
 })

@@ -34,6 +34,7 @@ import { createServerAudit, verifyServerAudit } from './audit.js'
 import { createDelegatedAccess } from './internal/delegated.js'
 import { ACCESS_TOKEN_SECONDS, SESSION_JWT_DEFAULTS, sessionJwtKeyTexts } from './internal/sessionTokens.js'
 import type { SiweChain } from './internal/siwe.js'
+import { narrowDelegatedPolicies } from './narrowDelegated.js'
 import { revokeSessions } from './revoke.js'
 import { OAUTH_CALLBACK_PATH, type OAuthProviderConfig, type OAuthProviderName } from './routes/oauth.js'
 import { createAppServer } from './service.js'
@@ -418,6 +419,19 @@ const revokeSettings = {
   organization: text({ flag: 'organization', valueName: '<id>', description: 'End the sessions of the account of this sub-organization.' }),
 }
 
+const narrowSettings = {
+  ...storeSettings,
+  kmsUrl: settings.kmsUrl,
+  organizationId: settings.organizationId,
+  apiPublicKey: settings.apiPublicKey,
+  apiPrivateKey: settings.apiPrivateKey,
+  delegationSecret: settings.delegationSecret,
+  ...auditSettings(),
+  dryRun: toggle({ flag: 'dry-run', description: 'Print what would change in each sub-organization, and change nothing.' }),
+}
+
+type NarrowValues = Omit<RevokeValues, 'email' | 'address' | 'organization'> & { dryRun: boolean }
+
 type RevokeValues = {
   db: string | undefined
   databaseUrl: string | undefined
@@ -565,6 +579,39 @@ await runService({
         try {
           return { since: new Date(since).toISOString(), queued: await store.webhooks.replay(since, Date.now()) }
         } finally {
+          await store.close()
+        }
+      },
+    },
+    'delegated narrow': {
+      summary:
+        'Narrow the backend’s delegated policy in every sub-organization made before it was narrowed: session keys for the end user only, within a day, OAuth links by ID token only. Idempotent; --dry-run changes nothing; each change is an audit event. Prints each sub-organization’s outcome.',
+      settings: narrowSettings,
+      async run(values: NarrowValues) {
+        for (const key of ['organizationId', 'apiPublicKey', 'apiPrivateKey'] as const)
+          if (values[key] === undefined) throw new SettingsError(`${settingLabel(narrowSettings[key])} is required, as the backend has it`)
+        const store = await openCommandStore(values, 'delegated narrow')
+        const audit = createServerAudit(store, { key: values.auditKey, logFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile) })
+        try {
+          const keys = { apiPublicKey: values.apiPublicKey!, apiPrivateKey: values.apiPrivateKey! }
+          const kms = new TurnkeyClient({ baseUrl: values.kmsUrl }, new ApiKeyStamper(keys))
+          const delegated = createDelegatedAccess({
+            kms,
+            kmsUrl: values.kmsUrl,
+            delegationSecret: values.delegationSecret ?? keys.apiPrivateKey,
+            now: Date.now,
+          })
+          return await narrowDelegatedPolicies({
+            kms,
+            kmsUrl: values.kmsUrl,
+            parentOrganizationId: values.organizationId!,
+            delegated,
+            audit,
+            now: Date.now,
+            dryRun: values.dryRun,
+          })
+        } finally {
+          await audit.settled()
           await store.close()
         }
       },

@@ -260,3 +260,25 @@ test('behavior: the tries of one emailed code are one count across instances: gu
   expect(codes.filter((answer) => answer === '400 invalid_code')).toHaveLength(LIMITS.verifiesPerCode)
   expect(codes.filter((answer) => answer === '429 rate_limited')).toHaveLength(16 - LIMITS.verifiesPerCode)
 })
+
+test('behavior: one refresh token sent forty times at once over both instances renews once; the replays end the session', async () => {
+  const [a, b] = await twoInstances()
+  const email = newEmail()
+  const { otpId } = (await (await call(a, '/auth/email/start', { json: { email } })).json()) as { otpId: string }
+  const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]
+  const verify = await call(b, '/auth/email/verify', { json: { otpId, code, targetPublicKey: generateP256KeyPair().publicKeyUncompressed } })
+  const cookie = cookieOf(verify)
+  const { refreshToken } = (await (await call(a, '/auth/token', { json: {}, cookie })).json()) as { refreshToken: string }
+  const answers = await Promise.all(
+    Array.from({ length: 40 }, async (_, i) => {
+      const response = await call(i % 2 ? b : a, '/auth/token/refresh', { json: { refreshToken } })
+      return { status: response.status, body: (await response.json()) as { refreshToken?: string; error?: { code: string } } }
+    }),
+  )
+  const renewed = answers.filter((entry) => entry.status === 200)
+  expect(renewed).toHaveLength(1)
+  expect(answers.filter((entry) => entry.status === 401 && entry.body.error?.code === 'invalid_refresh_token')).toHaveLength(39)
+  // A refresh token used twice ends its session: the one renewal's token is dead too, and so is the cookie.
+  expect((await call(b, '/auth/token/refresh', { json: { refreshToken: renewed[0]!.body.refreshToken } })).status).toBe(401)
+  expect(await (await call(a, '/auth/session', { cookie })).json()).toBeNull()
+})

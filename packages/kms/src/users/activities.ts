@@ -52,8 +52,10 @@ async function checkUserTags(context: ActivityContext, tagIds: readonly string[]
  */
 async function createUsers(context: ActivityContext, users: readonly UserParams[], field: string) {
   const { db, caller, now } = context
-  // New users' keys stay within the maximum lifetime (an expiry is not yet required here: see the README).
-  for (const [index, user] of users.entries()) refuseKeyLifetimes(context, user.apiKeys, `${field}.${index}.apiKeys`, false)
+  // As at create_api_keys: a key that never expires only for the parent organization's own users; a
+  // user added to a sub-organization later would otherwise carry a key that outlives every cap.
+  const inSubOrganization = (await db.organization(caller.organizationId))!.parent_id !== null
+  for (const [index, user] of users.entries()) refuseKeyLifetimes(context, user.apiKeys, `${field}.${index}.apiKeys`, inSubOrganization)
   const passkeys = await Promise.all(
     users.map((user) =>
       Promise.all(user.authenticators.map(async (authenticator) => ({ authenticator, verified: await verifyRegistration(authenticator, context.webauthn) }))),
