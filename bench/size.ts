@@ -26,6 +26,8 @@ import { CONSENT_FRAME_GZIP_BUDGET_BYTES, consentFrameSize } from './consentFram
 
 /** The issue's target: at most this much more eager JS (gzip) than the React-only baseline. */
 export const EAGER_GZIP_BUDGET_BYTES = 30 * 1024
+/** Issue 30's target for the minimal app (provider + ConnectButton): its eager JS over React's, and it never grows past it (gzip). */
+export const EAGER_MINIMAL_GZIP_BUDGET_BYTES = 10 * 1024
 /** Issue 5's target: what requiring Sign-In with Ethereum adds to the minimal app's eager JS (gzip). */
 export const SIGN_IN_GZIP_BUDGET_BYTES = 3 * 1024
 /** Issue 3's target: the WalletConnect code an app downloads on first use, at most this (gzip). */
@@ -361,7 +363,7 @@ if (process.argv.includes('--browser')) {
 if (process.argv.includes('--check')) {
   const budget = (name: string, limit: number): [string, number, number] => [name, figures.get(name) as number, limit]
   const budgets: [string, number, number][] = [
-    budget('eager latchkey − baseline', EAGER_GZIP_BUDGET_BYTES),
+    budget('eager latchkey − baseline', EAGER_MINIMAL_GZIP_BUDGET_BYTES),
     budget('eager latchkey + walletConnect() − baseline', EAGER_GZIP_BUDGET_BYTES),
     budget('lazy WalletConnect chunk', WALLETCONNECT_GZIP_BUDGET_BYTES),
     budget('eager latchkey + embedded() − baseline', EAGER_GZIP_BUDGET_BYTES),
