@@ -55,7 +55,7 @@ export function ConnectButton({ label, requireSignIn = false, children }: Connec
   const accountModal = useAccountModal()
   const signIn = useSignIn()
   const client = useClient()
-  const { openModal, catalogue, overrides } = useLatchkeyContext()
+  const { openModal, catalogue, overrides, themeVariables } = useLatchkeyContext()
   const text: ButtonMessages = { ...buttonMessages, ...catalogue, ...overrides }
   const openConnect = requireSignIn && client.auth ? () => openModal('connectAndSignIn') : connectModal.open
   if (children)
@@ -76,6 +76,7 @@ export function ConnectButton({ label, requireSignIn = false, children }: Connec
       <button
         type="button"
         className="lk-button lk-button-account"
+        style={themeVariables}
         // Each button text has at most one parameter: filled here, so format() stays with the modals.
         aria-label={text.accountOf.replace('{address}', address)}
         onClick={accountModal.open}
@@ -90,7 +91,7 @@ export function ConnectButton({ label, requireSignIn = false, children }: Connec
     const signInLabels: Partial<Record<string, string>> = { signing: text.checkWallet, verifying: text.signingIn, error: text.signInAgain }
     return (
       <span className="lk-button-group">
-        <button type="button" className="lk-button" disabled={signIn.isPending} onClick={() => void signIn.signIn().catch(() => {})}>
+        <button type="button" className="lk-button" style={themeVariables} disabled={signIn.isPending} onClick={() => void signIn.signIn().catch(() => {})}>
           {signInLabels[signIn.status] ?? text.signIn}
         </button>
         {accountButton}
@@ -98,7 +99,7 @@ export function ConnectButton({ label, requireSignIn = false, children }: Connec
     )
   }
   return (
-    <button type="button" className="lk-button" onClick={openConnect} onPointerEnter={preloadConnect} onFocus={preloadConnect}>
+    <button type="button" className="lk-button" style={themeVariables} onClick={openConnect} onPointerEnter={preloadConnect} onFocus={preloadConnect}>
       {label ?? text.connectWallet}
     </button>
   )
