@@ -101,7 +101,6 @@ export const en = {
   whatIsWalletText: 'A wallet keeps the keys to your digital assets and signs you in to apps like this one, without a password. Only you hold it.',
   getAWallet: 'Where do I get one?',
   getAWalletText: 'Install one from its official site, as a browser extension or a phone app, then come back and connect it here.',
-  retryBalance: 'Retry loading the balance',
   e_user_rejected: 'User rejected the request.',
   e_cancelled: 'The request was cancelled.',
   e_connection_rejected: 'Connection rejected. Please try again.',

@@ -89,7 +89,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     const EmbeddedView = LoadedEmbeddedView ?? LazyEmbeddedView
     return (
       <Dialog title={t('signInTitle')} theme={theme} onClose={cancelAndClose}>
-        <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
+        <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
           <EmbeddedView
             key={embeddedMode}
             connector={embedded}
@@ -131,7 +131,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
               </div>
             </>
           ) : picked.type === 'walletConnect' ? (
-            <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
+            <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
               <WalletConnectView connector={picked} onCancel={cancel} />
             </Suspense>
           ) : (

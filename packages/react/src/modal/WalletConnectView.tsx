@@ -94,9 +94,10 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
           // biome-ignore lint/security/noDangerouslySetInnerHtml: uqr renders the SVG from the pairing URI alone; no user-controlled markup
           <div className="lk-qr" role="img" aria-label={t('qrLabel')} dangerouslySetInnerHTML={{ __html: qr }} />
         ) : (
-          <p className="lk-muted" role="status">
-            {t('preparingQr')}
-          </p>
+          // The QR code's place, in its shape, while the pairing URI is made.
+          <div className="lk-qr lk-skeleton lk-qr-skeleton" role="status">
+            <span className="lk-sr-only">{t('preparingQr')}</span>
+          </div>
         )
       ) : null}
       {left !== undefined && (

@@ -101,7 +101,6 @@ const de: Messages = {
   whatIsWalletText: 'Eine Wallet verwahrt die Schlüssel zu Ihren digitalen Werten und meldet Sie ohne Passwort bei Apps wie dieser an. Nur Sie besitzen sie.',
   getAWallet: 'Wo bekomme ich eine?',
   getAWalletText: 'Installieren Sie eine von ihrer offiziellen Website, als Browser-Erweiterung oder Handy-App, und verbinden Sie sie dann hier.',
-  retryBalance: 'Guthaben erneut laden',
   e_user_rejected: 'Du hast die Anfrage abgelehnt.',
   e_cancelled: 'Die Anfrage wurde abgebrochen.',
   e_connection_rejected: 'Verbindung abgelehnt. Bitte versuche es erneut.',

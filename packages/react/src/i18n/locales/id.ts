@@ -101,7 +101,6 @@ const id: Messages = {
   whatIsWalletText: 'Dompet menyimpan kunci aset digital Anda dan memasukkan Anda ke aplikasi seperti ini tanpa kata sandi. Hanya Anda yang memilikinya.',
   getAWallet: 'Di mana mendapatkannya?',
   getAWalletText: 'Pasang dari situs resminya, sebagai ekstensi peramban atau aplikasi ponsel, lalu kembali ke sini untuk menghubungkannya.',
-  retryBalance: 'Muat ulang saldo',
   e_user_rejected: 'Anda menolak permintaan.',
   e_cancelled: 'Permintaan dibatalkan.',
   e_connection_rejected: 'Koneksi ditolak. Silakan coba lagi.',

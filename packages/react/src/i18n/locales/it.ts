@@ -101,7 +101,6 @@ const it: Messages = {
   whatIsWalletText: 'Un wallet custodisce le chiavi dei tuoi beni digitali e ti fa accedere ad app come questa, senza password. Solo tu lo possiedi.',
   getAWallet: 'Dove ne trovo uno?',
   getAWalletText: 'Installalo dal suo sito ufficiale, come estensione del browser o app per il telefono, poi torna qui per collegarlo.',
-  retryBalance: 'Ricarica il saldo',
   e_user_rejected: 'Hai rifiutato la richiesta.',
   e_cancelled: 'La richiesta è stata annullata.',
   e_connection_rejected: 'Connessione rifiutata. Riprova.',

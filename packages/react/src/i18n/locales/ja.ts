@@ -101,7 +101,6 @@ const ja: Messages = {
   whatIsWalletText: 'ウォレットはデジタル資産の鍵を保管し、パスワードなしでこのようなアプリにサインインできます。持っているのはあなただけです。',
   getAWallet: 'どこで入手できますか？',
   getAWalletText: '公式サイトからブラウザ拡張機能またはスマホアプリとしてインストールし、ここに戻って接続してください。',
-  retryBalance: '残高を再読み込み',
   e_user_rejected: 'リクエストを拒否しました。',
   e_cancelled: 'リクエストはキャンセルされました。',
   e_connection_rejected: '接続が拒否されました。もう一度お試しください。',

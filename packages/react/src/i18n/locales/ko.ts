@@ -101,7 +101,6 @@ const ko: Messages = {
   whatIsWalletText: '지갑은 디지털 자산의 키를 보관하고 비밀번호 없이 이런 앱에 로그인하게 해 줍니다. 오직 나만 가질 수 있습니다.',
   getAWallet: '어디서 받나요?',
   getAWalletText: '공식 사이트에서 브라우저 확장 프로그램이나 휴대폰 앱으로 설치한 뒤 여기로 돌아와 연결하세요.',
-  retryBalance: '잔액 다시 불러오기',
   e_user_rejected: '요청을 거부했습니다.',
   e_cancelled: '요청이 취소되었습니다.',
   e_connection_rejected: '연결이 거부되었습니다. 다시 시도하세요.',

@@ -101,7 +101,6 @@ const pt: Messages = {
   whatIsWalletText: 'Uma carteira guarda as chaves dos seus ativos digitais e faz seu login em apps como este, sem senha. Só você a controla.',
   getAWallet: 'Onde consigo uma?',
   getAWalletText: 'Instale-a pelo site oficial, como extensão do navegador ou app do celular, e volte aqui para conectá-la.',
-  retryBalance: 'Tentar carregar o saldo de novo',
   e_user_rejected: 'Você recusou a solicitação.',
   e_cancelled: 'A solicitação foi cancelada.',
   e_connection_rejected: 'Conexão recusada. Tente de novo.',

@@ -101,7 +101,6 @@ const tr: Messages = {
   whatIsWalletText: 'Cüzdan, dijital varlıklarınızın anahtarlarını saklar ve sizi bu gibi uygulamalara parolasız giriş yaptırır. Yalnızca siz sahipsiniz.',
   getAWallet: 'Nereden edinirim?',
   getAWalletText: 'Resmî sitesinden tarayıcı eklentisi ya da telefon uygulaması olarak kurun, sonra buraya dönüp bağlayın.',
-  retryBalance: 'Bakiyeyi yeniden yükle',
   e_user_rejected: 'İsteği reddettin.',
   e_cancelled: 'İstek iptal edildi.',
   e_connection_rejected: 'Bağlantı reddedildi. Lütfen tekrar dene.',

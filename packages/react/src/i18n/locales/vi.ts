@@ -101,7 +101,6 @@ const vi: Messages = {
   whatIsWalletText: 'Ví giữ khóa cho tài sản số của bạn và giúp bạn đăng nhập vào các ứng dụng như thế này mà không cần mật khẩu. Chỉ bạn nắm giữ nó.',
   getAWallet: 'Tải ví ở đâu?',
   getAWalletText: 'Cài đặt từ trang chính thức, dưới dạng tiện ích trình duyệt hoặc ứng dụng điện thoại, rồi quay lại đây để kết nối.',
-  retryBalance: 'Tải lại số dư',
   e_user_rejected: 'Bạn đã từ chối yêu cầu.',
   e_cancelled: 'Yêu cầu đã bị hủy.',
   e_connection_rejected: 'Kết nối bị từ chối. Vui lòng thử lại.',

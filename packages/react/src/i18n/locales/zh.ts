@@ -101,7 +101,6 @@ const zh: Messages = {
   whatIsWalletText: '钱包保管你的数字资产密钥，无需密码即可登录此类应用。只有你持有它。',
   getAWallet: '去哪里获取？',
   getAWalletText: '从官方网站安装浏览器扩展或手机应用，然后回到这里连接。',
-  retryBalance: '重新加载余额',
   e_user_rejected: '你拒绝了该请求。',
   e_cancelled: '请求已取消。',
   e_connection_rejected: '连接被拒绝，请重试。',
