@@ -170,7 +170,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
       {ordered.length > 0 ? (
         <ul className="lk-wallets">
           {ordered.map((connector) => (
-            <li key={connector.id}>
+            <li key={connector.id} className="lk-wallet-row">
               <button
                 type="button"
                 className="lk-wallet"
@@ -180,9 +180,14 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
               >
                 <WalletIcon {...iconOf(connector, book)} icons={icons} size={32} />
                 <span className="lk-wallet-name">{connector.name}</span>
-                {connector.id === recent && <span className="lk-badge">{t('recent')}</span>}
-                {connector.type === 'injected' && <span className="lk-badge lk-badge-quiet">{t('installed')}</span>}
               </button>
+              {/* Beside the button, not in it: its name stays the wallet's name alone; the button's description reads the badges. */}
+              {describedBy(connector) && (
+                <span className="lk-badges" aria-hidden="true">
+                  {connector.id === recent && <span className="lk-badge">{t('recent')}</span>}
+                  {connector.type === 'injected' && <span className="lk-badge lk-badge-quiet">{t('installed')}</span>}
+                </span>
+              )}
             </li>
           ))}
         </ul>
