@@ -26,6 +26,8 @@ import { CONSENT_FRAME_GZIP_BUDGET_BYTES, consentFrameSize } from './consentFram
 
 /** The issue's target: at most this much more eager JS (gzip) than the React-only baseline. */
 export const EAGER_GZIP_BUDGET_BYTES = 30 * 1024
+/** Issue 30's target for the minimal app (provider + ConnectButton): its eager JS over React's, and it never grows past it (gzip). */
+export const EAGER_MINIMAL_GZIP_BUDGET_BYTES = 10 * 1024
 /** Issue 5's target: what requiring Sign-In with Ethereum adds to the minimal app's eager JS (gzip). */
 export const SIGN_IN_GZIP_BUDGET_BYTES = 3 * 1024
 /** Issue 3's target: the WalletConnect code an app downloads on first use, at most this (gzip). */
@@ -158,6 +160,7 @@ const walletConnectProtocol = ours('walletconnect', 'index')
 const embeddedWallet = ours('embedded', 'index')
 const embeddedView = ours('react', 'modal/EmbeddedView')
 const embeddedModule = /(packages|@latchkey)\/embedded\//
+const walletIconsModule = ours('react', 'modal/walletIcons')
 const walletConnectModule = /(packages|@latchkey)\/walletconnect\//
 
 /** Every figure of one build of the bench apps. */
@@ -210,6 +213,9 @@ async function measureApps(mode: Mode) {
     withEmbedded,
     withSignIn,
     firstClick,
+    // Issue 30: the wallet book's icons are their own chunk, imported once the list shows.
+    walletIcons: lazyDownload(latchkey, walletIconsModule, firstClick.files),
+    walletIconsEarly: modulesIn(latchkey, new Set([...latchkey.eagerFiles, ...firstClick.files]), walletIconsModule),
     catalogues,
     largestCatalogue: Math.max(...catalogues.map(([, sizes]) => sizes.gzip)),
     pickWallet,
@@ -255,6 +261,9 @@ function report(figures: Awaited<ReturnType<typeof measureApps>>) {
   console.log(`first click on Connect (the connect modal): ${describeDownload(firstClick)}`)
   console.log(
     `first click on Connect in another locale adds its catalogue (gzip KiB): ${figures.catalogues.map(([locale, sizes]) => `${locale} ${kib(sizes.gzip)}`).join(', ')}; English is in the modal's chunk`,
+  )
+  console.log(
+    `wallet icons, once the list shows (their own chunk): ${describeDownload(figures.walletIcons)}; modules of it in the page or the first click: ${figures.walletIconsEarly}`,
   )
   console.log(`then connecting a browser wallet (viem's address checksum): ${describeDownload(pickWallet)}`)
   console.log(
@@ -361,7 +370,7 @@ if (process.argv.includes('--browser')) {
 if (process.argv.includes('--check')) {
   const budget = (name: string, limit: number): [string, number, number] => [name, figures.get(name) as number, limit]
   const budgets: [string, number, number][] = [
-    budget('eager latchkey − baseline', EAGER_GZIP_BUDGET_BYTES),
+    budget('eager latchkey − baseline', EAGER_MINIMAL_GZIP_BUDGET_BYTES),
     budget('eager latchkey + walletConnect() − baseline', EAGER_GZIP_BUDGET_BYTES),
     budget('lazy WalletConnect chunk', WALLETCONNECT_GZIP_BUDGET_BYTES),
     budget('eager latchkey + embedded() − baseline', EAGER_GZIP_BUDGET_BYTES),
@@ -373,6 +382,8 @@ if (process.argv.includes('--check')) {
     budget('kms consent frame scripts', CONSENT_FRAME_GZIP_BUDGET_BYTES),
     // Issue 4: the embedded-wallet code is absent from the eager bundle.
     ['@latchkey/embedded modules in the eager bundle', measured.embeddedEager ? 1 : 0, 0],
+    // Issue 30: the wallet icons load with the list, after the first click's download.
+    ['wallet icons in the eager bundle or the first click', measured.walletIconsEarly, 0],
     budget('eager wagmi app + @latchkey/wagmi − wagmi app', WAGMI_GZIP_BUDGET_BYTES),
     // Issue 12: the wagmi app's first click on Connect loads the modal, not WalletConnect or the embedded wallet.
     ['WalletConnect or embedded modules in the wagmi app by its first click', measured.wagmiHeavyOnFirstClick, 0],

@@ -67,6 +67,12 @@ describe.each(Object.keys(devices) as (keyof typeof devices)[])('accessibility o
     await ui.connectButton.click()
     await button('Continue with email').waitFor()
     found.push(...(await violations(page, 'connect')))
+    // "New to wallets?", reached from the keyboard, and back.
+    await button('New to wallets?').focus()
+    await page.keyboard.press('Enter')
+    await page.getByRole('dialog', { name: 'New to wallets?' }).getByRole('heading', { name: 'What is a wallet?' }).waitFor()
+    found.push(...(await violations(page, 'help')))
+    await page.getByRole('dialog', { name: 'New to wallets?' }).getByRole('button', { name: 'Back', exact: true }).click()
     await button('Continue with email').click()
     await modal.getByRole('textbox', { name: 'Email' }).waitFor()
     found.push(...(await violations(page, 'email')))
@@ -111,6 +117,27 @@ describe.each(Object.keys(devices) as (keyof typeof devices)[])('accessibility o
     expect(found).toEqual([])
     expect(errors).toEqual([])
   })
+})
+
+test.each(['desktop', 'iPhone'] as const)('behavior: on %s the dev wallet account box covers none of the page', async (device) => {
+  const { page, errors } = await open(device)
+  const box = page.locator('.dev-wallet-switch')
+  await box.waitFor()
+  await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight))
+  // Every text of the page is itself at its centre: nothing is drawn over it.
+  const covered = await page.evaluate(() => {
+    const switcher = document.querySelector('.dev-wallet-switch') as HTMLElement
+    return [...document.querySelectorAll('#root p, #root h1, #root h2, #root footer, #root button, #root label')]
+      .filter((element) => {
+        const rect = element.getBoundingClientRect()
+        if (rect.width === 0 || rect.bottom < 0 || rect.top > innerHeight) return false
+        const top = document.elementFromPoint(rect.left + rect.width / 2, rect.top + rect.height / 2)
+        return top !== null && switcher.contains(top)
+      })
+      .map((element) => element.textContent?.slice(0, 40))
+  })
+  expect(covered).toEqual([])
+  expect(errors).toEqual([])
 })
 
 test('behavior: ?lang=ar opens the demo in Arabic, its modal right to left, with no axe violations', async () => {

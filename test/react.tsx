@@ -1,6 +1,6 @@
 import { createClient, createMemoryStorage, injected } from '@latchkey/core'
 import { createDevWallet, type DevWalletPrompt } from '@latchkey/core/dev'
-import { LatchkeyProvider } from '@latchkey/react'
+import { LatchkeyProvider, type LatchkeyProviderProps } from '@latchkey/react'
 import { render } from '@testing-library/react'
 import type { ReactNode } from 'react'
 import { anvilKeys, testChains } from './chains.js'
@@ -12,7 +12,11 @@ import { createRecordingLogger } from './setup.js'
  */
 export function renderWithClient(
   ui: ReactNode,
-  options: { decide?: (prompt: DevWalletPrompt) => Promise<boolean>; storage?: ReturnType<typeof createMemoryStorage> } = {},
+  options: {
+    decide?: (prompt: DevWalletPrompt) => Promise<boolean>
+    storage?: ReturnType<typeof createMemoryStorage>
+    theme?: LatchkeyProviderProps['theme']
+  } = {},
 ) {
   const chains = testChains()
   const wallet = createDevWallet({ privateKey: anvilKeys[0], chains, approve: (prompt) => options.decide?.(prompt) ?? Promise.resolve(true) })
@@ -24,6 +28,10 @@ export function renderWithClient(
     window: new EventTarget(),
     connectors: [injected({ id: 'dev', name: 'Dev Wallet', provider: wallet }), injected({ id: 'other', name: 'Other Wallet', provider: wallet })],
   })
-  const result = render(<LatchkeyProvider client={client}>{ui}</LatchkeyProvider>)
+  const result = render(
+    <LatchkeyProvider client={client} theme={options.theme}>
+      {ui}
+    </LatchkeyProvider>,
+  )
   return { ...result, client, wallet, storage, chains }
 }

@@ -115,19 +115,11 @@ export {
   WebauthnNotSupportedError,
 } from './errors/embedded.js'
 export * from './errors/rpc.js'
-export {
-  createSiweMessage,
-  getSignIn,
-  type SignInErrorType,
-  SignInNotConfiguredError,
-  type SignInParameters,
-  SignInRejectedError,
-  signIn,
-  signOut,
-  watchSignIn,
-} from './signIn/actions.js'
+export { getSignIn, type SignInErrorType, signOut, watchSignIn } from './signIn/actions.js'
 export { type ConnectAndSignInParameters, type ConnectAndSignInReturnType, connectAndSignIn } from './signIn/connectAndSignIn.js'
+export { SignInNotConfiguredError, SignInRejectedError } from './signIn/errors.js'
 export { serverAdapter } from './signIn/serverAdapter.js'
+export { createSiweMessage, type SignInParameters, signIn } from './signIn/signIn.js'
 export {
   type CreateMessageParameters,
   createSignInStore,

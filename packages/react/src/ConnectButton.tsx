@@ -6,7 +6,7 @@ import { useAccount } from './hooks/useAccount.js'
 import { useClient, useLatchkeyContext } from './hooks/useClient.js'
 import { useAccountModal, useConnectModal } from './hooks/useModal.js'
 import { useSignIn } from './hooks/useSignIn.js'
-import { type ButtonMessages, buttonMessages, format } from './i18n/button.js'
+import { type ButtonMessages, buttonMessages } from './i18n/button.js'
 import { loadAccountModal, loadConnectModal } from './ModalHost.js'
 import '#button.css'
 
@@ -55,7 +55,7 @@ export function ConnectButton({ label, requireSignIn = false, children }: Connec
   const accountModal = useAccountModal()
   const signIn = useSignIn()
   const client = useClient()
-  const { openModal, catalogue, overrides } = useLatchkeyContext()
+  const { openModal, catalogue, overrides, themeVariables } = useLatchkeyContext()
   const text: ButtonMessages = { ...buttonMessages, ...catalogue, ...overrides }
   const openConnect = requireSignIn && client.auth ? () => openModal('connectAndSignIn') : connectModal.open
   if (children)
@@ -68,46 +68,38 @@ export function ConnectButton({ label, requireSignIn = false, children }: Connec
       openAccountModal: accountModal.open,
       signIn,
     })
-  if (account.isConnected && account.address && requireSignIn && signIn.status !== 'signedIn')
-    return (
-      <span className="lk-button-group">
-        <button type="button" className="lk-button" disabled={signIn.isPending} onClick={() => void signIn.signIn().catch(() => {})}>
-          {signIn.status === 'signing'
-            ? text.checkWallet
-            : signIn.status === 'verifying'
-              ? text.signingIn
-              : signIn.status === 'error'
-                ? text.signInAgain
-                : text.signIn}
-        </button>
-        <button
-          type="button"
-          className="lk-button lk-button-account"
-          aria-label={format(text.accountOf, { address: shortAddress(account.address) })}
-          onClick={accountModal.open}
-          onPointerEnter={preloadAccount}
-          onFocus={preloadAccount}
-        >
-          <span className="lk-button-address">{shortAddress(account.address)}</span>
-        </button>
-      </span>
-    )
-  if (account.isConnected && account.address)
-    return (
+  if (account.isConnected && account.address) {
+    const address = shortAddress(account.address)
+    // requireSignIn: "Sign in" beside the account until the wallet has signed.
+    const signInFirst = requireSignIn && signIn.status !== 'signedIn'
+    const accountButton = (
       <button
         type="button"
         className="lk-button lk-button-account"
-        aria-label={format(text.accountOf, { address: shortAddress(account.address) })}
+        style={themeVariables}
+        // Each button text has at most one parameter: filled here, so format() stays with the modals.
+        aria-label={text.accountOf.replace('{address}', address)}
         onClick={accountModal.open}
         onPointerEnter={preloadAccount}
         onFocus={preloadAccount}
       >
-        <span className="lk-button-chain">{account.chain?.name ?? format(text.chainOf, { id: account.chainId ?? '' })}</span>
-        <span className="lk-button-address">{shortAddress(account.address)}</span>
+        {!signInFirst && <span className="lk-button-chain">{account.chain?.name ?? text.chainOf.replace('{id}', `${account.chainId ?? ''}`)}</span>}
+        <span className="lk-button-address">{address}</span>
       </button>
     )
+    if (!signInFirst) return accountButton
+    const signInLabels: Partial<Record<string, string>> = { signing: text.checkWallet, verifying: text.signingIn, error: text.signInAgain }
+    return (
+      <span className="lk-button-group">
+        <button type="button" className="lk-button" style={themeVariables} disabled={signIn.isPending} onClick={() => void signIn.signIn().catch(() => {})}>
+          {signInLabels[signIn.status] ?? text.signIn}
+        </button>
+        {accountButton}
+      </span>
+    )
+  }
   return (
-    <button type="button" className="lk-button" onClick={openConnect} onPointerEnter={preloadConnect} onFocus={preloadConnect}>
+    <button type="button" className="lk-button" style={themeVariables} onClick={openConnect} onPointerEnter={preloadConnect} onFocus={preloadConnect}>
       {label ?? text.connectWallet}
     </button>
   )

@@ -5,11 +5,15 @@ import { LatchkeyContext, type ModalName } from './context.js'
 import type { Messages } from './i18n/en.js'
 import type { Locale } from './i18n/locales.js'
 import { loadConnectModal, ModalHost } from './ModalHost.js'
+import type { Theme, ThemeMode } from './theme.js'
 
 export type LatchkeyProviderProps = {
   client: Client
-  /** Colour scheme of the modals. Default `auto` (follows the system). */
-  theme?: 'light' | 'dark' | 'auto' | undefined
+  /**
+   * Colour scheme of the modals (`light`, `dark`, default `auto`: follows the system), or a theme
+   * (`themes.ocean`, `createTheme({ accent, radius, font, mode })`) for the button and the modals.
+   */
+  theme?: ThemeMode | Theme | undefined
   /**
    * Language of the button and the modals (`es`, `pt-BR`, …). Default: the first of the browser's
    * languages Latchkey has a catalogue for, else English. An unknown locale shows English and warns once.
@@ -37,14 +41,15 @@ export function LatchkeyProvider({ client, theme = 'auto', locale: requested, me
   }, [client])
   const openModal = useCallback((name: ModalName) => setModal(name), [])
   const closeModal = useCallback(() => setModal(undefined), [])
+  const themeVariables = typeof theme === 'string' ? undefined : theme.variables
   const value = useMemo(
-    () => ({ client, modal, openModal, closeModal, locale, catalogue, catalogueReady: ready, overrides: messages }),
-    [client, modal, openModal, closeModal, locale, catalogue, ready, messages],
+    () => ({ client, modal, openModal, closeModal, locale, catalogue, catalogueReady: ready, overrides: messages, themeVariables }),
+    [client, modal, openModal, closeModal, locale, catalogue, ready, messages, themeVariables],
   )
   return (
     <LatchkeyContext.Provider value={value}>
       {children}
-      <ModalHost theme={theme} />
+      <ModalHost theme={typeof theme === 'string' ? theme : theme.mode} />
     </LatchkeyContext.Provider>
   )
 }

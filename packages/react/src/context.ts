@@ -2,6 +2,7 @@ import type { Client } from '@latchkey/core'
 import { createContext } from 'react'
 import type { Messages } from './i18n/en.js'
 import type { Locale } from './i18n/locales.js'
+import type { ThemeVariables } from './theme.js'
 
 /** `connectAndSignIn`: the connect modal of `<ConnectButton requireSignIn />`, which signs in while it connects where the wallet can. */
 export type ModalName = 'connect' | 'connectAndSignIn' | 'account'
@@ -19,6 +20,8 @@ export type LatchkeyContextValue = {
   catalogueReady: boolean
   /** The app's texts, per key, over the catalogue's. */
   overrides: Partial<Messages> | undefined
+  /** The theme's CSS variables, on the button and the modals; undefined with a plain mode. */
+  themeVariables: ThemeVariables | undefined
 }
 
 /** @internal */

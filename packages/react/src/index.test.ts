@@ -7,7 +7,9 @@ test('default: exports', async () => {
     [
       "ConnectButton",
       "LatchkeyProvider",
+      "createTheme",
       "locales",
+      "themes",
       "useAccount",
       "useAccountModal",
       "useAddAccount",

@@ -29,3 +29,4 @@ export { useAddAccount, useAddPasskey, useExportWallet, useImportWallet, useSele
 export type { MessageKey, Messages } from './i18n/en.js'
 export { type Locale, locales } from './i18n/locales.js'
 export { LatchkeyProvider, type LatchkeyProviderProps } from './LatchkeyProvider.js'
+export { type CreateThemeParameters, createTheme, type Theme, type ThemeMode, type ThemeVariables, themes } from './theme.js'

@@ -53,11 +53,19 @@ describe('connect modal', () => {
     const dialog = await open()
     const buttons = within(dialog)
       .getAllByRole('button')
-      .filter((b) => b.getAttribute('aria-label') !== 'Close')
+      .filter((b) => b.classList.contains('lk-wallet'))
     expect(buttons.map((b) => b.getAttribute('aria-label'))).toEqual(['Other Wallet', 'Dev Wallet'])
-    expect(within(dialog).getByRole('button', { name: 'Other Wallet' }).getAttribute('aria-describedby')).toBeTruthy()
-    expect(within(dialog).getByRole('button', { name: 'Dev Wallet' }).getAttribute('aria-describedby')).toBeNull()
-    expect(within(dialog).getByText('Recent')).toBeTruthy()
+    // The badges describe each button: both wallets are installed (injected), the other one last used.
+    const description = (name: string) =>
+      within(dialog)
+        .getByRole('button', { name })
+        .getAttribute('aria-describedby')
+        ?.split(' ')
+        .map((id) => document.getElementById(id)?.textContent)
+    expect(description('Other Wallet')).toEqual(['Last used', 'Installed'])
+    expect(description('Dev Wallet')).toEqual(['Installed'])
+    expect(within(dialog).getAllByText('Recent').length).toBe(1)
+    expect(within(dialog).getAllByText('Installed', { selector: '.lk-badge' }).length).toBe(2)
   })
 
   test('behavior: wallet-book wallets that are not installed are offered as links to get them', async () => {

@@ -58,7 +58,8 @@ export type EmbeddedConnector = Connector & {
   getFlows(): Promise<EmbeddedFlows>
 }
 
-export const EMBEDDED_ID = EMBEDDED_INFO.id
+// A literal (typed by EMBEDDED_INFO): reading EMBEDDED_INFO.id here would keep its icon in apps that never use it.
+export const EMBEDDED_ID: typeof EMBEDDED_INFO.id = 'embedded'
 
 /** Whether `connector` is the embedded one, with its flows. */
 export function isEmbeddedConnector(connector: Connector | undefined): connector is EmbeddedConnector {

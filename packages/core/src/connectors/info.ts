@@ -26,7 +26,8 @@ export const WALLETCONNECT_INFO = {
   id: 'walletConnect',
   name: 'WalletConnect',
   type: 'walletConnect',
-  icon: svg(
+  // Pure: an app without this connector drops the icon from its bundle (the call alone would keep it).
+  icon: /* @__PURE__ */ svg(
     '<rect width="32" height="32" rx="8" fill="#3b99fc"/><path d="M9.6 12.2c3.5-3.4 9.3-3.4 12.8 0l.4.4c.2.2.2.5 0 .6l-1.5 1.4a.2.2 0 0 1-.3 0l-.6-.6a6.3 6.3 0 0 0-8.8 0l-.6.6a.2.2 0 0 1-.3 0l-1.5-1.4a.4.4 0 0 1 0-.6zm15.8 2.9 1.3 1.3c.2.2.2.5 0 .6l-6 5.8a.5.5 0 0 1-.6 0l-4.2-4.1a.1.1 0 0 0-.2 0l-4.2 4.1a.5.5 0 0 1-.6 0l-6-5.8a.4.4 0 0 1 0-.6l1.3-1.3a.5.5 0 0 1 .6 0l4.2 4.1a.1.1 0 0 0 .2 0l4.2-4.1a.5.5 0 0 1 .6 0l4.2 4.1a.1.1 0 0 0 .2 0l4.2-4.1a.5.5 0 0 1 .6 0z" fill="#fff"/>',
   ),
 } as const
@@ -42,13 +43,16 @@ export const EMBEDDED_INFO = {
   id: 'embedded',
   name: 'Email or passkey',
   type: 'embedded',
-  icon: svg(
+  // Pure: an app without this connector drops the icon from its bundle (the call alone would keep it).
+  icon: /* @__PURE__ */ svg(
     '<rect width="32" height="32" rx="8" fill="#6d28d9"/><path d="M8 11h16v10H8z" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/><path d="m8 11 8 6 8-6" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/>',
   ),
 } as const
 
 /** Where core's connection store keeps the WalletConnect session topic: with none, there is no session to restore. */
-export const WALLETCONNECT_SESSION_KEY = connectionStorageKey(WALLETCONNECT_INFO.id, 'sessionTopic')
+// Spelled out rather than derived from WALLETCONNECT_INFO, so an app without WalletConnect drops that
+// object and its icon (info.test.ts checks it is the connection store's key).
+export const WALLETCONNECT_SESSION_KEY = `${STORAGE_PREFIX}.walletConnect.sessionTopic`
 
 /**
  * Where @latchkey/embedded keeps its record (its session key): with none, there is nothing to

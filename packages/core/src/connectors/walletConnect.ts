@@ -52,7 +52,8 @@ export type WalletConnectParameters = {
   reinitWaitMs?: number | undefined
 }
 
-export const WALLETCONNECT_ID = WALLETCONNECT_INFO.id
+// A literal (typed by WALLETCONNECT_INFO): reading WALLETCONNECT_INFO.id here would keep its icon in apps that never use it.
+export const WALLETCONNECT_ID: typeof WALLETCONNECT_INFO.id = 'walletConnect'
 
 /** The EIP-5792 methods every session asks for as optional methods. */
 export const EIP5792_METHODS = ['wallet_sendCalls', 'wallet_getCallsStatus', 'wallet_getCapabilities', 'wallet_showCallsStatus'] as const

@@ -4,7 +4,8 @@ import type { Client } from '../createClient.js'
 import { BaseError } from '../errors/base.js'
 import { toProviderError } from '../errors/rpc.js'
 import type { Connector, OneClickSignIn } from '../types.js'
-import { SignInNotConfiguredError, type SignInParameters, SignInRejectedError, signIn } from './actions.js'
+import { SignInNotConfiguredError, SignInRejectedError } from './errors.js'
+import { type SignInParameters, signIn } from './signIn.js'
 import type { SignInSession } from './store.js'
 
 export type ConnectAndSignInParameters = SignInParameters & {

@@ -1,5 +1,5 @@
 import { BaseError } from '../errors/base.js'
-import { SignInRejectedError } from './actions.js'
+import { SignInRejectedError } from './errors.js'
 import type { SignInAdapter, SignInSession } from './store.js'
 
 /**

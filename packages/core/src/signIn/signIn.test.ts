@@ -7,7 +7,9 @@ import { verifyingAdapter } from '../../../../test/siwe.js'
 import { connect } from '../actions/connect.js'
 import { disconnect } from '../actions/disconnect.js'
 import { UserRejectedRequestError } from '../errors/rpc.js'
-import { getSignIn, SignInNotConfiguredError, signIn, signOut, watchSignIn } from './actions.js'
+import { getSignIn, signOut, watchSignIn } from './actions.js'
+import { SignInNotConfiguredError } from './errors.js'
+import { signIn } from './signIn.js'
 import type { SignInStatus } from './store.js'
 
 // Sign-in through the client with the dev wallet and an adapter that verifies for real (viem's

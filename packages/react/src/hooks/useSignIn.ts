@@ -1,4 +1,4 @@
-import { getSignIn, type SignInParameters, type SignInSession, type SignInState, signIn, signOut, watchSignIn } from '@latchkey/core'
+import type { SignInParameters, SignInSession, SignInState } from '@latchkey/core'
 import { useCallback, useSyncExternalStore } from 'react'
 import { useClient } from './useClient.js'
 
@@ -13,13 +13,15 @@ const none: SignInState = { status: 'idle', session: undefined, error: undefined
  */
 export function useSession(): SignInState {
   const client = useClient()
-  const subscribe = useCallback((listener: () => void) => (client.auth ? watchSignIn(client, listener) : () => {}), [client])
-  const snapshot = () => (client.auth ? getSignIn(client) : none)
+  // The client's sign-in store itself (what getSignIn and watchSignIn read): the page needs no more of core's sign-in code.
+  const subscribe = useCallback((listener: () => void) => client.auth?.subscribe(listener) ?? (() => {}), [client])
+  const snapshot = () => client.auth?.getState() ?? none
   return useSyncExternalStore(subscribe, snapshot, snapshot)
 }
 
 /**
- * Sign-In with Ethereum for the connected wallet, with the state of `useSession`.
+ * Sign-In with Ethereum for the connected wallet, with the state of `useSession`. The signing code
+ * loads with the first `signIn()` or `signOut()`.
  *
  * @example
  * const { signIn, signOut, status, error } = useSignIn()
@@ -34,7 +36,7 @@ export function useSignIn(): SignInState & {
   return {
     ...state,
     isPending: state.status === 'signing' || state.status === 'verifying',
-    signIn: useCallback((parameters?: SignInParameters) => signIn(client, parameters), [client]),
-    signOut: useCallback(() => signOut(client), [client]),
+    signIn: useCallback((parameters?: SignInParameters) => import('./signInAction.js').then((module) => module.signIn(client, parameters)), [client]),
+    signOut: useCallback(() => import('./signInAction.js').then((module) => module.signOut(client)), [client]),
   }
 }

@@ -13,8 +13,3 @@ export const buttonMessages = {
 }
 
 export type ButtonMessages = { readonly [K in keyof typeof buttonMessages]: string }
-
-/** `format('Open {name}', { name: 'Rainbow' })` → `Open Rainbow`; a missing parameter stays as written. */
-export function format(template: string, params?: Readonly<Record<string, string | number>>): string {
-  return params ? template.replace(/\{(\w+)\}/g, (whole, name: string) => (name in params ? String(params[name]) : whole)) : template
-}

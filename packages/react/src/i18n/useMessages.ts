@@ -1,7 +1,7 @@
 import { useMemo } from 'react'
 import { useLatchkeyContext } from '../hooks/useClient.js'
-import { format } from './button.js'
 import { en, type MessageKey, type Messages } from './en.js'
+import { format } from './format.js'
 import { isRtl, type Locale } from './locales.js'
 
 export type Translate = {

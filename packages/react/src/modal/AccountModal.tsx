@@ -53,13 +53,23 @@ export function AccountModal({ theme, onClose }: Props) {
           )}
         </div>
         {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the label names the figure for tests and readers that look it up by label */}
-        <p className="lk-balance" aria-label={t('balance')}>
-          {balance.status === 'success' && balance.data
-            ? `${formatAmount(balance.data.formatted, t.locale)} ${balance.data.symbol}`
-            : balance.status === 'error'
-              ? t('balanceUnavailable')
-              : t('loadingBalance')}
+        <p className="lk-balance" aria-label={t('balance')} aria-busy={balance.status !== 'success' && balance.status !== 'error'}>
+          {balance.status === 'success' && balance.data ? (
+            `${formatAmount(balance.data.formatted, t.locale)} ${balance.data.symbol}`
+          ) : balance.status === 'error' ? (
+            t('balanceUnavailable')
+          ) : (
+            <>
+              <span className="lk-skeleton lk-skeleton-line" aria-hidden="true" />
+              <span className="lk-sr-only">{t('loadingBalance')}</span>
+            </>
+          )}
         </p>
+        {balance.status === 'error' && (
+          <button type="button" className="lk-text-button" onClick={balance.refetch}>
+            {t('tryAgain')}
+          </button>
+        )}
         <h3 className="lk-subheading">{t('network')}</h3>
         <ul className="lk-networks">
           {switcher.chains.map((c) => (
@@ -102,7 +112,7 @@ export function AccountModal({ theme, onClose }: Props) {
           </div>
         )}
         {isEmbeddedConnector(connector) && (
-          <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
+          <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
             <EmbeddedTools connector={connector} />
           </Suspense>
         )}

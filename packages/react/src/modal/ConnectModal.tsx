@@ -1,13 +1,15 @@
 'use client'
 import { type Connector, type EmbeddedConnector, getWalletBook, isEmbeddedConnector, openOAuthPopup, type WalletBookEntry } from '@latchkey/core'
-import { lazy, Suspense, useEffect, useId, useMemo, useState } from 'react'
+import { lazy, Suspense, useEffect, useId, useMemo, useRef, useState } from 'react'
 import { useAccount } from '../hooks/useAccount.js'
 import { useConnect } from '../hooks/useConnect.js'
 import { useConnectors } from '../hooks/useConnectors.js'
 import { useRecentConnectorId } from '../hooks/useRecentConnectorId.js'
 import { useMessages } from '../i18n/useMessages.js'
 import { Dialog } from './Dialog.js'
+import { HelpView } from './HelpView.js'
 import { isTouchDevice } from './phone.js'
+import { useWalletIcons, WalletIcon } from './WalletIcon.js'
 
 // The catalogue loaders ride with the modal's chunk: the eager bundle needs no import() of its own for them.
 export { loadLocale } from '../i18n/catalogues.js'
@@ -44,7 +46,12 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   const [embeddedMode, setEmbeddedMode] = useState<EmbeddedMode>()
   // The social sign-in popup, opened in the click (popup blockers allow nothing later).
   const [oauthPopup, setOAuthPopup] = useState<Window | null>(null)
+  const [help, setHelp] = useState(false)
+  const helpButton = useRef<HTMLButtonElement>(null)
   const recentLabelId = useId()
+  const installedLabelId = useId()
+  const icons = useWalletIcons()
+  const book = getWalletBook().wallets
   const embedded = connectors.find(isEmbeddedConnector) as EmbeddedConnector | undefined
 
   // Connected (here or by a wallet that restored itself): nothing left to do in this modal.
@@ -55,7 +62,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   // On a phone an injected wallet means its in-app browser: that wallet comes first, before the last used.
   const inAppBrowser = useMemo(() => isTouchDevice() && connectors.some((c) => c.type === 'injected'), [connectors])
   const ordered = useMemo(() => orderWallets(connectors, recent, inAppBrowser), [connectors, recent, inAppBrowser])
-  const more = useMemo(() => notInstalled(getWalletBook().wallets, connectors), [connectors])
+  const more = useMemo(() => notInstalled(book, connectors), [book, connectors])
 
   /** Shows an embedded sign-in once its view's code is here; the wallet's code loads meanwhile. */
   function pickEmbedded(mode: EmbeddedMode) {
@@ -82,7 +89,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     const EmbeddedView = LoadedEmbeddedView ?? LazyEmbeddedView
     return (
       <Dialog title={t('signInTitle')} theme={theme} onClose={cancelAndClose}>
-        <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
+        <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
           <EmbeddedView
             key={embeddedMode}
             connector={embedded}
@@ -96,11 +103,18 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     )
   }
 
+  if (help)
+    return (
+      <Dialog title={t('newToWallets')} theme={theme} onClose={onClose}>
+        <HelpView wallets={book} icons={icons} onBack={closeHelp} />
+      </Dialog>
+    )
+
   if (picked)
     return (
       <Dialog title={t('connectTitle')} theme={theme} onClose={cancelAndClose}>
         <div className="lk-pending">
-          {picked.icon ? <img src={picked.icon} alt="" width={56} height={56} /> : <span className="lk-monogram lk-large">{picked.name[0]}</span>}
+          <WalletIcon {...iconOf(picked, book)} icons={icons} size={56} />
           <p className="lk-pending-name">{picked.name}</p>
           {connect.status === 'error' && connect.error?.code !== 'cancelled' ? (
             <>
@@ -117,7 +131,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
               </div>
             </>
           ) : picked.type === 'walletConnect' ? (
-            <Suspense fallback={<span className="lk-spinner" aria-hidden="true" />}>
+            <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
               <WalletConnectView connector={picked} onCancel={cancel} />
             </Suspense>
           ) : (
@@ -135,6 +149,17 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
       </Dialog>
     )
 
+  function closeHelp() {
+    setHelp(false)
+    // Back where the user left: on the button that opened the help.
+    requestAnimationFrame(() => helpButton.current?.focus())
+  }
+
+  /** The badges' texts, for the wallet button's description (its name is the wallet's alone). */
+  function describedBy(connector: Connector) {
+    return [connector.id === recent && recentLabelId, connector.type === 'injected' && installedLabelId].filter(Boolean).join(' ')
+  }
+
   function cancelAndClose() {
     connect.cancel()
     onClose()
@@ -145,18 +170,24 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
       {ordered.length > 0 ? (
         <ul className="lk-wallets">
           {ordered.map((connector) => (
-            <li key={connector.id}>
+            <li key={connector.id} className="lk-wallet-row">
               <button
                 type="button"
                 className="lk-wallet"
                 aria-label={connector.name}
-                aria-describedby={connector.id === recent ? recentLabelId : undefined}
+                aria-describedby={describedBy(connector) || undefined}
                 onClick={() => start(connector)}
               >
-                {connector.icon ? <img src={connector.icon} alt="" width={32} height={32} /> : <span className="lk-monogram">{connector.name[0]}</span>}
+                <WalletIcon {...iconOf(connector, book)} icons={icons} size={32} />
                 <span className="lk-wallet-name">{connector.name}</span>
-                {connector.id === recent && <span className="lk-badge">{t('recent')}</span>}
               </button>
+              {/* Beside the button, not in it: its name stays the wallet's name alone; the button's description reads the badges. */}
+              {describedBy(connector) && (
+                <span className="lk-badges" aria-hidden="true">
+                  {connector.id === recent && <span className="lk-badge">{t('recent')}</span>}
+                  {connector.type === 'injected' && <span className="lk-badge lk-badge-quiet">{t('installed')}</span>}
+                </span>
+              )}
             </li>
           ))}
         </ul>
@@ -170,6 +201,9 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
     <Dialog title={t('connectTitle')} theme={theme} onClose={onClose}>
       <span id={recentLabelId} hidden>
         {t('lastUsed')}
+      </span>
+      <span id={installedLabelId} hidden>
+        {t('installed')}
       </span>
       {inAppBrowser && walletList}
       {embedded && (
@@ -224,7 +258,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
                   rel="noopener noreferrer"
                   aria-label={t('getWallet', { name: wallet.name })}
                 >
-                  <img src={wallet.icon} alt="" width={24} height={24} />
+                  <WalletIcon id={wallet.id} name={wallet.name} color={wallet.brandColor} icons={icons} size={24} />
                   <span className="lk-wallet-name">{wallet.shortName}</span>
                 </a>
               </li>
@@ -232,6 +266,9 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
           </ul>
         </details>
       )}
+      <button ref={helpButton} type="button" className="lk-text-button lk-help-button" onClick={() => setHelp(true)}>
+        {t('newToWallets')}
+      </button>
     </Dialog>
   )
 }
@@ -243,6 +280,15 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
 export function orderWallets(connectors: readonly Connector[], recent: string | null | undefined, inAppBrowser: boolean): Connector[] {
   const rank = (c: Connector) => (inAppBrowser && c.type === 'injected' ? 2 : 0) + (c.id === recent ? 1 : 0)
   return connectors.filter((c) => !isEmbeddedConnector(c)).sort((a, b) => rank(b) - rank(a))
+}
+
+/**
+ * What a connector's icon is made of: the icon the wallet announced, else its wallet-book entry's
+ * (matched by rdns or id) bundled icon, else a monogram in the book's brand colour.
+ */
+export function iconOf(connector: Connector, wallets: readonly WalletBookEntry[]) {
+  const entry = wallets.find((wallet) => wallet.id === connector.id || (connector.rdns !== undefined && wallet.eip6963Config?.rdns === connector.rdns))
+  return { src: connector.icon, id: entry?.id, name: connector.name, color: entry?.brandColor }
 }
 
 /** Book wallets that are not among the connectors, matched by rdns or id. */

@@ -2,6 +2,7 @@
 import { type ReactNode, useEffect, useId, useRef } from 'react'
 // Both modals render in this dialog: their styles come with it.
 import '#modal.css'
+import { useLatchkeyContext } from '../hooks/useClient.js'
 import { useMessages } from '../i18n/useMessages.js'
 import { useSwipeToClose } from './swipe.js'
 
@@ -20,6 +21,7 @@ export type DialogProps = {
  */
 export function Dialog({ title, theme, onClose, children }: DialogProps) {
   const t = useMessages()
+  const { themeVariables } = useLatchkeyContext()
   const titleId = useId()
   const ref = useRef<HTMLDivElement>(null)
   const onCloseRef = useRef(onClose)
@@ -68,6 +70,7 @@ export function Dialog({ title, theme, onClose, children }: DialogProps) {
     <div
       className="lk-backdrop"
       data-lk-theme={theme}
+      style={themeVariables}
       lang={t.locale}
       dir={t.dir}
       onMouseDown={(event) => {

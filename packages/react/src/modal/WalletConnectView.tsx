@@ -5,6 +5,7 @@ import { renderSVG } from 'uqr'
 import { useClient } from '../hooks/useClient.js'
 import { useMessages } from '../i18n/useMessages.js'
 import { isTouchDevice } from './phone.js'
+import { useWalletIcons, WalletIcon } from './WalletIcon.js'
 
 type Props = { connector: Connector; onCancel(): void }
 
@@ -44,6 +45,7 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
   const expiry = uri ? Number(new URLSearchParams(uri.split('?')[1]).get('expiryTimestamp')) : undefined
   const left = expiry ? Math.max(0, expiry - Math.floor(now / 1000)) : undefined
   const wallets = useMemo(() => getWalletBook().wallets.filter((wallet) => wallet.walletConnect), [])
+  const icons = useWalletIcons()
 
   async function copy() {
     if (!uri) return
@@ -59,7 +61,7 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
         return href ? (
           <li key={wallet.id}>
             <a className="lk-wallet lk-small" href={href} rel="noopener noreferrer" aria-label={t('openWallet', { name: wallet.name })}>
-              <img src={wallet.icon} alt="" width={24} height={24} />
+              <WalletIcon id={wallet.id} name={wallet.name} color={wallet.brandColor} icons={icons} size={24} />
               <span className="lk-wallet-name">{wallet.shortName}</span>
             </a>
           </li>
@@ -92,9 +94,10 @@ export default function WalletConnectView({ connector, onCancel }: Props) {
           // biome-ignore lint/security/noDangerouslySetInnerHtml: uqr renders the SVG from the pairing URI alone; no user-controlled markup
           <div className="lk-qr" role="img" aria-label={t('qrLabel')} dangerouslySetInnerHTML={{ __html: qr }} />
         ) : (
-          <p className="lk-muted" role="status">
-            {t('preparingQr')}
-          </p>
+          // The QR code's place, in its shape, while the pairing URI is made.
+          <div className="lk-qr lk-skeleton lk-qr-skeleton" role="status">
+            <span className="lk-sr-only">{t('preparingQr')}</span>
+          </div>
         )
       ) : null}
       {left !== undefined && (

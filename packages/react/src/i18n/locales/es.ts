@@ -96,6 +96,12 @@ const es: Messages = {
   imported: 'Importada {address}',
   done: 'Listo',
   toolsStatus: 'Estado de las herramientas',
+  newToWallets: '¿Nuevo en las billeteras?',
+  whatIsWallet: '¿Qué es una billetera?',
+  whatIsWalletText:
+    'Una billetera guarda las claves de tus activos digitales y te permite iniciar sesión en apps como esta, sin contraseña. Solo tú la controlas.',
+  getAWallet: '¿Dónde consigo una?',
+  getAWalletText: 'Instálala desde su sitio oficial, como extensión del navegador o app del teléfono, y vuelve aquí para conectarla.',
   e_user_rejected: 'Rechazaste la solicitud.',
   e_cancelled: 'La solicitud se canceló.',
   e_connection_rejected: 'Conexión rechazada. Inténtalo de nuevo.',

@@ -96,6 +96,12 @@ const fr: Messages = {
   imported: 'Importé : {address}',
   done: 'Terminé',
   toolsStatus: 'État des outils',
+  newToWallets: 'Nouveau dans les portefeuilles ?',
+  whatIsWallet: 'Qu’est-ce qu’un portefeuille ?',
+  whatIsWalletText:
+    'Un portefeuille garde les clés de vos actifs numériques et vous connecte à des applications comme celle-ci, sans mot de passe. Vous seul le détenez.',
+  getAWallet: 'Où en trouver un ?',
+  getAWalletText: 'Installez-le depuis son site officiel, en extension de navigateur ou en application mobile, puis revenez le connecter ici.',
   e_user_rejected: 'Vous avez refusé la demande.',
   e_cancelled: 'La demande a été annulée.',
   e_connection_rejected: 'Connexion refusée. Veuillez réessayer.',
