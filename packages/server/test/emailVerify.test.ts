@@ -1,3 +1,5 @@
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { TurnkeyClient } from '@turnkey/http'
 import { describe, expect, test } from 'vitest'
 import { LIMITS } from '../src/index.js'
 import { answer, generateApiKeyPair, newEmail, useBackend } from './backend.js'
@@ -95,5 +97,36 @@ describe('POST /auth/email/verify limits', () => {
     } finally {
       t.clock -= jumped
     }
+  })
+})
+
+describe('POST /auth/email/verify sealed codes', () => {
+  test('error: a code sealed to another code’s target does not open; the kms counts no try and the right answer still signs in', async () => {
+    const sent = await codeFor(newEmail())
+    const other = await codeFor(newEmail())
+    // The page relays ciphertext only: swapping in another target sends the kms a bundle it cannot open.
+    const misdirected = { ...(await frameAnswer(other, sent.code)), otpId: sent.otpId }
+    const refused = await post('/auth/email/verify', misdirected)
+    expect(await answer(refused)).toEqual([400, { error: { code: 'invalid_code', message: 'encryptedOtpBundle does not open with this code’s target key' } }])
+    expect(refused.headers.get('set-cookie')).toBe(null)
+    expect((await post('/auth/email/verify', await frameAnswer(sent, sent.code))).status).toBe(200)
+  })
+
+  test('behavior: 40 concurrent verifies of one code sign in once; one key is registered', async () => {
+    const sent = await codeFor(newEmail())
+    const key = generateApiKeyPair()
+    const body = await frameAnswer(sent, sent.code, key)
+    const responses = await Promise.all(Array.from({ length: 40 }, (_, i) => post('/auth/email/verify', body, { 'x-test-ip': `10.4.0.${i}` })))
+    const signedIn = responses.filter((response) => response.status === 200)
+    expect(signedIn.length).toBe(1)
+    expect(responses.filter((response) => response.headers.get('set-cookie') !== null).length).toBe(1)
+    const refusals = await errorCodes(responses.filter((response) => response.status !== 200))
+    expect(refusals['429 rate_limited']).toBe(40 - LIMITS.verifiesPerCode)
+    // The others reached the kms or the store after the winner: the code is spent either way.
+    expect((refusals['400 invalid_code'] ?? 0) + (refusals['400 unknown_code'] ?? 0)).toBe(LIMITS.verifiesPerCode - 1)
+    const { organizationId } = (await signedIn[0]!.json()) as { organizationId: string }
+    const user = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(key))
+    const { apiKeys } = await user.getApiKeys({ organizationId })
+    expect(apiKeys.filter((each) => each.credential.publicKey === key.apiPublicKey).length).toBe(1)
   })
 })
