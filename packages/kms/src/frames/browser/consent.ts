@@ -2,6 +2,7 @@ import { openFrameChannel, stringField } from './channel.js'
 import { chainRpc, parseConsentConfig } from './consentConfig.js'
 import { askUser, tellRefusal } from './consentDialog.js'
 import { INVALID_REQUEST_CODE, parseReviewAndStamp, REVIEW_AND_STAMP, USER_REJECTED } from './consentMessages.js'
+import { COLLECT_OTP, collectOtp } from './consentOtp.js'
 import { assertPayloadMatches } from './consentPayload.js'
 import { parseStampQuery, STAMP_QUERY } from './consentQuery.js'
 import { embeddedKeyStore } from './embeddedKey.js'
@@ -78,6 +79,7 @@ const { refused } = openFrameChannel({
       const payload = parseStampQuery(request)
       return { type: 'STAMP', value: await stampWithSigningKey(await context.embeddedKey(), payload) }
     },
+    [COLLECT_OTP]: collectOtp({ signerPublicKey: config.signerPublicKey, log, before: () => closeRefusal() }),
     APPLY_SETTINGS: async (request) => applySettings(stringField(request, 'value', 8192), { secret: elements.dialog, label: elements.title }),
   },
 })
