@@ -96,8 +96,8 @@ describe('stampWithKey', () => {
       fetch: browser.fetchFn,
     })
     const email = `webcrypto.${stack.clock}@example.test`
-    const { otpId } = await wallet.startEmail(email)
-    const { address } = await wallet.verifyEmail({ otpId, code: await stack.codeFor(email) })
+    const sent = await wallet.startEmail(email)
+    const { address } = await wallet.verifyEmail(sent)
     const signature = await wallet.signMessage({ message: 'stamped by WebCrypto' })
     expect(await verifyMessage({ address, message: 'stamped by WebCrypto', signature })).toBe(true)
   })
