@@ -30,7 +30,8 @@ describe('headless page', () => {
     await page.goto(`${stack.demo}/headless`)
     await page.getByRole('textbox', { name: 'Email' }).fill(email)
     await page.getByRole('button', { name: 'Email me a code' }).click()
-    // The code is typed in the consent frame's dialog, which the hook's verify opens.
+    // The code is typed in the consent frame's dialog, which the hook's verify opens once the code is sent.
+    await page.frameLocator('iframe[id^="latchkey-consent-frame-"]').getByRole('dialog', { name: 'Enter your sign-in code' }).waitFor()
     const code = await codeFor(email)
     await typeCodeInFrame(page, { kms: stack.kms, email, code: code === '000000' ? '111111' : '000000' })
     expect(await waitForText(page.getByRole('alert'), 'That code did not work. Check the email and try again.')).toBeTruthy()
