@@ -342,16 +342,19 @@ async function embeddedWallet(page: Page, url: string) {
   await page.goto(url)
   await agree(page, undefined)
 
-  // Email sign-up in Latchkey's modal, the code read from the kms's dev inbox.
+  // Email sign-up in Latchkey's modal, the code read from the kms's dev inbox and typed into the
+  // consent frame's own dialog (never the app page), by keyboard.
   const modal = page.getByRole('dialog', { name: /Connect a wallet|Sign in/ })
   await page.getByRole('button', { name: 'Connect Wallet', exact: true }).click()
   await modal.getByRole('button', { name: 'Continue with email', exact: true }).click()
   await modal.getByRole('textbox', { name: 'Email' }).fill(email)
   await modal.getByRole('button', { name: 'Continue', exact: true }).click()
-  await modal.getByRole('textbox', { name: 'Code' }).waitFor()
+  const codeDialog = page.frameLocator('iframe[id^="latchkey-consent-frame-"]').getByRole('dialog', { name: 'Enter your sign-in code' })
+  await codeDialog.waitFor()
   const code = /code is (\d{6})/.exec((await lastMail(email)).text)![1]!
-  await modal.getByRole('textbox', { name: 'Code' }).fill(code)
-  await modal.getByRole('button', { name: 'Verify', exact: true }).click()
+  await codeDialog.getByRole('textbox', { name: 'Sign-in code' }).focus()
+  await page.keyboard.type(code)
+  await page.keyboard.press('Enter')
   await modal.waitFor({ state: 'detached' })
   await expect.poll(() => page.getByTestId('wagmi account').textContent(), { timeout: 15_000 }).toMatch(/^connected 0x[0-9a-fA-F]{40} 31337$/)
   const address = (await page.getByTestId('wagmi account').textContent())!.split(' ')[1] as Address

@@ -78,8 +78,15 @@ describe.each(Object.keys(devices) as (keyof typeof devices)[])('accessibility o
     found.push(...(await violations(page, 'email')))
     await modal.getByRole('textbox', { name: 'Email' }).fill(`a11y-${device.toLowerCase()}@example.test`)
     await button('Continue').click()
-    await modal.getByRole('textbox', { name: 'Code' }).waitFor()
+    // The code is typed in the consent frame's dialog, over the modal's code step.
+    const codeDialog = page.frameLocator('iframe[id^="latchkey-consent-frame-"]').getByRole('dialog', { name: 'Enter your sign-in code' })
+    await codeDialog.waitFor()
     found.push(...(await violations(page, 'code')))
+    // Escape cancels in the frame (4001); the modal's code step stays, with "Resend" and "Back".
+    await page.keyboard.press('Escape')
+    await codeDialog.waitFor({ state: 'hidden' })
+    await button('Enter the code').waitFor()
+    found.push(...(await violations(page, 'code step')))
     await button('Back').click()
     await button('Create a passkey').click()
     await modal.getByRole('textbox', { name: 'Email' }).waitFor()

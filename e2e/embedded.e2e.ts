@@ -3,7 +3,7 @@ import { verifyMessage } from 'viem'
 import { english, generateMnemonic, mnemonicToAccount } from 'viem/accounts'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { failedRequest, launch } from './browser.js'
-import { answerConsent, demo, es256OnlyPasskeyWarning, latchkeyWarning, waitForText } from './page.js'
+import { answerConsent, demo, es256OnlyPasskeyWarning, latchkeyWarning, typeCodeInFrame, waitForText } from './page.js'
 
 // The embedded wallet in the demo, against the whole local stack: our backend, our kms and its
 // dev inbox, anvil. Passkeys use Chromium's virtual authenticator.
@@ -70,11 +70,8 @@ async function signUpByEmail(page: Page, email: string): Promise<`0x${string}`> 
   await view.button('Continue with email').click()
   await view.email.fill(email)
   await view.button('Continue').click()
-  // The code box appears once the backend answered, by then the mail is in the inbox.
-  await view.code.waitFor()
-  const code = /code is (\d{6})/.exec((await lastMail(email)).text)![1]!
-  await view.code.fill(code)
-  await view.button('Verify').click()
+  // The code is typed in the consent frame's dialog, never in the app page.
+  await typeCodeInFrame(page, { kms: stack.kms, email })
   const address = (await waitForText(ui.address, ADDRESS)) as `0x${string}`
   await view.modal.waitFor({ state: 'detached' })
   return address
@@ -177,15 +174,17 @@ describe('embedded wallet', () => {
     await view.button('Continue with email').click()
     await view.email.fill(email)
     await view.button('Continue').click()
-    await view.code.waitFor()
+    const frameDialog = page.frameLocator('iframe[id^="latchkey-consent-frame-"]').getByRole('dialog', { name: 'Enter your sign-in code' })
+    await frameDialog.waitFor()
     const code = /code is (\d{6})/.exec((await lastMail(email)).text)![1]!
     // The backend refuses the wrong code (400, which the browser prints); the user sees why.
     browser.expectConsole('the backend refusing the wrong code', failedRequest(`${stack.server.replace('127.0.0.1', 'localhost')}/auth/email/verify`))
-    await view.code.fill(code === '000000' ? '111111' : '000000')
-    await view.button('Verify').click()
+    await typeCodeInFrame(page, { kms: stack.kms, email, code: code === '000000' ? '111111' : '000000' })
     expect(await waitForText(view.alert, /The code is invalid or expired\./)).toContain('attempts left')
-    await view.code.fill(code)
-    await view.button('Verify').click()
+    // The page has no code box: "Enter the code" opens the frame's dialog again.
+    expect(await view.code.count()).toBe(0)
+    await view.button('Enter the code').click()
+    await typeCodeInFrame(page, { kms: stack.kms, email, code })
     await waitForText(ui.address, ADDRESS)
   })
 

@@ -1,7 +1,7 @@
 import { verifyMessage } from 'viem'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { failedRequest, launch } from './browser.js'
-import { answerConsent, waitForText } from './page.js'
+import { answerConsent, typeCodeInFrame, waitForText } from './page.js'
 
 // The demo's /headless page: the embedded wallet driven by an app's own markup through the React
 // hooks alone (no ConnectButton, no modal), against the whole local stack.
@@ -30,16 +30,15 @@ describe('headless page', () => {
     await page.goto(`${stack.demo}/headless`)
     await page.getByRole('textbox', { name: 'Email' }).fill(email)
     await page.getByRole('button', { name: 'Email me a code' }).click()
-    const codeBox = page.getByRole('textbox', { name: 'Code' })
-    await codeBox.waitFor()
+    // The code is typed in the consent frame's dialog, which the hook's verify opens once the code is sent.
+    await page.frameLocator('iframe[id^="latchkey-consent-frame-"]').getByRole('dialog', { name: 'Enter your sign-in code' }).waitFor()
     const code = await codeFor(email)
-
-    await codeBox.fill(code === '000000' ? '111111' : '000000')
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    await typeCodeInFrame(page, { kms: stack.kms, email, code: code === '000000' ? '111111' : '000000' })
     expect(await waitForText(page.getByRole('alert'), 'That code did not work. Check the email and try again.')).toBeTruthy()
+    expect(await page.getByRole('textbox', { name: 'Code' }).count()).toBe(0)
 
-    await codeBox.fill(code)
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Enter the code' }).click()
+    await typeCodeInFrame(page, { kms: stack.kms, email, code })
     const address = (await waitForText(page.getByRole('status', { name: 'Address' }), /^0x[0-9a-fA-F]{40}$/)) as `0x${string}`
     await page.getByRole('button', { name: 'Sign "Hello from a headless page"' }).click()
     await answerConsent(page, 'Approve', 'Sign a message')

@@ -102,3 +102,29 @@ export async function answerConsent(page: Page, name: 'Approve' | 'Reject', expe
   await page.keyboard.press('Enter')
   await dialog.waitFor({ state: 'hidden' })
 }
+
+/**
+ * Types the emailed sign-in code into the consent frame's code dialog (COLLECT_OTP) as a user
+ * does: the newest code the kms's dev inbox holds for `email` (or `code`), typed with the keyboard
+ * into the frame's field, then Enter. Waits until the dialog has closed.
+ *
+ * @example
+ * await typeCodeInFrame(page, { kms: stack.kms, email: 'ada@example.test' })
+ */
+export async function typeCodeInFrame(page: Page, parameters: { kms: string; email: string; code?: string }) {
+  const frame = page.frameLocator('iframe[id^="latchkey-consent-frame-"]')
+  const dialog = frame.getByRole('dialog', { name: 'Enter your sign-in code' })
+  await dialog.waitFor()
+  // The dialog opens once the backend answered; by then the mail is in the inbox.
+  let code = parameters.code
+  if (code === undefined) {
+    const inbox = (await (await fetch(`${parameters.kms}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+    const mail = inbox.messages.find((candidate) => candidate.to === parameters.email)
+    if (!mail) throw new Error(`no mail for ${parameters.email}`)
+    code = /code is (\d{6})/.exec(mail.text)![1]!
+  }
+  await frame.getByRole('textbox', { name: 'Sign-in code' }).focus()
+  await page.keyboard.type(code)
+  await page.keyboard.press('Enter')
+  await dialog.waitFor({ state: 'hidden' })
+}

@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { launch } from './browser.js'
-import { answerConsent, demo, latchkeyWarning, referenceWallet, waitForText } from './page.js'
+import { answerConsent, demo, latchkeyWarning, referenceWallet, typeCodeInFrame, waitForText } from './page.js'
 
 // Sign-In with Ethereum in the demo for each wallet kind, against our backend: the dev browser
 // wallet, the reference WalletConnect wallet and the embedded wallet. "Session" shows the address
@@ -154,10 +154,7 @@ describe('Sign-In with Ethereum', () => {
     await modal.getByRole('button', { name: 'Continue with email', exact: true }).click()
     await modal.getByRole('textbox', { name: 'Email' }).fill(email)
     await modal.getByRole('button', { name: 'Continue', exact: true }).click()
-    await modal.getByRole('textbox', { name: 'Code' }).waitFor()
-    const inbox = (await (await fetch(`${stack.kms}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
-    await modal.getByRole('textbox', { name: 'Code' }).fill(/code is (\d{6})/.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!)
-    await modal.getByRole('button', { name: 'Verify', exact: true }).click()
+    await typeCodeInFrame(page, { kms: stack.kms, email })
     const address = (await waitForText(ui.address, ADDRESS)) as `0x${string}`
 
     await ui.button('Sign in').click()

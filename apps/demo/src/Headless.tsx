@@ -14,9 +14,8 @@ export function Headless() {
   const disconnect = useDisconnect()
   const token = useTestToken()
   const [email, setEmail] = useState('')
-  const [code, setCode] = useState('')
   const [problem, setProblem] = useState<string>()
-  const ids = { email: useId(), code: useId(), address: useId(), signature: useId(), balance: useId(), tokenStatus: useId() }
+  const ids = { email: useId(), address: useId(), signature: useId(), balance: useId(), tokenStatus: useId() }
 
   async function attempt(work: () => Promise<unknown>) {
     setProblem(undefined)
@@ -31,13 +30,14 @@ export function Headless() {
     }
   }
 
+  // The code is typed in the wallet's secure window (the consent frame), which verify opens.
   const onEmail = (event: FormEvent) => {
     event.preventDefault()
-    void attempt(() => emailSignIn.start(email))
+    void attempt(async () => (await emailSignIn.start(email), await emailSignIn.verify()))
   }
   const onCode = (event: FormEvent) => {
     event.preventDefault()
-    void attempt(() => emailSignIn.verify(code))
+    void attempt(() => emailSignIn.verify())
   }
 
   return (
@@ -101,13 +101,11 @@ export function Headless() {
         </form>
       ) : (
         <form onSubmit={onCode}>
-          <p role="status">Code sent to {emailSignIn.email}.</p>
-          <label htmlFor={ids.code}>Code</label>
-          <input id={ids.code} inputMode="numeric" required value={code} onChange={(event) => setCode(event.target.value)} />
+          <p role="status">Code sent to {emailSignIn.email}. Type it in the secure window.</p>
           <button type="submit" disabled={emailSignIn.verifying.isPending}>
-            {emailSignIn.verifying.isPending ? 'Checking…' : 'Sign in'}
+            {emailSignIn.verifying.isPending ? 'Waiting for the code…' : 'Enter the code'}
           </button>
-          <button type="button" onClick={() => void attempt(() => emailSignIn.resend())}>
+          <button type="button" onClick={() => void attempt(async () => (await emailSignIn.resend(), await emailSignIn.verify()))}>
             Send another code
           </button>
         </form>

@@ -52,6 +52,12 @@ export type ConsentFrame = {
    * prompt and refuses any body that carries an activity `type` or `parameters`.
    */
   readonly queryStamper: Stamper
+  /**
+   * Asks the user for the emailed code in the frame (`COLLECT_OTP`): the page hands over the kms's
+   * target bundle and gets the code sealed to it, with the frame key's login signature, never the
+   * code. Cancel is `ProviderRpcError` 4001.
+   */
+  collectOtp(value: CollectOtpValue): Promise<CollectedOtp>
   /** The app's theme colours, through the frame's sanitised `APPLY_SETTINGS` (`{ styles: { color, backgroundColor, … } }`). */
   applySettings(settings: { styles?: Readonly<Record<string, string>> }): Promise<void>
   /** Forgets the frame's signing key (sign-out). */
@@ -76,6 +82,20 @@ export type ConsentFrame = {
 
 /** A body the frame wrote and its stamp. */
 export type StampedBody = { readonly stamp: { stampHeaderName: string; stampHeaderValue: string }; readonly payload: string }
+/** What COLLECT_OTP takes: init_otp V3's `otpEncryptionTargetBundle`, the email the dialog names, the otpId the bundle must name. */
+export type CollectOtpValue = { readonly targetBundle: string; readonly email: string; readonly otpId?: string | undefined }
+
+/** The frame's answer to COLLECT_OTP: what `/auth/email/verify` takes, and the key the login registers. */
+export type CollectedOtp = {
+  readonly encryptedOtpBundle: string
+  readonly clientSignature: {
+    readonly publicKey: string
+    readonly scheme: 'CLIENT_SIGNATURE_SCHEME_API_P256'
+    readonly message: string
+    readonly signature: string
+  }
+  readonly publicKey: string
+}
 
 type Reply = { type: string; value: unknown; requestId?: string }
 
@@ -198,6 +218,14 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
           payload: string
         }
         return { stamp, payload: body }
+      } finally {
+        hide()
+      }
+    },
+    async collectOtp(value) {
+      show()
+      try {
+        return (await ask('COLLECT_OTP', value)) as CollectedOtp
       } finally {
         hide()
       }

@@ -1,5 +1,7 @@
 export { type BackendAccount, type BackendConfig, BackendError } from './backend.js'
 export {
+  type CollectedOtp,
+  type CollectOtpValue,
   type ConsentContext,
   type ConsentFrame,
   type ConsentFrameParameters,
@@ -61,6 +63,7 @@ export {
   completed,
   createEmbeddedWallet,
   DEFAULT_SESSION_SECONDS,
+  type EmailCodeSent,
   type EmbeddedWallet,
   type EmbeddedWalletCredential,
   type EmbeddedWalletOptions,

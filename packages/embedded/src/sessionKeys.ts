@@ -1,5 +1,6 @@
 import { bytesToNumberBE } from '@noble/curves/abstract/utils'
 import { DER } from '@noble/curves/abstract/weierstrass'
+import type { CollectedOtp, CollectOtpValue } from './consentFrame.js'
 
 /** What `@turnkey/http` asks of a stamper. */
 export type Stamper = { stamp(payload: string): Promise<{ stampHeaderName: string; stampHeaderValue: string }> }
@@ -18,6 +19,8 @@ export type SessionKeyStore = {
   stamper: Stamper
   /** Deletes the stored key. */
   clear(): Promise<void>
+  /** Seals the emailed code with the stored key, as the consent frame's COLLECT_OTP does (Node tests: nobody types). */
+  collectOtp?(value: CollectOtpValue): Promise<CollectedOtp>
 }
 
 /**

@@ -17,7 +17,7 @@ import {
   toPrefixedMessage,
 } from 'viem'
 import { type Backend, type BackendAccount, type BackendConfig, createBackend } from './backend.js'
-import type { ConsentContext, ConsentFrame, ConsentWalletRequest, StampedBody } from './consentFrame.js'
+import type { CollectedOtp, CollectOtpValue, ConsentContext, ConsentFrame, ConsentWalletRequest, StampedBody } from './consentFrame.js'
 import {
   AccountNotFoundError,
   ActivityStatusError,
@@ -91,6 +91,9 @@ export type TransactionRequest = {
 
 /** SPEC §3: the session key pair. The private key stays in the key store, never here. */
 export type SessionKey = { publicKey: string; expirationDate: string }
+
+/** A sign-in code on its way (`startEmail`): what `verifyEmail` hands the consent frame. */
+export type EmailCodeSent = { readonly otpId: string; readonly otpEncryptionTargetBundle: string; readonly email: string }
 
 /** SPEC §3: how an account is recovered: by an emailed API key, or a new passkey registered with an emailed recover-user key. */
 export type RecoveryType = 'email' | 'passkey'
@@ -219,6 +222,8 @@ type WalletSigner = {
     /** Stamps revoke_grant of the grant (no prompt: it takes power away) and forgets its key. */
     revoker(grantId: string): Stamper
   }
+  /** The emailed code, typed by the user where the key is and sealed there to the kms (COLLECT_OTP). */
+  collectOtp(value: CollectOtpValue): Promise<CollectedOtp>
 }
 
 /** The consent frame as the signer, mounted on first need from the frames url (its module loads then too). */
@@ -246,12 +251,23 @@ function consentSigner(framesUrl: () => Promise<string | undefined>): WalletSign
       stamper: (grantId) => ({ stamp: async (payload) => (await mounted()).grantStamper(grantId).stamp(payload) }),
       revoker: (grantId) => ({ stamp: async (payload) => (await mounted()).revokeStamper(grantId).stamp(payload) }),
     },
+    collectOtp: async (value) => (await mounted()).collectOtp(value),
   }
 }
 
 /** Node tests' signer: a plain key that stamps everything, with nobody asked. */
 function testOnlySigner(keys: SessionKeyStore): WalletSigner {
-  return { newKey: () => keys.create(), currentKey: () => keys.publicKey(), query: keys.stamper, approve: () => keys.stamper, reset: () => keys.clear() }
+  return {
+    newKey: () => keys.create(),
+    currentKey: () => keys.publicKey(),
+    query: keys.stamper,
+    approve: () => keys.stamper,
+    reset: () => keys.clear(),
+    collectOtp: async (value) => {
+      if (!keys.collectOtp) throw new ClientsNotFoundError({ details: 'testOnlySessionKeys has no collectOtp: it cannot take an emailed code' })
+      return keys.collectOtp(value)
+    },
+  }
 }
 
 /** A value as JSON-RPC carries it: bigints as hex quantities (what the frame shows the user). */
@@ -268,8 +284,8 @@ function rpcJson(value: unknown): unknown {
  *
  * @example
  * const wallet = createEmbeddedWallet({ appName: 'Demo', backendUrl: 'http://localhost:8787', chains: [anvil] })
- * const { otpId } = await wallet.startEmail('ada@example.com')
- * await wallet.verifyEmail({ otpId, code: '123456' })
+ * const sent = await wallet.startEmail('ada@example.com')
+ * await wallet.verifyEmail(sent) // the user types the code in the consent frame
  * const signature = await wallet.signMessage({ message: 'hello' })
  */
 export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
@@ -684,24 +700,31 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     /** @internal The key-management client stamped by the session key. */
     client,
 
-    /** Emails a sign-in code; creates the user's wallet on their first sign-in. */
-    async startEmail(email: string): Promise<{ otpId: string }> {
-      return backend.post<{ otpId: string }>('/auth/email/start', { email })
+    /**
+     * Emails a sign-in code; creates the user's wallet on their first sign-in. Answers the kms's
+     * signed target bundle the code is sealed to in the consent frame (`verifyEmail`).
+     */
+    async startEmail(email: string): Promise<EmailCodeSent> {
+      const sent = await backend.post<{ otpId: string; otpEncryptionTargetBundle: string }>('/auth/email/start', { email })
+      return { ...sent, email }
     },
 
     /**
-     * Redeems the code for a new session key: the consent frame makes the key, non-extractable,
-     * and only its public half goes to the backend, which registers it for the user.
+     * Signs in with the emailed code, typed by the user in the consent frame (never in this page):
+     * the frame makes a new key, seals the code with it to the kms and signs that key's login; the
+     * backend relays both to the kms, which registers the frame's key for the user. Cancelling in
+     * the frame is `ProviderRpcError` 4001; a wrong code `invalid_code` (call again to retry).
      */
-    async verifyEmail({ otpId, code }: { otpId: string; code: string }): Promise<EmbeddedWalletCredential> {
-      const sessionPublicKey = await wallet.newSessionKey()
+    async verifyEmail({ otpId, otpEncryptionTargetBundle, email }: EmailCodeSent): Promise<EmbeddedWalletCredential> {
+      await wallet.newSessionKey()
+      const sealed = await signer.collectOtp({ targetBundle: otpEncryptionTargetBundle, email, otpId })
       const answer = await backend.post<BackendAccount & { sessionExpiresAt: string }>('/auth/email/verify', {
         otpId,
-        code: code.trim(),
-        sessionPublicKey,
+        encryptedOtpBundle: sealed.encryptedOtpBundle,
+        clientSignature: sealed.clientSignature,
         sessionSeconds,
       })
-      return finishSignIn(answer, 'email', sessionPublicKey, sessionSeconds)
+      return finishSignIn(answer, 'email', sealed.publicKey, sessionSeconds)
     },
 
     /**

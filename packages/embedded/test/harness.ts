@@ -5,6 +5,7 @@ import { createServerApp, openStore, SESSION_COOKIE } from '@latchkey/server'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { defineChain } from 'viem'
 import { afterAll, beforeAll, inject } from 'vitest'
+import { sealCode } from '../../server/test/consentFrameCode.js'
 import { BATCH_EXECUTOR_ADDRESS, type KeyValueStorage, type SessionKeyStore } from '../src/index.js'
 
 /** The origin of the app page the wallet runs in, as the backend allows it. */
@@ -63,6 +64,7 @@ export function useEmbeddedStack() {
   }
   let stop: (() => Promise<void>) | undefined
   beforeAll(async () => {
+    activeStack = stack
     stack.kms = createKms({ port: await getFreePort(), now: stack.now, eip7702Delegates: [BATCH_EXECUTOR_ADDRESS] })
     await stack.kms.start()
     stack.organizationId = (await stack.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
@@ -91,10 +93,27 @@ export function useEmbeddedStack() {
   return stack
 }
 
-/** Session keys in memory (Node has no IndexedDB): the same contract, the private key in a closure. */
-export function memoryKeys(): SessionKeyStore {
+/** The file's stack: where memoryKeys' user reads the emailed code. */
+let activeStack: ReturnType<typeof useEmbeddedStack> | undefined
+
+/**
+ * Session keys in memory (Node has no IndexedDB): the same contract, the private key in a closure.
+ * Its `collectOtp` is the consent frame's COLLECT_OTP with a user who types the newest code from
+ * the inbox (or `typeNext`'s), sealed with this key as the frame seals it.
+ */
+export function memoryKeys(): SessionKeyStore & { typeNext(code: string): void } {
   let key: { apiPublicKey: string; apiPrivateKey: string } | undefined
+  let next: string | undefined
   return {
+    typeNext(code) {
+      next = code
+    },
+    async collectOtp({ targetBundle, email }) {
+      const code = next ?? (await activeStack!.codeFor(email))
+      next = undefined
+      const sealed = await sealCode({ otpEncryptionTargetBundle: targetBundle, code, key: key!, signerPublicKey: activeStack!.kms.signerPublicKey })
+      return { ...sealed, clientSignature: { ...sealed.clientSignature, scheme: 'CLIENT_SIGNATURE_SCHEME_API_P256' as const }, publicKey: key!.apiPublicKey }
+    },
     async create() {
       key = generateApiKeyPair()
       return key.apiPublicKey

@@ -1,5 +1,6 @@
 import { generateApiKeyPair, verifyApiKeyStamp } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { encryptOtpCodeToBundle } from '@turnkey/crypto'
 import { TurnkeyClient as OfficialTurnkeyClient, TurnkeyRequestError as OfficialTurnkeyRequestError } from '@turnkey/http'
 import { verifyMessage } from 'viem'
 import { describe, expect, test } from 'vitest'
@@ -30,6 +31,21 @@ function webCryptoKeys(): SessionKeyStore {
     stamper: { stamp: (payload) => stampWithKey(key!.privateKey, key!.publicKey, payload) },
     async clear() {
       key = undefined
+    },
+    // The consent frame's COLLECT_OTP with this key: the inbox's code sealed to the kms, and the
+    // key's WebCrypto signature (raw r ‖ s) of its login.
+    async collectOtp({ targetBundle, email, otpId }) {
+      const code = await stack.codeFor(email)
+      const encryptedOtpBundle = await encryptOtpCodeToBundle(code, targetBundle, key!.publicKey, stack.kms.signerPublicKey)
+      const message = JSON.stringify({ login: { publicKey: key!.publicKey }, tokenId: otpId, type: 'USAGE_TYPE_LOGIN' })
+      const signature = Buffer.from(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key!.privateKey, new TextEncoder().encode(message))).toString(
+        'hex',
+      )
+      return {
+        encryptedOtpBundle,
+        clientSignature: { publicKey: key!.publicKey, scheme: 'CLIENT_SIGNATURE_SCHEME_API_P256', message, signature },
+        publicKey: key!.publicKey,
+      }
     },
   }
 }
@@ -96,8 +112,8 @@ describe('stampWithKey', () => {
       fetch: browser.fetchFn,
     })
     const email = `webcrypto.${stack.clock}@example.test`
-    const { otpId } = await wallet.startEmail(email)
-    const { address } = await wallet.verifyEmail({ otpId, code: await stack.codeFor(email) })
+    const sent = await wallet.startEmail(email)
+    const { address } = await wallet.verifyEmail(sent)
     const signature = await wallet.signMessage({ message: 'stamped by WebCrypto' })
     expect(await verifyMessage({ address, message: 'stamped by WebCrypto', signature })).toBe(true)
   })

@@ -44,8 +44,8 @@ function newWallet() {
 async function signedUp() {
   const wallet = newWallet()
   const email = `recovery${++people}.${stack.clock}@example.test`
-  const { otpId } = await wallet.startEmail(email)
-  const credential = await wallet.verifyEmail({ otpId, code: await stack.codeFor(email) })
+  const sent = await wallet.startEmail(email)
+  const credential = await wallet.verifyEmail(sent)
   return { email, credential, organizationId: wallet.current!.organizationId, userId: wallet.current!.userId }
 }
 

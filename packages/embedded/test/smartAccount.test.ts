@@ -37,8 +37,8 @@ async function signedIn(options: { batchExecutor?: null } = {}) {
     ...options,
   })
   const email = `smart${++people}.${stack.clock}@example.test`
-  const { otpId } = await wallet.startEmail(email)
-  await wallet.verifyEmail({ otpId, code: await stack.codeFor(email) })
+  const sent = await wallet.startEmail(email)
+  await wallet.verifyEmail(sent)
   const address = wallet.current!.credential.address
   for (const client of Object.values(rpc)) await client.request({ method: 'anvil_setBalance' as never, params: [address, '0xDE0B6B3A7640000'] as never })
   return { wallet, address, provider: createEmbeddedProvider(wallet, [chainA, chainB]), organizationId: wallet.current!.organizationId }

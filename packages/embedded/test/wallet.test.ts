@@ -31,8 +31,8 @@ function newWallet(overrides: { storage?: KeyValueStorage; keys?: ReturnType<typ
 async function signedIn(): Promise<ReturnType<typeof newWallet> & { email: string }> {
   const setup = newWallet()
   const email = `embedded${++people}.${stack.clock}@example.test`
-  const { otpId } = await setup.wallet.startEmail(email)
-  await setup.wallet.verifyEmail({ otpId, code: await stack.codeFor(email) })
+  const sent = await setup.wallet.startEmail(email)
+  await setup.wallet.verifyEmail(sent)
   return { ...setup, email }
 }
 
@@ -51,11 +51,12 @@ describe('email sign-in', () => {
   })
 
   test('error: a wrong code is "The code is invalid or expired." and signs nobody in', async () => {
-    const { wallet } = newWallet()
+    const { wallet, keys } = newWallet()
     const email = `wrong${++people}@example.test`
-    const { otpId } = await wallet.startEmail(email)
+    const sent = await wallet.startEmail(email)
     const right = await stack.codeFor(email)
-    await expect(wallet.verifyEmail({ otpId, code: right === '000000' ? '111111' : '000000' })).rejects.toMatchObject({
+    keys.typeNext(right === '000000' ? '111111' : '000000')
+    await expect(wallet.verifyEmail(sent)).rejects.toMatchObject({
       shortMessage: 'The code is invalid or expired.',
       code: 'invalid_code',
     })

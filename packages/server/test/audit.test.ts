@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DEVELOPMENT_AUDIT_KEY } from '@latchkey/service'
 import { type AuditEventRow, keyedHash } from '@latchkey/service/database'
-import { generateP256KeyPair } from '@turnkey/crypto'
 import { sql } from 'kysely'
 import { describe, expect, test } from 'vitest'
 import { startCli } from '../../service/test/cliProcess.js'
@@ -27,7 +26,16 @@ describe('audit trail', () => {
     const account = await signedInByEmail(email)
     const wrong = await post(
       '/auth/email/verify',
-      { otpId: 'no-such-code', code: '000000', targetPublicKey: generateP256KeyPair().publicKeyUncompressed },
+      {
+        otpId: 'no-such-code',
+        encryptedOtpBundle: '{}',
+        clientSignature: {
+          publicKey: generateApiKeyPair().apiPublicKey,
+          scheme: 'CLIENT_SIGNATURE_SCHEME_API_P256',
+          message: '{}',
+          signature: '0'.repeat(128),
+        },
+      },
       { 'x-test-ip': '198.51.100.9' },
     )
     expect(wrong.status).toBe(400)

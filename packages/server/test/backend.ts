@@ -2,13 +2,13 @@ import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 import { getFreePort, oidcInstance } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
 import { rpId, softwareAuthenticator, useAuthenticator } from '../../kms/test/authenticator.js'
 import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
 import { createServerApp, oauthNonce, openStore, type ServerAppOptions, type SiweChain, type Store } from '../src/index.js'
+import { sealCode } from './consentFrameCode.js'
 
 // The app backend against a real kms on loopback (passkeys accepted from http://localhost:5173,
 // rp id localhost, as the software authenticator presents them). Each test gets a fresh store and
@@ -122,25 +122,21 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
   }
 
   /**
-   * Email sign-in that must succeed: the verify answer, the `cookie` header of its session, and
-   * `user`, a client stamping with the credential the code earned (as the embedded wallet's key).
+   * Email sign-in that must succeed, as the consent frame does it: the code sealed to the kms with
+   * the frame's key (`sealCode`). The verify answer, the `cookie` header of its session, and
+   * `user`, a client stamping with the key the code registered (as the embedded wallet's key).
    */
   async function signedInByEmail(email: string) {
     const start = await post('/auth/email/start', { email })
     expect(start.status).toBe(200)
-    const { otpId } = (await start.json()) as { otpId: string }
+    const { otpId, otpEncryptionTargetBundle } = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
     const [mail] = await mailTo(email)
-    const code = /sign-in code is (\d{6})\./.exec(mail!.text)![1]
-    const target = generateApiKeyPair()
-    const verify = await post('/auth/email/verify', { otpId, code, targetPublicKey: target.apiPublicKey })
+    const code = /sign-in code is (\d{6})\./.exec(mail!.text)![1]!
+    const key = generateApiKeyPair()
+    const verify = await post('/auth/email/verify', await frameAnswer({ otpId, otpEncryptionTargetBundle }, code, key))
     expect(verify.status).toBe(200)
-    const { credentialBundle, ...account } = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string; address: string }
-    const apiPrivateKey = decryptCredentialBundle(credentialBundle, target.apiPrivateKey)
-    const user = new TurnkeyClient(
-      { baseUrl: t.kms.url },
-      new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }),
-    )
-    return { ...account, cookie: cookieOf(verify), user }
+    const account = (await verify.json()) as { organizationId: string; userId: string; address: string; sessionExpiresAt: string }
+    return { ...account, cookie: cookieOf(verify), user: new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(key)) }
   }
 
   /**
@@ -154,6 +150,14 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
     return { response, sessionKey }
   }
 
+  /** The /auth/email/verify body for `code`, as the consent frame holding `key` answers COLLECT_OTP. */
+  async function frameAnswer(sent: { otpId: string; otpEncryptionTargetBundle: string }, code: string, key: Keys = generateApiKeyPair()) {
+    return {
+      otpId: sent.otpId,
+      ...(await sealCode({ otpEncryptionTargetBundle: sent.otpEncryptionTargetBundle, code, key, signerPublicKey: t.kms.signerPublicKey })),
+    }
+  }
+
   /** Messages of the kms's dev inbox to `email`, newest first. */
   async function mailTo(email: string) {
     const inbox = (await (await fetch(`${t.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; subject: string; text: string }[] }
@@ -164,6 +168,7 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
     t,
     post,
     mailTo,
+    frameAnswer,
     signedInByEmail,
     passkeySignup,
     signedUpWithPasskey,

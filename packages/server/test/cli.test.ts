@@ -6,11 +6,12 @@ import { join } from 'node:path'
 import { getFreePort, oidcInstance } from '@latchkey/devnet'
 import { generateApiKeyPair } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { decryptCredentialBundle, getPublicKey } from '@turnkey/crypto'
+import { getPublicKey } from '@turnkey/crypto'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import { beforeAll, describe, expect, test } from 'vitest'
 import { type CliProcess, connectionRefused, listening, startCli, streamingRequest } from '../../service/test/cliProcess.js'
 import { freshDatabaseUrl, testEngine } from '../../service/test/testDatabase.js'
+import { sealCode } from './consentFrameCode.js'
 
 // latchkey-server as an operator runs it, against latchkey-kms as an operator runs it: both child
 // processes, set up the way the READMEs say (generate keys, init-organization, start the kms,
@@ -96,6 +97,12 @@ async function codeFor(email: string) {
   return /sign-in code is (\d{6})\./.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
 }
 
+/** The body of /auth/email/verify for the code sent by `start`, as the consent frame holding `key` makes it. */
+async function frameAnswer(start: Response, email: string, key: { apiPublicKey: string; apiPrivateKey: string }) {
+  const { otpId, otpEncryptionTargetBundle } = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+  return { otpId, ...(await sealCode({ otpEncryptionTargetBundle, code: await codeFor(email), key, signerPublicKey })) }
+}
+
 describe('latchkey-server', () => {
   test('default: an email sign-in through the kms and backend bins, then a stamped whoami; no log line of either holds a key, the code, the cookie, the credential, a stamp or the email', async () => {
     const server = await startServer(['--log-level', 'debug'])
@@ -116,19 +123,15 @@ describe('latchkey-server', () => {
     const email = `person.${randomBytes(4).toString('hex')}@example.test`
     const start = await post(`${server.url}/auth/email/start`, { email }, { 'x-request-id': 'sign-in-1' })
     expect([start.status, start.headers.get('x-request-id')]).toEqual([200, 'sign-in-1'])
-    const { otpId } = (await start.json()) as { otpId: string }
-    const code = await codeFor(email)
-    const target = generateApiKeyPair()
-    const verify = await post(`${server.url}/auth/email/verify`, { otpId, code, targetPublicKey: target.apiPublicKey })
+    const userKey = generateApiKeyPair()
+    const verify = await post(`${server.url}/auth/email/verify`, await frameAnswer(start, email, userKey))
     expect(verify.status).toBe(200)
     const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
-    const { credentialBundle, ...account } = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string; address: string }
+    const account = (await verify.json()) as { organizationId: string; userId: string; address: string }
     const session = await fetch(`${server.url}/auth/session`, { headers: { cookie, origin } })
     expect([session.status, await session.json()]).toEqual([200, expect.objectContaining({ email, kind: 'email', organizationId: account.organizationId })])
 
-    // The credential the code earned works against the kms bin.
-    const userPrivateKey = decryptCredentialBundle(credentialBundle, target.apiPrivateKey)
-    const userKey = { apiPrivateKey: userPrivateKey, apiPublicKey: Buffer.from(getPublicKey(userPrivateKey, true)).toString('hex') }
+    // The frame's key the code registered works against the kms bin.
     const body = JSON.stringify({ organizationId: account.organizationId })
     const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(userKey).stamp(body)
     const whoami = await fetch(`${kms.url}/public/v1/query/whoami`, { method: 'POST', headers: { [stampHeaderName]: stampHeaderValue }, body })
@@ -155,15 +158,14 @@ describe('latchkey-server', () => {
       masterKey,
       signerPrivateKey,
       backendKey.apiPrivateKey,
-      userPrivateKey,
-      target.apiPrivateKey,
-      credentialBundle,
+      userKey.apiPrivateKey,
       cookie.split('=')[1]!,
       stampHeaderValue,
       email,
       sessionJwtKey,
     ])
       expect(everything).not.toContain(secret)
+    const code = await codeFor(email)
     // The code: six digits, never standing on their own in a line (hex ids may hold the same digits inside them).
     expect(everything).not.toMatch(new RegExp(`(?<![0-9a-f])${code}(?![0-9a-f])`))
   })
@@ -177,8 +179,8 @@ describe('latchkey-server', () => {
     expect(nonce.status).toBe(200)
     // The nonce's pre-session cookie is not a session: ask B for a token with a session A started.
     const email = `person.${randomBytes(4).toString('hex')}@example.test`
-    const { otpId } = (await (await post(`${a.url}/auth/email/start`, { email })).json()) as { otpId: string }
-    const verify = await post(`${b.url}/auth/email/verify`, { otpId, code: await codeFor(email), targetPublicKey: generateApiKeyPair().apiPublicKey })
+    const start = await post(`${a.url}/auth/email/start`, { email })
+    const verify = await post(`${b.url}/auth/email/verify`, await frameAnswer(start, email, generateApiKeyPair()))
     expect(verify.status).toBe(200)
     const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
     const token = (await (await post(`${a.url}/auth/token`, {}, { cookie })).json()) as { accessToken: string }
@@ -202,7 +204,7 @@ describe('latchkey-server', () => {
     expect(await server.waitForLog((line) => line.signal === 'SIGTERM')).toMatchObject({ inflight: 1 })
     expect(await connectionRefused(server.port)).toBe(true)
     const answer = await inFlight.finish()
-    expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { otpId: expect.any(String) }])
+    expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { otpId: expect.any(String), otpEncryptionTargetBundle: expect.any(String) }])
     expect(await server.exited).toEqual({ code: 0, signal: null })
     expect(server.logs().at(-1)).toMatchObject({ msg: 'stopped' })
   })
@@ -257,13 +259,10 @@ describe('latchkey-server', () => {
     const storage = await newStorage()
     const server = await startServer([], {}, storage)
     const email = `person.${randomBytes(4).toString('hex')}@example.test`
-    const { otpId } = (await (await post(`${server.url}/auth/email/start`, { email })).json()) as { otpId: string }
-    const target = generateApiKeyPair()
-    const verify = await post(`${server.url}/auth/email/verify`, { otpId, code: await codeFor(email), targetPublicKey: target.apiPublicKey })
+    const userKey = generateApiKeyPair()
+    const verify = await post(`${server.url}/auth/email/verify`, await frameAnswer(await post(`${server.url}/auth/email/start`, { email }), email, userKey))
     const cookie = verify.headers.get('set-cookie')!.split(';')[0]!
-    const { credentialBundle, ...account } = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string }
-    const userPrivateKey = decryptCredentialBundle(credentialBundle, target.apiPrivateKey)
-    const userKey = { apiPrivateKey: userPrivateKey, apiPublicKey: Buffer.from(getPublicKey(userPrivateKey, true)).toString('hex') }
+    const account = (await verify.json()) as { organizationId: string; userId: string }
     const whoami = async () => {
       const body = JSON.stringify({ organizationId: account.organizationId })
       const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(userKey).stamp(body)

@@ -1,6 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
-import { generateP256KeyPair } from '@turnkey/crypto'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import { sql } from 'kysely'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
@@ -17,7 +16,7 @@ import { cookieOf, newEmail, origin, useBackend } from './backend.js'
 // connection, one session JWT key, the requests of one browser landing on either; one of them
 // killed mid-load.
 
-const { t, mailTo } = useBackend()
+const { t, mailTo, frameAnswer } = useBackend()
 const alice = privateKeyToAccount(anvilKeys[9])
 const sessionJwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
 
@@ -57,9 +56,9 @@ test('behavior: an account made on one instance signs in on the other; its sessi
   // Sign-up on A: the code is asked for on A, redeemed on B.
   const start = await call(a, '/auth/email/start', { json: { email } })
   expect(start.status).toBe(200)
-  const { otpId } = (await start.json()) as { otpId: string }
-  const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]
-  const verify = await call(b, '/auth/email/verify', { json: { otpId, code, targetPublicKey: generateP256KeyPair().publicKeyUncompressed } })
+  const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+  const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]!
+  const verify = await call(b, '/auth/email/verify', { json: await frameAnswer(sent, code) })
   expect(verify.status).toBe(200)
   const account = (await verify.json()) as { organizationId: string; userId: string; address: string }
   const cookie = cookieOf(verify)
@@ -248,14 +247,11 @@ test('behavior: the tries of one emailed code are one count across instances: gu
   const [a, b] = await twoInstances()
   const email = newEmail()
   const start = await call(a, '/auth/email/start', { json: { email } })
-  const { otpId } = (await start.json()) as { otpId: string }
+  const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
   const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]!
   const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0')
-  const guesses = await Promise.all(
-    Array.from({ length: 16 }, (_, i) =>
-      call(i % 2 ? b : a, '/auth/email/verify', { json: { otpId, code: wrong, targetPublicKey: generateP256KeyPair().publicKeyUncompressed } }),
-    ),
-  )
+  const answers = await Promise.all(Array.from({ length: 16 }, () => frameAnswer(sent, wrong)))
+  const guesses = await Promise.all(answers.map((json, i) => call(i % 2 ? b : a, '/auth/email/verify', { json })))
   const codes = await Promise.all(guesses.map(async (response) => `${response.status} ${((await response.json()) as { error: { code: string } }).error.code}`))
   expect(codes.filter((answer) => answer === '400 invalid_code')).toHaveLength(LIMITS.verifiesPerCode)
   expect(codes.filter((answer) => answer === '429 rate_limited')).toHaveLength(16 - LIMITS.verifiesPerCode)
@@ -264,9 +260,9 @@ test('behavior: the tries of one emailed code are one count across instances: gu
 test('behavior: one refresh token sent forty times at once over both instances renews once; the replays end the session', async () => {
   const [a, b] = await twoInstances()
   const email = newEmail()
-  const { otpId } = (await (await call(a, '/auth/email/start', { json: { email } })).json()) as { otpId: string }
-  const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]
-  const verify = await call(b, '/auth/email/verify', { json: { otpId, code, targetPublicKey: generateP256KeyPair().publicKeyUncompressed } })
+  const sent = (await (await call(a, '/auth/email/start', { json: { email } })).json()) as { otpId: string; otpEncryptionTargetBundle: string }
+  const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]!
+  const verify = await call(b, '/auth/email/verify', { json: await frameAnswer(sent, code) })
   const cookie = cookieOf(verify)
   const { refreshToken } = (await (await call(a, '/auth/token', { json: {}, cookie })).json()) as { refreshToken: string }
   const answers = await Promise.all(

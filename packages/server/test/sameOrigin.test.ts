@@ -1,4 +1,3 @@
-import { generateP256KeyPair } from '@turnkey/crypto'
 import { describe, expect, test } from 'vitest'
 import { OAUTH_CALLBACK_PATH } from '../src/index.js'
 import { answer, generateApiKeyPair, newEmail, origin, useBackend } from './backend.js'
@@ -8,7 +7,7 @@ import { answer, generateApiKeyPair, newEmail, origin, useBackend } from './back
 // its form posts and no-cors fetches. Such a request carries a safelisted type and the page's own
 // Origin; it is refused before the route runs, and nothing is written.
 
-const { t, post, mailTo, signedUpWithPasskey, stampLogin, withPasskey, session } = useBackend()
+const { t, post, mailTo, frameAnswer, signedUpWithPasskey, stampLogin, withPasskey, session } = useBackend()
 const evil = 'https://evil.sibling.example'
 const refusedOrigin = (from: string) => [403, { error: { code: 'origin_not_allowed', message: `This request must come from an allowed origin, not ${from}` } }]
 const noOrigin = [403, { error: { code: 'origin_not_allowed', message: 'This request must come from an allowed origin, and it named none' } }]
@@ -93,9 +92,9 @@ describe('login CSRF: signing the victim’s browser into the attacker’s walle
   test('error: the attacker’s emailed code posted to /auth/email/verify from a foreign page: 403, no cookie, the code still unused', async () => {
     const email = newEmail()
     const start = await post('/auth/email/start', { email })
-    const { otpId } = (await start.json()) as { otpId: string }
-    const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]
-    const fields = { otpId, code, targetPublicKey: generateP256KeyPair().publicKeyUncompressed }
+    const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+    const code = /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]!
+    const fields = await frameAnswer(sent, code)
     for (const headers of [{ 'content-type': 'text/plain', origin: evil }, { 'content-type': 'application/x-www-form-urlencoded' }]) {
       const response = await send('/auth/email/verify', JSON.stringify(fields), headers)
       expect(response.status).toBe(403)

@@ -1,11 +1,12 @@
 import { getFreePort } from '@latchkey/devnet'
 import { generateApiKeyPair as apiKeyPair, createKms, type Kms } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
+import { generateP256KeyPair } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
 import { createServerApp, LIMITS, openStore, type Store } from '../src/index.js'
+import { sealCode } from './consentFrameCode.js'
 
 // The app backend against a real kms on loopback: codes are read from the kms's dev inbox, and
 // the credential bundle the browser receives is opened with @turnkey/crypto and used.
@@ -50,116 +51,116 @@ async function codeFor(email: string) {
   return /sign-in code is (\d{6})\./.exec(inbox.messages.find((message) => message.to === email.toLowerCase())!.text)![1]!
 }
 
-async function signIn(email: string) {
+/** A code sent to `email`: its otpId and target bundle, and the code from the inbox. */
+async function startCode(email: string) {
   const start = await post('/auth/email/start', { email })
   expect(start.status).toBe(200)
-  const { otpId } = (await start.json()) as { otpId: string }
-  const embedded = generateP256KeyPair()
-  const verify = await post('/auth/email/verify', { otpId, code: await codeFor(email), targetPublicKey: embedded.publicKeyUncompressed })
-  return { verify, embedded, otpId }
+  const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+  return { ...sent, code: await codeFor(email) }
+}
+
+/** The verify body the consent frame's answer makes, for `code` (default the right one) and the frame's `key`. */
+async function frameAnswer(sent: { otpId: string; otpEncryptionTargetBundle: string; code: string }, key = apiKeyPair(), code = sent.code) {
+  return {
+    otpId: sent.otpId,
+    ...(await sealCode({ otpEncryptionTargetBundle: sent.otpEncryptionTargetBundle, code, key, signerPublicKey: kms.signerPublicKey })),
+  }
+}
+
+async function signIn(email: string) {
+  const sent = await startCode(email)
+  const key = apiKeyPair()
+  const verify = await post('/auth/email/verify', await frameAnswer(sent, key))
+  return { verify, key, otpId: sent.otpId }
 }
 
 describe('email sign-in', () => {
-  test('default: first sign-in creates the wallet; the bundle is a working key; the session cookie is set', async () => {
+  test('default: first sign-in creates the wallet; the frame’s key works for the user; the session cookie is set', async () => {
     const email = newEmail()
-    const { verify, embedded } = await signIn(email)
+    const { verify, key } = await signIn(email)
     expect(verify.status).toBe(200)
     expect(verify.headers.get('access-control-allow-origin')).toBe(origin)
     expect(verify.headers.get('access-control-allow-credentials')).toBe('true')
-    const result = (await verify.json()) as { credentialBundle: string; organizationId: string; userId: string; address: string }
-    expect(result.address).toMatch(/^0x[0-9a-fA-F]{40}$/)
+    const result = (await verify.json()) as Record<string, string>
+    expect(Object.keys(result).sort()).toEqual(['address', 'organizationId', 'sessionExpiresAt', 'userId'])
+    expect(result['address']).toMatch(/^0x[0-9a-fA-F]{40}$/)
 
     const cookie = verify.headers.get('set-cookie')!
     expect(cookie).toMatch(/^__Host-latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
     const session = await app.request('/auth/session', { headers: { cookie: cookie.split(';')[0]! } })
     expect(await session.json()).toEqual({
       email,
-      address: result.address,
-      organizationId: result.organizationId,
-      userId: result.userId,
+      address: result['address'],
+      organizationId: result['organizationId'],
+      userId: result['userId'],
       kind: 'email',
       expiresAt: expect.any(String),
     })
 
-    const apiPrivateKey = decryptCredentialBundle(result.credentialBundle, embedded.privateKey)
-    const user = new TurnkeyClient(
-      { baseUrl: kms.url },
-      new ApiKeyStamper({ apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }),
-    )
-    expect(await user.getWhoami({ organizationId: result.organizationId })).toMatchObject({ userId: result.userId, username: email })
-    const { wallets } = await user.getWallets({ organizationId: result.organizationId })
+    const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(key))
+    expect(await user.getWhoami({ organizationId: result['organizationId']! })).toMatchObject({ userId: result['userId'], username: email })
+    const { wallets } = await user.getWallets({ organizationId: result['organizationId']! })
     expect(wallets.map((wallet) => wallet.walletName)).toEqual(['Turnkey HD'])
   })
 
-  test('behavior: the credential is a session key that works 900 seconds, or the sessionSeconds asked for', async () => {
+  test('default: /auth/email/start answers the target bundle, signed by the kms’s signer key', async () => {
+    const start = await post('/auth/email/start', { email: newEmail() })
+    const answer = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+    expect(Object.keys(answer).sort()).toEqual(['otpEncryptionTargetBundle', 'otpId'])
+    expect(JSON.parse(answer.otpEncryptionTargetBundle)).toMatchObject({ version: 'v1.0.0', enclaveQuorumPublic: kms.signerPublicKey })
+  })
+
+  test('behavior: the frame’s key works 900 seconds, or the sessionSeconds asked for; nothing else is registered', async () => {
     for (const [sessionSeconds, lifetime] of [
       [undefined, 900],
       [120, 120],
     ] as const) {
       const email = newEmail()
-      const { otpId } = (await (await post('/auth/email/start', { email })).json()) as { otpId: string }
-      const embedded = generateP256KeyPair()
-      const verify = await post('/auth/email/verify', {
-        otpId,
-        code: await codeFor(email),
-        targetPublicKey: embedded.publicKeyUncompressed,
-        ...(sessionSeconds ? { sessionSeconds } : {}),
-      })
-      const result = (await verify.json()) as { credentialBundle: string; organizationId: string }
-      const apiPrivateKey = decryptCredentialBundle(result.credentialBundle, embedded.privateKey)
-      const apiPublicKey = Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex')
-      const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper({ apiPrivateKey, apiPublicKey }))
+      const key = apiKeyPair()
+      const verify = await post('/auth/email/verify', { ...(await frameAnswer(await startCode(email), key)), ...(sessionSeconds ? { sessionSeconds } : {}) })
+      const result = (await verify.json()) as { organizationId: string }
+      const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(key))
       const { apiKeys } = await user.getApiKeys({ organizationId: result.organizationId })
-      expect(apiKeys.find((key) => key.credential.publicKey === apiPublicKey)?.expirationSeconds).toBe(String(lifetime))
+      expect(apiKeys.map((each) => [each.credential.publicKey, each.expirationSeconds])).toEqual([[key.apiPublicKey, String(lifetime)]])
       clock += lifetime * 1000
       try {
-        await expect(user.getWhoami({ organizationId: result.organizationId })).rejects.toThrow(`expired api key publicKey: ${apiPublicKey}`)
+        await expect(user.getWhoami({ organizationId: result.organizationId })).rejects.toThrow(`expired api key publicKey: ${key.apiPublicKey}`)
       } finally {
         clock -= lifetime * 1000
       }
     }
-    const bad = await post('/auth/email/verify', {
-      otpId: 'x',
-      code: '123456',
-      targetPublicKey: generateP256KeyPair().publicKeyUncompressed,
-      sessionSeconds: 30,
-    })
+    const bad = await post('/auth/email/verify', { ...(await frameAnswer(await startCode(newEmail()))), sessionSeconds: 30 })
     expect(await bad.json()).toEqual({ error: { code: 'invalid_request', message: 'sessionSeconds: must be at least 60 seconds' } })
   })
 
-  test("behavior: with sessionPublicKey the browser's own key is registered for sessionSeconds; no credential leaves the backend", async () => {
+  test('error: a plaintext code is refused with 400 plaintext_code; it never reaches the kms', async () => {
     const email = newEmail()
-    const { otpId } = (await (await post('/auth/email/start', { email })).json()) as { otpId: string }
-    const browserKey = apiKeyPair()
-    const verify = await post('/auth/email/verify', { otpId, code: await codeFor(email), sessionPublicKey: browserKey.apiPublicKey, sessionSeconds: 600 })
-    expect(verify.status).toBe(200)
-    expect(verify.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=/)
-    const result = (await verify.json()) as Record<string, string>
-    expect(Object.keys(result).sort()).toEqual(['address', 'organizationId', 'sessionExpiresAt', 'userId'])
-    const user = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(browserKey))
-    expect(await user.getWhoami({ organizationId: result['organizationId']! })).toMatchObject({ userId: result['userId'] })
-    const { apiKeys } = await user.getApiKeys({ organizationId: result['organizationId']! })
-    expect(apiKeys.find((key) => key.credential.publicKey === browserKey.apiPublicKey)?.expirationSeconds).toBe('600')
-    // The one-time credential the backend used to register it lives a minute at most.
-    expect(apiKeys.filter((key) => key.credential.type === 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256').map((key) => key.expirationSeconds)).toEqual(['60'])
+    const sent = await startCode(email)
+    const message = 'The code is typed in the consent frame: send its encryptedOtpBundle and clientSignature, never the code'
+    for (const body of [
+      { otpId: sent.otpId, code: sent.code, sessionPublicKey: apiKeyPair().apiPublicKey },
+      { otpId: sent.otpId, code: sent.code, targetPublicKey: generateP256KeyPair().publicKeyUncompressed },
+      { ...(await frameAnswer(sent)), code: sent.code },
+    ]) {
+      const refused = await post('/auth/email/verify', body)
+      expect([refused.status, await refused.json()]).toEqual([400, { error: { code: 'plaintext_code', message } }])
+      expect(refused.headers.get('set-cookie')).toBeNull()
+    }
+    // No try was spent: the frame's answer still signs in.
+    expect((await post('/auth/email/verify', await frameAnswer(sent))).status).toBe(200)
   })
 
-  test('error: verify takes exactly one of targetPublicKey and sessionPublicKey', async () => {
-    const both = await post('/auth/email/verify', {
-      otpId: 'x',
-      code: '123456',
-      targetPublicKey: generateP256KeyPair().publicKeyUncompressed,
-      sessionPublicKey: apiKeyPair().apiPublicKey,
-    })
-    expect([both.status, await both.json()]).toEqual([
-      400,
-      { error: { code: 'invalid_request', message: 'body: send either targetPublicKey or sessionPublicKey' } },
+  test('error: a login signed by another key than the one sealed with the code is refused; the code is spent', async () => {
+    const sent = await startCode(newEmail())
+    const answer = await frameAnswer(sent)
+    const other = await frameAnswer(sent)
+    const refused = await post('/auth/email/verify', { ...answer, clientSignature: other.clientSignature })
+    expect([refused.status, await refused.json()]).toEqual([
+      403,
+      { error: { code: 'invalid_code', message: 'clientSignature.publicKey is not the public key bound in the verification token' } },
     ])
-    const neither = await post('/auth/email/verify', { otpId: 'x', code: '123456' })
-    expect([neither.status, await neither.json()]).toEqual([
-      400,
-      { error: { code: 'invalid_request', message: 'body: send either targetPublicKey or sessionPublicKey' } },
-    ])
+    expect(refused.headers.get('set-cookie')).toBeNull()
+    expect((await post('/auth/email/verify', answer)).status).toBe(400)
   })
 
   test('behavior: a second sign-in reuses the account; sign-out ends the session', async () => {
@@ -199,15 +200,12 @@ describe('email sign-in', () => {
   })
 
   test('error: a wrong code says how many tries are left and sets no cookie; the code cannot be reused', async () => {
-    const email = newEmail()
-    const { otpId } = (await (await post('/auth/email/start', { email })).json()) as { otpId: string }
-    const code = await codeFor(email)
-    const target = generateP256KeyPair().publicKeyUncompressed
-    const wrong = await post('/auth/email/verify', { otpId, code: code === '000000' ? '111111' : '000000', targetPublicKey: target })
+    const sent = await startCode(newEmail())
+    const wrong = await post('/auth/email/verify', await frameAnswer(sent, apiKeyPair(), sent.code === '000000' ? '111111' : '000000'))
     expect([wrong.status, await wrong.json()]).toEqual([400, { error: { code: 'invalid_code', message: 'invalid code: 2 attempts left' } }])
     expect(wrong.headers.get('set-cookie')).toBeNull()
-    expect((await post('/auth/email/verify', { otpId, code, targetPublicKey: target })).status).toBe(200)
-    const reused = await post('/auth/email/verify', { otpId, code, targetPublicKey: target })
+    expect((await post('/auth/email/verify', await frameAnswer(sent))).status).toBe(200)
+    const reused = await post('/auth/email/verify', await frameAnswer(sent))
     expect([reused.status, await reused.json()]).toEqual([
       400,
       { error: { code: 'unknown_code', message: 'This code was not sent, or has been used; ask for a new one' } },
@@ -219,10 +217,11 @@ describe('email sign-in', () => {
     expect([bad.status, await bad.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'email: Invalid email address' } }])
     const notJson = await app.request('/auth/email/start', { method: 'POST', body: '{', headers: { 'content-type': 'application/json', origin } })
     expect([notJson.status, await notJson.json()]).toEqual([400, { error: { code: 'invalid_json', message: 'The request body must be JSON' } }])
-    const target = await post('/auth/email/verify', { otpId: 'x', code: '123456', targetPublicKey: 'abc' })
-    expect([target.status, await target.json()]).toEqual([
+    const answer = await frameAnswer(await startCode(newEmail()))
+    const signature = await post('/auth/email/verify', { ...answer, clientSignature: { ...answer.clientSignature, publicKey: 'abc' } })
+    expect([signature.status, await signature.json()]).toEqual([
       400,
-      { error: { code: 'invalid_request', message: 'targetPublicKey: must be a P-256 public key in hex' } },
+      { error: { code: 'invalid_request', message: 'clientSignature.publicKey: must be a compressed P-256 public key in lowercase hex' } },
     ])
     expect(await store.account('not-an-email')).toBeUndefined()
   })

@@ -27,6 +27,9 @@ export type PageParameters = {
   secret?: 'mnemonic' | 'private-key' | undefined
 }
 
+/** The digits of a sign-in code the consent frame asks for (browser/consentOtp.ts OTP_DIGITS). */
+const OTP_LENGTH = 6
+
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`)
 
 const titles: Record<FramePage, string> = {
@@ -70,6 +73,17 @@ function body(parameters: PageParameters): string {
 <div class="actions">
 <button id="reject" type="button" class="secondary">Reject</button>
 <button id="approve" type="button" class="primary" disabled>Approve</button>
+</div>
+</div>
+<div id="otp" class="review" role="dialog" aria-modal="true" aria-labelledby="otp-title" aria-describedby="otp-sent" hidden>
+<h1 id="otp-title" class="label">Enter your sign-in code</h1>
+<p id="otp-sent" class="status">We sent a ${OTP_LENGTH}-digit code to <strong id="otp-email"></strong>. It stays in this secure window: the app only receives it encrypted.</p>
+<label for="otp-code">Sign-in code</label>
+<input id="otp-code" class="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="${OTP_LENGTH}" spellcheck="false" aria-describedby="otp-error">
+<p id="otp-error" class="error" role="alert" hidden></p>
+<div class="actions">
+<button id="otp-cancel" type="button" class="secondary">Cancel</button>
+<button id="otp-verify" type="button" class="primary">Verify</button>
 </div>
 </div>
 </main>`

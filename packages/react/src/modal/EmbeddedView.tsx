@@ -80,18 +80,35 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
     setCooldown(RESEND_COOLDOWN_SECONDS)
   }
 
+  // Email sign-in: the code is typed in the consent frame's dialog (kms frames origin), never here.
+  async function codeInFrame() {
+    setPending(t('waitingCode'))
+    await emailSignIn.verify()
+    onConnected()
+  }
+
   function onSubmitEmail(event: FormEvent) {
     event.preventDefault()
     if (mode === 'create-passkey') return void run(t('waitingPasskey'), async () => (await passkey.signUp({ email }), onConnected()))
-    void run(t('sendingCode'), () => sendCode(false))
+    void run(t('sendingCode'), async () => {
+      await sendCode(false)
+      if (mode !== 'recover') await codeInFrame()
+    })
+  }
+
+  function resendCode() {
+    void run(t('sendingCode'), async () => {
+      await sendCode(true)
+      if (mode !== 'recover') await codeInFrame()
+    })
   }
 
   function onSubmitCode(event: FormEvent) {
     event.preventDefault()
     const label = t(mode === 'recover' && recoveryType === 'passkey' ? 'waitingNewPasskey' : 'checkingCode')
     void run(label, async () => {
-      if (mode === 'recover') await recovery.finish(code)
-      else await emailSignIn.verify(code)
+      if (mode !== 'recover') return codeInFrame()
+      await recovery.finish(code)
       onConnected()
     })
   }
@@ -172,37 +189,26 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
           <p className="lk-muted lk-small-text" role="status">
             {t(mode !== 'recover' ? 'sentCode' : recoveryType === 'passkey' ? 'sentRecoveryPasskey' : 'sentRecovery', { email })}
           </p>
-          <label htmlFor={codeId}>{t('code')}</label>
           {mode === 'recover' ? (
-            <textarea
-              id={codeId}
-              required
-              rows={3}
-              value={code}
-              onChange={(event) => setCode(event.target.value)}
-              disabled={pending !== undefined}
-              spellCheck={false}
-            />
+            <>
+              <label htmlFor={codeId}>{t('code')}</label>
+              <textarea
+                id={codeId}
+                required
+                rows={3}
+                value={code}
+                onChange={(event) => setCode(event.target.value)}
+                disabled={pending !== undefined}
+                spellCheck={false}
+              />
+            </>
           ) : (
-            <input
-              id={codeId}
-              inputMode="numeric"
-              autoComplete="one-time-code"
-              required
-              value={code}
-              onChange={(event) => setCode(event.target.value)}
-              disabled={pending !== undefined}
-            />
+            <p className="lk-muted lk-small-text">{t('codeInFrame')}</p>
           )}
           <button type="submit" className="lk-primary" disabled={pending !== undefined}>
-            {pending ?? t('verify')}
+            {pending ?? t(mode === 'recover' ? 'verify' : 'enterCode')}
           </button>
-          <button
-            type="button"
-            className="lk-secondary"
-            disabled={cooldown > 0 || pending !== undefined}
-            onClick={() => void run(t('sendingCode'), () => sendCode(true))}
-          >
+          <button type="button" className="lk-secondary" disabled={cooldown > 0 || pending !== undefined} onClick={resendCode}>
             {cooldown > 0 ? t('resendIn', { seconds: cooldown }) : t('resend')}
           </button>
         </form>

@@ -1,32 +1,33 @@
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
-import { TurnkeyClient } from '@turnkey/http'
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
-import { compressedP256Key, email, p256PublicKey, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
+import { compressedP256Key, email, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { createAccountSubOrganization } from '../internal/subOrganization.js'
 import { noteEmail } from '../middleware/audit.js'
 
 const startSchema = z.object({ email })
-const verifySchema = z
-  .object({
-    otpId: z.string().min(1).max(64),
-    code: z.string().regex(/^[0-9A-Za-z]{6,9}$/, 'must be the 6 to 9 characters of the code'),
-    targetPublicKey: p256PublicKey.optional(),
-    sessionPublicKey: compressedP256Key.optional(),
-    sessionSeconds: sessionKeySeconds.optional(),
-  })
-  .refine((input) => (input.targetPublicKey === undefined) !== (input.sessionPublicKey === undefined), 'send either targetPublicKey or sessionPublicKey')
-
-/** How long the credential the backend itself opens (to register a browser's session key) lives. */
-const REGISTRATION_CREDENTIAL_SECONDS = 60
+const PLAINTEXT_CODE = 'The code is typed in the consent frame: send its encryptedOtpBundle and clientSignature, never the code'
+const verifySchema = z.object({
+  // First, so a page still sending the code is told so before anything else.
+  code: z.undefined(PLAINTEXT_CODE).optional(),
+  otpId: z.string().min(1).max(64),
+  // The code itself was typed in the consent frame and sealed there to the kms's target key.
+  encryptedOtpBundle: z.string().min(1).max(4096),
+  clientSignature: z.object({
+    publicKey: compressedP256Key,
+    scheme: z.literal('CLIENT_SIGNATURE_SCHEME_API_P256'),
+    message: z.string().min(1).max(1024),
+    signature: z.string().regex(/^[0-9a-f]{128}$/, 'must be the raw r‖s signature, 64 bytes of hex'),
+  }),
+  sessionSeconds: sessionKeySeconds.optional(),
+})
 
 /**
- * `POST /auth/email/start` `{email}` → `{otpId}`: on the first sign-in of an email, a
- * sub-organization whose root user has that email, with the 'Turnkey HD' Ethereum wallet; then
- * the kms emails a code.
+ * `POST /auth/email/start` `{email}` → `{otpId, otpEncryptionTargetBundle}`: on the first sign-in
+ * of an email, a sub-organization whose root user has that email, with the 'Turnkey HD' Ethereum
+ * wallet; then the kms emails a code (init_otp V3). The bundle names the key the consent frame
+ * seals the typed code to, signed by the kms's signer key; the page only relays it.
  *
  * @example
  * app.post('/auth/email/start', emailStart(context))
@@ -56,36 +57,37 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
   }
   const organizationId = account.organization_id
   const { activity } = await callKms(() =>
-    kms.initOtpAuth({
-      type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
+    kms.initOtp({
+      type: 'ACTIVITY_TYPE_INIT_OTP_V3',
       timestampMs: String(now()),
       organizationId,
       parameters: { otpType: 'OTP_TYPE_EMAIL', contact: address, appName: context.appName },
     }),
   )
-  const otpId = activity.result.initOtpAuthResultV2?.otpId
-  if (!otpId) throw incompleteAnswer()
+  const { otpId, otpEncryptionTargetBundle } = activity.result.initOtpResultV2 ?? {}
+  if (!otpId || !otpEncryptionTargetBundle) throw incompleteAnswer()
   await store.insertPendingCode({ otp_id: otpId, email: address, organization_id: organizationId, created_at: now() })
-  return c.json({ otpId })
+  return c.json({ otpId, otpEncryptionTargetBundle })
 }
 
 /**
- * `POST /auth/email/verify` `{otpId, code, sessionPublicKey | targetPublicKey, sessionSeconds?}` and
- * the session cookie. Tries are limited per IP, per code and per email per day (`LIMITS`). Two ways to receive the key the code earns, lasting `sessionSeconds`
- * (default 900):
- * - `sessionPublicKey`: the browser's own key (non-extractable, never leaves it). The backend
- *   redeems the code for a short-lived credential of the user, and with it registers that key as
- *   the user's API key (no delegated access needed on hosted Turnkey) → `{organizationId, userId,
- *   address, sessionExpiresAt}`.
- * - `targetPublicKey`: the credential itself, HPKE-encrypted to that key → `{credentialBundle,
- *   organizationId, userId, address}` (for frames and SDKs that open bundles).
+ * `POST /auth/email/verify` `{otpId, encryptedOtpBundle, clientSignature, sessionSeconds?}` and the
+ * session cookie → `{organizationId, userId, address, sessionExpiresAt}`. The consent frame sealed
+ * the code the user typed there, with its own signing key's public key, to the kms
+ * (`encryptedOtpBundle`), and signed the login of that key (`clientSignature`); the backend runs
+ * verify_otp and then otp_login with the parent's key, so the frame's key becomes the user's key
+ * for `sessionSeconds` (default 900). No code reaches the backend or the page in clear: a `code`
+ * is refused. Tries are limited per IP, per code and per email per day (`LIMITS`).
  *
  * @example
  * app.post('/auth/email/verify', emailVerify(context))
  */
 export const emailVerify = (context: RouteContext) => async (c: Context) => {
   const { store, kms, now } = context
-  const input = await readBody(c.req.raw, verifySchema)
+  const input = await readBody(c.req.raw, verifySchema).catch((error: unknown) => {
+    if (error instanceof ServerError && error.message === `code: ${PLAINTEXT_CODE}`) throw new ServerError(400, 'plaintext_code', PLAINTEXT_CODE)
+    throw error
+  })
   enforce(await context.limits.verifiesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const pending = await store.pendingCode(input.otpId)
   if (!pending) throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
@@ -97,60 +99,46 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
   )
   noteEmail(c.req.raw, pending.email)
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
-  const target = input.targetPublicKey ? undefined : generateP256KeyPair()
-  // Everything the kms refuses here is about the code (wrong, spent, expired, too many tries):
-  // one code, invalid_code, for the browser to branch on; the kms's words stay the message.
-  const { activity } = await callKms(() =>
-    kms.otpAuth({
-      type: 'ACTIVITY_TYPE_OTP_AUTH',
-      timestampMs: String(now()),
-      organizationId: pending.organization_id,
-      parameters: {
-        otpId: input.otpId,
-        otpCode: input.code,
-        targetPublicKey: input.targetPublicKey ?? target!.publicKeyUncompressed,
-        expirationSeconds: String(target ? REGISTRATION_CREDENTIAL_SECONDS : seconds),
-      },
-    }),
-  ).catch((error: unknown) => {
+  // Everything the kms refuses here is about the code (wrong, spent, expired, too many tries, a
+  // bundle or signature that does not fit it): one code, invalid_code, for the browser to branch
+  // on; the kms's words stay the message.
+  const asInvalidCode = (error: unknown) => {
     if (error instanceof ServerError && error.code === 'kms_refused') throw new ServerError(error.status, 'invalid_code', error.message)
     throw error
-  })
-  const result = activity.result.otpAuthResult
-  if (!result?.credentialBundle || !result.userId) throw incompleteAnswer()
-  await store.deletePendingCode(input.otpId)
-  const account = (await store.account(pending.email))!
-  const answer = { organizationId: account.organization_id, userId: account.user_id, address: account.address }
-  if (!target) {
-    await startSession(c, context, account, 'email')
-    return c.json({ credentialBundle: result.credentialBundle, ...answer })
   }
-  // The user's own short-lived credential registers the browser's key; then it is forgotten.
-  const credential = decryptCredentialBundle(result.credentialBundle, target.privateKey)
-  const asUser = new TurnkeyClient(
-    { baseUrl: context.kmsUrl },
-    new ApiKeyStamper({ apiPublicKey: Buffer.from(getPublicKey(credential, true)).toString('hex'), apiPrivateKey: credential }),
-  )
+  const verified = await callKms(() =>
+    kms.verifyOtp({
+      type: 'ACTIVITY_TYPE_VERIFY_OTP_V2',
+      timestampMs: String(now()),
+      organizationId: pending.organization_id,
+      parameters: { otpId: input.otpId, encryptedOtpBundle: input.encryptedOtpBundle },
+    }),
+  ).catch(asInvalidCode)
+  const verificationToken = verified.activity.result.verifyOtpResult?.verificationToken
+  if (!verificationToken) throw incompleteAnswer()
+  await store.deletePendingCode(input.otpId)
   const at = now()
-  const registered = await callKms(() =>
-    asUser.createApiKeys({
-      type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+  const login = await callKms(() =>
+    kms.otpLogin({
+      type: 'ACTIVITY_TYPE_OTP_LOGIN_V2',
       timestampMs: String(at),
-      organizationId: account.organization_id,
+      organizationId: pending.organization_id,
       parameters: {
-        userId: result.userId!,
-        apiKeys: [
-          {
-            apiKeyName: `session ${new Date(at).toISOString()}`,
-            publicKey: input.sessionPublicKey!,
-            curveType: 'API_KEY_CURVE_P256',
-            expirationSeconds: String(seconds),
-          },
-        ],
+        verificationToken,
+        publicKey: input.clientSignature.publicKey,
+        clientSignature: input.clientSignature,
+        expirationSeconds: String(seconds),
       },
     }),
-  )
-  if (!registered.activity.result.createApiKeysResult?.apiKeyIds[0]) throw incompleteAnswer()
-  await startSession(c, context, { ...account, session_public_key: input.sessionPublicKey! }, 'email')
-  return c.json({ ...answer, sessionExpiresAt: new Date(at + seconds * 1000).toISOString() })
+  ).catch(asInvalidCode)
+  if (!login.activity.result.otpLoginResult?.session) throw incompleteAnswer()
+  const account = (await store.account(pending.email))!
+  // The session remembers the key it registered, so sign-out deletes it in the kms.
+  await startSession(c, context, { ...account, session_public_key: input.clientSignature.publicKey }, 'email')
+  return c.json({
+    organizationId: account.organization_id,
+    userId: account.user_id,
+    address: account.address,
+    sessionExpiresAt: new Date(at + seconds * 1000).toISOString(),
+  })
 }

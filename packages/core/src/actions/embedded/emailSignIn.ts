@@ -3,14 +3,15 @@ import type { ConnectReturnType } from '../connect.js'
 import { connectSignedIn, type EmbeddedTarget, runFlow } from './internal.js'
 
 export type StartEmailSignInParameters = EmbeddedTarget & { email: string }
-export type StartEmailSignInReturnType = { otpId: string }
+/** The code on its way: what `verifyEmailSignIn` hands the consent frame, where the user types the code. */
+export type StartEmailSignInReturnType = { otpId: string; otpEncryptionTargetBundle: string; email: string }
 
 /**
  * Emails a sign-in code (the first sign-in of an address creates its wallet). Errors:
  * CannotProceedError (rate limit, a refused address).
  *
  * @example
- * const { otpId } = await startEmailSignIn(client, { email: 'ada@example.com' })
+ * const sent = await startEmailSignIn(client, { email: 'ada@example.com' })
  */
 export function startEmailSignIn(client: Client, parameters: StartEmailSignInParameters): Promise<StartEmailSignInReturnType> {
   return runFlow(client, 'startEmailSignIn', parameters, (flows) => flows.wallet.startEmail(parameters.email.trim()))
@@ -20,24 +21,27 @@ export function startEmailSignIn(client: Client, parameters: StartEmailSignInPar
  * Sends a new code to the same address: the earlier one stops working once this one is used.
  *
  * @example
- * const { otpId } = await resendEmailCode(client, { email: 'ada@example.com' })
+ * const sent = await resendEmailCode(client, { email: 'ada@example.com' })
  */
 export function resendEmailCode(client: Client, parameters: StartEmailSignInParameters): Promise<StartEmailSignInReturnType> {
   return runFlow(client, 'resendEmailCode', parameters, (flows) => flows.wallet.startEmail(parameters.email.trim()))
 }
 
-export type VerifyEmailSignInParameters = EmbeddedTarget & { otpId: string; code: string }
+export type VerifyEmailSignInParameters = EmbeddedTarget & StartEmailSignInReturnType
 
 /**
- * Redeems the emailed code and connects the embedded wallet. Errors: InvalidCodeError (wrong,
- * spent or expired code).
+ * Connects the embedded wallet with the emailed code, which the user types in the consent frame
+ * (the kms frames origin): this page never sees it, only the sealed copy the backend relays.
+ * Errors: InvalidCodeError (wrong, spent or expired code: call again to retry), UserRejectedRequestError
+ * (4001: cancelled in the frame).
  *
  * @example
- * const { accounts } = await verifyEmailSignIn(client, { otpId, code: '123456' })
+ * const sent = await startEmailSignIn(client, { email: 'ada@example.com' })
+ * const { accounts } = await verifyEmailSignIn(client, sent)
  */
 export function verifyEmailSignIn(client: Client, parameters: VerifyEmailSignInParameters): Promise<ConnectReturnType> {
   return runFlow(client, 'verifyEmailSignIn', parameters, async (flows, connector) => {
-    await flows.wallet.verifyEmail({ otpId: parameters.otpId, code: parameters.code })
+    await flows.wallet.verifyEmail({ otpId: parameters.otpId, otpEncryptionTargetBundle: parameters.otpEncryptionTargetBundle, email: parameters.email })
     return connectSignedIn(client, connector)
   })
 }
