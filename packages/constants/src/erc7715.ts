@@ -202,7 +202,11 @@ export function readGrantRequest(request: unknown, options: { account: string; n
 /** A permission as the kms's create_grant takes it and list_grants answers it. */
 export type KmsGrantPermission =
   | { type: 'native-token-recurring-allowance'; data: { allowance: string; start: string; period: string } }
-  | { type: 'erc20-recurring-allowance'; data: { address: `0x${string}`; allowance: string; start: string; period: string } }
+  | {
+      type: 'erc20-recurring-allowance'
+      /** `symbol` and `decimals` only label the kms's refusals ("5 TKN"); the consent frame adds them from the chain. */
+      data: { address: `0x${string}`; allowance: string; start: string; period: string; symbol?: string; decimals?: number }
+    }
   | { type: 'contract-call'; data: { address: `0x${string}`; calls: `0x${string}`[] } }
 
 /** create_grant's `grant` parameter. */

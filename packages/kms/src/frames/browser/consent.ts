@@ -11,6 +11,8 @@ import { FrameError } from './encoding.js'
 import { grantKeyStore } from './grantKeys.js'
 import { applySettings, element, metaContent, pageConfig, showRefusal } from './page.js'
 import { type Review, ReviewError, reviewRequest } from './review/index.js'
+import { readToken } from './review/tokens.js'
+import type { ReviewContext } from './review/types.js'
 import { signingKeyStore, stampWithSigningKey } from './signingKey.js'
 import { frameStore } from './storage.js'
 
@@ -61,13 +63,15 @@ const { refused } = openFrameChannel({
       let review: Review
       let payload: string
       let value: ReviewAndStampValue
+      let reviewContext: ReviewContext
       try {
         value = parseReviewAndStamp(request)
         payload = value.payload
         const exportKey = value.request.method === 'export_wallet' ? (await exportKeys.get(context.parentOrigin))?.publicKeyHex : undefined
         const facts = assertPayloadMatches(value, { executor: consentConfig.executor, exportKey })
         const rpc = chainRpc(consentConfig, value.request.method, value.context.chainId)
-        const decoded = await reviewRequest(value.request, { origin: context.parentOrigin, ...value.context, rpc, executor: consentConfig.executor })
+        reviewContext = { origin: context.parentOrigin, ...value.context, rpc, executor: consentConfig.executor }
+        const decoded = await reviewRequest(value.request, reviewContext)
         review = { ...decoded, rows: [...decoded.rows, ...(facts?.rows ?? [])], warnings: [...decoded.warnings, ...(facts?.warnings ?? [])] }
       } catch (error) {
         // Refused before anything could be approved: the parent gets the typed error at once,
@@ -79,7 +83,16 @@ const { refused } = openFrameChannel({
       const key = await context.embeddedKey()
       if (!(await askUser(elements, review, log))) throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
       if (value.request.method === 'wallet_grantPermissions')
-        return { type: 'STAMP', value: await stampNewGrant(value, { sessionKey: key, grantKeys, parentOrigin: context.parentOrigin }) }
+        return {
+          type: 'STAMP',
+          value: await stampNewGrant(value, {
+            sessionKey: key,
+            grantKeys,
+            parentOrigin: context.parentOrigin,
+            // The review's own reads (cached per context): the grant is labelled as the user saw it.
+            readToken: (token) => readToken(reviewContext, token),
+          }),
+        }
       return { type: 'STAMP', value: await stampWithSigningKey(key, payload) }
     },
     async [STAMP_QUERY](request, context) {

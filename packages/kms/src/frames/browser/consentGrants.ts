@@ -1,3 +1,4 @@
+import type { KmsGrant, KmsGrantPermission } from '@latchkey/constants/erc7715'
 import { parseTransaction } from 'viem'
 import type { FrameHandler, FrameRequest } from './channel.js'
 import { type Activity, isObject } from './consentChecks/activity.js'
@@ -7,6 +8,7 @@ import { FrameError } from './encoding.js'
 import type { FrameKey } from './frameKeys.js'
 import type { GrantKeyStore } from './grantKeys.js'
 import { sameAddress } from './review/format.js'
+import type { TokenInfo } from './review/tokens.js'
 import { stampWithSigningKey } from './signingKey.js'
 import { stamp } from './stamp.js'
 
@@ -26,6 +28,10 @@ import { stamp } from './stamp.js'
 export const STAMP_WITH_GRANT = 'STAMP_WITH_GRANT'
 export const BIND_GRANT = 'BIND_GRANT'
 export const REVOKE_GRANT = 'REVOKE_GRANT'
+
+/** The longest symbol and the most decimals the kms's grant rule takes (packages/kms/src/grants/rule.ts). */
+const MAX_SYMBOL = 32
+const MAX_DECIMALS = 36
 
 const invalid = (message: string) => new FrameError(message, INVALID_REQUEST_CODE)
 
@@ -55,13 +61,37 @@ function grantRequest(request: FrameRequest): { grantId: string; activity: Activ
  */
 export async function stampNewGrant(
   value: ReviewAndStampValue,
-  frame: { sessionKey: FrameKey; grantKeys: GrantKeyStore; parentOrigin: string },
+  frame: { sessionKey: FrameKey; grantKeys: GrantKeyStore; parentOrigin: string; readToken: (token: string) => Promise<TokenInfo | undefined> },
 ): Promise<{ stampHeaderName: 'X-Stamp'; stampHeaderValue: string; payload: string }> {
-  const body = JSON.parse(value.payload) as { type: unknown; parameters: Record<string, unknown> & { apiKey: Record<string, unknown> } }
+  const body = JSON.parse(value.payload) as { type: unknown; parameters: Record<string, unknown> & { apiKey: Record<string, unknown>; grant: KmsGrant } }
   const terms = checkGrant(body, value.request.params, value.context)
+  const grant = await labelTokens(body.parameters.grant, frame.readToken)
   const key = await frame.grantKeys.create(frame.parentOrigin, terms)
-  const payload = JSON.stringify({ ...body, parameters: { ...body.parameters, apiKey: { ...body.parameters.apiKey, publicKey: key.publicKeyHex } } })
+  const payload = JSON.stringify({
+    ...body,
+    parameters: { ...body.parameters, grant, apiKey: { ...body.parameters.apiKey, publicKey: key.publicKeyHex } },
+  })
   return { ...(await stampWithSigningKey(frame.sessionKey, payload)), payload }
+}
+
+/**
+ * The grant with each token allowance's symbol and decimals as the review showed them (read from
+ * the chain), so the kms's refusals read "5 TKN per 1 day", not in smallest units of an address.
+ * Labels only: the kms enforces the amounts. A token that did not answer, or whose symbol the kms
+ * would not take, stays unlabelled.
+ */
+async function labelTokens(grant: KmsGrant, readToken: (token: string) => Promise<TokenInfo | undefined>): Promise<KmsGrant> {
+  const permissions: KmsGrantPermission[] = []
+  for (const permission of grant.permissions) {
+    if (permission.type !== 'erc20-recurring-allowance') {
+      permissions.push(permission)
+      continue
+    }
+    const info = await readToken(permission.data.address)
+    const labelled = info && info.symbol.length <= MAX_SYMBOL && info.decimals <= MAX_DECIMALS
+    permissions.push(labelled ? { ...permission, data: { ...permission.data, symbol: info.symbol, decimals: info.decimals } } : permission)
+  }
+  return { ...grant, permissions }
 }
 
 /**
