@@ -430,6 +430,35 @@ const narrowSettings = {
   dryRun: toggle({ flag: 'dry-run', description: 'Print what would change in each sub-organization, and change nothing.' }),
 }
 
+/**
+ * Runs a one-off command as the backend acts in the kms: its store, its audit trail, the parent
+ * organization's client and the delegated user of each sub-organization; closes them after.
+ */
+async function withDelegatedAccess<result>(
+  values: Omit<RevokeValues, 'email' | 'address' | 'organization'>,
+  command: string,
+  work: (access: {
+    store: Store
+    audit: ReturnType<typeof createServerAudit>
+    kms: TurnkeyClient
+    delegated: ReturnType<typeof createDelegatedAccess>
+  }) => Promise<result>,
+): Promise<result> {
+  for (const key of ['organizationId', 'apiPublicKey', 'apiPrivateKey'] as const)
+    if (values[key] === undefined) throw new SettingsError(`${settingLabel(revokeSettings[key])} is required, as the backend has it`)
+  const store = await openCommandStore(values, command)
+  const audit = createServerAudit(store, { key: values.auditKey, logFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile) })
+  try {
+    const keys = { apiPublicKey: values.apiPublicKey!, apiPrivateKey: values.apiPrivateKey! }
+    const kms = new TurnkeyClient({ baseUrl: values.kmsUrl }, new ApiKeyStamper(keys))
+    const delegated = createDelegatedAccess({ kms, kmsUrl: values.kmsUrl, delegationSecret: values.delegationSecret ?? keys.apiPrivateKey, now: Date.now })
+    return await work({ store, audit, kms, delegated })
+  } finally {
+    await audit.settled()
+    await store.close()
+  }
+}
+
 type NarrowValues = Omit<RevokeValues, 'email' | 'address' | 'organization'> & { dryRun: boolean }
 
 type RevokeValues = {
@@ -588,20 +617,8 @@ await runService({
         'Narrow the backend’s delegated policy in every sub-organization made before it was narrowed: session keys for the end user only, within a day, OAuth links by ID token only. Idempotent; --dry-run changes nothing; each change is an audit event. Prints each sub-organization’s outcome.',
       settings: narrowSettings,
       async run(values: NarrowValues) {
-        for (const key of ['organizationId', 'apiPublicKey', 'apiPrivateKey'] as const)
-          if (values[key] === undefined) throw new SettingsError(`${settingLabel(narrowSettings[key])} is required, as the backend has it`)
-        const store = await openCommandStore(values, 'delegated narrow')
-        const audit = createServerAudit(store, { key: values.auditKey, logFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile) })
-        try {
-          const keys = { apiPublicKey: values.apiPublicKey!, apiPrivateKey: values.apiPrivateKey! }
-          const kms = new TurnkeyClient({ baseUrl: values.kmsUrl }, new ApiKeyStamper(keys))
-          const delegated = createDelegatedAccess({
-            kms,
-            kmsUrl: values.kmsUrl,
-            delegationSecret: values.delegationSecret ?? keys.apiPrivateKey,
-            now: Date.now,
-          })
-          return await narrowDelegatedPolicies({
+        return withDelegatedAccess(values, 'delegated narrow', ({ kms, delegated, audit }) =>
+          narrowDelegatedPolicies({
             kms,
             kmsUrl: values.kmsUrl,
             parentOrganizationId: values.organizationId!,
@@ -609,11 +626,8 @@ await runService({
             audit,
             now: Date.now,
             dryRun: values.dryRun,
-          })
-        } finally {
-          await audit.settled()
-          await store.close()
-        }
+          }),
+        )
       },
     },
     'sessions revoke': {
@@ -626,30 +640,15 @@ await runService({
           throw new SettingsError(
             `give exactly one of ${settingLabel(revokeSettings.email)}, ${settingLabel(revokeSettings.address)} or ${settingLabel(revokeSettings.organization)}`,
           )
-        for (const key of ['organizationId', 'apiPublicKey', 'apiPrivateKey'] as const)
-          if (values[key] === undefined) throw new SettingsError(`${settingLabel(revokeSettings[key])} is required, as the backend has it`)
         const target =
           values.email !== undefined
             ? { email: values.email }
             : values.address !== undefined
               ? { address: values.address }
               : { organization: values.organization! }
-        const store = await openCommandStore(values, 'sessions revoke')
-        const audit = createServerAudit(store, { key: values.auditKey, logFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile) })
-        try {
-          const keys = { apiPublicKey: values.apiPublicKey!, apiPrivateKey: values.apiPrivateKey! }
-          const kms = new TurnkeyClient({ baseUrl: values.kmsUrl }, new ApiKeyStamper(keys))
-          const delegated = createDelegatedAccess({
-            kms,
-            kmsUrl: values.kmsUrl,
-            delegationSecret: values.delegationSecret ?? keys.apiPrivateKey,
-            now: Date.now,
-          })
-          return await revokeSessions(target, { store, delegated, audit, now: Date.now })
-        } finally {
-          await audit.settled()
-          await store.close()
-        }
+        return withDelegatedAccess(values, 'sessions revoke', ({ store, delegated, audit }) =>
+          revokeSessions(target, { store, delegated, audit, now: Date.now }),
+        )
       },
     },
   },
