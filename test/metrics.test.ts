@@ -111,7 +111,7 @@ test('behavior: the backend counts requests by route, sign-ins by kind and outco
 
 test('behavior: the kms counts activities by type and status, and its outbox', async () => {
   const exposition = await metrics.kms.exposition()
-  expect(exposition).toMatch(/^latchkey_kms_activities_total\{type="ACTIVITY_TYPE_INIT_OTP_AUTH_V3",status="completed",service="latchkey-kms"\} [1-9]/m)
+  expect(exposition).toMatch(/^latchkey_kms_activities_total\{type="ACTIVITY_TYPE_INIT_OTP_V3",status="completed",service="latchkey-kms"\} [1-9]/m)
   expect(exposition).toMatch(/^latchkey_kms_activities_total\{type="ACTIVITY_TYPE_CREATE_POLICY_V3",status="refused",service="latchkey-kms"\} 1$/m)
   expect(exposition).toMatch(/^latchkey_http_requests_total\{route="\/public\/v1\/query\/:op",method="POST",status="200",service="latchkey-kms"\} 1$/m)
   expect(series(exposition, 'latchkey_kms_outbox_messages')).toEqual([

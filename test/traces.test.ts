@@ -62,7 +62,7 @@ test('behavior: one trace spans the backend route, the kms activity and its data
   expect(route).toBeDefined()
   const trace = exporter.getFinishedSpans().filter((span) => span.spanContext().traceId === route.spanContext().traceId)
   const parentOf = (span: (typeof trace)[number]) => trace.find((each) => each.spanContext().spanId === span.parentSpanContext?.spanId)
-  const activity = trace.find((span) => span.name === 'kms activity ACTIVITY_TYPE_INIT_OTP_AUTH_V3')!
+  const activity = trace.find((span) => span.name === 'kms activity ACTIVITY_TYPE_INIT_OTP_V3')!
   const kmsRoute = parentOf(activity)!
   const statement = trace.find((span) => span.name === 'db insert' && parentOf(span) === activity)!
   expect([kmsRoute.name, parentOf(kmsRoute)]).toEqual(['POST /public/v1/submit/:op', route])
@@ -74,6 +74,6 @@ test('behavior: one trace spans the backend route, the kms activity and its data
 test('behavior: the backend request id reaches the kms', async () => {
   expect(kmsLines.filter((line) => line.reqId === 'trace-test-1').map((line) => line.msg)).toEqual([
     'POST /public/v1/submit/create_sub_organization 200',
-    'POST /public/v1/submit/init_otp_auth 200',
+    'POST /public/v1/submit/init_otp 200',
   ])
 })

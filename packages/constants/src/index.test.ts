@@ -23,26 +23,3 @@ test('default: exports', async () => {
     ]
   `)
 })
-
-test('default: exports of @latchkey/constants/batch-executor', async () => {
-  expect(Object.keys(await import('./batchExecutor.js')).sort()).toMatchInlineSnapshot(`
-    [
-      "BATCH_CALLS_PARAMETERS",
-      "BATCH_EXECUTOR_ABI",
-      "BATCH_MODE",
-    ]
-  `)
-})
-
-test('default: exports of @latchkey/constants/erc7715', async () => {
-  expect(Object.keys(await import('./erc7715.js')).sort()).toMatchInlineSnapshot(`
-    [
-      "GRANT_PERMISSION_TYPES",
-      "GrantRequestProblem",
-      "formatGrantDate",
-      "readGrantRequest",
-      "toGrantQuantity",
-      "toKmsGrant",
-    ]
-  `)
-})

@@ -101,7 +101,9 @@ describe('REVIEW_AND_STAMP', () => {
     expect(check(signBody('hello'), { method: 'eth_sendTransaction', params: [{}] })).toThrow(
       'the payload is not a transaction signature (ACTIVITY_TYPE_SIGN_TRANSACTION_V2), it is ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
     )
-    expect(check(signBody('hello'), { method: 'wallet_grantPermissions', params: [{}] })).toThrow('wallet_grantPermissions cannot be stamped by this frame')
+    expect(check(signBody('hello'), { method: 'wallet_grantPermissions', params: [{}] })).toThrow(
+      'the payload is not a grant (ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT), it is ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+    )
   })
 })
 
