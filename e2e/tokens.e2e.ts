@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { TEST_ACCOUNT, TOKEN } from '../apps/demo/src/testToken.js'
 import { launch } from './browser.js'
 import { embeddedSignUp } from './embeddedSignUp.js'
-import { answerConsent, demo, latchkeyWarning, waitForText } from './page.js'
+import { answerConsent, demo, latchkeyWarning, typeCodeInFrame, waitForText } from './page.js'
 
 // The demo's Test Token (TKN) with the embedded wallet, against the whole local stack: the faucet
 // mints without a prompt; a transfer is approved in the kms's consent frame, which shows it
@@ -82,11 +82,8 @@ describe('Test Token (TKN) with the embedded wallet', () => {
     await page.goto(`${stack.demo}/headless`)
     await page.getByRole('textbox', { name: 'Email' }).fill(email)
     await page.getByRole('button', { name: 'Email me a code' }).click()
-    const codeBox = page.getByRole('textbox', { name: 'Code' })
-    await codeBox.waitFor()
-    const inbox = (await (await fetch(`${stack.kms}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
-    await codeBox.fill(/code is (\d{6})/.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!)
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    // The code is typed in the consent frame's dialog, which the hook's verify opens once the code is sent.
+    await typeCodeInFrame(page, { kms: stack.kms, email })
     const address = (await waitForText(page.getByRole('status', { name: 'Address' }), /^0x[0-9a-fA-F]{40}$/)) as Address
     await tokenJourney(page, address, 'You rejected the request in your wallet (4001).')
   })
