@@ -116,7 +116,16 @@ export function AccountModal({ theme, onClose }: Props) {
             <EmbeddedTools connector={connector} />
           </Suspense>
         )}
-        <button type="button" className="lk-secondary lk-danger" onClick={() => disconnect.disconnect().then(onClose)}>
+        {/* Closed first: closing after the disconnect resolved would close a connect modal opened meanwhile. */}
+        <button
+          type="button"
+          className="lk-secondary lk-danger"
+          onClick={() => {
+            onClose()
+            // A failure is kept in the hook's state; the modal is gone, so nothing else to show it in.
+            disconnect.disconnect().catch(() => undefined)
+          }}
+        >
           {t('disconnect')}
         </button>
         <p className="lk-muted lk-small-print">{t('connectedAs', { address: shortAddress(address) })}</p>
