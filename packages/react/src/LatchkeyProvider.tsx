@@ -40,7 +40,7 @@ export function LatchkeyProvider({ client, theme = 'auto', locale: requested, me
     return unmount
   }, [client])
   const openModal = useCallback((name: ModalName) => setModal(name), [])
-  const closeModal = useCallback(() => setModal(undefined), [])
+  const closeModal = useCallback((name?: ModalName) => setModal((open) => (name === undefined || open === name ? undefined : open)), [])
   const themeVariables = typeof theme === 'string' ? undefined : theme.variables
   const value = useMemo(
     () => ({ client, modal, openModal, closeModal, locale, catalogue, catalogueReady: ready, overrides: messages, themeVariables }),

@@ -16,12 +16,15 @@ const AccountModal = lazy(() => loadAccountModal().then((module) => ({ default: 
 export function ModalHost({ theme }: { theme: 'light' | 'dark' | 'auto' }) {
   const context = useContext(LatchkeyContext)
   if (!context?.modal || !context.catalogueReady) return null
+  // A modal closes itself, even after an await, never the one the user opened since.
+  const open = context.modal
+  const onClose = () => context.closeModal(open)
   return (
     <Suspense fallback={null}>
       {context.modal === 'account' ? (
-        <AccountModal theme={theme} onClose={context.closeModal} />
+        <AccountModal theme={theme} onClose={onClose} />
       ) : (
-        <ConnectModal theme={theme} onClose={context.closeModal} signIn={context.modal === 'connectAndSignIn'} />
+        <ConnectModal theme={theme} onClose={onClose} signIn={context.modal === 'connectAndSignIn'} />
       )}
     </Suspense>
   )

@@ -11,7 +11,8 @@ export type LatchkeyContextValue = {
   client: Client
   modal: ModalName | undefined
   openModal(name: ModalName): void
-  closeModal(): void
+  /** Closes the open modal; given `name`, only if that is the one open (an async close must not close a modal opened since). */
+  closeModal(name?: ModalName): void
   /** The locale shown, resolved from the `locale` option or the browser's languages. */
   locale: Locale
   /** The active locale's catalogue once downloaded; undefined for English (it comes with the modals) and while loading. */

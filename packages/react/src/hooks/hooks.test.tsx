@@ -11,6 +11,7 @@ import { createRecordingLogger } from '../../../../test/setup.js'
 import { LatchkeyProvider } from '../LatchkeyProvider.js'
 import { useAccount } from './useAccount.js'
 import { useChainId } from './useChainId.js'
+import { useLatchkeyContext } from './useClient.js'
 import { useConnect } from './useConnect.js'
 import { useSignMessage } from './useSignMessage.js'
 
@@ -86,5 +87,22 @@ describe('action hooks', () => {
     await act(() => result.current.signMessage({ message: 'hi' }))
     expect(result.current.data).toMatch(/^0x[0-9a-f]{130}$/)
     expect(result.current.status).toBe('success')
+  })
+})
+
+describe('modals', () => {
+  test('behavior: a modal closing itself late (after an await) leaves a modal opened since open', async () => {
+    const { wrapper } = setup()
+    const { result } = renderHook(() => useLatchkeyContext(), { wrapper })
+    act(() => result.current.openModal('account'))
+    // The account modal's Disconnect resolved after the user opened the connect modal.
+    act(() => result.current.openModal('connect'))
+    act(() => result.current.closeModal('account'))
+    expect(result.current.modal).toBe('connect')
+    act(() => result.current.closeModal('connect'))
+    expect(result.current.modal).toBeUndefined()
+    act(() => result.current.openModal('account'))
+    act(() => result.current.closeModal())
+    expect(result.current.modal).toBeUndefined()
   })
 })

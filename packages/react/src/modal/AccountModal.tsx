@@ -116,16 +116,7 @@ export function AccountModal({ theme, onClose }: Props) {
             <EmbeddedTools connector={connector} />
           </Suspense>
         )}
-        {/* Closed first: closing after the disconnect resolved would close a connect modal opened meanwhile. */}
-        <button
-          type="button"
-          className="lk-secondary lk-danger"
-          onClick={() => {
-            onClose()
-            // A failure is kept in the hook's state; the modal is gone, so nothing else to show it in.
-            disconnect.disconnect().catch(() => undefined)
-          }}
-        >
+        <button type="button" className="lk-secondary lk-danger" onClick={() => disconnect.disconnect().then(onClose)}>
           {t('disconnect')}
         </button>
         <p className="lk-muted lk-small-print">{t('connectedAs', { address: shortAddress(address) })}</p>

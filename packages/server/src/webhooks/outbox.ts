@@ -21,6 +21,10 @@ export const WEBHOOK_RETRY_MS = 86_400_000
 /** A new endpoint secret in the Standard Webhooks form: `whsec_` and 32 random bytes, base64. */
 export const newEndpointSecret = () => `whsec_${randomBytes(32).toString('base64')}`
 
+/** Whether an endpoint (its `event_types` column: a JSON array, or null for all) subscribes to `type`. */
+const subscribes = (endpoint: Pick<WebhookEndpointRow, 'event_types'>, type: string) =>
+  endpoint.event_types === null || (JSON.parse(endpoint.event_types) as string[]).includes(type)
+
 const toEndpoint = (row: Pick<WebhookEndpointRow, 'id' | 'url' | 'event_types' | 'created_at'>): WebhookEndpoint => ({
   id: row.id,
   url: row.url,
@@ -87,7 +91,7 @@ export function webhookOutbox<schema extends WebhookSchema>(database: Database<s
           .insertInto('webhook_events')
           .values({ id, type: event.type, body: eventBody(event, at), created_at: at })
           .execute()
-        const targets = endpoints.filter((endpoint) => endpoint.event_types === null || (JSON.parse(endpoint.event_types) as string[]).includes(event.type))
+        const targets = endpoints.filter((endpoint) => subscribes(endpoint, event.type))
         if (!targets.length) continue
         await tx
           .insertInto('webhook_deliveries')
@@ -175,7 +179,7 @@ export function webhookOutbox<schema extends WebhookSchema>(database: Database<s
         let count = 0
         for (const event of events)
           for (const endpoint of endpoints) {
-            if (endpoint.event_types !== null && !(JSON.parse(endpoint.event_types) as string[]).includes(event.type)) continue
+            if (!subscribes(endpoint, event.type)) continue
             const again = { attempts: 0, next_attempt_at: at, delivered_at: null, given_up_at: null, last_status: null, last_error: null }
             await tx
               .insertInto('webhook_deliveries')
