@@ -189,19 +189,28 @@ test('behavior: SIGKILL on one of two instances mid-load loses no acknowledged s
   const wallets = Array.from({ length: 40 }, () => privateKeyToAccount(generatePrivateKey()))
   let acknowledgedByB = 0
   let killed = false
-  // Spread over both; B is killed once it has acknowledged five sign-ins, with the rest in flight or to come.
+  let fiveAcknowledged!: () => void
+  const afterFive = new Promise<void>((resolve) => {
+    fiveAcknowledged = resolve
+  })
+  // Spread over both. Half of B's sign-ins start at once; the other half wait until B has
+  // acknowledged five, and B dies as the first of those is about to leave: the kill always lands
+  // after acknowledged sign-ins and before at least one that was signed and sent, whatever the
+  // machine's speed, with any of the first half still on the wire.
   const first = await Promise.all(
     wallets.map(async (wallet, index) => {
       const base = index % 2 ? urlB : a.url
       let request: SiweRequest | undefined
       try {
+        if (base === urlB && index >= 20) await afterFive
         const attempt = await signIn(base, wallet, (sent) => {
           request = sent
+          if (base === urlB && acknowledgedByB >= 5 && !killed) {
+            killed = true
+            b.child.kill('SIGKILL')
+          }
         })
-        if (base === urlB && attempt.response.status === 200 && ++acknowledgedByB === 5 && !killed) {
-          killed = true
-          b.child.kill('SIGKILL')
-        }
+        if (base === urlB && attempt.response.status === 200 && ++acknowledgedByB === 5) fiveAcknowledged()
         return { wallet, request, status: attempt.response.status, cookie: cookieOf(attempt.response) }
       } catch {
         // The connection died with B: not acknowledged.
