@@ -156,7 +156,7 @@ describe('COLLECT_OTP', () => {
     await page.close()
   })
 
-  test('error: a bundle the kms did not sign is refused (-32602) and no dialog shows', async () => {
+  test('error: a bundle the kms did not sign, or relayed under another address, is refused (-32602) and no dialog shows', async () => {
     const sent = await codeSent()
     const { page, frame } = await openConsent()
     const forger = p256.utils.randomPrivateKey()
@@ -178,6 +178,15 @@ describe('COLLECT_OTP', () => {
       type: 'ERROR',
       value: { code: -32602, message: `COLLECT_OTP: the bundle is for code ${sent.otpId}, not another-code` },
       requestId: 'otp-3',
+    })
+    expect(await frame.locator('#otp').isHidden()).toBe(true)
+    // The address the dialog names is the one the kms signed: a page cannot ask for one account's
+    // code under another's name.
+    await ask(page, 'COLLECT_OTP', 'otp-5', { targetBundle: sent.otpEncryptionTargetBundle, email: 'someone.else@example.test' })
+    expect(await answer(page)).toEqual({
+      type: 'ERROR',
+      value: { code: -32602, message: 'COLLECT_OTP: the code was sent to another address than someone.else@example.test' },
+      requestId: 'otp-5',
     })
     expect(await frame.locator('#otp').isHidden()).toBe(true)
     await page.close()

@@ -135,7 +135,17 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
         html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(lifetime / 60)} minutes.</p>${onlyOn(context).html}`,
       })
       const targetPublic = Buffer.from(p256.getPublicKey(target, false)).toString('hex')
-      return { otpId, otpEncryptionTargetBundle: signBundle(context.signerPrivateKey, { targetPublic, organizationId: caller.organizationId, otpId }) }
+      return {
+        otpId,
+        otpEncryptionTargetBundle: signBundle(context.signerPrivateKey, {
+          targetPublic,
+          organizationId: caller.organizationId,
+          otpId,
+          // A Latchkey field @turnkey/crypto ignores: the address the code went to, signed, so the
+          // consent frame names it from the kms and not from the page that relays the bundle.
+          contact: input.contact,
+        }),
+      }
     },
   },
   ACTIVITY_TYPE_VERIFY_OTP_V2: {

@@ -8,7 +8,7 @@ import { element } from './page.js'
 // H1). The parent relays the kms's signed target bundle (init_otp V3):
 //   {type: COLLECT_OTP, requestId, value: {targetBundle, email, otpId?}}
 // The frame checks the bundle against the kms signer key baked into its page, asks for the code in
-// its own dialog, seals {otp_code, public_key} to the bundle's target (as @turnkey/crypto's
+// its own dialog, naming the address the kms signed into the bundle (never only the page's), seals {otp_code, public_key} to the bundle's target (as @turnkey/crypto's
 // encryptOtpCodeToBundle does) with its signing key as public_key, and signs the login of that key
 // for otp_login V2. It answers
 //   {type: OTP_COLLECTED, value: {encryptedOtpBundle, clientSignature, publicKey}, requestId}
@@ -143,14 +143,14 @@ export function collectOtp(parameters: { signerPublicKeys: readonly string[]; lo
     // HPKE and the bundle checks load with the first code asked for, not with every review.
     const { readOtpTarget, sealOtpCode } = await import('./consentOtpBundle.js')
     // Checked before anything shows: a page cannot have the frame ask for a code it would seal elsewhere.
-    const { target, otpId } = await readOtpTarget(value, parameters.signerPublicKeys).catch((error: unknown) => {
+    const { target, otpId, email } = await readOtpTarget(value, parameters.signerPublicKeys).catch((error: unknown) => {
       throw error instanceof FrameError ? invalid(`COLLECT_OTP: ${error.message}`) : error
     })
     const key = await context.embeddedKey()
     // The app's theme, as APPLY_SETTINGS set it (sanitised) on the review dialog.
     elements.dialog.style.cssText = review.dialog.style.cssText
     elements.title.style.cssText = review.title.style.cssText
-    const code = await askCode(elements, value.email, parameters.log)
+    const code = await askCode(elements, email, parameters.log)
     if (code === undefined) throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
     return { type: 'OTP_COLLECTED', value: await sealOtpCode({ code, target, otpId, key }) }
   }

@@ -20,14 +20,25 @@ export type ClientSignature = {
 
 export type OtpCollected = { readonly encryptedOtpBundle: string; readonly clientSignature: ClientSignature; readonly publicKey: string }
 
-/** The target key and otpId of a bundle one of the kms's signer keys (the current or the next) signed; refused (FrameError) otherwise. */
-export async function readOtpTarget(value: CollectOtpValue, signerPublicKeys: readonly string[]): Promise<{ target: Uint8Array; otpId: string }> {
+/**
+ * The target key, otpId and email of a bundle one of the kms's signer keys (the current or the
+ * next) signed; refused (FrameError) otherwise. The email the dialog names is the one the kms
+ * signed (where it sent the code): a page that relays the bundle with another address is refused,
+ * so it cannot have the frame ask for one account's code under another's name.
+ */
+export async function readOtpTarget(
+  value: CollectOtpValue,
+  signerPublicKeys: readonly string[],
+): Promise<{ target: Uint8Array; otpId: string; email: string }> {
   const data = await verifySignedBundle(value.targetBundle, signerPublicKeys)
   if (typeof data['otpId'] !== 'string' || data['otpId'].length === 0) throw new FrameError('the bundle names no otpId')
   if (value.otpId !== undefined && data['otpId'] !== value.otpId)
     throw new FrameError(`the bundle is for code ${data['otpId'].slice(0, 64)}, not ${value.otpId}`)
   if (typeof data['targetPublic'] !== 'string') throw new FrameError('the bundle has no targetPublic')
-  return { target: uncompressedPoint(hexToBytes(data['targetPublic'], 'targetPublic')), otpId: data['otpId'] }
+  const contact = data['contact']
+  if (typeof contact !== 'string' || contact.length === 0 || contact.length > 320) throw new FrameError('the bundle names no contact the code went to')
+  if (contact.toLowerCase() !== value.email.toLowerCase()) throw new FrameError(`the code was sent to another address than ${value.email.slice(0, 320)}`)
+  return { target: uncompressedPoint(hexToBytes(data['targetPublic'], 'targetPublic')), otpId: data['otpId'], email: contact }
 }
 
 /**
