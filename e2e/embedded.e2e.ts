@@ -37,6 +37,8 @@ function signIn(page: Page) {
     modal,
     email: modal.getByRole('textbox', { name: 'Email' }),
     code: modal.getByRole('textbox', { name: 'Code' }),
+    /** The box in the recovery frame (the kms origin) the recovery code is pasted into. */
+    recoveryCode: modal.frameLocator('iframe[title="Account recovery"]').getByRole('textbox', { name: 'Recovery code' }),
     button: (name: string) => modal.getByRole('button', { name, exact: true }),
     alert: modal.getByRole('alert'),
   }
@@ -96,7 +98,9 @@ async function startRecovery(page: Page, email: string, choice: 'Recover with em
   await view.button(choice).click()
   await view.email.fill(email)
   await view.button('Continue').click()
-  await view.code.waitFor()
+  await view.recoveryCode.waitFor()
+  // The page has no box of its own for the code: it is pasted into the frame.
+  expect(await view.code.count()).toBe(0)
   return view
 }
 
@@ -289,7 +293,7 @@ describe('embedded wallet', () => {
       const mail = await lastMail(email)
       expect(mail.subject).toBe('Sign in to Latchkey Demo')
       const credential = /\n\n(\S+)\n\n/.exec(mail.text)![1]!
-      await view.code.fill(credential)
+      await view.recoveryCode.fill(credential)
       await view.button('Verify').click()
       expect(await waitForText(ui.address, address)).toBe(address)
       await ui.button('Sign message').click()
@@ -320,7 +324,7 @@ describe('embedded wallet', () => {
       // Passkey recovery's code is a recover-user key (init_user_email_recovery), SPEC §5.
       const mail = await lastMail(email)
       expect(mail.subject).toBe('Recover your Latchkey Demo account')
-      await otherView.code.fill(/\n\n(\S+)\n\n/.exec(mail.text)![1]!)
+      await otherView.recoveryCode.fill(/\n\n(\S+)\n\n/.exec(mail.text)![1]!)
       await otherView.button('Verify').click()
       const otherUi = demo(other)
       expect(await waitForText(otherUi.address, address)).toBe(address)
@@ -338,7 +342,7 @@ describe('embedded wallet', () => {
     await signUpByEmail(browser.page, email)
     await inAnotherBrowser(async (page) => {
       const view = await startRecovery(page, email)
-      await view.code.fill('not-a-recovery-credential')
+      await view.recoveryCode.fill('not-a-recovery-credential')
       await view.button('Verify').click()
       await waitForText(view.alert, /^The code is invalid or expired\./)
       expect(await demo(page).address.count()).toBe(0)

@@ -25,6 +25,15 @@ async function mountFrame(wallet: EmbeddedWallet, kind: FrameKind, container: HT
   return stamper
 }
 
+/**
+ * A request of our frames' protocol that @turnkey/iframe-stamper has no method for, sent over the
+ * stamper's own channel (its `createRequest`, private in its types), so the answer arrives where
+ * its other answers do.
+ */
+function frameRequest(frame: IframeStamper, type: string, payload: Record<string, unknown> = {}): Promise<unknown> {
+  return (frame as unknown as { createRequest(type: string, payload: Record<string, unknown>): Promise<unknown> }).createRequest(type, payload)
+}
+
 const TITLES: Record<FrameKind, string> = {
   auth: 'Wallet session',
   recovery: 'Account recovery',
@@ -84,21 +93,24 @@ export async function importWallet(
 }
 
 /**
- * "Recover account": the recovery frame's key receives the credential the email carries (the code
- * the user pastes). By email (`recoveryType: 'email'`, an API key) the frame then stamps a new
- * session for 1800 s; after a lost passkey (`'passkey'`, a recover-user key) it registers a new
- * passkey with `recover_user` and the user signs in with it (pass `passkeys`).
+ * "Recover account": the email carries a credential encrypted to the recovery frame's key, and the
+ * user pastes it into that frame, which `container` shows (never into the page: the frame refuses a
+ * code the page sends). `finish` has the frame open what was typed; by email (`recoveryType:
+ * 'email'`, an API key) the frame then signs in a new session key of the consent frame for 1800 s;
+ * after a lost passkey (`'passkey'`, a recover-user key) it registers a new passkey with
+ * `recover_user` and the user signs in with it (pass `passkeys`). The frame stamps nothing else.
  *
  * @example
  * const recovery = await startRecovery(wallet, container, 'ada@example.com')
- * await recovery.finish(codeFromEmail)
+ * // the user pastes the code into the frame, then clicks the page's "Verify":
+ * await recovery.finish()
  */
 export async function startRecovery(
   wallet: EmbeddedWallet,
   container: HTMLElement,
   email: string,
   options: { recoveryType?: RecoveryType | undefined; passkeys?: PasskeyFlows | undefined } = {},
-): Promise<{ finish(code: string): Promise<EmbeddedWalletCredential>; close(): void }> {
+): Promise<{ finish(): Promise<EmbeddedWalletCredential>; close(): void }> {
   const recoveryType = options.recoveryType ?? 'email'
   if (recoveryType === 'passkey' && !options.passkeys) throw new ClientsNotFoundError({ details: 'Passkey recovery needs the passkey flows' })
   const frame = await mountFrame(wallet, 'recovery', container)
@@ -109,9 +121,9 @@ export async function startRecovery(
     throw error
   }
   return {
-    async finish(code) {
+    async finish() {
       try {
-        await frame.injectCredentialBundle(code.trim())
+        await frameRequest(frame, 'OPEN_TYPED_CREDENTIAL')
       } catch (error) {
         throw new InvalidCodeError({ cause: error })
       }

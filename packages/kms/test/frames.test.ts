@@ -31,7 +31,7 @@ describe('pages', () => {
     expect(html).toContain(`<meta name="latchkey-frame" content="${page}">`)
     expect(html).toContain('<meta name="latchkey-parent-origins" content="http://localhost:5173 https://app.example">')
     expect(html).toContain(`<meta name="latchkey-signer-public-key" content="${signerPublicKey}">`)
-    expect(html).toContain(`<script type="module" src="/assets/${page === 'recovery' ? 'auth' : page}.js"></script>`)
+    expect(html).toContain(`<script type="module" src="/assets/${page}.js"></script>`)
     // No inline script or style: the CSP allows neither.
     expect(html.match(/<script/g)).toHaveLength(1)
     expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/)

@@ -42,7 +42,7 @@ export type EmbeddedFlows = {
     container: HTMLElement,
     email: string,
     recoveryType?: Embedded.RecoveryType,
-  ): Promise<{ finish(code: string): Promise<Embedded.EmbeddedWalletCredential>; close(): void }>
+  ): Promise<{ finish(): Promise<Embedded.EmbeddedWalletCredential>; close(): void }>
   /** Social sign-in: a popup (or a redirect where one cannot open), and finishing a redirect on return. */
   oauth: {
     signIn(provider: Embedded.OAuthProvider, mode?: 'popup' | 'redirect', popup?: Window | null): Promise<Embedded.EmbeddedWalletCredential>

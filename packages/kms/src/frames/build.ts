@@ -12,7 +12,7 @@ export const browserSources = new URL('./browser/', import.meta.url)
 export const compiledFrames = new URL('../../frames/', import.meta.url)
 
 /** The page scripts (pages.ts links `/assets/{name}.js`); everything else is bundled into them. */
-export const FRAME_SCRIPTS = ['auth', 'export', 'import', 'consent'] as const
+export const FRAME_SCRIPTS = ['auth', 'recovery', 'export', 'import', 'consent'] as const
 
 const header = `// Generated from src/frames/browser/ by \`npm run build:frames -w @latchkey/kms\`. Do not edit.\n`
 

@@ -3,7 +3,8 @@
 // separate files of this origin, so the CSP needs no 'unsafe-inline'.
 
 /**
- * The frame pages, by path. `auth` and `recovery` are the same page with their own embedded keys;
+ * The frame pages, by path. `auth` keeps a sign-in credential for the page (@turnkey/iframe-stamper's
+ * auth frame); `recovery` opens the code the user types into it and stamps only a recovery's requests;
  * `consent` holds the wallet's signing key and stamps what the user approves there.
  */
 export const FRAME_PAGES = ['auth', 'recovery', 'export', 'import', 'consent'] as const
@@ -42,8 +43,14 @@ const titles: Record<FramePage, string> = {
 
 function body(parameters: PageParameters): string {
   switch (parameters.page) {
-    case 'auth':
     case 'recovery':
+      return `<main>
+<label id="code-label" class="label" for="code">Recovery code</label>
+<textarea id="code" rows="3" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" aria-describedby="hint"></textarea>
+<p id="hint" class="hint">Paste the code from the email. It stays in this frame: the app never sees it.</p>
+<p id="error" class="error" role="alert" hidden></p>
+</main>`
+    case 'auth':
       return `<main>
 <p class="visually-hidden">This frame keeps a sign-in key for the app that embeds it. There is nothing to do here.</p>
 </main>`
@@ -115,7 +122,6 @@ function consentMeta(parameters: PageParameters): string {
  * framePage({ page: 'export', parentOrigins: ['http://localhost:5173'], signerPublicKey })
  */
 export function framePage(parameters: PageParameters): string {
-  const script = parameters.page === 'recovery' ? 'auth' : parameters.page
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -126,7 +132,7 @@ export function framePage(parameters: PageParameters): string {
 <meta name="latchkey-signer-public-key" content="${escapeHtml([parameters.signerPublicKey, parameters.nextSignerPublicKey ?? ''].join(' ').trim())}">
 ${parameters.page === 'consent' ? consentMeta(parameters) : ''}<title>${titles[parameters.page]}</title>
 <link rel="stylesheet" href="/assets/frames.css">
-<script type="module" src="/assets/${script}.js"></script>
+<script type="module" src="/assets/${parameters.page}.js"></script>
 </head>
 <body>
 ${body(parameters)}

@@ -4,17 +4,18 @@ import { type ActionState, useAction } from './useAction.js'
 import { useClient } from './useClient.js'
 
 /**
- * "Recover account": `start` emails a code (by email, or for a lost passkey) and mounts the hidden
- * recovery frame in `container`; `finish` redeems the code and connects (after a lost passkey, the
- * browser's prompt creates the new passkey first).
+ * "Recover account": `start` emails a code (by email, or for a lost passkey) and mounts the
+ * recovery frame in `container`, where the user pastes it (show the container); `finish` redeems
+ * what they pasted and connects (after a lost passkey, the browser's prompt creates the new passkey
+ * first).
  *
  * @example
  * const { start, finish } = useRecovery()
- * await start({ email, recoveryType: 'passkey', container }); await finish(code)
+ * await start({ email, recoveryType: 'passkey', container }); await finish()
  */
 export function useRecovery(): {
   start(parameters: { email: string; recoveryType: RecoveryType; container: HTMLElement }): Promise<Recovery>
-  finish(code: string): Promise<ConnectReturnType>
+  finish(): Promise<ConnectReturnType>
   starting: ActionState<Recovery>
   finishing: ActionState<ConnectReturnType>
 } {
@@ -26,6 +27,6 @@ export function useRecovery(): {
     current.current = await startRecovery(client, parameters)
     return current.current
   })
-  const [finish, finishing] = useAction((code: string) => finishRecovery(client, { recovery: current.current!, code }))
+  const [finish, finishing] = useAction(() => finishRecovery(client, { recovery: current.current! }))
   return { start, finish, starting, finishing }
 }

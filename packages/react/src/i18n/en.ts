@@ -55,7 +55,6 @@ export const en = {
   codeInFrame: 'Type the code in the secure window that opened: this page never sees it.',
   enterCode: 'Enter the code',
   waitingCode: 'Waiting for the code…',
-  code: 'Code',
   verify: 'Verify',
   resendIn: 'Resend code in {seconds} s',
   resend: 'Resend code',

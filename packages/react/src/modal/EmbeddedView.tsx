@@ -44,13 +44,12 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
   const [step, setStep] = useState<'choose' | 'address' | 'code'>(mode === 'recover' ? 'choose' : 'address')
   const [recoveryType, setRecoveryType] = useState<RecoveryType>('email')
   const [email, setEmail] = useState('')
-  const [code, setCode] = useState('')
   const [pending, setPending] = useState<string>()
   const [error, setError] = useState<unknown>()
   const [cooldown, setCooldown] = useState(0)
   const frameHost = useRef<HTMLDivElement>(null)
   const emailId = useId()
-  const codeId = useId()
+  const codeFormId = useId()
 
   // The resend countdown (display only).
   useEffect(() => {
@@ -76,7 +75,6 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
     else if (again) await emailSignIn.resend()
     else await emailSignIn.start(email)
     setStep('code')
-    setCode('')
     setCooldown(RESEND_COOLDOWN_SECONDS)
   }
 
@@ -108,7 +106,7 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
     const label = t(mode === 'recover' && recoveryType === 'passkey' ? 'waitingNewPasskey' : 'checkingCode')
     void run(label, async () => {
       if (mode !== 'recover') return codeInFrame()
-      await recovery.finish(code)
+      await recovery.finish()
       onConnected()
     })
   }
@@ -185,36 +183,26 @@ export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props
           {mode === 'recover' && <p className="lk-muted lk-small-text">{t('recoverHint')}</p>}
         </form>
       ) : (
-        <form className="lk-form" onSubmit={onSubmitCode}>
+        <form id={codeFormId} className="lk-form" onSubmit={onSubmitCode}>
           <p className="lk-muted lk-small-text" role="status">
             {t(mode !== 'recover' ? 'sentCode' : recoveryType === 'passkey' ? 'sentRecoveryPasskey' : 'sentRecovery', { email })}
           </p>
-          {mode === 'recover' ? (
-            <>
-              <label htmlFor={codeId}>{t('code')}</label>
-              <textarea
-                id={codeId}
-                required
-                rows={3}
-                value={code}
-                onChange={(event) => setCode(event.target.value)}
-                disabled={pending !== undefined}
-                spellCheck={false}
-              />
-            </>
-          ) : (
-            <p className="lk-muted lk-small-text">{t('codeInFrame')}</p>
-          )}
-          <button type="submit" className="lk-primary" disabled={pending !== undefined}>
+          {mode !== 'recover' && <p className="lk-muted lk-small-text">{t('codeInFrame')}</p>}
+        </form>
+      )}
+      {/* The recovery frame: the user pastes the code into it; it keeps the credential, the page never sees either. */}
+      <div ref={frameHost} className="lk-frame-host" hidden={!(mode === 'recover' && step === 'code')} />
+      {!prompted && step === 'code' && (
+        // The form's buttons come after the recovery frame, so the box to paste into sits between the text and "Verify".
+        <div className="lk-form">
+          <button type="submit" form={codeFormId} className="lk-primary" disabled={pending !== undefined}>
             {pending ?? t(mode === 'recover' ? 'verify' : 'enterCode')}
           </button>
           <button type="button" className="lk-secondary" disabled={cooldown > 0 || pending !== undefined} onClick={resendCode}>
             {cooldown > 0 ? t('resendIn', { seconds: cooldown }) : t('resend')}
           </button>
-        </form>
+        </div>
       )}
-      {/* The recovery frame: it holds the recovery credential; the page never does. */}
-      <div ref={frameHost} className="lk-frame-host" hidden />
       {shown && (
         <div role="alert" className="lk-alert">
           <p className="lk-alert-text">{shown.text}</p>

@@ -8,12 +8,15 @@ export type RecoveryType = 'email' | 'passkey'
 export type StartRecoveryParameters = EmbeddedTarget & {
   email: string
   recoveryType: RecoveryType
-  /** Where the hidden recovery frame mounts: it holds the emailed credential, the page never does. */
+  /**
+   * Where the recovery frame mounts, shown to the user: they paste the emailed code into it, and it
+   * keeps the credential; the page never sees either.
+   */
   container: HTMLElement
 }
 
-/** A started recovery: `finishRecovery` takes it with the emailed code; `close` removes the frame. */
-export type Recovery = { recoveryType: RecoveryType; finish(code: string): Promise<unknown>; close(): void }
+/** A started recovery: `finishRecovery` takes it once the user pasted the code into the frame; `close` removes the frame. */
+export type Recovery = { recoveryType: RecoveryType; finish(): Promise<unknown>; close(): void }
 
 /**
  * Starts "Recover account": the email carries a code valid 900 s (SPEC §5). Errors:
@@ -29,19 +32,19 @@ export function startRecovery(client: Client, parameters: StartRecoveryParameter
   })
 }
 
-export type FinishRecoveryParameters = EmbeddedTarget & { recovery: Recovery; code: string }
+export type FinishRecoveryParameters = EmbeddedTarget & { recovery: Recovery }
 
 /**
- * Redeems the emailed code and connects: by email, a recovery session (1800 s by default, SPEC §5);
+ * Redeems the code the user pasted into the recovery frame and connects: by email, a recovery session (1800 s by default, SPEC §5);
  * after a lost passkey, the browser's prompt creates a new passkey, which signs the user in.
  * Errors: InvalidCodeError (not the right credential, or older than 900 s), WebauthnCeremonyError.
  *
  * @example
- * await finishRecovery(client, { recovery, code })
+ * await finishRecovery(client, { recovery })
  */
 export function finishRecovery(client: Client, parameters: FinishRecoveryParameters): Promise<ConnectReturnType> {
   return runFlow(client, 'finishRecovery', parameters, async (_flows, connector) => {
-    await parameters.recovery.finish(parameters.code)
+    await parameters.recovery.finish()
     parameters.recovery.close()
     return connectSignedIn(client, connector)
   })

@@ -55,7 +55,6 @@ const ar: Messages = {
   codeInFrame: 'اكتب الرمز في النافذة الآمنة التي فُتحت: هذه الصفحة لا تراه أبدًا.',
   enterCode: 'أدخل الرمز',
   waitingCode: 'في انتظار الرمز…',
-  code: 'الرمز',
   verify: 'تحقق',
   resendIn: 'إعادة الإرسال بعد {seconds} ث',
   resend: 'أعد إرسال الرمز',

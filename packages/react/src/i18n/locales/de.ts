@@ -55,7 +55,6 @@ const de: Messages = {
   codeInFrame: 'Gib den Code im geöffneten sicheren Fenster ein: Diese Seite sieht ihn nie.',
   enterCode: 'Code eingeben',
   waitingCode: 'Warte auf den Code…',
-  code: 'Code',
   verify: 'Bestätigen',
   resendIn: 'Code erneut senden in {seconds} s',
   resend: 'Code erneut senden',

@@ -55,7 +55,6 @@ const es: Messages = {
   codeInFrame: 'Escribe el código en la ventana segura que se abrió: esta página nunca lo ve.',
   enterCode: 'Introducir el código',
   waitingCode: 'Esperando el código…',
-  code: 'Código',
   verify: 'Verificar',
   resendIn: 'Reenviar código en {seconds} s',
   resend: 'Reenviar código',

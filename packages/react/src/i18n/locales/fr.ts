@@ -55,7 +55,6 @@ const fr: Messages = {
   codeInFrame: 'Saisissez le code dans la fenêtre sécurisée qui s’est ouverte : cette page ne le voit jamais.',
   enterCode: 'Saisir le code',
   waitingCode: 'En attente du code…',
-  code: 'Code',
   verify: 'Vérifier',
   resendIn: 'Renvoyer le code dans {seconds} s',
   resend: 'Renvoyer le code',

@@ -55,7 +55,6 @@ const he: Messages = {
   codeInFrame: 'הקלידו את הקוד בחלון המאובטח שנפתח: הדף הזה לעולם לא רואה אותו.',
   enterCode: 'הזנת הקוד',
   waitingCode: 'ממתין לקוד…',
-  code: 'קוד',
   verify: 'אימות',
   resendIn: 'שליחה חוזרת בעוד {seconds} ש׳',
   resend: 'שליחת הקוד שוב',

@@ -55,7 +55,6 @@ const hi: Messages = {
   codeInFrame: 'खुली सुरक्षित विंडो में कोड लिखें: यह पेज उसे कभी नहीं देखता।',
   enterCode: 'कोड डालें',
   waitingCode: 'कोड की प्रतीक्षा…',
-  code: 'कोड',
   verify: 'पुष्टि करें',
   resendIn: '{seconds} सेकंड में फिर भेजें',
   resend: 'कोड फिर भेजें',

@@ -55,7 +55,6 @@ const id: Messages = {
   codeInFrame: 'Ketik kode di jendela aman yang terbuka: halaman ini tidak pernah melihatnya.',
   enterCode: 'Masukkan kode',
   waitingCode: 'Menunggu kode…',
-  code: 'Kode',
   verify: 'Verifikasi',
   resendIn: 'Kirim ulang dalam {seconds} dtk',
   resend: 'Kirim ulang kode',

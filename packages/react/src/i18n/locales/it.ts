@@ -55,7 +55,6 @@ const it: Messages = {
   codeInFrame: 'Digita il codice nella finestra sicura che si è aperta: questa pagina non lo vede mai.',
   enterCode: 'Inserisci il codice',
   waitingCode: 'In attesa del codice…',
-  code: 'Codice',
   verify: 'Verifica',
   resendIn: 'Reinvia il codice tra {seconds} s',
   resend: 'Reinvia il codice',

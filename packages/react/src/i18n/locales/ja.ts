@@ -55,7 +55,6 @@ const ja: Messages = {
   codeInFrame: '開いた安全なウィンドウにコードを入力してください。このページがコードを見ることはありません。',
   enterCode: 'コードを入力',
   waitingCode: 'コードを待っています…',
-  code: 'コード',
   verify: '確認',
   resendIn: '{seconds} 秒後に再送信できます',
   resend: 'コードを再送信',

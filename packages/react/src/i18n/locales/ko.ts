@@ -55,7 +55,6 @@ const ko: Messages = {
   codeInFrame: '열린 보안 창에 코드를 입력하세요. 이 페이지는 코드를 볼 수 없습니다.',
   enterCode: '코드 입력',
   waitingCode: '코드를 기다리는 중…',
-  code: '코드',
   verify: '확인',
   resendIn: '{seconds}초 후 다시 보내기',
   resend: '코드 다시 보내기',

@@ -55,7 +55,6 @@ const pt: Messages = {
   codeInFrame: 'Digite o código na janela segura que abriu: esta página nunca o vê.',
   enterCode: 'Inserir o código',
   waitingCode: 'Aguardando o código…',
-  code: 'Código',
   verify: 'Verificar',
   resendIn: 'Reenviar código em {seconds} s',
   resend: 'Reenviar código',

@@ -55,7 +55,6 @@ const tr: Messages = {
   codeInFrame: 'Kodu açılan güvenli pencereye yazın: bu sayfa onu asla görmez.',
   enterCode: 'Kodu gir',
   waitingCode: 'Kod bekleniyor…',
-  code: 'Kod',
   verify: 'Doğrula',
   resendIn: '{seconds} sn sonra yeniden gönder',
   resend: 'Kodu yeniden gönder',

@@ -55,7 +55,6 @@ const vi: Messages = {
   codeInFrame: 'Nhập mã trong cửa sổ bảo mật vừa mở: trang này không bao giờ thấy mã.',
   enterCode: 'Nhập mã',
   waitingCode: 'Đang chờ mã…',
-  code: 'Mã',
   verify: 'Xác minh',
   resendIn: 'Gửi lại sau {seconds} giây',
   resend: 'Gửi lại mã',

@@ -55,7 +55,6 @@ const zh: Messages = {
   codeInFrame: '请在打开的安全窗口中输入验证码：此页面永远看不到它。',
   enterCode: '输入验证码',
   waitingCode: '正在等待验证码…',
-  code: '验证码',
   verify: '验证',
   resendIn: '{seconds} 秒后可重新发送',
   resend: '重新发送验证码',

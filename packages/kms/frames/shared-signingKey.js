@@ -1,0 +1,2 @@
+// Generated from src/frames/browser/ by `npm run build:frames -w @latchkey/kms`. Do not edit.
+import{b as e,d as t,f as n}from"./shared-storage.js";import{t as r}from"./shared-stamp.js";const i=e=>`latchkey.frames.consent.signingKey ${e}`;function a(r){return t({store:r.store,slot:i,algorithm:{name:`ECDSA`,namedCurve:`P-256`},usages:[`sign`],publicKeyHex:t=>e(n(t)),now:r.now})}async function o(e,t){return{stampHeaderName:`X-Stamp`,stampHeaderValue:await r({key:e.privateKey,publicKey:e.publicKeyHex},t)}}export{o as n,a as t};
