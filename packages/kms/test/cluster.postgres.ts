@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { p256 } from '@noble/curves/p256'
+import { sha256 } from '@noble/hashes/sha2'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { generateP256KeyPair } from '@turnkey/crypto'
+import { encryptOtpCodeToBundle, generateP256KeyPair } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -46,9 +47,11 @@ describe('two instances on one PostgreSQL', () => {
   let database: TestDatabase
   beforeAll(async () => {
     database = await testDatabase()
+    // One deployment: one master key, one signer key (a token one instance signs, the other reads).
     const masterKey = randomBytes(32)
-    kmsA = createKms({ port: await getFreePort(), ...database, masterKey })
-    kmsB = createKms({ port: await getFreePort(), ...database, masterKey })
+    const signerPrivateKey = Buffer.from(p256.utils.randomPrivateKey()).toString('hex')
+    kmsA = createKms({ port: await getFreePort(), ...database, masterKey, signerPrivateKey })
+    kmsB = createKms({ port: await getFreePort(), ...database, masterKey, signerPrivateKey })
     await Promise.all([kmsA.start(), kmsB.start()])
     parentKey = generateApiKeyPair()
     organizationId = (await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
@@ -215,6 +218,79 @@ describe('two instances on one PostgreSQL', () => {
       await store.close()
     }
     await expect(guess(kmsB, code, 41)).rejects.toThrow('Turnkey error 8: too many wrong codes: request a new one')
+  })
+
+  test('error: one verification token sent to otp_login forty times at once over both instances registers one session key', async () => {
+    const backend = (kms: Kms) => new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
+    const email = `login-${randomBytes(4).toString('hex')}@example.test`
+    const created = await backend(kmsA).createSubOrganization({
+      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+      timestampMs: String(Date.now()),
+      organizationId,
+      parameters: {
+        subOrganizationName: email,
+        rootQuorumThreshold: 1,
+        rootUsers: [{ userName: email, userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }],
+      },
+    })
+    const { subOrganizationId, rootUserIds } = created.activity.result.createSubOrganizationResultV8!
+    const sent = (
+      await backend(kmsA).initOtp({
+        type: 'ACTIVITY_TYPE_INIT_OTP_V3',
+        timestampMs: String(Date.now()),
+        organizationId: subOrganizationId!,
+        parameters: { otpType: 'OTP_TYPE_EMAIL', contact: email, appName: 'Latchkey Demo' },
+      })
+    ).activity.result.initOtpResultV2!
+    const inbox = (await (await fetch(`${kmsA.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
+    const code = /sign-in code is ([0-9A-Z]{6})\./.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
+    // The frame's key: the token binds it, and it signs each login.
+    const key = generateApiKeyPair()
+    const token = (
+      await backend(kmsB).verifyOtp({
+        type: 'ACTIVITY_TYPE_VERIFY_OTP_V2',
+        timestampMs: String(Date.now()),
+        organizationId: subOrganizationId!,
+        parameters: {
+          otpId: sent.otpId,
+          encryptedOtpBundle: await encryptOtpCodeToBundle(code, sent.otpEncryptionTargetBundle, key.apiPublicKey, kmsB.signerPublicKey),
+        },
+      })
+    ).activity.result.verifyOtpResult!.verificationToken
+    // Each login a session key of its own, so no two are one activity; all signed by the bound key.
+    const sessionKeys = Array.from({ length: 40 }, () => generateApiKeyPair())
+    const answers = await Promise.allSettled(
+      sessionKeys.map((session, index) => {
+        const message = JSON.stringify({ login: { publicKey: session.apiPublicKey }, tokenId: sent.otpId, type: 'USAGE_TYPE_LOGIN' })
+        const signature = p256.sign(sha256(new TextEncoder().encode(message)), key.apiPrivateKey).toCompactHex()
+        return backend(index % 2 ? kmsA : kmsB).otpLogin({
+          type: 'ACTIVITY_TYPE_OTP_LOGIN_V2',
+          timestampMs: String(Date.now()),
+          organizationId: subOrganizationId!,
+          parameters: {
+            verificationToken: token,
+            publicKey: session.apiPublicKey,
+            clientSignature: { publicKey: key.apiPublicKey, scheme: 'CLIENT_SIGNATURE_SCHEME_API_P256', message, signature },
+          },
+        })
+      }),
+    )
+    const messages = answers.map((answer) => (answer.status === 'rejected' ? String((answer.reason as Error).message) : 'accepted'))
+    expect([
+      messages.filter((message) => message === 'accepted').length,
+      messages.filter((message) => message.includes('Turnkey error 9: this verification token has already been used')).length,
+    ]).toEqual([1, 39])
+    // Exactly the winner's key is registered, and the token is spent.
+    const winner = sessionKeys[messages.indexOf('accepted')]!
+    const store = connect(database)
+    try {
+      const keys = await sql<{ public_key: string }>`select public_key from api_keys where user_id = ${rootUserIds![0]!}`.execute(store.kysely)
+      expect(keys.rows.map((row) => row.public_key)).toEqual([winner.apiPublicKey])
+      const otps = await sql<{ used: number }>`select used from otps where id = ${sent.otpId}`.execute(store.kysely)
+      expect(otps.rows.map((row) => Number(row.used))).toEqual([3])
+    } finally {
+      await store.close()
+    }
   })
 })
 

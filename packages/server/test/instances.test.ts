@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto'
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import { sql } from 'kysely'
@@ -8,15 +8,15 @@ import { afterEach, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { listening, startCli } from '../../service/test/cliProcess.js'
 import { freshDatabaseUrl, testEngine } from '../../service/test/testDatabase.js'
-import { createAppServer, LIMITS, openStore } from '../src/index.js'
-import { cookieOf, newEmail, origin, useBackend } from './backend.js'
+import { createAppServer, LIMITS, oauthNonce, openStore } from '../src/index.js'
+import { cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
 
 // Two backend instances on one database (PostgreSQL in `npm run test:server-postgres`, a SQLite
 // file in the default run), as behind a load balancer: each over HTTP with its own store
 // connection, one session JWT key, the requests of one browser landing on either; one of them
 // killed mid-load.
 
-const { t, mailTo, frameAnswer } = useBackend()
+const { t, mailTo, frameAnswer, stampLogin, withPasskey } = useBackend({ oidc: true })
 const alice = privateKeyToAccount(anvilKeys[9])
 const sessionJwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
 
@@ -40,15 +40,41 @@ async function twoInstances() {
     started.push(server)
     return server.url
   }
-  return [await instance(), await instance()] as const
+  // The third: the database both are on, to look at what they wrote.
+  return [await instance(), await instance(), url] as const
 }
 
-const call = (base: string, path: string, init: { json?: unknown; cookie?: string | undefined } = {}) =>
+/** `ip` is the client address the instances see (the test's ipOf reads x-test-ip): forty clients, not one over the per-IP limit. */
+const call = (base: string, path: string, init: { json?: unknown; cookie?: string | undefined; ip?: string } = {}) =>
   fetch(`${base}${path}`, {
     method: init.json === undefined ? 'GET' : 'POST',
     ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
-    headers: { origin, 'content-type': 'application/json', ...(init.cookie ? { cookie: init.cookie } : {}) },
+    headers: {
+      origin,
+      'content-type': 'application/json',
+      ...(init.cookie ? { cookie: init.cookie } : {}),
+      ...(init.ip ? { 'x-test-ip': init.ip } : {}),
+    },
   })
+
+/** Forty copies of one request at once, alternating between the two instances: each answer's status and body. */
+const fortyAtOnce = (a: string, b: string, path: string, json: unknown) =>
+  Promise.all(
+    Array.from({ length: 40 }, async (_, i) => {
+      const response = await call(i % 2 ? b : a, path, { json, ip: `203.0.113.${i}` })
+      return { status: response.status, body: (await response.json()) as Record<string, unknown>, cookie: response.headers.get('set-cookie') }
+    }),
+  )
+
+/** The rows of `table` (of the instances' shared database at `url`) where `column` is `value`. */
+async function rowsOf(url: string, table: 'sessions' | 'accounts' | 'spent_session_tokens' | 'oauth_nonces', column: string, value: string) {
+  const store = await openStore(url)
+  try {
+    return (await sql<Record<string, unknown>>`select * from ${sql.table(table)} where ${sql.ref(column)} = ${value}`.execute(store.database.db)).rows
+  } finally {
+    await store.close()
+  }
+}
 
 test('behavior: an account made on one instance signs in on the other; its session is the same on both, and ends on both', async () => {
   const [a, b] = await twoInstances()
@@ -286,4 +312,61 @@ test('behavior: one refresh token sent forty times at once over both instances r
   // A refresh token used twice ends its session: the one renewal's token is dead too, and so is the cookie.
   expect((await call(b, '/auth/token/refresh', { json: { refreshToken: renewed[0]!.body.refreshToken } })).status).toBe(401)
   expect(await (await call(a, '/auth/session', { cookie })).json()).toBeNull()
+})
+
+test('error: one session JWT sent to /auth/login forty times at once over both instances signs in once', async () => {
+  const [a, b, url] = await twoInstances()
+  // A passkey account made on A; later the passkey stamps a login, and the browser sends its JWT.
+  const authenticator = softwareAuthenticator()
+  const challenge = randomBytes(32).toString('base64url')
+  const signup = await call(a, '/auth/passkey/signup', {
+    json: { passkeyIdentifier: 'my passkey', challenge, attestation: authenticator.register(challenge), sessionPublicKey: generateApiKeyPair().apiPublicKey },
+  })
+  expect(signup.status).toBe(200)
+  const account = (await signup.json()) as { organizationId: string; userId: string; address: string }
+  const sessionKey = generateApiKeyPair()
+  const jwt = await stampLogin(withPasskey(authenticator), sessionKey.apiPublicKey)
+  const answers = await fortyAtOnce(a, b, '/auth/login', { session: jwt })
+  const won = answers.filter((entry) => entry.status === 200)
+  expect(won.map((entry) => entry.body)).toEqual([{ organizationId: account.organizationId, userId: account.userId, address: account.address }])
+  const refused = answers.filter((entry) => entry.status !== 200)
+  expect(refused.map(({ status, body, cookie }) => ({ status, body, cookie }))).toEqual(
+    Array(39).fill({
+      status: 401,
+      body: { error: { code: 'invalid_session', message: 'This session token has already signed in; sign in again' } },
+      cookie: null,
+    }),
+  )
+  // One session of the JWT's key, the winner's cookie; the token spent once.
+  const sessions = await rowsOf(url, 'sessions', 'session_public_key', sessionKey.apiPublicKey)
+  expect(sessions.map((row) => [row['id'], row['kind'], row['organization_id']])).toEqual([
+    [won[0]!.cookie!.split(';')[0]!.split('=')[1], 'passkey', account.organizationId],
+  ])
+  const digest = createHash('sha256')
+    .update(jwt.slice(0, jwt.lastIndexOf('.')))
+    .digest('base64url')
+  expect(await rowsOf(url, 'spent_session_tokens', 'digest', digest)).toHaveLength(1)
+})
+
+test('error: one ID token and nonce sent to /auth/oauth forty times at once over both instances signs in once, and makes one account', async () => {
+  const [a, b, url] = await twoInstances()
+  const email = newEmail()
+  const sessionKey = generateApiKeyPair()
+  const nonce = oauthNonce(sessionKey.apiPublicKey)
+  const idToken = await t.oidc!.idToken({ provider: 'google', email, nonce, redirectUri: oauthRedirectUri })
+  const answers = await fortyAtOnce(a, b, '/auth/oauth', { provider: 'google', sessionPublicKey: sessionKey.apiPublicKey, idToken })
+  const won = answers.filter((entry) => entry.status === 200)
+  expect(won).toHaveLength(1)
+  const account = won[0]!.body as { organizationId: string; userId: string; address: string }
+  const refused = answers.filter((entry) => entry.status !== 200)
+  expect(refused.map(({ status, body, cookie }) => ({ status, body, cookie }))).toEqual(
+    Array(39).fill({ status: 400, body: { error: { code: 'invalid_token', message: 'This ID token was used already' } }, cookie: null }),
+  )
+  // One account, one sub-organization for the email; one session, of the winner's cookie; the nonce spent once.
+  expect((await rowsOf(url, 'accounts', 'email', email)).map((row) => row['organization_id'])).toEqual([account.organizationId])
+  const suborganizations = await t.backend.getSubOrgIds({ organizationId: t.parentOrganizationId, filterType: 'EMAIL', filterValue: email })
+  expect(suborganizations.organizationIds).toEqual([account.organizationId])
+  const sessions = await rowsOf(url, 'sessions', 'session_public_key', sessionKey.apiPublicKey)
+  expect(sessions.map((row) => [row['id'], row['kind'], row['email']])).toEqual([[won[0]!.cookie!.split(';')[0]!.split('=')[1], 'oauth', email]])
+  expect(await rowsOf(url, 'oauth_nonces', 'nonce', nonce)).toHaveLength(1)
 })
