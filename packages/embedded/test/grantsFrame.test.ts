@@ -73,8 +73,11 @@ afterAll(async () => {
   await kms?.stop()
 })
 
-/** A fresh app page with the consent frame mounted, and a sub-organization whose user's key is the frame's. */
-async function openApp() {
+/**
+ * A fresh app page with the consent frame mounted, and a sub-organization whose user's key is the
+ * frame's (and, given, `otherKey` too: a second key of the user's, as another browser's session).
+ */
+async function openApp(otherKey?: { apiPublicKey: string }) {
   // A profile per app: the frame keeps one session key per app origin, and the kms registers a key once.
   const page = await (await browser.newContext()).newPage()
   await page.goto(appOrigin)
@@ -92,7 +95,15 @@ async function openApp() {
       subOrganizationName: `grants ${publicKey.slice(2, 12)} ${Math.random()}`,
       rootQuorumThreshold: 1,
       rootUsers: [
-        { userName: 'user', apiKeys: [{ apiKeyName: 'consent frame', publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] },
+        {
+          userName: 'user',
+          apiKeys: [
+            { apiKeyName: 'consent frame', publicKey, curveType: 'API_KEY_CURVE_P256' },
+            ...(otherKey ? [{ apiKeyName: 'other browser', publicKey: otherKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const }] : []),
+          ],
+          authenticators: [],
+          oauthProviders: [],
+        },
       ],
       wallet: {
         walletName: 'Wallet',
@@ -346,6 +357,42 @@ describe('grants in the consent frame', { timeout: 90_000 }, () => {
         'Unknown permission type "native-token-stream": the wallet can grant only native-token-recurring-allowance, erc20-recurring-allowance, native-token-periodic, erc20-token-periodic, contract-call',
     })
     expect(await app.page.frameLocator('iframe').getByRole('button', { name: 'Approve' }).isVisible()).toBe(false)
+    await app.page.close()
+  })
+
+  test('behavior: a reset of the frame (the wallet’s sign-out) forgets every grant key; once the kms deleted the session’s key, a stamp made before is refused as expired', async () => {
+    const otherKey = generateApiKeyPair()
+    const app = await openApp(otherKey)
+    const first = await approveGrant(app)
+    const second = await approveGrant(app)
+    const body = signTransactionBody(app.user, '0.001')
+    const stampedBefore = (await stampWith(app.page, 'grantStamper', first.grantId, body)).stamp!
+
+    expect(await consentCall(app.page, 'resetKey', [])).toEqual({})
+    for (const { grantId } of [first, second])
+      expect(await stampWith(app.page, 'grantStamper', grantId, body)).toEqual({
+        error: { code: -32602, message: `no grant ${grantId} in force here: it was never approved in this frame, has expired or was revoked` },
+        hidden: true,
+      })
+    const other = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(otherKey))
+    const keys = async () => (await other.getApiKeys({ organizationId: app.user.organizationId, userId: app.user.userId })).apiKeys
+    const session = (await keys()).find((key) => key.credential.publicKey === app.publicKey)!
+    // The backend's sign-out: the session's key deleted in the kms, and with it the grant keys it made.
+    await other.deleteApiKeys({
+      type: 'ACTIVITY_TYPE_DELETE_API_KEYS',
+      timestampMs: String(clock.now),
+      organizationId: app.user.organizationId,
+      parameters: { userId: app.user.userId, apiKeyIds: [session.apiKeyId] },
+    })
+    expect((await keys()).map((key) => key.credential.publicKey)).toEqual([otherKey.apiPublicKey])
+    expect(await submitInGrant(stampedBefore, body, first.grantId)).toEqual({
+      refusal: {
+        name: 'GrantRefusedError',
+        reason: 'GRANT_EXPIRED',
+        shortMessage: 'The permission you granted does not allow this request.',
+        details: `could not find public key in organization or its parent organization (grant ${first.grantId})`,
+      },
+    })
     await app.page.close()
   })
 })

@@ -14,6 +14,8 @@ export type Caller = {
   readonly organizationId: string
   /** The API key's public key or the passkey's credential id that stamped the request (absent when an approved activity runs later). */
   readonly credential?: string | undefined
+  /** The id of the API key that stamped the request (absent for a passkey, a read-only session, an approved activity run later). */
+  readonly apiKeyId?: string | undefined
   /** The id of the API key that stamped the request, when it is a grant's key (grants/): its rule then applies. */
   readonly grantKeyId?: string | undefined
   /**

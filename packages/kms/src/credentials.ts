@@ -88,6 +88,7 @@ export async function insertApiKey(
     expires_at: key.expirationSeconds ? now + Number(key.expirationSeconds) * 1000 : null,
     created_at: now,
     verified_at: verifiedAt,
+    created_by_api_key_id: null,
   })
   return id
 }
@@ -165,6 +166,7 @@ export async function registerCredential(
     expires_at: at + Number(parameters.expirationSeconds ?? DEFAULT_SESSION_SECONDS) * 1000,
     created_at: at,
     verified_at: parameters.verifiedAt === 'at creation' ? at : parameters.verifiedAt,
+    created_by_api_key_id: null,
   })
   return apiKeyId
 }

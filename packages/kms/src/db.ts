@@ -88,6 +88,7 @@ const API_KEY_COLUMNS = allColumns<ApiKeyRow>()([
   'expires_at',
   'created_at',
   'verified_at',
+  'created_by_api_key_id',
 ])
 const WALLET_ACCOUNT_COLUMNS = allColumns<WalletAccountRow>()([
   'id',
@@ -350,7 +351,17 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       await run(sql`delete from users where id = ${id}`)
     },
     apiKey: (id: string, organizationId: string) => get<ApiKeyRow>(sql`select * from api_keys where id = ${id} and organization_id = ${organizationId}`),
+    /**
+     * Deletes an API key, and with it (on delete cascade, in this statement) the grant keys it
+     * created and their rules and ledgers (grants/).
+     */
     deleteApiKey: (id: string) => run(sql`delete from api_keys where id = ${id}`),
+    /**
+     * Whether the API key `id` still exists, its row lock taken until the transaction ends: a key
+     * registered as created by it (grants/) then commits before the key can be deleted, so the
+     * deletion finds it, or sees that the key is gone already, on any instance.
+     */
+    lockApiKey: async (id: string) => (await get<{ id: string }>(sql`update api_keys set name = name where id = ${id} returning id`)) !== undefined,
 
     // ERC-7715 grants (grants/).
     insertGrant: (row: GrantRow) => insert('grants', row),

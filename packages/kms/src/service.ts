@@ -344,6 +344,7 @@ export function createKms(options: KmsOptions = {}) {
           expires_at: null,
           created_at: at,
           verified_at: null,
+          created_by_api_key_id: null,
         })
       })
       return ids

@@ -18,7 +18,8 @@ import {
 import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { testTokenAddress as token } from '../../../contracts/index.js'
-import { generateApiKeyPair } from '../src/index.js'
+import { ACTIVITIES, generateApiKeyPair } from '../src/index.js'
+import { FRESH_VERIFICATION_ACTIVITIES } from '../src/policies/freshVerification.js'
 import { type ApiKeyPair, post, startKms } from './harness.js'
 
 // ERC-7715 grants (src/grants/): a dedicated key the kms checks against its rule and its ledger on
@@ -377,5 +378,120 @@ describe('creating, listing and revoking grants', () => {
     expect(await refusal(sign(created.client, user, unsigned(token, transfer(1n))))).toBe(
       'Turnkey error 16: could not find public key in organization or its parent organization',
     )
+  })
+})
+
+describe('a grant ends with the session that made it', () => {
+  let user: User
+  beforeAll(async () => {
+    user = await setup.subOrganization()
+  })
+
+  /** A session key of the user (an hour), registered by the root key, as a backend registers a browser's: its id and a client of it. */
+  async function session() {
+    const keys = generateApiKeyPair()
+    const { activity } = await user.client.createApiKeys({
+      type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+      timestampMs: timestampMs(),
+      organizationId: user.organizationId,
+      parameters: {
+        userId: user.userId,
+        apiKeys: [{ apiKeyName: 'session', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: String(HOUR) }],
+      },
+    })
+    return { apiKeyId: activity.result.createApiKeysResult!.apiKeyIds[0]!, keys, client: setup.client(keys) }
+  }
+  const deleteKeys = (apiKeyIds: string[]) =>
+    user.client.deleteApiKeys({
+      type: 'ACTIVITY_TYPE_DELETE_API_KEYS',
+      timestampMs: timestampMs(),
+      organizationId: user.organizationId,
+      parameters: { userId: user.userId, apiKeyIds },
+    })
+  const keyIds = async () => (await user.client.getApiKeys({ organizationId: user.organizationId, userId: user.userId })).apiKeys.map((key) => key.apiKeyId)
+  const grantOf = (by: { client: TurnkeyClient }) =>
+    createGrant(
+      { ...user, client: by.client },
+      { chainId: String(CHAIN_ID), account: user.address, expiry: expiryIn(HOUR), permissions: [tokenAllowance('5')] },
+    )
+
+  test('behavior: deleting the session key that created a grant deletes the grant’s key, rule and ledger; grants of other keys stay', async () => {
+    const [signedOut, other] = [await session(), await session()]
+    const ended = await grantOf(signedOut)
+    const kept = await grantOf(other)
+    const byRoot = await grantOf(user)
+    // The ended grant has signed: its ledger has a row, deleted with the grant.
+    expect(await refusal(sign(ended.client, user, unsigned(token, transfer(TKN('1')))))).toBe('signed')
+
+    const { activity } = await deleteKeys([signedOut.apiKeyId])
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect((await listGrants(user)).map((grant) => grant.grantId)).toEqual([kept.grantId, byRoot.grantId])
+    expect(await keyIds()).toEqual(expect.arrayContaining([other.apiKeyId, kept.apiKeyId, byRoot.apiKeyId]))
+    expect((await keyIds()).filter((id) => id === signedOut.apiKeyId || id === ended.apiKeyId)).toEqual([])
+    // A stamp of the ended grant's key is refused as any unknown key's (the wallet's GRANT_EXPIRED).
+    expect(await refusal(sign(ended.client, user, unsigned(token, transfer(1n))))).toBe(
+      'Turnkey error 16: could not find public key in organization or its parent organization',
+    )
+    expect(await refusal(sign(kept.client, user, unsigned(token, transfer(1n))))).toBe('signed')
+    expect(await refusal(sign(byRoot.client, user, unsigned(token, transfer(1n))))).toBe('signed')
+  })
+
+  test('behavior: a session key deleted with the grant keys it created, in one delete_api_keys, is no error; a grant’s own key deleted leaves its session', async () => {
+    const current = await session()
+    const [first, second] = [await grantOf(current), await grantOf(current)]
+    // Deleting a grant's key alone (as revoke_grant does) ends that grant only.
+    await deleteKeys([first.apiKeyId])
+    expect((await listGrants(user)).map((grant) => grant.grantId)).toContain(second.grantId)
+    expect(await current.client.getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+    // Every key of the session at once (a sign-out everywhere lists them all): the key the cascade took first is no failure.
+    const { activity } = await deleteKeys([current.apiKeyId, second.apiKeyId])
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect((await listGrants(user)).map((grant) => grant.grantId)).not.toContain(second.grantId)
+    expect(await refusal(sign(second.client, user, unsigned(token, transfer(1n))))).toBe(
+      'Turnkey error 16: could not find public key in organization or its parent organization',
+    )
+  })
+
+  test('error: a grant’s key runs none of the activities that need a fresh verification, nor create_grant: a grant making grants would outlive its session', async () => {
+    const current = await session()
+    const grant = await grantOf(current)
+    const grantsBefore = await listGrants(user)
+    const keysBefore = await keyIds()
+    const types = [...FRESH_VERIFICATION_ACTIVITIES, 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT']
+    const parameters: Record<string, unknown> = {
+      ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT: {
+        userId: user.userId,
+        apiKey: { apiKeyName: 'grant of a grant', publicKey: generateApiKeyPair().apiPublicKey },
+        grant: { chainId: String(CHAIN_ID), account: user.address, expiry: expiryIn(HOUR), permissions: [tokenAllowance('5')] },
+      },
+      ACTIVITY_TYPE_CREATE_API_KEYS_V2: {
+        userId: user.userId,
+        apiKeys: [{ apiKeyName: 'key of a grant', publicKey: generateApiKeyPair().apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '600' }],
+      },
+    }
+    const answers = await Promise.all(
+      types.map((type) =>
+        post(kms, grant.keys, `/public/v1/submit/${ACTIVITIES[type]!.op}`, {
+          type,
+          timestampMs: timestampMs(),
+          organizationId: user.organizationId,
+          parameters: parameters[type] ?? { userId: user.userId },
+        }),
+      ),
+    )
+    expect(answers.map((answer) => [answer.status, answer.body['message']])).toEqual(
+      types.map((type) => [403, `A grant's key signs transactions only; /public/v1/submit/${ACTIVITIES[type]!.op} is refused`]),
+    )
+    expect(types.map((type) => ACTIVITIES[type]!.op)).toEqual([
+      'export_wallet',
+      'export_wallet_account',
+      'create_api_keys',
+      'create_authenticators',
+      'create_read_write_session',
+      'stamp_login',
+      'create_grant',
+    ])
+    expect(await listGrants(user)).toEqual(grantsBefore)
+    expect(await keyIds()).toEqual(keysBefore)
   })
 })

@@ -6,6 +6,8 @@ import { sql } from 'kysely'
 import { afterAll, describe, expect, test, vi } from 'vitest'
 import { openDatabase } from '../src/db.js'
 import { createKms, generateApiKeyPair } from '../src/index.js'
+import { openStorage } from '../src/storage/database.js'
+import { KMS_MIGRATIONS } from '../src/storage/migrations.js'
 import { connect, type TestDatabase, testBackend, testDatabase } from './database.js'
 
 // Storage as the rest of the suite relies on it, on the backend of this run (database.ts):
@@ -43,6 +45,7 @@ describe(`storage (${testBackend})`, () => {
         '0008_otp_targets',
         '0009_data_keys',
         '0010_api_key_verified_at',
+        '0011_grant_key_creators',
       ])
     } finally {
       await storage.close()
@@ -137,6 +140,41 @@ describe(`storage (${testBackend})`, () => {
       await elsewhere.stop()
     } finally {
       vi.unstubAllEnvs()
+    }
+  })
+
+  test('behavior: 0011_grant_key_creators leaves a grant key from before it without a creator: deleting the session that made it leaves it', async () => {
+    const database = await sharedDatabase()
+    // The layout before 0011, with a session key and a grant key it made.
+    const before = openStorage(location(database), KMS_MIGRATIONS.slice(0, 10))
+    try {
+      const old = await before.executor()
+      await sql`insert into organizations (id, name, parent_id, root_quorum_threshold, created_at) values ('o', 'org o', null, 1, 1)`.execute(old)
+      await sql`insert into users (id, organization_id, name, email, created_at) values ('u', 'o', 'user', null, 1)`.execute(old)
+      for (const [id, type] of [
+        ['session', 'CREDENTIAL_TYPE_API_KEY_P256'],
+        ['grant key', 'CREDENTIAL_TYPE_LATCHKEY_GRANT_API_KEY_P256'],
+      ])
+        await sql`insert into api_keys (id, user_id, organization_id, name, public_key, curve, credential_type, expires_at, created_at, verified_at) values (${id}, 'u', 'o', ${id}, ${`02${id}`}, 'API_KEY_CURVE_P256', ${type}, 4102444800000, 1, null)`.execute(
+          old,
+        )
+      await sql`insert into grants (id, organization_id, user_id, api_key_id, chain_id, account, rule, expires_at, created_at) values ('g', 'o', 'u', 'grant key', 31337, '0x00', '{}', 4102444800000, 1)`.execute(
+        old,
+      )
+    } finally {
+      await before.close()
+    }
+    const db = openDatabase(location(database))
+    try {
+      expect((await db.apiKeysOfUser('u')).map((key) => [key.id, key.created_by_api_key_id])).toEqual([
+        ['grant key', null],
+        ['session', null],
+      ])
+      await db.deleteApiKey('session')
+      expect((await db.apiKeysOfUser('u')).map((key) => key.id)).toEqual(['grant key'])
+      expect((await db.grants('o')).map((grant) => grant.id)).toEqual(['g'])
+    } finally {
+      await db.close()
     }
   })
 

@@ -2,13 +2,17 @@ import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import { type ActivityTable, found, userIn } from '../activities/table.js'
 import { GRANT_CREDENTIAL_TYPE } from '../credentials.js'
-import { alreadyExists, notFound } from '../errors.js'
+import { alreadyExists, GrpcCode, KmsError, notFound, UNKNOWN_KEY_MESSAGE } from '../errors.js'
 import { apiKeyParams, parse } from '../params.js'
 import { parseGrant } from './rule.js'
 
 // ERC-7715 grants, a Latchkey extension of the Turnkey API (Turnkey has no stateful spend rule): a
 // dedicated API key of the user, bound to a rule the kms applies to everything that key stamps
-// (grants/enforce.ts). Created by the user's own session once they approved the grant in the frame.
+// (grants/enforce.ts). Created by the user's own session once they approved the grant in the frame,
+// and ended with that session: the grant's key names the API key whose stamp created it, and
+// deleting that key (sign-out, delete_api_keys) deletes the grant's key, rule and ledger with it
+// (migration 0011_grant_key_creators). A grant created by a passkey stamp, or run later once a
+// consensus approved it, has no such key and lasts until it expires or is revoked.
 
 const createGrant = z.object({
   userId: z.string().min(1),
@@ -34,6 +38,9 @@ export const GRANT_ACTIVITIES: ActivityTable = {
       // The key and its rule in the activity's transaction: both are written, or neither. The key
       // lapses exactly when the grant does.
       if (await db.apiKeyByPublicKey(input.apiKey.publicKey)) throw alreadyExists(`api key ${input.apiKey.publicKey} is already registered`)
+      // The session that stamps this, locked: a sign-out deleting it meanwhile (on any instance)
+      // either finds the grant's key to delete, or has deleted the session, and nothing is made.
+      if (caller.apiKeyId && !(await db.lockApiKey(caller.apiKeyId))) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
       const apiKeyId = randomUUID()
       await db.insertApiKey({
         id: apiKeyId,
@@ -47,6 +54,7 @@ export const GRANT_ACTIVITIES: ActivityTable = {
         created_at: at,
         // A grant's key signs transactions only: it never counts as a verification.
         verified_at: null,
+        created_by_api_key_id: caller.apiKeyId ?? null,
       })
       const grantId = randomUUID()
       await db.insertGrant({

@@ -52,6 +52,8 @@ type Signer = {
   stamp?: SignerStamp
   authenticatorId?: string
   counter?: number
+  /** The API key's id, for an API-key stamp. */
+  apiKeyId?: string
   /** Set when the key is a grant's (grants/): it may only submit sign_transaction. */
   grantKeyId?: string
   /** Unix ms: when the user last proved themselves (Caller's `verifiedAt`); null: never. */
@@ -96,6 +98,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
         publicKey,
         stamp: { publicKey, signature, scheme },
         verifiedAt: verifiedAtOf(apiKey),
+        apiKeyId: apiKey.id,
         ...(apiKey.credential_type === GRANT_CREDENTIAL_TYPE ? { grantKeyId: apiKey.id } : {}),
       }
     }
@@ -196,6 +199,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       homeOrganizationId: signer.organizationId,
       organizationId: organization.id,
       credential: signer.publicKey,
+      apiKeyId: signer.apiKeyId,
       grantKeyId: signer.grantKeyId,
       verifiedAt: signer.verifiedAt ?? undefined,
     })

@@ -22,9 +22,16 @@ export const FRESH_VERIFICATION_ACTIVITIES: ReadonlySet<string> = new Set([
 
 /**
  * Requests of those activities that need no fresh verification, each a predicate over the
- * activity's type and parameters. The hook for the ERC-7715 grant (issue 25, item 4): its key is
- * limited by the grant's own policy, which the user approved in the consent frame, so the grant
- * lane adds its predicate here. Empty until then.
+ * activity's type and parameters. Empty: no request of them is exempt.
+ *
+ * ERC-7715 grants (issue 25, item 4) need no exemption, because create_grant is deliberately not
+ * among FRESH_VERIFICATION_ACTIVITIES, though it registers a credential: the grant's key is no
+ * lasting way into the wallet. It signs only transactions inside the rule the user approved with a
+ * click in the consent frame (grants/enforce.ts), expires with the grant (no later than any
+ * credential may), never counts as a verification (`verified_at` null), and is deleted with the
+ * session key that created it (migration 0011_grant_key_creators). A grant's key can run none of
+ * these activities nor create_grant itself (http/authenticate.ts): a grant making grants would
+ * outlive its session.
  */
 export const FRESH_VERIFICATION_EXEMPTIONS: readonly ((type: string, params: unknown) => boolean)[] = []
 

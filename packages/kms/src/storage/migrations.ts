@@ -255,4 +255,17 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       await addColumn(db, dialect, 'api_keys', 'verified_at', '{ms}')
     },
   },
+  {
+    // A grant ends with the session that made it (grants/activities.ts): a grant's key names the
+    // API key whose stamp created it, and deleting that key deletes it, its rule and its ledger (on
+    // delete cascade, in the deleting statement: delete_api_keys, a sign-out, a user's deletion).
+    // Keys from before it have none and are left as they are: they end with their grant's expiry,
+    // revoke_grant or delete_api_keys of the key itself.
+    // Not an expansion: code before it would make grants that outlive their session.
+    name: '0011_grant_key_creators',
+    async up(db, dialect) {
+      await addColumn(db, dialect, 'api_keys', 'created_by_api_key_id', 'text references api_keys (id) on delete cascade')
+      await run(db, dialect, both('create index if not exists api_keys_created_by on api_keys (created_by_api_key_id)'))
+    },
+  },
 ]

@@ -18,6 +18,11 @@ export type ApiKeyRow = {
    * key, inherited unchanged by the keys it registers for them; null: never (policies/freshVerification.ts).
    */
   verified_at: number | null
+  /**
+   * A grant's key (grants/): the API key whose stamp created it, whose deletion deletes it (on
+   * delete cascade). Null for every other key, and for grant keys from before migration 0011.
+   */
+  created_by_api_key_id: string | null
 }
 export type WalletRow = { id: string; organization_id: string; name: string; sealed_mnemonic: string; created_at: number; exported: number; imported: number }
 export type WalletAccountRow = {

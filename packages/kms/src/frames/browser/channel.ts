@@ -56,8 +56,8 @@ export type OpenFrameChannelParameters = {
   keys: FrameKeyStore
   /** Requests this page answers besides the embedded-key ones every page answers. */
   handlers: Readonly<Record<string, FrameHandler>>
-  /** Called when the parent resets the embedded key: drop whatever it protected. */
-  onReset?: (() => void) | undefined
+  /** Called (and awaited) when the parent resets the embedded key: drop whatever it protected. */
+  onReset?: ((parentOrigin: string) => void | Promise<void>) | undefined
   /** Where refusals and unexpected failures are logged. Default: the console. */
   log?: ((message: string) => void) | undefined
 }
@@ -137,7 +137,7 @@ export function openFrameChannel(parameters: OpenFrameChannelParameters): { refu
       },
       async RESET_EMBEDDED_KEY() {
         await context.resetEmbeddedKey()
-        parameters.onReset?.()
+        await parameters.onReset?.(parentOrigin)
         return { type: 'EMBEDDED_KEY_RESET', value: true }
       },
     }

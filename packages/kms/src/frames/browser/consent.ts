@@ -54,6 +54,8 @@ const { refused } = openFrameChannel({
   page: config.page,
   parentOrigins: config.parentOrigins,
   keys: signingKeyStore({ store: frameStore() }),
+  // A reset is the wallet's sign-out (or a new sign-in): the grants of the session end with it.
+  onReset: (parentOrigin) => grantKeys.clear(parentOrigin),
   log,
   handlers: {
     async [REVIEW_AND_STAMP](request, context) {

@@ -6,7 +6,9 @@ import type { FrameStore } from './storage.js'
 // approved here, kept in the frames origin's store beside the signing key, bound to the parent
 // origin that asked, the account and chain the grant signs for, and the grant's expiry. The kms
 // registers the key as the grant's (create_grant) and lets it sign only inside the grant's rule;
-// the frame uses it only for a transaction of that account (consentGrants.ts).
+// the frame uses it only for a transaction of that account (consentGrants.ts). A reset of the
+// signing key (the wallet's sign-out) forgets them all: the grants end with the session that made
+// them, as the kms deletes their keys with the session's.
 
 export type GrantKey = {
   readonly privateKey: CryptoKey
@@ -29,6 +31,8 @@ export type GrantKeyStore = {
   byGrant(parentOrigin: string, grantId: string): Promise<GrantKey | undefined>
   /** Forgets the key of `grantId`. */
   remove(parentOrigin: string, grantId: string): Promise<void>
+  /** Forgets every grant key of `parentOrigin` (its session ended: the kms deleted them with it). */
+  clear(parentOrigin: string): Promise<void>
 }
 
 /** The store entry of `parentOrigin`'s grant keys. */
@@ -88,6 +92,9 @@ export function grantKeyStore(parameters: { store: FrameStore; now?: () => numbe
         parentOrigin,
         (await read(parentOrigin)).filter((key) => key.grantId !== grantId),
       )
+    },
+    async clear(parentOrigin) {
+      await store.delete(grantKeysStorageKey(parentOrigin))
     },
   }
 }
