@@ -43,6 +43,7 @@ describe(`storage (${testBackend})`, () => {
         '0008_otp_targets',
         '0009_data_keys',
         '0010_api_key_verified_at',
+        '0011_otp_contacts',
       ])
     } finally {
       await storage.close()
