@@ -165,8 +165,13 @@ async function proveEmail(c: Context, context: RouteContext, address: string, co
   if (!token) throw incompleteAnswer()
   await store.deletePendingCode(code.otpId)
   // The kms answered it to this backend directly; its contact is the address the code went to.
-  const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as { contact?: unknown }
-  if (claims.contact !== address) throw incompleteAnswer()
+  let contact: unknown
+  try {
+    contact = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())?.contact
+  } catch {
+    throw incompleteAnswer()
+  }
+  if (contact !== address) throw incompleteAnswer()
   // Only who proved the email learns it has an account (review L2).
   if (await store.account(address)) throw emailTaken()
 }
