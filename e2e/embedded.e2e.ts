@@ -201,8 +201,11 @@ describe('embedded wallet', () => {
     await page.goto(stack.demo)
     await ui.connectButton.click()
     await view.button('Create a passkey').click()
-    await view.email.fill(newEmail())
+    const email = newEmail()
+    await view.email.fill(email)
     await view.button('Continue').click()
+    // The passkey is made, then the email proven (security review H2): its code is typed in the consent frame.
+    await typeCodeInFrame(page, { kms: stack.kms, email })
     const address = (await waitForText(ui.address, ADDRESS)) as `0x${string}`
     expect(await authenticator.credentials()).toHaveLength(1)
 
@@ -216,6 +219,10 @@ describe('embedded wallet', () => {
     await ui.connectButton.click()
     await view.button('Continue with passkey').click()
     expect(await waitForText(ui.address, address)).toBe(address)
+
+    // The proven email is the account's: an email sign-in lands in the same wallet.
+    await ui.button('Disconnect').click()
+    expect(await signUpByEmail(page, email)).toBe(address)
   })
 
   test('behavior: an email user adds a passkey in the account modal, then signs in with it alone', async () => {

@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core'
 import { build, defaultClientConditions } from 'vite'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
 import { type ConsoleEntry, launch } from './browser.js'
-import { demo, es256OnlyPasskeyWarning, waitForText } from './page.js'
+import { demo, es256OnlyPasskeyWarning, typeCodeInFrame, waitForText } from './page.js'
 
 // The WebAuthn ceremony codes of SPEC §8 produced for real by Chromium and its virtual
 // authenticator (CDP WebAuthn), each shown in our modal as a user sees it. The demo serves the
@@ -118,8 +118,10 @@ describe('WebAuthn ceremony codes (SPEC §8)', () => {
     await ui.connectButton.click()
     const modal = page.getByRole('dialog', { name: /Connect a wallet|Sign in/ })
     await modal.getByRole('button', { name: 'Create a passkey', exact: true }).click()
-    await modal.getByRole('textbox', { name: 'Email' }).fill(`twice.${Date.now()}@example.test`)
+    const email = `twice.${Date.now()}@example.test`
+    await modal.getByRole('textbox', { name: 'Email' }).fill(email)
     await modal.getByRole('button', { name: 'Continue', exact: true }).click()
+    await typeCodeInFrame(page, { kms: stack.kms, email })
     await waitForText(ui.address, /^0x[0-9a-fA-F]{40}$/)
 
     await page.getByRole('button', { name: /^Account/ }).click()

@@ -63,8 +63,8 @@ export function createBackend(baseUrl: string, fetchFn: typeof fetch = globalThi
 
 export type Backend = ReturnType<typeof createBackend>
 
-/** The backend's codes for "this code will not do": not sent or spent, or refused by the kms. */
-const CODE_REFUSALS = new Set(['unknown_code', 'invalid_code'])
+/** The backend's codes for "this code will not do": not sent or spent, sent to another email, or refused by the kms. */
+const CODE_REFUSALS = new Set(['unknown_code', 'invalid_code', 'email_mismatch'])
 
 /** The backend refused: `status` and its `code`, the catalogue text with its message as details. */
 export class BackendError extends CannotProceedError {

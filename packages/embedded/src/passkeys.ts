@@ -105,16 +105,27 @@ export async function createPasskey(parameters: {
  *
  * @example
  * const passkeys = passkeyFlows(wallet, { rpId: location.hostname, appName: 'Demo' })
- * await passkeys.signUp({ email: 'ada@example.com' })
+ * await passkeys.signUp({ email: 'ada@example.com' }) // then the user types the emailed code in the consent frame
  */
 export function passkeyFlows(wallet: EmbeddedWallet, options: { rpId: string; appName: string; sessionSeconds?: number | undefined }) {
   const sessionSeconds = options.sessionSeconds ?? DEFAULT_SESSION_SECONDS
   return {
+    /**
+     * A new passkey, then its account. With an email, the user then types the code the kms emails
+     * it in the consent frame: the account holds the email once proven (security review H2).
+     */
     async signUp(parameters: { email?: string | undefined; passkeyIdentifier?: string | undefined }): Promise<EmbeddedWalletCredential> {
-      const name = parameters.email?.trim() || parameters.passkeyIdentifier?.trim()
+      const email = parameters.email?.trim() || undefined
+      const name = email || parameters.passkeyIdentifier?.trim()
       if (!name) throw new PasskeyIdentifierRequiredError()
+      // The passkey first: a ceremony that fails sends no email.
       const { challenge, attestation } = await createPasskey({ rpId: options.rpId, rpName: options.appName, userName: name })
-      return wallet.signUpWithAttestation({ ...parameters, challenge, attestation })
+      return wallet.signUpWithAttestation({
+        passkeyIdentifier: parameters.passkeyIdentifier,
+        ...(email === undefined ? {} : { email }),
+        challenge,
+        attestation,
+      })
     },
 
     async signIn(): Promise<EmbeddedWalletCredential> {

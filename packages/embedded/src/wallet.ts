@@ -769,7 +769,13 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return finishSignIn(account, kind, sessionPublicKey, seconds, recovery)
     },
 
-    /** Registers a passkey-backed account through the backend; the new session key is its first API key. */
+    /**
+     * Registers a passkey-backed account through the backend; the new session key is its first API
+     * key. An email is proven first (security review H2): the backend has the kms email it a code,
+     * which the user types in the consent frame (never in this page), and the sign-up carries the
+     * sealed code. Cancelling in the frame is `ProviderRpcError` 4001; a wrong or expired code
+     * `invalid_code`; an email that has an account already `email_exists`.
+     */
     async signUpWithAttestation(parameters: {
       email?: string | undefined
       passkeyIdentifier?: string | undefined
@@ -777,7 +783,14 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       attestation: unknown
     }): Promise<EmbeddedWalletCredential> {
       const sessionPublicKey = await wallet.newSessionKey()
-      const account = await backend.post<BackendAccount>('/auth/passkey/signup', { ...parameters, sessionPublicKey, sessionSeconds })
+      const { email } = parameters
+      let proof = {}
+      if (email !== undefined) {
+        const sent = await backend.post<{ otpId: string; otpEncryptionTargetBundle: string }>('/auth/passkey/signup/start', { email })
+        const sealed = await signer.collectOtp({ targetBundle: sent.otpEncryptionTargetBundle, email, otpId: sent.otpId })
+        proof = { otpId: sent.otpId, encryptedOtpBundle: sealed.encryptedOtpBundle }
+      }
+      const account = await backend.post<BackendAccount>('/auth/passkey/signup', { ...parameters, ...proof, sessionPublicKey, sessionSeconds })
       return finishSignIn(account, 'passkey', sessionPublicKey, sessionSeconds)
     },
 

@@ -101,16 +101,18 @@ let activeStack: ReturnType<typeof useEmbeddedStack> | undefined
  * Its `collectOtp` is the consent frame's COLLECT_OTP with a user who types the newest code from
  * the inbox (or `typeNext`'s), sealed with this key as the frame seals it.
  */
-export function memoryKeys(): SessionKeyStore & { typeNext(code: string): void } {
+export function memoryKeys(): SessionKeyStore & { typeNext(code: string | ((sent: string) => string)): void } {
   let key: { apiPublicKey: string; apiPrivateKey: string } | undefined
-  let next: string | undefined
+  let next: string | ((sent: string) => string) | undefined
   return {
+    /** The code the user types next: this one, or one made from the code the inbox has. */
     typeNext(code) {
       next = code
     },
     async collectOtp({ targetBundle, email }) {
-      const code = next ?? (await activeStack!.codeFor(email))
+      const typed = next
       next = undefined
+      const code = typeof typed === 'string' ? typed : (typed ?? ((sent: string) => sent))(await activeStack!.codeFor(email))
       const sealed = await sealCode({ otpEncryptionTargetBundle: targetBundle, code, key: key!, signerPublicKey: activeStack!.kms.signerPublicKey })
       return { ...sealed, clientSignature: { ...sealed.clientSignature, scheme: 'CLIENT_SIGNATURE_SCHEME_API_P256' as const }, publicKey: key!.apiPublicKey }
     },

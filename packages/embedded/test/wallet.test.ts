@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto'
 import { createPublicClient, http, parseEther, verifyMessage, verifyTypedData } from 'viem'
 import { beforeAll, describe, expect, test } from 'vitest'
+import { softwareAuthenticator } from '../../kms/test/authenticator.js'
 import { type ActivityStatusError, completed, createEmbeddedWallet, type KeyValueStorage } from '../src/index.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
 
@@ -65,6 +67,42 @@ describe('email sign-in', () => {
 
   test('error: no appName is refused up front (SPEC §5)', () => {
     expect(() => createEmbeddedWallet({ appName: '', backendUrl: stack.backendUrl, chains: [chain] })).toThrow('The embedded wallet needs an appName')
+  })
+})
+
+describe('passkey sign-up', () => {
+  /** What passkeys.signUp hands the wallet once the browser made the passkey. */
+  const registration = (authenticator = softwareAuthenticator()) => {
+    const challenge = randomBytes(32).toString('base64url')
+    return { authenticator, challenge, attestation: authenticator.register(challenge) }
+  }
+
+  test('behavior: an email is proven by the code typed where the key is; it is then the account’s, where an email sign-in lands', async () => {
+    const { wallet, browser } = newWallet()
+    const email = `passkey${++people}@example.test`
+    const { challenge, attestation } = registration()
+    const { address } = await wallet.signUpWithAttestation({ email, challenge, attestation })
+    expect(browser.calls).toEqual(['/auth/passkey/signup/start', '/auth/passkey/signup'])
+    const signedUp = wallet.current!
+    expect([signedUp.kind, signedUp.credential.address]).toEqual(['passkey', address])
+    const again = newWallet().wallet
+    await again.verifyEmail(await again.startEmail(email))
+    expect([again.current!.organizationId, again.current!.credential.address]).toEqual([signedUp.organizationId, address])
+  })
+
+  test('error: a wrong code is "The code is invalid or expired." and signs nothing up; the same passkey then signs up with the right one', async () => {
+    const { wallet, keys } = newWallet()
+    const email = `passkeywrong${++people}@example.test`
+    const { authenticator, challenge, attestation } = registration()
+    keys.typeNext((sent) => (sent === '000000' ? '111111' : '000000'))
+    await expect(wallet.signUpWithAttestation({ email, challenge, attestation })).rejects.toMatchObject({
+      shortMessage: 'The code is invalid or expired.',
+      details: 'invalid code: 2 attempts left',
+    })
+    expect(wallet.current).toBeUndefined()
+    const retry = registration(authenticator)
+    const { address } = await wallet.signUpWithAttestation({ email, challenge: retry.challenge, attestation: retry.attestation })
+    expect(wallet.current!.credential.address).toBe(address)
   })
 })
 

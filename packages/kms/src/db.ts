@@ -171,8 +171,8 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     setAuthenticatorCounter: (id: string, counter: number) => run(sql`update authenticators set counter = ${counter} where id = ${id}`),
     userByEmail: (organizationId: string, email: string) =>
       get<UserRow>(sql`select * from users where organization_id = ${organizationId} and lower(email) = lower(${email})`),
-    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used' | 'sealed_target_key'> & { sealed_target_key?: string }) =>
-      insert('otps', { ...row, sealed_target_key: row.sealed_target_key ?? null, attempts: 0, used: 0 }),
+    insertOtp: (row: Omit<OtpRow, 'attempts' | 'used' | 'sealed_target_key' | 'contact'> & { sealed_target_key?: string; contact?: string }) =>
+      insert('otps', { ...row, sealed_target_key: row.sealed_target_key ?? null, contact: row.contact ?? null, attempts: 0, used: 0 }),
     otp: (id: string, organizationId: string) => get<OtpRow>(sql`select * from otps where id = ${id} and organization_id = ${organizationId}`),
     /**
      * Reserves one guess at a code, atomically, before it is compared: the attempts it makes, or
@@ -188,6 +188,9 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     /** Replaces a user's codes still open: only the newest one sent may be redeemed. */
     retireOtps: (userId: string, organizationId: string) =>
       run(sql`update otps set used = 2 where user_id = ${userId} and organization_id = ${organizationId} and used = 0`),
+    /** Replaces the codes still open to an address no user has (`contact`, lowercase): only the newest one may be redeemed. */
+    retireContactOtps: (contact: string, organizationId: string) =>
+      run(sql`update otps set used = 2 where user_id = '' and contact = ${contact} and organization_id = ${organizationId} and used = 0`),
     /** Marks a code used; false when it was used already (two right answers racing redeem it once). */
     otpUsed: async (id: string) => {
       const result = await (await executor()).updateTable('otps').set({ used: 1 }).where('id', '=', id).where('used', '=', 0).executeTakeFirst()

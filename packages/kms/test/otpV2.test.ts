@@ -320,4 +320,63 @@ describe('otp flow B', () => {
       }),
     ).rejects.toThrow('Turnkey error 9: this code was sent by init_otp: redeem it encrypted with verify_otp')
   })
+
+  test('behavior: the parent sends a code to an address no user has; verify_otp proves that address, and otp_login signs nobody in with it', async () => {
+    const email = `Sign.Up${++users}@example.test`
+    const contact = { email, organizationId: parentOrganizationId, userId: '' }
+    const first = await sendCode(contact)
+    const sent = await sendCode(contact)
+    const key = clientKey()
+    // Only the newest code to an address may be redeemed, as for a user.
+    await expect(verify(contact, first, first.code, key)).rejects.toThrow('Turnkey error 9: a newer code was sent: use the latest one')
+    const token = (await verify(contact, sent, sent.code, key)).activity.result.verifyOtpResult!.verificationToken
+    expect(await verifyOtpVerificationToken(token, kms.signerPublicKey)).toEqual({
+      id: sent.otpId,
+      verification_type: 'OTP_TYPE_EMAIL',
+      contact: email.toLowerCase(),
+      organization_id: parentOrganizationId,
+      public_key: key.apiPublicKey,
+      exp: String(clock + 120_000),
+    })
+    await expect(login(contact, token, key)).rejects.toThrow('Turnkey error 9: this verification token proves an email no user has: it signs nobody in')
+    const store = connect(database)
+    try {
+      const { rows } = await sql<{ user_id: string; contact: string; used: number }>`select user_id, contact, used from otps where id = ${sent.otpId}`.execute(
+        store.kysely,
+      )
+      expect(rows.map((row) => ({ ...row, used: Number(row.used) }))).toEqual([{ user_id: '', contact: email.toLowerCase(), used: 1 }])
+    } finally {
+      await store.close()
+    }
+  })
+
+  test('error: a sub-organization’s user cannot have the kms mail an address none of its users has', async () => {
+    const keys = apiKeyPair()
+    const { activity } = await backend.createSubOrganization({
+      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+      timestampMs: timestampMs(),
+      organizationId: parentOrganizationId,
+      parameters: {
+        subOrganizationName: 'mailer',
+        rootQuorumThreshold: 1,
+        rootUsers: [
+          {
+            userName: 'mailer',
+            apiKeys: [{ apiKeyName: 'k', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
+            authenticators: [],
+            oauthProviders: [],
+          },
+        ],
+      },
+    })
+    const organizationId = activity.result.createSubOrganizationResultV8!.subOrganizationId!
+    await expect(
+      client(keys).initOtp({
+        type: 'ACTIVITY_TYPE_INIT_OTP_V3',
+        timestampMs: timestampMs(),
+        organizationId,
+        parameters: { otpType: 'OTP_TYPE_EMAIL', contact: 'victim@example.test', appName: 'Latchkey Demo' },
+      }),
+    ).rejects.toThrow(`Turnkey error 5: no user with email victim@example.test in organization ${organizationId}`)
+  })
 })

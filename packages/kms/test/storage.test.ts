@@ -46,6 +46,7 @@ describe(`storage (${testBackend})`, () => {
         '0009_data_keys',
         '0010_api_key_verified_at',
         '0011_grant_key_creators',
+        '0012_otp_contacts',
       ])
     } finally {
       await storage.close()

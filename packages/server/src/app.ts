@@ -23,7 +23,7 @@ import {
   oauthSignIn,
   responseModeOf,
 } from './routes/oauth.js'
-import { passkeySignup } from './routes/passkeySignup.js'
+import { passkeySignup, passkeySignupStart } from './routes/passkeySignup.js'
 import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
 import { siwe } from './routes/siwe.js'
@@ -219,6 +219,7 @@ export function createServerApp(options: ServerAppOptions) {
   })
   app.post('/auth/email/start', emailStart(context))
   app.post('/auth/email/verify', emailVerify(context))
+  app.post('/auth/passkey/signup/start', passkeySignupStart(context))
   app.post('/auth/passkey/signup', passkeySignup(context))
   app.post('/auth/login', login(context))
   app.post('/auth/oauth', oauthSignIn(context, oauth))

@@ -322,17 +322,51 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         throw error
       }
     },
+    /**
+     * Records a passkey sign-up whose email was proven by a code (security review H2): the email's
+     * account and the passkey's, one sub-organization, in one transaction. Throws
+     * StoreConflictError `email` when the email has an account already (recorded a moment ago on
+     * another instance too), `credential` when the passkey is registered; nothing is written then.
+     */
+    async insertVerifiedPasskeyAccount(account: AccountRow, passkey: PasskeyAccountRow) {
+      try {
+        await database.transaction(
+          async (trx) => {
+            const inserted = await trx
+              .insertInto('accounts')
+              .values(account)
+              .onConflict((conflict) => conflict.column('email').doNothing())
+              .executeTakeFirst()
+            if (!changed(inserted)) throw new StoreConflictError('email')
+            await trx.insertInto('passkey_accounts').values(passkey).execute()
+          },
+          { isolation: 'read committed' },
+        )
+      } catch (error) {
+        // The transaction answers a database's errors typed: here only the credential's key can clash.
+        if (error instanceof UniqueViolationError) throw new StoreConflictError('credential')
+        throw error
+      }
+    },
     /** The account of a sub-organization, if this backend created it. */
     accountByOrganization: (organizationId: string): Promise<KnownAccount | undefined> =>
-      // One round trip: on PostgreSQL each is a network call on the sign-in path.
+      // One round trip: on PostgreSQL each is a network call on the sign-in path. A passkey sign-up
+      // with a proven email has both rows: the email's comes first (`rank`), so its email is known.
       db
         .selectFrom('accounts')
-        .select(known)
+        .select([...known, sql<number>`0`.as('rank')])
         .where('organization_id', '=', organizationId)
-        .$castTo<KnownAccount>()
-        .unionAll(db.selectFrom('passkey_accounts').select(knownPasskey).where('organization_id', '=', organizationId))
+        .$castTo<KnownAccount & { rank: number }>()
+        .unionAll(
+          db
+            .selectFrom('passkey_accounts')
+            .select([...knownPasskey, sql<number>`1`.as('rank')])
+            .where('organization_id', '=', organizationId),
+        )
+        .orderBy('rank')
         .limit(1)
-        .executeTakeFirst(),
+        .executeTakeFirst()
+        .then((row) => (row ? { organization_id: row.organization_id, user_id: row.user_id, address: row.address, email: row.email } : undefined)),
     pendingCode: (otpId: string) => db.selectFrom('pending_codes').selectAll().where('otp_id', '=', otpId).executeTakeFirst(),
     async insertPendingCode(row: PendingCodeRow) {
       // The same request within one millisecond is the same kms activity, so the same otpId.

@@ -18,6 +18,7 @@ export const origin = 'http://localhost:5173'
 export { generateApiKeyPair, rpId, softwareAuthenticator, useAuthenticator }
 export type Authenticator = ReturnType<typeof softwareAuthenticator>
 type Keys = { apiPublicKey: string; apiPrivateKey: string }
+type SignupFields = { email?: string; passkeyIdentifier?: string; sessionSeconds?: number; otpId?: string; encryptedOtpBundle?: string }
 
 /** The client id the apps use with the local OpenID issuers, and the app page the issuers send the browser back to. */
 export const oauthClientId = 'latchkey-demo'
@@ -88,8 +89,21 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
   const post = (path: string, json: unknown, headers: Record<string, string> = {}) =>
     t.app.request(path, { method: 'POST', body: JSON.stringify(json), headers: { 'content-type': 'application/json', origin, ...headers } })
 
-  /** The browser's side of a passkey sign-up: a passkey, a session key, and the request. */
-  async function passkeySignup(fields: { email?: string; passkeyIdentifier?: string; sessionSeconds?: number } = {}) {
+  /**
+   * The proof of `email` a passkey sign-up sends: the code /auth/passkey/signup/start emailed, typed
+   * (`code`, default the emailed one) and sealed as the consent frame does.
+   */
+  async function emailProof(email: string, code?: string) {
+    const start = await post('/auth/passkey/signup/start', { email })
+    expect(start.status).toBe(200)
+    const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+    const [mail] = await mailTo(email.toLowerCase())
+    const { otpId, encryptedOtpBundle } = await frameAnswer(sent, code ?? /sign-in code is (\d{6})\./.exec(mail!.text)![1]!)
+    return { otpId, encryptedOtpBundle }
+  }
+
+  /** The browser's side of a passkey sign-up: a passkey, a session key, and the request (an email's proof is the caller's). */
+  async function passkeySignup(fields: SignupFields = {}) {
     const authenticator = softwareAuthenticator()
     const sessionKey = generateApiKeyPair()
     const challenge = randomBytes(32).toString('base64url')
@@ -102,9 +116,10 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
     return { response, authenticator, sessionKey }
   }
 
-  /** A passkey sign-up that must succeed: its account and the `cookie` header of its session. */
-  async function signedUpWithPasskey(fields: { email?: string; passkeyIdentifier?: string; sessionSeconds?: number } = { passkeyIdentifier: 'my passkey' }) {
-    const { response, authenticator, sessionKey } = await passkeySignup(fields)
+  /** A passkey sign-up that must succeed (an email proven by its code): its account and the `cookie` header of its session. */
+  async function signedUpWithPasskey(fields: SignupFields = { passkeyIdentifier: 'my passkey' }) {
+    const proof = fields.email !== undefined && fields.otpId === undefined ? await emailProof(fields.email) : {}
+    const { response, authenticator, sessionKey } = await passkeySignup({ ...fields, ...proof })
     expect(response.status).toBe(200)
     const account = (await response.json()) as { organizationId: string; userId: string; address: string }
     return { ...account, authenticator, sessionKey, cookie: cookieOf(response) }
@@ -171,6 +186,7 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
     frameAnswer,
     signedInByEmail,
     passkeySignup,
+    emailProof,
     signedUpWithPasskey,
     oauthSignIn,
     stampLogin,

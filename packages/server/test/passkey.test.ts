@@ -7,7 +7,21 @@ import { answer, cookieOf, generateApiKeyPair, jwtSigner, newEmail, origin, soft
 // @turnkey/webauthn-stamper, the kms verifies the attestation and the stamps, the session JWT comes
 // from the kms's own stamp_login.
 
-const { t, post, passkeySignup, signedInByEmail, signedUpWithPasskey, oauthSignIn, stampLogin, withKey, withPasskey, session } = useBackend({ oidc: true })
+const {
+  t,
+  post,
+  mailTo,
+  frameAnswer,
+  passkeySignup,
+  emailProof,
+  signedInByEmail,
+  signedUpWithPasskey,
+  oauthSignIn,
+  stampLogin,
+  withKey,
+  withPasskey,
+  session,
+} = useBackend({ oidc: true })
 const UNKNOWN_KEY = 'Turnkey error 16: could not find public key in organization or its parent organization'
 
 /** Nothing of a refused sign-up exists: no account, the session key and the passkey unknown to the kms. */
@@ -20,24 +34,32 @@ async function expectNothingRegistered(authenticator: ReturnType<typeof software
 }
 
 describe('POST /auth/passkey/signup', () => {
-  test('default: a sub-organization with the passkey, the session key and the wallet; the session cookie', async () => {
+  test('default: an email proven by its code; a sub-organization with the passkey, the session key and the wallet; the session cookie', async () => {
     const email = newEmail()
-    const { response, authenticator, sessionKey } = await passkeySignup({ email })
+    const { response, authenticator, sessionKey } = await passkeySignup({ email, ...(await emailProof(email)) })
     expect(response.status).toBe(200)
     expect(response.headers.get('access-control-allow-origin')).toBe(origin)
     const account = (await response.json()) as { organizationId: string; userId: string; address: string }
     expect(account).toEqual({ organizationId: expect.any(String), userId: expect.any(String), address: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/) })
     expect(response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_session=[\w-]{43}; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
-    // The email is not verified: it is in no session and is not the kms user's email.
-    expect(await answer(await session(cookieOf(response)))).toEqual([200, { email: null, ...account, kind: 'passkey', expiresAt: expect.any(String) }])
+    // The email was proven: it is the session's, the account's and the kms user's.
+    expect(await answer(await session(cookieOf(response)))).toEqual([200, { email, ...account, kind: 'passkey', expiresAt: expect.any(String) }])
+    const createdAt = expect.any(Number)
     expect(await t.store.passkeyAccount(authenticator.credentialId)).toEqual({
       credential_id: authenticator.credentialId,
       organization_id: account.organizationId,
       user_id: account.userId,
       address: account.address,
-      unverified_email: email,
+      unverified_email: null,
       passkey_identifier: null,
-      created_at: expect.any(Number),
+      created_at: createdAt,
+    })
+    expect(await t.store.account(email)).toEqual({
+      email,
+      organization_id: account.organizationId,
+      user_id: account.userId,
+      address: account.address,
+      created_at: createdAt,
     })
 
     // The browser's session key works at once, as the root user, for 900 seconds.
@@ -46,7 +68,7 @@ describe('POST /auth/passkey/signup', () => {
     const { apiKeys } = await user.getApiKeys({ organizationId: account.organizationId, userId: account.userId })
     expect(apiKeys.map((key) => [key.apiKeyName, key.credential.publicKey, key.expirationSeconds])).toEqual([['session', sessionKey.apiPublicKey, '900']])
     const { user: root } = await user.getUser({ organizationId: account.organizationId, userId: account.userId })
-    expect([root.userName, root.userEmail]).toEqual([email, undefined])
+    expect([root.userName, root.userEmail]).toEqual([email, email])
     const { authenticators } = await user.getAuthenticators({ organizationId: account.organizationId, userId: account.userId })
     expect(authenticators.map((a) => [a.authenticatorName, a.credentialId, a.transports])).toEqual([
       ['Passkey', authenticator.credentialId, ['AUTHENTICATOR_TRANSPORT_INTERNAL']],
@@ -77,36 +99,102 @@ describe('POST /auth/passkey/signup', () => {
     }
   })
 
-  test('error: a passkey sign-up with the victim’s email gets no hold on it: the victim’s email and Google sign-ins land in another sub-organization, out of the passkey’s reach', async () => {
+  test('error: a passkey sign-up with someone else’s email and no code is refused and writes nothing (security review H2)', async () => {
     const victim = newEmail()
-    const attacker = await signedUpWithPasskey({ email: victim })
+    const { response, authenticator, sessionKey } = await passkeySignup({ email: victim })
+    expect(await answer(response)).toEqual([
+      400,
+      {
+        error: {
+          code: 'email_unverified',
+          message: 'An email needs its code: send the otpId of /auth/passkey/signup/start and the encryptedOtpBundle the consent frame sealed',
+        },
+      },
+    ])
+    expect(response.headers.get('set-cookie')).toBeNull()
+    await expectNothingRegistered(authenticator, sessionKey)
+    expect(await t.store.account(victim)).toBeUndefined()
+    // The victim's own sign-ins make the victim's account, which the attacker's passkey never reaches.
     const byEmail = await signedInByEmail(victim)
-    const google = await oauthSignIn(victim)
-    const byGoogle = (await google.response.json()) as { organizationId: string; userId: string; address: string }
-    expect(byEmail.organizationId).not.toBe(attacker.organizationId)
-    expect(byEmail.address).not.toBe(attacker.address)
-    // The verified email is one account, however its owner proves it.
-    expect(byGoogle).toMatchObject({ organizationId: byEmail.organizationId, userId: byEmail.userId, address: byEmail.address })
-    expect(await answer(await session(byEmail.cookie))).toMatchObject([200, { email: victim, organizationId: byEmail.organizationId, kind: 'email' }])
-
-    // The attacker's passkey is a root authenticator of its own sub-organization only.
-    const passkey = withPasskey(attacker.authenticator)
-    expect(await passkey.getWhoami({ organizationId: t.parentOrganizationId })).toMatchObject({ organizationId: attacker.organizationId })
-    const { wallets } = await t.backend.getWallets({ organizationId: byEmail.organizationId })
-    await expect(
-      passkey.exportWallet({
-        type: 'ACTIVITY_TYPE_EXPORT_WALLET',
-        timestampMs: String(t.clock),
-        organizationId: byEmail.organizationId,
-        parameters: { walletId: wallets[0]!.walletId, targetPublicKey: generateApiKeyPair().apiPublicKey },
-      }),
-    ).rejects.toThrow('Turnkey error 16: could not find public key in organization or its parent organization')
+    const byGoogle = (await (await oauthSignIn(victim)).response.json()) as { organizationId: string }
+    expect(byGoogle.organizationId).toBe(byEmail.organizationId)
     const { users } = await t.backend.getUsers({ organizationId: byEmail.organizationId })
-    const credentials = users.flatMap((user) => user.authenticators.map((authenticator) => authenticator.credentialId))
-    expect(credentials).not.toContain(attacker.authenticator.credentialId)
-    // Nor does the attacker's account hold the victim's email: the kms sends it no code or recovery.
-    const { user } = await t.backend.getUser({ organizationId: attacker.organizationId, userId: attacker.userId })
-    expect(user.userEmail).toBeUndefined()
+    expect(users.flatMap((user) => user.authenticators.map((authenticator) => authenticator.credentialId))).toEqual([])
+  })
+
+  test('error: a code sent to another email, a wrong, spent or expired code, an email sign-in’s code: refused, nothing written', async () => {
+    const victim = newEmail()
+    const attempt = async (proof: { otpId: string; encryptedOtpBundle: string }, email = victim) => {
+      const { response, authenticator, sessionKey } = await passkeySignup({ email, ...proof })
+      expect(response.headers.get('set-cookie')).toBeNull()
+      await expectNothingRegistered(authenticator, sessionKey)
+      return answer(response)
+    }
+    // The attacker proves their own address, and sends that proof with the victim's.
+    expect(await attempt(await emailProof(newEmail()))).toEqual([400, { error: { code: 'email_mismatch', message: 'This code was sent to another email' } }])
+    expect(await attempt(await emailProof(victim, '000000'))).toEqual([400, { error: { code: 'invalid_code', message: 'invalid code: 2 attempts left' } }])
+    const expiring = await emailProof(victim)
+    t.clock += 300_000
+    try {
+      expect(await attempt(expiring)).toEqual([400, { error: { code: 'invalid_code', message: 'this code has expired' } }])
+    } finally {
+      t.clock -= 300_000
+    }
+    // An email sign-in's code is a sub-organization's: it proves nothing here.
+    const start = await post('/auth/email/start', { email: victim })
+    const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+    const code = /sign-in code is (\d{6})\./.exec((await mailTo(victim))[0]!.text)![1]!
+    const { otpId, encryptedOtpBundle } = await frameAnswer(sent, code)
+    const unknown = [400, { error: { code: 'unknown_code', message: 'This code was not sent, or has been used; ask for a new one' } }]
+    expect(await attempt({ otpId, encryptedOtpBundle })).toEqual(unknown)
+    expect(await t.store.account(victim)).toMatchObject({ email: victim })
+    // A proof signs up once; the same again is refused.
+    const owner = newEmail()
+    const proof = await emailProof(owner)
+    expect((await passkeySignup({ email: owner, ...proof })).response.status).toBe(200)
+    expect(await attempt(proof, owner)).toEqual(unknown)
+    // And a sign-up's code signs nobody in by email.
+    const signupCode = await post('/auth/passkey/signup/start', { email: owner })
+    const signupSent = (await signupCode.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+    const ownerCode = /sign-in code is (\d{6})\./.exec((await mailTo(owner))[0]!.text)![1]!
+    expect(await answer(await post('/auth/email/verify', await frameAnswer(signupSent, ownerCode)))).toEqual(unknown)
+  })
+
+  test('behavior: a proven email is one account: email and Google sign-ins of it land in the passkey’s sub-organization', async () => {
+    const email = newEmail()
+    const account = await signedUpWithPasskey({ email: email.toUpperCase() })
+    const byEmail = await signedInByEmail(email)
+    const byGoogle = (await (await oauthSignIn(email)).response.json()) as { organizationId: string; userId: string; address: string }
+    expect(byEmail).toMatchObject({ organizationId: account.organizationId, userId: account.userId, address: account.address })
+    expect(byGoogle).toEqual({ organizationId: account.organizationId, userId: account.userId, address: account.address, sessionExpiresAt: expect.any(String) })
+    // A later passkey sign-in knows the email too.
+    const jwt = await stampLogin(withPasskey(account.authenticator), generateApiKeyPair().apiPublicKey)
+    expect(await answer(await session(cookieOf(await post('/auth/login', { session: jwt }))))).toMatchObject([200, { email, kind: 'passkey' }])
+  })
+
+  test('error: an email that has an account already is told so, after its code, and nothing is written', async () => {
+    const email = newEmail()
+    const byEmail = await signedInByEmail(email)
+    // The start answers alike for an email with an account and one without (review L2).
+    const fresh = await post('/auth/passkey/signup/start', { email: newEmail() })
+    expect(Object.keys((await fresh.json()) as object).sort()).toEqual(['otpEncryptionTargetBundle', 'otpId'])
+    const { response, authenticator, sessionKey } = await passkeySignup({ email, ...(await emailProof(email)) })
+    expect(await answer(response)).toEqual([409, { error: { code: 'email_exists', message: 'This email has an account already; sign in with it by email' } }])
+    await expectNothingRegistered(authenticator, sessionKey)
+    expect(await signedInByEmail(email)).toMatchObject({ organizationId: byEmail.organizationId })
+  })
+
+  test('error: forty sign-ups at once with one proof make one account', async () => {
+    const email = newEmail()
+    const proof = await emailProof(email)
+    const attempts = await Promise.all(Array.from({ length: 40 }, () => passkeySignup({ email, ...proof })))
+    const statuses = attempts.map(({ response }) => response.status)
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1)
+    expect(statuses.filter((status) => status !== 200 && (status < 400 || status >= 500))).toEqual([])
+    const winner = attempts.find(({ response }) => response.status === 200)!
+    const { users } = await t.backend.getUsers({ organizationId: (await t.store.account(email))!.organization_id })
+    expect(users.flatMap((user) => user.authenticators.map((authenticator) => authenticator.credentialId))).toEqual([winner.authenticator.credentialId])
+    for (const { authenticator, sessionKey } of attempts.filter((attempt) => attempt !== winner)) await expectNothingRegistered(authenticator, sessionKey)
   })
 
   test('error: neither an email nor a passkeyIdentifier; nothing is registered', async () => {
@@ -123,7 +211,7 @@ describe('POST /auth/passkey/signup', () => {
     const authenticator = softwareAuthenticator()
     const sessionKey = generateApiKeyPair()
     const response = await post('/auth/passkey/signup', {
-      email: newEmail(),
+      passkeyIdentifier: 'x',
       challenge: randomBytes(32).toString('base64url'),
       attestation: authenticator.register(randomBytes(32).toString('base64url')),
       sessionPublicKey: sessionKey.apiPublicKey,
@@ -133,20 +221,6 @@ describe('POST /auth/passkey/signup', () => {
     expect((body as { error: { message: string } }).error.message).toMatch(/^the passkey attestation does not verify: /)
     expect(response.headers.get('set-cookie')).toBeNull()
     await expectNothingRegistered(authenticator, sessionKey)
-  })
-
-  test('behavior: an email with an account (by email or by passkey) is answered as a new one: a new account of the caller’s own, nothing told of the other', async () => {
-    const email = newEmail()
-    const byEmail = await signedInByEmail(email)
-    const first = await signedUpWithPasskey({ email: email.toUpperCase() })
-    const other = newEmail()
-    const second = await signedUpWithPasskey({ email: other })
-    const third = await signedUpWithPasskey({ email: other })
-    const fresh = await signedUpWithPasskey({ email: newEmail() })
-    const organizations = new Set([byEmail, first, second, third, fresh].map((account) => account.organizationId))
-    expect(organizations.size).toBe(5)
-    // The email account is still the email's: a sign-in by code lands there, not in a passkey sign-up's.
-    expect(await signedInByEmail(email)).toMatchObject({ organizationId: byEmail.organizationId })
   })
 
   test('error: the same passkey twice', async () => {
@@ -180,6 +254,7 @@ describe('POST /auth/passkey/signup', () => {
         expect.stringMatching(/^attestation\.transports\.0: Invalid option: expected one of "AUTHENTICATOR_TRANSPORT_BLE"/),
       ],
       [{ ...valid, email: 'not-an-email' }, 'email: Invalid email address'],
+      [{ ...valid, otpId: 'x', encryptedOtpBundle: '{}' }, 'otpId and encryptedOtpBundle prove an email: send the email too'],
       [{ ...valid, sessionSeconds: 10 }, 'sessionSeconds: must be at least 60 seconds'],
       [{ ...valid, sessionSeconds: 86_401 }, 'sessionSeconds: must be at most 86400 seconds'],
     ]
@@ -191,8 +266,7 @@ describe('POST /auth/passkey/signup', () => {
 
 describe('POST /auth/login', () => {
   test('default: the passkey stamps stamp_login naming the parent organization; the JWT signs the browser in', async () => {
-    const email = newEmail()
-    const account = await signedUpWithPasskey({ email })
+    const account = await signedUpWithPasskey({ passkeyIdentifier: 'my passkey' })
     // A later visit: the browser knows neither its sub-organization nor a live session key.
     const sessionKey = generateApiKeyPair()
     const jwt = await stampLogin(withPasskey(account.authenticator), sessionKey.apiPublicKey)

@@ -112,16 +112,23 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
       if (lifetime > OTP_MAX_SECONDS) throw invalid(`invalid parameters: expirationSeconds: must be at most ${OTP_MAX_SECONDS} seconds`)
       const { db, caller, masterKey, now } = context
       const user = await db.userByEmail(caller.organizationId, input.contact)
-      if (!user) throw notFound(`no user with email ${input.contact} in organization ${caller.organizationId}`)
+      // An address no user has: a sign-up proving its email before its sub-organization exists, as
+      // Turnkey's sign-up with a code does at the parent. Only a top-level organization (the app's
+      // backend) sends one: a sub-organization's user may not have the kms mail any address.
+      const contact = user ? undefined : input.contact.toLowerCase()
+      if (!user && (await db.organization(caller.organizationId))?.parent_id !== null)
+        throw notFound(`no user with email ${input.contact} in organization ${caller.organizationId}`)
       const otpId = randomUUID()
       const code = newCode(input.otpLength ?? 6, input.alphanumeric ?? false)
       const target = p256.utils.randomPrivateKey()
       const at = now()
-      await db.retireOtps(user.id, caller.organizationId)
+      if (user) await db.retireOtps(user.id, caller.organizationId)
+      else await db.retireContactOtps(contact!, caller.organizationId)
       await db.insertOtp({
         id: otpId,
         organization_id: caller.organizationId,
-        user_id: user.id,
+        user_id: user?.id ?? '',
+        ...(contact === undefined ? {} : { contact }),
         code_hash: hashCode(otpId, code).toString('hex'),
         expires_at: at + lifetime * 1000,
         created_at: at,
@@ -185,12 +192,11 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
         )
       }
       if (!(await db.otpUsed(otp.id))) throw failedPrecondition('this code has already been used')
-      const user = (await db.user(otp.user_id, caller.organizationId))!
       // The token's id is the code's: otp_login spends it on the code's row, once.
       const claims = {
         id: otp.id,
         verification_type: 'OTP_TYPE_EMAIL',
-        contact: user.email ?? '',
+        contact: otp.contact ?? (await db.user(otp.user_id, caller.organizationId))?.email ?? '',
         organization_id: caller.organizationId,
         public_key: opened.publicKey,
         exp: String(now() + lifetime * 1000),
@@ -231,6 +237,8 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
       verifyClientSignature(input.clientSignature.message, input.clientSignature.signature, claims.public_key)
       const otp = await db.otp(claims.id, caller.organizationId)
       // Marked spent only if not yet: logins racing with one token sign in once.
+      // A code to an address no user had proves the address (a sign-up's), and signs nobody in.
+      if (otp?.contact != null) throw failedPrecondition('this verification token proves an email no user has: it signs nobody in')
       if (!otp || !(await db.otpTokenUsed(otp.id, caller.organizationId))) throw failedPrecondition('this verification token has already been used')
       const lifetime = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
       if (input.invalidateExisting) await invalidateKeys(db, otp.user_id, 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256')

@@ -63,6 +63,7 @@ export type ImportTargetRow = { user_id: string; organization_id: string; sealed
 export type OtpRow = {
   id: string
   organization_id: string
+  /** The user the code signs in; '' for a code to an address no user has yet (`contact`). */
   user_id: string
   code_hash: string
   expires_at: number
@@ -76,6 +77,11 @@ export type OtpRow = {
   created_at: number
   /** The sealed P-256 key the code of init_otp (V3) is encrypted to; null for init_otp_auth's codes. */
   sealed_target_key: string | null
+  /**
+   * The address a code of init_otp (V3) went to when no user of the organization has it (lowercase),
+   * a sign-up's proof of its email; null for a user's code. Such a code signs nobody in.
+   */
+  contact: string | null
 }
 /** A rate limit's fixed window for one subject (`per-api-key:{key}`, `per-organization:{id}`). */
 export type RateLimitRow = { subject: string; window_started_at: number; count: number }

@@ -4,7 +4,9 @@ import { useClient } from './useClient.js'
 
 /**
  * Passkey sign-in (`signIn`) and sign-up (`signUp`, a new passkey and wallet) for the embedded
- * wallet; both connect. Errors: WebauthnCeremonyError (its `code`), WebauthnNotSupportedError.
+ * wallet; both connect. A sign-up with an email has the user type the code it gets in the consent
+ * frame. Errors: WebauthnCeremonyError (its `code`), WebauthnNotSupportedError, InvalidCodeError,
+ * UserRejectedRequestError (cancelled in the frame).
  *
  * @example
  * const { signIn, isPending } = usePasskeySignIn()

@@ -90,7 +90,9 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
   })
   enforce(await context.limits.verifiesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const pending = await store.pendingCode(input.otpId)
-  if (!pending) throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
+  // A passkey sign-up's code (the parent organization's) proves an email; it signs nobody in.
+  if (!pending || pending.organization_id === context.organizationId)
+    throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
   // Counted before the kms compares: guesses racing on several instances cannot pass the kms's own count.
   enforce(await context.limits.verifiesPerCode(input.otpId), () => 'Too many tries of this code; ask for a new one')
   enforce(

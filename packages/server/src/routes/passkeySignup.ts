@@ -1,14 +1,19 @@
 import type { Context } from 'hono'
 import { z } from 'zod'
-import { ServerError } from '../errors.js'
-import { enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
+import { incompleteAnswer, ServerError } from '../errors.js'
+import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { attestation, challenge, compressedP256Key, email, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { createAccountSubOrganization } from '../internal/subOrganization.js'
+import { noteEmail } from '../middleware/audit.js'
 import { StoreConflictError } from '../store.js'
 
+const startSchema = z.object({ email })
 const signupSchema = z.object({
   email: email.optional(),
   passkeyIdentifier: z.string().trim().min(1).max(128).optional(),
+  // With an email: the code /auth/passkey/signup/start sent to it, typed and sealed in the consent frame.
+  otpId: z.string().min(1).max(64).optional(),
+  encryptedOtpBundle: z.string().min(1).max(4096).optional(),
   challenge,
   attestation,
   sessionPublicKey: compressedP256Key,
@@ -16,21 +21,54 @@ const signupSchema = z.object({
 })
 
 const passkeyTaken = () => new ServerError(409, 'passkey_exists', 'This passkey is already registered; sign in with it')
+const emailTaken = () => new ServerError(409, 'email_exists', 'This email has an account already; sign in with it by email')
 
 /**
- * `POST /auth/passkey/signup` `{email?, passkeyIdentifier?, challenge, attestation, sessionPublicKey,
- * sessionSeconds?}` → `{organizationId, userId, address}` (of the account it creates) and the
- * session cookie (kind 'passkey').
+ * `POST /auth/passkey/signup/start` `{email}` → `{otpId, otpEncryptionTargetBundle}`: the kms emails
+ * a code to the address a passkey sign-up gives (init_otp V3 in the parent organization: no
+ * sub-organization or user exists before the code is proven). The consent frame seals the code the
+ * user types to the bundle's key; `POST /auth/passkey/signup` takes the sealed copy. The answer is the
+ * same for an address with an account and one without (review L2).
+ *
+ * @example
+ * app.post('/auth/passkey/signup/start', passkeySignupStart(context))
+ */
+export const passkeySignupStart = (context: RouteContext) => async (c: Context) => {
+  const { store, kms, now } = context
+  const address = (await readBody(c.req.raw, startSchema)).email.toLowerCase()
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
+  const { activity } = await callKms(() =>
+    kms.initOtp({
+      type: 'ACTIVITY_TYPE_INIT_OTP_V3',
+      timestampMs: String(now()),
+      organizationId: context.organizationId,
+      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: address, appName: context.appName },
+    }),
+  )
+  const { otpId, otpEncryptionTargetBundle } = activity.result.initOtpResultV2 ?? {}
+  if (!otpId || !otpEncryptionTargetBundle) throw incompleteAnswer()
+  // Kept under the parent organization: email sign-in (its codes are a sub-organization's) never takes it.
+  await store.insertPendingCode({ otp_id: otpId, email: address, organization_id: context.organizationId, created_at: now() })
+  return c.json({ otpId, otpEncryptionTargetBundle })
+}
+
+/**
+ * `POST /auth/passkey/signup` `{email?, otpId?, encryptedOtpBundle?, passkeyIdentifier?, challenge,
+ * attestation, sessionPublicKey, sessionSeconds?}` → `{organizationId, userId, address}` (of the
+ * account it creates) and the session cookie (kind 'passkey').
  *
  * Creates a sub-organization whose root user (named by the email, else the passkey identifier)
  * has the passkey as its authenticator and the browser's session key as an API key that expires
  * after `sessionSeconds` (default 900), with the 'Turnkey HD' Ethereum wallet. The kms verifies the
  * attestation; nothing is stored when it refuses.
  *
- * The email is not verified here, so it binds nothing (security review H2): it is kept as the
- * account's unverified email, is not the kms user's email (no code or recovery is sent to it) and
- * never names the account to an email or OAuth sign-in. Nor is it looked up: a known and an
- * unknown email are answered alike (review L2).
+ * An email is proven first (security review H2): `otpId` is the code `/auth/passkey/signup/start`
+ * sent to that very email, `encryptedOtpBundle` the code typed and sealed in the consent frame. The
+ * kms checks it (verify_otp: once, within its lifetime, three tries), then the email is the kms
+ * user's and the account's, as an email sign-in's is: email and OAuth sign-ins of it land here. An
+ * email without its code, with another email's, a wrong, spent or expired one, is refused before
+ * anything is written; so is an email that has an account already (told only to who proved it).
  *
  * @example
  * app.post('/auth/passkey/signup', passkeySignup(context))
@@ -41,11 +79,23 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
   const address = input.email?.toLowerCase()
   const userName = address ?? input.passkeyIdentifier
   if (userName === undefined) throw new ServerError(400, 'missing_identifier', 'Registering a passkey needs an email or a passkeyIdentifier')
+  const code =
+    input.otpId !== undefined && input.encryptedOtpBundle !== undefined ? { otpId: input.otpId, encryptedOtpBundle: input.encryptedOtpBundle } : undefined
+  if (address !== undefined && code === undefined)
+    throw new ServerError(
+      400,
+      'email_unverified',
+      'An email needs its code: send the otpId of /auth/passkey/signup/start and the encryptedOtpBundle the consent frame sealed',
+    )
+  if (address === undefined && (input.otpId !== undefined || input.encryptedOtpBundle !== undefined))
+    throw new ServerError(400, 'invalid_request', 'otpId and encryptedOtpBundle prove an email: send the email too')
   enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   if (await store.passkeyAccount(input.attestation.credentialId)) throw passkeyTaken()
+  if (address !== undefined && code !== undefined) await proveEmail(c, context, address, code)
 
   const created = await createAccountSubOrganization(context, userName, {
     userName,
+    ...(address === undefined ? {} : { userEmail: address }),
     apiKeys: [
       {
         apiKeyName: 'session',
@@ -57,22 +107,71 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
     authenticators: [{ authenticatorName: 'Passkey', challenge: input.challenge, attestation: input.attestation }],
     oauthProviders: [],
   })
+  const at = now()
   const account = {
     credential_id: input.attestation.credentialId,
     organization_id: created.subOrganizationId,
     user_id: created.userId,
     address: created.address,
-    unverified_email: address ?? null,
+    // A proven email is the account's (below); nothing unproven is kept.
+    unverified_email: null,
     passkey_identifier: input.passkeyIdentifier ?? null,
-    created_at: now(),
+    created_at: at,
   }
   try {
-    await store.insertPasskeyAccount(account)
+    if (address === undefined) await store.insertPasskeyAccount(account)
+    else
+      await store.insertVerifiedPasskeyAccount(
+        { email: address, organization_id: account.organization_id, user_id: account.user_id, address: account.address, created_at: at },
+        account,
+      )
   } catch (error) {
-    // Two sign-ups with the same passkey at once: the second loses here.
-    if (error instanceof StoreConflictError) throw passkeyTaken()
+    // Two sign-ups with the same passkey, or the same email, at once: the second loses here.
+    if (error instanceof StoreConflictError) throw error.message === 'email' ? emailTaken() : passkeyTaken()
     throw error
   }
-  await startSession(c, context, { ...account, email: null, session_public_key: input.sessionPublicKey }, 'passkey')
+  await startSession(c, context, { ...account, email: address ?? null, session_public_key: input.sessionPublicKey }, 'passkey')
   return c.json({ organizationId: account.organization_id, userId: account.user_id, address: account.address })
+}
+
+/**
+ * Proves `address` with the code the sign-up's start sent it: the pending code must be a sign-up's
+ * (the parent organization's) for this address; the kms's verify_otp spends it. Counted as email
+ * sign-in's codes are. Throws a 4xx ServerError, having written nothing but the counts and the spent code.
+ */
+async function proveEmail(c: Context, context: RouteContext, address: string, code: { otpId: string; encryptedOtpBundle: string }) {
+  const { store, kms, now } = context
+  enforce(await context.limits.verifiesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  const pending = await store.pendingCode(code.otpId)
+  if (!pending || pending.organization_id !== context.organizationId)
+    throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
+  if (pending.email !== address) throw new ServerError(400, 'email_mismatch', 'This code was sent to another email')
+  enforce(await context.limits.verifiesPerCode(code.otpId), () => 'Too many tries of this code; ask for a new one')
+  enforce(await context.limits.verifiesPerEmailPerDay(address), (minutes) => `Too many sign-in attempts for this email today; try again in ${minutes} minutes`)
+  noteEmail(c.req.raw, address)
+  const verified = await callKms(() =>
+    kms.verifyOtp({
+      type: 'ACTIVITY_TYPE_VERIFY_OTP_V2',
+      timestampMs: String(now()),
+      organizationId: context.organizationId,
+      parameters: code,
+    }),
+  ).catch((error: unknown) => {
+    // Wrong, spent, expired, too many tries, a bundle not sealed to it: the kms's words, one code.
+    if (error instanceof ServerError && error.code === 'kms_refused') throw new ServerError(error.status, 'invalid_code', error.message)
+    throw error
+  })
+  const token = verified.activity.result.verifyOtpResult?.verificationToken
+  if (!token) throw incompleteAnswer()
+  await store.deletePendingCode(code.otpId)
+  // The kms answered it to this backend directly; its contact is the address the code went to.
+  let contact: unknown
+  try {
+    contact = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())?.contact
+  } catch {
+    throw incompleteAnswer()
+  }
+  if (contact !== address) throw incompleteAnswer()
+  // Only who proved the email learns it has an account (review L2).
+  if (await store.account(address)) throw emailTaken()
 }

@@ -6,8 +6,11 @@ export type SignUpWithPasskeyParameters = EmbeddedTarget & { email?: string | un
 
 /**
  * Creates a passkey and, with it, the user's wallet; then connects. Needs an email or a
- * passkeyIdentifier (SPEC §5). Errors: WebauthnCeremonyError (its `code` is the ceremony code),
- * WebauthnNotSupportedError, CannotProceedError.
+ * passkeyIdentifier (SPEC §5). An email is proven before it is the account's: the user types the
+ * code it gets in the consent frame (the kms frames origin), as in email sign-in. Errors:
+ * WebauthnCeremonyError (its `code` is the ceremony code), WebauthnNotSupportedError,
+ * InvalidCodeError (a wrong or expired code: call again), UserRejectedRequestError (4001: cancelled
+ * in the frame), CannotProceedError (an email that has an account already: sign in with it by email).
  *
  * @example
  * await signUpWithPasskey(client, { email: 'ada@example.com' })
