@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptExportBundle, generateP256KeyPair } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
+import { verifyMessage } from 'viem'
 import { mnemonicToAccount } from 'viem/accounts'
 import { afterEach, describe, expect, test } from 'vitest'
 import { softwareAuthenticator, useAuthenticator } from '../../kms/test/authenticator.js'
@@ -141,6 +142,22 @@ describe('by an emailed code', () => {
     const [first, second] = await Promise.all([exportedAccount(setup), exportedAccount(setup)])
     expect([first, second]).toEqual([setup.user.credential.address, setup.user.credential.address])
     expect(await mails(setup.email)).toBe(2)
+  })
+
+  test('behavior: a signature asked for while the code is typed waits for the new key, and the wallet stays signed in', async () => {
+    const setup = await signedIn()
+    stack.clock += WINDOW_MS + 1000
+    const collect = setup.keys.collectOtp!.bind(setup.keys)
+    let signing: Promise<`0x${string}`> | undefined
+    setup.keys.collectOtp = async (value) => {
+      // The frame has made its new key; the kms does not know it until the code is verified.
+      signing = setup.wallet.signMessage({ message: 'while typing' })
+      return collect(value)
+    }
+    await exportedAccount(setup)
+    const signature = await signing!
+    expect(await verifyMessage({ address: setup.user.credential.address, message: 'while typing', signature })).toBe(true)
+    expect(setup.wallet.current?.session.publicKey).toBe(await setup.keys.publicKey())
   })
 
   test('error: cancelling the code is 4001 and exports nothing; the frame forgot the old key, so the wallet signs out and the backend deletes it', async () => {

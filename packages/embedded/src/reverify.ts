@@ -70,27 +70,34 @@ type BackendSession = { email: string | null; organizationId: string | null; use
  * stamper (a user with a passkey), or again with the session key, now the one the emailed code
  * registered. Concurrent refusals share one emailed code; an attempt refused before another action
  * re-verified retries with the new key at once. Anything else the attempt throws is unchanged.
+ * `settled()` resolves once no emailed re-verification is under way: the frame's new key stamps
+ * nothing the kms knows until the code is verified, so the wallet's other requests wait for it.
  *
  * @example
- * const freshly = freshVerification(host)
+ * const { freshly, settled } = freshVerification(host)
  * const result = await freshly((passkey) => exportWith(passkey ?? sessionStamper))
  */
 export function freshVerification(host: ReverifyHost) {
   let byEmail: Promise<void> | undefined
-  return async function freshly<result>(attempt: (passkey?: Stamper) => Promise<result>): Promise<result> {
-    const stampedBy = host.current()?.session.publicKey
-    try {
-      return await attempt()
-    } catch (error) {
-      if (!isFreshVerificationRequired(error)) throw error
-      // Another action re-verified meanwhile: the key that stamps now is fresh.
-      if (host.current()?.session.publicKey !== stampedBy) return attempt()
-      const passkey = await passkeyStamper(host)
-      if (passkey) return attempt(passkey)
-      byEmail ??= reverifyByEmail(host, error).finally(() => (byEmail = undefined))
-      await byEmail
-      return attempt()
-    }
+  return {
+    async freshly<result>(attempt: (passkey?: Stamper) => Promise<result>): Promise<result> {
+      const stampedBy = host.current()?.session.publicKey
+      try {
+        return await attempt()
+      } catch (error) {
+        if (!isFreshVerificationRequired(error)) throw error
+        // Another action re-verified meanwhile: the key that stamps now is fresh.
+        if (host.current()?.session.publicKey !== stampedBy) return attempt()
+        const passkey = await passkeyStamper(host)
+        if (passkey) return attempt(passkey)
+        byEmail ??= reverifyByEmail(host, error).finally(() => (byEmail = undefined))
+        await byEmail
+        return attempt()
+      }
+    },
+    async settled(): Promise<void> {
+      await byEmail?.catch(() => undefined)
+    },
   }
 }
 

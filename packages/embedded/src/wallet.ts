@@ -441,10 +441,12 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   }
 
   /**
-   * Runs a stamped action. An expired or unknown session key ends the sign-in: no route renews a
-   * key (the page must not pick the user's key), so the user signs in again.
+   * Runs a stamped action, once no emailed re-verification is under way (its new key is not the
+   * kms's until the code is verified). An expired or unknown session key ends the sign-in: no route
+   * renews a key (the page must not pick the user's key), so the user signs in again.
    */
   async function withSession<result>(action: (kms: TurnkeyClient) => Promise<result>): Promise<result> {
+    await fresh.settled()
     const current = signedIn()
     if (current.recovery && Date.parse(current.recovery.sessionExpiration) <= now()) {
       await signOut()
@@ -471,7 +473,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     call: (kms: TurnkeyClient) => Promise<{ activity: Activity }>,
   ): Promise<result | undefined> {
     const result = await withSession(() =>
-      freshly(async (passkey) => {
+      fresh.freshly(async (passkey) => {
         const { credential, chainId } = signedIn()
         const kms = await client(passkey ?? signer.approve(consent, { account: credential.address, chainId }))
         return completed(await kmsCall(() => call(kms)))
@@ -481,7 +483,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   }
 
   /** The one retry of an activity the kms refuses for want of a fresh verification (reverify.ts). */
-  const freshly = freshVerification({
+  const fresh = freshVerification({
     current: () => record,
     write,
     backend,
