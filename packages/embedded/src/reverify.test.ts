@@ -214,6 +214,27 @@ describe('by an emailed code', () => {
     expect(setup.wallet.current).toBeUndefined()
   })
 
+  test('error: a sign-out while the code is verified ends the export; the key the code registered is deleted', async () => {
+    const setup = await signedIn()
+    stack.clock += WINDOW_MS + 1000
+    let registered: string | undefined
+    setup.intercept(async (input, init, next) => {
+      const response = await next(input, init)
+      if (String(input).endsWith('/auth/email/verify')) {
+        registered = await setup.keys.publicKey()
+        await setup.wallet.signOut()
+      }
+      return response
+    })
+    await expect(setup.wallet.exportBundle(generateP256KeyPair().publicKeyUncompressed)).rejects.toMatchObject({
+      code: 'session_failed',
+      details: 'The wallet signed out during the re-verification.',
+    })
+    expect(registered).toMatch(/^0[23][0-9a-f]{64}$/)
+    expect(await apiKeysOf(setup.user)).not.toContain(registered)
+    expect(await exported(setup.user)).toBe(false)
+  })
+
   test('error: a backend signed in as another user in this browser is refused before any code is sent; the wallet stays signed in', async () => {
     const setup = await signedIn()
     const other = await signedIn(newWallet(setup.browser))

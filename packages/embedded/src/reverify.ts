@@ -169,7 +169,11 @@ async function reverifyByEmail(host: ReverifyHost, refusal: unknown): Promise<vo
     })
   }
   const latest = host.current()
-  if (latest?.userId !== user.userId) throw new SessionError({ details: 'The wallet signed out during the re-verification.' })
+  if (latest?.userId !== user.userId) {
+    // Signed out meanwhile: the backend deletes the key the code registered.
+    await host.signOut()
+    throw new SessionError({ details: 'The wallet signed out during the re-verification.' })
+  }
   host.write({ ...latest, session: { publicKey, expirationDate: new Date(host.now() + host.sessionSeconds * 1000).toISOString() } })
 }
 
