@@ -39,6 +39,7 @@ import {
 import { BATCH_EXECUTOR_ADDRESS } from './executor.js'
 import { createTurnkeyClient, postStamped, type TurnkeyClient, TurnkeyRequestError } from './kmsClient.js'
 import type { KmsGrant, PermissionResponse } from './permissions.js'
+import { freshVerification } from './reverify.js'
 import type { SessionKeyStore, Stamper } from './sessionKeys.js'
 import type { AtomicStatus, BatchCall, SmartAccountContext } from './smartAccount.js'
 
@@ -135,6 +136,12 @@ export type EmbeddedWalletOptions = {
   chains: readonly [Chain, ...Chain[]]
   /** Lifetime of a session key (the consent frame's key as the kms's API key). Default 43200 s (12 h). */
   sessionSeconds?: number | undefined
+  /**
+   * The passkey relying party, for re-verification: a user with a passkey confirms it is them with
+   * it when the kms wants a fresh verification (export, a new passkey). Default: the page's host
+   * name. Without one (or without WebAuthn) the user re-verifies with an emailed code.
+   */
+  rpId?: string | undefined
   /** Lifetime of an email recovery session. Default 1800 s (SPEC §5). */
   recoverySessionSeconds?: number | undefined
   /** Where the wallet record is kept. Default: localStorage. */
@@ -434,10 +441,12 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   }
 
   /**
-   * Runs a stamped action. An expired or unknown session key ends the sign-in: no route renews a
-   * key (the page must not pick the user's key), so the user signs in again.
+   * Runs a stamped action, once no emailed re-verification is under way (its new key is not the
+   * kms's until the code is verified). An expired or unknown session key ends the sign-in: no route
+   * renews a key (the page must not pick the user's key), so the user signs in again.
    */
   async function withSession<result>(action: (kms: TurnkeyClient) => Promise<result>): Promise<result> {
+    await fresh.settled()
     const current = signedIn()
     if (current.recovery && Date.parse(current.recovery.sessionExpiration) <= now()) {
       await signOut()
@@ -455,20 +464,37 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
 
   /**
    * Submits an activity the user approves in the consent frame as `consent` (the EIP-1193 request
-   * that caused it) and answers its result under `key`.
+   * that caused it) and answers its result under `key`. One the kms refuses for want of a fresh
+   * verification (export, a new passkey) runs once more after the user re-verifies.
    */
   async function submit<result>(
     key: string,
     consent: ConsentWalletRequest,
     call: (kms: TurnkeyClient) => Promise<{ activity: Activity }>,
   ): Promise<result | undefined> {
-    const result = await withSession(async () => {
-      const { credential, chainId } = signedIn()
-      const kms = await client(signer.approve(consent, { account: credential.address, chainId }))
-      return completed(await kmsCall(() => call(kms)))
-    })
+    const result = await withSession(() =>
+      fresh.freshly(async (passkey) => {
+        const { credential, chainId } = signedIn()
+        const kms = await client(passkey ?? signer.approve(consent, { account: credential.address, chainId }))
+        return completed(await kmsCall(() => call(kms)))
+      }),
+    )
     return result[key] as result | undefined
   }
+
+  /** The one retry of an activity the kms refuses for want of a fresh verification (reverify.ts). */
+  const fresh = freshVerification({
+    current: () => record,
+    write,
+    backend,
+    signer,
+    client,
+    kmsCall,
+    signOut: () => signOut(),
+    now,
+    sessionSeconds,
+    rpId: options.rpId ?? (typeof location === 'undefined' ? undefined : location.hostname),
+  })
 
   /**
    * sign_raw_payload V2 in an encoding the kms reads (CONTRACT25: the EIP-191 preimage, EIP-712

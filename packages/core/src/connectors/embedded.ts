@@ -17,7 +17,7 @@ export type EmbeddedParameters = {
   organizationId?: string | undefined
   /** The export, import and recovery frames' origin; default: what the backend's /auth/config says. */
   framesUrl?: string | undefined
-  /** Passkey relying party id. Default: the page's host name. */
+  /** Passkey relying party id (passkey sign-in, Add a passkey, re-verification). Default: the page's host name. */
   rpId?: string | undefined
   /** Lifetime of a session key in seconds. Default 900. */
   sessionSeconds?: number | undefined
@@ -85,6 +85,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
       function load(): Promise<EmbeddedFlows> {
         flows ??= (async () => {
           const module = await import('@latchkey/embedded')
+          const rpId = parameters.rpId ?? (typeof location === 'undefined' ? 'localhost' : location.hostname)
           const wallet = module.createEmbeddedWallet({
             appName: parameters.appName,
             backendUrl: parameters.backendUrl ?? 'http://localhost:8787',
@@ -92,6 +93,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
             organizationId: parameters.organizationId,
             framesUrl: parameters.framesUrl,
             sessionSeconds: parameters.sessionSeconds,
+            rpId,
             ...(parameters.batchExecutor === undefined ? {} : { batchExecutor: parameters.batchExecutor }),
             chains: config.chains,
             ...parameters.walletOptions,
@@ -108,7 +110,6 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
             if (before && before.chainId !== next.chainId) emitter.emit('change', { chainId: next.chainId })
           })
           provider = module.createEmbeddedProvider(wallet, config.chains) as unknown as EIP1193Provider
-          const rpId = parameters.rpId ?? (typeof location === 'undefined' ? 'localhost' : location.hostname)
           const passkeys = module.passkeyFlows(wallet, { rpId, appName: parameters.appName, sessionSeconds: parameters.sessionSeconds })
           return {
             wallet,
