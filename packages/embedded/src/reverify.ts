@@ -12,9 +12,10 @@ import type { StoredWallet } from './wallet.js'
 // ago (900 s unless configured; the kms's policies/freshVerification.ts). Instead of that refusal
 // the user sees a prompt: the wallet re-verifies the same user and runs the action once more. A
 // user with a passkey answers the passkey prompt, and the retry is stamped by the passkey (a
-// passkey stamp is fresh). Anyone else gets an emailed code, typed in the consent frame, whose
-// login registers the frame's new key for the same user (fresh for the window); the retry is
-// stamped by that key. Cancelling either prompt ends the action with 4001.
+// passkey stamp is fresh). Anyone else gets an emailed code, typed in the consent frame and sealed
+// with the frame's current key, whose login re-verifies that key (the kms's otp_login of a key the
+// user holds: fresh for the window, its expiry unchanged); the retry is stamped by it. Cancelling
+// either prompt ends the action with 4001, and the wallet stays signed in with the key it had.
 
 /** The kms's PermissionDenied, the code its fresh-verification refusal carries. */
 const PERMISSION_DENIED = 7
@@ -42,11 +43,9 @@ export function isFreshVerificationRequired(error: unknown): boolean {
 export type ReverifyHost = {
   /** The signed-in wallet now, if any. */
   current(): StoredWallet | undefined
-  /** Stores the record (the new session key) and tells the wallet's listeners. */
-  write(record: StoredWallet): void
   readonly backend: Backend
-  /** The consent frame: a new key (the old one is forgotten), and the emailed code typed there, sealed with that key. */
-  readonly signer: { newKey(): Promise<string>; collectOtp(value: CollectOtpValue): Promise<CollectedOtp> }
+  /** The consent frame: the emailed code typed there, sealed with its current key. */
+  readonly signer: { collectOtp(value: CollectOtpValue): Promise<CollectedOtp> }
   /** A kms client stamped by `stamper`, default the session key's query stamper. */
   client(stamper?: Stamper): Promise<TurnkeyClient>
   /** The wallet's kms call: refusals as `KmsRequestError`. */
@@ -67,36 +66,35 @@ type BackendSession = { email: string | null; organizationId: string | null; use
  * The retry around the wallet's activities: `freshly(attempt)` runs `attempt()` (stamped by the
  * session key, which the consent frame asks the user to approve); when the kms refuses it for want
  * of a fresh verification, the user re-verifies and `attempt` runs once more: with a passkey
- * stamper (a user with a passkey), or again with the session key, now the one the emailed code
- * registered. Concurrent refusals share one emailed code; an attempt refused before another action
- * re-verified retries with the new key at once. Anything else the attempt throws is unchanged.
- * `settled()` resolves once no emailed re-verification is under way: the frame's new key stamps
- * nothing the kms knows until the code is verified, so the wallet's other requests wait for it.
+ * stamper (a user with a passkey), or again with the session key, which the emailed code has
+ * re-verified. Concurrent refusals share one emailed code; an attempt refused before another action
+ * re-verified by email retries at once. Anything else the attempt throws is unchanged. The session
+ * key stays the kms's throughout, so the wallet's other requests never wait for a code.
  *
  * @example
- * const { freshly, settled } = freshVerification(host)
+ * const { freshly } = freshVerification(host)
  * const result = await freshly((passkey) => exportWith(passkey ?? sessionStamper))
  */
 export function freshVerification(host: ReverifyHost) {
   let byEmail: Promise<void> | undefined
+  /** Emailed re-verifications completed: an attempt that began before one retries without another code. */
+  let verified = 0
   return {
     async freshly<result>(attempt: (passkey?: Stamper) => Promise<result>): Promise<result> {
-      const stampedBy = host.current()?.session.publicKey
+      const before = verified
       try {
         return await attempt()
       } catch (error) {
         if (!isFreshVerificationRequired(error)) throw error
-        // Another action re-verified meanwhile: the key that stamps now is fresh.
-        if (host.current()?.session.publicKey !== stampedBy) return attempt()
+        if (verified !== before) return attempt()
         const passkey = await passkeyStamper(host)
         if (passkey) return attempt(passkey)
-        byEmail ??= reverifyByEmail(host, error).finally(() => (byEmail = undefined))
+        byEmail ??= reverifyByEmail(host, error)
+          .then(() => void verified++)
+          .finally(() => (byEmail = undefined))
         await byEmail
         return attempt()
       }
-    },
-    async settled(): Promise<void> {
-      await byEmail?.catch(() => undefined)
     },
   }
 }
@@ -135,11 +133,12 @@ async function passkeyStamper(host: ReverifyHost): Promise<Stamper | undefined> 
 /**
  * Re-verifies the signed-in user by an emailed code: the backend's session names the user and
  * their email (a session of another user, or none, is refused before any code is sent); the kms
- * emails a code (`/auth/email/start`, init_otp V3); the consent frame makes a new key and the user
- * types the code there (COLLECT_OTP), up to {@link REVERIFY_CODE_TRIES} times; `/auth/email/verify`
- * registers the key, which becomes the wallet's session key. The frame forgets its old key when it
- * makes the new one, so once the code is asked for, a cancel (4001), a last wrong code or a code
- * that signs in another user signs the wallet out (the backend deletes the key it registered).
+ * emails a code (`/auth/email/start`, init_otp V3); the user types it in the consent frame
+ * (COLLECT_OTP), up to {@link REVERIFY_CODE_TRIES} times, sealed with the frame's current key;
+ * `/auth/email/verify` logs that key in again, which the kms records as a verification of the key
+ * the user already holds. Nothing is replaced: a cancel (4001) or a last wrong code leaves the
+ * wallet signed in as it was, and a code of another user's mailbox cannot log in a key of this one
+ * (the kms refuses it).
  */
 async function reverifyByEmail(host: ReverifyHost, refusal: unknown): Promise<void> {
   const user = host.current()
@@ -153,28 +152,14 @@ async function reverifyByEmail(host: ReverifyHost, refusal: unknown): Promise<vo
   if (!session.email) throw refusal
   const email = session.email
   const sent = await host.backend.post<{ otpId: string; otpEncryptionTargetBundle: string }>('/auth/email/start', { email })
-  let signedIn: { account: BackendAccount; publicKey: string }
-  try {
-    await host.signer.newKey()
-    signedIn = await typedCode(host, { targetBundle: sent.otpEncryptionTargetBundle, email, otpId: sent.otpId })
-  } catch (error) {
-    await host.signOut()
-    throw error
-  }
-  const { account, publicKey } = signedIn
-  if (account.organizationId !== user.organizationId || account.userId !== user.userId) {
-    await host.signOut()
-    throw new SessionError({
-      details: `The code signed in another account (${account.address}), not ${user.credential.address}: nothing was signed, and the wallet signed out.`,
-    })
-  }
+  const { account, publicKey } = await typedCode(host, { targetBundle: sent.otpEncryptionTargetBundle, email, otpId: sent.otpId })
   const latest = host.current()
-  if (latest?.userId !== user.userId) {
-    // Signed out meanwhile: the backend deletes the key the code registered.
+  if (account.organizationId !== user.organizationId || account.userId !== user.userId || publicKey !== latest?.session.publicKey) {
+    // Signed out meanwhile, or a login the kms should have refused: whatever the backend now
+    // holds for this browser goes, with the key.
     await host.signOut()
     throw new SessionError({ details: 'The wallet signed out during the re-verification.' })
   }
-  host.write({ ...latest, session: { publicKey, expirationDate: new Date(host.now() + host.sessionSeconds * 1000).toISOString() } })
 }
 
 /** The code the user types in the consent frame, verified by the backend; a wrong one is asked for again. */

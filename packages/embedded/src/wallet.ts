@@ -441,12 +441,10 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   }
 
   /**
-   * Runs a stamped action, once no emailed re-verification is under way (its new key is not the
-   * kms's until the code is verified). An expired or unknown session key ends the sign-in: no route
-   * renews a key (the page must not pick the user's key), so the user signs in again.
+   * Runs a stamped action. An expired or unknown session key ends the sign-in: no route renews a
+   * key (the page must not pick the user's key), so the user signs in again.
    */
   async function withSession<result>(action: (kms: TurnkeyClient) => Promise<result>): Promise<result> {
-    await fresh.settled()
     const current = signedIn()
     if (current.recovery && Date.parse(current.recovery.sessionExpiration) <= now()) {
       await signOut()
@@ -485,7 +483,6 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   /** The one retry of an activity the kms refuses for want of a fresh verification (reverify.ts). */
   const fresh = freshVerification({
     current: () => record,
-    write,
     backend,
     signer,
     client,

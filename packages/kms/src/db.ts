@@ -359,6 +359,8 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
      * created and their rules and ledgers (grants/).
      */
     deleteApiKey: (id: string) => run(sql`delete from api_keys where id = ${id}`),
+    /** Records that the holder of API key `id` proved themselves again at `at` (otp_login of a key the user has). */
+    setApiKeyVerifiedAt: (id: string, at: number) => run(sql`update api_keys set verified_at = ${at} where id = ${id}`),
     /**
      * Whether the API key `id` still exists, its row lock taken until the transaction ends: a key
      * registered as created by it (grants/) then commits before the key can be deleted, so the

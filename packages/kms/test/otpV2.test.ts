@@ -131,6 +131,42 @@ describe('otp flow B', () => {
     expect(await client(key).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
   })
 
+  test('behavior: otp_login of a key the user holds re-verifies it: fresh again, its expiry kept; another user’s key is refused', async () => {
+    const user = await userWithEmail()
+    const key = clientKey()
+    const first = await sendCode(user)
+    const token = (await verify(user, first, first.code, key)).activity.result.verifyOtpResult!.verificationToken
+    await login(user, token, key, { expirationSeconds: '3600' })
+    const expiresAt = clock + 3_600_000
+    const newKey = (stamper: { apiPublicKey: string; apiPrivateKey: string }) =>
+      client(stamper).createApiKeys({
+        type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+        timestampMs: timestampMs(),
+        organizationId: user.organizationId,
+        parameters: {
+          userId: user.userId,
+          apiKeys: [{ apiKeyName: 'more', publicKey: clientKey().apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '600' }],
+        },
+      })
+    clock += 901_000
+    await expect(newKey(key)).rejects.toThrow('fresh verification required')
+    // A new code, sealed and signed with the same key: the login re-verifies it.
+    const again = await sendCode(user)
+    const second = (await verify(user, again, again.code, key)).activity.result.verifyOtpResult!.verificationToken
+    const session = (await login(user, second, key, { expirationSeconds: '86400' })).activity.result.otpLoginResult!.session
+    expect(JSON.parse(Buffer.from(session.split('.')[1]!, 'base64url').toString()).exp).toBe(Math.floor(expiresAt / 1000))
+    expect((await newKey(key)).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    const { apiKeys } = await backend.getApiKeys({ organizationId: user.organizationId, userId: user.userId })
+    expect(apiKeys.filter((apiKey) => apiKey.credential.publicKey === key.apiPublicKey)).toHaveLength(1)
+
+    // Another user's code cannot log in (or re-verify) this user's key.
+    const other = await userWithEmail()
+    const theirs = await sendCode(other)
+    const otherToken = (await verify(other, theirs, theirs.code, key)).activity.result.verifyOtpResult!.verificationToken
+    await expect(login(other, otherToken, key)).rejects.toThrow(`api key ${key.apiPublicKey} is already registered`)
+    expect((await backend.getApiKeys({ organizationId: other.organizationId, userId: other.userId })).apiKeys).toEqual([])
+  })
+
   test('error: a wrong code counts, three end the code, and the right one after them is refused', async () => {
     const user = await userWithEmail()
     const sent = await sendCode(user)

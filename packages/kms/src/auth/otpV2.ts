@@ -241,9 +241,21 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
       if (otp?.contact != null) throw failedPrecondition('this verification token proves an email no user has: it signs nobody in')
       if (!otp || !(await db.otpTokenUsed(otp.id, caller.organizationId))) throw failedPrecondition('this verification token has already been used')
       const lifetime = Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS)
-      if (input.invalidateExisting) await invalidateKeys(db, otp.user_id, 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256')
       // The token is of a code just proven (it lives minutes at most): the login is the verification.
       const at = now()
+      // A Latchkey extension: the login of a key the user already has (the client signature proves
+      // it is held) re-verifies that key instead of failing as a duplicate. The embedded wallet
+      // confirms it is the user this way before an export past the fresh-verification window, and
+      // keeps its key whether or not the code is then typed. The key keeps its expiry.
+      const held = await db.apiKeyByPublicKey(input.publicKey)
+      if (held && held.user_id === otp.user_id && held.organization_id === caller.organizationId && held.expires_at !== null) {
+        if (input.invalidateExisting)
+          for (const key of await db.apiKeysOfUser(otp.user_id))
+            if (key.credential_type === 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256' && key.id !== held.id) await db.deleteApiKey(key.id)
+        await db.setApiKeyVerifiedAt(held.id, at)
+        return { session: otpSession(context, otp.user_id, input.publicKey, Math.min(at + lifetime * 1000, held.expires_at)) }
+      }
+      if (input.invalidateExisting) await invalidateKeys(db, otp.user_id, 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256')
       await insertApiKey(
         db,
         otp.user_id,
@@ -252,18 +264,22 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
         at,
         { credentialType: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256', verifiedAt: at },
       )
-      const session = sessionJwt(
-        {
-          exp: Math.floor(now() / 1000) + lifetime,
-          public_key: input.publicKey,
-          session_type: 'SESSION_TYPE_READ_WRITE',
-          user_id: otp.user_id,
-          organization_id: caller.organizationId,
-          credential_type: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
-        },
-        context.signerPrivateKey,
-      )
-      return { session }
+      return { session: otpSession(context, otp.user_id, input.publicKey, at + lifetime * 1000) }
     },
   },
+}
+
+/** The session JWT of an otp_login: read-write, for `publicKey` of `userId`, until `expiresAt` (unix ms). */
+function otpSession(context: ActivityContext, userId: string, publicKey: string, expiresAt: number): string {
+  return sessionJwt(
+    {
+      exp: Math.floor(expiresAt / 1000),
+      public_key: publicKey,
+      session_type: 'SESSION_TYPE_READ_WRITE',
+      user_id: userId,
+      organization_id: context.caller.organizationId,
+      credential_type: 'CREDENTIAL_TYPE_OTP_AUTH_KEY_P256',
+    },
+    context.signerPrivateKey,
+  )
 }
