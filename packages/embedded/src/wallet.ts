@@ -698,13 +698,28 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   }
 
   /**
+   * The sign-out under way, if any. The wallet reads as signed out at once, so the user may start
+   * a sign-in before the frame has forgotten the old key: the new key waits for that, or the late
+   * reset would forget the new key instead.
+   */
+  let signingOut: Promise<void> | undefined
+
+  /**
    * Signs out: the backend deletes the session's key in the kms (with `everywhere`, every key of
    * the user, and ends their other sessions), then the frame forgets its key.
    */
   async function signOut(options: { everywhere?: boolean | undefined } = {}): Promise<void> {
     write(undefined)
-    await backend.post('/auth/signout', options.everywhere ? { everywhere: true } : {}).catch(() => undefined)
-    await signer.reset().catch(() => undefined)
+    const ending = (async () => {
+      await backend.post('/auth/signout', options.everywhere ? { everywhere: true } : {}).catch(() => undefined)
+      await signer.reset().catch(() => undefined)
+    })()
+    signingOut = ending
+    try {
+      await ending
+    } finally {
+      if (signingOut === ending) signingOut = undefined
+    }
   }
 
   const wallet = {
@@ -818,7 +833,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     },
 
     /** A fresh session key for a sign-in to register: the consent frame's new key (its old one is forgotten). */
-    newSessionKey(): Promise<string> {
+    async newSessionKey(): Promise<string> {
+      await signingOut
       return signer.newKey()
     },
 

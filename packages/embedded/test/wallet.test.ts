@@ -212,6 +212,18 @@ describe('session keys', () => {
     }
   })
 
+  test('behavior: a sign-in started while the sign-out still runs keeps its new key (the late reset forgets only the old one)', async () => {
+    const { wallet, keys } = await signedIn()
+    const old = await keys.publicKey()
+    // The wallet reads as signed out at once; the user starts the next sign-in before the backend answered.
+    const signingOut = wallet.signOut()
+    expect(wallet.current).toBeUndefined()
+    const key = await wallet.newSessionKey()
+    await signingOut
+    expect(key).not.toBe(old)
+    expect(await keys.publicKey()).toBe(key)
+  })
+
   test('behavior: sign-out deletes the key in the kms: a stamp by it is refused afterwards', async () => {
     const { wallet, keys } = await signedIn()
     const { organizationId } = wallet.current!
