@@ -233,7 +233,7 @@ describe('grants in the consent frame', { timeout: 90_000 }, () => {
     const { grantId, grantKey, shown, stamp, payload } = await approveGrant(app)
     expect(shown).toEqual([
       'Anvil A (31337)',
-      new Date((Math.floor(clock.now / 1000) + HOUR) * 1000).toISOString().slice(0, 19).replace('T', ' ') + ' UTC',
+      `${new Date((Math.floor(clock.now / 1000) + HOUR) * 1000).toISOString().slice(0, 19).replace('T', ' ')} UTC`,
       'this wallet',
       '0.01 ETH per day',
       'inside these limits until it expires, without asking you again',
