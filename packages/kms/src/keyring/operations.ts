@@ -54,8 +54,8 @@ export async function rewrapRows(
   const dutyCycle = options.dutyCycle ?? REWRAP_DEFAULTS.dutyCycle
   if (!(dutyCycle > 0 && dutyCycle <= 1)) throw new RangeError(`dutyCycle must be more than 0 and at most 1, got ${dutyCycle}`)
   await keyring.refresh()
-  const wait = keyring.untilNewestActive()
-  if (wait > 0) await delay(wait)
+  // A timer may fire a millisecond before the wall clock says the key is active: wait until it says so.
+  for (let wait = keyring.untilNewestActive(); wait > 0; wait = keyring.untilNewestActive()) await delay(wait)
   const target = keyring.currentId()
   let moved = 0
   // Rows written under an older key by an instance that had not read the new one yet are caught by a later pass.
