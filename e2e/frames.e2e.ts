@@ -221,7 +221,7 @@ describe('auth frame', () => {
     ).toBe('there is no credential to stamp with: inject a credential bundle first')
   })
 
-  test('behavior: dangerouslyOverrideIframeKeyTtl sets the recovery frame’s key lifetime; a bundle for another key is refused', async () => {
+  test('behavior: dangerouslyOverrideIframeKeyTtl sets the recovery frame’s key lifetime; it refuses any bundle the page injects', async () => {
     const before = Date.now()
     const publicKey = await openFrame(allowed, 'recovery', '/recovery', 120_000)
     const stored = await storedKey('recovery')
@@ -235,8 +235,9 @@ describe('auth frame', () => {
       organizationId: app.organizationId,
       parameters: { targetPublicKey: other.apiPublicKey },
     })
+    // The code a recovery email carries is pasted into the frame itself (security review H1).
     expect(await stamperCall('recovery', 'injectCredentialBundle', activity.result.createReadWriteSessionResultV2!.credentialBundle)).toEqual({
-      error: 'the bundle does not open with this frame’s key',
+      error: 'the recovery frame opens only the code typed into it',
     })
     expect(await stamperCall('recovery', 'getEmbeddedPublicKey')).toEqual({ value: publicKey })
   })
