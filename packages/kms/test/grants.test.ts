@@ -452,6 +452,19 @@ describe('a grant ends with the session that made it', () => {
     )
   })
 
+  test('error: a grant asking to outlive the session that makes it is refused, not shortened, and writes nothing', async () => {
+    const current = await session()
+    const keysBefore = await keyIds()
+    const grantsBefore = await listGrants(user)
+    const ends = Math.floor((clock.now + HOUR * 1000) / 1000)
+    const asked = createGrant(
+      { ...user, client: current.client },
+      { chainId: String(CHAIN_ID), account: user.address, expiry: expiryIn(HOUR + 60), permissions: [tokenAllowance('5')] },
+    )
+    expect(await refusal(asked)).toBe(`Turnkey error 3: invalid parameters: grant.expiry: must be at most ${ends}, when the session that asks for it ends`)
+    expect([await keyIds(), await listGrants(user)]).toEqual([keysBefore, grantsBefore])
+  })
+
   test('error: a grant’s key runs none of the activities that need a fresh verification, nor create_grant: a grant making grants would outlive its session', async () => {
     const current = await session()
     const grant = await grantOf(current)

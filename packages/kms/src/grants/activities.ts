@@ -4,7 +4,7 @@ import { type ActivityTable, found, userIn } from '../activities/table.js'
 import { GRANT_CREDENTIAL_TYPE } from '../credentials.js'
 import { alreadyExists, GrpcCode, KmsError, notFound, UNKNOWN_KEY_MESSAGE } from '../errors.js'
 import { apiKeyParams, parse } from '../params.js'
-import { parseGrant } from './rule.js'
+import { grantRefusal, parseGrant } from './rule.js'
 
 // ERC-7715 grants, a Latchkey extension of the Turnkey API (Turnkey has no stateful spend rule): a
 // dedicated API key of the user, bound to a rule the kms applies to everything that key stamps
@@ -38,6 +38,15 @@ export const GRANT_ACTIVITIES: ActivityTable = {
       // The key and its rule in the activity's transaction: both are written, or neither. The key
       // lapses exactly when the grant does.
       if (await db.apiKeyByPublicKey(input.apiKey.publicKey)) throw alreadyExists(`api key ${input.apiKey.publicKey} is already registered`)
+      // A grant ends with its session at the latest: one asking to outlive the session that makes
+      // it is refused, not shortened, so the app learns the expiry it can have.
+      const session = caller.credential ? await db.apiKeyByPublicKey(caller.credential) : undefined
+      if (session?.expires_at != null && expiresAt > session.expires_at)
+        throw grantRefusal(
+          GrpcCode.invalidArgument,
+          'GRANT_EXPIRY_TOO_LONG',
+          `invalid parameters: grant.expiry: must be at most ${Math.floor(session.expires_at / 1000)}, when the session that asks for it ends`,
+        )
       // The session that stamps this, locked: a sign-out deleting it meanwhile (on any instance)
       // either finds the grant's key to delete, or has deleted the session, and nothing is made.
       if (caller.apiKeyId && !(await db.lockApiKey(caller.apiKeyId))) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
