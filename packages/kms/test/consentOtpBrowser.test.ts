@@ -1,14 +1,8 @@
-import { createServer, type Server } from 'node:http'
-import { getFreePort } from '@latchkey/devnet'
 import { p256 } from '@noble/curves/p256'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { TurnkeyClient } from '@turnkey/http'
-import { type Browser, chromium, type Frame, type Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { chromiumLaunchOptions } from '../../../test/chromium.js'
+import type { Frame, Page } from 'playwright-core'
+import { describe, expect, test } from 'vitest'
 import { signBundle } from '../src/bundles.js'
-import { createKms, generateApiKeyPair, type Kms } from '../src/index.js'
-import { testDatabase } from './database.js'
+import { useFrameHarness } from './frameHarness.js'
 
 // COLLECT_OTP in Chromium: the app page speaks the consent frame's protocol by hand and relays the
 // kms's target bundle; the code is typed into the frame's own field with Playwright's keyboard
@@ -34,70 +28,32 @@ window.openConsent = (framesUrl) => new Promise((resolve) => {
 })
 </script></head><body></body></html>`
 
-let browser: Browser
-let appServer: Server
-let appOrigin: string
-let kms: Kms
-let backend: TurnkeyClient
-let parentOrganizationId: string
+const harness = useFrameHarness(appHtml)
 let users = 0
-
-beforeAll(async () => {
-  const appPort = await getFreePort()
-  appOrigin = `http://localhost:${appPort}`
-  appServer = createServer((_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/html' })
-    response.end(appHtml)
-  })
-  await new Promise<void>((resolve) => appServer.listen(appPort, '127.0.0.1', resolve))
-  kms = createKms({ port: await getFreePort(), ...(await testDatabase()), frames: { port: await getFreePort(), parentOrigins: [appOrigin] } })
-  await kms.start()
-  const parentKey = generateApiKeyPair()
-  parentOrganizationId = (await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
-  backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
-  browser = await chromium.launch(chromiumLaunchOptions)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await new Promise((resolve) => appServer?.close(resolve))
-  await kms?.stop()
-})
 
 /** A user with an email, and a code sent to it: the target bundle the app relays and the code from the inbox. */
 async function codeSent() {
   const email = `frame${++users}@example.test`
-  const created = await backend.createSubOrganization({
-    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-    timestampMs: String(Date.now()),
-    organizationId: parentOrganizationId,
-    parameters: {
-      subOrganizationName: email,
-      rootQuorumThreshold: 1,
-      rootUsers: [{ userName: email, userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }],
-    },
-  })
-  const organizationId = created.activity.result.createSubOrganizationResultV8!.subOrganizationId!
-  const { activity } = await backend.initOtp({
+  const organizationId = await harness.userWithEmail(email)
+  const { activity } = await harness.backend.initOtp({
     type: 'ACTIVITY_TYPE_INIT_OTP_V3',
     timestampMs: String(Date.now()),
     organizationId,
     parameters: { otpType: 'OTP_TYPE_EMAIL', contact: email, appName: 'Latchkey Demo' },
   })
   const { otpId, otpEncryptionTargetBundle } = activity.result.initOtpResultV2!
-  const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
-  const code = /sign-in code is (\d{6})\./.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
+  const code = /sign-in code is (\d{6})\./.exec(await harness.mailTo(email))![1]!
   return { email, organizationId, otpId, otpEncryptionTargetBundle, code }
 }
 
 async function openConsent(): Promise<{ page: Page; frame: Frame; publicKey: string }> {
-  const page = await browser.newPage()
-  await page.goto(appOrigin)
+  const page = await harness.browser.newPage()
+  await page.goto(harness.appOrigin)
   const publicKey = await page.evaluate(
     (framesUrl) => (window as unknown as { openConsent(url: string): Promise<string> }).openConsent(framesUrl),
-    kms.framesUrl!,
+    harness.kms.framesUrl!,
   )
-  return { page, frame: page.frames().find((candidate) => candidate.url() === `${kms.framesUrl}/consent`)!, publicKey }
+  return { page, frame: page.frames().find((candidate) => candidate.url() === `${harness.kms.framesUrl}/consent`)!, publicKey }
 }
 
 const ask = (page: Page, type: string, requestId: string, value: unknown) =>
@@ -135,14 +91,14 @@ describe('COLLECT_OTP', () => {
     expect(JSON.stringify(reply)).not.toMatch(new RegExp(`(?<![0-9a-f])${sent.code}(?![0-9a-f])`))
     expect(await frame.locator('#otp-code').inputValue()).toBe('')
 
-    const verified = await backend.verifyOtp({
+    const verified = await harness.backend.verifyOtp({
       type: 'ACTIVITY_TYPE_VERIFY_OTP_V2',
       timestampMs: String(Date.now()),
       organizationId: sent.organizationId,
       parameters: { otpId: sent.otpId, encryptedOtpBundle: reply.value.encryptedOtpBundle },
     })
     const verificationToken = verified.activity.result.verifyOtpResult!.verificationToken
-    const login = await backend.otpLogin({
+    const login = await harness.backend.otpLogin({
       type: 'ACTIVITY_TYPE_OTP_LOGIN_V2',
       timestampMs: String(Date.now()),
       organizationId: sent.organizationId,

@@ -1,13 +1,7 @@
-import { createServer, type Server } from 'node:http'
-import { getFreePort } from '@latchkey/devnet'
 import { p256 } from '@noble/curves/p256'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { TurnkeyClient } from '@turnkey/http'
-import { type Browser, chromium, type Frame, type Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { chromiumLaunchOptions } from '../../../test/chromium.js'
-import { createKms, generateApiKeyPair, type Kms } from '../src/index.js'
-import { testDatabase } from './database.js'
+import type { Frame, Page } from 'playwright-core'
+import { describe, expect, test } from 'vitest'
+import { useFrameHarness } from './frameHarness.js'
 
 // The recovery frame in Chromium (security review H1): the app page speaks the frame protocol by
 // hand, as a script in it could. The code a recovery email carries is typed into the frame's own
@@ -34,50 +28,23 @@ window.openFrame = (framesUrl, page) => new Promise((resolve) => {
 })
 </script></head><body></body></html>`
 
-let browser: Browser
-let appServer: Server
-let appOrigin: string
-let kms: Kms
-let backend: TurnkeyClient
-let parentOrganizationId: string
+const harness = useFrameHarness(appHtml)
 let users = 0
-
-beforeAll(async () => {
-  const appPort = await getFreePort()
-  appOrigin = `http://localhost:${appPort}`
-  appServer = createServer((_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/html' })
-    response.end(appHtml)
-  })
-  await new Promise<void>((resolve) => appServer.listen(appPort, '127.0.0.1', resolve))
-  kms = createKms({ port: await getFreePort(), ...(await testDatabase()), frames: { port: await getFreePort(), parentOrigins: [appOrigin] } })
-  await kms.start()
-  const parentKey = generateApiKeyPair()
-  parentOrganizationId = (await kms.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
-  backend = new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey))
-  browser = await chromium.launch(chromiumLaunchOptions)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await new Promise((resolve) => appServer?.close(resolve))
-  await kms?.stop()
-})
 
 type Answer = { type: string; value: unknown; requestId: string }
 
 /** The app page with the consent frame (its signing key made) and the recovery frame open. */
 async function openFrames(): Promise<{ page: Page; recovery: Frame; consentKey: string; recoveryKey: string }> {
-  const page = await browser.newPage()
-  await page.goto(appOrigin)
+  const page = await harness.browser.newPage()
+  await page.goto(harness.appOrigin)
   const open = (name: string) =>
     page.evaluate(({ url, name }) => (window as unknown as { openFrame(url: string, page: string): Promise<string> }).openFrame(url, name), {
-      url: kms.framesUrl!,
+      url: harness.kms.framesUrl!,
       name,
     })
   const consentKey = await open('consent')
   const recoveryKey = await open('recovery')
-  return { page, recovery: page.frames().find((frame) => frame.url() === `${kms.framesUrl}/recovery`)!, consentKey, recoveryKey }
+  return { page, recovery: page.frames().find((frame) => frame.url() === `${harness.kms.framesUrl}/recovery`)!, consentKey, recoveryKey }
 }
 
 const ask = (page: Page, type: string, requestId: string, value?: unknown) =>
@@ -94,31 +61,20 @@ const ask = (page: Page, type: string, requestId: string, value?: unknown) =>
 /** A user with an email, and a recovery email (email_auth) encrypted to `targetPublicKey`: the code in it. */
 async function recoveryCodeSent(targetPublicKey: string) {
   const email = `recover${++users}@example.test`
-  const created = await backend.createSubOrganization({
-    type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
-    timestampMs: String(Date.now()),
-    organizationId: parentOrganizationId,
-    parameters: {
-      subOrganizationName: email,
-      rootQuorumThreshold: 1,
-      rootUsers: [{ userName: email, userEmail: email, apiKeys: [], authenticators: [], oauthProviders: [] }],
-    },
-  })
-  const organizationId = created.activity.result.createSubOrganizationResultV8!.subOrganizationId!
-  await backend.emailAuth({
+  const organizationId = await harness.userWithEmail(email)
+  await harness.backend.emailAuth({
     type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3',
     timestampMs: String(Date.now()),
     organizationId,
     parameters: { email, targetPublicKey, expirationSeconds: '900', emailCustomization: { appName: 'Latchkey Demo' } },
   })
-  const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
-  const code = /\n\n(\S+)\n\n/.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
+  const code = /\n\n(\S+)\n\n/.exec(await harness.mailTo(email))![1]!
   return { email, organizationId, code }
 }
 
 /** Sends `body` to the kms with the frame's stamp. */
 const send = (path: string, body: string, stamp: string) =>
-  fetch(`${kms.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'X-Stamp': stamp }, body })
+  fetch(`${harness.kms.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'X-Stamp': stamp }, body })
 
 describe('recovery frame', () => {
   test('default: the code typed into the frame opens there; its credential signs in the consent frame’s key', async () => {
@@ -130,7 +86,7 @@ describe('recovery frame', () => {
     expect(await box.inputValue()).toBe('')
 
     // A read: the credential names its user.
-    const whoami = JSON.stringify({ organizationId: parentOrganizationId })
+    const whoami = JSON.stringify({ organizationId: harness.parentOrganizationId })
     const read = await ask(page, 'STAMP_REQUEST', 'read-1', whoami)
     expect(read.type).toBe('STAMP')
     const user = (await (await send('/public/v1/query/whoami', whoami, read.value as string)).json()) as { organizationId: string }
