@@ -155,6 +155,9 @@ export const defaultPorts = {
 /** The client id the demo uses with the local Google and Apple issuers. */
 export const DEMO_OAUTH_CLIENT_ID = 'latchkey-demo'
 
+/** The backend's per-IP limits on the local stack, where every browser shares 127.0.0.1. */
+const DEV_LIMITS_PER_IP = { signIns: 1000, nonces: 1000, verifies: 1000 } as const
+
 /**
  * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built
  * for those chains and served as static files; then writes `dev.json`. If any service fails to
@@ -536,6 +539,9 @@ function serverInstance(
         allowedOrigins,
         chains,
         adminToken,
+        // Every browser on the local stack is 127.0.0.1: per-IP limits would count all of them as
+        // one client (a morning of trying the demo, or one end-to-end run). Per email and per code stay.
+        limitsPerIp: DEV_LIMITS_PER_IP,
         ...(oauth ? { oauth: { google: { ...oauth.google }, apple: { ...oauth.apple } } } : {}),
       })
       try {

@@ -3,7 +3,7 @@ import type { AuditTrail } from '@latchkey/service/database'
 import { Hono } from 'hono'
 import { createServerAudit } from './audit.js'
 import { ServerError } from './errors.js'
-import { createRouteContext, LIMITS } from './internal/context.js'
+import { createRouteContext, LIMITS, type PerIpLimits } from './internal/context.js'
 import type { SiweChain } from './internal/siwe.js'
 import { auditAuth } from './middleware/audit.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
@@ -74,6 +74,12 @@ export type ServerAppOptions = {
   now?: (() => number) | undefined
   /** The client's IP, for per-IP limits; default: the socket's address, else "unknown". */
   ipOf?: ((request: Request, env: unknown) => string) | undefined
+  /**
+   * The per-IP limits, for a deployment whose clients share one address, as every browser on the
+   * local stack is 127.0.0.1: sign-ins (default `LIMITS.perIp`), SIWE nonces (`LIMITS.noncesPerIp`)
+   * and code tries (`LIMITS.verifiesPerIp`) per window. The per-email and per-code limits stay.
+   */
+  limitsPerIp?: PerIpLimits | undefined
   /** Session length. Default 7 days. */
   sessionSeconds?: number | undefined
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
@@ -110,7 +116,7 @@ export type ServerAppOptions = {
 const BEARER_PATHS = new Set(['/auth/token/refresh', '/auth/token/revoke'])
 
 export { ServerError } from './errors.js'
-export { LIMITS, SESSION_COOKIE } from './internal/context.js'
+export { LIMITS, type PerIpLimits, SESSION_COOKIE } from './internal/context.js'
 export { SIWE_COOKIE, SIWE_TIMES, type SiweChain } from './internal/siwe.js'
 export { WALLET_NAME } from './internal/wallet.js'
 export { OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oauthNonce } from './routes/oauth.js'

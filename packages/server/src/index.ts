@@ -1,5 +1,16 @@
 // Entry point of @latchkey/server.
-export { createServerApp, LIMITS, SESSION_COOKIE, type ServerAppOptions, ServerError, SIWE_COOKIE, SIWE_TIMES, type SiweChain, WALLET_NAME } from './app.js'
+export {
+  createServerApp,
+  LIMITS,
+  type PerIpLimits,
+  SESSION_COOKIE,
+  type ServerAppOptions,
+  ServerError,
+  SIWE_COOKIE,
+  SIWE_TIMES,
+  type SiweChain,
+  WALLET_NAME,
+} from './app.js'
 export { APPLE_CLIENT_SECRET_SECONDS, APPLE_ISSUER, type AppleClientSecretParameters, appleClientSecret } from './appleClientSecret.js'
 export { createServerAudit, type ServerAuditOptions, verifyServerAudit } from './audit.js'
 export { SESSION_KEY_SECONDS } from './internal/schemas.js'

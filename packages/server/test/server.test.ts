@@ -250,6 +250,38 @@ describe('email sign-in', () => {
     expect([limited.status, ((await limited.json()) as { error: { code: string } }).error.code]).toEqual([429, 'rate_limited'])
   })
 
+  test('behavior: limitsPerIp sets the sign-ins one address may start (the local stack, where every browser is one address); per email stays', async () => {
+    app = createServerApp({
+      store,
+      kmsUrl: kms.url,
+      organizationId: parentOrganizationId,
+      ...backendKey,
+      appName: 'Latchkey Demo',
+      allowedOrigins: [origin],
+      now: () => ++clock,
+      ipOf: () => '127.0.0.1',
+      limitsPerIp: { signIns: LIMITS.perIp + 2 },
+    })
+    const statuses: number[] = []
+    for (let i = 0; i < LIMITS.perIp + 3; i++) statuses.push((await post('/auth/email/start', { email: `y${i}@${i}.invalid-but-parsed.test` })).status)
+    expect(statuses).toEqual([...Array(LIMITS.perIp + 2).fill(200), 429])
+    const email = newEmail()
+    const perEmail: number[] = []
+    app = createServerApp({
+      store,
+      kmsUrl: kms.url,
+      organizationId: parentOrganizationId,
+      ...backendKey,
+      appName: 'Latchkey Demo',
+      allowedOrigins: [origin],
+      now: () => ++clock,
+      limitsPerIp: { signIns: 1000 },
+      ipOf: () => '127.0.0.2',
+    })
+    for (let i = 0; i < LIMITS.perEmail + 1; i++) perEmail.push((await post('/auth/email/start', { email })).status)
+    expect(perEmail).toEqual([...Array(LIMITS.perEmail).fill(200), 429])
+  })
+
   test('behavior: CORS preflight only for the configured origin', async () => {
     const allowed = await app.request('/auth/email/start', { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } })
     expect([allowed.status, allowed.headers.get('access-control-allow-origin')]).toEqual([204, origin])

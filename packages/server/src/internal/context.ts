@@ -53,6 +53,9 @@ export const LIMITS = {
   bodyBytes: 64 * 1024,
 } as const
 
+/** Per-IP limits in place of `LIMITS`' (`ServerAppOptions.limitsPerIp`). */
+export type PerIpLimits = { readonly signIns?: number | undefined; readonly nonces?: number | undefined; readonly verifies?: number | undefined }
+
 /** What the routes share; built once per app by `createRouteContext`. @internal */
 export type RouteContext = {
   store: Store
@@ -230,6 +233,7 @@ export function createRouteContext(options: {
   sessionSignerPublicKey?: string | readonly string[] | undefined
   now?: (() => number) | undefined
   ipOf?: ((request: Request, env: unknown) => string) | undefined
+  limitsPerIp?: PerIpLimits | undefined
   sessionSeconds?: number | undefined
   allowedOrigins: readonly string[]
   siweDomains?: readonly string[] | undefined
@@ -275,9 +279,9 @@ export function createRouteContext(options: {
     limits: {
       codesPerEmail: limited('codes-per-email', LIMITS.perEmail, LIMITS.windowMs),
       recoveriesPerEmail: limited('recoveries-per-email', LIMITS.perEmail, LIMITS.windowMs),
-      signInsPerIp: limited('sign-ins-per-ip', LIMITS.perIp, LIMITS.windowMs),
-      noncesPerIp: limited('nonces-per-ip', LIMITS.noncesPerIp, LIMITS.windowMs),
-      verifiesPerIp: limited('verifies-per-ip', LIMITS.verifiesPerIp, LIMITS.windowMs),
+      signInsPerIp: limited('sign-ins-per-ip', options.limitsPerIp?.signIns ?? LIMITS.perIp, LIMITS.windowMs),
+      noncesPerIp: limited('nonces-per-ip', options.limitsPerIp?.nonces ?? LIMITS.noncesPerIp, LIMITS.windowMs),
+      verifiesPerIp: limited('verifies-per-ip', options.limitsPerIp?.verifies ?? LIMITS.verifiesPerIp, LIMITS.windowMs),
       verifiesPerCode: limited('verifies-per-code', LIMITS.verifiesPerCode, LIMITS.windowMs),
       verifiesPerEmailPerDay: limited('verifies-per-email-per-day', LIMITS.verifiesPerEmailPerDay, LIMITS.dayMs),
     },
