@@ -25,9 +25,9 @@ beforeAll(async () => {
   parentOrganizationId = (await kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
 })
 afterAll(() => kms.stop())
-beforeEach(async () => {
-  store = await openStore(await freshDatabaseUrl({ memory: true }))
-  app = createServerApp({
+/** The backend over this test's store; `options` replace the defaults. */
+const newApp = (options: Partial<Parameters<typeof createServerApp>[0]> = {}) =>
+  createServerApp({
     store,
     kmsUrl: kms.url,
     organizationId: parentOrganizationId,
@@ -37,7 +37,11 @@ beforeEach(async () => {
     // Each reading a millisecond on, as real time would be: identical bodies are one kms activity.
     now: () => ++clock,
     ipOf: (request) => request.headers.get('x-test-ip') ?? '127.0.0.1',
+    ...options,
   })
+beforeEach(async () => {
+  store = await openStore(await freshDatabaseUrl({ memory: true }))
+  app = newApp()
 })
 afterEach(() => store.close())
 
@@ -251,33 +255,13 @@ describe('email sign-in', () => {
   })
 
   test('behavior: limitsPerIp sets the sign-ins one address may start (the local stack, where every browser is one address); per email stays', async () => {
-    app = createServerApp({
-      store,
-      kmsUrl: kms.url,
-      organizationId: parentOrganizationId,
-      ...backendKey,
-      appName: 'Latchkey Demo',
-      allowedOrigins: [origin],
-      now: () => ++clock,
-      ipOf: () => '127.0.0.1',
-      limitsPerIp: { signIns: LIMITS.perIp + 2 },
-    })
+    app = newApp({ ipOf: () => '127.0.0.1', limitsPerIp: { signIns: LIMITS.perIp + 2 } })
     const statuses: number[] = []
     for (let i = 0; i < LIMITS.perIp + 3; i++) statuses.push((await post('/auth/email/start', { email: `y${i}@${i}.invalid-but-parsed.test` })).status)
     expect(statuses).toEqual([...Array(LIMITS.perIp + 2).fill(200), 429])
     const email = newEmail()
     const perEmail: number[] = []
-    app = createServerApp({
-      store,
-      kmsUrl: kms.url,
-      organizationId: parentOrganizationId,
-      ...backendKey,
-      appName: 'Latchkey Demo',
-      allowedOrigins: [origin],
-      now: () => ++clock,
-      limitsPerIp: { signIns: 1000 },
-      ipOf: () => '127.0.0.2',
-    })
+    app = newApp({ ipOf: () => '127.0.0.2', limitsPerIp: { signIns: 1000 } })
     for (let i = 0; i < LIMITS.perEmail + 1; i++) perEmail.push((await post('/auth/email/start', { email })).status)
     expect(perEmail).toEqual([...Array(LIMITS.perEmail).fill(200), 429])
   })
