@@ -1,4 +1,5 @@
-import { readFile, rename, writeFile } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { link, readFile, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import {
   type Address,
@@ -74,10 +75,19 @@ export async function loadPaymasters(stateDir: string): Promise<StackPaymasters>
     },
   )
   if (!state) {
-    state = { signerPrivateKey: generatePrivateKey(), ownerPrivateKey: generatePrivateKey(), guarantorPrivateKey: generatePrivateKey() }
-    const temporary = `${path}.${process.pid}.tmp`
-    await writeFile(temporary, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 })
-    await rename(temporary, path)
+    const fresh: PaymasterState = { signerPrivateKey: generatePrivateKey(), ownerPrivateKey: generatePrivateKey(), guarantorPrivateKey: generatePrivateKey() }
+    const temporary = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
+    await writeFile(temporary, `${JSON.stringify(fresh, null, 2)}\n`, { mode: 0o600 })
+    // link, not rename: of two stacks starting on one new state directory, the first file wins and
+    // the other reads it, so both use the same keys (readers never see a half-written file either).
+    try {
+      await link(temporary, path)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    } finally {
+      await unlink(temporary)
+    }
+    state = JSON.parse(await readFile(path, 'utf8')) as PaymasterState
   }
   const key = (privateKey: Hex) => ({ privateKey, address: privateKeyToAccount(privateKey).address })
   const signer = key(state.signerPrivateKey)
