@@ -15,6 +15,9 @@ import { deployPaymasters, loadPaymasters } from './paymasters.js'
 import { staticServer } from './static.js'
 import { deployTestToken, TEST_TOKEN_ADDRESS } from './token.js'
 
+/** The demo app's name: the backend's, and the one the consent frame says sponsors its gas. */
+const DEMO_APP_NAME = 'Latchkey Demo'
+
 export type StartStackOptions = {
   /**
    * Ports to use. Default: the environment (`LATCHKEY_CHAIN_A_PORT`, `LATCHKEY_CHAIN_B_PORT`,
@@ -209,6 +212,22 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const demoDir = resolve(options?.demoDir ?? join(stateDir, 'demo'))
   const walletDir = resolve(options?.walletDir ?? join(stateDir, 'wallet'))
 
+  const devJson = join(stateDir, 'dev.json')
+  // Created first, before the demo build makes it as a side effect with the default mode: dev.json
+  // will carry the kms parent organization's API key, so only this user may read the directory.
+  await mkdir(stateDir, { recursive: true, mode: 0o700 })
+  // The paymasters' keys, kept in the state directory so their addresses survive restarts.
+  const paymasterKeys = await loadPaymasters(stateDir)
+  // Deterministic (CREATE2): known before the chains run, so the demo build can bake it in.
+  const contracts: StackContracts = {
+    batchExecutor: BATCH_EXECUTOR_ADDRESS,
+    token: TEST_TOKEN_ADDRESS,
+    sponsorPaymaster: paymasterKeys.sponsorPaymaster,
+    tokenPaymaster: paymasterKeys.tokenPaymaster,
+    paymasterGuarantor: paymasterKeys.guarantor.address,
+  }
+  const paymasters = { sponsor: paymasterKeys.sponsorPaymaster, token: paymasterKeys.tokenPaymaster }
+
   const chainA = anvil({ name: 'chain A', port: ports.chainA, chainId: 31337 })
   const chainB = anvil({ name: 'chain B', port: ports.chainB, chainId: 31338 })
   const bundlers: BundlerInstances | undefined = options?.bundlers === false ? undefined : bundlerInstances({ chainA, chainB, ports })
@@ -235,6 +254,12 @@ export async function startStack<const options extends StartStackOptions = {}>(o
               { id: 31337, rpcUrl: chainA.url },
               { id: 31338, rpcUrl: chainB.url },
             ],
+            // Its fee row names these as the app's: "sponsored by Latchkey Demo", or the TKN quote.
+            appName: DEMO_APP_NAME,
+            paymasters: [31337, 31338].flatMap((chainId) => [
+              { chainId, kind: 'sponsor' as const, address: paymasters.sponsor },
+              { chainId, kind: 'token' as const, address: paymasters.token },
+            ]),
           },
           env['DATABASE_URL'] || undefined,
           // The local provider's issuers, whose ID tokens the kms verifies against their JWKS.
@@ -298,21 +323,6 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
   const bundlerUrls = bundlers ? { [chainA.chainId]: bundlers.a.url, [chainB.chainId]: bundlers.b.url } : undefined
-  const devJson = join(stateDir, 'dev.json')
-  // Created first, before the demo build makes it as a side effect with the default mode: dev.json
-  // will carry the kms parent organization's API key, so only this user may read the directory.
-  await mkdir(stateDir, { recursive: true, mode: 0o700 })
-  // The paymasters' keys, kept in the state directory so their addresses survive restarts.
-  const paymasterKeys = await loadPaymasters(stateDir)
-  // Deterministic (CREATE2): known before the chains run, so the demo build can bake it in.
-  const contracts: StackContracts = {
-    batchExecutor: BATCH_EXECUTOR_ADDRESS,
-    token: TEST_TOKEN_ADDRESS,
-    sponsorPaymaster: paymasterKeys.sponsorPaymaster,
-    tokenPaymaster: paymasterKeys.tokenPaymaster,
-    paymasterGuarantor: paymasterKeys.guarantor.address,
-  }
-  const paymasters = { sponsor: paymasterKeys.sponsorPaymaster, token: paymasterKeys.tokenPaymaster }
 
   try {
     // The builds need only the services' URLs, so they run while the services start.
@@ -581,7 +591,7 @@ function serverInstance(
         apiPublicKey: credentials.apiPublicKey,
         apiPrivateKey: credentials.apiPrivateKey,
         sessionSignerPublicKey: credentials.signerPublicKey,
-        appName: 'Latchkey Demo',
+        appName: DEMO_APP_NAME,
         allowedOrigins,
         chains,
         adminToken,
