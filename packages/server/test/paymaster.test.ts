@@ -18,13 +18,13 @@ import {
   recoverTypedDataAddress,
   zeroAddress,
 } from 'viem'
-import { entryPoint08Abi, toPackedUserOperation } from 'viem/account-abstraction'
+import { createPaymasterClient, entryPoint08Abi, toPackedUserOperation } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { anvil as anvilChain } from 'viem/chains'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
-import { createServerApp, openStore, type Store } from '../src/index.js'
+import { createAppServer, createServerApp, openStore, type Store } from '../src/index.js'
 import { BATCH_MODE } from '../src/paymaster/calls.js'
 import { decodeSponsorData, decodeTokenData, sponsorTypedData, tokenTypedData } from '../src/paymaster/data.js'
 import type { PaymasterPolicyInput } from '../src/paymaster/policy.js'
@@ -634,4 +634,58 @@ test('behavior: a reservation whose window passes on the chain’s clock with no
   expect(await paymaster.settle()).toEqual({ [CHAIN_ID]: { settled: 0, released: 0 } })
   expect(await budgetsOf(store.database.db, CHAIN_ID, sender, today())).toEqual({ user: 0n, global: 0n })
   expect(await store.database.db.selectFrom('paymaster_reservations').select(['status', 'actual']).execute()).toEqual([{ status: 'released', actual: null }])
+})
+
+test('behavior: viem’s paymaster client (a client we did not write) gets a stub, a signed sponsorship and a typed refusal from createAppServer over HTTP', async () => {
+  const server = createAppServer({
+    port: await getFreePort(),
+    databaseUrl: await freshDatabaseUrl(),
+    kmsUrl: 'http://127.0.0.1:9',
+    organizationId: 'organization',
+    ...keys,
+    appName: 'Demo',
+    allowedOrigins: [origin],
+    paymaster: { signerPrivateKey: signerKey, policy: policy() },
+  })
+  await server.start()
+  try {
+    const client = createPaymasterClient({ transport: http(`${server.url}/paymaster`, { retryCount: 0 }) })
+    const sender = newSender()
+    const fields = {
+      chainId: CHAIN_ID,
+      entryPointAddress: ENTRY_POINT_ADDRESS,
+      sender,
+      nonce: 0n,
+      factory: '0x7702',
+      factoryData: '0x',
+      callData: batch([{ to: TARGET }]),
+      maxFeePerGas: MAX_FEE,
+      maxPriorityFeePerGas: parseGwei('1'),
+    } as const
+    expect(await client.getPaymasterStubData(fields)).toEqual({
+      paymaster: SPONSOR_PAYMASTER,
+      paymasterData: expect.any(String),
+      paymasterVerificationGasLimit: PAYMASTER_GAS.sponsor.verification,
+      paymasterPostOpGasLimit: 0n,
+      sponsor: { name: 'Demo' },
+      isFinal: false,
+    })
+    const granted = await client.getPaymasterData({ ...fields, callGasLimit: 100_000n, verificationGasLimit: 100_000n, preVerificationGas: 50_000n })
+    expect(granted.paymaster).toBe(SPONSOR_PAYMASTER)
+    expect(decodeSponsorData(granted.paymasterData!)!.signature).toMatch(/^0x[0-9a-f]{130}$/)
+    const refused = await client
+      .getPaymasterData({
+        ...fields,
+        callData: batch([{ to: SELECTIVE }]),
+        callGasLimit: 100_000n,
+        verificationGasLimit: 100_000n,
+        preVerificationGas: 50_000n,
+      })
+      .catch((error: { cause?: { code?: number; data?: unknown } }) => error.cause)
+    expect(refused).toMatchObject({ code: -32003, data: { reason: 'target' } })
+    const preflight = await fetch(`${server.url}/paymaster`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } })
+    expect([preflight.status, preflight.headers.get('access-control-allow-origin')]).toEqual([204, origin])
+  } finally {
+    await server.stop()
+  }
 })

@@ -1,5 +1,6 @@
 import type { Logger } from '@latchkey/service'
 import type { AuditTrail, Database } from '@latchkey/service/database'
+import { sql } from 'kysely'
 import {
   type Address,
   createPublicClient,
@@ -47,6 +48,10 @@ export const PAYMASTER_GAS = {
   sponsor: { verification: 80_000n, postOp: 0n },
   token: { verification: 150_000n, postOp: 60_000n },
 } as const
+
+/** How far back a chain's first settlement pass reads, and the most blocks one `eth_getLogs` asks for. */
+const FIRST_LOOKBACK = 50_000n
+const LOG_RANGE = 5_000n
 
 /** OpenZeppelin `PaymasterERC20._postOpCost()`, and what `PaymasterERC20Guarantor` adds for a guaranteed operation. */
 export const TOKEN_POST_OP_COST = 30_000n
@@ -350,37 +355,37 @@ export function createPaymaster(options: PaymasterOptions) {
   /** One pass over one chain; answers how many reservations it settled and released. */
   async function settleChain(chain: PaymasterChainPolicy) {
     const client = clients.get(chain.chainId)!
-    const latest = await client.getBlock({ blockTag: 'latest' })
+    const latest = await client.getBlockNumber({ cacheTime: 0 })
     const cursor = await database.db.selectFrom('paymaster_cursors').select('block').where('chain_id', '=', chain.chainId).executeTakeFirst()
-    const fromBlock = cursor ? BigInt(cursor.block) + 1n : 0n
+    // A first pass starts a day or so back, not at genesis; each pass reads at most LOG_RANGE blocks.
+    const fromBlock = cursor ? BigInt(cursor.block) + 1n : latest > FIRST_LOOKBACK ? latest - FIRST_LOOKBACK : 0n
+    const toBlock = fromBlock + LOG_RANGE - 1n < latest ? fromBlock + LOG_RANGE - 1n : latest
     let settled = 0
     let released = 0
-    if (fromBlock <= latest.number) {
-      const logs = await client.getLogs({
-        address: chain.entryPoint,
-        event: USER_OPERATION_EVENT,
-        args: { paymaster: ours(chain) },
-        fromBlock,
-        toBlock: latest.number,
-      })
+    if (fromBlock <= toBlock) {
+      const logs = await client.getLogs({ address: chain.entryPoint, event: USER_OPERATION_EVENT, args: { paymaster: ours(chain) }, fromBlock, toBlock })
       for (const log of logs) {
         const { sender, nonce, actualGasCost } = log.args
         if (sender === undefined || nonce === undefined || actualGasCost === undefined) continue
         if (await endReservation(database, { chainId: chain.chainId, sender, nonce }, now(), actualGasCost)) settled++
       }
+      // Only forward: another instance may have read further meanwhile.
       await database.db
         .insertInto('paymaster_cursors')
-        .values({ chain_id: chain.chainId, block: latest.number.toString() })
-        .onConflict((conflict) => conflict.column('chain_id').doUpdateSet({ block: latest.number.toString() }))
+        .values({ chain_id: chain.chainId, block: toBlock.toString() })
+        .onConflict((conflict) =>
+          conflict.column('chain_id').doUpdateSet({ block: toBlock.toString() }).where(sql`cast(paymaster_cursors.block as bigint)`, '<', Number(toBlock)),
+        )
         .execute()
     }
-    // Every event up to `latest` is read: a window that ended before its timestamp can no longer land.
+    const read = await client.getBlock({ blockNumber: fromBlock <= toBlock ? toBlock : latest })
+    // Every event up to `read` is read: a window that ended before its timestamp can no longer land.
     const expired = await database.db
       .selectFrom('paymaster_reservations')
       .select(['sender', 'nonce'])
       .where('status', '=', 'reserved')
       .where('chain_id', '=', chain.chainId)
-      .where('valid_until', '<', Number(latest.timestamp))
+      .where('valid_until', '<', Number(read.timestamp))
       .execute()
     for (const row of expired) if (await endReservation(database, { chainId: chain.chainId, sender: row.sender, nonce: BigInt(row.nonce) }, now())) released++
     return { settled, released }
