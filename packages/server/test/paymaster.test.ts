@@ -689,3 +689,31 @@ test('behavior: viem’s paymaster client (a client we did not write) gets a stu
     await server.stop()
   }
 })
+
+const SIMPLE_7702_ABI = parseAbi([
+  'function execute(address target, uint256 value, bytes data)',
+  'function executeBatch((address target, uint256 value, bytes data)[] calls)',
+])
+
+test('behavior: Simple7702Account’s execute and executeBatch (viem’s toSimple7702SmartAccount) are read call by call', async () => {
+  const { app } = await newApp()
+  const stub = (callData: Hex) =>
+    rpc(app, 'pm_getPaymasterStubData', [operation(newSender(), 0n, undefined, { callData }), ENTRY_POINT_ADDRESS, chainIdHex, {}])
+  const single = await stub(encodeFunctionData({ abi: SIMPLE_7702_ABI, functionName: 'execute', args: [SELECTIVE, 0n, `${TRANSFER}${'00'.repeat(64)}`] }))
+  expect(single.result?.paymaster).toBe(SPONSOR_PAYMASTER)
+  const batchOf = (targets: Address[]) =>
+    encodeFunctionData({
+      abi: SIMPLE_7702_ABI,
+      functionName: 'executeBatch',
+      args: [targets.map((target) => ({ target, value: 0n, data: '0x12345678' as Hex }))],
+    })
+  expect((await stub(batchOf([TARGET, TARGET]))).result?.paymaster).toBe(SPONSOR_PAYMASTER)
+  expect((await stub(batchOf([TARGET, SELECTIVE]))).error).toEqual({
+    code: -32003,
+    message: `The call to ${SELECTIVE} is not sponsored`,
+    data: { reason: 'target' },
+  })
+  expect((await stub(encodeFunctionData({ abi: SIMPLE_7702_ABI, functionName: 'execute', args: [GUARANTOR, 1n, '0x'] }))).error?.data).toEqual({
+    reason: 'target',
+  })
+})
