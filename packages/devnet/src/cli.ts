@@ -88,6 +88,7 @@ function banner(stack: Stack): string {
   if (stack.urls.frames) rows.push(['Frames', `${stack.urls.frames}   /auth /recovery /export /import`])
   // Browsers call it on localhost, same-site with the demo, for its SameSite cookies.
   if (stack.urls.server) rows.push(['Backend', `${stack.urls.server.replace('127.0.0.1', 'localhost')}   sign-in, sessions (listens on 127.0.0.1)`])
+  if (stack.paymaster) rows.push(['Paymaster', `${stack.paymaster}   ERC-7677 paymaster service (the backend's)`])
   if (stack.urls.demo) rows.push(['Demo', stack.urls.demo])
   if (stack.urls.wallet) rows.push(['Wallet', `${stack.urls.wallet}   reference WalletConnect wallet`])
   const devJson = relative(process.cwd(), stack.devJson)

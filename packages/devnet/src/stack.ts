@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { createKms, type FramesOptions, generateApiKeyPair, type OidcIssuer as OidcIssuerTrust, type WebauthnConfig } from '@latchkey/kms'
 import { createRelay, type RelayStore, redisStore, sqliteStore } from '@latchkey/relay'
-import { createAppServer, OAUTH_CALLBACK_PATH } from '@latchkey/server'
+import { createAppServer, OAUTH_CALLBACK_PATH, PAYMASTER_PATH, type PaymasterPolicyInput } from '@latchkey/server'
 import { anvil } from './anvil.js'
 import { buildDemo, buildWallet, repoRoot } from './buildDemo.js'
 import { type BundlerInstances, bundlerInstances } from './bundlers.js'
@@ -12,6 +12,7 @@ import { BATCH_EXECUTOR_ADDRESS, deployBatchExecutor } from './executor.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
 import { OIDC_PROVIDERS, type OidcIssuer, type OidcProviderName, oidcInstance, oidcIssuerUrl } from './oidc.js'
 import { deployPaymasters, loadPaymasters } from './paymasters.js'
+import { demoSponsorshipPolicy } from './sponsorship.js'
 import { staticServer } from './static.js'
 import { deployTestToken, TEST_TOKEN_ADDRESS } from './token.js'
 
@@ -110,6 +111,8 @@ export type DevJson = {
   readonly entryPoint: `0x${string}`
   /** The ERC-4337 bundler of each chain, by chain id, when the bundlers run. */
   readonly bundlers?: Readonly<Record<number, string>>
+  /** The app backend's ERC-7677 paymaster service (`pm_getPaymasterStubData`, `pm_getPaymasterData`), when the backend runs. */
+  readonly paymaster?: string
 }
 
 /** Contracts `startStack` deploys on both chains. */
@@ -148,6 +151,8 @@ export type Stack<demo extends boolean = boolean> = {
   readonly entryPoint: `0x${string}`
   /** The ERC-4337 bundler of each chain, by chain id, when the bundlers run. */
   readonly bundlers?: Readonly<Record<number, string>>
+  /** The app backend's ERC-7677 paymaster service (`pm_getPaymasterStubData`, `pm_getPaymasterData`), when the backend runs. */
+  readonly paymaster?: string
   /** The key both paymasters accept signatures from: what the paymaster service signs with. Kept in `<stateDir>/paymasters.json`. */
   readonly paymasterSigner: { readonly privateKey: `0x${string}`; readonly address: `0x${string}` }
   /** The guarantor the paymaster service names in token quotes for an account's first operation. */
@@ -280,19 +285,15 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     : undefined
   // A new one each start: it guards the admin API of this run only (dev.json has it).
   const adminToken = randomBytes(24).toString('hex')
+  const serverChains = [
+    { id: 31337, rpcUrl: chainA.url },
+    { id: 31338, rpcUrl: chainB.url },
+  ]
   const server = kms
-    ? serverInstance(
-        ports.server,
-        kms,
-        adminToken,
-        stateDir,
-        demoOrigins,
-        [
-          { id: 31337, rpcUrl: chainA.url },
-          { id: 31338, rpcUrl: chainB.url },
-        ],
-        oidc?.issuers,
-      )
+    ? serverInstance(ports.server, kms, adminToken, stateDir, demoOrigins, serverChains, oidc?.issuers, {
+        signerPrivateKey: paymasterKeys.signer.privateKey,
+        policy: demoSponsorshipPolicy({ chains: serverChains, paymasters, guarantor: paymasterKeys.guarantor.address, appName: DEMO_APP_NAME }),
+      })
     : undefined
   const wallet = withDemo && relay ? staticServer({ name: 'wallet', root: walletDir, port: ports.wallet }) : undefined
   // Later: kms and the app backend join this list.
@@ -323,6 +324,8 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
   const bundlerUrls = bundlers ? { [chainA.chainId]: bundlers.a.url, [chainB.chainId]: bundlers.b.url } : undefined
+  // The backend's ERC-7677 paymaster service, on localhost like the demo's other calls to the backend.
+  const paymasterUrl = server ? `http://localhost:${ports.server}${PAYMASTER_PATH}` : undefined
 
   try {
     // The builds need only the services' URLs, so they run while the services start.
@@ -385,6 +388,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       ...(server ? { adminToken } : {}),
       entryPoint: ENTRY_POINT_ADDRESS,
       ...(bundlerUrls ? { bundlers: bundlerUrls } : {}),
+      ...(paymasterUrl ? { paymaster: paymasterUrl } : {}),
     })
   } catch (error) {
     await stopAll(instances).catch(() => undefined)
@@ -400,6 +404,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     contracts,
     entryPoint: ENTRY_POINT_ADDRESS,
     ...(bundlerUrls ? { bundlers: bundlerUrls } : {}),
+    ...(paymasterUrl ? { paymaster: paymasterUrl } : {}),
     paymasterSigner: paymasterKeys.signer,
     guarantor: paymasterKeys.guarantor.address,
     paymasters: { [chainA.chainId]: paymasters, [chainB.chainId]: paymasters },
@@ -571,6 +576,7 @@ function serverInstance(
   allowedOrigins: readonly string[],
   chains: readonly { id: number; rpcUrl: string }[],
   oauth: Readonly<Record<OidcProviderName, OidcIssuer>> | undefined,
+  paymaster: { signerPrivateKey: `0x${string}`; policy: PaymasterPolicyInput },
 ): Instance {
   const host = '127.0.0.1'
   let running: ReturnType<typeof createAppServer> | undefined
@@ -598,6 +604,8 @@ function serverInstance(
         // Every browser on the local stack is 127.0.0.1: per-IP limits would count all of them as
         // one client (a morning of trying the demo, or one end-to-end run). Per email and per code stay.
         limitsPerIp: DEV_LIMITS_PER_IP,
+        // Sponsored gas for the demo's users (ERC-7677 at /paymaster): sponsorship.ts's policy.
+        paymaster,
         ...(oauth ? { oauth: { google: { ...oauth.google }, apple: { ...oauth.apple } } } : {}),
       })
       try {

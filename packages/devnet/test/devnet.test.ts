@@ -477,7 +477,16 @@ describe('startStack', () => {
       adminToken: expect.stringMatching(/^[0-9a-f]{48}$/),
       // ERC-4337 EntryPoint v0.8 at its canonical address; no bundlers asked for (userOperation.test.ts runs them).
       entryPoint: '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108',
+      // The backend's ERC-7677 paymaster service, on localhost as the demo calls the backend.
+      paymaster: `http://localhost:${ports.server}/paymaster`,
     })
+    // The service answers there (a malformed operation is JSON-RPC's invalid params).
+    const stub = await fetch((devJson as { paymaster?: string }).paymaster!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'pm_getPaymasterStubData', params: [{}, stack.entryPoint, '0x7a69', {}] }),
+    })
+    expect(await stub.json()).toMatchObject({ id: 1, error: { code: -32602 } })
     // The admin token opens the backend's admin API.
     const endpoints = await fetch(`${server}/admin/webhooks`, { headers: { authorization: `Bearer ${(devJson as { adminToken?: string }).adminToken}` } })
     expect(await endpoints.json()).toEqual({ endpoints: [] })
