@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import simple7702Artifact from '@account-abstraction/contracts/artifacts/Simple7702Account.json' with { type: 'json' }
 import { createAppServer } from '@latchkey/server'
+import BetterSqlite3 from 'better-sqlite3'
 import {
   type Address,
   concatHex,
@@ -48,6 +49,7 @@ describe('sponsored UserOperations from viem', () => {
   let backend: ReturnType<typeof createAppServer>
   let paymasterUrl: string
   let implementation: Address
+  let stateDir: string
 
   beforeAll(async () => {
     const ports = Object.fromEntries(
@@ -55,7 +57,7 @@ describe('sponsored UserOperations from viem', () => {
         ['chainA', 'chainB', 'bundlerA', 'bundlerB', 'relay', 'kms', 'frames', 'server', 'oidc'].map(async (name) => [name, await getFreePort()]),
       ),
     )
-    const stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-sponsorship-')), 'state')
+    stateDir = join(await mkdtemp(join(tmpdir(), 'latchkey-sponsorship-')), 'state')
     stack = await startStack({ ports, stateDir, demo: false, relay: false })
     const rpcUrl = stack.urls.chainA
     // viem's 7702 account delegates to eth-infinitism's Simple7702Account: deployed here from
@@ -97,6 +99,23 @@ describe('sponsored UserOperations from viem', () => {
     await stack?.stop()
   })
 
+  /** The backend's reservation of an account's one operation (viem picks its nonce key) once its settlement has ended it (polled, at most 20 s). */
+  async function settled(sender: Address) {
+    const database = new BetterSqlite3(join(stateDir, 'interop.db'), { readonly: true })
+    try {
+      const deadline = Date.now() + 20_000
+      for (;;) {
+        const row = database.prepare('select status, actual from paymaster_reservations where chain_id = 31337 and sender = ?').get(sender.toLowerCase()) as
+          | { status: string; actual: string | null }
+          | undefined
+        if ((row && row.status !== 'reserved') || Date.now() > deadline) return row
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    } finally {
+      database.close()
+    }
+  }
+
   async function viemAccount() {
     const client = createPublicClient({ chain: chain(stack.urls.chainA), transport: http(), pollingInterval: 50 })
     const owner = privateKeyToAccount(generatePrivateKey())
@@ -126,6 +145,9 @@ describe('sponsored UserOperations from viem', () => {
     expect(receipt.paymaster).toBe(stack.paymasters[31337]!.sponsor)
     expect(await client.readContract({ address: TEST_TOKEN_ADDRESS, abi: TOKEN_ABI, functionName: 'balanceOf', args: [account.address] })).toBe(parseEther('5'))
     expect(await client.getBalance({ address: account.address })).toBe(0n)
+    // The service's settlement reads the EntryPoint's UserOperationEvent of our paymaster: the
+    // reservation becomes what the operation really cost (its loop runs every 5 s).
+    expect(await settled(account.address)).toEqual({ status: 'settled', actual: receipt.actualGasCost.toString() })
   })
 
   test('behavior: gas paid in TKN: a first operation that approves the token paymaster is guaranteed, and the account pays in TKN, never in ETH', async () => {
