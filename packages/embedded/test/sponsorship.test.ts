@@ -1,4 +1,12 @@
 import { createServer, type Server } from 'node:http'
+import {
+  SponsorshipUnavailableError as CoreSponsorshipUnavailableError,
+  connect,
+  createClient,
+  type EIP1193Provider,
+  injected,
+  sendCalls,
+} from '@latchkey/core'
 import { alto, deployEntryPoint, ENTRY_POINT_ADDRESS, getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
@@ -234,5 +242,42 @@ describe('capabilities', () => {
     })
     await other.verifyEmail(await other.startEmail(`sponsored${++people}.${stack.clock}@example.test`))
     expect(await other.getCapabilities()).toEqual({ '0x7a69': { atomic: { status: 'ready' }, paymasterService: { supported: true } } })
+  })
+})
+
+describe('through core, as an injected wallet', () => {
+  test("behavior: core's sendCalls passes the app's paymasterService to a wallet that reports it; its refusal arrives typed", async () => {
+    // The embedded wallet without a sponsorship option of its own, on a chain that names a bundler:
+    // only the capability core passes on can make it try the paymaster.
+    const withBundler = defineChain({ ...chainA, rpcUrls: { ...chainA.rpcUrls, bundler: { http: [bundler.url] } } })
+    const wallet = createEmbeddedWallet({
+      appName: 'Embedded test',
+      backendUrl: stack.backendUrl,
+      kmsUrl: stack.kms.url,
+      organizationId: stack.organizationId,
+      chains: [withBundler],
+      storage: memoryStorage(),
+      testOnlySessionKeys: memoryKeys(),
+      now: stack.now,
+      fetch: stack.browserFetch().fetchFn,
+    })
+    await wallet.verifyEmail(await wallet.startEmail(`sponsored${++people}.${stack.clock}@example.test`))
+    const address = wallet.current!.credential.address
+    const provider = createEmbeddedProvider(wallet, [withBundler]) as unknown as EIP1193Provider
+    const client = createClient({ chains: [withBundler], connectors: [injected({ id: 'latchkey', name: 'Latchkey', provider })] })
+    await connect(client, { connector: 'latchkey' })
+    const nonce = await rpc.getTransactionCount({ address })
+
+    const error = await sendCalls(client, { calls: [{ to: recipients()[0], value: 1n }], sponsorship: { paymasterUrl: downUrl } }).catch(
+      (caught: unknown) => caught,
+    )
+
+    expect(error).toBeInstanceOf(CoreSponsorshipUnavailableError)
+    expect(error).toMatchObject({
+      code: 'sponsorship_unavailable',
+      reason: 'unavailable',
+      details: 'The paymaster could not be reached for pm_getPaymasterStubData: fetch failed',
+    })
+    expect(await rpc.getTransactionCount({ address })).toBe(nonce)
   })
 })
