@@ -51,7 +51,9 @@ async function rpc<result>(context: Pick<UserOperationContext, 'fetch'>, who: Wh
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      credentials: 'include',
+      // The paymaster may be the app backend, which knows the user by its cookie; a bundler is
+      // anyone's, and often answers CORS with `*`, which a credentialed request may not use.
+      credentials: who === 'paymaster' ? 'include' : 'omit',
       signal: AbortSignal.timeout(SPONSORSHIP_TIMEOUT_MS),
     })
     answer = (await response.json()) as typeof answer
