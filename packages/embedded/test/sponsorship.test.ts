@@ -216,6 +216,16 @@ describe("fallback: 'user-pays'", () => {
   })
 })
 
+describe('status', () => {
+  test('error: a UserOperation id the bundler does not know is 5730; one for a chain without a bundler too', async () => {
+    const { provider } = await signedIn({})
+    const unknown = `0x${'00'.repeat(29)}7a6902${'ab'.repeat(32)}`
+    await expect(provider.request({ method: 'wallet_getCallsStatus', params: [unknown] })).rejects.toMatchObject({ code: 5730, message: 'Unknown bundle id' })
+    const onChainB = `0x${'00'.repeat(29)}7a6a02${'ab'.repeat(32)}`
+    await expect(provider.request({ method: 'wallet_getCallsStatus', params: [onChainB] })).rejects.toMatchObject({ code: 5730 })
+  })
+})
+
 describe('capabilities', () => {
   test('default: paymasterService is supported on the chains with a bundler', async () => {
     const { address, provider } = await signedIn({})
