@@ -23,7 +23,6 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { createServerApp, openStore, type Store } from '@latchkey/server'
 import { generateP256KeyPair } from '@turnkey/crypto'
-// @ts-expect-error: a plain ESM script without types
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
 import { wholeNumberArg as arg } from './args.js'
 

@@ -34,7 +34,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getFreePort } from '@latchkey/devnet'
 import { signRelayJwt } from '@latchkey/walletconnect'
-// @ts-expect-error: a plain ESM script without types
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
 import { wholeNumberArg as arg } from './args.js'
 import { backendSection } from './cluster/backend.js'

@@ -28,7 +28,6 @@ import { createServerApp, openStore } from '@latchkey/server'
 import { secp256k1 } from '@noble/curves/secp256k1'
 import { generateP256KeyPair } from '@turnkey/crypto'
 import pg from 'pg'
-// @ts-expect-error: a plain ESM script without types
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
 import { wholeNumberArg as arg } from './args.js'
 import { createBenchUser, measureInstances, percentile } from './kms/instances.js'

@@ -3,16 +3,16 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-// Compiles our contracts (the executor, the demo's test token) with the solc pinned in the root package.json (npm `solc`, exact
+// Compiles our contracts (the executor, the demo's test token, the two paymasters) with the solc pinned in the root package.json (npm `solc`, exact
 // version) against the OpenZeppelin Contracts pinned there too (read from node_modules, never
 // copied in) and writes the artifacts that devnet deploys and the embedded wallet's constants come
-// from. `npm run build:contracts` rewrites them; BatchExecutor.test.ts and TestToken.test.ts rebuild and compare.
+// from. `npm run build:contracts` rewrites them; each contract's test rebuilds and compares.
 
 const here = dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
 const OPENZEPPELIN = '@openzeppelin/contracts'
 /** The contracts this build compiles, each from `<name>.sol` to `<name>.json` beside this file. */
-export const CONTRACTS = ['BatchExecutor', 'TestToken'] as const
+export const CONTRACTS = ['BatchExecutor', 'TestToken', 'SponsorPaymaster', 'TokenPaymaster'] as const
 export type ContractName = (typeof CONTRACTS)[number]
 export const sourcePath = (name: ContractName) => join(here, `${name}.sol`)
 export const artifactPath = (name: ContractName) => join(here, `${name}.json`)

@@ -1,7 +1,9 @@
-import { type Address, concatHex, getContractAddress, type Hex, pad } from 'viem'
+import { type Address, concatHex, encodeAbiParameters, getContractAddress, type Hex, pad } from 'viem'
 import artifact from './BatchExecutor.json' with { type: 'json' }
 import type { Artifact } from './build.js'
+import sponsorArtifact from './SponsorPaymaster.json' with { type: 'json' }
 import tokenArtifact from './TestToken.json' with { type: 'json' }
+import tokenPaymasterJson from './TokenPaymaster.json' with { type: 'json' }
 
 /** The checked-in artifact of BatchExecutor.sol (ABI, creation and runtime bytecode, compiler). */
 export const batchExecutorArtifact = artifact as Artifact<'BatchExecutor'>
@@ -42,3 +44,46 @@ export const testTokenAddress: Address = getContractAddress({
 
 /** The calldata that deploys the test token through the factory. */
 export const testTokenDeployData: Hex = concatHex([TEST_TOKEN_SALT, testTokenArtifact.bytecode])
+
+/** The checked-in artifact of SponsorPaymaster.sol: gas paid by the paymaster's deposit when the service's key signed. */
+export const sponsorPaymasterArtifact = sponsorArtifact as Artifact<'SponsorPaymaster'>
+
+/** The checked-in artifact of TokenPaymaster.sol: gas paid in an ERC-20 at a price the service's key signed. */
+export const tokenPaymasterArtifact = tokenPaymasterJson as Artifact<'TokenPaymaster'>
+
+/** Salt of the paymasters' CREATE2 deployments: zero; their addresses depend on the constructor's signer and owner. */
+export const PAYMASTER_SALT: Hex = pad('0x00', { size: 32 })
+
+/** A paymaster's constructor arguments: the service key that signs sponsorships, and the owner of its funds. */
+export type PaymasterConstructor = { signer: Address; owner: Address }
+
+const paymasterInitCode = (bytecode: Hex, { signer, owner }: PaymasterConstructor) =>
+  concatHex([bytecode, encodeAbiParameters([{ type: 'address' }, { type: 'address' }], [signer, owner])])
+
+const paymasterDeployment = (bytecode: Hex, keys: PaymasterConstructor) => {
+  const initCode = paymasterInitCode(bytecode, keys)
+  return {
+    address: getContractAddress({ opcode: 'CREATE2', from: CREATE2_FACTORY, salt: PAYMASTER_SALT, bytecode: initCode }),
+    deployData: concatHex([PAYMASTER_SALT, initCode]),
+  }
+}
+
+/**
+ * Where the sponsor paymaster for `signer` and `owner` lands through the CREATE2 factory (the same
+ * on every chain with it), and the factory calldata that deploys it there.
+ *
+ * @example
+ * const { address, deployData } = sponsorPaymasterDeployment({ signer: service.address, owner: operator.address })
+ */
+export const sponsorPaymasterDeployment = (keys: PaymasterConstructor): { address: Address; deployData: Hex } =>
+  paymasterDeployment(sponsorPaymasterArtifact.bytecode, keys)
+
+/**
+ * Where the token paymaster for `signer` and `owner` lands through the CREATE2 factory, and the
+ * factory calldata that deploys it there.
+ *
+ * @example
+ * const { address, deployData } = tokenPaymasterDeployment({ signer: service.address, owner: operator.address })
+ */
+export const tokenPaymasterDeployment = (keys: PaymasterConstructor): { address: Address; deployData: Hex } =>
+  paymasterDeployment(tokenPaymasterArtifact.bytecode, keys)

@@ -100,17 +100,23 @@ export async function startPostgres() {
   }
   const port = await freePort()
   const asOwner = { ...owner, cwd: dir }
+  const settings = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`
+  /** pg_ctl start or stop of this cluster, with the settings it started with. */
+  const control = (action) =>
+    action === 'start'
+      ? run(join(bin, 'pg_ctl'), ['start', '-w', '-D', data, '-l', join(dir, 'server.log'), '-o', settings], asOwner)
+      : run(join(bin, 'pg_ctl'), ['stop', '-w', '-m', 'fast', '-D', data], asOwner)
   try {
     run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale', 'C'], asOwner)
     // -w: pg_ctl returns once the server accepts connections.
-    const settings = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`
-    run(join(bin, 'pg_ctl'), ['start', '-w', '-D', data, '-l', join(dir, 'server.log'), '-o', settings], asOwner)
+    control('start')
   } catch (error) {
     rmSync(dir, { recursive: true, force: true })
     throw error
   }
   const stop = () => {
-    run(join(bin, 'pg_ctl'), ['stop', '-w', '-m', 'fast', '-D', data], asOwner)
+    // Stopped already (a test that restores the cluster stops it itself): only the files go.
+    if (existsSync(join(data, 'postmaster.pid'))) control('stop')
     rmSync(dir, { recursive: true, force: true })
   }
   try {
@@ -119,7 +125,12 @@ export async function startPostgres() {
     stop()
     throw error
   }
-  return { url: `postgres://postgres@127.0.0.1:${port}/latchkey`, stop: async () => stop() }
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/latchkey`,
+    stop: async () => stop(),
+    // For tests that archive, back up and restore the cluster (pgBackRest): its files and control.
+    cluster: { bin, dir, data, port, owner, start: () => control('start'), stopServer: () => control('stop') },
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -75,6 +75,9 @@ function banner(stack: Stack): string {
     ['Executor', `${stack.contracts.batchExecutor}   EIP-7702 batch executor, on both chains`],
     ['Token', `${stack.contracts.token}   Test Token (TKN), on both chains`],
     ['EntryPoint', `${stack.entryPoint}   ERC-4337 v0.8, on both chains`],
+    ['Sponsor', `${stack.contracts.sponsorPaymaster}   paymaster: sponsored gas, on both chains`],
+    ['Gas in TKN', `${stack.contracts.tokenPaymaster}   paymaster: gas paid in TKN, on both chains`],
+    ['Guarantor', `${stack.contracts.paymasterGuarantor}   prefunds an account's first operation paid in TKN`],
   ]
   if (stack.bundlers) {
     rows.push(['Bundler A', `${stack.bundlers[31337]}   ERC-4337 bundler (Alto) for chain A`])

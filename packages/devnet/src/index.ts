@@ -15,6 +15,7 @@ export {
   StartTimeoutError,
 } from './instance.js'
 export { OIDC_PROVIDERS, type OidcInstanceParameters, type OidcIssuer, type OidcProviderName, oidcInstance, testSubject } from './oidc.js'
+export { deployPaymasters, GUARANTOR_TOKENS, loadPaymasters, PAYMASTER_DEPOSIT, type StackPaymasters } from './paymasters.js'
 export {
   DEMO_OAUTH_CLIENT_ID,
   type DevJson,
@@ -22,6 +23,7 @@ export {
   type Stack,
   type StackChain,
   type StackContracts,
+  type StackPaymasterContracts,
   type StackUrls,
   type StartStackOptions,
   startStack,

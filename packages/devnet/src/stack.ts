@@ -11,8 +11,12 @@ import { deployEntryPoint, ENTRY_POINT_ADDRESS } from './entryPoint.js'
 import { BATCH_EXECUTOR_ADDRESS, deployBatchExecutor } from './executor.js'
 import { DevnetError, defineInstance, type Instance, PortInUseError } from './instance.js'
 import { OIDC_PROVIDERS, type OidcIssuer, type OidcProviderName, oidcInstance, oidcIssuerUrl } from './oidc.js'
+import { deployPaymasters, loadPaymasters } from './paymasters.js'
 import { staticServer } from './static.js'
 import { deployTestToken, TEST_TOKEN_ADDRESS } from './token.js'
+
+/** The demo app's name: the backend's, and the one the consent frame says sponsors its gas. */
+const DEMO_APP_NAME = 'Latchkey Demo'
 
 export type StartStackOptions = {
   /**
@@ -114,7 +118,20 @@ export type StackContracts = {
   readonly batchExecutor: `0x${string}`
   /** contracts/TestToken.sol, the demo's ERC-20 ("Test Token", TKN, 18 decimals; anyone may mint): CREATE2, salt 0. */
   readonly token: `0x${string}`
+  /**
+   * contracts/SponsorPaymaster.sol: pays the gas of UserOperations the paymaster service signed, from
+   * its EntryPoint deposit (100 ETH each start). CREATE2, salt 0; the address follows from the
+   * signer and owner keys kept in `<stateDir>/paymasters.json`.
+   */
+  readonly sponsorPaymaster: `0x${string}`
+  /** contracts/TokenPaymaster.sol: pays the gas and charges the account in TKN at the service's signed price. CREATE2, like the sponsor paymaster. */
+  readonly tokenPaymaster: `0x${string}`
+  /** The account that prefunds a first operation paid in TKN (holds TKN, approved the token paymaster); its key is in `paymasters.json`. */
+  readonly paymasterGuarantor: `0x${string}`
 }
+
+/** The paymasters of one chain (the same addresses on both). */
+export type StackPaymasterContracts = { readonly sponsor: `0x${string}`; readonly token: `0x${string}` }
 
 export type Stack<demo extends boolean = boolean> = {
   readonly urls: StackUrls<demo>
@@ -131,6 +148,12 @@ export type Stack<demo extends boolean = boolean> = {
   readonly entryPoint: `0x${string}`
   /** The ERC-4337 bundler of each chain, by chain id, when the bundlers run. */
   readonly bundlers?: Readonly<Record<number, string>>
+  /** The key both paymasters accept signatures from: what the paymaster service signs with. Kept in `<stateDir>/paymasters.json`. */
+  readonly paymasterSigner: { readonly privateKey: `0x${string}`; readonly address: `0x${string}` }
+  /** The guarantor the paymaster service names in token quotes for an account's first operation. */
+  readonly guarantor: `0x${string}`
+  /** The paymasters of each chain, by chain id. */
+  readonly paymasters: Readonly<Record<number, StackPaymasterContracts>>
   /** Stops every service, in reverse start order. Files (dev.json, the demo build) stay. */
   stop(): Promise<void>
 }
@@ -189,6 +212,22 @@ export async function startStack<const options extends StartStackOptions = {}>(o
   const demoDir = resolve(options?.demoDir ?? join(stateDir, 'demo'))
   const walletDir = resolve(options?.walletDir ?? join(stateDir, 'wallet'))
 
+  const devJson = join(stateDir, 'dev.json')
+  // Created first, before the demo build makes it as a side effect with the default mode: dev.json
+  // will carry the kms parent organization's API key, so only this user may read the directory.
+  await mkdir(stateDir, { recursive: true, mode: 0o700 })
+  // The paymasters' keys, kept in the state directory so their addresses survive restarts.
+  const paymasterKeys = await loadPaymasters(stateDir)
+  // Deterministic (CREATE2): known before the chains run, so the demo build can bake it in.
+  const contracts: StackContracts = {
+    batchExecutor: BATCH_EXECUTOR_ADDRESS,
+    token: TEST_TOKEN_ADDRESS,
+    sponsorPaymaster: paymasterKeys.sponsorPaymaster,
+    tokenPaymaster: paymasterKeys.tokenPaymaster,
+    paymasterGuarantor: paymasterKeys.guarantor.address,
+  }
+  const paymasters = { sponsor: paymasterKeys.sponsorPaymaster, token: paymasterKeys.tokenPaymaster }
+
   const chainA = anvil({ name: 'chain A', port: ports.chainA, chainId: 31337 })
   const chainB = anvil({ name: 'chain B', port: ports.chainB, chainId: 31338 })
   const bundlers: BundlerInstances | undefined = options?.bundlers === false ? undefined : bundlerInstances({ chainA, chainB, ports })
@@ -215,6 +254,12 @@ export async function startStack<const options extends StartStackOptions = {}>(o
               { id: 31337, rpcUrl: chainA.url },
               { id: 31338, rpcUrl: chainB.url },
             ],
+            // Its fee row names these as the app's: "sponsored by Latchkey Demo", or the TKN quote.
+            appName: DEMO_APP_NAME,
+            paymasters: [31337, 31338].flatMap((chainId) => [
+              { chainId, kind: 'sponsor' as const, address: paymasters.sponsor },
+              { chainId, kind: 'token' as const, address: paymasters.token },
+            ]),
           },
           env['DATABASE_URL'] || undefined,
           // The local provider's issuers, whose ID tokens the kms verifies against their JWKS.
@@ -278,12 +323,6 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     ...(wallet ? { wallet: wallet.url } : {}),
   } as StackUrls<DemoFlag<options>>
   const bundlerUrls = bundlers ? { [chainA.chainId]: bundlers.a.url, [chainB.chainId]: bundlers.b.url } : undefined
-  const devJson = join(stateDir, 'dev.json')
-  // Deterministic (CREATE2): known before the chains run, so the demo build can bake it in.
-  const contracts: StackContracts = { batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS }
-  // Created first, before the demo build makes it as a side effect with the default mode: dev.json
-  // will carry the kms parent organization's API key, so only this user may read the directory.
-  await mkdir(stateDir, { recursive: true, mode: 0o700 })
 
   try {
     // The builds need only the services' URLs, so they run while the services start.
@@ -303,11 +342,25 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       chainA
         .start()
         .then(() => deployEntryPoint(chainA.url))
-        .then(() => Promise.all([bundlers?.a.start(), deployBatchExecutor(chainA.url).then(() => deployTestToken(chainA.url))])),
+        .then(() =>
+          Promise.all([
+            bundlers?.a.start(),
+            deployBatchExecutor(chainA.url)
+              .then(() => deployTestToken(chainA.url))
+              .then(() => deployPaymasters(chainA.url, paymasterKeys)),
+          ]),
+        ),
       chainB
         .start()
         .then(() => deployEntryPoint(chainB.url))
-        .then(() => Promise.all([bundlers?.b.start(), deployBatchExecutor(chainB.url).then(() => deployTestToken(chainB.url))])),
+        .then(() =>
+          Promise.all([
+            bundlers?.b.start(),
+            deployBatchExecutor(chainB.url)
+              .then(() => deployTestToken(chainB.url))
+              .then(() => deployPaymasters(chainB.url, paymasterKeys)),
+          ]),
+        ),
       relay?.start(),
       kms?.start(),
       oidc?.start(),
@@ -347,6 +400,9 @@ export async function startStack<const options extends StartStackOptions = {}>(o
     contracts,
     entryPoint: ENTRY_POINT_ADDRESS,
     ...(bundlerUrls ? { bundlers: bundlerUrls } : {}),
+    paymasterSigner: paymasterKeys.signer,
+    guarantor: paymasterKeys.guarantor.address,
+    paymasters: { [chainA.chainId]: paymasters, [chainB.chainId]: paymasters },
     stop: () => stopAll(instances),
   }
 }
@@ -535,7 +591,7 @@ function serverInstance(
         apiPublicKey: credentials.apiPublicKey,
         apiPrivateKey: credentials.apiPrivateKey,
         sessionSignerPublicKey: credentials.signerPublicKey,
-        appName: 'Latchkey Demo',
+        appName: DEMO_APP_NAME,
         allowedOrigins,
         chains,
         adminToken,

@@ -7,9 +7,17 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
-import { createPublicClient, http } from 'viem'
+import { createPublicClient, http, maxUint256, parseAbi, parseEther } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
 import { afterEach, describe, expect, test, vi } from 'vitest'
-import { batchExecutorArtifact, testTokenArtifact } from '../../../contracts/index.js'
+import {
+  batchExecutorArtifact,
+  sponsorPaymasterArtifact,
+  sponsorPaymasterDeployment,
+  testTokenArtifact,
+  tokenPaymasterArtifact,
+  tokenPaymasterDeployment,
+} from '../../../contracts/index.js'
 import * as devnet from '../src/index.js'
 import {
   anvil,
@@ -144,7 +152,9 @@ test('default: exports', () => {
       "DEMO_OAUTH_CLIENT_ID",
       "DevnetError",
       "ENTRY_POINT_ADDRESS",
+      "GUARANTOR_TOKENS",
       "OIDC_PROVIDERS",
+      "PAYMASTER_DEPOSIT",
       "PortInUseError",
       "StartFailedError",
       "StartTimeoutError",
@@ -157,8 +167,10 @@ test('default: exports', () => {
       "defineInstance",
       "deployBatchExecutor",
       "deployEntryPoint",
+      "deployPaymasters",
       "deployTestToken",
       "getFreePort",
+      "loadPaymasters",
       "oidcInstance",
       "resolveAnvilBinary",
       "startStack",
@@ -428,6 +440,16 @@ describe('startStack', () => {
     ])
     expect(stack.devJson).toBe(join(stateDir, 'dev.json'))
     const devJson = JSON.parse(await readFile(stack.devJson, 'utf8')) as { startedAt: string }
+    // The paymasters' keys, created in the state directory on the first start (mode 0600).
+    const paymasterKeys = JSON.parse(await readFile(join(stateDir, 'paymasters.json'), 'utf8')) as Record<string, `0x${string}`>
+    expect(Object.keys(paymasterKeys)).toEqual(['signerPrivateKey', 'ownerPrivateKey', 'guarantorPrivateKey'])
+    expect((await stat(join(stateDir, 'paymasters.json'))).mode & 0o777).toBe(0o600)
+    const [signer, owner, guarantor] = [paymasterKeys['signerPrivateKey']!, paymasterKeys['ownerPrivateKey']!, paymasterKeys['guarantorPrivateKey']!].map(
+      (key) => privateKeyToAccount(key).address,
+    ) as [`0x${string}`, `0x${string}`, `0x${string}`]
+    const sponsorPaymaster = sponsorPaymasterDeployment({ signer, owner }).address
+    const tokenPaymaster = tokenPaymasterDeployment({ signer, owner }).address
+    const contracts = { batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS, sponsorPaymaster, tokenPaymaster, paymasterGuarantor: guarantor }
     expect(devJson).toEqual({
       version: 1,
       startedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
@@ -449,8 +471,9 @@ describe('startStack', () => {
         apple: { issuer: `${oidc}/apple`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/apple/auth` },
       },
       // The EIP-7702 batch executor, deployed with CREATE2 on both chains at the embedded wallet's default address,
-      // and the demo's test token, deployed the same way.
-      contracts: { batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS },
+      // the demo's test token, deployed the same way, the two paymasters (their addresses follow the
+      // signer and owner keys) and the guarantor of first operations paid in TKN.
+      contracts,
       adminToken: expect.stringMatching(/^[0-9a-f]{48}$/),
       // ERC-4337 EntryPoint v0.8 at its canonical address; no bundlers asked for (userOperation.test.ts runs them).
       entryPoint: '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108',
@@ -458,11 +481,39 @@ describe('startStack', () => {
     // The admin token opens the backend's admin API.
     const endpoints = await fetch(`${server}/admin/webhooks`, { headers: { authorization: `Bearer ${(devJson as { adminToken?: string }).adminToken}` } })
     expect(await endpoints.json()).toEqual({ endpoints: [] })
-    expect(stack.contracts).toEqual({ batchExecutor: BATCH_EXECUTOR_ADDRESS, token: TEST_TOKEN_ADDRESS })
+    expect(stack.contracts).toEqual(contracts)
+    // What a backend needs to run the paymaster service.
+    expect(stack.paymasterSigner).toEqual({ privateKey: paymasterKeys['signerPrivateKey'], address: signer })
+    expect(stack.guarantor).toBe(guarantor)
+    expect(stack.paymasters).toEqual({
+      31337: { sponsor: sponsorPaymaster, token: tokenPaymaster },
+      31338: { sponsor: sponsorPaymaster, token: tokenPaymaster },
+    })
+    const reads = parseAbi([
+      'function signer() view returns (address)',
+      'function owner() view returns (address)',
+      'function balanceOf(address) view returns (uint256)',
+      'function allowance(address, address) view returns (uint256)',
+    ])
     for (const rpc of [chainA, chainB]) {
       const client = createPublicClient({ transport: http(rpc) })
       expect(await client.getCode({ address: BATCH_EXECUTOR_ADDRESS })).toBe(batchExecutorArtifact.deployedBytecode)
       expect(await client.getCode({ address: TEST_TOKEN_ADDRESS })).toBe(testTokenArtifact.deployedBytecode)
+      // Each paymaster: the code (its EIP-712 immutables filled in), the signer and owner, 100 ETH deposited.
+      for (const [address, artifact] of [
+        [sponsorPaymaster, sponsorPaymasterArtifact],
+        [tokenPaymaster, tokenPaymasterArtifact],
+      ] as const) {
+        expect((await client.getCode({ address }))?.length).toBe(artifact.deployedBytecode.length)
+        expect(await client.readContract({ address, abi: reads, functionName: 'signer' })).toBe(signer)
+        expect(await client.readContract({ address, abi: reads, functionName: 'owner' })).toBe(owner)
+        expect(await client.readContract({ address: ENTRY_POINT_ADDRESS, abi: reads, functionName: 'balanceOf', args: [address] })).toBe(parseEther('100'))
+      }
+      // The guarantor: 1,000,000 TKN, the token paymaster approved for all of them.
+      expect(await client.readContract({ address: TEST_TOKEN_ADDRESS, abi: reads, functionName: 'balanceOf', args: [guarantor] })).toBe(parseEther('1000000'))
+      expect(await client.readContract({ address: TEST_TOKEN_ADDRESS, abi: reads, functionName: 'allowance', args: [guarantor, tokenPaymaster] })).toBe(
+        maxUint256,
+      )
     }
     const discovery = (await (await fetch(`${oidc}/google/.well-known/openid-configuration`)).json()) as { issuer: string }
     expect(discovery.issuer).toBe(`${oidc}/google`)
@@ -512,6 +563,9 @@ describe('startStack', () => {
     const again = await startStack({ ports, stateDir, demo: false, bundlers: false })
     cleanups.push(() => again.stop())
     expect(again.kms).toEqual(credentials)
+    // …and the paymasters' keys, so their addresses.
+    expect(again.contracts).toEqual(contracts)
+    expect(again.paymasterSigner).toEqual(stack.paymasterSigner)
     await again.stop()
     // stop() ends processes only; the file stays.
     expect((await stat(stack.devJson)).isFile()).toBe(true)
@@ -657,6 +711,7 @@ describe('cli', () => {
         LATCHKEY_DEMO: '0',
       })
       const stdout = await waitForStdout(cli, 'Press Ctrl-C to stop')
+      const { contracts } = JSON.parse(await readFile(join(stateDir, 'dev.json'), 'utf8')) as devnet.DevJson
       expect(stdout).toBe(
         [
           'Starting Latchkey devnet (no demo)…',
@@ -668,6 +723,9 @@ describe('cli', () => {
           `  Executor     ${BATCH_EXECUTOR_ADDRESS}   EIP-7702 batch executor, on both chains`,
           `  Token        ${TEST_TOKEN_ADDRESS}   Test Token (TKN), on both chains`,
           `  EntryPoint   ${ENTRY_POINT_ADDRESS}   ERC-4337 v0.8, on both chains`,
+          `  Sponsor      ${contracts.sponsorPaymaster}   paymaster: sponsored gas, on both chains`,
+          `  Gas in TKN   ${contracts.tokenPaymaster}   paymaster: gas paid in TKN, on both chains`,
+          `  Guarantor    ${contracts.paymasterGuarantor}   prefunds an account's first operation paid in TKN`,
           `  Bundler A    http://127.0.0.1:${ports.bundlerA}   ERC-4337 bundler (Alto) for chain A`,
           `  Bundler B    http://127.0.0.1:${ports.bundlerB}   ERC-4337 bundler (Alto) for chain B`,
           `  Relay        ws://127.0.0.1:${ports.relay}`,

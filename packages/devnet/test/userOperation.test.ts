@@ -1,79 +1,18 @@
 import { mkdtemp, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import {
-  type Call,
-  createPublicClient,
-  defineChain,
-  encodeAbiParameters,
-  encodeFunctionData,
-  getAddress,
-  type Hex,
-  http,
-  type PublicClient,
-  parseAbi,
-  parseEther,
-} from 'viem'
-import {
-  createBundlerClient,
-  entryPoint08Abi,
-  entryPoint08Address,
-  getUserOperationTypedData,
-  type SmartAccount,
-  toSmartAccount,
-} from 'viem/account-abstraction'
-import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts'
+import { type Call, createPublicClient, defineChain, encodeFunctionData, getAddress, http, parseAbi, parseEther } from 'viem'
+import { createBundlerClient, entryPoint08Abi, entryPoint08Address, type SmartAccount } from 'viem/account-abstraction'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { batchExecutorArtifact } from '../../../contracts/index.js'
 import { BATCH_EXECUTOR_ADDRESS, type DevJson, ENTRY_POINT_ADDRESS, getFreePort, type Stack, startStack, TEST_TOKEN_ADDRESS } from '../src/index.js'
+import { toBatchExecutorAccount } from './batchExecutorAccount.js'
 
 // `npm start`'s chains and bundlers (kms, relay and demo left out): an EOA delegated to the batch
 // executor with EIP-7702 sends UserOperations through Alto with viem's account-abstraction client,
 // a client we did not write, paying its own gas.
 
-const BATCH_MODE: Hex = '0x0100000000000000000000000000000000000000000000000000000000000000'
-const EXECUTIONS = [
-  {
-    type: 'tuple[]',
-    components: [
-      { name: 'target', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'callData', type: 'bytes' },
-    ],
-  },
-] as const
 const TOKEN_ABI = parseAbi(['function mint(address to, uint256 amount)', 'function balanceOf(address) view returns (uint256)'])
-
-/**
- * The executor as a viem smart account: the EOA's own address, ERC-7821 batches as call data, the
- * EOA's key signing the UserOperation's EIP-712 hash (what OpenZeppelin's Account and
- * SignerEIP7702 check), and `factory: 0x7702` with the delegation as the EntryPoint v0.8 expects.
- */
-function toBatchExecutorAccount(client: PublicClient, owner: PrivateKeyAccount): Promise<SmartAccount> {
-  const entryPoint = { abi: entryPoint08Abi, address: entryPoint08Address, version: '0.8' } as const
-  return toSmartAccount({
-    client,
-    entryPoint,
-    authorization: { account: owner, address: BATCH_EXECUTOR_ADDRESS },
-    getAddress: async () => owner.address,
-    getFactoryArgs: async () => ({ factory: '0x7702', factoryData: '0x' }),
-    encodeCalls: async (calls) =>
-      encodeFunctionData({
-        abi: batchExecutorArtifact.abi,
-        functionName: 'execute',
-        args: [BATCH_MODE, encodeAbiParameters(EXECUTIONS, [calls.map((call) => ({ target: call.to, value: call.value ?? 0n, callData: call.data ?? '0x' }))])],
-      }),
-    // A well-formed 65-byte signature for gas estimation (recovers to no one, so validation fails softly).
-    getStubSignature: async () => `0x${'ff'.repeat(32)}${'7a'.repeat(32)}1c`,
-    signMessage: ({ message }) => owner.signMessage({ message }),
-    signTypedData: (typedData) => owner.signTypedData(typedData as never),
-    async signUserOperation({ chainId = client.chain!.id, ...userOperation }) {
-      return owner.signTypedData(
-        getUserOperationTypedData({ chainId, entryPointAddress: entryPoint.address, userOperation: { ...userOperation, sender: owner.address } }),
-      )
-    },
-  })
-}
 
 let stack: Stack<false>
 let devJson: DevJson

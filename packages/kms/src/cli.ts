@@ -36,7 +36,7 @@ import { batchExecutor } from './batchExecutor.js'
 import { DEFAULT_MAX_CREDENTIAL_SECONDS, MIN_MAX_CREDENTIAL_SECONDS } from './credentials.js'
 import { KmsError } from './errors.js'
 import { assertChain } from './frames/app.js'
-import type { FrameChain } from './frames/pages.js'
+import type { FrameChain, FramePaymaster } from './frames/pages.js'
 import { DEFAULT_RATE_LIMITS } from './http/rateLimit.js'
 import { backupSqlite, removeScratch, scratchCopy } from './keyring/backup.js'
 import { keyStatus, REWRAP_DEFAULTS, rewrapRows, rotateDataKey, rotateKek, verifySealedRows } from './keyring/operations.js'
@@ -203,6 +203,22 @@ const settings = {
       convert: frameChainEntry,
     }),
   ),
+  framesPaymasters: list(
+    custom({
+      flag: 'frames-paymaster',
+      env: 'LATCHKEY_KMS_FRAMES_PAYMASTERS',
+      valueName: '<chain id>=<sponsor|token>:<address>',
+      description:
+        'A paymaster of the app, e.g. 31337=sponsor:0x… or 31337=token:0x…; repeat per chain and kind. The consent frame shows a UserOperation through it as "Network fee: sponsored by <app name>" or as its cost in the token, and any other paymaster with a warning. Default: none.',
+      convert: framePaymasterEntry,
+    }),
+  ),
+  framesAppName: text({
+    flag: 'frames-app-name',
+    env: 'LATCHKEY_KMS_FRAMES_APP_NAME',
+    valueName: '<name>',
+    description: 'The app’s name the consent frame shows for a sponsored fee ("sponsored by <name>"), never taken from the page. Default: "the app".',
+  }),
   framesExecutor: custom({
     flag: 'frames-executor',
     env: 'LATCHKEY_KMS_FRAMES_EXECUTOR',
@@ -257,6 +273,13 @@ function frameChainEntry(entry: string, label: string): FrameChain {
   } catch {
     throw new SettingsError(`${label} must look like 31337=http://127.0.0.1:8545 (a chain id and its http(s) RPC url), got ${JSON.stringify(entry)}`)
   }
+}
+
+function framePaymasterEntry(entry: string, label: string): FramePaymaster {
+  const match = /^\s*(\d+)\s*=\s*(sponsor|token)\s*:\s*(0x[0-9a-fA-F]{40})\s*$/.exec(entry)
+  if (!match)
+    throw new SettingsError(`${label} must look like 31337=sponsor:0x… or 31337=token:0x… (a chain id, a kind and an address), got ${JSON.stringify(entry)}`)
+  return { chainId: Number(match[1]), kind: match[2] as FramePaymaster['kind'], address: match[3]! }
 }
 
 function delegateAddress(entry: string, label: string): string {
@@ -453,6 +476,8 @@ await runService({
               host: framesHost,
               parentOrigins: values.framesParentOrigins,
               chains: values.framesChains,
+              paymasters: values.framesPaymasters,
+              appName: values.framesAppName,
             }
           : undefined,
         rateLimits: { perApiKey: values.rateLimitPerKey, perOrganization: values.rateLimitPerOrganization, windowMs: DEFAULT_RATE_LIMITS.windowMs },

@@ -10,7 +10,7 @@ import { batchExecutor } from './batchExecutor.js'
 import { type Db, isPostgresUrl, openDatabase } from './db.js'
 import { alreadyExists } from './errors.js'
 import { createFramesApp } from './frames/app.js'
-import type { FrameChain } from './frames/pages.js'
+import type { FrameChain, FramePaymaster } from './frames/pages.js'
 import { outboxMetrics } from './http/metrics.js'
 import { createRateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from './http/rateLimit.js'
 import { envKek, type Kek } from './keyring/kek.js'
@@ -139,6 +139,14 @@ export type FramesOptions = {
    * Given alone, it feeds both; given with a different `eip7702Delegates`, createKms throws.
    */
   executor?: string | undefined
+  /**
+   * The app's paymasters per chain (`{ chainId, kind: 'sponsor' | 'token', address }`): the consent
+   * frame shows a UserOperation's fee as "sponsored by APP", in the token, or, for any other
+   * paymaster, as paid by a paymaster the app did not configure. Default none.
+   */
+  paymasters?: readonly FramePaymaster[] | undefined
+  /** The app's name the consent frame shows for a sponsored fee. Default none: "sponsored by the app". */
+  appName?: string | undefined
 }
 
 /** An organization with no parent, its first user and that user's API key. */
@@ -225,6 +233,8 @@ export function createKms(options: KmsOptions = {}) {
         parentOrigins: options.frames.parentOrigins,
         chains: options.frames.chains,
         executor: executor.framesExecutor,
+        paymasters: options.frames.paymasters,
+        appName: options.frames.appName,
       })
     : undefined
   const framesHost = options.frames?.host ?? 'localhost'

@@ -249,6 +249,8 @@ if (testBackend === 'sqlite')
         '--eip7702-delegate <address>, LATCHKEY_KMS_EIP7702_DELEGATES',
         '--frames-parent-origin <origin>, LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
         '--frames-chain <chain id>=<rpc url>, LATCHKEY_KMS_FRAMES_CHAINS',
+        '--frames-paymaster <chain id>=<sponsor|token>:<address>, LATCHKEY_KMS_FRAMES_PAYMASTERS',
+        '--frames-app-name <name>, LATCHKEY_KMS_FRAMES_APP_NAME',
         '--frames-executor <address>, LATCHKEY_KMS_FRAMES_EXECUTOR',
         '--cors-origin <origin>, LATCHKEY_KMS_CORS_ORIGINS',
         '--rate-limit-per-key <units>, LATCHKEY_KMS_RATE_LIMIT_PER_KEY',
@@ -307,6 +309,12 @@ if (testBackend === 'sqlite')
         ['--oidc-issuer', 'https://accounts.google.com'],
         {},
         '--oidc-issuer must look like https://accounts.google.com=<client id>, got "https://accounts.google.com" (see latchkey-kms --help)',
+      ],
+      [
+        'a frame paymaster without its kind',
+        ['--frames-paymaster', '31337=0x5050505050505050505050505050505050505050'],
+        {},
+        '--frames-paymaster must look like 31337=sponsor:0x… or 31337=token:0x… (a chain id, a kind and an address), got "31337=0x5050505050505050505050505050505050505050" (see latchkey-kms --help)',
       ],
       [
         'a persistent store with a generated master key',

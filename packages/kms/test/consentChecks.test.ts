@@ -502,10 +502,35 @@ describe('the frame’s configuration', () => {
         [31338, 'http://127.0.0.1:8546'],
       ]),
       executor,
+      paymasters: new Map(),
+      appName: undefined,
     })
-    expect(parseConsentConfig({ chains: '', executor: 'nobody' })).toEqual({ chains: new Map(), executor: undefined })
+    expect(parseConsentConfig({ chains: '', executor: 'nobody' })).toEqual({
+      chains: new Map(),
+      executor: undefined,
+      paymasters: new Map(),
+      appName: undefined,
+    })
     expect(chainRpc(config, 'personal_sign', 1)).toBeUndefined()
     expect(chainRpc(config, 'eth_sendTransaction', 31337)).toBeTypeOf('function')
+  })
+
+  test('behavior: the app’s paymasters by chain and kind, and its name; entries that do not parse are left out', () => {
+    const sponsor = '0x5050505050505050505050505050505050505050'
+    const tokenPaymaster = '0x7070707070707070707070707070707070707070'
+    const parsed = parseConsentConfig({
+      chains: '',
+      executor,
+      paymasters: `31337=sponsor:${sponsor} 31337=token:${tokenPaymaster} 31338=token:${tokenPaymaster} 1=other:${sponsor} 2=sponsor:0x12 junk`,
+      appName: '  Demo App ',
+    })
+    expect([parsed.paymasters, parsed.appName]).toEqual([
+      new Map([
+        [31337, { sponsor, token: tokenPaymaster }],
+        [31338, { token: tokenPaymaster }],
+      ]),
+      'Demo App',
+    ])
   })
 
   test('error: a transaction or batch on a chain the kms configured no RPC for is refused', () => {

@@ -6,6 +6,7 @@ import { type Browser, chromium } from 'playwright-core'
 import { afterAll, beforeAll } from 'vitest'
 import { chromiumLaunchOptions } from '../../../test/chromium.js'
 import { createKms, generateApiKeyPair, type Kms } from '../src/index.js'
+import type { FramesOptions } from '../src/service.js'
 import { testDatabase } from './database.js'
 
 // The frames in Chromium, as their browser tests need them: a kms serving its frames to one app
@@ -27,13 +28,14 @@ export type FrameHarness = {
 
 /**
  * Starts the kms, the app page and Chromium before the file's tests, and stops them after; the
- * fields are set once `beforeAll` ran.
+ * fields are set once `beforeAll` ran. `frames` adds to the frames' settings (chains, executor,
+ * paymasters, app name).
  *
  * @example
  * const harness = useFrameHarness(appHtml)
  * test('default', async () => { const page = await harness.browser.newPage(); await page.goto(harness.appOrigin) })
  */
-export function useFrameHarness(appHtml: string): FrameHarness {
+export function useFrameHarness(appHtml: string, frames: Omit<FramesOptions, 'port' | 'parentOrigins'> = {}): FrameHarness {
   let appServer: Server | undefined
   const harness = {
     async userWithEmail(email: string) {
@@ -63,7 +65,11 @@ export function useFrameHarness(appHtml: string): FrameHarness {
       response.end(appHtml)
     })
     await new Promise<void>((resolve) => appServer!.listen(appPort, '127.0.0.1', resolve))
-    harness.kms = createKms({ port: await getFreePort(), ...(await testDatabase()), frames: { port: await getFreePort(), parentOrigins: [harness.appOrigin] } })
+    harness.kms = createKms({
+      port: await getFreePort(),
+      ...(await testDatabase()),
+      frames: { ...frames, port: await getFreePort(), parentOrigins: [harness.appOrigin] },
+    })
     await harness.kms.start()
     const parentKey = generateApiKeyPair()
     harness.parentOrganizationId = (

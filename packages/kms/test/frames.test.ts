@@ -100,6 +100,39 @@ describe('the consent frame’s configuration', () => {
     expect(securityHeaders(await configured.request('/assets/consent.js')).csp).toBe(expectedPolicy)
   })
 
+  test('behavior: the app’s paymasters and name are written into the consent page only, escaped', async () => {
+    const paymasters = [
+      { chainId: 31337, kind: 'sponsor', address: '0x5050505050505050505050505050505050505050' },
+      { chainId: 31337, kind: 'token', address: '0x7070707070707070707070707070707070707070' },
+    ] as const
+    const named = createFramesApp({ signerPublicKey, parentOrigins, paymasters, appName: 'Demo "App" <b>' })
+    const html = await (await named.request('/consent')).text()
+    expect(html).toContain(
+      '<meta name="latchkey-paymasters" content="31337=sponsor:0x5050505050505050505050505050505050505050 31337=token:0x7070707070707070707070707070707070707070">',
+    )
+    expect(html).toContain('<meta name="latchkey-app-name" content="Demo &#34;App&#34; &#60;b&#62;">')
+    expect(await (await named.request('/export')).text()).not.toContain('latchkey-paymasters')
+  })
+
+  test('error: a paymaster needs a chain id, a kind and an address, one of each kind per chain; the app name is 1 to 64 printable characters', () => {
+    const sponsor = { chainId: 31337, kind: 'sponsor', address: '0x5050505050505050505050505050505050505050' } as const
+    for (const paymaster of [
+      { ...sponsor, chainId: 0 },
+      { ...sponsor, kind: 'bundler' },
+      { ...sponsor, address: '0x1234' },
+    ])
+      expect(() => createFramesApp({ signerPublicKey, parentOrigins, paymasters: [paymaster as typeof sponsor] })).toThrow(
+        `frames.paymasters: ${JSON.stringify(paymaster)} is not a chain id, a kind (sponsor or token) and an address`,
+      )
+    expect(() =>
+      createFramesApp({ signerPublicKey, parentOrigins, paymasters: [sponsor, { ...sponsor, address: '0x7070707070707070707070707070707070707070' }] }),
+    ).toThrow('frames.paymasters: chain 31337 names two sponsor paymasters')
+    for (const appName of ['', ' ', 'x'.repeat(65), 'Demo\u202eApp'])
+      expect(() => createFramesApp({ signerPublicKey, parentOrigins, appName })).toThrow(
+        `frames.appName: ${JSON.stringify(appName)} is not a name of 1 to 64 printable characters`,
+      )
+  })
+
   test('behavior: without chains the consent page connects nowhere and names no executor', async () => {
     const response = await app.request('/consent')
     expect(securityHeaders(response).csp).toBe(expectedPolicy)

@@ -6,6 +6,7 @@ import {
   createWalletClient,
   encodeAbiParameters,
   encodeFunctionData,
+  getTypesForEIP712Domain,
   type Hex,
   http,
   keccak256,
@@ -13,8 +14,10 @@ import {
   parseEther,
   parseUnits,
   serializeTransaction,
+  serializeTypedData,
   toHex,
 } from 'viem'
+import { getUserOperationTypedData } from 'viem/account-abstraction'
 import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { testTokenAddress as token } from '../../../contracts/index.js'
@@ -241,6 +244,48 @@ describe('signing inside a grant', () => {
         details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'GRANT_ACTIVITY_NOT_ALLOWED', domain: 'latchkey.grants', metadata: {} }],
       },
     })
+  })
+
+  test('error: a grant key cannot sign a UserOperation, even one whose calls the grant allows: its gas and calls would escape the window; refused, writing nothing', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5')])
+    // EntryPoint v0.8's PackedUserOperation for the account, whose execute transfers 1 TKN: inside the grant as a transaction.
+    const typed = getUserOperationTypedData({
+      chainId: CHAIN_ID,
+      entryPointAddress: '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108',
+      userOperation: {
+        sender: user.address,
+        nonce: 0n,
+        callData: batch([{ to: token, value: 0n, data: transfer(TKN('1')) }]),
+        callGasLimit: 200_000n,
+        verificationGasLimit: 100_000n,
+        preVerificationGas: 50_000n,
+        maxFeePerGas: 2_000_000_000n,
+        maxPriorityFeePerGas: 1_000_000_000n,
+        signature: '0x',
+      },
+    })
+    const payload = serializeTypedData({ ...typed, types: { EIP712Domain: getTypesForEIP712Domain({ domain: typed.domain }), ...typed.types } } as Parameters<
+      typeof serializeTypedData
+    >[0])
+    const activities = async () => (await user.client.getActivities({ organizationId: user.organizationId })).activities.length
+    const before = await activities()
+    const answer = await post(kms, grant.keys, '/public/v1/submit/sign_raw_payload', {
+      type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+      timestampMs: timestampMs(),
+      organizationId: user.organizationId,
+      parameters: { signWith: user.address, payload, encoding: 'PAYLOAD_ENCODING_EIP712', hashFunction: 'HASH_FUNCTION_NOT_APPLICABLE' },
+    })
+    expect(answer).toEqual({
+      status: 403,
+      body: {
+        code: 7,
+        message: "A grant's key signs transactions only; /public/v1/submit/sign_raw_payload is refused",
+        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'GRANT_ACTIVITY_NOT_ALLOWED', domain: 'latchkey.grants', metadata: {} }],
+      },
+    })
+    expect(await activities()).toBe(before)
+    // Nothing was charged: the whole allowance still signs.
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('5')))))).toBe('signed')
   })
 
   test('error: a grant signs for its own account only', async () => {

@@ -1,10 +1,14 @@
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
+import { BATCH_CALLS_PARAMETERS, BATCH_EXECUTOR_ABI, BATCH_MODE } from '@latchkey/constants/batch-executor'
 import { rolldown } from 'rolldown'
 import {
+  concatHex,
   createPublicClient,
   createWalletClient,
+  encodeAbiParameters,
   encodeFunctionData,
+  getTypesForEIP712Domain,
   type Hex,
   http,
   keccak256,
@@ -13,9 +17,12 @@ import {
   parseAbi,
   parseEther,
   parseUnits,
+  serializeTypedData,
   stringToHex,
   toHex,
+  zeroAddress,
 } from 'viem'
+import { getUserOperationTypedData, type UserOperation } from 'viem/account-abstraction'
 import { privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { beforeAll, describe, expect, inject, test } from 'vitest'
@@ -491,6 +498,170 @@ describe('batches', () => {
   })
 })
 
+describe('UserOperations (EntryPoint v0.8 typed data)', () => {
+  const ENTRY_POINT = '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108'
+  const sponsor = privateKeyToAccount(keccak256(toHex('latchkey review sponsor paymaster'))).address
+  const tokenPaymaster = privateKeyToAccount(keccak256(toHex('latchkey review token paymaster'))).address
+  const withPaymasters: ReviewContext = { ...context, paymasters: { sponsor, token: tokenPaymaster }, appName: 'Demo App' }
+  const execute = (calls: readonly { to: Hex; value: bigint; data: Hex }[], mode: Hex = BATCH_MODE) =>
+    encodeFunctionData({ abi: BATCH_EXECUTOR_ABI, functionName: 'execute', args: [mode, encodeAbiParameters(BATCH_CALLS_PARAMETERS, [calls])] })
+  /** 350,000 gas at up to 2 gwei: 0.0007 ETH before any paymaster. */
+  const operation = (fields: Partial<UserOperation<'0.8'>> = {}): UserOperation<'0.8'> => ({
+    sender: account,
+    nonce: 0n,
+    callData: execute([{ to: token, value: 0n, data: transfer(recipient, parseUnits('1', 18)) }]),
+    callGasLimit: 200_000n,
+    verificationGasLimit: 100_000n,
+    preVerificationGas: 50_000n,
+    maxFeePerGas: 2_000_000_000n,
+    maxPriorityFeePerGas: 1_000_000_000n,
+    signature: '0x',
+    ...fields,
+  })
+  const typedData = (userOperation: UserOperation<'0.8'>, entryPointAddress: Hex = ENTRY_POINT, chainId = 31337) => {
+    const typed = getUserOperationTypedData({ chainId, entryPointAddress, userOperation })
+    return JSON.parse(
+      serializeTypedData({ ...typed, types: { EIP712Domain: getTypesForEIP712Domain({ domain: typed.domain }), ...typed.types } } as Parameters<
+        typeof serializeTypedData
+      >[0]),
+    )
+  }
+  const signTyped = (data: unknown): WalletRequest => ({ method: 'eth_signTypedData_v4', params: [account, JSON.stringify(data)] })
+  const tokenData = (tokenAddress: Hex, tokenPerNative: bigint) =>
+    concatHex([
+      toHex(0, { size: 6 }),
+      toHex(1_900_000_000, { size: 6 }),
+      tokenAddress,
+      toHex(tokenPerNative, { size: 32 }),
+      zeroAddress,
+      `0x${'22'.repeat(65)}`,
+    ])
+  const refusalOf = (data: unknown, reviewContext = withPaymasters) =>
+    reviewRequest(signTyped(data), reviewContext).then(
+      () => undefined,
+      (error: ReviewError) => ({ code: error.code, message: error.message }),
+    )
+
+  test('default: the calls of the executor’s execute, reviewed and simulated as a batch, and the gas the account pays', async () => {
+    const result = await reviewRequest(signTyped(typedData(operation())), withPaymasters)
+    expect(result.kind).toBe('userOperation')
+    expect(result.title).toBe(`Send from ${account}`)
+    expect(result.rows).toEqual([
+      { label: 'Network', value: 'Anvil A (31337)' },
+      { label: 'Call 1', value: `Send 1 TKN to ${recipient}` },
+      { label: 'Total value', value: '0 ETH' },
+      { label: 'Network fee', value: 'up to 0.0007 ETH' },
+    ])
+    expect(result.warnings).toEqual([])
+    expect(await result.simulation).toEqual({ status: 'ok', sends: ['You send 1 TKN'], receives: ['You receive nothing'] })
+  })
+
+  test('behavior: a sponsored op with no app name in the settings reads "sponsored by the app"', async () => {
+    const result = await reviewRequest(
+      signTyped(typedData(operation({ paymaster: sponsor, paymasterVerificationGasLimit: 60_000n, paymasterPostOpGasLimit: 0n, paymasterData: '0x' }))),
+      { ...withPaymasters, appName: undefined },
+    )
+    expect(result.rows.at(-1)).toEqual({ label: 'Network fee', value: 'sponsored by the app' })
+  })
+
+  test('behavior: the token cost rounds up as PaymasterERC20 charges; a token that does not answer is shown in units, with a warning', async () => {
+    const paid = (tokenAddress: Hex, tokenPerNative: bigint) =>
+      reviewRequest(
+        signTyped(
+          typedData(
+            operation({
+              paymaster: tokenPaymaster,
+              paymasterVerificationGasLimit: 60_000n,
+              paymasterPostOpGasLimit: 30_000n,
+              paymasterData: tokenData(tokenAddress, tokenPerNative),
+            }),
+          ),
+        ),
+        withPaymasters,
+      )
+    // (440,000 gas + 30,000 postOp, no penalty under 40,000) × 2 gwei = 0.00094 ETH; at 1 unit per ETH, 1 unit (rounded up).
+    expect((await paid(token, 1n)).rows.at(-1)).toEqual({ label: 'Network fee', value: 'up to 0.000000000000000001 TKN' })
+    const unreadable = await paid(spender, 10n ** 18n)
+    expect(unreadable.rows.at(-1)).toEqual({ label: 'Network fee', value: `up to 940000000000000 units of ${spender}` })
+    expect(unreadable.warnings[0]).toEqual({
+      level: 'warning',
+      text: `The token at ${spender} did not answer symbol() and decimals(): its amount is shown raw, in the token's smallest unit.`,
+    })
+  })
+
+  test('error: what is not a UserOperation of this account, through the executor, for EntryPoint v0.8 on this chain is refused', async () => {
+    const v07 = '0x0000000071727De22E5E9d8BAf0edAc6f37da032'
+    const base = typedData(operation())
+    const other = privateKeyToAccount(keccak256(toHex('latchkey review other delegate'))).address
+    const cases: [unknown, string, ReviewContext?][] = [
+      [typedData(operation(), v07), `The UserOperation is for the EntryPoint at ${v07}, not for EntryPoint v0.8 at ${ENTRY_POINT}`],
+      [typedData(operation(), ENTRY_POINT, 31338), 'The UserOperation is for chain 31338, but the wallet is on Anvil A (31337)'],
+      [typedData(operation({ sender: recipient })), `The UserOperation is sent from ${recipient}, not from this wallet's account ${account}`],
+      [
+        { ...base, domain: { ...base.domain, version: '2' } },
+        `The UserOperation is for the EntryPoint at ${ENTRY_POINT}, not for EntryPoint v0.8 at ${ENTRY_POINT}`,
+      ],
+      [
+        {
+          ...base,
+          types: { ...base.types, PackedUserOperation: base.types.PackedUserOperation.slice(0, 7) },
+          message: { ...base.message, paymasterAndData: undefined },
+        },
+        "The UserOperation is not EntryPoint v0.8's PackedUserOperation message",
+      ],
+      [
+        { ...base, primaryType: 'Mail', types: { ...base.types, Mail: [{ name: 'text', type: 'string' }] }, message: { text: 'hi' } },
+        "The UserOperation is not EntryPoint v0.8's PackedUserOperation message",
+      ],
+      [typedData(operation({ callData: transfer(recipient, 1n) })), "The UserOperation's callData is not the batch executor's execute of a batch of calls"],
+      [
+        typedData(operation({ callData: execute([{ to: token, value: 0n, data: '0x' }], `0x${'01'.padEnd(20, '0')}${'1'.padStart(44, '0')}`) })),
+        "The UserOperation's callData is not the batch executor's execute of a batch of calls",
+      ],
+      [typedData(operation({ callData: execute([]) })), 'The UserOperation runs no calls'],
+      [
+        typedData(
+          operation({ factory: '0x7702', factoryData: '0x', authorization: { address: other, chainId: 31337, nonce: 0, r: '0x0', s: '0x0', yParity: 0 } }),
+        ),
+        `The UserOperation delegates the account to ${other}, not to the wallet's batch executor`,
+      ],
+      [
+        typedData(
+          operation({
+            factory: '0x7702',
+            factoryData: '0x',
+            authorization: { address: batchExecutorAddress, chainId: 31337, nonce: 0, r: '0x0', s: '0x0', yParity: 0 },
+          }),
+        ),
+        `The UserOperation delegates the account to ${batchExecutorAddress}, not to the wallet's batch executor`,
+        { ...withPaymasters, executor: undefined },
+      ],
+      [
+        typedData(operation({ factory: other, factoryData: '0x1234' })),
+        "The UserOperation's initCode deploys or initializes an account; this wallet only delegates to its batch executor",
+      ],
+      [
+        { ...base, message: { ...base.message, paymasterAndData: concatHex([tokenPaymaster, toHex(1, { size: 16 })]) } },
+        "The UserOperation's paymasterAndData is shorter than a paymaster and its two gas limits (52 bytes)",
+      ],
+      [
+        typedData(
+          operation({
+            paymaster: tokenPaymaster,
+            paymasterVerificationGasLimit: 1n,
+            paymasterPostOpGasLimit: 1n,
+            paymasterData: tokenData(token, 1n).slice(0, 2 + 63 * 2) as Hex,
+          }),
+        ),
+        "The token paymaster's data is too short to hold its quote (token and price)",
+      ],
+    ]
+    const codes = await Promise.all(cases.map(([data, , reviewContext]) => refusalOf(data, reviewContext)))
+    expect(codes.map((refusal) => refusal?.message)).toEqual(cases.map(([, message]) => message))
+    expect(new Set(codes.map((refusal) => refusal?.code))).toEqual(new Set(['REFUSED_USER_OPERATION', 'MALFORMED_USER_OPERATION']))
+  })
+})
+
 describe('EIP-7702 authorizations', () => {
   test('error: a delegation to a contract other than the executor is refused', async () => {
     const result = await review({ method: 'eip7702_authorization', params: [{ address: token, chainId: 31337, nonce: 0 }] })
@@ -652,8 +823,9 @@ describe('the frame bundle', () => {
       const code = output.map((chunk) => (chunk.type === 'chunk' ? chunk.code : '')).join('')
       expect(code).not.toMatch(/\bfrom\s*["']node:/)
       const gzip = gzipSync(code).length
-      // 20.0 KiB (20 441 bytes) measured on 2026-11-28 (mostly viem's ABI coding, keccak and error classes); the whole frame may take 60 KiB.
-      expect(gzip).toBeLessThan(22 * 1024)
+      // 20.0 KiB (20 441 bytes) measured on 2026-11-28 (mostly viem's ABI coding, keccak and error classes); 22.0 KiB
+      // (22 541 bytes) on 2026-11-29 with the UserOperation review (review/userOperation.ts); the whole frame may take 60 KiB.
+      expect(gzip).toBeLessThan(23 * 1024)
     } finally {
       await bundle.close()
     }

@@ -1,19 +1,19 @@
 import { hash } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
-import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { getRequestListener } from '@hono/node-server'
-import { createHttpObserver, type InflightRequest, type Logger, type Metrics, pathOf } from '@latchkey/service'
+import { createHttpObserver, pathOf } from '@latchkey/service'
 import { RelayAuthError, verifyRelayJwt } from '@latchkey/walletconnect'
-import type { Hono } from 'hono'
-import { integerLength, messageJsonBytes, writeInteger, writeMessageJson } from './bytes.js'
 import { coalescer } from './coalesce.js'
+import { type Connection, idOf, internal, isAck, type Request, RpcError, type Subscription } from './connection.js'
 import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
 import { InFlight } from './inflight.js'
-import { type ConnectionLimits, connectionGate } from './limits.js'
+import { connectionGate } from './limits.js'
 import { relayMetrics } from './metrics.js'
-import { QuotaExceededError } from './quota.js'
+import { type Relay, RelayCloseCode, type RelayOptions } from './options.js'
+import { Push, textFrames } from './push.js'
+import { requestRate } from './rate.js'
 import {
   ackSchema,
   firstIssue,
@@ -28,242 +28,14 @@ import {
   readPlainPublish,
   requestSchema,
 } from './schemas.js'
-import { memoryStore, type NewMessage, type RelayStore, type StoredMessage } from './store.js'
+import { memoryStore, type NewMessage, type StoredMessage } from './store.js'
 import { acceptWebSockets, type ServerWebSocket, type WebSocketServer } from './websocket.js'
 
 export { RelayErrorCode } from './http.js'
-
-export type RelayLimits = ConnectionLimits & {
-  /** Largest `message` accepted in a publish, in bytes. Default 512 KiB. */
-  maxMessageBytes?: number | undefined
-  /** Subscriptions one connection may hold. Default 1000. */
-  maxSubscriptions?: number | undefined
-  /**
-   * Requests one client (its token's key) may send per second, over all its connections; on a
-   * store several nodes share (Redis), over every node. Answers to our pushes do not count.
-   * Default 200.
-   */
-  maxRequestsPerSecond?: number | undefined
-  /**
-   * Most messages in one `irn_batchFetchMessages` reply; past it the reply says `hasMore: true`
-   * and the client's next fetch of the same topics continues after it. Default 100.
-   */
-  maxFetchMessages?: number | undefined
-  /** Most message bytes in one `irn_batchFetchMessages` reply (one message always goes). Default 2 MiB. */
-  maxFetchBytes?: number | undefined
-}
-
-export type RelayOptions = {
-  port: number
-  /** Default `127.0.0.1`. */
-  host?: string | undefined
-  /** Default: in memory. */
-  store?: RelayStore | undefined
-  /** The clock, unix ms. Tests move it to expire messages. */
-  now?: (() => number) | undefined
-  /** Ping interval; a connection that misses a pong is dropped. Default 30 000 ms. */
-  heartbeatMs?: number | undefined
-  /** Accepted token audiences; default any (localhost and 127.0.0.1 URLs differ). */
-  audiences?: readonly string[] | undefined
-  /**
-   * Chain RPCs behind the JSON-RPC HTTP endpoint `POST /v1/?chainId=eip155:N&projectId=…`, by
-   * CAIP-2 chain id (e.g. `{ 'eip155:31337': 'http://127.0.0.1:8545' }`).
-   */
-  rpc?: Readonly<Record<string, string>> | undefined
-  /**
-   * Project ids the JSON-RPC HTTP endpoint accepts: when given, a request without one of them is
-   * refused (`RelayErrorCode.unknownProject`). Default: any, or none (a local relay).
-   */
-  projectIds?: readonly string[] | undefined
-  /** How long a chain's RPC may take to answer the HTTP endpoint, in ms. Default 10 000. */
-  upstreamTimeoutMs?: number | undefined
-  /**
-   * JSON-RPC requests one IP address may send the HTTP endpoint per second (each of a batch
-   * counts); past it the request is refused (429, `RelayErrorCode.rateLimited`). Default 100; 0: none.
-   */
-  maxRpcRequestsPerSecond?: number | undefined
-  limits?: RelayLimits | undefined
-  /**
-   * Under sustained load, how long the relay waits (sleeps) after a loop iteration that read few
-   * frames, so that the next one reads more at once, in µs: fewer wake-ups, reads and callbacks per
-   * message (about a fifth less CPU per message in `bench:relay`), for at most this much more
-   * latency. A relay that is busy, or idle, never waits (see coalesce.ts). Default 200; 0 never waits.
-   */
-  coalesceMicros?: number | undefined
-  /**
-   * Where to log (pino): one line per HTTP request and per WebSocket connection when it closes,
-   * each with its request id; never a token or a query string. Default: no logs.
-   */
-  logger?: Logger | undefined
-  /**
-   * Prometheus metrics (`latchkey-relay --metrics-port`): HTTP requests by route, open sockets,
-   * subscriptions, publishes and deliveries. Default: nothing exposed.
-   */
-  metrics?: Metrics | undefined
-}
-
-export type Relay = {
-  readonly name: string
-  readonly host: string
-  readonly port: number
-  /** ws:// URL clients connect to. */
-  readonly url: string
-  /** The HTTP side (the JSON-RPC endpoint) as a Hono app: `app.request(...)` without a port. */
-  readonly app: Hono
-  start(): Promise<void>
-  stop(): Promise<void>
-  /** Connected clients, for tests and monitoring. */
-  connections(): number
-  /** HTTP requests not yet answered (WebSocket connections are not requests). */
-  inflight(): InflightRequest[]
-}
-
-/**
- * A push, written into the outgoing buffer part by part: our keys from constant bytes, ids and
- * numbers as the relay holds them, and the message, most of the frame, as it is held. `text` is the
- * message between quotes when `quoted` (it is `JSON_SAFE`: base64, hex), else as JSON text already
- * (escaped here, or as a store holds it). The ids and the topic are hex: their length is their size.
- */
-class Push {
-  constructor(
-    readonly id: number,
-    readonly subscription: string,
-    readonly message: StoredMessage,
-    readonly text: string,
-    readonly quoted: boolean,
-  ) {}
-}
-
-/** The constant parts of a push's frame, around its id, subscription id, topic, message, publishedAt and tag. */
-const PUSH_PARTS = [
-  '{"id":',
-  ',"jsonrpc":"2.0","method":"irn_subscription","params":{"id":"',
-  '","data":{"topic":"',
-  '","message":',
-  ',"publishedAt":',
-  ',"tag":',
-  ',"attestation":""}}}',
-].map((part) => Buffer.from(part))
-const [PUSH_ID, PUSH_SUBSCRIPTION, PUSH_TOPIC, PUSH_MESSAGE, PUSH_PUBLISHED_AT, PUSH_TAG, PUSH_END] = PUSH_PARTS as [
-  Buffer,
-  Buffer,
-  Buffer,
-  Buffer,
-  Buffer,
-  Buffer,
-  Buffer,
-]
-const PUSH_CONSTANT_BYTES = PUSH_PARTS.reduce((sum, part) => sum + part.length, 0)
-
-const pushLength = (push: Push) =>
-  PUSH_CONSTANT_BYTES +
-  integerLength(push.id) +
-  push.subscription.length +
-  push.message.topic.length +
-  (push.quoted ? messageJsonBytes(push.text, true) : Buffer.byteLength(push.text)) +
-  integerLength(push.message.publishedAt) +
-  integerLength(push.message.tag)
-
-/** Writes a push's frame payload at `at`; answers where it ends. */
-function writePush(buffer: Buffer, at: number, push: Push): number {
-  const { message } = push
-  buffer.set(PUSH_ID, at)
-  at = writeInteger(buffer, at + PUSH_ID.length, push.id)
-  buffer.set(PUSH_SUBSCRIPTION, at)
-  at += PUSH_SUBSCRIPTION.length
-  at += buffer.write(push.subscription, at, 'latin1')
-  buffer.set(PUSH_TOPIC, at)
-  at += PUSH_TOPIC.length
-  at += buffer.write(message.topic, at, 'latin1')
-  buffer.set(PUSH_MESSAGE, at)
-  at += PUSH_MESSAGE.length
-  at = push.quoted ? writeMessageJson(buffer, at, push.text, true) : at + buffer.write(push.text, at)
-  buffer.set(PUSH_PUBLISHED_AT, at)
-  at = writeInteger(buffer, at + PUSH_PUBLISHED_AT.length, message.publishedAt)
-  buffer.set(PUSH_TAG, at)
-  at = writeInteger(buffer, at + PUSH_TAG.length, message.tag)
-  buffer.set(PUSH_END, at)
-  return at + PUSH_END.length
-}
+export { type Relay, RelayCloseCode, type RelayLimits, type RelayOptions } from './options.js'
 
 /** Frames gathered for all connections that are written out at once, not at the end of the loop iteration. */
 const OUT_AT_ONCE = 1000
-
-/** WebSocket close codes: 4001 for a refused token, 4008 for abuse. */
-export const RelayCloseCode = { unauthorized: 4001, policy: 4008 } as const
-
-/** One topic a connection subscribed. */
-type Subscription = {
-  readonly connection: Connection
-  /** The id clients compute themselves: sha256(topic ‖ clientId). */
-  readonly id: string
-  /** The `seq` of the last message of the topic this connection was sent or had no need of. */
-  cursor: number
-  /**
-   * Live messages held while the stored backlog is read, sent after it; undefined once the
-   * subscription is live. A topic's messages thus reach a connection once each, in `seq` order.
-   */
-  held: StoredMessage[] | undefined
-}
-
-type Connection = {
-  socket: ServerWebSocket
-  /** The TCP socket under the WebSocket (from the HTTP upgrade): a turn's frames leave on it in one write. */
-  tcp: Socket
-  clientId: string
-  subscriptions: Map<string, Subscription>
-  /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
-  inflight: InFlight<StoredMessage>
-  alive: boolean
-  /** Text frames to send at the end of this loop iteration (or sooner, see send), in order, in one write. */
-  out: (string | Push)[]
-  /** The request being handled and those queued behind it; the next starts when it settles. */
-  queue: Promise<void>
-  /** Requests in `queue` not yet settled: at 0 a publish is handled at once, without a promise. */
-  pending: number
-  /** Publishes taken and not yet answered. */
-  unanswered: number
-  /** Set once a request is refused for its rate: nothing after it is handled. */
-  refused: boolean
-  /** The client's count in the second `rateSecond`, kept here so a request is counted without a lookup. */
-  rate: ClientRate | undefined
-  rateSecond: number
-  /** The last promise `store.ack` answered this connection: a commit's acks share one, followed once. */
-  ackWrite: Promise<void> | undefined
-  /** The refusal, sent and the socket closed once every publish before it is answered. */
-  refusal: (() => void) | undefined
-  /**
-   * By topic, the `seq` of the last message an `irn_batchFetchMessages` reply that said `hasMore`
-   * held: the next fetch continues after it. Dropped once a fetch of those topics is complete.
-   */
-  fetched: Map<string, number> | undefined
-}
-
-/**
- * A client's requests in one second: `count` on a store of this node alone; on a shared store,
- * what this node may still let through (`left`, then `spent` once the limit is reached over all
- * nodes, `taking` while the next part is asked for).
- */
-type ClientRate = { count: number; left: number; spent: boolean; taking: Promise<void> | undefined }
-
-/** A frame that is a request, its envelope checked; its params are checked when its turn comes. */
-type Request = {
-  id: number | string
-  method: string
-  params: unknown
-  checked: PublishParams | undefined
-  /** The publish's message is known to be `JSON_SAFE` (read from its bytes): not tested again. */
-  jsonSafe?: true | undefined
-}
-
-class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message)
-  }
-}
 
 /**
  * A WalletConnect-compatible relay: clients authenticate with an EdDSA JWT, subscribe to topics
@@ -287,7 +59,7 @@ export function createRelay(options: RelayOptions): Relay {
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
   const maxFetchMessages = options.limits?.maxFetchMessages ?? 100
   const maxFetchBytes = options.limits?.maxFetchBytes ?? 2 * 1024 * 1024
-  const countShared = store.countRequests?.bind(store)
+  const withinRate = requestRate({ now, maxRequestsPerSecond, countShared: store.countRequests?.bind(store) })
   const addToBatch = shared ? undefined : store.addToBatch?.bind(store)
   /**
    * Publishes awaiting the commit that holds them (`addToBatch`), a flat list of connection, request
@@ -295,13 +67,6 @@ export function createRelay(options: RelayOptions): Relay {
    * publishes with one callback, not a promise and two closures each.
    */
   let commitGroup: { committed: Promise<void>; entries: (Connection | number | string | StoredMessage | undefined)[] } | undefined
-  /**
-   * The current second's requests per client (a store of this node alone), or what this node may
-   * still let through of each client's allowance (a shared store: taken a tenth of the limit at a
-   * time, so Redis sees one count per tenth rather than one per request).
-   */
-  let rateWindow = { second: -1, clients: new Map<string, ClientRate>() }
-  const allowanceChunk = Math.max(1, Math.floor(maxRequestsPerSecond / 10))
   /**
    * Each topic's subscriptions on this node. A list is replaced, never changed, when one is added or
    * dropped (rare beside the messages it serves): a fan-out walks the list it found, by index.
@@ -818,57 +583,6 @@ export function createRelay(options: RelayOptions): Relay {
     )
   }
 
-  /**
-   * Counts one request of the connection's client in the current second: whether it is within the
-   * limit, at once for a store of this node alone, after a round trip for a shared one (which
-   * counts every node's requests of that client).
-   */
-  function withinRate(connection: Connection): boolean | Promise<boolean> {
-    const second = Math.floor(now() / 1000)
-    // A new second starts every count afresh, and drops the last second's clients with it.
-    if (second !== rateWindow.second) rateWindow = { second, clients: new Map() }
-    // A client's connections share its count; each finds it once a second, not once a request.
-    let rate = connection.rate
-    if (connection.rateSecond !== second || !rate) {
-      const { clientId } = connection
-      rate = rateWindow.clients.get(clientId)
-      if (!rate) rateWindow.clients.set(clientId, (rate = { count: 0, left: 0, spent: false, taking: undefined }))
-      connection.rate = rate
-      connection.rateSecond = second
-    }
-    if (countShared) return take(rate, connection.clientId, second)
-    return ++rate.count <= maxRequestsPerSecond
-  }
-
-  /**
-   * One request from a client's allowance on a shared store: from what this node holds, else after
-   * taking the next part from the store (requests waiting on it are served in arrival order). A
-   * node never lets a client past the limit over all nodes; parts other nodes hold unused may have
-   * it refused a little early.
-   */
-  function take(allowance: ClientRate, clientId: string, second: number): boolean | Promise<boolean> {
-    if (allowance.taking) return allowance.taking.then(() => take(allowance, clientId, second))
-    if (allowance.left > 0) {
-      allowance.left--
-      return true
-    }
-    if (allowance.spent) return false
-    const taking = countShared!(clientId, second * 1000, allowanceChunk).then(
-      (total) => {
-        allowance.left = Math.max(0, Math.min(allowanceChunk, maxRequestsPerSecond - (total - allowanceChunk)))
-        // Less than a whole part: the limit is reached, over all nodes, for this second.
-        allowance.spent = allowance.left < allowanceChunk
-        allowance.taking = undefined
-      },
-      (error: unknown) => {
-        allowance.taking = undefined
-        throw error
-      },
-    )
-    allowance.taking = taking
-    return taking.then(() => take(allowance, clientId, second))
-  }
-
   /** Queues a publish taken by `addToBatch` to be pushed and answered once its commit settles. */
   function toCommit(connection: Connection, id: number | string, taken: { added: StoredMessage | undefined; committed: Promise<void> }) {
     let group = commitGroup
@@ -948,36 +662,7 @@ export function createRelay(options: RelayOptions): Relay {
     if (frames.length === 0) return
     connection.out = []
     if (connection.socket.readyState !== connection.socket.OPEN) return
-    let size = 0
-    for (let index = 0; index < frames.length; index++) {
-      const frame = frames[index]!
-      const length = typeof frame === 'string' ? Buffer.byteLength(frame) : pushLength(frame)
-      lengths[index] = length
-      size += length + (length < 126 ? 2 : length < 65_536 ? 4 : 10)
-    }
-    const buffer = Buffer.allocUnsafe(size)
-    let at = 0
-    for (let index = 0; index < frames.length; index++) {
-      // FIN and the text opcode, then the length in its shortest form.
-      buffer[at] = 0x81
-      const length = lengths[index]!
-      if (length < 126) {
-        buffer[at + 1] = length
-        at += 2
-      } else if (length < 65_536) {
-        buffer[at + 1] = 126
-        buffer.writeUInt16BE(length, at + 2)
-        at += 4
-      } else {
-        buffer[at + 1] = 127
-        buffer.writeBigUInt64BE(BigInt(length), at + 2)
-        at += 10
-      }
-      const frame = frames[index]!
-      if (typeof frame === 'string') at += buffer.write(frame, at)
-      else at = writePush(buffer, at, frame)
-    }
-    connection.tcp.write(buffer)
+    connection.tcp.write(textFrames(frames, lengths))
   }
 
   return {
@@ -1059,24 +744,3 @@ export function createRelay(options: RelayOptions): Relay {
 }
 
 const sha256Hex = (text: string) => hash('sha256', text, 'hex')
-
-/** An answer to one of our pushes: a number id and no method. */
-const isAck = (payload: unknown): boolean =>
-  typeof payload === 'object' &&
-  payload !== null &&
-  (payload as { method?: unknown }).method === undefined &&
-  typeof (payload as { id?: unknown }).id === 'number'
-
-/** The id of a request that failed its schema, echoed when it is one. */
-function idOf(payload: unknown): number | string | null {
-  const id = typeof payload === 'object' && payload !== null ? (payload as { id?: unknown }).id : undefined
-  return typeof id === 'number' || typeof id === 'string' ? id : null
-}
-
-/** What a client is told about a failure: our own errors as they are, anything else as an internal error. */
-const internal = (error: unknown) =>
-  error instanceof RpcError
-    ? error
-    : error instanceof QuotaExceededError
-      ? new RpcError(RelayErrorCode.quotaExceeded, error.message)
-      : new RpcError(RelayErrorCode.internal, 'Internal error')

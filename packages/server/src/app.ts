@@ -1,5 +1,5 @@
 import { type Logger, type Metrics, routeObserver, tracingOn } from '@latchkey/service'
-import type { AuditTrail } from '@latchkey/service/database'
+import type { AuditTrail, Database } from '@latchkey/service/database'
 import { Hono } from 'hono'
 import { createServerAudit } from './audit.js'
 import { ServerError } from './errors.js'
@@ -9,6 +9,9 @@ import { auditAuth } from './middleware/audit.js'
 import { bodyLimit } from './middleware/bodyLimit.js'
 import { signInMetrics } from './middleware/metrics.js'
 import { sameOrigin } from './middleware/sameOrigin.js'
+import { type PaymasterPolicyInput, parsePaymasterPolicy } from './paymaster/policy.js'
+import type { PaymasterSchema } from './paymaster/schema.js'
+import { createPaymaster, type Paymaster } from './paymaster/service.js'
 import { ADMIN_PREFIX, adminRoutes } from './routes/admin.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
@@ -110,6 +113,41 @@ export type ServerAppOptions = {
   audit?: AuditTrail | undefined
   /** The bearer token of the admin API (`/admin/*`: webhook endpoints). Without it the admin API answers 404. */
   adminToken?: string | undefined
+  /**
+   * The ERC-7677 paymaster service at `POST /paymaster` (`pm_getPaymasterStubData`,
+   * `pm_getPaymasterData`): the key the paymaster contracts trust (a secret) and the operator's
+   * policy (paymaster/policy.ts). Without it there is no `/paymaster` (404).
+   */
+  paymaster?: PaymasterSettings | undefined
+}
+
+/** The paymaster service's settings. */
+export type PaymasterSettings = {
+  /** 0x and 64 hex digits: signs each sponsorship and quote. */
+  signerPrivateKey: `0x${string}`
+  policy: PaymasterPolicyInput
+  /** How often each chain's settlement runs (`createAppServer` only), in ms. Default 5,000. */
+  settleIntervalMs?: number | undefined
+}
+
+/** Where the ERC-7677 paymaster service answers. */
+export const PAYMASTER_PATH = '/paymaster'
+
+/** The paymaster service of `options.paymaster` on the store's database (its policy checked: throws one line). */
+export function paymasterFor(options: Pick<ServerAppOptions, 'paymaster' | 'appName' | 'now' | 'logger'>, store: Store, audit: AuditTrail): Paymaster {
+  const settings = options.paymaster!
+  return createPaymaster({
+    policy: parsePaymasterPolicy(settings.policy),
+    signerPrivateKey: settings.signerPrivateKey,
+    // The store's database holds the paymaster's tables among the others.
+    database: store.database as unknown as Database<PaymasterSchema>,
+    audit,
+    appName: options.appName,
+    isUserWallet: async (address) => (await store.accountByAddress(address)) !== undefined,
+    now: options.now,
+    logger: options.logger,
+    settleIntervalMs: settings.settleIntervalMs,
+  })
 }
 
 /** Routes whose credential is a refresh token in the body, not the cookie. */
@@ -130,7 +168,7 @@ export { OAUTH_PROVIDERS, type OAuthProviderConfig, type OAuthProviderName, oaut
  * @example
  * const app = createServerApp({ store: openStore(':memory:'), kmsUrl, organizationId, apiPublicKey, apiPrivateKey, sessionSignerPublicKey, appName: 'Demo', allowedOrigins: ['http://localhost:5173'], chains: [{ id: 31337, rpcUrl: 'http://127.0.0.1:8545' }] })
  */
-export function createServerApp(options: ServerAppOptions) {
+export function createServerApp(options: ServerAppOptions, internal: { paymaster?: Paymaster | undefined } = {}) {
   const context = createRouteContext(options)
   const oauth = createOAuth(options.oauth ?? {}, context.now, options.store)
   // Discovery and keys are fetched now, so that the first social sign-in does not wait for them.
@@ -176,7 +214,9 @@ export function createServerApp(options: ServerAppOptions) {
         c.req.path === OAUTH_CALLBACK_PATH ||
         (BEARER_PATHS.has(c.req.path) && c.req.header('cookie') === undefined) ||
         // The admin API's credential is its bearer token, which a page on another site cannot send.
-        c.req.path.startsWith(ADMIN_PREFIX),
+        c.req.path.startsWith(ADMIN_PREFIX) ||
+        // The paymaster reads no cookie: bundlers and services call it as well as pages.
+        c.req.path === PAYMASTER_PATH,
     ),
   )
   const audit = options.audit ?? createServerAudit(options.store, { logger: options.logger })
@@ -240,6 +280,8 @@ export function createServerApp(options: ServerAppOptions) {
   app.post('/auth/token/refresh', refreshToken(context))
   app.post('/auth/token/revoke', revokeToken(context))
   app.get('/.well-known/jwks.json', jwks(context))
+  const paymaster = internal.paymaster ?? (options.paymaster ? paymasterFor(options, options.store, audit) : undefined)
+  if (paymaster) app.post(PAYMASTER_PATH, async (c) => c.json(await paymaster.handle(await c.req.json().catch(() => undefined))))
   if (options.adminToken !== undefined)
     app.route('/admin', adminRoutes({ token: options.adminToken, store: options.store, audit, ipOf: context.ipOf, now: context.now }))
   return app

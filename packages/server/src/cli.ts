@@ -5,6 +5,7 @@
  * and `GET /readyz`, a graceful stop on SIGTERM or SIGINT. The package README has the details.
  */
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import {
@@ -35,6 +36,7 @@ import { createDelegatedAccess } from './internal/delegated.js'
 import { ACCESS_TOKEN_SECONDS, SESSION_JWT_DEFAULTS, sessionJwtKeyTexts } from './internal/sessionTokens.js'
 import type { SiweChain } from './internal/siwe.js'
 import { narrowDelegatedPolicies } from './narrowDelegated.js'
+import { parsePaymasterPolicy } from './paymaster/policy.js'
 import { revokeSessions } from './revoke.js'
 import { OAUTH_CALLBACK_PATH, type OAuthProviderConfig, type OAuthProviderName } from './routes/oauth.js'
 import { createAppServer } from './service.js'
@@ -313,6 +315,23 @@ const settings = {
     protocols: ['http:', 'https:'],
     description: `Where Apple posts its answer (form_post), registered with Apple as the Return URL: this backend’s public ${OAUTH_CALLBACK_PATH}. Default: ${OAUTH_CALLBACK_PATH} on the origin the browser reached the backend at.`,
   }),
+  paymasterPolicy: text({
+    flag: 'paymaster-policy',
+    env: 'LATCHKEY_PAYMASTER_POLICY',
+    valueName: '<file.json>',
+    description:
+      'The ERC-7677 paymaster service at POST /paymaster: the operator’s sponsorship policy (chains, targets, daily budgets in wei, gas cap; the README’s "Paymaster" section). Needs the paymaster signer key. Without it: no paymaster.',
+  }),
+  paymasterSignerKey: secret({
+    env: 'LATCHKEY_PAYMASTER_SIGNER_KEY',
+    fileFlag: 'paymaster-signer-key-file',
+    description: 'The secp256k1 key (0x and 64 hex digits) whose signatures the sponsor and token paymaster contracts accept.',
+    convert: (text, label) => {
+      const key = text.trim().toLowerCase()
+      if (!/^0x[0-9a-f]{64}$/.test(key)) throw new SettingsError(`${label} must be 0x and 64 hex digits`)
+      return key as `0x${string}`
+    },
+  }),
   trustProxy: toggle({
     flag: 'trust-proxy',
     env: 'LATCHKEY_TRUST_PROXY',
@@ -320,6 +339,27 @@ const settings = {
       'Behind a reverse proxy that terminates TLS: the scheme from X-Forwarded-Proto (the default OAuth callback URL; cookies are Secure either way) and the client address from the last X-Forwarded-For entry (per-IP limits). Only with a proxy that sets both.',
   }),
   ...auditSettings(),
+}
+
+/** The paymaster's policy file, checked, with its signer key; both or neither (one line on a bad file). */
+async function paymasterOf(values: Values) {
+  const [policyFlag, keyFlag] = [settingLabel(settings.paymasterPolicy), settingLabel(settings.paymasterSignerKey)]
+  if (values.paymasterPolicy === undefined) {
+    if (values.paymasterSignerKey !== undefined) throw new SettingsError(`${keyFlag} is given without ${policyFlag}`)
+    return undefined
+  }
+  if (values.paymasterSignerKey === undefined) throw new SettingsError(`${policyFlag} needs ${keyFlag}`)
+  let input: unknown
+  try {
+    input = JSON.parse(await readFile(resolve(values.paymasterPolicy), 'utf8'))
+  } catch (error) {
+    throw new SettingsError(`${policyFlag}: could not read ${values.paymasterPolicy} as JSON: ${(error as Error).message.split('\n')[0]}`)
+  }
+  try {
+    return { policy: parsePaymasterPolicy(input), signerPrivateKey: values.paymasterSignerKey }
+  } catch (error) {
+    throw new SettingsError(`${policyFlag}: ${(error as Error).message}`)
+  }
 }
 
 type Values = { [key in keyof typeof settings]: ReturnType<(typeof settings)[key]['fallback']> }
@@ -504,6 +544,7 @@ await runService({
     }
     if (derived !== apiPublicKey)
       throw new SettingsError(`${settingLabel(settings.apiPrivateKey)} is not the private key of ${settingLabel(settings.apiPublicKey)}`)
+    const paymaster = await paymasterOf(values)
     const databaseUrl = values.databaseUrl ?? (values.db === undefined ? ':memory:' : resolve(values.db))
     let store: Store
     try {
@@ -546,6 +587,7 @@ await runService({
         auditKey: values.auditKey,
         auditLogFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile),
         adminToken: values.adminToken,
+        paymaster,
       })
     } catch (error) {
       await store.close()
@@ -567,6 +609,7 @@ await runService({
         chains: values.chains.map((chain) => chain.id),
         oauth: Object.fromEntries(Object.entries(oauth).map(([name, config]) => [name, { issuer: config.issuer, clientId: config.clientId }])),
         trustProxy: values.trustProxy,
+        paymaster: paymaster ? paymaster.policy.chains.map((chain) => chain.chainId) : undefined,
       },
       `server listening on ${server.url} (store: ${storeName}; kms: ${withoutCredentials(values.kmsUrl)})`,
     )

@@ -10,6 +10,8 @@ test('default: exports', async () => {
       "LIMITS",
       "OAUTH_CALLBACK_PATH",
       "OAUTH_PROVIDERS",
+      "PAYMASTER_ERROR_CODES",
+      "PAYMASTER_PATH",
       "RECOVERY_CODE_SECONDS",
       "SERVER_MIGRATIONS",
       "SESSION_COOKIE",
@@ -25,6 +27,7 @@ test('default: exports', async () => {
       "createServerAudit",
       "oauthNonce",
       "openStore",
+      "parsePaymasterPolicy",
       "revokeSessions",
       "verifyServerAudit",
     ]

@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
-import { createServerApp, type ServerAppOptions } from './app.js'
+import { createServerApp, paymasterFor, type ServerAppOptions } from './app.js'
 import { createServerAudit } from './audit.js'
+import type { Paymaster } from './paymaster/service.js'
 import { openStore, type Store } from './store.js'
 import { createWebhookSender, type WebhookSender } from './webhooks/dispatcher.js'
 
@@ -62,6 +63,7 @@ export function createAppServer(options: AppServerOptions) {
   let server: Server | undefined
   let audit: ServerAppOptions['audit']
   let webhooks: { sender: WebhookSender; unsubscribe: () => void } | undefined
+  let paymaster: Paymaster | undefined
   return {
     name: 'server',
     host,
@@ -80,7 +82,10 @@ export function createAppServer(options: AppServerOptions) {
       webhooks = { sender, unsubscribe: store.onWebhooksQueued(sender.nudge) }
       sender.start()
       // The issuer of access JWTs defaults to this server's own URL, never a request's Host.
-      const app = createServerApp({ ...options, sessionJwtIssuer: options.sessionJwtIssuer ?? `http://${host}:${port}`, store, ipOf, audit })
+      // Every instance settles too: settling a reservation twice changes nothing.
+      paymaster = options.paymaster ? paymasterFor(options, store, audit) : undefined
+      paymaster?.start()
+      const app = createServerApp({ ...options, sessionJwtIssuer: options.sessionJwtIssuer ?? `http://${host}:${port}`, store, ipOf, audit }, { paymaster })
       const requests = getRequestListener(app.fetch)
       const started = createServer(
         observer.listener(
@@ -119,6 +124,8 @@ export function createAppServer(options: AppServerOptions) {
       webhooks?.unsubscribe()
       await webhooks?.sender.stop()
       webhooks = undefined
+      await paymaster?.stop()
+      paymaster = undefined
       await audit?.settled()
       const open = store
       store = undefined

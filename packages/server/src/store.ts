@@ -1,6 +1,7 @@
 import type { Metrics } from '@latchkey/service'
 import { auditMigration, type Database, type Migration, openDatabase, UniqueViolationError } from '@latchkey/service/database'
 import { type Kysely, sql } from 'kysely'
+import { type PaymasterSchema, paymasterMigration } from './paymaster/schema.js'
 import { sessionEvents } from './webhooks/events.js'
 import { webhookOutbox } from './webhooks/outbox.js'
 import { type WebhookSchema, webhooksMigration } from './webhooks/schema.js'
@@ -64,17 +65,18 @@ export type OAuthNonceRow = { nonce: string; expires_at: number }
 export type RateLimitRow = { key: string; window_started_at: number; count: number }
 
 /** The backend's tables, as Kysely sees them. */
-export type ServerSchema = WebhookSchema & {
-  accounts: AccountRow
-  passkey_accounts: PasskeyAccountRow
-  pending_codes: PendingCodeRow
-  spent_session_tokens: { digest: string; expires_at: number }
-  sessions: SessionRow
-  siwe_nonces: NonceRow
-  refresh_tokens: RefreshTokenRow
-  oauth_nonces: OAuthNonceRow
-  rate_limits: RateLimitRow
-}
+export type ServerSchema = WebhookSchema &
+  PaymasterSchema & {
+    accounts: AccountRow
+    passkey_accounts: PasskeyAccountRow
+    pending_codes: PendingCodeRow
+    spent_session_tokens: { digest: string; expires_at: number }
+    sessions: SessionRow
+    siwe_nonces: NonceRow
+    refresh_tokens: RefreshTokenRow
+    oauth_nonces: OAuthNonceRow
+    rate_limits: RateLimitRow
+  }
 
 /** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
 export class StoreConflictError extends Error {
@@ -209,6 +211,8 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
   },
   // The webhook outbox (webhooks/): endpoints, events, their deliveries.
   webhooksMigration,
+  // The paymaster's budgets, reservations and settlement cursors (paymaster/).
+  paymasterMigration,
 ]
 
 /** How long sent events are kept for `webhooks replay` (7 days). */

@@ -8,6 +8,7 @@ import { generateApiKeyPair } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { getPublicKey } from '@turnkey/crypto'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
+import { encodeAbiParameters, encodeFunctionData, parseAbi } from 'viem'
 import { beforeAll, describe, expect, test } from 'vitest'
 import { type CliProcess, connectionRefused, listening, startCli, streamingRequest } from '../../service/test/cliProcess.js'
 import { freshDatabaseUrl, testEngine } from '../../service/test/testDatabase.js'
@@ -87,6 +88,29 @@ async function startServer(overrides: string[] = [], env: Record<string, string>
   const server = startCli(serverCli, await serverArgs(port, overrides, storage), env)
   const line = await server.waitForLog(listening)
   return { ...server, port, line, url: `http://127.0.0.1:${port}` }
+}
+
+/** A paymaster policy for the CLI's tests (the stub answer reads no chain). */
+const PAYMASTER_SIGNER_KEY = `0x${randomBytes(32).toString('hex')}`
+const PAYMASTER_POLICY = {
+  chains: [
+    {
+      chainId: 31337,
+      rpcUrl: 'http://127.0.0.1:9',
+      entryPoint: '0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108',
+      sponsorPaymaster: '0x00000000000000000000000000000000005050aA',
+      targets: [{ address: '0x000000000000000000000000000000000000A11c' }],
+      perUserPerDayWei: '1000000000000000',
+      globalPerDayWei: '100000000000000000',
+      maxGasPerOperation: 1_000_000,
+    },
+  ],
+  accounts: 'any',
+} as const
+const policyFile = async (policy: unknown) => {
+  const path = join(await directory(), 'policy.json')
+  await writeFile(path, JSON.stringify(policy))
+  return path
 }
 
 const post = (url: string, json: unknown, headers: Record<string, string> = {}) =>
@@ -326,6 +350,39 @@ describe('latchkey-server', () => {
     ])
   }, 60_000)
 
+  test('paymaster: --paymaster-policy and the signer key from its file serve POST /paymaster; the key is never logged', async () => {
+    const server = await startServer([
+      '--paymaster-policy',
+      await policyFile(PAYMASTER_POLICY),
+      '--paymaster-signer-key-file',
+      await secretFile(PAYMASTER_SIGNER_KEY),
+    ])
+    const executions = encodeAbiParameters(
+      [{ type: 'tuple[]', components: [{ type: 'address' }, { type: 'uint256' }, { type: 'bytes' }] }],
+      [[['0x000000000000000000000000000000000000a11c', 0n, '0x']]],
+    )
+    const callData = encodeFunctionData({
+      abi: parseAbi(['function execute(bytes32 mode, bytes executionData)']),
+      args: [`0x01${'00'.repeat(31)}`, executions],
+    })
+    const operation = { sender: '0x000000000000000000000000000000000000beef', nonce: '0x0', callData, maxFeePerGas: '0x1', maxPriorityFeePerGas: '0x1' }
+    const response = await post(`${server.url}/paymaster`, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'pm_getPaymasterStubData',
+      params: [operation, PAYMASTER_POLICY.chains[0].entryPoint, '0x7a69', {}],
+    })
+    expect(await response.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      result: expect.objectContaining({ paymaster: PAYMASTER_POLICY.chains[0].sponsorPaymaster, sponsor: { name: expect.any(String) }, isFinal: false }),
+    })
+    expect(server.line.paymaster).toEqual([31337])
+    server.child.kill('SIGTERM')
+    expect(await server.exited).toEqual({ code: 0, signal: null })
+    expect(server.stdout() + server.stderr()).not.toContain(PAYMASTER_SIGNER_KEY.slice(2))
+  })
+
   test('production: with every setting given it starts', async () => {
     const server = await startServer([], { NODE_ENV: 'production', LATCHKEY_AUDIT_KEY: '42'.repeat(32) })
     expect(server.logs().filter((line) => line.level === 'warn')).toEqual([])
@@ -372,11 +429,34 @@ describe('latchkey-server', () => {
       '--apple-issuer <url>, LATCHKEY_APPLE_ISSUER',
       '--oauth-redirect-uri <url>, LATCHKEY_OAUTH_REDIRECT_URI',
       '--trust-proxy, LATCHKEY_TRUST_PROXY=1',
+      '--paymaster-policy <file.json>, LATCHKEY_PAYMASTER_POLICY',
+      'LATCHKEY_PAYMASTER_SIGNER_KEY, or a file: --paymaster-signer-key-file <path> / LATCHKEY_PAYMASTER_SIGNER_KEY_FILE',
     ])
       expect(help.stdout()).toContain(`\n  ${setting}\n`)
   })
 
   test.each<[string, (port: number) => Promise<string[]>, Record<string, string>, string]>([
+    [
+      'a paymaster policy with an entry point that is not an address',
+      async (port) =>
+        serverArgs(port, ['--paymaster-policy', await policyFile({ ...PAYMASTER_POLICY, chains: [{ ...PAYMASTER_POLICY.chains[0], entryPoint: 'nope' }] })]),
+      { LATCHKEY_PAYMASTER_SIGNER_KEY: PAYMASTER_SIGNER_KEY },
+      '--paymaster-policy / LATCHKEY_PAYMASTER_POLICY: paymaster policy: chains.0.entryPoint: an address (0x and 40 hex digits)',
+    ],
+    [
+      'a paymaster policy file that is not JSON',
+      async (port) => serverArgs(port, ['--paymaster-policy', await secretFile('{ chains')]),
+      { LATCHKEY_PAYMASTER_SIGNER_KEY: PAYMASTER_SIGNER_KEY },
+      expect.stringMatching(
+        /^latchkey-server: --paymaster-policy \/ LATCHKEY_PAYMASTER_POLICY: could not read \/\S+\/secret as JSON: Expected property name or '}' in JSON at position 2[^\n]*\n$/,
+      ) as unknown as string,
+    ],
+    [
+      'a paymaster policy without its signer key',
+      async (port) => serverArgs(port, ['--paymaster-policy', await policyFile(PAYMASTER_POLICY)]),
+      {},
+      '--paymaster-policy / LATCHKEY_PAYMASTER_POLICY needs LATCHKEY_PAYMASTER_SIGNER_KEY or --paymaster-signer-key-file / LATCHKEY_PAYMASTER_SIGNER_KEY_FILE',
+    ],
     ['an unknown flag', (port) => serverArgs(port, ['--bogus']), {}, 'unknown option --bogus (see latchkey-server --help)'],
     [
       'a malformed --kms-url',
@@ -481,7 +561,7 @@ describe('latchkey-server', () => {
     const withoutFlag = argv.filter((arg, index) => !replaced.includes(arg) && !replaced.includes(argv[index - 1]!))
     const server = startCli(serverCli, withoutFlag, env)
     expect(await server.exited).toEqual({ code: 2, signal: null })
-    expect([server.stderr(), server.stdout()]).toEqual([`latchkey-server: ${message}\n`, ''])
+    expect([server.stderr(), server.stdout()]).toEqual([typeof message === 'string' ? `latchkey-server: ${message}\n` : message, ''])
   })
 
   test('error: a SQLite file in a directory that does not exist exits 1 with one line', async () => {

@@ -1,5 +1,4 @@
 import type { TestProject } from 'vitest/node'
-// @ts-expect-error: a plain ESM script without types (scripts/ensure-redis.mjs's sibling)
 import { startPostgres } from '../../../scripts/ensure-postgres.mjs'
 
 declare module 'vitest' {

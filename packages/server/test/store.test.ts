@@ -89,6 +89,7 @@ describe('openStore', () => {
       '0006_passkey_email_unverified',
       '0007_session_public_key',
       '0008_webhooks',
+      '0009_paymaster',
     ])
     db.close()
     // Opening again changes nothing.

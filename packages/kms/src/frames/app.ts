@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { Hono } from 'hono'
-import { FRAME_PAGES, type FrameChain, framePage } from './pages.js'
+import { FRAME_PAGES, type FrameChain, type FramePaymaster, framePage } from './pages.js'
 
 // The frames' own origin: five pages and their scripts and stylesheet, nothing else. Every
 // response carries a CSP that allows only this origin's scripts and styles, no images, and
@@ -21,6 +21,10 @@ export type FramesAppOptions = {
   chains?: readonly FrameChain[] | undefined
   /** The batch executor: the only EIP-7702 delegate and batch target the consent frame signs for. Default none: it signs neither. */
   executor?: string | undefined
+  /** The app's paymasters per chain (at most one of each kind on a chain), which the consent frame names as the app's. Default none. */
+  paymasters?: readonly FramePaymaster[] | undefined
+  /** The app's name, shown by the consent frame for a sponsored fee ("sponsored by APP"). Default none: "sponsored by the app". */
+  appName?: string | undefined
 }
 
 /** Where the compiled frame scripts and the stylesheet are served from. */
@@ -52,6 +56,31 @@ export function assertChain(chain: FrameChain): FrameChain {
   if (!Number.isSafeInteger(chain.id) || chain.id <= 0 || !url || (url.protocol !== 'http:' && url.protocol !== 'https:') || /\s/.test(chain.rpcUrl))
     throw new Error(`frames.chains: ${JSON.stringify(chain)} is not a chain id with an http(s) RPC url`)
   return chain
+}
+
+/** Checks a paymaster's chain id, kind and address, and that no chain names two of one kind; answers them as given. */
+export function assertPaymasters(paymasters: readonly FramePaymaster[]): readonly FramePaymaster[] {
+  const seen = new Set<string>()
+  for (const paymaster of paymasters) {
+    if (
+      !Number.isSafeInteger(paymaster.chainId) ||
+      paymaster.chainId <= 0 ||
+      (paymaster.kind !== 'sponsor' && paymaster.kind !== 'token') ||
+      !/^0x[0-9a-fA-F]{40}$/.test(paymaster.address)
+    )
+      throw new Error(`frames.paymasters: ${JSON.stringify(paymaster)} is not a chain id, a kind (sponsor or token) and an address`)
+    const key = `${paymaster.chainId}=${paymaster.kind}`
+    if (seen.has(key)) throw new Error(`frames.paymasters: chain ${paymaster.chainId} names two ${paymaster.kind} paymasters`)
+    seen.add(key)
+  }
+  return paymasters
+}
+
+/** Checks the app's name: printable text of at most 64 characters. */
+export function assertAppName(name: string | undefined): string | undefined {
+  if (name !== undefined && (name.trim() === '' || name.length > 64 || /[\p{Cc}\p{Cf}]/u.test(name)))
+    throw new Error(`frames.appName: ${JSON.stringify(name)} is not a name of 1 to 64 printable characters`)
+  return name?.trim()
 }
 
 /**
@@ -90,6 +119,8 @@ export function createFramesApp(options: FramesAppOptions) {
   const chains = (options.chains ?? []).map(assertChain)
   if (options.executor !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(options.executor))
     throw new Error(`frames.executor: ${JSON.stringify(options.executor)} is not an address`)
+  const paymasters = assertPaymasters(options.paymasters ?? [])
+  const appName = assertAppName(options.appName)
   const rpcOrigins = [...new Set(chains.map((chain) => new URL(chain.rpcUrl).origin))]
   const securityHeaders = {
     'x-content-type-options': 'nosniff',
@@ -116,6 +147,8 @@ export function createFramesApp(options: FramesAppOptions) {
           secret,
           chains,
           executor: options.executor,
+          paymasters,
+          appName,
         }),
     ]),
   )

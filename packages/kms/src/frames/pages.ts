@@ -13,6 +13,13 @@ export type FramePage = (typeof FRAME_PAGES)[number]
 /** A chain the consent frame may read: its id and JSON-RPC url. */
 export type FrameChain = { readonly id: number; readonly rpcUrl: string }
 
+/**
+ * A paymaster the app runs on one chain: `sponsor` pays the gas itself ("sponsored by APP"),
+ * `token` charges it in a token (OpenZeppelin PaymasterERC20). The consent frame names these by
+ * kind and any other paymaster as a stranger.
+ */
+export type FramePaymaster = { readonly chainId: number; readonly kind: 'sponsor' | 'token'; readonly address: string }
+
 export type PageParameters = {
   page: FramePage
   parentOrigins: readonly string[]
@@ -24,6 +31,10 @@ export type PageParameters = {
   chains?: readonly FrameChain[] | undefined
   /** Consent frame: the batch executor, the only EIP-7702 delegate and batch target it signs for. */
   executor?: string | undefined
+  /** Consent frame: the app's paymasters per chain, from the kms's settings. */
+  paymasters?: readonly FramePaymaster[] | undefined
+  /** Consent frame: the app's name, as "Network fee: sponsored by APP" reads it. */
+  appName?: string | undefined
   /** Import frame: what the user types. Default `mnemonic`. */
   secret?: 'mnemonic' | 'private-key' | undefined
 }
@@ -110,8 +121,11 @@ function body(parameters: PageParameters): string {
 
 function consentMeta(parameters: PageParameters): string {
   const chains = (parameters.chains ?? []).map((chain) => `${chain.id}=${chain.rpcUrl}`).join(' ')
+  const paymasters = (parameters.paymasters ?? []).map((paymaster) => `${paymaster.chainId}=${paymaster.kind}:${paymaster.address}`).join(' ')
   return `<meta name="latchkey-chains" content="${escapeHtml(chains)}">
 <meta name="latchkey-executor" content="${escapeHtml(parameters.executor ?? '')}">
+<meta name="latchkey-paymasters" content="${escapeHtml(paymasters)}">
+<meta name="latchkey-app-name" content="${escapeHtml(parameters.appName ?? '')}">
 `
 }
 

@@ -24,7 +24,12 @@ import { frameStore } from './storage.js'
 // (consentQuery.ts).
 
 const config = pageConfig(document)
-const consentConfig = parseConsentConfig({ chains: metaContent(document, 'latchkey-chains'), executor: metaContent(document, 'latchkey-executor') })
+const consentConfig = parseConsentConfig({
+  chains: metaContent(document, 'latchkey-chains'),
+  executor: metaContent(document, 'latchkey-executor'),
+  paymasters: metaContent(document, 'latchkey-paymasters'),
+  appName: metaContent(document, 'latchkey-app-name'),
+})
 /** The export frame's keys (same origin, same storage): an export may only be encrypted to its key. */
 const exportKeys = embeddedKeyStore({ store: frameStore(), page: 'export' })
 /** The keys of the grants approved here (consentGrants.ts): the only silent signing. */
@@ -72,7 +77,14 @@ const { refused } = openFrameChannel({
         const exportKey = value.request.method === 'export_wallet' ? (await exportKeys.get(context.parentOrigin))?.publicKeyHex : undefined
         const facts = assertPayloadMatches(value, { executor: consentConfig.executor, exportKey })
         const rpc = chainRpc(consentConfig, value.request.method, value.context.chainId)
-        reviewContext = { origin: context.parentOrigin, ...value.context, rpc, executor: consentConfig.executor }
+        reviewContext = {
+          origin: context.parentOrigin,
+          ...value.context,
+          rpc,
+          executor: consentConfig.executor,
+          paymasters: consentConfig.paymasters.get(value.context.chainId),
+          appName: consentConfig.appName,
+        }
         const decoded = await reviewRequest(value.request, reviewContext)
         review = { ...decoded, rows: [...decoded.rows, ...(facts?.rows ?? [])], warnings: [...decoded.warnings, ...(facts?.warnings ?? [])] }
       } catch (error) {

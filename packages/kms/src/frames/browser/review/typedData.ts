@@ -3,6 +3,7 @@ import { ReviewError } from './errors.js'
 import { formatNetwork, sameAddress, toAddress, toQuantity } from './format.js'
 import { describePermit } from './permit.js'
 import type { Review, ReviewContext, ReviewNode, ReviewRow, ReviewWarning } from './types.js'
+import { isUserOperation, reviewUserOperation } from './userOperation.js'
 import { chainMismatch } from './warnings.js'
 
 // eth_signTypedData_v4 (EIP-712): the domain and the message as a labelled tree, typed by the
@@ -72,6 +73,10 @@ export async function reviewTypedData(params: readonly unknown[], context: Revie
   } catch (cause) {
     throw fail(`The typed data does not match its types: ${(cause as { shortMessage?: string }).shortMessage ?? (cause as Error).message}`, cause)
   }
+
+  // A UserOperation is reviewed as what it does (its calls and who pays its gas), or refused.
+  if (isUserOperation(primaryType, domain))
+    return reviewUserOperation(context, { types, primaryType, domain, message }, typeof raw === 'string' ? raw : JSON.stringify(raw))
 
   const typeMap = types as unknown as Readonly<Record<string, TypeFields>>
   const chainId = domain.chainId === undefined ? undefined : toQuantity(domain.chainId)

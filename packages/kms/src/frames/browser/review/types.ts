@@ -17,7 +17,18 @@ export type WalletRequest =
   | { readonly method: 'init_import'; readonly params: readonly unknown[] }
   | { readonly method: 'import_wallet'; readonly params: readonly unknown[] }
 
-export type ReviewKind = 'message' | 'typedData' | 'transaction' | 'batch' | 'grant' | 'authorization' | 'export' | 'credential' | 'account' | 'import'
+export type ReviewKind =
+  | 'message'
+  | 'typedData'
+  | 'userOperation'
+  | 'transaction'
+  | 'batch'
+  | 'grant'
+  | 'authorization'
+  | 'export'
+  | 'credential'
+  | 'account'
+  | 'import'
 
 /** One labelled line: "To", "Amount", "Network". */
 export type ReviewRow = { readonly label: string; readonly value: string; readonly tone?: 'danger' | 'warning' }
@@ -60,4 +71,8 @@ export type ReviewContext = {
   readonly rpc?: ((method: string, params: readonly unknown[]) => Promise<unknown>) | undefined
   /** The only contract an EIP-7702 authorization may delegate to. */
   readonly executor?: `0x${string}` | undefined
+  /** The app's paymasters on this chain (kms settings): a UserOperation's fee names them. */
+  readonly paymasters?: { readonly sponsor?: `0x${string}` | undefined; readonly token?: `0x${string}` | undefined } | undefined
+  /** The app's name (kms settings), never the page's word: "Network fee: sponsored by APP". */
+  readonly appName?: string | undefined
 }
