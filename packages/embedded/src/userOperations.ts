@@ -51,9 +51,9 @@ async function rpc<result>(context: Pick<UserOperationContext, 'fetch'>, who: Wh
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      // The paymaster may be the app backend, which knows the user by its cookie; a bundler is
-      // anyone's, and often answers CORS with `*`, which a credentialed request may not use.
-      credentials: who === 'paymaster' ? 'include' : 'omit',
+      // No cookies: the paymaster knows the account by the operation's sender, and a bundler often
+      // answers CORS with `*`, which a credentialed request may not use.
+      credentials: 'omit',
       signal: AbortSignal.timeout(SPONSORSHIP_TIMEOUT_MS),
     })
     answer = (await response.json()) as typeof answer
@@ -206,8 +206,16 @@ export async function signAndSend(context: UserOperationContext, prepared: Prepa
   userOperation.signature = await context.signTypedData(
     getUserOperationTypedData({ chainId: context.chain.id, entryPointAddress: entryPoint08Address, userOperation }),
   )
-  return rpc<Hex>(context, 'bundler', prepared.bundlerUrl, 'eth_sendUserOperation', [formatUserOperationRequest(userOperation), entryPoint08Address])
+  const hash = await rpc<Hex>(context, 'bundler', prepared.bundlerUrl, 'eth_sendUserOperation', [
+    formatUserOperationRequest(userOperation),
+    entryPoint08Address,
+  ])
+  sent.add(hash)
+  return hash
 }
+
+/** The UserOperations sent from this page: pending until included, though the bundler's eth_getUserOperationByHash only finds included ones (Alto). */
+const sent = new Set<Hex>()
 
 type RpcUserOperationReceipt = {
   success: boolean
@@ -247,8 +255,13 @@ export async function userOperationStatus(context: Pick<UserOperationContext, 'f
   const base = { version: '2.0.0', id, chainId: numberToHex(chain.id), atomic: true }
   const receipt = await receiptOf(context, bundler, hash)
   if (!receipt) {
-    const known = await rpc<unknown>(context, 'bundler', bundler, 'eth_getUserOperationByHash', [hash])
-    return known ? { ...base, status: 100 } : undefined
+    if (sent.has(hash)) return { ...base, status: 100 }
+    // After a reload: the bundler knows it (ERC-4337's lookup, or Alto's mempool status), or it is not ours.
+    const [known, status] = await Promise.all([
+      rpc<unknown>(context, 'bundler', bundler, 'eth_getUserOperationByHash', [hash]),
+      rpc<{ status?: string } | null>(context, 'bundler', bundler, 'pimlico_getUserOperationStatus', [hash]).catch(() => null),
+    ])
+    return known || (status?.status && status.status !== 'not_found' && status.status !== 'rejected') ? { ...base, status: 100 } : undefined
   }
   return {
     ...base,

@@ -1,4 +1,7 @@
+import { mkdtemp } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import {
   SponsorshipUnavailableError as CoreSponsorshipUnavailableError,
   connect,
@@ -7,10 +10,23 @@ import {
   injected,
   sendCalls,
 } from '@latchkey/core'
-import { alto, deployEntryPoint, ENTRY_POINT_ADDRESS, getFreePort } from '@latchkey/devnet'
+import {
+  type AnvilInstance,
+  alto,
+  anvil,
+  deployBatchExecutor,
+  deployEntryPoint,
+  deployPaymasters,
+  deployTestToken,
+  ENTRY_POINT_ADDRESS,
+  getFreePort,
+  loadPaymasters,
+  type StackPaymasters,
+  TEST_TOKEN_ADDRESS,
+} from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
-import { createPublicClient, defineChain, type Hex, http, parseEther } from 'viem'
+import { type Chain, createPublicClient, defineChain, encodeFunctionData, type Hex, http, type PublicClient, parseAbi, parseEther } from 'viem'
 import { entryPoint08Abi } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
@@ -18,20 +34,63 @@ import { BATCH_EXECUTOR_ADDRESS, createEmbeddedProvider, createEmbeddedWallet, t
 import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
 
 // Sponsored calls of the embedded wallet (ERC-4337 UserOperations with an ERC-7677 paymaster's
-// data) against a real kms and backend, the unit run's chain A with EntryPoint v0.8 deployed here,
-// and a real Alto bundler for it. The paymaster service is another lane's: these tests cover what
-// does not need one (a paymaster that is down or hangs, a bundler that is down, the fallback, the
-// capabilities); the sponsored end-to-end test runs once it exists.
+// data) against a real kms and backend whose ERC-7677 paymaster service is on, this file's own
+// anvil (chain id 31337) with the batch executor, the test token, EntryPoint v0.8 and both
+// paymasters deployed as `npm start` does, and a real Alto bundler for it.
 
-const stack = useEmbeddedStack()
-const chainA = stack.chain
+const TOKEN_ABI = parseAbi(['function mint(address to, uint256 amount)', 'function balanceOf(address) view returns (uint256)'])
+let own: AnvilInstance
+let paymasters: StackPaymasters
+let chainA: Chain
+let rpc: PublicClient
+// Registered before the stack's: the backend's paymaster policy names this chain.
+beforeAll(async () => {
+  own = anvil({ port: await getFreePort(), chainId: 31337 })
+  await own.start()
+  await deployBatchExecutor(own.url)
+  await deployTestToken(own.url)
+  await deployEntryPoint(own.url)
+  paymasters = await loadPaymasters(await mkdtemp(join(tmpdir(), 'latchkey-sponsorship-')))
+  await deployPaymasters(own.url, paymasters)
+  chainA = defineChain({
+    id: 31337,
+    name: 'Anvil A',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [own.url] } },
+  })
+  rpc = createPublicClient({ chain: chainA, transport: http() }) as PublicClient
+}, 90_000)
+afterAll(() => own?.stop())
+
+const stack = useEmbeddedStack({
+  paymaster: () => ({
+    signerPrivateKey: paymasters.signer.privateKey,
+    policy: {
+      sponsorName: 'Embedded test',
+      accounts: 'users',
+      chains: [
+        {
+          chainId: 31337,
+          rpcUrl: own.url,
+          entryPoint: ENTRY_POINT_ADDRESS,
+          sponsorPaymaster: paymasters.sponsorPaymaster,
+          tokenPaymaster: paymasters.tokenPaymaster,
+          tokens: [{ address: TEST_TOKEN_ADDRESS, tokenPerNative: '1000000000000000000000', guarantor: paymasters.guarantor.address }],
+          targets: [{ address: TEST_TOKEN_ADDRESS }],
+          perUserPerDayWei: '10000000000000000',
+          globalPerDayWei: '1000000000000000000',
+          maxGasPerOperation: 2_000_000,
+        },
+      ],
+    },
+  }),
+})
 const chainB = defineChain({
   id: 31338,
   name: 'Anvil B',
   nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
   rpcUrls: { default: { http: [inject('chainBRpc')] } },
 })
-const rpc = createPublicClient({ chain: chainA, transport: http() })
 let people = 0
 let bundler: ReturnType<typeof alto>
 /** A port nobody listens on: a paymaster or bundler that is down. */
@@ -41,8 +100,7 @@ let hanging: Server
 let hangingUrl: string
 
 beforeAll(async () => {
-  await deployEntryPoint(inject('chainARpc'))
-  bundler = alto({ port: await getFreePort(), rpcUrl: inject('chainARpc'), entryPoint: ENTRY_POINT_ADDRESS, name: 'bundler A' })
+  bundler = alto({ port: await getFreePort(), rpcUrl: own.url, entryPoint: ENTRY_POINT_ADDRESS, name: 'bundler A' })
   await bundler.start()
   downUrl = `http://127.0.0.1:${await getFreePort()}/paymaster`
   hanging = createServer(() => undefined)
@@ -56,8 +114,8 @@ afterAll(async () => {
   await bundler?.stop()
 })
 
-/** A signed-in wallet with sponsorship on chain A (`bundlerUrls`: Alto unless replaced) and 1 ETH there. */
-async function signedIn(sponsorship: Partial<Sponsorship> | undefined) {
+/** A signed-in wallet with sponsorship on chain A (`bundlerUrls`: Alto unless replaced) and 1 ETH there (none with `fund: false`). */
+async function signedIn(sponsorship: Partial<Sponsorship> | undefined, { fund = true } = {}) {
   const wallet = createEmbeddedWallet({
     appName: 'Embedded test',
     backendUrl: stack.backendUrl,
@@ -73,7 +131,7 @@ async function signedIn(sponsorship: Partial<Sponsorship> | undefined) {
   const sent = await wallet.startEmail(`sponsored${++people}.${stack.clock}@example.test`)
   await wallet.verifyEmail(sent)
   const address = wallet.current!.credential.address
-  await rpc.request({ method: 'anvil_setBalance' as never, params: [address, '0xDE0B6B3A7640000'] as never })
+  if (fund) await rpc.request({ method: 'anvil_setBalance' as never, params: [address, '0xDE0B6B3A7640000'] as never })
   return { wallet, address, provider: createEmbeddedProvider(wallet, [chainA, chainB]), organizationId: wallet.current!.organizationId }
 }
 
@@ -100,6 +158,62 @@ async function mined(provider: ReturnType<typeof createEmbeddedProvider>, id: st
     await rpc.request({ method: 'evm_mine' as never })
   }
 }
+
+const mint = (to: Hex, amount: bigint) => ({ to: TEST_TOKEN_ADDRESS, data: encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [to, amount] }) })
+const tokensOf = (address: Hex) => rpc.readContract({ address: TEST_TOKEN_ADDRESS, abi: TOKEN_ABI, functionName: 'balanceOf', args: [address] })
+
+describe("sponsored by the backend's paymaster, through Alto", () => {
+  test('default: a fresh user with 0 ETH sends a batch; it lands sponsored, their ETH stays 0, and the status answers the receipt', async () => {
+    const { wallet, address, provider } = await signedIn({ paymasterUrl: `${stack.backendUrl}/paymaster` }, { fund: false })
+    expect(await rpc.getBalance({ address })).toBe(0n)
+    const to = recipients()
+
+    const { id } = await wallet.sendCalls({ calls: [mint(to[0], 42n), mint(to[1], 43n)] })
+
+    // A UserOperation's id: chain 31337, flag 02.
+    expect(id.slice(0, 66)).toBe(`0x${'00'.repeat(29)}7a6902`)
+    const status = await mined(provider, id)
+    expect(status).toMatchObject({ status: 200, atomic: true, chainId: '0x7a69', receipts: [{ status: '0x1' }] })
+    expect([await tokensOf(to[0]), await tokensOf(to[1])]).toEqual([42n, 43n])
+    expect(await rpc.getBalance({ address })).toBe(0n)
+    // Delegated to the executor by the same operation (its EIP-7702 authorization rode with the bundle).
+    expect(await rpc.getCode({ address })).toBe(`0xef0100${BATCH_EXECUTOR_ADDRESS.slice(2).toLowerCase()}`)
+    // The bundler's transaction to the EntryPoint carried it; the sponsor paymaster paid.
+    const bundle = await rpc.getTransaction({ hash: status.receipts[0]!.transactionHash })
+    expect([bundle.from, bundle.to]).toEqual([bundler.executor.toLowerCase(), ENTRY_POINT_ADDRESS.toLowerCase()])
+    const answer = await fetch(bundler.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getUserOperationReceipt', params: [`0x${id.slice(66)}`] }),
+    })
+    const { result } = (await answer.json()) as { result: { paymaster: string; sender: string; success: boolean } }
+    expect([result.paymaster.toLowerCase(), result.sender.toLowerCase(), result.success]).toEqual([
+      paymasters.sponsorPaymaster.toLowerCase(),
+      address.toLowerCase(),
+      true,
+    ])
+
+    // Delegated now: the next sponsored call carries no authorization, and sendTransaction answers the bundle's hash.
+    const [next] = recipients()
+    const hash = await wallet.sendTransaction(mint(next, 7n))
+    expect(await rpc.getTransaction({ hash })).toMatchObject({ from: bundler.executor.toLowerCase(), to: ENTRY_POINT_ADDRESS.toLowerCase() })
+    expect(await tokensOf(next)).toBe(7n)
+    expect(await rpc.getBalance({ address })).toBe(0n)
+  })
+
+  test('error: a target the policy does not allow is SponsorshipUnavailableError "target"; nothing is signed or sent', async () => {
+    const { wallet, address, organizationId } = await signedIn({ paymasterUrl: `${stack.backendUrl}/paymaster` }, { fund: false })
+    const before = await stateOf(address, organizationId)
+
+    const [someone, stranger] = recipients()
+    const error = await wallet.sendCalls({ calls: [mint(someone, 1n), { to: stranger, value: 0n }] }).catch((caught: unknown) => caught)
+
+    expect(error).toBeInstanceOf(SponsorshipUnavailableError)
+    expect(error).toMatchObject({ code: 'sponsorship_unavailable', reason: 'target' })
+    expect((error as SponsorshipUnavailableError).details).toBe(`pm_getPaymasterStubData: The call to ${stranger} is not sponsored (-32003)`)
+    expect(await stateOf(address, organizationId)).toEqual(before)
+  })
+})
 
 describe('a paymaster or bundler that cannot answer', () => {
   test('error: a paymaster nobody answers is SponsorshipUnavailableError "unavailable"; nothing is signed or sent', async () => {
