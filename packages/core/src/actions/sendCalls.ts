@@ -5,7 +5,7 @@ import type { Client } from '../createClient.js'
 import type { BaseError } from '../errors/base.js'
 import type { AtomicityNotSupportedErrorType, CallsNotSupportedErrorType, InvalidCallsResultErrorType } from '../errors/calls.js'
 import { ChainNotConfiguredError, type ChainNotConfiguredErrorType, type NotConnectedErrorType } from '../errors/connection.js'
-import { SponsorshipUnavailableError } from '../errors/embedded.js'
+import { SponsorshipUnavailableError, sponsorshipErrorOf } from '../errors/embedded.js'
 import type { Address, Hex } from '../types.js'
 import { withTimeout } from '../utils/wait.js'
 import { getCallsClient, toCallsError } from './callsClient.js'
@@ -68,7 +68,7 @@ export async function sendCalls(client: Client, parameters: SendCallsParameters)
     )
     return result.capabilities ? { id: result.id, capabilities: result.capabilities } : { id: result.id }
   } catch (error) {
-    const typed = toCallsError(error, 'wallet_sendCalls')
+    const typed = sponsorshipErrorOf(error) ?? toCallsError(error, 'wallet_sendCalls')
     client._internal.report('sendCalls', typed)
     throw typed
   }

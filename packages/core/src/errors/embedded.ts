@@ -95,6 +95,25 @@ export class SponsorshipUnavailableError extends EmbeddedFlowError {
   }
 }
 
+/**
+ * @internal The embedded wallet's refused sponsorship anywhere down the cause chain (viem wraps what
+ * a provider throws) as core's {@link SponsorshipUnavailableError}; `undefined` for anything else.
+ * Called by the send actions, not the connector boundary, so apps that never send do not carry it.
+ */
+export function sponsorshipErrorOf(error: unknown): SponsorshipUnavailableError | undefined {
+  for (let cause = error, depth = 0; cause && typeof cause === 'object' && depth < 8; cause = (cause as { cause?: unknown }).cause, depth++) {
+    if (cause instanceof SponsorshipUnavailableError) return cause
+    const source = cause as Source & { reason?: unknown }
+    if (source.code === 'sponsorship_unavailable' && typeof source.shortMessage === 'string')
+      return new SponsorshipUnavailableError({
+        reason: (typeof source.reason === 'string' ? source.reason : 'unavailable') as SponsorshipRefusal,
+        details: typeof source.details === 'string' ? source.details : undefined,
+        cause,
+      })
+  }
+  return undefined
+}
+
 /** A passkey ceremony that failed; `code` is its SPEC §8 ceremony code (ERROR_CEREMONY_ABORTED, ...). */
 export class WebauthnCeremonyError extends EmbeddedFlowError {
   override name = 'WebauthnCeremonyError'

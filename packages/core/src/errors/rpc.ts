@@ -1,6 +1,5 @@
 import { BaseError, type BaseErrorParameters } from './base.js'
 import { ConnectorError } from './connection.js'
-import { toEmbeddedFlowError } from './embedded.js'
 
 /*
  * EIP-1193 provider errors as typed classes. Connectors convert raw `{ code, message }` errors at
@@ -130,8 +129,6 @@ const byCode = {
 export function toProviderError(error: unknown): BaseError {
   if (error instanceof BaseError) return error
   const catalogued = cataloguedOf(error)
-  // A refused sponsorship keeps its class and reason: the app branches on it.
-  if (catalogued?.code === 'sponsorship_unavailable') return toEmbeddedFlowError(catalogued) as BaseError
   if (catalogued) return new ConnectorError(catalogued)
   const code = rpcCodeOf(error)
   const message = messageOf(error)
