@@ -52,6 +52,7 @@ test('default: exports', async () => {
       "SessionError",
       "SignInNotConfiguredError",
       "SignInRejectedError",
+      "SponsorshipUnavailableError",
       "TimeoutError",
       "UnauthorizedProviderError",
       "UnknownCallsIdError",

@@ -111,6 +111,8 @@ export {
   InvalidCodeError,
   OAuthError,
   SessionError,
+  type SponsorshipRefusal,
+  SponsorshipUnavailableError,
   WebauthnCeremonyError,
   WebauthnNotSupportedError,
 } from './errors/embedded.js'

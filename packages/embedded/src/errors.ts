@@ -192,3 +192,27 @@ export class ProviderRpcError extends Error {
     super(message)
   }
 }
+
+/** Why a sponsorship was refused: the paymaster's ERC-7677 `data.reason`, or `unavailable` when it or the bundler did not answer. */
+export type SponsorshipRefusal = 'budget' | 'chain' | 'target' | 'gas' | 'account' | 'token' | 'unavailable'
+
+/** The reasons a paymaster may give (ERC-7677 error `data.reason`); anything else reads as `unavailable`. */
+export const SPONSORSHIP_REASONS: readonly SponsorshipRefusal[] = ['budget', 'chain', 'target', 'gas', 'account', 'token', 'unavailable']
+
+/**
+ * A sponsored call (sponsorship on, or the ERC-7677 `paymasterService` capability) that cannot be
+ * sponsored: the paymaster refused it (`reason`: `budget`, `chain`, `target`, `gas`, `account`,
+ * `token`) or the paymaster or the bundler did not answer in time (`unavailable`). Nothing was
+ * sent, and the wallet did not switch to user-paid gas unless the app set `fallback: 'user-pays'`.
+ *
+ * @example
+ * try { await wallet.sendCalls({ calls }) } catch (e) { if (e instanceof SponsorshipUnavailableError && e.reason === 'budget') showBudgetSpent() }
+ */
+export class SponsorshipUnavailableError extends EmbeddedError {
+  override name = 'SponsorshipUnavailableError'
+  readonly reason: SponsorshipRefusal
+  constructor(options: { reason: SponsorshipRefusal; details?: string | undefined; cause?: unknown }) {
+    super('sponsorship_unavailable', 'The network fee cannot be sponsored.', options)
+    this.reason = options.reason
+  }
+}

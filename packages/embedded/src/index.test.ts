@@ -35,6 +35,7 @@ test('default: exports', async () => {
       "SessionError",
       "SessionKeyRegistrationError",
       "SignRawPayloadResultNotFoundError",
+      "SponsorshipUnavailableError",
       "SubOrganizationNotFoundError",
       "UnknownPermissionError",
       "WALLET_NAMES",

@@ -30,6 +30,8 @@ export {
   SessionError,
   SessionKeyRegistrationError,
   SignRawPayloadResultNotFoundError,
+  type SponsorshipRefusal,
+  SponsorshipUnavailableError,
   SubOrganizationNotFoundError,
   UnknownPermissionError,
   WebauthnCeremonyError,
@@ -58,7 +60,8 @@ export {
 export { OAUTH_WINDOW, OAUTH_WINDOW_FEATURES } from './popup.js'
 export { createEmbeddedProvider, ProviderRpcError } from './provider.js'
 export type { SessionKeyStore, Stamper } from './sessionKeys.js'
-export type { AtomicStatus, BatchCall } from './smartAccount.js'
+export type { AtomicStatus, BatchCall, PaymasterService } from './smartAccount.js'
+export type { Sponsorship } from './userOperations.js'
 export {
   completed,
   createEmbeddedWallet,

@@ -41,6 +41,14 @@ export type SmartAccountContext = {
   send(request: SendRequest): Promise<Hex>
 }
 
+/**
+ * The ERC-4337 bundler of `chain` for sponsored calls: `bundlerUrls` (the sponsorship option) first,
+ * else the chain's own `rpcUrls.bundler`; `undefined` when neither names one.
+ */
+export function bundlerUrl(chain: Chain, bundlerUrls: Record<number, string> | undefined): string | undefined {
+  return bundlerUrls?.[chain.id] ?? (chain.rpcUrls as { bundler?: { http: readonly string[] } }).bundler?.http[0]
+}
+
 /** EIP-7702 delegation designator: the code of a delegated account is `0xef0100 ‖ address`. */
 const DESIGNATOR = '0xef0100'
 
@@ -164,15 +172,19 @@ export function encodeBatchId(chainId: number, batch: SentBatch): Hex {
   return `${numberToHex(chainId, { size: 31 })}${batch.atomic ? '01' : '00'}${batch.hashes.map((hash) => hash.slice(2)).join('')}` as Hex
 }
 
-/** The chain, the atomic flag and the hashes of an id from {@link encodeBatchId}; `undefined` for anything else. */
-export function decodeBatchId(id: string): { chainId: number; atomic: boolean; hashes: Hex[] } | undefined {
+/**
+ * The chain, the atomic flag and the hashes of an id from {@link encodeBatchId}, or of a sponsored
+ * batch (flag 02, userOperations.ts: one UserOperation hash, `userOperation: true`); `undefined` for anything else.
+ */
+export function decodeBatchId(id: string): { chainId: number; atomic: boolean; hashes: Hex[]; userOperation: boolean } | undefined {
   if (!/^0x(?:[0-9a-f]{64})+$/.test(id) || id.length < 2 + 64 * 2) return undefined
   const flag = id.slice(64, 66)
-  if (flag !== '00' && flag !== '01') return undefined
+  if (flag !== '00' && flag !== '01' && flag !== '02') return undefined
   const chainId = Number.parseInt(id.slice(2, 64), 16)
   if (!Number.isSafeInteger(chainId)) return undefined
   const hashes = (id.slice(66).match(/.{64}/g) ?? []).map((hash) => `0x${hash}` as Hex)
-  return { chainId, atomic: flag === '01', hashes }
+  if (flag === '02' && hashes.length !== 1) return undefined
+  return { chainId, atomic: flag !== '00', hashes, userOperation: flag === '02' }
 }
 
 type RpcReceipt = { status: Hex; blockHash: Hex; blockNumber: Hex; gasUsed: Hex; transactionHash: Hex; logs: { address: Address; data: Hex; topics: Hex[] }[] }
@@ -222,10 +234,25 @@ type SendCallsRequest = {
   capabilities?: Record<string, { optional?: boolean }>
 }
 
-/** EIP-5792: a capability the wallet does not have must be marked optional, else 5700. The embedded wallet has none to offer. */
-function unsupportedCapability(capabilities: Record<string, { optional?: boolean }> | undefined) {
+/** ERC-7677's capability: the paymaster service to sponsor this batch (its URL, and the context it is sent). */
+export type PaymasterService = { url: string; context?: Record<string, unknown> | undefined; optional?: boolean | undefined }
+
+/**
+ * EIP-5792: a capability the wallet does not have must be marked optional, else 5700. The embedded
+ * wallet offers one: ERC-7677's `paymasterService`, for the whole batch (`allowed` names it).
+ */
+function unsupportedCapability(capabilities: Record<string, { optional?: boolean }> | undefined, allowed: readonly string[] = []) {
   for (const [name, value] of Object.entries(capabilities ?? {}))
-    if (value?.optional !== true) throw new ProviderRpcError(5700, `Unsupported non-optional capability: ${name}`)
+    if (!allowed.includes(name) && value?.optional !== true) throw new ProviderRpcError(5700, `Unsupported non-optional capability: ${name}`)
+}
+
+/** The batch's `paymasterService` capability, checked: a URL string, a context object if any. */
+function paymasterServiceOf(capabilities: Record<string, unknown> | undefined): PaymasterService | undefined {
+  const value = capabilities?.['paymasterService'] as Partial<PaymasterService> | undefined
+  if (value === undefined) return undefined
+  if (!value || typeof value.url !== 'string' || (value.context !== undefined && (typeof value.context !== 'object' || value.context === null)))
+    throw new ProviderRpcError(-32602, 'paymasterService needs { url: string, context?: object }')
+  return { url: value.url, ...(value.context ? { context: value.context } : {}), ...(value.optional === true ? { optional: true } : {}) }
 }
 
 /**
@@ -242,11 +269,13 @@ export async function callsRequest(wallet: EmbeddedWallet, method: string, param
     case 'wallet_sendCalls': {
       const [batch] = params as [SendCallsRequest]
       account(batch.from)
-      unsupportedCapability(batch.capabilities)
+      unsupportedCapability(batch.capabilities, ['paymasterService'])
       for (const call of batch.calls) unsupportedCapability(call.capabilities)
+      const paymasterService = paymasterServiceOf(batch.capabilities)
       return wallet.sendCalls({
         chainId: batch.chainId === undefined ? undefined : Number(batch.chainId),
         atomicRequired: batch.atomicRequired === true,
+        ...(paymasterService ? { paymasterService } : {}),
         calls: batch.calls.map((call) => ({ to: call.to, data: call.data, value: call.value === undefined ? undefined : BigInt(call.value) })),
       })
     }

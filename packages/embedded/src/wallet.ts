@@ -17,7 +17,7 @@ import {
   toPrefixedMessage,
 } from 'viem'
 import { type Backend, type BackendAccount, type BackendConfig, createBackend } from './backend.js'
-import type { CollectedOtp, CollectOtpValue, ConsentContext, ConsentFrame, ConsentWalletRequest, StampedBody } from './consentFrame.js'
+import type { ConsentWalletRequest } from './consentFrame.js'
 import {
   AccountNotFoundError,
   ActivityStatusError,
@@ -41,7 +41,9 @@ import { createTurnkeyClient, postStamped, type TurnkeyClient, TurnkeyRequestErr
 import type { KmsGrant, PermissionResponse } from './permissions.js'
 import { freshVerification } from './reverify.js'
 import type { SessionKeyStore, Stamper } from './sessionKeys.js'
-import type { AtomicStatus, BatchCall, SmartAccountContext } from './smartAccount.js'
+import { consentSigner, testOnlySigner } from './signers.js'
+import type { AtomicStatus, BatchCall, PaymasterService, SmartAccountContext } from './smartAccount.js'
+import type { Sponsorship, UserOperationContext } from './userOperations.js'
 
 /** SPEC §3: the embedded wallet credential. */
 export type EmbeddedWalletCredential = {
@@ -158,6 +160,12 @@ export type EmbeddedWalletOptions = {
    * smart accounts off: batches go one transaction per call.
    */
   batchExecutor?: Address | null | undefined
+  /**
+   * Sponsored gas (ERC-7677): `sendTransaction` and `sendCalls` go as ERC-4337 UserOperations
+   * through the chain's bundler with the paymaster's data. A refusal is SponsorshipUnavailableError
+   * and nothing is sent, unless `fallback: 'user-pays'`. See {@link Sponsorship}.
+   */
+  sponsorship?: Sponsorship | undefined
   /** Clock in unix ms. */
   now?: (() => number) | undefined
   fetch?: typeof fetch | undefined
@@ -203,79 +211,6 @@ const ETHEREUM_ACCOUNT = {
 } as const
 
 type Activity = { status: string; result: Record<string, unknown>; failure?: { message?: string } | undefined }
-
-/**
- * What stamps the wallet's kms requests. In a browser, the consent frame: its key is the session
- * key, and it stamps an activity only after the user approved the request there.
- */
-type WalletSigner = {
-  /** A new key for a sign-in to register (the old one is forgotten): compressed P-256 hex. */
-  newKey(): Promise<string>
-  /** The key that stamps now, if there is one. */
-  currentKey(): Promise<string | undefined>
-  /** Stamps read-only queries, with no prompt. */
-  readonly query: Stamper
-  /** Stamps an activity once the user approved `request` (EIP-1193 4001 when they reject). */
-  approve(request: ConsentWalletRequest, context: ConsentContext): Stamper
-  /** Forgets the key (sign-out). */
-  reset(): Promise<void>
-  /** ERC-7715 grants, whose keys the consent frame makes and keeps; absent for the Node tests' signer. */
-  readonly grants?: {
-    /** The user approves the grant; the frame names its new key in `payload` and stamps it. */
-    approve(request: ConsentWalletRequest, context: ConsentContext, payload: string): Promise<StampedBody>
-    bind(grantId: string, publicKey: string): Promise<void>
-    /** Stamps a transaction of the grant's account with the grant's key, with no prompt. */
-    stamper(grantId: string): Stamper
-    /** Stamps revoke_grant of the grant (no prompt: it takes power away) and forgets its key. */
-    revoker(grantId: string): Stamper
-  }
-  /** The emailed code, typed by the user where the key is and sealed there to the kms (COLLECT_OTP). */
-  collectOtp(value: CollectOtpValue): Promise<CollectedOtp>
-}
-
-/** The consent frame as the signer, mounted on first need from the frames url (its module loads then too). */
-function consentSigner(framesUrl: () => Promise<string | undefined>): WalletSigner {
-  let frame: Promise<ConsentFrame> | undefined
-  const mounted = (): Promise<ConsentFrame> => {
-    frame ??= (async () => {
-      const url = await framesUrl()
-      if (!url) throw new ClientsNotFoundError({ details: 'No frames url for the consent frame: set framesUrl, or have the backend publish one' })
-      const { mountConsentFrame } = await import('./consentFrame.js')
-      return mountConsentFrame({ framesUrl: url })
-    })()
-    frame.catch(() => (frame = undefined))
-    return frame
-  }
-  return {
-    newKey: async () => (await mounted()).newKey(),
-    currentKey: async () => (await mounted()).publicKey,
-    query: { stamp: async (payload) => (await mounted()).queryStamper.stamp(payload) },
-    approve: (request, context) => ({ stamp: async (payload) => (await mounted()).stamper(request, context).stamp(payload) }),
-    reset: async () => (await mounted()).resetKey(),
-    grants: {
-      approve: async (request, context, payload) => (await mounted()).approveGrant(request, context, payload),
-      bind: async (grantId, publicKey) => (await mounted()).bindGrant(grantId, publicKey),
-      stamper: (grantId) => ({ stamp: async (payload) => (await mounted()).grantStamper(grantId).stamp(payload) }),
-      revoker: (grantId) => ({ stamp: async (payload) => (await mounted()).revokeStamper(grantId).stamp(payload) }),
-    },
-    collectOtp: async (value) => (await mounted()).collectOtp(value),
-  }
-}
-
-/** Node tests' signer: a plain key that stamps everything, with nobody asked. */
-function testOnlySigner(keys: SessionKeyStore): WalletSigner {
-  return {
-    newKey: () => keys.create(),
-    currentKey: () => keys.publicKey(),
-    query: keys.stamper,
-    approve: () => keys.stamper,
-    reset: () => keys.clear(),
-    collectOtp: async (value) => {
-      if (!keys.collectOtp) throw new ClientsNotFoundError({ details: 'testOnlySessionKeys has no collectOtp: it cannot take an emailed code' })
-      return keys.collectOtp(value)
-    },
-  }
-}
 
 /** A value as JSON-RPC carries it: bigints as hex quantities (what the frame shows the user). */
 function rpcJson(value: unknown): unknown {
@@ -659,6 +594,21 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     return { module, context }
   }
 
+  /**
+   * The UserOperation module (loaded on the first sponsored call) and what it needs of this wallet:
+   * the smart-account context, typed data signed through the consent path, and the chain's bundler.
+   */
+  async function userOperations(chainId?: number) {
+    const { credential } = signedIn()
+    const [{ module: smart, context }, module] = await Promise.all([smartAccount(chainId), import('./userOperations.js')])
+    const operations: UserOperationContext = {
+      ...context,
+      signTypedData: (typedData) => signTypedData(typedData as TypedDataDefinition, credential.address),
+      fetch: (input, init) => (options.fetch ?? globalThis.fetch)(input, init),
+    }
+    return { module, context: operations, bundlerUrl: smart.bundlerUrl(context.chain, options.sponsorship?.bundlerUrls) }
+  }
+
   /** Keeps what the chain says the account delegates to, so the credential shows the smart account. */
   function noteDelegation(address: Address, chainId: number, delegate: Address | undefined) {
     if (!record || record.credential.address !== address) return
@@ -906,8 +856,12 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return null
     },
 
-    sendTransaction(request: TransactionRequest): Promise<Hex> {
-      return sendTransaction(request)
+    /** Sent as a UserOperation with sponsorship on (answers the hash of the transaction that carried it, once included). */
+    async sendTransaction(request: TransactionRequest): Promise<Hex> {
+      if (!options.sponsorship) return sendTransaction(request)
+      const { module, context, bundlerUrl } = await userOperations()
+      const sent = await module.sendSponsored(context, () => [module.callOf(request)], { ...options.sponsorship, bundlerUrl })
+      return sent ? module.transactionOf(context, sent.bundlerUrl, sent.hash) : sendTransaction(request)
     },
 
     /**
@@ -916,7 +870,9 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
      * code, `0xef0100 ‖ executor`), 'ready' while it can be upgraded (no code, executor deployed),
      * else 'unsupported'. Default: every configured chain.
      */
-    async getCapabilities(chainIds?: readonly number[]): Promise<Record<Hex, { atomic: { status: AtomicStatus } }>> {
+    async getCapabilities(
+      chainIds?: readonly number[],
+    ): Promise<Record<Hex, { atomic: { status: AtomicStatus }; paymasterService?: { supported: true } | undefined }>> {
       const { credential } = signedIn()
       const wanted = options.chains.filter((chain) => !chainIds || chainIds.includes(chain.id))
       const entries = await Promise.all(
@@ -924,7 +880,9 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
           const { module, context } = await smartAccount(chain.id)
           const status = await module.atomicStatus(context)
           noteDelegation(credential.address, chain.id, status === 'supported' ? context.executor : undefined)
-          return [`0x${chain.id.toString(16)}`, { atomic: { status } }] as const
+          // ERC-7677: sponsored batches on chains with a bundler (the sponsorship's or the chain's own).
+          const sponsored = status !== 'unsupported' && module.bundlerUrl(chain, options.sponsorship?.bundlerUrls) !== undefined
+          return [`0x${chain.id.toString(16)}`, { atomic: { status }, ...(sponsored ? { paymasterService: { supported: true as const } } : {}) }] as const
         }),
       )
       return Object.fromEntries(entries)
@@ -964,14 +922,29 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
      * executor. An account not yet upgraded is upgraded by that same transaction (it carries the
      * authorization), so the first batch is one transaction too. Without an executor on the chain
      * the calls go one by one, or, with `atomicRequired`, fail with 5760 and nothing is sent.
-     * Answers the batch id for {@link getCallsStatus}.
+     * Answers the batch id for {@link getCallsStatus}. With sponsorship on, or ERC-7677's
+     * `paymasterService` (an optional one falls back to user-paid gas), one sponsored UserOperation.
      */
-    async sendCalls(parameters: { calls: readonly BatchCall[]; chainId?: number | undefined; atomicRequired?: boolean | undefined }): Promise<{ id: Hex }> {
+    async sendCalls(parameters: {
+      calls: readonly BatchCall[]
+      chainId?: number | undefined
+      atomicRequired?: boolean | undefined
+      paymasterService?: PaymasterService | undefined
+    }): Promise<{ id: Hex }> {
       if (parameters.chainId !== undefined && parameters.chainId !== wallet.chainId)
         throw new EmbeddedError('chain_mismatch', `The calls are for chain ${parameters.chainId}; the wallet is on chain ${wallet.chainId}.`)
+      const { paymasterService: service, ...request } = parameters
+      const paymaster = service
+        ? { paymasterUrl: service.url, context: service.context, fallback: service.optional ? ('user-pays' as const) : options.sponsorship?.fallback }
+        : options.sponsorship
+      if (paymaster) {
+        const { module, context, bundlerUrl } = await userOperations()
+        const sent = await module.sendSponsored(context, () => parameters.calls, { ...paymaster, bundlerUrl })
+        if (sent) return { id: module.userOperationId(context.chain.id, sent.hash) }
+      }
       const consent: ConsentWalletRequest = {
         method: 'wallet_sendCalls',
-        params: [rpcJson({ ...parameters, chainId: toHex(wallet.chainId), from: signedIn().credential.address })],
+        params: [rpcJson({ ...request, chainId: toHex(wallet.chainId), from: signedIn().credential.address })],
       }
       const { module, context } = await smartAccount(undefined, consent)
       const batch = await module.sendBatch(context, parameters.calls, parameters.atomicRequired ?? false)
@@ -987,6 +960,11 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       const batch = module.decodeBatchId(id)
       const chain = batch && options.chains.find((candidate) => candidate.id === batch.chainId)
       if (!batch || !chain) return undefined
+      if (batch.userOperation) {
+        const bundler = module.bundlerUrl(chain, options.sponsorship?.bundlerUrls)
+        const { module: operations, context: sponsored } = await userOperations()
+        return bundler ? operations.userOperationStatus(sponsored, bundler, chain, id, batch.hashes[0]!) : undefined
+      }
       const status = await module.callsStatus(chain, id, batch)
       // A mined batch may have upgraded the account: the credential follows the chain.
       if (status?.status === 200 && batch.atomic && chain.id === context.chain.id && context.executor) {

@@ -1,7 +1,7 @@
 import { serve } from '@hono/node-server'
 import { getFreePort } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
-import { createServerApp, openStore, SESSION_COOKIE } from '@latchkey/server'
+import { createServerApp, openStore, type PaymasterPolicyInput, SESSION_COOKIE } from '@latchkey/server'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { defineChain } from 'viem'
 import { afterAll, beforeAll, inject } from 'vitest'
@@ -19,7 +19,12 @@ const PAGE_ORIGIN = 'http://localhost:5173'
  * const stack = useEmbeddedStack()
  * test('…', async () => { const wallet = createEmbeddedWallet({ backendUrl: stack.backendUrl, … }) })
  */
-export function useEmbeddedStack() {
+export function useEmbeddedStack(
+  options: {
+    /** The backend's ERC-7677 paymaster service (`POST /paymaster`), read when the backend starts. */
+    paymaster?: () => { signerPrivateKey: `0x${string}`; policy: PaymasterPolicyInput }
+  } = {},
+) {
   const backendKey = generateApiKeyPair()
   const stack = {
     clock: Date.now(),
@@ -79,6 +84,7 @@ export function useEmbeddedStack() {
       allowedOrigins: [PAGE_ORIGIN],
       now: stack.now,
       ipOf: () => '127.0.0.1',
+      ...(options.paymaster ? { paymaster: options.paymaster() } : {}),
     })
     const port = await getFreePort()
     const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' })

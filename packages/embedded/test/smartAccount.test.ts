@@ -218,7 +218,7 @@ describe('bad requests', () => {
       provider.request({
         method: 'wallet_sendCalls',
         params: [
-          { version: '2.0.0', from: address, chainId: '0x7a69', calls: twoTransfers(recipients()), capabilities: { paymasterService: { url: 'http://x' } } },
+          { version: '2.0.0', from: address, chainId: '0x7a69', calls: twoTransfers(recipients()), capabilities: { auxiliaryFunds: { supported: true } } },
         ],
       }),
     ).rejects.toMatchObject({ code: 5700 })

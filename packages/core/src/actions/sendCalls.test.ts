@@ -7,6 +7,7 @@ import { injected } from '../connectors/injected.js'
 import { createClient } from '../createClient.js'
 import { createDevWallet, type DevWalletPrompt } from '../dev/devWallet.js'
 import { AtomicityNotSupportedError, CallsNotSupportedError, InvalidCallsResultError, UnknownCallsIdError } from '../errors/calls.js'
+import { SponsorshipUnavailableError } from '../errors/embedded.js'
 import { UserRejectedRequestError } from '../errors/rpc.js'
 import type { EIP1193Provider } from '../types.js'
 import { connect } from './connect.js'
@@ -147,6 +148,67 @@ describe('sendCalls', () => {
     }
     const { client } = await setup()
     await expect(getCallsStatus(client, { id: '0xfeed' })).rejects.toThrow(UnknownCallsIdError)
+  })
+})
+
+describe('sponsorship', () => {
+  /** The dev wallet, with the methods it was asked in order and the capabilities of each wallet_sendCalls. */
+  async function recorded(options: { decide?: (prompt: DevWalletPrompt) => Promise<boolean> } = {}) {
+    const wallet = createDevWallet({ privateKey: key, chains, approve: options.decide })
+    const asked: { method: string; capabilities?: unknown }[] = []
+    const provider = {
+      request: async (args: { method: string; params?: unknown }) => {
+        const first = (args.params as Record<string, unknown>[] | undefined)?.[0]
+        asked.push(args.method === 'wallet_sendCalls' ? { method: args.method, capabilities: first?.['capabilities'] } : { method: args.method })
+        return wallet.request(args as never)
+      },
+      on: wallet.on,
+      removeListener: wallet.removeListener,
+    } as unknown as EIP1193Provider
+    const client = createClient({ chains, logger: createRecordingLogger(), connectors: [injected({ id: 'dev', name: 'Dev Wallet', provider })] })
+    await connect(client, { connector: 'dev' })
+    asked.length = 0
+    return { client, asked }
+  }
+  const sponsorship = { paymasterUrl: 'https://paymaster.example/rpc', context: { policy: 'demo' } }
+
+  test('error: sponsorship asked of a wallet without paymasterService is SponsorshipUnavailableError "unavailable"; nothing is sent', async () => {
+    const { client, asked } = await recorded()
+    const nonce = await chainA.getTransactionCount({ address: from })
+    const [alice] = recipients()
+
+    const error = await sendCalls(client, { calls: [{ to: alice, value: 1n }], sponsorship }).catch((e: unknown) => e)
+
+    expect(error).toBeInstanceOf(SponsorshipUnavailableError)
+    expect(error).toMatchObject({
+      code: 'sponsorship_unavailable',
+      reason: 'unavailable',
+      shortMessage: 'The network fee cannot be sponsored.',
+      details: 'The wallet does not offer sponsored calls (paymasterService) on chain 31337.',
+    })
+    expect(asked).toEqual([{ method: 'wallet_getCapabilities' }])
+    expect(await chainA.getTransactionCount({ address: from })).toBe(nonce)
+    expect(await chainA.getBalance({ address: alice })).toBe(0n)
+  })
+
+  test("behavior: with fallback 'user-pays' the calls go without the capability, paid by the account", async () => {
+    const { client, asked } = await recorded()
+    const [alice] = recipients()
+
+    const { id } = await sendCalls(client, { calls: [{ to: alice, value: 5n }], sponsorship: { ...sponsorship, fallback: 'user-pays' } })
+
+    expect(await waitForCallsStatus(client, { id })).toMatchObject({ status: 'success' })
+    expect(asked.slice(0, 2)).toEqual([{ method: 'wallet_getCapabilities' }, { method: 'wallet_sendCalls', capabilities: {} }])
+    expect(await chainA.getBalance({ address: alice })).toBe(5n)
+  })
+
+  test('error: a paymasterService capability given directly is checked the same way', async () => {
+    const { client, asked } = await recorded()
+    const error = await sendCalls(client, { calls: [{ to: from, value: 1n }], capabilities: { paymasterService: { url: sponsorship.paymasterUrl } } }).catch(
+      (e: unknown) => e,
+    )
+    expect(error).toMatchObject({ name: 'SponsorshipUnavailableError', reason: 'unavailable' })
+    expect(asked).toEqual([{ method: 'wallet_getCapabilities' }])
   })
 })
 

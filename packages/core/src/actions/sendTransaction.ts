@@ -3,6 +3,7 @@ import { REQUEST_TIMEOUT_MS } from '../constants.js'
 import type { Client } from '../createClient.js'
 import type { BaseError } from '../errors/base.js'
 import type { NotConnectedErrorType } from '../errors/connection.js'
+import { sponsorshipErrorOf } from '../errors/embedded.js'
 import { toProviderError } from '../errors/rpc.js'
 import type { Address, Hex } from '../types.js'
 import { withTimeout } from '../utils/wait.js'
@@ -41,7 +42,7 @@ export async function sendTransaction(client: Client, parameters: SendTransactio
       signal,
     })
   } catch (error) {
-    const typed = toProviderError(error)
+    const typed = sponsorshipErrorOf(error) ?? toProviderError(error)
     client._internal.report('sendTransaction', typed)
     throw typed
   }

@@ -26,6 +26,13 @@ export type EmbeddedParameters = {
    * embedded wallet's `BATCH_EXECUTOR_ADDRESS`; `null` turns smart accounts off.
    */
   batchExecutor?: Address | null | undefined
+  /**
+   * Sponsored gas (ERC-7677): `sendTransaction` and `sendCalls` go as ERC-4337 UserOperations
+   * through the chain's bundler (`bundlerUrls`, else the chain's `rpcUrls.bundler`) with the
+   * paymaster's data. A refusal is `SponsorshipUnavailableError` and nothing is sent, unless
+   * `fallback: 'user-pays'`.
+   */
+  sponsorship?: Embedded.Sponsorship | undefined
   /** The social sign-ins the modal offers ("Continue with Google / Apple"); the backend must have them configured. Default: none. */
   oauthProviders?: readonly ('google' | 'apple')[] | undefined
   /** @internal Tests replace the wallet's pieces (key store, storage, fetch). */
@@ -95,6 +102,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
             sessionSeconds: parameters.sessionSeconds,
             rpId,
             ...(parameters.batchExecutor === undefined ? {} : { batchExecutor: parameters.batchExecutor }),
+            ...(parameters.sponsorship ? { sponsorship: parameters.sponsorship } : {}),
             chains: config.chains,
             ...parameters.walletOptions,
           })

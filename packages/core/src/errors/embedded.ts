@@ -72,6 +72,48 @@ export class InvalidAuthorizationError extends CannotProceedError {
  */
 export const GrantRefusedError = define('GrantRefusedError', 'grant_refused', 'The permission you granted does not allow this request.')
 
+/** Why a sponsorship was refused (the embedded wallet's, or `unavailable` when a wallet or service cannot sponsor). */
+export type SponsorshipRefusal = 'budget' | 'chain' | 'target' | 'gas' | 'account' | 'token' | 'unavailable'
+
+/**
+ * Gas sponsorship asked for (the embedded connector's `sponsorship`, or ERC-7677's
+ * `paymasterService`) that cannot be had: the paymaster refused (`reason`: `budget`, `chain`,
+ * `target`, `gas`, `account`, `token`), or the paymaster, the bundler or the wallet cannot sponsor
+ * (`unavailable`). Nothing was sent, and no user-paid transaction was sent instead unless the app
+ * set `fallback: 'user-pays'`.
+ *
+ * @example
+ * if (error instanceof SponsorshipUnavailableError && error.reason === 'budget') showBudgetSpent()
+ */
+export class SponsorshipUnavailableError extends EmbeddedFlowError {
+  override name = 'SponsorshipUnavailableError'
+  readonly reason: SponsorshipRefusal
+  constructor(parameters: BaseErrorParameters & { reason: SponsorshipRefusal }) {
+    const { reason, ...rest } = parameters
+    super('The network fee cannot be sponsored.', 'sponsorship_unavailable', rest)
+    this.reason = reason
+  }
+}
+
+/**
+ * @internal The embedded wallet's refused sponsorship anywhere down the cause chain (viem wraps what
+ * a provider throws) as core's {@link SponsorshipUnavailableError}; `undefined` for anything else.
+ * Called by the send actions, not the connector boundary, so apps that never send do not carry it.
+ */
+export function sponsorshipErrorOf(error: unknown): SponsorshipUnavailableError | undefined {
+  for (let cause = error, depth = 0; cause && typeof cause === 'object' && depth < 8; cause = (cause as { cause?: unknown }).cause, depth++) {
+    if (cause instanceof SponsorshipUnavailableError) return cause
+    const source = cause as Source & { reason?: unknown }
+    if (source.code === 'sponsorship_unavailable' && typeof source.shortMessage === 'string')
+      return new SponsorshipUnavailableError({
+        reason: (typeof source.reason === 'string' ? source.reason : 'unavailable') as SponsorshipRefusal,
+        details: typeof source.details === 'string' ? source.details : undefined,
+        cause,
+      })
+  }
+  return undefined
+}
+
 /** A passkey ceremony that failed; `code` is its SPEC §8 ceremony code (ERROR_CEREMONY_ABORTED, ...). */
 export class WebauthnCeremonyError extends EmbeddedFlowError {
   override name = 'WebauthnCeremonyError'
@@ -98,6 +140,12 @@ export function toEmbeddedFlowError(error: unknown): unknown {
   if (typeof source.code !== 'string' || typeof source.shortMessage !== 'string') return error
   const details = typeof source.details === 'string' ? source.details : undefined
   if (source.code.startsWith('ERROR_')) return new WebauthnCeremonyError(source.shortMessage, source.code, { details, cause: error })
+  if (source.code === 'sponsorship_unavailable')
+    return new SponsorshipUnavailableError({
+      reason: ((error as { reason?: SponsorshipRefusal }).reason ?? 'unavailable') as SponsorshipRefusal,
+      details,
+      cause: error,
+    })
   const Class = BY_CODE[source.code]
   return Class ? new Class({ details, cause: error }) : new EmbeddedFlowError(source.shortMessage, source.code, { details, cause: error })
 }
