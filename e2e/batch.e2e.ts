@@ -108,6 +108,8 @@ describe('Send batch with the embedded wallet (EIP-7702)', () => {
     await ui.button('Get test ETH').click()
     await page.getByText('Added 10 test ETH', { exact: true }).waitFor()
     expect(await chainA.getCode({ address })).toBeUndefined()
+    // The embedded wallet's batch starts sponsored (sponsorship.e2e.ts); this one pays its own ETH.
+    await page.getByLabel('Network fee').selectOption('eth')
 
     let previous: string | undefined
     for (const round of ['upgrades', 'upgraded'] as const) {

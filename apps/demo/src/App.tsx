@@ -4,19 +4,18 @@ import {
   useAccount,
   useClient,
   useDisconnect,
-  useSendCalls,
   useSendTransaction,
   useSignIn,
   useSignMessage,
   useSignTypedData,
   useSwitchChain,
-  useWaitForCallsStatus,
 } from '@latchkey/react'
 import { useId, useState } from 'react'
 import { parseEther } from 'viem'
+import { BatchCard } from './BatchCard.js'
 import { LanguageSelect } from './Language.js'
 import { TokenPanel } from './TokenPanel.js'
-import { BATCH_RECIPIENTS, mailTypedData, RECIPIENT } from './typedData.js'
+import { mailTypedData, RECIPIENT } from './typedData.js'
 
 export function App({ language, onLanguage }: { language: string | undefined; onLanguage(locale: string): void }) {
   const { address, chain, chainId, isConnected, status } = useAccount()
@@ -56,14 +55,12 @@ export function App({ language, onLanguage }: { language: string | undefined; on
 }
 
 function Connected({ address, chainId, chainName }: { address: `0x${string}`; chainId: number; chainName: string }) {
-  const ids = { address: useId(), chain: useId(), signature: useId(), hash: useId(), message: useId(), network: useId(), session: useId(), batch: useId() }
+  const ids = { address: useId(), chain: useId(), signature: useId(), hash: useId(), message: useId(), network: useId(), session: useId() }
   const signIn = useSignIn()
   const [message, setMessage] = useState('Hello from Latchkey! Signing this costs nothing.')
   const signMessage = useSignMessage()
   const signTypedData = useSignTypedData()
   const sendTransaction = useSendTransaction()
-  const sendCalls = useSendCalls()
-  const batch = useWaitForCallsStatus({ id: sendCalls.data?.id })
   const switchChain = useSwitchChain()
   const disconnect = useDisconnect()
   const [lastError, setLastError] = useState<BaseError | null>(null)
@@ -222,34 +219,7 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
         </p>
       </section>
 
-      <section className="card" aria-labelledby="batch-heading">
-        <h2 id="batch-heading">Batch</h2>
-        <p className="muted">Sends 0.001 ETH on {chainName} to each of two test accounts, in one request (EIP-5792).</p>
-        <button
-          type="button"
-          disabled={sendCalls.isPending}
-          onClick={() =>
-            run(
-              () =>
-                sendCalls.sendCalls({
-                  calls: [
-                    { to: BATCH_RECIPIENTS[0], value: parseEther('0.001') },
-                    { to: BATCH_RECIPIENTS[1], value: parseEther('0.001') },
-                  ],
-                }),
-              () => {},
-            )
-          }
-        >
-          Send batch
-        </button>
-        <p className="result">
-          <span id={ids.batch}>Batch status</span>
-          <output aria-labelledby={ids.batch} className="mono">
-            {sendCalls.data ? describeBatch(sendCalls.data.id, batch) : ''}
-          </output>
-        </p>
-      </section>
+      <BatchCard chainName={chainName} run={(action) => run(action, () => {})} />
 
       <TokenPanel chainName={chainName} run={(action) => run(action, () => {})} />
 
@@ -261,13 +231,4 @@ function Connected({ address, chainId, chainName }: { address: `0x${string}`; ch
       )}
     </div>
   )
-}
-
-/** "<id>: pending", "<id>: confirmed <hash> <hash>", "<id>: failed …": what the wallet says of the batch. */
-function describeBatch(id: string, batch: ReturnType<typeof useWaitForCallsStatus>): string {
-  if (batch.error) return `${id}: unknown (${batch.error.shortMessage})`
-  if (!batch.data) return `${id}: pending`
-  const hashes = batch.data.receipts?.map((receipt) => receipt.transactionHash).join(' ') ?? ''
-  const status = batch.data.status === 'success' ? 'confirmed' : batch.data.status === 'failure' ? 'failed' : 'pending'
-  return `${id}: ${status}${hashes ? ` ${hashes}` : ''}`
 }

@@ -23,6 +23,11 @@ export type BuildDemoParameters = {
   batchExecutor?: string | undefined
   /** The demo's test token (TKN) on both chains (`VITE_LATCHKEY_TOKEN`), from dev.json. Default: the demo's own default, the same CREATE2 address. */
   token?: string | undefined
+  /** Each chain's ERC-4337 bundler (`VITE_LATCHKEY_BUNDLER_A_URL`, `_B_URL`: the chains' `rpcUrls.bundler`), from dev.json. Default: none (no sponsored gas). */
+  bundlerA?: string | undefined
+  bundlerB?: string | undefined
+  /** The backend's ERC-7677 paymaster service (`VITE_LATCHKEY_PAYMASTER_URL`), from dev.json. Default: none (no sponsored gas). */
+  paymasterUrl?: string | undefined
   /** Where to write the build. Default: `dist` in the app's directory. */
   outDir?: string
 }
@@ -73,6 +78,9 @@ async function build(root: string, parameters: BuildDemoParameters): Promise<str
     ...(parameters.serverUrl ? { VITE_LATCHKEY_SERVER_URL: parameters.serverUrl } : {}),
     ...(parameters.batchExecutor ? { VITE_LATCHKEY_BATCH_EXECUTOR: parameters.batchExecutor } : {}),
     ...(parameters.token ? { VITE_LATCHKEY_TOKEN: parameters.token } : {}),
+    ...(parameters.bundlerA ? { VITE_LATCHKEY_BUNDLER_A_URL: parameters.bundlerA } : {}),
+    ...(parameters.bundlerB ? { VITE_LATCHKEY_BUNDLER_B_URL: parameters.bundlerB } : {}),
+    ...(parameters.paymasterUrl ? { VITE_LATCHKEY_PAYMASTER_URL: parameters.paymasterUrl } : {}),
     NODE_ENV: 'production',
   }
   const saved = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]))

@@ -338,6 +338,9 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       serverUrl: server ? `http://localhost:${ports.server}` : undefined,
       batchExecutor: contracts.batchExecutor,
       token: contracts.token,
+      bundlerA: bundlers?.a.url,
+      bundlerB: bundlers?.b.url,
+      paymasterUrl,
     }
     const results = await Promise.allSettled([
       // One deployer per chain, so its deployments go one after the other. The EntryPoint comes
