@@ -184,7 +184,7 @@ export const defaultPorts = {
 export const DEMO_OAUTH_CLIENT_ID = 'latchkey-demo'
 
 /** The backend's per-IP limits on the local stack, where every browser shares 127.0.0.1. */
-const DEV_LIMITS_PER_IP = { signIns: 1000, nonces: 1000, verifies: 1000 } as const
+const DEV_LIMITS_PER_IP = { signIns: 1000, nonces: 1000, verifies: 1000, paymaster: 1000 } as const
 
 /**
  * Starts the local stack: chain A (31337) and chain B (31338) on anvil, and the demo app built

@@ -11,7 +11,7 @@ import { signInMetrics } from './middleware/metrics.js'
 import { sameOrigin } from './middleware/sameOrigin.js'
 import { type PaymasterPolicyInput, parsePaymasterPolicy } from './paymaster/policy.js'
 import type { PaymasterSchema } from './paymaster/schema.js'
-import { createPaymaster, type Paymaster } from './paymaster/service.js'
+import { createPaymaster, PAYMASTER_ERROR_CODES, type Paymaster } from './paymaster/service.js'
 import { ADMIN_PREFIX, adminRoutes } from './routes/admin.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
@@ -79,8 +79,9 @@ export type ServerAppOptions = {
   ipOf?: ((request: Request, env: unknown) => string) | undefined
   /**
    * The per-IP limits, for a deployment whose clients share one address, as every browser on the
-   * local stack is 127.0.0.1: sign-ins (default `LIMITS.perIp`), SIWE nonces (`LIMITS.noncesPerIp`)
-   * and code tries (`LIMITS.verifiesPerIp`) per window. The per-email and per-code limits stay.
+   * local stack is 127.0.0.1: sign-ins (default `LIMITS.perIp`), SIWE nonces (`LIMITS.noncesPerIp`),
+   * code tries (`LIMITS.verifiesPerIp`) and paymaster requests (`LIMITS.paymasterPerIp`) per window.
+   * The per-email and per-code limits stay.
    */
   limitsPerIp?: PerIpLimits | undefined
   /** Session length. Default 7 days. */
@@ -281,7 +282,17 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
   app.post('/auth/token/revoke', revokeToken(context))
   app.get('/.well-known/jwks.json', jwks(context))
   const paymaster = internal.paymaster ?? (options.paymaster ? paymasterFor(options, options.store, audit) : undefined)
-  if (paymaster) app.post(PAYMASTER_PATH, async (c) => c.json(await paymaster.handle(await c.req.json().catch(() => undefined))))
+  if (paymaster)
+    app.post(PAYMASTER_PATH, async (c) => {
+      // A flood is refused before it is read, checked or audited: the audit trail records decisions, not floods.
+      const wait = await context.limits.paymasterPerIp(context.ipOf(c))
+      if (wait !== undefined) {
+        c.header('retry-after', String(wait))
+        const message = `Too many paymaster requests from this network; try again in ${wait} s`
+        return c.json({ jsonrpc: '2.0', id: null, error: { code: PAYMASTER_ERROR_CODES.rate, message, data: { reason: 'rate' } } }, 429)
+      }
+      return c.json(await paymaster.handle(await c.req.json().catch(() => undefined)))
+    })
   if (options.adminToken !== undefined)
     app.route('/admin', adminRoutes({ token: options.adminToken, store: options.store, audit, ipOf: context.ipOf, now: context.now }))
   return app

@@ -165,6 +165,10 @@ async function written(store: Store) {
     reservations: await db.selectFrom('paymaster_reservations').select(['sender', 'nonce', 'amount', 'status']).orderBy('nonce').execute(),
   }
 }
+async function auditCount(store: Store) {
+  const rows = await sql<{ count: number | string }>`select count(*) as count from server_audit_events`.execute(store.database.db)
+  return Number(rows.rows[0]!.count)
+}
 async function lastAudit(store: Store) {
   const rows = await sql<{
     action: string
@@ -438,6 +442,40 @@ test('error: a body that is not JSON-RPC, and an unknown method', async () => {
     id: ids,
     error: { code: -32601, message: 'Method eth_sendUserOperation is not served here' },
   })
+})
+
+test('error: past its per-IP limit a caller gets 429 and a JSON-RPC error, before anything is read, reserved or audited', async () => {
+  const store = await openStore(await freshDatabaseUrl())
+  stores.push(store)
+  const app = createServerApp({
+    store,
+    kmsUrl: 'http://127.0.0.1:9',
+    organizationId: 'organization',
+    ...keys,
+    appName: 'Demo',
+    allowedOrigins: [origin],
+    paymaster: { signerPrivateKey: signerKey, policy: policy() },
+    limitsPerIp: { paymaster: 2 },
+  })
+  const sender = newSender()
+  expect((await getData(app, operation(sender, 0n))).error).toBeUndefined()
+  expect((await getData(app, operation(sender, 0n))).error).toBeUndefined()
+  const before = await written(store)
+  const audits = await auditCount(store)
+  const flooded = await app.request('/paymaster', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'pm_getPaymasterData', params: [operation(sender, 1n), ENTRY_POINT_ADDRESS, chainIdHex, {}] }),
+  })
+  expect(flooded.status).toBe(429)
+  expect(flooded.headers.get('retry-after')).toMatch(/^[0-9]+$/)
+  expect(await flooded.json()).toEqual({
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: -32009, message: expect.stringMatching(/^Too many paymaster requests from this network; try again in [0-9]+ s$/), data: { reason: 'rate' } },
+  })
+  expect(await written(store)).toEqual(before)
+  expect(await auditCount(store)).toBe(audits)
 })
 
 test('behavior: without paymaster settings there is no /paymaster', async () => {

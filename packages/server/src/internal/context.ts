@@ -46,6 +46,8 @@ export const LIMITS = {
   perIp: 30,
   noncesPerIp: 60,
   verifiesPerIp: 30,
+  /** Paymaster decisions (ERC-7677 requests) per address per window: an operation takes two. */
+  paymasterPerIp: 600,
   verifiesPerCode: 3,
   verifiesPerEmailPerDay: 20,
   windowMs: 10 * 60_000,
@@ -54,7 +56,12 @@ export const LIMITS = {
 } as const
 
 /** Per-IP limits in place of `LIMITS`' (`ServerAppOptions.limitsPerIp`). */
-export type PerIpLimits = { readonly signIns?: number | undefined; readonly nonces?: number | undefined; readonly verifies?: number | undefined }
+export type PerIpLimits = {
+  readonly signIns?: number | undefined
+  readonly nonces?: number | undefined
+  readonly verifies?: number | undefined
+  readonly paymaster?: number | undefined
+}
 
 /** What the routes share; built once per app by `createRouteContext`. @internal */
 export type RouteContext = {
@@ -85,6 +92,7 @@ export type RouteContext = {
     recoveriesPerEmail: (key: string) => Promise<number | undefined>
     signInsPerIp: (key: string) => Promise<number | undefined>
     noncesPerIp: (key: string) => Promise<number | undefined>
+    paymasterPerIp: (key: string) => Promise<number | undefined>
     verifiesPerIp: (key: string) => Promise<number | undefined>
     verifiesPerCode: (key: string) => Promise<number | undefined>
     verifiesPerEmailPerDay: (key: string) => Promise<number | undefined>
@@ -282,6 +290,7 @@ export function createRouteContext(options: {
       signInsPerIp: limited('sign-ins-per-ip', options.limitsPerIp?.signIns ?? LIMITS.perIp, LIMITS.windowMs),
       noncesPerIp: limited('nonces-per-ip', options.limitsPerIp?.nonces ?? LIMITS.noncesPerIp, LIMITS.windowMs),
       verifiesPerIp: limited('verifies-per-ip', options.limitsPerIp?.verifies ?? LIMITS.verifiesPerIp, LIMITS.windowMs),
+      paymasterPerIp: limited('paymaster-per-ip', options.limitsPerIp?.paymaster ?? LIMITS.paymasterPerIp, LIMITS.windowMs),
       verifiesPerCode: limited('verifies-per-code', LIMITS.verifiesPerCode, LIMITS.windowMs),
       verifiesPerEmailPerDay: limited('verifies-per-email-per-day', LIMITS.verifiesPerEmailPerDay, LIMITS.dayMs),
     },

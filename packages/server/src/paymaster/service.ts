@@ -30,7 +30,7 @@ import { endReservation, type PaymasterSchema, reserve, utcDay } from './schema.
 export type PaymasterRefusal = 'chain' | 'entryPoint' | 'target' | 'gas' | 'budget' | 'account' | 'stale' | 'malformed' | 'token'
 
 /** The JSON-RPC error code of each refusal (stable: clients may switch on them). `malformed` is JSON-RPC's invalid params. */
-export const PAYMASTER_ERROR_CODES: Readonly<Record<PaymasterRefusal | 'unavailable', number>> = {
+export const PAYMASTER_ERROR_CODES: Readonly<Record<PaymasterRefusal | 'unavailable' | 'rate', number>> = {
   malformed: -32602,
   chain: -32001,
   entryPoint: -32002,
@@ -40,6 +40,8 @@ export const PAYMASTER_ERROR_CODES: Readonly<Record<PaymasterRefusal | 'unavaila
   account: -32006,
   stale: -32007,
   token: -32008,
+  /** Too many requests from one address (`limitsPerIp.paymaster`), answered with HTTP 429 before anything is read. */
+  rate: -32009,
   unavailable: -32603,
 }
 
