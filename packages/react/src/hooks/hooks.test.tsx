@@ -13,6 +13,7 @@ import { useAccount } from './useAccount.js'
 import { useChainId } from './useChainId.js'
 import { useLatchkeyContext } from './useClient.js'
 import { useConnect } from './useConnect.js'
+import { useRead } from './useRead.js'
 import { useSignMessage } from './useSignMessage.js'
 
 const address = privateKeyToAddress(anvilKeys[0])
@@ -104,5 +105,26 @@ describe('modals', () => {
     act(() => result.current.openModal('account'))
     act(() => result.current.closeModal())
     expect(result.current.modal).toBeUndefined()
+  })
+})
+
+describe('reads', () => {
+  test('behavior: what was read for the old keys never shows beside new ones, not even in the render where they change', async () => {
+    const seen: (string | undefined)[] = []
+    const { result, rerender } = renderHook(
+      ({ id }: { id: string }) => {
+        // The new key's read never answers: only the old key's answer could show for it.
+        const state = useRead([id], true, () => (id === 'a' ? Promise.resolve(`read for ${id}`) : new Promise<string>(() => {})))
+        seen.push(state.data === undefined ? undefined : `${id}: ${state.data}`)
+        return state
+      },
+      { initialProps: { id: 'a' } },
+    )
+    await waitFor(() => expect(result.current.data).toBe('read for a'))
+    seen.length = 0
+    rerender({ id: 'b' })
+    expect(seen).toEqual(seen.map(() => undefined))
+    expect(seen.length).toBeGreaterThan(0)
+    expect(result.current).toMatchObject({ data: undefined, status: 'pending', isPending: true })
   })
 })
