@@ -741,6 +741,7 @@ describe('cli', () => {
           `  KMS          http://127.0.0.1:${ports.kms}   dev inbox http://127.0.0.1:${ports.kms}/dev/mailbox`,
           `  Frames       http://localhost:${ports.frames}   /auth /recovery /export /import`,
           `  Backend      http://localhost:${ports.server}   sign-in, sessions (listens on 127.0.0.1)`,
+          `  Paymaster    http://localhost:${ports.server}/paymaster   ERC-7677 paymaster service (the backend's)`,
           `  dev.json     ${join(stateDir, 'dev.json')}`,
           '',
           'Press Ctrl-C to stop',
