@@ -527,15 +527,8 @@ describe('UserOperations (EntryPoint v0.8 typed data)', () => {
     )
   }
   const signTyped = (data: unknown): WalletRequest => ({ method: 'eth_signTypedData_v4', params: [account, JSON.stringify(data)] })
-  const tokenData = (tokenAddress: Hex, tokenPerNative: bigint) =>
-    concatHex([
-      toHex(0, { size: 6 }),
-      toHex(1_900_000_000, { size: 6 }),
-      tokenAddress,
-      toHex(tokenPerNative, { size: 32 }),
-      zeroAddress,
-      `0x${'22'.repeat(65)}`,
-    ])
+  const tokenData = (tokenAddress: Hex, tokenPerNative: bigint, guarantor: Hex = zeroAddress) =>
+    concatHex([toHex(0, { size: 6 }), toHex(1_900_000_000, { size: 6 }), tokenAddress, toHex(tokenPerNative, { size: 32 }), guarantor, `0x${'22'.repeat(65)}`])
   const refusalOf = (data: unknown, reviewContext = withPaymasters) =>
     reviewRequest(signTyped(data), reviewContext).then(
       () => undefined,
@@ -565,7 +558,7 @@ describe('UserOperations (EntryPoint v0.8 typed data)', () => {
   })
 
   test('behavior: the token cost rounds up as PaymasterERC20 charges; a token that does not answer is shown in units, with a warning', async () => {
-    const paid = (tokenAddress: Hex, tokenPerNative: bigint) =>
+    const paid = (tokenAddress: Hex, tokenPerNative: bigint, guarantor?: Hex) =>
       reviewRequest(
         signTyped(
           typedData(
@@ -573,12 +566,16 @@ describe('UserOperations (EntryPoint v0.8 typed data)', () => {
               paymaster: tokenPaymaster,
               paymasterVerificationGasLimit: 60_000n,
               paymasterPostOpGasLimit: 30_000n,
-              paymasterData: tokenData(tokenAddress, tokenPerNative),
+              paymasterData: tokenData(tokenAddress, tokenPerNative, guarantor),
             }),
           ),
         ),
         withPaymasters,
       )
+    // A guarantor fronting the operation costs the account its 15,000 postOp gas too:
+    // (440,000 + 30,000 + 15,000) × 2 gwei = 0.00097 ETH, at 1,000 TKN per ETH.
+    expect((await paid(token, 1000n * 10n ** 18n, recipient)).rows.at(-1)).toEqual({ label: 'Network fee', value: 'up to 0.97 TKN' })
+    expect((await paid(token, 1000n * 10n ** 18n)).rows.at(-1)).toEqual({ label: 'Network fee', value: 'up to 0.94 TKN' })
     // (440,000 gas + 30,000 postOp, no penalty under 40,000) × 2 gwei = 0.00094 ETH; at 1 unit per ETH, 1 unit (rounded up).
     expect((await paid(token, 1n)).rows.at(-1)).toEqual({ label: 'Network fee', value: 'up to 0.000000000000000001 TKN' })
     const unreadable = await paid(spender, 10n ** 18n)

@@ -32,8 +32,13 @@ const PACKED_USER_OPERATION = [
 /** EntryPoint v0.8's initCode marker of an EIP-7702 account: 0x7702 padded to 20 bytes. */
 const EIP7702_MARKER = '0x7702000000000000000000000000000000000000'
 
-/** OpenZeppelin PaymasterERC20's `_postOpCost()` and its unused-postOp-gas penalty (`_postOpGasPenalty`). */
+/**
+ * OpenZeppelin PaymasterERC20's `_postOpCost()`, PaymasterERC20Guarantor's `_guaranteedPostOpCost()`
+ * (charged to the account too when a guarantor fronted the operation), and the unused-postOp-gas
+ * penalty (`_postOpGasPenalty`).
+ */
 const POST_OP_COST = 30_000n
+const GUARANTEED_POST_OP_COST = 15_000n
 const postOpPenalty = (postOpGasLimit: bigint) => (postOpGasLimit > 40_000n ? postOpGasLimit / 10n : 0n)
 
 type Fields = Record<string, unknown>
@@ -57,18 +62,23 @@ const bytesOf = (message: Fields, field: string, length?: number): Hex => {
 /** The high and low 128 bits of a bytes32 (accountGasLimits, gasFees). */
 const halves = (word: Hex): [bigint, bigint] => [BigInt(slice(word, 0, 16)), BigInt(slice(word, 16, 32))]
 
-/** The token paymaster's quote in its paymasterData (validAfter 6 ‖ validUntil 6 ‖ token 20 ‖ tokenPerNative 32 ‖ …), as the server's paymaster/data.ts lays it out. */
-export function decodeTokenQuote(paymasterData: Hex): { token: `0x${string}`; tokenPerNative: bigint } | undefined {
-  if (size(paymasterData) < 64) return undefined
-  return { token: getAddress(slice(paymasterData, 12, 32)), tokenPerNative: BigInt(slice(paymasterData, 32, 64)) }
+/** The token paymaster's quote in its paymasterData (validAfter 6 ‖ validUntil 6 ‖ token 20 ‖ tokenPerNative 32 ‖ guarantor 20 ‖ …), as the server's paymaster/data.ts lays it out. */
+export function decodeTokenQuote(paymasterData: Hex): { token: `0x${string}`; tokenPerNative: bigint; guaranteed: boolean } | undefined {
+  if (size(paymasterData) < 84) return undefined
+  return {
+    token: getAddress(slice(paymasterData, 12, 32)),
+    tokenPerNative: BigInt(slice(paymasterData, 32, 64)),
+    guaranteed: BigInt(slice(paymasterData, 64, 84)) !== 0n,
+  }
 }
 
 /**
- * The most tokens OpenZeppelin's PaymasterERC20 may charge: `(maxCost + (postOpCost + penalty) ×
- * maxFeePerGas) × tokenPerNative / 1e18`, rounded up.
+ * The most tokens OpenZeppelin's PaymasterERC20 may charge the account: `(maxCost + (postOpCost +
+ * penalty) × maxFeePerGas) × tokenPerNative / 1e18`, rounded up, plus the guarantor's postOp gas
+ * when one fronted the operation (PaymasterERC20Guarantor pulls that from the account as well).
  */
-export function maxTokenCost(maxCost: bigint, maxFeePerGas: bigint, postOpGasLimit: bigint, tokenPerNative: bigint): bigint {
-  const native = maxCost + (POST_OP_COST + postOpPenalty(postOpGasLimit)) * maxFeePerGas
+export function maxTokenCost(maxCost: bigint, maxFeePerGas: bigint, postOpGasLimit: bigint, tokenPerNative: bigint, guaranteed = false): bigint {
+  const native = maxCost + (POST_OP_COST + postOpPenalty(postOpGasLimit) + (guaranteed ? GUARANTEED_POST_OP_COST : 0n)) * maxFeePerGas
   const product = native * tokenPerNative
   return product / 10n ** 18n + (product % 10n ** 18n > 0n ? 1n : 0n)
 }
@@ -178,7 +188,7 @@ export async function reviewUserOperation(
   else if (context.paymasters?.token && sameAddress(paymaster, context.paymasters.token)) {
     const quote = decodeTokenQuote(paymasterData)
     if (!quote) throw malformed("The token paymaster's data is too short to hold its quote (token and price)")
-    const cost = maxTokenCost(maxCost, maxFeePerGas, paymasterPostOpGasLimit, quote.tokenPerNative)
+    const cost = maxTokenCost(maxCost, maxFeePerGas, paymasterPostOpGasLimit, quote.tokenPerNative, quote.guaranteed)
     const info = await readToken(context, quote.token)
     if (!info) warnings.push(unreadableToken(quote.token))
     fee = { label, value: info ? `up to ${formatUnits(cost, info.decimals)} ${info.symbol}` : `up to ${cost} units of ${quote.token}` }
