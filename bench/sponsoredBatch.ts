@@ -73,7 +73,7 @@ type Fee = 'sponsored' | 'eth'
 
 /** One batch of `fee` from the click to its receipt shown: the two times, in ms. */
 async function batch(page: Page, fee: Fee, delegates: boolean): Promise<{ total: number; afterApproval: number }> {
-  await page.getByLabel('Network fee').selectOption(fee)
+  await page.getByLabel('Gas', { exact: true }).selectOption(fee)
   await page.getByRole('button', { name: 'Send batch' }).click()
   // The account's first batch of either kind carries its EIP-7702 delegation, approved first.
   if (delegates) await approve(page, 'Upgrade your account (EIP-7702)')

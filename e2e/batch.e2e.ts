@@ -109,7 +109,7 @@ describe('Send batch with the embedded wallet (EIP-7702)', () => {
     await page.getByText('Added 10 test ETH', { exact: true }).waitFor()
     expect(await chainA.getCode({ address })).toBeUndefined()
     // The embedded wallet's batch starts sponsored (sponsorship.e2e.ts); this one pays its own ETH.
-    await page.getByLabel('Network fee').selectOption('eth')
+    await page.getByLabel('Gas', { exact: true }).selectOption('eth')
 
     let previous: string | undefined
     for (const round of ['upgrades', 'upgraded'] as const) {

@@ -38,7 +38,7 @@ describe('Send batch, sponsored (ERC-4337, ERC-7677)', () => {
     const ui = demo(page)
     const address = await embeddedSignUp(page, { demo: stack.demo, kms: stack.kms, email: `sponsored.${Date.now()}@example.test` })
     expect(await chainA.getBalance({ address })).toBe(0n)
-    expect(await page.getByLabel('Network fee').inputValue()).toBe('sponsored')
+    expect(await page.getByLabel('Gas', { exact: true }).inputValue()).toBe('sponsored')
     const before = await tokenBalances()
 
     await ui.button('Send batch').click()

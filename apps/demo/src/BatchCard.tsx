@@ -44,7 +44,7 @@ export function BatchCard({ chainName, run }: { chainName: string; run(action: (
       </p>
       {PAYMASTER_URL && (
         <p>
-          <label htmlFor={ids.fee}>Network fee</label>{' '}
+          <label htmlFor={ids.fee}>Gas</label>{' '}
           <select id={ids.fee} value={fee} onChange={(event) => setChosen(event.target.value as Fee)}>
             <option value="sponsored">Paid by the app</option>
             <option value="token">Pay gas in {TOKEN_SYMBOL}</option>
