@@ -3,7 +3,18 @@ import type { TestProject } from 'vitest/node'
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    stack: { demo: string; wallet: string; chainA: string; chainB: string; relay: string; kms: string; frames: string; server: string }
+    stack: {
+      demo: string
+      wallet: string
+      chainA: string
+      chainB: string
+      relay: string
+      kms: string
+      frames: string
+      server: string
+      /** The paymaster that takes gas in TKN (dev.json's `contracts.tokenPaymaster`). */
+      tokenPaymaster: `0x${string}`
+    }
   }
 }
 
@@ -34,6 +45,7 @@ export default async function setup(project: TestProject) {
     kms: stack.urls.kms!,
     frames: stack.urls.frames!,
     server: stack.urls.server!,
+    tokenPaymaster: stack.contracts.tokenPaymaster,
   })
   return () => stack.stop()
 }

@@ -61,6 +61,39 @@ describe('Send batch, sponsored (ERC-4337, ERC-7677)', () => {
     expect(await chainA.getBalance({ address })).toBe(0n)
   })
 
+  test('behavior: with "Pay gas in TKN", a user who holds only TKN pays the fee in TKN; the first batch approves the token paymaster; their ETH stays 0', async () => {
+    const { page } = browser
+    const ui = demo(page)
+    const address = await embeddedSignUp(page, { demo: stack.demo, kms: stack.kms, email: `tkn.gas.${Date.now()}@example.test` })
+    const balance = page.getByRole('status', { name: 'Token balance' })
+    await ui.button('Get test tokens').click()
+    expect(await waitForText(balance, '100 TKN')).toBe('100 TKN')
+    expect(await chainA.getBalance({ address })).toBe(0n)
+    await page.getByLabel('Gas', { exact: true }).selectOption('token')
+    const before = await tokenBalances()
+
+    await ui.button('Send batch').click()
+    await answerConsent(page, 'Approve', 'Upgrade your account (EIP-7702)')
+    const review = page.frameLocator('iframe[id^="latchkey-consent-frame-"]').getByRole('dialog')
+    await review.getByText('Network fee', { exact: true }).waitFor()
+    // The batch's first call approves the token paymaster; the fee row quotes TKN, not ETH.
+    await review.getByText(`Allow ${stack.tokenPaymaster} to spend 20 TKN`, { exact: true }).waitFor()
+    const quoted = await review.getByText(/^up to [0-9.]+ TKN$/).textContent()
+    await answerConsent(page, 'Approve')
+
+    const text = await waitForText(page.getByRole('status', { name: 'Batch status' }), EMBEDDED_STATUS)
+    const [, , hash] = EMBEDDED_STATUS.exec(text) as unknown as [string, string, Hex]
+    const receipt = await chainA.getTransactionReceipt({ hash })
+    const [operation] = parseEventLogs({ abi: USER_OPERATION_EVENT, logs: receipt.logs, eventName: 'UserOperationEvent' })
+    expect(operation?.args).toMatchObject({ sender: address, success: true, paymaster: stack.tokenPaymaster })
+    expect((await tokenBalances()).map((balance, index) => balance - before[index]!)).toEqual([parseEther('1'), parseEther('1')])
+    // The fee left in TKN: more than nothing, no more than the frame's quote.
+    const paid = parseEther('100') - (await chainA.readContract({ address: TOKEN, abi: TOKEN_ABI, functionName: 'balanceOf', args: [address] }))
+    expect(paid).toBeGreaterThan(0n)
+    expect(paid).toBeLessThanOrEqual(parseEther(/^up to ([0-9.]+) TKN$/.exec(quoted ?? '')![1]!))
+    expect(await chainA.getBalance({ address })).toBe(0n)
+  })
+
   test('error: with the day’s budget spent, the demo shows SponsorshipUnavailableError and nothing is sent', async () => {
     const { page } = browser
     const ui = demo(page)

@@ -1,11 +1,21 @@
-import { useAccount, useSendCalls, useWaitForCallsStatus } from '@latchkey/react'
+import { type Call, getPublicClient } from '@latchkey/core'
+import { useAccount, useClient, useSendCalls, useWaitForCallsStatus } from '@latchkey/react'
 import { useId, useState } from 'react'
-import { encodeFunctionData, parseAbi, parseEther } from 'viem'
+import { type Address, encodeFunctionData, erc20Abi, parseAbi, parseEther } from 'viem'
 import { TOKEN, TOKEN_SYMBOL } from './testToken.js'
 import { BATCH_RECIPIENTS } from './typedData.js'
 
 /** The backend's ERC-7677 paymaster service (dev.json's `paymaster`): without it, the app pays no gas. */
 const PAYMASTER_URL = import.meta.env.VITE_LATCHKEY_PAYMASTER_URL
+/** The token paymaster (dev.json's `contracts.tokenPaymaster`): without it, no gas in TKN. */
+const TOKEN_PAYMASTER = import.meta.env.VITE_LATCHKEY_TOKEN_PAYMASTER
+/**
+ * What "Pay gas in TKN" lets the token paymaster take: approved by the batch's first call while
+ * less than the floor is left. The paymaster's guarantor fronts the fee of that first operation
+ * (OpenZeppelin's PaymasterERC20Guarantor), as the account has approved nothing before it runs.
+ */
+const GAS_ALLOWANCE = parseEther('20')
+const GAS_ALLOWANCE_FLOOR = parseEther('5')
 
 /** Who pays the batch's network fee: the app (its paymaster), the user in TKN (the token paymaster), or the user in ETH. */
 type Fee = 'sponsored' | 'token' | 'eth'
@@ -15,25 +25,35 @@ const MINT = parseAbi(['function mint(address to, uint256 amount)'])
 /**
  * The Batch card: two calls in one request (EIP-5792). Paid in ETH, it sends 0.001 ETH to each of
  * two test accounts; sponsored or paid in TKN (what the demo's paymaster policy sponsors: the test
- * token's calls), it mints 1 TKN to each, so a user with no ETH at all can send it. The embedded
- * wallet's users start with the app paying; other wallets with ETH.
+ * token's calls), it mints 1 TKN to each, so a user with no ETH at all can send it. Paid in TKN,
+ * the account's first batch also approves the token paymaster for 20 TKN. The embedded wallet's
+ * users start with the app paying; other wallets with ETH.
  */
 export function BatchCard({ chainName, run }: { chainName: string; run(action: () => Promise<unknown>): void }) {
-  const { connector } = useAccount()
+  const client = useClient()
+  const { address, chainId, connector } = useAccount()
   const [chosen, setChosen] = useState<Fee | undefined>(undefined)
   const fee: Fee = PAYMASTER_URL ? (chosen ?? (connector?.type === 'embedded' ? 'sponsored' : 'eth')) : 'eth'
   const sendCalls = useSendCalls()
   const batch = useWaitForCallsStatus({ id: sendCalls.data?.id })
   const ids = { fee: useId(), status: useId() }
-  const mint = (to: `0x${string}`) => ({ to: TOKEN, data: encodeFunctionData({ abi: MINT, functionName: 'mint', args: [to, parseEther('1')] }) })
+  const mint = (to: Address) => ({ to: TOKEN, data: encodeFunctionData({ abi: MINT, functionName: 'mint', args: [to, parseEther('1')] }) })
   const [first, second] = BATCH_RECIPIENTS
-  const calls =
-    fee === 'eth'
-      ? ([
-          { to: first, value: parseEther('0.001') },
-          { to: second, value: parseEther('0.001') },
-        ] as const)
-      : ([mint(first), mint(second)] as const)
+
+  /** The batch's calls; paid in TKN, an approval of the token paymaster first while the account has approved too little. */
+  async function callsFor(fee: Fee): Promise<readonly [Call, ...Call[]]> {
+    if (fee === 'eth')
+      return [
+        { to: first, value: parseEther('0.001') },
+        { to: second, value: parseEther('0.001') },
+      ]
+    const mints = [mint(first), mint(second)] as const
+    if (fee !== 'token' || !TOKEN_PAYMASTER || !address) return mints
+    const chain = getPublicClient(client, { chainId })
+    const allowance = await chain.readContract({ address: TOKEN, abi: erc20Abi, functionName: 'allowance', args: [address, TOKEN_PAYMASTER] })
+    if (allowance >= GAS_ALLOWANCE_FLOOR) return mints
+    return [{ to: TOKEN, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [TOKEN_PAYMASTER, GAS_ALLOWANCE] }) }, ...mints]
+  }
   return (
     <section className="card" aria-labelledby="batch-heading">
       <h2 id="batch-heading">Batch</h2>
@@ -47,7 +67,7 @@ export function BatchCard({ chainName, run }: { chainName: string; run(action: (
           <label htmlFor={ids.fee}>Gas</label>{' '}
           <select id={ids.fee} value={fee} onChange={(event) => setChosen(event.target.value as Fee)}>
             <option value="sponsored">Paid by the app</option>
-            <option value="token">Pay gas in {TOKEN_SYMBOL}</option>
+            {TOKEN_PAYMASTER && <option value="token">Pay gas in {TOKEN_SYMBOL}</option>}
             <option value="eth">Paid in ETH</option>
           </select>
         </p>
@@ -56,9 +76,9 @@ export function BatchCard({ chainName, run }: { chainName: string; run(action: (
         type="button"
         disabled={sendCalls.isPending}
         onClick={() =>
-          run(() =>
+          run(async () =>
             sendCalls.sendCalls({
-              calls,
+              calls: await callsFor(fee),
               // ERC-7677: the app's paymaster pays, or takes TKN for it; no silent switch to ETH.
               ...(fee !== 'eth' && PAYMASTER_URL
                 ? { sponsorship: { paymasterUrl: PAYMASTER_URL, ...(fee === 'token' ? { context: { token: TOKEN } } : {}) } }

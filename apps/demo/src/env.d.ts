@@ -13,4 +13,6 @@ interface ImportMetaEnv {
   readonly VITE_LATCHKEY_BUNDLER_B_URL?: string
   /** The backend's ERC-7677 paymaster service, from the devnet's dev.json (sponsored gas). */
   readonly VITE_LATCHKEY_PAYMASTER_URL?: string
+  /** The token paymaster on both chains, from the devnet's dev.json (gas paid in TKN). */
+  readonly VITE_LATCHKEY_TOKEN_PAYMASTER?: `0x${string}`
 }

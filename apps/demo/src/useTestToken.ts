@@ -21,7 +21,11 @@ import {
 /** "98.5 TKN". */
 export const formatTkn = (amount: bigint) => `${formatUnits(amount, TOKEN_DECIMALS)} ${TOKEN_SYMBOL}`
 
-/** Below this the account cannot pay a token transfer's gas, so "Get test tokens" adds test ETH too. */
+/**
+ * Below this the account cannot pay a token transfer's gas, so "Send tokens" and "Approve
+ * unlimited" (paid in ETH) add test ETH first. "Get test tokens" never does: a user who pays gas in
+ * TKN (the Batch card's "Pay gas in TKN") keeps holding no ETH at all.
+ */
 const GAS_FLOOR = parseEther('0.01')
 
 /** The connected account's TKN, or why it could not be read (no token on this chain, say). */
@@ -100,8 +104,6 @@ export function useTestToken() {
     act('mint', async (account) => {
       const chain = getPublicClient(client, { chainId })
       try {
-        if ((await chain.getBalance({ address: account })) < GAS_FLOOR)
-          await chain.request({ method: 'anvil_setBalance', params: [account, toHex(parseEther('10'))] } as never)
         const minted = (await chain.request({ method: 'eth_sendTransaction', params: [{ from: FAUCET, to: TOKEN, data: mintData(account) }] } as never)) as Hex
         return await settle(minted, `Minted ${formatTkn(MINT_AMOUNT)} to you`)
       } catch (error) {
@@ -109,13 +111,28 @@ export function useTestToken() {
       }
     })
 
+  /** The dev chain's faucet for gas: an account below {@link GAS_FLOOR} gets 10 test ETH before it pays for a transaction. */
+  async function withGas(account: `0x${string}`) {
+    const chain = getPublicClient(client, { chainId })
+    try {
+      if ((await chain.getBalance({ address: account })) < GAS_FLOOR)
+        await chain.request({ method: 'anvil_setBalance', params: [account, toHex(parseEther('10'))] } as never)
+    } catch (error) {
+      throw toProviderError(error)
+    }
+  }
+
   const send = () =>
-    act('send', async () => settle(await sendTransaction({ to: TOKEN, data: transferData() }), `Sent ${formatTkn(SEND_AMOUNT)} to ${TEST_ACCOUNT}`))
+    act('send', async (account) => {
+      await withGas(account)
+      return settle(await sendTransaction({ to: TOKEN, data: transferData() }), `Sent ${formatTkn(SEND_AMOUNT)} to ${TEST_ACCOUNT}`)
+    })
 
   const approveUnlimited = () =>
-    act('approve', async () =>
-      settle(await sendTransaction({ to: TOKEN, data: approveUnlimitedData() }), `Approved ${TEST_ACCOUNT} to spend unlimited ${TOKEN_SYMBOL}`),
-    )
+    act('approve', async (account) => {
+      await withGas(account)
+      return settle(await sendTransaction({ to: TOKEN, data: approveUnlimitedData() }), `Approved ${TEST_ACCOUNT} to spend unlimited ${TOKEN_SYMBOL}`)
+    })
 
   /** ERC-7715 through the connected wallet's EIP-1193 provider: no Latchkey action wraps it, so its errors are typed here. */
   const grantPermission = () =>

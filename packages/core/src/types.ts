@@ -62,6 +62,12 @@ export type Connector = {
   readonly icon?: string | undefined
   /** The EIP-6963 reverse-DNS id, when the wallet announced one. */
   readonly rdns?: string | undefined
+  /**
+   * How often `waitForCallsStatus` asks this wallet for a batch's status, in ms (default 250). A
+   * wallet in the page that watches its own batches (the embedded one) answers without a request,
+   * so it may be asked more often.
+   */
+  readonly callsStatusPollingIntervalMs?: number | undefined
   readonly emitter: Emitter<ConnectorEvents>
   connect(parameters?: ConnectParameters): Promise<ConnectResult>
   disconnect(): Promise<void>

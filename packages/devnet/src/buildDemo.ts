@@ -28,6 +28,8 @@ export type BuildDemoParameters = {
   bundlerB?: string | undefined
   /** The backend's ERC-7677 paymaster service (`VITE_LATCHKEY_PAYMASTER_URL`), from dev.json. Default: none (no sponsored gas). */
   paymasterUrl?: string | undefined
+  /** The token paymaster on both chains (`VITE_LATCHKEY_TOKEN_PAYMASTER`), from dev.json: "Pay gas in TKN" approves it. Default: none (no gas in TKN). */
+  tokenPaymaster?: string | undefined
   /** Where to write the build. Default: `dist` in the app's directory. */
   outDir?: string
 }
@@ -81,6 +83,7 @@ async function build(root: string, parameters: BuildDemoParameters): Promise<str
     ...(parameters.bundlerA ? { VITE_LATCHKEY_BUNDLER_A_URL: parameters.bundlerA } : {}),
     ...(parameters.bundlerB ? { VITE_LATCHKEY_BUNDLER_B_URL: parameters.bundlerB } : {}),
     ...(parameters.paymasterUrl ? { VITE_LATCHKEY_PAYMASTER_URL: parameters.paymasterUrl } : {}),
+    ...(parameters.tokenPaymaster ? { VITE_LATCHKEY_TOKEN_PAYMASTER: parameters.tokenPaymaster } : {}),
     NODE_ENV: 'production',
   }
   const saved = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]))

@@ -341,6 +341,7 @@ export async function startStack<const options extends StartStackOptions = {}>(o
       bundlerA: bundlers?.a.url,
       bundlerB: bundlers?.b.url,
       paymasterUrl,
+      tokenPaymaster: paymasterUrl ? contracts.tokenPaymaster : undefined,
     }
     const results = await Promise.allSettled([
       // One deployer per chain, so its deployments go one after the other. The EntryPoint comes

@@ -5,6 +5,7 @@
 import { type Address, type Chain, createClient, type Hex, hexToBigInt, hexToNumber, http, numberToHex, type SignedAuthorization, sliceHex } from 'viem'
 import { entryPoint08Abi, entryPoint08Address, formatUserOperationRequest, getUserOperationTypedData, type UserOperation } from 'viem/account-abstraction'
 import { estimateFeesPerGas, getTransactionCount, readContract } from 'viem/actions'
+import { WATCH_SCHEDULE_MS } from './callsWatch.js'
 import { EmbeddedError, SPONSORSHIP_REASONS, type SponsorshipRefusal, SponsorshipUnavailableError } from './errors.js'
 import { atomicStatus, type BatchCall, executeData, type SmartAccountContext } from './smartAccount.js'
 import type { TransactionRequest } from './wallet.js'
@@ -28,7 +29,6 @@ export type Sponsorship = {
 export const SPONSORSHIP_TIMEOUT_MS = 4_000
 /** How long a sponsored `sendTransaction` waits for its UserOperation to be included, to answer its transaction hash. */
 const INCLUSION_TIMEOUT_MS = 60_000
-const INCLUSION_POLL_MS = 250
 
 /** A 65-byte signature that recovers to no one, for the paymaster's stub and the bundler's estimate (viem's stub, too). */
 const STUB_SIGNATURE: Hex = `0x${'ff'.repeat(32)}${'7a'.repeat(32)}1c`
@@ -231,12 +231,12 @@ function receiptOf(context: Pick<UserOperationContext, 'fetch'>, bundler: string
 /** Waits for the UserOperation's inclusion; answers the transaction that carried it. */
 export async function transactionOf(context: Pick<UserOperationContext, 'fetch'>, bundler: string, hash: Hex): Promise<Hex> {
   const deadline = Date.now() + INCLUSION_TIMEOUT_MS
-  for (;;) {
+  for (let step = 0; ; step++) {
     const receipt = await receiptOf(context, bundler, hash)
     if (receipt) return receipt.receipt.transactionHash
     if (Date.now() > deadline)
       throw new EmbeddedError('user_operation_pending', 'The operation was sent but is not included yet.', { details: `UserOperation ${hash}` })
-    await new Promise((resolve) => setTimeout(resolve, INCLUSION_POLL_MS))
+    await new Promise((resolve) => setTimeout(resolve, WATCH_SCHEDULE_MS[Math.min(step, WATCH_SCHEDULE_MS.length - 1)]))
   }
 }
 

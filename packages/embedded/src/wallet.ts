@@ -17,6 +17,7 @@ import {
   toPrefixedMessage,
 } from 'viem'
 import { type Backend, type BackendAccount, type BackendConfig, createBackend } from './backend.js'
+import { callsWatcher } from './callsWatch.js'
 import type { ConsentWalletRequest } from './consentFrame.js'
 import {
   AccountNotFoundError,
@@ -594,6 +595,24 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     return { module, context }
   }
 
+  /** A batch's status as the chain (or, for a UserOperation, its bundler) reports it now. */
+  async function callsStatusNow(id: string) {
+    const { module } = await smartAccount()
+    const batch = module.decodeBatchId(id)
+    const chain = batch && options.chains.find((candidate) => candidate.id === batch.chainId)
+    if (!batch || !chain) return undefined
+    if (!batch.userOperation) return module.callsStatus(chain, id, batch)
+    const bundler = module.bundlerUrl(chain, options.sponsorship?.bundlerUrls)
+    const { module: operations, context: sponsored } = await userOperations()
+    return bundler ? operations.userOperationStatus(sponsored, bundler, chain, id, batch.hashes[0]!) : undefined
+  }
+  const callsWatch = callsWatcher({ read: callsStatusNow })
+  /** Answers a batch's id once the wallet watches it. */
+  const watched = (id: Hex) => {
+    callsWatch.start(id)
+    return { id }
+  }
+
   /**
    * The UserOperation module (loaded on the first sponsored call) and what it needs of this wallet:
    * the smart-account context, typed data signed through the consent path, and the chain's bundler.
@@ -940,7 +959,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       if (paymaster) {
         const { module, context, bundlerUrl } = await userOperations()
         const sent = await module.sendSponsored(context, () => parameters.calls, { ...paymaster, bundlerUrl })
-        if (sent) return { id: module.userOperationId(context.chain.id, sent.hash) }
+        if (sent) return watched(module.userOperationId(context.chain.id, sent.hash))
       }
       const consent: ConsentWalletRequest = {
         method: 'wallet_sendCalls',
@@ -948,26 +967,22 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       }
       const { module, context } = await smartAccount(undefined, consent)
       const batch = await module.sendBatch(context, parameters.calls, parameters.atomicRequired ?? false)
-      return { id: module.encodeBatchId(context.chain.id, batch) }
+      return watched(module.encodeBatchId(context.chain.id, batch))
     },
 
     /**
      * EIP-5792 `wallet_getCallsStatus` of a batch this wallet sent: status code, `atomic`, and the
-     * receipts once mined. `undefined` for an id this wallet did not issue.
+     * receipts once mined. `undefined` for an id this wallet did not issue. A batch sent from this
+     * page is answered from the wallet's own watch of it (callsWatch.ts), without a request.
      */
     async getCallsStatus(id: string) {
       const { module, context } = await smartAccount()
       const batch = module.decodeBatchId(id)
       const chain = batch && options.chains.find((candidate) => candidate.id === batch.chainId)
       if (!batch || !chain) return undefined
-      if (batch.userOperation) {
-        const bundler = module.bundlerUrl(chain, options.sponsorship?.bundlerUrls)
-        const { module: operations, context: sponsored } = await userOperations()
-        return bundler ? operations.userOperationStatus(sponsored, bundler, chain, id, batch.hashes[0]!) : undefined
-      }
-      const status = await module.callsStatus(chain, id, batch)
+      const status = await callsWatch.read(id)
       // A mined batch may have upgraded the account: the credential follows the chain.
-      if (status?.status === 200 && batch.atomic && chain.id === context.chain.id && context.executor) {
+      if (!batch.userOperation && status?.status === 200 && batch.atomic && chain.id === context.chain.id && context.executor) {
         const current = await module.atomicStatus(context)
         noteDelegation(context.account, chain.id, current === 'supported' ? context.executor : undefined)
       }

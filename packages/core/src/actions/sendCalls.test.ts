@@ -1,6 +1,6 @@
 import { createPublicClient, http, parseEther, toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts'
-import { beforeAll, describe, expect, test } from 'vitest'
+import { beforeAll, describe, expect, test, vi } from 'vitest'
 import { testChains } from '../../../../test/chains.js'
 import { createRecordingLogger } from '../../../../test/setup.js'
 import { injected } from '../connectors/injected.js'
@@ -29,7 +29,13 @@ beforeAll(async () => {
 })
 
 /** A connected client over the dev wallet; `answer` replaces the wallet's answer to a method, as a wallet of another make would give it. */
-async function setup(options: { decide?: (prompt: DevWalletPrompt) => Promise<boolean>; answer?: Record<string, () => unknown> } = {}) {
+async function setup(
+  options: {
+    decide?: (prompt: DevWalletPrompt) => Promise<boolean>
+    answer?: Record<string, () => unknown>
+    callsStatusPollingIntervalMs?: number | undefined
+  } = {},
+) {
   const wallet = createDevWallet({ privateKey: key, chains, approve: options.decide })
   const provider = {
     request: async (args: { method: string; params?: unknown }) => {
@@ -40,7 +46,14 @@ async function setup(options: { decide?: (prompt: DevWalletPrompt) => Promise<bo
     removeListener: wallet.removeListener,
   } as unknown as EIP1193Provider
   const logger = createRecordingLogger()
-  const client = createClient({ chains, logger, connectors: [injected({ id: 'dev', name: 'Dev Wallet', provider })] })
+  const dev = injected({ id: 'dev', name: 'Dev Wallet', provider })
+  const connector = Object.assign(
+    (config: Parameters<typeof dev>[0]) => ({ ...dev(config), callsStatusPollingIntervalMs: options.callsStatusPollingIntervalMs }),
+    {
+      id: dev.id,
+    },
+  )
+  const client = createClient({ chains, logger, connectors: [connector] })
   await connect(client, { connector: 'dev' })
   return { client, logger }
 }
@@ -209,6 +222,34 @@ describe('sponsorship', () => {
     )
     expect(error).toMatchObject({ name: 'SponsorshipUnavailableError', reason: 'unavailable' })
     expect(asked).toEqual([{ method: 'wallet_getCapabilities' }])
+  })
+})
+
+describe('waitForCallsStatus', () => {
+  test("behavior: the wallet is asked as often as its connector's callsStatusPollingIntervalMs says, else every 250 ms", async () => {
+    const asks: Record<string, number> = {}
+    for (const [name, interval] of [
+      ['default', undefined],
+      ['50 ms', 50],
+    ] as const) {
+      asks[name] = 0
+      const { client } = await setup({
+        callsStatusPollingIntervalMs: interval,
+        answer: {
+          wallet_getCallsStatus: () => ((asks[name] = (asks[name] ?? 0) + 1), { version: '2.0.0', id: '0x01', chainId: '0x7a69', atomic: true, status: 100 }),
+        },
+      })
+      vi.useFakeTimers({ toFake: ['setTimeout'] })
+      try {
+        const waiting = waitForCallsStatus(client, { id: '0x01', timeoutMs: 1_000 }).catch((error: unknown) => error)
+        await vi.advanceTimersByTimeAsync(240)
+        expect.soft(asks[name], name).toBe(interval === undefined ? 1 : 5)
+        await vi.advanceTimersByTimeAsync(1_000)
+        expect(await waiting).toMatchObject({ name: 'TimeoutError' })
+      } finally {
+        vi.useRealTimers()
+      }
+    }
   })
 })
 

@@ -5,13 +5,14 @@ import type { CallsNotSupportedErrorType, InvalidCallsResultErrorType, UnknownCa
 import { type NotConnectedErrorType, TimeoutError, type TimeoutErrorType } from '../errors/connection.js'
 import { getCallsClient, toCallsError } from './callsClient.js'
 import type { GetCallsStatusReturnType } from './getCallsStatus.js'
+import { requireConnection } from './internal.js'
 
 export type WaitForCallsStatusParameters = {
   /** The id `sendCalls` returned. */
   id: string
   /** Default 60 000 ms. */
   timeoutMs?: number | undefined
-  /** How often the wallet is asked, in ms. Default 250. */
+  /** How often the wallet is asked, in ms. Default: the connector's `callsStatusPollingIntervalMs`, else 250. */
   pollingIntervalMs?: number | undefined
 }
 
@@ -36,11 +37,12 @@ export type WaitForCallsStatusErrorType =
 export async function waitForCallsStatus(client: Client, parameters: WaitForCallsStatusParameters): Promise<WaitForCallsStatusReturnType> {
   const wallet = await getCallsClient(client)
   const timeout = parameters.timeoutMs ?? 60_000
+  const { connector } = requireConnection(client)
   try {
     return await viemWaitForCallsStatus(wallet, {
       id: parameters.id,
       timeout,
-      pollingInterval: parameters.pollingIntervalMs ?? 250,
+      pollingInterval: parameters.pollingIntervalMs ?? connector.callsStatusPollingIntervalMs ?? 250,
       // A wallet that answers wrongly will not answer better on a retry.
       retryCount: 0,
     })

@@ -140,6 +140,8 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
         name: EMBEDDED_INFO.name,
         type: EMBEDDED_INFO.type,
         icon: EMBEDDED_INFO.icon,
+        // The wallet watches the batches it sends and answers their status in the page (embedded's callsWatch.ts).
+        callsStatusPollingIntervalMs: 50,
         emitter,
         oauthProviders: parameters.oauthProviders ?? [],
         getFlows: load,
