@@ -2,7 +2,19 @@
 // paymaster's data, loaded with the first sponsored call: sign-in and unsponsored calls never
 // download it. The account is the EIP-7702 delegated EOA itself; its executor is an ERC-4337 account
 // whose callData is the ERC-7821 `execute` of the calls (smartAccount.ts's executeData).
-import { type Address, type Chain, createClient, type Hex, hexToBigInt, hexToNumber, http, numberToHex, type SignedAuthorization, sliceHex } from 'viem'
+import {
+  type Address,
+  type Chain,
+  type Client,
+  createClient,
+  type Hex,
+  hexToBigInt,
+  hexToNumber,
+  http,
+  numberToHex,
+  type SignedAuthorization,
+  sliceHex,
+} from 'viem'
 import { entryPoint08Abi, entryPoint08Address, formatUserOperationRequest, getUserOperationTypedData, type UserOperation } from 'viem/account-abstraction'
 import { estimateFeesPerGas, getTransactionCount, readContract } from 'viem/actions'
 import { WATCH_SCHEDULE_MS } from './callsWatch.js'
@@ -72,14 +84,17 @@ async function rpc<result>(context: Pick<UserOperationContext, 'fetch'>, who: Wh
 }
 
 /**
- * A paymaster's ERC-7677 error: its `data.reason` when it is one we know, else `unavailable`. A
+ * A paymaster's ERC-7677 error: its `data.reason` when it is one we know (our paymaster's
+ * `entryPoint` reads `chain`), else `unavailable`. A
  * bundler's error is the bundler refusing the operation itself (its simulation reverted, a bad
  * signature): `user_operation_refused`, not a sponsorship refusal, so no fallback runs on it.
  */
 function refusal(who: Who, method: string, error: RpcError): EmbeddedError {
   const details = `${method}: ${error.message} (${error.code})`
   if (who === 'bundler') return new EmbeddedError('user_operation_refused', 'The bundler refused the operation.', { details })
-  const reason = (error.data as { reason?: unknown } | undefined)?.reason
+  const given = (error.data as { reason?: unknown } | undefined)?.reason
+  // Our paymaster's `entryPoint`: the chain's EntryPoint is not the one it serves.
+  const reason = given === 'entryPoint' ? 'chain' : given
   const known = SPONSORSHIP_REASONS.includes(reason as SponsorshipRefusal) ? (reason as SponsorshipRefusal) : 'unavailable'
   return new SponsorshipUnavailableError({ reason: known, details })
 }
@@ -98,6 +113,8 @@ type GasEstimate = { preVerificationGas: Hex; verificationGasLimit: Hex; callGas
 /** A UserOperation the paymaster has signed for, not yet signed by the user; `delegate`: the authorization to sign (nonce), when the account is not delegated yet. */
 export type PreparedOperation = {
   bundlerUrl: string
+  /** Frees the operation's nonce key once it is included or never sent. */
+  release(): void
   userOperation: UserOperation<'0.8'>
   delegate: { address: Address; chainId: number; nonce: number } | undefined
   sponsor: { name: string } | undefined
@@ -118,27 +135,78 @@ export async function prepare(
   if (!bundler) throw new SponsorshipUnavailableError({ reason: 'chain', details: `No bundler is configured for chain ${chain.id}.` })
   if (!executor) throw new SponsorshipUnavailableError({ reason: 'account', details: 'Smart accounts are turned off for this wallet (no batch executor).' })
   const client = createClient({ chain, transport: http(chain.rpcUrls.default.http[0]) })
-  const status = await atomicStatus(context)
-  if (status === 'unsupported')
-    throw new SponsorshipUnavailableError({ reason: 'account', details: `The account cannot run through the batch executor ${executor} on chain ${chain.id}.` })
-  const [nonce, fees, transactionCount] = await Promise.all([
-    readContract(client, { address: entryPoint08Address, abi: entryPoint08Abi, functionName: 'getNonce', args: [account, 0n] }).catch((error: unknown) => {
-      throw new SponsorshipUnavailableError({ reason: 'chain', details: `No EntryPoint v0.8 answers on chain ${chain.id}.`, cause: error })
-    }),
+  const lane = nonceLane(chain.id, account)
+  try {
+    return await prepareOn(context, calls, sponsorship, { client, bundler, executor, lane })
+  } catch (error) {
+    lane.release()
+    throw error
+  }
+}
+
+/** A settled read's value, or its failure thrown. */
+function settled<value>(result: PromiseSettledResult<value>): value {
+  if (result.status === 'rejected') throw result.reason
+  return result.value
+}
+
+/**
+ * The operations of one account between their preparation and their inclusion, by chain and
+ * account: the first takes the EntryPoint's nonce key 0 (the cheapest to reuse), one prepared while
+ * another is under way a random 192-bit key of its own, so neither replaces the other in the
+ * bundler's mempool (ERC-4337's parallel nonces).
+ */
+const lanes = new Map<string, number>()
+
+function nonceLane(chainId: number, account: Address) {
+  const name = `${chainId}:${account.toLowerCase()}`
+  const busy = lanes.get(name) ?? 0
+  lanes.set(name, busy + 1)
+  let released = false
+  return {
+    key: busy === 0 ? 0n : hexToBigInt(`0x${[...crypto.getRandomValues(new Uint8Array(24))].map((byte) => byte.toString(16).padStart(2, '0')).join('')}`),
+    release() {
+      if (released) return
+      released = true
+      const left = (lanes.get(name) ?? 1) - 1
+      if (left > 0) lanes.set(name, left)
+      else lanes.delete(name)
+    },
+  }
+}
+
+async function prepareOn(
+  context: UserOperationContext,
+  calls: readonly BatchCall[],
+  sponsorship: { paymasterUrl: string; context?: Record<string, unknown> | undefined },
+  { client, bundler, executor, lane }: { client: Client; bundler: string; executor: Address; lane: ReturnType<typeof nonceLane> },
+): Promise<PreparedOperation> {
+  const { account, chain } = context
+  // Everything the stub needs, read at once; a failure is judged in this order.
+  const [status, nonce, fees, transactionCount, entryPoints] = await Promise.allSettled([
+    atomicStatus(context),
+    readContract(client, { address: entryPoint08Address, abi: entryPoint08Abi, functionName: 'getNonce', args: [account, lane.key] }),
     estimateFeesPerGas(client),
-    status === 'ready' ? getTransactionCount(client, { address: account, blockTag: 'pending' }) : undefined,
+    getTransactionCount(client, { address: account, blockTag: 'pending' }),
+    rpc<Address[]>(context, 'bundler', bundler, 'eth_supportedEntryPoints', []),
   ])
+  if (settled(status) === 'unsupported')
+    throw new SponsorshipUnavailableError({ reason: 'account', details: `The account cannot run through the batch executor ${executor} on chain ${chain.id}.` })
+  if (nonce.status === 'rejected')
+    throw new SponsorshipUnavailableError({ reason: 'chain', details: `No EntryPoint v0.8 answers on chain ${chain.id}.`, cause: nonce.reason })
+  if (!settled(entryPoints).some((address) => address.toLowerCase() === entryPoint08Address.toLowerCase()))
+    throw new SponsorshipUnavailableError({ reason: 'chain', details: `The bundler for chain ${chain.id} does not serve EntryPoint v0.8.` })
   // The bundler sends the delegation, so the authorization's nonce is the account's own next nonce.
-  const delegate = transactionCount === undefined ? undefined : { address: executor, chainId: chain.id, nonce: transactionCount }
+  const delegate = settled(status) === 'ready' ? { address: executor, chainId: chain.id, nonce: settled(transactionCount) } : undefined
   const userOperation: UserOperation<'0.8'> = {
     sender: account,
-    nonce,
+    nonce: nonce.value,
     callData: executeData(calls),
     callGasLimit: 0n,
     verificationGasLimit: 0n,
     preVerificationGas: 0n,
-    maxFeePerGas: fees.maxFeePerGas,
-    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    maxFeePerGas: settled(fees).maxFeePerGas,
+    maxPriorityFeePerGas: settled(fees).maxPriorityFeePerGas,
     signature: STUB_SIGNATURE,
     ...(delegate
       ? { factory: '0x7702', factoryData: '0x', authorization: { ...delegate, r: `0x${'ff'.repeat(32)}`, s: `0x${'7a'.repeat(32)}`, yParity: 1 } }
@@ -146,17 +214,12 @@ export async function prepare(
   }
   const chainId = numberToHex(chain.id)
   const paymasterContext = sponsorship.context ?? {}
-  const [stub, entryPoints] = await Promise.all([
-    rpc<StubData>(context, 'paymaster', sponsorship.paymasterUrl, 'pm_getPaymasterStubData', [
-      formatUserOperationRequest(userOperation),
-      entryPoint08Address,
-      chainId,
-      paymasterContext,
-    ]),
-    rpc<Address[]>(context, 'bundler', bundler, 'eth_supportedEntryPoints', []),
+  const stub = await rpc<StubData>(context, 'paymaster', sponsorship.paymasterUrl, 'pm_getPaymasterStubData', [
+    formatUserOperationRequest(userOperation),
+    entryPoint08Address,
+    chainId,
+    paymasterContext,
   ])
-  if (!entryPoints.some((address) => address.toLowerCase() === entryPoint08Address.toLowerCase()))
-    throw new SponsorshipUnavailableError({ reason: 'chain', details: `The bundler for chain ${chain.id} does not serve EntryPoint v0.8.` })
   Object.assign(userOperation, {
     paymaster: stub.paymaster,
     paymasterData: stub.paymasterData,
@@ -183,7 +246,7 @@ export async function prepare(
     userOperation.paymaster = final.paymaster
     userOperation.paymasterData = final.paymasterData
   }
-  return { bundlerUrl: bundler, userOperation, delegate, sponsor: stub.sponsor ? { name: stub.sponsor.name } : undefined }
+  return { bundlerUrl: bundler, release: lane.release, userOperation, delegate, sponsor: stub.sponsor ? { name: stub.sponsor.name } : undefined }
 }
 
 /**
@@ -192,6 +255,17 @@ export async function prepare(
  * operation. Answers its hash.
  */
 export async function signAndSend(context: UserOperationContext, prepared: PreparedOperation): Promise<Hex> {
+  try {
+    const hash = await signAndSendOnce(context, prepared)
+    sent.set(hash, prepared.release)
+    return hash
+  } catch (error) {
+    prepared.release()
+    throw error
+  }
+}
+
+async function signAndSendOnce(context: UserOperationContext, prepared: PreparedOperation): Promise<Hex> {
   const userOperation = { ...prepared.userOperation }
   if (prepared.delegate) {
     const signature = await context.signAuthorization(prepared.delegate)
@@ -210,12 +284,17 @@ export async function signAndSend(context: UserOperationContext, prepared: Prepa
     formatUserOperationRequest(userOperation),
     entryPoint08Address,
   ])
-  sent.add(hash)
   return hash
 }
 
 /** The UserOperations sent from this page: pending until included, though the bundler's eth_getUserOperationByHash only finds included ones (Alto). */
-const sent = new Set<Hex>()
+const sent = new Map<Hex, () => void>()
+
+/** An operation sent from this page is included: it leaves the pending ones and frees its nonce key. */
+function included(hash: Hex) {
+  sent.get(hash)?.()
+  sent.delete(hash)
+}
 
 type RpcUserOperationReceipt = {
   success: boolean
@@ -233,7 +312,10 @@ export async function transactionOf(context: Pick<UserOperationContext, 'fetch'>
   const deadline = Date.now() + INCLUSION_TIMEOUT_MS
   for (let step = 0; ; step++) {
     const receipt = await receiptOf(context, bundler, hash)
-    if (receipt) return receipt.receipt.transactionHash
+    if (receipt) {
+      included(hash)
+      return receipt.receipt.transactionHash
+    }
     if (Date.now() > deadline)
       throw new EmbeddedError('user_operation_pending', 'The operation was sent but is not included yet.', { details: `UserOperation ${hash}` })
     await new Promise((resolve) => setTimeout(resolve, WATCH_SCHEDULE_MS[Math.min(step, WATCH_SCHEDULE_MS.length - 1)]))
@@ -263,6 +345,7 @@ export async function userOperationStatus(context: Pick<UserOperationContext, 'f
     ])
     return known || (status?.status && status.status !== 'not_found' && status.status !== 'rejected') ? { ...base, status: 100 } : undefined
   }
+  included(hash)
   return {
     ...base,
     status: receipt.success ? 200 : 500,

@@ -201,6 +201,22 @@ describe("sponsored by the backend's paymaster, through Alto", () => {
     expect(await rpc.getBalance({ address })).toBe(0n)
   })
 
+  test('behavior: two batches sent at once from one account both land: the second takes an EntryPoint nonce key of its own', async () => {
+    const { wallet, address, provider } = await signedIn({ paymasterUrl: `${stack.backendUrl}/paymaster` }, { fund: false })
+    const to = recipients()
+    // Delegated first, so the two below carry no authorization.
+    await mined(provider, (await wallet.sendCalls({ calls: [mint(to[0], 1n)] })).id)
+
+    const sent = await Promise.all([wallet.sendCalls({ calls: [mint(to[0], 10n)] }), wallet.sendCalls({ calls: [mint(to[1], 20n)] })])
+
+    const statuses = await Promise.all(sent.map(({ id }) => mined(provider, id)))
+    expect(statuses.map((status) => status.status)).toEqual([200, 200])
+    expect([await tokensOf(to[0]), await tokensOf(to[1])]).toEqual([11n, 20n])
+    // Key 0 moved by two (the delegating batch and one of the pair); the other used a key of its own.
+    const keyZero = await rpc.readContract({ address: ENTRY_POINT_ADDRESS, abi: entryPoint08Abi, functionName: 'getNonce', args: [address, 0n] })
+    expect(keyZero).toBe(2n)
+  })
+
   test('error: a target the policy does not allow is SponsorshipUnavailableError "target"; nothing is signed or sent', async () => {
     const { wallet, address, organizationId } = await signedIn({ paymasterUrl: `${stack.backendUrl}/paymaster` }, { fund: false })
     const before = await stateOf(address, organizationId)
