@@ -14,8 +14,9 @@ import { performance } from 'node:perf_hooks'
 import { anvil, deployEntryPoint, ENTRY_POINT_ADDRESS, getFreePort } from '@latchkey/devnet'
 import { generateApiKeyPair } from '@latchkey/kms'
 import { createAppServer } from '@latchkey/server'
-import { encodeAbiParameters, encodeFunctionData, numberToHex, parseAbi } from 'viem'
+import { numberToHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { executeCallData } from '../test/batch.js'
 import { wholeNumberArg as arg } from './args.js'
 
 const requests = arg('--requests', 400)
@@ -55,13 +56,7 @@ const server = createAppServer({
 try {
   await deployEntryPoint(chain.url)
   await server.start()
-  const callData = encodeFunctionData({
-    abi: parseAbi(['function execute(bytes32 mode, bytes executionData)']),
-    args: [
-      `0x01${'00'.repeat(31)}`,
-      encodeAbiParameters([{ type: 'tuple[]', components: [{ type: 'address' }, { type: 'uint256' }, { type: 'bytes' }] }], [[[TARGET, 0n, '0x12345678']]]),
-    ],
-  })
+  const callData = executeCallData([{ to: TARGET, data: '0x12345678' }])
   const decide = async () => {
     const response = await fetch(`${server.url}/paymaster`, {
       method: 'POST',

@@ -1,6 +1,7 @@
-import { createPublicClient, encodeAbiParameters, encodeFunctionData, type Hex, http, numberToHex, parseAbi, parseEther, parseEventLogs, toHex } from 'viem'
+import { createPublicClient, encodeFunctionData, type Hex, http, numberToHex, parseAbi, parseEther, parseEventLogs, toHex } from 'viem'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { BATCH_RECIPIENTS } from '../apps/demo/src/typedData.js'
+import { executeCallData } from '../test/batch.js'
 import { launch } from './browser.js'
 import { embeddedSignUp } from './embeddedSignUp.js'
 import { answerConsent, demo, waitForText } from './page.js'
@@ -100,17 +101,7 @@ describe('Send batch, sponsored (ERC-4337, ERC-7677)', () => {
     const address = await embeddedSignUp(page, { demo: stack.demo, kms: stack.kms, email: `budget.${Date.now()}@example.test` })
     // The whole day's budget of this user (0.05 ETH) reserved by one operation of its own, asked
     // for straight from the paymaster: 2,500,000 gas at 20 gwei.
-    const batch = encodeFunctionData({
-      abi: parseAbi(['function execute(bytes32 mode, bytes executionData)']),
-      functionName: 'execute',
-      args: [
-        '0x0100000000000000000000000000000000000000000000000000000000000000',
-        encodeAbiParameters(
-          [{ type: 'tuple[]', components: [{ type: 'address' }, { type: 'uint256' }, { type: 'bytes' }] }],
-          [[[TOKEN, 0n, encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [address, 1n] })]]],
-        ),
-      ],
-    })
+    const batch = executeCallData([{ to: TOKEN, data: encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [address, 1n] }) }])
     const reserved = await fetch(`${stack.server}/paymaster`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -8,8 +8,8 @@ import { generateApiKeyPair } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { getPublicKey } from '@turnkey/crypto'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
-import { encodeAbiParameters, encodeFunctionData, parseAbi } from 'viem'
 import { beforeAll, describe, expect, test } from 'vitest'
+import { executeCallData } from '../../../test/batch.js'
 import { type CliProcess, connectionRefused, listening, startCli, streamingRequest } from '../../service/test/cliProcess.js'
 import { freshDatabaseUrl, testEngine } from '../../service/test/testDatabase.js'
 import { sealCode } from './consentFrameCode.js'
@@ -357,14 +357,7 @@ describe('latchkey-server', () => {
       '--paymaster-signer-key-file',
       await secretFile(PAYMASTER_SIGNER_KEY),
     ])
-    const executions = encodeAbiParameters(
-      [{ type: 'tuple[]', components: [{ type: 'address' }, { type: 'uint256' }, { type: 'bytes' }] }],
-      [[['0x000000000000000000000000000000000000a11c', 0n, '0x']]],
-    )
-    const callData = encodeFunctionData({
-      abi: parseAbi(['function execute(bytes32 mode, bytes executionData)']),
-      args: [`0x01${'00'.repeat(31)}`, executions],
-    })
+    const callData = executeCallData([{ to: '0x000000000000000000000000000000000000a11c' }])
     const operation = { sender: '0x000000000000000000000000000000000000beef', nonce: '0x0', callData, maxFeePerGas: '0x1', maxPriorityFeePerGas: '0x1' }
     const response = await post(`${server.url}/paymaster`, {
       jsonrpc: '2.0',

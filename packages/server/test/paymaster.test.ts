@@ -7,7 +7,6 @@ import {
   createPublicClient,
   createTestClient,
   createWalletClient,
-  encodeAbiParameters,
   encodeFunctionData,
   getAddress,
   type Hex,
@@ -22,10 +21,10 @@ import { createPaymasterClient, entryPoint08Abi, toPackedUserOperation } from 'v
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { anvil as anvilChain } from 'viem/chains'
 import { afterAll, beforeAll, expect, test } from 'vitest'
+import { type BatchCall, executeCallData } from '../../../test/batch.js'
 import { anvilKeys } from '../../../test/chains.js'
 import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
-import { createAppServer, createServerApp, openStore, type Store } from '../src/index.js'
-import { BATCH_MODE } from '../src/paymaster/calls.js'
+import { createAppServer, createServerApp, openStore, type ServerAppOptions, type Store } from '../src/index.js'
 import { decodeSponsorData, decodeTokenData, sponsorTypedData, tokenTypedData } from '../src/paymaster/data.js'
 import type { PaymasterPolicyInput } from '../src/paymaster/policy.js'
 import { budgetsOf, type PaymasterSchema, utcDay } from '../src/paymaster/schema.js'
@@ -89,7 +88,8 @@ function policy(overrides: Partial<PaymasterPolicyInput> = {}, chainOverrides: R
   }
 }
 
-async function newApp(paymasterPolicy = policy(), url?: string) {
+/** A backend on a fresh database, with `options` on top of the tests' own. */
+async function newBackend(options: Partial<ServerAppOptions> = {}, url?: string) {
   const store = await openStore(url ?? (await freshDatabaseUrl()))
   stores.push(store)
   const app = createServerApp({
@@ -99,8 +99,14 @@ async function newApp(paymasterPolicy = policy(), url?: string) {
     ...keys,
     appName: 'Demo',
     allowedOrigins: [origin],
-    paymaster: { signerPrivateKey: signerKey, policy: paymasterPolicy },
+    ...options,
   })
+  return { app, store }
+}
+
+/** A backend with the paymaster on `paymasterPolicy`, its store, and the service alone. */
+async function newApp(paymasterPolicy = policy(), url?: string, limitsPerIp?: ServerAppOptions['limitsPerIp']) {
+  const { app, store } = await newBackend({ paymaster: { signerPrivateKey: signerKey, policy: paymasterPolicy }, ...(limitsPerIp ? { limitsPerIp } : {}) }, url)
   const paymaster = createPaymaster({
     policy: (await import('../src/paymaster/policy.js')).parsePaymasterPolicy(paymasterPolicy),
     signerPrivateKey: signerKey,
@@ -112,21 +118,13 @@ async function newApp(paymasterPolicy = policy(), url?: string) {
   return { app, store, paymaster }
 }
 
-type Call = { to: Address; value?: bigint; data?: Hex }
-const EXECUTIONS = [{ type: 'tuple[]', components: [{ type: 'address' }, { type: 'uint256' }, { type: 'bytes' }] }] as const
-const batch = (calls: Call[]) =>
-  encodeFunctionData({
-    abi: parseAbi(['function execute(bytes32 mode, bytes executionData)']),
-    args: [BATCH_MODE, encodeAbiParameters(EXECUTIONS, [calls.map((call) => [call.to, call.value ?? 0n, call.data ?? '0x'] as const)])],
-  })
-
-function operation(sender: Address, nonce: bigint, calls: Call[] = [{ to: TARGET, data: '0x12345678' }], overrides: Record<string, unknown> = {}) {
+function operation(sender: Address, nonce: bigint, calls: BatchCall[] = [{ to: TARGET, data: '0x12345678' }], overrides: Record<string, unknown> = {}) {
   return {
     sender,
     nonce: numberToHex(nonce),
     factory: '0x7702',
     factoryData: '0x',
-    callData: batch(calls),
+    callData: executeCallData(calls),
     callGasLimit: numberToHex(100_000),
     verificationGasLimit: numberToHex(100_000),
     preVerificationGas: numberToHex(50_000),
@@ -318,10 +316,7 @@ const refusals: Refused[] = [
     name: 'an ERC-7821 mode other than a plain batch',
     params: () => [
       operation(newSender(), 0n, undefined, {
-        callData: encodeFunctionData({
-          abi: parseAbi(['function execute(bytes32 mode, bytes executionData)']),
-          args: [`0x01000000000078210001${'00'.repeat(22)}`, encodeAbiParameters(EXECUTIONS, [[[TARGET, 0n, '0x']]])],
-        }),
+        callData: executeCallData([{ to: TARGET }], `0x01000000000078210001${'00'.repeat(22)}`),
       }),
       ENTRY_POINT_ADDRESS,
       chainIdHex,
@@ -445,18 +440,7 @@ test('error: a body that is not JSON-RPC, and an unknown method', async () => {
 })
 
 test('error: past its per-IP limit a caller gets 429 and a JSON-RPC error, before anything is read, reserved or audited', async () => {
-  const store = await openStore(await freshDatabaseUrl())
-  stores.push(store)
-  const app = createServerApp({
-    store,
-    kmsUrl: 'http://127.0.0.1:9',
-    organizationId: 'organization',
-    ...keys,
-    appName: 'Demo',
-    allowedOrigins: [origin],
-    paymaster: { signerPrivateKey: signerKey, policy: policy() },
-    limitsPerIp: { paymaster: 2 },
-  })
+  const { app, store } = await newApp(policy(), undefined, { paymaster: 2 })
   const sender = newSender()
   expect((await getData(app, operation(sender, 0n))).error).toBeUndefined()
   expect((await getData(app, operation(sender, 0n))).error).toBeUndefined()
@@ -479,9 +463,7 @@ test('error: past its per-IP limit a caller gets 429 and a JSON-RPC error, befor
 })
 
 test('behavior: without paymaster settings there is no /paymaster', async () => {
-  const store = await openStore(await freshDatabaseUrl())
-  stores.push(store)
-  const app = createServerApp({ store, kmsUrl: 'http://127.0.0.1:9', organizationId: 'organization', ...keys, appName: 'Demo', allowedOrigins: [origin] })
+  const { app } = await newBackend()
   const response = await app.request('/paymaster', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
   expect(response.status).toBe(404)
 })
@@ -696,7 +678,7 @@ test('behavior: viem’s paymaster client (a client we did not write) gets a stu
       nonce: 0n,
       factory: '0x7702',
       factoryData: '0x',
-      callData: batch([{ to: TARGET }]),
+      callData: executeCallData([{ to: TARGET }]),
       maxFeePerGas: MAX_FEE,
       maxPriorityFeePerGas: parseGwei('1'),
     } as const
@@ -714,7 +696,7 @@ test('behavior: viem’s paymaster client (a client we did not write) gets a stu
     const refused = await client
       .getPaymasterData({
         ...fields,
-        callData: batch([{ to: SELECTIVE }]),
+        callData: executeCallData([{ to: SELECTIVE }]),
         callGasLimit: 100_000n,
         verificationGasLimit: 100_000n,
         preVerificationGas: 50_000n,
