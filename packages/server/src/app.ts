@@ -294,6 +294,17 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
       return c.json(await paymaster.handle(await c.req.json().catch(() => undefined)))
     })
   if (options.adminToken !== undefined)
-    app.route('/admin', adminRoutes({ token: options.adminToken, store: options.store, audit, ipOf: context.ipOf, now: context.now }))
+    app.route(
+      '/admin',
+      adminRoutes({
+        token: options.adminToken,
+        store: options.store,
+        audit,
+        ipOf: context.ipOf,
+        now: context.now,
+        kms: context.kms,
+        organizationId: options.organizationId,
+      }),
+    )
   return app
 }
