@@ -1,11 +1,11 @@
 import type { Database } from '@latchkey/service/database'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { TurnkeyClient } from '@turnkey/http'
+import type { TurnkeyClient } from '@turnkey/http'
 import { sql } from 'kysely'
 import { beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { createServerApp } from '../src/index.js'
 import { endReservation, type PaymasterSchema, reserve } from '../src/paymaster/schema.js'
-import { answer, generateApiKeyPair, newEmail, useBackend } from './backend.js'
+import { answer, newEmail, useBackend } from './backend.js'
+import { parentApprovals } from './consoleSetup.js'
 
 // The operator console's admin API (issue 29 item 7) against a real kms: users, their activities,
 // the parent organization's pending approvals and its policies, webhook deliveries with replay,
@@ -34,63 +34,12 @@ const auditRows = async () =>
 const audited = async () => (await auditRows()).filter((row) => !row.action.startsWith('POST /auth/'))
 const UNAUTHORIZED = { error: { code: 'admin_unauthorized', message: 'The admin API needs the admin token as a bearer token' } }
 
-// The parent organization's pending approvals: a user of the parent ("bot") may create wallets there
-// only with the backend's approval (a consensus policy), so each of its wallets waits for a vote.
 let bot: TurnkeyClient
 let backendUserId: string
-let stamped = 0
+let pendingApproval: (walletName: string) => Promise<{ id: string; fingerprint: string }>
 beforeAll(async () => {
-  const botKey = generateApiKeyPair()
-  backendUserId = (await t.backend.getWhoami({ organizationId: t.parentOrganizationId })).userId
-  await t.backend.createUsers({
-    type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
-    timestampMs: String(t.clock),
-    organizationId: t.parentOrganizationId,
-    parameters: {
-      users: [
-        {
-          userName: 'bot',
-          apiKeys: [{ apiKeyName: 'bot', publicKey: botKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
-          authenticators: [],
-          oauthProviders: [],
-          userTags: [],
-        },
-      ],
-    },
-  })
-  await t.backend.createPolicies({
-    type: 'ACTIVITY_TYPE_CREATE_POLICIES',
-    timestampMs: String(t.clock + 1),
-    organizationId: t.parentOrganizationId,
-    parameters: {
-      policies: [
-        {
-          policyName: 'the backend approves the bot’s wallets',
-          effect: 'EFFECT_ALLOW',
-          consensus: `approvers.any(user, user.id == '${backendUserId}')`,
-          condition: "activity.resource == 'WALLET' && activity.action == 'CREATE'",
-          notes: '',
-        },
-      ],
-    },
-  })
-  bot = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(botKey))
+  ;({ bot, backendUserId, pendingApproval } = await parentApprovals(t))
 })
-
-/** A wallet the bot asks for in the parent organization: an activity waiting for the backend's vote. */
-async function pendingApproval(walletName: string) {
-  const { activity } = await bot.createWallet({
-    type: 'ACTIVITY_TYPE_CREATE_WALLET',
-    timestampMs: String(t.clock + ++stamped),
-    organizationId: t.parentOrganizationId,
-    parameters: {
-      walletName,
-      accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
-    },
-  })
-  expect(activity.status).toBe('ACTIVITY_STATUS_CONSENSUS_NEEDED')
-  return activity
-}
 const pendingIds = async () => ((await get('/admin/approvals?limit=100')).approvals as { id: string }[]).map((activity) => activity.id)
 
 describe('users', () => {

@@ -20,6 +20,7 @@ export const CONSOLE_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Latchkey operator console</title>
 <link rel="stylesheet" href="/admin/console.css">
+<link rel="icon" type="image/svg+xml" href="/admin/console.svg">
 <script type="module" src="/admin/console.js"></script>
 </head>
 <body>
@@ -90,6 +91,10 @@ export const CONSOLE_HTML = `<!doctype html>
 </body>
 </html>
 `
+
+/** The tab's icon (so that the browser does not ask for /favicon.ico): a key's ring. */
+export const CONSOLE_ICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="5" fill="none" stroke="#2c6e49" stroke-width="3"/></svg>'
 
 export const CONSOLE_CSS = `:root { font-family: system-ui, sans-serif; color-scheme: light dark; }
 body { margin: 0 auto; max-width: 72rem; padding: 1rem; }

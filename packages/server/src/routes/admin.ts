@@ -3,7 +3,7 @@ import type { AuditTrail } from '@latchkey/service/database'
 import type { TurnkeyClient } from '@turnkey/http'
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { z } from 'zod'
-import { CONSOLE_CSS, CONSOLE_HEADERS, CONSOLE_HTML, CONSOLE_JS } from '../console/page.js'
+import { CONSOLE_CSS, CONSOLE_HEADERS, CONSOLE_HTML, CONSOLE_ICON, CONSOLE_JS } from '../console/page.js'
 import { consoleRoutes } from '../console/routes.js'
 import { ServerError } from '../errors.js'
 import { readBody } from '../internal/context.js'
@@ -66,7 +66,7 @@ function auditAdmin(trail: AuditTrail, ipOf: (c: Context) => string): Middleware
  * - `DELETE /admin/webhooks/:id` → 204, its pending deliveries dropped;
  * - `GET /admin/webhooks/:id/deliveries` → the newest 100 deliveries and how each went.
  *
- * The operator console: its page at `GET /admin` (with `/admin/console.js` and `/admin/console.css`,
+ * The operator console: its page at `GET /admin` (with `/admin/console.js`, `.css` and `.svg`,
  * served without the token: they hold nothing secret, and the page asks for the token), and its
  * routes (console/routes.ts) on the token.
  *
@@ -89,6 +89,7 @@ export function adminRoutes(options: {
   admin.get('/', (c) => c.html(CONSOLE_HTML, 200, CONSOLE_HEADERS))
   admin.get('/console.js', (c) => c.body(CONSOLE_JS, 200, { ...CONSOLE_HEADERS, 'content-type': 'text/javascript; charset=utf-8' }))
   admin.get('/console.css', (c) => c.body(CONSOLE_CSS, 200, { ...CONSOLE_HEADERS, 'content-type': 'text/css; charset=utf-8' }))
+  admin.get('/console.svg', (c) => c.body(CONSOLE_ICON, 200, { ...CONSOLE_HEADERS, 'content-type': 'image/svg+xml' }))
   admin.use('*', adminToken(options.token))
   consoleRoutes(admin, { store, kms: options.kms, organizationId: options.organizationId, now: options.now })
   admin.post('/webhooks', async (c) => {
