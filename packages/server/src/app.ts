@@ -112,7 +112,7 @@ export type ServerAppOptions = {
   maxBodyBytes?: number | undefined
   /** Where each `POST /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
   audit?: AuditTrail | undefined
-  /** The bearer token of the admin API (`/admin/*`: webhook endpoints). Without it the admin API answers 404. */
+  /** The bearer token of the admin API (`/admin/*`: webhook endpoints, the operator console at `GET /admin`). Without it the admin API answers 404. */
   adminToken?: string | undefined
   /**
    * The ERC-7677 paymaster service at `POST /paymaster` (`pm_getPaymasterStubData`,

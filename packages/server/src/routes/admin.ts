@@ -58,7 +58,7 @@ function auditAdmin(trail: AuditTrail, ipOf: (c: Context) => string): Middleware
 
 /**
  * The admin API (`/admin/*`), on its own bearer token (`LATCHKEY_ADMIN_TOKEN`), for the app's own
- * servers and operators, never browsers. Without a token configured it does not exist (404).
+ * servers and operators (the console page sends the token itself; no cookie is read). Without a token configured it does not exist (404).
  * Webhook endpoints:
  * - `POST /admin/webhooks` `{url, eventTypes?}` → 201 `{id, url, eventTypes, createdAt, secret}`:
  *   the secret (`whsec_…`) is shown this once;
