@@ -2,7 +2,8 @@ import type { Database } from '@latchkey/service/database'
 import type { TurnkeyClient } from '@turnkey/http'
 import { sql } from 'kysely'
 import { beforeAll, beforeEach, describe, expect, test } from 'vitest'
-import { createServerApp } from '../src/index.js'
+import { freshDatabaseUrl } from '../../service/test/testDatabase.js'
+import { createServerApp, openStore } from '../src/index.js'
 import { endReservation, type PaymasterSchema, reserve } from '../src/paymaster/schema.js'
 import { answer, newEmail, useBackend } from './backend.js'
 import { parentApprovals } from './consoleSetup.js'
@@ -311,10 +312,37 @@ describe('webhook deliveries', () => {
     ])
   })
 
-  test('behavior: 40 replays of one delivery at once: one replays it, the others are 409', async () => {
-    const { delivered } = await deliveries()
-    const responses = await Promise.all(Array.from({ length: 40 }, () => call('POST', `/admin/webhooks/deliveries/${idOf(delivered)}/replay`)))
-    expect(responses.map((response) => response.status).sort()).toEqual([200, ...Array<number>(39).fill(409)])
+  test('behavior: 40 replays of one delivery at once on two instances of one database: one replays it, the others are 409', async () => {
+    const url = await freshDatabaseUrl()
+    const stores = [await openStore(url), await openStore(url)] as const
+    try {
+      const [one, two] = stores.map((store) => createServerApp({ ...t.options, store, adminToken: token }))
+      const { id: endpointId } = await stores[0].webhooks.createEndpoint({ url: 'http://127.0.0.1:9/hooks', eventTypes: ['user.authenticated'], at: t.clock })
+      await stores[0].insertSession({
+        id: 'session-of-the-replay',
+        email: null,
+        organization_id: null,
+        user_id: null,
+        address: `0x${'b'.repeat(40)}`,
+        kind: 'siwe',
+        chain_id: 31337,
+        wallet_kind: 'injected',
+        session_public_key: null,
+        expires_at: t.clock + 3_600_000,
+        created_at: t.clock,
+      })
+      const [delivery] = await stores[1].webhooks.claim(t.clock + 10, 60_000, 10)
+      expect(delivery!.endpoint_id).toBe(endpointId)
+      await stores[1].webhooks.settle(delivery!, { at: t.clock + 11, delivered: true, status: 204 })
+      const path = `/admin/webhooks/deliveries/${idOf(delivery!)}/replay`
+      const responses = await Promise.all(
+        Array.from({ length: 40 }, (_, index) => (index % 2 ? one! : two!).request(path, { method: 'POST', headers: { authorization: `Bearer ${token}` } })),
+      )
+      expect(responses.map((response) => response.status).sort()).toEqual([200, ...Array<number>(39).fill(409)])
+      expect((await stores[0].webhooks.allDeliveries({ limit: 10 }))!.map((row) => [row.delivered_at, Number(row.attempts)])).toEqual([[null, 0]])
+    } finally {
+      for (const store of stores) await store.close()
+    }
   })
 
   test('error: an unknown or malformed delivery, or no token: nothing replayed', async () => {
