@@ -115,7 +115,7 @@ export function consoleRoutes(admin: Hono, options: { store: Store; kms: Turnkey
     const { wallets } = await callKms(() => kms.getWallets({ organizationId }))
     const withAccounts = []
     for (const wallet of wallets) {
-      const { accounts } = await callKms(() => kms.getWalletAccounts({ organizationId, walletId: wallet.walletId }))
+      const { accounts } = await callKms(() => kms.getWalletAccounts({ organizationId, walletId: wallet.walletId, paginationOptions: { limit: '100' } }))
       withAccounts.push({
         walletId: wallet.walletId,
         walletName: wallet.walletName,
