@@ -112,7 +112,7 @@ export type ServerAppOptions = {
   maxBodyBytes?: number | undefined
   /** Where each `POST /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
   audit?: AuditTrail | undefined
-  /** The bearer token of the admin API (`/admin/*`: webhook endpoints). Without it the admin API answers 404. */
+  /** The bearer token of the admin API (`/admin/*`: webhook endpoints, the operator console at `GET /admin`). Without it the admin API answers 404. */
   adminToken?: string | undefined
   /**
    * The ERC-7677 paymaster service at `POST /paymaster` (`pm_getPaymasterStubData`,
@@ -294,6 +294,17 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
       return c.json(await paymaster.handle(await c.req.json().catch(() => undefined)))
     })
   if (options.adminToken !== undefined)
-    app.route('/admin', adminRoutes({ token: options.adminToken, store: options.store, audit, ipOf: context.ipOf, now: context.now }))
+    app.route(
+      '/admin',
+      adminRoutes({
+        token: options.adminToken,
+        store: options.store,
+        audit,
+        ipOf: context.ipOf,
+        now: context.now,
+        kms: context.kms,
+        organizationId: options.organizationId,
+      }),
+    )
   return app
 }

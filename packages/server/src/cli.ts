@@ -220,7 +220,7 @@ const settings = {
     env: 'LATCHKEY_ADMIN_TOKEN',
     fileFlag: 'admin-token-file',
     description:
-      'The bearer token of the admin API (/admin/*: webhook endpoints), at least 32 characters, for the app’s servers only. Without it the admin API answers 404.',
+      'The bearer token of the admin API (/admin/*: webhook endpoints, the operator console at GET /admin), at least 32 characters, for the app’s servers and operators only. Without it the admin API answers 404.',
     convert: (text, label) => {
       const token = text.trim()
       if (token.length < 32 || /\s/.test(token)) throw new SettingsError(`${label} must be at least 32 characters, without spaces`)

@@ -433,6 +433,10 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       queuedListeners.add(listener)
       return () => queuedListeners.delete(listener)
     },
+    /** Tells the sender's nudge that deliveries are due (after a write outside `insertSession`: an operator's replay). */
+    webhooksQueued() {
+      for (const listener of queuedListeners) listener()
+    },
     deleteSession,
     deleteSessionsOf,
     /** The account of the embedded wallet at `address` (any case), if this backend created it. */

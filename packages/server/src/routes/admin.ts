@@ -1,7 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { AuditTrail } from '@latchkey/service/database'
+import type { TurnkeyClient } from '@turnkey/http'
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { z } from 'zod'
+import { CONSOLE_CSS, CONSOLE_HEADERS, CONSOLE_HTML, CONSOLE_ICON, CONSOLE_JS } from '../console/page.js'
+import { consoleRoutes } from '../console/routes.js'
 import { ServerError } from '../errors.js'
 import { readBody } from '../internal/context.js'
 import type { Store } from '../store.js'
@@ -55,7 +58,7 @@ function auditAdmin(trail: AuditTrail, ipOf: (c: Context) => string): Middleware
 
 /**
  * The admin API (`/admin/*`), on its own bearer token (`LATCHKEY_ADMIN_TOKEN`), for the app's own
- * servers and operators, never browsers. Without a token configured it does not exist (404).
+ * servers and operators (the console page sends the token itself; no cookie is read). Without a token configured it does not exist (404).
  * Webhook endpoints:
  * - `POST /admin/webhooks` `{url, eventTypes?}` → 201 `{id, url, eventTypes, createdAt, secret}`:
  *   the secret (`whsec_…`) is shown this once;
@@ -63,14 +66,32 @@ function auditAdmin(trail: AuditTrail, ipOf: (c: Context) => string): Middleware
  * - `DELETE /admin/webhooks/:id` → 204, its pending deliveries dropped;
  * - `GET /admin/webhooks/:id/deliveries` → the newest 100 deliveries and how each went.
  *
+ * The operator console: its page at `GET /admin` (with `/admin/console.js`, `.css` and `.svg`,
+ * served without the token: they hold nothing secret, and the page asks for the token), and its
+ * routes (console/routes.ts) on the token.
+ *
  * @example
- * app.route('/admin', adminRoutes({ token, store, audit, ipOf, now }))
+ * app.route('/admin', adminRoutes({ token, store, audit, ipOf, now, kms, organizationId }))
  */
-export function adminRoutes(options: { token: string; store: Store; audit: AuditTrail; ipOf: (c: Context) => string; now: () => number }) {
+export function adminRoutes(options: {
+  token: string
+  store: Store
+  audit: AuditTrail
+  ipOf: (c: Context) => string
+  now: () => number
+  /** The parent organization's client, and its id: the console reads sub-organizations and votes with it. */
+  kms: TurnkeyClient
+  organizationId: string
+}) {
   const { store } = options
   const admin = new Hono()
   admin.use('*', auditAdmin(options.audit, options.ipOf))
+  admin.get('/', (c) => c.html(CONSOLE_HTML, 200, CONSOLE_HEADERS))
+  admin.get('/console.js', (c) => c.body(CONSOLE_JS, 200, { ...CONSOLE_HEADERS, 'content-type': 'text/javascript; charset=utf-8' }))
+  admin.get('/console.css', (c) => c.body(CONSOLE_CSS, 200, { ...CONSOLE_HEADERS, 'content-type': 'text/css; charset=utf-8' }))
+  admin.get('/console.svg', (c) => c.body(CONSOLE_ICON, 200, { ...CONSOLE_HEADERS, 'content-type': 'image/svg+xml' }))
   admin.use('*', adminToken(options.token))
+  consoleRoutes(admin, { store, kms: options.kms, organizationId: options.organizationId, now: options.now })
   admin.post('/webhooks', async (c) => {
     const input = await readBody(c.req.raw, endpointSchema)
     const endpoint = await store.webhooks.createEndpoint({ url: input.url, eventTypes: input.eventTypes ?? null, at: options.now() })

@@ -6,6 +6,8 @@ import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow, WebhookSc
 
 /** An endpoint as the admin API shows it: never its secret after creation. */
 export type WebhookEndpoint = { id: string; url: string; eventTypes: string[] | null; createdAt: number }
+/** How a delivery stands: sent, being tried, or given up after `WEBHOOK_RETRY_MS`. */
+export type DeliveryStatus = 'delivered' | 'pending' | 'given_up'
 /** A delivery claimed for sending: the event's id, type and body, and where it goes with which secret. */
 export type ClaimedDelivery = Pick<WebhookDeliveryRow, 'event_id' | 'endpoint_id' | 'attempts'> &
   Pick<WebhookEventRow, 'body'> & { url: string; secret: string; created_at: number }
@@ -201,6 +203,87 @@ export function webhookOutbox<schema extends WebhookSchema>(database: Database<s
         .orderBy('e.created_at', 'desc')
         .limit(limit)
         .execute(),
+    /**
+     * Every endpoint's deliveries, newest event first, `limit` of them after the delivery `after`
+     * (its event and endpoint ids), optionally only those `status`: the operator console's list.
+     * Answers undefined when `after` names no delivery.
+     */
+    async allDeliveries(input: { limit: number; after?: { eventId: string; endpointId: string } | undefined; status?: DeliveryStatus | undefined }) {
+      let cursor: { created_at: number; event_id: string; endpoint_id: string } | undefined
+      if (input.after) {
+        const found = await db
+          .selectFrom('webhook_deliveries as d')
+          .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+          .select(['e.created_at', 'd.event_id', 'd.endpoint_id'])
+          .where('d.event_id', '=', input.after.eventId)
+          .where('d.endpoint_id', '=', input.after.endpointId)
+          .executeTakeFirst()
+        if (!found) return undefined
+        cursor = { ...found, created_at: Number(found.created_at) }
+      }
+      const rows = await db
+        .selectFrom('webhook_deliveries as d')
+        .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+        .innerJoin('webhook_endpoints as p', 'p.id', 'd.endpoint_id')
+        .select([
+          'd.event_id',
+          'd.endpoint_id',
+          'p.url',
+          'e.type',
+          'e.created_at',
+          'd.attempts',
+          'd.delivered_at',
+          'd.given_up_at',
+          'd.last_status',
+          'd.last_error',
+          'd.next_attempt_at',
+        ])
+        .$if(input.status === 'delivered', (query) => query.where('d.delivered_at', 'is not', null))
+        .$if(input.status === 'given_up', (query) => query.where('d.given_up_at', 'is not', null))
+        .$if(input.status === 'pending', (query) => query.where('d.delivered_at', 'is', null).where('d.given_up_at', 'is', null))
+        .$if(cursor !== undefined, (query) =>
+          query.where((where) =>
+            where.or([
+              where('e.created_at', '<', cursor!.created_at),
+              where.and([where('e.created_at', '=', cursor!.created_at), where('d.event_id', '<', cursor!.event_id)]),
+              where.and([
+                where('e.created_at', '=', cursor!.created_at),
+                where('d.event_id', '=', cursor!.event_id),
+                where('d.endpoint_id', '>', cursor!.endpoint_id),
+              ]),
+            ]),
+          ),
+        )
+        .orderBy('e.created_at', 'desc')
+        .orderBy('d.event_id', 'desc')
+        .orderBy('d.endpoint_id', 'asc')
+        .limit(input.limit)
+        .execute()
+      return rows
+    },
+    /**
+     * Sends one delivered or given-up delivery again (with the same `webhook-id`): due at `at`,
+     * its attempts counted afresh. One conditional statement: a pending delivery is left as it is
+     * (its sender may hold it), so of operators replaying one delivery at once, one does. Answers
+     * `replayed`, `pending`, or `unknown` when there is no such delivery.
+     */
+    async replayDelivery(eventId: string, endpointId: string, at: number): Promise<'replayed' | 'pending' | 'unknown'> {
+      const updated = await db
+        .updateTable('webhook_deliveries')
+        .set({ attempts: 0, next_attempt_at: at, delivered_at: null, given_up_at: null, last_status: null, last_error: null })
+        .where('event_id', '=', eventId)
+        .where('endpoint_id', '=', endpointId)
+        .where((where) => where.or([where('delivered_at', 'is not', null), where('given_up_at', 'is not', null)]))
+        .executeTakeFirst()
+      if (updated.numUpdatedRows > 0n) return 'replayed'
+      const found = await db
+        .selectFrom('webhook_deliveries')
+        .select('event_id')
+        .where('event_id', '=', eventId)
+        .where('endpoint_id', '=', endpointId)
+        .executeTakeFirst()
+      return found ? 'pending' : 'unknown'
+    },
     /** Drops events (and their deliveries) older than `before` that are delivered or given up everywhere. */
     async prune(before: number) {
       const pending = db.selectFrom('webhook_deliveries').select('event_id').where('delivered_at', 'is', null).where('given_up_at', 'is', null)
