@@ -15,7 +15,14 @@ import {
   type SignedAuthorization,
   sliceHex,
 } from 'viem'
-import { entryPoint08Abi, entryPoint08Address, formatUserOperationRequest, getUserOperationTypedData, type UserOperation } from 'viem/account-abstraction'
+import {
+  entryPoint08Abi,
+  entryPoint08Address,
+  formatUserOperationRequest,
+  getUserOperationHash,
+  getUserOperationTypedData,
+  type UserOperation,
+} from 'viem/account-abstraction'
 import { estimateFeesPerGas, getTransactionCount, readContract } from 'viem/actions'
 import { WATCH_SCHEDULE_MS } from './callsWatch.js'
 import { EmbeddedError, SPONSORSHIP_REASONS, type SponsorshipRefusal, SponsorshipUnavailableError } from './errors.js'
@@ -260,7 +267,8 @@ export async function signAndSend(context: UserOperationContext, prepared: Prepa
     sent.set(hash, prepared.release)
     return hash
   } catch (error) {
-    prepared.release()
+    // An operation the bundler may hold keeps its nonce key: another must not replace it.
+    if (!(error instanceof EmbeddedError && error.code === 'user_operation_unknown')) prepared.release()
     throw error
   }
 }
@@ -280,11 +288,18 @@ async function signAndSendOnce(context: UserOperationContext, prepared: Prepared
   userOperation.signature = await context.signTypedData(
     getUserOperationTypedData({ chainId: context.chain.id, entryPointAddress: entryPoint08Address, userOperation }),
   )
-  const hash = await rpc<Hex>(context, 'bundler', prepared.bundlerUrl, 'eth_sendUserOperation', [
-    formatUserOperationRequest(userOperation),
-    entryPoint08Address,
-  ])
-  return hash
+  try {
+    return await rpc<Hex>(context, 'bundler', prepared.bundlerUrl, 'eth_sendUserOperation', [formatUserOperationRequest(userOperation), entryPoint08Address])
+  } catch (error) {
+    // No answer in time is not "nothing sent": the bundler may have taken it. Not a sponsorship
+    // refusal either, so no fallback sends the calls a second time.
+    if (!(error instanceof SponsorshipUnavailableError && (error.cause as Error | undefined)?.name === 'TimeoutError')) throw error
+    const hash = getUserOperationHash({ chainId: context.chain.id, entryPointAddress: entryPoint08Address, entryPointVersion: '0.8', userOperation })
+    throw new EmbeddedError('user_operation_unknown', 'The bundler did not answer; the operation may still be included.', {
+      details: `UserOperation ${hash} was signed and given to the bundler, which did not answer eth_sendUserOperation within ${SPONSORSHIP_TIMEOUT_MS / 1000} s. Ask eth_getUserOperationReceipt for it before sending the calls again.`,
+      cause: error,
+    })
+  }
 }
 
 /** The UserOperations sent from this page: pending until included, though the bundler's eth_getUserOperationByHash only finds included ones (Alto). */

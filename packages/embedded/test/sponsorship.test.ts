@@ -271,6 +271,45 @@ describe('a paymaster or bundler that cannot answer', () => {
     expect(await stateOf(address, organizationId)).toEqual(before)
   })
 
+  test('error: a bundler that takes the operation but never answers is "user_operation_unknown" with its hash, not "nothing sent"; the operation lands', {
+    timeout: 20_000,
+  }, async () => {
+    // Forwards every request to Alto and answers, except eth_sendUserOperation: forwarded, never answered.
+    const mute = createServer(async (request, response) => {
+      let body = ''
+      for await (const chunk of request) body += chunk
+      const forwarded = fetch(bundler.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      if ((JSON.parse(body) as { method: string }).method === 'eth_sendUserOperation') return
+      response.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*' }).end(await (await forwarded).text())
+    })
+    const port = await getFreePort()
+    await new Promise<void>((resolve) => mute.listen(port, '127.0.0.1', resolve))
+    try {
+      const { wallet, provider } = await signedIn(
+        { paymasterUrl: `${stack.backendUrl}/paymaster`, bundlerUrls: { 31337: `http://127.0.0.1:${port}` } },
+        { fund: false },
+      )
+      const [to] = recipients()
+
+      const error = await wallet.sendCalls({ calls: [mint(to, 5n)] }).catch((caught: unknown) => caught)
+
+      expect(error).not.toBeInstanceOf(SponsorshipUnavailableError)
+      expect(error).toMatchObject({
+        name: 'EmbeddedError',
+        code: 'user_operation_unknown',
+        shortMessage: 'The bundler did not answer; the operation may still be included.',
+      })
+      const hash = /UserOperation (0x[0-9a-f]{64}) /.exec((error as Error).message)![1] as Hex
+      // It was taken: the status of its id (chain 31337, flag 02, the hash) reaches confirmed.
+      const status = await mined(provider, `0x${'00'.repeat(29)}7a6902${hash.slice(2)}`)
+      expect(status.status).toBe(200)
+      expect(await tokensOf(to)).toBe(5n)
+    } finally {
+      mute.closeAllConnections()
+      await new Promise((resolve) => mute.close(resolve))
+    }
+  })
+
   test('error: a chain without a bundler is "chain"; nothing is signed or sent', async () => {
     const { wallet, address, organizationId } = await signedIn({ bundlerUrls: {} })
     const before = await stateOf(address, organizationId)
