@@ -4,6 +4,7 @@ import type { ActivityTable } from '../activities/table.js'
 import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertAuthenticator, invalidateKeys, prepareCredential, refuseLongLifetime, registerCredential } from '../credentials.js'
 import { alreadyExists, failedPrecondition, GrpcCode, KmsError, notFound, permissionDenied } from '../errors.js'
+import { codeMail, mailLocale, recoveryMail, signInMail } from '../mails.js'
 import { authenticatorParams, parse, targetPublicKey } from '../params.js'
 import { keepingWrites } from '../refusal.js'
 import { verifyRegistration } from '../webauthn.js'
@@ -20,18 +21,6 @@ async function userByEmail(context: ActivityContext, email: string) {
 }
 
 const hashCode = (otpId: string, code: string) => createHash('sha256').update(`${otpId}:${code}`).digest()
-
-/**
- * Where a code or credential belongs, as mail says it (security review L8): the app's origins
- * (the passkey origins the kms is configured with), so a phishing page asking for it stands out.
- */
-export function onlyOn(context: ActivityContext): { text: string; html: string } {
-  const origins = context.webauthn.origins.join(' or ')
-  return {
-    text: `Only enter it on ${origins}. No one will ask you for it by phone, chat or email.`,
-    html: `<p><strong>Only enter it on ${origins}.</strong> No one will ask you for it by phone, chat or email.</p>`,
-  }
-}
 
 export function newCode(length: number, alphanumeric: boolean): string {
   const alphabet = alphanumeric ? 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789' : '0123456789'
@@ -51,7 +40,10 @@ export const AUTH_ACTIVITIES: ActivityTable = {
           targetPublicKey,
           apiKeyName: z.string().min(1).max(256).optional(),
           expirationSeconds: z.string().regex(/^\d+$/).optional(),
-          emailCustomization: z.object({ appName: z.string().min(1), magicLinkTemplate: z.string().optional() }).optional(),
+          // `locale`: a Latchkey extension, the mail's language (a BCP 47 tag or an Accept-Language list).
+          emailCustomization: z
+            .object({ appName: z.string().min(1), magicLinkTemplate: z.string().optional(), locale: z.string().max(256).optional() })
+            .optional(),
         }),
         params,
       )
@@ -67,14 +59,17 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         // Only who reads the mailbox holds it: its arrival there is the verification.
         verifiedAt: 'at creation',
       })
-      const appName = input.emailCustomization?.appName ?? 'your app'
-      const link = input.emailCustomization?.magicLinkTemplate?.replace('%s', encodeURIComponent(bundle))
-      await context.mailer.send({
-        to: input.email,
-        subject: `Sign in to ${appName}`,
-        text: `Your sign-in credential for ${appName}:\n\n${link ?? bundle}\n\nIt works for ${Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60} minutes.\n\n${onlyOn(context).text}`,
-        html: `<p>Your sign-in credential for ${appName}:</p><p>${link ? `<a href="${link}">Sign in</a>` : `<code>${bundle}</code>`}</p>${onlyOn(context).html}`,
-      })
+      await context.mailer.send(
+        signInMail({
+          to: input.email,
+          appName: input.emailCustomization?.appName ?? 'your app',
+          credential: bundle,
+          link: input.emailCustomization?.magicLinkTemplate?.replace('%s', encodeURIComponent(bundle)),
+          minutes: Math.round(Number(input.expirationSeconds ?? DEFAULT_SESSION_SECONDS) / 60),
+          origins: context.webauthn.origins,
+          locale: mailLocale(input.emailCustomization?.locale),
+        }),
+      )
       // The bundle travels by email only.
       return { userId: user.id, apiKeyId }
     },
@@ -89,7 +84,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
           email: z.email(),
           targetPublicKey,
           expirationSeconds: z.string().regex(/^\d+$/).optional(),
-          emailCustomization: z.object({ appName: z.string().min(1) }).optional(),
+          // `locale`: a Latchkey extension, the mail's language (a BCP 47 tag or an Accept-Language list).
+          emailCustomization: z.object({ appName: z.string().min(1), locale: z.string().max(256).optional() }).optional(),
         }),
         params,
       )
@@ -104,13 +100,16 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         // It recovers the account (a new passkey), which is the user's next verification.
         verifiedAt: null,
       })
-      const appName = input.emailCustomization?.appName ?? 'your app'
-      await context.mailer.send({
-        to: input.email,
-        subject: `Recover your ${appName} account`,
-        text: `Your recovery credential for ${appName}:\n\n${credential.credentialBundle}\n\nIt works for ${Math.round(seconds / 60)} minutes. If you did not ask to recover your account, ignore this email.\n\n${onlyOn(context).text}`,
-        html: `<p>Your recovery credential for ${appName}:</p><p><code>${credential.credentialBundle}</code></p><p>It works for ${Math.round(seconds / 60)} minutes.</p>${onlyOn(context).html}`,
-      })
+      await context.mailer.send(
+        recoveryMail({
+          to: input.email,
+          appName: input.emailCustomization?.appName ?? 'your app',
+          credential: credential.credentialBundle,
+          minutes: Math.round(seconds / 60),
+          origins: context.webauthn.origins,
+          locale: mailLocale(input.emailCustomization?.locale),
+        }),
+      )
       return { userId: user.id }
     },
   },
@@ -141,6 +140,8 @@ export const AUTH_ACTIVITIES: ActivityTable = {
           contact: z.email(),
           otpLength: z.number().int().min(6).max(9).optional(),
           appName: z.string().min(1).max(128),
+          /** Latchkey extension: the mail's language (a BCP 47 tag or an Accept-Language list); English otherwise. */
+          locale: z.string().max(256).optional(),
           alphanumeric: z.boolean().optional(),
           expirationSeconds: z.string().regex(/^\d+$/).optional(),
         }),
@@ -161,13 +162,16 @@ export const AUTH_ACTIVITIES: ActivityTable = {
         expires_at: at + seconds * 1000,
         created_at: at,
       })
-      await context.mailer.send({
-        to: input.contact,
-        // The code stays out of the subject, which lock screens and notifications show.
-        subject: `Your ${input.appName} sign-in code`,
-        text: `Your ${input.appName} sign-in code is ${code}. It expires in ${Math.round(seconds / 60)} minutes.\n\n${onlyOn(context).text}`,
-        html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(seconds / 60)} minutes.</p>${onlyOn(context).html}`,
-      })
+      await context.mailer.send(
+        codeMail({
+          to: input.contact,
+          appName: input.appName,
+          code,
+          minutes: Math.round(seconds / 60),
+          origins: context.webauthn.origins,
+          locale: mailLocale(input.locale),
+        }),
+      )
       return { otpId }
     },
   },

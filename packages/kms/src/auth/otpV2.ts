@@ -6,10 +6,11 @@ import { hpkeOpen, signBundle } from '../bundles.js'
 import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, refuseLongLifetime, sessionJwt } from '../credentials.js'
 import { failedPrecondition, GrpcCode, invalid, KmsError, notFound, permissionDenied } from '../errors.js'
+import { codeMail, mailLocale } from '../mails.js'
 import { parse } from '../params.js'
 import { keepingWrites } from '../refusal.js'
 import { open, seal } from '../secrets.js'
-import { newCode, onlyOn } from './activities.js'
+import { newCode } from './activities.js'
 import { OTP_DEFAULT_SECONDS, OTP_MAX_ATTEMPTS, OTP_MAX_SECONDS, VERIFICATION_TOKEN_DEFAULT_SECONDS, VERIFICATION_TOKEN_MAX_SECONDS } from './limits.js'
 
 // Turnkey's second OTP flow (research/turnkey-api.md §6.2, flow B): the code never travels in
@@ -102,6 +103,8 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
           otpType: z.literal('OTP_TYPE_EMAIL', 'only OTP_TYPE_EMAIL is supported'),
           contact: z.email(),
           appName: z.string().min(1).max(128),
+          /** Latchkey extension: the mail's language (a BCP 47 tag or an Accept-Language list); English otherwise. */
+          locale: z.string().max(256).optional(),
           otpLength: z.number().int().min(6).max(9).optional(),
           alphanumeric: z.boolean().optional(),
           expirationSeconds: seconds.optional(),
@@ -134,13 +137,16 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
         created_at: at,
         sealed_target_key: seal(masterKey, targetRecord(otpId), Buffer.from(target).toString('hex')),
       })
-      await context.mailer.send({
-        to: input.contact,
-        // The code stays out of the subject, which lock screens and notifications show.
-        subject: `Your ${input.appName} sign-in code`,
-        text: `Your ${input.appName} sign-in code is ${code}. It expires in ${Math.round(lifetime / 60)} minutes.\n\n${onlyOn(context).text}`,
-        html: `<p>Your ${input.appName} sign-in code is <strong>${code}</strong>.</p><p>It expires in ${Math.round(lifetime / 60)} minutes.</p>${onlyOn(context).html}`,
-      })
+      await context.mailer.send(
+        codeMail({
+          to: input.contact,
+          appName: input.appName,
+          code,
+          minutes: Math.round(lifetime / 60),
+          origins: context.webauthn.origins,
+          locale: mailLocale(input.locale),
+        }),
+      )
       const targetPublic = Buffer.from(p256.getPublicKey(target, false)).toString('hex')
       return {
         otpId,

@@ -13,6 +13,17 @@ function isP256Point(hex: string) {
 
 export const email = z.email().max(254)
 
+/**
+ * The language of the kms's mails: the body's `locale` (a BCP 47 tag: the app's UI language), else
+ * the request's Accept-Language, as the kms's Latchkey extension field `locale` takes it. The kms
+ * writes in 16 languages and falls back to English.
+ */
+export const locale = z.string().max(256).optional()
+export const mailLocale = (given: string | undefined, acceptLanguage: string | undefined) => {
+  const chosen = given ?? acceptLanguage?.slice(0, 256)
+  return chosen ? { locale: chosen } : {}
+}
+
 /** A key the browser holds and stamps with: what the kms registers as an API key. */
 export const compressedP256Key = z
   .string()

@@ -2,11 +2,11 @@ import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
-import { compressedP256Key, email, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
+import { compressedP256Key, email, locale, mailLocale, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { createAccountSubOrganization } from '../internal/subOrganization.js'
 import { noteEmail } from '../middleware/audit.js'
 
-const startSchema = z.object({ email })
+const startSchema = z.object({ email, locale })
 const PLAINTEXT_CODE = 'The code is typed in the consent frame: send its encryptedOtpBundle and clientSignature, never the code'
 const verifySchema = z.object({
   // First, so a page still sending the code is told so before anything else.
@@ -34,7 +34,8 @@ const verifySchema = z.object({
  */
 export const emailStart = (context: RouteContext) => async (c: Context) => {
   const { store, kms, now } = context
-  const address = (await readBody(c.req.raw, startSchema)).email.toLowerCase()
+  const body = await readBody(c.req.raw, startSchema)
+  const address = body.email.toLowerCase()
   enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   enforce(await context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
 
@@ -61,7 +62,7 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
       type: 'ACTIVITY_TYPE_INIT_OTP_V3',
       timestampMs: String(now()),
       organizationId,
-      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: address, appName: context.appName },
+      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: address, appName: context.appName, ...mailLocale(body.locale, c.req.header('accept-language')) },
     }),
   )
   const { otpId, otpEncryptionTargetBundle } = activity.result.initOtpResultV2 ?? {}

@@ -2,12 +2,12 @@ import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
-import { attestation, challenge, compressedP256Key, email, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
+import { attestation, challenge, compressedP256Key, email, locale, mailLocale, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { createAccountSubOrganization } from '../internal/subOrganization.js'
 import { noteEmail } from '../middleware/audit.js'
 import { StoreConflictError } from '../store.js'
 
-const startSchema = z.object({ email })
+const startSchema = z.object({ email, locale })
 const signupSchema = z.object({
   email: email.optional(),
   passkeyIdentifier: z.string().trim().min(1).max(128).optional(),
@@ -35,7 +35,8 @@ const emailTaken = () => new ServerError(409, 'email_exists', 'This email has an
  */
 export const passkeySignupStart = (context: RouteContext) => async (c: Context) => {
   const { store, kms, now } = context
-  const address = (await readBody(c.req.raw, startSchema)).email.toLowerCase()
+  const body = await readBody(c.req.raw, startSchema)
+  const address = body.email.toLowerCase()
   enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   enforce(await context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
   const { activity } = await callKms(() =>
@@ -43,7 +44,7 @@ export const passkeySignupStart = (context: RouteContext) => async (c: Context) 
       type: 'ACTIVITY_TYPE_INIT_OTP_V3',
       timestampMs: String(now()),
       organizationId: context.organizationId,
-      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: address, appName: context.appName },
+      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: address, appName: context.appName, ...mailLocale(body.locale, c.req.header('accept-language')) },
     }),
   )
   const { otpId, otpEncryptionTargetBundle } = activity.result.initOtpResultV2 ?? {}

@@ -3,12 +3,12 @@ import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody } from '../internal/context.js'
-import { email, p256PublicKey } from '../internal/schemas.js'
+import { email, locale, mailLocale, p256PublicKey } from '../internal/schemas.js'
 
 /** How long the emailed recovery credential works (SPEC §5, §9). */
 export { RECOVERY_CODE_VALIDITY_S as RECOVERY_CODE_SECONDS } from '@latchkey/constants'
 
-const recoverySchema = z.object({ email, targetPublicKey: p256PublicKey, recoveryType: z.enum(['email', 'passkey']).default('email') })
+const recoverySchema = z.object({ email, targetPublicKey: p256PublicKey, recoveryType: z.enum(['email', 'passkey']).default('email'), locale })
 
 /**
  * `POST /auth/recovery/start` `{email, targetPublicKey, recoveryType?}` → `{}`: the kms emails a
@@ -39,7 +39,7 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
               type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3',
               timestampMs: String(context.now()),
               organizationId: account.organization_id,
-              parameters: { ...common, emailCustomization: { appName: context.appName } },
+              parameters: { ...common, emailCustomization: { appName: context.appName, ...mailLocale(input.locale, c.req.header('accept-language')) } },
             }),
           )
         ).activity.result.emailAuthResult?.userId
@@ -49,7 +49,7 @@ export const recoveryStart = (context: RouteContext) => async (c: Context) => {
               type: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2',
               timestampMs: String(context.now()),
               organizationId: account.organization_id,
-              parameters: { ...common, emailCustomization: { appName: context.appName } },
+              parameters: { ...common, emailCustomization: { appName: context.appName, ...mailLocale(input.locale, c.req.header('accept-language')) } },
             }),
           )
         ).activity.result.initUserEmailRecoveryResult?.userId
