@@ -38,16 +38,23 @@ afterAll(() => killAll(running.file))
 /**
  * Starts `cli` (a package's `src/cli.ts`, as a path from the repository root) with `args` and only
  * the given variables among those a bin reads. Killed after the test if still running (after the
- * file's tests with `scope: 'file'`, for a service started in beforeAll).
+ * file's tests with `scope: 'file'`, for a service started in beforeAll). `cwd` (default: this
+ * repository) is where it runs, and what a relative `cli` is read from: another release's tree.
  *
  * @example
  * const relay = startCli('packages/relay/src/cli.ts', ['--port', '5555', '--memory'])
  * await relay.waitForLog((line) => line.msg.startsWith('Relay listening'))
  */
-export function startCli(cli: string, args: readonly string[], env: Record<string, string> = {}, scope: 'test' | 'file' = 'test'): CliProcess {
+export function startCli(
+  cli: string,
+  args: readonly string[],
+  env: Record<string, string> = {},
+  scope: 'test' | 'file' = 'test',
+  cwd: string = repoRoot,
+): CliProcess {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('LATCHKEY_') && !CLEARED.includes(name)))
   const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', cli, ...args], {
-    cwd: repoRoot,
+    cwd,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
