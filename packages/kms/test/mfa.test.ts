@@ -246,6 +246,30 @@ describe('TOTP factor', () => {
     expect(await harness.kms.db.mfaFactorsOfUser(user.userId)).toHaveLength(1)
   })
 
+  test('error: a session key without a fresh verification (one the backend registered) may not enrol a factor: one the user does not hold would lock them out', async () => {
+    const user = await signedIn()
+    const registered = generateApiKeyPair()
+    await user.client.createApiKeys({
+      type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',
+      timestampMs: harness.timestampMs(),
+      organizationId: user.organizationId,
+      parameters: {
+        userId: user.userId,
+        apiKeys: [{ apiKeyName: 'session', publicKey: registered.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '900' }],
+      },
+    })
+    expect(await submit(user, 'create_totp_factor', { userId: user.userId }, registered)).toEqual({
+      status: 403,
+      body: {
+        code: 7,
+        message:
+          'fresh verification required: ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than 86400 seconds old',
+        details: [],
+      },
+    })
+    expect(await harness.kms.db.mfaFactorsOfUser(user.userId)).toEqual([])
+  })
+
   test('error: a code is accepted once: the same code again is refused as wrong', async () => {
     const user = await signedIn()
     const created = await submit(user, 'create_totp_factor', { userId: user.userId })
