@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { decryptCredentialBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
+import { decryptCredentialBundle, decryptExportBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { generateSync } from 'otplib'
@@ -54,7 +54,16 @@ async function signedIn(on: Harness = harness) {
 type User = Awaited<ReturnType<typeof signedIn>>
 
 /** What the activities answer, as far as these tests read it. */
-type FactorResult = { factorId: string; secret: string; otpauthUri: string; recoveryCodes: string[]; mfaVerifiedAt: string; recoveryCodesLeft: number }
+type FactorResult = {
+  factorId: string
+  secret: string
+  otpauthUri: string
+  recoveryCodes: string[]
+  mfaVerifiedAt: string
+  recoveryCodesLeft: number
+  secretBundle: string
+  recoveryCodesBundle: string
+}
 type Answer = {
   status: number
   body: {
@@ -197,6 +206,36 @@ describe('TOTP factor', () => {
     expect((await harness.kms.db.mfaFactorsOfUser(user.userId))[0]!.status).toBe('MFA_FACTOR_STATUS_ACTIVE')
     const storedVerification = await harness.backend.getActivity({ organizationId: user.organizationId, activityId: verified.body['activity'].id })
     expect(storedVerification.activity.result).toEqual({ verifyMfaFactorResult: rest })
+  })
+
+  test('behavior: with a frame’s targetPublicKey the secret and the recovery codes come sealed to it (export bundles), never in clear to the page that relays them', async () => {
+    const user = await signedIn()
+    const frame = generateP256KeyPair()
+    const open = async (bundle: string) =>
+      JSON.parse(
+        await decryptExportBundle({
+          exportBundle: bundle,
+          embeddedKey: frame.privateKey,
+          organizationId: user.organizationId,
+          returnMnemonic: true,
+          dangerouslyOverrideSignerPublicKey: harness.kms.signerPublicKey,
+        }),
+      )
+    const created = await submit(user, 'create_totp_factor', { userId: user.userId, targetPublicKey: frame.publicKeyUncompressed })
+    const result = created.body.activity.result.createTotpFactorResult
+    expect(Object.keys(result).sort()).toEqual(['factorId', 'secretBundle'])
+    const { secret, otpauthUri } = await open(result.secretBundle)
+    expect(otpauthUri).toBe(`otpauth://totp/Latchkey:${encodeURIComponent(user.email)}?secret=${secret}&issuer=Latchkey`)
+    const verified = await submit(user, 'verify_mfa_factor', { factorId: result.factorId, code: codeOf(secret), targetPublicKey: frame.publicKeyUncompressed })
+    const verification = verified.body.activity.result.verifyMfaFactorResult
+    expect(Object.keys(verification).sort()).toEqual(['factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
+    const codes = (await open(verification.recoveryCodesBundle)) as string[]
+    expect(codes).toHaveLength(10)
+    // They are the user's codes: one of them verifies.
+    harness.clock.now += 30_000
+    expect((await submit(user, 'verify_mfa_factor', { recoveryCode: codes[0]! })).body.activity.result.verifyMfaFactorResult.recoveryCodesLeft).toBe(9)
+    const stored = await harness.backend.getActivity({ organizationId: user.organizationId, activityId: created.body.activity.id })
+    expect(stored.activity.result).toEqual({ createTotpFactorResult: { factorId: result.factorId } })
   })
 
   test('behavior: the kms reads codes by RFC 6238 (SHA-1, 6 digits, 30 s): the test vector secret at 59 s accepts 287082', async () => {

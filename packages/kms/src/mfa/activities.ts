@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto'
 import { generateSecret, generateURI, verifySync } from 'otplib'
 import { z } from 'zod'
 import { type ActivityTable, found, userIn } from '../activities/table.js'
+import { exportBundle } from '../bundles.js'
 import type { ActivityContext } from '../context.js'
 import { alreadyExists, failedPrecondition, GrpcCode, invalid, notFound, permissionDenied } from '../errors.js'
-import { parse } from '../params.js'
+import { parse, targetPublicKey } from '../params.js'
 import { keepingWrites } from '../refusal.js'
 import { open, seal } from '../secrets.js'
 import type { MfaFactorRow } from '../storage/tables.js'
@@ -73,9 +74,25 @@ async function recordVerification(context: ActivityContext, apiKeyId: string | u
   return at
 }
 
+/**
+ * `value` (JSON) encrypted to `target` as an export bundle (bundles.ts: HPKE to the key, signed by
+ * the kms's signer, naming the organization), for a frame to open and show: the page that relays
+ * the answer never reads it. Without a target, `value` as it is.
+ */
+async function sealedFor<value>(context: ActivityContext, target: string | undefined, value: value): Promise<{ bundle: string } | { value: value }> {
+  if (target === undefined) return { value }
+  const bundle = await exportBundle({
+    signerPrivateKey: context.signerPrivateKey,
+    organizationId: context.caller.organizationId,
+    targetPublicKey: target,
+    plaintext: new TextEncoder().encode(JSON.stringify(value)),
+  })
+  return { bundle }
+}
+
+const SECRET_RESULTS = new Set(['secret', 'otpauthUri', 'recoveryCodes', 'secretBundle', 'recoveryCodesBundle'])
 /** What a result keeps in the activity's stored row: a secret or a recovery code is answered once, never stored. */
-const withoutSecrets = (result: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(result).filter(([key]) => key !== 'secret' && key !== 'otpauthUri' && key !== 'recoveryCodes'))
+const withoutSecrets = (result: Record<string, unknown>) => Object.fromEntries(Object.entries(result).filter(([key]) => !SECRET_RESULTS.has(key)))
 
 const code = z.string().regex(/^\d{6}$/, 'must be the 6-digit code')
 
@@ -87,7 +104,13 @@ export const MFA_ACTIVITIES: ActivityTable = {
     storedResult: withoutSecrets,
     async run(params, context) {
       const input = parse(
-        z.object({ userId: z.string().min(1), factorName: z.string().min(1).max(128).optional(), issuer: z.string().min(1).max(64).optional() }),
+        z.object({
+          userId: z.string().min(1),
+          factorName: z.string().min(1).max(128).optional(),
+          issuer: z.string().min(1).max(64).optional(),
+          /** A frame's key: the secret and URI come sealed to it (`secretBundle`), not in clear. */
+          targetPublicKey: targetPublicKey.optional(),
+        }),
         params,
       )
       refuseOthers(context, input.userId)
@@ -122,7 +145,8 @@ export const MFA_ACTIVITIES: ActivityTable = {
         digits: TOTP.digits,
         period: TOTP.period,
       })
-      return { factorId, secret, otpauthUri }
+      const sealed = await sealedFor(context, input.targetPublicKey, { secret, otpauthUri })
+      return 'bundle' in sealed ? { factorId, secretBundle: sealed.bundle } : { factorId, secret, otpauthUri }
     },
   },
   ACTIVITY_TYPE_LATCHKEY_CREATE_PASSKEY_FACTOR: {
@@ -132,7 +156,12 @@ export const MFA_ACTIVITIES: ActivityTable = {
     storedResult: withoutSecrets,
     async run(params, context) {
       const input = parse(
-        z.object({ userId: z.string().min(1), authenticatorId: z.string().min(1), factorName: z.string().min(1).max(128).optional() }),
+        z.object({
+          userId: z.string().min(1),
+          authenticatorId: z.string().min(1),
+          factorName: z.string().min(1).max(128).optional(),
+          targetPublicKey: targetPublicKey.optional(),
+        }),
         params,
       )
       refuseOthers(context, input.userId)
@@ -158,7 +187,8 @@ export const MFA_ACTIVITIES: ActivityTable = {
         last_time_step: null,
         created_at: now(),
       })
-      return { factorId, recoveryCodes: await issueRecoveryCodes(context, input.userId) }
+      const sealed = await sealedFor(context, input.targetPublicKey, await issueRecoveryCodes(context, input.userId))
+      return 'bundle' in sealed ? { factorId, recoveryCodesBundle: sealed.bundle } : { factorId, recoveryCodes: sealed.value }
     },
   },
   ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR: {
@@ -174,6 +204,8 @@ export const MFA_ACTIVITIES: ActivityTable = {
             code: code.optional(),
             recoveryCode: z.string().min(1).max(32).optional(),
             apiKeyPublicKey: z.string().min(1).optional(),
+            /** A frame's key: recovery codes handed out come sealed to it (`recoveryCodesBundle`), not in clear. */
+            targetPublicKey: targetPublicKey.optional(),
           })
           .refine((value) => [value.code, value.recoveryCode].filter((each) => each !== undefined).length <= 1, 'give a code or a recoveryCode, not both'),
         params,
@@ -245,10 +277,11 @@ export const MFA_ACTIVITIES: ActivityTable = {
       await db.acceptMfaCode(factor.id, 'timeStep' in verified ? verified.timeStep : Math.floor(at / 1000 / TOTP.period))
       const recoveryCodes = factor.status === PENDING ? await issueRecoveryCodes(context, factor.user_id) : undefined
       const mfaVerifiedAt = await recordVerification(context, caller.apiKeyId)
+      const sealed = recoveryCodes === undefined ? undefined : await sealedFor(context, input.targetPublicKey, recoveryCodes)
       return {
         factorId: factor.id,
         ...(mfaVerifiedAt === undefined ? {} : { mfaVerifiedAt: String(mfaVerifiedAt) }),
-        ...(recoveryCodes === undefined ? {} : { recoveryCodes }),
+        ...(sealed === undefined ? {} : 'bundle' in sealed ? { recoveryCodesBundle: sealed.bundle } : { recoveryCodes: sealed.value }),
       }
     },
   },
