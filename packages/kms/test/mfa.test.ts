@@ -375,6 +375,38 @@ describe('enforcement', () => {
     expect(await stateOf(user)).toEqual(before)
   })
 
+  test('error: an email recovery may not add a passkey without the factor (a passkey stamp is not asked for it afterwards); with a recovery code it may', async () => {
+    const user = await signedIn()
+    const { recoveryCodes } = await enrolTotp(user)
+    const embedded = generateP256KeyPair()
+    await harness.backend.initUserEmailRecovery({
+      type: 'ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2',
+      timestampMs: harness.timestampMs(),
+      organizationId: user.organizationId,
+      parameters: { email: user.email, targetPublicKey: embedded.publicKeyUncompressed, emailCustomization: { appName: 'Demo' } },
+    })
+    const inbox = (await (await fetch(`${harness.kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; subject: string; text: string }[] }
+    const mail = inbox.messages.find((message) => message.to === user.email && message.subject === 'Recover your Demo account')!
+    const apiPrivateKey = decryptCredentialBundle(mail.text.split('\n')[2]!, embedded.privateKey)
+    const recoveryKeys = { apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(apiPrivateKey, true)).toString('hex') }
+    const recover = () => {
+      const challenge = randomBytes(32).toString('base64url')
+      return harness.client(recoveryKeys).recoverUser({
+        type: 'ACTIVITY_TYPE_RECOVER_USER',
+        timestampMs: harness.timestampMs(),
+        organizationId: user.organizationId,
+        parameters: { userId: user.userId, authenticator: { authenticatorName: 'thief', challenge, attestation: softwareAuthenticator().register(challenge) } },
+      })
+    }
+    const before = await stateOf(user)
+    await expect(recover()).rejects.toThrow(
+      'Turnkey error 7: second factor required: ACTIVITY_TYPE_RECOVER_USER from a session key needs a second factor verified in the last 900 seconds (verify_mfa_factor)',
+    )
+    expect(await stateOf(user)).toEqual(before)
+    expect((await submit(user, 'verify_mfa_factor', { recoveryCode: recoveryCodes[0]! }, recoveryKeys)).status).toBe(200)
+    expect((await recover()).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  })
+
   test('behavior: a code verified on the session key lets it export for 900 s; at 901 s the grace window has expired and export is refused', async () => {
     const user = await signedIn()
     const { factorId, secret } = await enrolTotp(user)

@@ -31,6 +31,9 @@ const ACTION_ACTIVITIES: Readonly<Record<Exclude<MfaAction, 'sign-in'>, readonly
     'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
     'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
     'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+    // An email recovery adds a passkey, and a passkey stamp is not asked for the factor: without
+    // this, whoever reads the user's mail would step around it.
+    'ACTIVITY_TYPE_RECOVER_USER',
     'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR',
     'ACTIVITY_TYPE_LATCHKEY_CREATE_PASSKEY_FACTOR',
   ],
