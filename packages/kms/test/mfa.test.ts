@@ -368,11 +368,30 @@ describe('enforcement', () => {
         },
       }),
     ).rejects.toThrow(mfaRequired('ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2'))
+    await expect(
+      stolen.updateUser({
+        type: 'ACTIVITY_TYPE_UPDATE_USER',
+        timestampMs: harness.timestampMs(),
+        organizationId: user.organizationId,
+        parameters: { userId: user.userId, userEmail: 'thief@example.test' },
+      }),
+    ).rejects.toThrow(mfaRequired('ACTIVITY_TYPE_UPDATE_USER'))
     expect(await submit(user, 'delete_mfa_factor', { factorId })).toMatchObject({
       status: 403,
       body: { message: mfaRequired('ACTIVITY_TYPE_LATCHKEY_DELETE_MFA_FACTOR').replace('Turnkey error 7: ', '') },
     })
     expect(await stateOf(user)).toEqual(before)
+    // Renaming the user adds no login: that still runs.
+    expect(
+      (
+        await stolen.updateUser({
+          type: 'ACTIVITY_TYPE_UPDATE_USER',
+          timestampMs: harness.timestampMs(),
+          organizationId: user.organizationId,
+          parameters: { userId: user.userId, userName: 'root' },
+        })
+      ).activity.status,
+    ).toBe('ACTIVITY_STATUS_COMPLETED')
   })
 
   test('error: an email recovery may not add a passkey without the factor (a passkey stamp is not asked for it afterwards); with a recovery code it may', async () => {

@@ -44,7 +44,7 @@ const ACTION_ACTIVITIES: Readonly<Record<Exclude<MfaAction, 'sign-in'>, readonly
 /**
  * What needs a factor once the user has one, whatever the operator chose: export, a new login,
  * key or session, and taking a passkey or a factor away (else a stolen session would remove the
- * factor that stops it).
+ * factor that stops it). update_user setting an email counts too (alwaysOnceEnrolled).
  */
 export const MFA_ALWAYS_ONCE_ENROLLED: ReadonlySet<string> = new Set([
   ...ACTION_ACTIVITIES.export,
@@ -82,9 +82,20 @@ export function mfaSettings(actions: readonly string[] = [], graceSeconds = DEFA
   return { required, txOverWei, graceSeconds }
 }
 
+/** update_user that sets an email: a new email login, as update_user_email is. */
+const changesEmail = (type: string, params: unknown) =>
+  type === 'ACTIVITY_TYPE_UPDATE_USER' && (params as { userEmail?: unknown } | null)?.userEmail !== undefined
+
+/** Whether the request is one of `action`'s. */
+const isAction = (action: Exclude<MfaAction, 'sign-in'>, type: string, params: unknown) =>
+  ACTION_ACTIVITIES[action].includes(type) || (action === 'add-login' && changesEmail(type, params))
+
+/** Whether the request needs a factor once the user has one, whatever the operator chose. */
+const alwaysOnceEnrolled = (type: string, params: unknown) => MFA_ALWAYS_ONCE_ENROLLED.has(type) || changesEmail(type, params)
+
 /** Whether the operator's settings put this request behind the factor (sign-in aside). */
 function operatorRequires(settings: MfaSettings, type: string, params: unknown): boolean {
-  for (const action of settings.required) if (action !== 'sign-in' && ACTION_ACTIVITIES[action].includes(type)) return true
+  for (const action of settings.required) if (action !== 'sign-in' && isAction(action, type, params)) return true
   if (settings.txOverWei !== undefined && type === 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2') {
     const unsigned = (params as { unsignedTransaction?: unknown } | null)?.unsignedTransaction
     if (typeof unsigned !== 'string') return false
@@ -119,7 +130,8 @@ export async function requireMfa(
   if (caller.homeOrganizationId !== organization.id || organization.parent_id === null) return
   const signIn = settings.required.has('sign-in') && !MFA_OWN_ACTIVITIES.has(type)
   const byOperator = operatorRequires(settings, type, params)
-  if (!signIn && !byOperator && !MFA_ALWAYS_ONCE_ENROLLED.has(type)) return
+  const always = alwaysOnceEnrolled(type, params)
+  if (!signIn && !byOperator && !always) return
   const key = await db.apiKey(caller.apiKeyId, organization.id)
   if (!key || key.expires_at === null) return
   const enrolled = (await db.activeMfaFactorCount(caller.userId)) > 0
@@ -134,7 +146,7 @@ export async function requireMfa(
     )
   }
   const verifiedAt = await db.mfaVerifiedAt(key.id)
-  const graceOnly = byOperator || MFA_ALWAYS_ONCE_ENROLLED.has(type)
+  const graceOnly = byOperator || always
   if (verifiedAt !== undefined && (!graceOnly || request.now - verifiedAt <= settings.graceSeconds * 1000)) return
   throw mfaRefusal(
     GrpcCode.permissionDenied,
