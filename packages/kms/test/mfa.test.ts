@@ -524,6 +524,64 @@ describe('failures', () => {
   })
 })
 
+describe('deletion', () => {
+  test('behavior: deleting a sub-organization or a user takes their factors, recovery codes and verifications with them', async () => {
+    const user = await signedIn()
+    await enrolTotp(user)
+    const other = await signedIn()
+    await enrolTotp(other)
+    const { activity } = await user.client.deleteSubOrganization({
+      type: 'ACTIVITY_TYPE_DELETE_SUB_ORGANIZATION',
+      timestampMs: harness.timestampMs(),
+      organizationId: user.organizationId,
+      parameters: { deleteWithoutExport: true },
+    })
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect([await harness.kms.db.mfaFactorsOfUser(user.userId), await harness.kms.db.unusedRecoveryCodeCount(user.userId)]).toEqual([[], 0])
+    // A second root user, with a factor, deleted by the first.
+    const created = await other.client.createUsers({
+      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+      timestampMs: harness.timestampMs(),
+      organizationId: other.organizationId,
+      parameters: {
+        users: [
+          {
+            userName: 'second',
+            apiKeys: [],
+            authenticators: [],
+            oauthProviders: [],
+            userTags: [],
+          },
+        ],
+      },
+    })
+    const secondId = created.activity.result.createUsersResult!.userIds[0]!
+    await harness.kms.db.insertMfaFactor({
+      id: 'factor-of-second',
+      organization_id: other.organizationId,
+      user_id: secondId,
+      type: 'MFA_FACTOR_TYPE_TOTP',
+      name: 'app',
+      status: 'MFA_FACTOR_STATUS_ACTIVE',
+      sealed_secret: null,
+      authenticator_id: null,
+      failures: 0,
+      locked_until: null,
+      last_time_step: null,
+      created_at: harness.clock.now,
+    })
+    const removed = await other.client.deleteUsers({
+      type: 'ACTIVITY_TYPE_DELETE_USERS',
+      timestampMs: harness.timestampMs(),
+      organizationId: other.organizationId,
+      parameters: { userIds: [secondId] },
+    })
+    expect(removed.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect(await harness.kms.db.mfaFactorsOfUser(secondId)).toEqual([])
+    expect((await harness.kms.db.mfaFactorsOfUser(other.userId)).map((factor) => factor.status)).toEqual(['MFA_FACTOR_STATUS_ACTIVE'])
+  })
+})
+
 describe('passkey factor', () => {
   test('default: a passkey of the user, stamping its own enrolment, becomes a factor; its stamp naming the session key verifies that key', async () => {
     const user = await signedIn()
