@@ -597,6 +597,20 @@ describe('passkey factor', () => {
     expect((await exportWallet(user)).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   })
 
+  test('behavior: a verification by a passkey factor unlocks a locked TOTP factor; a second factor hands out no new recovery codes', async () => {
+    const user = await signedIn()
+    const { factorId, secret } = await enrolTotp(user)
+    const authenticatorId = await addPasskey(user)
+    const enrolled = await submitWithPasskey(user, 'create_passkey_factor', { userId: user.userId, authenticatorId })
+    const passkeyFactor = enrolled.body.activity.result.createPasskeyFactorResult
+    expect(passkeyFactor.recoveryCodes).toEqual([])
+    const wrong = codeOf(secret) === '000000' ? '111111' : '000000'
+    for (let attempt = 0; attempt < 5; attempt++) await submit(user, 'verify_mfa_factor', { factorId, code: wrong })
+    expect((await harness.kms.db.mfaFactor(factorId, user.organizationId))!.locked_until).toBe(harness.clock.now + 900_000)
+    await submitWithPasskey(user, 'verify_mfa_factor', { factorId: passkeyFactor.factorId })
+    expect((await harness.kms.db.mfaFactor(factorId, user.organizationId))!).toMatchObject({ failures: 0, locked_until: null })
+  })
+
   test('error: a passkey factor is not enrolled or verified by a session key stamp; removing the passkey needs the factor', async () => {
     const user = await signedIn()
     const authenticatorId = await addPasskey(user)
