@@ -15,6 +15,7 @@ import { cors } from './http/cors.js'
 import { activityObserver } from './http/metrics.js'
 import { createRateLimiter, DEFAULT_RATE_LIMITS, RateLimitedError, type RateLimiter, type RateLimits } from './http/rateLimit.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
+import { mfaSettings } from './mfa/enforce.js'
 import { createOutbox, type Outbox } from './outbox.js'
 import { own } from './own.js'
 import { DEFAULT_FRESH_VERIFICATION_SECONDS } from './policies/freshVerification.js'
@@ -59,6 +60,13 @@ export type KmsAppOptions = {
    * session credential need a passkey stamp. Default 300.
    */
   freshVerificationSeconds?: number | undefined
+  /**
+   * Second factors the kms enforces (mfa/enforce.ts): the actions that need one (`sign-in`,
+   * `export`, `add-login`, `add-key`, `grant`, `tx-over:<wei>`) and how long a verified factor
+   * counts (default 900 s). Whatever is chosen, a user with a factor needs it for export and for
+   * new logins, keys and sessions.
+   */
+  mfa?: { required?: readonly string[] | undefined; graceSeconds?: number | undefined } | undefined
   /**
    * The contracts a sub-organization's EIP-7702 authorizations may delegate to (the batch
    * executor); any other, and chain id 0, is refused. Default: none, so every delegation is refused.
@@ -107,6 +115,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   const freshVerificationSeconds = options.freshVerificationSeconds ?? DEFAULT_FRESH_VERIFICATION_SECONDS
   if (!Number.isSafeInteger(freshVerificationSeconds) || freshVerificationSeconds < 0)
     throw new Error('freshVerificationSeconds must be a whole number of seconds')
+  const mfa = mfaSettings(options.mfa?.required, options.mfa?.graceSeconds)
   const eip7702Delegates = new Set(
     (options.eip7702Delegates ?? []).map((address) => {
       if (!isAddress(address, { strict: false })) throw new Error(`eip7702Delegates: ${address} is not an address`)
@@ -178,6 +187,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
       oidc,
       maxCredentialSeconds,
       freshVerificationSeconds,
+      mfa,
       eip7702Delegates,
       now,
     }),

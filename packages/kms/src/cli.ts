@@ -42,6 +42,8 @@ import { backupSqlite, removeScratch, scratchCopy } from './keyring/backup.js'
 import { keyStatus, REWRAP_DEFAULTS, rewrapRows, rotateDataKey, rotateKek, verifySealedRows } from './keyring/operations.js'
 import { kekSetting, openKek } from './keyring/settings.js'
 import { generateApiKeyPair } from './keys.js'
+import { mfaSettings } from './mfa/enforce.js'
+import { DEFAULT_MFA_GRACE_SECONDS } from './mfa/factors.js'
 import { DEFAULT_FRESH_VERIFICATION_SECONDS } from './policies/freshVerification.js'
 import { createKms } from './service.js'
 import { smtpWithoutTls } from './smtp.js'
@@ -175,6 +177,34 @@ const settings = {
     default: DEFAULT_FRESH_VERIFICATION_SECONDS,
     description:
       'How long a credential from an email code (otp_auth, email_auth) counts as a fresh verification. In a sub-organization, export and new API keys, passkeys, sessions or logins from any other session credential need a passkey stamp.',
+  }),
+  mfaRequired: custom<readonly string[]>({
+    flag: 'mfa-required',
+    env: 'LATCHKEY_KMS_MFA_REQUIRED',
+    valueName: '<action,…>',
+    description:
+      'The actions that need a second factor verified within the grace window, comma-separated: sign-in, export, add-login, add-key, grant, tx-over:<wei> (sign_transaction of a larger value). Whatever is listed, a user with a factor enrolled needs it for export and for new logins, keys and sessions. Default: only that.',
+    convert: (text, label) => {
+      const actions = text
+        .split(',')
+        .map((action) => action.trim())
+        .filter(Boolean)
+      try {
+        mfaSettings(actions)
+      } catch (error) {
+        throw new SettingsError(`${label}: ${(error as Error).message.replace(/^mfa: /, '')}`)
+      }
+      return actions
+    },
+  }),
+  mfaGraceSeconds: integer({
+    flag: 'mfa-grace',
+    env: 'LATCHKEY_KMS_MFA_GRACE_SECONDS',
+    valueName: '<seconds>',
+    min: 0,
+    max: 86_400,
+    default: DEFAULT_MFA_GRACE_SECONDS,
+    description: 'How long a verified second factor counts for the actions that need one.',
   }),
   eip7702Delegates: list(
     custom({
@@ -468,6 +498,7 @@ await runService({
         oidcIssuers: oidcIssuersOf(values.oidcIssuers),
         maxCredentialSeconds: values.maxCredentialSeconds,
         freshVerificationSeconds: values.freshVerificationSeconds,
+        mfa: { required: values.mfaRequired ?? [], graceSeconds: values.mfaGraceSeconds },
         eip7702Delegates: executor.delegates,
         extraCorsOrigins: values.corsOrigins,
         frames: values.framesParentOrigins.length

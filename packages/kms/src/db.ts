@@ -14,6 +14,7 @@ import type {
   ImportTargetRow,
   InvitationRow,
   MailRow,
+  MfaFactorRow,
   OauthProviderRow,
   OrganizationRow,
   OtpRow,
@@ -348,6 +349,8 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       await run(sql`delete from root_quorum_members where user_id = ${id}`)
       await run(sql`delete from oauth_providers where user_id = ${id}`)
       await run(sql`delete from api_keys where user_id = ${id}`)
+      await run(sql`delete from mfa_factors where user_id = ${id}`)
+      await run(sql`delete from mfa_recovery_codes where user_id = ${id}`)
       await run(sql`delete from authenticators where user_id = ${id}`)
       await run(sql`delete from import_targets where user_id = ${id}`)
       await run(sql`delete from otps where user_id = ${id}`)
@@ -367,6 +370,63 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
      * deletion finds it, or sees that the key is gone already, on any instance.
      */
     lockApiKey: async (id: string) => (await get<{ id: string }>(sql`update api_keys set name = name where id = ${id} returning id`)) !== undefined,
+
+    // Second factors (mfa/).
+    insertMfaFactor: (row: MfaFactorRow) => insert('mfa_factors', row),
+    mfaFactor: (id: string, organizationId: string) =>
+      get<MfaFactorRow>(sql`select * from mfa_factors where id = ${id} and organization_id = ${organizationId}`),
+    mfaFactorsOfUser: (userId: string) => all<MfaFactorRow>(sql`select * from mfa_factors where user_id = ${userId} order by created_at, rowid`),
+    /** How many factors the user has enrolled (pending TOTP enrolments aside). */
+    activeMfaFactorCount: async (userId: string) =>
+      Number(
+        (
+          await get<{ count: number | string }>(
+            sql`select count(*) as count from mfa_factors where user_id = ${userId} and status = 'MFA_FACTOR_STATUS_ACTIVE'`,
+          )
+        )?.count ?? 0,
+      ),
+    deleteMfaFactor: (id: string) => run(sql`delete from mfa_factors where id = ${id}`),
+    deletePendingMfaFactors: (userId: string, type: string) =>
+      run(sql`delete from mfa_factors where user_id = ${userId} and type = ${type} and status = 'MFA_FACTOR_STATUS_PENDING'`),
+    /**
+     * Reserves one judgement of a code for factor `id`, atomically, before the code is compared:
+     * the failures it counts (this attempt included) and the lock it sets, or undefined while the
+     * factor is locked. The attempt that reaches `max` locks the factor until `at + lockMs`; one
+     * after an expired lock starts the count again. Concurrent attempts (on any instance) wait on
+     * the row and see each other's count, so at most `max` are judged before the lock.
+     */
+    reserveMfaAttempt: (id: string, at: number, max: number, lockMs: number) =>
+      get<{ failures: number; locked_until: number | null }>(
+        sql`update mfa_factors set failures = case when locked_until is not null then 1 else failures + 1 end, locked_until = case when (case when locked_until is not null then 1 else failures + 1 end) >= ${max} then cast(${at + lockMs} as bigint) else null end where id = ${id} and (locked_until is null or locked_until <= ${at}) returning failures, locked_until`,
+      ),
+    /** A right code: the count and lock cleared, the step remembered, a pending factor activated. */
+    acceptMfaCode: (id: string, timeStep: number | null) =>
+      run(sql`update mfa_factors set failures = 0, locked_until = null, last_time_step = ${timeStep}, status = 'MFA_FACTOR_STATUS_ACTIVE' where id = ${id}`),
+    /** A recovery code spent: every factor of the user unlocked. */
+    unlockMfaFactors: (userId: string) => run(sql`update mfa_factors set failures = 0, locked_until = null where user_id = ${userId}`),
+    replaceRecoveryCodes: async (userId: string, organizationId: string, hashes: readonly string[], at: number) => {
+      await run(sql`delete from mfa_recovery_codes where user_id = ${userId}`)
+      for (const hash of hashes)
+        await insert('mfa_recovery_codes', { code_hash: hash, user_id: userId, organization_id: organizationId, used_at: null, created_at: at })
+    },
+    deleteRecoveryCodes: (userId: string) => run(sql`delete from mfa_recovery_codes where user_id = ${userId}`),
+    /** Spends a recovery code; false when it is not the user's or was spent already (two racing spend it once). */
+    spendRecoveryCode: async (userId: string, hash: string, at: number) =>
+      (await get<{ code_hash: string }>(
+        sql`update mfa_recovery_codes set used_at = ${at} where code_hash = ${hash} and user_id = ${userId} and used_at is null returning code_hash`,
+      )) !== undefined,
+    unusedRecoveryCodeCount: async (userId: string) =>
+      Number(
+        (await get<{ count: number | string }>(sql`select count(*) as count from mfa_recovery_codes where user_id = ${userId} and used_at is null`))?.count ??
+          0,
+      ),
+    /** Records that the holder of API key `apiKeyId` verified a second factor at `at`. */
+    setMfaVerifiedAt: (apiKeyId: string, at: number) =>
+      run(
+        sql`insert into mfa_verifications (api_key_id, verified_at) values (${apiKeyId}, ${at}) on conflict (api_key_id) do update set verified_at = excluded.verified_at`,
+      ),
+    mfaVerifiedAt: async (apiKeyId: string) =>
+      (await get<{ verified_at: number }>(sql`select verified_at from mfa_verifications where api_key_id = ${apiKeyId}`))?.verified_at,
 
     // ERC-7715 grants (grants/).
     insertGrant: (row: GrantRow) => insert('grants', row),
@@ -406,6 +466,8 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
         'root_quorum_members',
         'wallet_accounts',
         'wallets',
+        'mfa_factors',
+        'mfa_recovery_codes',
         'api_keys',
         'authenticators',
         'import_targets',

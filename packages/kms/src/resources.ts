@@ -6,6 +6,7 @@ import { authQueries } from './auth/queries.js'
 import { EXPORT_IMPORT_ACTIVITIES } from './exportImport/activities.js'
 import { GRANT_ACTIVITIES } from './grants/activities.js'
 import { grantQueries } from './grants/queries.js'
+import { MFA_ACTIVITIES } from './mfa/activities.js'
 import { ORGANIZATION_ACTIVITIES } from './organizations/activities.js'
 import { organizationQueries } from './organizations/queries.js'
 import { POLICY_ACTIVITIES } from './policies/activities.js'
@@ -43,6 +44,7 @@ export const ACTIVITIES: ActivityTable = joinTables([
   POLICY_ACTIVITIES,
   SIGNING_ACTIVITIES,
   GRANT_ACTIVITIES,
+  MFA_ACTIVITIES,
 ])
 
 /**

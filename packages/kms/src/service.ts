@@ -16,6 +16,7 @@ import { createRateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from './http/
 import { envKek, type Kek } from './keyring/kek.js'
 import { createKeyring } from './keyring/keyring.js'
 import { devInbox, type Mailer } from './mail.js'
+import { mfaSettings } from './mfa/enforce.js'
 import { createOutbox } from './outbox.js'
 import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
 import type { WebauthnConfig } from './webauthn.js'
@@ -73,6 +74,13 @@ export type KmsOptions = {
    * session credential need a passkey stamp. Default 300.
    */
   freshVerificationSeconds?: number | undefined
+  /**
+   * Second factors the kms enforces: `required`, the actions that need one (`sign-in`, `export`,
+   * `add-login`, `add-key`, `grant`, `tx-over:<wei>`; default none), and `graceSeconds`, how long a
+   * verified factor counts (default 900). Once a user has enrolled a factor, export and new logins,
+   * keys and sessions always need it.
+   */
+  mfa?: { required?: readonly string[] | undefined; graceSeconds?: number | undefined } | undefined
   /**
    * The contracts a sub-organization's EIP-7702 authorizations may delegate to (the batch
    * executor); any other, and chain id 0, is refused. Default: none, so every delegation is refused.
@@ -172,6 +180,8 @@ export function createKms(options: KmsOptions = {}) {
     deprecatedExecutor: options.frames?.executor,
     framesServed: options.frames !== undefined,
   })
+  // Refused before anything opens, like the executor: an unknown action or a bad grace window.
+  mfaSettings(options.mfa?.required, options.mfa?.graceSeconds)
   const now = options.now ?? Date.now
   const db: Db = openDatabase(databaseLocation(options), { metrics: options.metrics })
   if (options.metrics) outboxMetrics(options.metrics, db, now)
@@ -219,6 +229,7 @@ export function createKms(options: KmsOptions = {}) {
     oidcIssuers: options.oidcIssuers,
     maxCredentialSeconds: options.maxCredentialSeconds,
     freshVerificationSeconds: options.freshVerificationSeconds,
+    mfa: options.mfa,
     eip7702Delegates: executor.delegates,
     logger: options.logger,
     rateLimits: options.rateLimits,

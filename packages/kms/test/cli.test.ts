@@ -246,6 +246,8 @@ if (testBackend === 'sqlite')
         '--oidc-issuer <issuer>=<client id>, LATCHKEY_KMS_OIDC_ISSUERS',
         '--max-credential-lifetime <seconds>, LATCHKEY_KMS_MAX_CREDENTIAL_SECONDS',
         '--fresh-verification-window <seconds>, LATCHKEY_KMS_FRESH_VERIFICATION_SECONDS',
+        '--mfa-required <action,…>, LATCHKEY_KMS_MFA_REQUIRED',
+        '--mfa-grace <seconds>, LATCHKEY_KMS_MFA_GRACE_SECONDS',
         '--eip7702-delegate <address>, LATCHKEY_KMS_EIP7702_DELEGATES',
         '--frames-parent-origin <origin>, LATCHKEY_KMS_FRAMES_PARENT_ORIGINS',
         '--frames-chain <chain id>=<rpc url>, LATCHKEY_KMS_FRAMES_CHAINS',
@@ -352,6 +354,12 @@ if (testBackend === 'sqlite')
         ],
         {},
         '--eip7702-delegate / LATCHKEY_KMS_EIP7702_DELEGATES names 2 contracts, but the consent frame signs for one batch executor: name one while the frames are served',
+      ],
+      [
+        'an action --mfa-required does not know',
+        ['--mfa-required', 'export,withdraw'],
+        {},
+        '--mfa-required: unknown action withdraw: one of sign-in, export, add-login, add-key, grant, or tx-over:<wei> (see latchkey-kms --help)',
       ],
       [
         'init-organization without a store',

@@ -547,6 +547,8 @@ describe('a grant ends with the session that made it', () => {
       'create_authenticators',
       'create_read_write_session',
       'stamp_login',
+      'create_totp_factor',
+      'create_passkey_factor',
       'create_grant',
     ])
     expect(await listGrants(user)).toEqual(grantsBefore)

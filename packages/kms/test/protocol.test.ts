@@ -29,8 +29,15 @@ function clientType(op: string): string | undefined {
   return request && block(request).match(/type: "(\w+)"/)?.[1]
 }
 
-/** Latchkey's own activities (the kms README's "Grants"): no Turnkey client knows them, by design. */
-const LATCHKEY_EXTENSIONS = new Set(['ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT', 'ACTIVITY_TYPE_LATCHKEY_REVOKE_GRANT'])
+/** Latchkey's own activities (the kms README's "Grants" and "Second factors"): no Turnkey client knows them, by design. */
+const LATCHKEY_EXTENSIONS = new Set([
+  'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT',
+  'ACTIVITY_TYPE_LATCHKEY_REVOKE_GRANT',
+  'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR',
+  'ACTIVITY_TYPE_LATCHKEY_CREATE_PASSKEY_FACTOR',
+  'ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR',
+  'ACTIVITY_TYPE_LATCHKEY_DELETE_MFA_FACTOR',
+])
 
 test('default: each path takes the activity type the client sends, with intent and result keys the clients know', () => {
   // The reading of the types file itself: a path's type, and keys that exist and keys that do not.

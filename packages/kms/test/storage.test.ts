@@ -47,6 +47,7 @@ describe(`storage (${testBackend})`, () => {
         '0010_api_key_verified_at',
         '0011_grant_key_creators',
         '0012_otp_contacts',
+        '0013_mfa',
       ])
     } finally {
       await storage.close()

@@ -11,7 +11,7 @@ import { expect, test } from 'vitest'
 const SRC = fileURLToPath(new URL('../src', import.meta.url))
 
 /** The resource folders (issue 14 §6), plus `signing` (sign_*) and `activities` (the table types, get_activity, list_activities). */
-const RESOURCES = ['organizations', 'users', 'wallets', 'privateKeys', 'sessions', 'auth', 'exportImport', 'policies', 'signing', 'activities', 'grants']
+const RESOURCES = ['organizations', 'users', 'wallets', 'privateKeys', 'sessions', 'auth', 'exportImport', 'policies', 'signing', 'activities', 'grants', 'mfa']
 /** The layer above the folders: what joins them and serves them over HTTP. */
 const ABOVE = ['resources.ts', 'app.ts', 'service.ts', 'cli.ts', 'index.ts', 'routes/', 'http/', 'frames/']
 

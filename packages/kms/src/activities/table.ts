@@ -18,6 +18,12 @@ export type Activity = {
    * row (the fingerprint's unique constraint), so it must give the same result for the same bytes.
    */
   readOnly?: true
+  /**
+   * What of its result the activity's row keeps (get_activity, a resubmission): default all of it.
+   * An activity that hands out a secret once (a TOTP secret, recovery codes) answers it only to
+   * the request that ran it.
+   */
+  storedResult?: (result: Record<string, unknown>) => Record<string, unknown>
   run(params: unknown, context: ActivityContext): Promise<Record<string, unknown>> | Record<string, unknown>
 }
 /** Activities by the exact `type` the clients send. */

@@ -9,7 +9,8 @@ import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
 /**
  * Activities a session credential may not run alone in a sub-organization: exporting the wallet or
  * an account, and creating any credential or session (each is a way to keep access after the
- * session ends).
+ * session ends), a second factor included (mfa/: its secret and recovery codes outlast the session,
+ * and a factor the user does not hold would lock them out of their own export).
  */
 export const FRESH_VERIFICATION_ACTIVITIES: ReadonlySet<string> = new Set([
   'ACTIVITY_TYPE_EXPORT_WALLET',
@@ -18,6 +19,8 @@ export const FRESH_VERIFICATION_ACTIVITIES: ReadonlySet<string> = new Set([
   'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
   'ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
   'ACTIVITY_TYPE_STAMP_LOGIN',
+  'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR',
+  'ACTIVITY_TYPE_LATCHKEY_CREATE_PASSKEY_FACTOR',
 ])
 
 /**

@@ -53,6 +53,10 @@ const KINDS: Readonly<Record<string, Kind>> = {
   // Latchkey's ERC-7715 grants: a grant is an API key with a rule.
   ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT: ['CREDENTIAL', 'CREATE'],
   ACTIVITY_TYPE_LATCHKEY_REVOKE_GRANT: ['CREDENTIAL', 'DELETE'],
+  // Latchkey's second factors (mfa/): a factor is a credential of its user.
+  ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR: ['CREDENTIAL', 'CREATE'],
+  ACTIVITY_TYPE_LATCHKEY_CREATE_PASSKEY_FACTOR: ['CREDENTIAL', 'CREATE'],
+  ACTIVITY_TYPE_LATCHKEY_DELETE_MFA_FACTOR: ['CREDENTIAL', 'DELETE'],
   ACTIVITY_TYPE_DELETE_AUTHENTICATORS: ['CREDENTIAL', 'DELETE'],
   ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS: ['CREDENTIAL', 'DELETE'],
   ACTIVITY_TYPE_INIT_USER_EMAIL_RECOVERY_V2: ['RECOVERY', 'CREATE'],
@@ -137,7 +141,12 @@ const OWN_CREDENTIALS = new Set([
   'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
   'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
   'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT',
+  'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR',
+  'ACTIVITY_TYPE_LATCHKEY_CREATE_PASSKEY_FACTOR',
 ])
+
+/** A user's own second factors, verified or removed: the activities refuse any factor but the caller's (mfa/activities.ts). */
+const OWN_FACTORS = new Set(['ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR', 'ACTIVITY_TYPE_LATCHKEY_DELETE_MFA_FACTOR'])
 
 /**
  * Sign-ins and sessions that can only be the caller's own: stamp_login and create_read_only_session
@@ -165,7 +174,7 @@ const SESSIONS_FOR_NAMED_USER = new Set(['ACTIVITY_TYPE_CREATE_READ_WRITE_SESSIO
  * the credential to whoever proves the email or the OAuth identity.
  */
 export function allowedByDefault(type: string, params: unknown, userId: string): boolean {
-  if (OWN_SESSIONS.has(type)) return true
+  if (OWN_SESSIONS.has(type) || OWN_FACTORS.has(type)) return true
   const named = (params as { userId?: unknown } | null | undefined)?.userId
   if (SESSIONS_FOR_NAMED_USER.has(type)) return named === undefined || named === userId
   if (!OWN_CREDENTIALS.has(type)) return false

@@ -10,6 +10,7 @@ import { grantRefusal } from '../grants/rule.js'
 import type { AuditedActivity } from '../http/audit.js'
 import { type Authenticated, type SignerStamp, WEBAUTHN_VOTE_SCHEME } from '../http/authenticate.js'
 import type { Mailer } from '../mail.js'
+import { type MfaSettings, requireMfa } from '../mfa/enforce.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
 import { own } from '../own.js'
 import { authorize } from '../policies/authorize.js'
@@ -68,6 +69,8 @@ export type ActivityRoutesOptions = {
   maxCredentialSeconds: number
   /** How long a credential from an email code counts as a fresh verification (policies/freshVerification.ts). */
   freshVerificationSeconds: number
+  /** The actions that need a second factor, and its grace window (mfa/enforce.ts). */
+  mfa: MfaSettings
   /** The addresses a sub-organization's EIP-7702 authorizations may delegate to, lowercase (policies/readableSigning.ts). */
   eip7702Delegates: ReadonlySet<string>
   now: () => number
@@ -80,7 +83,7 @@ export type ActivityRoutesOptions = {
  * database), answer the first submission's activity. Mail goes out after the commit (outbox.ts).
  *
  * @example
- * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, maxCredentialSeconds, freshVerificationSeconds, eip7702Delegates, now }))
+ * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, maxCredentialSeconds, freshVerificationSeconds, mfa, eip7702Delegates, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
   const { db, outbox, now } = options
@@ -169,7 +172,8 @@ export function activityRoutes(options: ActivityRoutesOptions) {
         // Claimed first: a second approval racing this one finds it settled and runs nothing.
         if (!(await trx.settleWaitingActivity(target.id, 'ACTIVITY_STATUS_COMPLETED', null, null, now()))) return
         const result = await kind.run(intent[kind.intentKey], activityContext(submitter, trx, target.id))
-        await trx.settleActivity(target.id, 'ACTIVITY_STATUS_COMPLETED', JSON.stringify({ [kind.resultKey]: result }), null, now())
+        const kept = kind.storedResult ? kind.storedResult(result) : result
+        await trx.settleActivity(target.id, 'ACTIVITY_STATUS_COMPLETED', JSON.stringify({ [kind.resultKey]: kept }), null, now())
       })
     } catch (error) {
       // It was accepted when submitted; what fails now is reported on the activity itself.
@@ -204,6 +208,15 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       params: body['parameters'],
       passkey: c.var.stamp?.scheme === WEBAUTHN_VOTE_SCHEME,
       freshSeconds: options.freshVerificationSeconds,
+      now: now(),
+    })
+    await requireMfa(db, {
+      caller,
+      organization,
+      type: type as string,
+      params: body['parameters'],
+      passkey: c.var.stamp?.scheme === WEBAUTHN_VOTE_SCHEME,
+      settings: options.mfa,
       now: now(),
     })
 
@@ -287,7 +300,8 @@ export function activityRoutes(options: ActivityRoutesOptions) {
           if (keepsWrites(error)) return { refused: error }
           throw error
         }
-        const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: result }), policy_evaluations: evaluationsOf(authorized, '') }
+        const kept = kind.storedResult ? kind.storedResult(result) : result
+        const stored = { ...row, result: JSON.stringify({ [kind.resultKey]: kept }), policy_evaluations: evaluationsOf(authorized, '') }
         await trx.insertActivity(stored)
         if (charge) await recordCharge(trx, charge, row.id, at)
         return { stored, result, mailed: context.mailed() }

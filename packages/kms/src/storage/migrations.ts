@@ -279,4 +279,30 @@ export const KMS_MIGRATIONS: readonly Migration[] = [
       await run(db, dialect, both('create index if not exists otps_contact on otps (contact)'))
     },
   },
+  {
+    // Second factors (mfa/): a user's TOTP secrets (sealed) and passkeys marked as factors, with
+    // their wrong-code count and lock; the user's one-time recovery codes (as hashes); and when
+    // the holder of an API key last verified a factor. Deleting the passkey, the API key or the
+    // user takes their rows. Not an expansion: code before it would not ask for the factor.
+    name: '0013_mfa',
+    async up(db, dialect) {
+      await run(
+        db,
+        dialect,
+        join(
+          table(
+            'mfa_factors',
+            'id text primary key, organization_id text not null references organizations (id), user_id text not null references users (id), type text not null, name text not null, status text not null, sealed_secret text, authenticator_id text unique references authenticators (id) on delete cascade, failures integer not null default 0, locked_until {ms}, last_time_step {ms}, created_at {ms} not null{rowid}',
+          ),
+          both('create index if not exists mfa_factors_user on mfa_factors (user_id)'),
+          table(
+            'mfa_recovery_codes',
+            'code_hash text primary key, user_id text not null references users (id), organization_id text not null references organizations (id), used_at {ms}, created_at {ms} not null{rowid}',
+          ),
+          both('create index if not exists mfa_recovery_codes_user on mfa_recovery_codes (user_id)'),
+          table('mfa_verifications', 'api_key_id text primary key references api_keys (id) on delete cascade, verified_at {ms} not null{rowid}'),
+        ),
+      )
+    },
+  },
 ]

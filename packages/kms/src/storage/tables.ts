@@ -219,6 +219,32 @@ export type GrantRow = {
 /** What a grant's key signed: one row per asset a signed transaction spends (`native`, or a token address in lowercase). */
 export type GrantSpendRow = { grant_id: string; asset: string; amount: string; activity_id: string; signed_at: number }
 
+/**
+ * A user's second factor (mfa/): a TOTP secret (sealed, `sealed_secret`) or one of their passkeys
+ * (`authenticator_id`). `status`: MFA_FACTOR_STATUS_PENDING until a TOTP's first code is
+ * verified, then MFA_FACTOR_STATUS_ACTIVE. `failures`: wrong codes since the last right one;
+ * `locked_until` (unix ms): refused until then. `last_time_step`: the TOTP step last accepted, so
+ * a code is accepted once.
+ */
+export type MfaFactorRow = {
+  id: string
+  organization_id: string
+  user_id: string
+  type: string
+  name: string
+  status: string
+  sealed_secret: string | null
+  authenticator_id: string | null
+  failures: number
+  locked_until: number | null
+  last_time_step: number | null
+  created_at: number
+}
+/** A one-time recovery code, as the SHA-256 of its user id and text; `used_at` once spent. */
+export type MfaRecoveryCodeRow = { code_hash: string; user_id: string; organization_id: string; used_at: number | null; created_at: number }
+/** When the holder of an API key last verified a second factor (unix ms). */
+export type MfaVerificationRow = { api_key_id: string; verified_at: number }
+
 /** Every table, for Kysely. */
 export type Tables = {
   organizations: OrganizationRow
@@ -228,6 +254,9 @@ export type Tables = {
   wallet_accounts: WalletAccountRow
   authenticators: AuthenticatorRow
   import_targets: ImportTargetRow
+  mfa_factors: MfaFactorRow
+  mfa_recovery_codes: MfaRecoveryCodeRow
+  mfa_verifications: MfaVerificationRow
   otps: OtpRow
   rate_limits: RateLimitRow
   mailbox: MailRow
