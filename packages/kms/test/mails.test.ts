@@ -14,7 +14,14 @@ describe('mails', () => {
   })
 
   test('behavior: French and Arabic mails are written in their language, Arabic right to left', () => {
-    const french = codeMail({ to: 'a@example.test', appName: 'Demo', code: '654321', minutes: 5, origins: ['https://a.example', 'https://b.example'], locale: 'fr' })
+    const french = codeMail({
+      to: 'a@example.test',
+      appName: 'Demo',
+      code: '654321',
+      minutes: 5,
+      origins: ['https://a.example', 'https://b.example'],
+      locale: 'fr',
+    })
     expect(french.subject).toBe('Votre code de connexion à Demo')
     expect(french.text).toBe(
       'Votre code de connexion à Demo est 654321. Il expire dans 5 minutes.\n\nSaisissez-le uniquement sur https://a.example ou https://b.example. Personne ne vous le demandera par téléphone, chat ou e-mail.',
@@ -35,7 +42,15 @@ describe('mails', () => {
       const recovery = recoveryMail({ to: 'a@example.test', appName: 'App·Name', credential: 'BUNDLE', minutes: 9, origins: ['https://only.example'], locale })
       for (const part of ['BUNDLE', 'App·Name', '9', 'https://only.example']) expect.soft(recovery.text, `${locale} recovery: ${part}`).toContain(part)
       expect.soft(recovery.text, locale).not.toMatch(/\{\w+\}/)
-      const signIn = signInMail({ to: 'a@example.test', appName: 'App·Name', credential: 'BUNDLE', link: undefined, minutes: 11, origins: ['https://only.example'], locale })
+      const signIn = signInMail({
+        to: 'a@example.test',
+        appName: 'App·Name',
+        credential: 'BUNDLE',
+        link: undefined,
+        minutes: 11,
+        origins: ['https://only.example'],
+        locale,
+      })
       for (const part of ['BUNDLE', 'App·Name', '11', 'https://only.example']) expect.soft(signIn.text, `${locale} sign-in: ${part}`).toContain(part)
       expect.soft(signIn.subject, locale).toContain('App·Name')
       expect.soft(signIn.text, locale).not.toMatch(/\{\w+\}/)
@@ -55,7 +70,15 @@ describe('mails', () => {
   })
 
   test('behavior: a sign-in link is a link in the HTML part and the line itself in the text part', () => {
-    const mail = signInMail({ to: 'a@example.test', appName: 'Demo', credential: 'B', link: 'https://app.example/in?b="x"', minutes: 15, origins, locale: 'de' })
+    const mail = signInMail({
+      to: 'a@example.test',
+      appName: 'Demo',
+      credential: 'B',
+      link: 'https://app.example/in?b="x"',
+      minutes: 15,
+      origins,
+      locale: 'de',
+    })
     expect(mail.subject).toBe('Bei Demo anmelden')
     expect(mail.text.split('\n\n')[1]).toBe('https://app.example/in?b="x"')
     expect(mail.html).toContain('<a href="https://app.example/in?b=&#34;x&#34;">Anmelden</a>')
