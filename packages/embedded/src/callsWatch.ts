@@ -1,13 +1,13 @@
 // The batches this page sent, watched by the wallet itself until they are final, so the app's
 // `wallet_getCallsStatus` is answered in the page: the app may ask often (the embedded connector
-// says 50 ms) while the chain or the bundler is asked on a schedule that starts fast, when a local
+// says 25 ms) while the chain or the bundler is asked on a schedule that starts fast, when a local
 // or rollup chain includes a batch within a few hundred ms, and backs off to once a second.
 
 /** An EIP-5792 status as `wallet_getCallsStatus` answers it: 100 while pending, 200 and up once final. */
 export type CallsStatus = { status: number }
 
 /** The waits between two reads of a pending batch, in ms; the last one repeats. */
-export const WATCH_SCHEDULE_MS: readonly number[] = [25, 25, 50, 50, 100, 100, 200, 400, 800, 1_000]
+export const WATCH_SCHEDULE_MS: readonly number[] = [20, 20, 20, 20, 40, 40, 80, 160, 320, 640, 1_000]
 /** How long a batch is watched before the wallet stops asking on its own (a read then asks the network again). */
 export const WATCH_TIMEOUT_MS = 120_000
 /** Final statuses kept for later reads, the oldest dropped first. */

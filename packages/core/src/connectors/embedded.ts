@@ -141,7 +141,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
         type: EMBEDDED_INFO.type,
         icon: EMBEDDED_INFO.icon,
         // The wallet watches the batches it sends and answers their status in the page (embedded's callsWatch.ts).
-        callsStatusPollingIntervalMs: 50,
+        callsStatusPollingIntervalMs: 25,
         emitter,
         oauthProviders: parameters.oauthProviders ?? [],
         getFlows: load,
