@@ -105,7 +105,20 @@ export function defineInstance(parameters: DefineInstanceParameters): Instance {
  * @example
  * const chain = anvil({ port: await getFreePort(), chainId: 31337 })
  */
-export function getFreePort(host = '127.0.0.1'): Promise<number> {
+export async function getFreePort(host = '127.0.0.1'): Promise<number> {
+  // The kernel may hand the same free port to two binds in a row once the first is closed: a
+  // port given out by this process is never given out again by it (a stack asks for seven at once).
+  for (;;) {
+    const port = await anyFreePort(host)
+    if (handedOut.has(port)) continue
+    handedOut.add(port)
+    return port
+  }
+}
+
+const handedOut = new Set<number>()
+
+function anyFreePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.unref()

@@ -263,6 +263,17 @@ describe('anvil', () => {
   }
 })
 
+describe('getFreePort', () => {
+  test('behavior: a process is never handed one port twice, though the OS may offer it again once closed', async () => {
+    // One after the other, as a stack's ports are asked for: each bind closes before the next,
+    // and the OS offered a closed port again about once in a hundred here.
+    const ports: number[] = []
+    for (let i = 0; i < 300; i++) ports.push(await getFreePort())
+    expect(new Set(ports).size).toBe(300)
+    for (const port of ports.slice(0, 5)) expect(await canBind(port)).toBe(true)
+  })
+})
+
 describe('staticServer', () => {
   async function site() {
     const dir = await mkdtemp(join(tmpdir(), 'latchkey-static-'))
