@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react'
 import '#modal.css'
 import { useLatchkeyContext } from '../hooks/useClient.js'
 import { type Translate, useMessages } from '../i18n/useMessages.js'
+import { explorerLink, failureText, statusKey } from './text.js'
 import { type TrackedTransaction, updateTransaction, useTrackedTransactions } from './transactions.js'
 
 /** How many toasts show at once: the newest. */
@@ -34,20 +35,7 @@ export default function ToastView({ theme }: { theme: 'light' | 'dark' | 'auto' 
 }
 
 function Toast({ entry, client, t }: { entry: TrackedTransaction; client: Client; t: Translate }) {
-  const batch = entry.kind === 'calls'
-  const title = t(
-    entry.status === 'pending'
-      ? batch
-        ? 'batchPending'
-        : 'txPending'
-      : entry.status === 'confirmed'
-        ? batch
-          ? 'batchConfirmed'
-          : 'txConfirmed'
-        : batch
-          ? 'batchFailed'
-          : 'txFailed',
-  )
+  const title = t(statusKey(entry))
   const link = explorerLink(client, entry)
   return (
     <li className="lk-toast" data-status={entry.status}>
@@ -87,16 +75,4 @@ function Toast({ entry, client, t }: { entry: TrackedTransaction; client: Client
       </button>
     </li>
   )
-}
-
-/** @internal Why a send failed, for display: reverted on chain, or the error's text in the locale. */
-export function failureText(entry: TrackedTransaction, t: Translate): string {
-  return entry.reverted ? t('txReverted') : t.error(entry.error)
-}
-
-/** @internal The explorer page of a send with a hash, when its chain has an explorer. */
-export function explorerLink(client: Client, entry: TrackedTransaction): { href: string; name: string | undefined } | undefined {
-  const explorer = client.chains.find((chain) => chain.id === entry.chainId)?.blockExplorers?.default
-  if (!explorer || !entry.hash) return undefined
-  return { href: `${explorer.url.replace(/\/$/, '')}/tx/${entry.hash}`, name: explorer.name }
 }
