@@ -155,18 +155,18 @@ function useIdentity(address: Address | undefined, connector: Connector | undefi
   const { session } = useSession()
   const [read, setRead] = useState<SignInSession | null>()
   const embedded = isEmbeddedConnector(connector)
-  const getSession = client.auth?.adapter.getSession
   useEffect(() => {
-    if (!embedded || session || !getSession) return
+    const adapter = client.auth?.adapter
+    if (!embedded || session || !adapter?.getSession) return
     let live = true
-    getSession().then(
+    adapter.getSession().then(
       (answer) => live && setRead(answer),
       () => {},
     )
     return () => {
       live = false
     }
-  }, [embedded, session, getSession])
+  }, [client, embedded, session])
   const current = [session, read].find((candidate) => candidate && address && candidate.address.toLowerCase() === address.toLowerCase())
   return {
     email: typeof current?.['email'] === 'string' ? current['email'] : undefined,
