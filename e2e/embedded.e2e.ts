@@ -231,9 +231,12 @@ describe('embedded wallet', () => {
     const ui = demo(page)
     const view = signIn(page)
     await addPasskeyAuthenticator(page)
-    const address = await signUpByEmail(page, newEmail())
+    const email = newEmail()
+    const address = await signUpByEmail(page, email)
     await page.getByRole('button', { name: /^Account/ }).click()
     const account = page.getByRole('dialog', { name: 'Account' })
+    // Who is signed in: the email the backend's session carries, and how.
+    expect(await waitForText(account.getByRole('group', { name: 'Signed-in user' }), `${email}Signed in with email`)).toBe(`${email}Signed in with email`)
     await account.getByRole('button', { name: 'Add a passkey', exact: true }).click()
     await answerConsent(page, 'Approve', 'Add a way to sign in')
     await waitForText(account.getByRole('status', { name: 'Wallet tools status' }), 'Passkey added. You can now sign in with it alone.')

@@ -64,6 +64,12 @@ describe('browser wallet journey', () => {
     expect(receipt.status).toBe('success')
     expect(receipt.from).toBe(DEV_ADDRESS.toLowerCase())
     await page.getByText(`Confirmed in block ${receipt.blockNumber}`, { exact: true }).waitFor()
+    // Its toast says confirmed, links to the chain's explorer, and Dismiss removes it.
+    const toasts = page.getByRole('region', { name: 'Transactions' })
+    await toasts.getByText('Transaction confirmed', { exact: true }).waitFor()
+    expect(await toasts.getByRole('link', { name: 'View on Demo explorer' }).getAttribute('href')).toBe(`/explorer/31337/tx/${hash}`)
+    await toasts.getByRole('button', { name: 'Dismiss' }).click()
+    await toasts.getByRole('listitem').waitFor({ state: 'detached' })
 
     // Switch to the second chain.
     await ui.network.selectOption({ label: 'Anvil B (31338)' })

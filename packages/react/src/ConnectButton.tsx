@@ -1,6 +1,6 @@
 'use client'
 import type { GetAccountReturnType } from '@latchkey/core'
-import type { ReactNode } from 'react'
+import { lazy, type ReactNode, Suspense } from 'react'
 import type { Chain } from 'viem'
 import { useAccount } from './hooks/useAccount.js'
 import { useClient, useLatchkeyContext } from './hooks/useClient.js'
@@ -37,6 +37,9 @@ export type ConnectButtonProps = {
 export function shortAddress(address: string) {
   return `${address.slice(0, 6)}…${address.slice(-4)}`
 }
+
+// The ENS name and avatar, on a chain with ENS only: their code is never in the page.
+const EnsLabel = lazy(() => import('./ens/EnsLabel.js'))
 
 // Warm the modal's chunk when the user shows intent, so the first click opens at once.
 const preloadConnect = () => void loadConnectModal()
@@ -84,7 +87,15 @@ export function ConnectButton({ label, requireSignIn = false, children }: Connec
         onFocus={preloadAccount}
       >
         {!signInFirst && <span className="lk-button-chain">{account.chain?.name ?? text.chainOf.replace('{id}', `${account.chainId ?? ''}`)}</span>}
-        <span className="lk-button-address">{address}</span>
+        <span className="lk-button-address">
+          {account.chain?.contracts?.ensUniversalResolver ? (
+            <Suspense fallback={address}>
+              <EnsLabel address={account.address} chainId={account.chain.id} fallback={address} />
+            </Suspense>
+          ) : (
+            address
+          )}
+        </span>
       </button>
     )
     if (!signInFirst) return accountButton

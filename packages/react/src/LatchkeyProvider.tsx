@@ -1,6 +1,6 @@
 'use client'
 import { type Client, reconnect } from '@latchkey/core'
-import { type ReactNode, useCallback, useEffect, useMemo, useState } from 'react'
+import { type ComponentType, type ReactNode, useCallback, useEffect, useMemo, useState } from 'react'
 import { LatchkeyContext, type ModalName } from './context.js'
 import type { Messages } from './i18n/en.js'
 import type { Locale } from './i18n/locales.js'
@@ -21,6 +21,12 @@ export type LatchkeyProviderProps = {
   locale?: string | undefined
   /** Your own texts for some keys of the catalogue, in the active locale. */
   messages?: Partial<Messages> | undefined
+  /**
+   * Toasts for the transactions and batches sent with `useSendTransaction` and `useSendCalls`:
+   * pending, then confirmed or failed. Default true; false shows none (the account modal still
+   * shows the last one).
+   */
+  toasts?: boolean | undefined
   children?: ReactNode
 }
 
@@ -31,8 +37,10 @@ export type LatchkeyProviderProps = {
  * @example
  * <LatchkeyProvider client={client} locale="es"><ConnectButton /></LatchkeyProvider>
  */
-export function LatchkeyProvider({ client, theme = 'auto', locale: requested, messages, children }: LatchkeyProviderProps) {
+export function LatchkeyProvider({ client, theme = 'auto', locale: requested, messages, toasts = true, children }: LatchkeyProviderProps) {
   const [modal, setModal] = useState<ModalName>()
+  // The toasts' view comes with the hooks that send, set on the first send: the page does not carry it.
+  const [Toasts, setToasts] = useState<ComponentType<{ theme: ThemeMode }>>()
   const { locale, catalogue, ready } = useLocale(requested)
   useEffect(() => {
     const unmount = client.mount()
@@ -41,15 +49,18 @@ export function LatchkeyProvider({ client, theme = 'auto', locale: requested, me
   }, [client])
   const openModal = useCallback((name: ModalName) => setModal(name), [])
   const closeModal = useCallback((name?: ModalName) => setModal((open) => (name === undefined || open === name ? undefined : open)), [])
+  const mountToasts = useCallback((view: ComponentType<{ theme: ThemeMode }>) => setToasts(() => view), [])
   const themeVariables = typeof theme === 'string' ? undefined : theme.variables
+  const mode = typeof theme === 'string' ? theme : theme.mode
   const value = useMemo(
-    () => ({ client, modal, openModal, closeModal, locale, catalogue, catalogueReady: ready, overrides: messages, themeVariables }),
-    [client, modal, openModal, closeModal, locale, catalogue, ready, messages, themeVariables],
+    () => ({ client, modal, openModal, closeModal, locale, catalogue, catalogueReady: ready, overrides: messages, themeVariables, mountToasts }),
+    [client, modal, openModal, closeModal, locale, catalogue, ready, messages, themeVariables, mountToasts],
   )
   return (
     <LatchkeyContext.Provider value={value}>
       {children}
-      <ModalHost theme={typeof theme === 'string' ? theme : theme.mode} />
+      <ModalHost theme={mode} />
+      {toasts && Toasts && <Toasts theme={mode} />}
     </LatchkeyContext.Provider>
   )
 }

@@ -1,5 +1,5 @@
 import type { Client } from '@latchkey/core'
-import { createContext } from 'react'
+import { type ComponentType, createContext } from 'react'
 import type { Messages } from './i18n/en.js'
 import type { Locale } from './i18n/locales.js'
 import type { ThemeVariables } from './theme.js'
@@ -23,6 +23,8 @@ export type LatchkeyContextValue = {
   overrides: Partial<Messages> | undefined
   /** The theme's CSS variables, on the button and the modals; undefined with a plain mode. */
   themeVariables: ThemeVariables | undefined
+  /** Renders the transaction toasts from now on (the first send calls it; the provider's `toasts={false}` ignores it). */
+  mountToasts(view: ComponentType<{ theme: 'light' | 'dark' | 'auto' }>): void
 }
 
 /** @internal */

@@ -1,9 +1,12 @@
 import { type SendCallsParameters, type SendCallsReturnType, sendCalls } from '@latchkey/core'
+import { useRef } from 'react'
+import { sendTracked } from '../toast/track.js'
 import { type ActionState, useAction } from './useAction.js'
-import { useClient } from './useClient.js'
+import { useLatchkeyContext } from './useClient.js'
 
 /**
- * Sends a batch of calls through the connected wallet (EIP-5792); `data` is the last batch's id.
+ * Sends a batch of calls through the connected wallet (EIP-5792); `data` is the last batch's id. A
+ * toast shows it pending, then confirmed or failed (`<LatchkeyProvider toasts={false}>` turns them off).
  *
  * @example
  * const { sendCalls, data } = useSendCalls()
@@ -12,7 +15,16 @@ import { useClient } from './useClient.js'
 export function useSendCalls(): ActionState<SendCallsReturnType> & {
   sendCalls(parameters: SendCallsParameters): Promise<SendCallsReturnType>
 } {
-  const client = useClient()
-  const [run, state] = useAction((parameters: SendCallsParameters) => sendCalls(client, parameters))
+  const context = useLatchkeyContext()
+  const again = useRef<(parameters: SendCallsParameters) => Promise<SendCallsReturnType>>(undefined)
+  const [run, state] = useAction((parameters: SendCallsParameters) =>
+    sendTracked(
+      context,
+      { kind: 'calls', chainId: parameters.chainId, retry: () => void again.current?.(parameters).catch(() => {}) },
+      () => sendCalls(context.client, parameters),
+      (result) => ({ callsId: result.id }),
+    ),
+  )
+  again.current = run
   return { ...state, sendCalls: run }
 }

@@ -1,9 +1,12 @@
 import { type Hex, type SendTransactionParameters, sendTransaction } from '@latchkey/core'
+import { useRef } from 'react'
+import { sendTracked } from '../toast/track.js'
 import { type ActionState, useAction } from './useAction.js'
-import { useClient } from './useClient.js'
+import { useLatchkeyContext } from './useClient.js'
 
 /**
- * Sends a transaction through the connected wallet; `data` is the last transaction hash.
+ * Sends a transaction through the connected wallet; `data` is the last transaction hash. A toast
+ * shows it pending, then confirmed or failed (`<LatchkeyProvider toasts={false}>` turns them off).
  *
  * @example
  * const { sendTransaction, data: hash } = useSendTransaction()
@@ -11,7 +14,16 @@ import { useClient } from './useClient.js'
 export function useSendTransaction(): ActionState<Hex> & {
   sendTransaction(parameters: SendTransactionParameters): Promise<Hex>
 } {
-  const client = useClient()
-  const [run, state] = useAction((parameters: SendTransactionParameters) => sendTransaction(client, parameters))
+  const context = useLatchkeyContext()
+  const again = useRef<(parameters: SendTransactionParameters) => Promise<Hex>>(undefined)
+  const [run, state] = useAction((parameters: SendTransactionParameters) =>
+    sendTracked(
+      context,
+      { kind: 'transaction', chainId: undefined, retry: () => void again.current?.(parameters).catch(() => {}) },
+      () => sendTransaction(context.client, parameters),
+      (hash) => ({ hash }),
+    ),
+  )
+  again.current = run
   return { ...state, sendTransaction: run }
 }

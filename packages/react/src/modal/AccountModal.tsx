@@ -1,13 +1,19 @@
 'use client'
-import { isEmbeddedConnector, NetworkSwitchingNotAvailableError } from '@latchkey/core'
-import { lazy, Suspense, useState } from 'react'
+import { type Address, type Connector, isEmbeddedConnector, NetworkSwitchingNotAvailableError, type SignInSession } from '@latchkey/core'
+import { lazy, Suspense, useEffect, useState } from 'react'
 import { shortAddress } from '../ConnectButton.js'
+import { useEns } from '../ens/useEns.js'
 import { useAccount } from '../hooks/useAccount.js'
 import { useBalance } from '../hooks/useBalance.js'
+import { useLatchkeyContext } from '../hooks/useClient.js'
 import { useDisconnect } from '../hooks/useDisconnect.js'
-import { useSignIn } from '../hooks/useSignIn.js'
+import { useSession, useSignIn } from '../hooks/useSignIn.js'
 import { useSwitchChain } from '../hooks/useSwitchChain.js'
-import { useMessages } from '../i18n/useMessages.js'
+import type { MessageKey } from '../i18n/en.js'
+import { type Translate, useMessages } from '../i18n/useMessages.js'
+import { explorerLink, failureText, statusKey } from '../toast/text.js'
+import { useTrackedTransactions } from '../toast/transactions.js'
+import { Avatar } from './Avatar.js'
 import { Dialog } from './Dialog.js'
 
 // Export, import and passkeys: only for the embedded wallet, loaded with it.
@@ -15,7 +21,7 @@ const EmbeddedTools = lazy(() => import('./EmbeddedTools.js'))
 
 type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
 
-/** Address, balance, network switcher, explorer link and disconnect. */
+/** Who is signed in (ENS, email or OAuth account), address, balance, last send, network switcher, explorer link and disconnect. */
 export function AccountModal({ theme, onClose }: Props) {
   const t = useMessages()
   const { address, chain, chainId, isConnected, connector } = useAccount()
@@ -26,12 +32,23 @@ export function AccountModal({ theme, onClose }: Props) {
   const [copied, setCopied] = useState(false)
   // The chain last asked for, so a refusal can say where to switch.
   const [target, setTarget] = useState<{ id: number; name: string }>()
+  const ens = useEns(address, chainId)
+  const identity = useIdentity(address, connector)
 
   if (!isConnected || !address) return null
   const explorer = chain?.blockExplorers?.default.url
   return (
     <Dialog title={t('account')} theme={theme} onClose={onClose}>
       <div className="lk-account">
+        {/* biome-ignore lint/a11y/useSemanticElements: a group of two lines, not a form's fieldset */}
+        <div className="lk-identity" role="group" aria-label={t('signedInUser')}>
+          <Avatar address={address} name={ens?.name ?? identity.email} src={ens?.avatar} />
+          <div className="lk-identity-text">
+            <p className="lk-identity-name">{ens?.name ?? identity.email ?? shortAddress(address)}</p>
+            {ens && identity.email && <p className="lk-muted lk-small-text">{identity.email}</p>}
+            {identity.via && <p className="lk-muted lk-small-text">{t(identity.via)}</p>}
+          </div>
+        </div>
         <p className="lk-address">{address}</p>
         <div className="lk-row">
           <button
@@ -70,6 +87,7 @@ export function AccountModal({ theme, onClose }: Props) {
             {t('tryAgain')}
           </button>
         )}
+        <LastTransaction t={t} />
         <h3 className="lk-subheading">{t('network')}</h3>
         <ul className="lk-networks">
           {switcher.chains.map((c) => (
@@ -122,6 +140,60 @@ export function AccountModal({ theme, onClose }: Props) {
         <p className="lk-muted lk-small-print">{t('connectedAs', { address: shortAddress(address) })}</p>
       </div>
     </Dialog>
+  )
+}
+
+const viaKey: Partial<Record<string, MessageKey>> = { email: 'viaEmail', recovery: 'viaEmail', passkey: 'viaPasskey', oauth: 'viaOAuth' }
+
+/**
+ * Who the backend says is signed in as this address: the email (an OAuth account's too) and how
+ * they signed in, from `/auth/session` as the client's sign-in store holds it. An embedded wallet
+ * signs in without that store: the modal reads the same session once through the adapter.
+ */
+function useIdentity(address: Address | undefined, connector: Connector | undefined): { email: string | undefined; via: MessageKey | undefined } {
+  const { client } = useLatchkeyContext()
+  const { session } = useSession()
+  const [read, setRead] = useState<SignInSession | null>()
+  const embedded = isEmbeddedConnector(connector)
+  useEffect(() => {
+    const adapter = client.auth?.adapter
+    if (!embedded || session || !adapter?.getSession) return
+    let live = true
+    adapter.getSession().then(
+      (answer) => live && setRead(answer),
+      () => {},
+    )
+    return () => {
+      live = false
+    }
+  }, [client, embedded, session])
+  const current = [session, read].find((candidate) => candidate && address && candidate.address.toLowerCase() === address.toLowerCase())
+  return {
+    email: typeof current?.['email'] === 'string' ? current['email'] : undefined,
+    via: typeof current?.['kind'] === 'string' ? viaKey[current['kind']] : undefined,
+  }
+}
+
+/** The last transaction or batch the app sent through the hooks: its status, why it failed, its explorer link. */
+function LastTransaction({ t }: { t: Translate }) {
+  const { client } = useLatchkeyContext()
+  const last = useTrackedTransactions(client).at(-1)
+  if (!last) return null
+  const status = t(statusKey(last))
+  const link = explorerLink(client, last)
+  return (
+    <section className="lk-last-transaction" aria-label={t('lastTransaction')}>
+      <h3 className="lk-subheading">{t('lastTransaction')}</h3>
+      <p className="lk-small-text" data-status={last.status}>
+        {status}
+        {last.status === 'failed' && ` ${failureText(last, t)}`}
+      </p>
+      {link && last.status !== 'pending' && (
+        <a className="lk-text-button" href={link.href} target="_blank" rel="noopener noreferrer">
+          {t('viewOn', { explorer: link.name ?? t('explorer') })}
+        </a>
+      )}
+    </section>
   )
 }
 
