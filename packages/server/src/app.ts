@@ -31,6 +31,7 @@ import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
 import { siwe } from './routes/siwe.js'
 import { issueToken, jwks, refreshToken, revokeToken } from './routes/token.js'
+import { linkEmail, linkEmailStart, linkOAuth, linkPasskey, linkWallet, unlink, user } from './routes/user.js'
 import type { Store } from './store.js'
 
 export type ServerAppOptions = {
@@ -189,7 +190,7 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
       return c.body(null, 204, {
         'access-control-allow-origin': origin,
         'access-control-allow-credentials': 'true',
-        'access-control-allow-methods': 'GET, POST, OPTIONS',
+        'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
         'access-control-allow-headers': 'content-type',
         'access-control-max-age': '600',
         vary: 'origin',
@@ -275,6 +276,13 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
   app.get('/auth/nonce', nonce(context))
   app.post('/auth/siwe', siwe(context))
   app.post('/auth/cacao', cacao(context))
+  app.get('/auth/user', user(context))
+  app.post('/auth/user/link/email/start', linkEmailStart(context))
+  app.post('/auth/user/link/email', linkEmail(context))
+  app.post('/auth/user/link/oauth', linkOAuth(context, oauth))
+  app.post('/auth/user/link/wallet', linkWallet(context))
+  app.post('/auth/user/link/passkey', linkPasskey(context))
+  app.delete('/auth/user/logins/:id', unlink(context))
   app.get('/auth/session', session(context))
   app.post('/auth/signout', signOut(context))
   app.post('/auth/token', issueToken(context))

@@ -9,7 +9,7 @@ import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { compressedP256Key, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { createAccountSubOrganization } from '../internal/subOrganization.js'
-import type { Store } from '../store.js'
+import { type KnownAccount, type LoginKind, newLoginId, type Store } from '../store.js'
 
 /** The social sign-ins the backend offers. */
 export const OAUTH_PROVIDERS = ['google', 'apple'] as const
@@ -54,6 +54,13 @@ export const OAUTH_CALLBACK_PATH = '/auth/oauth/callback'
 export const responseModeOf = (name: OAuthProviderName, config: OAuthProviderConfig) => config.responseMode ?? (name === 'apple' ? 'form_post' : 'query')
 
 const PROVIDER_NAMES: Record<OAuthProviderName, string> = { google: 'Google', apple: 'Apple' }
+
+/** The login kind of a provider's identities. @internal */
+export const oauthLoginKind = (name: OAuthProviderName): LoginKind => `oauth:${name}`
+/** The subject of an OAuth login: the ID token's issuer and subject. @internal */
+export const oauthSubject = (claims: JWTPayload) => `${claims.iss} ${claims.sub}`
+/** The provider's name as users read it. @internal */
+export const providerNameOf = (name: OAuthProviderName) => PROVIDER_NAMES[name]
 
 /** The nonce an ID token must carry to sign in the holder of `publicKey`: hex SHA-256 of the key's hex (Turnkey's oauth_login). */
 export const oauthNonce = (publicKey: string) => createHash('sha256').update(publicKey).digest('hex')
@@ -234,9 +241,15 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
   const claims = await oauth.verify(input.provider, token, input.sessionPublicKey)
   const providerName = PROVIDER_NAMES[input.provider]
+  const kind = oauthLoginKind(input.provider)
+  const subject = oauthSubject(claims)
 
-  let account = await store.account(claims.email)
-  if (!account) {
+  // A linked identity opens its user's wallet, whatever email the token carries.
+  const linked = await store.login(kind, subject)
+  let account: KnownAccount | undefined = linked ? await store.accountByOrganization(linked.organization_id) : undefined
+  if (account) {
+    // Linked: the kms has the identity (linking recorded it there).
+  } else if (!(account = await store.account(claims.email))) {
     // A new user: a sub-organization with a one-minute key of the root user, which registers the identity.
     const bootstrap = generateP256KeyPair()
     const created = await createAccountSubOrganization(context, claims.email, {
@@ -278,6 +291,18 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
       )
     }
   }
+  // The identity is one of the user's logins from now on (an account from before logins were kept gets it here).
+  await store.recordLogin({
+    id: newLoginId(),
+    kind,
+    subject,
+    organization_id: account.organization_id,
+    user_id: account.user_id,
+    address: account.address,
+    label: `${providerName} · ${claims.email}`,
+    kms_id: null,
+    created_at: now(),
+  })
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const at = now()
   const { activity } = await callKms(() =>
