@@ -125,8 +125,9 @@ describe('account linking', () => {
     expect(after).toEqual([])
   })
 
-  test('behavior: a wallet linked by a SIWE signature is listed among the wallets', async () => {
-    const user = await signedInByEmail(newEmail())
+  test('behavior: a wallet linked by a SIWE signature is listed among the wallets, and its Sign-In with Ethereum is a session of the account', async () => {
+    const email = newEmail()
+    const user = { ...(await signedInByEmail(email)), email }
     const wallet = privateKeyToAccount(anvilKeys[8])
     const nonce = await t.app.request('/auth/nonce', { headers: { origin } })
     const siweCookie = cookieOf(nonce)
@@ -149,6 +150,35 @@ describe('account linking', () => {
     expect(me.wallets).toEqual([
       { address: user.address, kind: 'embedded' },
       { address: wallet.address, kind: 'external' },
+    ])
+    // Sign-In with Ethereum by the linked wallet is a session of the account.
+    const next = await t.app.request('/auth/nonce', { headers: { origin } })
+    const signIn = createSiweMessage({
+      address: wallet.address,
+      chainId: 31337,
+      domain: 'localhost:5173',
+      uri: origin,
+      version: '1',
+      nonce: ((await next.json()) as { nonce: string }).nonce,
+      issuedAt: new Date(t.clock),
+    })
+    const session = await post(
+      '/auth/siwe',
+      { message: signIn, signature: await wallet.signMessage({ message: signIn }), walletKind: 'injected' },
+      { cookie: cookieOf(next) },
+    )
+    expect(await answer(session)).toEqual([
+      200,
+      {
+        email: user.email,
+        address: wallet.address,
+        organizationId: user.organizationId,
+        userId: user.userId,
+        kind: 'siwe',
+        chainId: 31337,
+        walletKind: 'injected',
+        expiresAt: expect.any(String),
+      },
     ])
   })
 

@@ -37,7 +37,9 @@ function checkNonce(row: NonceRow | undefined, holder: string | undefined, at: n
  * not used, be issued (give or take five minutes) and valid now; then the signature is verified by
  * the chain's public client: EOA, EIP-1271 contract wallets and EIP-6492 counterfactual wallets.
  * The nonce is spent as verification starts, so whatever the outcome it never verifies again.
- * A SIWE session of an embedded wallet this backend created carries its account.
+ * A SIWE session of an embedded wallet this backend created carries its account, and so does one
+ * of a wallet linked to an account (`POST /auth/user/link/wallet`); the session's address is the
+ * wallet that signed.
  *
  * @example
  * app.post('/auth/siwe', siwe(context))
@@ -49,7 +51,12 @@ export async function verifySiwe(c: Context, context: RouteContext, input: z.inf
   const { store } = context
   const message = await checkSiwe(c, context, input)
   const walletKind = input.walletKind ?? null
-  const account = walletKind === 'embedded' ? await store.accountByAddress(message.address) : undefined
+  // An embedded wallet's session carries its account; so does a wallet linked to an account (issue 28).
+  const linked = walletKind === 'embedded' ? undefined : await store.login('wallet', message.address)
+  const account =
+    walletKind === 'embedded'
+      ? await store.accountByAddress(message.address)
+      : linked && (await store.accountByOrganization(linked.organization_id).then((known) => known && { ...known, user_id: linked.user_id }))
   // One browser, one session: the one this replaces ends here.
   const previous = getCookie(c, SESSION_COOKIE)
   if (previous) await store.deleteSession(previous)
