@@ -20,6 +20,7 @@ import { nonce } from './routes/nonce.js'
 import {
   createOAuth,
   OAUTH_CALLBACK_PATH,
+  OAUTH_PROVIDERS,
   type OAuthProviderConfig,
   type OAuthProviderName,
   oauthFormPost,
@@ -61,10 +62,12 @@ export type ServerAppOptions = {
   /** Shown in sign-in and recovery emails. */
   appName: string
   /**
-   * "Continue with Google / Apple": the OpenID issuers and the app's client ids (locally the devnet's
-   * provider plays both). Published at /auth/config; ID tokens are verified against their JWKS.
+   * "Continue with Google / Apple / …": the OpenID issuers and the app's client ids, by provider name
+   * (`google`, `apple`, or any other OpenID Connect provider under a name of its own, `github`,
+   * `discord`: `OAUTH_PROVIDER_NAME`; locally the devnet's provider plays them all). Published at
+   * /auth/config; ID tokens are verified against their JWKS.
    */
-  oauth?: Partial<Record<OAuthProviderName, OAuthProviderConfig>> | undefined
+  oauth?: Readonly<Record<OAuthProviderName, OAuthProviderConfig | undefined>> | undefined
   /** Browser origins allowed to call with credentials (the demo's); SIWE messages' uris must have one. */
   allowedOrigins: readonly string[]
   /**
@@ -248,6 +251,8 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
         return [
           name,
           {
+            // A provider of the operator's own (not Google or Apple) says what to call it.
+            ...((OAUTH_PROVIDERS as readonly string[]).includes(name) ? {} : { displayName: oauth.displayName(name) }),
             clientId: config.clientId,
             authorizationEndpoint: endpoints.authorization_endpoint,
             ...(formPost

@@ -37,7 +37,7 @@ async function written() {
 }
 
 /** An ID token of the local issuer for `email`, bound to `sessionPublicKey`. */
-const idTokenFor = (email: string, sessionPublicKey: string, provider: 'google' | 'apple' = 'google') =>
+const idTokenFor = (email: string, sessionPublicKey: string, provider: 'google' | 'apple' | 'github' | 'discord' = 'google') =>
   t.oidc!.idToken({ provider, email, nonce: oauthNonce(sessionPublicKey), redirectUri: oauthRedirectUri })
 
 /** Links the email by its code, as the consent frame would: the start, the mailed code, sealed. */
@@ -83,6 +83,38 @@ describe('account linking', () => {
       { organizationId: user.organizationId, userId: user.userId, address: user.address, sessionExpiresAt: expect.any(String) },
     ])
     expect((await written()).events).toEqual([{ type: 'account.linked' }])
+  })
+
+  test('behavior: GitHub and Discord, OpenID providers the operator configured, link and sign in as Google does; an unconfigured name is 404', async () => {
+    const user = await signedUpWithPasskey()
+    const key = user.sessionKey
+    const config = (await (await t.app.request('/auth/config')).json()) as { oauth: Record<string, unknown> }
+    expect(config.oauth['github']).toEqual({ displayName: 'GitHub', clientId: 'latchkey-demo', authorizationEndpoint: `${t.oidc!.issuers.github.issuer}/auth` })
+    const labels = []
+    for (const provider of ['github', 'discord'] as const) {
+      const email = newEmail()
+      const linked = await postAs(user.cookie, '/auth/user/link/oauth', {
+        provider,
+        sessionPublicKey: key.apiPublicKey,
+        idToken: await idTokenFor(email, key.apiPublicKey, provider),
+      })
+      expect(linked.status).toBe(200)
+      const { response } = await oauthSignIn(email, provider)
+      expect(await answer(response)).toEqual([
+        200,
+        { organizationId: user.organizationId, userId: user.userId, address: user.address, sessionExpiresAt: expect.any(String) },
+      ])
+      labels.push(`${provider === 'github' ? 'GitHub' : 'Discord'} · ${email}`)
+    }
+    expect((await loginsOf(user.cookie)).slice(1)).toEqual([
+      { kind: 'oauth:github', label: labels[0] },
+      { kind: 'oauth:discord', label: labels[1] },
+    ])
+    for (const provider of ['gitlab', 'constructor'])
+      expect(await answer(await post('/auth/oauth', { provider, sessionPublicKey: key.apiPublicKey, idToken: 'x' }))).toEqual([
+        404,
+        { error: { code: 'unknown_provider', message: `${provider} sign-in is not configured` } },
+      ])
   })
 
   test('behavior: an email linked by its code is the kms user’s email and signs in to the same wallet; unlinked, it is neither', async () => {

@@ -14,7 +14,7 @@ import {
   type SessionRow,
   UnknownLoginError,
 } from '../store.js'
-import { OAUTH_PROVIDERS, type OAuth, oauthLoginKind, oauthSubject, providerNameOf } from './oauth.js'
+import { OAUTH_PROVIDER_NAME, type OAuth, oauthLoginKind, oauthSubject } from './oauth.js'
 import { checkSiwe } from './siwe.js'
 
 // Account linking (issue 28): one user, many logins. Each login is linked by completing its own
@@ -190,7 +190,7 @@ export const linkEmail = (context: RouteContext) => async (c: Context) => {
 
 const oauthLinkSchema = z
   .object({
-    provider: z.enum(OAUTH_PROVIDERS),
+    provider: z.string().regex(OAUTH_PROVIDER_NAME, 'must be a provider name'),
     sessionPublicKey: compressedP256Key,
     idToken: z.string().min(1).max(8192).optional(),
     code: z.string().min(1).max(2048).optional(),
@@ -218,12 +218,12 @@ export const linkOAuth = (context: RouteContext, oauth: OAuth) => async (c: Cont
   const { now } = context
   const { session, account } = await signedInUser(c, context)
   const input = await readBody(c.req.raw, oauthLinkSchema)
-  if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${providerNameOf(input.provider)} sign-in is not configured`)
+  if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${oauth.displayName(input.provider)} sign-in is not configured`)
   if (session.session_public_key !== null && session.session_public_key !== input.sessionPublicKey)
     throw new ServerError(400, 'invalid_request', "sessionPublicKey: must be this session's key")
   const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
-  const claims = await oauth.verify(input.provider, token, input.sessionPublicKey)
-  const providerName = providerNameOf(input.provider)
+  const claims = await oauth.verify(input.provider, token, input.sessionPublicKey, 'link')
+  const providerName = oauth.displayName(input.provider)
   const row = loginOf(context, account, oauthLoginKind(input.provider), oauthSubject(claims), `${providerName} · ${claims.email}`)
   return c.json(
     await link(context, row, async () => {
