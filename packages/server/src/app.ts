@@ -114,7 +114,7 @@ export type ServerAppOptions = {
   accessTokenSeconds?: number | undefined
   /** The largest request body accepted, counted as it streams in. Default `LIMITS.bodyBytes` (64 KiB). */
   maxBodyBytes?: number | undefined
-  /** Where each `POST /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
+  /** Where each `POST /auth/*` and `DELETE /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
   audit?: AuditTrail | undefined
   /** The bearer token of the admin API (`/admin/*`: webhook endpoints). Without it the admin API answers 404. */
   adminToken?: string | undefined

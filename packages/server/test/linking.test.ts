@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { sql } from 'kysely'
 import { privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { describe, expect, inject, test } from 'vitest'
@@ -256,5 +257,16 @@ describe('account linking', () => {
     expect(await answer(await t.app.request('/auth/user', { headers: { origin } }))).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
     expect(await loginsOf(user.cookie)).toEqual([{ kind: 'passkey', label: 'my passkey' }])
     expect((await written()).events).toEqual([])
+    // The refusals are in the audit trail, as every change is.
+    const audited = await sql<{ action: string; outcome: string; reason: string }>`select action, outcome, reason from server_audit_events
+      where action like 'DELETE %' order by seq`.execute(t.store.database.db)
+    expect(audited.rows).toEqual([
+      {
+        action: `DELETE /auth/user/logins/${me.logins[0]!.id}`,
+        outcome: 'refused',
+        reason: '409 last_login: This is the last way to sign in to this account; link another before removing it',
+      },
+      { action: 'DELETE /auth/user/logins/lg_nothing', outcome: 'refused', reason: '404 unknown_login: This account has no such login' },
+    ])
   })
 })
