@@ -243,6 +243,25 @@ describe('account linking', () => {
     expect(owner.organizationId).not.toBe(other.organizationId)
   })
 
+  test('error: a second email is refused before any code is sent (409 email_already_linked); linking one’s own login again is 409 already_linked', async () => {
+    const email = newEmail()
+    const user = await signedInByEmail(email)
+    const second = newEmail()
+    expect(await answer(await postAs(user.cookie, '/auth/user/link/email/start', { email: second }))).toEqual([
+      409,
+      { error: { code: 'email_already_linked', message: 'This account has an email already (one per user); unlink it first' } },
+    ])
+    expect(await mailTo(second)).toEqual([])
+    const other = await signedUpWithPasskey()
+    const authenticator = softwareAuthenticator()
+    const link = () => {
+      const challenge = randomBytes(32).toString('base64url')
+      return postAs(other.cookie, '/auth/user/link/passkey', { challenge, attestation: authenticator.register(challenge) })
+    }
+    expect((await link()).status).toBe(200)
+    expect(await answer(await link())).toEqual([409, { error: { code: 'already_linked', message: 'This login is linked to your account already' } }])
+  })
+
   test('error: the last login cannot be unlinked (409 last_login); a login of no one’s is 404; signed out is 401', async () => {
     const user = await signedUpWithPasskey()
     const me = (await (await get('/auth/user', user.cookie)).json()) as { logins: { id: string }[] }

@@ -114,6 +114,8 @@ export const linkEmailStart = (context: RouteContext) => async (c: Context) => {
   const { account } = await signedInUser(c, context)
   const address = (await readBody(c.req.raw, emailStartSchema)).email.toLowerCase()
   await refuseSecondEmail(context, account.organization_id)
+  // Counted as sign-in's codes are: per network, and per email.
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   enforce(await context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
   const { activity } = await callKms(() =>
     kms.initOtp({
