@@ -84,6 +84,18 @@ describe('account linking', () => {
       { organizationId: user.organizationId, userId: user.userId, address: user.address, sessionExpiresAt: expect.any(String) },
     ])
     expect((await written()).events).toEqual([{ type: 'account.linked' }])
+    // The event, as the outbox will send it.
+    const [event] = await t.store.database.db.selectFrom('webhook_events').select('body').where('type', '=', 'account.linked').execute()
+    expect(JSON.parse(event!.body)).toEqual({
+      type: 'account.linked',
+      timestamp: login.linkedAt,
+      data: {
+        userId: user.userId,
+        organizationId: user.organizationId,
+        address: user.address,
+        login: { id: login.id, kind: 'oauth:google', label: login.label },
+      },
+    })
   })
 
   test('behavior: GitHub and Discord, OpenID providers the operator configured, link and sign in as Google does; an unconfigured name is 404', async () => {
