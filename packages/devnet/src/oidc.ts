@@ -4,12 +4,13 @@ import Provider from 'oidc-provider'
 import { defineInstance, type Instance, PortInUseError } from './instance.js'
 
 // A real OpenID provider (oidc-provider) playing Google and Apple on one port, so that social
-// sign-in runs and is tested offline. "Apple", as Apple does, answers by form_post only. Each issuer lives under its own path (/google, /apple) with
+// sign-in runs and is tested offline; it plays GitHub and Discord too, as OpenID Connect issuers
+// the operator configures (the backend's generic providers, issue 28). "Apple", as Apple does, answers by form_post only. Each issuer lives under its own path (/google, /apple) with
 // its own signing key; its sign-in page asks only for an email: any address signs in as that test
 // user, and the same address is always the same user (the same `sub`).
 
 /** The issuers the local provider plays. */
-export const OIDC_PROVIDERS = ['google', 'apple'] as const
+export const OIDC_PROVIDERS = ['google', 'apple', 'github', 'discord'] as const
 export type OidcProviderName = (typeof OIDC_PROVIDERS)[number]
 
 export type OidcInstanceParameters = {
@@ -172,7 +173,12 @@ export function oidcInstance(parameters: OidcInstanceParameters): Instance & {
       const providers = Object.fromEntries(
         OIDC_PROVIDERS.map((name) => [name, new Provider(issuers[name].issuer, issuerConfiguration(name, parameters, emails) as never)]),
       ) as Record<OidcProviderName, Provider>
-      const title: Record<OidcProviderName, string> = { google: 'Sign in with Google (local)', apple: 'Sign in with Apple (local)' }
+      const title: Record<OidcProviderName, string> = {
+        google: 'Sign in with Google (local)',
+        apple: 'Sign in with Apple (local)',
+        github: 'Sign in with GitHub (local)',
+        discord: 'Sign in with Discord (local)',
+      }
 
       async function handle(request: IncomingMessage, response: ServerResponse) {
         const url = new URL(request.url ?? '/', base)

@@ -610,7 +610,17 @@ function serverInstance(
         limitsPerIp: DEV_LIMITS_PER_IP,
         // Sponsored gas for the demo's users (ERC-7677 at /paymaster): sponsorship.ts's policy.
         paymaster,
-        ...(oauth ? { oauth: { google: { ...oauth.google }, apple: { ...oauth.apple } } } : {}),
+        // GitHub and Discord as operator-configured OpenID Connect providers, played locally too.
+        ...(oauth
+          ? {
+              oauth: {
+                google: { ...oauth.google },
+                apple: { ...oauth.apple },
+                github: { ...oauth.github, displayName: 'GitHub' },
+                discord: { ...oauth.discord, displayName: 'Discord' },
+              },
+            }
+          : {}),
       })
       try {
         await server.start()

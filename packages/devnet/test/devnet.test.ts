@@ -476,10 +476,12 @@ describe('startStack', () => {
         apiPrivateKey: expect.stringMatching(/^[0-9a-f]{64}$/),
         signerPublicKey: expect.stringMatching(/^04[0-9a-f]{128}$/),
       },
-      // The local OpenID provider plays Google and Apple for the demo's client id.
+      // The local OpenID provider plays Google and Apple, and GitHub and Discord as configured OpenID providers, for the demo's client id.
       oidc: {
         google: { issuer: `${oidc}/google`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/google/auth` },
         apple: { issuer: `${oidc}/apple`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/apple/auth` },
+        github: { issuer: `${oidc}/github`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/github/auth` },
+        discord: { issuer: `${oidc}/discord`, clientId: 'latchkey-demo', authorizationEndpoint: `${oidc}/discord/auth` },
       },
       // The EIP-7702 batch executor, deployed with CREATE2 on both chains at the embedded wallet's default address,
       // the demo's test token, deployed the same way, the two paymasters (their addresses follow the

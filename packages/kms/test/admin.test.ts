@@ -154,6 +154,27 @@ describe('users', () => {
     expect(inbox.messages[0]!.to).toBe('after@example.test')
   })
 
+  test('behavior: update_user_email with an empty email removes it: email sign-in no longer finds the user', async () => {
+    const { backend, timestampMs } = harness
+    const sub = await harness.subOrganization({ email: 'leaving@example.test' })
+    const { activity } = await sub.client.updateUserEmail({
+      type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+      timestampMs: timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userId: sub.userId, userEmail: '' },
+    })
+    expect(activity.result.updateUserEmailResult).toEqual({ userId: sub.userId })
+    expect((await backend.getUser({ organizationId: sub.organizationId, userId: sub.userId })).user.userEmail ?? null).toBe(null)
+    await expect(
+      backend.emailAuth({
+        type: 'ACTIVITY_TYPE_EMAIL_AUTH_V3',
+        timestampMs: timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { email: 'leaving@example.test', targetPublicKey: generateApiKeyPair().apiPublicKey, emailCustomization: { appName: 'Latchkey' } },
+      }),
+    ).rejects.toThrow(`Turnkey error 5: no user with email leaving@example.test in organization ${sub.organizationId}`)
+  })
+
   test('error: a bad email, a taken email or an unknown tag is refused and no user is written', async () => {
     const { timestampMs } = harness
     const sub = await withAlice()

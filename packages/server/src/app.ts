@@ -20,6 +20,7 @@ import { nonce } from './routes/nonce.js'
 import {
   createOAuth,
   OAUTH_CALLBACK_PATH,
+  OAUTH_PROVIDERS,
   type OAuthProviderConfig,
   type OAuthProviderName,
   oauthFormPost,
@@ -31,6 +32,7 @@ import { recoveryStart } from './routes/recoveryStart.js'
 import { session, signOut } from './routes/session.js'
 import { siwe } from './routes/siwe.js'
 import { issueToken, jwks, refreshToken, revokeToken } from './routes/token.js'
+import { linkEmail, linkEmailStart, linkOAuth, linkPasskey, linkWallet, unlink, user } from './routes/user.js'
 import type { Store } from './store.js'
 
 export type ServerAppOptions = {
@@ -60,10 +62,12 @@ export type ServerAppOptions = {
   /** Shown in sign-in and recovery emails. */
   appName: string
   /**
-   * "Continue with Google / Apple": the OpenID issuers and the app's client ids (locally the devnet's
-   * provider plays both). Published at /auth/config; ID tokens are verified against their JWKS.
+   * "Continue with Google / Apple / …": the OpenID issuers and the app's client ids, by provider name
+   * (`google`, `apple`, or any other OpenID Connect provider under a name of its own, `github`,
+   * `discord`: `OAUTH_PROVIDER_NAME`; locally the devnet's provider plays them all). Published at
+   * /auth/config; ID tokens are verified against their JWKS.
    */
-  oauth?: Partial<Record<OAuthProviderName, OAuthProviderConfig>> | undefined
+  oauth?: Readonly<Record<OAuthProviderName, OAuthProviderConfig | undefined>> | undefined
   /** Browser origins allowed to call with credentials (the demo's); SIWE messages' uris must have one. */
   allowedOrigins: readonly string[]
   /**
@@ -110,7 +114,7 @@ export type ServerAppOptions = {
   accessTokenSeconds?: number | undefined
   /** The largest request body accepted, counted as it streams in. Default `LIMITS.bodyBytes` (64 KiB). */
   maxBodyBytes?: number | undefined
-  /** Where each `POST /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
+  /** Where each `POST /auth/*` and `DELETE /auth/*` outcome is recorded (refusals included). Default: the store's trail under the development audit key. */
   audit?: AuditTrail | undefined
   /** The bearer token of the admin API (`/admin/*`: webhook endpoints, the operator console at `GET /admin`). Without it the admin API answers 404. */
   adminToken?: string | undefined
@@ -189,7 +193,7 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
       return c.body(null, 204, {
         'access-control-allow-origin': origin,
         'access-control-allow-credentials': 'true',
-        'access-control-allow-methods': 'GET, POST, OPTIONS',
+        'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
         'access-control-allow-headers': 'content-type',
         'access-control-max-age': '600',
         vary: 'origin',
@@ -247,6 +251,8 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
         return [
           name,
           {
+            // A provider of the operator's own (not Google or Apple) says what to call it.
+            ...((OAUTH_PROVIDERS as readonly string[]).includes(name) ? {} : { displayName: oauth.displayName(name) }),
             clientId: config.clientId,
             authorizationEndpoint: endpoints.authorization_endpoint,
             ...(formPost
@@ -275,6 +281,13 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
   app.get('/auth/nonce', nonce(context))
   app.post('/auth/siwe', siwe(context))
   app.post('/auth/cacao', cacao(context))
+  app.get('/auth/user', user(context))
+  app.post('/auth/user/link/email/start', linkEmailStart(context))
+  app.post('/auth/user/link/email', linkEmail(context))
+  app.post('/auth/user/link/oauth', linkOAuth(context, oauth))
+  app.post('/auth/user/link/wallet', linkWallet(context))
+  app.post('/auth/user/link/passkey', linkPasskey(context))
+  app.delete('/auth/user/logins/:id', unlink(context))
   app.get('/auth/session', session(context))
   app.post('/auth/signout', signOut(context))
   app.post('/auth/token', issueToken(context))

@@ -370,9 +370,9 @@ type Values = { [key in keyof typeof settings]: ReturnType<(typeof settings)[key
  * production takes only https issuers and what the real providers need for the code exchange
  * (Google's client secret; Apple's team id, key id and key, which sign its client secret).
  */
-async function oauthOf(values: Values, production: boolean): Promise<Partial<Record<OAuthProviderName, OAuthProviderConfig>>> {
+async function oauthOf(values: Values, production: boolean): Promise<Record<OAuthProviderName, OAuthProviderConfig>> {
   const label = (key: keyof typeof settings) => settingLabel(settings[key])
-  const oauth: Partial<Record<OAuthProviderName, OAuthProviderConfig>> = {}
+  const oauth: Record<OAuthProviderName, OAuthProviderConfig> = {}
   const requireFor = (provider: string, clientId: keyof typeof settings, keys: readonly (keyof typeof settings)[]) => {
     for (const key of keys)
       if (values[key] !== undefined && values[clientId] === undefined)

@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto'
 import type { Metrics } from '@latchkey/service'
 import { auditMigration, type Database, type Migration, openDatabase, UniqueViolationError } from '@latchkey/service/database'
-import { type Kysely, sql } from 'kysely'
+import { type Kysely, sql, type Transaction } from 'kysely'
 import { type PaymasterSchema, paymasterMigration } from './paymaster/schema.js'
 import { sessionEvents } from './webhooks/events.js'
 import { webhookOutbox } from './webhooks/outbox.js'
@@ -64,6 +65,30 @@ export type OAuthNonceRow = { nonce: string; expires_at: number }
 /** A rate limit's fixed window for one key (`limit:subject`), shared by every instance on the database. */
 export type RateLimitRow = { key: string; window_started_at: number; count: number }
 
+/**
+ * How a user signs in: `email` (the address, lower case), `passkey` (the credential id),
+ * `oauth:<provider>` (the ID token's issuer and subject, `<iss> <sub>`), `wallet` (an external
+ * wallet's checksummed address, proven by SIWE).
+ */
+export type LoginKind = 'email' | 'passkey' | 'wallet' | `oauth:${string}`
+/**
+ * One login of a user (account linking, issue 28): unique on (kind, subject), so a login names one
+ * user. `label` is what the user sees (the email, `Google · a@b.c`, the address, the passkey's
+ * name); `kms_id` the kms's id of its credential (an authenticator or OAuth provider), if any.
+ */
+export type LoginRow = {
+  id: string
+  kind: LoginKind
+  subject: string
+  organization_id: string
+  user_id: string
+  /** The user's embedded wallet: the account stays known by its logins whichever sign-up row goes. */
+  address: string
+  label: string
+  kms_id: string | null
+  created_at: number
+}
+
 /** The backend's tables, as Kysely sees them. */
 export type ServerSchema = WebhookSchema &
   PaymasterSchema & {
@@ -76,12 +101,66 @@ export type ServerSchema = WebhookSchema &
     refresh_tokens: RefreshTokenRow
     oauth_nonces: OAuthNonceRow
     rate_limits: RateLimitRow
+    logins: LoginRow
   }
 
 /** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
 export class StoreConflictError extends Error {
   override name = 'StoreConflictError'
 }
+
+/** A login is taken already: by the user linking it (`self`) or by another user (`other`). */
+export class LoginConflictError extends StoreConflictError {
+  override name = 'LoginConflictError'
+  constructor(readonly owner: 'self' | 'other') {
+    super(`the login belongs to ${owner === 'self' ? 'this user' : 'another user'}`)
+  }
+}
+/** Unlinking would leave the user without a login. */
+export class LastLoginError extends Error {
+  override name = 'LastLoginError'
+}
+/** The user has no login of that id. */
+export class UnknownLoginError extends Error {
+  override name = 'UnknownLoginError'
+}
+
+/** What `account.linked` and `account.unlinked` say: the user and the login (never its kms id). */
+const loginEventData = (row: LoginRow) => ({
+  userId: row.user_id,
+  organizationId: row.organization_id,
+  address: row.address,
+  login: { id: row.id, kind: row.kind, label: row.label },
+})
+
+/** A login's id as `GET /auth/user` shows it and `DELETE /auth/user/logins/:id` takes it. */
+export const newLoginId = () => `lg_${randomBytes(12).toString('base64url')}`
+
+/** The login row of an email account or a passkey account, as sign-ups write it (and the migration backfills). */
+export const emailLogin = (row: Pick<AccountRow, 'email' | 'organization_id' | 'user_id' | 'address' | 'created_at'>): LoginRow => ({
+  id: newLoginId(),
+  kind: 'email',
+  subject: row.email,
+  organization_id: row.organization_id,
+  user_id: row.user_id,
+  address: row.address,
+  label: row.email,
+  kms_id: null,
+  created_at: row.created_at,
+})
+export const passkeyLogin = (
+  row: Pick<PasskeyAccountRow, 'credential_id' | 'organization_id' | 'user_id' | 'address' | 'passkey_identifier' | 'created_at'>,
+): LoginRow => ({
+  id: newLoginId(),
+  kind: 'passkey',
+  subject: row.credential_id,
+  organization_id: row.organization_id,
+  user_id: row.user_id,
+  address: row.address,
+  label: row.passkey_identifier ?? 'Passkey',
+  kms_id: null,
+  created_at: row.created_at,
+})
 
 // biome-ignore lint/suspicious/noExplicitAny: migrations run before the schema they create exists.
 type AnyDb = Kysely<any>
@@ -213,6 +292,37 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
   webhooksMigration,
   // The paymaster's budgets, reservations and settlement cursors (paymaster/).
   paymasterMigration,
+  {
+    // One user, many logins (issue 28): every email and passkey account so far is one login of its user.
+    name: '0010_logins',
+    async up(db) {
+      await db.schema
+        .createTable('logins')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('kind', 'text', (column) => column.notNull())
+        .addColumn('subject', 'text', (column) => column.notNull())
+        .addColumn('organization_id', 'text', (column) => column.notNull())
+        .addColumn('user_id', 'text', (column) => column.notNull())
+        .addColumn('address', 'text', (column) => column.notNull())
+        .addColumn('label', 'text', (column) => column.notNull())
+        .addColumn('kms_id', 'text')
+        .addColumn('created_at', 'bigint', (column) => column.notNull())
+        .execute()
+      await db.schema.createIndex('logins_by_subject').unique().on('logins').columns(['kind', 'subject']).execute()
+      await db.schema.createIndex('logins_by_organization').on('logins').column('organization_id').execute()
+      const insert = async (rows: LoginRow[]) => {
+        for (let start = 0; start < rows.length; start += 500)
+          await db
+            .insertInto('logins')
+            .values(rows.slice(start, start + 500))
+            .execute()
+      }
+      const accounts = (await db.selectFrom('accounts').selectAll().execute()) as AccountRow[]
+      await insert(accounts.map((row) => ({ ...emailLogin(row), created_at: Number(row.created_at) })))
+      const passkeys = (await db.selectFrom('passkey_accounts').selectAll().execute()) as PasskeyAccountRow[]
+      await insert(passkeys.map((row) => ({ ...passkeyLogin(row), created_at: Number(row.created_at) })))
+    },
+  },
 ]
 
 /** How long sent events are kept for `webhooks replay` (7 days). */
@@ -293,6 +403,19 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     )
   }
 
+  /** Inserts a login unless its (kind, subject) is taken; true when this one was written. */
+  const claimLogin = async (trx: Transaction<ServerSchema>, row: LoginRow) =>
+    changed(
+      await trx
+        .insertInto('logins')
+        .values(row)
+        .onConflict((conflict) => conflict.columns(['kind', 'subject']).doNothing())
+        .executeTakeFirst(),
+    )
+  const nudge = (queued: number) => {
+    if (queued) for (const listener of queuedListeners) listener()
+  }
+
   return {
     /** `sqlite` or `postgres`, and where the data is without credentials, for the start-up log. */
     dialect: database.dialect,
@@ -309,18 +432,30 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
      * may have created it a moment ago); answers the recorded one, the first to arrive.
      */
     async insertAccount(row: AccountRow): Promise<AccountRow> {
-      await db
-        .insertInto('accounts')
-        .values(row)
-        .onConflict((conflict) => conflict.column('email').doNothing())
-        .execute()
+      await database.transaction(
+        async (trx) => {
+          const inserted = await trx
+            .insertInto('accounts')
+            .values(row)
+            .onConflict((conflict) => conflict.column('email').doNothing())
+            .executeTakeFirst()
+          if (changed(inserted)) await claimLogin(trx, emailLogin(row))
+        },
+        { isolation: 'read committed' },
+      )
       return (await db.selectFrom('accounts').selectAll().where('email', '=', row.email).executeTakeFirst()) ?? row
     },
     passkeyAccount: (credentialId: string) => db.selectFrom('passkey_accounts').selectAll().where('credential_id', '=', credentialId).executeTakeFirst(),
     /** Throws StoreConflictError when the credential is already registered. */
     async insertPasskeyAccount(row: PasskeyAccountRow) {
       try {
-        await db.insertInto('passkey_accounts').values(row).execute()
+        await database.transaction(
+          async (trx) => {
+            await trx.insertInto('passkey_accounts').values(row).execute()
+            await claimLogin(trx, passkeyLogin(row))
+          },
+          { isolation: 'read committed' },
+        )
       } catch (error) {
         if (error instanceof UniqueViolationError) throw new StoreConflictError(error.message)
         throw error
@@ -343,6 +478,8 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
               .executeTakeFirst()
             if (!changed(inserted)) throw new StoreConflictError('email')
             await trx.insertInto('passkey_accounts').values(passkey).execute()
+            await claimLogin(trx, emailLogin(account))
+            await claimLogin(trx, passkeyLogin(passkey))
           },
           { isolation: 'read committed' },
         )
@@ -365,6 +502,13 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
           db
             .selectFrom('passkey_accounts')
             .select([...knownPasskey, sql<number>`1`.as('rank')])
+            .where('organization_id', '=', organizationId),
+        )
+        // A user whose sign-up rows were unlinked is still known by the logins left.
+        .unionAll(
+          db
+            .selectFrom('logins')
+            .select([...knownPasskey, sql<number>`2`.as('rank')])
             .where('organization_id', '=', organizationId),
         )
         .orderBy('rank')
@@ -426,6 +570,79 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       )
       if (queued) for (const listener of queuedListeners) listener()
     },
+    /** The login of `kind` and `subject`, whoever's it is. */
+    login: (kind: LoginKind, subject: string): Promise<LoginRow | undefined> =>
+      db.selectFrom('logins').selectAll().where('kind', '=', kind).where('subject', '=', subject).executeTakeFirst(),
+    /** A user's logins, oldest first. */
+    loginsOf: (organizationId: string): Promise<LoginRow[]> =>
+      db.selectFrom('logins').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute(),
+    /** Records a login a sign-in proved (an OAuth identity) unless its (kind, subject) is recorded already. */
+    async recordLogin(row: LoginRow): Promise<void> {
+      await database.transaction((trx) => claimLogin(trx, row), { isolation: 'read committed' })
+    },
+    /**
+     * Links a login to its user, in one transaction: the login row (and, for an email, the email's
+     * account row, which email sign-in finds it by), then `kms`, which records it in the kms and
+     * answers the kms's id of it, then `account.linked`. Throws LoginConflictError (nothing
+     * written, `kms` not called) when the login or the email is taken, by this user (`self`) or
+     * another (`other`); whatever `kms` throws rolls everything back.
+     */
+    async linkLogin(row: LoginRow, kms: () => Promise<string | null>, account?: AccountRow): Promise<LoginRow> {
+      const { linked, queued } = await database.transaction(
+        async (trx) => {
+          const ownerOf = async () =>
+            (await trx.selectFrom('logins').select('organization_id').where('kind', '=', row.kind).where('subject', '=', row.subject).executeTakeFirst())
+              ?.organization_id
+          if (!(await claimLogin(trx, row))) throw new LoginConflictError((await ownerOf()) === row.organization_id ? 'self' : 'other')
+          if (account) {
+            const inserted = await trx
+              .insertInto('accounts')
+              .values(account)
+              .onConflict((conflict) => conflict.column('email').doNothing())
+              .executeTakeFirst()
+            if (!changed(inserted)) {
+              const owner = await trx.selectFrom('accounts').select('organization_id').where('email', '=', account.email).executeTakeFirst()
+              throw new LoginConflictError(owner?.organization_id === row.organization_id ? 'self' : 'other')
+            }
+          }
+          const kmsId = await kms()
+          if (kmsId !== null) await trx.updateTable('logins').set({ kms_id: kmsId }).where('id', '=', row.id).execute()
+          const linked = { ...row, kms_id: kmsId }
+          return { linked, queued: await webhooks.enqueue(trx, [{ type: 'account.linked', data: loginEventData(linked) }], row.created_at) }
+        },
+        { isolation: 'read committed' },
+      )
+      nudge(queued)
+      return linked
+    },
+    /**
+     * Unlinks a user's login, in one transaction that first locks all the user's logins (on
+     * PostgreSQL; SQLite runs one transaction at a time): refused with LastLoginError when it is
+     * the last one, UnknownLoginError when the user has no such login; else the row goes (with an
+     * email's account row, a passkey's sign-up row), `kms` removes it from the kms, and
+     * `account.unlinked` is queued. Whatever `kms` throws rolls everything back.
+     */
+    async unlinkLogin(organizationId: string, id: string, at: number, kms: (row: LoginRow) => Promise<void>): Promise<LoginRow> {
+      const { removed, queued } = await database.transaction(
+        async (trx) => {
+          const query = trx.selectFrom('logins').selectAll().where('organization_id', '=', organizationId)
+          const rows = await (database.dialect === 'postgres' ? query.forUpdate() : query).execute()
+          const removed = rows.find((row) => row.id === id)
+          if (!removed) throw new UnknownLoginError()
+          if (rows.length <= 1) throw new LastLoginError()
+          await trx.deleteFrom('logins').where('id', '=', id).execute()
+          if (removed.kind === 'email')
+            await trx.deleteFrom('accounts').where('email', '=', removed.subject).where('organization_id', '=', organizationId).execute()
+          if (removed.kind === 'passkey')
+            await trx.deleteFrom('passkey_accounts').where('credential_id', '=', removed.subject).where('organization_id', '=', organizationId).execute()
+          await kms(removed)
+          return { removed, queued: await webhooks.enqueue(trx, [{ type: 'account.unlinked', data: loginEventData(removed) }], at) }
+        },
+        { isolation: 'read committed' },
+      )
+      nudge(queued)
+      return removed
+    },
     /** The webhook outbox: endpoints, events and their deliveries (webhooks/outbox.ts). */
     webhooks,
     /** Calls `listener` after each commit that queued webhook deliveries (the sender's nudge); answers how to stop. */
@@ -447,6 +664,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .where(byLowerAddress(address))
         .$castTo<KnownAccount>()
         .unionAll(db.selectFrom('passkey_accounts').select(knownPasskey).where(byLowerAddress(address)))
+        .unionAll(db.selectFrom('logins').select(knownPasskey).where(byLowerAddress(address)))
         .limit(1)
         .executeTakeFirst(),
     async insertNonce(row: Omit<NonceRow, 'used_at'>) {

@@ -50,7 +50,7 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
       t.oidc = oidcInstance({ port: await getFreePort(), clientId: oauthClientId, redirectUris: [oauthRedirectUri] })
       await t.oidc.start()
     }
-    const oidcIssuers = t.oidc ? [t.oidc.issuers.google, t.oidc.issuers.apple].map(({ issuer }) => ({ issuer, audiences: [oauthClientId] })) : undefined
+    const oidcIssuers = t.oidc ? Object.values(t.oidc.issuers).map(({ issuer }) => ({ issuer, audiences: [oauthClientId] })) : undefined
     t.kms = createKms({ port: await getFreePort(), now: () => t.clock, ...(oidcIssuers ? { oidcIssuers } : {}) })
     await t.kms.start()
     t.parentOrganizationId = (await t.kms.createParentOrganization({ name: 'Demo', userName: 'backend', publicKey: backendKey.apiPublicKey })).organizationId
@@ -78,6 +78,9 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
             oauth: {
               google: { issuer: t.oidc.issuers.google.issuer, clientId: oauthClientId },
               apple: { issuer: t.oidc.issuers.apple.issuer, clientId: oauthClientId },
+              // Providers the operator configures, played by the same local issuer.
+              github: { issuer: t.oidc.issuers.github.issuer, clientId: oauthClientId, displayName: 'GitHub' },
+              discord: { issuer: t.oidc.issuers.discord.issuer, clientId: oauthClientId, displayName: 'Discord' },
             },
           }
         : {}),
@@ -158,7 +161,7 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
    * "Continue with Google" (or Apple) with `oidc`: the local issuer's ID token for `email`, bound to a
    * new session key, posted to /auth/oauth. Answers the response and the session key.
    */
-  async function oauthSignIn(email: string, provider: 'google' | 'apple' = 'google') {
+  async function oauthSignIn(email: string, provider: 'google' | 'apple' | 'github' | 'discord' = 'google') {
     const sessionKey = generateApiKeyPair()
     const idToken = await t.oidc!.idToken({ provider, email, nonce: oauthNonce(sessionKey.apiPublicKey), redirectUri: oauthRedirectUri })
     const response = await post('/auth/oauth', { provider, sessionPublicKey: sessionKey.apiPublicKey, idToken })

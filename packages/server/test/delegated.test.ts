@@ -124,6 +124,39 @@ describe('delegated access', () => {
     expect((await createKey(account.userId, '900')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   })
 
+  test('error: linking’s activities only for the end user: another user’s email or passkey, or its own email, refused', async () => {
+    const account = await signedUpWithPasskey()
+    const { client, user } = await delegatedOf(account.organizationId)
+    const at = () => String(++t.clock)
+    for (const userId of [user.userId, 'another-user'])
+      await expect(
+        client.updateUserEmail({
+          type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+          timestampMs: at(),
+          organizationId: account.organizationId,
+          parameters: { userId, userEmail: 'attacker@example.test' },
+        }),
+      ).rejects.toThrow(POLICY_DENIED)
+    await expect(
+      client.deleteAuthenticators({
+        type: 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
+        timestampMs: at(),
+        organizationId: account.organizationId,
+        parameters: { userId: 'another-user', authenticatorIds: ['none'] },
+      }),
+    ).rejects.toThrow(POLICY_DENIED)
+    // For the end user it may set the email (the backend does so once the code is proven).
+    const email = newEmail()
+    const done = await client.updateUserEmail({
+      type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+      timestampMs: at(),
+      organizationId: account.organizationId,
+      parameters: { userId: account.userId, userEmail: email },
+    })
+    expect(done.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect((await t.backend.getUser({ organizationId: account.organizationId, userId: account.userId })).user.userEmail).toBe(email)
+  })
+
   test('behavior: an account whose sub-organization has no delegated user still signs out; its keys are left to its owner', async () => {
     const account = await signedUpWithPasskey()
     const delegated = await delegatedOf(account.organizationId)

@@ -25,12 +25,19 @@ afterEach(async () => {
   for (const server of started.splice(0)) await server.stop()
 })
 
-async function twoInstances() {
+/**
+ * `sharedSqliteStore`: on SQLite, both instances on one store (one connection). Linking calls the
+ * kms inside its transaction; a second connection to the file would wait for the lock with
+ * better-sqlite3's synchronous busy timeout, which in this one process stalls the kms answering
+ * the first. Separate processes (and PostgreSQL, here) have no such stall.
+ */
+async function twoInstances(options: { sharedSqliteStore?: boolean } = {}) {
   const url = await freshDatabaseUrl()
+  const shared = options.sharedSqliteStore && testEngine === 'sqlite' ? await openStore(url) : undefined
   const instance = async () => {
     const server = createAppServer({
       ...t.options,
-      store: await openStore(url),
+      store: shared ?? (await openStore(url)),
       port: await getFreePort(),
       sessionJwtKey,
       sessionJwtIssuer: 'https://api.example',
@@ -369,4 +376,85 @@ test('error: one ID token and nonce sent to /auth/oauth forty times at once over
   const sessions = await rowsOf(url, 'sessions', 'session_public_key', sessionKey.apiPublicKey)
   expect(sessions.map((row) => [row['id'], row['kind'], row['email']])).toEqual([[won[0]!.cookie!.split(';')[0]!.split('=')[1], 'oauth', email]])
   expect(await rowsOf(url, 'oauth_nonces', 'nonce', nonce)).toHaveLength(1)
+})
+
+/** A passkey sign-up over HTTP at `base`: its account and session cookie. */
+async function passkeyUser(base: string, ip: string) {
+  const challenge = randomBytes(32).toString('base64url')
+  const response = await call(base, '/auth/passkey/signup', {
+    json: {
+      passkeyIdentifier: 'first passkey',
+      challenge,
+      attestation: softwareAuthenticator().register(challenge),
+      sessionPublicKey: generateApiKeyPair().apiPublicKey,
+    },
+    ip,
+  })
+  expect(response.status).toBe(200)
+  return { ...((await response.json()) as { organizationId: string; userId: string }), cookie: cookieOf(response) }
+}
+
+/** `POST /auth/user/link/passkey` of `authenticator` (a new attestation of the same credential) as the user of `cookie`. */
+const linkPasskey = (base: string, cookie: string, authenticator: ReturnType<typeof softwareAuthenticator>, ip: string) => {
+  const challenge = randomBytes(32).toString('base64url')
+  return call(base, '/auth/user/link/passkey', { json: { challenge, attestation: authenticator.register(challenge), passkeyName: 'Shared' }, cookie, ip })
+}
+
+test('error: one passkey linked forty times at once by two users over both instances: one link, 39 refused with 409, one row, one authenticator in the kms', async () => {
+  const [a, b, url] = await twoInstances({ sharedSqliteStore: true })
+  const users = [await passkeyUser(a, '198.51.100.1'), await passkeyUser(b, '198.51.100.2')]
+  const shared = softwareAuthenticator()
+  const answers = await Promise.all(
+    Array.from({ length: 40 }, async (_, i) => {
+      const response = await linkPasskey(i % 2 ? b : a, users[Math.floor(i / 2) % 2]!.cookie, shared, `203.0.113.${i}`)
+      return { status: response.status, body: (await response.json()) as { error?: { code: string } }, user: Math.floor(i / 2) % 2 }
+    }),
+  )
+  const won = answers.filter((entry) => entry.status === 200)
+  expect(won).toHaveLength(1)
+  const winner = won[0]!.user
+  const codes = answers.filter((entry) => entry.status !== 200).map((entry) => [entry.status, entry.body.error?.code, entry.user === winner])
+  expect(codes.filter(([, , same]) => same)).toEqual(Array(19).fill([409, 'already_linked', true]))
+  expect(codes.filter(([, , same]) => !same)).toEqual(Array(20).fill([409, 'account_already_linked', false]))
+  const store = await openStore(url)
+  try {
+    const rows = await store.database.db.selectFrom('logins').select(['organization_id', 'subject']).where('subject', '=', shared.credentialId).execute()
+    expect(rows).toEqual([{ organization_id: users[winner]!.organizationId, subject: shared.credentialId }])
+  } finally {
+    await store.close()
+  }
+  const names = await Promise.all(
+    users.map(async ({ organizationId, userId }) =>
+      (await t.backend.getAuthenticators({ organizationId, userId })).authenticators.map((one) => one.authenticatorName).sort(),
+    ),
+  )
+  expect(names[winner]).toEqual(['Passkey', 'Shared'])
+  expect(names[1 - winner]).toEqual(['Passkey'])
+})
+
+test('error: forty unlinks at once of a user’s two logins over both instances leave exactly one', async () => {
+  const [a, b, url] = await twoInstances({ sharedSqliteStore: true })
+  const user = await passkeyUser(a, '198.51.100.3')
+  expect((await linkPasskey(b, user.cookie, softwareAuthenticator(), '198.51.100.3')).status).toBe(200)
+  const { logins } = (await (await call(a, '/auth/user', { cookie: user.cookie })).json()) as { logins: { id: string }[] }
+  expect(logins).toHaveLength(2)
+  const answers = await Promise.all(
+    Array.from({ length: 40 }, async (_, i) => {
+      const response = await fetch(`${i % 2 ? b : a}/auth/user/logins/${logins[Math.floor(i / 2) % 2]!.id}`, {
+        method: 'DELETE',
+        headers: { origin, 'content-type': 'application/json', cookie: user.cookie, 'x-test-ip': `203.0.113.${i}` },
+      })
+      return response.status === 204 ? 'unlinked' : ((await response.json()) as { error: { code: string } }).error.code
+    }),
+  )
+  expect(answers.filter((outcome) => outcome === 'unlinked')).toHaveLength(1)
+  expect(new Set(answers.filter((outcome) => outcome !== 'unlinked'))).toEqual(new Set(['last_login', 'unknown_login']))
+  const store = await openStore(url)
+  try {
+    expect(await store.loginsOf(user.organizationId)).toHaveLength(1)
+  } finally {
+    await store.close()
+  }
+  const { authenticators } = await t.backend.getAuthenticators({ organizationId: user.organizationId, userId: user.userId })
+  expect(authenticators).toHaveLength(1)
 })

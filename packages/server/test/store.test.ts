@@ -76,6 +76,23 @@ describe('openStore', () => {
       })
       expect(await store.accountByOrganization('org-b')).toEqual({ organization_id: 'org-b', user_id: 'user-b', address: '0xb', email: null })
       expect(await store.accountByOrganization('org-a')).toEqual({ organization_id: 'org-a', user_id: 'user-a', address: '0xa', email: 'a@example.test' })
+      // The email account of the old file is its user's login (backfilled); the new passkey account is one too.
+      const logins = async (organizationId: string) =>
+        (await store.loginsOf(organizationId)).map(({ kind, subject, user_id, address, label, kms_id, created_at }) => ({
+          kind,
+          subject,
+          user_id,
+          address,
+          label,
+          kms_id,
+          created_at,
+        }))
+      expect(await logins('org-a')).toEqual([
+        { kind: 'email', subject: 'a@example.test', user_id: 'user-a', address: '0xa', label: 'a@example.test', kms_id: null, created_at: 1 },
+      ])
+      expect(await logins('org-b')).toEqual([
+        { kind: 'passkey', subject: 'cred-b', user_id: 'user-b', address: '0xb', label: 'laptop', kms_id: null, created_at: 4 },
+      ])
     } finally {
       await store.close()
     }
@@ -90,6 +107,7 @@ describe('openStore', () => {
       '0007_session_public_key',
       '0008_webhooks',
       '0009_paymaster',
+      '0010_logins',
     ])
     db.close()
     // Opening again changes nothing.

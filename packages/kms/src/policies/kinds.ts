@@ -226,6 +226,13 @@ export function paramsOf(type: string, params: unknown): Record<string, unknown>
           has_oidc_claims: provider?.['oidcClaims'] !== undefined,
         })),
       }
+    // The user whose credential or email they change, so that a policy can name its user (the
+    // backend's delegated user links and unlinks the end user's logins, issue 28).
+    case 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2':
+    case 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS':
+    case 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS':
+    case 'ACTIVITY_TYPE_UPDATE_USER_EMAIL':
+      return { user_id: text(input['userId']) }
     case 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3':
     case 'ACTIVITY_TYPE_INIT_OTP_V3': {
       const length = input['otpLength']

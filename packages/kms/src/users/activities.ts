@@ -104,7 +104,7 @@ async function updateUser(
     await db.updateUser({
       id: user.id,
       name: change.userName ?? user.name,
-      email: change.userEmail ?? user.email,
+      email: change.userEmail === '' ? null : (change.userEmail ?? user.email),
       phone_number: change.userPhoneNumber ?? details.phone_number,
       updated_at: at,
     })
@@ -234,7 +234,11 @@ export const USER_ACTIVITIES: ActivityTable = {
     intentKey: 'updateUserEmailIntent',
     resultKey: 'updateUserEmailResult',
     async run(params, context) {
-      const input = parse(z.object({ userId: z.string().min(1), userEmail: z.email(), verificationToken: z.string().optional() }), params)
+      // An empty userEmail removes the user's email, as Turnkey's does.
+      const input = parse(
+        z.object({ userId: z.string().min(1), userEmail: z.union([z.email(), z.literal('')]), verificationToken: z.string().optional() }),
+        params,
+      )
       if (input.verificationToken) throw invalid('verificationToken is not supported: this service issues no OTP verification tokens')
       return await updateUser(context, input.userId, { userEmail: input.userEmail })
     },

@@ -24,6 +24,18 @@ export const DELEGATED_USER_PREFIX = 'Latchkey delegated access '
 export const DELEGATED_ACTIVITIES = ['ACTIVITY_TYPE_CREATE_API_KEYS_V2', 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2'] as const
 
 /**
+ * What the delegated user does for account linking (issue 28), for the end user only: a linked
+ * passkey's registration (the kms verifies its attestation), removing an unlinked passkey or OAuth
+ * identity, and setting or removing the user's email once its code was proven.
+ */
+export const DELEGATED_LINKING_ACTIVITIES = [
+  'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+  'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
+  'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
+  'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+] as const
+
+/**
  * What else the delegated user may do, in a policy of its own: delete API keys, so that
  * `latchkey-server sessions revoke` ends the end user's session keys.
  */
@@ -51,6 +63,13 @@ export function delegatedPolicies(endUserId: string, delegatedUserId: string) {
       consensus,
       condition: `activity.type == 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2' && activity.params.user_id == '${endUserId}' && activity.params.oauth_providers.all(provider, provider.has_oidc_claims == false)`,
       notes: 'The backend links the end user’s OAuth identities, each proven by an ID token; nothing else.',
+    },
+    {
+      policyName: 'Latchkey backend: linked sign-in methods',
+      effect: 'EFFECT_ALLOW' as const,
+      consensus,
+      condition: `(${DELEGATED_LINKING_ACTIVITIES.map((type) => `activity.type == '${type}'`).join(' || ')}) && activity.params.user_id == '${endUserId}'`,
+      notes: 'The backend links and unlinks the end user’s passkeys, OAuth identities and email, each proven by its own flow; nothing else.',
     },
     {
       policyName: 'Latchkey backend: revoking session keys',

@@ -37,7 +37,8 @@ export function noteSession(request: Request, session: NonNullable<Notes['sessio
  */
 export function auditAuth(trail: AuditTrail, ipOf: (c: Context) => string): MiddlewareHandler {
   return async (c, next) => {
-    if (c.req.method !== 'POST') return next()
+    // Every change: the POSTs, and unlinking a login (DELETE /auth/user/logins/:id).
+    if (c.req.method !== 'POST' && c.req.method !== 'DELETE') return next()
     await next()
     const noted = notes.get(c.req.raw) ?? {}
     const { session } = noted
@@ -57,7 +58,7 @@ export function auditAuth(trail: AuditTrail, ipOf: (c: Context) => string): Midd
     if (session?.address) target['address'] = session.address
     const node = c.env as { outgoing?: { getHeader(name: string): unknown } } | undefined
     await trail.record({
-      action: `POST ${c.req.path}`,
+      action: `${c.req.method} ${c.req.path}`,
       outcome,
       reason,
       actorOrganization: session?.organization_id,

@@ -9,11 +9,18 @@ import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
 import { compressedP256Key, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { createAccountSubOrganization } from '../internal/subOrganization.js'
-import type { Store } from '../store.js'
+import { type KnownAccount, type LoginKind, newLoginId, type Store } from '../store.js'
 
-/** The social sign-ins the backend offers. */
+/**
+ * The social sign-ins with defaults of their own (their names, Apple's form_post). The operator may
+ * configure any further OpenID Connect provider under a name of its own (`github`, `discord`, …:
+ * `OAUTH_PROVIDER_NAME`), with its issuer and client id.
+ */
 export const OAUTH_PROVIDERS = ['google', 'apple'] as const
-export type OAuthProviderName = (typeof OAUTH_PROVIDERS)[number]
+/** A configured provider's name: one of OAUTH_PROVIDERS, or any other the operator configures. */
+export type OAuthProviderName = string
+/** What a provider's name may be: lower-case letters, digits and dashes, up to 32 characters. */
+export const OAUTH_PROVIDER_NAME = /^[a-z][a-z0-9-]{0,31}$/
 
 /**
  * One OpenID issuer the backend accepts ID tokens from: locally the devnet's provider, in
@@ -21,6 +28,8 @@ export type OAuthProviderName = (typeof OAUTH_PROVIDERS)[number]
  * app's client id. Endpoints come from the issuer's discovery document unless given.
  */
 export type OAuthProviderConfig = {
+  /** What users read, in errors and login labels. Default: 'Google', 'Apple', else the provider's name. */
+  displayName?: string | undefined
   issuer: string
   clientId: string
   /**
@@ -53,7 +62,15 @@ export const OAUTH_CALLBACK_PATH = '/auth/oauth/callback'
 /** The response mode of a provider, its default as the provider needs. @internal */
 export const responseModeOf = (name: OAuthProviderName, config: OAuthProviderConfig) => config.responseMode ?? (name === 'apple' ? 'form_post' : 'query')
 
-const PROVIDER_NAMES: Record<OAuthProviderName, string> = { google: 'Google', apple: 'Apple' }
+const BUILT_IN_NAMES: Readonly<Record<string, string>> = { google: 'Google', apple: 'Apple' }
+
+/** The login kind of a provider's identities. @internal */
+export const oauthLoginKind = (name: OAuthProviderName): LoginKind => `oauth:${name}`
+/** The subject of an OAuth login: the ID token's issuer and subject. @internal */
+export const oauthSubject = (claims: JWTPayload) => `${claims.iss} ${claims.sub}`
+/** The provider's name as users read it. @internal */
+export const providerNameOf = (name: OAuthProviderName, config?: OAuthProviderConfig) =>
+  config?.displayName ?? (Object.hasOwn(BUILT_IN_NAMES, name) ? BUILT_IN_NAMES[name]! : name)
 
 /** The nonce an ID token must carry to sign in the holder of `publicKey`: hex SHA-256 of the key's hex (Turnkey's oauth_login). */
 export const oauthNonce = (publicKey: string) => createHash('sha256').update(publicKey).digest('hex')
@@ -86,7 +103,8 @@ function refreshIfOld(keySet: KeySet, at: number): void {
  * The issuers, their discovered endpoints and JWKS (fetched once, or ahead by `warm`, and kept;
  * see OAUTH_KEYS_REFRESH_MS); the nonces already used are in the store, shared by every instance. @internal
  */
-export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthProviderConfig>>, now: () => number, store: Store) {
+export function createOAuth(providers: Readonly<Record<OAuthProviderName, OAuthProviderConfig | undefined>>, now: () => number, store: Store) {
+  const nameOf = (name: OAuthProviderName) => providerNameOf(name, Object.hasOwn(providers, name) ? providers[name] : undefined)
   const discovered = new Map<OAuthProviderName, Promise<Discovered>>()
   const keySets = new Map<OAuthProviderName, Promise<KeySet>>()
 
@@ -110,7 +128,7 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
       discovered.set(name, found)
     }
     return found.catch((error: unknown) => {
-      throw new ServerError(502, 'oauth_unavailable', `The ${PROVIDER_NAMES[name]} sign-in service is unavailable: ${(error as Error).message}`)
+      throw new ServerError(502, 'oauth_unavailable', `The ${nameOf(name)} sign-in service is unavailable: ${(error as Error).message}`)
     })
   }
 
@@ -130,14 +148,17 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
     return found
   }
 
-  const configured = (Object.keys(providers) as OAuthProviderName[]).filter((name) => providers[name])
+  const configured = Object.keys(providers).filter((name) => providers[name] && Object.hasOwn(providers, name))
   return {
     configured,
     /** Fetches every provider's discovery document and keys ahead of the first sign-in; failures are left for it. */
     async warm(): Promise<void> {
       await Promise.all(configured.map((name) => keySetOf(name).catch(() => undefined)))
     },
-    config: (name: OAuthProviderName) => providers[name],
+    /** The provider's settings; undefined for one not configured (never an inherited property of the map). */
+    config: (name: OAuthProviderName) => (Object.hasOwn(providers, name) ? providers[name] : undefined),
+    /** The provider's name as users read it. */
+    displayName: nameOf,
     discover,
     /** Exchanges an authorization code (PKCE) for the ID token. */
     async exchange(name: OAuthProviderName, code: string, codeVerifier: string, redirectUri: string): Promise<string> {
@@ -155,14 +176,20 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
       const response = await fetch(token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form })
       const answer = (await response.json().catch(() => ({}))) as { id_token?: string; error?: string; error_description?: string }
       if (!response.ok || !answer.id_token)
-        throw invalidToken(`${PROVIDER_NAMES[name]} refused the sign-in code: ${answer.error_description ?? answer.error ?? response.status}`)
+        throw invalidToken(`${nameOf(name)} refused the sign-in code: ${answer.error_description ?? answer.error ?? response.status}`)
       return answer.id_token
     },
     /**
      * The claims of an ID token, once jose verified its signature against the issuer's JWKS, its
-     * issuer, audience and expiry, and the nonce binds it to `sessionPublicKey`, unused before.
+     * issuer, audience and expiry, and the nonce binds it to `sessionPublicKey`, unused before (for
+     * a `link`, unused before with this issuer).
      */
-    async verify(name: OAuthProviderName, token: string, sessionPublicKey: string): Promise<JWTPayload & { email: string }> {
+    async verify(
+      name: OAuthProviderName,
+      token: string,
+      sessionPublicKey: string,
+      use: 'sign-in' | 'link' = 'sign-in',
+    ): Promise<JWTPayload & { email: string }> {
       const config = providers[name]!
       let payload: JWTPayload
       try {
@@ -175,7 +202,7 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
           requiredClaims: ['exp', 'nonce'],
         }))
       } catch (error) {
-        if (error instanceof joseErrors.JOSEError) throw invalidToken(`The ${PROVIDER_NAMES[name]} ID token is not valid: ${error.message}`)
+        if (error instanceof joseErrors.JOSEError) throw invalidToken(`The ${nameOf(name)} ID token is not valid: ${error.message}`)
         throw error
       }
       const nonce = payload['nonce']
@@ -185,9 +212,12 @@ export function createOAuth(providers: Partial<Record<OAuthProviderName, OAuthPr
       // The email names the account (security review L3): only an issuer's word that it is verified
       // counts; no claim is no word. Apple sends the string 'true'.
       const verified = payload['email_verified']
-      if (verified !== true && verified !== 'true') throw unverifiedEmail(PROVIDER_NAMES[name])
+      if (verified !== true && verified !== 'true') throw unverifiedEmail(nameOf(name))
       // A nonce is good once, on any instance: kept until its token expires (a replay after that fails on expiry).
-      if (!(await store.spendOAuthNonce(nonce, payload.exp! * 1000, now()))) throw invalidToken('This ID token was used already')
+      // A link spends it per issuer: one session key may link an identity of each provider (every
+      // token of theirs carries the same nonce), each token still once.
+      const spent = use === 'link' ? `link ${payload.iss} ${nonce}` : nonce
+      if (!(await store.spendOAuthNonce(spent, payload.exp! * 1000, now()))) throw invalidToken('This ID token was used already')
       return { ...payload, email: email.toLowerCase() }
     },
   }
@@ -197,7 +227,7 @@ export type OAuth = ReturnType<typeof createOAuth>
 
 const oauthSchema = z
   .object({
-    provider: z.enum(OAUTH_PROVIDERS),
+    provider: z.string().regex(OAUTH_PROVIDER_NAME, 'must be a provider name'),
     sessionPublicKey: compressedP256Key,
     sessionSeconds: sessionKeySeconds.optional(),
     idToken: z.string().min(1).max(8192).optional(),
@@ -229,14 +259,20 @@ const oauthSchema = z
 export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Context) => {
   const { store, kms, now } = context
   const input = await readBody(c.req.raw, oauthSchema)
-  if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${PROVIDER_NAMES[input.provider]} sign-in is not configured`)
+  if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${oauth.displayName(input.provider)} sign-in is not configured`)
   enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
   const claims = await oauth.verify(input.provider, token, input.sessionPublicKey)
-  const providerName = PROVIDER_NAMES[input.provider]
+  const providerName = oauth.displayName(input.provider)
+  const kind = oauthLoginKind(input.provider)
+  const subject = oauthSubject(claims)
 
-  let account = await store.account(claims.email)
-  if (!account) {
+  // A linked identity opens its user's wallet, whatever email the token carries.
+  const linked = await store.login(kind, subject)
+  let account: KnownAccount | undefined = linked ? await store.accountByOrganization(linked.organization_id) : undefined
+  if (account) {
+    // Linked: the kms has the identity (linking recorded it there).
+  } else if (!(account = await store.account(claims.email))) {
     // A new user: a sub-organization with a one-minute key of the root user, which registers the identity.
     const bootstrap = generateP256KeyPair()
     const created = await createAccountSubOrganization(context, claims.email, {
@@ -278,6 +314,18 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
       )
     }
   }
+  // The identity is one of the user's logins from now on (an account from before logins were kept gets it here).
+  await store.recordLogin({
+    id: newLoginId(),
+    kind,
+    subject,
+    organization_id: account.organization_id,
+    user_id: account.user_id,
+    address: account.address,
+    label: `${providerName} · ${claims.email}`,
+    kms_id: null,
+    created_at: now(),
+  })
   const seconds = input.sessionSeconds ?? SESSION_KEY_SECONDS.default
   const at = now()
   const { activity } = await callKms(() =>

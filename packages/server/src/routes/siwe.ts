@@ -6,7 +6,7 @@ import { validateSiweMessage } from 'viem/siwe'
 import { z } from 'zod'
 import { ServerError } from '../errors.js'
 import { type RouteContext, readBody, SESSION_COOKIE, sessionAnswer, startSession } from '../internal/context.js'
-import { readSiweMessage, SIWE_COOKIE, SIWE_TIMES } from '../internal/siwe.js'
+import { readSiweMessage, SIWE_COOKIE, SIWE_TIMES, type SiweFields } from '../internal/siwe.js'
 import type { NonceRow } from '../store.js'
 
 const siweSchema = z.object({
@@ -37,7 +37,9 @@ function checkNonce(row: NonceRow | undefined, holder: string | undefined, at: n
  * not used, be issued (give or take five minutes) and valid now; then the signature is verified by
  * the chain's public client: EOA, EIP-1271 contract wallets and EIP-6492 counterfactual wallets.
  * The nonce is spent as verification starts, so whatever the outcome it never verifies again.
- * A SIWE session of an embedded wallet this backend created carries its account.
+ * A SIWE session of an embedded wallet this backend created carries its account, and so does one
+ * of a wallet linked to an account (`POST /auth/user/link/wallet`); the session's address is the
+ * wallet that signed.
  *
  * @example
  * app.post('/auth/siwe', siwe(context))
@@ -46,6 +48,41 @@ export const siwe = (context: RouteContext) => async (c: Context) => verifySiwe(
 
 /** The checks of `POST /auth/siwe` on a message and signature already read; `POST /auth/cacao` reuses them. @internal */
 export async function verifySiwe(c: Context, context: RouteContext, input: z.infer<typeof siweSchema>) {
+  const { store } = context
+  const message = await checkSiwe(c, context, input)
+  const walletKind = input.walletKind ?? null
+  // An embedded wallet's session carries its account; so does a wallet linked to an account (issue 28).
+  const linked = walletKind === 'embedded' ? undefined : await store.login('wallet', message.address)
+  const account =
+    walletKind === 'embedded'
+      ? await store.accountByAddress(message.address)
+      : linked && (await store.accountByOrganization(linked.organization_id).then((known) => known && { ...known, user_id: linked.user_id }))
+  // One browser, one session: the one this replaces ends here.
+  const previous = getCookie(c, SESSION_COOKIE)
+  if (previous) await store.deleteSession(previous)
+  const session = await startSession(
+    c,
+    context,
+    {
+      email: account?.email ?? null,
+      organization_id: account?.organization_id ?? null,
+      user_id: account?.user_id ?? null,
+      address: message.address,
+      chain_id: message.chainId,
+      wallet_kind: walletKind,
+    },
+    'siwe',
+    message.expirationTime?.getTime(),
+  )
+  return c.json(sessionAnswer(session))
+}
+
+/**
+ * A SIWE message and its signature checked as `POST /auth/siwe` checks them (domain, uri, chain,
+ * this browser's unused nonce, which it spends, times, the signature on the chain); answers the
+ * message's fields. Linking a wallet reuses it. @internal
+ */
+export async function checkSiwe(c: Context, context: RouteContext, input: { message: string; signature: string }): Promise<SiweFields> {
   const { store, siwe: config } = context
   const message = readSiweMessage(input.message)
   if (!message) throw new ServerError(400, 'invalid_message', 'The message is not an EIP-4361 sign-in message')
@@ -89,25 +126,5 @@ export async function verifySiwe(c: Context, context: RouteContext, input: z.inf
     })
     throw new ServerError(401, 'invalid_signature', `The signature is not ${message.address}'s signature of this message`)
   }
-
-  const walletKind = input.walletKind ?? null
-  const account = walletKind === 'embedded' ? await store.accountByAddress(message.address) : undefined
-  // One browser, one session: the one this replaces ends here.
-  const previous = getCookie(c, SESSION_COOKIE)
-  if (previous) await store.deleteSession(previous)
-  const session = await startSession(
-    c,
-    context,
-    {
-      email: account?.email ?? null,
-      organization_id: account?.organization_id ?? null,
-      user_id: account?.user_id ?? null,
-      address: message.address,
-      chain_id: message.chainId,
-      wallet_kind: walletKind,
-    },
-    'siwe',
-    message.expirationTime?.getTime(),
-  )
-  return c.json(sessionAnswer(session))
+  return message
 }

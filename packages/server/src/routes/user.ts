@@ -1,0 +1,367 @@
+import type { Context } from 'hono'
+import { z } from 'zod'
+import { incompleteAnswer, ServerError } from '../errors.js'
+import { callKms, currentSession, enforce, type RouteContext, readBody } from '../internal/context.js'
+import { attestation, challenge, compressedP256Key, email } from '../internal/schemas.js'
+import { noteEmail } from '../middleware/audit.js'
+import {
+  type KnownAccount,
+  LastLoginError,
+  LoginConflictError,
+  type LoginKind,
+  type LoginRow,
+  newLoginId,
+  type SessionRow,
+  UnknownLoginError,
+} from '../store.js'
+import { OAUTH_PROVIDER_NAME, type OAuth, oauthLoginKind, oauthSubject } from './oauth.js'
+import { checkSiwe } from './siwe.js'
+
+// Account linking (issue 28): one user, many logins. Each login is linked by completing its own
+// flow while signed in; a login of another user is refused and nothing changes anywhere: the
+// backend claims the login first, in a transaction that writes the kms side inside it and rolls
+// back when the kms refuses.
+
+/** A login of another user: never merged, never moved. */
+export const accountAlreadyLinked = () =>
+  new ServerError(409, 'account_already_linked', 'This login belongs to another user; sign in with it, or unlink it from that account first')
+const alreadyYours = () => new ServerError(409, 'already_linked', 'This login is linked to your account already')
+
+/** The user behind the session cookie: an account of this backend's embedded wallets. */
+async function signedInUser(c: Context, context: RouteContext): Promise<{ session: SessionRow; account: KnownAccount }> {
+  const session = await currentSession(c, context)
+  const account = session.organization_id ? await context.store.accountByOrganization(session.organization_id) : undefined
+  if (!account || session.organization_id === null)
+    throw new ServerError(403, 'no_account', 'This session is of a wallet this app did not create: it has no account to link logins to')
+  return { session, account: { ...account, user_id: session.user_id ?? account.user_id } }
+}
+
+/** A login as `GET /auth/user` and the link routes answer it. */
+const loginAnswer = (row: LoginRow) => ({ id: row.id, kind: row.kind, label: row.label, linkedAt: new Date(Number(row.created_at)).toISOString() })
+
+/** Links `row` for the signed-in user, with `kms` recording it in the kms; the typed 409s for a taken login. */
+async function link(context: RouteContext, row: LoginRow, kms: () => Promise<string | null>, emailAccount?: boolean) {
+  try {
+    const linked = await context.store.linkLogin(
+      row,
+      kms,
+      emailAccount
+        ? { email: row.subject, organization_id: row.organization_id, user_id: row.user_id, address: row.address, created_at: row.created_at }
+        : undefined,
+    )
+    return { login: loginAnswer(linked) }
+  } catch (error) {
+    if (error instanceof LoginConflictError) throw error.owner === 'self' ? alreadyYours() : accountAlreadyLinked()
+    throw error
+  }
+}
+
+/** A new login row of the signed-in user's account. */
+const loginOf = (context: RouteContext, account: KnownAccount, kind: LoginKind, subject: string, label: string): LoginRow => ({
+  id: newLoginId(),
+  kind,
+  subject,
+  organization_id: account.organization_id,
+  user_id: account.user_id,
+  address: account.address,
+  label,
+  kms_id: null,
+  created_at: context.now(),
+})
+
+/**
+ * `GET /auth/user` (signed in) → `{userId, organizationId, logins: [{id, kind, label, linkedAt}],
+ * wallets: [{address, kind: 'embedded' | 'external'}], mfa: {enrolled: []}}`: the user's linked
+ * logins, oldest first, and wallets (the embedded one, then each linked external wallet).
+ *
+ * @example
+ * app.get('/auth/user', user(context))
+ */
+export const user = (context: RouteContext) => async (c: Context) => {
+  const { account } = await signedInUser(c, context)
+  const logins = await context.store.loginsOf(account.organization_id)
+  return c.json({
+    userId: account.user_id,
+    organizationId: account.organization_id,
+    logins: logins.map(loginAnswer),
+    wallets: [
+      { address: account.address, kind: 'embedded' as const },
+      ...logins.filter((row) => row.kind === 'wallet').map((row) => ({ address: row.subject, kind: 'external' as const })),
+    ],
+    mfa: { enrolled: [] },
+  })
+}
+
+const emailStartSchema = z.object({ email })
+const emailLinkSchema = z.object({ otpId: z.string().min(1).max(64), encryptedOtpBundle: z.string().min(1).max(4096) })
+
+/** One email per user: the kms user has one, and email sign-in's codes go to it. */
+async function refuseSecondEmail(context: RouteContext, organizationId: string) {
+  if ((await context.store.loginsOf(organizationId)).some((row) => row.kind === 'email'))
+    throw new ServerError(409, 'email_already_linked', 'This account has an email already (one per user); unlink it first')
+}
+
+/**
+ * `POST /auth/user/link/email/start` `{email}` (signed in) → `{otpId, otpEncryptionTargetBundle}`:
+ * the kms emails a code to the new address (init_otp from the parent organization, as a passkey
+ * sign-up's email proof). The consent frame seals the typed code to the bundle's key.
+ *
+ * @example
+ * app.post('/auth/user/link/email/start', linkEmailStart(context))
+ */
+export const linkEmailStart = (context: RouteContext) => async (c: Context) => {
+  const { store, kms, now } = context
+  const { account } = await signedInUser(c, context)
+  const address = (await readBody(c.req.raw, emailStartSchema)).email.toLowerCase()
+  await refuseSecondEmail(context, account.organization_id)
+  // Counted as sign-in's codes are: per network, and per email.
+  enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  enforce(await context.limits.codesPerEmail(address), (minutes) => `Too many codes sent to this email; try again in ${minutes} minutes`)
+  const { activity } = await callKms(() =>
+    kms.initOtp({
+      type: 'ACTIVITY_TYPE_INIT_OTP_V3',
+      timestampMs: String(now()),
+      organizationId: context.organizationId,
+      parameters: { otpType: 'OTP_TYPE_EMAIL', contact: address, appName: context.appName },
+    }),
+  )
+  const { otpId, otpEncryptionTargetBundle } = activity.result.initOtpResultV2 ?? {}
+  if (!otpId || !otpEncryptionTargetBundle) throw incompleteAnswer()
+  await store.insertPendingCode({ otp_id: otpId, email: address, organization_id: context.organizationId, created_at: now() })
+  return c.json({ otpId, otpEncryptionTargetBundle })
+}
+
+/**
+ * `POST /auth/user/link/email` `{otpId, encryptedOtpBundle}` (signed in) → `{login}`: the kms
+ * checks the code (verify_otp), then the email is the user's login and the kms user's email
+ * (update_user_email, through the backend's delegated user), so email sign-in opens this wallet.
+ *
+ * @example
+ * app.post('/auth/user/link/email', linkEmail(context))
+ */
+export const linkEmail = (context: RouteContext) => async (c: Context) => {
+  const { store, kms, now } = context
+  const { account } = await signedInUser(c, context)
+  const input = await readBody(c.req.raw, emailLinkSchema)
+  enforce(await context.limits.verifiesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
+  const pending = await store.pendingCode(input.otpId)
+  if (!pending || pending.organization_id !== context.organizationId)
+    throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
+  enforce(await context.limits.verifiesPerCode(input.otpId), () => 'Too many tries of this code; ask for a new one')
+  enforce(
+    await context.limits.verifiesPerEmailPerDay(pending.email),
+    (minutes) => `Too many sign-in attempts for this email today; try again in ${minutes} minutes`,
+  )
+  noteEmail(c.req.raw, pending.email)
+  await refuseSecondEmail(context, account.organization_id)
+  const verified = await callKms(() =>
+    kms.verifyOtp({
+      type: 'ACTIVITY_TYPE_VERIFY_OTP_V2',
+      timestampMs: String(now()),
+      organizationId: context.organizationId,
+      parameters: input,
+    }),
+  ).catch((error: unknown) => {
+    if (error instanceof ServerError && error.code === 'kms_refused') throw new ServerError(error.status, 'invalid_code', error.message)
+    throw error
+  })
+  const token = verified.activity.result.verifyOtpResult?.verificationToken
+  if (!token) throw incompleteAnswer()
+  await store.deletePendingCode(input.otpId)
+  const row = loginOf(context, account, 'email', pending.email, pending.email)
+  return c.json(
+    await link(
+      context,
+      row,
+      async () => {
+        const delegated = await callKms(() => context.delegated.client(account.organization_id))
+        await callKms(() =>
+          delegated.updateUserEmail({
+            type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+            timestampMs: String(now()),
+            organizationId: account.organization_id,
+            parameters: { userId: account.user_id, userEmail: pending.email },
+          }),
+        )
+        return null
+      },
+      true,
+    ),
+  )
+}
+
+const oauthLinkSchema = z
+  .object({
+    provider: z.string().regex(OAUTH_PROVIDER_NAME, 'must be a provider name'),
+    sessionPublicKey: compressedP256Key,
+    idToken: z.string().min(1).max(8192).optional(),
+    code: z.string().min(1).max(2048).optional(),
+    codeVerifier: z
+      .string()
+      .regex(/^[A-Za-z0-9._~-]{43,128}$/, 'must be a PKCE code verifier')
+      .optional(),
+    redirectUri: z.url().optional(),
+  })
+  .refine(
+    (input) => (input.idToken !== undefined) !== (input.code !== undefined && input.codeVerifier !== undefined && input.redirectUri !== undefined),
+    'send either idToken, or code with codeVerifier and redirectUri',
+  )
+
+/**
+ * `POST /auth/user/link/oauth` `{provider, sessionPublicKey, idToken | code+codeVerifier+redirectUri}`
+ * (signed in) → `{login}`: the ID token is verified as `POST /auth/oauth` verifies it (its nonce
+ * binds `sessionPublicKey`, which must be the session's key when the session has one; used once),
+ * then its identity is recorded in the kms (create_oauth_providers) and is the user's login.
+ *
+ * @example
+ * app.post('/auth/user/link/oauth', linkOAuth(context, oauth))
+ */
+export const linkOAuth = (context: RouteContext, oauth: OAuth) => async (c: Context) => {
+  const { now } = context
+  const { session, account } = await signedInUser(c, context)
+  const input = await readBody(c.req.raw, oauthLinkSchema)
+  if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${oauth.displayName(input.provider)} sign-in is not configured`)
+  if (session.session_public_key !== null && session.session_public_key !== input.sessionPublicKey)
+    throw new ServerError(400, 'invalid_request', "sessionPublicKey: must be this session's key")
+  const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
+  const claims = await oauth.verify(input.provider, token, input.sessionPublicKey, 'link')
+  const providerName = oauth.displayName(input.provider)
+  const row = loginOf(context, account, oauthLoginKind(input.provider), oauthSubject(claims), `${providerName} · ${claims.email}`)
+  return c.json(
+    await link(context, row, async () => {
+      const delegated = await callKms(() => context.delegated.client(account.organization_id))
+      const { activity } = await callKms(() =>
+        delegated.createOauthProviders({
+          type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
+          timestampMs: String(now()),
+          organizationId: account.organization_id,
+          parameters: { userId: account.user_id, oauthProviders: [{ providerName, oidcToken: token }] },
+        }),
+      )
+      return activity.result.createOauthProvidersResult?.providerIds?.[0] ?? null
+    }),
+  )
+}
+
+const walletLinkSchema = z.object({
+  message: z.string().min(1).max(8192),
+  signature: z
+    .string()
+    .max(32_768)
+    .regex(/^0x(?:[0-9a-fA-F]{2})+$/, 'must be 0x-prefixed hex bytes'),
+})
+
+/**
+ * `POST /auth/user/link/wallet` `{message, signature}` (signed in) → `{login}`: a SIWE message
+ * signed by the wallet, checked as `POST /auth/siwe` checks it (this browser's nonce, spent),
+ * links the wallet's checksummed address. An embedded wallet of another user is that user's.
+ *
+ * @example
+ * app.post('/auth/user/link/wallet', linkWallet(context))
+ */
+export const linkWallet = (context: RouteContext) => async (c: Context) => {
+  const { account } = await signedInUser(c, context)
+  const message = await checkSiwe(c, context, await readBody(c.req.raw, walletLinkSchema))
+  if (message.address.toLowerCase() === account.address.toLowerCase()) throw alreadyYours()
+  if (await context.store.accountByAddress(message.address)) throw accountAlreadyLinked()
+  return c.json(await link(context, loginOf(context, account, 'wallet', message.address, message.address), async () => null))
+}
+
+const passkeyLinkSchema = z.object({ challenge, attestation, passkeyName: z.string().trim().min(1).max(128).optional() })
+
+/**
+ * `POST /auth/user/link/passkey` `{challenge, attestation, passkeyName?}` (signed in) → `{login}`:
+ * the kms registers the passkey as the user's authenticator (create_authenticators, which verifies
+ * the attestation against the challenge), and it is the user's login.
+ *
+ * @example
+ * app.post('/auth/user/link/passkey', linkPasskey(context))
+ */
+export const linkPasskey = (context: RouteContext) => async (c: Context) => {
+  const { now } = context
+  const { account } = await signedInUser(c, context)
+  const input = await readBody(c.req.raw, passkeyLinkSchema)
+  const name = input.passkeyName ?? 'Passkey'
+  const row = loginOf(context, account, 'passkey', input.attestation.credentialId, name)
+  return c.json(
+    await link(context, row, async () => {
+      const delegated = await callKms(() => context.delegated.client(account.organization_id))
+      const { activity } = await callKms(() =>
+        delegated.createAuthenticators({
+          type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+          timestampMs: String(now()),
+          organizationId: account.organization_id,
+          parameters: {
+            userId: account.user_id,
+            authenticators: [{ authenticatorName: name, challenge: input.challenge, attestation: input.attestation }],
+          },
+        }),
+      )
+      return activity.result.createAuthenticatorsResult?.authenticatorIds?.[0] ?? null
+    }),
+  )
+}
+
+/**
+ * `DELETE /auth/user/logins/:id` (signed in) → 204: the login is unlinked, here and in the kms (its
+ * authenticator, OAuth identity, or the user's email), while another login remains; the last one
+ * is refused (409 `last_login`).
+ *
+ * @example
+ * app.delete('/auth/user/logins/:id', unlink(context))
+ */
+export const unlink = (context: RouteContext) => async (c: Context) => {
+  const { kms, now } = context
+  const { account } = await signedInUser(c, context)
+  const id = c.req.param('id') ?? ''
+  try {
+    await context.store.unlinkLogin(account.organization_id, id, now(), async (row) => {
+      if (row.kind === 'wallet') return
+      const organizationId = account.organization_id
+      const userId = row.user_id
+      const delegated = await callKms(() => context.delegated.client(organizationId))
+      if (row.kind === 'email') {
+        const { user } = await callKms(() => kms.getUser({ organizationId, userId }))
+        if (user.userEmail?.toLowerCase() !== row.subject) return
+        await callKms(() =>
+          delegated.updateUserEmail({
+            type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+            timestampMs: String(now()),
+            organizationId,
+            parameters: { userId, userEmail: '' },
+          }),
+        )
+      } else if (row.kind === 'passkey') {
+        const { authenticators } = await callKms(() => kms.getAuthenticators({ organizationId, userId }))
+        const found = authenticators.find((authenticator) => authenticator.credentialId === row.subject)
+        if (!found) return
+        await callKms(() =>
+          delegated.deleteAuthenticators({
+            type: 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
+            timestampMs: String(now()),
+            organizationId,
+            parameters: { userId, authenticatorIds: [found.authenticatorId] },
+          }),
+        )
+      } else {
+        const { oauthProviders } = await callKms(() => kms.getOauthProviders({ organizationId, userId }))
+        const found = oauthProviders.find((provider) => `${provider.issuer} ${provider.subject}` === row.subject)
+        if (!found) return
+        await callKms(() =>
+          delegated.deleteOauthProviders({
+            type: 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
+            timestampMs: String(now()),
+            organizationId,
+            parameters: { userId, providerIds: [found.providerId] },
+          }),
+        )
+      }
+    })
+  } catch (error) {
+    if (error instanceof UnknownLoginError) throw new ServerError(404, 'unknown_login', 'This account has no such login')
+    if (error instanceof LastLoginError)
+      throw new ServerError(409, 'last_login', 'This is the last way to sign in to this account; link another before removing it')
+    throw error
+  }
+  return c.body(null, 204)
+}

@@ -1,0 +1,303 @@
+import { randomBytes } from 'node:crypto'
+import { sql } from 'kysely'
+import { privateKeyToAccount } from 'viem/accounts'
+import { createSiweMessage } from 'viem/siwe'
+import { describe, expect, inject, test } from 'vitest'
+import { anvilKeys } from '../../../test/chains.js'
+import { oauthNonce } from '../src/index.js'
+import { answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
+
+// Account linking (issue 28, item 1): one user, many logins, each linked by its own flow while
+// signed in; a login of another user is refused with nothing written, here or in the kms.
+
+const { t, post, mailTo, frameAnswer, signedInByEmail, signedUpWithPasskey, oauthSignIn, stampLogin, withPasskey } = useBackend({
+  oidc: true,
+  chains: [{ id: 31337, rpcUrl: inject('chainARpc') }],
+})
+
+const get = (path: string, cookie: string) => t.app.request(path, { headers: { cookie, origin } })
+const del = (path: string, cookie: string) => t.app.request(path, { method: 'DELETE', headers: { cookie, origin, 'content-type': 'application/json' } })
+const postAs = (cookie: string, path: string, json: unknown) => post(path, json, { cookie })
+
+/** GET /auth/user's logins, without their ids and times. */
+async function loginsOf(cookie: string) {
+  const response = await get('/auth/user', cookie)
+  expect(response.status).toBe(200)
+  const body = (await response.json()) as { logins: { id: string; kind: string; label: string; linkedAt: string }[] }
+  return body.logins.map(({ kind, label }) => ({ kind, label }))
+}
+
+/** Everything the backend wrote about logins and webhook events, to show a refusal wrote nothing. */
+async function written() {
+  const db = t.store.database.db
+  return {
+    logins: await db.selectFrom('logins').select(['kind', 'subject', 'organization_id']).orderBy('kind').orderBy('subject').execute(),
+    accounts: await db.selectFrom('accounts').select(['email', 'organization_id']).orderBy('email').execute(),
+    events: await db.selectFrom('webhook_events').select('type').where('type', 'like', 'account.%').execute(),
+  }
+}
+
+/** An ID token of the local issuer for `email`, bound to `sessionPublicKey`. */
+const idTokenFor = (email: string, sessionPublicKey: string, provider: 'google' | 'apple' | 'github' | 'discord' = 'google') =>
+  t.oidc!.idToken({ provider, email, nonce: oauthNonce(sessionPublicKey), redirectUri: oauthRedirectUri })
+
+/** Links the email by its code, as the consent frame would: the start, the mailed code, sealed. */
+async function linkEmail(cookie: string, email: string) {
+  const start = await postAs(cookie, '/auth/user/link/email/start', { email })
+  expect(start.status).toBe(200)
+  const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+  const [mail] = await mailTo(email)
+  const { otpId, encryptedOtpBundle } = await frameAnswer(sent, /sign-in code is (\d{6})\./.exec(mail!.text)![1]!)
+  return postAs(cookie, '/auth/user/link/email', { otpId, encryptedOtpBundle })
+}
+
+describe('account linking', () => {
+  test('default', async () => {
+    // A passkey user links Google: the Google sign-in opens the same wallet.
+    const user = await signedUpWithPasskey()
+    expect(await loginsOf(user.cookie)).toEqual([{ kind: 'passkey', label: 'my passkey' }])
+    const email = newEmail()
+    const linked = await postAs(user.cookie, '/auth/user/link/oauth', {
+      provider: 'google',
+      sessionPublicKey: user.sessionKey.apiPublicKey,
+      idToken: await idTokenFor(email, user.sessionKey.apiPublicKey),
+    })
+    expect(linked.status).toBe(200)
+    const { login } = (await linked.json()) as { login: { id: string; kind: string; label: string; linkedAt: string } }
+    expect(login).toEqual({ id: expect.stringMatching(/^lg_/), kind: 'oauth:google', label: `Google · ${email}`, linkedAt: expect.any(String) })
+    const me = await get('/auth/user', user.cookie)
+    expect(await answer(me)).toEqual([
+      200,
+      {
+        userId: user.userId,
+        organizationId: user.organizationId,
+        logins: [{ id: expect.stringMatching(/^lg_/), kind: 'passkey', label: 'my passkey', linkedAt: expect.any(String) }, { ...login }],
+        wallets: [{ address: user.address, kind: 'embedded' }],
+        mfa: { enrolled: [] },
+      },
+    ])
+    const { oauthProviders } = await t.backend.getOauthProviders({ organizationId: user.organizationId, userId: user.userId })
+    expect(oauthProviders.map((provider) => provider.issuer)).toEqual([t.oidc!.issuers.google.issuer])
+    const { response } = await oauthSignIn(email)
+    expect(await answer(response)).toEqual([
+      200,
+      { organizationId: user.organizationId, userId: user.userId, address: user.address, sessionExpiresAt: expect.any(String) },
+    ])
+    expect((await written()).events).toEqual([{ type: 'account.linked' }])
+    // The event, as the outbox will send it.
+    const [event] = await t.store.database.db.selectFrom('webhook_events').select('body').where('type', '=', 'account.linked').execute()
+    expect(JSON.parse(event!.body)).toEqual({
+      type: 'account.linked',
+      timestamp: login.linkedAt,
+      data: {
+        userId: user.userId,
+        organizationId: user.organizationId,
+        address: user.address,
+        login: { id: login.id, kind: 'oauth:google', label: login.label },
+      },
+    })
+  })
+
+  test('behavior: GitHub and Discord, OpenID providers the operator configured, link and sign in as Google does; an unconfigured name is 404', async () => {
+    const user = await signedUpWithPasskey()
+    const key = user.sessionKey
+    const config = (await (await t.app.request('/auth/config')).json()) as { oauth: Record<string, unknown> }
+    expect(config.oauth['github']).toEqual({ displayName: 'GitHub', clientId: 'latchkey-demo', authorizationEndpoint: `${t.oidc!.issuers.github.issuer}/auth` })
+    const labels = []
+    for (const provider of ['github', 'discord'] as const) {
+      const email = newEmail()
+      const linked = await postAs(user.cookie, '/auth/user/link/oauth', {
+        provider,
+        sessionPublicKey: key.apiPublicKey,
+        idToken: await idTokenFor(email, key.apiPublicKey, provider),
+      })
+      expect(linked.status).toBe(200)
+      const { response } = await oauthSignIn(email, provider)
+      expect(await answer(response)).toEqual([
+        200,
+        { organizationId: user.organizationId, userId: user.userId, address: user.address, sessionExpiresAt: expect.any(String) },
+      ])
+      labels.push(`${provider === 'github' ? 'GitHub' : 'Discord'} · ${email}`)
+    }
+    expect((await loginsOf(user.cookie)).slice(1)).toEqual([
+      { kind: 'oauth:github', label: labels[0] },
+      { kind: 'oauth:discord', label: labels[1] },
+    ])
+    for (const provider of ['gitlab', 'constructor'])
+      expect(await answer(await post('/auth/oauth', { provider, sessionPublicKey: key.apiPublicKey, idToken: 'x' }))).toEqual([
+        404,
+        { error: { code: 'unknown_provider', message: `${provider} sign-in is not configured` } },
+      ])
+  })
+
+  test('behavior: an email linked by its code is the kms user’s email and signs in to the same wallet; unlinked, it is neither', async () => {
+    const user = await signedUpWithPasskey()
+    const email = newEmail()
+    const linked = await answer(await linkEmail(user.cookie, email))
+    expect(linked).toEqual([200, { login: { id: expect.stringMatching(/^lg_/), kind: 'email', label: email, linkedAt: expect.any(String) } }])
+    const { user: kmsUser } = await t.backend.getUser({ organizationId: user.organizationId, userId: user.userId })
+    expect(kmsUser.userEmail).toBe(email)
+    const again = await signedInByEmail(email)
+    expect([again.organizationId, again.userId, again.address]).toEqual([user.organizationId, user.userId, user.address])
+
+    const { login } = linked[1] as { login: { id: string } }
+    expect((await del(`/auth/user/logins/${login.id}`, user.cookie)).status).toBe(204)
+    expect(await loginsOf(user.cookie)).toEqual([{ kind: 'passkey', label: 'my passkey' }])
+    const { user: after } = await t.backend.getUser({ organizationId: user.organizationId, userId: user.userId })
+    expect(after.userEmail ?? null).toBe(null)
+    expect(await t.store.account(email)).toBeUndefined()
+    expect((await written()).events).toEqual([{ type: 'account.linked' }, { type: 'account.unlinked' }])
+  })
+
+  test('behavior: a passkey linked by its attestation signs in to the same wallet; unlinked, the kms forgets it', async () => {
+    const user = await signedInByEmail(newEmail())
+    const authenticator = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    const linked = await answer(
+      await postAs(user.cookie, '/auth/user/link/passkey', { challenge, attestation: authenticator.register(challenge), passkeyName: 'Laptop' }),
+    )
+    expect(linked).toEqual([200, { login: { id: expect.stringMatching(/^lg_/), kind: 'passkey', label: 'Laptop', linkedAt: expect.any(String) } }])
+    const { authenticators } = await t.backend.getAuthenticators({ organizationId: user.organizationId, userId: user.userId })
+    expect(authenticators.map((one) => one.authenticatorName)).toEqual(['Laptop'])
+    // The passkey's stamp_login (a browser's "Sign in with a passkey") opens the same account.
+    const session = await stampLogin(withPasskey(authenticator), generateApiKeyPair().apiPublicKey, user.organizationId)
+    const login = await post('/auth/login', { session })
+    expect(await answer(login)).toEqual([200, { organizationId: user.organizationId, userId: user.userId, address: user.address }])
+
+    const { login: row } = linked[1] as { login: { id: string } }
+    expect((await del(`/auth/user/logins/${row.id}`, user.cookie)).status).toBe(204)
+    const { authenticators: after } = await t.backend.getAuthenticators({ organizationId: user.organizationId, userId: user.userId })
+    expect(after).toEqual([])
+  })
+
+  test('behavior: a wallet linked by a SIWE signature is listed among the wallets, and its Sign-In with Ethereum is a session of the account', async () => {
+    const email = newEmail()
+    const user = { ...(await signedInByEmail(email)), email }
+    const wallet = privateKeyToAccount(anvilKeys[8])
+    const nonce = await t.app.request('/auth/nonce', { headers: { origin } })
+    const siweCookie = cookieOf(nonce)
+    const message = createSiweMessage({
+      address: wallet.address,
+      chainId: 31337,
+      domain: 'localhost:5173',
+      uri: origin,
+      version: '1',
+      nonce: ((await nonce.json()) as { nonce: string }).nonce,
+      issuedAt: new Date(t.clock),
+    })
+    const cookie = `${user.cookie}; ${siweCookie}`
+    const linked = await postAs(cookie, '/auth/user/link/wallet', { message, signature: await wallet.signMessage({ message }) })
+    expect(await answer(linked)).toEqual([
+      200,
+      { login: { id: expect.stringMatching(/^lg_/), kind: 'wallet', label: wallet.address, linkedAt: expect.any(String) } },
+    ])
+    const me = (await (await get('/auth/user', user.cookie)).json()) as { wallets: unknown }
+    expect(me.wallets).toEqual([
+      { address: user.address, kind: 'embedded' },
+      { address: wallet.address, kind: 'external' },
+    ])
+    // Sign-In with Ethereum by the linked wallet is a session of the account.
+    const next = await t.app.request('/auth/nonce', { headers: { origin } })
+    const signIn = createSiweMessage({
+      address: wallet.address,
+      chainId: 31337,
+      domain: 'localhost:5173',
+      uri: origin,
+      version: '1',
+      nonce: ((await next.json()) as { nonce: string }).nonce,
+      issuedAt: new Date(t.clock),
+    })
+    const session = await post(
+      '/auth/siwe',
+      { message: signIn, signature: await wallet.signMessage({ message: signIn }), walletKind: 'injected' },
+      { cookie: cookieOf(next) },
+    )
+    expect(await answer(session)).toEqual([
+      200,
+      {
+        email: user.email,
+        address: wallet.address,
+        organizationId: user.organizationId,
+        userId: user.userId,
+        kind: 'siwe',
+        chainId: 31337,
+        walletKind: 'injected',
+        expiresAt: expect.any(String),
+      },
+    ])
+  })
+
+  test('error: a login of another user is refused with 409 account_already_linked, and nothing is written here or in the kms', async () => {
+    const email = newEmail()
+    const owner = await signedInByEmail(email)
+    const { response } = await oauthSignIn(email)
+    expect(response.status).toBe(200)
+    const other = await signedUpWithPasskey()
+    const before = await written()
+    const refused = {
+      error: { code: 'account_already_linked', message: 'This login belongs to another user; sign in with it, or unlink it from that account first' },
+    }
+
+    expect(await answer(await linkEmail(other.cookie, email))).toEqual([409, refused])
+    const token = await idTokenFor(email, other.sessionKey.apiPublicKey)
+    expect(
+      await answer(
+        await postAs(other.cookie, '/auth/user/link/oauth', { provider: 'google', sessionPublicKey: other.sessionKey.apiPublicKey, idToken: token }),
+      ),
+    ).toEqual([409, refused])
+
+    expect(await written()).toEqual(before)
+    expect(await loginsOf(other.cookie)).toEqual([{ kind: 'passkey', label: 'my passkey' }])
+    const { user: kmsUser } = await t.backend.getUser({ organizationId: other.organizationId, userId: other.userId })
+    expect(kmsUser.userEmail ?? null).toBe(null)
+    const { oauthProviders } = await t.backend.getOauthProviders({ organizationId: other.organizationId, userId: other.userId })
+    expect(oauthProviders).toEqual([])
+    expect(owner.organizationId).not.toBe(other.organizationId)
+  })
+
+  test('error: a second email is refused before any code is sent (409 email_already_linked); linking one’s own login again is 409 already_linked', async () => {
+    const email = newEmail()
+    const user = await signedInByEmail(email)
+    const second = newEmail()
+    expect(await answer(await postAs(user.cookie, '/auth/user/link/email/start', { email: second }))).toEqual([
+      409,
+      { error: { code: 'email_already_linked', message: 'This account has an email already (one per user); unlink it first' } },
+    ])
+    expect(await mailTo(second)).toEqual([])
+    const other = await signedUpWithPasskey()
+    const authenticator = softwareAuthenticator()
+    const link = () => {
+      const challenge = randomBytes(32).toString('base64url')
+      return postAs(other.cookie, '/auth/user/link/passkey', { challenge, attestation: authenticator.register(challenge) })
+    }
+    expect((await link()).status).toBe(200)
+    expect(await answer(await link())).toEqual([409, { error: { code: 'already_linked', message: 'This login is linked to your account already' } }])
+  })
+
+  test('error: the last login cannot be unlinked (409 last_login); a login of no one’s is 404; signed out is 401', async () => {
+    const user = await signedUpWithPasskey()
+    const me = (await (await get('/auth/user', user.cookie)).json()) as { logins: { id: string }[] }
+    expect(await answer(await del(`/auth/user/logins/${me.logins[0]!.id}`, user.cookie))).toEqual([
+      409,
+      { error: { code: 'last_login', message: 'This is the last way to sign in to this account; link another before removing it' } },
+    ])
+    expect(await answer(await del('/auth/user/logins/lg_nothing', user.cookie))).toEqual([
+      404,
+      { error: { code: 'unknown_login', message: 'This account has no such login' } },
+    ])
+    expect(await answer(await t.app.request('/auth/user', { headers: { origin } }))).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
+    expect(await loginsOf(user.cookie)).toEqual([{ kind: 'passkey', label: 'my passkey' }])
+    expect((await written()).events).toEqual([])
+    // The refusals are in the audit trail, as every change is.
+    const audited = await sql<{ action: string; outcome: string; reason: string }>`select action, outcome, reason from server_audit_events
+      where action like 'DELETE %' order by seq`.execute(t.store.database.db)
+    expect(audited.rows).toEqual([
+      {
+        action: `DELETE /auth/user/logins/${me.logins[0]!.id}`,
+        outcome: 'refused',
+        reason: '409 last_login: This is the last way to sign in to this account; link another before removing it',
+      },
+      { action: 'DELETE /auth/user/logins/lg_nothing', outcome: 'refused', reason: '404 unknown_login: This account has no such login' },
+    ])
+  })
+})
