@@ -86,7 +86,7 @@ describe('users', () => {
     expect(detail).toEqual({
       ...aliceRow,
       userName: expect.any(String),
-      logins: [{ kind: 'email', email, since: aliceRow.createdAt }],
+      logins: [{ id: expect.any(String), kind: 'email', label: email, since: expect.any(Number) }],
       authenticators: [],
       wallets: [
         {
@@ -100,7 +100,7 @@ describe('users', () => {
     })
     const passkeyDetail = await get(`/admin/users/${passkey.organizationId}`)
     expect([passkeyDetail.logins, (passkeyDetail.authenticators as unknown[]).length]).toEqual([
-      [{ kind: 'passkey', name: 'my passkey', credentialId: expect.any(String), since: expect.any(Number) }],
+      [{ id: expect.any(String), kind: 'passkey', label: 'my passkey', since: expect.any(Number) }],
       1,
     ])
 

@@ -1,39 +1,20 @@
-import type { Store } from '../store.js'
+import type { LoginKind, Store } from '../store.js'
 
-/** One way a user signs in, as the operator console shows it. */
-export type ConsoleLogin =
-  | { kind: 'email'; email: string; since: number }
-  | { kind: 'passkey'; name: string | null; credentialId: string; since: number }
-  | { kind: 'oauth'; provider: string; issuer: string }
-
-/** What the kms says of a sub-organization's user (get_user), as far as logins go. */
-export type KmsUserLogins = {
-  oauthProviders?: readonly { providerName?: string; issuer?: string }[] | undefined
-}
+/** One way a user signs in, as the operator console shows it: a row of the backend's logins. */
+export type ConsoleLogin = { id: string; kind: LoginKind; label: string; since: number }
 
 /**
- * A user's logins, from what the backend knows today: the email account (an email code or an OAuth
- * provider proved it), the passkeys it registered at sign-up, and the OAuth identities on the
- * kms's user record. The one place the console reads logins from, so that it can switch to a
- * table of logins when the backend keeps one.
+ * A user's logins (account linking's table: each email, passkey, OAuth identity and wallet that
+ * opens this sub-organization), oldest first.
  *
  * @example
- * const logins = await loginsOf(store, organizationId, (await kms.getUser({ organizationId, userId })).user)
+ * const logins = await loginsOf(store, organizationId)
  */
-export async function loginsOf(store: Store, organizationId: string, kmsUser: KmsUserLogins): Promise<ConsoleLogin[]> {
-  const db = store.database.db
-  const emails = await db.selectFrom('accounts').select(['email', 'created_at']).where('organization_id', '=', organizationId).orderBy('created_at').execute()
-  const passkeys = await db
-    .selectFrom('passkey_accounts')
-    .select(['credential_id', 'passkey_identifier', 'created_at'])
-    .where('organization_id', '=', organizationId)
-    .orderBy('created_at')
-    .execute()
-  return [
-    ...emails.map((row) => ({ kind: 'email' as const, email: row.email, since: Number(row.created_at) })),
-    ...passkeys.map((row) => ({ kind: 'passkey' as const, name: row.passkey_identifier, credentialId: row.credential_id, since: Number(row.created_at) })),
-    ...(kmsUser.oauthProviders ?? []).map((provider) => ({ kind: 'oauth' as const, provider: provider.providerName ?? '', issuer: provider.issuer ?? '' })),
-  ]
+export async function loginsOf(store: Store, organizationId: string): Promise<ConsoleLogin[]> {
+  const rows = await store.loginsOf(organizationId)
+  return rows
+    .map((row) => ({ id: row.id, kind: row.kind, label: row.label, since: Number(row.created_at) }))
+    .sort((a, b) => a.since - b.since || a.id.localeCompare(b.id))
 }
 
 /**

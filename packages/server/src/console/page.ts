@@ -254,11 +254,15 @@ async function openUser(organizationId) {
       logins.append(
         element(
           'li',
-          login.kind === 'email'
-            ? 'Email: ' + login.email
+          (login.kind === 'email'
+            ? 'Email'
             : login.kind === 'passkey'
-              ? 'Passkey: ' + (login.name || login.credentialId)
-              : 'OAuth: ' + login.provider + ' (' + login.issuer + ')',
+              ? 'Passkey'
+              : login.kind === 'wallet'
+                ? 'Wallet'
+                : 'OAuth (' + login.kind.slice('oauth:'.length) + ')') +
+            ': ' +
+            login.label,
         ),
       )
     if (!user.logins.length) logins.append(element('li', 'None'))

@@ -126,7 +126,7 @@ export function consoleRoutes(admin: Hono, options: { store: Store; kms: Turnkey
     return c.json({
       ...user!,
       userName: kmsUser.userName,
-      logins: await loginsOf(store, organizationId, kmsUser),
+      logins: await loginsOf(store, organizationId),
       authenticators: kmsUser.authenticators.map((authenticator) => ({
         name: authenticator.authenticatorName,
         credentialId: authenticator.credentialId,
