@@ -465,6 +465,66 @@ describe('enforcement', () => {
   })
 })
 
+describe('another user acting for the user', () => {
+  test("error: another user's key (an app backend's delegated user) cannot add or change a login of a user with a factor; it could before the factor", async () => {
+    const user = await signedIn()
+    const delegateKeys = generateApiKeyPair()
+    const created = await user.client.createUsers({
+      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+      timestampMs: harness.timestampMs(),
+      organizationId: user.organizationId,
+      parameters: {
+        users: [
+          {
+            userName: 'delegated access',
+            apiKeys: [{ apiKeyName: 'backend', publicKey: delegateKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
+            authenticators: [],
+            oauthProviders: [],
+            userTags: [],
+          },
+        ],
+      },
+    })
+    const delegateId = created.activity.result.createUsersResult!.userIds[0]!
+    await user.client.createPolicies({
+      type: 'ACTIVITY_TYPE_CREATE_POLICIES',
+      timestampMs: harness.timestampMs(),
+      organizationId: user.organizationId,
+      parameters: {
+        policies: [
+          {
+            policyName: 'the delegate sets the user’s email',
+            effect: 'EFFECT_ALLOW',
+            consensus: `approvers.any(user, user.id == '${delegateId}')`,
+            condition: `activity.type == 'ACTIVITY_TYPE_UPDATE_USER_EMAIL' && activity.params.user_id == '${user.userId}'`,
+            notes: '',
+          },
+        ],
+      },
+    })
+    const setEmail = (userEmail: string) =>
+      submitStamped(harness.kms, (text) => new ApiKeyStamper(delegateKeys).stamp(text), 'update_user_email', {
+        type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+        timestampMs: harness.timestampMs(),
+        organizationId: user.organizationId,
+        parameters: { userId: user.userId, userEmail },
+      })
+    const emailOf = async () => (await user.client.getUser({ organizationId: user.organizationId, userId: user.userId })).user.userEmail
+    expect((await setEmail(`before.${user.email}`)).status).toBe(200)
+    expect(await emailOf()).toBe(`before.${user.email}`)
+
+    await enrolTotp(user)
+    const refused = await setEmail(`after.${user.email}`)
+
+    expect([refused.status, refused.body.code, refused.body.message]).toEqual([
+      403,
+      7,
+      "second factor required: ACTIVITY_TYPE_UPDATE_USER_EMAIL for a user with a second factor needs that user's own session key and factor (verify_mfa_factor); another user's key cannot give it",
+    ])
+    expect(await emailOf()).toBe(`before.${user.email}`)
+  })
+})
+
 describe('failures', () => {
   test('error: five wrong codes lock the factor for 15 minutes: the right code is refused then; the lock expiring unlocks it', async () => {
     const user = await signedIn()

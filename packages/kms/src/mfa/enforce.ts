@@ -90,6 +90,10 @@ const changesEmail = (type: string, params: unknown) =>
 const isAction = (action: Exclude<MfaAction, 'sign-in'>, type: string, params: unknown) =>
   ACTION_ACTIVITIES[action].includes(type) || (action === 'add-login' && changesEmail(type, params))
 
+/** Whether the request adds or takes away a way to sign in (not a key: a new session key still has to verify the factor itself). */
+const changesLogins = (type: string, params: unknown) =>
+  isAction('add-login', type, params) || ['ACTIVITY_TYPE_DELETE_AUTHENTICATORS', 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS'].includes(type)
+
 /** Whether the request needs a factor once the user has one, whatever the operator chose. */
 const alwaysOnceEnrolled = (type: string, params: unknown) => MFA_ALWAYS_ONCE_ENROLLED.has(type) || changesEmail(type, params)
 
@@ -133,7 +137,18 @@ export async function requireMfa(
   const always = alwaysOnceEnrolled(type, params)
   if (!signIn && !byOperator && !always) return
   const key = await db.apiKey(caller.apiKeyId, organization.id)
-  if (!key || key.expires_at === null) return
+  if (!key) return
+  // Another user's key (an app backend's delegated user) cannot show this user's factor: a login
+  // added to or taken from a user who has one needs that user's own session key, after the factor.
+  const target = (params as { userId?: unknown } | null)?.userId
+  if (changesLogins(type, params) && typeof target === 'string' && target !== caller.userId && (await db.activeMfaFactorCount(target)) > 0)
+    throw mfaRefusal(
+      GrpcCode.permissionDenied,
+      'MFA_REQUIRED',
+      `second factor required: ${type} for a user with a second factor needs that user's own session key and factor (verify_mfa_factor); another user's key cannot give it`,
+      { activityType: type },
+    )
+  if (key.expires_at === null) return
   const enrolled = (await db.activeMfaFactorCount(caller.userId)) > 0
   if (!enrolled) {
     // Enrolment itself is how a user without a factor gets one.
