@@ -225,23 +225,29 @@ export function createOAuth(providers: Readonly<Record<OAuthProviderName, OAuthP
 
 export type OAuth = ReturnType<typeof createOAuth>
 
-const oauthSchema = z
-  .object({
-    provider: z.string().regex(OAUTH_PROVIDER_NAME, 'must be a provider name'),
-    sessionPublicKey: compressedP256Key,
-    sessionSeconds: sessionKeySeconds.optional(),
-    idToken: z.string().min(1).max(8192).optional(),
-    code: z.string().min(1).max(2048).optional(),
-    codeVerifier: z
-      .string()
-      .regex(/^[A-Za-z0-9._~-]{43,128}$/, 'must be a PKCE code verifier')
-      .optional(),
-    redirectUri: z.url().optional(),
-  })
-  .refine(
-    (input) => (input.idToken !== undefined) !== (input.code !== undefined && input.codeVerifier !== undefined && input.redirectUri !== undefined),
-    'send either idToken, or code with codeVerifier and redirectUri',
-  )
+/**
+ * What proves an OAuth identity, for a sign-in or a link: the provider, the browser's session key
+ * (the ID token's nonce binds it), and either the ID token or the code to exchange for one.
+ * @internal
+ */
+export const oauthProof = z.object({
+  provider: z.string().regex(OAUTH_PROVIDER_NAME, 'must be a provider name'),
+  sessionPublicKey: compressedP256Key,
+  idToken: z.string().min(1).max(8192).optional(),
+  code: z.string().min(1).max(2048).optional(),
+  codeVerifier: z
+    .string()
+    .regex(/^[A-Za-z0-9._~-]{43,128}$/, 'must be a PKCE code verifier')
+    .optional(),
+  redirectUri: z.url().optional(),
+})
+
+/** Either the ID token, or the code with its verifier and redirect URI. @internal */
+export const oneOAuthProof = (input: z.infer<typeof oauthProof>) =>
+  (input.idToken !== undefined) !== (input.code !== undefined && input.codeVerifier !== undefined && input.redirectUri !== undefined)
+export const ONE_OAUTH_PROOF = 'send either idToken, or code with codeVerifier and redirectUri'
+
+const oauthSchema = oauthProof.extend({ sessionSeconds: sessionKeySeconds.optional() }).refine(oneOAuthProof, ONE_OAUTH_PROOF)
 
 /**
  * `POST /auth/oauth` `{provider, sessionPublicKey, sessionSeconds?, idToken | code+codeVerifier+redirectUri}`

@@ -2,9 +2,9 @@ import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, enforce, type RouteContext, readBody, startSession } from '../internal/context.js'
+import { proveEmail } from '../internal/emailProof.js'
 import { attestation, challenge, compressedP256Key, email, locale, mailLocale, SESSION_KEY_SECONDS, sessionKeySeconds } from '../internal/schemas.js'
 import { createAccountSubOrganization } from '../internal/subOrganization.js'
-import { noteEmail } from '../middleware/audit.js'
 import { StoreConflictError } from '../store.js'
 
 const startSchema = z.object({ email, locale })
@@ -92,7 +92,11 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
     throw new ServerError(400, 'invalid_request', 'otpId and encryptedOtpBundle prove an email: send the email too')
   enforce(await context.limits.signInsPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
   if (await store.passkeyAccount(input.attestation.credentialId)) throw passkeyTaken()
-  if (address !== undefined && code !== undefined) await proveEmail(c, context, address, code)
+  if (address !== undefined && code !== undefined) {
+    await proveEmail(c, context, code, address)
+    // Only who proved the email learns it has an account (review L2).
+    if (await context.store.account(address)) throw emailTaken()
+  }
 
   const created = await createAccountSubOrganization(context, userName, {
     userName,
@@ -133,46 +137,4 @@ export const passkeySignup = (context: RouteContext) => async (c: Context) => {
   }
   await startSession(c, context, { ...account, email: address ?? null, session_public_key: input.sessionPublicKey }, 'passkey')
   return c.json({ organizationId: account.organization_id, userId: account.user_id, address: account.address })
-}
-
-/**
- * Proves `address` with the code the sign-up's start sent it: the pending code must be a sign-up's
- * (the parent organization's) for this address; the kms's verify_otp spends it. Counted as email
- * sign-in's codes are. Throws a 4xx ServerError, having written nothing but the counts and the spent code.
- */
-async function proveEmail(c: Context, context: RouteContext, address: string, code: { otpId: string; encryptedOtpBundle: string }) {
-  const { store, kms, now } = context
-  enforce(await context.limits.verifiesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
-  const pending = await store.pendingCode(code.otpId)
-  if (!pending || pending.organization_id !== context.organizationId)
-    throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
-  if (pending.email !== address) throw new ServerError(400, 'email_mismatch', 'This code was sent to another email')
-  enforce(await context.limits.verifiesPerCode(code.otpId), () => 'Too many tries of this code; ask for a new one')
-  enforce(await context.limits.verifiesPerEmailPerDay(address), (minutes) => `Too many sign-in attempts for this email today; try again in ${minutes} minutes`)
-  noteEmail(c.req.raw, address)
-  const verified = await callKms(() =>
-    kms.verifyOtp({
-      type: 'ACTIVITY_TYPE_VERIFY_OTP_V2',
-      timestampMs: String(now()),
-      organizationId: context.organizationId,
-      parameters: code,
-    }),
-  ).catch((error: unknown) => {
-    // Wrong, spent, expired, too many tries, a bundle not sealed to it: the kms's words, one code.
-    if (error instanceof ServerError && error.code === 'kms_refused') throw new ServerError(error.status, 'invalid_code', error.message)
-    throw error
-  })
-  const token = verified.activity.result.verifyOtpResult?.verificationToken
-  if (!token) throw incompleteAnswer()
-  await store.deletePendingCode(code.otpId)
-  // The kms answered it to this backend directly; its contact is the address the code went to.
-  let contact: unknown
-  try {
-    contact = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())?.contact
-  } catch {
-    throw incompleteAnswer()
-  }
-  if (contact !== address) throw incompleteAnswer()
-  // Only who proved the email learns it has an account (review L2).
-  if (await store.account(address)) throw emailTaken()
 }

@@ -2,8 +2,8 @@ import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, currentSession, enforce, type RouteContext, readBody } from '../internal/context.js'
-import { attestation, challenge, compressedP256Key, email } from '../internal/schemas.js'
-import { noteEmail } from '../middleware/audit.js'
+import { proveEmail } from '../internal/emailProof.js'
+import { attestation, challenge, email } from '../internal/schemas.js'
 import {
   type KnownAccount,
   LastLoginError,
@@ -14,7 +14,7 @@ import {
   type SessionRow,
   UnknownLoginError,
 } from '../store.js'
-import { OAUTH_PROVIDER_NAME, type OAuth, oauthLoginKind, oauthSubject } from './oauth.js'
+import { type OAuth, ONE_OAUTH_PROOF, oauthLoginKind, oauthProof, oauthSubject, oneOAuthProof } from './oauth.js'
 import { checkSiwe } from './siwe.js'
 
 // Account linking (issue 28): one user, many logins. Each login is linked by completing its own
@@ -140,35 +140,12 @@ export const linkEmailStart = (context: RouteContext) => async (c: Context) => {
  * app.post('/auth/user/link/email', linkEmail(context))
  */
 export const linkEmail = (context: RouteContext) => async (c: Context) => {
-  const { store, kms, now } = context
+  const { now } = context
   const { account } = await signedInUser(c, context)
   const input = await readBody(c.req.raw, emailLinkSchema)
-  enforce(await context.limits.verifiesPerIp(context.ipOf(c)), (minutes) => `Too many sign-in attempts from this network; try again in ${minutes} minutes`)
-  const pending = await store.pendingCode(input.otpId)
-  if (!pending || pending.organization_id !== context.organizationId)
-    throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
-  enforce(await context.limits.verifiesPerCode(input.otpId), () => 'Too many tries of this code; ask for a new one')
-  enforce(
-    await context.limits.verifiesPerEmailPerDay(pending.email),
-    (minutes) => `Too many sign-in attempts for this email today; try again in ${minutes} minutes`,
-  )
-  noteEmail(c.req.raw, pending.email)
   await refuseSecondEmail(context, account.organization_id)
-  const verified = await callKms(() =>
-    kms.verifyOtp({
-      type: 'ACTIVITY_TYPE_VERIFY_OTP_V2',
-      timestampMs: String(now()),
-      organizationId: context.organizationId,
-      parameters: input,
-    }),
-  ).catch((error: unknown) => {
-    if (error instanceof ServerError && error.code === 'kms_refused') throw new ServerError(error.status, 'invalid_code', error.message)
-    throw error
-  })
-  const token = verified.activity.result.verifyOtpResult?.verificationToken
-  if (!token) throw incompleteAnswer()
-  await store.deletePendingCode(input.otpId)
-  const row = loginOf(context, account, 'email', pending.email, pending.email)
+  const address = await proveEmail(c, context, input)
+  const row = loginOf(context, account, 'email', address, address)
   return c.json(
     await link(
       context,
@@ -180,7 +157,7 @@ export const linkEmail = (context: RouteContext) => async (c: Context) => {
             type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
             timestampMs: String(now()),
             organizationId: account.organization_id,
-            parameters: { userId: account.user_id, userEmail: pending.email },
+            parameters: { userId: account.user_id, userEmail: address },
           }),
         )
         return null
@@ -190,22 +167,7 @@ export const linkEmail = (context: RouteContext) => async (c: Context) => {
   )
 }
 
-const oauthLinkSchema = z
-  .object({
-    provider: z.string().regex(OAUTH_PROVIDER_NAME, 'must be a provider name'),
-    sessionPublicKey: compressedP256Key,
-    idToken: z.string().min(1).max(8192).optional(),
-    code: z.string().min(1).max(2048).optional(),
-    codeVerifier: z
-      .string()
-      .regex(/^[A-Za-z0-9._~-]{43,128}$/, 'must be a PKCE code verifier')
-      .optional(),
-    redirectUri: z.url().optional(),
-  })
-  .refine(
-    (input) => (input.idToken !== undefined) !== (input.code !== undefined && input.codeVerifier !== undefined && input.redirectUri !== undefined),
-    'send either idToken, or code with codeVerifier and redirectUri',
-  )
+const oauthLinkSchema = oauthProof.refine(oneOAuthProof, ONE_OAUTH_PROOF)
 
 /**
  * `POST /auth/user/link/oauth` `{provider, sessionPublicKey, idToken | code+codeVerifier+redirectUri}`
