@@ -293,4 +293,57 @@ describe('VERIFY_MFA', () => {
     expect(await answer(page)).toMatchObject({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' } })
     await page.close()
   })
+
+  test('error: five wrong codes lock the factor and the dialog says so; a recovery code then verifies', async () => {
+    const user = await signedIn()
+    const { page, frame } = user
+    const { done, secret, recoveryCodes } = await enrol(user)
+    const factorId = (done.value as { factorId: string }).factorId
+    await send(page, 'VERIFY_MFA', { organizationId: user.organizationId, factorId })
+    await frame.getByRole('dialog', { name: 'Confirm it is you' }).waitFor()
+    const alerts: string[] = []
+    for (let attempt = 1; attempt <= 6; attempt++) {
+      // Codes an hour old: wrong, and each different.
+      await typeCode(page, frame, 'Authentication code', codeOf(secret, -3600 - 30 * attempt))
+      const refused = await carry(await answer(page))
+      await send(page, 'MFA_RESULT', refused)
+      await expect.poll(() => frame.getByRole('textbox', { name: 'Authentication code' }).isEnabled()).toBe(true)
+      alerts.push((await frame.getByRole('alert').textContent())!)
+    }
+    expect(alerts.slice(0, 4)).toEqual(
+      [4, 3, 2, 1].map((left) => `Invalid code: ${left} attempt${left === 1 ? '' : 's'} left before the factor locks for 15 minutes`),
+    )
+    expect(alerts[4]).toMatch(/^Invalid code: the factor is locked until \d{4}-\d\d-\d\dT[\d:.]+Z$/)
+    expect(alerts[5]).toMatch(/^Second factor locked after 5 wrong codes until \d{4}-\d\d-\d\dT[\d:.]+Z: a recovery code unlocks it sooner$/)
+    // Locked: the right code too is refused; a recovery code unlocks it.
+    await typeCode(page, frame, 'Authentication code', codeOf(secret, 30))
+    const locked = await carry(await answer(page))
+    expect(locked.status).toBe(429)
+    await send(page, 'MFA_RESULT', locked)
+    await expect.poll(() => frame.getByRole('alert').textContent()).toMatch(/^Second factor locked after 5 wrong codes/)
+    await frame.getByRole('button', { name: 'Use a recovery code' }).click()
+    await typeCode(page, frame, 'Recovery code', recoveryCodes[3]!)
+    const verified = await carry(await answer(page))
+    expect(verified.status).toBe(200)
+    expect(await ask(page, 'MFA_RESULT', verified)).toMatchObject({ type: 'MFA_VERIFIED', value: { verified: true } })
+    await page.close()
+  })
+
+  test('error: a secret bundle the kms did not sign is refused (-32602) and the dialog closes', async () => {
+    const user = await signedIn()
+    const { page, frame } = user
+    const create = await carry(await ask(page, 'ENROLL_TOTP', { organizationId: user.organizationId, userId: user.userId }))
+    const result = (create.body['activity'] as { result: { createTotpFactorResult: { secretBundle: string } } }).result.createTotpFactorResult
+    const bundle = JSON.parse(result.secretBundle) as { enclaveQuorumPublic: string; dataSignature: string; data: string }
+    // The signature of another body: a page that alters the bundle.
+    result.secretBundle = JSON.stringify({ ...bundle, dataSignature: `${bundle.dataSignature.slice(0, -4)}0000` })
+    const reply = await ask(page, 'MFA_RESULT', create)
+    expect(reply).toEqual({
+      type: 'ERROR',
+      value: { code: -32602, message: 'MFA_RESULT: the bundle signature does not verify' },
+      requestId: reply.requestId,
+    })
+    expect(await frame.locator('#mfa').isHidden()).toBe(true)
+    await page.close()
+  })
 })
