@@ -1,5 +1,6 @@
 import type { FrameContext, FrameHandler, FrameReply, FrameRequest } from './channel.js'
 import { INVALID_REQUEST_CODE, USER_REJECTED } from './consentMessages.js'
+import type { MfaDialog, MfaElements } from './consentMfaBundle.js'
 import { FrameError } from './encoding.js'
 import type { FrameKey } from './frameKeys.js'
 import { element } from './page.js'
@@ -29,7 +30,6 @@ const CREATE_TOTP = 'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR'
 const VERIFY = 'ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR'
 /** The kms's refusals the user can answer with another code. */
 const RETRYABLE = new Set(['MFA_INVALID_CODE', 'MFA_FACTOR_LOCKED', 'MFA_RECOVERY_CODE_REFUSED'])
-const RECOVERY_CODE = /^[a-z2-7]{4}-?[a-z2-7]{4}-?[a-z2-7]{4}$/i
 
 const invalid = (message: string) => new FrameError(message, INVALID_REQUEST_CODE)
 
@@ -43,200 +43,6 @@ function id(value: unknown, what: string, type: string): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 256 || !/^[\w.:-]+$/.test(value))
     throw invalid(`${type}: ${what} must be an id (letters, digits, ._:-)`)
   return value
-}
-
-type Typed = { readonly code: string } | { readonly recoveryCode: string }
-
-type Elements = {
-  readonly dialog: HTMLElement
-  readonly title: HTMLElement
-  readonly intro: HTMLElement
-  readonly setup: HTMLElement
-  readonly qr: HTMLElement
-  readonly secret: HTMLElement
-  readonly entry: HTMLElement
-  readonly label: HTMLElement
-  readonly input: HTMLInputElement
-  readonly toggle: HTMLButtonElement
-  readonly error: HTMLElement
-  readonly codes: HTMLOListElement
-  readonly verify: HTMLButtonElement
-  readonly cancel: HTMLButtonElement
-}
-
-/** The dialog: asks for a code (or, where allowed, a recovery code), or shows recovery codes. */
-class MfaDialog {
-  recovery = false
-  constructor(
-    readonly elements: Elements,
-    readonly log: (message: string) => void,
-  ) {}
-
-  open(parameters: { title: string; intro: string; setup?: { secret: string; qr: SVGSVGElement } | undefined; recoveryToggle: boolean }) {
-    const { elements } = this
-    elements.title.textContent = parameters.title
-    elements.intro.textContent = parameters.intro
-    elements.secret.textContent = parameters.setup ? (parameters.setup.secret.match(/.{1,4}/g) ?? []).join(' ') : ''
-    elements.qr.replaceChildren(...(parameters.setup ? [parameters.setup.qr] : []))
-    elements.setup.hidden = parameters.setup === undefined
-    elements.toggle.hidden = !parameters.recoveryToggle
-    elements.codes.replaceChildren()
-    elements.codes.hidden = true
-    elements.entry.hidden = false
-    elements.cancel.hidden = false
-    elements.verify.textContent = 'Verify'
-    this.useRecovery(false)
-    this.showError(undefined)
-    elements.dialog.hidden = false
-  }
-
-  close() {
-    const { elements } = this
-    elements.dialog.hidden = true
-    elements.input.value = ''
-    elements.secret.textContent = ''
-    elements.qr.replaceChildren()
-    elements.codes.replaceChildren()
-    this.showError(undefined)
-    this.busy(false)
-  }
-
-  busy(busy: boolean) {
-    this.elements.input.disabled = busy
-    this.elements.verify.disabled = busy
-    this.elements.toggle.disabled = busy
-  }
-
-  useRecovery(recovery: boolean) {
-    const { label, input, toggle } = this.elements
-    this.recovery = recovery
-    label.textContent = recovery ? 'Recovery code' : 'Authentication code'
-    input.inputMode = recovery ? 'text' : 'numeric'
-    input.autocomplete = recovery ? 'off' : 'one-time-code'
-    input.maxLength = recovery ? 14 : 6
-    input.value = ''
-    toggle.textContent = recovery ? 'Use your authenticator app' : 'Use a recovery code'
-  }
-
-  showError(message: string | undefined) {
-    const { error, input } = this.elements
-    error.textContent = message ?? ''
-    error.hidden = message === undefined
-    if (message === undefined) input.removeAttribute('aria-invalid')
-    else input.setAttribute('aria-invalid', 'true')
-  }
-
-  /** Waits for a code, a trusted click on Verify or Enter in the field; `undefined` on Cancel or Escape. */
-  askCode(error?: string): Promise<Typed | undefined> {
-    const { elements, log } = this
-    this.busy(false)
-    elements.input.value = ''
-    this.showError(error)
-    return this.waitFor({
-      submit: () => {
-        const text = elements.input.value.trim()
-        if (this.recovery) {
-          if (RECOVERY_CODE.test(text)) return { recoveryCode: text }
-          this.showError('Enter a recovery code: three groups of four letters and digits (xxxx-xxxx-xxxx).')
-        } else {
-          if (/^\d{6}$/.test(text)) return { code: text }
-          this.showError('Enter the 6-digit code from your authenticator app.')
-        }
-        elements.input.focus()
-        return undefined
-      },
-      cancel: true,
-      log,
-      focus: elements.input,
-    })
-  }
-
-  /** Shows the recovery codes until a trusted click on Done (or Enter, or Escape). */
-  async showCodes(codes: readonly string[]): Promise<void> {
-    const { elements, log } = this
-    this.busy(false)
-    this.showError(undefined)
-    elements.title.textContent = 'Save your recovery codes'
-    elements.intro.textContent =
-      'Save these codes somewhere safe. Each one works once, in place of a code from your authenticator app, if you lose it. They are not shown again.'
-    elements.setup.hidden = true
-    elements.secret.textContent = ''
-    elements.qr.replaceChildren()
-    elements.entry.hidden = true
-    elements.cancel.hidden = true
-    elements.verify.textContent = 'Done'
-    elements.codes.replaceChildren(
-      ...codes.map((code) => {
-        const item = document.createElement('li')
-        item.textContent = code
-        return item
-      }),
-    )
-    elements.codes.hidden = false
-    await this.waitFor({ submit: () => ({ code: '' }), cancel: false, log, focus: elements.verify })
-  }
-
-  private waitFor(parameters: {
-    submit: () => Typed | undefined
-    cancel: boolean
-    log: (message: string) => void
-    focus: HTMLElement
-  }): Promise<Typed | undefined> {
-    const { verify, cancel, toggle, input, dialog } = this.elements
-    return new Promise((resolve) => {
-      const finish = (typed: Typed | undefined) => {
-        verify.removeEventListener('click', onVerify)
-        cancel.removeEventListener('click', onCancel)
-        toggle.removeEventListener('click', onToggle)
-        document.removeEventListener('keydown', onKey, true)
-        resolve(typed)
-      }
-      const submit = () => {
-        const typed = parameters.submit()
-        if (typed !== undefined) {
-          this.busy(true)
-          finish(typed)
-        }
-      }
-      const onVerify = (event: MouseEvent) => {
-        if (event.isTrusted) submit()
-        else parameters.log('ignored a click on Verify that a script made')
-      }
-      const onCancel = (event: MouseEvent) => {
-        if (event.isTrusted) finish(undefined)
-      }
-      const onToggle = (event: MouseEvent) => {
-        if (!event.isTrusted) return
-        this.useRecovery(!this.recovery)
-        this.showError(undefined)
-        input.focus()
-      }
-      const onKey = (event: KeyboardEvent) => {
-        if (!event.isTrusted) return
-        if (event.key === 'Escape') {
-          event.preventDefault()
-          if (parameters.cancel) finish(undefined)
-          else submit()
-        } else if (event.key === 'Enter' && (event.target === input || !parameters.cancel)) {
-          event.preventDefault()
-          submit()
-        } else if (event.key === 'Tab') {
-          // Focus stays in the dialog.
-          const order = [...dialog.querySelectorAll<HTMLElement>('input, button')].filter(
-            (candidate) => !candidate.closest('[hidden]') && !(candidate as HTMLButtonElement).disabled,
-          )
-          event.preventDefault()
-          const at = order.indexOf(document.activeElement as HTMLElement)
-          order[(at + (event.shiftKey ? order.length - 1 : 1)) % order.length]?.focus()
-        }
-      }
-      verify.addEventListener('click', onVerify)
-      cancel.addEventListener('click', onCancel)
-      toggle.addEventListener('click', onToggle)
-      document.addEventListener('keydown', onKey, true)
-      parameters.focus.focus()
-    })
-  }
 }
 
 type Flow = {
@@ -286,31 +92,29 @@ export function mfaHandlers(parameters: {
   before?: () => void
 }): Record<string, FrameHandler> {
   let dialog: MfaDialog | undefined
-  const dialogOf = () => {
-    dialog ??= new MfaDialog(
-      {
-        dialog: element('mfa'),
-        title: element('mfa-title'),
-        intro: element('mfa-intro'),
-        setup: element('mfa-setup'),
-        qr: element('mfa-qr'),
-        secret: element('mfa-secret'),
-        entry: element('mfa-entry'),
-        label: element('mfa-code-label'),
-        input: element<HTMLInputElement>('mfa-code'),
-        toggle: element<HTMLButtonElement>('mfa-toggle'),
-        error: element('mfa-error'),
-        codes: element<HTMLOListElement>('mfa-codes'),
-        verify: element<HTMLButtonElement>('mfa-verify'),
-        cancel: element<HTMLButtonElement>('mfa-cancel'),
-      },
-      parameters.log,
-    )
+  const bundles = () => import('./consentMfaBundle.js')
+  /** The dialog, made on first use with its module (the consent page's first load stays small). */
+  const dialogOf = async () => {
+    const elements: MfaElements = {
+      dialog: element('mfa'),
+      title: element('mfa-title'),
+      intro: element('mfa-intro'),
+      setup: element('mfa-setup'),
+      qr: element('mfa-qr'),
+      secret: element('mfa-secret'),
+      entry: element('mfa-entry'),
+      label: element('mfa-code-label'),
+      input: element<HTMLInputElement>('mfa-code'),
+      toggle: element<HTMLButtonElement>('mfa-toggle'),
+      error: element('mfa-error'),
+      codes: element<HTMLOListElement>('mfa-codes'),
+      verify: element<HTMLButtonElement>('mfa-verify'),
+      cancel: element<HTMLButtonElement>('mfa-cancel'),
+    }
+    dialog ??= new (await bundles()).MfaDialog(elements, parameters.log)
     return dialog
   }
   let flow: Flow | undefined
-
-  const bundles = () => import('./consentMfaBundle.js')
 
   async function submit(op: string, type: string, current: Flow, params: Record<string, unknown>): Promise<FrameReply> {
     const body = JSON.stringify({ type, timestampMs: String(Date.now()), organizationId: current.organizationId, parameters: params })
@@ -319,10 +123,10 @@ export function mfaHandlers(parameters: {
 
   /** Asks for a code (with `error` shown) and answers the verify_mfa_factor body, or 4001. */
   async function askAndSubmit(current: Flow, error?: string): Promise<FrameReply> {
-    const typed = await dialogOf().askCode(error)
+    const typed = await (await dialogOf()).askCode(error)
     if (typed === undefined) {
       flow = undefined
-      dialogOf().close()
+      dialog?.close()
       throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
     }
     flow = { ...current, stage: 'code' }
@@ -359,7 +163,7 @@ export function mfaHandlers(parameters: {
       const key = await context.embeddedKey()
       const target = await (await bundles()).newTargetKey()
       const current: Flow = { kind: 'verify', organizationId, key, target, stage: 'code', factorId }
-      dialogOf().open({
+      ;(await dialogOf()).open({
         title: 'Confirm it is you',
         intro: 'Enter the 6-digit code from your authenticator app. It stays in this secure window.',
         recoveryToggle: true,
@@ -383,7 +187,7 @@ export function mfaHandlers(parameters: {
         } catch (error) {
           fail(error instanceof FrameError ? invalid(`MFA_RESULT: ${error.message.replace(/^MFA_RESULT: /, '')}`) : (error as FrameError))
         }
-        dialogOf().open({
+        ;(await dialogOf()).open({
           title: 'Set up your authenticator app',
           intro: 'Scan the QR code with your authenticator app, or type the secret into it. Then enter the 6-digit code it shows.',
           setup: { secret: setup.secret, qr: qrSvg(setup.otpauthUri, 'QR code to add this account to your authenticator app') },
@@ -405,8 +209,8 @@ export function mfaHandlers(parameters: {
         fail(error instanceof FrameError ? invalid(`MFA_RESULT: ${error.message.replace(/^MFA_RESULT: /, '')}`) : (error as FrameError))
       }
       flow = undefined
-      if (codes !== undefined) await dialogOf().showCodes(codes)
-      dialogOf().close()
+      if (codes !== undefined) await (await dialogOf()).showCodes(codes)
+      dialog?.close()
       return current.kind === 'enroll' ? { type: 'TOTP_ENROLLED', value: { factorId: current.factorId } } : { type: 'MFA_VERIFIED', value: { verified: true } }
     },
   }
