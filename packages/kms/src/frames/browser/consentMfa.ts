@@ -112,6 +112,9 @@ export function mfaHandlers(parameters: {
       cancel: element<HTMLButtonElement>('mfa-cancel'),
     }
     dialog ??= new (await bundles()).MfaDialog(elements, parameters.log)
+    // The app's theme, as APPLY_SETTINGS set it (sanitised) on the review dialog.
+    elements.dialog.style.cssText = element('review').style.cssText
+    elements.title.style.cssText = element('review-title').style.cssText
     return dialog
   }
   let flow: Flow | undefined
