@@ -58,6 +58,14 @@ export type ConsentFrame = {
    * code. Cancel is `ProviderRpcError` 4001.
    */
   collectOtp(value: CollectOtpValue): Promise<CollectedOtp>
+  /**
+   * A second factor enrolled (`ENROLL_TOTP`) or verified (`VERIFY_MFA`) in the frame: the frame
+   * shows the secret, takes the codes and shows the recovery codes; the page only `carry`s its
+   * stamped bodies to the kms and the kms's answers back (`MFA_SUBMIT` / `MFA_RESULT`), and is
+   * answered `TOTP_ENROLLED {factorId}` or `MFA_VERIFIED {verified: true}`. Cancel is
+   * `ProviderRpcError` 4001.
+   */
+  secondFactor(request: SecondFactorRequest, carry: (submit: MfaSubmit) => Promise<MfaCarried>): Promise<SecondFactorDone>
   /** The app's theme colours, through the frame's sanitised `APPLY_SETTINGS` (`{ styles: { color, backgroundColor, … } }`). */
   applySettings(settings: { styles?: Readonly<Record<string, string>> }): Promise<void>
   /** Forgets the frame's signing key (sign-out). */
@@ -96,6 +104,19 @@ export type CollectedOtp = {
   }
   readonly publicKey: string
 }
+
+/** What the frame enrols or verifies in its own dialog (packages/kms/src/frames/browser/consentMfa.ts). */
+export type SecondFactorRequest =
+  | { readonly type: 'ENROLL_TOTP'; readonly value: { readonly organizationId: string; readonly userId: string } }
+  | { readonly type: 'VERIFY_MFA'; readonly value: { readonly organizationId: string; readonly factorId: string } }
+/** A body the frame wrote and stamped for the kms: the page posts it to `/public/v1/submit/{op}`. */
+export type MfaSubmit = { readonly op: string; readonly body: string; readonly stampHeaderName: string; readonly stampHeaderValue: string }
+/** The kms's answer to an {@link MfaSubmit}, as the page got it. */
+export type MfaCarried = { readonly status: number; readonly body: unknown }
+/** The frame's last answer: the enrolled factor, or that the session verified one. */
+export type SecondFactorDone =
+  | { readonly type: 'TOTP_ENROLLED'; readonly value: { factorId: string } }
+  | { readonly type: 'MFA_VERIFIED'; readonly value: { verified: true } }
 
 type Reply = { type: string; value: unknown; requestId?: string }
 
@@ -159,13 +180,18 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
   ;(parameters.container ?? document.body).append(iframe)
 
   async function ask(type: string, value: unknown): Promise<unknown> {
+    return (await askReply(type, value)).value
+  }
+
+  /** The frame's whole answer to `type` (its type and value); an ERROR is thrown. */
+  async function askReply(type: string, value: unknown): Promise<Reply> {
     if (closed) throw new ProviderRpcError(4001, 'User rejected the request.')
     const requestId = crypto.randomUUID()
     const reply = await new Promise<Reply>((resolve, reject) => {
       pending.set(requestId, { resolve, reject })
       channel.port1.postMessage({ type, requestId, value })
     })
-    if (reply.type !== 'ERROR') return reply.value
+    if (reply.type !== 'ERROR') return reply
     const error = reply.value as { code?: unknown; message?: unknown } | string
     if (typeof error === 'object' && error !== null && typeof error.code === 'number') throw new ProviderRpcError(error.code, String(error.message))
     throw new ProviderRpcError(-32603, `The consent frame refused: ${String(error)}`)
@@ -226,6 +252,17 @@ export async function mountConsentFrame(parameters: ConsentFrameParameters): Pro
       show()
       try {
         return (await ask('COLLECT_OTP', value)) as CollectedOtp
+      } finally {
+        hide()
+      }
+    },
+    async secondFactor(request, carry) {
+      show()
+      try {
+        let reply = await askReply(request.type, request.value)
+        while (reply.type === 'MFA_SUBMIT') reply = await askReply('MFA_RESULT', await carry(reply.value as MfaSubmit))
+        if (reply.type !== 'TOTP_ENROLLED' && reply.type !== 'MFA_VERIFIED') throw new ProviderRpcError(-32603, `The consent frame answered ${reply.type}`)
+        return { type: reply.type, value: reply.value } as SecondFactorDone
       } finally {
         hide()
       }

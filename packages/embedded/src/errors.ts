@@ -159,6 +159,30 @@ export class KmsRequestError extends EmbeddedError {
   }
 }
 
+/**
+ * The kms refused a request for want of a second factor: `MFA_REQUIRED` (the session has not
+ * verified its factor within the grace window: `wallet.verifyMfa(factorId)`, then retry) or
+ * `MFA_ENROLLMENT_REQUIRED` (the operator asks for a factor and the user has none:
+ * `wallet.enrollTotp()`). Nothing was done. `activityType` is the refused activity's.
+ */
+export class MfaRequiredError extends KmsRequestError {
+  override name = 'MfaRequiredError'
+  override readonly code = 'mfa_required'
+  readonly reason: 'MFA_REQUIRED' | 'MFA_ENROLLMENT_REQUIRED'
+  readonly activityType: string | undefined
+  constructor(options: {
+    kmsCode: number
+    message: string
+    reason: 'MFA_REQUIRED' | 'MFA_ENROLLMENT_REQUIRED'
+    activityType?: string | undefined
+    cause?: unknown
+  }) {
+    super(options.kmsCode, options.message, { cause: options.cause })
+    this.reason = options.reason
+    this.activityType = options.activityType
+  }
+}
+
 /** A WebAuthn ceremony that failed; `code` is the @simplewebauthn code (ERROR_CEREMONY_ABORTED, ...). */
 export class WebauthnCeremonyError extends EmbeddedError {
   override name = 'WebauthnCeremonyError'

@@ -21,6 +21,7 @@ test('default: exports', async () => {
       "InvalidCodeError",
       "KmsRequestError",
       "MalformedGrantError",
+      "MfaRequiredError",
       "MissingAppNameError",
       "MissingBaseUrlError",
       "MissingSignWithError",

@@ -23,6 +23,7 @@ export {
   isSessionKeyExpired,
   KmsRequestError,
   MalformedGrantError,
+  MfaRequiredError,
   MissingAppNameError,
   MissingBaseUrlError,
   MissingSignWithError,

@@ -1,6 +1,6 @@
 import { bytesToNumberBE } from '@noble/curves/abstract/utils'
 import { DER } from '@noble/curves/abstract/weierstrass'
-import type { CollectedOtp, CollectOtpValue } from './consentFrame.js'
+import type { CollectedOtp, CollectOtpValue, MfaCarried, MfaSubmit, SecondFactorDone, SecondFactorRequest } from './consentFrame.js'
 
 /** What `@turnkey/http` asks of a stamper. */
 export type Stamper = { stamp(payload: string): Promise<{ stampHeaderName: string; stampHeaderValue: string }> }
@@ -21,6 +21,8 @@ export type SessionKeyStore = {
   clear(): Promise<void>
   /** Seals the emailed code with the stored key, as the consent frame's COLLECT_OTP does (Node tests: nobody types). */
   collectOtp?(value: CollectOtpValue): Promise<CollectedOtp>
+  /** Enrols or verifies a second factor with the stored key, as the consent frame does (Node tests: nobody types). */
+  secondFactor?(request: SecondFactorRequest, carry: (submit: MfaSubmit) => Promise<MfaCarried>): Promise<SecondFactorDone>
 }
 
 /**

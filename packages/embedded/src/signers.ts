@@ -1,5 +1,16 @@
 // What stamps the wallet's kms requests: the consent frame in a browser, a plain key in Node tests.
-import type { CollectedOtp, CollectOtpValue, ConsentContext, ConsentFrame, ConsentWalletRequest, StampedBody } from './consentFrame.js'
+import type {
+  CollectedOtp,
+  CollectOtpValue,
+  ConsentContext,
+  ConsentFrame,
+  ConsentWalletRequest,
+  MfaCarried,
+  MfaSubmit,
+  SecondFactorDone,
+  SecondFactorRequest,
+  StampedBody,
+} from './consentFrame.js'
 import { ClientsNotFoundError } from './errors.js'
 import type { SessionKeyStore, Stamper } from './sessionKeys.js'
 
@@ -30,6 +41,8 @@ export type WalletSigner = {
   }
   /** The emailed code, typed by the user where the key is and sealed there to the kms (COLLECT_OTP). */
   collectOtp(value: CollectOtpValue): Promise<CollectedOtp>
+  /** A second factor enrolled or verified where the key is (ENROLL_TOTP, VERIFY_MFA); the page carries bodies and answers. */
+  secondFactor(request: SecondFactorRequest, carry: (submit: MfaSubmit) => Promise<MfaCarried>): Promise<SecondFactorDone>
 }
 
 /** The consent frame as the signer, mounted on first need from the frames url (its module loads then too). */
@@ -58,6 +71,7 @@ export function consentSigner(framesUrl: () => Promise<string | undefined>): Wal
       revoker: (grantId) => ({ stamp: async (payload) => (await mounted()).revokeStamper(grantId).stamp(payload) }),
     },
     collectOtp: async (value) => (await mounted()).collectOtp(value),
+    secondFactor: async (request, carry) => (await mounted()).secondFactor(request, carry),
   }
 }
 
@@ -72,6 +86,10 @@ export function testOnlySigner(keys: SessionKeyStore): WalletSigner {
     collectOtp: async (value) => {
       if (!keys.collectOtp) throw new ClientsNotFoundError({ details: 'testOnlySessionKeys has no collectOtp: it cannot take an emailed code' })
       return keys.collectOtp(value)
+    },
+    secondFactor: async (request, carry) => {
+      if (!keys.secondFactor) throw new ClientsNotFoundError({ details: 'testOnlySessionKeys has no secondFactor: it cannot take a second factor' })
+      return keys.secondFactor(request, carry)
     },
   }
 }

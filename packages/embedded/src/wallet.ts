@@ -18,7 +18,7 @@ import {
 } from 'viem'
 import { type Backend, type BackendAccount, type BackendConfig, createBackend } from './backend.js'
 import { callsWatcher } from './callsWatch.js'
-import type { ConsentWalletRequest } from './consentFrame.js'
+import type { ConsentWalletRequest, MfaCarried, MfaSubmit } from './consentFrame.js'
 import {
   AccountNotFoundError,
   ActivityStatusError,
@@ -30,9 +30,11 @@ import {
   isSessionKeyExpired,
   KmsRequestError,
   MalformedGrantError,
+  MfaRequiredError,
   MissingAppNameError,
   MissingBaseUrlError,
   MissingSignWithError,
+  ProviderRpcError,
   SessionError,
   SignRawPayloadResultNotFoundError,
   SubOrganizationNotFoundError,
@@ -513,6 +515,27 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     const { kmsUrl } = await settings()
     if (!kmsUrl) throw new MissingBaseUrlError()
     return completed((await postStamped({ baseUrl: kmsUrl }, path, body, stamp)) as { activity: Activity })
+  }
+
+  /**
+   * Posts a body the consent frame wrote and stamped for a second factor to the kms and answers
+   * the kms's status and JSON as they are (the frame reads refusals itself). Only the two
+   * second-factor activities: the frame names nothing else for this page to post.
+   */
+  async function carryMfa(submit: MfaSubmit): Promise<MfaCarried> {
+    if (submit.op !== 'create_totp_factor' && submit.op !== 'verify_mfa_factor')
+      throw new ProviderRpcError(-32603, `The consent frame asked to submit ${String(submit.op).slice(0, 64)}`)
+    const { kmsUrl } = await settings()
+    if (!kmsUrl) throw new MissingBaseUrlError()
+    const response = await kmsCall(() =>
+      fetch(`${kmsUrl}/public/v1/submit/${submit.op}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', [submit.stampHeaderName]: submit.stampHeaderValue },
+        body: submit.body,
+        redirect: 'error',
+      }),
+    )
+    return { status: response.status, body: await response.json().catch(() => ({})) }
   }
 
   /** The user's grants in force (list_grants, a Latchkey query), stamped as any query, with no prompt. */
@@ -1055,6 +1078,31 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
       return result!.authenticatorIds[0]!
     },
 
+    /**
+     * Enrols an authenticator app (TOTP) as the user's second factor, in the consent frame: the
+     * frame shows the secret (text and QR code), takes the first code and shows the 10 recovery
+     * codes; this page only carries the frame's stamped bodies to the kms. Answers the factor's
+     * id, never the secret or the codes. Cancel is `ProviderRpcError` 4001.
+     */
+    async enrollTotp(): Promise<{ factorId: string }> {
+      const { organizationId, userId } = signedIn()
+      const done = await withSession(() => signer.secondFactor({ type: 'ENROLL_TOTP', value: { organizationId, userId } }, carryMfa))
+      if (done.type !== 'TOTP_ENROLLED') throw new ProviderRpcError(-32603, `The consent frame answered ${done.type}`)
+      return { factorId: done.value.factorId }
+    },
+
+    /**
+     * Verifies the second factor `factorId` for this session, in the consent frame (a code from
+     * the authenticator app, or a recovery code): what an activity refused with
+     * `MfaRequiredError` needs before it is retried. Cancel is `ProviderRpcError` 4001.
+     */
+    async verifyMfa(factorId: string): Promise<{ verified: true }> {
+      const { organizationId } = signedIn()
+      const done = await withSession(() => signer.secondFactor({ type: 'VERIFY_MFA', value: { organizationId, factorId } }, carryMfa))
+      if (done.type !== 'MFA_VERIFIED') throw new ProviderRpcError(-32603, `The consent frame answered ${done.type}`)
+      return { verified: true }
+    },
+
     /** The export bundle of the user's wallet, encrypted to `targetPublicKey` (the export frame's key), approved in the consent frame. */
     async exportBundle(targetPublicKey: string): Promise<string> {
       const { organizationId, credential } = signedIn()
@@ -1205,6 +1253,18 @@ export async function kmsCall<result>(call: () => Promise<result>): Promise<resu
   } catch (error) {
     if (error instanceof TurnkeyRequestError) {
       const message = error.message.replace(/^Turnkey error \d+: /, '').replace(/ \(Details: .*\)$/s, '')
+      const details = Array.isArray(error.details) ? (error.details as { reason?: unknown; domain?: unknown; metadata?: { activityType?: unknown } }[]) : []
+      const mfa = details.find(
+        (detail) => detail?.domain === 'latchkey.mfa' && (detail.reason === 'MFA_REQUIRED' || detail.reason === 'MFA_ENROLLMENT_REQUIRED'),
+      )
+      if (mfa)
+        throw new MfaRequiredError({
+          kmsCode: Number(error.code),
+          message,
+          reason: mfa.reason as 'MFA_REQUIRED' | 'MFA_ENROLLMENT_REQUIRED',
+          activityType: typeof mfa.metadata?.activityType === 'string' ? mfa.metadata.activityType : undefined,
+          cause: error,
+        })
       throw new KmsRequestError(Number(error.code), message, { cause: error })
     }
     // fetch's own failure; anything else (a passkey prompt closed, ...) is the caller's to read.

@@ -4,6 +4,7 @@ import { getFreePort } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms, verifyApiKeyStamp } from '@latchkey/kms'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
+import { generateSync } from 'otplib'
 import { type Browser, type BrowserContext, chromium, type Frame, type Page } from 'playwright-core'
 import { rolldown } from 'rolldown'
 import { concat, recoverMessageAddress, serializeSignature, stringToHex, toBytes, toHex } from 'viem'
@@ -413,6 +414,114 @@ describe('consent frame', { timeout: 90_000 }, () => {
     )
     expect(answer).toEqual({ onWindow: { type: 'ERROR', value: 'the channel must be opened by the page that embeds this frame' } })
     expect(frame.isDetached()).toBe(false)
+    await page.close()
+  })
+})
+
+describe('second factor in the consent frame', { timeout: 90_000 }, () => {
+  test('default: secondFactor enrols TOTP and then verifies it; the page carries only stamped bodies and sealed answers', async () => {
+    // A profile of its own: a new frame key, so a new user (its factor stays out of the other tests).
+    const own = await browser.newContext()
+    const page = await own.newPage()
+    const carried: string[] = []
+    await page.exposeFunction('carryMfa', async (submit: { op: string; body: string; stampHeaderName: string; stampHeaderValue: string }) => {
+      const response = await fetch(`${kms.url}/public/v1/submit/${submit.op}`, {
+        method: 'POST',
+        headers: { [submit.stampHeaderName]: submit.stampHeaderValue },
+        body: submit.body,
+      })
+      const answer = { status: response.status, body: await response.json() }
+      carried.push(JSON.stringify(submit), JSON.stringify(answer))
+      return answer
+    })
+    await page.goto(appOrigin)
+    await page.waitForFunction(() => (window as { appReady?: boolean }).appReady === true)
+    const publicKey = await page.evaluate(async (framesUrl) => {
+      const scope = window as unknown as { mountConsentFrame: (p: { framesUrl: string }) => Promise<{ publicKey: string }>; consent: unknown }
+      scope.consent = await scope.mountConsentFrame({ framesUrl })
+      return (scope.consent as { publicKey: string }).publicKey
+    }, kms.framesUrl!)
+    const { activity } = await backend.createSubOrganization({
+      type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
+      timestampMs: String(Date.now()),
+      organizationId,
+      parameters: {
+        subOrganizationName: `mfa ${publicKey.slice(2, 12)}`,
+        rootQuorumThreshold: 1,
+        rootUsers: [
+          { userName: 'user', apiKeys: [{ apiKeyName: 'consent frame', publicKey, curveType: 'API_KEY_CURVE_P256' }], authenticators: [], oauthProviders: [] },
+        ],
+      },
+    })
+    const created = activity.result.createSubOrganizationResultV8!
+    const user = { organizationId: created.subOrganizationId!, userId: created.rootUserIds![0]! }
+    const ask = (request: unknown) =>
+      page.evaluate((request) => {
+        const scope = window as unknown as {
+          consent: { secondFactor(request: unknown, carry: unknown): Promise<unknown> }
+          carryMfa: unknown
+          mfaOutcome: Promise<unknown>
+        }
+        scope.mfaOutcome = scope.consent.secondFactor(request, scope.carryMfa).catch((error: { name: string; code: number; message: string }) => ({
+          error: { name: error.name, code: error.code, message: error.message },
+        }))
+      }, request)
+    const mfaOutcome = () => page.evaluate(() => (window as unknown as { mfaOutcome: Promise<unknown> }).mfaOutcome)
+    const frame = (await openFrame(page, 0))!
+    const typeCode = async (code: string) => {
+      await frame.getByRole('textbox', { name: 'Authentication code' }).press(code[0]!)
+      await page.keyboard.type(code.slice(1))
+      await page.keyboard.press('Enter')
+    }
+    const codeOf = (secret: string, offsetSeconds = 0) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offsetSeconds })
+
+    await ask({ type: 'ENROLL_TOTP', value: user })
+    await frame.getByRole('dialog', { name: 'Set up your authenticator app' }).waitFor()
+    expect(await frameIsShown(page)).toBe(true)
+    const secret = (await frame.getByRole('group', { name: 'Secret' }).locator('#mfa-secret').textContent())!.replaceAll(' ', '')
+    await typeCode(codeOf(secret))
+    await frame.getByRole('dialog', { name: 'Save your recovery codes' }).waitFor()
+    const recoveryCodes = await frame.getByRole('list', { name: 'Recovery codes' }).getByRole('listitem').allTextContents()
+    expect(recoveryCodes).toHaveLength(10)
+    await frame.getByRole('button', { name: 'Done' }).click()
+    const enrolled = (await mfaOutcome()) as { type: string; value: { factorId: string } }
+    expect(enrolled).toEqual({ type: 'TOTP_ENROLLED', value: { factorId: expect.stringMatching(/^[0-9a-f-]{36}$/) } })
+    expect(await frameIsShown(page)).toBe(false)
+
+    await ask({ type: 'VERIFY_MFA', value: { organizationId: user.organizationId, factorId: enrolled.value.factorId } })
+    await frame.getByRole('dialog', { name: 'Confirm it is you' }).waitFor()
+    await typeCode(codeOf(secret, 30))
+    expect(await mfaOutcome()).toEqual({ type: 'MFA_VERIFIED', value: { verified: true } })
+    expect(await frameIsShown(page)).toBe(false)
+
+    // Everything the page carried: bodies with the codes the user typed, and sealed answers.
+    expect(carried.map((text) => JSON.parse(text).op ?? JSON.parse(text).status)).toEqual([
+      'create_totp_factor',
+      200,
+      'verify_mfa_factor',
+      200,
+      'verify_mfa_factor',
+      200,
+    ])
+    for (const text of [secret, ...recoveryCodes]) expect(carried.join('\n')).not.toContain(text)
+    await own.close()
+  })
+
+  test('error: Cancel in the frame is ProviderRpcError 4001', async () => {
+    const { page } = await openApp()
+    await page.evaluate(() => {
+      const scope = window as unknown as { consent: { secondFactor(request: unknown, carry: unknown): Promise<unknown> }; mfaOutcome: Promise<unknown> }
+      scope.mfaOutcome = scope.consent
+        .secondFactor({ type: 'VERIFY_MFA', value: { organizationId: 'org', factorId: 'factor' } }, async () => ({ status: 500, body: {} }))
+        .catch((error: { name: string; code: number; message: string }) => ({ error: { name: error.name, code: error.code, message: error.message } }))
+    })
+    const frame = (await openFrame(page, 0))!
+    await frame.getByRole('dialog', { name: 'Confirm it is you' }).waitFor()
+    await frame.getByRole('button', { name: 'Cancel' }).click()
+    expect(await page.evaluate(() => (window as unknown as { mfaOutcome: Promise<unknown> }).mfaOutcome)).toEqual({
+      error: { name: 'ProviderRpcError', code: 4001, message: 'User rejected the request.' },
+    })
+    expect(await frameIsShown(page)).toBe(false)
     await page.close()
   })
 })

@@ -3,9 +3,12 @@ import { getFreePort } from '@latchkey/devnet'
 import { createKms, generateApiKeyPair, type Kms } from '@latchkey/kms'
 import { createServerApp, openStore, type PaymasterPolicyInput, SESSION_COOKIE } from '@latchkey/server'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { decryptExportBundle, generateP256KeyPair } from '@turnkey/crypto'
+import { generateSync } from 'otplib'
 import { defineChain } from 'viem'
 import { afterAll, beforeAll, inject } from 'vitest'
 import { sealCode } from '../../server/test/consentFrameCode.js'
+import type { MfaCarried, MfaSubmit } from '../src/consentFrame.js'
 import { BATCH_EXECUTOR_ADDRESS, type KeyValueStorage, type SessionKeyStore } from '../src/index.js'
 
 /** The origin of the app page the wallet runs in, as the backend allows it. */
@@ -105,12 +108,64 @@ let activeStack: ReturnType<typeof useEmbeddedStack> | undefined
 /**
  * Session keys in memory (Node has no IndexedDB): the same contract, the private key in a closure.
  * Its `collectOtp` is the consent frame's COLLECT_OTP with a user who types the newest code from
- * the inbox (or `typeNext`'s), sealed with this key as the frame seals it.
+ * the inbox (or `typeNext`'s), sealed with this key as the frame seals it. Its `secondFactor` is
+ * the frame's ENROLL_TOTP and VERIFY_MFA with a user whose authenticator app holds `totp.secret`
+ * (set by an enrolment, or by the test for another session of the same user): it opens the sealed
+ * secret and recovery codes with a key of its own and types the code of the kms's clock.
  */
-export function memoryKeys(): SessionKeyStore & { typeNext(code: string | ((sent: string) => string)): void } {
+export function memoryKeys(): SessionKeyStore & {
+  typeNext(code: string | ((sent: string) => string)): void
+  totp: { secret?: string; recoveryCodes?: string[] }
+} {
   let key: { apiPublicKey: string; apiPrivateKey: string } | undefined
   let next: string | ((sent: string) => string) | undefined
+  const totp: { secret?: string; recoveryCodes?: string[] } = {}
+  const open = async (bundle: string, organizationId: string, target: { privateKey: string }) =>
+    JSON.parse(
+      await decryptExportBundle({
+        exportBundle: bundle,
+        embeddedKey: target.privateKey,
+        organizationId,
+        returnMnemonic: true,
+        dangerouslyOverrideSignerPublicKey: activeStack!.kms.signerPublicKey,
+      }),
+    )
+  const answerOf = (carried: MfaCarried, resultKey: string) => {
+    if (carried.status !== 200) throw new Error(`the kms refused: ${JSON.stringify(carried.body)}`)
+    return (carried.body as { activity: { result: Record<string, Record<string, string>> } }).activity.result[resultKey]!
+  }
   return {
+    totp,
+    async secondFactor(request, carry) {
+      const target = generateP256KeyPair()
+      const submit = async (op: string, type: string, parameters: Record<string, unknown>): Promise<MfaSubmit> => {
+        const body = JSON.stringify({ type, timestampMs: String(activeStack!.now()), organizationId: request.value.organizationId, parameters })
+        return { op, body, ...(await new ApiKeyStamper(key!).stamp(body)) }
+      }
+      const code = () => generateSync({ secret: totp.secret!, epoch: Math.floor(activeStack!.now() / 1000) })
+      const verify = 'ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR'
+      if (request.type === 'VERIFY_MFA') {
+        answerOf(await carry(await submit('verify_mfa_factor', verify, { factorId: request.value.factorId, code: code() })), 'verifyMfaFactorResult')
+        return { type: 'MFA_VERIFIED', value: { verified: true } }
+      }
+      const created = answerOf(
+        await carry(
+          await submit('create_totp_factor', 'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR', {
+            userId: request.value.userId,
+            targetPublicKey: target.publicKeyUncompressed,
+          }),
+        ),
+        'createTotpFactorResult',
+      )
+      totp.secret = (await open(created['secretBundle']!, request.value.organizationId, target)).secret
+      const factorId = created['factorId']!
+      const verified = answerOf(
+        await carry(await submit('verify_mfa_factor', verify, { factorId, code: code(), targetPublicKey: target.publicKeyUncompressed })),
+        'verifyMfaFactorResult',
+      )
+      totp.recoveryCodes = await open(verified['recoveryCodesBundle']!, request.value.organizationId, target)
+      return { type: 'TOTP_ENROLLED', value: { factorId } }
+    },
     /** The code the user types next: this one, or one made from the code the inbox has. */
     typeNext(code) {
       next = code

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
+import { generateP256KeyPair } from '@turnkey/crypto'
 import { createPublicClient, http, parseEther, verifyMessage, verifyTypedData } from 'viem'
 import { beforeAll, describe, expect, test } from 'vitest'
 import { softwareAuthenticator } from '../../kms/test/authenticator.js'
-import { type ActivityStatusError, completed, createEmbeddedWallet, type KeyValueStorage } from '../src/index.js'
+import { type ActivityStatusError, completed, createEmbeddedWallet, type KeyValueStorage, KmsRequestError, MfaRequiredError } from '../src/index.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
 
 // The embedded wallet's logic in Node against a real kms and a real app backend, with an anvil
@@ -260,5 +261,40 @@ describe('activity status (SPEC §4)', () => {
       return undefined
     })()
     expect(rejected?.status).toBe('ACTIVITY_STATUS_REJECTED')
+  })
+})
+
+describe('second factor (MFA)', () => {
+  test('default: enrolTotp answers only the factor id; another session’s export is refused with MfaRequiredError until verifyMfa', async () => {
+    const first = await signedIn()
+    const enrolled = await first.wallet.enrollTotp()
+    expect(Object.keys(enrolled)).toEqual(['factorId'])
+    expect(first.keys.totp.recoveryCodes).toHaveLength(10)
+    // The session that enrolled verified the factor with its first code: its export proceeds.
+    expect(await first.wallet.exportBundle(generateP256KeyPair().publicKeyUncompressed)).toMatch(/^\{/)
+
+    // The same user signed in elsewhere a minute later (a new code may be sent then): a new
+    // session key, no factor verified on it.
+    stack.clock += 60_000
+    const second = newWallet()
+    await second.wallet.verifyEmail(await second.wallet.startEmail(first.email))
+    const refusal = await second.wallet.exportBundle(generateP256KeyPair().publicKeyUncompressed).catch((error: unknown) => error)
+    expect(refusal).toBeInstanceOf(MfaRequiredError)
+    expect(refusal).toBeInstanceOf(KmsRequestError)
+    expect([
+      (refusal as MfaRequiredError).code,
+      (refusal as MfaRequiredError).reason,
+      (refusal as MfaRequiredError).activityType,
+      (refusal as MfaRequiredError).shortMessage,
+    ]).toEqual([
+      'mfa_required',
+      'MFA_REQUIRED',
+      'ACTIVITY_TYPE_EXPORT_WALLET',
+      'Turnkey error 7: second factor required: ACTIVITY_TYPE_EXPORT_WALLET from a session key needs a second factor verified in the last 900 seconds (verify_mfa_factor)',
+    ])
+    // The user's authenticator app (the step is two after the one the enrolment spent).
+    second.keys.totp.secret = first.keys.totp.secret!
+    expect(await second.wallet.verifyMfa(enrolled.factorId)).toEqual({ verified: true })
+    expect(await second.wallet.exportBundle(generateP256KeyPair().publicKeyUncompressed)).toMatch(/^\{/)
   })
 })

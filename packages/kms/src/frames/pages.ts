@@ -104,6 +104,26 @@ function body(parameters: PageParameters): string {
 <button id="otp-verify" type="button" class="primary">Verify</button>
 </div>
 </div>
+<div id="mfa" class="review" role="dialog" aria-modal="true" aria-labelledby="mfa-title" aria-describedby="mfa-intro" hidden>
+<h1 id="mfa-title" class="label"></h1>
+<p id="mfa-intro" class="status"></p>
+<div id="mfa-setup" class="mfa-setup" role="group" aria-labelledby="mfa-secret-label" hidden>
+<div id="mfa-qr" class="qr"></div>
+<p id="mfa-secret-label" class="field-label">Secret</p>
+<p id="mfa-secret" class="secret-text"></p>
+</div>
+<div id="mfa-entry">
+<label id="mfa-code-label" for="mfa-code">Authentication code</label>
+<input id="mfa-code" class="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="6" spellcheck="false" aria-describedby="mfa-error">
+<button id="mfa-toggle" type="button" class="link" hidden>Use a recovery code</button>
+</div>
+<p id="mfa-error" class="error" role="alert" hidden></p>
+<ol id="mfa-codes" class="recovery-codes" aria-label="Recovery codes" hidden></ol>
+<div class="actions">
+<button id="mfa-cancel" type="button" class="secondary">Cancel</button>
+<button id="mfa-verify" type="button" class="primary">Verify</button>
+</div>
+</div>
 </main>`
     case 'import': {
       const key = parameters.secret === 'private-key'

@@ -3,6 +3,7 @@ import { chainRpc, parseConsentConfig } from './consentConfig.js'
 import { askUser, tellRefusal } from './consentDialog.js'
 import { grantHandlers, stampNewGrant } from './consentGrants.js'
 import { INVALID_REQUEST_CODE, parseReviewAndStamp, REVIEW_AND_STAMP, type ReviewAndStampValue, USER_REJECTED } from './consentMessages.js'
+import { mfaHandlers } from './consentMfa.js'
 import { COLLECT_OTP, collectOtp } from './consentOtp.js'
 import { assertPayloadMatches } from './consentPayload.js'
 import { parseStampQuery, STAMP_QUERY } from './consentQuery.js'
@@ -115,6 +116,7 @@ const { refused } = openFrameChannel({
     },
     ...grantHandlers(grantKeys),
     [COLLECT_OTP]: collectOtp({ signerPublicKeys: config.signerPublicKeys, log, before: () => closeRefusal() }),
+    ...mfaHandlers({ signerPublicKeys: config.signerPublicKeys, log, before: () => closeRefusal() }),
     APPLY_SETTINGS: async (request) => applySettings(stringField(request, 'value', 8192), { secret: elements.dialog, label: elements.title }),
   },
 })
