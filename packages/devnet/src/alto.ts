@@ -82,11 +82,11 @@ export function alto(parameters: AltoParameters): AltoInstance {
           ...['--rpc-url', rpcUrl, '--entrypoints', entryPoint, '--port', String(port)],
           ...['--executor-private-keys', EXECUTOR_KEY, '--utility-private-key', UTILITY_KEY],
           ...['--safe-mode', 'false'],
-          // anvil mines each transaction at once: look for receipts often, and bundle what waits
-          // every 10 ms (Alto's default of 100 ms grows by 10 ms per operation of the last
+          // anvil mines each transaction at once: look for blocks every 20 ms, and bundle what waits
+          // every 5 to 20 ms (Alto's default of 100 ms grows by 10 ms per operation of the last
           // minute, to 1 s: a busy local chain would wait for its bundles).
-          ...['--block-time', '100'],
-          ...['--min-bundle-interval', '10', '--max-bundle-interval', '50'],
+          ...['--block-time', '20'],
+          ...['--min-bundle-interval', '5', '--max-bundle-interval', '20'],
           // The embedded wallet calls it from the demo's origin.
           ...['--enable-cors', 'true'],
           // Nothing refills the executor on a dev chain; the balance check would only poll.
