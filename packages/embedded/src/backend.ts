@@ -46,12 +46,12 @@ export function createBackend(baseUrl: string, fetchFn: typeof fetch = globalThi
       throw new CannotProceedError({ details: `The app backend at ${base} is unreachable`, cause: error })
     }
     if (response.status === 204) return undefined as result
-    const json = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined
+    const json = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string; kms?: unknown } } | undefined
     if (!response.ok) {
       const message = json?.error?.message ?? `${response.status} ${response.statusText}`
       throw CODE_REFUSALS.has(json?.error?.code ?? '')
         ? new InvalidCodeError({ details: message })
-        : new BackendError(response.status, json?.error?.code ?? 'unknown', message)
+        : new BackendError(response.status, json?.error?.code ?? 'unknown', message, kmsRefusal(json?.error?.kms))
     }
     return json as result
   }
@@ -66,13 +66,27 @@ export type Backend = ReturnType<typeof createBackend>
 /** The backend's codes for "this code will not do": not sent or spent, sent to another email, or refused by the kms. */
 const CODE_REFUSALS = new Set(['unknown_code', 'invalid_code', 'email_mismatch'])
 
-/** The backend refused: `status` and its `code`, the catalogue text with its message as details. */
+/** The kms's refusal of a body the user's consent frame stamped, which the backend carried and passes on. */
+export type KmsRefusal = { code: number; message: string; details: unknown }
+
+const kmsRefusal = (value: unknown): KmsRefusal | undefined => {
+  const refusal = value as Partial<KmsRefusal> | undefined
+  return typeof refusal?.code === 'number' && typeof refusal.message === 'string'
+    ? { code: refusal.code, message: refusal.message, details: refusal.details ?? null }
+    : undefined
+}
+
+/**
+ * The backend refused: `status` and its `code`, the catalogue text with its message as details;
+ * `kms`, the kms's own refusal when the backend carried a user-stamped activity to it.
+ */
 export class BackendError extends CannotProceedError {
   override name = 'BackendError'
   constructor(
     readonly status: number,
     readonly backendCode: string,
     message: string,
+    readonly kms?: KmsRefusal,
   ) {
     super({ details: message })
   }

@@ -21,6 +21,7 @@ import { consentSigner, testOnlySigner } from './signers.js'
 import { callsOf } from './walletCalls.js'
 import type { WalletContext } from './walletContext.js'
 import { keysOf } from './walletKeys.js'
+import { linksOf } from './walletLinks.js'
 import { permissionsOf } from './walletPermissions.js'
 import { recoveryOf } from './walletRecovery.js'
 import { signingOf } from './walletSigning.js'
@@ -243,14 +244,24 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     consent: ConsentWalletRequest,
     call: (kms: TurnkeyClient) => Promise<{ activity: Activity }>,
   ): Promise<result | undefined> {
-    const result = await withSession(() =>
+    const result = await approved(consent, async (stamper) => {
+      const kms = await client(stamper)
+      return completed(await kmsCall(() => call(kms)))
+    })
+    return result[key] as result | undefined
+  }
+
+  /**
+   * Runs `action` with the stamper of the user's Approve of `consent` in the consent frame (or, once
+   * the kms asked for a fresh verification, of the passkey the user re-verified with), in the session.
+   */
+  function approved<result>(consent: ConsentWalletRequest, action: (stamper: Stamper) => Promise<result>): Promise<result> {
+    return withSession(() =>
       fresh.freshly(async (passkey) => {
         const { credential, chainId } = signedIn()
-        const kms = await client(passkey ?? signer.approve(consent, { account: credential.address, chainId }))
-        return completed(await kmsCall(() => call(kms)))
+        return action(passkey ?? signer.approve(consent, { account: credential.address, chainId }))
       }),
     )
-    return result[key] as result | undefined
   }
 
   /** The one retry of an activity the kms refuses for want of a fresh verification (reverify.ts). */
@@ -317,6 +328,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     credentialOf,
     withSession,
     submit,
+    approved,
     submitStamped,
   }
   const signing = signingOf(context)
@@ -466,6 +478,7 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     },
 
     ...keysOf(context),
+    ...linksOf(context),
     ...recoveryOf(context, {
       newSessionKey: (): Promise<string> => wallet.newSessionKey(),
       signInWithSession: (...parameters): Promise<EmbeddedWalletCredential> => wallet.signInWithSession(...parameters),

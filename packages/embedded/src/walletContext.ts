@@ -38,5 +38,7 @@ export type WalletContext = {
   ): Promise<EmbeddedWalletCredential>
   withSession<result>(action: (kms: TurnkeyClient) => Promise<result>): Promise<result>
   submit<result>(key: string, consent: ConsentWalletRequest, call: (kms: TurnkeyClient) => Promise<{ activity: Activity }>): Promise<result | undefined>
+  /** Runs `action` with the stamper of the user's Approve of `consent` in the consent frame (fresh verification included). */
+  approved<result>(consent: ConsentWalletRequest, action: (stamper: Stamper) => Promise<result>): Promise<result>
   submitStamped(path: string, body: string, stamp: { stampHeaderName: string; stampHeaderValue: string }): Promise<Record<string, unknown>>
 }

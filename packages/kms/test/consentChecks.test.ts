@@ -310,6 +310,10 @@ describe('add_credential', () => {
         activity('ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', { userId: 'u', authenticators: [{ authenticatorName: 'phone', challenge: 'c', attestation: {} }] }),
       ),
     ).toEqual({ facts: { rows: [{ label: 'Passkey', value: 'phone, never expires (until removed)' }] } })
+    // A linked email (issue 28): its codes sign in, so the user approves it as a new way in.
+    expect(check(request, activity('ACTIVITY_TYPE_UPDATE_USER_EMAIL', { userId: 'u', userEmail: 'ada@example.test' }))).toEqual({
+      facts: { rows: [{ label: 'Sign-in email', value: 'ada@example.test: codes sent there sign in to this wallet' }] },
+    })
   })
 
   test('error: nothing added, an unreadable expiry, another activity', () => {
@@ -320,9 +324,10 @@ describe('add_credential', () => {
     expect(check(request, activity('ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', { userId: 'u', authenticators: [] }))).toEqual(
       refused('the payload adds no passkey'),
     )
+    expect(check(request, activity('ACTIVITY_TYPE_UPDATE_USER_EMAIL', { userId: 'u', userEmail: '' }))).toEqual(refused('the payload sets no email'))
     expect(check(request, activity('ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2', { targetPublicKey: publicKey }))).toEqual(
       refused(
-        'the payload is not a new credential (ACTIVITY_TYPE_CREATE_API_KEYS_V2 or ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2), it is ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
+        'the payload is not a new credential (ACTIVITY_TYPE_CREATE_API_KEYS_V2 or ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2 or ACTIVITY_TYPE_UPDATE_USER_EMAIL), it is ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2',
       ),
     )
   })

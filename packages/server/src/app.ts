@@ -232,7 +232,7 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
   app.onError((error, c) => {
     if (error instanceof ServerError) {
       if (error.retryAfterSeconds) c.header('retry-after', String(error.retryAfterSeconds))
-      return c.json({ error: { code: error.code, message: error.message } }, error.status)
+      return c.json({ error: { code: error.code, message: error.message, ...(error.kms ? { kms: error.kms } : {}) } }, error.status)
     }
     if (options.logger) options.logger.error({ err: error }, `unexpected error: ${error.message}`)
     else console.error(error)

@@ -1,4 +1,12 @@
-/** An error answered as `{ error: { code, message } }` with its HTTP status. */
+/** The kms's own refusal of a body the user's consent frame stamped, passed on unchanged (`{code, message, details}`). */
+export type KmsRefusal = { code: number; message: string; details: unknown }
+
+/**
+ * An error answered as `{ error: { code, message } }` with its HTTP status; with `kms`, the kms's
+ * refusal of a user-stamped activity the backend carried (`{ error: { code, message, kms } }`), so
+ * the browser's wallet reads it as it reads the kms's own answers (a fresh verification or a second
+ * factor asked for).
+ */
 export class ServerError extends Error {
   override name = 'ServerError'
   constructor(
@@ -6,6 +14,7 @@ export class ServerError extends Error {
     readonly code: string,
     message: string,
     readonly retryAfterSeconds?: number,
+    readonly kms?: KmsRefusal,
   ) {
     super(message)
   }

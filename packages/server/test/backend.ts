@@ -154,7 +154,7 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
     const verify = await post('/auth/email/verify', await frameAnswer({ otpId, otpEncryptionTargetBundle }, code, key))
     expect(verify.status).toBe(200)
     const account = (await verify.json()) as { organizationId: string; userId: string; address: string; sessionExpiresAt: string }
-    return { ...account, cookie: cookieOf(verify), user: new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(key)) }
+    return { ...account, cookie: cookieOf(verify), sessionKey: key, user: new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(key)) }
   }
 
   /**
@@ -201,6 +201,16 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
       return new TurnkeyClient({ baseUrl: t.kms.url }, new WebauthnStamper({ rpId }))
     },
     session: (cookie: string) => t.app.request('/auth/session', { headers: { cookie } }),
+    /**
+     * `{activity, stamp}` as the consent frame hands the page an activity the user approved:
+     * stamped by `by`, a session key, or a passkey (as a fresh verification stamps).
+     */
+    async userStamped(by: Keys | Authenticator, activity: object) {
+      const body = JSON.stringify({ ...activity, timestampMs: String(++t.clock) })
+      if ('apiPrivateKey' in by) return { activity: body, stamp: await new ApiKeyStamper(by).stamp(body) }
+      useAuthenticator(by)
+      return { activity: body, stamp: await new WebauthnStamper({ rpId }).stamp(body) }
+    },
   }
 }
 

@@ -1,9 +1,10 @@
+import { randomBytes } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { Turnkey } from '@turnkey/sdk-server'
 import { describe, expect, test } from 'vitest'
 import { DELEGATED_USER_PREFIX, delegatedKey, delegatedPolicies } from '../src/internal/delegated.js'
-import { generateApiKeyPair, newEmail, useBackend } from './backend.js'
+import { generateApiKeyPair, newEmail, softwareAuthenticator, useBackend } from './backend.js'
 
 // Delegated access against a real kms that enforces Turnkey's permission model: every
 // sub-organization the backend creates holds a policy-limited user with a key only the backend can
@@ -124,11 +125,12 @@ describe('delegated access', () => {
     expect((await createKey(account.userId, '900')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   })
 
-  test('error: linking’s activities only for the end user: another user’s email or passkey, or its own email, refused', async () => {
-    const account = await signedUpWithPasskey()
+  test('error: the backend’s key adds no way in: no passkey and no email for the end user (their own key does, in the consent frame); it may only remove the email', async () => {
+    const account = await signedUpWithPasskey({ email: newEmail() })
     const { client, user } = await delegatedOf(account.organizationId)
     const at = () => String(++t.clock)
-    for (const userId of [user.userId, 'another-user'])
+    const { user: before } = await t.backend.getUser({ organizationId: account.organizationId, userId: account.userId })
+    for (const userId of [account.userId, user.userId, 'another-user'])
       await expect(
         client.updateUserEmail({
           type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
@@ -137,6 +139,19 @@ describe('delegated access', () => {
           parameters: { userId, userEmail: 'attacker@example.test' },
         }),
       ).rejects.toThrow(POLICY_DENIED)
+    const authenticator = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    await expect(
+      client.createAuthenticators({
+        type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+        timestampMs: at(),
+        organizationId: account.organizationId,
+        parameters: {
+          userId: account.userId,
+          authenticators: [{ authenticatorName: 'attacker', challenge, attestation: authenticator.register(challenge) as never }],
+        },
+      }),
+    ).rejects.toThrow(POLICY_DENIED)
     await expect(
       client.deleteAuthenticators({
         type: 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
@@ -145,16 +160,18 @@ describe('delegated access', () => {
         parameters: { userId: 'another-user', authenticatorIds: ['none'] },
       }),
     ).rejects.toThrow(POLICY_DENIED)
-    // For the end user it may set the email (the backend does so once the code is proven).
-    const email = newEmail()
+    const { user: after } = await t.backend.getUser({ organizationId: account.organizationId, userId: account.userId })
+    expect(after.userEmail).toBe(before.userEmail)
+    expect(after.authenticators).toHaveLength(before.authenticators.length)
+    // For the end user it may remove the email (an unlinked email login), and only that.
     const done = await client.updateUserEmail({
       type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
       timestampMs: at(),
       organizationId: account.organizationId,
-      parameters: { userId: account.userId, userEmail: email },
+      parameters: { userId: account.userId, userEmail: '' },
     })
     expect(done.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
-    expect((await t.backend.getUser({ organizationId: account.organizationId, userId: account.userId })).user.userEmail).toBe(email)
+    expect((await t.backend.getUser({ organizationId: account.organizationId, userId: account.userId })).user.userEmail ?? null).toBe(null)
   })
 
   test('behavior: an account whose sub-organization has no delegated user still signs out; its keys are left to its owner', async () => {

@@ -16,7 +16,7 @@ import { cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softw
 // connection, one session JWT key, the requests of one browser landing on either; one of them
 // killed mid-load.
 
-const { t, mailTo, frameAnswer, stampLogin, withPasskey } = useBackend({ oidc: true })
+const { t, mailTo, frameAnswer, stampLogin, withPasskey, userStamped } = useBackend({ oidc: true })
 const alice = privateKeyToAccount(anvilKeys[9])
 const sessionJwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
 
@@ -378,35 +378,43 @@ test('error: one ID token and nonce sent to /auth/oauth forty times at once over
   expect(await rowsOf(url, 'oauth_nonces', 'nonce', nonce)).toHaveLength(1)
 })
 
-/** A passkey sign-up over HTTP at `base`: its account and session cookie. */
+/** A passkey sign-up over HTTP at `base`: its account, session cookie and passkey. */
 async function passkeyUser(base: string, ip: string) {
   const challenge = randomBytes(32).toString('base64url')
+  const passkey = softwareAuthenticator()
   const response = await call(base, '/auth/passkey/signup', {
-    json: {
-      passkeyIdentifier: 'first passkey',
-      challenge,
-      attestation: softwareAuthenticator().register(challenge),
-      sessionPublicKey: generateApiKeyPair().apiPublicKey,
-    },
+    json: { passkeyIdentifier: 'first passkey', challenge, attestation: passkey.register(challenge), sessionPublicKey: generateApiKeyPair().apiPublicKey },
     ip,
   })
   expect(response.status).toBe(200)
-  return { ...((await response.json()) as { organizationId: string; userId: string }), cookie: cookieOf(response) }
+  return { ...((await response.json()) as { organizationId: string; userId: string }), cookie: cookieOf(response), passkey }
 }
 
-/** `POST /auth/user/link/passkey` of `authenticator` (a new attestation of the same credential) as the user of `cookie`. */
-const linkPasskey = (base: string, cookie: string, authenticator: ReturnType<typeof softwareAuthenticator>, ip: string) => {
+/**
+ * The body of `POST /auth/user/link/passkey` registering `authenticator` (a new attestation of the
+ * same credential) for `user`, stamped by the user's passkey (a fresh verification), as their
+ * consent frame hands it over.
+ */
+const passkeyLink = (user: Awaited<ReturnType<typeof passkeyUser>>, authenticator: ReturnType<typeof softwareAuthenticator>) => {
   const challenge = randomBytes(32).toString('base64url')
-  return call(base, '/auth/user/link/passkey', { json: { challenge, attestation: authenticator.register(challenge), passkeyName: 'Shared' }, cookie, ip })
+  return userStamped(user.passkey, {
+    type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+    organizationId: user.organizationId,
+    parameters: { userId: user.userId, authenticators: [{ authenticatorName: 'Shared', challenge, attestation: authenticator.register(challenge) }] },
+  })
 }
 
 test('error: one passkey linked forty times at once by two users over both instances: one link, 39 refused with 409, one row, one authenticator in the kms', async () => {
   const [a, b, url] = await twoInstances({ sharedSqliteStore: true })
   const users = [await passkeyUser(a, '198.51.100.1'), await passkeyUser(b, '198.51.100.2')]
   const shared = softwareAuthenticator()
+  // Stamped one after another (the passkeys take turns), then sent all at once.
+  const bodies: Awaited<ReturnType<typeof passkeyLink>>[] = []
+  for (let i = 0; i < 40; i++) bodies.push(await passkeyLink(users[Math.floor(i / 2) % 2]!, shared))
   const answers = await Promise.all(
     Array.from({ length: 40 }, async (_, i) => {
-      const response = await linkPasskey(i % 2 ? b : a, users[Math.floor(i / 2) % 2]!.cookie, shared, `203.0.113.${i}`)
+      const user = users[Math.floor(i / 2) % 2]!
+      const response = await call(i % 2 ? b : a, '/auth/user/link/passkey', { json: bodies[i], cookie: user.cookie, ip: `203.0.113.${i}` })
       return { status: response.status, body: (await response.json()) as { error?: { code: string } }, user: Math.floor(i / 2) % 2 }
     }),
   )
@@ -435,7 +443,8 @@ test('error: one passkey linked forty times at once by two users over both insta
 test('error: forty unlinks at once of a user’s two logins over both instances leave exactly one', async () => {
   const [a, b, url] = await twoInstances({ sharedSqliteStore: true })
   const user = await passkeyUser(a, '198.51.100.3')
-  expect((await linkPasskey(b, user.cookie, softwareAuthenticator(), '198.51.100.3')).status).toBe(200)
+  const json = await passkeyLink(user, softwareAuthenticator())
+  expect((await call(b, '/auth/user/link/passkey', { json, cookie: user.cookie, ip: '198.51.100.3' })).status).toBe(200)
   const { logins } = (await (await call(a, '/auth/user', { cookie: user.cookie })).json()) as { logins: { id: string }[] }
   expect(logins).toHaveLength(2)
   const answers = await Promise.all(

@@ -5,12 +5,12 @@ import { createSiweMessage } from 'viem/siwe'
 import { describe, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { oauthNonce } from '../src/index.js'
-import { answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
+import { type Authenticator, answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
 
 // Account linking (issue 28, item 1): one user, many logins, each linked by its own flow while
 // signed in; a login of another user is refused with nothing written, here or in the kms.
 
-const { t, post, mailTo, frameAnswer, signedInByEmail, signedUpWithPasskey, oauthSignIn, stampLogin, withPasskey } = useBackend({
+const { t, post, mailTo, frameAnswer, signedInByEmail, signedUpWithPasskey, oauthSignIn, stampLogin, withPasskey, userStamped } = useBackend({
   oidc: true,
   chains: [{ id: 31337, rpcUrl: inject('chainARpc') }],
 })
@@ -41,14 +41,39 @@ async function written() {
 const idTokenFor = (email: string, sessionPublicKey: string, provider: 'google' | 'apple' | 'github' | 'discord' = 'google') =>
   t.oidc!.idToken({ provider, email, nonce: oauthNonce(sessionPublicKey), redirectUri: oauthRedirectUri })
 
-/** Links the email by its code, as the consent frame would: the start, the mailed code, sealed. */
-async function linkEmail(cookie: string, email: string) {
-  const start = await postAs(cookie, '/auth/user/link/email/start', { email })
+/** A signed-in user as the link routes need them: the session cookie, whose account, and the key its consent frame stamps with. */
+type Linker = { cookie: string; organizationId: string; userId: string; sessionKey: Parameters<typeof userStamped>[0] }
+
+/** update_user_email setting `email` for `user`, as their consent frame stamps it after their Approve. */
+const emailUpdate = (user: Linker, email: string, by = user.sessionKey) =>
+  userStamped(by, {
+    type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+    organizationId: user.organizationId,
+    parameters: { userId: user.userId, userEmail: email },
+  })
+
+/** Links the email by its code, as the consent frame would: the start, the mailed code sealed, the approved update. */
+async function linkEmail(user: Linker, email: string, update?: Awaited<ReturnType<typeof userStamped>>) {
+  const start = await postAs(user.cookie, '/auth/user/link/email/start', { email })
   expect(start.status).toBe(200)
   const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
   const [mail] = await mailTo(email)
   const { otpId, encryptedOtpBundle } = await frameAnswer(sent, /sign-in code is (\d{6})\./.exec(mail!.text)![1]!)
-  return postAs(cookie, '/auth/user/link/email', { otpId, encryptedOtpBundle })
+  return postAs(user.cookie, '/auth/user/link/email', { otpId, encryptedOtpBundle, ...(update ?? (await emailUpdate(user, email))) })
+}
+
+/**
+ * Links a new passkey of `authenticator` for `user`, its create_authenticators stamped by `by` (the
+ * session key, or a passkey: a fresh verification).
+ */
+async function linkPasskey(user: Linker, authenticator: Authenticator, by: Parameters<typeof userStamped>[0] = user.sessionKey, name = 'Laptop') {
+  const challenge = randomBytes(32).toString('base64url')
+  const activity = await userStamped(by, {
+    type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+    organizationId: user.organizationId,
+    parameters: { userId: user.userId, authenticators: [{ authenticatorName: name, challenge, attestation: authenticator.register(challenge) }] },
+  })
+  return postAs(user.cookie, '/auth/user/link/passkey', activity)
 }
 
 describe('account linking', () => {
@@ -133,7 +158,7 @@ describe('account linking', () => {
   test('behavior: an email linked by its code is the kms user’s email and signs in to the same wallet; unlinked, it is neither', async () => {
     const user = await signedUpWithPasskey()
     const email = newEmail()
-    const linked = await answer(await linkEmail(user.cookie, email))
+    const linked = await answer(await linkEmail(user, email))
     expect(linked).toEqual([200, { login: { id: expect.stringMatching(/^lg_/), kind: 'email', label: email, linkedAt: expect.any(String) } }])
     const { user: kmsUser } = await t.backend.getUser({ organizationId: user.organizationId, userId: user.userId })
     expect(kmsUser.userEmail).toBe(email)
@@ -152,10 +177,7 @@ describe('account linking', () => {
   test('behavior: a passkey linked by its attestation signs in to the same wallet; unlinked, the kms forgets it', async () => {
     const user = await signedInByEmail(newEmail())
     const authenticator = softwareAuthenticator()
-    const challenge = randomBytes(32).toString('base64url')
-    const linked = await answer(
-      await postAs(user.cookie, '/auth/user/link/passkey', { challenge, attestation: authenticator.register(challenge), passkeyName: 'Laptop' }),
-    )
+    const linked = await answer(await linkPasskey(user, authenticator))
     expect(linked).toEqual([200, { login: { id: expect.stringMatching(/^lg_/), kind: 'passkey', label: 'Laptop', linkedAt: expect.any(String) } }])
     const { authenticators } = await t.backend.getAuthenticators({ organizationId: user.organizationId, userId: user.userId })
     expect(authenticators.map((one) => one.authenticatorName)).toEqual(['Laptop'])
@@ -168,6 +190,62 @@ describe('account linking', () => {
     expect((await del(`/auth/user/logins/${row.id}`, user.cookie)).status).toBe(204)
     const { authenticators: after } = await t.backend.getAuthenticators({ organizationId: user.organizationId, userId: user.userId })
     expect(after).toEqual([])
+  })
+
+  test('error: a linking activity not the signed-in user’s own, or not stamped by their key, is refused and nothing is written here or in the kms', async () => {
+    const user = await signedInByEmail(newEmail())
+    const other = await signedInByEmail(newEmail())
+    const noEmail = await signedUpWithPasskey()
+    const before = await written()
+    const authenticator = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    const passkeyFor = (userId: string, organizationId = user.organizationId) => ({
+      type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+      organizationId,
+      parameters: { userId, authenticators: [{ authenticatorName: 'Laptop', challenge, attestation: authenticator.register(challenge) }] },
+    })
+    // For another user, or in another organization: refused before the kms is asked.
+    expect(await answer(await postAs(user.cookie, '/auth/user/link/passkey', await userStamped(user.sessionKey, passkeyFor(other.userId))))).toEqual([
+      400,
+      { error: { code: 'invalid_request', message: 'activity.parameters.userId: must be the signed-in user' } },
+    ])
+    expect(
+      await answer(await postAs(user.cookie, '/auth/user/link/passkey', await userStamped(user.sessionKey, passkeyFor(user.userId, other.organizationId)))),
+    ).toEqual([400, { error: { code: 'invalid_request', message: "activity.organizationId: must be the signed-in user's organization" } }])
+    // The user's own activity, stamped by someone else's key (what a backend or a page could make): the kms refuses.
+    const forged = await answer(await postAs(user.cookie, '/auth/user/link/passkey', await userStamped(other.sessionKey, passkeyFor(user.userId))))
+    const unknownKey = 'could not find public key in organization or its parent organization'
+    expect(forged).toEqual([401, { error: { code: 'kms_refused', message: unknownKey, kms: { code: 16, message: unknownKey, details: [] } } }])
+    // A body changed after its stamp: the kms refuses it.
+    const stamped = await userStamped(user.sessionKey, passkeyFor(user.userId))
+    const changed = { ...stamped, activity: stamped.activity.replace('"Laptop"', '"Attacker"') }
+    expect((await answer(await postAs(user.cookie, '/auth/user/link/passkey', changed)))[1]).toMatchObject({ error: { code: 'kms_refused' } })
+    // An approved email that is not the one the code went to.
+    const email = newEmail()
+    expect(await answer(await linkEmail(noEmail, email, await emailUpdate(noEmail, newEmail())))).toEqual([
+      400,
+      { error: { code: 'email_mismatch', message: 'The approved email is not the one the code was sent to' } },
+    ])
+    expect(await written()).toEqual(before)
+    const { authenticators } = await t.backend.getAuthenticators({ organizationId: user.organizationId, userId: user.userId })
+    expect(authenticators).toEqual([])
+    const { user: kmsUser } = await t.backend.getUser({ organizationId: noEmail.organizationId, userId: noEmail.userId })
+    expect(kmsUser.userEmail ?? null).toBe(null)
+  })
+
+  test('behavior: a kms refusal of the user’s stamp reaches the page as the kms wrote it: a passkey user’s session key needs a fresh verification, and their passkey’s stamp then links', async () => {
+    const user = await signedUpWithPasskey()
+    const authenticator = softwareAuthenticator()
+    const refused = await answer(await linkPasskey(user, authenticator))
+    expect(refused[0]).toBe(403)
+    expect(refused[1]).toMatchObject({
+      error: { code: 'kms_refused', kms: { code: 7, message: expect.stringMatching(/^fresh verification required: ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2 /) } },
+    })
+    expect(await loginsOf(user.cookie)).toEqual([{ kind: 'passkey', label: 'my passkey' }])
+    expect(await answer(await linkPasskey(user, authenticator, user.authenticator))).toEqual([
+      200,
+      { login: { id: expect.stringMatching(/^lg_/), kind: 'passkey', label: 'Laptop', linkedAt: expect.any(String) } },
+    ])
   })
 
   test('behavior: a wallet linked by a SIWE signature is listed among the wallets, and its Sign-In with Ethereum is a session of the account', async () => {
@@ -238,7 +316,7 @@ describe('account linking', () => {
       error: { code: 'account_already_linked', message: 'This login belongs to another user; sign in with it, or unlink it from that account first' },
     }
 
-    expect(await answer(await linkEmail(other.cookie, email))).toEqual([409, refused])
+    expect(await answer(await linkEmail(other, email))).toEqual([409, refused])
     const token = await idTokenFor(email, other.sessionKey.apiPublicKey)
     expect(
       await answer(
@@ -266,10 +344,8 @@ describe('account linking', () => {
     expect(await mailTo(second)).toEqual([])
     const other = await signedUpWithPasskey()
     const authenticator = softwareAuthenticator()
-    const link = () => {
-      const challenge = randomBytes(32).toString('base64url')
-      return postAs(other.cookie, '/auth/user/link/passkey', { challenge, attestation: authenticator.register(challenge) })
-    }
+    // A passkey user's session key is no fresh verification: their passkey stamps the link.
+    const link = () => linkPasskey(other, authenticator, other.authenticator)
     expect((await link()).status).toBe(200)
     expect(await answer(await link())).toEqual([409, { error: { code: 'already_linked', message: 'This login is linked to your account already' } }])
   })

@@ -231,8 +231,10 @@ export function paramsOf(type: string, params: unknown): Record<string, unknown>
     case 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2':
     case 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS':
     case 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS':
-    case 'ACTIVITY_TYPE_UPDATE_USER_EMAIL':
       return { user_id: text(input['userId']) }
+    // and the email it sets: the delegated user may only remove one (`user_email == ''`).
+    case 'ACTIVITY_TYPE_UPDATE_USER_EMAIL':
+      return { user_id: text(input['userId']), user_email: text(input['userEmail']) }
     case 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3':
     case 'ACTIVITY_TYPE_INIT_OTP_V3': {
       const length = input['otpLength']

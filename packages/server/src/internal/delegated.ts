@@ -24,16 +24,12 @@ export const DELEGATED_USER_PREFIX = 'Latchkey delegated access '
 export const DELEGATED_ACTIVITIES = ['ACTIVITY_TYPE_CREATE_API_KEYS_V2', 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2'] as const
 
 /**
- * What the delegated user does for account linking (issue 28), for the end user only: a linked
- * passkey's registration (the kms verifies its attestation), removing an unlinked passkey or OAuth
- * identity, and setting or removing the user's email once its code was proven.
+ * What the delegated user does for account linking (issue 28), for the end user only: it removes
+ * an unlinked passkey or OAuth identity, and the email of an unlinked email login (update_user_email
+ * to no email, and only that). It never adds a passkey or sets an email: those give a way in, so
+ * the user's own key stamps them in the consent frame, and the backend only carries the body.
  */
-export const DELEGATED_LINKING_ACTIVITIES = [
-  'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
-  'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
-  'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
-  'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
-] as const
+export const DELEGATED_LINKING_ACTIVITIES = ['ACTIVITY_TYPE_DELETE_AUTHENTICATORS', 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS'] as const
 
 /**
  * What else the delegated user may do, in a policy of its own: delete API keys, so that
@@ -65,11 +61,18 @@ export function delegatedPolicies(endUserId: string, delegatedUserId: string) {
       notes: 'The backend links the end user’s OAuth identities, each proven by an ID token; nothing else.',
     },
     {
-      policyName: 'Latchkey backend: linked sign-in methods',
+      policyName: 'Latchkey backend: unlinked sign-in methods',
       effect: 'EFFECT_ALLOW' as const,
       consensus,
       condition: `(${DELEGATED_LINKING_ACTIVITIES.map((type) => `activity.type == '${type}'`).join(' || ')}) && activity.params.user_id == '${endUserId}'`,
-      notes: 'The backend links and unlinks the end user’s passkeys, OAuth identities and email, each proven by its own flow; nothing else.',
+      notes: 'The backend removes the end user’s unlinked passkeys and OAuth identities; it adds none (the user’s own key does, in the consent frame).',
+    },
+    {
+      policyName: 'Latchkey backend: unlinked email',
+      effect: 'EFFECT_ALLOW' as const,
+      consensus,
+      condition: `activity.type == 'ACTIVITY_TYPE_UPDATE_USER_EMAIL' && activity.params.user_id == '${endUserId}' && activity.params.user_email == ''`,
+      notes: 'The backend removes the end user’s unlinked email; it sets none (the user’s own key does, in the consent frame).',
     },
     {
       policyName: 'Latchkey backend: revoking session keys',

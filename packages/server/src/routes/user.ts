@@ -4,6 +4,7 @@ import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, currentSession, enforce, type RouteContext, readBody } from '../internal/context.js'
 import { proveEmail } from '../internal/emailProof.js'
 import { attestation, challenge, email } from '../internal/schemas.js'
+import { stampedActivity, submitUserStamped, userStamped } from '../internal/userStamped.js'
 import {
   type KnownAccount,
   LastLoginError,
@@ -93,7 +94,7 @@ export const user = (context: RouteContext) => async (c: Context) => {
 }
 
 const emailStartSchema = z.object({ email })
-const emailLinkSchema = z.object({ otpId: z.string().min(1).max(64), encryptedOtpBundle: z.string().min(1).max(4096) })
+const emailLinkSchema = userStamped.extend({ otpId: z.string().min(1).max(64), encryptedOtpBundle: z.string().min(1).max(4096) })
 
 /** One email per user: the kms user has one, and email sign-in's codes go to it. */
 async function refuseSecondEmail(context: RouteContext, organizationId: string) {
@@ -131,35 +132,41 @@ export const linkEmailStart = (context: RouteContext) => async (c: Context) => {
   return c.json({ otpId, otpEncryptionTargetBundle })
 }
 
+/** update_user_email that sets the signed-in user's email, stamped by their consent frame. */
+const emailActivity = (account: KnownAccount) =>
+  z.object({
+    type: z.literal('ACTIVITY_TYPE_UPDATE_USER_EMAIL'),
+    timestampMs: z.string(),
+    organizationId: z.literal(account.organization_id, "must be the signed-in user's organization"),
+    parameters: z.strictObject({ userId: z.literal(account.user_id, 'must be the signed-in user'), userEmail: email }),
+  })
+
 /**
- * `POST /auth/user/link/email` `{otpId, encryptedOtpBundle}` (signed in) → `{login}`: the kms
- * checks the code (verify_otp), then the email is the user's login and the kms user's email
- * (update_user_email, through the backend's delegated user), so email sign-in opens this wallet.
+ * `POST /auth/user/link/email` `{otpId, encryptedOtpBundle, activity, stamp}` (signed in) →
+ * `{login}`: the kms checks the code (verify_otp); `activity` is update_user_email setting that
+ * address, stamped by the user's own key in the consent frame after their Approve there (never by
+ * the backend's delegated user). The backend claims the login, then hands the kms the stamped body
+ * unchanged; so email sign-in opens this wallet. A kms refusal (a second factor or a fresh
+ * verification asked for) is answered with the kms's own `{code, message, details}` as `kms`.
  *
  * @example
  * app.post('/auth/user/link/email', linkEmail(context))
  */
 export const linkEmail = (context: RouteContext) => async (c: Context) => {
-  const { now } = context
   const { account } = await signedInUser(c, context)
   const input = await readBody(c.req.raw, emailLinkSchema)
+  const update = stampedActivity(input, emailActivity(account))
   await refuseSecondEmail(context, account.organization_id)
   const address = await proveEmail(c, context, input)
+  if (update.parameters.userEmail.toLowerCase() !== address)
+    throw new ServerError(400, 'email_mismatch', 'The approved email is not the one the code was sent to')
   const row = loginOf(context, account, 'email', address, address)
   return c.json(
     await link(
       context,
       row,
       async () => {
-        const delegated = await callKms(() => context.delegated.client(account.organization_id))
-        await callKms(() =>
-          delegated.updateUserEmail({
-            type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
-            timestampMs: String(now()),
-            organizationId: account.organization_id,
-            parameters: { userId: account.user_id, userEmail: address },
-          }),
-        )
+        await submitUserStamped(context, 'update_user_email', input)
         return null
       },
       true,
@@ -229,37 +236,38 @@ export const linkWallet = (context: RouteContext) => async (c: Context) => {
   return c.json(await link(context, loginOf(context, account, 'wallet', message.address, message.address), async () => null))
 }
 
-const passkeyLinkSchema = z.object({ challenge, attestation, passkeyName: z.string().trim().min(1).max(128).optional() })
+/** create_authenticators registering one passkey for the signed-in user, stamped by their consent frame. */
+const passkeyActivity = (account: KnownAccount) =>
+  z.object({
+    type: z.literal('ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2'),
+    timestampMs: z.string(),
+    organizationId: z.literal(account.organization_id, "must be the signed-in user's organization"),
+    parameters: z.strictObject({
+      userId: z.literal(account.user_id, 'must be the signed-in user'),
+      authenticators: z.tuple([z.object({ authenticatorName: z.string().trim().min(1).max(128), challenge, attestation })]),
+    }),
+  })
 
 /**
- * `POST /auth/user/link/passkey` `{challenge, attestation, passkeyName?}` (signed in) → `{login}`:
- * the kms registers the passkey as the user's authenticator (create_authenticators, which verifies
- * the attestation against the challenge), and it is the user's login.
+ * `POST /auth/user/link/passkey` `{activity, stamp}` (signed in) → `{login}`: `activity` is
+ * create_authenticators registering one passkey for the user, stamped by the user's own key in the
+ * consent frame after their Approve there (never by the backend's delegated user). The backend
+ * claims the login (the passkey's credential id), then hands the kms the stamped body unchanged;
+ * the kms verifies the attestation against the challenge. A kms refusal is answered with the
+ * kms's own `{code, message, details}` as `kms`.
  *
  * @example
  * app.post('/auth/user/link/passkey', linkPasskey(context))
  */
 export const linkPasskey = (context: RouteContext) => async (c: Context) => {
-  const { now } = context
   const { account } = await signedInUser(c, context)
-  const input = await readBody(c.req.raw, passkeyLinkSchema)
-  const name = input.passkeyName ?? 'Passkey'
-  const row = loginOf(context, account, 'passkey', input.attestation.credentialId, name)
+  const input = await readBody(c.req.raw, userStamped)
+  const [passkey] = stampedActivity(input, passkeyActivity(account)).parameters.authenticators
+  const row = loginOf(context, account, 'passkey', passkey.attestation.credentialId, passkey.authenticatorName)
   return c.json(
     await link(context, row, async () => {
-      const delegated = await callKms(() => context.delegated.client(account.organization_id))
-      const { activity } = await callKms(() =>
-        delegated.createAuthenticators({
-          type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
-          timestampMs: String(now()),
-          organizationId: account.organization_id,
-          parameters: {
-            userId: account.user_id,
-            authenticators: [{ authenticatorName: name, challenge: input.challenge, attestation: input.attestation }],
-          },
-        }),
-      )
-      return activity.result.createAuthenticatorsResult?.authenticatorIds?.[0] ?? null
+      const result = await submitUserStamped(context, 'create_authenticators', input)
+      return (result['createAuthenticatorsResult'] as { authenticatorIds?: string[] } | undefined)?.authenticatorIds?.[0] ?? null
     }),
   )
 }

@@ -2,8 +2,9 @@ import { formatDate } from '../review/format.js'
 import type { ReviewRow } from '../review/types.js'
 import { type Activity, assertType, isObject, type PayloadFacts, unbound } from './activity.js'
 
-// add_credential: CREATE_API_KEYS_V2 or CREATE_AUTHENTICATORS_V2. The new key or passkey can act
-// as the user, so the dialog shows each one the payload adds and when it expires.
+// add_credential: CREATE_API_KEYS_V2, CREATE_AUTHENTICATORS_V2 or UPDATE_USER_EMAIL (a linked
+// email: its codes sign in). The new key, passkey or email can act as the user, so the dialog
+// shows each one the payload adds and when it expires.
 
 const DURATION_UNITS = [
   [86_400, 'day'],
@@ -21,9 +22,17 @@ function lifetime(seconds: bigint, now: number): string {
 }
 
 export function checkCredential(activity: Activity, now: number = Date.now()): PayloadFacts {
-  const type = assertType(activity, ['ACTIVITY_TYPE_CREATE_API_KEYS_V2', 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2'], 'a new credential')
+  const type = assertType(
+    activity,
+    ['ACTIVITY_TYPE_CREATE_API_KEYS_V2', 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2', 'ACTIVITY_TYPE_UPDATE_USER_EMAIL'],
+    'a new credential',
+  )
   const rows: ReviewRow[] = []
-  if (type === 'ACTIVITY_TYPE_CREATE_API_KEYS_V2') {
+  if (type === 'ACTIVITY_TYPE_UPDATE_USER_EMAIL') {
+    const { userEmail } = activity.parameters
+    if (typeof userEmail !== 'string' || userEmail === '') throw unbound('the payload sets no email')
+    rows.push({ label: 'Sign-in email', value: `${userEmail}: codes sent there sign in to this wallet` })
+  } else if (type === 'ACTIVITY_TYPE_CREATE_API_KEYS_V2') {
     const { apiKeys } = activity.parameters
     if (!Array.isArray(apiKeys) || apiKeys.length === 0) throw unbound('the payload adds no API key')
     for (const key of apiKeys) {
