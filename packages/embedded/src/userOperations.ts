@@ -23,7 +23,7 @@ import {
   getUserOperationTypedData,
   type UserOperation,
 } from 'viem/account-abstraction'
-import { estimateFeesPerGas, getTransactionCount, readContract } from 'viem/actions'
+import { estimateFeesPerGas, estimateMaxPriorityFeePerGas, getBlock, getTransactionCount, readContract } from 'viem/actions'
 import { WATCH_SCHEDULE_MS } from './callsWatch.js'
 import { EmbeddedError, SPONSORSHIP_REASONS, type SponsorshipRefusal, SponsorshipUnavailableError } from './errors.js'
 import { atomicStatus, type BatchCall, executeData, type SmartAccountContext } from './smartAccount.js'
@@ -224,6 +224,18 @@ function nonceLane(chainId: number, account: Address) {
   }
 }
 
+/**
+ * viem's `estimateFeesPerGas` (the latest block's base fee × 1.2 plus the priority fee), with the
+ * block and the priority fee read at once rather than one after the other. A chain with fee rules
+ * of its own (`chain.fees`), or a block without a base fee, goes through viem's own.
+ */
+async function feesPerGas(client: Client, chain: Chain): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
+  if (chain.fees) return estimateFeesPerGas(client)
+  const [block, maxPriorityFeePerGas] = await Promise.all([getBlock(client), estimateMaxPriorityFeePerGas(client, { chain })])
+  if (typeof block.baseFeePerGas !== 'bigint') return estimateFeesPerGas(client)
+  return { maxFeePerGas: (block.baseFeePerGas * 12n) / 10n + maxPriorityFeePerGas, maxPriorityFeePerGas }
+}
+
 async function prepareOn(
   context: UserOperationContext,
   calls: readonly BatchCall[],
@@ -235,7 +247,7 @@ async function prepareOn(
   const [status, nonce, fees, transactionCount, entryPoints] = await Promise.allSettled([
     atomicStatus(context),
     readContract(client, { address: entryPoint08Address, abi: entryPoint08Abi, functionName: 'getNonce', args: [account, lane.key] }),
-    estimateFeesPerGas(client),
+    feesPerGas(client, chain),
     getTransactionCount(client, { address: account, blockTag: 'pending' }),
     rpc<Address[]>(context, 'bundler', bundler, 'eth_supportedEntryPoints', []),
   ])

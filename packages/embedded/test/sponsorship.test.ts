@@ -126,14 +126,14 @@ afterAll(async () => {
   await bundler?.stop()
 })
 
-/** A signed-in wallet with sponsorship on chain A (`bundlerUrls`: Alto unless replaced) and 1 ETH there (none with `fund: false`). */
-async function signedIn(sponsorship: Partial<Sponsorship> | undefined, { fund = true } = {}) {
+/** A signed-in wallet with sponsorship on chain A (`bundlerUrls`: Alto unless replaced; `chain`: chain A unless replaced) and 1 ETH there (none with `fund: false`). */
+async function signedIn(sponsorship: Partial<Sponsorship> | undefined, { fund = true, chain = chainA } = {}) {
   const wallet = createEmbeddedWallet({
     appName: 'Embedded test',
     backendUrl: stack.backendUrl,
     kmsUrl: stack.kms.url,
     organizationId: stack.organizationId,
-    chains: [chainA, chainB],
+    chains: [chain, chainB],
     storage: memoryStorage(),
     testOnlySessionKeys: memoryKeys(),
     now: stack.now,
@@ -144,7 +144,7 @@ async function signedIn(sponsorship: Partial<Sponsorship> | undefined, { fund = 
   await wallet.verifyEmail(sent)
   const address = wallet.current!.credential.address
   if (fund) await rpc.request({ method: 'anvil_setBalance' as never, params: [address, '0xDE0B6B3A7640000'] as never })
-  return { wallet, address, provider: createEmbeddedProvider(wallet, [chainA, chainB]), organizationId: wallet.current!.organizationId }
+  return { wallet, address, provider: createEmbeddedProvider(wallet, [chain, chainB]), organizationId: wallet.current!.organizationId }
 }
 
 const recipients = () => [privateKeyToAccount(generatePrivateKey()).address, privateKeyToAccount(generatePrivateKey()).address] as const
@@ -340,6 +340,53 @@ describe("a page's next operation: estimated with the paymaster's last stub whil
     // The first batch's, the second's with the last stub (80,000), and again with its own.
     expect(estimatedWith).toEqual(['0x13880', '0x13880', '0x14880'])
     expect(signedWith).toBe('0x14880')
+  })
+})
+
+describe('the fees the operation offers', () => {
+  test('behavior: the latest block and the priority fee are read at once; maxFeePerGas is the base fee × 1.2 plus the priority fee', {
+    timeout: 20_000,
+  }, async () => {
+    const asked: string[] = []
+    let priorityAsked!: () => void
+    const priority = new Promise<void>((resolve) => (priorityAsked = resolve))
+    const chainUrl = await proxy(
+      () => own.url,
+      async (body, answer) => {
+        asked.push(body.method)
+        if (body.method === 'eth_maxPriorityFeePerGas') priorityAsked()
+        // The block is answered only once the priority fee is asked for: a wallet that waits for
+        // the block first never gets it (viem's request times out).
+        if (body.method === 'eth_getBlockByNumber') await priority
+        return answer()
+      },
+    )
+    const proxied = defineChain({ ...chainA, rpcUrls: { default: { http: [chainUrl] } } })
+    let offered: { maxFeePerGas: string; maxPriorityFeePerGas: string } | undefined
+    const bundlerUrl = await proxy(
+      () => bundler.url,
+      async (body, answer) => {
+        if (body.method === 'eth_sendUserOperation') offered = body.params[0] as typeof offered
+        return answer()
+      },
+    )
+    const { wallet, provider } = await signedIn(
+      { paymasterUrl: `${stack.backendUrl}/paymaster`, bundlerUrls: { 31337: bundlerUrl } },
+      { fund: false, chain: proxied },
+    )
+    const [to] = recipients()
+    const block = await rpc.getBlock()
+    const tip = await rpc.estimateMaxPriorityFeePerGas()
+
+    const { id } = await wallet.sendCalls({ calls: [mint(to, 8n)] })
+
+    expect((await mined(provider, id)).status).toBe(200)
+    expect(asked.filter((method) => method === 'eth_getBlockByNumber' || method === 'eth_maxPriorityFeePerGas')).toHaveLength(2)
+    // anvil mines on demand: the block it answered is still the latest.
+    expect(offered).toMatchObject({
+      maxFeePerGas: numberToHex((block.baseFeePerGas! * 12n) / 10n + tip),
+      maxPriorityFeePerGas: numberToHex(tip),
+    })
   })
 })
 
