@@ -125,6 +125,8 @@ type GasEstimate = { preVerificationGas: Hex; verificationGasLimit: Hex; callGas
  */
 const lastStubs = new Map<string, StubData>()
 const LAST_STUBS = 16
+/** The paymasters (same keys) whose fresh stub once differed from their last: each gets one wasted estimate at most. */
+const unsteady = new Set<string>()
 
 function rememberStub(key: string, stub: StubData) {
   lastStubs.delete(key)
@@ -297,8 +299,11 @@ async function prepareOn(
     // The paymaster's refusal comes first, as when it is asked alone.
     stub = settled(fresh)
     if (sameStub(stub, cached)) gas = settled(early)
+    // A paymaster whose stubs differ from one operation to the next is not estimated ahead again.
+    else unsteady.add(cacheKey)
   } else stub = await stubRequest
-  rememberStub(cacheKey, stub)
+  if (!unsteady.has(cacheKey)) rememberStub(cacheKey, stub)
+  else lastStubs.delete(cacheKey)
   gas ??= await estimate(stub)
   Object.assign(userOperation, withStub(userOperation, stub))
   userOperation.callGasLimit = hexToBigInt(gas.callGasLimit)

@@ -341,6 +341,40 @@ describe("a page's next operation: estimated with the paymaster's last stub whil
     expect(estimatedWith).toEqual(['0x13880', '0x13880', '0x14880'])
     expect(signedWith).toBe('0x14880')
   })
+
+  test('behavior: a paymaster whose stubs differ each time is not estimated ahead after the first miss', async () => {
+    const estimatedWith: string[] = []
+    const bundlerUrl = await proxy(
+      () => bundler.url,
+      async (body, answer) => {
+        if (body.method === 'eth_estimateUserOperationGas') estimatedWith.push(body.params[0].paymasterVerificationGasLimit!)
+        return answer()
+      },
+    )
+    let stubs = 0
+    const paymasterUrl = await proxy(
+      () => `${stack.backendUrl}/paymaster`,
+      async (body, answer) => {
+        const text = await answer()
+        if (body.method !== 'pm_getPaymasterStubData') return text
+        // Each stub asks for 4,096 gas more than the one before.
+        const answered = JSON.parse(text) as { result: { paymasterVerificationGasLimit: Hex } }
+        answered.result.paymasterVerificationGasLimit = numberToHex(hexToBigInt(answered.result.paymasterVerificationGasLimit) + 4096n * BigInt(stubs++))
+        return JSON.stringify(answered)
+      },
+    )
+    const { wallet, provider } = await signedIn({ paymasterUrl, bundlerUrls: { 31337: bundlerUrl } }, { fund: false })
+    const to = recipients()
+    for (const [index, amount] of [1n, 2n].entries())
+      expect((await mined(provider, (await wallet.sendCalls({ calls: [mint(to[index]!, amount)] })).id)).status).toBe(200)
+
+    const { id } = await wallet.sendCalls({ calls: [mint(to[0], 3n)] })
+
+    expect((await mined(provider, id)).status).toBe(200)
+    expect([await tokensOf(to[0]), await tokensOf(to[1])]).toEqual([4n, 2n])
+    // The first batch's; the second's with the first stub, then its own; the third's with its own only.
+    expect(estimatedWith).toEqual(['0x13880', '0x13880', '0x14880', '0x15880'])
+  })
 })
 
 describe('the fees the operation offers', () => {
