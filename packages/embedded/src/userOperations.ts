@@ -141,8 +141,8 @@ const quantityOf = (value: Hex | undefined) => (value === undefined ? undefined 
 /** Whether two stubs give an estimate the same paymaster fields. */
 function sameStub(a: StubData, b: StubData): boolean {
   return (
-    a.paymaster.toLowerCase() === b.paymaster.toLowerCase() &&
-    a.paymasterData.toLowerCase() === b.paymasterData.toLowerCase() &&
+    String(a.paymaster).toLowerCase() === String(b.paymaster).toLowerCase() &&
+    String(a.paymasterData).toLowerCase() === String(b.paymasterData).toLowerCase() &&
     quantityOf(a.paymasterVerificationGasLimit) === quantityOf(b.paymasterVerificationGasLimit) &&
     quantityOf(a.paymasterPostOpGasLimit) === quantityOf(b.paymasterPostOpGasLimit)
   )
