@@ -23,7 +23,7 @@ import {
   getUserOperationTypedData,
   type UserOperation,
 } from 'viem/account-abstraction'
-import { estimateFeesPerGas, getTransactionCount, readContract } from 'viem/actions'
+import { estimateFeesPerGas, estimateMaxPriorityFeePerGas, getBlock, getTransactionCount, readContract } from 'viem/actions'
 import { WATCH_SCHEDULE_MS } from './callsWatch.js'
 import { EmbeddedError, SPONSORSHIP_REASONS, type SponsorshipRefusal, SponsorshipUnavailableError } from './errors.js'
 import { atomicStatus, type BatchCall, executeData, type SmartAccountContext } from './smartAccount.js'
@@ -117,6 +117,48 @@ type StubData = {
 }
 type GasEstimate = { preVerificationGas: Hex; verificationGasLimit: Hex; callGasLimit: Hex; paymasterVerificationGasLimit?: Hex; paymasterPostOpGasLimit?: Hex }
 
+/**
+ * The last non-final stub of each paymaster (by chain, URL and context) on this page, at most
+ * {@link LAST_STUBS}: the next operation's gas is estimated with it while the paymaster is asked
+ * for that operation's own stub. Nothing in it is trusted: the estimate counts only when the fresh
+ * stub is the same, and the paymaster still signs the operation as estimated.
+ */
+const lastStubs = new Map<string, StubData>()
+const LAST_STUBS = 16
+/** The paymasters (same keys) whose fresh stub once differed from their last: each gets one wasted estimate at most. */
+const unsteady = new Set<string>()
+
+function rememberStub(key: string, stub: StubData) {
+  lastStubs.delete(key)
+  // A final stub is the operation's own data, not a stub for another.
+  if (stub.isFinal) return
+  lastStubs.set(key, stub)
+  if (lastStubs.size > LAST_STUBS) lastStubs.delete(lastStubs.keys().next().value!)
+}
+
+const quantityOf = (value: Hex | undefined) => (value === undefined ? undefined : hexToBigInt(value))
+
+/** Whether two stubs give an estimate the same paymaster fields. */
+function sameStub(a: StubData, b: StubData): boolean {
+  return (
+    String(a.paymaster).toLowerCase() === String(b.paymaster).toLowerCase() &&
+    String(a.paymasterData).toLowerCase() === String(b.paymasterData).toLowerCase() &&
+    quantityOf(a.paymasterVerificationGasLimit) === quantityOf(b.paymasterVerificationGasLimit) &&
+    quantityOf(a.paymasterPostOpGasLimit) === quantityOf(b.paymasterPostOpGasLimit)
+  )
+}
+
+/** The operation with a stub's paymaster fields (its limits only when the stub gives them). */
+function withStub(userOperation: UserOperation<'0.8'>, stub: StubData): UserOperation<'0.8'> {
+  return {
+    ...userOperation,
+    paymaster: stub.paymaster,
+    paymasterData: stub.paymasterData,
+    ...(stub.paymasterVerificationGasLimit ? { paymasterVerificationGasLimit: hexToBigInt(stub.paymasterVerificationGasLimit) } : {}),
+    ...(stub.paymasterPostOpGasLimit ? { paymasterPostOpGasLimit: hexToBigInt(stub.paymasterPostOpGasLimit) } : {}),
+  }
+}
+
 /** A UserOperation the paymaster has signed for, not yet signed by the user; `delegate`: the authorization to sign (nonce), when the account is not delegated yet. */
 export type PreparedOperation = {
   bundlerUrl: string
@@ -129,8 +171,10 @@ export type PreparedOperation = {
 
 /**
  * Everything before the user signs: the account's state, the paymaster's stub, the bundler's gas
- * estimate, the paymaster's data. Nothing is signed or sent; a refusal or a service that does not
- * answer is {@link SponsorshipUnavailableError}.
+ * estimate, the paymaster's data. With a stub of the same paymaster from an earlier operation of
+ * this page, the estimate runs beside the stub request instead of after it (one round trip less).
+ * Nothing is signed or sent; a refusal or a service that does not answer is
+ * {@link SponsorshipUnavailableError}.
  */
 export async function prepare(
   context: UserOperationContext,
@@ -182,6 +226,18 @@ function nonceLane(chainId: number, account: Address) {
   }
 }
 
+/**
+ * viem's `estimateFeesPerGas` (the latest block's base fee × 1.2 plus the priority fee), with the
+ * block and the priority fee read at once rather than one after the other. A chain with fee rules
+ * of its own (`chain.fees`), or a block without a base fee, goes through viem's own.
+ */
+async function feesPerGas(client: Client, chain: Chain): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
+  if (chain.fees) return estimateFeesPerGas(client)
+  const [block, maxPriorityFeePerGas] = await Promise.all([getBlock(client), estimateMaxPriorityFeePerGas(client, { chain })])
+  if (typeof block.baseFeePerGas !== 'bigint') return estimateFeesPerGas(client)
+  return { maxFeePerGas: (block.baseFeePerGas * 12n) / 10n + maxPriorityFeePerGas, maxPriorityFeePerGas }
+}
+
 async function prepareOn(
   context: UserOperationContext,
   calls: readonly BatchCall[],
@@ -193,7 +249,7 @@ async function prepareOn(
   const [status, nonce, fees, transactionCount, entryPoints] = await Promise.allSettled([
     atomicStatus(context),
     readContract(client, { address: entryPoint08Address, abi: entryPoint08Abi, functionName: 'getNonce', args: [account, lane.key] }),
-    estimateFeesPerGas(client),
+    feesPerGas(client, chain),
     getTransactionCount(client, { address: account, blockTag: 'pending' }),
     rpc<Address[]>(context, 'bundler', bundler, 'eth_supportedEntryPoints', []),
   ])
@@ -221,22 +277,35 @@ async function prepareOn(
   }
   const chainId = numberToHex(chain.id)
   const paymasterContext = sponsorship.context ?? {}
-  const stub = await rpc<StubData>(context, 'paymaster', sponsorship.paymasterUrl, 'pm_getPaymasterStubData', [
+  const stubRequest = rpc<StubData>(context, 'paymaster', sponsorship.paymasterUrl, 'pm_getPaymasterStubData', [
     formatUserOperationRequest(userOperation),
     entryPoint08Address,
     chainId,
     paymasterContext,
   ])
-  Object.assign(userOperation, {
-    paymaster: stub.paymaster,
-    paymasterData: stub.paymasterData,
-    ...(stub.paymasterVerificationGasLimit ? { paymasterVerificationGasLimit: hexToBigInt(stub.paymasterVerificationGasLimit) } : {}),
-    ...(stub.paymasterPostOpGasLimit ? { paymasterPostOpGasLimit: hexToBigInt(stub.paymasterPostOpGasLimit) } : {}),
-  })
-  const gas = await rpc<GasEstimate>(context, 'bundler', bundler, 'eth_estimateUserOperationGas', [
-    formatUserOperationRequest(userOperation),
-    entryPoint08Address,
-  ])
+  const estimate = (given: StubData) =>
+    rpc<GasEstimate>(context, 'bundler', bundler, 'eth_estimateUserOperationGas', [
+      formatUserOperationRequest(withStub(userOperation, given)),
+      entryPoint08Address,
+    ])
+  // The paymaster's last stub for this URL, chain and context, when there is one: the estimate
+  // starts with it while the fresh stub is asked for, and counts only if the fresh one is the same.
+  const cacheKey = `${chain.id} ${sponsorship.paymasterUrl} ${JSON.stringify(paymasterContext)}`
+  const cached = lastStubs.get(cacheKey)
+  let stub: StubData
+  let gas: GasEstimate | undefined
+  if (cached) {
+    const [fresh, early] = await Promise.allSettled([stubRequest, estimate(cached)])
+    // The paymaster's refusal comes first, as when it is asked alone.
+    stub = settled(fresh)
+    if (sameStub(stub, cached)) gas = settled(early)
+    // A paymaster whose stubs differ from one operation to the next is not estimated ahead again.
+    else unsteady.add(cacheKey)
+  } else stub = await stubRequest
+  if (!unsteady.has(cacheKey)) rememberStub(cacheKey, stub)
+  else lastStubs.delete(cacheKey)
+  gas ??= await estimate(stub)
+  Object.assign(userOperation, withStub(userOperation, stub))
   userOperation.callGasLimit = hexToBigInt(gas.callGasLimit)
   userOperation.verificationGasLimit = hexToBigInt(gas.verificationGasLimit)
   userOperation.preVerificationGas = hexToBigInt(gas.preVerificationGas)

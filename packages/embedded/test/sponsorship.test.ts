@@ -26,10 +26,22 @@ import {
 } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
-import { type Chain, createPublicClient, defineChain, encodeFunctionData, type Hex, http, type PublicClient, parseAbi, parseEther } from 'viem'
+import {
+  type Chain,
+  createPublicClient,
+  defineChain,
+  encodeFunctionData,
+  type Hex,
+  hexToBigInt,
+  http,
+  numberToHex,
+  type PublicClient,
+  parseAbi,
+  parseEther,
+} from 'viem'
 import { entryPoint08Abi } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from 'vitest'
 import { BATCH_EXECUTOR_ADDRESS, createEmbeddedProvider, createEmbeddedWallet, type Sponsorship, SponsorshipUnavailableError } from '../src/index.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from './harness.js'
 
@@ -114,14 +126,14 @@ afterAll(async () => {
   await bundler?.stop()
 })
 
-/** A signed-in wallet with sponsorship on chain A (`bundlerUrls`: Alto unless replaced) and 1 ETH there (none with `fund: false`). */
-async function signedIn(sponsorship: Partial<Sponsorship> | undefined, { fund = true } = {}) {
+/** A signed-in wallet with sponsorship on chain A (`bundlerUrls`: Alto unless replaced; `chain`: chain A unless replaced) and 1 ETH there (none with `fund: false`). */
+async function signedIn(sponsorship: Partial<Sponsorship> | undefined, { fund = true, chain = chainA } = {}) {
   const wallet = createEmbeddedWallet({
     appName: 'Embedded test',
     backendUrl: stack.backendUrl,
     kmsUrl: stack.kms.url,
     organizationId: stack.organizationId,
-    chains: [chainA, chainB],
+    chains: [chain, chainB],
     storage: memoryStorage(),
     testOnlySessionKeys: memoryKeys(),
     now: stack.now,
@@ -132,7 +144,7 @@ async function signedIn(sponsorship: Partial<Sponsorship> | undefined, { fund = 
   await wallet.verifyEmail(sent)
   const address = wallet.current!.credential.address
   if (fund) await rpc.request({ method: 'anvil_setBalance' as never, params: [address, '0xDE0B6B3A7640000'] as never })
-  return { wallet, address, provider: createEmbeddedProvider(wallet, [chainA, chainB]), organizationId: wallet.current!.organizationId }
+  return { wallet, address, provider: createEmbeddedProvider(wallet, [chain, chainB]), organizationId: wallet.current!.organizationId }
 }
 
 const recipients = () => [privateKeyToAccount(generatePrivateKey()).address, privateKeyToAccount(generatePrivateKey()).address] as const
@@ -228,6 +240,187 @@ describe("sponsored by the backend's paymaster, through Alto", () => {
     expect(error).toMatchObject({ code: 'sponsorship_unavailable', reason: 'target' })
     expect((error as SponsorshipUnavailableError).details).toBe(`pm_getPaymasterStubData: The call to ${stranger} is not sponsored (-32003)`)
     expect(await stateOf(address, organizationId)).toEqual(before)
+  })
+})
+
+type RpcBody = { method: string; params: [Record<string, string>, ...unknown[]] }
+
+/**
+ * A JSON-RPC proxy on a port of its own in front of `target`: `hook` sees each request first and
+ * may hold it (its promise) or change the answer it gets back; closed after the test.
+ */
+async function proxy(target: () => string, hook: (body: RpcBody, answer: () => Promise<string>) => Promise<string>) {
+  const server = createServer(async (request, response) => {
+    let body = ''
+    for await (const chunk of request) body += chunk
+    const answer = async () => (await fetch(target(), { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text()
+    const text = await hook(JSON.parse(body) as RpcBody, answer)
+    response.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*' }).end(text)
+  })
+  const port = await getFreePort()
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  proxies.push(server)
+  return `http://127.0.0.1:${port}`
+}
+const proxies: Server[] = []
+afterEach(async () => {
+  for (const server of proxies.splice(0)) {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
+
+describe("a page's next operation: estimated with the paymaster's last stub while the fresh one is asked for", () => {
+  test('behavior: the second batch is estimated before the paymaster answers its stub; both land', { timeout: 20_000 }, async () => {
+    const asked: string[] = []
+    let estimated!: () => void
+    const secondEstimate = new Promise<void>((resolve) => (estimated = resolve))
+    let estimates = 0
+    const bundlerUrl = await proxy(
+      () => bundler.url,
+      async (body, answer) => {
+        if (body.method === 'eth_estimateUserOperationGas' && ++estimates === 2) estimated()
+        return answer()
+      },
+    )
+    let stubs = 0
+    const paymasterUrl = await proxy(
+      () => `${stack.backendUrl}/paymaster`,
+      async (body, answer) => {
+        asked.push(body.method)
+        // The second stub is answered only once the bundler has the second estimate: on a wallet
+        // that waits for the stub before it estimates, this never happens (it fails as unavailable).
+        if (body.method === 'pm_getPaymasterStubData' && ++stubs === 2) await secondEstimate
+        return answer()
+      },
+    )
+    const { wallet, provider } = await signedIn({ paymasterUrl, bundlerUrls: { 31337: bundlerUrl } }, { fund: false })
+    const to = recipients()
+    expect((await mined(provider, (await wallet.sendCalls({ calls: [mint(to[0], 3n)] })).id)).status).toBe(200)
+
+    const { id } = await wallet.sendCalls({ calls: [mint(to[1], 4n)] })
+
+    expect((await mined(provider, id)).status).toBe(200)
+    expect([await tokensOf(to[0]), await tokensOf(to[1])]).toEqual([3n, 4n])
+    expect(asked).toEqual(['pm_getPaymasterStubData', 'pm_getPaymasterData', 'pm_getPaymasterStubData', 'pm_getPaymasterData'])
+    expect(estimates).toBe(2)
+  })
+
+  test('behavior: a fresh stub unlike the last one is estimated again before the paymaster signs; the operation lands with its limits', async () => {
+    const estimatedWith: string[] = []
+    const bundlerUrl = await proxy(
+      () => bundler.url,
+      async (body, answer) => {
+        if (body.method === 'eth_estimateUserOperationGas') estimatedWith.push(body.params[0].paymasterVerificationGasLimit!)
+        return answer()
+      },
+    )
+    let stubs = 0
+    let signedWith: string | undefined
+    const paymasterUrl = await proxy(
+      () => `${stack.backendUrl}/paymaster`,
+      async (body, answer) => {
+        if (body.method === 'pm_getPaymasterData') signedWith = body.params[0].paymasterVerificationGasLimit
+        const text = await answer()
+        if (body.method !== 'pm_getPaymasterStubData' || ++stubs !== 2) return text
+        // The second stub asks for 4,096 more gas for the paymaster's validation.
+        const answered = JSON.parse(text) as { result: { paymasterVerificationGasLimit: Hex } }
+        answered.result.paymasterVerificationGasLimit = numberToHex(hexToBigInt(answered.result.paymasterVerificationGasLimit) + 4096n)
+        return JSON.stringify(answered)
+      },
+    )
+    const { wallet, provider } = await signedIn({ paymasterUrl, bundlerUrls: { 31337: bundlerUrl } }, { fund: false })
+    const to = recipients()
+    expect((await mined(provider, (await wallet.sendCalls({ calls: [mint(to[0], 5n)] })).id)).status).toBe(200)
+
+    const { id } = await wallet.sendCalls({ calls: [mint(to[1], 6n)] })
+
+    expect((await mined(provider, id)).status).toBe(200)
+    expect(await tokensOf(to[1])).toBe(6n)
+    // The first batch's, the second's with the last stub (80,000), and again with its own.
+    expect(estimatedWith).toEqual(['0x13880', '0x13880', '0x14880'])
+    expect(signedWith).toBe('0x14880')
+  })
+
+  test('behavior: a paymaster whose stubs differ each time is not estimated ahead after the first miss', async () => {
+    const estimatedWith: string[] = []
+    const bundlerUrl = await proxy(
+      () => bundler.url,
+      async (body, answer) => {
+        if (body.method === 'eth_estimateUserOperationGas') estimatedWith.push(body.params[0].paymasterVerificationGasLimit!)
+        return answer()
+      },
+    )
+    let stubs = 0
+    const paymasterUrl = await proxy(
+      () => `${stack.backendUrl}/paymaster`,
+      async (body, answer) => {
+        const text = await answer()
+        if (body.method !== 'pm_getPaymasterStubData') return text
+        // Each stub asks for 4,096 gas more than the one before.
+        const answered = JSON.parse(text) as { result: { paymasterVerificationGasLimit: Hex } }
+        answered.result.paymasterVerificationGasLimit = numberToHex(hexToBigInt(answered.result.paymasterVerificationGasLimit) + 4096n * BigInt(stubs++))
+        return JSON.stringify(answered)
+      },
+    )
+    const { wallet, provider } = await signedIn({ paymasterUrl, bundlerUrls: { 31337: bundlerUrl } }, { fund: false })
+    const to = recipients()
+    for (const [index, amount] of [1n, 2n].entries())
+      expect((await mined(provider, (await wallet.sendCalls({ calls: [mint(to[index]!, amount)] })).id)).status).toBe(200)
+
+    const { id } = await wallet.sendCalls({ calls: [mint(to[0], 3n)] })
+
+    expect((await mined(provider, id)).status).toBe(200)
+    expect([await tokensOf(to[0]), await tokensOf(to[1])]).toEqual([4n, 2n])
+    // The first batch's; the second's with the first stub, then its own; the third's with its own only.
+    expect(estimatedWith).toEqual(['0x13880', '0x13880', '0x14880', '0x15880'])
+  })
+})
+
+describe('the fees the operation offers', () => {
+  test('behavior: the latest block and the priority fee are read at once; maxFeePerGas is the base fee × 1.2 plus the priority fee', {
+    timeout: 20_000,
+  }, async () => {
+    const asked: string[] = []
+    let priorityAsked!: () => void
+    const priority = new Promise<void>((resolve) => (priorityAsked = resolve))
+    const chainUrl = await proxy(
+      () => own.url,
+      async (body, answer) => {
+        asked.push(body.method)
+        if (body.method === 'eth_maxPriorityFeePerGas') priorityAsked()
+        // The block is answered only once the priority fee is asked for: a wallet that waits for
+        // the block first never gets it (viem's request times out).
+        if (body.method === 'eth_getBlockByNumber') await priority
+        return answer()
+      },
+    )
+    const proxied = defineChain({ ...chainA, rpcUrls: { default: { http: [chainUrl] } } })
+    let offered: { maxFeePerGas: string; maxPriorityFeePerGas: string } | undefined
+    const bundlerUrl = await proxy(
+      () => bundler.url,
+      async (body, answer) => {
+        if (body.method === 'eth_sendUserOperation') offered = body.params[0] as typeof offered
+        return answer()
+      },
+    )
+    const { wallet, provider } = await signedIn(
+      { paymasterUrl: `${stack.backendUrl}/paymaster`, bundlerUrls: { 31337: bundlerUrl } },
+      { fund: false, chain: proxied },
+    )
+    const [to] = recipients()
+    const block = await rpc.getBlock()
+    const tip = await rpc.estimateMaxPriorityFeePerGas()
+
+    const { id } = await wallet.sendCalls({ calls: [mint(to, 8n)] })
+
+    expect((await mined(provider, id)).status).toBe(200)
+    expect(asked.filter((method) => method === 'eth_getBlockByNumber' || method === 'eth_maxPriorityFeePerGas')).toHaveLength(2)
+    // anvil mines on demand: the block it answered is still the latest.
+    expect(offered).toMatchObject({
+      maxFeePerGas: numberToHex((block.baseFeePerGas! * 12n) / 10n + tip),
+      maxPriorityFeePerGas: numberToHex(tip),
+    })
   })
 })
 
