@@ -200,7 +200,8 @@ export const linkOAuth = (context: RouteContext, oauth: OAuth) => async (c: Cont
           parameters: { userId: account.user_id, oauthProviders: [{ providerName, oidcToken: token }] },
         }),
       )
-      return activity.result.createOauthProvidersResult?.providerIds?.[0] ?? null
+      // The kms answers V2 activities under the V2 result key.
+      return (activity.result.createOauthProvidersResultV2 ?? activity.result.createOauthProvidersResult)?.providerIds?.[0] ?? null
     }),
   )
 }
