@@ -317,6 +317,9 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
         now: context.now,
         kms: context.kms,
         organizationId: options.organizationId,
+        context,
+        oauth,
+        onError: (error) => (options.logger ? options.logger.error({ err: error }, `unexpected error: ${(error as Error).message}`) : console.error(error)),
       }),
     )
   return app
