@@ -28,7 +28,7 @@ export type KnownAccount = { organization_id: string; user_id: string; address: 
 /** A code sent and not yet redeemed: which sub-organization it belongs to. */
 export type PendingCodeRow = { otp_id: string; email: string; organization_id: string; created_at: number }
 /** How a browser signed in: an embedded-wallet sign-in, or Sign-In with Ethereum. */
-export type SessionKind = 'email' | 'passkey' | 'recovery' | 'oauth' | 'siwe'
+export type SessionKind = 'email' | 'passkey' | 'recovery' | 'oauth' | 'siwe' | 'guest'
 /** The kind of wallet that signed a SIWE message, as the browser reports it. */
 export type WalletKind = 'injected' | 'walletConnect' | 'embedded'
 /**
@@ -69,9 +69,14 @@ export type RateLimitRow = { key: string; window_started_at: number; count: numb
  * How a user signs in: `email` (the address, lower case), `passkey` (the credential id),
  * `oauth:<provider>` (the ID token's issuer and subject, `<iss> <sub>`), `wallet` (an external
  * wallet's checksummed address, proven by SIWE), `external` (the app's own id of a pregenerated
- * user, `POST /admin/users {externalId}`: it names the user to the app's backend and signs nobody in).
+ * user, `POST /admin/users {externalId}`: it names the user to the app's backend and signs nobody in),
+ * `guest` (a guest account, `POST /auth/guest`, by its sub-organization: its only credential is
+ * the consent frame's key). `external` and `guest` are no way in: HIDDEN_LOGIN_KINDS.
  */
-export type LoginKind = 'email' | 'passkey' | 'wallet' | 'external' | `oauth:${string}`
+export type LoginKind = 'email' | 'passkey' | 'wallet' | 'external' | 'guest' | `oauth:${string}`
+/** Login kinds that record a user without being a way in: not listed, counted or unlinked as logins. */
+export const HIDDEN_LOGIN_KINDS: readonly LoginKind[] = ['external', 'guest']
+
 /**
  * One login of a user (account linking, issue 28): unique on (kind, subject), so a login names one
  * user. `label` is what the user sees (the email, `Google · a@b.c`, the address, the passkey's
@@ -574,13 +579,13 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     /** The login of `kind` and `subject`, whoever's it is. */
     login: (kind: LoginKind, subject: string): Promise<LoginRow | undefined> =>
       db.selectFrom('logins').selectAll().where('kind', '=', kind).where('subject', '=', subject).executeTakeFirst(),
-    /** A user's logins (the ways in: never an `external` id), oldest first. */
+    /** A user's logins (the ways in: never a HIDDEN_LOGIN_KINDS row), oldest first. */
     loginsOf: (organizationId: string): Promise<LoginRow[]> =>
       db
         .selectFrom('logins')
         .selectAll()
         .where('organization_id', '=', organizationId)
-        .where('kind', '!=', 'external')
+        .where('kind', 'not in', HIDDEN_LOGIN_KINDS)
         .orderBy('created_at')
         .orderBy('id')
         .execute(),
@@ -633,8 +638,8 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     async unlinkLogin(organizationId: string, id: string, at: number, kms: (row: LoginRow) => Promise<void>): Promise<LoginRow> {
       const { removed, queued } = await database.transaction(
         async (trx) => {
-          // An `external` id is no way in: it is neither counted nor unlinked here.
-          const query = trx.selectFrom('logins').selectAll().where('organization_id', '=', organizationId).where('kind', '!=', 'external')
+          // An `external` id or a `guest` row is no way in: it is neither counted nor unlinked here.
+          const query = trx.selectFrom('logins').selectAll().where('organization_id', '=', organizationId).where('kind', 'not in', HIDDEN_LOGIN_KINDS)
           const rows = await (database.dialect === 'postgres' ? query.forUpdate() : query).execute()
           const removed = rows.find((row) => row.id === id)
           if (!removed) throw new UnknownLoginError()
