@@ -1,11 +1,12 @@
+import { randomBytes } from 'node:crypto'
 import { describe, expect, test } from 'vitest'
 import { createServerApp, LIMITS, oauthNonce } from '../src/index.js'
-import { answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, useBackend } from './backend.js'
+import { answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
 
 // Guest accounts (issue 28 item 3): "Continue as guest" is an embedded wallet with no login, its
 // one key the consent frame's; linking a login later keeps the address.
 
-const { t, post, mailTo, frameAnswer, signedInByEmail, oauthSignIn, withKey } = useBackend({ oidc: true })
+const { t, post, mailTo, frameAnswer, signedInByEmail, oauthSignIn, withKey, withPasskey, stampLogin } = useBackend({ oidc: true })
 const get = (path: string, cookie: string) => t.app.request(path, { headers: { cookie, origin } })
 type Guest = { organizationId: string; userId: string; address: string; sessionExpiresAt: string }
 
@@ -119,6 +120,20 @@ describe('POST /auth/guest', () => {
     const signedIn = await oauthSignIn(email)
     expect(((await signedIn.response.json()) as Guest).address).toBe(created.address)
     expect(await signs(withKey(signedIn.sessionKey), created)).toBe('ACTIVITY_STATUS_COMPLETED')
+  })
+
+  test('behavior: a guest links a passkey, and the passkey signs in to the same address', async () => {
+    const { response } = await continueAsGuest()
+    const created = (await response.json()) as Guest
+    const authenticator = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    const linked = await post('/auth/user/link/passkey', { challenge, attestation: authenticator.register(challenge) }, { cookie: cookieOf(response) })
+    expect(linked.status).toBe(200)
+    const session = await stampLogin(withPasskey(authenticator), generateApiKeyPair().apiPublicKey, created.organizationId)
+    expect(await answer(await post('/auth/login', { session }))).toEqual([
+      200,
+      { organizationId: created.organizationId, userId: created.userId, address: created.address },
+    ])
   })
 
   test('error: a malformed key is 400 and creates nothing', async () => {
