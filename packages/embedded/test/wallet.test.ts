@@ -71,6 +71,26 @@ describe('email sign-in', () => {
   })
 })
 
+describe('guest', () => {
+  test('default: a guest wallet signs, links an email, and the email signs in to the same address', async () => {
+    const { wallet, browser, keys } = newWallet()
+    const credential = await wallet.continueAsGuest()
+    expect(wallet.current!.kind).toBe('guest')
+    const signature = await wallet.signMessage({ message: 'a guest signs' })
+    expect(await verifyMessage({ address: credential.address, message: 'a guest signs', signature })).toBe(true)
+    // Linking an email, as the account modal does: the code typed in the frame (here, the test's keys).
+    const email = `guest${++people}.${stack.clock}@example.test`
+    const post = (path: string, body: unknown) =>
+      browser.fetchFn(`${stack.backendUrl}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+    const sent = (await (await post('/auth/user/link/email/start', { email })).json()) as { otpId: string; otpEncryptionTargetBundle: string }
+    const sealed = await keys.collectOtp!({ targetBundle: sent.otpEncryptionTargetBundle, email, otpId: sent.otpId })
+    expect((await post('/auth/user/link/email', { otpId: sent.otpId, encryptedOtpBundle: sealed.encryptedOtpBundle })).status).toBe(200)
+    const again = newWallet().wallet
+    await again.verifyEmail(await again.startEmail(email))
+    expect([again.current!.organizationId, again.current!.credential.address]).toEqual([wallet.current!.organizationId, credential.address])
+  })
+})
+
 describe('passkey sign-up', () => {
   /** What passkeys.signUp hands the wallet once the browser made the passkey. */
   const registration = (authenticator = softwareAuthenticator()) => {
