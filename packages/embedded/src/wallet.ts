@@ -56,6 +56,9 @@ export type {
 export const DEFAULT_SESSION_SECONDS = 43_200
 const STORAGE_KEY = 'latchkey.embedded.wallet'
 
+/** How long a guest's key lives: the longest the backend registers a session key for (a day). */
+const GUEST_SESSION_SECONDS = 86_400
+
 /**
  * An embedded wallet: signs in by email code or passkey through the app backend, and signs through
  * the key-management API with a thin client typed by the official `@turnkey/http`. Its session key
@@ -405,6 +408,20 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
     }): Promise<EmbeddedWalletCredential> {
       const answer = await backend.post<BackendAccount & { sessionExpiresAt: string }>('/auth/oauth', { ...parameters, sessionSeconds })
       return finishSignIn(answer, 'oauth', parameters.sessionPublicKey, sessionSeconds)
+    },
+
+    /**
+     * "Continue as guest": a wallet with no login (`POST /auth/guest`). Its one credential is the
+     * consent frame's new key, for a day (`GUEST_SESSION_SECONDS`): nothing else opens the wallet,
+     * so clearing the browser or that day passing loses it, unless a login is linked first.
+     */
+    async continueAsGuest(): Promise<EmbeddedWalletCredential> {
+      const sessionPublicKey = await wallet.newSessionKey()
+      const answer = await backend.post<BackendAccount & { sessionExpiresAt: string }>('/auth/guest', {
+        sessionPublicKey,
+        sessionSeconds: GUEST_SESSION_SECONDS,
+      })
+      return finishSignIn(answer, 'guest', sessionPublicKey, GUEST_SESSION_SECONDS)
     },
 
     /** Signs in with a session JWT the caller obtained (passkey or recovery stamp_login). */

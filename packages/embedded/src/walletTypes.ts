@@ -64,7 +64,7 @@ export type RecoveryType = 'email' | 'passkey'
 export type RecoveryState = { recoveryType: RecoveryType; recoveryUserId: string; createdAt: string; sessionExpiration: string }
 
 /** How the user signed in. */
-export type SignInKind = 'email' | 'passkey' | 'recovery' | 'oauth'
+export type SignInKind = 'email' | 'passkey' | 'recovery' | 'oauth' | 'guest'
 
 /** What survives a reload (localStorage): everything but the private key. */
 export type StoredWallet = {

@@ -71,6 +71,23 @@ describe('email sign-in', () => {
   })
 })
 
+describe('guest', () => {
+  test('default: a guest wallet signs, links an email, and the email signs in to the same address', async () => {
+    const { wallet } = newWallet()
+    const credential = await wallet.continueAsGuest()
+    expect(wallet.current!.kind).toBe('guest')
+    const signature = await wallet.signMessage({ message: 'a guest signs' })
+    expect(await verifyMessage({ address: credential.address, message: 'a guest signs', signature })).toBe(true)
+    // Linking an email, as the account modal does: the code typed in the frame, then the email
+    // approved there and set by the guest's own key (here, the test's keys do both).
+    const email = `guest${++people}.${stack.clock}@example.test`
+    expect(await wallet.linkEmail(email)).toEqual({ id: expect.stringMatching(/^lg_/), kind: 'email', label: email, linkedAt: expect.any(String) })
+    const again = newWallet().wallet
+    await again.verifyEmail(await again.startEmail(email))
+    expect([again.current!.organizationId, again.current!.credential.address]).toEqual([wallet.current!.organizationId, credential.address])
+  })
+})
+
 describe('passkey sign-up', () => {
   /** What passkeys.signUp hands the wallet once the browser made the passkey. */
   const registration = (authenticator = softwareAuthenticator()) => {

@@ -131,11 +131,30 @@ async function stateOf(sub: Sub) {
 
 describe('fresh verification', () => {
   test('error: a session key alone may not export, add a credential, open a session or log in; each refusal writes nothing', async () => {
-    const sub = await harness.subOrganization()
+    const sub = await userWithEmail()
     const session = await sessionKeyOf(sub)
     const before = await stateOf(sub)
     for (const [type, submit] of Object.entries(guarded(sub, session))) await expect(submit(), type).rejects.toThrow(refused(type))
     expect(await stateOf(sub)).toEqual(before)
+  })
+
+  test('behavior: the key of a user with no other way in (a guest: no passkey, OAuth identity or email) runs each of them; once an email is linked it may not', async () => {
+    // Each on a guest of its own: a passkey or a key one of them adds is another way in.
+    for (const type of Object.keys(guarded(await harness.subOrganization(), harness.backend))) {
+      const guest = await harness.subOrganization()
+      const submit = guarded(guest, await sessionKeyOf(guest))[type as keyof ReturnType<typeof guarded>]
+      expect((await submit()).activity.status, type).toBe('ACTIVITY_STATUS_COMPLETED')
+    }
+    const sub = await harness.subOrganization()
+    const session = await sessionKeyOf(sub)
+    await sub.client.updateUserEmail({
+      type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userId: sub.userId, userEmail: `linked.${randomBytes(6).toString('hex')}@example.test` },
+    })
+    const exportWallet = guarded(sub, session).ACTIVITY_TYPE_EXPORT_WALLET
+    await expect(exportWallet()).rejects.toThrow(refused('ACTIVITY_TYPE_EXPORT_WALLET'))
   })
 
   test('behavior: a passkey stamp of the user runs each of them', async () => {

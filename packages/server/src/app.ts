@@ -15,6 +15,7 @@ import { createPaymaster, PAYMASTER_ERROR_CODES, type Paymaster } from './paymas
 import { ADMIN_PREFIX, adminRoutes } from './routes/admin.js'
 import { cacao } from './routes/cacao.js'
 import { emailStart, emailVerify } from './routes/email.js'
+import { guest } from './routes/guest.js'
 import { login } from './routes/login.js'
 import { nonce } from './routes/nonce.js'
 import {
@@ -84,10 +85,12 @@ export type ServerAppOptions = {
   /**
    * The per-IP limits, for a deployment whose clients share one address, as every browser on the
    * local stack is 127.0.0.1: sign-ins (default `LIMITS.perIp`), SIWE nonces (`LIMITS.noncesPerIp`),
-   * code tries (`LIMITS.verifiesPerIp`) and paymaster requests (`LIMITS.paymasterPerIp`) per window.
-   * The per-email and per-code limits stay.
+   * code tries (`LIMITS.verifiesPerIp`), paymaster requests (`LIMITS.paymasterPerIp`) and guest
+   * accounts (`LIMITS.guestsPerIp`) per window. The per-email and per-code limits stay.
    */
   limitsPerIp?: PerIpLimits | undefined
+  /** Guest accounts per window from all networks together (`POST /auth/guest`). Default `LIMITS.guests`. */
+  guestsPerWindow?: number | undefined
   /** Session length. Default 7 days. */
   sessionSeconds?: number | undefined
   /** Where unexpected errors (answered 500) are logged. Default: the console. */
@@ -277,6 +280,7 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
   app.post('/auth/login', login(context))
   app.post('/auth/oauth', oauthSignIn(context, oauth))
   app.post(OAUTH_CALLBACK_PATH, oauthFormPost(options.allowedOrigins))
+  app.post('/auth/guest', guest(context))
   app.post('/auth/recovery/start', recoveryStart(context))
   app.get('/auth/nonce', nonce(context))
   app.post('/auth/siwe', siwe(context))
@@ -317,6 +321,9 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
         now: context.now,
         kms: context.kms,
         organizationId: options.organizationId,
+        context,
+        oauth,
+        onError: (error) => (options.logger ? options.logger.error({ err: error }, `unexpected error: ${(error as Error).message}`) : console.error(error)),
       }),
     )
   return app

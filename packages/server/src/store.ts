@@ -28,7 +28,7 @@ export type KnownAccount = { organization_id: string; user_id: string; address: 
 /** A code sent and not yet redeemed: which sub-organization it belongs to. */
 export type PendingCodeRow = { otp_id: string; email: string; organization_id: string; created_at: number }
 /** How a browser signed in: an embedded-wallet sign-in, or Sign-In with Ethereum. */
-export type SessionKind = 'email' | 'passkey' | 'recovery' | 'oauth' | 'siwe'
+export type SessionKind = 'email' | 'passkey' | 'recovery' | 'oauth' | 'siwe' | 'guest'
 /** The kind of wallet that signed a SIWE message, as the browser reports it. */
 export type WalletKind = 'injected' | 'walletConnect' | 'embedded'
 /**
@@ -68,9 +68,15 @@ export type RateLimitRow = { key: string; window_started_at: number; count: numb
 /**
  * How a user signs in: `email` (the address, lower case), `passkey` (the credential id),
  * `oauth:<provider>` (the ID token's issuer and subject, `<iss> <sub>`), `wallet` (an external
- * wallet's checksummed address, proven by SIWE).
+ * wallet's checksummed address, proven by SIWE), `external` (the app's own id of a pregenerated
+ * user, `POST /admin/users {externalId}`: it names the user to the app's backend and signs nobody in),
+ * `guest` (a guest account, `POST /auth/guest`, by its sub-organization: its only credential is
+ * the consent frame's key). `external` and `guest` are no way in: HIDDEN_LOGIN_KINDS.
  */
-export type LoginKind = 'email' | 'passkey' | 'wallet' | `oauth:${string}`
+export type LoginKind = 'email' | 'passkey' | 'wallet' | 'external' | 'guest' | `oauth:${string}`
+/** Login kinds that record a user without being a way in: not listed, counted or unlinked as logins. */
+export const HIDDEN_LOGIN_KINDS: readonly LoginKind[] = ['external', 'guest']
+
 /**
  * One login of a user (account linking, issue 28): unique on (kind, subject), so a login names one
  * user. `label` is what the user sees (the email, `Google · a@b.c`, the address, the passkey's
@@ -573,9 +579,16 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     /** The login of `kind` and `subject`, whoever's it is. */
     login: (kind: LoginKind, subject: string): Promise<LoginRow | undefined> =>
       db.selectFrom('logins').selectAll().where('kind', '=', kind).where('subject', '=', subject).executeTakeFirst(),
-    /** A user's logins, oldest first. */
+    /** A user's logins (the ways in: never a HIDDEN_LOGIN_KINDS row), oldest first. */
     loginsOf: (organizationId: string): Promise<LoginRow[]> =>
-      db.selectFrom('logins').selectAll().where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').execute(),
+      db
+        .selectFrom('logins')
+        .selectAll()
+        .where('organization_id', '=', organizationId)
+        .where('kind', 'not in', HIDDEN_LOGIN_KINDS)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute(),
     /** Records a login a sign-in proved (an OAuth identity) unless its (kind, subject) is recorded already. */
     async recordLogin(row: LoginRow): Promise<void> {
       await database.transaction((trx) => claimLogin(trx, row), { isolation: 'read committed' })
@@ -625,7 +638,8 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     async unlinkLogin(organizationId: string, id: string, at: number, kms: (row: LoginRow) => Promise<void>): Promise<LoginRow> {
       const { removed, queued } = await database.transaction(
         async (trx) => {
-          const query = trx.selectFrom('logins').selectAll().where('organization_id', '=', organizationId)
+          // An `external` id or a `guest` row is no way in: it is neither counted nor unlinked here.
+          const query = trx.selectFrom('logins').selectAll().where('organization_id', '=', organizationId).where('kind', 'not in', HIDDEN_LOGIN_KINDS)
           const rows = await (database.dialect === 'postgres' ? query.forUpdate() : query).execute()
           const removed = rows.find((row) => row.id === id)
           if (!removed) throw new UnknownLoginError()
@@ -642,6 +656,75 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       )
       nudge(queued)
       return removed
+    },
+    /**
+     * The user of a pregenerated identity (`POST /admin/users`): the login of `row.kind` and
+     * `row.subject` if one exists (an email also by its account), else, in one transaction, `create`
+     * makes the sub-organization and the login row is written with it (an email's account row too)
+     * and `user.created` and `wallet.created` are queued (once-keyed per sub-organization, as the
+     * first session's: a claim sends neither again). On PostgreSQL a transaction-scoped advisory lock
+     * on the identity orders concurrent calls on every instance, so `create` runs once per identity;
+     * SQLite runs one transaction at a time. Throws LoginConflictError('other') when a sign-up took
+     * the identity without the lock meanwhile (nothing written then).
+     */
+    async pregenerate(
+      row: Omit<LoginRow, 'organization_id' | 'user_id' | 'address'>,
+      create: () => Promise<{ organizationId: string; userId: string; address: string }>,
+      event: Record<string, unknown>,
+    ): Promise<{ login: LoginRow; created: boolean }> {
+      const existing = async (reader: Kysely<ServerSchema> | Transaction<ServerSchema>): Promise<LoginRow | undefined> => {
+        const found = await reader.selectFrom('logins').selectAll().where('kind', '=', row.kind).where('subject', '=', row.subject).executeTakeFirst()
+        if (found || row.kind !== 'email') return found
+        const account = await reader.selectFrom('accounts').selectAll().where('email', '=', row.subject).executeTakeFirst()
+        return account && { ...emailLogin(account), created_at: Number(account.created_at) }
+      }
+      const known = await existing(db)
+      if (known) return { login: known, created: false }
+      // Kept across a retried transaction: the kms makes one sub-organization whatever happens here.
+      let made: { organizationId: string; userId: string; address: string } | undefined
+      const { outcome, queued } = await database.transaction(
+        async (trx) => {
+          if (database.dialect === 'postgres')
+            await sql`select pg_advisory_xact_lock(hashtext(${`latchkey:pregenerate:${row.kind} ${row.subject}`}))`.execute(trx)
+          const found = await existing(trx)
+          if (found) return { outcome: { login: found, created: false }, queued: 0 }
+          made ??= await create()
+          const login: LoginRow = { ...row, organization_id: made.organizationId, user_id: made.userId, address: made.address }
+          if (!(await claimLogin(trx, login))) throw new LoginConflictError('other')
+          if (row.kind === 'email') {
+            const account = {
+              email: row.subject,
+              organization_id: login.organization_id,
+              user_id: login.user_id,
+              address: login.address,
+              created_at: row.created_at,
+            }
+            const inserted = await trx
+              .insertInto('accounts')
+              .values(account)
+              .onConflict((conflict) => conflict.column('email').doNothing())
+              .executeTakeFirst()
+            if (!changed(inserted)) throw new LoginConflictError('other')
+          }
+          const user = { userId: login.user_id, organizationId: login.organization_id, address: login.address, ...event }
+          const queued = await webhooks.enqueue(
+            trx,
+            [
+              { type: 'user.created', data: user, once: `user.created:${login.organization_id}` },
+              { type: 'wallet.created', data: { ...user, walletKind: 'embedded' }, once: `wallet.created:${login.organization_id}` },
+            ],
+            row.created_at,
+          )
+          return { outcome: { login, created: true }, queued }
+        },
+        { isolation: 'read committed' },
+      )
+      nudge(queued)
+      return outcome
+    },
+    /** Sets what the kms calls a login's credential, and its label (an OAuth login a sign-in claimed). */
+    async updateLogin(id: string, change: Pick<LoginRow, 'kms_id' | 'label'>) {
+      await db.updateTable('logins').set(change).where('id', '=', id).execute()
     },
     /** The webhook outbox: endpoints, events and their deliveries (webhooks/outbox.ts). */
     webhooks,

@@ -103,6 +103,8 @@ describe('account linking', () => {
     ])
     const { oauthProviders } = await t.backend.getOauthProviders({ organizationId: user.organizationId, userId: user.userId })
     expect(oauthProviders.map((provider) => provider.issuer)).toEqual([t.oidc!.issuers.google.issuer])
+    // The login keeps the kms's id of the identity (its V2 result).
+    expect((await t.store.loginsOf(user.organizationId)).map((row) => row.kms_id)).toEqual([null, oauthProviders[0]!.providerId])
     const { response } = await oauthSignIn(email)
     expect(await answer(response)).toEqual([
       200,

@@ -148,7 +148,7 @@ describe('delegated narrow', () => {
       'completed',
       'operator',
       account.organizationId,
-      '4 policies written, 1 deleted',
+      '5 policies written, 1 deleted',
     ])
     const activitiesAfter = await activities()
     const again = await narrow(false)

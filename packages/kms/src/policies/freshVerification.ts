@@ -67,12 +67,27 @@ export function verifiedAtOf(key: ApiKeyRow): number | null {
 export const DEFAULT_FRESH_VERIFICATION_SECONDS = 900
 
 /**
+ * Whether the user has no way in but their session keys: no passkey, no OAuth identity, no email (a
+ * guest, issue 28). Nothing could verify them afresh, and whoever holds the key holds the account
+ * already, so the key's own stamp (approved in the consent frame) is all there is to ask for.
+ */
+async function onlyWayIn(db: Db, userId: string, organizationId: string): Promise<boolean> {
+  const [user, authenticators, providers] = await Promise.all([
+    db.user(userId, organizationId),
+    db.authenticatorsOfUser(userId),
+    db.oauthProvidersOfUser(userId),
+  ])
+  return user !== undefined && !user.email && authenticators.length === 0 && providers.length === 0
+}
+
+/**
  * Refuses (PermissionDenied, before anything is read for the activity or written) one of
  * FRESH_VERIFICATION_ACTIVITIES stamped in a sub-organization by a session credential without a
  * fresh verification. Allowed: a passkey stamp (`passkey`, X-Stamp-Webauthn: the user was just
  * there); an API key whose moment of verification (`verifiedAtOf`: an email code it was made from,
  * or the verification a key registered it inherited) is at most `freshSeconds` old; a parent
- * organization's user (a backend's own key); an exempted request. A session credential is any API
+ * organization's user (a backend's own key); an exempted request; the key of a user with no other
+ * way in (a guest: `onlyWayIn`). A session credential is any API
  * key with an expiry: sessions, sign-in credentials, and keys from create_api_keys, which in a
  * sub-organization must expire. A key without one is in a sub-organization only because its parent
  * put it there at create_sub_organization (a backend's delegated-access user), and is not a session.
@@ -93,5 +108,6 @@ export async function requireFreshVerification(
   if (!key || key.expires_at === null) return
   const verifiedAt = verifiedAtOf(key)
   if (verifiedAt !== null && request.now - verifiedAt <= request.freshSeconds * 1000) return
+  if (await onlyWayIn(db, key.user_id, organization.id)) return
   throw freshVerificationRequired(type, request.freshSeconds)
 }

@@ -50,6 +50,10 @@ export const LIMITS = {
   paymasterPerIp: 600,
   verifiesPerCode: 3,
   verifiesPerEmailPerDay: 20,
+  /** Guest accounts per IP per window: each is a sub-organization with a wallet in the kms. */
+  guestsPerIp: 10,
+  /** Guest accounts per window from all networks together: a flood from many addresses stays bounded. */
+  guests: 600,
   windowMs: 10 * 60_000,
   dayMs: 86_400_000,
   bodyBytes: 64 * 1024,
@@ -61,6 +65,7 @@ export type PerIpLimits = {
   readonly nonces?: number | undefined
   readonly verifies?: number | undefined
   readonly paymaster?: number | undefined
+  readonly guests?: number | undefined
 }
 
 /** What the routes share; built once per app by `createRouteContext`. @internal */
@@ -96,6 +101,9 @@ export type RouteContext = {
     verifiesPerIp: (key: string) => Promise<number | undefined>
     verifiesPerCode: (key: string) => Promise<number | undefined>
     verifiesPerEmailPerDay: (key: string) => Promise<number | undefined>
+    guestsPerIp: (key: string) => Promise<number | undefined>
+    /** Every guest counts here, under one key. */
+    guests: (key: string) => Promise<number | undefined>
   }
   ipOf: (c: Context) => string
 }
@@ -242,6 +250,7 @@ export function createRouteContext(options: {
   now?: (() => number) | undefined
   ipOf?: ((request: Request, env: unknown) => string) | undefined
   limitsPerIp?: PerIpLimits | undefined
+  guestsPerWindow?: number | undefined
   sessionSeconds?: number | undefined
   allowedOrigins: readonly string[]
   siweDomains?: readonly string[] | undefined
@@ -293,6 +302,8 @@ export function createRouteContext(options: {
       paymasterPerIp: limited('paymaster-per-ip', options.limitsPerIp?.paymaster ?? LIMITS.paymasterPerIp, LIMITS.windowMs),
       verifiesPerCode: limited('verifies-per-code', LIMITS.verifiesPerCode, LIMITS.windowMs),
       verifiesPerEmailPerDay: limited('verifies-per-email-per-day', LIMITS.verifiesPerEmailPerDay, LIMITS.dayMs),
+      guestsPerIp: limited('guests-per-ip', options.limitsPerIp?.guests ?? LIMITS.guestsPerIp, LIMITS.windowMs),
+      guests: limited('guests', options.guestsPerWindow ?? LIMITS.guests, LIMITS.windowMs),
     },
     ipOf: (c) =>
       options.ipOf?.(c.req.raw, c.env) ??

@@ -10,6 +10,7 @@ const SIGN_INS: Readonly<Record<string, string>> = {
   '/auth/oauth': 'oauth',
   '/auth/siwe': 'siwe',
   '/auth/cacao': 'cacao',
+  '/auth/guest': 'guest',
 }
 
 /**
@@ -23,7 +24,7 @@ const SIGN_INS: Readonly<Record<string, string>> = {
 export function signInMetrics(metrics: Metrics): MiddlewareHandler {
   const signIns = metrics.counter({
     name: 'latchkey_server_sign_ins_total',
-    help: 'Sign-ins, by kind (email, passkey, passkey_signup, oauth, siwe, cacao) and outcome (completed, refused, failed).',
+    help: 'Sign-ins, by kind (email, passkey, passkey_signup, oauth, siwe, cacao, guest) and outcome (completed, refused, failed).',
     labelNames: ['kind', 'outcome'],
   })
   return async (c, next) => {

@@ -6,9 +6,11 @@ import { z } from 'zod'
 import { CONSOLE_CSS, CONSOLE_HEADERS, CONSOLE_HTML, CONSOLE_ICON, CONSOLE_JS } from '../console/page.js'
 import { consoleRoutes } from '../console/routes.js'
 import { ServerError } from '../errors.js'
-import { readBody } from '../internal/context.js'
+import { type RouteContext, readBody } from '../internal/context.js'
 import type { Store } from '../store.js'
 import { WEBHOOK_EVENT_TYPES } from '../webhooks/events.js'
+import { adminUsers } from './adminUsers.js'
+import type { OAuth } from './oauth.js'
 
 /** Where the admin API lives; the same-origin rule exempts it (its credential is a bearer token, never a cookie). */
 export const ADMIN_PREFIX = '/admin/'
@@ -66,12 +68,14 @@ function auditAdmin(trail: AuditTrail, ipOf: (c: Context) => string): Middleware
  * - `DELETE /admin/webhooks/:id` → 204, its pending deliveries dropped;
  * - `GET /admin/webhooks/:id/deliveries` → the newest 100 deliveries and how each went.
  *
+ * Users (adminUsers.ts): `POST /admin/users` and `POST /admin/users:batch` pregenerate wallets.
+ *
  * The operator console: its page at `GET /admin` (with `/admin/console.js`, `.css` and `.svg`,
  * served without the token: they hold nothing secret, and the page asks for the token), and its
  * routes (console/routes.ts) on the token.
  *
  * @example
- * app.route('/admin', adminRoutes({ token, store, audit, ipOf, now, kms, organizationId }))
+ * app.route('/admin', adminRoutes({ token, store, audit, ipOf, now, kms, organizationId, context, oauth }))
  */
 export function adminRoutes(options: {
   token: string
@@ -82,6 +86,11 @@ export function adminRoutes(options: {
   /** The parent organization's client, and its id: the console reads sub-organizations and votes with it. */
   kms: TurnkeyClient
   organizationId: string
+  /** The routes' context and the OAuth providers, for pregenerated users. */
+  context: RouteContext
+  oauth: OAuth
+  /** Told of an unexpected error of one batch row (the others go on). */
+  onError?: ((error: unknown) => void) | undefined
 }) {
   const { store } = options
   const admin = new Hono()
@@ -92,6 +101,7 @@ export function adminRoutes(options: {
   admin.get('/console.svg', (c) => c.body(CONSOLE_ICON, 200, { ...CONSOLE_HEADERS, 'content-type': 'image/svg+xml' }))
   admin.use('*', adminToken(options.token))
   consoleRoutes(admin, { store, kms: options.kms, organizationId: options.organizationId, now: options.now })
+  adminUsers(admin, { context: options.context, oauth: options.oauth, onError: options.onError })
   admin.post('/webhooks', async (c) => {
     const input = await readBody(c.req.raw, endpointSchema)
     const endpoint = await store.webhooks.createEndpoint({ url: input.url, eventTypes: input.eventTypes ?? null, at: options.now() })

@@ -276,8 +276,29 @@ export const oauthSignIn = (context: RouteContext, oauth: OAuth) => async (c: Co
   // A linked identity opens its user's wallet, whatever email the token carries.
   const linked = await store.login(kind, subject)
   let account: KnownAccount | undefined = linked ? await store.accountByOrganization(linked.organization_id) : undefined
-  if (account) {
+  if (account && linked?.kms_id !== null) {
     // Linked: the kms has the identity (linking recorded it there).
+  } else if (account) {
+    // Recorded without the kms's id: a pregenerated identity's first sign-in claims its wallet (the
+    // kms user gets the identity now), or a sign-in recorded it before (the kms has it: its id is kept now).
+    const organizationId = account.organization_id
+    const userId = account.user_id
+    const { oauthProviders } = await callKms(() => kms.getOauthProviders({ organizationId, userId }))
+    let providerId = oauthProviders.find((provider) => provider.issuer === claims.iss && provider.subject === claims.sub)?.providerId
+    if (providerId === undefined) {
+      const delegated = await callKms(() => context.delegated.client(organizationId))
+      const { activity } = await callKms(() =>
+        delegated.createOauthProviders({
+          type: 'ACTIVITY_TYPE_CREATE_OAUTH_PROVIDERS_V2',
+          timestampMs: String(now()),
+          organizationId,
+          parameters: { userId, oauthProviders: [{ providerName, oidcToken: token }] },
+        }),
+      )
+      providerId = (activity.result.createOauthProvidersResultV2 ?? activity.result.createOauthProvidersResult)?.providerIds?.[0]
+      if (providerId === undefined) throw incompleteAnswer()
+    }
+    await store.updateLogin(linked!.id, { kms_id: providerId, label: `${providerName} · ${claims.email}` })
   } else if (!(account = await store.account(claims.email))) {
     // A new user: a sub-organization with a one-minute key of the root user, which registers the identity.
     const bootstrap = generateP256KeyPair()

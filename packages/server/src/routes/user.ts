@@ -73,7 +73,8 @@ const loginOf = (context: RouteContext, account: KnownAccount, kind: LoginKind, 
 /**
  * `GET /auth/user` (signed in) → `{userId, organizationId, logins: [{id, kind, label, linkedAt}],
  * wallets: [{address, kind: 'embedded' | 'external'}], mfa: {enrolled: []}}`: the user's linked
- * logins, oldest first, and wallets (the embedded one, then each linked external wallet).
+ * logins, oldest first, and wallets (the embedded one, then each linked external wallet). A guest
+ * account (`POST /auth/guest`) with no login linked yet has `guest: true` and no logins.
  *
  * @example
  * app.get('/auth/user', user(context))
@@ -81,9 +82,12 @@ const loginOf = (context: RouteContext, account: KnownAccount, kind: LoginKind, 
 export const user = (context: RouteContext) => async (c: Context) => {
   const { account } = await signedInUser(c, context)
   const logins = await context.store.loginsOf(account.organization_id)
+  // A guest account until its first login is linked.
+  const guest = logins.length === 0 && (await context.store.login('guest', account.organization_id)) !== undefined
   return c.json({
     userId: account.user_id,
     organizationId: account.organization_id,
+    ...(guest ? { guest: true } : {}),
     logins: logins.map(loginAnswer),
     wallets: [
       { address: account.address, kind: 'embedded' as const },
@@ -207,7 +211,8 @@ export const linkOAuth = (context: RouteContext, oauth: OAuth) => async (c: Cont
           parameters: { userId: account.user_id, oauthProviders: [{ providerName, oidcToken: token }] },
         }),
       )
-      return activity.result.createOauthProvidersResult?.providerIds?.[0] ?? null
+      // The kms answers V2 activities under the V2 result key.
+      return (activity.result.createOauthProvidersResultV2 ?? activity.result.createOauthProvidersResult)?.providerIds?.[0] ?? null
     }),
   )
 }
