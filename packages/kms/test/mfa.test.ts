@@ -783,3 +783,105 @@ describe('operator settings', () => {
     )
   })
 })
+
+describe('list_mfa_factors', () => {
+  /** `POST /public/v1/query/list_mfa_factors` for `user`, stamped by `keys`. */
+  async function listFactors(user: User, keys: ApiKeyPair | 'backend', userId = user.userId) {
+    const text = JSON.stringify({ organizationId: user.organizationId, userId })
+    const stamper = keys === 'backend' ? harness.parentKey : keys
+    const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(stamper).stamp(text)
+    const response = await fetch(`${harness.kms.url}/public/v1/query/list_mfa_factors`, {
+      method: 'POST',
+      body: text,
+      headers: { [stampHeaderName]: stampHeaderValue },
+    })
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+  }
+  const at = (ms: number) => ({ seconds: String(Math.floor(ms / 1000)), nanos: String((ms % 1000) * 1_000_000) })
+
+  test('default: the user and the parent organization read the factors, verified or pending, with no secret; none before enrolment', async () => {
+    const user = await signedIn()
+    expect(await listFactors(user, user.session)).toEqual({ status: 200, body: { factors: [] } })
+    const totpAt = harness.clock.now
+    const { factorId } = await enrolTotp(user)
+    const passkeyId = await addPasskey(user)
+    const passkeyAt = harness.clock.now
+    const passkeyFactor = await submitWithPasskey(user, 'create_passkey_factor', { userId: user.userId, authenticatorId: passkeyId, factorName: 'Laptop' })
+    expect(passkeyFactor.status).toBe(200)
+    const expected = {
+      status: 200,
+      body: {
+        factors: [
+          { factorId, type: 'totp', name: 'Authenticator app', createdAt: at(totpAt), verified: true },
+          {
+            factorId: passkeyFactor.body.activity.result.createPasskeyFactorResult.factorId,
+            type: 'passkey',
+            name: 'Laptop',
+            createdAt: at(passkeyAt),
+            verified: true,
+          },
+        ],
+      },
+    }
+    expect(await listFactors(user, user.session)).toEqual(expected)
+    expect(await listFactors(user, 'backend')).toEqual(expected)
+  })
+
+  test('behavior: a pending TOTP enrolment is listed unverified; a locked factor names when it unlocks, and no longer once the lock expires', async () => {
+    const user = await signedIn()
+    const createdAt = harness.clock.now
+    const created = await submit(user, 'create_totp_factor', { userId: user.userId })
+    const pending = created.body.activity.result.createTotpFactorResult
+    expect((await listFactors(user, 'backend')).body).toEqual({
+      factors: [{ factorId: pending.factorId, type: 'totp', name: 'Authenticator app', createdAt: at(createdAt), verified: false }],
+    })
+    const verified = await submit(user, 'verify_mfa_factor', { factorId: pending.factorId, code: codeOf(pending.secret) })
+    expect(verified.status).toBe(200)
+    harness.clock.now += 30_000
+    const wrong = codeOf(pending.secret) === '000000' ? '111111' : '000000'
+    for (let attempt = 0; attempt < 5; attempt++) await submit(user, 'verify_mfa_factor', { factorId: pending.factorId, code: wrong })
+    const lockedUntil = harness.clock.now + 900_000
+    expect((await listFactors(user, user.session)).body['factors']).toEqual([
+      expect.objectContaining({ factorId: pending.factorId, verified: true, lockedUntil: at(lockedUntil) }),
+    ])
+    harness.clock.now += 900_000
+    expect((await listFactors(user, user.session)).body).toEqual({
+      factors: [{ factorId: pending.factorId, type: 'totp', name: 'Authenticator app', createdAt: at(createdAt), verified: true }],
+    })
+  })
+
+  test("error: another user of the sub-organization and another sub-organization's user are refused; an unknown user is not found", async () => {
+    const user = await signedIn()
+    await enrolTotp(user)
+    const stranger = await signedIn()
+    const delegateKeys = generateApiKeyPair()
+    await user.client.createUsers({
+      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+      timestampMs: harness.timestampMs(),
+      organizationId: user.organizationId,
+      parameters: {
+        users: [
+          {
+            userName: 'delegated access',
+            apiKeys: [{ apiKeyName: 'backend', publicKey: delegateKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
+            authenticators: [],
+            oauthProviders: [],
+            userTags: [],
+          },
+        ],
+      },
+    })
+    expect(await listFactors(user, delegateKeys)).toEqual({
+      status: 403,
+      body: { code: 7, message: "a user's second factors are read by that user or by the parent organization only", details: [] },
+    })
+    expect(await listFactors(user, stranger.session)).toEqual({
+      status: 401,
+      body: { code: 16, message: 'could not find public key in organization or its parent organization', details: [] },
+    })
+    expect(await listFactors(user, 'backend', stranger.userId)).toEqual({
+      status: 404,
+      body: { code: 5, message: `user ${stranger.userId} not found in organization ${user.organizationId}`, details: [] },
+    })
+  })
+})

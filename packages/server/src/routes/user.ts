@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, currentSession, enforce, type RouteContext, readBody } from '../internal/context.js'
 import { proveEmail } from '../internal/emailProof.js'
+import { mfaFactorsOf } from '../internal/mfa.js'
 import { attestation, challenge, email } from '../internal/schemas.js'
 import {
   type KnownAccount,
@@ -71,15 +72,20 @@ const loginOf = (context: RouteContext, account: KnownAccount, kind: LoginKind, 
 
 /**
  * `GET /auth/user` (signed in) → `{userId, organizationId, logins: [{id, kind, label, linkedAt}],
- * wallets: [{address, kind: 'embedded' | 'external'}], mfa: {enrolled: []}}`: the user's linked
- * logins, oldest first, and wallets (the embedded one, then each linked external wallet).
+ * wallets: [{address, kind: 'embedded' | 'external'}], mfa: {enrolled: [{factorId, type: 'totp' |
+ * 'passkey', name, enrolledAt, lockedUntil?}]}}`: the user's linked logins, oldest first, wallets
+ * (the embedded one, then each linked external wallet) and second factors, as the kms lists them
+ * (`list_mfa_factors`: enrolled ones, `lockedUntil` while five wrong codes lock one).
  *
  * @example
  * app.get('/auth/user', user(context))
  */
 export const user = (context: RouteContext) => async (c: Context) => {
   const { account } = await signedInUser(c, context)
-  const logins = await context.store.loginsOf(account.organization_id)
+  const [logins, enrolled] = await Promise.all([
+    context.store.loginsOf(account.organization_id),
+    mfaFactorsOf(context.kms, account.organization_id, account.user_id),
+  ])
   return c.json({
     userId: account.user_id,
     organizationId: account.organization_id,
@@ -88,7 +94,7 @@ export const user = (context: RouteContext) => async (c: Context) => {
       { address: account.address, kind: 'embedded' as const },
       ...logins.filter((row) => row.kind === 'wallet').map((row) => ({ address: row.subject, kind: 'external' as const })),
     ],
-    mfa: { enrolled: [] },
+    mfa: { enrolled },
   })
 }
 
