@@ -6,7 +6,9 @@ import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { generateSync } from 'otplib'
 import { parseGwei, serializeTransaction } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { hpkeSeal } from '../src/bundles.js'
 import { generateApiKeyPair, type Kms } from '../src/index.js'
+import { mfaCodePublicKey } from '../src/mfa/codeKey.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
 import { type ApiKeyPair, startKms } from './harness.js'
 
@@ -16,10 +18,12 @@ import { type ApiKeyPair, startKms } from './harness.js'
 // refusal writes nothing. Five wrong codes lock the factor for 15 minutes; a recovery code unlocks.
 
 type Harness = Awaited<ReturnType<typeof startKms>>
+/** The kms's signer key here: the key sealed codes go to is derived from it (mfa/codeKey.ts). */
+const SIGNER_PRIVATE_KEY = randomBytes(32).toString('hex')
 let harness: Harness
 beforeAll(async () => {
   // Sessions from an email code stay freshly verified for a day here: what is tested is the factor.
-  harness = await startKms({ freshVerificationSeconds: 86_400 })
+  harness = await startKms({ freshVerificationSeconds: 86_400, signerPrivateKey: SIGNER_PRIVATE_KEY })
 })
 afterAll(() => harness.kms.stop())
 
@@ -883,5 +887,63 @@ describe('list_mfa_factors', () => {
       status: 404,
       body: { code: 5, message: `user ${stranger.userId} not found in organization ${user.organizationId}`, details: [] },
     })
+  })
+})
+
+describe('sealed codes', () => {
+  /** `inner` sealed as the consent frame seals a typed code (HPKE to `key`, default the kms's code key). */
+  async function sealed(inner: object, key = mfaCodePublicKey(SIGNER_PRIVATE_KEY)) {
+    const { enc, ciphertext } = await hpkeSeal(key, new TextEncoder().encode(JSON.stringify(inner)))
+    return JSON.stringify({ encappedPublic: Buffer.from(enc).toString('hex'), ciphertext: Buffer.from(ciphertext).toString('hex') })
+  }
+
+  test('default: a code sealed to the kms’s code key, bound to the factor, the organization and the stamping key, verifies; the stored intent holds no code', async () => {
+    const user = await signedIn()
+    const { factorId, secret } = await enrolTotp(user)
+    const code = codeOf(secret)
+    const bound = { organizationId: user.organizationId, publicKey: user.session.apiPublicKey }
+    const verified = await submit(user, 'verify_mfa_factor', { factorId, encryptedCodeBundle: await sealed({ code, factorId, ...bound }) })
+    expect([verified.status, verified.body.activity.status]).toEqual([200, 'ACTIVITY_STATUS_COMPLETED'])
+    const stored = await harness.backend.getActivity({ organizationId: user.organizationId, activityId: verified.body.activity.id })
+    expect(JSON.stringify(stored.activity.intent)).not.toContain(code)
+    expect((await exportWallet(user)).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  })
+
+  test('behavior: a recovery code sealed the same way verifies and is spent', async () => {
+    const user = await signedIn()
+    const { recoveryCodes } = await enrolTotp(user)
+    const bound = { organizationId: user.organizationId, publicKey: user.session.apiPublicKey }
+    const verified = await submit(user, 'verify_mfa_factor', { encryptedCodeBundle: await sealed({ recoveryCode: recoveryCodes[0], ...bound }) })
+    expect(verified.body.activity.result.verifyMfaFactorResult.recoveryCodesLeft).toBe(9)
+  })
+
+  test('error: a sealed code moved to another session key, factor or organization, or sealed to another key, is refused and counts no attempt', async () => {
+    const user = await signedIn()
+    const { factorId, secret } = await enrolTotp(user)
+    const code = codeOf(secret)
+    const bound = { organizationId: user.organizationId, publicKey: user.session.apiPublicKey }
+    const verify = async (encryptedCodeBundle: string, extra: Record<string, unknown> = {}) => {
+      const answer = await submit(user, 'verify_mfa_factor', { factorId, encryptedCodeBundle, ...extra })
+      return [answer.status, answer.body.message]
+    }
+    const moved = 'encryptedCodeBundle was sealed for another organization or session key than the one that stamps this request'
+    expect(await verify(await sealed({ code, factorId, ...bound, publicKey: generateApiKeyPair().apiPublicKey }))).toEqual([403, moved])
+    expect(await verify(await sealed({ code, factorId, ...bound, organizationId: harness.parent.organizationId }))).toEqual([403, moved])
+    expect(await verify(await sealed({ code, factorId: 'another-factor', ...bound }))).toEqual([403, 'encryptedCodeBundle was sealed for another factor'])
+    expect(await verify(await sealed({ code, factorId, ...bound }, generateP256KeyPair().publicKeyUncompressed))).toEqual([
+      400,
+      'encryptedCodeBundle does not open with the kms’s code key (latchkey-mfa-code-key): reload the frame',
+    ])
+    expect(await verify(await sealed({ code: '12345', factorId, ...bound }))).toEqual([
+      400,
+      'encryptedCodeBundle must hold {code, factorId} or {recoveryCode}, with organizationId and publicKey',
+    ])
+    expect(await verify(await sealed({ code, factorId, ...bound }), { code })).toEqual([
+      400,
+      'invalid parameters: (root): give one of code, recoveryCode and encryptedCodeBundle',
+    ])
+    // None was judged: the factor counts no failure, and the right code, sealed, still verifies.
+    expect((await harness.kms.db.mfaFactor(factorId, user.organizationId))!.failures).toBe(0)
+    expect((await verify(await sealed({ code, factorId, ...bound })))[0]).toBe(200)
   })
 })
