@@ -194,7 +194,7 @@ describe('ENROLL_TOTP', () => {
     const verified = await carry(await answer(page))
     expect(verified.status).toBe(200)
     const result = (verified.body['activity'] as { result: { verifyMfaFactorResult: Record<string, unknown> } }).result.verifyMfaFactorResult
-    expect(Object.keys(result).sort()).toEqual(['factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
+    expect(Object.keys(result).sort()).toEqual(['enrolled', 'factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
     await send(page, 'MFA_RESULT', verified)
     await frame.getByRole('dialog', { name: 'Save your recovery codes' }).waitFor()
     expect(await frame.locator('#mfa-intro').textContent()).toMatch(/^Save these codes somewhere safe\./)

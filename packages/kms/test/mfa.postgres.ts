@@ -143,5 +143,20 @@ describe('second factors on two instances on one PostgreSQL', () => {
           },
         ],
       })
+    // The backend's trail of kms events reads on PostgreSQL: from the start, the enrolment (the
+    // only verification that completed); after its cursor, nothing.
+    const trail = new TurnkeyClient({ baseUrl: kmsB.url }, new ApiKeyStamper(parentKey))
+    const read = (afterCursor?: string) =>
+      trail.request('/public/v1/query/list_suborganization_activities', {
+        organizationId: parentOrganizationId,
+        filterByType: ['ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR'],
+        ...(afterCursor ? { afterCursor } : {}),
+      }) as Promise<{ activities: { organizationId: string; type: string; result: unknown }[]; cursor: string | null }>
+    const page = await read()
+    // Listed once settled (2 s after it completed): the page is the enrolment, or empty before then.
+    expect(page.activities.map((activity) => [activity.organizationId, activity.result])).toEqual(
+      page.activities.length ? [[organizationId, { verifyMfaFactorResult: { factorId, enrolled: true, mfaVerifiedAt: expect.any(String) } }]] : [],
+    )
+    if (page.cursor) expect(await read(page.cursor)).toEqual({ activities: [], cursor: page.cursor })
   })
 })

@@ -203,7 +203,7 @@ describe('TOTP factor', () => {
     const verified = await submit(user, 'verify_mfa_factor', { factorId: result.factorId, code: codeOf(result.secret) })
     expect(verified.status).toBe(200)
     const { recoveryCodes, ...rest } = verified.body['activity'].result.verifyMfaFactorResult
-    expect(rest).toEqual({ factorId: result.factorId, mfaVerifiedAt: String(harness.clock.now) })
+    expect(rest).toEqual({ factorId: result.factorId, enrolled: true, mfaVerifiedAt: String(harness.clock.now) })
     expect(recoveryCodes).toHaveLength(10)
     expect(new Set(recoveryCodes).size).toBe(10)
     for (const code of recoveryCodes) expect(code).toMatch(/^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$/)
@@ -232,7 +232,7 @@ describe('TOTP factor', () => {
     expect(otpauthUri).toBe(`otpauth://totp/Latchkey:${encodeURIComponent(user.email)}?secret=${secret}&issuer=Latchkey`)
     const verified = await submit(user, 'verify_mfa_factor', { factorId: result.factorId, code: codeOf(secret), targetPublicKey: frame.publicKeyUncompressed })
     const verification = verified.body.activity.result.verifyMfaFactorResult
-    expect(Object.keys(verification).sort()).toEqual(['factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
+    expect(Object.keys(verification).sort()).toEqual(['enrolled', 'factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
     const codes = (await open(verification.recoveryCodesBundle)) as string[]
     expect(codes).toHaveLength(10)
     // They are the user's codes: one of them verifies.

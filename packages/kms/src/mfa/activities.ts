@@ -292,6 +292,8 @@ export const MFA_ACTIVITIES: ActivityTable = {
       const sealed = recoveryCodes === undefined ? undefined : await sealedFor(context, input.targetPublicKey, recoveryCodes)
       return {
         factorId: factor.id,
+        // The first code of a TOTP enrolment: the factor counts from now (the backend's mfa.enrolled reads it).
+        ...(factor.status === PENDING ? { enrolled: true } : {}),
         ...(mfaVerifiedAt === undefined ? {} : { mfaVerifiedAt: String(mfaVerifiedAt) }),
         ...(sealed === undefined ? {} : 'bundle' in sealed ? { recoveryCodesBundle: sealed.bundle } : { recoveryCodes: sealed.value }),
       }
