@@ -5,7 +5,7 @@ import type { SessionRow } from '../store.js'
  * Every event type an endpoint may subscribe to. The backend's own routes send `user.created`,
  * `wallet.created`, `user.authenticated`, `account.linked` and `account.unlinked`; the kms event
  * follower (kmsEvents.ts) sends `wallet.exported`, `mfa.enrolled`, `permission.granted` and
- * `transaction.sent`; `sponsorship.spent` is reserved for the paymaster's settlement.
+ * `transaction.sent`; the paymaster's settlement sends `sponsorship.spent`.
  */
 export const WEBHOOK_EVENT_TYPES = [
   'user.created',
