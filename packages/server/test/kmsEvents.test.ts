@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import { generateP256KeyPair } from '@turnkey/crypto'
 import { Webhook } from 'standardwebhooks'
+import { type Hex, keccak256, serializeTransaction } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createWebhookSender } from '../src/webhooks/dispatcher.js'
 import { createKmsEventFollower } from '../src/webhooks/kmsEvents.js'
@@ -105,6 +106,35 @@ describe('kms events', () => {
     await t.store.database.db.deleteFrom('kms_event_cursor').execute()
     expect(await follower().runOnce()).toBe(0)
     expect((await t.store.database.db.selectFrom('webhook_events').select('id').where('type', '=', 'wallet.exported').execute()).length - before).toBe(1)
+  })
+
+  test('behavior: a transaction the kms signs for a user is transaction.sent, named by the signed transaction’s hash', async () => {
+    t.clock += 2_500
+    await follower().runOnce()
+    const user = await signedInByEmail(newEmail())
+    const { activity } = await user.user.signTransaction({
+      type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+      timestampMs: String(t.clock),
+      organizationId: user.organizationId,
+      parameters: {
+        signWith: user.address,
+        unsignedTransaction: serializeTransaction({ chainId: 31337, type: 'eip1559', to: user.address as Hex, value: 1n, gas: 21_000n }).slice(2),
+        type: 'TRANSACTION_TYPE_ETHEREUM',
+      },
+    })
+    const signed = activity.result.signTransactionResult!.signedTransaction
+    t.clock += 2_500
+    await follower().runOnce()
+    const rows = await t.store.database.db.selectFrom('webhook_events').select('body').where('type', '=', 'transaction.sent').execute()
+    expect(rows.map((row) => JSON.parse(row.body).data)).toEqual([
+      {
+        organizationId: user.organizationId,
+        userId: user.userId,
+        activityId: activity.id,
+        signWith: user.address,
+        transactionHash: keccak256((signed.startsWith('0x') ? signed : `0x${signed}`) as Hex),
+      },
+    ])
   })
 
   test('error: a sub-organization’s key may not read the trail of its siblings', async () => {
