@@ -592,6 +592,15 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     activities: (organizationId: string) =>
       all<ActivityRow>(sql`select * from activities where organization_id = ${organizationId} order by created_at desc, rowid desc`),
 
+    /**
+     * Completed activities of `parent`'s sub-organizations of `types`, after the cursor `after`
+     * (updated_at, id) and completed no later than `until`, oldest first (list_suborganization_activities).
+     */
+    completedSubOrganizationActivities: (parent: string, types: readonly string[], after: { at: number; id: string }, until: number, limit: number) =>
+      all<ActivityRow>(
+        sql`select a.* from activities a join organizations o on o.id = a.organization_id where o.parent_id = ${parent} and a.status = 'ACTIVITY_STATUS_COMPLETED' and a.type in (${sql.join([...types])}) and a.updated_at <= ${until} and (a.updated_at > ${after.at} or (a.updated_at = ${after.at} and a.id > ${after.id})) order by a.updated_at, a.id limit ${limit}`,
+      ),
+
     // Sub-organizations of a parent, found by what they hold (list_suborgs).
     subOrganizationsBy: {
       NAME: (parent: string, value: string) =>

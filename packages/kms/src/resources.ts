@@ -7,6 +7,7 @@ import { EXPORT_IMPORT_ACTIVITIES } from './exportImport/activities.js'
 import { GRANT_ACTIVITIES } from './grants/activities.js'
 import { grantQueries } from './grants/queries.js'
 import { MFA_ACTIVITIES } from './mfa/activities.js'
+import { mfaQueries } from './mfa/queries.js'
 import { ORGANIZATION_ACTIVITIES } from './organizations/activities.js'
 import { organizationQueries } from './organizations/queries.js'
 import { POLICY_ACTIVITIES } from './policies/activities.js'
@@ -65,5 +66,6 @@ export function createQueries(context: QueryContext): QueryTable {
     policyQueries(context),
     activityQueries(context),
     grantQueries(context),
+    mfaQueries(context),
   ])
 }

@@ -16,6 +16,7 @@ import { createRateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from './http/
 import { envKek, type Kek } from './keyring/kek.js'
 import { createKeyring } from './keyring/keyring.js'
 import { devInbox, type Mailer } from './mail.js'
+import { mfaCodePublicKey } from './mfa/codeKey.js'
 import { mfaSettings } from './mfa/enforce.js'
 import { createOutbox } from './outbox.js'
 import { SMTP_URL_VARIABLE, type SmtpOptions, smtpMailer } from './smtp.js'
@@ -246,6 +247,7 @@ export function createKms(options: KmsOptions = {}) {
         executor: executor.framesExecutor,
         paymasters: options.frames.paymasters,
         appName: options.frames.appName,
+        mfaCodePublicKey: mfaCodePublicKey(signerPrivateKey),
       })
     : undefined
   const framesHost = options.frames?.host ?? 'localhost'

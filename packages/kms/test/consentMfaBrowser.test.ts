@@ -194,7 +194,7 @@ describe('ENROLL_TOTP', () => {
     const verified = await carry(await answer(page))
     expect(verified.status).toBe(200)
     const result = (verified.body['activity'] as { result: { verifyMfaFactorResult: Record<string, unknown> } }).result.verifyMfaFactorResult
-    expect(Object.keys(result).sort()).toEqual(['factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
+    expect(Object.keys(result).sort()).toEqual(['enrolled', 'factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
     await send(page, 'MFA_RESULT', verified)
     await frame.getByRole('dialog', { name: 'Save your recovery codes' }).waitFor()
     expect(await frame.locator('#mfa-intro').textContent()).toMatch(/^Save these codes somewhere safe\./)
@@ -253,11 +253,15 @@ describe('VERIFY_MFA', () => {
     await typeCode(page, frame, 'Authentication code', codeOf(secret, 30))
     const submitted = await answer(page)
     const sent = JSON.parse((submitted.value as Submit).body) as { type: string; parameters: Record<string, string> }
-    expect([sent.type, sent.parameters['factorId'], sent.parameters['code']]).toEqual([
+    expect([sent.type, sent.parameters['factorId'], Object.keys(sent.parameters).sort()]).toEqual([
       'ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR',
       factorId,
-      codeOf(secret, 30),
+      ['encryptedCodeBundle', 'factorId', 'targetPublicKey'],
     ])
+    // The body the page relays holds the code sealed to the kms: none of its digits in a row.
+    expect(JSON.parse(sent.parameters['encryptedCodeBundle']!)).toEqual({ encappedPublic: expect.any(String), ciphertext: expect.any(String) })
+    expect((submitted.value as Submit).body).not.toContain(codeOf(secret, 30))
+    expect(await seenByPage(page)).not.toContain(codeOf(secret, 30))
     const verified = await carry(submitted)
     expect(verified.status).toBe(200)
     const reply = await ask(page, 'MFA_RESULT', verified)
@@ -276,7 +280,9 @@ describe('VERIFY_MFA', () => {
     await frame.getByRole('button', { name: 'Use a recovery code' }).click()
     await typeCode(page, frame, 'Recovery code', recoveryCodes[0]!)
     const submitted = await answer(page)
-    expect(JSON.parse((submitted.value as Submit).body).parameters.recoveryCode).toBe(recoveryCodes[0])
+    // The recovery code, which unlocks every factor, is sealed to the kms as a code is.
+    expect(Object.keys(JSON.parse((submitted.value as Submit).body).parameters).sort()).toEqual(['encryptedCodeBundle', 'targetPublicKey'])
+    for (const text of [recoveryCodes[0]!, recoveryCodes[0]!.replaceAll('-', '')]) expect((submitted.value as Submit).body).not.toContain(text)
     const verified = await carry(submitted)
     expect(verified.status).toBe(200)
     expect(await ask(page, 'MFA_RESULT', verified)).toMatchObject({ type: 'MFA_VERIFIED', value: { verified: true } })

@@ -36,6 +36,7 @@ describe('second factors on two instances on one PostgreSQL', () => {
   let database: TestDatabase
   let backend: TurnkeyClient
   let parentOrganizationId: string
+  let parentKey: Keys
   beforeAll(async () => {
     database = await testDatabase()
     const masterKey = randomBytes(32)
@@ -43,13 +44,13 @@ describe('second factors on two instances on one PostgreSQL', () => {
     kmsA = createKms({ port: await getFreePort(), ...database, masterKey, signerPrivateKey })
     kmsB = createKms({ port: await getFreePort(), ...database, masterKey, signerPrivateKey })
     await Promise.all([kmsA.start(), kmsB.start()])
-    const parentKey = generateApiKeyPair()
+    parentKey = generateApiKeyPair()
     parentOrganizationId = (await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })).organizationId
     backend = new TurnkeyClient({ baseUrl: kmsA.url }, new ApiKeyStamper(parentKey))
   })
   afterAll(() => Promise.all([kmsA.stop(), kmsB.stop()]))
 
-  test('error: forty wrong codes at once over both instances judge five, and the fifth locks the factor; the right code after them is refused', async () => {
+  test('error: forty wrong codes at once over both instances judge five, and the fifth locks the factor; the right code after them is refused, and both instances list the factor locked', async () => {
     const email = `mfa-${randomBytes(4).toString('hex')}@example.test`
     const created = await backend.createSubOrganization({
       type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
@@ -109,6 +110,7 @@ describe('second factors on two instances on one PostgreSQL', () => {
       'invalid code: 3 attempts left before the factor locks for 15 minutes',
       'invalid code: 4 attempts left before the factor locks for 15 minutes',
     ])
+    let lockedUntil = 0
     const store = connect(database)
     try {
       const rows = await sql<{
@@ -116,10 +118,45 @@ describe('second factors on two instances on one PostgreSQL', () => {
         locked_until: string | number
       }>`select failures, locked_until from mfa_factors where id = ${factorId}`.execute(store.kysely)
       expect(rows.rows.map((row) => Number(row.failures))).toEqual([5])
-      expect(Number(rows.rows[0]!.locked_until)).toBeGreaterThan(Date.now() + 800_000)
+      lockedUntil = Number(rows.rows[0]!.locked_until)
+      expect(lockedUntil).toBeGreaterThan(Date.now() + 800_000)
     } finally {
       await store.close()
     }
     expect(await verify(kmsA, right(), 50)).toMatchObject({ status: 429, body: { details: [{ reason: 'MFA_FACTOR_LOCKED' }] } })
+    // Both instances read the factor as the parent organization's backend: verified, and locked.
+    const listed = await Promise.all(
+      [kmsA, kmsB].map((kms) =>
+        new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(parentKey)).request('/public/v1/query/list_mfa_factors', { organizationId, userId }),
+      ),
+    )
+    for (const answer of listed)
+      expect(answer).toEqual({
+        factors: [
+          {
+            factorId,
+            type: 'totp',
+            name: 'Authenticator app',
+            createdAt: expect.objectContaining({ nanos: expect.any(String) }),
+            verified: true,
+            lockedUntil: { seconds: String(Math.floor(lockedUntil / 1000)), nanos: String((lockedUntil % 1000) * 1_000_000) },
+          },
+        ],
+      })
+    // The backend's trail of kms events reads on PostgreSQL: from the start, the enrolment (the
+    // only verification that completed); after its cursor, nothing.
+    const trail = new TurnkeyClient({ baseUrl: kmsB.url }, new ApiKeyStamper(parentKey))
+    const read = (afterCursor?: string) =>
+      trail.request('/public/v1/query/list_suborganization_activities', {
+        organizationId: parentOrganizationId,
+        filterByType: ['ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR'],
+        ...(afterCursor ? { afterCursor } : {}),
+      }) as Promise<{ activities: { organizationId: string; type: string; result: unknown }[]; cursor: string | null }>
+    const page = await read()
+    // Listed once settled (2 s after it completed): the page is the enrolment, or empty before then.
+    expect(page.activities.map((activity) => [activity.organizationId, activity.result])).toEqual(
+      page.activities.length ? [[organizationId, { verifyMfaFactorResult: { factorId, enrolled: true, mfaVerifiedAt: expect.any(String) } }]] : [],
+    )
+    if (page.cursor) expect(await read(page.cursor)).toEqual({ activities: [], cursor: page.cursor })
   })
 })

@@ -6,7 +6,9 @@ import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { generateSync } from 'otplib'
 import { parseGwei, serializeTransaction } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { hpkeSeal } from '../src/bundles.js'
 import { generateApiKeyPair, type Kms } from '../src/index.js'
+import { mfaCodePublicKey } from '../src/mfa/codeKey.js'
 import { rpId, softwareAuthenticator, useAuthenticator } from './authenticator.js'
 import { type ApiKeyPair, startKms } from './harness.js'
 
@@ -16,10 +18,12 @@ import { type ApiKeyPair, startKms } from './harness.js'
 // refusal writes nothing. Five wrong codes lock the factor for 15 minutes; a recovery code unlocks.
 
 type Harness = Awaited<ReturnType<typeof startKms>>
+/** The kms's signer key here: the key sealed codes go to is derived from it (mfa/codeKey.ts). */
+const SIGNER_PRIVATE_KEY = randomBytes(32).toString('hex')
 let harness: Harness
 beforeAll(async () => {
   // Sessions from an email code stay freshly verified for a day here: what is tested is the factor.
-  harness = await startKms({ freshVerificationSeconds: 86_400 })
+  harness = await startKms({ freshVerificationSeconds: 86_400, signerPrivateKey: SIGNER_PRIVATE_KEY })
 })
 afterAll(() => harness.kms.stop())
 
@@ -199,7 +203,7 @@ describe('TOTP factor', () => {
     const verified = await submit(user, 'verify_mfa_factor', { factorId: result.factorId, code: codeOf(result.secret) })
     expect(verified.status).toBe(200)
     const { recoveryCodes, ...rest } = verified.body['activity'].result.verifyMfaFactorResult
-    expect(rest).toEqual({ factorId: result.factorId, mfaVerifiedAt: String(harness.clock.now) })
+    expect(rest).toEqual({ factorId: result.factorId, enrolled: true, mfaVerifiedAt: String(harness.clock.now) })
     expect(recoveryCodes).toHaveLength(10)
     expect(new Set(recoveryCodes).size).toBe(10)
     for (const code of recoveryCodes) expect(code).toMatch(/^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$/)
@@ -228,7 +232,7 @@ describe('TOTP factor', () => {
     expect(otpauthUri).toBe(`otpauth://totp/Latchkey:${encodeURIComponent(user.email)}?secret=${secret}&issuer=Latchkey`)
     const verified = await submit(user, 'verify_mfa_factor', { factorId: result.factorId, code: codeOf(secret), targetPublicKey: frame.publicKeyUncompressed })
     const verification = verified.body.activity.result.verifyMfaFactorResult
-    expect(Object.keys(verification).sort()).toEqual(['factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
+    expect(Object.keys(verification).sort()).toEqual(['enrolled', 'factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
     const codes = (await open(verification.recoveryCodesBundle)) as string[]
     expect(codes).toHaveLength(10)
     // They are the user's codes: one of them verifies.
@@ -781,5 +785,165 @@ describe('operator settings', () => {
     await expect(startKms({ mfa: { required: ['tx-over:1e18'] } })).rejects.toThrow(
       'mfa: unknown action tx-over:1e18: one of sign-in, export, add-login, add-key, grant, or tx-over:<wei>',
     )
+  })
+})
+
+describe('list_mfa_factors', () => {
+  /** `POST /public/v1/query/list_mfa_factors` for `user`, stamped by `keys`. */
+  async function listFactors(user: User, keys: ApiKeyPair | 'backend', userId = user.userId) {
+    const text = JSON.stringify({ organizationId: user.organizationId, userId })
+    const stamper = keys === 'backend' ? harness.parentKey : keys
+    const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(stamper).stamp(text)
+    const response = await fetch(`${harness.kms.url}/public/v1/query/list_mfa_factors`, {
+      method: 'POST',
+      body: text,
+      headers: { [stampHeaderName]: stampHeaderValue },
+    })
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+  }
+  const at = (ms: number) => ({ seconds: String(Math.floor(ms / 1000)), nanos: String((ms % 1000) * 1_000_000) })
+
+  test('default: the user and the parent organization read the factors, verified or pending, with no secret; none before enrolment', async () => {
+    const user = await signedIn()
+    expect(await listFactors(user, user.session)).toEqual({ status: 200, body: { factors: [] } })
+    const totpAt = harness.clock.now
+    const { factorId } = await enrolTotp(user)
+    const passkeyId = await addPasskey(user)
+    const passkeyAt = harness.clock.now
+    const passkeyFactor = await submitWithPasskey(user, 'create_passkey_factor', { userId: user.userId, authenticatorId: passkeyId, factorName: 'Laptop' })
+    expect(passkeyFactor.status).toBe(200)
+    const expected = {
+      status: 200,
+      body: {
+        factors: [
+          { factorId, type: 'totp', name: 'Authenticator app', createdAt: at(totpAt), verified: true },
+          {
+            factorId: passkeyFactor.body.activity.result.createPasskeyFactorResult.factorId,
+            type: 'passkey',
+            name: 'Laptop',
+            createdAt: at(passkeyAt),
+            verified: true,
+          },
+        ],
+      },
+    }
+    expect(await listFactors(user, user.session)).toEqual(expected)
+    expect(await listFactors(user, 'backend')).toEqual(expected)
+  })
+
+  test('behavior: a pending TOTP enrolment is listed unverified; a locked factor names when it unlocks, and no longer once the lock expires', async () => {
+    const user = await signedIn()
+    const createdAt = harness.clock.now
+    const created = await submit(user, 'create_totp_factor', { userId: user.userId })
+    const pending = created.body.activity.result.createTotpFactorResult
+    expect((await listFactors(user, 'backend')).body).toEqual({
+      factors: [{ factorId: pending.factorId, type: 'totp', name: 'Authenticator app', createdAt: at(createdAt), verified: false }],
+    })
+    const verified = await submit(user, 'verify_mfa_factor', { factorId: pending.factorId, code: codeOf(pending.secret) })
+    expect(verified.status).toBe(200)
+    harness.clock.now += 30_000
+    const wrong = codeOf(pending.secret) === '000000' ? '111111' : '000000'
+    for (let attempt = 0; attempt < 5; attempt++) await submit(user, 'verify_mfa_factor', { factorId: pending.factorId, code: wrong })
+    const lockedUntil = harness.clock.now + 900_000
+    expect((await listFactors(user, user.session)).body['factors']).toEqual([
+      expect.objectContaining({ factorId: pending.factorId, verified: true, lockedUntil: at(lockedUntil) }),
+    ])
+    harness.clock.now += 900_000
+    expect((await listFactors(user, user.session)).body).toEqual({
+      factors: [{ factorId: pending.factorId, type: 'totp', name: 'Authenticator app', createdAt: at(createdAt), verified: true }],
+    })
+  })
+
+  test("error: another user of the sub-organization and another sub-organization's user are refused; an unknown user is not found", async () => {
+    const user = await signedIn()
+    await enrolTotp(user)
+    const stranger = await signedIn()
+    const delegateKeys = generateApiKeyPair()
+    await user.client.createUsers({
+      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+      timestampMs: harness.timestampMs(),
+      organizationId: user.organizationId,
+      parameters: {
+        users: [
+          {
+            userName: 'delegated access',
+            apiKeys: [{ apiKeyName: 'backend', publicKey: delegateKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
+            authenticators: [],
+            oauthProviders: [],
+            userTags: [],
+          },
+        ],
+      },
+    })
+    expect(await listFactors(user, delegateKeys)).toEqual({
+      status: 403,
+      body: { code: 7, message: "a user's second factors are read by that user or by the parent organization only", details: [] },
+    })
+    expect(await listFactors(user, stranger.session)).toEqual({
+      status: 401,
+      body: { code: 16, message: 'could not find public key in organization or its parent organization', details: [] },
+    })
+    expect(await listFactors(user, 'backend', stranger.userId)).toEqual({
+      status: 404,
+      body: { code: 5, message: `user ${stranger.userId} not found in organization ${user.organizationId}`, details: [] },
+    })
+  })
+})
+
+describe('sealed codes', () => {
+  /** `inner` sealed as the consent frame seals a typed code (HPKE to `key`, default the kms's code key). */
+  async function sealed(inner: object, key = mfaCodePublicKey(SIGNER_PRIVATE_KEY)) {
+    const { enc, ciphertext } = await hpkeSeal(key, new TextEncoder().encode(JSON.stringify(inner)))
+    return JSON.stringify({ encappedPublic: Buffer.from(enc).toString('hex'), ciphertext: Buffer.from(ciphertext).toString('hex') })
+  }
+
+  test('default: a code sealed to the kms’s code key, bound to the factor, the organization and the stamping key, verifies; the stored intent holds no code', async () => {
+    const user = await signedIn()
+    const { factorId, secret } = await enrolTotp(user)
+    const code = codeOf(secret)
+    const bound = { organizationId: user.organizationId, publicKey: user.session.apiPublicKey }
+    const verified = await submit(user, 'verify_mfa_factor', { factorId, encryptedCodeBundle: await sealed({ code, factorId, ...bound }) })
+    expect([verified.status, verified.body.activity.status]).toEqual([200, 'ACTIVITY_STATUS_COMPLETED'])
+    const stored = await harness.backend.getActivity({ organizationId: user.organizationId, activityId: verified.body.activity.id })
+    expect(JSON.stringify(stored.activity.intent)).not.toContain(code)
+    expect((await exportWallet(user)).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  })
+
+  test('behavior: a recovery code sealed the same way verifies and is spent', async () => {
+    const user = await signedIn()
+    const { recoveryCodes } = await enrolTotp(user)
+    const bound = { organizationId: user.organizationId, publicKey: user.session.apiPublicKey }
+    const verified = await submit(user, 'verify_mfa_factor', { encryptedCodeBundle: await sealed({ recoveryCode: recoveryCodes[0], ...bound }) })
+    expect(verified.body.activity.result.verifyMfaFactorResult.recoveryCodesLeft).toBe(9)
+  })
+
+  test('error: a sealed code moved to another session key, factor or organization, or sealed to another key, is refused and counts no attempt', async () => {
+    const user = await signedIn()
+    const { factorId, secret } = await enrolTotp(user)
+    const code = codeOf(secret)
+    const bound = { organizationId: user.organizationId, publicKey: user.session.apiPublicKey }
+    const verify = async (encryptedCodeBundle: string, extra: Record<string, unknown> = {}) => {
+      const answer = await submit(user, 'verify_mfa_factor', { factorId, encryptedCodeBundle, ...extra })
+      return [answer.status, answer.body.message]
+    }
+    const moved = 'encryptedCodeBundle was sealed for another organization or session key than the one that stamps this request'
+    expect(await verify(await sealed({ code, factorId, ...bound, publicKey: generateApiKeyPair().apiPublicKey }))).toEqual([403, moved])
+    expect(await verify(await sealed({ code, factorId, ...bound, organizationId: harness.parent.organizationId }))).toEqual([403, moved])
+    expect(await verify(await sealed({ code, factorId: 'another-factor', ...bound }))).toEqual([403, 'encryptedCodeBundle was sealed for another factor'])
+    expect(await verify(await sealed({ code, factorId, ...bound }, generateP256KeyPair().publicKeyUncompressed))).toEqual([
+      400,
+      'encryptedCodeBundle does not open with the kms’s code key (latchkey-mfa-code-key): reload the frame',
+    ])
+    expect(await verify(await sealed({ code: '12345', factorId, ...bound }))).toEqual([
+      400,
+      'encryptedCodeBundle must hold {code, factorId} or {recoveryCode}, with organizationId and publicKey',
+    ])
+    expect(await verify(await sealed({ code, factorId, ...bound }), { code })).toEqual([
+      400,
+      'invalid parameters: (root): give one of code, recoveryCode and encryptedCodeBundle',
+    ])
+    // None was judged: the factor counts no failure, and the right code, sealed, still verifies.
+    expect((await harness.kms.db.mfaFactor(factorId, user.organizationId))!.failures).toBe(0)
+    expect((await verify(await sealed({ code, factorId, ...bound })))[0]).toBe(200)
   })
 })

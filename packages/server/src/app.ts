@@ -155,6 +155,7 @@ export function paymasterFor(options: Pick<ServerAppOptions, 'paymaster' | 'appN
     now: options.now,
     logger: options.logger,
     settleIntervalMs: settings.settleIntervalMs,
+    webhooks: { enqueue: (trx, events, at) => store.webhooks.enqueue(trx as never, events, at), queued: () => store.webhooksQueued() },
   })
 }
 

@@ -1,11 +1,14 @@
 import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
+import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { createServerApp, paymasterFor, type ServerAppOptions } from './app.js'
 import { createServerAudit } from './audit.js'
+import { KmsClient } from './internal/kmsClient.js'
 import type { Paymaster } from './paymaster/service.js'
 import { openStore, type Store } from './store.js'
 import { createWebhookSender, type WebhookSender } from './webhooks/dispatcher.js'
+import { createKmsEventFollower, type KmsEventFollower } from './webhooks/kmsEvents.js'
 
 export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
   /** Default 8787. */
@@ -38,6 +41,8 @@ export type AppServerOptions = Omit<ServerAppOptions, 'store'> & {
   auditLogFile?: string | undefined
   /** How long a webhook endpoint has to answer. Default 10 s. */
   webhookTimeoutMs?: number | undefined
+  /** How often the kms's completed activities are read for their events (wallet.exported, mfa.enrolled, …). Default 2 s. */
+  kmsEventPollMs?: number | undefined
 }
 
 /**
@@ -62,7 +67,7 @@ export function createAppServer(options: AppServerOptions) {
   })
   let server: Server | undefined
   let audit: ServerAppOptions['audit']
-  let webhooks: { sender: WebhookSender; unsubscribe: () => void } | undefined
+  let webhooks: { sender: WebhookSender; follower: KmsEventFollower; unsubscribe: () => void } | undefined
   let paymaster: Paymaster | undefined
   return {
     name: 'server',
@@ -79,8 +84,17 @@ export function createAppServer(options: AppServerOptions) {
       audit = options.audit ?? createServerAudit(store, { key: options.auditKey, logFile: options.auditLogFile, logger: options.logger })
       // Every instance sends: claims keep them from sending one delivery twice at once.
       const sender = createWebhookSender({ outbox: store.webhooks, now: options.now, logger: options.logger, timeoutMs: options.webhookTimeoutMs })
-      webhooks = { sender, unsubscribe: store.onWebhooksQueued(sender.nudge) }
+      // Every instance follows the kms's trail too: the cursor's compare-and-set and the once-keys keep an activity to one event.
+      const follower = createKmsEventFollower({
+        kms: new KmsClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey })),
+        organizationId: options.organizationId,
+        store,
+        logger: options.logger,
+        pollMs: options.kmsEventPollMs,
+      })
+      webhooks = { sender, follower, unsubscribe: store.onWebhooksQueued(sender.nudge) }
       sender.start()
+      follower.start()
       // The issuer of access JWTs defaults to this server's own URL, never a request's Host.
       // Every instance settles too: settling a reservation twice changes nothing.
       paymaster = options.paymaster ? paymasterFor(options, store, audit) : undefined
@@ -122,6 +136,7 @@ export function createAppServer(options: AppServerOptions) {
       await closeGracefully(running ? [running] : [], observer)
       // A delivery cut here is claimed again by an instance once its lease ends, with the same id.
       webhooks?.unsubscribe()
+      await webhooks?.follower.stop()
       await webhooks?.sender.stop()
       webhooks = undefined
       await paymaster?.stop()

@@ -3,7 +3,7 @@ import type { Metrics } from '@latchkey/service'
 import { auditMigration, type Database, type Migration, openDatabase, UniqueViolationError } from '@latchkey/service/database'
 import { type Kysely, sql, type Transaction } from 'kysely'
 import { type PaymasterSchema, paymasterMigration } from './paymaster/schema.js'
-import { sessionEvents } from './webhooks/events.js'
+import { type NewWebhookEvent, sessionEvents } from './webhooks/events.js'
 import { webhookOutbox } from './webhooks/outbox.js'
 import { type WebhookSchema, webhooksMigration } from './webhooks/schema.js'
 
@@ -98,6 +98,8 @@ export type LoginRow = {
 /** The backend's tables, as Kysely sees them. */
 export type ServerSchema = WebhookSchema &
   PaymasterSchema & {
+    /** The kms event follower's cursor (`<completed ms>:<activity id>`), one row named `activities`. */
+    kms_event_cursor: { name: string; cursor: string }
     accounts: AccountRow
     passkey_accounts: PasskeyAccountRow
     pending_codes: PendingCodeRow
@@ -327,6 +329,18 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
       await insert(accounts.map((row) => ({ ...emailLogin(row), created_at: Number(row.created_at) })))
       const passkeys = (await db.selectFrom('passkey_accounts').selectAll().execute()) as PasskeyAccountRow[]
       await insert(passkeys.map((row) => ({ ...passkeyLogin(row), created_at: Number(row.created_at) })))
+    },
+  },
+  {
+    // The kms's events (webhooks/kmsEvents.ts): where the backend is in the kms's trail of completed activities.
+    name: '0011_kms_event_cursor',
+    expand: true,
+    async up(db) {
+      await db.schema
+        .createTable('kms_event_cursor')
+        .addColumn('name', 'text', (column) => column.primaryKey())
+        .addColumn('cursor', 'text', (column) => column.notNull())
+        .execute()
     },
   },
 ]
@@ -728,6 +742,38 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     },
     /** The webhook outbox: endpoints, events and their deliveries (webhooks/outbox.ts). */
     webhooks,
+    /** Where the kms event follower is in the kms's trail (webhooks/kmsEvents.ts); null before its first page. */
+    kmsCursor: async (): Promise<string | null> =>
+      (await db.selectFrom('kms_event_cursor').select('cursor').where('name', '=', 'activities').executeTakeFirst())?.cursor ?? null,
+    /**
+     * Moves the kms event follower's cursor from `from` to `to` and queues `events` (each once, by
+     * its activity's key) in one transaction: the deliveries queued; undefined, with nothing
+     * written, when another instance moved the cursor first.
+     */
+    async advanceKmsCursor(from: string | null, to: string, events: readonly (NewWebhookEvent & { at: number })[]): Promise<number | undefined> {
+      const queued = await database.transaction(
+        async (trx) => {
+          const moved =
+            from === null
+              ? ((
+                  await trx
+                    .insertInto('kms_event_cursor')
+                    .values({ name: 'activities', cursor: to })
+                    .onConflict((conflict) => conflict.column('name').doNothing())
+                    .executeTakeFirst()
+                ).numInsertedOrUpdatedRows ?? 0n) > 0n
+              : (await trx.updateTable('kms_event_cursor').set({ cursor: to }).where('name', '=', 'activities').where('cursor', '=', from).executeTakeFirst())
+                  .numUpdatedRows > 0n
+          if (!moved) return undefined
+          let count = 0
+          for (const event of events) count += await webhooks.enqueue(trx, [event], event.at)
+          return count
+        },
+        { isolation: 'read committed' },
+      )
+      if (queued !== undefined) nudge(queued)
+      return queued
+    },
     /** Calls `listener` after each commit that queued webhook deliveries (the sender's nudge); answers how to stop. */
     onWebhooksQueued(listener: () => void) {
       queuedListeners.add(listener)

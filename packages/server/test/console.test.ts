@@ -7,12 +7,13 @@ import { createServerApp, openStore } from '../src/index.js'
 import { endReservation, type PaymasterSchema, reserve } from '../src/paymaster/schema.js'
 import { answer, newEmail, useBackend } from './backend.js'
 import { parentApprovals } from './consoleSetup.js'
+import { totp } from './totp.js'
 
 // The operator console's admin API (issue 29 item 7) against a real kms: users, their activities,
 // the parent organization's pending approvals and its policies, webhook deliveries with replay,
 // the sponsorship budgets. On SQLite here and on PostgreSQL with vitest.postgres.config.ts.
 
-const { t, signedInByEmail, signedUpWithPasskey } = useBackend()
+const { t, signedInByEmail, signedUpWithPasskey, withPasskey } = useBackend()
 const token = 'admin-token-of-the-console-tests-0123456789'
 let app: ReturnType<typeof createServerApp>
 beforeEach(() => {
@@ -96,7 +97,7 @@ describe('users', () => {
           accounts: [{ address: alice.address, path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
         },
       ],
-      mfa: { status: 'not enrolled' },
+      mfa: { status: 'not enrolled', factors: [] },
     })
     const passkeyDetail = await get(`/admin/users/${passkey.organizationId}`)
     expect([passkeyDetail.logins, (passkeyDetail.authenticators as unknown[]).length]).toEqual([
@@ -124,6 +125,38 @@ describe('users', () => {
     const after = (await get(`/admin/activities?org=${alice.organizationId}&limit=1&after=${paged.next}`)) as { activities: { id: string }[] }
     expect(after.activities[0]!.id).toBe(activities[1]!.id)
     expect(await get(`/admin/activities?org=${alice.organizationId}&status=ACTIVITY_STATUS_FAILED`)).toEqual({ activities: [], next: null })
+  })
+
+  test('behavior: MFA names each factor the kms holds, by type, and a locked one with when it unlocks', async () => {
+    const alice = await signedInByEmail(newEmail())
+    const submit = (client: TurnkeyClient, organizationId: string, op: string, type: string, parameters: unknown) =>
+      client.request(`/public/v1/submit/${op}`, { type, timestampMs: String(t.clock), organizationId, parameters }) as Promise<{
+        activity: { result: { createTotpFactorResult: { factorId: string; secret: string } } }
+      }>
+    const enrolledAt = new Date(t.clock).toISOString()
+    const created = await submit(alice.user, alice.organizationId, 'create_totp_factor', 'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR', { userId: alice.userId })
+    const { factorId, secret } = created.activity.result.createTotpFactorResult
+    const verify = (code: string) =>
+      submit(alice.user, alice.organizationId, 'verify_mfa_factor', 'ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR', { factorId, code })
+    await verify(totp(secret, t.clock))
+    const factor = { factorId, type: 'totp', name: 'Authenticator app', enrolledAt }
+    expect((await get(`/admin/users/${alice.organizationId}`)).mfa).toEqual({ status: 'TOTP', factors: [factor] })
+    t.clock += 60_000
+    const wrong = [-30_000, 0, 30_000].some((offset) => totp(secret, t.clock + offset) === '000000') ? '111111' : '000000'
+    for (let attempt = 0; attempt < 5; attempt++) await expect(verify(wrong)).rejects.toThrow(/^Turnkey error 3: invalid code: /)
+    const lockedUntil = new Date(t.clock + 900_000).toISOString()
+    expect((await get(`/admin/users/${alice.organizationId}`)).mfa).toEqual({
+      status: `TOTP (locked until ${lockedUntil})`,
+      factors: [{ ...factor, lockedUntil }],
+    })
+
+    const passkey = await signedUpWithPasskey()
+    const { authenticators } = await t.backend.getAuthenticators({ organizationId: passkey.organizationId, userId: passkey.userId })
+    await submit(withPasskey(passkey.authenticator), passkey.organizationId, 'create_passkey_factor', 'ACTIVITY_TYPE_LATCHKEY_CREATE_PASSKEY_FACTOR', {
+      userId: passkey.userId,
+      authenticatorId: authenticators[0]!.authenticatorId,
+    })
+    expect(((await get(`/admin/users/${passkey.organizationId}`)).mfa as { status: string }).status).toBe('passkey')
   })
 
   test('error: a user or an organization the backend did not create is 404, and the kms is not asked', async () => {

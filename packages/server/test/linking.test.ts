@@ -6,6 +6,7 @@ import { describe, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { oauthNonce } from '../src/index.js'
 import { type Authenticator, answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
+import { totp } from './totp.js'
 
 // Account linking (issue 28, item 1): one user, many logins, each linked by its own flow while
 // signed in; a login of another user is refused with nothing written, here or in the kms.
@@ -377,5 +378,41 @@ describe('account linking', () => {
       },
       { action: 'DELETE /auth/user/logins/lg_nothing', outcome: 'refused', reason: '404 unknown_login: This account has no such login' },
     ])
+  })
+})
+
+describe('second factors', () => {
+  /** Submits a Latchkey second-factor activity with the user's own session key (the embedded wallet's). */
+  const submitFactor = (
+    user: { organizationId: string; user: { request: (url: string, body: unknown) => Promise<unknown> } },
+    op: string,
+    type: string,
+    parameters: unknown,
+  ) =>
+    user.user.request(`/public/v1/submit/${op}`, { type, timestampMs: String(t.clock), organizationId: user.organizationId, parameters }) as Promise<{
+      activity: { result: { createTotpFactorResult: { factorId: string; secret: string } } }
+    }>
+
+  test('behavior: GET /auth/user lists the factors the kms holds: none, then a TOTP once its first code is verified, then locked after five wrong codes', async () => {
+    const user = await signedInByEmail(newEmail())
+    const mfaOf = async () => ((await (await get('/auth/user', user.cookie)).json()) as { mfa: unknown }).mfa
+    expect(await mfaOf()).toEqual({ enrolled: [] })
+    const enrolledAt = t.clock
+    const created = await submitFactor(user, 'create_totp_factor', 'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR', { userId: user.userId })
+    const { factorId, secret } = created.activity.result.createTotpFactorResult
+    // Pending until a first code is verified: not enrolled yet.
+    expect(await mfaOf()).toEqual({ enrolled: [] })
+    await submitFactor(user, 'verify_mfa_factor', 'ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR', { factorId, code: totp(secret, t.clock) })
+    const factor = { factorId, type: 'totp', name: 'Authenticator app', enrolledAt: new Date(enrolledAt).toISOString() }
+    expect(await mfaOf()).toEqual({ enrolled: [factor] })
+
+    t.clock += 60_000
+    const wrong = [totp(secret, t.clock - 30_000), totp(secret, t.clock), totp(secret, t.clock + 30_000)].includes('000000') ? '111111' : '000000'
+    for (let attempt = 0; attempt < 5; attempt++)
+      await expect(submitFactor(user, 'verify_mfa_factor', 'ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR', { factorId, code: wrong })).rejects.toThrow(
+        /^Turnkey error 3: invalid code: /,
+      )
+    const lockedUntil = new Date(t.clock + 900_000).toISOString()
+    expect(await mfaOf()).toEqual({ enrolled: [{ ...factor, lockedUntil }] })
   })
 })

@@ -114,6 +114,7 @@ async function newApp(paymasterPolicy = policy(), url?: string, limitsPerIp?: Se
     audit: { record: async () => {} } as never,
     appName: 'Demo',
     isUserWallet: async () => true,
+    webhooks: { enqueue: (trx, events, at) => store.webhooks.enqueue(trx as never, events, at), queued: () => store.webhooksQueued() },
   })
   return { app, store, paymaster }
 }
@@ -637,6 +638,25 @@ test('behavior: settlement turns a reservation into the actualGasCost of the Ent
   expect(await budgetsOf(a.store.database.db, CHAIN_ID, sender, today())).toEqual({ user: actual, global: actual })
   expect(await a.store.database.db.selectFrom('paymaster_reservations').select(['status', 'actual']).execute()).toEqual([
     { status: 'settled', actual: actual.toString() },
+  ])
+  // sponsorship.spent, written with the settlement: once for the UserOperation, though both instances read it.
+  const spent = await a.store.database.db.selectFrom('webhook_events').select('body').where('type', '=', 'sponsorship.spent').execute()
+  expect(spent.map((row) => JSON.parse(row.body))).toEqual([
+    {
+      type: 'sponsorship.spent',
+      timestamp: expect.any(String),
+      data: {
+        chainId: CHAIN_ID,
+        userOpHash: events[0]!.args.userOpHash,
+        sender,
+        nonce: '0',
+        paymaster: SPONSOR_PAYMASTER,
+        paymasterKind: 'sponsor',
+        actualGasCost: actual.toString(),
+        success: true,
+        transactionHash: hash,
+      },
+    },
   ])
 }, 60_000)
 

@@ -25,6 +25,11 @@ export type FramesAppOptions = {
   paymasters?: readonly FramePaymaster[] | undefined
   /** The app's name, shown by the consent frame for a sponsored fee ("sponsored by APP"). Default none: "sponsored by the app". */
   appName?: string | undefined
+  /**
+   * The kms's key for second-factor codes (uncompressed hex, `mfaCodePublicKey` of mfa/codeKey.ts):
+   * the consent frame seals a typed code to it. Default none: the frame then takes no code.
+   */
+  mfaCodePublicKey?: string | undefined
 }
 
 /** Where the compiled frame scripts and the stylesheet are served from. */
@@ -149,6 +154,7 @@ export function createFramesApp(options: FramesAppOptions) {
           executor: options.executor,
           paymasters,
           appName,
+          mfaCodePublicKey: options.mfaCodePublicKey,
         }),
     ]),
   )

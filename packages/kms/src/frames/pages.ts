@@ -35,6 +35,8 @@ export type PageParameters = {
   paymasters?: readonly FramePaymaster[] | undefined
   /** Consent frame: the app's name, as "Network fee: sponsored by APP" reads it. */
   appName?: string | undefined
+  /** Consent frame: the kms's key for second-factor codes (mfa/codeKey.ts), uncompressed hex; without it the frame takes no code. */
+  mfaCodePublicKey?: string | undefined
   /** Import frame: what the user types. Default `mnemonic`. */
   secret?: 'mnemonic' | 'private-key' | undefined
 }
@@ -146,6 +148,7 @@ function consentMeta(parameters: PageParameters): string {
 <meta name="latchkey-executor" content="${escapeHtml(parameters.executor ?? '')}">
 <meta name="latchkey-paymasters" content="${escapeHtml(paymasters)}">
 <meta name="latchkey-app-name" content="${escapeHtml(parameters.appName ?? '')}">
+<meta name="latchkey-mfa-code-key" content="${escapeHtml(parameters.mfaCodePublicKey ?? '')}">
 `
 }
 

@@ -9,6 +9,7 @@ import { parse, targetPublicKey } from '../params.js'
 import { keepingWrites } from '../refusal.js'
 import { open, seal } from '../secrets.js'
 import type { MfaFactorRow } from '../storage/tables.js'
+import { openCodeBundle } from './codeKey.js'
 import {
   ACTIVE,
   factorLocked,
@@ -203,14 +204,25 @@ export const MFA_ACTIVITIES: ActivityTable = {
             factorId: z.string().min(1).optional(),
             code: code.optional(),
             recoveryCode: z.string().min(1).max(32).optional(),
+            /** The code or the recovery code sealed to the kms's code key (mfa/codeKey.ts), as a frame sends it. */
+            encryptedCodeBundle: z.string().min(1).max(4096).optional(),
             apiKeyPublicKey: z.string().min(1).optional(),
             /** A frame's key: recovery codes handed out come sealed to it (`recoveryCodesBundle`), not in clear. */
             targetPublicKey: targetPublicKey.optional(),
           })
-          .refine((value) => [value.code, value.recoveryCode].filter((each) => each !== undefined).length <= 1, 'give a code or a recoveryCode, not both'),
+          .refine(
+            (value) => [value.code, value.recoveryCode, value.encryptedCodeBundle].filter((each) => each !== undefined).length <= 1,
+            'give one of code, recoveryCode and encryptedCodeBundle',
+          ),
         params,
       )
       const { db, caller, masterKey, now } = context
+      if (input.encryptedCodeBundle !== undefined) {
+        // Opened before anything is read or counted: a bundle for another request changes nothing.
+        const opened = await openCodeBundle(input.encryptedCodeBundle, context, input.factorId)
+        if ('code' in opened) input.code = opened.code
+        else input.recoveryCode = opened.recoveryCode
+      }
       if (input.recoveryCode !== undefined) {
         // The substitute for a lost or locked factor: spent once, and it unlocks every factor.
         if (caller.apiKeyId === undefined || caller.homeOrganizationId !== caller.organizationId)
@@ -280,6 +292,8 @@ export const MFA_ACTIVITIES: ActivityTable = {
       const sealed = recoveryCodes === undefined ? undefined : await sealedFor(context, input.targetPublicKey, recoveryCodes)
       return {
         factorId: factor.id,
+        // The first code of a TOTP enrolment: the factor counts from now (the backend's mfa.enrolled reads it).
+        ...(factor.status === PENDING ? { enrolled: true } : {}),
         ...(mfaVerifiedAt === undefined ? {} : { mfaVerifiedAt: String(mfaVerifiedAt) }),
         ...(sealed === undefined ? {} : 'bundle' in sealed ? { recoveryCodesBundle: sealed.bundle } : { recoveryCodes: sealed.value }),
       }

@@ -133,7 +133,7 @@ export function consoleRoutes(admin: Hono, options: { store: Store; kms: Turnkey
         createdAt: msOf(authenticator.createdAt),
       })),
       wallets: withAccounts,
-      mfa: mfaOf(kmsUser),
+      mfa: await mfaOf(kms, organizationId, account.user_id),
     })
   })
 

@@ -193,12 +193,14 @@ async function releaseIn(trx: Trx, dialect: 'sqlite' | 'postgres', reservation: 
  * Ends one reservation: `actual` wei counts instead of its amount (`settled`), or, without
  * `actual`, nothing counts (`released`). Idempotent: a reservation already ended is left as it is
  * (another instance may have seen the same event); answers whether this call ended it.
+ * `settled` runs in the same transaction once it did (the `sponsorship.spent` event's enqueue).
  */
 export async function endReservation(
   database: Database<PaymasterSchema>,
   key: { chainId: number; sender: string; nonce: bigint },
   at: number,
   actual?: bigint,
+  settled?: (trx: Transaction<PaymasterSchema>, reservation: PaymasterReservationRow) => Promise<unknown>,
 ): Promise<boolean> {
   const sender = key.sender.toLowerCase()
   const nonce = key.nonce.toString()
@@ -223,6 +225,7 @@ export async function endReservation(
         .executeTakeFirst()
       if (reservation?.status !== 'reserved') return false
       await releaseIn(trx, database.dialect, reservation, at, actual)
+      if (actual !== undefined) await settled?.(trx, reservation)
       return true
     },
     { isolation: 'read committed' },

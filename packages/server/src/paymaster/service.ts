@@ -1,6 +1,6 @@
 import type { Logger } from '@latchkey/service'
 import type { AuditTrail, Database } from '@latchkey/service/database'
-import { sql } from 'kysely'
+import { sql, type Transaction } from 'kysely'
 import {
   type Address,
   createPublicClient,
@@ -17,6 +17,7 @@ import {
 } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { z } from 'zod'
+import type { NewWebhookEvent } from '../webhooks/events.js'
 import { decodeAccountCalls } from './calls.js'
 import { encodeSponsorData, encodeTokenData, type SignedUserOperation, sponsorTypedData, tokenTypedData } from './data.js'
 import { type PaymasterChainPolicy, type PaymasterPolicy, targetAllowed } from './policy.js'
@@ -130,6 +131,11 @@ export type PaymasterOptions = {
   logger?: Logger | undefined
   /** How often each chain's settlement runs, in ms. Default 5,000. */
   settleIntervalMs?: number | undefined
+  /**
+   * The webhook outbox on the same database: a settlement queues `sponsorship.spent` in its own
+   * transaction, once per UserOperation hash; `queued` nudges the sender after the commit.
+   */
+  webhooks?: { enqueue(trx: Transaction<never>, events: readonly NewWebhookEvent[], at: number): Promise<number>; queued(): void } | undefined
 }
 
 type JsonRpcResponse = { jsonrpc: '2.0'; id: string | number | null; result?: unknown; error?: { code: number; message: string; data?: unknown } }
@@ -367,9 +373,35 @@ export function createPaymaster(options: PaymasterOptions) {
     if (fromBlock <= toBlock) {
       const logs = await client.getLogs({ address: chain.entryPoint, event: USER_OPERATION_EVENT, args: { paymaster: ours(chain) }, fromBlock, toBlock })
       for (const log of logs) {
-        const { sender, nonce, actualGasCost } = log.args
+        const { sender, nonce, actualGasCost, userOpHash, paymaster } = log.args
         if (sender === undefined || nonce === undefined || actualGasCost === undefined) continue
-        if (await endReservation(database, { chainId: chain.chainId, sender, nonce }, now(), actualGasCost)) settled++
+        const event: NewWebhookEvent = {
+          type: 'sponsorship.spent',
+          data: {
+            chainId: chain.chainId,
+            userOpHash,
+            sender,
+            nonce: nonce.toString(),
+            paymaster,
+            paymasterKind: paymaster?.toLowerCase() === chain.sponsorPaymaster.toLowerCase() ? 'sponsor' : 'token',
+            actualGasCost: actualGasCost.toString(),
+            success: log.args.success,
+            transactionHash: log.transactionHash,
+          },
+          once: `sponsorship.spent:${chain.chainId}:${userOpHash}`,
+        }
+        const spent = options.webhooks
+        const ended = await endReservation(
+          database,
+          { chainId: chain.chainId, sender, nonce },
+          now(),
+          actualGasCost,
+          spent && ((trx) => spent.enqueue(trx as unknown as Transaction<never>, [event], now())),
+        )
+        if (ended) {
+          settled++
+          spent?.queued()
+        }
       }
       // Only forward: another instance may have read further meanwhile.
       await database.db

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
 import { callKms, currentSession, enforce, type RouteContext, readBody } from '../internal/context.js'
 import { proveEmail } from '../internal/emailProof.js'
+import { mfaFactorsOf } from '../internal/mfa.js'
 import { attestation, challenge, email } from '../internal/schemas.js'
 import { stampedActivity, submitUserStamped, userStamped } from '../internal/userStamped.js'
 import {
@@ -72,8 +73,10 @@ const loginOf = (context: RouteContext, account: KnownAccount, kind: LoginKind, 
 
 /**
  * `GET /auth/user` (signed in) → `{userId, organizationId, logins: [{id, kind, label, linkedAt}],
- * wallets: [{address, kind: 'embedded' | 'external'}], mfa: {enrolled: []}}`: the user's linked
- * logins, oldest first, and wallets (the embedded one, then each linked external wallet). A guest
+ * wallets: [{address, kind: 'embedded' | 'external'}], mfa: {enrolled: [{factorId, type: 'totp' |
+ * 'passkey', name, enrolledAt, lockedUntil?}]}}`: the user's linked logins, oldest first, wallets
+ * (the embedded one, then each linked external wallet) and second factors, as the kms lists them
+ * (`list_mfa_factors`: enrolled ones, `lockedUntil` while five wrong codes lock one). A guest
  * account (`POST /auth/guest`) with no login linked yet has `guest: true` and no logins.
  *
  * @example
@@ -81,7 +84,10 @@ const loginOf = (context: RouteContext, account: KnownAccount, kind: LoginKind, 
  */
 export const user = (context: RouteContext) => async (c: Context) => {
   const { account } = await signedInUser(c, context)
-  const logins = await context.store.loginsOf(account.organization_id)
+  const [logins, enrolled] = await Promise.all([
+    context.store.loginsOf(account.organization_id),
+    mfaFactorsOf(context.kms, account.organization_id, account.user_id),
+  ])
   // A guest account until its first login is linked.
   const guest = logins.length === 0 && (await context.store.login('guest', account.organization_id)) !== undefined
   return c.json({
@@ -93,7 +99,7 @@ export const user = (context: RouteContext) => async (c: Context) => {
       { address: account.address, kind: 'embedded' as const },
       ...logins.filter((row) => row.kind === 'wallet').map((row) => ({ address: row.subject, kind: 'external' as const })),
     ],
-    mfa: { enrolled: [] },
+    mfa: { enrolled },
   })
 }
 

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto'
 import type { SessionRow } from '../store.js'
 
 /**
- * Every event type an endpoint may subscribe to. The backend sends `user.created`,
- * `wallet.created` and `user.authenticated` today; the others are reserved for the features that
- * will send them (linking, export, MFA, grants, transactions, sponsorship), so an endpoint can
- * subscribe now.
+ * Every event type an endpoint may subscribe to. The backend's own routes send `user.created`,
+ * `wallet.created`, `user.authenticated`, `account.linked` and `account.unlinked`; the kms event
+ * follower (kmsEvents.ts) sends `wallet.exported`, `mfa.enrolled`, `permission.granted` and
+ * `transaction.sent`; the paymaster's settlement sends `sponsorship.spent`.
  */
 export const WEBHOOK_EVENT_TYPES = [
   'user.created',

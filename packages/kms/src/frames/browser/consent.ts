@@ -116,7 +116,12 @@ const { refused } = openFrameChannel({
     },
     ...grantHandlers(grantKeys),
     [COLLECT_OTP]: collectOtp({ signerPublicKeys: config.signerPublicKeys, log, before: () => closeRefusal() }),
-    ...mfaHandlers({ signerPublicKeys: config.signerPublicKeys, log, before: () => closeRefusal() }),
+    ...mfaHandlers({
+      signerPublicKeys: config.signerPublicKeys,
+      codeKey: metaContent(document, 'latchkey-mfa-code-key'),
+      log,
+      before: () => closeRefusal(),
+    }),
     APPLY_SETTINGS: async (request) => applySettings(stringField(request, 'value', 8192), { secret: elements.dialog, label: elements.title }),
   },
 })

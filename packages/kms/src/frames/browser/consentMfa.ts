@@ -10,8 +10,9 @@ import { stampWithSigningKey } from './signingKey.js'
 // are shown and typed here, never in the app page. The frame cannot reach the kms itself (its CSP
 // allows no connection to it), so the page carries the frame's stamped bodies to the kms and the
 // kms's answers back, and can read neither: the secret and recovery codes come sealed to a key of
-// this enrolment only, and the codes the user types go out only inside bodies the frame's session
-// key stamped.
+// this enrolment only, and the codes the user types go out only sealed to the kms's code key
+// (`latchkey-mfa-code-key`, mfa/codeKey.ts), inside bodies the frame's session key stamped: never
+// in clear.
 //
 //   ENROLL_TOTP {organizationId, userId}   → MFA_SUBMIT {op, body, stampHeaderName, stampHeaderValue}
 //   MFA_RESULT {status, body} (the kms's)   → MFA_SUBMIT … again, or TOTP_ENROLLED {factorId}
@@ -84,10 +85,12 @@ function refusalOf(body: Record<string, unknown>): { message: string; reason: st
  * dialog. `before` runs first (the frame closes a refusal it still shows).
  *
  * @example
- * handlers: { ...mfaHandlers({ signerPublicKeys, log }) }
+ * handlers: { ...mfaHandlers({ signerPublicKeys, codeKey, log }) }
  */
 export function mfaHandlers(parameters: {
   signerPublicKeys: readonly string[]
+  /** The kms's key for codes (uncompressed hex, the page's `latchkey-mfa-code-key`); empty: no code is taken. */
+  codeKey: string
   log: (message: string) => void
   before?: () => void
 }): Record<string, FrameHandler> {
@@ -118,6 +121,10 @@ export function mfaHandlers(parameters: {
     return dialog
   }
   let flow: Flow | undefined
+  /** A code is never sent in clear: without the kms's code key the frame takes none. */
+  const refuseWithoutCodeKey = (type: string) => {
+    if (!/^04[0-9a-f]{128}$/.test(parameters.codeKey)) throw new FrameError(`${type}: this kms names no key to seal codes to (latchkey-mfa-code-key)`)
+  }
 
   async function submit(op: string, type: string, current: Flow, params: Record<string, unknown>): Promise<FrameReply> {
     const body = JSON.stringify({ type, timestampMs: String(Date.now()), organizationId: current.organizationId, parameters: params })
@@ -133,8 +140,18 @@ export function mfaHandlers(parameters: {
       throw new FrameError(USER_REJECTED.message, USER_REJECTED.code)
     }
     flow = { ...current, stage: 'code' }
-    const params = 'code' in typed ? { factorId: current.factorId, code: typed.code } : { recoveryCode: typed.recoveryCode }
-    return submit('verify_mfa_factor', VERIFY, current, { ...params, targetPublicKey: current.target.publicKeyHex })
+    const encryptedCodeBundle = await (await bundles()).sealCode({
+      typed,
+      codeKey: parameters.codeKey,
+      factorId: current.factorId,
+      organizationId: current.organizationId,
+      publicKey: current.key.publicKeyHex,
+    })
+    return submit('verify_mfa_factor', VERIFY, current, {
+      ...('code' in typed ? { factorId: current.factorId } : {}),
+      encryptedCodeBundle,
+      targetPublicKey: current.target.publicKeyHex,
+    })
   }
 
   function fail(error: FrameError): never {
@@ -148,6 +165,7 @@ export function mfaHandlers(parameters: {
       parameters.before?.()
       dialog?.close()
       flow = undefined
+      refuseWithoutCodeKey(request.type)
       const value = objectValue(request, '{organizationId, userId}')
       const organizationId = id(value['organizationId'], 'organizationId', ENROLL_TOTP)
       const userId = id(value['userId'], 'userId', ENROLL_TOTP)
@@ -160,6 +178,7 @@ export function mfaHandlers(parameters: {
       parameters.before?.()
       dialog?.close()
       flow = undefined
+      refuseWithoutCodeKey(request.type)
       const value = objectValue(request, '{organizationId, factorId}')
       const organizationId = id(value['organizationId'], 'organizationId', VERIFY_MFA)
       const factorId = id(value['factorId'], 'factorId', VERIFY_MFA)

@@ -1,7 +1,8 @@
 import { encode } from 'uqr'
-import { openExportBundle } from './bundles.js'
-import { bytesToHex, FrameError, utf8Decode } from './encoding.js'
+import { openExportBundle, sealImportBundle } from './bundles.js'
+import { bytesToHex, FrameError, hexToBytes, utf8Decode, utf8Encode } from './encoding.js'
 import type { FrameKey } from './frameKeys.js'
+import { uncompressedPoint } from './p256.js'
 
 // ENROLL_TOTP's and VERIFY_MFA's dialog, cryptography and QR code (consentMfa.ts), loaded when
 // second factor is first asked for so the
@@ -26,6 +27,26 @@ async function openJson(bundle: string, organizationId: string, signerPublicKeys
   } finally {
     plaintext.fill(0)
   }
+}
+
+/**
+ * The typed code sealed to the kms's code key (`latchkey-mfa-code-key`) for verify_mfa_factor's
+ * `encryptedCodeBundle`, bound to the organization, the factor (a TOTP code) and the session key
+ * that stamps the body: the page that carries the body reads no digit of it.
+ *
+ * @example
+ * const encryptedCodeBundle = await sealCode({ typed: { code: '123456' }, codeKey, factorId, organizationId, publicKey })
+ */
+export async function sealCode(parameters: {
+  typed: Typed
+  codeKey: string
+  factorId: string | undefined
+  organizationId: string
+  publicKey: string
+}): Promise<string> {
+  const { typed, codeKey, factorId, organizationId, publicKey } = parameters
+  const inner = 'code' in typed ? { code: typed.code, factorId, organizationId, publicKey } : { recoveryCode: typed.recoveryCode, organizationId, publicKey }
+  return sealImportBundle(uncompressedPoint(hexToBytes(codeKey, 'latchkey-mfa-code-key')), utf8Encode(JSON.stringify(inner)))
 }
 
 /** The TOTP secret and its otpauth URI from create_totp_factor's `secretBundle`, checked and opened. */

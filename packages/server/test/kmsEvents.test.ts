@@ -1,0 +1,149 @@
+import { createServer, type Server } from 'node:http'
+import { generateP256KeyPair } from '@turnkey/crypto'
+import { Webhook } from 'standardwebhooks'
+import { type Hex, keccak256, serializeTransaction } from 'viem'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { createWebhookSender } from '../src/webhooks/dispatcher.js'
+import { createKmsEventFollower } from '../src/webhooks/kmsEvents.js'
+import { newEmail, useBackend } from './backend.js'
+import { totp } from './totp.js'
+
+// The events that happen in the kms (issue 28 item 5): the backend follows the kms's completed
+// activities of its sub-organizations with a cursor in its own database and queues each event
+// once (its once-key is the activity id), verified here by `standardwebhooks`.
+
+const { t, signedInByEmail } = useBackend()
+
+type Received = { id: string; timestamp: string; signature: string; body: string }
+const received: Received[] = []
+let server: Server
+let url: string
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk) => {
+      body += chunk
+    })
+    request.on('end', () => {
+      received.push({
+        id: String(request.headers['webhook-id']),
+        timestamp: String(request.headers['webhook-timestamp']),
+        signature: String(request.headers['webhook-signature']),
+        body,
+      })
+      response.writeHead(204).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hooks`
+})
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+
+/** A backend instance's follower of the kms's trail, on the shared store. */
+const follower = () => createKmsEventFollower({ kms: t.backend, organizationId: t.parentOrganizationId, store: t.store })
+
+/** A user who enrols a TOTP factor, exports the wallet and signs a transaction: what the backend never sees. */
+async function kmsActivities() {
+  const user = await signedInByEmail(newEmail())
+  const submit = (op: string, type: string, parameters: unknown) =>
+    user.user.request(`/public/v1/submit/${op}`, { type, timestampMs: String(t.clock), organizationId: user.organizationId, parameters }) as Promise<{
+      activity: { id: string; result: Record<string, Record<string, string>> }
+    }>
+  const created = await submit('create_totp_factor', 'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR', { userId: user.userId })
+  const { factorId, secret } = created.activity.result['createTotpFactorResult']!
+  const enrolled = await submit('verify_mfa_factor', 'ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR', { factorId, code: totp(secret!, t.clock) })
+  // The kms's clock moves only when the test moves it: the export completes a millisecond later.
+  t.clock += 1
+  const { wallets } = await t.backend.getWallets({ organizationId: user.organizationId })
+  const exported = await user.user.exportWallet({
+    type: 'ACTIVITY_TYPE_EXPORT_WALLET',
+    timestampMs: String(t.clock),
+    organizationId: user.organizationId,
+    parameters: { walletId: wallets[0]!.walletId, targetPublicKey: generateP256KeyPair().publicKeyUncompressed },
+  })
+  return { user, factorId: factorId!, walletId: wallets[0]!.walletId, enrolledId: enrolled.activity.id, exportedId: exported.activity.id }
+}
+
+describe('kms events', () => {
+  test('default: mfa.enrolled and wallet.exported reach the endpoint signed, once each, after the activities settle; a restarted follower resumes at its cursor', async () => {
+    const { secret } = await t.store.webhooks.createEndpoint({ url, eventTypes: ['mfa.enrolled', 'wallet.exported'], at: Date.now() })
+    const { user, factorId, walletId, enrolledId, exportedId } = await kmsActivities()
+    const sender = createWebhookSender({ outbox: t.store.webhooks })
+    // Completed a moment ago: the kms lists them once they settle (2 s), so none is passed over.
+    expect(await follower().runOnce()).toBe(0)
+    t.clock += 2_500
+    expect(await follower().runOnce()).toBe(2)
+    expect(await sender.runOnce()).toBe(2)
+    received.sort((a, b) => a.body.localeCompare(b.body))
+    const bodies = received.map((message) =>
+      new Webhook(secret).verify(message.body, { 'webhook-id': message.id, 'webhook-timestamp': message.timestamp, 'webhook-signature': message.signature }),
+    )
+    const subject = { organizationId: user.organizationId, userId: user.userId }
+    // Sent at once, so they arrive in either order: by body.
+    expect(bodies).toEqual([
+      { type: 'mfa.enrolled', timestamp: expect.any(String), data: { ...subject, activityId: enrolledId, factorId, factorType: 'totp' } },
+      { type: 'wallet.exported', timestamp: expect.any(String), data: { ...subject, activityId: exportedId, walletId } },
+    ])
+    expect(new Set(received.map((message) => message.id)).size).toBe(2)
+    // A new instance (or this one after a restart) reads on from the stored cursor: nothing again.
+    expect(await follower().runOnce()).toBe(0)
+    expect(await t.store.kmsCursor()).toMatch(new RegExp(`^\\d+:${exportedId}$`))
+  })
+
+  test('behavior: two instances that read one page at once queue each activity once: the cursor moves once, and the once-keys drop a page read again', async () => {
+    // Each test has its own backend database, and the kms lives for the file: catch up first.
+    t.clock += 2_500
+    await follower().runOnce()
+    await t.store.webhooks.createEndpoint({ url, eventTypes: ['wallet.exported', 'mfa.enrolled'], at: Date.now() })
+    const before = (await t.store.database.db.selectFrom('webhook_events').select('id').where('type', '=', 'wallet.exported').execute()).length
+    await kmsActivities()
+    t.clock += 2_500
+    const queued = await Promise.all([follower().runOnce(), follower().runOnce()])
+    const after = (await t.store.database.db.selectFrom('webhook_events').select('id').where('type', '=', 'wallet.exported').execute()).length
+    expect(after - before).toBe(1)
+    expect(queued.sort()).toEqual([0, 2])
+    // The page read again from an old cursor (a cursor lost, a replayed read): no event twice.
+    await t.store.database.db.deleteFrom('kms_event_cursor').execute()
+    expect(await follower().runOnce()).toBe(0)
+    expect((await t.store.database.db.selectFrom('webhook_events').select('id').where('type', '=', 'wallet.exported').execute()).length - before).toBe(1)
+  })
+
+  test('behavior: a transaction the kms signs for a user is transaction.sent, named by the signed transaction’s hash', async () => {
+    t.clock += 2_500
+    await follower().runOnce()
+    const user = await signedInByEmail(newEmail())
+    const { activity } = await user.user.signTransaction({
+      type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+      timestampMs: String(t.clock),
+      organizationId: user.organizationId,
+      parameters: {
+        signWith: user.address,
+        unsignedTransaction: serializeTransaction({ chainId: 31337, type: 'eip1559', to: user.address as Hex, value: 1n, gas: 21_000n }).slice(2),
+        type: 'TRANSACTION_TYPE_ETHEREUM',
+      },
+    })
+    const signed = activity.result.signTransactionResult!.signedTransaction
+    t.clock += 2_500
+    await follower().runOnce()
+    const rows = await t.store.database.db.selectFrom('webhook_events').select('body').where('type', '=', 'transaction.sent').execute()
+    expect(rows.map((row) => JSON.parse(row.body).data)).toEqual([
+      {
+        organizationId: user.organizationId,
+        userId: user.userId,
+        activityId: activity.id,
+        signWith: user.address,
+        transactionHash: keccak256((signed.startsWith('0x') ? signed : `0x${signed}`) as Hex),
+      },
+    ])
+  })
+
+  test('error: a sub-organization’s key may not read the trail of its siblings', async () => {
+    const user = await signedInByEmail(newEmail())
+    await expect(
+      user.user.request('/public/v1/query/list_suborganization_activities', {
+        organizationId: user.organizationId,
+        filterByType: ['ACTIVITY_TYPE_EXPORT_WALLET'],
+      }),
+    ).rejects.toThrow('Turnkey error 7: the activities of sub-organizations are read by a user of their parent organization, in it')
+  })
+})
