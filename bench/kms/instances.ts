@@ -54,11 +54,33 @@ export const stopInstance = stopService
 
 /**
  * A user sub-organization of `parentOrganizationId` with one API key and one Ethereum wallet
- * account, created by the parent's `backendKey` on the kms at `baseUrl`.
+ * account, created by the parent's `backendKey` on the kms at `baseUrl`; `userKey` signs, as the
+ * sub-organization's one root user.
+ *
+ * With `policies`, Turnkey's delegated access as a production app sets it up: two root users, the
+ * end user and the app's delegated user; the delegated user writes BENCH_POLICY_COUNT policies
+ * (one lets it sign with the wallet, the others allow or deny other things, as an organization's
+ * policy set does) and leaves the root quorum; the end user makes a grant with a rolling spend
+ * window. `userKey` is then the delegated user's key: each of its signatures goes through the
+ * permission model and every policy.
  */
-export async function createBenchUser(baseUrl: string, backendKey: ReturnType<typeof apiKeyPair>, parentOrganizationId: string, userEmail?: string) {
+export async function createBenchUser(
+  baseUrl: string,
+  backendKey: ReturnType<typeof apiKeyPair>,
+  parentOrganizationId: string,
+  userEmail?: string,
+  options: { policies?: boolean } = {},
+) {
   const userKey = apiKeyPair()
+  const delegatedKey = apiKeyPair()
   const backend = new TurnkeyClient({ baseUrl }, new ApiKeyStamper(backendKey))
+  const rootUser = (userName: string, key: ReturnType<typeof apiKeyPair>, email?: string) => ({
+    userName,
+    ...(email ? { userEmail: email } : {}),
+    apiKeys: [{ apiKeyName: 'k', publicKey: key.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const }],
+    authenticators: [],
+    oauthProviders: [],
+  })
   const { activity } = await backend.createSubOrganization({
     type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
     timestampMs: String(Date.now()),
@@ -66,15 +88,7 @@ export async function createBenchUser(baseUrl: string, backendKey: ReturnType<ty
     parameters: {
       subOrganizationName: 'bench user',
       rootQuorumThreshold: 1,
-      rootUsers: [
-        {
-          userName: 'bench',
-          ...(userEmail ? { userEmail } : {}),
-          apiKeys: [{ apiKeyName: 'k', publicKey: userKey.apiPublicKey, curveType: 'API_KEY_CURVE_P256' }],
-          authenticators: [],
-          oauthProviders: [],
-        },
-      ],
+      rootUsers: [rootUser('bench', userKey, userEmail), ...(options.policies ? [rootUser('delegated', delegatedKey)] : [])],
       wallet: {
         walletName: 'Turnkey HD',
         accounts: [{ curve: 'CURVE_SECP256K1', pathFormat: 'PATH_FORMAT_BIP32', path: "m/44'/60'/0'/0/0", addressFormat: 'ADDRESS_FORMAT_ETHEREUM' }],
@@ -82,7 +96,101 @@ export async function createBenchUser(baseUrl: string, backendKey: ReturnType<ty
     },
   })
   const result = activity.result.createSubOrganizationResultV8!
-  return { userKey, organizationId: result.subOrganizationId!, signWith: result.wallet!.addresses[0]! }
+  const organizationId = result.subOrganizationId!
+  const signWith = result.wallet!.addresses[0]!
+  if (!options.policies) return { userKey, organizationId, signWith }
+
+  const [endUserId, delegatedUserId] = result.rootUserIds as [string, string]
+  const delegated = new TurnkeyClient({ baseUrl }, new ApiKeyStamper(delegatedKey))
+  const policies = benchPolicies({ delegatedUserId, walletId: result.wallet!.walletId })
+  await delegated.createPolicies({
+    type: 'ACTIVITY_TYPE_CREATE_POLICIES',
+    timestampMs: String(Date.now()),
+    organizationId,
+    parameters: { policies: policies.map((policy) => ({ notes: '', ...policy })) },
+  })
+  await delegated.updateRootQuorum({
+    type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+    timestampMs: String(Date.now()),
+    organizationId,
+    parameters: { threshold: 1, userIds: [endUserId] },
+  })
+  // The end user's grant: 0.01 ETH per rolling hour from the wallet's account, for a day.
+  const endUser = new TurnkeyClient({ baseUrl }, new ApiKeyStamper(userKey))
+  const grant = await endUser.request<object, { activity: { status: string } }>('/public/v1/submit/create_grant', {
+    type: 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT',
+    timestampMs: String(Date.now()),
+    organizationId,
+    parameters: {
+      userId: endUserId,
+      apiKey: { apiKeyName: 'grant', publicKey: apiKeyPair().apiPublicKey },
+      grant: {
+        chainId: '1',
+        account: signWith,
+        expiry: String(Math.floor(Date.now() / 1000) + 23 * 3600),
+        permissions: [{ type: 'native-token-recurring-allowance', data: { allowance: String(10n ** 16n), start: '0', period: '3600' } }],
+      },
+    },
+  })
+  if (grant.activity.status !== 'ACTIVITY_STATUS_COMPLETED') throw new Error(`create_grant: ${grant.activity.status}`)
+  return { userKey: delegatedKey, organizationId, signWith }
+}
+
+/** How many policies bench:kms's organization has (the issue's production organization: at least 10), beside its grant. */
+export const BENCH_POLICY_COUNT = 10
+
+/**
+ * An organization's policy set as a delegated-access app writes it: the delegated user signs with
+ * the wallet; transactions are held to an allowlist and a value; exports, EIP-7702 delegations and
+ * a burn address are denied; a treasury needs two approvers; tagged operators may sign.
+ */
+function benchPolicies({ delegatedUserId, walletId }: { delegatedUserId: string; walletId: string }) {
+  const delegated = `approvers.any(user, user.id == '${delegatedUserId}')`
+  const signTransaction = "activity.type == 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2'"
+  const policies: { policyName: string; effect: 'EFFECT_ALLOW' | 'EFFECT_DENY'; consensus: string; condition: string }[] = [
+    {
+      policyName: 'delegated signs with the wallet',
+      effect: 'EFFECT_ALLOW',
+      consensus: delegated,
+      condition: `activity.resource == 'PRIVATE_KEY' && activity.action == 'SIGN' && wallet.id == '${walletId}'`,
+    },
+    {
+      policyName: 'no burn address',
+      effect: 'EFFECT_DENY',
+      consensus: '',
+      condition: `${signTransaction} && eth.tx.to == '0x000000000000000000000000000000000000dead'`,
+    },
+    { policyName: 'at most 1 ETH', effect: 'EFFECT_DENY', consensus: '', condition: `${signTransaction} && eth.tx.value > 1000000000000000000` },
+    { policyName: 'no exports by the app', effect: 'EFFECT_DENY', consensus: delegated, condition: "activity.action == 'EXPORT'" },
+    {
+      policyName: 'allowlisted contracts',
+      effect: 'EFFECT_ALLOW',
+      consensus: delegated,
+      condition: `${signTransaction} && eth.tx.to in ['0x1111111111111111111111111111111111111111', '0x2222222222222222222222222222222222222222']`,
+    },
+    {
+      policyName: 'no delegations by the app',
+      effect: 'EFFECT_DENY',
+      consensus: delegated,
+      condition: "activity.type == 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2' && activity.params.encoding == 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION'",
+    },
+    {
+      policyName: 'mainnet permits',
+      effect: 'EFFECT_ALLOW',
+      consensus: delegated,
+      condition: "eth.eip_712.primary_type == 'Permit' && eth.eip_712.domain.chain_id == 1",
+    },
+    { policyName: 'treasury needs two', effect: 'EFFECT_ALLOW', consensus: 'approvers.count() >= 2', condition: "wallet.label == 'Treasury'" },
+    {
+      policyName: 'operators sign',
+      effect: 'EFFECT_ALLOW',
+      consensus: "approvers.any(user, user.tags.contains('operator-tag'))",
+      condition: "activity.action == 'SIGN'",
+    },
+    { policyName: 'no key deletions', effect: 'EFFECT_DENY', consensus: '', condition: "activity.resource == 'PRIVATE_KEY' && activity.action == 'DELETE'" },
+  ]
+  if (policies.length !== BENCH_POLICY_COUNT) throw new Error('bench policies: the count changed')
+  return policies
 }
 
 /**
@@ -91,7 +199,14 @@ export async function createBenchUser(baseUrl: string, backendKey: ReturnType<ty
  * (no quota until `limit`). The caller stops the instances (and closes the quotas). The app's
  * `backendKey` and `parentOrganizationId` come back too, for more users.
  */
-export async function kmsCluster(count: number, store: KmsStore, quotas?: CpuQuotas | undefined, name = 'kms', instance: InstanceOptions = {}) {
+export async function kmsCluster(
+  count: number,
+  store: KmsStore,
+  quotas?: CpuQuotas | undefined,
+  name = 'kms',
+  instance: InstanceOptions = {},
+  user: { policies?: boolean } = {},
+) {
   const keys = { masterKey: randomBytes(32).toString('hex'), signerKey: Buffer.from(secp256k1.utils.randomPrivateKey()).toString('hex') }
   // The app's organization, written to the store before the instances start.
   const setup = createKms({ ...store, masterKey: Buffer.from(keys.masterKey, 'hex') })
@@ -116,7 +231,7 @@ export async function kmsCluster(count: number, store: KmsStore, quotas?: CpuQuo
     limit(cpus: number | undefined) {
       for (const instance of instances) instance.group?.limit(cpus)
     },
-    ...(await createBenchUser(instances[0]!.url, backendKey, parent.organizationId)),
+    ...(await createBenchUser(instances[0]!.url, backendKey, parent.organizationId, undefined, user)),
   }
 }
 
@@ -184,9 +299,16 @@ export async function measureLoad(label: string, cluster: Awaited<ReturnType<typ
   }
 }
 
-/** `compareRequests` signatures spread over `count` fresh instances on `store`, then the instances stopped. */
-export async function measureInstances(label: string, count: number, store: KmsStore, requests: number, concurrency: number): Promise<Measured> {
-  const cluster = await kmsCluster(count, store)
+/** `compareRequests` signatures spread over `count` fresh instances on `store` (its user's organization as `user` says), then the instances stopped. */
+export async function measureInstances(
+  label: string,
+  count: number,
+  store: KmsStore,
+  requests: number,
+  concurrency: number,
+  user: { policies?: boolean } = {},
+): Promise<Measured> {
+  const cluster = await kmsCluster(count, store, undefined, 'kms', {}, user)
   try {
     return await measureLoad(label, cluster, requests, concurrency)
   } finally {

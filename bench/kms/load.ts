@@ -22,6 +22,8 @@ export type LoadStart = {
   requests: number
   concurrency: number
   warmup: number
+  /** Written into each payload, so that two runs on one kms sign different bodies. Default 'payload'. */
+  tag?: string | undefined
 }
 export type LoadResult = {
   type: 'result'
@@ -90,7 +92,7 @@ async function drive(start: LoadStart, prepared: readonly Prepared[]) {
 
 process.once('message', async (start: LoadStart) => {
   const warmup = await prepare(start, start.warmup, 'warm-up')
-  const measured = await prepare(start, start.requests, 'payload')
+  const measured = await prepare(start, start.requests, start.tag ?? 'payload')
   await drive(start, warmup)
   process.send!({ type: 'ready' })
   process.once('message', async () => {

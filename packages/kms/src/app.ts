@@ -14,6 +14,7 @@ import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './http/bodyLimit.js'
 import { cors } from './http/cors.js'
 import { activityObserver } from './http/metrics.js'
 import { createRateLimiter, DEFAULT_RATE_LIMITS, RateLimitedError, type RateLimiter, type RateLimits } from './http/rateLimit.js'
+import type { StageProfile } from './http/stages.js'
 import { devInbox, type Mailer, mailboxJson, mailboxPage } from './mail.js'
 import { mfaSettings } from './mfa/enforce.js'
 import { createOutbox, type Outbox } from './outbox.js'
@@ -91,6 +92,8 @@ export type KmsAppOptions = {
   rateLimiter?: RateLimiter | undefined
   /** Counts requests by route, activities by type and status, and policy denials (http/metrics.ts). Default: nothing counted. */
   metrics?: Metrics | undefined
+  /** Times each submission's stages (http/stages.ts; bench:kms's profile). Default: nothing timed, each hook a no-op. */
+  stageProfile?: StageProfile | undefined
 }
 
 /** Where the service publishes its bundle signer's public key (uncompressed hex). */
@@ -145,6 +148,15 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   })
   app.notFound(() => Response.json(notFound('no such endpoint').toJSON(), { status: 404 }))
 
+  // The profile's clock starts before anything else a submission meets, and stops after its audit event.
+  const stages = options.stageProfile
+  if (stages)
+    app.use('/public/v1/submit/*', async (_c, next) => {
+      stages.begin()
+      await next()
+      stages.end('http')
+    })
+
   // First, so that every request is counted (and, with traces on, spanned) by its route template.
   const observeRoutes = routeObserver(options.metrics, { tracing: tracingOn() })
   if (observeRoutes) app.use(observeRoutes)
@@ -162,16 +174,17 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
   // Every API call: its body read within the limit as it streams, then its stamp verified over those bytes.
   const guard = [
     bodyLimit(maxBodyBytes),
-    authenticate({ db, signerPublicKeys: nextSignerPublicKey ? [signerPublicKey, nextSignerPublicKey] : [signerPublicKey], webauthn, now }),
+    authenticate({ db, signerPublicKeys: nextSignerPublicKey ? [signerPublicKey, nextSignerPublicKey] : [signerPublicKey], webauthn, now, stages }),
   ] as const
   app.use('/public/v1/query/*', ...guard)
   // Every submission's outcome goes to the audit trail, its authentication's refusals included.
   const audit = options.audit ?? createAuditTrail({ service: 'kms', storage: db.auditStorage, now, logger: options.logger })
   const limiter =
-    options.rateLimiter ?? (options.rateLimits === false ? undefined : createRateLimiter({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now, audit }))
+    options.rateLimiter ??
+    (options.rateLimits === false ? undefined : createRateLimiter({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now, audit, stages }))
   // A credential known to be over its window is refused first, before its body is read or its stamp verified.
   if (limiter) app.use('/public/v1/submit/*', limiter.gate)
-  app.use('/public/v1/submit/*', auditSubmissions(audit), ...guard)
+  app.use('/public/v1/submit/*', auditSubmissions(audit, stages), ...guard)
   if (limiter) app.use('/public/v1/submit/*', limiter.count)
   const observeActivities = activityObserver(options.metrics, { tracing: tracingOn() })
   if (observeActivities) app.use('/public/v1/submit/*', observeActivities)
@@ -190,6 +203,7 @@ export function createKmsApp(options: KmsAppOptions): Hono<{ Variables: Authenti
       mfa,
       eip7702Delegates,
       now,
+      stages,
     }),
   )
 

@@ -7,6 +7,7 @@ export { expiredKeyMessage, GrpcCode, KmsError, UNKNOWN_KEY_MESSAGE } from './er
 export { createFramesApp, type FramesAppOptions, framesContentSecurityPolicy } from './frames/app.js'
 export { FRAME_PAGES, type FramePage } from './frames/pages.js'
 export { DEFAULT_RATE_LIMITS, type RateLimits } from './http/rateLimit.js'
+export { createStageProfile, STAGES, type Stage, type StageProfile, type StageTotals } from './http/stages.js'
 export { generateApiKeyPair } from './keys.js'
 export { MAX_ACCOUNTS_PER_REQUEST, MAX_ACCOUNTS_PER_WALLET, MAX_LIST_ITEMS } from './lists.js'
 export { devInbox, type Mail, type Mailer } from './mail.js'

@@ -13,6 +13,7 @@ import { createFramesApp } from './frames/app.js'
 import type { FrameChain, FramePaymaster } from './frames/pages.js'
 import { outboxMetrics } from './http/metrics.js'
 import { createRateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from './http/rateLimit.js'
+import type { StageProfile } from './http/stages.js'
 import { envKek, type Kek } from './keyring/kek.js'
 import { createKeyring } from './keyring/keyring.js'
 import { devInbox, type Mailer } from './mail.js'
@@ -124,6 +125,8 @@ export type KmsOptions = {
    * activities by type and status, policy denials, the outbox's backlog. Default: nothing counted.
    */
   metrics?: Metrics | undefined
+  /** Times each submission's stages (http/stages.ts): bench:kms's profile. Default: nothing timed. */
+  stageProfile?: StageProfile | undefined
 }
 
 export type FramesOptions = {
@@ -207,7 +210,10 @@ export function createKms(options: KmsOptions = {}) {
     now,
     logger: options.logger,
   })
-  const rateLimiter = options.rateLimits === false ? undefined : createRateLimiter({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now, audit })
+  const rateLimiter =
+    options.rateLimits === false
+      ? undefined
+      : createRateLimiter({ db, limits: options.rateLimits ?? DEFAULT_RATE_LIMITS, now, audit, stages: options.stageProfile })
   const framesOrigin = options.frames ? `http://${options.frames.host ?? 'localhost'}:${options.frames.port ?? 8091}` : undefined
   const corsOrigins = options.corsOrigins ?? [
     ...new Set([
@@ -237,6 +243,7 @@ export function createKms(options: KmsOptions = {}) {
     rateLimiter,
     corsOrigins,
     metrics: options.metrics,
+    stageProfile: options.stageProfile,
   })
   const framesApp = options.frames
     ? createFramesApp({

@@ -2,6 +2,7 @@ import type { AuditOutcome, AuditTrail } from '@latchkey/service/database'
 import type { MiddlewareHandler } from 'hono'
 import { GrpcCode, KmsError } from '../errors.js'
 import type { Authenticated } from './authenticate.js'
+import type { StageProfile } from './stages.js'
 
 /** Set on a request refused from memory: its audit event is the block's summary (see `createRateLimiter`), not one per request. */
 export type RefusedFromMemory = { refusedFromMemory: true }
@@ -63,9 +64,13 @@ export function claimedCredential(stamp: string | undefined, passkey: string | u
  * @example
  * app.use('/public/v1/submit/*', auditSubmissions(trail), bodyLimit(maxBodyBytes), authenticate(options))
  */
-export function auditSubmissions(trail: AuditTrail): MiddlewareHandler<{ Variables: Partial<Authenticated & AuditedActivity & RefusedFromMemory> }> {
+export function auditSubmissions(
+  trail: AuditTrail,
+  stages?: StageProfile | undefined,
+): MiddlewareHandler<{ Variables: Partial<Authenticated & AuditedActivity & RefusedFromMemory> }> {
   return async (c, next) => {
     await next()
+    stages?.lap('serialisation')
     // A rate limit's refusals answered from memory are summarised by the limiter, one event per block.
     if (c.var.refusedFromMemory) return
     const { caller, audited } = c.var
@@ -102,5 +107,6 @@ export function auditSubmissions(trail: AuditTrail): MiddlewareHandler<{ Variabl
       requestId: String(node?.outgoing?.getHeader('x-request-id') ?? '') || undefined,
       email,
     })
+    stages?.lap('audit')
   }
 }

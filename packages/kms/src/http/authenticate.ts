@@ -8,6 +8,7 @@ import { verifiedAtOf } from '../policies/freshVerification.js'
 import { checkApiKeyStamp } from '../stamp.js'
 import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
 import { parseWebauthnStamp, verifyWebauthnStamp, type WebauthnConfig } from '../webauthn.js'
+import type { StageProfile } from './stages.js'
 
 /** What an authenticated request carries to its handler: the exact body bytes, the body parsed, and who stamped it. */
 export type Authenticated = {
@@ -34,6 +35,8 @@ export type AuthenticateOptions = {
   signerPublicKeys: readonly string[]
   webauthn: WebauthnConfig
   now: () => number
+  /** Laps the profile's clock (http/stages.ts), when one is given. */
+  stages?: StageProfile | undefined
 }
 
 /** Paths where a sub-organization's user may name the parent organization (Turnkey's "sub-organization look-up"). */
@@ -70,7 +73,7 @@ type Signer = {
  * app.post('/public/v1/*', bodyLimit(256 * 1024), authenticate({ db, signerPublicKeys: [signerPublicKey], webauthn, now }), handler)
  */
 export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ Variables: Authenticated }> {
-  const { db, now } = options
+  const { db, now, stages } = options
 
   async function signerOf(
     headers: { stamp: string | undefined; passkey: string | undefined; session: string | undefined },
@@ -82,6 +85,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
   ): Promise<Signer> {
     if (headers.stamp) {
       const { publicKey, signature, scheme } = checkApiKeyStamp(headers.stamp, raw)
+      stages?.lap('stamp')
       // With the organization the body names, when it names one, in the same round trip.
       let apiKey: ApiKeyRow | undefined
       if (named === undefined) apiKey = await db.apiKeyByPublicKey(publicKey)
@@ -159,6 +163,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     } catch {
       body = undefined
     }
+    stages?.lap('http')
     const read: { organization?: { id: string; row: OrganizationRow | undefined; rootUserIds: readonly string[] | undefined } } = {}
     const named = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { organizationId?: unknown }).organizationId : undefined
     const signer = await signerOf(
@@ -203,6 +208,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       grantKeyId: signer.grantKeyId,
       verifiedAt: signer.verifiedAt ?? undefined,
     })
+    stages?.lap('authentication')
     await next()
   }
 }

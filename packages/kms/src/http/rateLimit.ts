@@ -4,6 +4,7 @@ import type { Db } from '../db.js'
 import { GrpcCode, KmsError } from '../errors.js'
 import { claimedCredential } from './audit.js'
 import type { Authenticated } from './authenticate.js'
+import type { StageProfile } from './stages.js'
 
 /**
  * How much one API key and one organization may ask of the kms: units per fixed window, shared by
@@ -63,6 +64,8 @@ export type RateLimiterOptions = {
   now: () => number
   /** Where each block's refusals answered from memory are summarised, once the block ends. */
   audit?: AuditTrail | undefined
+  /** Laps the profile's clock (http/stages.ts), when one is given. */
+  stages?: StageProfile | undefined
 }
 
 /**
@@ -86,7 +89,7 @@ export type RateLimiterOptions = {
  * app.use('/public/v1/submit/*', limiter.gate, auditSubmissions(audit), ...guard, limiter.count)
  */
 export function createRateLimiter(options: RateLimiterOptions) {
-  const { db, limits, now, audit } = options
+  const { db, limits, now, audit, stages } = options
   const leases = new Map<string, Lease>()
   const blocks = new Map<string, Block>()
   let sweptAt = now()
@@ -159,10 +162,12 @@ export function createRateLimiter(options: RateLimiterOptions) {
   return {
     /** Before the body is read: refuses a credential this instance saw go over its window, from memory. */
     gate: (async (c, next) => {
+      stages?.lap('http')
       const credential = claimedCredential(c.req.header('x-stamp'), c.req.header('x-stamp-webauthn'))
       const at = now()
       const block = credential === undefined ? undefined : blockOf(`per-api-key:${credential}`, at)
       if (block) return refuseFromMemory(c, block, at)
+      stages?.lap('rateLimit')
       return await next()
     }) satisfies MiddlewareHandler,
 
@@ -198,6 +203,7 @@ export function createRateLimiter(options: RateLimiterOptions) {
         // Thrown, not answered: the audit records this refusal with its message.
         throw new RateLimitedError(over, waitOf(until, at))
       }
+      stages?.lap('rateLimit')
       return await next()
     }) satisfies MiddlewareHandler<{ Variables: Authenticated }>,
 

@@ -93,11 +93,35 @@ export type PolicyDecision = {
   deniedBy: string[]
 }
 
+/**
+ * Each policy text parsed once per process: a parse is a pure function of the text (the tree is
+ * only read), so a policy written, changed or deleted on any instance is read by its new text on
+ * the next request; nothing here can go stale. A text that does not parse keeps its error.
+ */
+const parsedTexts = new Map<string, Expression | PolicySyntaxError>()
+const MAX_PARSED_TEXTS = 10_000
+
+function parsed(source: string): Expression {
+  let tree = parsedTexts.get(source)
+  if (tree === undefined) {
+    try {
+      tree = parsePolicyExpression(source)
+    } catch (error) {
+      if (!(error instanceof PolicySyntaxError)) throw error
+      tree = error
+    }
+    if (parsedTexts.size >= MAX_PARSED_TEXTS) parsedTexts.clear()
+    parsedTexts.set(source, tree)
+  }
+  if (tree instanceof PolicySyntaxError) throw tree
+  return tree
+}
+
 /** Whether an expression holds in `scope`: an empty one does; an error is reported as such. */
 function holds(source: string, scope: Scope): boolean | 'error' {
   if (!source.trim()) return true
   try {
-    const value = evaluate(parsePolicyExpression(source), scope)
+    const value = evaluate(parsed(source), scope)
     return typeof value === 'boolean' ? value : 'error'
   } catch (error) {
     if (error instanceof PolicyEvaluationError || error instanceof PolicySyntaxError) return 'error'
@@ -139,7 +163,7 @@ function denyApplies(policy: Policy, scopes: { consensus: Scope; condition: Scop
   const verdicts = each.map(([source, scope]) => {
     if (!source.trim()) return true
     try {
-      return settled(parsePolicyExpression(source), scope)
+      return settled(parsed(source), scope)
     } catch (error) {
       if (error instanceof PolicySyntaxError) return undefined
       throw error

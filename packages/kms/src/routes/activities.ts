@@ -9,6 +9,7 @@ import { chargeGrant, recordCharge } from '../grants/enforce.js'
 import { grantRefusal } from '../grants/rule.js'
 import type { AuditedActivity } from '../http/audit.js'
 import { type Authenticated, type SignerStamp, WEBAUTHN_VOTE_SCHEME } from '../http/authenticate.js'
+import type { StageProfile } from '../http/stages.js'
 import type { Mailer } from '../mail.js'
 import { type MfaSettings, requireMfa } from '../mfa/enforce.js'
 import { enqueueMail, type Outbox } from '../outbox.js'
@@ -74,6 +75,8 @@ export type ActivityRoutesOptions = {
   /** The addresses a sub-organization's EIP-7702 authorizations may delegate to, lowercase (policies/readableSigning.ts). */
   eip7702Delegates: ReadonlySet<string>
   now: () => number
+  /** Laps the profile's clock (http/stages.ts), when one is given. */
+  stages?: StageProfile | undefined
 }
 
 /**
@@ -86,7 +89,7 @@ export type ActivityRoutesOptions = {
  * app.route('/public/v1/submit', activityRoutes({ db, outbox, masterKey, signerPrivateKey, webauthn, oidc, maxCredentialSeconds, freshVerificationSeconds, mfa, eip7702Delegates, now }))
  */
 export function activityRoutes(options: ActivityRoutesOptions) {
-  const { db, outbox, now } = options
+  const { db, outbox, now, stages } = options
   const app = new Hono<{ Variables: Authenticated & AuditedActivity }>()
 
   /** Answers with `activity`, and tells the audit trail (http/audit.ts) which activity and status it was. */
@@ -219,6 +222,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       settings: options.mfa,
       now: now(),
     })
+    stages?.lap('authorization')
 
     const at = now()
     const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
@@ -251,20 +255,28 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
       try {
         const authorizing = { caller, organization: c.var.organization, rootUserIds: c.var.rootUserIds, type: type as string, params: body['parameters'] }
+        stages?.lap('activity')
         const authorized = await authorize(db, authorizing)
+        stages?.lap('authorization')
         if (authorized.verdict === 'run') {
           const result = await kind.run(body['parameters'], {
             ...context,
             mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
           })
+          stages?.lap('signature')
           done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }), policy_evaluations: evaluationsOf(authorized, '') }, result }
           await db.insertActivity(done.stored)
+          stages?.lap('activity')
         }
       } catch (error) {
         // A resubmission answers the first submission's activity, whatever its second run did.
         return reply(c, await activityView(db, await twinOf(fingerprint, error, caller), viewer))
       }
-      if (done) return reply(c, await answer(done.stored, done.result))
+      if (done) {
+        const answered = reply(c, await answer(done.stored, done.result))
+        stages?.lap('serialisation')
+        return answered
+      }
     }
 
     // The same body bytes name the same activity: a resubmission returns it, it does not run twice.
