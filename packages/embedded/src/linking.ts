@@ -1,9 +1,11 @@
 import type { Backend } from './backend.js'
 import type { CollectedOtp, CollectOtpValue } from './consentFrame.js'
 import { AccountNotFoundError } from './errors.js'
+import { kmsCall } from './kmsCalls.js'
 import { oauthLinkProof } from './oauth.js'
 import { createPasskey } from './passkeys.js'
-import { type EmbeddedWallet, kmsCall } from './wallet.js'
+import type { EmbeddedWallet } from './wallet.js'
+import type { WalletContext } from './walletContext.js'
 
 // Account linking (issue 28), the browser's side: one user, many logins. Each kind of login is
 // proven by its own flow while signed in, and each has one function here that carries its proof
@@ -30,6 +32,9 @@ export type LinkingPort = {
   /** The consent frame's COLLECT_OTP: the user types the emailed code there, never in this page. */
   collectOtp(value: CollectOtpValue): Promise<CollectedOtp>
 }
+
+/** @internal The wallet's linking port: its backend, and its consent frame's code entry. */
+export const linkingPortOf = (context: WalletContext): LinkingPort => ({ backend: context.backend, collectOtp: (value) => context.signer.collectOtp(value) })
 
 /** A configured social sign-in a user may link: its name (`google`, `github`, …) and what users read. */
 export type LinkableProvider = { name: string; displayName: string }
@@ -103,8 +108,10 @@ export function linkingFlows(wallet: EmbeddedWallet, port: LinkingPort, options:
      * window opened in the click, else one opened here), the ID token bound to this session's key.
      */
     async linkOAuth(provider: string, popup?: Window | null): Promise<LinkedLogin> {
-      const current = signedIn()
-      const proof = await oauthLinkProof(wallet, { provider, sessionPublicKey: current.session.publicKey, popup })
+      const current = wallet.current
+      if (!current) popup?.close()
+      signedIn()
+      const proof = await oauthLinkProof(wallet, { provider, sessionPublicKey: current!.session.publicKey, popup })
       return (await backend.post<{ login: LinkedLogin }>('/auth/user/link/oauth', proof)).login
     },
 
