@@ -137,3 +137,22 @@ test('default: sign in by email, link a passkey, remove the email; the last logi
   await waitForText(logins.first(), /^Passkey: PasskeyLinked /)
   expect(await logins.count()).toBe(1)
 })
+
+test('behavior: an email user links a GitHub identity through the local provider’s popup; it lists as a social account', async () => {
+  const { page } = browser
+  await page.goto(stack.demo)
+  await signInByEmail(page, newEmail())
+  await page.getByRole('button', { name: /^Account/ }).click()
+  const methods = page.getByRole('dialog', { name: 'Account' }).getByRole('region', { name: 'Sign-in methods' })
+  const logins = methods.getByRole('list', { name: 'Sign-in methods' }).getByRole('listitem')
+  await logins.first().waitFor()
+  const github = `github.${Date.now()}@example.test`
+  const add = methods.getByRole('group', { name: 'Add a sign-in method' })
+  const [popup] = await Promise.all([page.context().waitForEvent('page'), add.getByRole('button', { name: /^github$/i }).click()])
+  await popup.getByRole('textbox', { name: 'Email' }).fill(github)
+  await popup.getByRole('button', { name: 'Sign in' }).click()
+  const label = await waitForText(logins.nth(1), new RegExp(`^Social account: \\w+ · ${github.replace(/\./g, '\\.')}Linked `))
+  expect(label).toMatch(/^Social account: GitHub · /i)
+  await waitForText(methods.getByRole('status', { name: 'Sign-in methods status' }), /^\w+ · .+ linked\. You can now sign in with it\.$/)
+  expect(await logins.count()).toBe(2)
+})
