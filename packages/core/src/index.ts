@@ -12,6 +12,19 @@ export {
   type VerifyEmailSignInParameters,
   verifyEmailSignIn,
 } from './actions/embedded/emailSignIn.js'
+export {
+  type EmbeddedUser,
+  enrollTotp,
+  getLinkableProviders,
+  getUser,
+  type LinkAccountParameters,
+  type LinkableProvider,
+  type LinkedLogin,
+  type LoginKind,
+  linkAccount,
+  type UnlinkAccountParameters,
+  unlinkAccount,
+} from './actions/embedded/linking.js'
 export { completeOAuthRedirect, type OAuthProviderName, type SignInWithOAuthParameters, signInWithOAuth } from './actions/embedded/oauthSignIn.js'
 export {
   type AddPasskeyParameters,
@@ -103,12 +116,14 @@ export { BaseError, type BaseErrorParameters, type BaseErrorType } from './error
 export * from './errors/calls.js'
 export * from './errors/connection.js'
 export {
+  AccountAlreadyLinkedError,
   AccountNotFoundError,
   CannotProceedError,
   EmbeddedFlowError,
   GrantRefusedError,
   InvalidAuthorizationError,
   InvalidCodeError,
+  LastLoginError,
   OAuthError,
   SessionError,
   type SponsorshipRefusal,

@@ -1,4 +1,4 @@
-import { CannotProceedError, InvalidCodeError } from './errors.js'
+import { AccountAlreadyLinkedError, CannotProceedError, InvalidCodeError, LastLoginError } from './errors.js'
 
 /** What the app backend (@latchkey/server) tells the browser about the key-management service. */
 export type BackendConfig = {
@@ -25,7 +25,8 @@ export type BackendAccount = { organizationId: string; userId: string; address: 
 
 /**
  * The app backend's auth routes, with the session cookie (`credentials: 'include'`). Its refusals
- * become catalogue errors: a wrong or expired code is `InvalidCodeError`, anything else it refuses
+ * become catalogue errors: a wrong or expired code is `InvalidCodeError`, a login of another user
+ * `AccountAlreadyLinkedError`, the last login's removal `LastLoginError`, anything else it refuses
  * `CannotProceedError` with the backend's own words as details.
  *
  * @example
@@ -34,13 +35,15 @@ export type BackendAccount = { organizationId: string; userId: string; address: 
  */
 export function createBackend(baseUrl: string, fetchFn: typeof fetch = globalThis.fetch) {
   const base = baseUrl.replace(/\/+$/, '')
-  async function request<result>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<result> {
+  async function request<result>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<result> {
     let response: Response
     try {
       response = await fetchFn(`${base}${path}`, {
         method,
         credentials: 'include',
-        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+        // Every request that changes something says it is JSON (the backend refuses others: a form cannot send it).
+        ...(method === 'GET' ? {} : { headers: { 'content-type': 'application/json' } }),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       })
     } catch (error) {
       throw new CannotProceedError({ details: `The app backend at ${base} is unreachable`, cause: error })
@@ -49,15 +52,18 @@ export function createBackend(baseUrl: string, fetchFn: typeof fetch = globalThi
     const json = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string; kms?: unknown } } | undefined
     if (!response.ok) {
       const message = json?.error?.message ?? `${response.status} ${response.statusText}`
-      throw CODE_REFUSALS.has(json?.error?.code ?? '')
-        ? new InvalidCodeError({ details: message })
-        : new BackendError(response.status, json?.error?.code ?? 'unknown', message, kmsRefusal(json?.error?.kms))
+      const code = json?.error?.code ?? ''
+      if (CODE_REFUSALS.has(code)) throw new InvalidCodeError({ details: message })
+      if (code === 'account_already_linked') throw new AccountAlreadyLinkedError({ details: message })
+      if (code === 'last_login') throw new LastLoginError({ details: message })
+      throw new BackendError(response.status, code || 'unknown', message, kmsRefusal(json?.error?.kms))
     }
     return json as result
   }
   return {
     get: <result>(path: string) => request<result>('GET', path),
     post: <result>(path: string, body: unknown) => request<result>('POST', path, body),
+    delete: <result>(path: string) => request<result>('DELETE', path),
   }
 }
 

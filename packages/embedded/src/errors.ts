@@ -52,6 +52,13 @@ export const SessionError = catalogued('session_failed', 'Failed to create or re
 /** The backend would not register a new session key (signed out there, or unreachable). */
 export const SessionKeyRegistrationError = catalogued('session_key_registration', 'Cannot register session key to init provider', 'SessionKeyRegistrationError')
 /**
+ * A login being linked belongs to another user (issue 28): nothing was linked, and no account was
+ * merged. The user signs in with that login, or unlinks it from the other account first.
+ */
+export const AccountAlreadyLinkedError = catalogued('account_already_linked', 'This login belongs to another account.', 'AccountAlreadyLinkedError')
+/** The login is the account's last way in: it stays until another login is linked. */
+export const LastLoginError = catalogued('last_login', 'The last sign-in method cannot be removed.', 'LastLoginError')
+/**
  * An EIP-7702 authorization the wallet will not sign: for another chain (or every chain), another
  * nonce, or a contract other than its batch executor. Nothing was signed or sent.
  */

@@ -4,6 +4,7 @@ import { expect, test } from 'vitest'
 test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
+      "AccountAlreadyLinkedError",
       "AccountNotFoundError",
       "ActivityStatusError",
       "BATCH_EXECUTOR_ADDRESS",
@@ -20,6 +21,7 @@ test('default: exports', async () => {
       "InvalidAuthorizationError",
       "InvalidCodeError",
       "KmsRequestError",
+      "LastLoginError",
       "MalformedGrantError",
       "MfaRequiredError",
       "MissingAppNameError",
@@ -55,6 +57,7 @@ test('default: exports', async () => {
       "importWallet",
       "isSessionKeyExpired",
       "kmsCall",
+      "linkingFlows",
       "mountConsentFrame",
       "oauthNonce",
       "passkeyFlows",

@@ -9,6 +9,7 @@ export {
   mountConsentFrame,
 } from './consentFrame.js'
 export {
+  AccountAlreadyLinkedError,
   AccountNotFoundError,
   ActivityStatusError,
   CannotProceedError,
@@ -22,6 +23,7 @@ export {
   InvalidCodeError,
   isSessionKeyExpired,
   KmsRequestError,
+  LastLoginError,
   MalformedGrantError,
   MfaRequiredError,
   MissingAppNameError,
@@ -40,6 +42,15 @@ export {
 } from './errors.js'
 export { BATCH_EXECUTOR_ADDRESS, BATCH_MODE } from './executor.js'
 export { exportWallet, type FrameKind, importWallet, startRecovery } from './frames.js'
+export {
+  type EmbeddedUser,
+  type LinkableProvider,
+  type LinkedLogin,
+  type LinkingFlows,
+  type LinkingPort,
+  type LoginKind,
+  linkingFlows,
+} from './linking.js'
 export {
   completeOAuthRedirect,
   defaultRedirectUri,

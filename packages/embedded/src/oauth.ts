@@ -19,7 +19,7 @@ export class OAuthError extends EmbeddedError {
 }
 
 /** What a pending sign-in keeps across the redirect (sessionStorage), and checks the answer against. */
-type Pending = { provider: OAuthProvider; state: string; codeVerifier: string; sessionPublicKey: string; redirectUri: string; returnTo: string }
+type Pending = { provider: string; state: string; codeVerifier: string; sessionPublicKey: string; redirectUri: string; returnTo: string }
 
 const PENDING_KEY = 'latchkey.embedded.oauth'
 
@@ -43,16 +43,21 @@ export const defaultRedirectUri = () => `${location.origin}/oauth/callback`
 /** In-app browsers (Instagram, Facebook, LINE, ...) open popups as new screens or not at all. */
 const inAppBrowser = () => typeof navigator !== 'undefined' && /\b(FBAN|FBAV|Instagram|Line\/|Twitter|MicroMessenger)\b/.test(navigator.userAgent)
 
-async function finish(wallet: EmbeddedWallet, pending: Pending, answer: URLSearchParams): Promise<EmbeddedWalletCredential> {
+/** The code the provider answered for `pending`, once its state is checked; the provider's refusal as OAuthError. */
+function codeOf(pending: Pending, answer: URLSearchParams): string {
   const error = answer.get('error')
   if (error) throw new OAuthError(`${pending.provider} answered ${error}${answer.get('error_description') ? `: ${answer.get('error_description')}` : ''}`)
   if (answer.get('state') !== pending.state) throw new OAuthError('The answer does not belong to this sign-in (state)')
   const code = answer.get('code')
   if (!code) throw new OAuthError('The provider sent no code')
+  return code
+}
+
+async function finish(wallet: EmbeddedWallet, pending: Pending, answer: URLSearchParams): Promise<EmbeddedWalletCredential> {
   return wallet.signInWithOAuth({
-    provider: pending.provider,
+    provider: pending.provider as OAuthProvider,
     sessionPublicKey: pending.sessionPublicKey,
-    code,
+    code: codeOf(pending, answer),
     codeVerifier: pending.codeVerifier,
     redirectUri: pending.redirectUri,
   })
@@ -79,6 +84,30 @@ export async function signInWithOAuth(
   const [{ oauth }, sessionPublicKey] = await Promise.all([wallet.backendConfig(), wallet.newSessionKey()])
   const issuer = oauth?.[parameters.provider]
   if (!issuer) throw new OAuthError(`${parameters.provider} sign-in is not configured on the backend`)
+  const { pending, answer } = await authorize(issuer, { ...parameters, sessionPublicKey })
+  return finish(wallet, pending, answer)
+}
+
+/** A provider as `/auth/config` names it: its client id and where its sign-in starts. */
+type Issuer = { clientId: string; authorizationEndpoint: string; responseMode?: 'query' | 'form_post' | undefined; redirectUri?: string | undefined }
+
+/**
+ * The authorization request to `issuer` (PKCE, the nonce bound to `sessionPublicKey`), in the
+ * popup, or by redirect where none opens (never, when `popupOnly`: then OAuthError); answers
+ * the provider's answer in the popup, and never resolves after a redirect.
+ */
+async function authorize(
+  issuer: Issuer,
+  parameters: {
+    provider: string
+    sessionPublicKey: string
+    redirectUri?: string | undefined
+    mode?: 'popup' | 'redirect' | undefined
+    popup?: Window | null | undefined
+    popupOnly?: boolean | undefined
+  },
+): Promise<{ pending: Pending; answer: URLSearchParams }> {
+  const { sessionPublicKey } = parameters
   const callbackPage = parameters.redirectUri ?? defaultRedirectUri()
   // Apple posts its answer (response_mode=form_post), which a page cannot receive: it goes to the
   // backend, which sends the browser on to the page the state names (on an allowed origin only).
@@ -105,10 +134,11 @@ export async function signInWithOAuth(
   }).toString()
 
   let popup: Window | null = null
-  if (parameters.mode !== 'redirect' && !inAppBrowser()) {
+  if (parameters.popupOnly || (parameters.mode !== 'redirect' && !inAppBrowser())) {
     popup = parameters.popup && !parameters.popup.closed ? parameters.popup : openOAuthPopup()
     if (popup) popup.location.href = url.toString()
   } else parameters.popup?.close()
+  if (!popup && parameters.popupOnly) throw new OAuthError('The sign-in window could not open; allow popups for this site and try again')
   if (!popup) {
     sessionStorage.setItem(PENDING_KEY, JSON.stringify(pending))
     location.assign(url)
@@ -135,7 +165,36 @@ export async function signInWithOAuth(
     }
     window.addEventListener('message', onMessage)
   })
-  return finish(wallet, pending, answer)
+  return { pending, answer }
+}
+
+/**
+ * The proof of an identity at `provider` for the signed-in user's session key (the ID token's
+ * nonce binds it), for `POST /auth/user/link/oauth`: the provider's code, in a popup only (a
+ * redirect would leave the page mid-link). Errors: OAuthError (not configured, no popup, window
+ * closed, the provider refused).
+ *
+ * @example
+ * const proof = await oauthLinkProof(wallet, { provider: 'github', sessionPublicKey })
+ */
+export async function oauthLinkProof(
+  wallet: EmbeddedWallet,
+  parameters: { provider: string; sessionPublicKey: string; popup?: Window | null | undefined; redirectUri?: string | undefined },
+): Promise<{ provider: string; sessionPublicKey: string; code: string; codeVerifier: string; redirectUri: string }> {
+  const { oauth } = await wallet.backendConfig()
+  const issuer = (oauth as Readonly<Record<string, Issuer | undefined>> | undefined)?.[parameters.provider]
+  if (!issuer || !Object.hasOwn(oauth!, parameters.provider)) {
+    parameters.popup?.close()
+    throw new OAuthError(`${parameters.provider} sign-in is not configured on the backend`)
+  }
+  const { pending, answer } = await authorize(issuer, { ...parameters, popupOnly: true })
+  return {
+    provider: parameters.provider,
+    sessionPublicKey: parameters.sessionPublicKey,
+    code: codeOf(pending, answer),
+    codeVerifier: pending.codeVerifier,
+    redirectUri: pending.redirectUri,
+  }
 }
 
 /**

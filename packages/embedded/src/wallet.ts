@@ -15,6 +15,7 @@ import {
 import { BATCH_EXECUTOR_ADDRESS } from './executor.js'
 import { type Activity, completed, kmsCall } from './kmsCalls.js'
 import { createTurnkeyClient, postStamped, type TurnkeyClient } from './kmsClient.js'
+import { linkingPortOf } from './linking.js'
 import { freshVerification } from './reverify.js'
 import type { Stamper } from './sessionKeys.js'
 import { consentSigner, testOnlySigner } from './signers.js'
@@ -496,6 +497,8 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
 
     ...keysOf(context),
     ...linksOf(context),
+    /** @internal What account linking (linking.ts) carries its proofs with: the backend. */
+    linkingPort: linkingPortOf(context),
     ...recoveryOf(context, {
       newSessionKey: (): Promise<string> => wallet.newSessionKey(),
       signInWithSession: (...parameters): Promise<EmbeddedWalletCredential> => wallet.signInWithSession(...parameters),

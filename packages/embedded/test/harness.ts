@@ -51,7 +51,8 @@ export function useEmbeddedStack(
     },
     /** A browser's cookie jar for one user, and a log of the backend paths it called. */
     browserFetch() {
-      let cookie: string | undefined
+      // The backend's cookies by name: the session's, and the SIWE nonce's.
+      const cookies = new Map<string, string>()
       const calls: string[] = []
       const fetchFn: typeof fetch = async (input, init) => {
         const url = new URL(String(input))
@@ -60,14 +61,19 @@ export function useEmbeddedStack(
         const headers = {
           ...(init?.headers as Record<string, string>),
           ...(url.origin === stack.backendUrl ? { origin: PAGE_ORIGIN } : {}),
-          ...(cookie ? { cookie } : {}),
+          ...(cookies.size && url.origin === stack.backendUrl ? { cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; ') } : {}),
         }
         const response = await fetch(input, { ...init, headers })
-        const set = response.headers.getSetCookie().find((line) => line.startsWith(`${SESSION_COOKIE}=`))
-        if (set) cookie = set.split(';')[0]
+        for (const line of response.headers.getSetCookie()) {
+          const [pair = ''] = line.split(';')
+          const at = pair.indexOf('=')
+          const [name, value] = [pair.slice(0, at), pair.slice(at + 1)]
+          if (value === '' || /max-age=0\b/i.test(line)) cookies.delete(name)
+          else cookies.set(name, value)
+        }
         return response
       }
-      return { fetchFn, calls, forget: () => (cookie = undefined) }
+      return { fetchFn, calls, forget: () => cookies.delete(SESSION_COOKIE) }
     },
   }
   let stop: (() => Promise<void>) | undefined
@@ -87,6 +93,7 @@ export function useEmbeddedStack(
       allowedOrigins: [PAGE_ORIGIN],
       now: stack.now,
       ipOf: () => '127.0.0.1',
+      chains: [{ id: stack.chain.id, rpcUrl: inject('chainARpc') }],
       ...(options.paymaster ? { paymaster: options.paymaster() } : {}),
     })
     const port = await getFreePort()

@@ -27,6 +27,7 @@ test('default: exports', async () => {
       "useExportWallet",
       "useGetCallsStatus",
       "useImportWallet",
+      "useLinkAccount",
       "useOAuthSignIn",
       "usePasskeySignIn",
       "useRecentConnectorId",
@@ -39,7 +40,9 @@ test('default: exports', async () => {
       "useSignMessage",
       "useSignTypedData",
       "useSwitchChain",
+      "useUnlinkAccount",
       "useUpgradeAccount",
+      "useUser",
       "useWaitForCallsStatus",
     ]
   `)

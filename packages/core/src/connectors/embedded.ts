@@ -55,6 +55,8 @@ export type EmbeddedFlows = {
     signIn(provider: Embedded.OAuthProvider, mode?: 'popup' | 'redirect', popup?: Window | null): Promise<Embedded.EmbeddedWalletCredential>
     completeRedirect(): ReturnType<typeof Embedded.completeOAuthRedirect>
   }
+  /** Account linking: the user, a login of each kind linked by its own flow, unlinking. */
+  linking: Embedded.LinkingFlows
 }
 
 /** The embedded connector: a connector plus the sign-in and wallet flows, loaded on demand. */
@@ -129,6 +131,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
               signIn: (provider, mode, popup) => module.signInWithOAuth(wallet, { provider, mode, popup }),
               completeRedirect: () => module.completeOAuthRedirect(wallet),
             },
+            linking: module.linkingFlows(wallet, wallet.linkingPort, { rpId, appName: parameters.appName }),
           }
         })()
         flows.catch(() => (flows = undefined))

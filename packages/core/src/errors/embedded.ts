@@ -45,6 +45,21 @@ export const WebauthnNotSupportedError = define('WebauthnNotSupportedError', 'we
 export const SessionError = define('SessionError', 'session_failed', 'Failed to create or restore session')
 /** The social sign-in did not finish: the popup was closed, or the provider refused. */
 export const OAuthError = define('OAuthError', 'oauth_failed', 'The sign-in with the provider did not finish.')
+/**
+ * A login being linked (`linkAccount`) belongs to another user: nothing was linked and no account
+ * was merged; `details` has the backend's words.
+ *
+ * @example
+ * if (error instanceof AccountAlreadyLinkedError) say('That login is another account’s')
+ */
+export const AccountAlreadyLinkedError = define('AccountAlreadyLinkedError', 'account_already_linked', 'This login belongs to another account.')
+/**
+ * `unlinkAccount` of the account's last login: it stays until another login is linked.
+ *
+ * @example
+ * if (error instanceof LastLoginError) say('Link another sign-in method first')
+ */
+export const LastLoginError = define('LastLoginError', 'last_login', 'The last sign-in method cannot be removed.')
 
 /**
  * An EIP-7702 authorization the embedded wallet will not sign (another chain, another nonce,
@@ -128,6 +143,8 @@ const BY_CODE: Record<string, EmbeddedFlowErrorClass> = {
   webauthn_not_supported: WebauthnNotSupportedError,
   session_failed: SessionError,
   oauth_failed: OAuthError,
+  account_already_linked: AccountAlreadyLinkedError,
+  last_login: LastLoginError,
 }
 
 /**

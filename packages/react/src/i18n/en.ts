@@ -129,6 +129,8 @@ export const en = {
   e_webauthn_not_supported: 'Webauthn is not supported on this device',
   e_session_failed: 'Failed to create or restore session',
   e_oauth_failed: 'The sign-in with the provider did not finish.',
+  e_account_already_linked: 'This login belongs to another account.',
+  e_last_login: 'The last sign-in method cannot be removed.',
 }
 
 /** A complete catalogue: every key of the English one, each a string. */

@@ -18,6 +18,8 @@ import { Dialog } from './Dialog.js'
 
 // Export, import and passkeys: only for the embedded wallet, loaded with it.
 const EmbeddedTools = lazy(() => import('./EmbeddedTools.js'))
+// Sign-in methods (linked logins, second factor): only for the embedded wallet, loaded with it.
+const SignInMethods = lazy(() => import('./SignInMethods.js'))
 
 type Props = { theme: 'light' | 'dark' | 'auto'; onClose(): void }
 
@@ -132,6 +134,11 @@ export function AccountModal({ theme, onClose }: Props) {
         {isEmbeddedConnector(connector) && (
           <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
             <EmbeddedTools connector={connector} />
+          </Suspense>
+        )}
+        {isEmbeddedConnector(connector) && (
+          <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
+            <SignInMethods connector={connector} />
           </Suspense>
         )}
         <button type="button" className="lk-secondary lk-danger" onClick={() => disconnect.disconnect().then(onClose)}>

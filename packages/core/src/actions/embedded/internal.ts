@@ -2,7 +2,7 @@ import { EMBEDDED_ID, type EmbeddedConnector, type EmbeddedFlows, isEmbeddedConn
 import type { Client } from '../../createClient.js'
 import type { BaseError } from '../../errors/base.js'
 import { ConnectorNotFoundError } from '../../errors/connection.js'
-import { InvalidCodeError, toEmbeddedFlowError } from '../../errors/embedded.js'
+import { AccountAlreadyLinkedError, InvalidCodeError, LastLoginError, toEmbeddedFlowError } from '../../errors/embedded.js'
 import { toProviderError } from '../../errors/rpc.js'
 import { type ConnectReturnType, connect } from '../connect.js'
 
@@ -33,8 +33,9 @@ export async function runFlow<result>(
   } catch (error) {
     const typed = toEmbeddedFlowError(error)
     const reported = (typed instanceof Error && 'shortMessage' in typed ? typed : toProviderError(typed)) as BaseError
-    // A mistyped code is the user's to fix and the caller's to show, not a failure to log.
-    if (!(reported instanceof InvalidCodeError)) client._internal.report(action, reported)
+    // A mistyped code, another user's login, the last login: the user's to fix and the caller's to show, not failures to log.
+    if (!(reported instanceof InvalidCodeError || reported instanceof AccountAlreadyLinkedError || reported instanceof LastLoginError))
+      client._internal.report(action, reported)
     throw reported
   }
 }

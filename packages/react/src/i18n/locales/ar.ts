@@ -129,6 +129,8 @@ const ar: Messages = {
   e_webauthn_not_supported: 'مفاتيح المرور غير مدعومة على هذا الجهاز',
   e_session_failed: 'تعذّر إنشاء الجلسة أو استعادتها',
   e_oauth_failed: 'لم يكتمل تسجيل الدخول لدى المزوّد.',
+  e_account_already_linked: 'تسجيل الدخول هذا يخص حسابًا آخر.',
+  e_last_login: 'لا يمكن إزالة آخر طريقة لتسجيل الدخول.',
 }
 
 export default ar

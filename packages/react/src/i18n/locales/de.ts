@@ -129,6 +129,8 @@ const de: Messages = {
   e_webauthn_not_supported: 'Passkeys werden auf diesem Gerät nicht unterstützt',
   e_session_failed: 'Die Sitzung konnte nicht erstellt oder wiederhergestellt werden',
   e_oauth_failed: 'Die Anmeldung beim Anbieter wurde nicht abgeschlossen.',
+  e_account_already_linked: 'Diese Anmeldung gehört zu einem anderen Konto.',
+  e_last_login: 'Die letzte Anmeldemethode kann nicht entfernt werden.',
 }
 
 export default de

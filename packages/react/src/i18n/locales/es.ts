@@ -130,6 +130,8 @@ const es: Messages = {
   e_webauthn_not_supported: 'Este dispositivo no admite llaves de acceso',
   e_session_failed: 'No se pudo crear ni restaurar la sesión',
   e_oauth_failed: 'El inicio de sesión con el proveedor no terminó.',
+  e_account_already_linked: 'Este inicio de sesión pertenece a otra cuenta.',
+  e_last_login: 'No se puede quitar el último método de inicio de sesión.',
 }
 
 export default es

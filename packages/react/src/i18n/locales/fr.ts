@@ -130,6 +130,8 @@ const fr: Messages = {
   e_webauthn_not_supported: 'Les clés d’accès ne sont pas prises en charge sur cet appareil',
   e_session_failed: 'Impossible de créer ou de restaurer la session',
   e_oauth_failed: 'La connexion avec le fournisseur n’a pas abouti.',
+  e_account_already_linked: 'Cette connexion appartient à un autre compte.',
+  e_last_login: 'La dernière méthode de connexion ne peut pas être retirée.',
 }
 
 export default fr

@@ -129,6 +129,8 @@ const he: Messages = {
   e_webauthn_not_supported: 'המכשיר הזה אינו תומך במפתחות גישה',
   e_session_failed: 'לא ניתן ליצור או לשחזר את ההפעלה',
   e_oauth_failed: 'ההתחברות אצל הספק לא הושלמה.',
+  e_account_already_linked: 'ההתחברות הזו שייכת לחשבון אחר.',
+  e_last_login: 'אי אפשר להסיר את שיטת ההתחברות האחרונה.',
 }
 
 export default he

@@ -129,6 +129,8 @@ const hi: Messages = {
   e_webauthn_not_supported: 'यह डिवाइस पासकी का समर्थन नहीं करता',
   e_session_failed: 'सत्र बनाया या बहाल नहीं किया जा सका',
   e_oauth_failed: 'प्रदाता के साथ साइन-इन पूरा नहीं हुआ।',
+  e_account_already_linked: 'यह लॉगिन किसी दूसरे खाते का है।',
+  e_last_login: 'साइन-इन का आख़िरी तरीका हटाया नहीं जा सकता।',
 }
 
 export default hi

@@ -129,6 +129,8 @@ const id: Messages = {
   e_webauthn_not_supported: 'Perangkat ini tidak mendukung passkey',
   e_session_failed: 'Sesi tidak dapat dibuat atau dipulihkan',
   e_oauth_failed: 'Masuk lewat penyedia tidak selesai.',
+  e_account_already_linked: 'Login ini milik akun lain.',
+  e_last_login: 'Metode masuk terakhir tidak dapat dihapus.',
 }
 
 export default id

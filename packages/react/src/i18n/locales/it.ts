@@ -129,6 +129,8 @@ const it: Messages = {
   e_webauthn_not_supported: 'Questo dispositivo non supporta le passkey',
   e_session_failed: 'Impossibile creare o ripristinare la sessione',
   e_oauth_failed: 'L’accesso con il provider non è stato completato.',
+  e_account_already_linked: 'Questo accesso appartiene a un altro account.',
+  e_last_login: 'L’ultimo metodo di accesso non può essere rimosso.',
 }
 
 export default it

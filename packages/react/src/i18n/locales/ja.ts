@@ -129,6 +129,8 @@ const ja: Messages = {
   e_webauthn_not_supported: 'この端末はパスキーに対応していません',
   e_session_failed: 'セッションを作成または復元できませんでした',
   e_oauth_failed: 'プロバイダーでのサインインが完了しませんでした。',
+  e_account_already_linked: 'このログインは別のアカウントのものです。',
+  e_last_login: '最後のサインイン方法は削除できません。',
 }
 
 export default ja

@@ -129,6 +129,8 @@ const ko: Messages = {
   e_webauthn_not_supported: '이 기기는 패스키를 지원하지 않습니다',
   e_session_failed: '세션을 만들거나 복원하지 못했습니다',
   e_oauth_failed: '공급자 로그인이 완료되지 않았습니다.',
+  e_account_already_linked: '이 로그인은 다른 계정에 속해 있습니다.',
+  e_last_login: '마지막 로그인 방법은 삭제할 수 없습니다.',
 }
 
 export default ko

@@ -129,6 +129,8 @@ const pt: Messages = {
   e_webauthn_not_supported: 'Este dispositivo não suporta chaves de acesso',
   e_session_failed: 'Não foi possível criar ou restaurar a sessão',
   e_oauth_failed: 'O login com o provedor não foi concluído.',
+  e_account_already_linked: 'Este login pertence a outra conta.',
+  e_last_login: 'O último método de login não pode ser removido.',
 }
 
 export default pt

@@ -129,6 +129,8 @@ const ru: Messages = {
   e_webauthn_not_supported: 'Это устройство не поддерживает ключи доступа',
   e_session_failed: 'Не удалось создать или восстановить сессию',
   e_oauth_failed: 'Вход через провайдера не завершён.',
+  e_account_already_linked: 'Этот вход принадлежит другому аккаунту.',
+  e_last_login: 'Последний способ входа нельзя удалить.',
 }
 
 export default ru

@@ -129,6 +129,8 @@ const tr: Messages = {
   e_webauthn_not_supported: 'Bu cihaz geçiş anahtarlarını desteklemiyor',
   e_session_failed: 'Oturum oluşturulamadı ya da geri yüklenemedi',
   e_oauth_failed: 'Sağlayıcı ile giriş tamamlanmadı.',
+  e_account_already_linked: 'Bu giriş başka bir hesaba ait.',
+  e_last_login: 'Son giriş yöntemi kaldırılamaz.',
 }
 
 export default tr

@@ -129,6 +129,8 @@ const vi: Messages = {
   e_webauthn_not_supported: 'Thiết bị này không hỗ trợ passkey',
   e_session_failed: 'Không thể tạo hoặc khôi phục phiên',
   e_oauth_failed: 'Đăng nhập với nhà cung cấp chưa hoàn tất.',
+  e_account_already_linked: 'Thông tin đăng nhập này thuộc về tài khoản khác.',
+  e_last_login: 'Không thể gỡ phương thức đăng nhập cuối cùng.',
 }
 
 export default vi

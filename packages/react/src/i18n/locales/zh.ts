@@ -129,6 +129,8 @@ const zh: Messages = {
   e_webauthn_not_supported: '此设备不支持通行密钥',
   e_session_failed: '无法创建或恢复会话',
   e_oauth_failed: '通过提供方登录未完成。',
+  e_account_already_linked: '此登录属于另一个账号。',
+  e_last_login: '无法移除最后一种登录方式。',
 }
 
 export default zh

@@ -1,0 +1,137 @@
+import type * as Embedded from '@latchkey/embedded'
+import type { EmbeddedFlows } from '../../connectors/embedded.js'
+import type { Client } from '../../createClient.js'
+import { ConnectorNotFoundError } from '../../errors/connection.js'
+import { createSiweMessage } from '../../signIn/signIn.js'
+import type { Address, Connector, Hex } from '../../types.js'
+import { type EmbeddedTarget, runFlow } from './internal.js'
+
+/** How a login signs in: `oauth:<provider>` for each configured OpenID Connect provider. */
+export type LoginKind = Embedded.LoginKind
+/** A login linked to the user: its id (for `unlinkAccount`), kind, what users read, and when it was linked (ISO 8601). */
+export type LinkedLogin = Embedded.LinkedLogin
+/** The signed-in user as the backend answers `GET /auth/user`: logins (oldest first), wallets and second factors. */
+export type EmbeddedUser = Embedded.EmbeddedUser
+/** A social sign-in the backend offers, which a user may link: `name` for `linkAccount`, `displayName` to show. */
+export type LinkableProvider = Embedded.LinkableProvider
+
+export type LinkAccountParameters = EmbeddedTarget &
+  (
+    | { kind: 'email'; email: string }
+    | { kind: 'passkey'; name?: string | undefined }
+    | {
+        kind: 'oauth'
+        /** A configured provider's name: 'google', 'apple', or one the operator configures ('github', …). */
+        provider: string
+        /** A window opened in the click itself (`openOAuthPopup()`): popup blockers let only a click open one. */
+        popup?: Window | null | undefined
+      }
+    | {
+        kind: 'wallet'
+        /** The external wallet's connector (or its id), which signs the SIWE message; it need not be the connected one. */
+        wallet: Connector | string
+      }
+  )
+
+export type UnlinkAccountParameters = EmbeddedTarget & { id: string }
+
+/**
+ * The signed-in embedded-wallet user: linked logins, wallets and second factors. Errors:
+ * AccountNotFoundError (not signed in), CannotProceedError.
+ *
+ * @example
+ * const { logins } = await getUser(client)
+ */
+export function getUser(client: Client, parameters: EmbeddedTarget = {}): Promise<EmbeddedUser> {
+  return runFlow(client, 'getUser', parameters, (flows) => flows.linking.getUser())
+}
+
+/**
+ * The social sign-ins the backend offers, which `linkAccount({ kind: 'oauth' })` can link.
+ *
+ * @example
+ * const providers = await getLinkableProviders(client)
+ */
+export function getLinkableProviders(client: Client, parameters: EmbeddedTarget = {}): Promise<LinkableProvider[]> {
+  return runFlow(client, 'getLinkableProviders', parameters, (flows) => flows.linking.providers())
+}
+
+// One function per kind of login: how each is proven and carried lives here and in the embedded
+// wallet's linking flow of the same name, nowhere else.
+const LINKS: {
+  [kind in LinkAccountParameters['kind']]: (
+    client: Client,
+    flows: EmbeddedFlows,
+    parameters: Extract<LinkAccountParameters, { kind: kind }>,
+  ) => Promise<LinkedLogin>
+} = {
+  email: (_client, flows, { email }) => flows.linking.linkEmail(email),
+  passkey: (_client, flows, { name }) => flows.linking.linkPasskey(name),
+  oauth: (_client, flows, { provider, popup }) => flows.linking.linkOAuth(provider, popup),
+  wallet: linkWallet,
+}
+
+/** An external wallet: its first account signs a SIWE message with a nonce of this browser's. */
+async function linkWallet(client: Client, flows: EmbeddedFlows, parameters: { wallet: Connector | string }): Promise<LinkedLogin> {
+  const wanted = parameters.wallet
+  const connector = typeof wanted === 'string' ? client.getConnectors().find((candidate) => candidate.id === wanted) : wanted
+  if (!connector || connector.type === 'embedded') throw new ConnectorNotFoundError({ id: typeof wanted === 'string' ? wanted : wanted.id })
+  const provider = await connector.getProvider()
+  const [address] = (await provider.request({ method: 'eth_requestAccounts' })) as Address[]
+  if (!address) throw new ConnectorNotFoundError({ id: connector.id })
+  const { getAddress, stringToHex } = await import('viem')
+  const issuedAt = new Date()
+  const message = await createSiweMessage({
+    address: getAddress(address),
+    chainId: client.getState().connection?.chainId ?? client.chains[0].id,
+    nonce: await flows.linking.walletNonce(),
+    domain: typeof location === 'undefined' ? 'localhost' : location.host,
+    uri: typeof location === 'undefined' ? 'http://localhost' : location.origin,
+    statement: 'Link this wallet to your account.',
+    issuedAt,
+    expirationTime: new Date(issuedAt.getTime() + 600_000),
+  })
+  const signature = (await provider.request({ method: 'personal_sign', params: [stringToHex(message), address] })) as Hex
+  return flows.linking.linkWallet({ message, signature })
+}
+
+/**
+ * Links another login to the signed-in user, proven by its own flow: an email by the code it
+ * receives (typed in the consent frame), a new passkey, an identity at a configured OAuth
+ * provider (popup), an external wallet by a SIWE signature. Answers the new login. Errors:
+ * AccountAlreadyLinkedError (the login is another user's: nothing changed), InvalidCodeError,
+ * WebauthnCeremonyError, OAuthError, UserRejectedRequestError (4001: cancelled), CannotProceedError
+ * (linked to you already, a second email, a rate limit: `details` says which).
+ *
+ * @example
+ * const login = await linkAccount(client, { kind: 'passkey', name: 'Laptop' })
+ */
+export function linkAccount(client: Client, parameters: LinkAccountParameters): Promise<LinkedLogin> {
+  return runFlow(client, 'linkAccount', parameters, (flows) =>
+    (LINKS[parameters.kind] as (client: Client, flows: EmbeddedFlows, parameters: LinkAccountParameters) => Promise<LinkedLogin>)(client, flows, parameters),
+  )
+}
+
+/**
+ * Unlinks a login (by its `id` from `getUser`) while another remains. Errors: LastLoginError (the
+ * account's last login: nothing changed), CannotProceedError (no such login).
+ *
+ * @example
+ * await unlinkAccount(client, { id: login.id })
+ */
+export function unlinkAccount(client: Client, parameters: UnlinkAccountParameters): Promise<void> {
+  return runFlow(client, 'unlinkAccount', parameters, (flows) => flows.linking.unlink(parameters.id))
+}
+
+/**
+ * Sets up an authenticator app (TOTP) as the user's second factor, in the consent frame: the
+ * frame shows the secret (as text and a QR code), takes the first code and shows the 10 recovery
+ * codes; the page never sees them. Answers the factor's id. Errors: UserRejectedRequestError
+ * (4001: cancelled in the frame), AccountNotFoundError (not signed in).
+ *
+ * @example
+ * const { factorId } = await enrollTotp(client)
+ */
+export function enrollTotp(client: Client, parameters: EmbeddedTarget = {}): Promise<{ factorId: string }> {
+  return runFlow(client, 'enrollTotp', parameters, (flows) => flows.wallet.enrollTotp())
+}
