@@ -7,6 +7,7 @@ import { batchExecutorAddress } from '../../../contracts/index.js'
 import { chromiumLaunchOptions } from '../../../test/chromium.js'
 import { createKms, type Kms } from '../src/index.js'
 import { testDatabase } from './database.js'
+import { dialogViolations } from './frameAxe.js'
 
 // The consent frame's configuration in Chromium: a kms whose frames name the unit run's anvil
 // (chain A) reviews and simulates a transaction there through the page's CSP; a kms that names no
@@ -205,5 +206,30 @@ describe("consent frame in the app's language", () => {
     await frame.getByRole('button', { name: 'דחייה' }).press('Enter')
     expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'he-1' })
     await context.close()
+  })
+})
+
+describe('consent frame accessibility', () => {
+  test('behavior: axe finds no violations in the review dialog (message, transaction with its simulation, refusal), en and ar, light and dark, desktop and phone', async () => {
+    for (const query of ['', '?locale=ar']) {
+      const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress }, query)
+      await ask(page, `axe-message${query}`, message)
+      await frame.getByRole('dialog').waitFor()
+      expect(await dialogViolations(page, frame, `message${query}`)).toEqual([])
+      await frame.locator('#reject').press('Enter')
+      await answer(page)
+      await ask(page, `axe-tx${query}`, transaction)
+      await expect.poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 }).not.toBe(query ? 'جارٍ المحاكاة…' : 'Simulating…')
+      expect(await dialogViolations(page, frame, `transaction${query}`)).toEqual([])
+      await frame.locator('#reject').press('Enter')
+      await answer(page)
+      await page.close()
+    }
+    const { page, frame } = await openConsent({})
+    await ask(page, 'axe-refused', transaction)
+    await answer(page)
+    await frame.getByRole('dialog').waitFor()
+    expect(await dialogViolations(page, frame, 'refusal')).toEqual([])
+    await page.close()
   })
 })
