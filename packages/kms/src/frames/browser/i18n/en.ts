@@ -11,6 +11,8 @@ export const en = {
   // What a review decodes (review/*.ts writes these English texts; the dialog shows them translated).
   titleMessage: 'Sign a message',
   titleSiwe: 'Sign in with Ethereum',
+  titleTypedData: 'Sign typed data',
+  titlePermit: 'Sign a token permit',
   titleTransaction: 'Send a transaction',
   titleBatch: 'Send {count} calls at once',
   titleGrant: 'Grant a permission',

@@ -94,7 +94,7 @@ let patterns: { key: FrameMessageKey; pattern: RegExp; names: string[] }[] | und
  * catalogue does not know (an address, an amount, a decoded value) as it is.
  *
  * @example
- * display('Send 3 calls at once') // 'إرسال ٣ استدعاءات دفعة واحدة' in ar
+ * display('Send 1200 calls at once') // '1.200 Aufrufe auf einmal senden' in de
  */
 export function display(text: string): string {
   patterns ??= (Object.keys(en) as (keyof typeof en)[]).map((key) => {

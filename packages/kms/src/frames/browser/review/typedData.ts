@@ -102,7 +102,7 @@ export async function reviewTypedData(params: readonly unknown[], context: Revie
   }
   return {
     kind: 'typedData',
-    title: permit ? 'Sign a token permit' : 'Sign typed data',
+    title: permit ? en.titlePermit : en.titleTypedData,
     origin: context.origin,
     rows,
     tree: [domainNode, nodeOf(typeMap, primaryType, primaryType, message)],

@@ -35,6 +35,8 @@ const ar: FrameMessages = {
   mfaCodes: 'رموز الاسترداد',
   titleMessage: 'توقيع رسالة',
   titleSiwe: 'تسجيل الدخول باستخدام Ethereum',
+  titleTypedData: 'توقيع بيانات منظَّمة',
+  titlePermit: 'توقيع إذن رمز مميز',
   titleTransaction: 'إرسال معاملة',
   titleBatch: 'إرسال {count} استدعاءات دفعة واحدة',
   titleGrant: 'منح إذن',

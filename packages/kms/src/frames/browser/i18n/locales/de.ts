@@ -36,6 +36,8 @@ const de: FrameMessages = {
   mfaCodes: 'Wiederherstellungscodes',
   titleMessage: 'Eine Nachricht signieren',
   titleSiwe: 'Mit Ethereum anmelden',
+  titleTypedData: 'Strukturierte Daten signieren',
+  titlePermit: 'Eine Token-Genehmigung signieren',
   titleTransaction: 'Eine Transaktion senden',
   titleBatch: '{count} Aufrufe auf einmal senden',
   titleGrant: 'Eine Berechtigung erteilen',

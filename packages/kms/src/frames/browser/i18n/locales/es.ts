@@ -36,6 +36,8 @@ const es: FrameMessages = {
   mfaCodes: 'Códigos de recuperación',
   titleMessage: 'Firmar un mensaje',
   titleSiwe: 'Iniciar sesión con Ethereum',
+  titleTypedData: 'Firmar datos estructurados',
+  titlePermit: 'Firmar un permiso de token',
   titleTransaction: 'Enviar una transacción',
   titleBatch: 'Enviar {count} llamadas a la vez',
   titleGrant: 'Conceder un permiso',

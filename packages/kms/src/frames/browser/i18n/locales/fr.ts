@@ -36,6 +36,8 @@ const fr: FrameMessages = {
   mfaCodes: 'Codes de récupération',
   titleMessage: 'Signer un message',
   titleSiwe: 'Se connecter avec Ethereum',
+  titleTypedData: 'Signer des données structurées',
+  titlePermit: 'Signer une autorisation de jeton',
   titleTransaction: 'Envoyer une transaction',
   titleBatch: 'Envoyer {count} appels à la fois',
   titleGrant: 'Accorder une autorisation',

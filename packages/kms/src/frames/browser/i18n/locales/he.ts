@@ -35,6 +35,8 @@ const he: FrameMessages = {
   mfaCodes: 'קודי שחזור',
   titleMessage: 'חתימה על הודעה',
   titleSiwe: 'כניסה עם Ethereum',
+  titleTypedData: 'חתימה על נתונים מובנים',
+  titlePermit: 'חתימה על היתר אסימון',
   titleTransaction: 'שליחת עסקה',
   titleBatch: 'שליחת {count} קריאות בבת אחת',
   titleGrant: 'מתן הרשאה',

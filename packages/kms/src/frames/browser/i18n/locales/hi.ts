@@ -35,6 +35,8 @@ const hi: FrameMessages = {
   mfaCodes: 'रिकवरी कोड',
   titleMessage: 'संदेश पर साइन करें',
   titleSiwe: 'Ethereum से साइन इन करें',
+  titleTypedData: 'संरचित डेटा पर साइन करें',
+  titlePermit: 'टोकन अनुमति पर साइन करें',
   titleTransaction: 'लेन-देन भेजें',
   titleBatch: '{count} कॉल एक साथ भेजें',
   titleGrant: 'अनुमति दें',

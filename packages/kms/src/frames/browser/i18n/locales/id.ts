@@ -36,6 +36,8 @@ const id: FrameMessages = {
   mfaCodes: 'Kode pemulihan',
   titleMessage: 'Tandatangani pesan',
   titleSiwe: 'Masuk dengan Ethereum',
+  titleTypedData: 'Tandatangani data terstruktur',
+  titlePermit: 'Tandatangani izin token',
   titleTransaction: 'Kirim transaksi',
   titleBatch: 'Kirim {count} panggilan sekaligus',
   titleGrant: 'Berikan izin',

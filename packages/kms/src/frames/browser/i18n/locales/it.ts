@@ -36,6 +36,8 @@ const it: FrameMessages = {
   mfaCodes: 'Codici di recupero',
   titleMessage: 'Firma un messaggio',
   titleSiwe: 'Accedi con Ethereum',
+  titleTypedData: 'Firma dati strutturati',
+  titlePermit: 'Firma un permesso per token',
   titleTransaction: 'Invia una transazione',
   titleBatch: 'Invia {count} chiamate insieme',
   titleGrant: 'Concedi un permesso',

@@ -36,6 +36,8 @@ const ja: FrameMessages = {
   mfaCodes: 'リカバリーコード',
   titleMessage: 'メッセージに署名',
   titleSiwe: 'Ethereum でサインイン',
+  titleTypedData: '構造化データに署名',
+  titlePermit: 'トークンの許可に署名',
   titleTransaction: 'トランザクションを送信',
   titleBatch: '{count} 件の呼び出しをまとめて送信',
   titleGrant: '権限を付与',

@@ -35,6 +35,8 @@ const ko: FrameMessages = {
   mfaCodes: '복구 코드',
   titleMessage: '메시지 서명',
   titleSiwe: 'Ethereum으로 로그인',
+  titleTypedData: '구조화된 데이터 서명',
+  titlePermit: '토큰 허가 서명',
   titleTransaction: '트랜잭션 보내기',
   titleBatch: '호출 {count}개 한꺼번에 보내기',
   titleGrant: '권한 부여',

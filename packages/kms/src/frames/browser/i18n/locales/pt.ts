@@ -36,6 +36,8 @@ const pt: FrameMessages = {
   mfaCodes: 'Códigos de recuperação',
   titleMessage: 'Assinar uma mensagem',
   titleSiwe: 'Entrar com Ethereum',
+  titleTypedData: 'Assinar dados estruturados',
+  titlePermit: 'Assinar uma permissão de token',
   titleTransaction: 'Enviar uma transação',
   titleBatch: 'Enviar {count} chamadas de uma vez',
   titleGrant: 'Conceder uma permissão',

@@ -36,6 +36,8 @@ const ru: FrameMessages = {
   mfaCodes: 'Коды восстановления',
   titleMessage: 'Подписать сообщение',
   titleSiwe: 'Войти с Ethereum',
+  titleTypedData: 'Подписать структурированные данные',
+  titlePermit: 'Подписать разрешение на токен',
   titleTransaction: 'Отправить транзакцию',
   titleBatch: 'Отправить {count} вызовов сразу',
   titleGrant: 'Выдать разрешение',

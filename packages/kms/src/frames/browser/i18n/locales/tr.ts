@@ -36,6 +36,8 @@ const tr: FrameMessages = {
   mfaCodes: 'Kurtarma kodları',
   titleMessage: 'Bir mesaj imzala',
   titleSiwe: 'Ethereum ile giriş yap',
+  titleTypedData: 'Yapılandırılmış veriyi imzala',
+  titlePermit: 'Bir token iznini imzala',
   titleTransaction: 'Bir işlem gönder',
   titleBatch: '{count} çağrıyı birlikte gönder',
   titleGrant: 'Bir izin ver',

@@ -36,6 +36,8 @@ const vi: FrameMessages = {
   mfaCodes: 'Mã khôi phục',
   titleMessage: 'Ký một tin nhắn',
   titleSiwe: 'Đăng nhập bằng Ethereum',
+  titleTypedData: 'Ký dữ liệu có cấu trúc',
+  titlePermit: 'Ký giấy phép token',
   titleTransaction: 'Gửi giao dịch',
   titleBatch: 'Gửi {count} lệnh gọi cùng lúc',
   titleGrant: 'Cấp quyền',

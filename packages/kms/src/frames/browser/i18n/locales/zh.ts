@@ -35,6 +35,8 @@ const zh: FrameMessages = {
   mfaCodes: '恢复码',
   titleMessage: '签署消息',
   titleSiwe: '使用以太坊登录',
+  titleTypedData: '签署结构化数据',
+  titlePermit: '签署代币授权',
   titleTransaction: '发送交易',
   titleBatch: '一次发送 {count} 个调用',
   titleGrant: '授予权限',
