@@ -35,6 +35,11 @@ export type ConsentFrameParameters = {
   container?: HTMLElement | undefined
   /** The iframe's accessible name. Default "Confirm in your wallet". */
   title?: string | undefined
+  /**
+   * The language of the frame's dialogs (a BCP 47 tag: `ar`, `pt-BR`), as the app shows its own. Default: the
+   * browser's languages. One the frame has no catalogue for shows English (and the frame warns once).
+   */
+  locale?: string | undefined
 }
 
 export type ConsentFrame = {
@@ -131,6 +136,7 @@ let frames = 0
  */
 export async function mountConsentFrame(parameters: ConsentFrameParameters): Promise<ConsentFrame> {
   const url = new URL('/consent', parameters.framesUrl)
+  if (parameters.locale) url.searchParams.set('locale', parameters.locale)
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new ClientsNotFoundError({ details: `The frames url ${parameters.framesUrl} is not http(s)` })
   const iframe = document.createElement('iframe')

@@ -45,15 +45,15 @@ export type WalletSigner = {
   secondFactor(request: SecondFactorRequest, carry: (submit: MfaSubmit) => Promise<MfaCarried>): Promise<SecondFactorDone>
 }
 
-/** The consent frame as the signer, mounted on first need from the frames url (its module loads then too). */
-export function consentSigner(framesUrl: () => Promise<string | undefined>): WalletSigner {
+/** The consent frame as the signer, mounted on first need from the frames url (its module loads then too), its dialogs in `locale`. */
+export function consentSigner(framesUrl: () => Promise<string | undefined>, locale?: string | undefined): WalletSigner {
   let frame: Promise<ConsentFrame> | undefined
   const mounted = (): Promise<ConsentFrame> => {
     frame ??= (async () => {
       const url = await framesUrl()
       if (!url) throw new ClientsNotFoundError({ details: 'No frames url for the consent frame: set framesUrl, or have the backend publish one' })
       const { mountConsentFrame } = await import('./consentFrame.js')
-      return mountConsentFrame({ framesUrl: url })
+      return mountConsentFrame({ framesUrl: url, locale })
     })()
     frame.catch(() => (frame = undefined))
     return frame

@@ -82,7 +82,9 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
   const recoverySessionSeconds = options.recoverySessionSeconds ?? RECOVERY_SESSION_EXPIRY_S
   const storage = options.storage ?? (typeof localStorage === 'undefined' ? memoryStorage() : localStorage)
   const backend: Backend = createBackend(options.backendUrl, options.fetch)
-  const signer = options.testOnlySessionKeys ? testOnlySigner(options.testOnlySessionKeys) : consentSigner(async () => (await settings()).framesUrl)
+  const signer = options.testOnlySessionKeys
+    ? testOnlySigner(options.testOnlySessionKeys)
+    : consentSigner(async () => (await settings()).framesUrl, options.locale)
   const listeners = new Set<(record: StoredWallet | undefined) => void>()
   let record: StoredWallet | undefined = read()
   let config: Promise<BackendConfig> | undefined

@@ -275,6 +275,27 @@ describe('consent frame', { timeout: 90_000 }, () => {
     await page.close()
   })
 
+  test('behavior: mounted with locale "ar", the frame\'s dialog is right-to-left and in Arabic; the rejection keeps its API text', async () => {
+    const page = await context.newPage()
+    await page.goto(appOrigin)
+    await page.waitForFunction(() => (window as { appReady?: boolean }).appReady === true)
+    await page.evaluate(async (framesUrl) => {
+      const scope = window as unknown as { mountConsentFrame: (p: { framesUrl: string; locale: string }) => Promise<unknown>; consent: unknown }
+      scope.consent = await scope.mountConsentFrame({ framesUrl, locale: 'ar-EG' })
+    }, kms.framesUrl!)
+    expect(await page.evaluate(() => document.querySelector('iframe')!.src)).toBe(`${kms.framesUrl}/consent?locale=ar-EG`)
+    const account = '0x000000000000000000000000000000000000dEaD'
+    await askToSign(page, { message: 'مرحبا', account, body: signMessageBody('org', account, 'مرحبا') })
+    const dialog = page.frameLocator('iframe').getByRole('dialog', { name: 'توقيع رسالة' })
+    await dialog.waitFor()
+    const frame = (await openFrame(page, 0))!
+    expect(await frame.evaluate(() => [document.documentElement.lang, document.documentElement.dir])).toEqual(['ar', 'rtl'])
+    expect(await dialog.getByRole('button').allTextContents()).toEqual(['رفض', 'موافقة'])
+    await dialog.getByRole('button', { name: 'رفض' }).press('Enter')
+    expect(await outcome(page)).toEqual({ error: { name: 'ProviderRpcError', code: 4001, message: 'User rejected the request.' } })
+    await page.close()
+  })
+
   test('behavior: focus moves into the dialog, Tab stays there, Escape answers 4001', async () => {
     const { page, frame } = await openApp()
     const account = '0x000000000000000000000000000000000000dEaD'

@@ -9,6 +9,7 @@ import { rolldown } from 'rolldown'
 import { parseEther, parseGwei, parseTransaction, recoverTransactionAddress, serializeTransaction, toHex } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { chromiumLaunchOptions } from '../../../test/chromium.js'
+import { dialogViolations } from '../../kms/test/frameAxe.js'
 import type { GrantRefusedError } from '../src/errors.js'
 import { asGrantRefusal } from '../src/grants.js'
 import { postStamped, TurnkeyRequestError } from '../src/kmsClient.js'
@@ -252,6 +253,21 @@ describe('grants in the consent frame', { timeout: 90_000 }, () => {
     expect(parseTransaction(serialized).value).toBe(parseEther('0.004'))
     expect(await recoverTransactionAddress({ serializedTransaction: serialized as never })).toBe(app.user.address)
     await app.page.close()
+  })
+
+  test('behavior: axe finds no violations in the grant dialog, light and dark, desktop and phone', async () => {
+    const { page, user } = await openApp()
+    const request = grantRequest()
+    const asked = consentCall(page, 'approveGrant', [
+      { method: 'wallet_grantPermissions', params: [request] },
+      { account: user.address, chainId: 31337 },
+      createGrantBody(user, request),
+    ])
+    await page.frameLocator('iframe').getByRole('dialog', { name: 'Grant a permission' }).waitFor()
+    expect(await dialogViolations(page, await openFrame(page), 'grant')).toEqual([])
+    await press(page, await openFrame(page), 'Reject')
+    expect(await asked).toEqual({ error: { name: 'ProviderRpcError', code: 4001, message: 'User rejected the request.' } })
+    await page.close()
   })
 
   test('error: past the period’s limit, or once the grant expired, the kms refuses (GrantRefusedError) and signs nothing', async () => {

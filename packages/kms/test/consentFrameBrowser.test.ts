@@ -1,12 +1,13 @@
 import { createServer, type Server } from 'node:http'
 import { getFreePort } from '@latchkey/devnet'
 import { type Browser, chromium, type Frame, type Page } from 'playwright-core'
-import { parseEther, parseGwei, serializeTransaction } from 'viem'
+import { parseEther, parseGwei, serializeTransaction, stringToHex } from 'viem'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { batchExecutorAddress } from '../../../contracts/index.js'
 import { chromiumLaunchOptions } from '../../../test/chromium.js'
 import { createKms, type Kms } from '../src/index.js'
 import { testDatabase } from './database.js'
+import { dialogViolations } from './frameAxe.js'
 
 // The consent frame's configuration in Chromium: a kms whose frames name the unit run's anvil
 // (chain A) reviews and simulates a transaction there through the page's CSP; a kms that names no
@@ -41,9 +42,9 @@ const transaction = {
 
 const appHtml = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>App</title>
 <script type="module">
-window.openConsent = (framesUrl) => new Promise((resolve) => {
+window.openConsent = (framesUrl, query = '') => new Promise((resolve) => {
   const iframe = document.createElement('iframe')
-  iframe.src = framesUrl + '/consent'
+  iframe.src = framesUrl + '/consent' + query
   iframe.style.cssText = 'width: 480px; height: 640px; border: 0'
   const channel = new MessageChannel()
   const waiting = new Map()
@@ -80,14 +81,24 @@ afterAll(async () => {
 })
 
 /** A kms with frames configured as given, an app page with its consent frame's channel open. */
-async function openConsent(frames: { chains?: { id: number; rpcUrl: string }[]; executor?: string }): Promise<{ page: Page; frame: Frame }> {
+async function openConsent(
+  frames: { chains?: { id: number; rpcUrl: string }[]; executor?: string },
+  query = '',
+): Promise<{ page: Page; frame: Frame; warnings: string[] }> {
   const kms = createKms({ port: await getFreePort(), ...(await testDatabase()), frames: { port: await getFreePort(), parentOrigins: [appOrigin], ...frames } })
   kmss.push(kms)
   await kms.start()
   const page = await browser.newPage()
+  const warnings: string[] = []
+  page.on('console', (message) => {
+    if (message.type() === 'warning') warnings.push(message.text())
+  })
   await page.goto(appOrigin)
-  await page.evaluate((framesUrl) => (window as unknown as { openConsent(url: string): Promise<boolean> }).openConsent(framesUrl), kms.framesUrl!)
-  return { page, frame: page.frames().find((candidate) => candidate.url() === `${kms.framesUrl}/consent`)! }
+  await page.evaluate(
+    ({ framesUrl, query }) => (window as unknown as { openConsent(url: string, query: string): Promise<boolean> }).openConsent(framesUrl, query),
+    { framesUrl: kms.framesUrl!, query },
+  )
+  return { page, frame: page.frames().find((candidate) => candidate.url() === `${kms.framesUrl}/consent${query}`)!, warnings }
 }
 
 const ask = (page: Page, requestId: string, value: unknown) =>
@@ -121,6 +132,107 @@ describe('consent frame configured by the kms', () => {
     expect(await frame.getByRole('button', { name: 'Approve' }).isHidden()).toBe(true)
     await frame.getByRole('button', { name: 'Reject' }).click()
     await dialog.waitFor({ state: 'hidden' })
+    await page.close()
+  })
+})
+
+const message = {
+  request: { method: 'personal_sign', params: ['0x68656c6c6f', account] },
+  payload: JSON.stringify({
+    type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+    timestampMs: '1',
+    organizationId: 'org',
+    parameters: {
+      signWith: account,
+      payload: stringToHex('\x19Ethereum Signed Message:\n5hello').slice(2),
+      encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+      hashFunction: 'HASH_FUNCTION_KECCAK256',
+    },
+  }),
+  context: { account, chainId: 31337 },
+}
+
+describe("consent frame in the app's language", () => {
+  test('behavior: with ?locale=ar the review dialog is right-to-left, in Arabic', async () => {
+    const { page, frame, warnings } = await openConsent({}, '?locale=ar')
+    await ask(page, 'ar-1', message)
+    const dialog = frame.getByRole('dialog')
+    await dialog.waitFor()
+    expect(await frame.evaluate(() => [document.documentElement.lang, document.documentElement.dir])).toEqual(['ar', 'rtl'])
+    expect(await frame.locator('#review-title').textContent()).toBe('توقيع رسالة')
+    expect(await frame.locator('#review-origin').textContent()).toBe(`مطلوب من ${appOrigin}`)
+    expect(await frame.locator('#review-rows dt').allTextContents()).toEqual(['الرسالة'])
+    expect(await frame.locator('#review-rows dd').allTextContents()).toEqual(['hello'])
+    expect(await dialog.getByRole('button').allTextContents()).toEqual(['رفض', 'موافقة'])
+    // Mirrored: the actions sit at the start of the line, which is the left in a right-to-left dialog.
+    const [reject, approve] = await Promise.all([frame.locator('#reject').boundingBox(), frame.locator('#approve').boundingBox()])
+    expect(approve!.x).toBeLessThan(reject!.x)
+    expect(warnings).toEqual([])
+    await frame.getByRole('button', { name: 'رفض' }).press('Enter')
+    // The API's error text stays as it is.
+    expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'ar-1' })
+    await page.close()
+  })
+
+  test('behavior: an unknown locale falls back to English, with one warning', async () => {
+    const { page, frame, warnings } = await openConsent({}, '?locale=xx-YY')
+    await ask(page, 'xx-1', message)
+    const dialog = frame.getByRole('dialog')
+    await dialog.waitFor()
+    expect(await frame.evaluate(() => [document.documentElement.lang, document.documentElement.dir])).toEqual(['en', 'ltr'])
+    expect(await frame.locator('#review-title').textContent()).toBe('Sign a message')
+    expect(await dialog.getByRole('button').allTextContents()).toEqual(['Reject', 'Approve'])
+    expect(warnings).toEqual([
+      '[latchkey consent frame] no catalogue for locale "xx-YY"; showing English. Supported: en, es, pt, fr, de, it, ru, tr, ar, he, hi, zh, ja, ko, id, vi',
+    ])
+    await frame.getByRole('button', { name: 'Reject' }).press('Enter')
+    expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'xx-1' })
+    await page.close()
+  })
+
+  test("behavior: without ?locale the browser's language is used", async () => {
+    const context = await browser.newContext({ locale: 'he-IL' })
+    const page = await context.newPage()
+    const kms = createKms({ port: await getFreePort(), ...(await testDatabase()), frames: { port: await getFreePort(), parentOrigins: [appOrigin] } })
+    kmss.push(kms)
+    await kms.start()
+    await page.goto(appOrigin)
+    await page.evaluate((framesUrl) => (window as unknown as { openConsent(url: string): Promise<boolean> }).openConsent(framesUrl), kms.framesUrl!)
+    const frame = page.frames().find((candidate) => candidate.url() === `${kms.framesUrl}/consent`)!
+    await ask(page, 'he-1', message)
+    await frame.getByRole('dialog').waitFor()
+    expect(await frame.evaluate(() => [document.documentElement.lang, document.documentElement.dir])).toEqual(['he', 'rtl'])
+    expect(await frame.locator('#review-title').textContent()).toBe('חתימה על הודעה')
+    await frame.getByRole('button', { name: 'דחייה' }).press('Enter')
+    expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'he-1' })
+    await context.close()
+  })
+})
+
+describe('consent frame accessibility', () => {
+  test('behavior: axe finds no violations in the review dialog (message, transaction with its simulation, refusal), en and ar, light and dark, desktop and phone', async () => {
+    for (const query of ['', '?locale=ar']) {
+      const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress }, query)
+      await ask(page, `axe-message${query}`, message)
+      await frame.getByRole('dialog').waitFor()
+      expect(await dialogViolations(page, frame, `message${query}`)).toEqual([])
+      await frame.locator('#reject').press('Enter')
+      await answer(page)
+      await ask(page, `axe-tx${query}`, transaction)
+      await frame.getByRole('dialog').waitFor()
+      // The simulation's answer, not its pending line: axe checks the dialog as it settles. (The
+      // simulation's sentences are decoded values, still in English in every locale.)
+      await expect.poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 }).toBe('You send 1 ETH. You receive nothing')
+      expect(await dialogViolations(page, frame, `transaction${query}`)).toEqual([])
+      await frame.locator('#reject').press('Enter')
+      await answer(page)
+      await page.close()
+    }
+    const { page, frame } = await openConsent({})
+    await ask(page, 'axe-refused', transaction)
+    await answer(page)
+    await frame.getByRole('dialog').waitFor()
+    expect(await dialogViolations(page, frame, 'refusal')).toEqual([])
     await page.close()
   })
 })

@@ -1,6 +1,7 @@
 import { generateSync } from 'otplib'
 import type { Frame, Page } from 'playwright-core'
 import { describe, expect, test } from 'vitest'
+import { dialogViolations } from './frameAxe.js'
 import { useFrameHarness } from './frameHarness.js'
 
 // ENROLL_TOTP and VERIFY_MFA in Chromium: the app page speaks the consent frame's protocol by hand
@@ -174,6 +175,7 @@ describe('ENROLL_TOTP', () => {
     await send(page, 'MFA_RESULT', create)
     const dialog = frame.getByRole('dialog', { name: 'Set up your authenticator app' })
     await dialog.waitFor()
+    expect(await dialogViolations(page, frame, 'MFA enrolment')).toEqual([])
     const group = frame.getByRole('group', { name: 'Secret' })
     const secret = (await group.locator('#mfa-secret').textContent())!.replaceAll(' ', '')
     expect(secret).toMatch(/^[A-Z2-7]{32}$/)
@@ -197,6 +199,7 @@ describe('ENROLL_TOTP', () => {
     expect(Object.keys(result).sort()).toEqual(['enrolled', 'factorId', 'mfaVerifiedAt', 'recoveryCodesBundle'])
     await send(page, 'MFA_RESULT', verified)
     await frame.getByRole('dialog', { name: 'Save your recovery codes' }).waitFor()
+    expect(await dialogViolations(page, frame, 'MFA recovery codes')).toEqual([])
     expect(await frame.locator('#mfa-intro').textContent()).toMatch(/^Save these codes somewhere safe\./)
     const recoveryCodes = await frame.getByRole('list', { name: 'Recovery codes' }).getByRole('listitem').allTextContents()
     expect(recoveryCodes).toHaveLength(10)
@@ -249,6 +252,7 @@ describe('VERIFY_MFA', () => {
     const factorId = (done.value as { factorId: string }).factorId
     await send(page, 'VERIFY_MFA', { organizationId: user.organizationId, factorId })
     await frame.getByRole('dialog', { name: 'Confirm it is you' }).waitFor()
+    expect(await dialogViolations(page, frame, 'MFA verification')).toEqual([])
     // The step after the one enrolment spent (each step is accepted once).
     await typeCode(page, frame, 'Authentication code', codeOf(secret, 30))
     const submitted = await answer(page)

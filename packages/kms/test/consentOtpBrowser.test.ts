@@ -2,6 +2,7 @@ import { p256 } from '@noble/curves/p256'
 import type { Frame, Page } from 'playwright-core'
 import { describe, expect, test } from 'vitest'
 import { signBundle } from '../src/bundles.js'
+import { dialogViolations } from './frameAxe.js'
 import { useFrameHarness } from './frameHarness.js'
 
 // COLLECT_OTP in Chromium: the app page speaks the consent frame's protocol by hand and relays the
@@ -77,6 +78,7 @@ describe('COLLECT_OTP', () => {
     await ask(page, 'COLLECT_OTP', 'otp-1', { targetBundle: sent.otpEncryptionTargetBundle, email: sent.email, otpId: sent.otpId })
     const dialog = frame.getByRole('dialog', { name: 'Enter your sign-in code' })
     await dialog.waitFor()
+    expect(await dialogViolations(page, frame, 'sign-in code')).toEqual([])
     expect(await frame.locator('#otp-email').textContent()).toBe(sent.email)
     const field = frame.getByRole('textbox', { name: 'Sign-in code' })
     expect(await field.getAttribute('autocomplete')).toBe('one-time-code')

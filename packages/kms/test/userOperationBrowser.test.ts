@@ -17,6 +17,7 @@ import {
 import { getUserOperationHash, getUserOperationTypedData, type UserOperation } from 'viem/account-abstraction'
 import { describe, expect, inject, test } from 'vitest'
 import { batchExecutorAddress, testTokenAddress } from '../../../contracts/index.js'
+import { dialogViolations } from './frameAxe.js'
 import { useFrameHarness } from './frameHarness.js'
 import { ethereumAccount } from './harness.js'
 
@@ -167,6 +168,7 @@ describe('a UserOperation in the consent frame', () => {
     await ask(page, 'op-1', value)
     expect(await rows(frame)).toEqual([...CALL_ROWS, 'Network fee: up to 0.0007 ETH'])
     expect(await frame.locator('#review-title').textContent()).toBe(`Send from ${account}`)
+    expect(await dialogViolations(page, frame, 'UserOperation')).toEqual([])
     expect(await approveAndSign(page, frame, value, hashOf(operation))).toBe(account)
     await page.close()
   })

@@ -80,30 +80,30 @@ function body(parameters: PageParameters): string {
 </main>`
     case 'consent':
       return `<main class="consent">
-<p class="visually-hidden">This frame keeps the wallet's signing key for the app that embeds it and asks you before it signs.</p>
+<p class="visually-hidden" data-i18n="frameIntro">This frame keeps the wallet's signing key for the app that embeds it and asks you before it signs.</p>
 <div id="review" class="review" role="dialog" aria-modal="true" aria-labelledby="review-title" aria-describedby="review-origin" hidden>
 <h1 id="review-title" class="label" tabindex="-1"></h1>
 <p id="review-origin" class="status"></p>
-<ul id="review-warnings" class="warnings" aria-label="Warnings" hidden></ul>
+<ul id="review-warnings" class="warnings" aria-label="Warnings" data-i18n="warnings" data-i18n-attribute="aria-label" hidden></ul>
 <dl id="review-rows" class="rows" hidden></dl>
 <div id="review-tree" class="tree" hidden></div>
-<details id="review-raw-box" class="raw" hidden><summary>Raw data</summary><pre id="review-raw"></pre></details>
+<details id="review-raw-box" class="raw" hidden><summary data-i18n="rawData">Raw data</summary><pre id="review-raw"></pre></details>
 <p id="review-simulation" class="status" role="status" hidden></p>
 <p id="review-refusal" class="error" role="alert" hidden></p>
 <div class="actions">
-<button id="reject" type="button" class="secondary">Reject</button>
-<button id="approve" type="button" class="primary" disabled>Approve</button>
+<button id="reject" type="button" class="secondary" data-i18n="reject">Reject</button>
+<button id="approve" type="button" class="primary" data-i18n="approve" disabled>Approve</button>
 </div>
 </div>
 <div id="otp" class="review" role="dialog" aria-modal="true" aria-labelledby="otp-title" aria-describedby="otp-sent" hidden>
-<h1 id="otp-title" class="label">Enter your sign-in code</h1>
+<h1 id="otp-title" class="label" data-i18n="otpTitle">Enter your sign-in code</h1>
 <p id="otp-sent" class="status">We sent a ${OTP_LENGTH}-digit code to <strong id="otp-email"></strong>. It stays in this secure window: the app only receives it encrypted.</p>
-<label for="otp-code">Sign-in code</label>
+<label for="otp-code" data-i18n="otpLabel">Sign-in code</label>
 <input id="otp-code" class="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="${OTP_LENGTH}" spellcheck="false" aria-describedby="otp-error">
 <p id="otp-error" class="error" role="alert" hidden></p>
 <div class="actions">
-<button id="otp-cancel" type="button" class="secondary">Cancel</button>
-<button id="otp-verify" type="button" class="primary">Verify</button>
+<button id="otp-cancel" type="button" class="secondary" data-i18n="cancel">Cancel</button>
+<button id="otp-verify" type="button" class="primary" data-i18n="verify">Verify</button>
 </div>
 </div>
 <div id="mfa" class="review" role="dialog" aria-modal="true" aria-labelledby="mfa-title" aria-describedby="mfa-intro" hidden>
@@ -111,7 +111,7 @@ function body(parameters: PageParameters): string {
 <p id="mfa-intro" class="status"></p>
 <div id="mfa-setup" class="mfa-setup" role="group" aria-labelledby="mfa-secret-label" hidden>
 <div id="mfa-qr" class="qr"></div>
-<p id="mfa-secret-label" class="field-label">Secret</p>
+<p id="mfa-secret-label" class="field-label" data-i18n="mfaSecret">Secret</p>
 <p id="mfa-secret" class="secret-text"></p>
 </div>
 <div id="mfa-entry">
@@ -120,10 +120,10 @@ function body(parameters: PageParameters): string {
 <button id="mfa-toggle" type="button" class="link" hidden>Use a recovery code</button>
 </div>
 <p id="mfa-error" class="error" role="alert" hidden></p>
-<ol id="mfa-codes" class="recovery-codes" aria-label="Recovery codes" hidden></ol>
+<ol id="mfa-codes" class="recovery-codes" aria-label="Recovery codes" data-i18n="mfaCodes" data-i18n-attribute="aria-label" hidden></ol>
 <div class="actions">
-<button id="mfa-cancel" type="button" class="secondary">Cancel</button>
-<button id="mfa-verify" type="button" class="primary">Verify</button>
+<button id="mfa-cancel" type="button" class="secondary" data-i18n="cancel">Cancel</button>
+<button id="mfa-verify" type="button" class="primary" data-i18n="verify">Verify</button>
 </div>
 </div>
 </main>`

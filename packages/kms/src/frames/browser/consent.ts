@@ -1,4 +1,4 @@
-import { openFrameChannel, stringField } from './channel.js'
+import { type FrameHandler, openFrameChannel, stringField } from './channel.js'
 import { chainRpc, parseConsentConfig } from './consentConfig.js'
 import { askUser, tellRefusal } from './consentDialog.js'
 import { grantHandlers, stampNewGrant } from './consentGrants.js'
@@ -10,6 +10,7 @@ import { parseStampQuery, STAMP_QUERY } from './consentQuery.js'
 import { embeddedKeyStore } from './embeddedKey.js'
 import { FrameError } from './encoding.js'
 import { grantKeyStore } from './grantKeys.js'
+import { resolveFrameLocale, translatePage, useFrameLocale } from './i18n/index.js'
 import { applySettings, element, metaContent, pageConfig, showRefusal } from './page.js'
 import { type Review, ReviewError, reviewRequest } from './review/index.js'
 import { readToken } from './review/tokens.js'
@@ -36,6 +37,15 @@ const exportKeys = embeddedKeyStore({ store: frameStore(), page: 'export' })
 /** The keys of the grants approved here (consentGrants.ts): the only silent signing. */
 const grantKeys = grantKeyStore({ store: frameStore() })
 const log = (message: string) => console.warn(`[latchkey consent frame] ${message}`)
+/**
+ * The app's locale (`?locale=`, as the embedded package opens the frame), else the browser's: its
+ * catalogue downloads now, and every dialog waits for it (English, bundled, at once).
+ */
+const localeReady = useFrameLocale(
+  resolveFrameLocale(new URLSearchParams(location.search).get('locale'), navigator.languages?.length ? navigator.languages : [navigator.language], log),
+)
+  .catch(() => log('the locale catalogue did not load; showing English'))
+  .then(() => translatePage(document))
 const elements = {
   dialog: element('review'),
   title: element('review-title'),
@@ -67,6 +77,7 @@ const { refused } = openFrameChannel({
     async [REVIEW_AND_STAMP](request, context) {
       if (seen.has(request.requestId)) throw new FrameError(`request id ${request.requestId} was already used`, INVALID_REQUEST_CODE)
       seen.add(request.requestId)
+      await localeReady
       closeRefusal()
       let review: Review
       let payload: string
@@ -115,14 +126,29 @@ const { refused } = openFrameChannel({
       return { type: 'STAMP', value: await stampWithSigningKey(await context.embeddedKey(), payload) }
     },
     ...grantHandlers(grantKeys),
-    [COLLECT_OTP]: collectOtp({ signerPublicKeys: config.signerPublicKeys, log, before: () => closeRefusal() }),
-    ...mfaHandlers({
-      signerPublicKeys: config.signerPublicKeys,
-      codeKey: metaContent(document, 'latchkey-mfa-code-key'),
-      log,
-      before: () => closeRefusal(),
+    ...afterLocale({
+      [COLLECT_OTP]: collectOtp({ signerPublicKeys: config.signerPublicKeys, log, before: () => closeRefusal() }),
+      ...mfaHandlers({
+        signerPublicKeys: config.signerPublicKeys,
+        codeKey: metaContent(document, 'latchkey-mfa-code-key'),
+        log,
+        before: () => closeRefusal(),
+      }),
     }),
     APPLY_SETTINGS: async (request) => applySettings(stringField(request, 'value', 8192), { secret: elements.dialog, label: elements.title }),
   },
 })
 if (refused) showRefusal(refused)
+
+/** The handlers, each once the locale's catalogue is in: their dialogs speak it from the first text. */
+function afterLocale(handlers: Readonly<Record<string, FrameHandler>>): Record<string, FrameHandler> {
+  return Object.fromEntries(
+    Object.entries(handlers).map(([type, handler]): [string, FrameHandler] => [
+      type,
+      async (request, context) => {
+        await localeReady
+        return handler(request, context)
+      },
+    ]),
+  )
+}

@@ -1,3 +1,4 @@
+import { display, t } from './i18n/index.js'
 import type { Review, ReviewNode, SimulationResult } from './review/types.js'
 
 // The consent dialog: renders a Review (text only, through textContent) and answers whether the
@@ -89,7 +90,7 @@ export function tellRefusal(elements: ConsentDialogElements, origin: string, rea
   if (!elements.dialog.hidden) return () => undefined
   const closer = new AbortController()
   const refusal = `${reason.charAt(0).toUpperCase()}${reason.slice(1)}.`
-  void askUser(elements, { kind: 'message', title: 'This request cannot be signed', origin, rows: [], warnings: [], refusal }, () => undefined, closer.signal)
+  void askUser(elements, { kind: 'message', title: t('cannotSign'), origin, rows: [], warnings: [], refusal }, () => undefined, closer.signal)
   return () => closer.abort()
 }
 
@@ -138,18 +139,18 @@ function arm(approve: HTMLButtonElement, allowed: boolean): () => void {
 }
 
 function render(elements: ConsentDialogElements, review: Review) {
-  elements.title.textContent = review.title
-  elements.origin.textContent = `Requested by ${review.origin}`
+  elements.title.textContent = display(review.title)
+  elements.origin.textContent = t('requestedBy', { origin: review.origin })
   for (const warning of review.warnings) {
     const item = document.createElement('li')
     item.className = warning.level
-    item.textContent = warning.text
+    item.textContent = display(warning.text)
     elements.warnings.append(item)
   }
   elements.warnings.hidden = review.warnings.length === 0
   for (const row of review.rows) {
     const term = document.createElement('dt')
-    term.textContent = row.label
+    term.textContent = display(row.label)
     const detail = document.createElement('dd')
     detail.textContent = row.value
     if (row.tone) detail.className = row.tone
@@ -166,14 +167,14 @@ function render(elements: ConsentDialogElements, review: Review) {
   elements.simulation.textContent = ''
   elements.simulation.hidden = review.simulation === undefined
   if (review.simulation) {
-    elements.simulation.textContent = 'Simulating…'
+    elements.simulation.textContent = t('simulating')
     const simulation = review.simulation
     simulation.then(
       (result) => {
-        if (elements.simulation.textContent === 'Simulating…') elements.simulation.textContent = describeSimulation(result)
+        if (elements.simulation.textContent === t('simulating')) elements.simulation.textContent = describeSimulation(result)
       },
       () => {
-        elements.simulation.textContent = 'The simulation failed.'
+        elements.simulation.textContent = t('simulationFailed')
       },
     )
   }
@@ -185,7 +186,7 @@ function treeList(nodes: readonly ReviewNode[]): HTMLUListElement {
     const item = document.createElement('li')
     const label = document.createElement('span')
     label.className = 'tree-label'
-    label.textContent = node.label
+    label.textContent = display(node.label)
     item.append(label)
     if (node.value !== undefined) {
       const value = document.createElement('span')
@@ -202,7 +203,7 @@ function describeSimulation(result: SimulationResult): string {
   if (result.status === 'reverted') return `The simulation reverted: ${result.reason}`
   if (result.status === 'unavailable') return `No simulation: ${result.reason}`
   const lines = [...result.sends, ...result.receives]
-  return lines.length ? lines.join('. ') : 'The simulation shows no asset changes.'
+  return lines.length ? lines.join('. ') : t('simulationNoChanges')
 }
 
 function clear(elements: ConsentDialogElements) {

@@ -3,6 +3,7 @@ import { INVALID_REQUEST_CODE, USER_REJECTED } from './consentMessages.js'
 import type { MfaDialog, MfaElements } from './consentMfaBundle.js'
 import { FrameError } from './encoding.js'
 import type { FrameKey } from './frameKeys.js'
+import { t } from './i18n/index.js'
 import { element } from './page.js'
 import { stampWithSigningKey } from './signingKey.js'
 
@@ -186,8 +187,8 @@ export function mfaHandlers(parameters: {
       const target = await (await bundles()).newTargetKey()
       const current: Flow = { kind: 'verify', organizationId, key, target, stage: 'code', factorId }
       ;(await dialogOf()).open({
-        title: 'Confirm it is you',
-        intro: 'Enter the 6-digit code from your authenticator app. It stays in this secure window.',
+        title: t('mfaVerifyTitle'),
+        intro: t('mfaVerifyIntro'),
         recoveryToggle: true,
       })
       return askAndSubmit(current)
@@ -210,9 +211,9 @@ export function mfaHandlers(parameters: {
           fail(error instanceof FrameError ? invalid(`MFA_RESULT: ${error.message.replace(/^MFA_RESULT: /, '')}`) : (error as FrameError))
         }
         ;(await dialogOf()).open({
-          title: 'Set up your authenticator app',
-          intro: 'Scan the QR code with your authenticator app, or type the secret into it. Then enter the 6-digit code it shows.',
-          setup: { secret: setup.secret, qr: qrSvg(setup.otpauthUri, 'QR code to add this account to your authenticator app') },
+          title: t('mfaEnrolTitle'),
+          intro: t('mfaEnrolIntro'),
+          setup: { secret: setup.secret, qr: qrSvg(setup.otpauthUri, t('mfaQr')) },
           recoveryToggle: false,
         })
         return askAndSubmit({ ...current, factorId: setup.factorId })

@@ -2,6 +2,7 @@ import { encode } from 'uqr'
 import { openExportBundle, sealImportBundle } from './bundles.js'
 import { bytesToHex, FrameError, hexToBytes, utf8Decode, utf8Encode } from './encoding.js'
 import type { FrameKey } from './frameKeys.js'
+import { t } from './i18n/index.js'
 import { uncompressedPoint } from './p256.js'
 
 // ENROLL_TOTP's and VERIFY_MFA's dialog, cryptography and QR code (consentMfa.ts), loaded when
@@ -139,7 +140,7 @@ export class MfaDialog {
     elements.codes.hidden = true
     elements.entry.hidden = false
     elements.cancel.hidden = false
-    elements.verify.textContent = 'Verify'
+    elements.verify.textContent = t('verify')
     this.useRecovery(false)
     this.showError(undefined)
     elements.dialog.hidden = false
@@ -165,12 +166,12 @@ export class MfaDialog {
   useRecovery(recovery: boolean) {
     const { label, input, toggle } = this.elements
     this.recovery = recovery
-    label.textContent = recovery ? 'Recovery code' : 'Authentication code'
+    label.textContent = t(recovery ? 'mfaRecoveryLabel' : 'mfaCodeLabel')
     input.inputMode = recovery ? 'text' : 'numeric'
     input.autocomplete = recovery ? 'off' : 'one-time-code'
     input.maxLength = recovery ? 14 : 6
     input.value = ''
-    toggle.textContent = recovery ? 'Use your authenticator app' : 'Use a recovery code'
+    toggle.textContent = t(recovery ? 'mfaUseApp' : 'mfaUseRecovery')
   }
 
   showError(message: string | undefined) {
@@ -192,10 +193,10 @@ export class MfaDialog {
         const text = elements.input.value.trim()
         if (this.recovery) {
           if (RECOVERY_CODE.test(text)) return { recoveryCode: text }
-          this.showError('Enter a recovery code: three groups of four letters and digits (xxxx-xxxx-xxxx).')
+          this.showError(t('mfaInvalidRecovery'))
         } else {
           if (/^\d{6}$/.test(text)) return { code: text }
-          this.showError('Enter the 6-digit code from your authenticator app.')
+          this.showError(t('mfaInvalidCode'))
         }
         elements.input.focus()
         return undefined
@@ -211,15 +212,14 @@ export class MfaDialog {
     const { elements, log } = this
     this.busy(false)
     this.showError(undefined)
-    elements.title.textContent = 'Save your recovery codes'
-    elements.intro.textContent =
-      'Save these codes somewhere safe. Each one works once, in place of a code from your authenticator app, if you lose it. They are not shown again.'
+    elements.title.textContent = t('mfaCodesTitle')
+    elements.intro.textContent = t('mfaCodesIntro')
     elements.setup.hidden = true
     elements.secret.textContent = ''
     elements.qr.replaceChildren()
     elements.entry.hidden = true
     elements.cancel.hidden = true
-    elements.verify.textContent = 'Done'
+    elements.verify.textContent = t('done')
     elements.codes.replaceChildren(
       ...codes.map((code) => {
         const item = document.createElement('li')

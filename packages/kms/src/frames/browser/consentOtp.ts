@@ -2,6 +2,7 @@ import type { FrameContext, FrameHandler, FrameRequest } from './channel.js'
 import { INVALID_REQUEST_CODE, USER_REJECTED } from './consentMessages.js'
 import type { CollectOtpValue } from './consentOtpBundle.js'
 import { FrameError } from './encoding.js'
+import { t } from './i18n/index.js'
 import { element } from './page.js'
 
 // Codes the user types (email sign-in) are typed here, never in the app page (security review
@@ -59,7 +60,7 @@ type OtpElements = {
  */
 export function askCode(elements: OtpElements, email: string, log: (message: string) => void): Promise<string | undefined> {
   const { dialog, input, verify, cancel } = elements
-  elements.email.textContent = email
+  showSent(elements, email)
   input.value = ''
   showError(elements, undefined)
   return new Promise((resolve) => {
@@ -76,7 +77,7 @@ export function askCode(elements: OtpElements, email: string, log: (message: str
     const submit = () => {
       const code = input.value.trim()
       if (isOtpCode(code)) return finish(code)
-      showError(elements, `Enter the ${OTP_DIGITS}-digit code from the email.`)
+      showError(elements, t('otpInvalid', { digits: OTP_DIGITS }))
       input.focus()
     }
     const onVerify = (event: MouseEvent) => {
@@ -102,6 +103,13 @@ export function askCode(elements: OtpElements, email: string, log: (message: str
     dialog.hidden = false
     input.focus()
   })
+}
+
+/** "We sent a 6-digit code to <strong>email</strong>. …" in the active locale, the address in its own element. */
+function showSent(elements: OtpElements, email: string) {
+  const [before = '', after = ''] = t('otpSent', { digits: OTP_DIGITS }).split('{email}')
+  elements.email.textContent = email
+  elements.email.parentElement?.replaceChildren(before, elements.email, after)
 }
 
 function showError(elements: OtpElements, message: string | undefined) {

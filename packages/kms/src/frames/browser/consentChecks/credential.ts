@@ -1,3 +1,4 @@
+import { en } from '../i18n/en.js'
 import { formatDate } from '../review/format.js'
 import type { ReviewRow } from '../review/types.js'
 import { type Activity, assertType, isObject, type PayloadFacts, unbound } from './activity.js'
@@ -51,7 +52,7 @@ export function checkCredential(activity: Activity, now: number = Date.now()): P
     if (!Array.isArray(authenticators) || authenticators.length === 0) throw unbound('the payload adds no passkey')
     for (const authenticator of authenticators) {
       if (!isObject(authenticator) || typeof authenticator.authenticatorName !== 'string') throw unbound('a passkey of the payload has no name')
-      rows.push({ label: 'Passkey', value: `${authenticator.authenticatorName}, never expires (until removed)` })
+      rows.push({ label: en.rowPasskey, value: `${authenticator.authenticatorName}, never expires (until removed)` })
     }
   }
   return { rows }

@@ -1,4 +1,5 @@
 import { formatGwei, getAddress, type Hex, parseTransaction, type TransactionSerializable } from 'viem'
+import { en } from '../i18n/en.js'
 import type { Call } from '../review/calls.js'
 import { toCall } from '../review/calls.js'
 import { formatNative, formatNetwork, sameAddress, toAddress, toQuantity } from '../review/format.js'
@@ -38,7 +39,7 @@ export function unsignedTransaction(activity: Activity, context: { account: stri
 export function feeRow(transaction: TransactionSerializable): ReviewRow | undefined {
   const price = transaction.maxFeePerGas ?? transaction.gasPrice
   if (transaction.gas === undefined || price === undefined) return undefined
-  return { label: 'Fee at most', value: `${formatNative(transaction.gas * price)} (${transaction.gas} gas at ${formatGwei(price)} gwei)` }
+  return { label: en.rowFeeAtMost, value: `${formatNative(transaction.gas * price)} (${transaction.gas} gas at ${formatGwei(price)} gwei)` }
 }
 
 export function checkTransaction(

@@ -1,3 +1,4 @@
+import { en } from '../i18n/en.js'
 import { ReviewError } from './errors.js'
 import { formatNetwork, sameAddress, toAddress, toQuantity } from './format.js'
 import type { Review, ReviewContext, ReviewRow, ReviewWarning } from './types.js'
@@ -35,12 +36,12 @@ export function toAuthorization(raw: unknown): Authorization {
 export function describeAuthorization(context: ReviewContext, authorization: Authorization): { rows: ReviewRow[]; warnings: ReviewWarning[] } {
   const refused = delegationRefusal(context, authorization.address) !== undefined
   const rows: ReviewRow[] = [
-    { label: 'Delegate to', value: authorization.address, ...(refused ? { tone: 'danger' as const } : {}) },
-    { label: 'Valid on', value: authorization.chainId === 0n ? 'every chain' : formatNetwork(Number(authorization.chainId)) },
+    { label: en.rowDelegateTo, value: authorization.address, ...(refused ? { tone: 'danger' as const } : {}) },
+    { label: en.rowValidOn, value: authorization.chainId === 0n ? 'every chain' : formatNetwork(Number(authorization.chainId)) },
   ]
-  if (authorization.nonce !== undefined) rows.push({ label: 'Nonce', value: String(authorization.nonce) })
+  if (authorization.nonce !== undefined) rows.push({ label: en.rowNonce, value: String(authorization.nonce) })
   const warnings: ReviewWarning[] = []
-  if (authorization.chainId === 0n) warnings.push({ level: 'danger', text: 'This authorization is valid on every chain, not only this one.' })
+  if (authorization.chainId === 0n) warnings.push({ level: 'danger', text: en.warnEveryChain })
   else if (authorization.chainId !== BigInt(context.chainId))
     warnings.push({
       level: 'danger',
@@ -61,9 +62,9 @@ export function reviewAuthorization(params: readonly unknown[], context: ReviewC
   const refusal = delegationRefusal(context, authorization.address)
   return {
     kind: 'authorization',
-    title: 'Upgrade your account (EIP-7702)',
+    title: en.titleAuthorization,
     origin: context.origin,
-    rows: [{ label: 'Network', value: formatNetwork(context.chainId) }, ...rows],
+    rows: [{ label: en.rowNetwork, value: formatNetwork(context.chainId) }, ...rows],
     warnings,
     ...(refusal ? { refusal } : {}),
   }

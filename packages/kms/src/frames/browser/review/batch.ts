@@ -1,3 +1,4 @@
+import { en } from '../i18n/en.js'
 import { decodeCall, toCall } from './calls.js'
 import { ReviewError } from './errors.js'
 import { formatNative, formatNetwork, sameAddress, toAddress, toQuantity } from './format.js'
@@ -34,9 +35,9 @@ export async function reviewBatch(params: readonly unknown[], context: ReviewCon
   const decoded = await Promise.all(calls.map((call) => decodeCall(context, call)))
   for (const call of decoded) warnings.push(...call.warnings)
   const rows: ReviewRow[] = [
-    { label: 'Network', value: formatNetwork(Number(chainId)) },
+    { label: en.rowNetwork, value: formatNetwork(Number(chainId)) },
     ...decoded.map((call, index) => ({ label: `Call ${index + 1}`, value: call.action })),
-    { label: 'Total value', value: formatNative(calls.reduce((sum, call) => sum + call.value, 0n)) },
+    { label: en.rowTotalValue, value: formatNative(calls.reduce((sum, call) => sum + call.value, 0n)) },
   ]
   return {
     kind: 'batch',

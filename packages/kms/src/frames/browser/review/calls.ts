@@ -1,4 +1,5 @@
 import { type AbiParameter, decodeAbiParameters, type Hex, size, slice } from 'viem'
+import { en } from '../i18n/en.js'
 import { formatNative, toAddress, toQuantity } from './format.js'
 import { formatTokenAmount, isErc721, isUnlimited, readSymbol, readToken } from './tokens.js'
 import type { ReviewContext, ReviewNode, ReviewWarning } from './types.js'
@@ -61,8 +62,8 @@ const show = (value: unknown): string => (Array.isArray(value) ? `[${value.map(s
 export async function decodeCall(context: ReviewContext, call: Call): Promise<DecodedCall> {
   const { to, value, data } = call
   if (!to)
-    return { action: `Deploy a contract (${size(data)} bytes of code)`, node: { label: 'Contract creation', value: `${size(data)} bytes` }, warnings: [] }
-  if (size(data) === 0) return { action: `Send ${formatNative(value)} to ${to}`, node: { label: 'Transfer', value: formatNative(value) }, warnings: [] }
+    return { action: `Deploy a contract (${size(data)} bytes of code)`, node: { label: en.rowContractCreation, value: `${size(data)} bytes` }, warnings: [] }
+  if (size(data) === 0) return { action: `Send ${formatNative(value)} to ${to}`, node: { label: en.rowTransfer, value: formatNative(value) }, warnings: [] }
   const known = size(data) >= 4 ? FUNCTIONS[slice(data, 0, 4).toLowerCase()] : undefined
   let args: readonly unknown[] | undefined
   if (known) {
@@ -76,7 +77,7 @@ export async function decodeCall(context: ReviewContext, call: Call): Promise<De
     const selector = size(data) >= 4 ? slice(data, 0, 4) : data
     return {
       action: `Unknown contract call to ${to} (selector ${selector})`,
-      node: { label: 'Unknown call', value: data },
+      node: { label: en.rowUnknownCall, value: data },
       warnings: [unknownCall(to)],
     }
   }

@@ -1,4 +1,5 @@
 import { type Hex, numberToHex } from 'viem'
+import { en } from '../i18n/en.js'
 import type { Call } from './calls.js'
 import { formatNative } from './format.js'
 import type { ReviewContext, ReviewRow } from './types.js'
@@ -22,7 +23,7 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  * await feeRow(context, call, { gas: 21000n, maxFeePerGas: 2000000000n }) // { label: 'Network fee', value: 'up to 0.000042 ETH' }
  */
 export async function feeRow(context: ReviewContext, call: Call, fields: FeeFields): Promise<ReviewRow> {
-  const label = 'Network fee'
+  const label = en.rowNetworkFee
   const { rpc } = context
   const price = fields.maxFeePerGas ?? fields.gasPrice
   if (!rpc && (fields.gas === undefined || price === undefined)) return { label, value: 'unknown (no connection to the chain)', tone: 'warning' }

@@ -1,5 +1,6 @@
 import { type GrantRequestPermission, GrantRequestProblem, readGrantRequest } from '@latchkey/constants/erc7715'
 import { type Hex, toFunctionSelector } from 'viem'
+import { en } from '../i18n/en.js'
 import { ReviewError } from './errors.js'
 import { formatDate, formatNative, formatNetwork, NATIVE_SYMBOL, toAddress } from './format.js'
 import { formatTokenAmount, isUnlimited, readToken } from './tokens.js'
@@ -44,7 +45,7 @@ async function describePermission(context: ReviewContext, permission: GrantReque
     const contract = toAddress(permission.address)!
     const functions = permission.calls.map(describeFunction)
     return {
-      rows: functions.map((description) => ({ label: 'Allowed call', value: `${contract}: ${description}` })),
+      rows: functions.map((description) => ({ label: en.rowAllowedCall, value: `${contract}: ${description}` })),
       node: {
         label: permission.type,
         children: [{ label: 'address', value: contract }, ...functions.map((value, at) => ({ label: `calls[${at}]`, value }))],
@@ -92,7 +93,11 @@ export async function reviewGrant(params: readonly unknown[], context: ReviewCon
     // The wallet signs inside the grant with a key its frame keeps: whoever the app named, no one else gets it.
     const signer = named ? `account ${toAddress(named)}` : 'this wallet'
     if (chainId !== BigInt(context.chainId)) warnings.push(chainMismatch(Number(chainId), context.chainId))
-    rows.push({ label: 'Network', value: formatNetwork(Number(chainId)) }, { label: 'Expires', value: formatDate(expiry) }, { label: 'Signer', value: signer })
+    rows.push(
+      { label: en.rowNetwork, value: formatNetwork(Number(chainId)) },
+      { label: en.rowExpires, value: formatDate(expiry) },
+      { label: en.rowSigner, value: signer },
+    )
     const described: Described[] = []
     for (const permission of permissions) described.push(await describePermission(context, permission))
     for (const permission of described) {
@@ -104,5 +109,5 @@ export async function reviewGrant(params: readonly unknown[], context: ReviewCon
       children: [{ label: 'expiry', value: formatDate(expiry) }, ...described.map((permission) => permission.node)],
     })
   }
-  return { kind: 'grant', title: 'Grant a permission', origin: context.origin, rows, tree, warnings }
+  return { kind: 'grant', title: en.titleGrant, origin: context.origin, rows, tree, warnings }
 }

@@ -1,3 +1,4 @@
+import { en } from '../i18n/en.js'
 import { reviewAuthorization } from './authorization.js'
 import { reviewBatch } from './batch.js'
 import { ReviewError, type ReviewErrorCode } from './errors.js'
@@ -41,18 +42,18 @@ export async function reviewRequest(request: WalletRequest, context: ReviewConte
     case 'export_wallet':
       return {
         kind: 'export',
-        title: 'Export your wallet',
+        title: en.titleExport,
         origin: context.origin,
-        rows: [{ label: 'Account', value: context.account }],
-        warnings: [{ level: 'danger', text: 'Anyone who sees what is exported controls this wallet and everything in it.' }],
+        rows: [{ label: en.rowAccount, value: context.account }],
+        warnings: [{ level: 'danger', text: en.warnExport }],
       }
     case 'add_credential':
       return {
         kind: 'credential',
-        title: 'Add a way to sign in',
+        title: en.titleCredential,
         origin: context.origin,
-        rows: [{ label: 'Account', value: context.account }],
-        warnings: [{ level: 'warning', text: 'The new sign-in method can use this wallet as you do.' }],
+        rows: [{ label: en.rowAccount, value: context.account }],
+        warnings: [{ level: 'warning', text: en.warnCredential }],
       }
     case 'add_account': {
       const fields = firstParam(params)
@@ -60,12 +61,12 @@ export async function reviewRequest(request: WalletRequest, context: ReviewConte
       const walletId = fields.walletId === undefined ? undefined : text(fields, 'walletId', 'MALFORMED_ACCOUNT')
       return {
         kind: 'account',
-        title: 'Add an account',
+        title: en.titleAccount,
         origin: context.origin,
         rows: [
-          { label: 'Account', value: context.account },
+          { label: en.rowAccount, value: context.account },
           { label: 'Adds', value: `an Ethereum account derived at ${path}` },
-          ...(walletId ? [{ label: 'Wallet', value: walletId }] : []),
+          ...(walletId ? [{ label: en.rowWallet, value: walletId }] : []),
         ],
         warnings: [],
       }
@@ -74,10 +75,10 @@ export async function reviewRequest(request: WalletRequest, context: ReviewConte
       // Only a target key for the import window: nothing leaves the wallet, nothing is signed away.
       return {
         kind: 'import',
-        title: 'Prepare a wallet import',
+        title: en.titlePrepareImport,
         origin: context.origin,
         rows: [
-          { label: 'Account', value: context.account },
+          { label: en.rowAccount, value: context.account },
           { label: 'Opens', value: 'the import window: the phrase you type there is sealed to the key service, never shown to the app' },
         ],
         warnings: [],
@@ -86,10 +87,10 @@ export async function reviewRequest(request: WalletRequest, context: ReviewConte
       // The phrase was sealed to the kms in the import window: this frame never sees it.
       return {
         kind: 'import',
-        title: 'Import a wallet',
+        title: en.titleImport,
         origin: context.origin,
         rows: [
-          { label: 'Account', value: context.account },
+          { label: en.rowAccount, value: context.account },
           {
             label: 'Import',
             value: `a wallet named ${JSON.stringify(text(firstParam(params), 'walletName', 'MALFORMED_IMPORT'))} (the phrase was typed in the import window)`,
@@ -98,7 +99,7 @@ export async function reviewRequest(request: WalletRequest, context: ReviewConte
         warnings: [
           {
             level: 'warning',
-            text: 'This window cannot see the phrase. Approve only an import you started, with a phrase you typed into the import window yourself.',
+            text: en.warnImport,
           },
         ],
       }

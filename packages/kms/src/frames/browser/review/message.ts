@@ -1,3 +1,4 @@
+import { en } from '../i18n/en.js'
 import { ReviewError } from './errors.js'
 import { sameAddress, toAddress } from './format.js'
 import { reviewSiwe } from './siwe.js'
@@ -46,9 +47,9 @@ export function reviewMessage(params: readonly unknown[], context: ReviewContext
   }
   const base = { kind: 'message' as const, origin: context.origin }
   if (text === undefined)
-    return { ...base, title: 'Sign a message', rows: [{ label: 'Message (hex)', value: message.toLowerCase() }], raw: message, warnings: [notText] }
+    return { ...base, title: en.titleMessage, rows: [{ label: en.rowMessageHex, value: message.toLowerCase() }], raw: message, warnings: [notText] }
   const siwe = reviewSiwe(text, context)
-  if (siwe) return { ...base, title: 'Sign in with Ethereum', rows: siwe.rows, raw: text, warnings: siwe.warnings }
+  if (siwe) return { ...base, title: en.titleSiwe, rows: siwe.rows, raw: text, warnings: siwe.warnings }
   const shown = reveal(text)
-  return { ...base, title: 'Sign a message', rows: [{ label: 'Message', value: shown }], raw: text, warnings: shown === text ? [] : [hiddenCharacters] }
+  return { ...base, title: en.titleMessage, rows: [{ label: en.rowMessage, value: shown }], raw: text, warnings: shown === text ? [] : [hiddenCharacters] }
 }

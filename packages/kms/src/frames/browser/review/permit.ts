@@ -1,3 +1,4 @@
+import { en } from '../i18n/en.js'
 import { formatDate, toAddress, toQuantity } from './format.js'
 import { formatTokenAmount, isUnlimited, readToken } from './tokens.js'
 import type { ReviewContext, ReviewRow, ReviewWarning } from './types.js'
@@ -68,7 +69,7 @@ export async function describePermit(
     warnings.push(...formatted.warnings)
     if (isUnlimited(amount)) warnings.push(unlimitedApproval(spender, formatted.symbol))
     rows.push({
-      label: 'Permission',
+      label: en.rowPermission,
       value: `Allows ${spender} to spend ${formatted.text} until ${formatDate(until)}`,
       ...(isUnlimited(amount) ? { tone: 'danger' as const } : {}),
     })

@@ -1,4 +1,5 @@
 import { parseSiweMessage } from 'viem/siwe'
+import { en } from '../i18n/en.js'
 import { formatNetwork, originHost, sameAddress } from './format.js'
 import type { ReviewContext, ReviewRow, ReviewWarning } from './types.js'
 import { chainMismatch, siweAddressMismatch, siweDomainMismatch } from './warnings.js'
@@ -25,16 +26,16 @@ export function reviewSiwe(text: string, context: ReviewContext): { rows: Review
   if (!sameAddress(siwe.address, context.account)) warnings.push(siweAddressMismatch(siwe.address, context.account))
   if (siwe.chainId !== context.chainId) warnings.push(chainMismatch(siwe.chainId, context.chainId))
   const rows: ReviewRow[] = [
-    { label: 'Domain', value: siwe.domain, ...(domainMatches ? {} : { tone: 'danger' as const }) },
-    { label: 'Address', value: siwe.address },
+    { label: en.rowDomain, value: siwe.domain, ...(domainMatches ? {} : { tone: 'danger' as const }) },
+    { label: en.rowAddress, value: siwe.address },
   ]
-  if (siwe.statement) rows.push({ label: 'Statement', value: siwe.statement })
+  if (siwe.statement) rows.push({ label: en.rowStatement, value: siwe.statement })
   rows.push(
     { label: 'URI', value: siwe.uri },
-    { label: 'Chain', value: formatNetwork(siwe.chainId) },
-    { label: 'Nonce', value: siwe.nonce },
-    { label: 'Issued at', value: formatSiweDate(siwe.issuedAt) ?? 'invalid date' },
-    { label: 'Expires', value: siwe.expirationTime ? (formatSiweDate(siwe.expirationTime) ?? 'invalid date') : 'never' },
+    { label: en.rowChain, value: formatNetwork(siwe.chainId) },
+    { label: en.rowNonce, value: siwe.nonce },
+    { label: en.rowIssuedAt, value: formatSiweDate(siwe.issuedAt) ?? 'invalid date' },
+    { label: en.rowExpires, value: siwe.expirationTime ? (formatSiweDate(siwe.expirationTime) ?? 'invalid date') : 'never' },
   )
   return { rows, warnings }
 }

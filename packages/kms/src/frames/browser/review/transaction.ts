@@ -1,3 +1,4 @@
+import { en } from '../i18n/en.js'
 import { delegationRefusal, describeAuthorization, toAuthorization } from './authorization.js'
 import { decodeCall, toCall } from './calls.js'
 import { ReviewError } from './errors.js'
@@ -53,11 +54,11 @@ export async function reviewTransaction(params: readonly unknown[], context: Rev
   const [decoded, fee] = await Promise.all([decodeCall(context, call), feeRow(context, call, fees)])
   warnings.push(...decoded.warnings)
   const rows: ReviewRow[] = [
-    { label: 'Network', value: formatNetwork(chainId === undefined ? context.chainId : Number(chainId)) },
-    { label: 'To', value: call.to ?? 'a new contract' },
-    { label: 'Value', value: formatNative(call.value) },
+    { label: en.rowNetwork, value: formatNetwork(chainId === undefined ? context.chainId : Number(chainId)) },
+    { label: en.rowTo, value: call.to ?? 'a new contract' },
+    { label: en.rowValue, value: formatNative(call.value) },
     fee,
-    { label: 'Action', value: decoded.action },
+    { label: en.rowAction, value: decoded.action },
   ]
   let refusal: string | undefined
   for (const authorization of authorizations) {
@@ -68,7 +69,7 @@ export async function reviewTransaction(params: readonly unknown[], context: Rev
   }
   return {
     kind: 'transaction',
-    title: 'Send a transaction',
+    title: en.titleTransaction,
     origin: context.origin,
     rows,
     tree: [decoded.node],

@@ -1,4 +1,5 @@
 import { getAddress, hashTypedData, isAddress, type TypedData, validateTypedData } from 'viem'
+import { en } from '../i18n/en.js'
 import { ReviewError } from './errors.js'
 import { formatNetwork, sameAddress, toAddress, toQuantity } from './format.js'
 import { describePermit } from './permit.js'
@@ -81,10 +82,10 @@ export async function reviewTypedData(params: readonly unknown[], context: Revie
   const typeMap = types as unknown as Readonly<Record<string, TypeFields>>
   const chainId = domain.chainId === undefined ? undefined : toQuantity(domain.chainId)
   const contract = toAddress(domain.verifyingContract)
-  const rows: ReviewRow[] = [{ label: 'Type', value: primaryType }]
-  if (typeof domain.name === 'string') rows.push({ label: 'Domain', value: domain.name })
-  if (chainId !== undefined) rows.push({ label: 'Chain', value: formatNetwork(Number(chainId)) })
-  if (contract) rows.push({ label: 'Contract', value: contract })
+  const rows: ReviewRow[] = [{ label: en.rowType, value: primaryType }]
+  if (typeof domain.name === 'string') rows.push({ label: en.rowDomain, value: domain.name })
+  if (chainId !== undefined) rows.push({ label: en.rowChain, value: formatNetwork(Number(chainId)) })
+  if (contract) rows.push({ label: en.rowContract, value: contract })
   const warnings: ReviewWarning[] = []
   if (chainId !== undefined && chainId !== BigInt(context.chainId)) warnings.push(chainMismatch(Number(chainId), context.chainId))
   const permit = await describePermit(context, primaryType, domain, message)
@@ -93,7 +94,7 @@ export async function reviewTypedData(params: readonly unknown[], context: Revie
     warnings.push(...permit.warnings)
   }
   const domainNode: ReviewNode = {
-    label: 'Domain',
+    label: en.rowDomain,
     children: DOMAIN_FIELDS.filter((field) => domain[field] !== undefined).map((field) => ({
       label: field,
       value: showValue(field === 'verifyingContract' ? 'address' : 'string', domain[field]),
@@ -101,7 +102,7 @@ export async function reviewTypedData(params: readonly unknown[], context: Revie
   }
   return {
     kind: 'typedData',
-    title: permit ? 'Sign a token permit' : 'Sign typed data',
+    title: permit ? en.titlePermit : en.titleTypedData,
     origin: context.origin,
     rows,
     tree: [domainNode, nodeOf(typeMap, primaryType, primaryType, message)],

@@ -1,5 +1,6 @@
 import { BATCH_CALLS_PARAMETERS, BATCH_MODE } from '@latchkey/constants/batch-executor'
 import { decodeAbiParameters, formatUnits, getAddress, type Hex, numberToHex, size, slice } from 'viem'
+import { en } from '../i18n/en.js'
 import { reviewBatch } from './batch.js'
 import { ReviewError } from './errors.js'
 import { formatNative, formatNetwork, sameAddress, toAddress, toQuantity } from './format.js'
@@ -150,7 +151,7 @@ export async function reviewUserOperation(
     if (!delegate) throw refused("The UserOperation's initCode deploys or initializes an account; this wallet only delegates to its batch executor")
     if (!context.executor || !(sameAddress(delegate, EIP7702_MARKER) || sameAddress(delegate, context.executor)))
       throw refused(`The UserOperation delegates the account to ${delegate}, not to the wallet's batch executor`)
-    rows.push({ label: 'Delegate to', value: context.executor }, { label: 'Valid on', value: formatNetwork(context.chainId) })
+    rows.push({ label: en.rowDelegateTo, value: context.executor }, { label: en.rowValidOn, value: formatNetwork(context.chainId) })
   }
 
   const calls = batchCalls(callData)

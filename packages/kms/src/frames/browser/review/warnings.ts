@@ -1,3 +1,4 @@
+import { en } from '../i18n/en.js'
 import { formatNetwork } from './format.js'
 import type { ReviewWarning } from './types.js'
 
@@ -30,12 +31,12 @@ export const unreadableToken = (token: string): ReviewWarning => ({
 
 export const notText: ReviewWarning = {
   level: 'warning',
-  text: 'This message is not text: it is shown as hex. Sign it only if you know what these bytes are.',
+  text: en.warnNotText,
 }
 
 export const hiddenCharacters: ReviewWarning = {
   level: 'warning',
-  text: 'This message contains invisible or direction-changing characters, shown as <U+…>: what it seems to say may not be what you sign.',
+  text: en.warnHidden,
 }
 
 export const siweDomainMismatch = (domain: string, host: string): ReviewWarning => ({
