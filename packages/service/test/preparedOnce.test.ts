@@ -8,13 +8,16 @@ import { preparedOnce } from '../src/database/connection.js'
 // SQLite's statements kept by text (src/database/connection.ts): what is kept, what is not, and a
 // kept statement after another connection changed the table under it.
 
+/** preparedOnce as better-sqlite3's own statements (Kysely types it as its narrower SqliteDatabase). */
+const kept = (file: BetterSqlite3.Database) => preparedOnce(file) as unknown as { prepare(text: string): BetterSqlite3.Statement; close(): void }
+
 const dir = await mkdtemp(join(tmpdir(), 'latchkey-prepared-once-'))
 afterAll(() => rm(dir, { recursive: true, force: true }))
 
 test('default: a data statement is prepared once, then the same statement is answered', () => {
   const file = new BetterSqlite3(':memory:')
   const prepare = vi.spyOn(file, 'prepare')
-  const database = preparedOnce(file)
+  const database = kept(file)
   database.prepare('create table t (a integer)').run()
   const first = database.prepare('insert into t (a) values (?)')
   first.run(1)
@@ -29,7 +32,7 @@ test('default: a data statement is prepared once, then the same statement is ans
 test('behavior: transaction control and schema statements are prepared each time, never kept', () => {
   const file = new BetterSqlite3(':memory:')
   const prepare = vi.spyOn(file, 'prepare')
-  const database = preparedOnce(file)
+  const database = kept(file)
   database.prepare('create table t (a integer)').run()
   for (const text of ['create table u (a integer)', 'begin', 'commit', 'drop table t']) expect(database.prepare(text)).not.toBe(database.prepare(text))
   expect(prepare).toHaveBeenCalledTimes(9)
@@ -37,7 +40,7 @@ test('behavior: transaction control and schema statements are prepared each time
 })
 
 test('behavior: a statement still iterating is not shared: the same text is prepared afresh', () => {
-  const database = preparedOnce(new BetterSqlite3(':memory:'))
+  const database = kept(new BetterSqlite3(':memory:'))
   database.prepare('create table t (a integer)').run()
   database.prepare('insert into t (a) values (1), (2)').run()
   const streaming = database.prepare('select a from t order by a')
@@ -54,7 +57,7 @@ test('behavior: a statement still iterating is not shared: the same text is prep
 
 test('behavior: a kept statement answers the table as another connection migrated it', () => {
   const path = join(dir, 'migrated.db')
-  const database = preparedOnce(new BetterSqlite3(path))
+  const database = kept(new BetterSqlite3(path))
   database.prepare('create table t (a integer)').run()
   database.prepare('insert into t (a) values (1)').run()
   expect(database.prepare('select * from t').all()).toEqual([{ a: 1 }])

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import BetterSqlite3 from 'better-sqlite3'
-import { type Dialect, type Driver, Kysely, type LogEvent, PostgresDialect, SqliteDialect } from 'kysely'
+import { type Dialect, type Driver, Kysely, type LogEvent, PostgresDialect, type SqliteDatabase, SqliteDialect } from 'kysely'
 import pg from 'pg'
 import type { Metrics } from '../metrics.js'
 import { recordSpan, tracingOn } from '../tracing.js'
@@ -163,7 +163,7 @@ function namedStatementPool(pool: pg.Pool, metrics: Metrics | undefined) {
  * kept statement by itself when the schema changed under it (another process migrating the file).
  * Nothing here holds data: only compiled statements, by text, as the PostgreSQL pool names them.
  */
-export function preparedOnce(file: BetterSqlite3.Database) {
+export function preparedOnce(file: BetterSqlite3.Database): SqliteDatabase {
   const statements = new Map<string, BetterSqlite3.Statement>()
   return {
     close: () => file.close(),

@@ -2,7 +2,6 @@ import type * as Embedded from '@latchkey/embedded'
 import type { EmbeddedFlows } from '../../connectors/embedded.js'
 import type { Client } from '../../createClient.js'
 import { ConnectorNotFoundError } from '../../errors/connection.js'
-import { createSiweMessage } from '../../signIn/signIn.js'
 import type { Address, Connector, Hex } from '../../types.js'
 import { type EmbeddedTarget, runFlow } from './internal.js'
 
@@ -81,6 +80,8 @@ async function linkWallet(client: Client, flows: EmbeddedFlows, parameters: { wa
   if (!address) throw new ConnectorNotFoundError({ id: connector.id })
   const { getAddress, stringToHex } = await import('viem')
   const issuedAt = new Date()
+  // Loaded with the first wallet link: Sign-In with Ethereum stays out of the eager bundle.
+  const { createSiweMessage } = await import('../../signIn/signIn.js')
   const message = await createSiweMessage({
     address: getAddress(address),
     chainId: client.getState().connection?.chainId ?? client.chains[0].id,
