@@ -1,2 +1,2 @@
 // Generated from src/frames/browser/ by `npm run build:frames -w @latchkey/kms`. Do not edit.
-import{b as e,m as t,w as n,y as r}from"./shared-storage.js";async function i(i,a){let o=new Uint8Array(await crypto.subtle.sign({name:`ECDSA`,hash:`SHA-256`},i.key,n(a))),s={publicKey:i.publicKey,scheme:`SIGNATURE_SCHEME_TK_API_P256`,signature:e(t(o))};return r(n(JSON.stringify(s)))}export{i as t};
+import{c as e,l as t,p as n,r}from"./shared-p256.js";async function i(i,a){let o=new Uint8Array(await crypto.subtle.sign({name:`ECDSA`,hash:`SHA-256`},i.key,n(a))),s={publicKey:i.publicKey,scheme:`SIGNATURE_SCHEME_TK_API_P256`,signature:t(r(o))};return e(n(JSON.stringify(s)))}export{i as t};

@@ -1,8 +1,7 @@
 import type * as Embedded from '@latchkey/embedded'
 import type { EmbeddedFlows } from '../../connectors/embedded.js'
 import type { Client } from '../../createClient.js'
-import { ConnectorNotFoundError } from '../../errors/connection.js'
-import type { Address, Connector, Hex } from '../../types.js'
+import type { Connector } from '../../types.js'
 import { type EmbeddedTarget, runFlow } from './internal.js'
 
 /** How a login signs in: `oauth:<provider>` for each configured OpenID Connect provider. */
@@ -67,33 +66,8 @@ const LINKS: {
   email: (_client, flows, { email }) => flows.linking.linkEmail(email),
   passkey: (_client, flows, { name }) => flows.linking.linkPasskey(name),
   oauth: (_client, flows, { provider, popup }) => flows.linking.linkOAuth(provider, popup),
-  wallet: linkWallet,
-}
-
-/** An external wallet: its first account signs a SIWE message with a nonce of this browser's. */
-async function linkWallet(client: Client, flows: EmbeddedFlows, parameters: { wallet: Connector | string }): Promise<LinkedLogin> {
-  const wanted = parameters.wallet
-  const connector = typeof wanted === 'string' ? client.getConnectors().find((candidate) => candidate.id === wanted) : wanted
-  if (!connector || connector.type === 'embedded') throw new ConnectorNotFoundError({ id: typeof wanted === 'string' ? wanted : wanted.id })
-  const provider = await connector.getProvider()
-  const [address] = (await provider.request({ method: 'eth_requestAccounts' })) as Address[]
-  if (!address) throw new ConnectorNotFoundError({ id: connector.id })
-  const { getAddress, stringToHex } = await import('viem')
-  const issuedAt = new Date()
-  // Loaded with the first wallet link: Sign-In with Ethereum stays out of the eager bundle.
-  const { createSiweMessage } = await import('../../signIn/signIn.js')
-  const message = await createSiweMessage({
-    address: getAddress(address),
-    chainId: client.getState().connection?.chainId ?? client.chains[0].id,
-    nonce: await flows.linking.walletNonce(),
-    domain: typeof location === 'undefined' ? 'localhost' : location.host,
-    uri: typeof location === 'undefined' ? 'http://localhost' : location.origin,
-    statement: 'Link this wallet to your account.',
-    issuedAt,
-    expirationTime: new Date(issuedAt.getTime() + 600_000),
-  })
-  const signature = (await provider.request({ method: 'personal_sign', params: [stringToHex(message), address] })) as Hex
-  return flows.linking.linkWallet({ message, signature })
+  // Loaded with the first wallet link: viem's helpers and Sign-In with Ethereum stay out of the eager bundle.
+  wallet: async (client, flows, parameters) => (await import('./linkWallet.js')).linkWallet(client, flows, parameters),
 }
 
 /**
