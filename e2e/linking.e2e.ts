@@ -2,10 +2,11 @@ import axe from 'axe-core'
 import type { Page } from 'playwright-core'
 import { afterEach, beforeEach, expect, inject, test } from 'vitest'
 import { failedRequest, launch } from './browser.js'
-import { demo, es256OnlyPasskeyWarning, typeCodeInFrame, waitForText } from './page.js'
+import { answerConsent, demo, es256OnlyPasskeyWarning, typeCodeInFrame, waitForText } from './page.js'
 
 // Account linking in the demo's account modal ("Sign-in methods"), against the whole local stack:
-// a user signed in by email links a passkey (Chromium's virtual authenticator), removes the email,
+// a user signed in by email links a passkey (Chromium's virtual authenticator; approved in the
+// consent frame, whose key registers it), removes the email,
 // cannot remove the last login, and is refused an email that belongs to another user.
 
 const stack = inject('stack')
@@ -101,8 +102,10 @@ test('default: sign in by email, link a passkey, remove the email; the last logi
   expect(await methods.getByText('This is your only way to sign in. Add another before removing it.').isVisible()).toBe(true)
   expect(await methods.getByRole('status', { name: 'Second factor' }).textContent()).toBe('No second factor is set up.')
 
-  // A passkey, created by the virtual authenticator and registered for this user.
+  // A passkey, created by the virtual authenticator, approved in the consent frame and registered
+  // for this user by their own key there.
   await add.getByRole('button', { name: 'Passkey', exact: true }).click()
+  await answerConsent(page, 'Approve', 'Add a way to sign in')
   await waitForText(status, 'Passkey linked. You can now sign in with it.')
   await waitForText(logins.nth(1), /^Passkey: PasskeyLinked /)
   expect(await logins.count()).toBe(2)
@@ -123,6 +126,7 @@ test('default: sign in by email, link a passkey, remove the email; the last logi
   await methods.getByRole('textbox', { name: 'Email address to add' }).fill(taken)
   await methods.getByRole('button', { name: 'Send code', exact: true }).click()
   await typeCodeInFrame(page, { kms: stack.kms, email: taken })
+  await answerConsent(page, 'Approve', 'Add a way to sign in')
   const alert = methods.getByRole('alert')
   await waitForText(alert.locator('.lk-alert-text'), 'This login belongs to another account.')
   expect(await alert.getByRole('button', { name: 'Try again', exact: true }).isVisible()).toBe(true)
