@@ -108,6 +108,7 @@ describe('openStore', () => {
       '0008_webhooks',
       '0009_paymaster',
       '0010_logins',
+      '0011_kms_event_cursor',
     ])
     db.close()
     // Opening again changes nothing.

@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono'
 import { z } from 'zod'
 import { ServerError } from '../errors.js'
-import { callKms, type RouteContext, readBody } from '../internal/context.js'
+import { type RouteContext, readBody } from '../internal/context.js'
 import { email } from '../internal/schemas.js'
 import { createAccountSubOrganization, type EndUser } from '../internal/subOrganization.js'
 import { LoginConflictError, type LoginKind, type LoginRow, newLoginId } from '../store.js'
@@ -106,8 +106,7 @@ export async function pregenerateUser(context: RouteContext, oauth: OAuth, input
 }
 
 /**
- * Gives the user of an `externalId` a way in (how an `externalId` is claimed): an email (its
- * account row, and the kms user's email, which email sign-in's codes go to) or a provider's
+ * Gives the user of an `externalId` a way in (how an `externalId` is claimed): a provider's
  * subject (the kms gets the identity from the first sign-in's ID token, as for a pregenerated
  * one). The app's backend vouches for the identity, as it does when it pregenerates one.
  */
@@ -115,44 +114,31 @@ async function addLogin(context: RouteContext, oauth: OAuth, input: z.infer<type
   const { store, now } = context
   const external = await store.login('external', input.externalId)
   if (!external) throw new ServerError(404, 'unknown_user', 'No user has this externalId; create it with POST /admin/users first')
-  let row: LoginRow
-  const base = { id: newLoginId(), organization_id: external.organization_id, user_id: external.user_id, address: external.address, created_at: now() }
-  if (input.email !== undefined) {
-    const address = input.email.toLowerCase()
-    if ((await store.loginsOf(external.organization_id)).some((login) => login.kind === 'email' && login.subject !== address))
-      throw new ServerError(409, 'email_already_linked', 'This user has an email already (one per user)')
-    row = { ...base, kind: 'email', subject: address, label: address, kms_id: null }
-  } else {
-    const config = oauth.config(input.provider!)
-    if (!config) throw new ServerError(400, 'unknown_provider', `${oauth.displayName(input.provider!)} sign-in is not configured`)
-    row = {
-      ...base,
-      kind: oauthLoginKind(input.provider!),
-      subject: `${config.issuer} ${input.subject}`,
-      label: `${oauth.displayName(input.provider!)} · ${input.subject}`,
-      kms_id: null,
-    }
-  }
-  const kms = async () => {
-    if (row.kind !== 'email') return null
-    const delegated = await callKms(() => context.delegated.client(row.organization_id))
-    await callKms(() =>
-      delegated.updateUserEmail({
-        type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
-        timestampMs: String(now()),
-        organizationId: row.organization_id,
-        parameters: { userId: row.user_id, userEmail: row.subject },
-      }),
+  // An email is a way in that only the user's own key adds (user.ts): the delegated user sets none.
+  if (input.email !== undefined)
+    throw new ServerError(
+      400,
+      'email_by_user',
+      'An email is linked by its user, signed in; pregenerate by email (POST /admin/users {email}) or vouch for a provider subject',
     )
-    return null
+  const config = oauth.config(input.provider!)
+  if (!config) throw new ServerError(400, 'unknown_provider', `${oauth.displayName(input.provider!)} sign-in is not configured`)
+  const row: LoginRow = {
+    id: newLoginId(),
+    organization_id: external.organization_id,
+    user_id: external.user_id,
+    address: external.address,
+    created_at: now(),
+    kind: oauthLoginKind(input.provider!),
+    subject: `${config.issuer} ${input.subject}`,
+    label: `${oauth.displayName(input.provider!)} · ${input.subject}`,
+    kms_id: null,
   }
-  const emailAccount =
-    row.kind === 'email'
-      ? { email: row.subject, organization_id: row.organization_id, user_id: row.user_id, address: row.address, created_at: row.created_at }
-      : undefined
+  // Nothing in the kms yet: the first sign-in's ID token records the identity there.
+  const kms = async () => null
   const user = { userId: external.user_id, organizationId: external.organization_id, address: external.address }
   try {
-    const linked = await store.linkLogin(row, kms, emailAccount)
+    const linked = await store.linkLogin(row, kms)
     return { ...user, login: { id: linked.id, kind: linked.kind, label: linked.label }, created: true }
   } catch (error) {
     if (!(error instanceof LoginConflictError)) throw error

@@ -17,18 +17,9 @@ import type { FrameHandler } from './channel.js'
 // try again; Cancel or Escape answer 4001; any other refusal of the kms closes the dialog and is
 // answered as an error with the kms's message.
 
-export const ENROLL_TOTP = 'ENROLL_TOTP'
-export const VERIFY_MFA = 'VERIFY_MFA'
-export const MFA_RESULT = 'MFA_RESULT'
+import { ENROLL_TOTP, MFA_RESULT, type MfaParameters, VERIFY_MFA } from './consentMfaNames.js'
 
-/** What the second-factor handlers need: the kms's signer keys and code key, a log, and what to close first. */
-export type MfaParameters = {
-  signerPublicKeys: readonly string[]
-  /** The kms's key for codes (uncompressed hex, the page's `latchkey-mfa-code-key`); empty: no code is taken. */
-  codeKey: string
-  log: (message: string) => void
-  before?: () => void
-}
+export { ENROLL_TOTP, MFA_RESULT, type MfaParameters, VERIFY_MFA } from './consentMfaNames.js'
 
 /**
  * The ENROLL_TOTP, VERIFY_MFA and MFA_RESULT handlers of the consent frame, over its page's `#mfa`

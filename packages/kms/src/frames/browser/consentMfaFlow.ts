@@ -1,7 +1,7 @@
 import type { FrameContext, FrameHandler, FrameReply, FrameRequest } from './channel.js'
 import { INVALID_REQUEST_CODE, USER_REJECTED } from './consentMessages.js'
-import { ENROLL_TOTP, MFA_RESULT, type MfaParameters, VERIFY_MFA } from './consentMfa.js'
 import type { MfaDialog, MfaElements } from './consentMfaBundle.js'
+import { ENROLL_TOTP, MFA_RESULT, type MfaParameters, VERIFY_MFA } from './consentMfaNames.js'
 import { FrameError } from './encoding.js'
 import type { FrameKey } from './frameKeys.js'
 import { t } from './i18n/index.js'
