@@ -169,7 +169,8 @@ describe('a grant on two instances on one PostgreSQL', () => {
             grant: {
               chainId: '31337',
               account,
-              expiry: String(Math.floor(Date.now() / 1000) + 3600),
+              // Within the session's hour (registered above): a grant may not outlive the session.
+              expiry: String(Math.floor(Date.now() / 1000) + 3000),
               permissions: [{ type: 'native-token-recurring-allowance', data: { allowance: '1000', period: '86400' } }],
             },
           },
