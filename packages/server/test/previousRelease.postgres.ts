@@ -133,7 +133,9 @@ test(`behavior: the previous release (${previousRelease.commit.slice(0, 12)}) ma
     // names the first contraction and every step after it (an expansion needs what came before it).
     const refused = run('previous', ['--port', String(await getFreePort()), ...settings])
     expect((await refused.exited).code).toBe(1)
-    expect(refused.stderr()).toContain(`The database has migration ${since.slice(since.indexOf(contractions[0]!)).join(', ')} of a newer version of server; run that version or a newer one`)
+    expect(refused.stderr()).toContain(
+      `The database has migration ${since.slice(since.indexOf(contractions[0]!)).join(', ')} of a newer version of server; run that version or a newer one`,
+    )
     expect(refused.logs().filter(listening)).toEqual([])
   }
 }, 240_000)
