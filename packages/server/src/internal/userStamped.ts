@@ -11,7 +11,8 @@ import type { RouteContext } from './context.js'
 
 /** A kms activity body the consent frame stamped, as the page hands it to the backend. */
 export const userStamped = z.object({
-  activity: z.string().min(2).max(16_384),
+  // Room for a passkey attestation at its schema's largest (credential id, client data, attestation object).
+  activity: z.string().min(2).max(32_768),
   stamp: z.object({
     stampHeaderName: z.enum(['X-Stamp', 'X-Stamp-Webauthn']),
     stampHeaderValue: z.string().min(1).max(8_192),

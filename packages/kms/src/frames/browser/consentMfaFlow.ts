@@ -132,30 +132,30 @@ export function createMfaHandlers(parameters: MfaParameters): Record<string, Fra
     throw error
   }
 
+  /**
+   * The opening of ENROLL_TOTP and VERIFY_MFA: what the frame still shows closes, no code is taken
+   * without the kms's code key, and the request names `{organizationId, <field>}`; then the
+   * session key and a key of this flow only, which the kms seals its answers to.
+   */
+  async function begin(request: FrameRequest, context: FrameContext, field: 'userId' | 'factorId') {
+    parameters.before?.()
+    dialog?.close()
+    flow = undefined
+    refuseWithoutCodeKey(request.type)
+    const value = objectValue(request, `{organizationId, ${field}}`)
+    const organizationId = id(value['organizationId'], 'organizationId', request.type)
+    const named = id(value[field], field, request.type)
+    return { organizationId, named, key: await context.embeddedKey(), target: await (await bundles()).newTargetKey() }
+  }
+
   return {
     async [ENROLL_TOTP](request: FrameRequest, context: FrameContext) {
-      parameters.before?.()
-      dialog?.close()
-      flow = undefined
-      refuseWithoutCodeKey(request.type)
-      const value = objectValue(request, '{organizationId, userId}')
-      const organizationId = id(value['organizationId'], 'organizationId', ENROLL_TOTP)
-      const userId = id(value['userId'], 'userId', ENROLL_TOTP)
-      const key = await context.embeddedKey()
-      const target = await (await bundles()).newTargetKey()
+      const { organizationId, named: userId, key, target } = await begin(request, context, 'userId')
       flow = { kind: 'enroll', organizationId, key, target, stage: 'create' }
       return submit('create_totp_factor', CREATE_TOTP, flow, { userId, targetPublicKey: target.publicKeyHex })
     },
     async [VERIFY_MFA](request: FrameRequest, context: FrameContext) {
-      parameters.before?.()
-      dialog?.close()
-      flow = undefined
-      refuseWithoutCodeKey(request.type)
-      const value = objectValue(request, '{organizationId, factorId}')
-      const organizationId = id(value['organizationId'], 'organizationId', VERIFY_MFA)
-      const factorId = id(value['factorId'], 'factorId', VERIFY_MFA)
-      const key = await context.embeddedKey()
-      const target = await (await bundles()).newTargetKey()
+      const { organizationId, named: factorId, key, target } = await begin(request, context, 'factorId')
       const current: Flow = { kind: 'verify', organizationId, key, target, stage: 'code', factorId }
       ;(await dialogOf()).open({
         title: t('mfaVerifyTitle'),
