@@ -50,11 +50,26 @@ async function walletProof(linking: Awaited<ReturnType<typeof signedIn>>['linkin
   return { account, proof: { message, signature: await account.signMessage({ message }) } }
 }
 
+/** The user `getUser` reads; the test fails where the backend has no session for them. */
+async function userOf(linking: Awaited<ReturnType<typeof signedIn>>['linking']) {
+  const user = await linking.getUser()
+  if (!user) throw new Error('getUser: the app backend has no session for this user')
+  return user
+}
+
 const kindsAndLabels = (user: { logins: { kind: string; label: string }[] }) => user.logins.map((login) => [login.kind, login.label])
+
+test('behavior: signed out at the app backend, getUser is null while the wallet stays signed in; nothing is refused', async () => {
+  const { wallet, linking, browser } = await signedIn()
+  expect((await userOf(linking)).logins).toHaveLength(1)
+  await createBackend(stack.backendUrl, browser.fetchFn).post('/auth/signout', {})
+  expect(await linking.getUser()).toBeNull()
+  expect(wallet.current).toBeDefined()
+})
 
 test('default: the user lists their email; a wallet linked by SIWE is a second login and an external wallet; unlinking it leaves the email', async () => {
   const { wallet, linking, email } = await signedIn()
-  const before = await linking.getUser()
+  const before = await userOf(linking)
   expect(before).toEqual({
     userId: wallet.current!.userId,
     organizationId: wallet.current!.organizationId,
@@ -66,7 +81,7 @@ test('default: the user lists their email; a wallet linked by SIWE is a second l
   const { account, proof } = await walletProof(linking)
   const login = await linking.linkWallet(proof)
   expect(login).toEqual({ id: expect.any(String), kind: 'wallet', label: account.address, linkedAt: new Date(stack.now()).toISOString() })
-  const after = await linking.getUser()
+  const after = await userOf(linking)
   expect(kindsAndLabels(after)).toEqual([
     ['email', email],
     ['wallet', account.address],
@@ -76,7 +91,7 @@ test('default: the user lists their email; a wallet linked by SIWE is a second l
     { address: account.address, kind: 'external' },
   ])
   await linking.unlink(login.id)
-  expect(kindsAndLabels(await linking.getUser())).toEqual([['email', email]])
+  expect(kindsAndLabels(await userOf(linking))).toEqual([['email', email]])
 })
 
 test('behavior: an email is linked by the code typed in the consent frame, once the first email is unlinked', async () => {
@@ -85,17 +100,17 @@ test('behavior: an email is linked by the code typed in the consent frame, once 
   const { proof } = await walletProof(linking)
   await linking.linkWallet(proof)
   stack.clock += 1000
-  const first = (await linking.getUser()).logins[0]!
+  const first = (await userOf(linking)).logins[0]!
   await linking.unlink(first.id)
   const next = `linking.next.${randomBytes(6).toString('hex')}@example.test`
   const login = await linking.linkEmail(`  ${next} `)
   expect([login.kind, login.label]).toEqual(['email', next])
-  expect(kindsAndLabels(await linking.getUser()).map(([kind]) => kind)).toEqual(['wallet', 'email'])
+  expect(kindsAndLabels(await userOf(linking)).map(([kind]) => kind)).toEqual(['wallet', 'email'])
 })
 
 test('error: the last login cannot be unlinked (LastLoginError), and stays', async () => {
   const { linking, email } = await signedIn()
-  const [only] = (await linking.getUser()).logins
+  const [only] = (await userOf(linking)).logins
   const refused = await linking.unlink(only!.id).catch((error: unknown) => error)
   expect(refused).toBeInstanceOf(LastLoginError)
   expect(refused).toMatchObject({
@@ -103,14 +118,14 @@ test('error: the last login cannot be unlinked (LastLoginError), and stays', asy
     shortMessage: 'The last sign-in method cannot be removed.',
     details: 'This is the last way to sign in to this account; link another before removing it',
   })
-  expect(kindsAndLabels(await linking.getUser())).toEqual([['email', email]])
+  expect(kindsAndLabels(await userOf(linking))).toEqual([['email', email]])
 })
 
 test('error: a wallet or an email of another user is AccountAlreadyLinkedError, and neither user changes', async () => {
   const other = await signedIn()
   const key = generatePrivateKey()
   await other.linking.linkWallet((await walletProof(other.linking, key)).proof)
-  const otherBefore = await other.linking.getUser()
+  const otherBefore = await userOf(other.linking)
 
   const { linking } = await signedIn()
   const taken = await linking.linkWallet((await walletProof(linking, key)).proof).catch((error: unknown) => error)
@@ -123,9 +138,9 @@ test('error: a wallet or an email of another user is AccountAlreadyLinkedError, 
   // With a wallet of their own and their email unlinked, the other user's email is refused alike.
   stack.clock += 1000
   await linking.linkWallet((await walletProof(linking)).proof)
-  await linking.unlink((await linking.getUser()).logins.find((login) => login.kind === 'email')!.id)
-  const before = await linking.getUser()
+  await linking.unlink((await userOf(linking)).logins.find((login) => login.kind === 'email')!.id)
+  const before = await userOf(linking)
   await expect(linking.linkEmail(other.email)).rejects.toBeInstanceOf(AccountAlreadyLinkedError)
-  expect(await linking.getUser()).toEqual(before)
-  expect(await other.linking.getUser()).toEqual(otherBefore)
+  expect(await userOf(linking)).toEqual(before)
+  expect(await userOf(other.linking)).toEqual(otherBefore)
 })

@@ -54,10 +54,13 @@ export function linkingFlows(wallet: EmbeddedWallet, port: LinkingPort, options:
     return current
   }
   return {
-    /** `GET /auth/user`: the user's logins, wallets and second factors. */
-    getUser(): Promise<EmbeddedUser> {
+    /**
+     * `GET /auth/user`: the user's logins, wallets and second factors; `null` while the app backend
+     * has no session for them (signed out there, or the app ended it when the account changed).
+     */
+    getUser(): Promise<EmbeddedUser | null> {
       signedIn()
-      return backend.get<EmbeddedUser>('/auth/user')
+      return backend.get<EmbeddedUser | null>('/auth/user')
     },
 
     /** The social sign-ins the backend offers (from `/auth/config`), Google and Apple first. */

@@ -32,7 +32,8 @@ const passkey: LinkedLogin = { id: 'login-2', kind: 'passkey', label: 'Laptop', 
 /** An error as @latchkey/embedded throws it: a stable code and its catalogue text. */
 const embeddedError = (code: string, shortMessage: string, details: string) => Object.assign(new Error(shortMessage), { code, shortMessage, details })
 
-function setup() {
+/** `signedOut`: the app backend has no session for the user (getUser is null). */
+function setup({ signedOut = false } = {}) {
   const logins = [email]
   const calls: unknown[][] = []
   const user = (): EmbeddedUser => ({
@@ -44,7 +45,7 @@ function setup() {
   })
   const flows = {
     linking: {
-      getUser: async () => user(),
+      getUser: async () => (signedOut ? null : user()),
       providers: async () => [],
       linkEmail: async (value: string) => {
         calls.push(['linkEmail', value])
@@ -95,6 +96,15 @@ test('default: useUser is idle until the embedded wallet connects, then reads th
   expect(calls).toEqual([['linkPasskey', 'Laptop']])
   act(() => result.current.user.refetch())
   await waitFor(() => expect(result.current.user.data?.logins).toEqual([email, passkey]))
+})
+
+test('behavior: signed out at the app backend, useUser is a success with null data, and nothing is logged', async () => {
+  const { client, wrapper, logger } = setup({ signedOut: true })
+  await connect(client, { connector: 'embedded' })
+  const { result } = renderHook(() => useUser(), { wrapper })
+  await waitFor(() => expect(result.current.status).toBe('success'))
+  expect(result.current).toMatchObject({ data: null, error: null })
+  expect([logger.errors, logger.warnings]).toEqual([[], []])
 })
 
 test('error: useLinkAccount of another user’s login is AccountAlreadyLinkedError in its state, not logged', async () => {

@@ -15,13 +15,14 @@ import { type ReadState, useRead } from './useRead.js'
 
 /**
  * The signed-in embedded-wallet user: linked logins (oldest first), wallets and second factors;
- * `idle` while no embedded wallet is connected, read again when the account changes or on `refetch`.
+ * `idle` while no embedded wallet is connected, `data` null while the app backend has no session
+ * (signed out there), read again when the account changes or on `refetch`.
  *
  * @example
  * const { data } = useUser()
  * data?.logins.map((login) => login.label)
  */
-export function useUser(): ReadState<EmbeddedUser> {
+export function useUser(): ReadState<EmbeddedUser | null> {
   const client = useClient()
   const { address, connector, isConnected } = useAccount()
   const embedded = isConnected && isEmbeddedConnector(connector)

@@ -111,6 +111,8 @@ function Methods({ connector, common, t }: Props & { common: Translate; t: Linki
           </button>
         </div>
       )}
+      {/* The app backend has no session for them (signed out there, or ended with an account change). */}
+      {user.data === null && <p className="lk-muted lk-small-text">{t('signInToManage')}</p>}
       {logins.length > 0 && (
         <ul className="lk-logins" aria-labelledby={headingId}>
           {logins.map((login) => (

@@ -1,7 +1,7 @@
 import type { Context } from 'hono'
 import { z } from 'zod'
 import { incompleteAnswer, ServerError } from '../errors.js'
-import { callKms, currentSession, enforce, type RouteContext, readBody } from '../internal/context.js'
+import { callKms, currentSession, enforce, type RouteContext, readBody, validSession } from '../internal/context.js'
 import { proveEmail } from '../internal/emailProof.js'
 import { mfaFactorsOf } from '../internal/mfa.js'
 import { attestation, challenge, email } from '../internal/schemas.js'
@@ -77,12 +77,15 @@ const loginOf = (context: RouteContext, account: KnownAccount, kind: LoginKind, 
  * 'passkey', name, enrolledAt, lockedUntil?}]}}`: the user's linked logins, oldest first, wallets
  * (the embedded one, then each linked external wallet) and second factors, as the kms lists them
  * (`list_mfa_factors`: enrolled ones, `lockedUntil` while five wrong codes lock one). A guest
- * account (`POST /auth/guest`) with no login linked yet has `guest: true` and no logins.
+ * account (`POST /auth/guest`) with no login linked yet has `guest: true` and no logins. No
+ * session: `null`, as `GET /auth/session` answers it.
  *
  * @example
  * app.get('/auth/user', user(context))
  */
 export const user = (context: RouteContext) => async (c: Context) => {
+  // No one signed in is an answer, as `GET /auth/session` gives it, not a failure.
+  if (!(await validSession(c, context))) return c.json(null)
   const { account } = await signedInUser(c, context)
   const [logins, enrolled] = await Promise.all([
     context.store.loginsOf(account.organization_id),

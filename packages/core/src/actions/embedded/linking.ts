@@ -34,13 +34,15 @@ export type LinkAccountParameters = EmbeddedTarget &
 export type UnlinkAccountParameters = EmbeddedTarget & { id: string }
 
 /**
- * The signed-in embedded-wallet user: linked logins, wallets and second factors. Errors:
- * AccountNotFoundError (not signed in), CannotProceedError.
+ * The signed-in embedded-wallet user: linked logins, wallets and second factors; `null` while the
+ * app backend has no session (signed out there, or ended when the account changed). Errors:
+ * AccountNotFoundError (the embedded wallet is not signed in), CannotProceedError.
  *
  * @example
- * const { logins } = await getUser(client)
+ * const user = await getUser(client)
+ * if (user) console.log(user.logins.map((login) => login.label))
  */
-export function getUser(client: Client, parameters: EmbeddedTarget = {}): Promise<EmbeddedUser> {
+export function getUser(client: Client, parameters: EmbeddedTarget = {}): Promise<EmbeddedUser | null> {
   return runFlow(client, 'getUser', parameters, (flows) => flows.linking.getUser())
 }
 

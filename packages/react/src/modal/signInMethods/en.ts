@@ -6,6 +6,7 @@
 export const en = {
   signInMethods: 'Sign-in methods',
   loadingMethods: 'Loading sign-in methods…',
+  signInToManage: 'Sign in to the app to see and change how you sign in.',
   kindEmail: 'Email',
   kindPasskey: 'Passkey',
   kindWallet: 'Wallet',

@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const ar: LinkingMessages = {
   signInMethods: 'طرق تسجيل الدخول',
   loadingMethods: 'جارٍ تحميل طرق تسجيل الدخول…',
+  signInToManage: 'سجّل الدخول إلى التطبيق لترى طرق تسجيل الدخول وتغيّرها.',
   kindEmail: 'البريد الإلكتروني',
   kindPasskey: 'مفتاح مرور',
   kindWallet: 'محفظة',

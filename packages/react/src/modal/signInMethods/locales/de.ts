@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const de: LinkingMessages = {
   signInMethods: 'Anmeldemethoden',
   loadingMethods: 'Anmeldemethoden werden geladen…',
+  signInToManage: 'Melde dich in der App an, um deine Anmeldemethoden zu sehen und zu ändern.',
   kindEmail: 'E-Mail',
   kindPasskey: 'Passkey',
   kindWallet: 'Wallet',

@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const es: LinkingMessages = {
   signInMethods: 'Métodos de inicio de sesión',
   loadingMethods: 'Cargando métodos de inicio de sesión…',
+  signInToManage: 'Inicia sesión en la app para ver y cambiar cómo inicias sesión.',
   kindEmail: 'Correo',
   kindPasskey: 'Llave de acceso',
   kindWallet: 'Billetera',

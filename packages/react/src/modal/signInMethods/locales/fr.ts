@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const fr: LinkingMessages = {
   signInMethods: 'Méthodes de connexion',
   loadingMethods: 'Chargement des méthodes de connexion…',
+  signInToManage: 'Connectez-vous à l’application pour voir et modifier vos méthodes de connexion.',
   kindEmail: 'E-mail',
   kindPasskey: 'Clé d’accès',
   kindWallet: 'Portefeuille',

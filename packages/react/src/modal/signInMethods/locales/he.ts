@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const he: LinkingMessages = {
   signInMethods: 'שיטות התחברות',
   loadingMethods: 'טוענים שיטות התחברות…',
+  signInToManage: 'היכנסו לאפליקציה כדי לראות ולשנות את שיטות הכניסה שלכם.',
   kindEmail: 'אימייל',
   kindPasskey: 'מפתח גישה',
   kindWallet: 'ארנק',

@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const hi: LinkingMessages = {
   signInMethods: 'साइन-इन के तरीके',
   loadingMethods: 'साइन-इन के तरीके लोड हो रहे हैं…',
+  signInToManage: 'साइन-इन के तरीके देखने और बदलने के लिए ऐप में साइन इन करें।',
   kindEmail: 'ईमेल',
   kindPasskey: 'पासकी',
   kindWallet: 'वॉलेट',

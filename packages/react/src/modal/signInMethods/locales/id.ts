@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const id: LinkingMessages = {
   signInMethods: 'Metode masuk',
   loadingMethods: 'Memuat metode masuk…',
+  signInToManage: 'Masuk ke aplikasi untuk melihat dan mengubah cara Anda masuk.',
   kindEmail: 'Email',
   kindPasskey: 'Passkey',
   kindWallet: 'Dompet',

@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const it: LinkingMessages = {
   signInMethods: 'Metodi di accesso',
   loadingMethods: 'Caricamento dei metodi di accesso…',
+  signInToManage: 'Accedi all’app per vedere e modificare i tuoi metodi di accesso.',
   kindEmail: 'Email',
   kindPasskey: 'Passkey',
   kindWallet: 'Wallet',

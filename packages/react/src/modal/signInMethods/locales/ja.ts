@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const ja: LinkingMessages = {
   signInMethods: 'サインイン方法',
   loadingMethods: 'サインイン方法を読み込んでいます…',
+  signInToManage: 'サインイン方法を表示・変更するには、アプリにサインインしてください。',
   kindEmail: 'メール',
   kindPasskey: 'パスキー',
   kindWallet: 'ウォレット',

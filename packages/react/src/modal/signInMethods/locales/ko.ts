@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const ko: LinkingMessages = {
   signInMethods: '로그인 방법',
   loadingMethods: '로그인 방법을 불러오는 중…',
+  signInToManage: '로그인 방법을 보고 변경하려면 앱에 로그인하세요.',
   kindEmail: '이메일',
   kindPasskey: '패스키',
   kindWallet: '지갑',

@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const pt: LinkingMessages = {
   signInMethods: 'Métodos de login',
   loadingMethods: 'Carregando métodos de login…',
+  signInToManage: 'Entre no app para ver e alterar como você entra.',
   kindEmail: 'E-mail',
   kindPasskey: 'Chave de acesso',
   kindWallet: 'Carteira',

@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const ru: LinkingMessages = {
   signInMethods: 'Способы входа',
   loadingMethods: 'Загружаем способы входа…',
+  signInToManage: 'Войдите в приложение, чтобы увидеть и изменить способы входа.',
   kindEmail: 'Почта',
   kindPasskey: 'Ключ доступа',
   kindWallet: 'Кошелёк',

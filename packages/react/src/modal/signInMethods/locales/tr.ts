@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const tr: LinkingMessages = {
   signInMethods: 'Giriş yöntemleri',
   loadingMethods: 'Giriş yöntemleri yükleniyor…',
+  signInToManage: 'Giriş yöntemlerini görmek ve değiştirmek için uygulamada oturum açın.',
   kindEmail: 'E-posta',
   kindPasskey: 'Geçiş anahtarı',
   kindWallet: 'Cüzdan',

@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const vi: LinkingMessages = {
   signInMethods: 'Phương thức đăng nhập',
   loadingMethods: 'Đang tải phương thức đăng nhập…',
+  signInToManage: 'Đăng nhập vào ứng dụng để xem và thay đổi cách bạn đăng nhập.',
   kindEmail: 'Email',
   kindPasskey: 'Passkey',
   kindWallet: 'Ví',

@@ -3,6 +3,7 @@ import type { LinkingMessages } from '../en.js'
 const zh: LinkingMessages = {
   signInMethods: '登录方式',
   loadingMethods: '正在加载登录方式…',
+  signInToManage: '登录应用后即可查看和更改登录方式。',
   kindEmail: '邮箱',
   kindPasskey: '通行密钥',
   kindWallet: '钱包',
