@@ -2,6 +2,7 @@ import type { Page } from 'playwright-core'
 import { verifyMessage } from 'viem'
 import { english, generateMnemonic, mnemonicToAccount } from 'viem/accounts'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
+import { addPasskeyAuthenticator } from './authenticator.js'
 import { failedRequest, launch } from './browser.js'
 import { answerConsent, demo, es256OnlyPasskeyWarning, latchkeyWarning, typeCodeInFrame, waitForText } from './page.js'
 
@@ -41,25 +42,6 @@ function signIn(page: Page) {
     recoveryCode: modal.frameLocator('iframe[title="Account recovery"]').getByRole('textbox', { name: 'Recovery code' }),
     button: (name: string) => modal.getByRole('button', { name, exact: true }),
     alert: modal.getByRole('alert'),
-  }
-}
-
-/** A virtual platform authenticator that says yes by itself (CDP WebAuthn). */
-async function addPasskeyAuthenticator(page: Page) {
-  const cdp = await page.context().newCDPSession(page)
-  await cdp.send('WebAuthn.enable')
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  })
-  return {
-    credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials,
   }
 }
 

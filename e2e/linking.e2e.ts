@@ -1,6 +1,7 @@
 import axe from 'axe-core'
 import type { Page } from 'playwright-core'
 import { afterEach, beforeEach, expect, inject, test } from 'vitest'
+import { addPasskeyAuthenticator } from './authenticator.js'
 import { failedRequest, launch } from './browser.js'
 import { answerConsent, demo, es256OnlyPasskeyWarning, typeCodeInFrame, waitForText } from './page.js'
 
@@ -22,23 +23,6 @@ afterEach(async () => {
 
 let people = 0
 const newEmail = () => `link${++people}.${Date.now()}@example.test`
-
-/** A virtual platform authenticator that says yes by itself (CDP WebAuthn). */
-async function addPasskeyAuthenticator(page: Page) {
-  const cdp = await page.context().newCDPSession(page)
-  await cdp.send('WebAuthn.enable')
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  })
-  return { credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials }
-}
 
 /** Email sign-in through the demo's modal, the code typed in the consent frame; answers the address. */
 async function signInByEmail(page: Page, email: string): Promise<string> {

@@ -4,6 +4,7 @@ import react from '@vitejs/plugin-react'
 import type { Page } from 'playwright-core'
 import { build, defaultClientConditions } from 'vite'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
+import { addPasskeyAuthenticator } from './authenticator.js'
 import { type ConsoleEntry, launch } from './browser.js'
 import { demo, es256OnlyPasskeyWarning, typeCodeInFrame, waitForText } from './page.js'
 
@@ -76,23 +77,6 @@ const FAILING_AUTHENTICATOR = `${import.meta.dirname}/passkeys/failing-authentic
 /** Core logs a failed flow once, as an error (a misconfiguration, not a user's cancellation). */
 const loggedCeremonyError = (entry: ConsoleEntry) =>
   entry.kind === 'error' && entry.text.startsWith('[latchkey]') && entry.text.includes('WebauthnCeremonyError')
-
-/** A virtual platform authenticator that says yes by itself (CDP WebAuthn); its stored credentials. */
-async function addPasskeyAuthenticator(page: Page) {
-  const cdp = await page.context().newCDPSession(page)
-  await cdp.send('WebAuthn.enable')
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  })
-  return { credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials }
-}
 
 /** "Create a passkey" in the modal of the page at `url`; the modal's alert as shown. */
 async function createPasskeyAt(page: Page, url: string) {
