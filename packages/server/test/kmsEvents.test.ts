@@ -5,7 +5,7 @@ import { type Hex, keccak256, serializeTransaction } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createWebhookSender } from '../src/webhooks/dispatcher.js'
 import { createKmsEventFollower } from '../src/webhooks/kmsEvents.js'
-import { newEmail, useBackend } from './backend.js'
+import { generateApiKeyPair, newEmail, useBackend } from './backend.js'
 import { totp } from './totp.js'
 
 // The events that happen in the kms (issue 28 item 5): the backend follows the kms's completed
@@ -135,6 +135,52 @@ describe('kms events', () => {
         transactionHash: keccak256((signed.startsWith('0x') ? signed : `0x${signed}`) as Hex),
       },
     ])
+  })
+
+  test('behavior: an ERC-7715 grant the user makes in the kms is permission.granted, named by its grantId, verified by standardwebhooks', async () => {
+    t.clock += 2_500
+    await follower().runOnce()
+    const { secret } = await t.store.webhooks.createEndpoint({ url, eventTypes: ['permission.granted'], at: Date.now() })
+    const user = await signedInByEmail(newEmail())
+    // As the consent frame makes it: the user's session key submits create_grant for a new key of the app's.
+    const { activity } = await user.user.request<
+      Record<string, unknown>,
+      { activity: { id: string; status: string; result: { createGrantResult: { grantId: string } } } }
+    >('/public/v1/submit/create_grant', {
+      type: 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT',
+      timestampMs: String(t.clock),
+      organizationId: user.organizationId,
+      parameters: {
+        userId: user.userId,
+        apiKey: { apiKeyName: 'game', publicKey: generateApiKeyPair().apiPublicKey },
+        grant: {
+          chainId: '31337',
+          account: user.address,
+          expiry: String(Math.floor(t.clock / 1000) + 600),
+          permissions: [{ type: 'native-token-recurring-allowance', data: { allowance: '1000', period: '86400' } }],
+        },
+      },
+    })
+    expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    t.clock += 2_500
+    expect(await follower().runOnce()).toBe(1)
+    received.length = 0
+    // The event is due at the kms's time of the grant, which the test's clock has moved past.
+    expect(await createWebhookSender({ outbox: t.store.webhooks, now: () => t.clock }).runOnce()).toBe(1)
+    expect(received.length).toBe(1)
+    const [message] = received
+    expect(
+      new Webhook(secret).verify(message!.body, {
+        'webhook-id': message!.id,
+        'webhook-timestamp': message!.timestamp,
+        'webhook-signature': message!.signature,
+      }),
+    ).toEqual({
+      type: 'permission.granted',
+      timestamp: new Date(t.clock - 2_500).toISOString(),
+      data: { organizationId: user.organizationId, userId: user.userId, activityId: activity.id, grantId: activity.result.createGrantResult.grantId },
+    })
+    expect(activity.result.createGrantResult.grantId).toMatch(/^\S+$/)
   })
 
   test('error: a sub-organization’s key may not read the trail of its siblings', async () => {
