@@ -601,6 +601,12 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
         sql`select a.* from activities a join organizations o on o.id = a.organization_id where o.parent_id = ${parent} and a.status = 'ACTIVITY_STATUS_COMPLETED' and a.type in (${sql.join([...types])}) and a.updated_at <= ${until} and (a.updated_at > ${after.at} or (a.updated_at = ${after.at} and a.id > ${after.id})) order by a.updated_at, a.id limit ${limit}`,
       ),
 
+    /** The newest completed activity of `parent`'s sub-organizations of `types`, completed no later than `until` (a follower's first cursor). */
+    newestCompletedSubOrganizationActivity: (parent: string, types: readonly string[], until: number) =>
+      get<Pick<ActivityRow, 'id' | 'updated_at'>>(
+        sql`select a.id, a.updated_at from activities a join organizations o on o.id = a.organization_id where o.parent_id = ${parent} and a.status = 'ACTIVITY_STATUS_COMPLETED' and a.type in (${sql.join([...types])}) and a.updated_at <= ${until} order by a.updated_at desc, a.id desc limit 1`,
+      ),
+
     // Sub-organizations of a parent, found by what they hold (list_suborgs).
     subOrganizationsBy: {
       NAME: (parent: string, value: string) =>

@@ -158,5 +158,14 @@ describe('second factors on two instances on one PostgreSQL', () => {
       page.activities.length ? [[organizationId, { verifyMfaFactorResult: { factorId, enrolled: true, mfaVerifiedAt: expect.any(String) } }]] : [],
     )
     if (page.cursor) expect(await read(page.cursor)).toEqual({ activities: [], cursor: page.cursor })
+    // Where a follower starting now begins (startAtNewest): after the newest settled one, the enrolment.
+    if (page.cursor)
+      expect(
+        await trail.request('/public/v1/query/list_suborganization_activities', {
+          organizationId: parentOrganizationId,
+          filterByType: ['ACTIVITY_TYPE_LATCHKEY_VERIFY_MFA_FACTOR'],
+          startAtNewest: true,
+        }),
+      ).toEqual({ activities: [], cursor: page.cursor })
   })
 })

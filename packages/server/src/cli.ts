@@ -227,6 +227,16 @@ const settings = {
       return token
     },
   }),
+  webhookTimeout: integer({
+    flag: 'webhook-timeout',
+    env: 'LATCHKEY_WEBHOOK_TIMEOUT',
+    min: 1,
+    max: 60,
+    default: 10,
+    valueName: '<seconds>',
+    description:
+      'How long a webhook endpoint has to answer before the delivery is tried again. A delivery whose instance died mid-send is sent again, with its webhook-id, by any instance this long plus 5 s after it was claimed.',
+  }),
   sessionJwtIssuer: url({
     flag: 'session-jwt-issuer',
     env: 'LATCHKEY_SESSION_JWT_ISSUER',
@@ -587,6 +597,7 @@ await runService({
         auditKey: values.auditKey,
         auditLogFile: values.auditLogFile === undefined ? undefined : resolve(values.auditLogFile),
         adminToken: values.adminToken,
+        webhookTimeoutMs: values.webhookTimeout * 1000,
         paymaster,
       })
     } catch (error) {

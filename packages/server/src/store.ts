@@ -742,7 +742,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     },
     /** The webhook outbox: endpoints, events and their deliveries (webhooks/outbox.ts). */
     webhooks,
-    /** Where the kms event follower is in the kms's trail (webhooks/kmsEvents.ts); null before its first page. */
+    /** Where the kms event follower is in the kms's trail (webhooks/kmsEvents.ts): null before its first run, '' at the trail's beginning. */
     kmsCursor: async (): Promise<string | null> =>
       (await db.selectFrom('kms_event_cursor').select('cursor').where('name', '=', 'activities').executeTakeFirst())?.cursor ?? null,
     /**

@@ -1,10 +1,12 @@
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto'
+import { createServer, type ServerResponse } from 'node:http'
 import { getFreePort } from '@latchkey/devnet'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import { sql } from 'kysely'
+import { Webhook } from 'standardwebhooks'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
-import { afterEach, expect, inject, test } from 'vitest'
+import { afterEach, expect, inject, test, vi } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { listening, startCli } from '../../service/test/cliProcess.js'
 import { freshDatabaseUrl, testEngine } from '../../service/test/testDatabase.js'
@@ -49,6 +51,62 @@ async function twoInstances(options: { sharedSqliteStore?: boolean } = {}) {
   }
   // The third: the database both are on, to look at what they wrote.
   return [await instance(), await instance(), url] as const
+}
+
+/** A backend instance in a process of its own (to be killed), on the database at `url`. */
+async function cliInstance(url: string, args: readonly string[] = []) {
+  const portB = await getFreePort()
+  const b = startCli(
+    'packages/server/src/cli.ts',
+    [
+      '--port',
+      String(portB),
+      ...(testEngine === 'postgres' ? [] : ['--db', url]),
+      '--kms-url',
+      t.options.kmsUrl,
+      '--organization-id',
+      t.options.organizationId,
+      '--api-public-key',
+      t.backendKey.apiPublicKey,
+      '--session-signer-public-key',
+      t.kms.signerPublicKey,
+      '--allowed-origin',
+      origin,
+      '--chain',
+      `31337=${inject('chainARpc')}`,
+      ...args,
+    ],
+    {
+      LATCHKEY_API_PRIVATE_KEY: t.backendKey.apiPrivateKey,
+      LATCHKEY_SESSION_JWT_KEY: sessionJwtKey,
+      ...(testEngine === 'postgres' ? { DATABASE_URL: url } : {}),
+    },
+  )
+  await b.waitForLog(listening)
+  return { b, urlB: `http://127.0.0.1:${portB}` }
+}
+
+type SiweRequest = { json: unknown; cookie: string | undefined }
+/**
+ * One wallet's sign-in on `base`: a nonce, the signed message; the request's exact body and cookie,
+ * to send again. `sending` gets the request before it goes out: if the instance dies while the
+ * request is on the wire, the client still has the bytes it may have committed.
+ */
+async function signIn(base: string, wallet: ReturnType<typeof privateKeyToAccount>, sending?: (request: SiweRequest) => void) {
+  const nonceResponse = await call(base, '/auth/nonce')
+  const { nonce } = (await nonceResponse.json()) as { nonce: string }
+  const message = createSiweMessage({
+    address: wallet.address,
+    chainId: 31337,
+    domain: 'localhost:5173',
+    uri: origin,
+    version: '1',
+    nonce,
+    issuedAt: new Date(),
+  })
+  const request: SiweRequest = { json: { message, signature: await wallet.signMessage({ message }) }, cookie: cookieOf(nonceResponse) }
+  sending?.(request)
+  return { request, response: await call(base, '/auth/siwe', request) }
 }
 
 /** `ip` is the client address the instances see (the test's ipOf reads x-test-ip): forty clients, not one over the per-IP limit. */
@@ -167,57 +225,7 @@ test('behavior: SIGKILL on one of two instances mid-load loses no acknowledged s
   await a.start()
   started.push(a)
   // Instance B a process of its own, to be killed, on the same database.
-  const portB = await getFreePort()
-  const b = startCli(
-    'packages/server/src/cli.ts',
-    [
-      '--port',
-      String(portB),
-      ...(testEngine === 'postgres' ? [] : ['--db', url]),
-      '--kms-url',
-      t.options.kmsUrl,
-      '--organization-id',
-      t.options.organizationId,
-      '--api-public-key',
-      t.backendKey.apiPublicKey,
-      '--session-signer-public-key',
-      t.kms.signerPublicKey,
-      '--allowed-origin',
-      origin,
-      '--chain',
-      `31337=${inject('chainARpc')}`,
-    ],
-    {
-      LATCHKEY_API_PRIVATE_KEY: t.backendKey.apiPrivateKey,
-      LATCHKEY_SESSION_JWT_KEY: sessionJwtKey,
-      ...(testEngine === 'postgres' ? { DATABASE_URL: url } : {}),
-    },
-  )
-  await b.waitForLog(listening)
-  const urlB = `http://127.0.0.1:${portB}`
-
-  type SiweRequest = { json: unknown; cookie: string | undefined }
-  /**
-   * One wallet's sign-in on `base`: a nonce, the signed message; the request's exact body and cookie,
-   * to send again. `sending` gets the request before it goes out: if the instance dies while the
-   * request is on the wire, the client still has the bytes it may have committed.
-   */
-  const signIn = async (base: string, wallet: ReturnType<typeof privateKeyToAccount>, sending?: (request: SiweRequest) => void) => {
-    const nonceResponse = await call(base, '/auth/nonce')
-    const { nonce } = (await nonceResponse.json()) as { nonce: string }
-    const message = createSiweMessage({
-      address: wallet.address,
-      chainId: 31337,
-      domain: 'localhost:5173',
-      uri: origin,
-      version: '1',
-      nonce,
-      issuedAt: new Date(),
-    })
-    const request: SiweRequest = { json: { message, signature: await wallet.signMessage({ message }) }, cookie: cookieOf(nonceResponse) }
-    sending?.(request)
-    return { request, response: await call(base, '/auth/siwe', request) }
-  }
+  const { b, urlB } = await cliInstance(url)
 
   const wallets = Array.from({ length: 40 }, () => privateKeyToAccount(generatePrivateKey()))
   let acknowledgedByB = 0
@@ -282,6 +290,175 @@ test('behavior: SIGKILL on one of two instances mid-load loses no acknowledged s
     }
   } finally {
     await store.close()
+  }
+}, 120_000)
+
+test('behavior: a kill -9 of the backend under sign-in load loses no webhook: every committed user.created and user.authenticated arrives, verified, and a redelivery keeps its webhook-id', async () => {
+  // The app's receiver, verifying with standardwebhooks: what arrived, by webhook-id. It holds its
+  // answers until the backend is killed, so deliveries the backend sent die with it unanswered.
+  const arrivals = new Map<string, string[]>()
+  const unverified: string[] = []
+  const held: ServerResponse[] = []
+  let holding = true
+  let verifier: Webhook | undefined
+  let firstHeld!: () => void
+  const oneHeld = new Promise<void>((resolve) => {
+    firstHeld = resolve
+  })
+  const receiver = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk) => {
+      body += chunk
+    })
+    request.on('end', () => {
+      const id = String(request.headers['webhook-id'])
+      try {
+        verifier!.verify(body, {
+          'webhook-id': id,
+          'webhook-timestamp': String(request.headers['webhook-timestamp']),
+          'webhook-signature': String(request.headers['webhook-signature']),
+        })
+      } catch (error) {
+        unverified.push(`${id}: ${(error as Error).message}`)
+        response.writeHead(400).end()
+        return
+      }
+      arrivals.set(id, [...(arrivals.get(id) ?? []), body])
+      if (!holding) return void response.writeHead(204).end()
+      held.push(response)
+      firstHeld()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  try {
+    const url = await freshDatabaseUrl()
+    const setup = await openStore(url)
+    const endpoint = await setup.webhooks.createEndpoint({
+      url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`,
+      eventTypes: ['user.created', 'user.authenticated'],
+      at: Date.now(),
+    })
+    await setup.close()
+    verifier = new Webhook(endpoint.secret)
+    // The backend, a process of its own: an endpoint has 1 s to answer, so a delivery it dies
+    // holding is claimed again 6 s after (its lease), by whichever instance runs then.
+    const { b, urlB } = await cliInstance(url, ['--webhook-timeout', '1'])
+
+    // Sign-in load: SIWE sign-ins (user.authenticated) and guests (user.created too). Half start at
+    // once; the rest wait until the backend acknowledged five and sent a webhook, and it dies as
+    // the first of those is about to leave.
+    let acknowledged = 0
+    let killed = false
+    let fiveAcknowledged!: () => void
+    const afterFive = new Promise<void>((resolve) => {
+      fiveAcknowledged = resolve
+    })
+    const load = Array.from({ length: 20 }, (_, index) => ({ index, wallet: index % 4 === 3 ? undefined : privateKeyToAccount(generatePrivateKey()) }))
+    // The second half's first request, as it is about to leave, kills the backend.
+    const killAsItLeaves = (index: number) => {
+      if (index >= 10 && !killed) {
+        killed = true
+        b.child.kill('SIGKILL')
+      }
+    }
+    const guestSignIn = (base: string, ip?: string) =>
+      call(base, '/auth/guest', { json: { sessionPublicKey: generateApiKeyPair().apiPublicKey }, ...(ip ? { ip } : {}) })
+    const first = await Promise.all(
+      load.map(async ({ index, wallet }) => {
+        let request: SiweRequest | undefined
+        try {
+          if (index >= 10) await Promise.all([afterFive, oneHeld])
+          let response: Response
+          if (wallet)
+            response = (
+              await signIn(urlB, wallet, (sent) => {
+                request = sent
+                killAsItLeaves(index)
+              })
+            ).response
+          else {
+            killAsItLeaves(index)
+            response = await guestSignIn(urlB)
+          }
+          if (response.status === 200 && ++acknowledged === 5) fiveAcknowledged()
+          return { wallet, request, status: response.status }
+        } catch {
+          // The connection died with the backend: not acknowledged.
+          return { wallet, request, status: 0 }
+        }
+      }),
+    )
+    expect(killed).toBe(true)
+    expect((await b.exited).signal).toBe('SIGKILL')
+    expect(first.filter((answer) => answer.status !== 200 && answer.status !== 0)).toEqual([])
+    expect(first.some((answer) => answer.status === 0)).toBe(true)
+    holding = false
+    for (const response of held.splice(0)) response.writeHead(204).end()
+
+    // The backend again (an instance on the same database): what was not acknowledged is sent
+    // again, the same bytes for a SIWE sign-in, a new guest for a guest.
+    const a = createAppServer({
+      ...t.options,
+      store: await openStore(url),
+      port: await getFreePort(),
+      sessionJwtKey,
+      chains: [{ id: 31337, rpcUrl: inject('chainARpc') }],
+      webhookTimeoutMs: 1_000,
+      // Real time, as the killed process's: its claims' leases end in it.
+      now: Date.now,
+    })
+    await a.start()
+    started.push(a)
+    for (const [index, answer] of first.entries()) {
+      if (answer.status === 200) continue
+      const again = answer.wallet
+        ? answer.request
+          ? await call(a.url, '/auth/siwe', { ...answer.request, ip: `203.0.113.${index}` })
+          : (await signIn(a.url, answer.wallet)).response
+        : await guestSignIn(a.url, `203.0.113.${index}`)
+      if (again.status !== 200) expect(await again.json()).toEqual({ error: { code: 'invalid_nonce', message: 'This nonce has been used; ask for a new one' } })
+    }
+
+    // Every event committed (each with its sign-in's session, in one transaction) arrives.
+    const store = await openStore(url)
+    try {
+      const committed = async () => {
+        const events = await store.database.db
+          .selectFrom('webhook_events')
+          .select(['id', 'type', 'body'])
+          .where('type', 'in', ['user.created', 'user.authenticated'])
+          .execute()
+        const sessions = await store.database.db.selectFrom('sessions').select(['address', 'organization_id']).execute()
+        return { events, sessions }
+      }
+      await vi.waitFor(
+        async () => {
+          // Until no delivery is pending: those the killed backend held have come again by then.
+          const pending = await store.database.db.selectFrom('webhook_deliveries').select('event_id').where('delivered_at', 'is', null).execute()
+          expect(pending).toEqual([])
+        },
+        { timeout: 30_000, interval: 200 },
+      )
+      const { events, sessions } = await committed()
+      expect(unverified).toEqual([])
+      expect(events.filter((event) => !arrivals.has(event.id)).map((event) => event.type)).toEqual([])
+      // Nothing arrived that was not committed; each id kept one body across its redeliveries.
+      expect([...arrivals.keys()].sort()).toEqual(events.map((event) => event.id).sort())
+      for (const event of events) expect(new Set(arrivals.get(event.id))).toEqual(new Set([event.body]))
+      // Every session has its user.authenticated; every guest its user.created.
+      const bodies = events.map((event) => JSON.parse(event.body) as { type: string; data: { address: string; organizationId?: string } })
+      const authenticated = bodies.filter((body) => body.type === 'user.authenticated').map((body) => body.data.address.toLowerCase())
+      expect(authenticated.sort()).toEqual(sessions.map((session) => session.address.toLowerCase()).sort())
+      const created = bodies.filter((body) => body.type === 'user.created').map((body) => body.data.organizationId)
+      expect(created.sort()).toEqual(sessions.flatMap((session) => (session.organization_id ? [session.organization_id] : [])).sort())
+      expect(created.length).toBeGreaterThan(0)
+      // The deliveries the killed backend held unanswered came again, with their webhook-ids.
+      expect([...arrivals.values()].some((copies) => copies.length > 1)).toBe(true)
+    } finally {
+      await store.close()
+    }
+  } finally {
+    await new Promise<void>((resolve) => receiver.close(() => resolve()))
   }
 }, 120_000)
 

@@ -22,8 +22,10 @@ export function activityQueries({ db, envelope, now }: QueryContext): QueryTable
      * A Latchkey extension for an app's backend: the completed activities of its sub-organizations
      * of the types asked, oldest first, after `afterCursor` (`<completed ms>:<activity id>`, the
      * `cursor` of the previous page). Activities completed in the last `ACTIVITY_SETTLE_MS` wait for
-     * a later page: one that commits a moment after a later one is not passed over. Only a user of
-     * the parent organization, in it, reads it.
+     * a later page: one that commits a moment after a later one is not passed over. With
+     * `startAtNewest` it lists none and answers the cursor after the newest settled one (null when
+     * there is none): where a follower that starts now begins, so the past is not sent as news.
+     * Only a user of the parent organization, in it, reads it.
      */
     async list_suborganization_activities(body, caller) {
       const input = parse(
@@ -34,11 +36,17 @@ export function activityQueries({ db, envelope, now }: QueryContext): QueryTable
             .regex(/^\d{1,16}:[\w-]{1,64}$/, 'must be the cursor of a previous page')
             .optional(),
           limit: z.number().int().min(1).max(100).optional(),
+          startAtNewest: z.boolean().optional(),
         }),
         body,
       )
       if (caller.homeOrganizationId !== caller.organizationId || (await db.organization(caller.organizationId))?.parent_id !== null)
         throw permissionDenied('the activities of sub-organizations are read by a user of their parent organization, in it')
+      if (input.startAtNewest) {
+        if (input.afterCursor !== undefined) throw invalid('invalid parameters: startAtNewest: takes no afterCursor')
+        const newest = await db.newestCompletedSubOrganizationActivity(caller.organizationId, input.filterByType, now() - ACTIVITY_SETTLE_MS)
+        return { activities: [], cursor: newest ? `${newest.updated_at}:${newest.id}` : null }
+      }
       const [at, id] =
         input.afterCursor === undefined
           ? [0, '']

@@ -102,20 +102,31 @@ export function createKmsEventFollower(options: KmsEventFollowerOptions) {
   let timer: NodeJS.Timeout | undefined
   let running: Promise<number> | undefined
 
+  const list = (parameters: { afterCursor?: string; startAtNewest?: true }) =>
+    options.kms.request<unknown, { activities: KmsActivity[]; cursor: string | null }>('/public/v1/query/list_suborganization_activities', {
+      organizationId: options.organizationId,
+      filterByType: KMS_EVENT_ACTIVITY_TYPES,
+      limit: options.limit ?? 100,
+      ...parameters,
+    })
+
   /** Reads pages until the trail is caught up; answers how many deliveries were queued. */
   const runOnce = async (): Promise<number> => {
     let queued = 0
     for (;;) {
       const from = await options.store.kmsCursor()
-      const page = await options.kms.request<unknown, { activities: KmsActivity[]; cursor: string | null }>(
-        '/public/v1/query/list_suborganization_activities',
-        {
-          organizationId: options.organizationId,
-          filterByType: KMS_EVENT_ACTIVITY_TYPES,
-          limit: options.limit ?? 100,
-          ...(from ? { afterCursor: from } : {}),
-        },
-      )
+      if (from === null) {
+        // The first run of this backend (no cursor row): start at the kms's newest settled
+        // activity, not at its beginning, so the past is not sent as news. '' when the trail is
+        // empty: its beginning, from now on. Of two instances starting together the first to
+        // write wins; the other writes nothing and reads on from the winner's cursor.
+        const newest = await list({ startAtNewest: true })
+        // A kms older than this backend answers a first page instead: starting after it would pass it over.
+        if (newest.activities.length) throw new Error('the kms answered startAtNewest with activities; it is older than this backend')
+        await options.store.advanceKmsCursor(null, newest.cursor ?? '', [])
+        continue
+      }
+      const page = await list(from ? { afterCursor: from } : {})
       if (!page.activities.length || page.cursor === null) return queued
       const events = page.activities.map(eventOfActivity).filter((event) => event !== undefined)
       // Another instance moved the cursor first: it queued this page; read on from where it is.
