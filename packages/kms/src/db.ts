@@ -277,6 +277,24 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
         account: unprefixed<WalletAccountRow>(record, 'a', WALLET_ACCOUNT_COLUMNS),
       }
     },
+    /**
+     * What an address names for the policies, in one statement: the private key holding it (its
+     * address row), else the wallet account holding it with that account's wallet. Each side is
+     * what privateKeyByAddress, accountByAddress and wallet answer alone.
+     */
+    addressHolders: async (organizationId: string, address: string) => {
+      const record = (await get<Record<string, unknown>>(
+        sql`select p.private_key_id as p_private_key_id, p.address as p_address, a.id as a_id, a.wallet_id as a_wallet_id, a.address as a_address, w.id as w_id, w.name as w_name, w.imported as w_imported, w.exported as w_exported from (select 1 as one) one left join private_key_addresses p on p.organization_id = ${organizationId} and lower(p.address) = lower(${address}) left join wallet_accounts a on a.organization_id = ${organizationId} and lower(a.address) = lower(${address}) left join wallets w on w.id = a.wallet_id and w.organization_id = ${organizationId}`,
+      ))!
+      const privateKey =
+        typeof record['p_private_key_id'] === 'string' ? { private_key_id: record['p_private_key_id'], address: record['p_address'] as string } : undefined
+      const account = typeof record['a_id'] === 'string' ? { wallet_id: record['a_wallet_id'] as string, address: record['a_address'] as string } : undefined
+      const wallet =
+        typeof record['w_id'] === 'string'
+          ? { id: record['w_id'], name: record['w_name'] as string, imported: Number(record['w_imported']), exported: Number(record['w_exported']) }
+          : undefined
+      return { privateKey, account, wallet }
+    },
     accountByAddress: (organizationId: string, address: string) =>
       get<WalletAccountRow>(sql`select * from wallet_accounts where organization_id = ${organizationId} and lower(address) = lower(${address})`),
     insertActivity: (row: ActivityRow) => insert('activities', row),
