@@ -533,6 +533,18 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     addTagMember: (tagId: string, memberId: string) =>
       run(sql`insert into tag_members (tag_id, member_id) values (${tagId}, ${memberId}) on conflict do nothing`),
     removeTagMember: (tagId: string, memberId: string) => run(sql`delete from tag_members where tag_id = ${tagId} and member_id = ${memberId}`),
+    /** A user as the policies' `approvers` list them, in one statement: email and name (absent for no such user), and tag ids in tagsOf's order. */
+    approver: async (id: string, organizationId: string) => {
+      const tags =
+        storage.dialect === 'postgres'
+          ? sql`(select json_agg(tag_id order by rowid) from tag_members where member_id = ${id})`
+          : sql`(select json_group_array(tag_id order by rowid) from tag_members where member_id = ${id})`
+      const record = (await get<{ email: string | null; name: string | null; tags: unknown }>(
+        sql`select u.email as email, u.name as name, ${tags} as tags from (select 1 as one) one left join users u on u.id = ${id} and u.organization_id = ${organizationId}`,
+      ))!
+      const ids = typeof record.tags === 'string' ? (JSON.parse(record.tags) as string[]) : ((record.tags ?? []) as string[])
+      return { email: record.email, name: record.name, tags: ids }
+    },
     tagsOf: async (memberId: string) =>
       (await all<{ tag_id: string }>(sql`select tag_id from tag_members where member_id = ${memberId} order by rowid`)).map((row) => row.tag_id),
     untagMember: (memberId: string) => run(sql`delete from tag_members where member_id = ${memberId}`),

@@ -351,10 +351,10 @@ describe('delegated access', () => {
     ).toBe(200)
   })
 
-  test("behavior: a signature's policies see its wallet account, that account's wallet and the API key that stamped it", async () => {
+  test("behavior: a signature's policies see its wallet account, that account's wallet, its user and the API key that stamped it", async () => {
     const allowed = ({ delegatedUserId, walletId, address, delegatedPublicKey }: { [id: string]: string }, label: string) => ({
       policyName: 'the main wallet, by the delegated key',
-      consensus: `approvers.any(user, user.id == '${delegatedUserId}') && credentials.any(credential, credential.public_key == '${delegatedPublicKey}' && credential.type == 'CREDENTIAL_TYPE_API_KEY_P256' && credential.user_id == '${delegatedUserId}')`,
+      consensus: `approvers.any(user, user.id == '${delegatedUserId}' && user.alias == 'delegated' && user.email == '' && user.tags.count() == 0) && credentials.any(credential, credential.public_key == '${delegatedPublicKey}' && credential.type == 'CREDENTIAL_TYPE_API_KEY_P256' && credential.user_id == '${delegatedUserId}')`,
       condition: `wallet_account.address == '${address}' && wallet.id == '${walletId}' && wallet.label == '${label}' && wallet.exported == false && wallet.imported == false`,
     })
     const sign = (sub: Awaited<ReturnType<typeof delegatedSubOrganization>>) =>

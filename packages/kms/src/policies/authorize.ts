@@ -55,8 +55,8 @@ function ethereumTransaction(unsignedTransaction: string, from: string): Value |
 
 /** The user as `approvers` lists them: id, tag ids, email and name (Turnkey's alias). */
 async function userValue(db: Db, organizationId: string, userId: string): Promise<Value> {
-  const user = await db.user(userId, organizationId)
-  return { id: userId, tags: await db.tagsOf(userId), email: user?.email ?? '', alias: user?.name ?? '' }
+  const user = await db.approver(userId, organizationId)
+  return { id: userId, tags: user.tags, email: user.email ?? '', alias: user.name ?? '' }
 }
 
 const apiKeyValue = (key: ApiKeyRow): Value => ({ id: key.id, user_id: key.user_id, type: key.credential_type, credential_id: '', public_key: key.public_key })
