@@ -277,6 +277,24 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
         account: unprefixed<WalletAccountRow>(record, 'a', WALLET_ACCOUNT_COLUMNS),
       }
     },
+    /**
+     * What an address names for the policies, in one statement: the private key holding it (its
+     * address row), else the wallet account holding it with that account's wallet. Each side is
+     * what privateKeyByAddress, accountByAddress and wallet answer alone.
+     */
+    addressHolders: async (organizationId: string, address: string) => {
+      const record = (await get<Record<string, unknown>>(
+        sql`select p.private_key_id as p_private_key_id, p.address as p_address, a.id as a_id, a.wallet_id as a_wallet_id, a.address as a_address, w.id as w_id, w.name as w_name, w.imported as w_imported, w.exported as w_exported from (select 1 as one) one left join private_key_addresses p on p.organization_id = ${organizationId} and lower(p.address) = lower(${address}) left join wallet_accounts a on a.organization_id = ${organizationId} and lower(a.address) = lower(${address}) left join wallets w on w.id = a.wallet_id and w.organization_id = ${organizationId}`,
+      ))!
+      const privateKey =
+        typeof record['p_private_key_id'] === 'string' ? { private_key_id: record['p_private_key_id'], address: record['p_address'] as string } : undefined
+      const account = typeof record['a_id'] === 'string' ? { wallet_id: record['a_wallet_id'] as string, address: record['a_address'] as string } : undefined
+      const wallet =
+        typeof record['w_id'] === 'string'
+          ? { id: record['w_id'], name: record['w_name'] as string, imported: Number(record['w_imported']), exported: Number(record['w_exported']) }
+          : undefined
+      return { privateKey, account, wallet }
+    },
     accountByAddress: (organizationId: string, address: string) =>
       get<WalletAccountRow>(sql`select * from wallet_accounts where organization_id = ${organizationId} and lower(address) = lower(${address})`),
     insertActivity: (row: ActivityRow) => insert('activities', row),
@@ -515,6 +533,18 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     addTagMember: (tagId: string, memberId: string) =>
       run(sql`insert into tag_members (tag_id, member_id) values (${tagId}, ${memberId}) on conflict do nothing`),
     removeTagMember: (tagId: string, memberId: string) => run(sql`delete from tag_members where tag_id = ${tagId} and member_id = ${memberId}`),
+    /** A user as the policies' `approvers` list them, in one statement: email and name (absent for no such user), and tag ids in tagsOf's order. */
+    approver: async (id: string, organizationId: string) => {
+      const tags =
+        storage.dialect === 'postgres'
+          ? sql`(select json_agg(tag_id order by rowid) from tag_members where member_id = ${id})`
+          : sql`(select json_group_array(tag_id order by rowid) from tag_members where member_id = ${id})`
+      const record = (await get<{ email: string | null; name: string | null; tags: unknown }>(
+        sql`select u.email as email, u.name as name, ${tags} as tags from (select 1 as one) one left join users u on u.id = ${id} and u.organization_id = ${organizationId}`,
+      ))!
+      const ids = typeof record.tags === 'string' ? (JSON.parse(record.tags) as string[]) : ((record.tags ?? []) as string[])
+      return { email: record.email, name: record.name, tags: ids }
+    },
     tagsOf: async (memberId: string) =>
       (await all<{ tag_id: string }>(sql`select tag_id from tag_members where member_id = ${memberId} order by rowid`)).map((row) => row.tag_id),
     untagMember: (memberId: string) => run(sql`delete from tag_members where member_id = ${memberId}`),

@@ -1,5 +1,11 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { getRequestListener } from '@hono/node-server'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
+import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import type { KmsError } from '../src/errors.js'
+import { bodyLimit } from '../src/http/bodyLimit.js'
 import { post, startKms } from './harness.js'
 
 // The API's edge: what reaches a handler, and what is refused before. Names from the request
@@ -58,6 +64,33 @@ describe('body limit', () => {
     } as RequestInit)
     expect(response.status).toBe(413)
     expect(response.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
+  })
+
+  test("behavior: over Node's HTTP server, a body that declares its length is read from Node's request, no web Request built around it", async () => {
+    const app = new Hono<{ Variables: { raw: Uint8Array } }>()
+    app.onError((error) => Response.json((error as KmsError).toJSON(), { status: (error as KmsError).status }))
+    app.post('/', bodyLimit(64), (c) => c.json({ text: new TextDecoder().decode(c.var.raw), bodyUsed: c.req.raw.bodyUsed }))
+    const server = createServer(getRequestListener(app.fetch))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+      const declared = await fetch(url, { method: 'POST', body: '{"a":"é"}' })
+      expect(await declared.json()).toEqual({ text: '{"a":"é"}', bodyUsed: false })
+      // Chunked (no length declared): read from the web stream, as before.
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"b":1}'))
+          controller.close()
+        },
+      })
+      const chunked = await fetch(url, { method: 'POST', body: stream, duplex: 'half' } as RequestInit)
+      expect(await chunked.json()).toEqual({ text: '{"b":1}', bodyUsed: true })
+      // Declared and over the limit: refused unread.
+      const over = await fetch(url, { method: 'POST', body: 'x'.repeat(65) })
+      expect([over.status, await over.json()]).toEqual([413, { code: 3, message: 'request body too large: at most 64 bytes', details: [] }])
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 
   test('a body at the limit is read and authenticated', async () => {

@@ -50,7 +50,9 @@ async function activityCount(organizationId: string) {
  * removes itself from the root quorum.
  */
 type PolicyInput = { policyName: string; effect?: 'EFFECT_ALLOW' | 'EFFECT_DENY'; consensus?: string; condition?: string }
-async function delegatedSubOrganization(policies: (ids: { delegatedUserId: string; walletId: string }) => PolicyInput[]) {
+async function delegatedSubOrganization(
+  policies: (ids: { delegatedUserId: string; walletId: string; address: string; delegatedPublicKey: string }) => PolicyInput[],
+) {
   const { backend, parent, client, timestampMs } = harness
   const endUserKeys = generateApiKeyPair()
   const delegatedKeys = generateApiKeyPair()
@@ -87,7 +89,11 @@ async function delegatedSubOrganization(policies: (ids: { delegatedUserId: strin
     type: 'ACTIVITY_TYPE_CREATE_POLICIES',
     timestampMs: timestampMs(),
     organizationId,
-    parameters: { policies: policies({ delegatedUserId, walletId }).map((policy) => ({ notes: '', ...policy, effect: policy.effect ?? 'EFFECT_ALLOW' })) },
+    parameters: {
+      policies: policies({ delegatedUserId, walletId, address: result.wallet!.addresses[0]!, delegatedPublicKey: delegatedKeys.apiPublicKey }).map(
+        (policy) => ({ notes: '', ...policy, effect: policy.effect ?? 'EFFECT_ALLOW' }),
+      ),
+    },
   })
   await delegated.updateRootQuorum({
     type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
@@ -343,6 +349,27 @@ describe('delegated access', () => {
         })
       ).status,
     ).toBe(200)
+  })
+
+  test("behavior: a signature's policies see its wallet account, that account's wallet, its user and the API key that stamped it", async () => {
+    const allowed = ({ delegatedUserId, walletId, address, delegatedPublicKey }: { [id: string]: string }, label: string) => ({
+      policyName: 'the main wallet, by the delegated key',
+      consensus: `approvers.any(user, user.id == '${delegatedUserId}' && user.alias == 'delegated' && user.email == '' && user.tags.count() == 0) && credentials.any(credential, credential.public_key == '${delegatedPublicKey}' && credential.type == 'CREDENTIAL_TYPE_API_KEY_P256' && credential.user_id == '${delegatedUserId}')`,
+      condition: `wallet_account.address == '${address}' && wallet.id == '${walletId}' && wallet.label == '${label}' && wallet.exported == false && wallet.imported == false`,
+    })
+    const sign = (sub: Awaited<ReturnType<typeof delegatedSubOrganization>>) =>
+      post(harness.kms, sub.delegatedKeys, '/public/v1/submit/sign_raw_payload', {
+        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { signWith: sub.address.toLowerCase(), payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      })
+    const main = await delegatedSubOrganization((ids) => [allowed(ids, 'Main')])
+    const signed = await sign(main)
+    expect([signed.status, (signed.body['activity'] as { status: string }).status]).toEqual([200, 'ACTIVITY_STATUS_COMPLETED'])
+    // The same policy for a wallet of another name does not apply.
+    const other = await delegatedSubOrganization((ids) => [allowed(ids, 'Other')])
+    expect(await sign(other)).toEqual({ status: 403, body: implicitDeny([{ policyId: other.policyIds[0]!, outcome: 'OUTCOME_DENY_IMPLICIT' }]) })
   })
 
   test('consensus: a policy for another approver does not let this user act', async () => {

@@ -19,6 +19,8 @@ export type Authenticated = {
   organization: OrganizationRow
   /** Its root users, when read in the same statement as `organization` (an API-key stamp): authorize() then reads them no more. */
   rootUserIds: readonly string[] | undefined
+  /** The API key that stamped the request, as read while authenticating it (absent for other stamps): authorize() then reads it no more. */
+  apiKey: ApiKeyRow | undefined
   /** The stamp that signed the body (absent for a read-only session): a vote cast with this request lists it. */
   stamp: SignerStamp | undefined
 }
@@ -55,8 +57,9 @@ type Signer = {
   stamp?: SignerStamp
   authenticatorId?: string
   counter?: number
-  /** The API key's id, for an API-key stamp. */
+  /** The API key's id and row, for an API-key stamp. */
   apiKeyId?: string
+  apiKey?: ApiKeyRow
   /** Set when the key is a grant's (grants/): it may only submit sign_transaction. */
   grantKeyId?: string
   /** Unix ms: when the user last proved themselves (Caller's `verifiedAt`); null: never. */
@@ -103,6 +106,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
         stamp: { publicKey, signature, scheme },
         verifiedAt: verifiedAtOf(apiKey),
         apiKeyId: apiKey.id,
+        apiKey,
         ...(apiKey.credential_type === GRANT_CREDENTIAL_TYPE ? { grantKeyId: apiKey.id } : {}),
       }
     }
@@ -199,6 +203,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     // Only for the very row read with them (a sub-organization look-up answers in another).
     c.set('rootUserIds', organization === read.organization?.row ? read.organization.rootUserIds : undefined)
     c.set('stamp', signer.stamp)
+    c.set('apiKey', signer.apiKey)
     c.set('caller', {
       userId: signer.userId,
       homeOrganizationId: signer.organizationId,

@@ -4,6 +4,7 @@ import type { Db } from '../db.js'
 import { GrpcCode, KmsError } from '../errors.js'
 import { authorizationOf, typedDataOf } from '../ethereum.js'
 import { rootUserIds } from '../organizations/quorum.js'
+import { isPrivateKeyId } from '../privateKeys/keys.js'
 import type { ApiKeyRow, AuthenticatorRow, OrganizationRow } from '../storage/tables.js'
 import { decideEach, POLICY_DENIED_MESSAGE, type Policy, type PolicyDecision, policyDenialDetail } from './engine.js'
 import type { Scope } from './evaluate.js'
@@ -54,8 +55,8 @@ function ethereumTransaction(unsignedTransaction: string, from: string): Value |
 
 /** The user as `approvers` lists them: id, tag ids, email and name (Turnkey's alias). */
 async function userValue(db: Db, organizationId: string, userId: string): Promise<Value> {
-  const user = await db.user(userId, organizationId)
-  return { id: userId, tags: await db.tagsOf(userId), email: user?.email ?? '', alias: user?.name ?? '' }
+  const user = await db.approver(userId, organizationId)
+  return { id: userId, tags: user.tags, email: user.email ?? '', alias: user.name ?? '' }
 }
 
 const apiKeyValue = (key: ApiKeyRow): Value => ({ id: key.id, user_id: key.user_id, type: key.credential_type, credential_id: '', public_key: key.public_key })
@@ -68,16 +69,21 @@ const authenticatorValue = (authenticator: AuthenticatorRow): Value => ({
 })
 
 /** The credential that stamped a request or a vote (an API key's public key or a passkey's credential id), as `credentials` lists it. */
-async function credentialValue(db: Db, credential: string | null | undefined): Promise<Value[]> {
+async function credentialValue(db: Db, credential: string | null | undefined, read?: ApiKeyRow | undefined): Promise<Value[]> {
   if (!credential) return []
-  const apiKey = await db.apiKeyByPublicKey(credential)
+  const apiKey = read?.public_key === credential ? read : await db.apiKeyByPublicKey(credential)
   if (apiKey) return [apiKeyValue(apiKey)]
   const authenticator = await db.authenticatorByCredential(credential)
   return authenticator ? [authenticatorValue(authenticator)] : []
 }
 
 /** One approval of an activity: who gave it, and with which credential. */
-export type Approval = { userId: string; credential?: string | null | undefined }
+export type Approval = {
+  userId: string
+  credential?: string | null | undefined
+  /** The credential's API key when the request already read it (its own stamp's, in the same request): not read again. */
+  apiKey?: ApiKeyRow | undefined
+}
 
 /** `approvers` and `credentials` of a set of approvals, in the order they were given. */
 export async function consensusScope(db: Db, organizationId: string, approvals: readonly Approval[]): Promise<Scope> {
@@ -85,7 +91,7 @@ export async function consensusScope(db: Db, organizationId: string, approvals: 
   const credentials: Value[] = []
   for (const approval of approvals) {
     approvers.push(await userValue(db, organizationId, approval.userId))
-    credentials.push(...(await credentialValue(db, approval.credential)))
+    credentials.push(...(await credentialValue(db, approval.credential, approval.apiKey)))
   }
   return { approvers, credentials }
 }
@@ -197,12 +203,22 @@ export async function conditionScopes(db: Db, organizationId: string, type: stri
 
   const signWith = typeof input['signWith'] === 'string' ? input['signWith'] : undefined
   if (signWith) {
-    // A private key by id or address, else a wallet account by address (as the signing resolves it).
-    const byAddress = await db.privateKeyByAddress(organizationId, signWith)
-    const key = await privateKeyValue(byAddress?.private_key_id ?? signWith)
-    const from = key
-      ? (byAddress?.address ?? (await db.privateKeyAddresses(key.id)).find((row) => row.format === 'ADDRESS_FORMAT_ETHEREUM')?.address)
-      : await accountValue(signWith)
+    // A private key by id or address, else a wallet account by address (as the signing resolves
+    // it). Private keys' ids are UUIDs and addresses are not: each is looked up only as what it can be.
+    // An address's holders are read in one statement.
+    const byId = isPrivateKeyId(signWith)
+    const held = byId ? undefined : await db.addressHolders(organizationId, signWith)
+    const byAddress = held?.privateKey
+    const keyId = byId ? signWith : byAddress?.private_key_id
+    const key = keyId === undefined ? undefined : await privateKeyValue(keyId)
+    let from: string | undefined
+    if (key) from = byAddress?.address ?? (await db.privateKeyAddresses(key.id)).find((row) => row.format === 'ADDRESS_FORMAT_ETHEREUM')?.address
+    else if (held?.account) {
+      scope['wallet_account'] = { address: held.account.address }
+      if (held.wallet)
+        scope['wallet'] = { id: held.wallet.id, imported: Boolean(held.wallet.imported), exported: Boolean(held.wallet.exported), label: held.wallet.name }
+      from = held.account.address
+    }
     const unsigned = input['unsignedTransaction']
     if (type === 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2' && typeof unsigned === 'string' && input['type'] === 'TRANSACTION_TYPE_ETHEREUM') {
       const tx = ethereumTransaction(unsigned, from ?? '')
@@ -254,6 +270,8 @@ export async function authorize(
     params: unknown
     /** The organization's root users when read along with `organization` (authentication's statement); else read here. */
     rootUserIds?: readonly string[] | undefined
+    /** The caller's API key as authentication read it in this request; else read here. */
+    apiKey?: ApiKeyRow | undefined
   },
 ): Promise<{ verdict: 'run' | 'consensus'; decision?: PolicyDecision }> {
   const { caller, organization, type, params } = request
@@ -271,7 +289,7 @@ export async function authorize(
   const policies = await db.policies(organization.id)
   const conditions = await conditionScopes(db, organization.id, type, params)
   const decision = decideEach(policies, {
-    consensus: await consensusScope(db, organization.id, [{ userId: caller.userId, credential: caller.credential }]),
+    consensus: await consensusScope(db, organization.id, [{ userId: caller.userId, credential: caller.credential, apiKey: request.apiKey }]),
     conditions,
   })
   if (decision.outcome === 'explicit deny') throw policyDenied(decision)

@@ -1,7 +1,22 @@
 import { type Expression, PolicySyntaxError, type Value } from './language.js'
 
-/** An expression that parsed but cannot be evaluated here (a missing field, a type mismatch): the policy's outcome is an error. */
-export class PolicyEvaluationError extends Error {}
+/**
+ * An expression that parsed but cannot be evaluated here (a missing field, a type mismatch): the
+ * policy's outcome is an error. The engine throws one for every clause that does not apply to an
+ * activity and catches it at once, on every request: it carries no stack (none is ever read), whose
+ * capture was most of its cost.
+ */
+export class PolicyEvaluationError extends Error {
+  constructor(message: string) {
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
+    try {
+      super(message)
+    } finally {
+      Error.stackTraceLimit = limit
+    }
+  }
+}
 
 /** The keywords an expression may name, and what they stand for in this evaluation. */
 export type Scope = { readonly [keyword: string]: Value | undefined }

@@ -254,7 +254,14 @@ export function activityRoutes(options: ActivityRoutesOptions) {
       const context = activityContext(caller, db, row.id)
       let done: { stored: ActivityRow; result: Record<string, unknown> } | undefined
       try {
-        const authorizing = { caller, organization: c.var.organization, rootUserIds: c.var.rootUserIds, type: type as string, params: body['parameters'] }
+        const authorizing = {
+          caller,
+          organization: c.var.organization,
+          rootUserIds: c.var.rootUserIds,
+          apiKey: c.var.apiKey,
+          type: type as string,
+          params: body['parameters'],
+        }
         stages?.lap('activity')
         const authorized = await authorize(db, authorizing)
         stages?.lap('authorization')
