@@ -122,4 +122,46 @@ describe('callsWatcher', () => {
     await sleeping()
     expect(reads).toEqual(['0xa'])
   })
+
+  test('behavior: each step counts from the start of the read before: a read of 15 ms of a 20 ms step waits 5 ms, one of 30 ms is followed by the next at once, and never two at once', async () => {
+    const clock = { now: 0 }
+    /** How long each read takes, in ms of the clock; the fifth answers final. */
+    const durations = [15, 30, 20, 5, 5]
+    const started: number[] = []
+    const waits: number[] = []
+    let inFlight = 0
+    let most = 0
+    let release = () => {}
+    const watcher = callsWatcher<Status>({
+      async read() {
+        const read = started.push(clock.now) - 1
+        inFlight++
+        most = Math.max(most, inFlight)
+        await settled()
+        clock.now += durations[read]!
+        inFlight--
+        return { status: read === 4 ? 200 : 100, read }
+      },
+      now: () => clock.now,
+      wait(ms) {
+        waits.push(ms)
+        return new Promise((resolve) => {
+          release = () => {
+            release = () => {}
+            clock.now += ms
+            resolve()
+          }
+        })
+      },
+    })
+    watcher.start('0xa')
+    for (let turn = 0; turn < 50 && (await watcher.read('0xa'))?.status !== 200; turn++) {
+      await settled()
+      release()
+    }
+    expect(await watcher.read('0xa')).toEqual({ status: 200, read: 4 })
+    expect(started).toEqual([0, 20, 50, 70, 90])
+    expect(waits).toEqual([5, 15])
+    expect(most).toBe(1)
+  })
 })

@@ -6,7 +6,11 @@
 /** An EIP-5792 status as `wallet_getCallsStatus` answers it: 100 while pending, 200 and up once final. */
 export type CallsStatus = { status: number }
 
-/** The waits between two reads of a pending batch, in ms; the last one repeats. */
+/**
+ * The steps between the starts of two reads of a pending batch, in ms; the last one repeats. The
+ * wait after a read is its step less the read's own time, none when the read took longer: never
+ * two reads of a batch at once, and never more often than the schedule.
+ */
 export const WATCH_SCHEDULE_MS: readonly number[] = [20, 20, 20, 20, 40, 40, 80, 160, 320, 640, 1_000]
 /** How long a batch is watched before the wallet stops asking on its own (a read then asks the network again). */
 export const WATCH_TIMEOUT_MS = 120_000
@@ -27,9 +31,9 @@ const settles = (promise: Promise<unknown>) =>
 
 /**
  * Watches batches by id: `start` begins reading a batch's status on {@link WATCH_SCHEDULE_MS}
- * until it is final (200 and up) or {@link WATCH_TIMEOUT_MS} passes; `read` answers the last
- * status read for a batch being watched, without a request, and asks the network (the watcher's
- * `read`) for any other. A read that fails while watching is tried again at the next step, the
+ * (each step from the start of the read before) until it is final (200 and up) or
+ * {@link WATCH_TIMEOUT_MS} passes; `read` answers the last status read for a batch being watched,
+ * without a request, and asks the network (the watcher's `read`) for any other. A read that fails while watching is tried again at the next step, the
  * previous answer kept.
  */
 export function callsWatcher<status extends CallsStatus>(options: {
@@ -46,7 +50,7 @@ export function callsWatcher<status extends CallsStatus>(options: {
     for (const [oldest] of finals.slice(0, Math.max(0, finals.length - KEPT))) if (oldest !== id) watches.delete(oldest)
   }
 
-  async function follow(id: string, watch: Watch<status>) {
+  async function follow(id: string, watch: Watch<status>, readAt: number) {
     const deadline = now() + WATCH_TIMEOUT_MS
     for (let step = 0; ; step++) {
       const status = await watch.latest.catch(() => undefined)
@@ -59,7 +63,10 @@ export function callsWatcher<status extends CallsStatus>(options: {
         watches.delete(id)
         return
       }
-      await wait(WATCH_SCHEDULE_MS[Math.min(step, WATCH_SCHEDULE_MS.length - 1)]!)
+      // The step counts from the start of the last read, which has answered by now.
+      const pause = WATCH_SCHEDULE_MS[Math.min(step, WATCH_SCHEDULE_MS.length - 1)]! - (now() - readAt)
+      if (pause > 0) await wait(pause)
+      readAt = now()
       const next = options.read(id)
       if ((await settles(next)) || !(await settles(watch.latest))) watch.latest = next
     }
@@ -69,9 +76,10 @@ export function callsWatcher<status extends CallsStatus>(options: {
     /** Begins watching a batch this wallet just sent. */
     start(id: string): void {
       if (watches.has(id)) return
+      const readAt = now()
       const watch: Watch<status> = { latest: options.read(id), final: false }
       watches.set(id, watch)
-      void follow(id, watch)
+      void follow(id, watch, readAt)
     },
     /** The batch's status: the watch's last read while it is watched, else the network's. */
     read(id: string): Promise<status | undefined> {

@@ -195,6 +195,24 @@ export async function prepare(
   }
 }
 
+/**
+ * The bundlers that answered this page that they serve EntryPoint v0.8, at most {@link SERVING}:
+ * they are not asked again (a bundler's EntryPoints do not change while a page lives; one that
+ * stopped serving it refuses the estimate). A bundler that did not say so is asked each time.
+ */
+const serving = new Set<string>()
+const SERVING = 16
+
+/** Whether the bundler serves EntryPoint v0.8: asked once per page when it does. */
+async function servesEntryPoint(context: Pick<UserOperationContext, 'fetch'>, bundler: string): Promise<boolean> {
+  if (serving.has(bundler)) return true
+  const entryPoints = await rpc<Address[]>(context, 'bundler', bundler, 'eth_supportedEntryPoints', [])
+  if (!entryPoints.some((address) => address.toLowerCase() === entryPoint08Address.toLowerCase())) return false
+  serving.add(bundler)
+  if (serving.size > SERVING) serving.delete(serving.values().next().value!)
+  return true
+}
+
 /** A settled read's value, or its failure thrown. */
 function settled<value>(result: PromiseSettledResult<value>): value {
   if (result.status === 'rejected') throw result.reason
@@ -246,19 +264,18 @@ async function prepareOn(
 ): Promise<PreparedOperation> {
   const { account, chain } = context
   // Everything the stub needs, read at once; a failure is judged in this order.
-  const [status, nonce, fees, transactionCount, entryPoints] = await Promise.allSettled([
+  const [status, nonce, fees, transactionCount, served] = await Promise.allSettled([
     atomicStatus(context),
     readContract(client, { address: entryPoint08Address, abi: entryPoint08Abi, functionName: 'getNonce', args: [account, lane.key] }),
     feesPerGas(client, chain),
     getTransactionCount(client, { address: account, blockTag: 'pending' }),
-    rpc<Address[]>(context, 'bundler', bundler, 'eth_supportedEntryPoints', []),
+    servesEntryPoint(context, bundler),
   ])
   if (settled(status) === 'unsupported')
     throw new SponsorshipUnavailableError({ reason: 'account', details: `The account cannot run through the batch executor ${executor} on chain ${chain.id}.` })
   if (nonce.status === 'rejected')
     throw new SponsorshipUnavailableError({ reason: 'chain', details: `No EntryPoint v0.8 answers on chain ${chain.id}.`, cause: nonce.reason })
-  if (!settled(entryPoints).some((address) => address.toLowerCase() === entryPoint08Address.toLowerCase()))
-    throw new SponsorshipUnavailableError({ reason: 'chain', details: `The bundler for chain ${chain.id} does not serve EntryPoint v0.8.` })
+  if (!settled(served)) throw new SponsorshipUnavailableError({ reason: 'chain', details: `The bundler for chain ${chain.id} does not serve EntryPoint v0.8.` })
   // The bundler sends the delegation, so the authorization's nonce is the account's own next nonce.
   const delegate = settled(status) === 'ready' ? { address: executor, chainId: chain.id, nonce: settled(transactionCount) } : undefined
   const userOperation: UserOperation<'0.8'> = {

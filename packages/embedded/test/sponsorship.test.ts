@@ -243,7 +243,7 @@ describe("sponsored by the backend's paymaster, through Alto", () => {
   })
 })
 
-type RpcBody = { method: string; params: [Record<string, string>, ...unknown[]] }
+type RpcBody = { id?: unknown; method: string; params: [Record<string, string>, ...unknown[]] }
 
 /**
  * A JSON-RPC proxy on a port of its own in front of `target`: `hook` sees each request first and
@@ -374,6 +374,39 @@ describe("a page's next operation: estimated with the paymaster's last stub whil
     expect([await tokensOf(to[0]), await tokensOf(to[1])]).toEqual([4n, 2n])
     // The first batch's; the second's with the first stub, then its own; the third's with its own only.
     expect(estimatedWith).toEqual(['0x13880', '0x13880', '0x14880', '0x15880'])
+  })
+})
+
+describe("the bundler's EntryPoints", () => {
+  test('behavior: a bundler that serves EntryPoint v0.8 is asked once per page; one that did not say so is refused "chain" and asked again', async () => {
+    const asked: string[] = []
+    const bundlerUrl = await proxy(
+      () => bundler.url,
+      async (body, answer) => {
+        asked.push(body.method)
+        // The first answer names no EntryPoint: refused, and not remembered.
+        if (body.method === 'eth_supportedEntryPoints' && asked.filter((method) => method === body.method).length === 1)
+          return JSON.stringify({ jsonrpc: '2.0', id: body.id, result: [] })
+        return answer()
+      },
+    )
+    const { wallet, provider, address, organizationId } = await signedIn(
+      { paymasterUrl: `${stack.backendUrl}/paymaster`, bundlerUrls: { 31337: bundlerUrl } },
+      { fund: false },
+    )
+    const to = recipients()
+    const before = await stateOf(address, organizationId)
+    const error = await wallet.sendCalls({ calls: [mint(to[0], 1n)] }).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(SponsorshipUnavailableError)
+    expect(error).toMatchObject({ reason: 'chain', details: 'The bundler for chain 31337 does not serve EntryPoint v0.8.' })
+    expect(await stateOf(address, organizationId)).toEqual(before)
+
+    expect((await mined(provider, (await wallet.sendCalls({ calls: [mint(to[0], 2n)] })).id)).status).toBe(200)
+    expect((await mined(provider, (await wallet.sendCalls({ calls: [mint(to[1], 3n)] })).id)).status).toBe(200)
+
+    expect([await tokensOf(to[0]), await tokensOf(to[1])]).toEqual([2n, 3n])
+    expect(asked.filter((method) => method === 'eth_supportedEntryPoints')).toEqual(['eth_supportedEntryPoints', 'eth_supportedEntryPoints'])
+    expect(asked.filter((method) => method === 'eth_sendUserOperation')).toEqual(['eth_sendUserOperation', 'eth_sendUserOperation'])
   })
 })
 
