@@ -220,9 +220,10 @@ describe('consent frame accessibility', () => {
       await answer(page)
       await ask(page, `axe-tx${query}`, transaction)
       await frame.getByRole('dialog').waitFor()
-      // The simulation's answer, not its pending line: axe checks the dialog as it settles. (The
-      // simulation's sentences are decoded values, still in English in every locale.)
-      await expect.poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 }).toBe('You send 1 ETH. You receive nothing')
+      // The simulation's answer, not its pending line: axe checks the dialog as it settles, in the frame's language.
+      await expect
+        .poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 })
+        .toBe(query ? 'ترسل 1 ETH. لا تتلقى شيئًا' : 'You send 1 ETH. You receive nothing')
       expect(await dialogViolations(page, frame, `transaction${query}`)).toEqual([])
       await frame.locator('#reject').press('Enter')
       await answer(page)
