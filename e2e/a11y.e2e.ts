@@ -181,3 +181,31 @@ test("behavior: the demo's ?lang=ar reaches the embedded wallet's consent frame:
   expect(await frame.locator('html').evaluate((root) => [root.getAttribute('lang'), root.getAttribute('dir')])).toEqual(['ar', 'rtl'])
   expect(await dialog.getByRole('button').allTextContents()).toEqual(['إلغاء', 'تحقّق'])
 })
+
+test('behavior: the transaction toast has no axe violations, light and dark, on a desktop and a phone', async () => {
+  for (const device of ['desktop', 'iPhone'] as const) {
+    const { page, errors } = await open(device)
+    const ui = demo(page)
+    await ui.connectButton.first().click()
+    await ui.wallet('Latchkey Dev Wallet').click()
+    await ui.answer('Connection request', true)
+    await ui.connectModal.waitFor({ state: 'detached' })
+    await ui.button('Send transaction').click()
+    await ui.answer('Transaction request', true)
+    const toasts = page.getByRole('region', { name: 'Transactions' })
+    await toasts.getByText('Transaction confirmed', { exact: true }).waitFor()
+    const found: string[] = []
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme })
+      const result = await toasts.evaluate(async (region) => {
+        const { violations } = await (window as unknown as { axe: typeof axe }).axe.run(region, { resultTypes: ['violations'] })
+        return violations.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)
+      })
+      found.push(...result.map((line) => `toast (${device}, ${colorScheme}): ${line}`))
+    }
+    expect(found).toEqual([])
+    expect(errors).toEqual([])
+    await context?.close()
+    context = undefined
+  }
+})
