@@ -163,3 +163,49 @@ test('behavior: ?lang=ar opens the demo in Arabic, its modal right to left, with
   expect(await violations(page, 'connect in Arabic')).toEqual([])
   expect(errors).toEqual([])
 })
+
+test("behavior: the demo's ?lang=ar reaches the embedded wallet's consent frame: its code dialog is in Arabic, right to left, in an en-US browser", async () => {
+  context = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), 'latchkey-a11y-')), { ...chromiumLaunchOptions, locale: 'en-US' })
+  const page = context.pages()[0] ?? (await context.newPage())
+  await page.goto(`${stack.demo}/?lang=ar`)
+  expect(await page.evaluate(() => navigator.language)).toBe('en-US')
+  await page.getByRole('button', { name: 'ربط المحفظة' }).first().click()
+  const modal = page.getByRole('dialog', { name: 'ربط محفظة' })
+  await modal.getByRole('button', { name: 'المتابعة بالبريد الإلكتروني', exact: true }).click()
+  await page.getByRole('textbox', { name: 'البريد الإلكتروني' }).fill(`lang${Date.now()}@example.test`)
+  await page.getByRole('button', { name: 'متابعة', exact: true }).click()
+  // One option (the provider's locale): the connector hands it to the frame as it opens.
+  const frame = page.frameLocator('iframe[id^="latchkey-consent-frame-"]')
+  const dialog = frame.getByRole('dialog', { name: 'أدخل رمز تسجيل الدخول' })
+  await dialog.waitFor()
+  expect(await frame.locator('html').evaluate((root) => [root.getAttribute('lang'), root.getAttribute('dir')])).toEqual(['ar', 'rtl'])
+  expect(await dialog.getByRole('button').allTextContents()).toEqual(['إلغاء', 'تحقّق'])
+})
+
+test('behavior: the transaction toast has no axe violations, light and dark, on a desktop and a phone', async () => {
+  for (const device of ['desktop', 'iPhone'] as const) {
+    const { page, errors } = await open(device)
+    const ui = demo(page)
+    await ui.connectButton.first().click()
+    await ui.wallet('Latchkey Dev Wallet').click()
+    await ui.answer('Connection request', true)
+    await ui.connectModal.waitFor({ state: 'detached' })
+    await ui.button('Send transaction').click()
+    await ui.answer('Transaction request', true)
+    const toasts = page.getByRole('region', { name: 'Transactions' })
+    await toasts.getByText('Transaction confirmed', { exact: true }).waitFor()
+    const found: string[] = []
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme })
+      const result = await toasts.evaluate(async (region) => {
+        const { violations } = await (window as unknown as { axe: typeof axe }).axe.run(region, { resultTypes: ['violations'] })
+        return violations.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)
+      })
+      found.push(...result.map((line) => `toast (${device}, ${colorScheme}): ${line}`))
+    }
+    expect(found).toEqual([])
+    expect(errors).toEqual([])
+    await context?.close()
+    context = undefined
+  }
+})

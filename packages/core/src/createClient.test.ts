@@ -129,6 +129,18 @@ describe('EIP-6963 discovery', () => {
     ])
   })
 
+  test("behavior: connectors read the app's UI language when they need it: the config's, then setLocale's", () => {
+    const reads: (() => string | undefined)[] = []
+    const dev = injected({ id: 'dev', name: 'Dev', provider: fakeProvider() as never })
+    const probe = Object.assign((config: Parameters<typeof dev>[0]) => (reads.push(config.locale!), dev(config)), { id: 'dev' })
+    const client = createClient({ chains: [chainA], storage: createMemoryStorage(), window: new EventTarget(), connectors: [probe], locale: 'pt-BR' })
+    expect(reads.map((read) => read())).toEqual(['pt-BR'])
+    client.setLocale('ar')
+    expect(reads.map((read) => read())).toEqual(['ar'])
+    client.setLocale(undefined)
+    expect(reads.map((read) => read())).toEqual([undefined])
+  })
+
   test('behavior: connector instances stay the same across remounts (StrictMode)', () => {
     const target = new EventTarget()
     announce(target, 'io.rabby', 'Rabby')

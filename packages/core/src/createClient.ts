@@ -34,6 +34,8 @@ export type ClientConfig = {
   window?: (EventTarget & { ethereum?: unknown }) | undefined
   /** Sign-In with Ethereum against the app's backend: `serverAdapter(url)` or your own adapter. */
   signIn?: SignInAdapter | undefined
+  /** The language of the connectors' own UI (BCP 47: `ar`, `pt-BR`) until `setLocale` says otherwise. Default: the browser's. */
+  locale?: string | undefined
 }
 
 export type Client = {
@@ -52,6 +54,12 @@ export type Client = {
    * Nothing touches `window` before this is called, so the client is SSR-safe.
    */
   mount(): () => void
+  /**
+   * The language of the app's Latchkey UI (LatchkeyProvider calls this with its locale): connectors
+   * with UI of their own show it in this language from then on (the embedded wallet's consent frame,
+   * when it opens). `undefined`: the browser's.
+   */
+  setLocale(locale: string | undefined): void
   /** @internal */
   readonly _internal: ClientInternals
 }
@@ -92,7 +100,8 @@ export function createClient(config: ClientConfig): Client {
   let state = initialState(chains.some((c) => c.id === lastUsed) ? (lastUsed as number) : fallbackChainId)
   const stateListeners = new Set<(state: State, previous: State) => void>()
 
-  const build = (fn: CreateConnectorFn) => fn({ chains, stored: () => store.read(fn.id) })
+  let locale = config.locale
+  const build = (fn: CreateConnectorFn) => fn({ chains, stored: () => store.read(fn.id), locale: () => locale })
   const configured = (config.connectors ?? []).map(build)
   const discoveredById = new Map<string, Connector>()
   let connectors: readonly Connector[] = configured
@@ -229,6 +238,9 @@ export function createClient(config: ClientConfig): Client {
         discovery = undefined
         unsubscribeDiscovery = undefined
       }
+    },
+    setLocale(next) {
+      locale = next
     },
     _internal: internals,
   }

@@ -86,6 +86,11 @@ export type ConnectorConfig = {
   readonly chains: readonly [Chain, ...Chain[]]
   /** What the connection store keeps of this connector's connection, for restoring it. */
   readonly stored: () => StoredConnection
+  /**
+   * The language the app's Latchkey UI shows (`client.setLocale`, which LatchkeyProvider calls with
+   * its locale), read when a connector opens UI of its own (the embedded wallet's consent frame).
+   */
+  readonly locale?: (() => string | undefined) | undefined
 }
 
 /** A connector factory: `injected()`, `walletConnect()`, `embedded()` return one. */

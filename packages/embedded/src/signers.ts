@@ -46,14 +46,14 @@ export type WalletSigner = {
 }
 
 /** The consent frame as the signer, mounted on first need from the frames url (its module loads then too), its dialogs in `locale`. */
-export function consentSigner(framesUrl: () => Promise<string | undefined>, locale?: string | undefined): WalletSigner {
+export function consentSigner(framesUrl: () => Promise<string | undefined>, locale?: string | (() => string | undefined) | undefined): WalletSigner {
   let frame: Promise<ConsentFrame> | undefined
   const mounted = (): Promise<ConsentFrame> => {
     frame ??= (async () => {
       const url = await framesUrl()
       if (!url) throw new ClientsNotFoundError({ details: 'No frames url for the consent frame: set framesUrl, or have the backend publish one' })
       const { mountConsentFrame } = await import('./consentFrame.js')
-      return mountConsentFrame({ framesUrl: url, locale })
+      return mountConsentFrame({ framesUrl: url, locale: typeof locale === 'function' ? locale() : locale })
     })()
     frame.catch(() => (frame = undefined))
     return frame

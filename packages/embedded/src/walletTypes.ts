@@ -93,8 +93,11 @@ export type EmbeddedWalletOptions = {
   organizationId?: string | undefined
   /** Where the export, import and recovery frames are served. Default: the backend's /auth/config. */
   framesUrl?: string | undefined
-  /** The language of the consent frame's dialogs (BCP 47: `ar`, `pt-BR`). Default: the browser's; English where the frame has no catalogue. */
-  locale?: string | undefined
+  /**
+   * The language of the consent frame's dialogs (BCP 47: `ar`, `pt-BR`), or what reads it when the
+   * frame opens (the app's current language). Default: the browser's; English where the frame has no catalogue.
+   */
+  locale?: string | (() => string | undefined) | undefined
   /** Chains the wallet signs for; the first is the default. Each needs an RPC url. */
   chains: readonly [Chain, ...Chain[]]
   /** Lifetime of a session key (the consent frame's key as the kms's API key). Default 43200 s (12 h). */

@@ -232,9 +232,14 @@ describe('grants in the consent frame', { timeout: 90_000 }, () => {
   test('default: the user approves a grant; a transaction inside it is signed with no dialog, by the grant’s own key', async () => {
     const app = await openApp()
     const { grantId, grantKey, shown, stamp, payload } = await approveGrant(app)
+    // The expiry in the frame's locale (en), in UTC, through the browser's own Intl, and how far off it is.
+    const expiry = await app.page.evaluate(
+      (at) => new Intl.DateTimeFormat('en', { dateStyle: 'medium', timeStyle: 'long', timeZone: 'UTC' }).format(at),
+      (Math.floor(clock.now / 1000) + HOUR) * 1000,
+    )
     expect(shown).toEqual([
       'Anvil A (31337)',
-      `${new Date((Math.floor(clock.now / 1000) + HOUR) * 1000).toISOString().slice(0, 19).replace('T', ' ')} UTC`,
+      `${expiry} (in 1 hour)`,
       'this wallet',
       '0.01 ETH per day',
       'inside these limits until it expires, without asking you again',

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import { getFreePort } from '@latchkey/devnet'
 import { type Browser, chromium, type Frame, type Page } from 'playwright-core'
-import { parseEther, parseGwei, serializeTransaction, stringToHex } from 'viem'
+import { getTypesForEIP712Domain, maxUint256, parseEther, parseGwei, serializeTransaction, serializeTypedData, stringToHex } from 'viem'
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { batchExecutorAddress } from '../../../contracts/index.js'
 import { chromiumLaunchOptions } from '../../../test/chromium.js'
@@ -220,9 +220,10 @@ describe('consent frame accessibility', () => {
       await answer(page)
       await ask(page, `axe-tx${query}`, transaction)
       await frame.getByRole('dialog').waitFor()
-      // The simulation's answer, not its pending line: axe checks the dialog as it settles. (The
-      // simulation's sentences are decoded values, still in English in every locale.)
-      await expect.poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 }).toBe('You send 1 ETH. You receive nothing')
+      // The simulation's answer, not its pending line: axe checks the dialog as it settles, in the frame's language.
+      await expect
+        .poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 })
+        .toBe(query ? 'ترسل 1 ETH. لا تتلقى شيئًا' : 'You send 1 ETH. You receive nothing')
       expect(await dialogViolations(page, frame, `transaction${query}`)).toEqual([])
       await frame.locator('#reject').press('Enter')
       await answer(page)
@@ -234,5 +235,57 @@ describe('consent frame accessibility', () => {
     await frame.getByRole('dialog').waitFor()
     expect(await dialogViolations(page, frame, 'refusal')).toEqual([])
     await page.close()
+  })
+})
+
+/** An EIP-2612 permit for an unlimited amount of a token the chain does not know: rows, a tree, the raw JSON and two warnings. */
+const permitTyped = {
+  domain: { name: 'Token', version: '1', chainId: 31337, verifyingContract: '0x5FbDB2315678afecb367f032d93F642f64180aa3' },
+  types: {
+    Permit: [
+      { name: 'owner', type: 'address' },
+      { name: 'spender', type: 'address' },
+      { name: 'value', type: 'uint256' },
+      { name: 'nonce', type: 'uint256' },
+      { name: 'deadline', type: 'uint256' },
+    ],
+  },
+  primaryType: 'Permit',
+  message: { owner: account, spender: recipient, value: maxUint256, nonce: 0n, deadline: 1924992000n },
+} as const
+const permitJson = serializeTypedData({
+  ...permitTyped,
+  types: { EIP712Domain: getTypesForEIP712Domain({ domain: permitTyped.domain }), ...permitTyped.types },
+} as Parameters<typeof serializeTypedData>[0])
+const typedData = {
+  request: { method: 'eth_signTypedData_v4', params: [account, permitJson] },
+  payload: JSON.stringify({
+    type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+    timestampMs: '1',
+    organizationId: 'org',
+    parameters: { signWith: account, payload: permitJson, encoding: 'PAYLOAD_ENCODING_EIP712', hashFunction: 'HASH_FUNCTION_NOT_APPLICABLE' },
+  }),
+  context: { account, chainId: 31337 },
+}
+
+describe('consent frame typed data', () => {
+  test('behavior: axe finds no violations in the typed-data dialog (a permit with warnings, its tree and raw JSON open), en and ar, light and dark, desktop and phone; its texts with values in Arabic', async () => {
+    for (const query of ['', '?locale=ar']) {
+      const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress }, query)
+      await ask(page, `axe-typed${query}`, typedData)
+      await frame.getByRole('dialog').waitFor()
+      await frame.locator('#review-raw-box summary').click()
+      if (query) {
+        expect(await frame.locator('#review-title').textContent()).toBe('توقيع إذن رمز مميز')
+        expect(await frame.locator('#review-warnings li').allTextContents()).toEqual([
+          'لم يُجب الرمز المميز على العنوان 0x5FbDB2315678afecb367f032d93F642f64180aa3 على symbol() وdecimals(): تُعرض كميته خامًا، بأصغر وحدة للرمز.',
+          `موافقة غير محدودة: يمكن لـ ${recipient} أخذ كل ما لديك من tokens of 0x5FbDB2315678afecb367f032d93F642f64180aa3، الآن ولاحقًا، حتى تلغيها.`,
+        ])
+      }
+      expect(await dialogViolations(page, frame, `typed data${query}`)).toEqual([])
+      await frame.locator('#reject').press('Enter')
+      expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: `axe-typed${query}` })
+      await page.close()
+    }
   })
 })

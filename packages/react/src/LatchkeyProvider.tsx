@@ -47,6 +47,8 @@ export function LatchkeyProvider({ client, theme = 'auto', locale: requested, me
     void reconnect(client)
     return unmount
   }, [client])
+  // The app's language for the connectors' own UI too (the embedded wallet's consent frame): one option, not two.
+  useEffect(() => client.setLocale(ready ? locale : requested), [client, locale, ready, requested])
   const openModal = useCallback((name: ModalName) => setModal(name), [])
   const closeModal = useCallback((name?: ModalName) => setModal((open) => (name === undefined || open === name ? undefined : open)), [])
   const mountToasts = useCallback((view: ComponentType<{ theme: ThemeMode }>) => setToasts(() => view), [])

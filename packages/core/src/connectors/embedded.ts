@@ -35,6 +35,11 @@ export type EmbeddedParameters = {
   sponsorship?: Embedded.Sponsorship | undefined
   /** The social sign-ins the modal offers ("Continue with Google / Apple"); the backend must have them configured. Default: none. */
   oauthProviders?: readonly ('google' | 'apple')[] | undefined
+  /**
+   * The language of the consent frame's dialogs (BCP 47: `ar`, `pt-BR`). Default: the client's
+   * (`client.setLocale`, which LatchkeyProvider calls with its `locale`), else the browser's.
+   */
+  locale?: string | undefined
   /** @internal Tests replace the wallet's pieces (key store, storage, fetch). */
   walletOptions?: Partial<Embedded.EmbeddedWalletOptions> | undefined
 }
@@ -106,6 +111,8 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
             ...(parameters.batchExecutor === undefined ? {} : { batchExecutor: parameters.batchExecutor }),
             ...(parameters.sponsorship ? { sponsorship: parameters.sponsorship } : {}),
             chains: config.chains,
+            // Read when the consent frame opens: the app's language then, not at connector setup.
+            locale: parameters.locale ?? (() => config.locale?.()),
             ...parameters.walletOptions,
           })
           let last = wallet.current

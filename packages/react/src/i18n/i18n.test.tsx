@@ -92,6 +92,29 @@ describe('LatchkeyProvider locale', () => {
     }
   })
 
+  test("behavior: the provider's locale reaches the connectors' own UI (the embedded consent frame reads it as it opens): one option, not two", async () => {
+    const chains = testChains()
+    const wallet = createDevWallet({ privateKey: anvilKeys[0], chains, approve: () => Promise.resolve(true) })
+    const dev = injected({ id: 'dev', name: 'Dev Wallet', provider: wallet })
+    const reads: (() => string | undefined)[] = []
+    const probe = Object.assign((config: Parameters<typeof dev>[0]) => (reads.push(config.locale!), dev(config)), { id: 'dev' })
+    const client = createClient({ chains, storage: createMemoryStorage(), logger: createRecordingLogger(), window: new EventTarget(), connectors: [probe] })
+    const view = render(
+      <LatchkeyProvider client={client} locale="ar">
+        <ConnectButton />
+      </LatchkeyProvider>,
+    )
+    await screen.findByRole('button', { name: 'ربط المحفظة' })
+    expect(reads.map((read) => read())).toEqual(['ar'])
+    view.rerender(
+      <LatchkeyProvider client={client} locale="he-IL">
+        <ConnectButton />
+      </LatchkeyProvider>,
+    )
+    await screen.findByRole('button', { name: 'חיבור ארנק' })
+    expect(reads.map((read) => read())).toEqual(['he'])
+  })
+
   test('behavior: the app overrides texts per key, over the catalogue', async () => {
     renderIn({ locale: 'es', messages: { connectWallet: 'Entrar', connectTitle: 'Elige' } })
     await userEvent.click(await screen.findByRole('button', { name: 'Entrar' }))

@@ -18,7 +18,7 @@ import {
 } from '@latchkey/core'
 import type { Config, Connector as WagmiConnector } from 'wagmi'
 import { disconnect, switchAccount, switchChain, connect as wagmiConnect, watchConnectors } from 'wagmi/actions'
-import { takeCacaos } from './fromLatchkey.js'
+import { setUiLocale, takeCacaos } from './fromLatchkey.js'
 
 /** What a connect attempt in Latchkey's modal adds to wagmi's state while it runs: which wallet, and the pairing URI. */
 type Attempt = { connectorId: string; status: 'initialising' | 'connecting' | 'pairing'; uri: string | undefined }
@@ -178,6 +178,7 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
     auth,
     getState,
     subscribe,
+    setLocale: setUiLocale,
     getConnectors: () => (unsubscribe ? connectors : (connectors = config.connectors.map(wrap))),
     subscribeConnectors(listener) {
       connectorListeners.add(listener)

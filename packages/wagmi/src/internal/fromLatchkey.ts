@@ -27,6 +27,16 @@ export type ConnectorInfo = { id: string; name: string; type: ConnectorType; ico
  * one writer of Latchkey's connection state, keeps beside it only what wagmi has no place for,
  * the WalletConnect session (`SESSION_FIELDS`), so nothing is stored twice.
  */
+/**
+ * The language of the app's Latchkey UI (the wagmi client's `setLocale`, which the provider calls):
+ * wagmi builds these connectors, not our client, so they read it here when they open UI of their
+ * own (the embedded wallet's consent frame).
+ */
+let uiLocale: string | undefined
+export const setUiLocale = (locale: string | undefined): void => {
+  uiLocale = locale
+}
+
 export function fromLatchkey<properties extends Record<string, unknown>>(
   info: ConnectorInfo,
   parameters: {
@@ -41,7 +51,7 @@ export function fromLatchkey<properties extends Record<string, unknown>>(
     let cacaos: readonly unknown[] | undefined
     const load = () => {
       loading ??= parameters.load().then(({ create, store }) => {
-        const inner = create({ chains: config.chains, stored: () => store.read(info.id) })
+        const inner = create({ chains: config.chains, stored: () => store.read(info.id), locale: () => uiLocale })
         // Wallet events reach wagmi through its emitter, as a wagmi connector's provider listeners
         // would, and the store, which keeps the session they may carry.
         inner.emitter.on('change', (change) => {

@@ -1,4 +1,4 @@
-import { display, t } from './i18n/index.js'
+import { display, displayRow, t } from './i18n/index.js'
 import type { Review, ReviewNode, SimulationResult } from './review/types.js'
 
 // The consent dialog: renders a Review (text only, through textContent) and answers whether the
@@ -152,7 +152,7 @@ function render(elements: ConsentDialogElements, review: Review) {
     const term = document.createElement('dt')
     term.textContent = display(row.label)
     const detail = document.createElement('dd')
-    detail.textContent = row.value
+    detail.textContent = displayRow(row.label, row.value)
     if (row.tone) detail.className = row.tone
     elements.rows.append(term, detail)
   }
@@ -162,7 +162,7 @@ function render(elements: ConsentDialogElements, review: Review) {
   elements.raw.textContent = review.raw ?? ''
   elements.rawBox.open = false
   elements.rawBox.hidden = review.raw === undefined
-  elements.refusal.textContent = review.refusal ?? ''
+  elements.refusal.textContent = review.refusal === undefined ? '' : display(review.refusal)
   elements.refusal.hidden = review.refusal === undefined
   elements.simulation.textContent = ''
   elements.simulation.hidden = review.simulation === undefined
@@ -200,9 +200,8 @@ function treeList(nodes: readonly ReviewNode[]): HTMLUListElement {
 }
 
 function describeSimulation(result: SimulationResult): string {
-  if (result.status === 'reverted') return `The simulation reverted: ${result.reason}`
-  if (result.status === 'unavailable') return `No simulation: ${result.reason}`
-  const lines = [...result.sends, ...result.receives]
+  if (result.status !== 'ok') return t(result.status === 'reverted' ? 'simReverted' : 'simUnavailable', { reason: display(result.reason) })
+  const lines = [...result.sends, ...result.receives].map(display)
   return lines.length ? lines.join('. ') : t('simulationNoChanges')
 }
 

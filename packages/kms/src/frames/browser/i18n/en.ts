@@ -6,6 +6,7 @@
 // own that downloads, like every other locale's catalogue, only when English is the active locale.
 
 import type { dialog } from './dialog.js'
+import type { values } from './values.js'
 
 export const en = {
   // What a review decodes (review/*.ts writes these English texts; the dialog shows them translated).
@@ -62,5 +63,5 @@ export const en = {
 } as const
 
 /** A catalogue: every key of the English texts, each a text with the same `{name}` values. */
-export type FrameMessages = { readonly [key in keyof typeof en | keyof typeof dialog]: string }
+export type FrameMessages = { readonly [key in keyof typeof en | keyof typeof dialog | keyof typeof values]: string }
 export type FrameMessageKey = keyof FrameMessages

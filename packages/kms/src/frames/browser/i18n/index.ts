@@ -4,8 +4,9 @@ import { en, type FrameMessageKey, type FrameMessages } from './en.js'
 // opens the frame), else the browser's languages, else English. English is bundled with the page;
 // the texts review/*.ts decodes into are bundled with the page in English (en.ts); each locale's
 // catalogue, English's dialog texts (dialog.ts) included, is a chunk of its own, downloaded only
-// when it is the active one. The frame
-// shows its texts through `t` (its own) and `display` (what review/*.ts decoded, in English).
+// when it is the active one, with values.ts (the decoded texts with values, and their Intl
+// formatting), a chunk of its own too. The frame shows its texts through `t` (its own) and
+// `display`/`displayRow` (what review/*.ts decoded, in English).
 
 export type { FrameMessageKey, FrameMessages } from './en.js'
 
@@ -17,7 +18,8 @@ export type FrameLocale = (typeof FRAME_LOCALES)[number]
 export const isRtl = (locale: FrameLocale): boolean => locale === 'ar' || locale === 'he'
 
 const catalogues: Record<FrameLocale, () => Promise<{ default: FrameMessages }>> = {
-  en: () => import('./dialog.js').then((module) => ({ default: { ...en, ...module.default } })),
+  en: () =>
+    Promise.all([import('./dialog.js'), import('./values.js')]).then(([dialog, values]) => ({ default: { ...en, ...dialog.default, ...values.values } })),
   es: () => import('./locales/es.js'),
   pt: () => import('./locales/pt.js'),
   fr: () => import('./locales/fr.js'),
@@ -62,14 +64,18 @@ export function resolveFrameLocale(requested: string | null | undefined, languag
   return 'en'
 }
 
-let active: { locale: FrameLocale; messages: Partial<FrameMessages> } = { locale: 'en', messages: en }
+type Formatter = ReturnType<typeof import('./values.js')['valueFormatter']>
+
+let active: { locale: FrameLocale; messages: Partial<FrameMessages>; values?: Formatter } = { locale: 'en', messages: en }
 
 /** The active locale, as `lang` names it. */
 export const frameLocale = (): FrameLocale => active.locale
 
-/** Downloads `locale`'s catalogue and makes it the active one. */
-export async function useFrameLocale(locale: FrameLocale): Promise<void> {
-  active = { locale, messages: (await catalogues[locale]()).default }
+/** Downloads `locale`'s catalogue and the formatter of decoded texts (values.ts), and makes them the active ones. */
+export async function useFrameLocale(locale: FrameLocale, now?: () => number): Promise<void> {
+  const [catalogue, module] = await Promise.all([catalogues[locale](), import('./values.js')])
+  active = { locale, messages: catalogue.default }
+  active.values = module.valueFormatter(locale, t, en, now)
 }
 
 const formatNumber = (text: string) => (/^\d{1,15}$/.test(text) ? new Intl.NumberFormat(active.locale).format(Number(text)) : text)
@@ -86,31 +92,18 @@ export function t(key: FrameMessageKey, values: Readonly<Record<string, string |
   )
 }
 
-/** The decoded texts the catalogue translates, as patterns over the English: `Send 3 calls at once`. */
-let patterns: { key: FrameMessageKey; pattern: RegExp; names: string[] }[] | undefined
-
 /**
- * A text review/*.ts wrote (a title, a row's label, a warning) in the active locale; a text the
- * catalogue does not know (an address, an amount, a decoded value) as it is.
+ * A text review/*.ts wrote (a title, a row's label, a warning, a simulation's sentence) in the
+ * active locale, its values (amounts, dates, counts) through Intl; a text the catalogue does not
+ * know (an address, a decoded value) as it is. As it is, too, until a catalogue is in.
  *
  * @example
  * display('Send 1200 calls at once') // '1.200 Aufrufe auf einmal senden' in de
  */
-export function display(text: string): string {
-  patterns ??= (Object.keys(en) as (keyof typeof en)[]).map((key) => {
-    const names = [...en[key].matchAll(/\{(\w+)\}/g)].map((found) => found[1]!)
-    const source = en[key]
-      .split(/\{\w+\}/)
-      .map((part) => part.replace(/[.*+?^$()|[\]\\{}]/g, '\\$&'))
-      .join('(\\d+)')
-    return { key, pattern: new RegExp(`^${source}$`), names }
-  })
-  for (const { key, pattern, names } of patterns) {
-    const found = pattern.exec(text)
-    if (found) return t(key, Object.fromEntries(names.map((name, index) => [name, found[index + 1]!])))
-  }
-  return text
-}
+export const display = (text: string): string => active.values?.display(text) ?? text
+
+/** A row's value: translated and formatted when the review wrote it (a fee, an amount, a date), as it is when it is the request's own text (a message). */
+export const displayRow = (label: string, value: string): string => active.values?.row(label, value) ?? value
 
 /**
  * Sets the document's `lang` and `dir` and the page's own texts (elements with `data-i18n`; an
