@@ -40,6 +40,35 @@ const transaction = {
   context: { account, chainId: 31337 },
 }
 
+/** A call no selector table knows (a token's `mint(address,uint256)`): 68 bytes of calldata, shown folded. */
+const mintData = `0x40c10f19${recipient.slice(2).toLowerCase().padStart(64, '0')}${(10n ** 18n).toString(16).padStart(64, '0')}` as const
+const unknownCall = {
+  request: {
+    method: 'eth_sendTransaction',
+    params: [{ from: account, to: recipient, data: mintData, gas: '0x5208', maxFeePerGas: '0x77359400', maxPriorityFeePerGas: '0x3b9aca00' }],
+  },
+  payload: JSON.stringify({
+    type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+    timestampMs: '1',
+    organizationId: 'org',
+    parameters: {
+      signWith: account,
+      type: 'TRANSACTION_TYPE_ETHEREUM',
+      unsignedTransaction: serializeTransaction({
+        type: 'eip1559',
+        chainId: 31337,
+        to: recipient,
+        data: mintData,
+        nonce: 0,
+        gas: 21_000n,
+        maxFeePerGas: parseGwei('2'),
+        maxPriorityFeePerGas: parseGwei('1'),
+      }).slice(2),
+    },
+  }),
+  context: { account, chainId: 31337 },
+}
+
 const appHtml = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>App</title>
 <script type="module">
 window.openConsent = (framesUrl, query = '') => new Promise((resolve) => {
@@ -117,6 +146,22 @@ describe('consent frame configured by the kms', () => {
     // shown (the hang seen before on the overlay's Approve; not yet explained). A key press is as trusted.
     await frame.getByRole('button', { name: 'Reject' }).press('Enter')
     expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'tx-1' })
+    await page.close()
+  })
+
+  test('behavior: undecoded calldata is folded under its size; a click shows it whole', async () => {
+    const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress })
+    await ask(page, 'tx-3', unknownCall)
+    const dialog = frame.getByRole('dialog')
+    const folded = dialog.getByText('68 bytes of data', { exact: true })
+    await folded.waitFor()
+    // The data in the fold (the raw request, folded on its own, carries it too).
+    const data = dialog.getByRole('group').filter({ hasText: '68 bytes of data' }).getByText(mintData, { exact: true })
+    expect(await data.isVisible()).toBe(false)
+    await folded.click()
+    expect(await data.isVisible()).toBe(true)
+    await frame.getByRole('button', { name: 'Reject' }).press('Enter')
+    expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'tx-3' })
     await page.close()
   })
 

@@ -188,15 +188,30 @@ function treeList(nodes: readonly ReviewNode[]): HTMLUListElement {
     label.className = 'tree-label'
     label.textContent = display(node.label)
     item.append(label)
-    if (node.value !== undefined) {
-      const value = document.createElement('span')
-      value.textContent = node.value
-      item.append(' ', value)
-    }
+    if (node.value !== undefined) item.append(' ', treeValue(node.value))
     if (node.children?.length) item.append(treeList(node.children))
     list.append(item)
   }
   return list
+}
+
+/** Hex data longer than a selector and one word (undecoded calldata): folded under its size, one click away, so the review's decoded rows and Approve stay in view. */
+const FOLDED_HEX = /^0x(?:[0-9a-fA-F]{2}){37,}$/
+
+function treeValue(text: string): HTMLElement {
+  if (!FOLDED_HEX.test(text)) {
+    const value = document.createElement('span')
+    value.textContent = text
+    return value
+  }
+  const box = document.createElement('details')
+  box.className = 'tree-data'
+  const summary = document.createElement('summary')
+  summary.textContent = t('dataBytes', { count: (text.length - 2) / 2 })
+  const code = document.createElement('code')
+  code.textContent = text
+  box.append(summary, code)
+  return box
 }
 
 function describeSimulation(result: SimulationResult): string {

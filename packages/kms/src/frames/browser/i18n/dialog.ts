@@ -13,6 +13,7 @@ export const dialog = {
   simulating: 'Simulating…',
   simulationFailed: 'The simulation failed.',
   simulationNoChanges: 'The simulation shows no asset changes.',
+  dataBytes: '{count} bytes of data',
   cannotSign: 'This request cannot be signed',
   // The sign-in code dialog.
   otpTitle: 'Enter your sign-in code',

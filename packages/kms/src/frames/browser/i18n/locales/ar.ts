@@ -10,6 +10,7 @@ const ar: FrameMessages = {
   simulating: 'جارٍ المحاكاة…',
   simulationFailed: 'فشلت المحاكاة.',
   simulationNoChanges: 'لا تُظهر المحاكاة أي تغيير في الأصول.',
+  dataBytes: '{count} بايت من البيانات',
   cannotSign: 'لا يمكن توقيع هذا الطلب',
   otpTitle: 'أدخل رمز تسجيل الدخول',
   otpSent: 'أرسلنا رمزًا من {digits} أرقام إلى {email}. يبقى في هذه النافذة الآمنة: لا يتلقاه التطبيق إلا مشفّرًا.',

@@ -10,6 +10,7 @@ const de: FrameMessages = {
   simulating: 'Simuliere…',
   simulationFailed: 'Die Simulation ist fehlgeschlagen.',
   simulationNoChanges: 'Die Simulation zeigt keine Änderungen an Vermögenswerten.',
+  dataBytes: '{count} Byte Daten',
   cannotSign: 'Diese Anfrage kann nicht signiert werden',
   otpTitle: 'Gib deinen Anmeldecode ein',
   otpSent: 'Wir haben einen {digits}-stelligen Code an {email} gesendet. Er bleibt in diesem sicheren Fenster: Die App erhält ihn nur verschlüsselt.',

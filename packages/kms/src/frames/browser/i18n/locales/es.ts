@@ -10,6 +10,7 @@ const es: FrameMessages = {
   simulating: 'Simulando…',
   simulationFailed: 'La simulación falló.',
   simulationNoChanges: 'La simulación no muestra cambios de activos.',
+  dataBytes: '{count} bytes de datos',
   cannotSign: 'Esta solicitud no se puede firmar',
   otpTitle: 'Introduce tu código de inicio de sesión',
   otpSent: 'Enviamos un código de {digits} dígitos a {email}. Se queda en esta ventana segura: la aplicación solo lo recibe cifrado.',

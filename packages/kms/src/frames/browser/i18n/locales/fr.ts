@@ -10,6 +10,7 @@ const fr: FrameMessages = {
   simulating: 'Simulation…',
   simulationFailed: 'La simulation a échoué.',
   simulationNoChanges: "La simulation ne montre aucun changement d'actifs.",
+  dataBytes: '{count} octets de données',
   cannotSign: 'Cette demande ne peut pas être signée',
   otpTitle: 'Saisissez votre code de connexion',
   otpSent: "Nous avons envoyé un code à {digits} chiffres à {email}. Il reste dans cette fenêtre sécurisée : l'application ne le reçoit que chiffré.",

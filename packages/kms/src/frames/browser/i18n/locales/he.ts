@@ -10,6 +10,7 @@ const he: FrameMessages = {
   simulating: 'מריץ סימולציה…',
   simulationFailed: 'הסימולציה נכשלה.',
   simulationNoChanges: 'הסימולציה אינה מראה שינויים בנכסים.',
+  dataBytes: '{count} בתים של נתונים',
   cannotSign: 'לא ניתן לחתום על בקשה זו',
   otpTitle: 'הזן את קוד הכניסה',
   otpSent: 'שלחנו קוד בן {digits} ספרות אל {email}. הוא נשאר בחלון המאובטח הזה: האפליקציה מקבלת אותו מוצפן בלבד.',

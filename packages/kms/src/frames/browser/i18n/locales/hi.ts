@@ -10,6 +10,7 @@ const hi: FrameMessages = {
   simulating: 'सिमुलेशन चल रहा है…',
   simulationFailed: 'सिमुलेशन विफल रहा।',
   simulationNoChanges: 'सिमुलेशन में कोई एसेट परिवर्तन नहीं दिखता।',
+  dataBytes: '{count} बाइट डेटा',
   cannotSign: 'इस अनुरोध पर साइन नहीं किया जा सकता',
   otpTitle: 'अपना साइन-इन कोड दर्ज करें',
   otpSent: 'हमने {email} पर {digits} अंकों का कोड भेजा है। यह इसी सुरक्षित विंडो में रहता है: ऐप को यह केवल एन्क्रिप्ट होकर मिलता है।',

@@ -10,6 +10,7 @@ const id: FrameMessages = {
   simulating: 'Menyimulasikan…',
   simulationFailed: 'Simulasi gagal.',
   simulationNoChanges: 'Simulasi tidak menunjukkan perubahan aset.',
+  dataBytes: '{count} byte data',
   cannotSign: 'Permintaan ini tidak dapat ditandatangani',
   otpTitle: 'Masukkan kode masuk Anda',
   otpSent: 'Kami mengirim kode {digits} digit ke {email}. Kode tetap di jendela aman ini: aplikasi hanya menerimanya dalam bentuk terenkripsi.',

@@ -10,6 +10,7 @@ const it: FrameMessages = {
   simulating: 'Simulazione…',
   simulationFailed: 'La simulazione non è riuscita.',
   simulationNoChanges: 'La simulazione non mostra variazioni di asset.',
+  dataBytes: '{count} byte di dati',
   cannotSign: 'Questa richiesta non può essere firmata',
   otpTitle: 'Inserisci il codice di accesso',
   otpSent: "Abbiamo inviato un codice di {digits} cifre a {email}. Resta in questa finestra sicura: l'app lo riceve solo cifrato.",

@@ -10,6 +10,7 @@ const ja: FrameMessages = {
   simulating: 'シミュレーション中…',
   simulationFailed: 'シミュレーションに失敗しました。',
   simulationNoChanges: 'シミュレーションでは資産の変化はありません。',
+  dataBytes: '{count} バイトのデータ',
   cannotSign: 'このリクエストには署名できません',
   otpTitle: 'サインインコードを入力',
   otpSent: '{email} に {digits} 桁のコードを送信しました。コードはこの安全なウィンドウ内にとどまり、アプリには暗号化された状態でのみ渡されます。',

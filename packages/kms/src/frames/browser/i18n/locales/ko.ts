@@ -10,6 +10,7 @@ const ko: FrameMessages = {
   simulating: '시뮬레이션 중…',
   simulationFailed: '시뮬레이션에 실패했습니다.',
   simulationNoChanges: '시뮬레이션 결과 자산 변동이 없습니다.',
+  dataBytes: '{count}바이트 데이터',
   cannotSign: '이 요청은 서명할 수 없습니다',
   otpTitle: '로그인 코드를 입력하세요',
   otpSent: '{email}(으)로 {digits}자리 코드를 보냈습니다. 코드는 이 보안 창에만 남으며, 앱은 암호화된 코드만 받습니다.',

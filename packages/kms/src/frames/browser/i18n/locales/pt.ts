@@ -10,6 +10,7 @@ const pt: FrameMessages = {
   simulating: 'Simulando…',
   simulationFailed: 'A simulação falhou.',
   simulationNoChanges: 'A simulação não mostra mudanças de ativos.',
+  dataBytes: '{count} bytes de dados',
   cannotSign: 'Esta solicitação não pode ser assinada',
   otpTitle: 'Digite seu código de acesso',
   otpSent: 'Enviamos um código de {digits} dígitos para {email}. Ele fica nesta janela segura: o app só o recebe criptografado.',

@@ -10,6 +10,7 @@ const tr: FrameMessages = {
   simulating: 'Simüle ediliyor…',
   simulationFailed: 'Simülasyon başarısız oldu.',
   simulationNoChanges: 'Simülasyon hiçbir varlık değişikliği göstermiyor.',
+  dataBytes: '{count} bayt veri',
   cannotSign: 'Bu istek imzalanamaz',
   otpTitle: 'Giriş kodunuzu girin',
   otpSent: '{email} adresine {digits} haneli bir kod gönderdik. Kod bu güvenli pencerede kalır: uygulama onu yalnızca şifreli alır.',

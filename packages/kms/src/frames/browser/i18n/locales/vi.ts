@@ -10,6 +10,7 @@ const vi: FrameMessages = {
   simulating: 'Đang mô phỏng…',
   simulationFailed: 'Mô phỏng thất bại.',
   simulationNoChanges: 'Mô phỏng không cho thấy thay đổi tài sản nào.',
+  dataBytes: '{count} byte dữ liệu',
   cannotSign: 'Không thể ký yêu cầu này',
   otpTitle: 'Nhập mã đăng nhập',
   otpSent: 'Chúng tôi đã gửi mã {digits} chữ số tới {email}. Mã chỉ nằm trong cửa sổ bảo mật này: ứng dụng chỉ nhận được mã đã mã hóa.',

@@ -10,6 +10,7 @@ const zh: FrameMessages = {
   simulating: '正在模拟…',
   simulationFailed: '模拟失败。',
   simulationNoChanges: '模拟显示没有资产变化。',
+  dataBytes: '{count} 字节数据',
   cannotSign: '无法签署此请求',
   otpTitle: '输入登录验证码',
   otpSent: '我们已向 {email} 发送了 {digits} 位验证码。它只留在这个安全窗口中：应用只会收到加密后的验证码。',
