@@ -422,6 +422,7 @@ describe('latchkey-server', () => {
       '--apple-issuer <url>, LATCHKEY_APPLE_ISSUER',
       '--oauth-redirect-uri <url>, LATCHKEY_OAUTH_REDIRECT_URI',
       '--trust-proxy, LATCHKEY_TRUST_PROXY=1',
+      '--guests, LATCHKEY_GUESTS=1',
       '--paymaster-policy <file.json>, LATCHKEY_PAYMASTER_POLICY',
       'LATCHKEY_PAYMASTER_SIGNER_KEY, or a file: --paymaster-signer-key-file <path> / LATCHKEY_PAYMASTER_SIGNER_KEY_FILE',
     ])
