@@ -27,6 +27,8 @@ const loadEmbeddedView = () =>
   })
 const LazyEmbeddedView = lazy(() => import('./EmbeddedView.js'))
 type EmbeddedMode = import('./EmbeddedView.js').EmbeddedMode
+// "Continue as guest" (its warning and the button that creates the wallet) loads only when picked.
+const GuestView = lazy(() => import('./GuestView.js'))
 
 type Props = {
   theme: 'light' | 'dark' | 'auto'
@@ -53,6 +55,24 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   const icons = useWalletIcons()
   const book = getWalletBook().wallets
   const embedded = connectors.find(isEmbeddedConnector) as EmbeddedConnector | undefined
+  // Whether the app backend offers guests (its /auth/config): read with the embedded wallet's code,
+  // which starts loading as the modal opens when there is an embedded connector.
+  const [guests, setGuests] = useState(false)
+  const [guestPicked, setGuestPicked] = useState(false)
+  useEffect(() => {
+    if (!embedded) return
+    let live = true
+    embedded
+      .getFlows()
+      .then((flows) => flows.wallet.backendConfig())
+      .then(
+        (config) => live && setGuests(config.guests === true),
+        () => {},
+      )
+    return () => {
+      live = false
+    }
+  }, [embedded])
 
   // Connected (here or by a wallet that restored itself): nothing left to do in this modal.
   useEffect(() => {
@@ -102,6 +122,15 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
       </Dialog>
     )
   }
+
+  if (embedded && guestPicked)
+    return (
+      <Dialog title={t('signInTitle')} theme={theme} onClose={onClose}>
+        <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
+          <GuestView connector={embedded} onBack={() => setGuestPicked(false)} onConnected={onClose} />
+        </Suspense>
+      </Dialog>
+    )
 
   if (help)
     return (
@@ -235,6 +264,11 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
                 </button>
               ))}
             </div>
+          )}
+          {guests && (
+            <button type="button" className="lk-secondary lk-wide" onClick={() => setGuestPicked(true)}>
+              {t('continueGuest')}
+            </button>
           )}
           <button type="button" className="lk-text-button" onClick={() => pickEmbedded('recover')}>
             {t('recoverAccount')}
