@@ -64,6 +64,11 @@ export type EmbeddedConnector = Connector & {
   readonly type: 'embedded'
   /** The social sign-ins to offer (from the parameters). */
   readonly oauthProviders: readonly ('google' | 'apple')[]
+  /**
+   * Whether the app backend offers "Continue as guest" (`guests: true` at its /auth/config), read
+   * without loading the wallet's code; false when it cannot be read.
+   */
+  offersGuests(): Promise<boolean>
   getFlows(): Promise<EmbeddedFlows>
 }
 
@@ -90,6 +95,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
       const emitter = createEmitter<ConnectorEvents>()
       let flows: Promise<EmbeddedFlows> | undefined
       let provider: EIP1193Provider | undefined
+      let guests: Promise<boolean> | undefined
 
       function load(): Promise<EmbeddedFlows> {
         flows ??= (async () => {
@@ -147,6 +153,14 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
         callsStatusPollingIntervalMs: 25,
         emitter,
         oauthProviders: parameters.oauthProviders ?? [],
+        offersGuests() {
+          // The backend's answer is kept; a failed read is tried again next time.
+          guests ??= (parameters.walletOptions?.fetch ?? fetch)(`${(parameters.backendUrl ?? 'http://localhost:8787').replace(/\/+$/, '')}/auth/config`)
+            .then((response) => response.json())
+            .then((config: { guests?: unknown }) => config.guests === true)
+            .catch(() => ((guests = undefined), false))
+          return guests
+        },
         getFlows: load,
         async connect({ chainId, isReconnecting } = {}) {
           try {

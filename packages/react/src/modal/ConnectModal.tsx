@@ -55,20 +55,13 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   const icons = useWalletIcons()
   const book = getWalletBook().wallets
   const embedded = connectors.find(isEmbeddedConnector) as EmbeddedConnector | undefined
-  // Whether the app backend offers guests (its /auth/config): read with the embedded wallet's code,
-  // which starts loading as the modal opens when there is an embedded connector.
+  // Whether the app backend offers guests (its /auth/config), read by the connector without the wallet's code.
   const [guests, setGuests] = useState(false)
   const [guestPicked, setGuestPicked] = useState(false)
   useEffect(() => {
     if (!embedded) return
     let live = true
-    embedded
-      .getFlows()
-      .then((flows) => flows.wallet.backendConfig())
-      .then(
-        (config) => live && setGuests(config.guests === true),
-        () => {},
-      )
+    embedded.offersGuests().then((offered) => live && setGuests(offered))
     return () => {
       live = false
     }

@@ -65,10 +65,6 @@ function setup(options: { guests?: boolean; guest?: boolean; mfa?: boolean; veri
   })
   const flows = {
     wallet: {
-      backendConfig: async () => {
-        configReads.push(options.guests === true)
-        return { organizationId: 'org-1', kmsUrl: 'http://kms.test', guests: options.guests === true }
-      },
       continueAsGuest: async () => {
         calls.push(['continueAsGuest'])
       },
@@ -94,7 +90,17 @@ function setup(options: { guests?: boolean; guest?: boolean; mfa?: boolean; veri
   } as unknown as EmbeddedFlows
   const base = injected({ id: 'embedded', name: 'Embedded', provider: createDevWallet({ privateKey: anvilKeys[0], chains: testChains() }) })
   const fake = Object.assign(
-    (config: Parameters<CreateConnectorFn>[0]) => ({ ...base(config), type: 'embedded', oauthProviders: [], getFlows: async () => flows }) as Connector,
+    (config: Parameters<CreateConnectorFn>[0]) =>
+      ({
+        ...base(config),
+        type: 'embedded',
+        oauthProviders: [],
+        offersGuests: async () => {
+          configReads.push(options.guests === true)
+          return options.guests === true
+        },
+        getFlows: async () => flows,
+      }) as Connector,
     { id: 'embedded' },
   )
   const client = createClient({

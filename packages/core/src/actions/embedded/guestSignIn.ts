@@ -1,18 +1,19 @@
 import type { Client } from '../../createClient.js'
 import type { ConnectReturnType } from '../connect.js'
-import { connectSignedIn, type EmbeddedTarget, runFlow } from './internal.js'
+import { connectSignedIn, type EmbeddedTarget, embeddedConnector, runFlow } from './internal.js'
 
 export type SignInAsGuestParameters = EmbeddedTarget
 
 /**
  * Whether the app backend offers "Continue as guest" (its `guests` option, which `GET /auth/config`
- * publishes). Loads the embedded wallet's code. Errors: ClientsNotFoundError (the backend did not answer).
+ * publishes), read without loading the embedded wallet's code; false when the backend cannot be
+ * read. Errors: ConnectorNotFoundError (no embedded connector).
  *
  * @example
  * if (await getGuestSignIn(client)) showGuestButton()
  */
 export function getGuestSignIn(client: Client, parameters: EmbeddedTarget = {}): Promise<boolean> {
-  return runFlow(client, 'getGuestSignIn', parameters, async (flows) => (await flows.wallet.backendConfig()).guests === true)
+  return embeddedConnector(client, parameters).offersGuests()
 }
 
 /**
