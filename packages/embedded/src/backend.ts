@@ -18,8 +18,6 @@ export type BackendConfig = {
         >
       >
     | undefined
-  /** "Continue as guest" is offered (`POST /auth/guest`): the server's `guests` option. */
-  guests?: boolean | undefined
 }
 
 /** The signed-in user, as the backend answers sign-in routes. */

@@ -119,7 +119,6 @@ export function createEmbeddedWallet(options: EmbeddedWalletOptions) {
         organizationId: options.organizationId ?? answer.organizationId,
         framesUrl: options.framesUrl ?? answer.framesUrl,
         oauth: answer.oauth,
-        guests: answer.guests === true,
       }),
       (error: unknown) => {
         throw new ClientsNotFoundError({ details: 'The app backend did not say where the key-management service is', cause: error })
