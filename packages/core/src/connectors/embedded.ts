@@ -4,7 +4,7 @@ import { ChainNotConfiguredError, ConnectorError, NotConnectedError } from '../e
 import { toProviderError } from '../errors/rpc.js'
 import type { Address, Connector, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
 import { createEmitter } from '../utils/emitter.js'
-import { EMBEDDED_INFO, EMBEDDED_WALLET_KEY } from './info.js'
+import { EMBEDDED_INFO, EMBEDDED_WALLET_KEY, guestsOffered } from './info.js'
 
 export type EmbeddedParameters = {
   /** Shown in sign-in emails and passkey prompts. Required (SPEC §5). */
@@ -95,7 +95,6 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
       const emitter = createEmitter<ConnectorEvents>()
       let flows: Promise<EmbeddedFlows> | undefined
       let provider: EIP1193Provider | undefined
-      let guests: Promise<boolean> | undefined
 
       function load(): Promise<EmbeddedFlows> {
         flows ??= (async () => {
@@ -153,14 +152,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
         callsStatusPollingIntervalMs: 25,
         emitter,
         oauthProviders: parameters.oauthProviders ?? [],
-        offersGuests() {
-          // The backend's answer is kept; a failed read is tried again next time.
-          guests ??= (parameters.walletOptions?.fetch ?? fetch)(`${(parameters.backendUrl ?? 'http://localhost:8787').replace(/\/+$/, '')}/auth/config`)
-            .then((response) => response.json())
-            .then((config: { guests?: unknown }) => config.guests === true)
-            .catch(() => ((guests = undefined), false))
-          return guests
-        },
+        offersGuests: guestsOffered(parameters),
         getFlows: load,
         async connect({ chainId, isReconnecting } = {}) {
           try {

@@ -27,8 +27,6 @@ const loadEmbeddedView = () =>
   })
 const LazyEmbeddedView = lazy(() => import('./EmbeddedView.js'))
 type EmbeddedMode = import('./EmbeddedView.js').EmbeddedMode
-// "Continue as guest" (its warning and the button that creates the wallet) loads only when picked.
-const GuestView = lazy(() => import('./GuestView.js'))
 
 type Props = {
   theme: 'light' | 'dark' | 'auto'
@@ -57,7 +55,6 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   const embedded = connectors.find(isEmbeddedConnector) as EmbeddedConnector | undefined
   // Whether the app backend offers guests (its /auth/config), read by the connector without the wallet's code.
   const [guests, setGuests] = useState(false)
-  const [guestPicked, setGuestPicked] = useState(false)
   useEffect(() => {
     if (!embedded) return
     let live = true
@@ -115,15 +112,6 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
       </Dialog>
     )
   }
-
-  if (embedded && guestPicked)
-    return (
-      <Dialog title={t('signInTitle')} theme={theme} onClose={onClose}>
-        <Suspense fallback={<span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />}>
-          <GuestView connector={embedded} onBack={() => setGuestPicked(false)} onConnected={onClose} />
-        </Suspense>
-      </Dialog>
-    )
 
   if (help)
     return (
@@ -259,7 +247,7 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
             </div>
           )}
           {guests && (
-            <button type="button" className="lk-secondary lk-wide" onClick={() => setGuestPicked(true)}>
+            <button type="button" className="lk-secondary lk-wide" onClick={() => pickEmbedded('guest')}>
               {t('continueGuest')}
             </button>
           )}

@@ -1,6 +1,7 @@
 'use client'
-import type { EmbeddedConnector } from '@latchkey/core'
-import { useGuestSignIn } from '../hooks/useGuestSignIn.js'
+import { type EmbeddedConnector, signInAsGuest } from '@latchkey/core'
+import { useAction } from '../hooks/useAction.js'
+import { useClient } from '../hooks/useClient.js'
 import { useMessages } from '../i18n/useMessages.js'
 import { useLinkingMessages } from './signInMethods/messages.js'
 
@@ -10,12 +11,14 @@ type Props = { connector: EmbeddedConnector; onBack(): void; onConnected(): void
  * "Continue as guest": the warning first (a guest wallet lives in this browser, for a day, unless
  * a login is added), then the wallet is created only by the user's click on "Create a guest
  * wallet" (each guest is an account at the key-management service). Its texts are Sign-in
- * methods' (their lazy catalogue), where the account modal shows the same warning.
+ * methods' (their lazy catalogue), where the account modal shows the same warning. Shown by
+ * EmbeddedView (mode 'guest'), in its chunk.
  */
-export default function GuestView({ connector, onBack, onConnected }: Props) {
+export function GuestView({ connector, onBack, onConnected }: Props) {
   const common = useMessages()
   const t = useLinkingMessages(common.locale)
-  const guest = useGuestSignIn({ connector })
+  const client = useClient()
+  const [signIn, guest] = useAction(() => signInAsGuest(client, { connector }))
   if (!t) return <span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />
   const pending = guest.status === 'pending'
   return (
@@ -27,7 +30,7 @@ export default function GuestView({ connector, onBack, onConnected }: Props) {
         className="lk-primary"
         disabled={pending}
         onClick={() =>
-          void guest.signIn().then(onConnected, () => {
+          void signIn().then(onConnected, () => {
             // Shown below from the hook's error.
           })
         }
