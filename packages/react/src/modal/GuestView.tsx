@@ -1,12 +1,9 @@
 'use client'
 import { type EmbeddedConnector, signInAsGuest } from '@latchkey/core'
-import { useEffect, useState } from 'react'
 import { useAction } from '../hooks/useAction.js'
 import { useClient } from '../hooks/useClient.js'
-import { format } from '../i18n/format.js'
 import { useMessages } from '../i18n/useMessages.js'
-import { loadLinkingCatalogue } from './signInMethods/catalogues.js'
-import type { LinkingKey, LinkingMessages } from './signInMethods/en.js'
+import { useLinkingMessages } from './signInMethods/messages.js'
 
 type Props = { connector: EmbeddedConnector; onBack(): void; onConnected(): void }
 
@@ -19,15 +16,7 @@ type Props = { connector: EmbeddedConnector; onBack(): void; onConnected(): void
  */
 export function GuestView({ connector, onBack, onConnected }: Props) {
   const common = useMessages()
-  const [texts, setTexts] = useState<LinkingMessages>()
-  useEffect(() => {
-    let live = true
-    loadLinkingCatalogue(common.locale).then((loaded) => live && setTexts(loaded))
-    return () => {
-      live = false
-    }
-  }, [common.locale])
-  const t = texts && ((key: LinkingKey) => format(texts[key]))
+  const t = useLinkingMessages(common.locale)
   const client = useClient()
   const [signIn, guest] = useAction(() => signInAsGuest(client, { connector }))
   if (!t) return <span className="lk-skeleton lk-skeleton-block" aria-hidden="true" />
