@@ -12,6 +12,7 @@ export {
   type VerifyEmailSignInParameters,
   verifyEmailSignIn,
 } from './actions/embedded/emailSignIn.js'
+export { getGuestSignIn, type SignInAsGuestParameters, signInAsGuest } from './actions/embedded/guestSignIn.js'
 export {
   type EmbeddedUser,
   enrollTotp,
@@ -22,8 +23,11 @@ export {
   type LinkedLogin,
   type LoginKind,
   linkAccount,
+  type MfaFactor,
   type UnlinkAccountParameters,
   unlinkAccount,
+  type VerifyMfaParameters,
+  verifyMfa,
 } from './actions/embedded/linking.js'
 export { completeOAuthRedirect, type OAuthProviderName, type SignInWithOAuthParameters, signInWithOAuth } from './actions/embedded/oauthSignIn.js'
 export {
@@ -124,6 +128,8 @@ export {
   InvalidAuthorizationError,
   InvalidCodeError,
   LastLoginError,
+  MfaRequiredError,
+  type MfaRequirement,
   OAuthError,
   SessionError,
   type SponsorshipRefusal,

@@ -608,6 +608,8 @@ function serverInstance(
         // Every browser on the local stack is 127.0.0.1: per-IP limits would count all of them as
         // one client (a morning of trying the demo, or one end-to-end run). Per email and per code stay.
         limitsPerIp: DEV_LIMITS_PER_IP,
+        // "Continue as guest" in the demo's connect modal (off by default elsewhere).
+        guests: true,
         // Sponsored gas for the demo's users (ERC-7677 at /paymaster): sponsorship.ts's policy.
         paymaster,
         // GitHub and Discord as operator-configured OpenID Connect providers, played locally too.

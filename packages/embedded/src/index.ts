@@ -50,6 +50,7 @@ export {
   type LinkingPort,
   type LoginKind,
   linkingFlows,
+  type MfaFactor,
 } from './linking.js'
 export {
   completeOAuthRedirect,

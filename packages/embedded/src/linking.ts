@@ -22,8 +22,13 @@ export type EmbeddedUser = {
   organizationId: string
   logins: LinkedLogin[]
   wallets: { address: string; kind: 'embedded' | 'external' }[]
-  mfa: { enrolled: unknown[] }
+  mfa: { enrolled: MfaFactor[] }
+  /** A guest account (`POST /auth/guest`) with no login linked yet: clearing the browser, or its key's day passing, loses it. */
+  guest?: true | undefined
 }
+
+/** A second factor the kms holds for the user. */
+export type MfaFactor = { factorId: string; type: 'totp' | 'passkey'; name: string; enrolledAt: string; lockedUntil?: string | undefined }
 
 /** What linking needs of the wallet beyond its public face: the backend (the links that add a way in are the wallet's own, walletLinks.ts). */
 export type LinkingPort = { backend: Backend }

@@ -91,6 +91,7 @@ export function useEmbeddedStack(
       sessionSignerPublicKey: stack.kms.signerPublicKey,
       appName: 'Embedded test',
       allowedOrigins: [PAGE_ORIGIN],
+      guests: true,
       now: stack.now,
       ipOf: () => '127.0.0.1',
       chains: [{ id: stack.chain.id, rpcUrl: inject('chainARpc') }],

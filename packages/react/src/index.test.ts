@@ -26,6 +26,7 @@ test('default: exports', async () => {
       "useEmailSignIn",
       "useExportWallet",
       "useGetCallsStatus",
+      "useGuestSignIn",
       "useImportWallet",
       "useLinkAccount",
       "useOAuthSignIn",

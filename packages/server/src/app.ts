@@ -89,6 +89,12 @@ export type ServerAppOptions = {
    * accounts (`LIMITS.guestsPerIp`) per window. The per-email and per-code limits stay.
    */
   limitsPerIp?: PerIpLimits | undefined
+  /**
+   * "Continue as guest" (`POST /auth/guest`): a wallet with no login, published at /auth/config as
+   * `guests: true` so the connect modal offers it. Default off (the route answers 404): each guest
+   * is a kms sub-organization, so an operator opts in; the dev stack has it on.
+   */
+  guests?: boolean | undefined
   /** Guest accounts per window from all networks together (`POST /auth/guest`). Default `LIMITS.guests`. */
   guestsPerWindow?: number | undefined
   /** Session length. Default 7 days. */
@@ -272,6 +278,7 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
       kmsUrl: options.publicKmsUrl ?? options.kmsUrl,
       ...(options.framesUrl ? { framesUrl: options.framesUrl } : {}),
       ...(available.length ? { oauth: Object.fromEntries(available) } : {}),
+      ...(options.guests ? { guests: true } : {}),
     })
   })
   app.post('/auth/email/start', emailStart(context))
@@ -281,7 +288,7 @@ export function createServerApp(options: ServerAppOptions, internal: { paymaster
   app.post('/auth/login', login(context))
   app.post('/auth/oauth', oauthSignIn(context, oauth))
   app.post(OAUTH_CALLBACK_PATH, oauthFormPost(options.allowedOrigins))
-  app.post('/auth/guest', guest(context))
+  if (options.guests) app.post('/auth/guest', guest(context))
   app.post('/auth/recovery/start', recoveryStart(context))
   app.get('/auth/nonce', nonce(context))
   app.post('/auth/siwe', siwe(context))

@@ -348,6 +348,12 @@ const settings = {
     description:
       'Behind a reverse proxy that terminates TLS: the scheme from X-Forwarded-Proto (the default OAuth callback URL; cookies are Secure either way) and the client address from the last X-Forwarded-For entry (per-IP limits). Only with a proxy that sets both.',
   }),
+  guests: toggle({
+    flag: 'guests',
+    env: 'LATCHKEY_GUESTS',
+    description:
+      '"Continue as guest": POST /auth/guest creates a wallet with no login (each a kms sub-organization, rate limited), and GET /auth/config says guests: true so the connect modal offers it. Off: that route answers 404.',
+  }),
   ...auditSettings(),
 }
 
@@ -587,6 +593,7 @@ await runService({
         chains: values.chains,
         sessionSeconds: values.sessionSeconds,
         trustProxy: values.trustProxy,
+        guests: values.guests,
         sessionJwtKey: values.sessionJwtKey,
         sessionJwtIssuer: values.sessionJwtIssuer,
         sessionJwtAudience: values.sessionJwtAudience,

@@ -73,6 +73,7 @@ export function useBackend(options: { chains?: readonly SiweChain[]; oidc?: bool
       now: () => ++t.clock,
       ipOf: (request) => request.headers.get('x-test-ip') ?? '127.0.0.1',
       chains: options.chains,
+      guests: true,
       ...(t.oidc
         ? {
             oauth: {

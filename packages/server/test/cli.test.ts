@@ -247,6 +247,16 @@ describe('latchkey-server', () => {
       expect(response.headers.get('set-cookie')).toMatch(/^__Host-latchkey_siwe=[\w-]{43}; Max-Age=600; Path=\/; HttpOnly; Secure; SameSite=Strict$/)
   })
 
+  test('behavior: --guests offers guests (guests: true at GET /auth/config, POST /auth/guest answers); without it neither', async () => {
+    const [closed, offering] = await Promise.all([startServer([]), startServer(['--guests'])])
+    const config = async (url: string) => (await (await fetch(`${url}/auth/config`)).json()) as { guests?: boolean }
+    expect([(await config(closed.url)).guests, (await config(offering.url)).guests]).toEqual([undefined, true])
+    // A body the route refuses (400) where it exists, and 404 where it does not: nothing is created either way.
+    const guest = (url: string) =>
+      fetch(`${url}/auth/guest`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', origin: 'http://localhost:5173' } })
+    expect([(await guest(closed.url)).status, (await guest(offering.url)).status]).toEqual([404, 400])
+  })
+
   test('behavior: the Google and Apple settings reach GET /auth/config: Google from its issuer’s discovery, Apple by form_post to --oauth-redirect-uri', async () => {
     const oidc = oidcInstance({ port: await getFreePort(), clientId: 'latchkey-demo', redirectUris: [`${origin}/oauth/callback`] })
     await oidc.start()
@@ -423,6 +433,7 @@ describe('latchkey-server', () => {
       '--oauth-redirect-uri <url>, LATCHKEY_OAUTH_REDIRECT_URI',
       '--trust-proxy, LATCHKEY_TRUST_PROXY=1',
       '--webhook-timeout <seconds>, LATCHKEY_WEBHOOK_TIMEOUT',
+      '--guests, LATCHKEY_GUESTS=1',
       '--paymaster-policy <file.json>, LATCHKEY_PAYMASTER_POLICY',
       'LATCHKEY_PAYMASTER_SIGNER_KEY, or a file: --paymaster-signer-key-file <path> / LATCHKEY_PAYMASTER_SIGNER_KEY_FILE',
     ])

@@ -25,3 +25,15 @@ test('behavior: without a public url the kms url is published, and no frames url
   const app = createServerApp({ ...base, store: await openStore(':memory:') })
   expect(await (await app.request('/auth/config')).json()).toEqual({ organizationId: 'org-1', kmsUrl: 'http://127.0.0.1:8090' })
 })
+
+test('behavior: an app that offers guests says so (guests: true), and POST /auth/guest answers; without the option neither', async () => {
+  const offering = createServerApp({ ...base, store: await openStore(':memory:'), guests: true })
+  expect(await (await offering.request('/auth/config')).json()).toEqual({ organizationId: 'org-1', kmsUrl: 'http://127.0.0.1:8090', guests: true })
+  const closed = createServerApp({ ...base, store: await openStore(':memory:') })
+  const response = await closed.request('/auth/guest', {
+    method: 'POST',
+    body: JSON.stringify({ sessionPublicKey: base.apiPublicKey }),
+    headers: { 'content-type': 'application/json', origin: 'http://localhost:5173' },
+  })
+  expect(response.status).toBe(404)
+})

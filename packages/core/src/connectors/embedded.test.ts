@@ -5,6 +5,8 @@ import { testChains } from '../../../../test/chains.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from '../../../embedded/test/harness.js'
 import { connect } from '../actions/connect.js'
 import { disconnect } from '../actions/disconnect.js'
+import { signInAsGuest } from '../actions/embedded/guestSignIn.js'
+import { getUser } from '../actions/embedded/linking.js'
 import { upgradeAccount } from '../actions/embedded/upgradeAccount.js'
 import { getCapabilities } from '../actions/getCapabilities.js'
 import { reconnect } from '../actions/reconnect.js'
@@ -81,6 +83,40 @@ describe('embedded connector', () => {
     expect(state.walletStorage.getItem('latchkey.embedded.wallet')).toBeNull()
     expect(await state.keys.publicKey()).toBeUndefined()
     expect(state.browser.calls).toContain('/auth/signout')
+  })
+
+  test('behavior: offersGuests reads the backend’s /auth/config once (this backend offers guests); signInAsGuest then connects a guest wallet, whose user is a guest', async () => {
+    const { client, connector, state } = setup()
+    expect([await connector.offersGuests(), await connector.offersGuests()]).toEqual([true, true])
+    expect(state.browser.calls.filter((path) => path === '/auth/config')).toEqual(['/auth/config'])
+    const { accounts } = await signInAsGuest(client, { connector })
+    expect(client.getState().connection?.accounts).toEqual(accounts)
+    expect(await getUser(client, { connector })).toMatchObject({ guest: true, logins: [], wallets: [{ address: accounts[0], kind: 'embedded' }] })
+    expect(state.browser.calls).toContain('/auth/guest')
+  })
+
+  test('behavior: a backend that cannot be read offers no guests, and is read again the next time', async () => {
+    const calls: string[] = []
+    const client = createClient({
+      chains: testChains(),
+      storage: createMemoryStorage(),
+      window: new EventTarget(),
+      connectors: [
+        embedded({
+          appName: 'Connector test',
+          backendUrl: 'http://backend.invalid/',
+          walletOptions: {
+            fetch: async (input) => {
+              calls.push(String(input))
+              throw new TypeError('fetch failed')
+            },
+          },
+        }),
+      ],
+    })
+    const connector = client.getConnectors().find(isEmbeddedConnector)!
+    expect([await connector.offersGuests(), await connector.offersGuests()]).toEqual([false, false])
+    expect(calls).toEqual(['http://backend.invalid/auth/config', 'http://backend.invalid/auth/config'])
   })
 
   test('error: connecting before signing in is "Account not found"', async () => {

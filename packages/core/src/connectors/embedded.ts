@@ -4,7 +4,7 @@ import { ChainNotConfiguredError, ConnectorError, NotConnectedError } from '../e
 import { toProviderError } from '../errors/rpc.js'
 import type { Address, Connector, ConnectorEvents, CreateConnectorFn, EIP1193Provider } from '../types.js'
 import { createEmitter } from '../utils/emitter.js'
-import { EMBEDDED_INFO, EMBEDDED_WALLET_KEY } from './info.js'
+import { EMBEDDED_INFO, EMBEDDED_WALLET_KEY, guestsOffered } from './info.js'
 
 export type EmbeddedParameters = {
   /** Shown in sign-in emails and passkey prompts. Required (SPEC §5). */
@@ -69,6 +69,11 @@ export type EmbeddedConnector = Connector & {
   readonly type: 'embedded'
   /** The social sign-ins to offer (from the parameters). */
   readonly oauthProviders: readonly ('google' | 'apple')[]
+  /**
+   * Whether the app backend offers "Continue as guest" (`guests: true` at its /auth/config), read
+   * without loading the wallet's code; false when it cannot be read.
+   */
+  offersGuests(): Promise<boolean>
   getFlows(): Promise<EmbeddedFlows>
 }
 
@@ -154,6 +159,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn {
         callsStatusPollingIntervalMs: 25,
         emitter,
         oauthProviders: parameters.oauthProviders ?? [],
+        offersGuests: guestsOffered(parameters),
         getFlows: load,
         async connect({ chainId, isReconnecting } = {}) {
           try {

@@ -16,6 +16,7 @@ describe('@latchkey/core/connectors', () => {
         "WALLETCONNECT_INFO",
         "WALLETCONNECT_SESSION_KEY",
         "connectionStorageKey",
+        "guestsOffered",
       ]
     `)
   })

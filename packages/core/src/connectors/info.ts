@@ -59,3 +59,17 @@ export const WALLETCONNECT_SESSION_KEY = `${STORAGE_PREFIX}.walletConnect.sessio
  * restore. Read through this constant so that a page with no sign-in never loads that package.
  */
 export const EMBEDDED_WALLET_KEY = `${STORAGE_PREFIX}.embedded.wallet`
+
+/**
+ * @internal Reads whether the app backend offers "Continue as guest" (`guests: true` at its
+ * /auth/config) for the embedded connectors (core's and @latchkey/wagmi's), without the wallet's
+ * code: the answer is kept; a failed read is false and tried again next time.
+ */
+export function guestsOffered(parameters: { backendUrl?: string | undefined; walletOptions?: { fetch?: typeof fetch | undefined } | undefined }) {
+  let answer: Promise<boolean> | undefined
+  return (): Promise<boolean> =>
+    (answer ??= (parameters.walletOptions?.fetch ?? fetch)(`${(parameters.backendUrl ?? 'http://localhost:8787').replace(/\/+$/, '')}/auth/config`)
+      .then((response) => response.json())
+      .then((config: { guests?: unknown }) => config.guests === true)
+      .catch(() => ((answer = undefined), false)))
+}

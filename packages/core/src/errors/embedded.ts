@@ -129,6 +129,30 @@ export function sponsorshipErrorOf(error: unknown): SponsorshipUnavailableError 
   return undefined
 }
 
+/** Why a second factor stopped an action: none verified within the grace window, or none enrolled when the operator asks for one. */
+export type MfaRequirement = 'MFA_REQUIRED' | 'MFA_ENROLLMENT_REQUIRED'
+
+/**
+ * The key-management service refused an action (adding a login, exporting, …) for want of a
+ * second factor, and did nothing: `reason` `MFA_REQUIRED` (verify it, `verifyMfa`, then repeat the
+ * action) or `MFA_ENROLLMENT_REQUIRED` (set one up first, `enrollTotp`). `activityType` is the
+ * refused activity's; `details` the service's words.
+ *
+ * @example
+ * if (error instanceof MfaRequiredError && error.reason === 'MFA_REQUIRED') await verifyMfa(client, { factorId })
+ */
+export class MfaRequiredError extends EmbeddedFlowError {
+  override name = 'MfaRequiredError'
+  readonly reason: MfaRequirement
+  readonly activityType: string | undefined
+  constructor(parameters: BaseErrorParameters & { reason: MfaRequirement; activityType?: string | undefined }) {
+    const { reason, activityType, ...rest } = parameters
+    super('Your second factor is needed for this.', 'mfa_required', rest)
+    this.reason = reason
+    this.activityType = activityType
+  }
+}
+
 /** A passkey ceremony that failed; `code` is its SPEC §8 ceremony code (ERROR_CEREMONY_ABORTED, ...). */
 export class WebauthnCeremonyError extends EmbeddedFlowError {
   override name = 'WebauthnCeremonyError'
@@ -157,6 +181,15 @@ export function toEmbeddedFlowError(error: unknown): unknown {
   if (typeof source.code !== 'string' || typeof source.shortMessage !== 'string') return error
   const details = typeof source.details === 'string' ? source.details : undefined
   if (source.code.startsWith('ERROR_')) return new WebauthnCeremonyError(source.shortMessage, source.code, { details, cause: error })
+  if (source.code === 'mfa_required') {
+    const { reason, activityType } = error as { reason?: unknown; activityType?: unknown }
+    return new MfaRequiredError({
+      reason: reason === 'MFA_ENROLLMENT_REQUIRED' ? reason : 'MFA_REQUIRED',
+      activityType: typeof activityType === 'string' ? activityType : undefined,
+      details: details ?? source.shortMessage,
+      cause: error,
+    })
+  }
   if (source.code === 'sponsorship_unavailable')
     return new SponsorshipUnavailableError({
       reason: ((error as { reason?: SponsorshipRefusal }).reason ?? 'unavailable') as SponsorshipRefusal,

@@ -1,6 +1,7 @@
 import { TransactionExecutionError, UserRejectedRequestError as ViemUserRejected } from 'viem'
 import { describe, expect, test } from 'vitest'
 import * as connection from './connection.js'
+import { MfaRequiredError, toEmbeddedFlowError } from './embedded.js'
 import * as rpc from './rpc.js'
 
 describe('catalogue texts (SPEC §8)', () => {
@@ -90,5 +91,30 @@ describe('toProviderError', () => {
     const outer = new connection.CancelledError({ cause: inner })
     expect(outer.walk((e) => e instanceof rpc.UserRejectedRequestError)).toBe(inner)
     expect(outer.walk()).toBe(inner)
+  })
+})
+
+describe('MfaRequiredError', () => {
+  test('behavior: the embedded wallet’s refusal for want of a second factor is core’s MfaRequiredError, with its reason, activity and the kms’s words', async () => {
+    const { MfaRequiredError: EmbeddedMfaRequiredError } = await import('@latchkey/embedded')
+    const refused = new EmbeddedMfaRequiredError({
+      kmsCode: 7,
+      message: 'a verified second factor is required',
+      reason: 'MFA_REQUIRED',
+      activityType: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+    })
+    const typed = toEmbeddedFlowError(refused)
+    expect(typed).toBeInstanceOf(MfaRequiredError)
+    expect(typed).toMatchObject({
+      name: 'MfaRequiredError',
+      code: 'mfa_required',
+      shortMessage: 'Your second factor is needed for this.',
+      details: 'Turnkey error 7: a verified second factor is required',
+      reason: 'MFA_REQUIRED',
+      activityType: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+      cause: refused,
+    })
+    const enrol = toEmbeddedFlowError(new EmbeddedMfaRequiredError({ kmsCode: 7, message: 'enrol a factor', reason: 'MFA_ENROLLMENT_REQUIRED' }))
+    expect(enrol).toMatchObject({ reason: 'MFA_ENROLLMENT_REQUIRED', activityType: undefined })
   })
 })

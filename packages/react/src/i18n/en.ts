@@ -23,6 +23,7 @@ export const en = {
   continueGoogle: 'Continue with Google',
   continueApple: 'Continue with Apple',
   recoverAccount: 'Recover account',
+  continueGuest: 'Continue as guest',
   orWallet: 'or use a wallet',
   recent: 'Recent',
   installed: 'Installed',

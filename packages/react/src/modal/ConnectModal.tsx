@@ -53,6 +53,16 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
   const icons = useWalletIcons()
   const book = getWalletBook().wallets
   const embedded = connectors.find(isEmbeddedConnector) as EmbeddedConnector | undefined
+  // Whether the app backend offers guests (its /auth/config), read by the connector without the wallet's code.
+  const [guests, setGuests] = useState(false)
+  useEffect(() => {
+    if (!embedded) return
+    let live = true
+    embedded.offersGuests().then((offered) => live && setGuests(offered))
+    return () => {
+      live = false
+    }
+  }, [embedded])
 
   // Connected (here or by a wallet that restored itself): nothing left to do in this modal.
   useEffect(() => {
@@ -235,6 +245,11 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
                 </button>
               ))}
             </div>
+          )}
+          {guests && (
+            <button type="button" className="lk-secondary lk-wide" onClick={() => pickEmbedded('guest')}>
+              {t('continueGuest')}
+            </button>
           )}
           <button type="button" className="lk-text-button" onClick={() => pickEmbedded('recover')}>
             {t('recoverAccount')}

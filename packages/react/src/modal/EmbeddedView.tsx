@@ -6,13 +6,14 @@ import { useOAuthSignIn } from '../hooks/useOAuthSignIn.js'
 import { usePasskeySignIn } from '../hooks/usePasskeySignIn.js'
 import { useRecovery } from '../hooks/useRecovery.js'
 import { type Translate, useMessages } from '../i18n/useMessages.js'
+import { GuestView } from './GuestView.js'
 
 /** Which embedded sign-in the user picked in the wallet list. */
-export type EmbeddedMode = 'email' | 'passkey' | 'create-passkey' | 'recover' | 'google' | 'apple'
+export type EmbeddedMode = 'email' | 'passkey' | 'create-passkey' | 'recover' | 'google' | 'apple' | 'guest'
 
 type Props = {
   connector: EmbeddedConnector
-  mode: EmbeddedMode
+  mode: Exclude<EmbeddedMode, 'guest'>
   /** For 'google' and 'apple': the popup the click opened. */
   popup?: Window | null | undefined
   onBack(): void
@@ -34,7 +35,12 @@ function describe(error: unknown, t: Translate): { text: string; reason: string 
  * would use (useEmailSignIn, usePasskeySignIn, useRecovery). Each step shows its pending state;
  * errors are announced (role "alert"); a code can be sent again after a cooldown.
  */
-export default function EmbeddedView({ mode, popup, onBack, onConnected }: Props) {
+export default function EmbeddedView(props: Omit<Props, 'mode'> & { mode: EmbeddedMode }) {
+  // "Continue as guest" rides in this chunk: a chunk of its own would split the hooks it shares with the page.
+  return props.mode === 'guest' ? <GuestView {...props} /> : <SignInView {...props} mode={props.mode} />
+}
+
+function SignInView({ mode, popup, onBack, onConnected }: Props) {
   const t = useMessages()
   const emailSignIn = useEmailSignIn()
   const oauth = useOAuthSignIn()

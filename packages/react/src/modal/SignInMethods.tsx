@@ -6,7 +6,10 @@ import {
   getLinkableProviders,
   type LinkAccountParameters,
   type LinkedLogin,
+  MfaRequiredError,
   openOAuthPopup,
+  UserRejectedRequestError,
+  verifyMfa,
 } from '@latchkey/core'
 import { type FormEvent, useId, useState } from 'react'
 import { useAction } from '../hooks/useAction.js'
@@ -49,7 +52,7 @@ function Methods({ connector, common, t }: Props & { common: Translate; t: Linki
   const wallets = useConnectors().filter((candidate) => candidate.type !== 'embedded' && candidate.type !== 'walletConnect')
   const [pending, setPending] = useState<string>()
   const [status, setStatus] = useState<string>()
-  const [failed, setFailed] = useState<{ error: unknown; work: Work }>()
+  const [failed, setFailed] = useState<{ error: unknown; work: Work; factorId?: string | undefined }>()
   const [emailOpen, setEmailOpen] = useState(false)
   const [email, setEmail] = useState('')
   const headingId = useId()
@@ -66,10 +69,33 @@ function Methods({ connector, common, t }: Props & { common: Translate; t: Linki
       setStatus(work.done(result))
       user.refetch()
     } catch (error) {
-      setFailed({ error, work })
+      setFailed({ error, work, factorId: error instanceof MfaRequiredError && error.reason === 'MFA_REQUIRED' ? factorToVerify() : undefined })
     } finally {
       setPending(undefined)
     }
+  }
+
+  /** The factor the kms asks for: the first enrolled one that is not locked (else the first). */
+  function factorToVerify(): string | undefined {
+    const factors = user.data?.mfa.enrolled ?? []
+    return (factors.find((factor) => !factor.lockedUntil || Date.parse(factor.lockedUntil) <= Date.now()) ?? factors[0])?.factorId
+  }
+
+  /**
+   * "Verify": the second factor in the consent frame, then the refused action once more. Cancelled
+   * there (or refused): the failure stays as it was, and nothing changed.
+   */
+  async function verifyAndRetry(factorId: string, work: Work) {
+    setPending(t('verifyingMfa'))
+    try {
+      await verifyMfa(client, { connector, factorId })
+    } catch (error) {
+      setPending(undefined)
+      // A cancel leaves the refusal (and its Verify) in place; another failure is shown instead.
+      if (!(error instanceof UserRejectedRequestError)) setFailed({ error, work })
+      return
+    }
+    await run(work)
   }
 
   function link(parameters: LinkAccountParameters, label: string) {
@@ -111,6 +137,8 @@ function Methods({ connector, common, t }: Props & { common: Translate; t: Linki
           </button>
         </div>
       )}
+      {/* A guest: the wallet is lost with this browser's data or its key's day, unless a login is added here. */}
+      {user.data?.guest && <p className="lk-alert">{t('guestWarning')}</p>}
       {/* The app backend has no session for them (signed out there, or ended with an account change). */}
       {user.data === null && <p className="lk-muted lk-small-text">{t('signInToManage')}</p>}
       {logins.length > 0 && (
@@ -220,7 +248,16 @@ function Methods({ connector, common, t }: Props & { common: Translate; t: Linki
           {status}
         </p>
       )}
-      {failed && <Failure t={common} failed={failed} onRetry={() => void run(failed.work)} />}
+      {failed?.factorId ? (
+        <div role="alert" className="lk-alert">
+          <p className="lk-alert-text">{t('mfaNeeded')}</p>
+          <button type="button" className="lk-text-button" disabled={busy} onClick={() => void verifyAndRetry(failed.factorId!, failed.work)}>
+            {t('verifyMfa')}
+          </button>
+        </div>
+      ) : (
+        failed && <Failure t={common} failed={failed} onRetry={() => void run(failed.work)} />
+      )}
     </section>
   )
 }

@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest'
 import { createConfig, http } from 'wagmi'
 import { reconnect } from 'wagmi/actions'
 import { testChains } from '../../../../test/chains.js'
+import { createWagmiClient } from '../internal/createWagmiClient.js'
 import { embedded } from './embedded.js'
 import { walletConnect } from './walletConnect.js'
 
@@ -42,5 +43,31 @@ describe('walletConnect() and embedded() on wagmi', () => {
       expect(await connector.getProvider()).toBeUndefined()
       expect(await connector.isAuthorized()).toBe(false)
     }
+  })
+
+  test('behavior: the embedded connector says whether the backend offers guests, to wagmi and to the Latchkey modal, reading /auth/config once', async () => {
+    const chains = testChains()
+    const reads: string[] = []
+    const config = createConfig({
+      chains,
+      connectors: [
+        embedded({
+          appName: 'Test',
+          backendUrl: 'http://backend.test/',
+          walletOptions: {
+            fetch: async (input) => {
+              reads.push(String(input))
+              return new Response(JSON.stringify({ organizationId: 'org-1', kmsUrl: 'http://kms.test', guests: true }))
+            },
+          },
+        }),
+      ],
+      transports: { [chains[0].id]: http(), [chains[1].id]: http() },
+      multiInjectedProviderDiscovery: false,
+    })
+    const wagmiConnector = config.connectors[0] as unknown as { offersGuests(): Promise<boolean> }
+    const latchkeyConnector = createWagmiClient(config).getConnectors()[0] as unknown as { offersGuests(): Promise<boolean> }
+    expect([await wagmiConnector.offersGuests(), await latchkeyConnector.offersGuests()]).toEqual([true, true])
+    expect(reads).toEqual(['http://backend.test/auth/config'])
   })
 })

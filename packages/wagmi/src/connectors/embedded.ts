@@ -1,5 +1,5 @@
 import type { EIP1193Provider, EmbeddedFlows, EmbeddedParameters } from '@latchkey/core'
-import { EMBEDDED_INFO, EMBEDDED_WALLET_KEY } from '@latchkey/core/connectors'
+import { EMBEDDED_INFO, EMBEDDED_WALLET_KEY, guestsOffered } from '@latchkey/core/connectors'
 import type { CreateConnectorFn } from 'wagmi'
 import { fromLatchkey } from '../internal/fromLatchkey.js'
 import { stored } from './walletConnect.js'
@@ -10,6 +10,8 @@ export type { EmbeddedParameters }
 export type EmbeddedProperties = {
   /** The social sign-ins the modal offers (from the parameters), known before the code loads. */
   readonly oauthProviders: readonly ('google' | 'apple')[]
+  /** Whether the app backend offers "Continue as guest" (its /auth/config), read without the wallet's code. */
+  offersGuests(): Promise<boolean>
   getFlows(): Promise<EmbeddedFlows>
 }
 
@@ -34,6 +36,7 @@ export function embedded(parameters: EmbeddedParameters): CreateConnectorFn<EIP1
       canRestore: () => stored(parameters.walletOptions?.storage, EMBEDDED_WALLET_KEY),
       properties: (load) => ({
         oauthProviders: parameters.oauthProviders ?? [],
+        offersGuests: guestsOffered(parameters),
         async getFlows() {
           const connector = await load()
           return (connector as unknown as EmbeddedProperties).getFlows()

@@ -98,6 +98,7 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
     }
     const flows = (connector as { getFlows?: unknown }).getFlows
     const oauthProviders = (connector as { oauthProviders?: readonly ('google' | 'apple')[] }).oauthProviders
+    const offersGuests = (connector as { offersGuests?: () => Promise<boolean> }).offersGuests
     const latchkey: LatchkeyConnector = {
       id: connector.id,
       name: connector.name,
@@ -142,7 +143,9 @@ export function createWagmiClient(config: Config, options: { signIn?: SignInAdap
       getProvider: async () => (await connector.getProvider()) as EIP1193Provider,
       isAuthorized: () => connector.isAuthorized(),
       switchChain: ({ chainId }) => switchChain(config, { chainId, connector }),
-      ...(typeof flows === 'function' ? { getFlows: flows.bind(connector), oauthProviders: oauthProviders ?? [] } : {}),
+      ...(typeof flows === 'function'
+        ? { getFlows: flows.bind(connector), oauthProviders: oauthProviders ?? [], offersGuests: offersGuests?.bind(connector) ?? (async () => false) }
+        : {}),
     }
     wrapped.set(connector.uid, latchkey)
     return latchkey

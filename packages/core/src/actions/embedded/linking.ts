@@ -10,6 +10,8 @@ export type LoginKind = Embedded.LoginKind
 export type LinkedLogin = Embedded.LinkedLogin
 /** The signed-in user as the backend answers `GET /auth/user`: logins (oldest first), wallets and second factors. */
 export type EmbeddedUser = Embedded.EmbeddedUser
+/** A second factor the kms holds for the user: its id (for `verifyMfa`), type, name, when enrolled, and `lockedUntil` while five wrong codes lock it. */
+export type MfaFactor = Embedded.MfaFactor
 /** A social sign-in the backend offers, which a user may link: `name` for `linkAccount`, `displayName` to show. */
 export type LinkableProvider = Embedded.LinkableProvider
 
@@ -111,4 +113,24 @@ export function unlinkAccount(client: Client, parameters: UnlinkAccountParameter
  */
 export function enrollTotp(client: Client, parameters: EmbeddedTarget = {}): Promise<{ factorId: string }> {
   return runFlow(client, 'enrollTotp', parameters, (flows) => flows.wallet.enrollTotp())
+}
+
+export type VerifyMfaParameters = EmbeddedTarget & {
+  /** The factor to verify: one of `getUser(client).mfa.enrolled`'s `factorId`s. */
+  factorId: string
+}
+
+/**
+ * Verifies the user's second factor for this session, in the consent frame (a code from the
+ * authenticator app, or a recovery code; the page never sees it): what an action refused with
+ * `MfaRequiredError` (`reason` 'MFA_REQUIRED') needs before it is repeated, within the operator's
+ * grace window. Errors: UserRejectedRequestError (4001: cancelled in the frame, nothing changed),
+ * AccountNotFoundError (not signed in).
+ *
+ * @example
+ * const user = await getUser(client)
+ * await verifyMfa(client, { factorId: user!.mfa.enrolled[0]!.factorId })
+ */
+export function verifyMfa(client: Client, parameters: VerifyMfaParameters): Promise<{ verified: true }> {
+  return runFlow(client, 'verifyMfa', parameters, (flows) => flows.wallet.verifyMfa(parameters.factorId))
 }

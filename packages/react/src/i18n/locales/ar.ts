@@ -23,6 +23,7 @@ const ar: Messages = {
   continueGoogle: 'المتابعة مع Google',
   continueApple: 'المتابعة مع Apple',
   recoverAccount: 'استعادة الحساب',
+  continueGuest: 'المتابعة كضيف',
   orWallet: 'أو استخدم محفظة',
   recent: 'حديثة',
   installed: 'مثبّتة',

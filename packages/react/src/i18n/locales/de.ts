@@ -23,6 +23,7 @@ const de: Messages = {
   continueGoogle: 'Weiter mit Google',
   continueApple: 'Weiter mit Apple',
   recoverAccount: 'Konto wiederherstellen',
+  continueGuest: 'Als Gast fortfahren',
   orWallet: 'oder eine Wallet nutzen',
   recent: 'Zuletzt',
   installed: 'Installiert',

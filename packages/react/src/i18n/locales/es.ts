@@ -23,6 +23,7 @@ const es: Messages = {
   continueGoogle: 'Continuar con Google',
   continueApple: 'Continuar con Apple',
   recoverAccount: 'Recuperar cuenta',
+  continueGuest: 'Continuar como invitado',
   orWallet: 'o usa una billetera',
   recent: 'Reciente',
   installed: 'Instalada',

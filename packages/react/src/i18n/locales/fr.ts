@@ -23,6 +23,7 @@ const fr: Messages = {
   continueGoogle: 'Continuer avec Google',
   continueApple: 'Continuer avec Apple',
   recoverAccount: 'Récupérer le compte',
+  continueGuest: 'Continuer en invité',
   orWallet: 'ou utilisez un portefeuille',
   recent: 'Récent',
   installed: 'Installé',

@@ -23,6 +23,7 @@ const he: Messages = {
   continueGoogle: 'המשך עם Google',
   continueApple: 'המשך עם Apple',
   recoverAccount: 'שחזור חשבון',
+  continueGuest: 'המשך כאורח',
   orWallet: 'או השתמשו בארנק',
   recent: 'אחרון',
   installed: 'מותקן',

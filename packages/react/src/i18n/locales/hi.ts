@@ -23,6 +23,7 @@ const hi: Messages = {
   continueGoogle: 'Google से जारी रखें',
   continueApple: 'Apple से जारी रखें',
   recoverAccount: 'खाता वापस पाएँ',
+  continueGuest: 'अतिथि के रूप में जारी रखें',
   orWallet: 'या वॉलेट इस्तेमाल करें',
   recent: 'हाल का',
   installed: 'इंस्टॉल है',

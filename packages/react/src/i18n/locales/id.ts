@@ -23,6 +23,7 @@ const id: Messages = {
   continueGoogle: 'Lanjut dengan Google',
   continueApple: 'Lanjut dengan Apple',
   recoverAccount: 'Pulihkan akun',
+  continueGuest: 'Lanjut sebagai tamu',
   orWallet: 'atau gunakan dompet',
   recent: 'Terbaru',
   installed: 'Terpasang',

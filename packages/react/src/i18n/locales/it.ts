@@ -23,6 +23,7 @@ const it: Messages = {
   continueGoogle: 'Continua con Google',
   continueApple: 'Continua con Apple',
   recoverAccount: 'Recupera account',
+  continueGuest: 'Continua come ospite',
   orWallet: 'oppure usa un wallet',
   recent: 'Recente',
   installed: 'Installato',

@@ -23,6 +23,7 @@ const ja: Messages = {
   continueGoogle: 'Google で続ける',
   continueApple: 'Apple で続ける',
   recoverAccount: 'アカウントを復元',
+  continueGuest: 'ゲストとして続ける',
   orWallet: 'またはウォレットを使う',
   recent: '最近',
   installed: 'インストール済み',

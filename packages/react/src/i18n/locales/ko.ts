@@ -23,6 +23,7 @@ const ko: Messages = {
   continueGoogle: 'Google로 계속',
   continueApple: 'Apple로 계속',
   recoverAccount: '계정 복구',
+  continueGuest: '게스트로 계속',
   orWallet: '또는 지갑 사용',
   recent: '최근',
   installed: '설치됨',

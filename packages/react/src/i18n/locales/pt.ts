@@ -23,6 +23,7 @@ const pt: Messages = {
   continueGoogle: 'Continuar com Google',
   continueApple: 'Continuar com Apple',
   recoverAccount: 'Recuperar conta',
+  continueGuest: 'Continuar como convidado',
   orWallet: 'ou use uma carteira',
   recent: 'Recente',
   installed: 'Instalada',

@@ -23,6 +23,7 @@ const ru: Messages = {
   continueGoogle: 'Продолжить с Google',
   continueApple: 'Продолжить с Apple',
   recoverAccount: 'Восстановить аккаунт',
+  continueGuest: 'Продолжить как гость',
   orWallet: 'или используйте кошелёк',
   recent: 'Недавний',
   installed: 'Установлен',

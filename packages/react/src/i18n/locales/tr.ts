@@ -23,6 +23,7 @@ const tr: Messages = {
   continueGoogle: 'Google ile devam et',
   continueApple: 'Apple ile devam et',
   recoverAccount: 'Hesabı kurtar',
+  continueGuest: 'Misafir olarak devam et',
   orWallet: 'ya da bir cüzdan kullan',
   recent: 'Son',
   installed: 'Yüklü',

@@ -23,6 +23,7 @@ const vi: Messages = {
   continueGoogle: 'Tiếp tục với Google',
   continueApple: 'Tiếp tục với Apple',
   recoverAccount: 'Khôi phục tài khoản',
+  continueGuest: 'Tiếp tục với tư cách khách',
   orWallet: 'hoặc dùng ví',
   recent: 'Gần đây',
   installed: 'Đã cài',

@@ -23,6 +23,7 @@ const zh: Messages = {
   continueGoogle: '使用 Google 继续',
   continueApple: '使用 Apple 继续',
   recoverAccount: '恢复账户',
+  continueGuest: '以访客身份继续',
   orWallet: '或使用钱包',
   recent: '最近',
   installed: '已安装',

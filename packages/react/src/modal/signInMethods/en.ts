@@ -31,6 +31,13 @@ export const en = {
   settingUpTotp: 'Setting up the authenticator app…',
   totpEnrolled: 'Authenticator app set up. Keep your recovery codes somewhere safe.',
   methodsStatus: 'Sign-in methods status',
+  guestWarning:
+    'This guest wallet lives in this browser only. Clearing this browser’s data, or a day passing, loses it, unless you add an email, a passkey or a social login.',
+  createGuestWallet: 'Create a guest wallet',
+  creatingGuest: 'Creating your guest wallet…',
+  mfaNeeded: 'This change needs your second factor. Verify it, and the change is tried once more.',
+  verifyMfa: 'Verify',
+  verifyingMfa: 'Verify in the dialog…',
 }
 
 /** A complete catalogue of the section: every key of the English one, each a string. */

@@ -28,6 +28,13 @@ const de: LinkingMessages = {
   settingUpTotp: 'Authenticator-App wird eingerichtet…',
   totpEnrolled: 'Authenticator-App eingerichtet. Bewahre deine Wiederherstellungscodes sicher auf.',
   methodsStatus: 'Status der Anmeldemethoden',
+  guestWarning:
+    'Diese Gast-Wallet gibt es nur in diesem Browser. Löschst du die Browserdaten oder vergeht ein Tag, ist sie verloren, außer du fügst eine E-Mail, einen Passkey oder ein Social-Konto hinzu.',
+  createGuestWallet: 'Gast-Wallet erstellen',
+  creatingGuest: 'Deine Gast-Wallet wird erstellt…',
+  mfaNeeded: 'Diese Änderung braucht deinen zweiten Faktor. Bestätige ihn, dann wird die Änderung noch einmal versucht.',
+  verifyMfa: 'Bestätigen',
+  verifyingMfa: 'Bestätige im Dialog…',
 }
 
 export default de

@@ -28,6 +28,13 @@ const es: LinkingMessages = {
   settingUpTotp: 'Configurando la app de autenticación…',
   totpEnrolled: 'App de autenticación configurada. Guarda tus códigos de recuperación en un lugar seguro.',
   methodsStatus: 'Estado de los métodos de inicio de sesión',
+  guestWarning:
+    'Esta billetera de invitado solo vive en este navegador. Si borras los datos del navegador, o pasa un día, la pierdes, salvo que añadas un correo, una llave de acceso o una cuenta social.',
+  createGuestWallet: 'Crear una billetera de invitado',
+  creatingGuest: 'Creando tu billetera de invitado…',
+  mfaNeeded: 'Este cambio necesita tu segundo factor. Verifícalo y el cambio se intentará una vez más.',
+  verifyMfa: 'Verificar',
+  verifyingMfa: 'Verifica en el cuadro de diálogo…',
 }
 
 export default es

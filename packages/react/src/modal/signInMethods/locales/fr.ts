@@ -28,6 +28,13 @@ const fr: LinkingMessages = {
   settingUpTotp: 'Configuration de l’application d’authentification…',
   totpEnrolled: 'Application d’authentification configurée. Gardez vos codes de récupération en lieu sûr.',
   methodsStatus: 'État des méthodes de connexion',
+  guestWarning:
+    'Ce portefeuille invité n’existe que dans ce navigateur. Effacer les données du navigateur, ou laisser passer un jour, le fait perdre, sauf si vous ajoutez un e-mail, une clé d’accès ou un compte social.',
+  createGuestWallet: 'Créer un portefeuille invité',
+  creatingGuest: 'Création de votre portefeuille invité…',
+  mfaNeeded: 'Cette modification demande votre second facteur. Vérifiez-le, et la modification sera tentée une nouvelle fois.',
+  verifyMfa: 'Vérifier',
+  verifyingMfa: 'Vérifiez dans la fenêtre…',
 }
 
 export default fr

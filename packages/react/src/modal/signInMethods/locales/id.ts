@@ -28,6 +28,13 @@ const id: LinkingMessages = {
   settingUpTotp: 'Menyiapkan aplikasi autentikator…',
   totpEnrolled: 'Aplikasi autentikator siap. Simpan kode pemulihan Anda di tempat aman.',
   methodsStatus: 'Status metode masuk',
+  guestWarning:
+    'Dompet tamu ini hanya ada di browser ini. Menghapus data browser, atau lewat sehari, membuatnya hilang, kecuali Anda menambahkan email, passkey, atau akun sosial.',
+  createGuestWallet: 'Buat dompet tamu',
+  creatingGuest: 'Membuat dompet tamu Anda…',
+  mfaNeeded: 'Perubahan ini memerlukan faktor kedua Anda. Verifikasi, lalu perubahan dicoba sekali lagi.',
+  verifyMfa: 'Verifikasi',
+  verifyingMfa: 'Verifikasi di dialog…',
 }
 
 export default id

@@ -28,6 +28,13 @@ const it: LinkingMessages = {
   settingUpTotp: 'Configurazione dell’app di autenticazione…',
   totpEnrolled: 'App di autenticazione configurata. Conserva i codici di recupero in un posto sicuro.',
   methodsStatus: 'Stato dei metodi di accesso',
+  guestWarning:
+    'Questo wallet ospite esiste solo in questo browser. Se cancelli i dati del browser, o passa un giorno, lo perdi, a meno che tu non aggiunga un’email, una passkey o un account social.',
+  createGuestWallet: 'Crea un wallet ospite',
+  creatingGuest: 'Creazione del tuo wallet ospite…',
+  mfaNeeded: 'Questa modifica richiede il tuo secondo fattore. Verificalo e la modifica verrà tentata ancora una volta.',
+  verifyMfa: 'Verifica',
+  verifyingMfa: 'Verifica nella finestra…',
 }
 
 export default it

@@ -28,6 +28,13 @@ const ja: LinkingMessages = {
   settingUpTotp: '認証アプリを設定しています…',
   totpEnrolled: '認証アプリを設定しました。リカバリーコードは安全な場所に保管してください。',
   methodsStatus: 'サインイン方法の状態',
+  guestWarning:
+    'このゲストウォレットはこのブラウザーにしかありません。ブラウザーのデータを消去するか 1 日が過ぎると失われます。メール、パスキー、ソーシャルアカウントを追加すれば残ります。',
+  createGuestWallet: 'ゲストウォレットを作成',
+  creatingGuest: 'ゲストウォレットを作成しています…',
+  mfaNeeded: 'この変更には 2 要素目が必要です。確認すると、変更をもう一度試します。',
+  verifyMfa: '確認',
+  verifyingMfa: 'ダイアログで確認してください…',
 }
 
 export default ja

@@ -28,6 +28,13 @@ const ko: LinkingMessages = {
   settingUpTotp: '인증 앱을 설정하는 중…',
   totpEnrolled: '인증 앱이 설정되었습니다. 복구 코드를 안전한 곳에 보관하세요.',
   methodsStatus: '로그인 방법 상태',
+  guestWarning:
+    '이 게스트 지갑은 이 브라우저에만 있습니다. 브라우저 데이터를 지우거나 하루가 지나면 사라집니다. 이메일, 패스키 또는 소셜 계정을 추가하면 유지됩니다.',
+  createGuestWallet: '게스트 지갑 만들기',
+  creatingGuest: '게스트 지갑을 만드는 중…',
+  mfaNeeded: '이 변경에는 2단계 인증이 필요합니다. 인증하면 변경을 한 번 더 시도합니다.',
+  verifyMfa: '인증',
+  verifyingMfa: '대화 상자에서 인증하세요…',
 }
 
 export default ko

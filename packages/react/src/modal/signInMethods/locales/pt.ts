@@ -28,6 +28,13 @@ const pt: LinkingMessages = {
   settingUpTotp: 'Configurando o app autenticador…',
   totpEnrolled: 'App autenticador configurado. Guarde seus códigos de recuperação em um lugar seguro.',
   methodsStatus: 'Status dos métodos de login',
+  guestWarning:
+    'Esta carteira de convidado existe só neste navegador. Se você limpar os dados do navegador, ou passar um dia, ela se perde, a menos que você adicione um e-mail, uma chave de acesso ou uma conta social.',
+  createGuestWallet: 'Criar uma carteira de convidado',
+  creatingGuest: 'Criando sua carteira de convidado…',
+  mfaNeeded: 'Esta alteração precisa do seu segundo fator. Verifique-o e a alteração será tentada mais uma vez.',
+  verifyMfa: 'Verificar',
+  verifyingMfa: 'Verifique na janela…',
 }
 
 export default pt

@@ -28,6 +28,13 @@ const tr: LinkingMessages = {
   settingUpTotp: 'Kimlik doğrulama uygulaması ayarlanıyor…',
   totpEnrolled: 'Kimlik doğrulama uygulaması ayarlandı. Kurtarma kodlarını güvenli bir yerde sakla.',
   methodsStatus: 'Giriş yöntemleri durumu',
+  guestWarning:
+    'Bu misafir cüzdanı yalnızca bu tarayıcıda var. Tarayıcı verilerini silersen ya da bir gün geçerse kaybolur; bir e-posta, geçiş anahtarı veya sosyal hesap eklersen kalır.',
+  createGuestWallet: 'Misafir cüzdanı oluştur',
+  creatingGuest: 'Misafir cüzdanın oluşturuluyor…',
+  mfaNeeded: 'Bu değişiklik ikinci faktörünü gerektiriyor. Doğrula, değişiklik bir kez daha denensin.',
+  verifyMfa: 'Doğrula',
+  verifyingMfa: 'Pencerede doğrula…',
 }
 
 export default tr

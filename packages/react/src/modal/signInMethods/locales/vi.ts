@@ -28,6 +28,13 @@ const vi: LinkingMessages = {
   settingUpTotp: 'Đang thiết lập ứng dụng xác thực…',
   totpEnrolled: 'Đã thiết lập ứng dụng xác thực. Hãy cất mã khôi phục ở nơi an toàn.',
   methodsStatus: 'Trạng thái phương thức đăng nhập',
+  guestWarning:
+    'Ví khách này chỉ có trong trình duyệt này. Xóa dữ liệu trình duyệt, hoặc sau một ngày, ví sẽ mất, trừ khi bạn thêm email, passkey hoặc tài khoản mạng xã hội.',
+  createGuestWallet: 'Tạo ví khách',
+  creatingGuest: 'Đang tạo ví khách…',
+  mfaNeeded: 'Thay đổi này cần yếu tố thứ hai của bạn. Hãy xác minh, rồi thay đổi sẽ được thử thêm một lần.',
+  verifyMfa: 'Xác minh',
+  verifyingMfa: 'Xác minh trong hộp thoại…',
 }
 
 export default vi

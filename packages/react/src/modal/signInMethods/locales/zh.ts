@@ -28,6 +28,12 @@ const zh: LinkingMessages = {
   settingUpTotp: '正在设置身份验证器应用…',
   totpEnrolled: '身份验证器应用已设置。请将恢复码保存在安全的地方。',
   methodsStatus: '登录方式状态',
+  guestWarning: '此访客钱包仅存在于此浏览器中。清除浏览器数据或过了一天，钱包就会丢失，除非你添加邮箱、通行密钥或社交账号。',
+  createGuestWallet: '创建访客钱包',
+  creatingGuest: '正在创建访客钱包…',
+  mfaNeeded: '此更改需要你的第二因素。验证后将再尝试一次。',
+  verifyMfa: '验证',
+  verifyingMfa: '请在对话框中验证…',
 }
 
 export default zh
