@@ -342,7 +342,7 @@ test('behavior: a kill -9 of the backend under sign-in load loses no webhook: ev
     verifier = new Webhook(endpoint.secret)
     // The backend, a process of its own: an endpoint has 1 s to answer, so a delivery it dies
     // holding is claimed again 6 s after (its lease), by whichever instance runs then.
-    const { b, urlB } = await cliInstance(url, ['--webhook-timeout', '1'])
+    const { b, urlB } = await cliInstance(url, ['--webhook-timeout', '1', '--guests'])
 
     // Sign-in load: SIWE sign-ins (user.authenticated) and guests (user.created too). Half start at
     // once; the rest wait until the backend acknowledged five and sent a webhook, and it dies as
