@@ -247,9 +247,11 @@ export function ConnectModal({ theme, onClose, signIn = false }: Props) {
             </div>
           )}
           {guests && (
-            <button type="button" className="lk-secondary lk-wide" onClick={() => pickEmbedded('guest')}>
-              {t('continueGuest')}
-            </button>
+            <div className="lk-row">
+              <button type="button" className="lk-secondary" onClick={() => pickEmbedded('guest')}>
+                {t('continueGuest')}
+              </button>
+            </div>
           )}
           <button type="button" className="lk-text-button" onClick={() => pickEmbedded('recover')}>
             {t('recoverAccount')}
