@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core'
 import { build, defaultClientConditions } from 'vite'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest'
 import { addPasskeyAuthenticator } from './authenticator.js'
-import { type ConsoleEntry, launch } from './browser.js'
+import { type ConsoleEntry, failedRequest, launch } from './browser.js'
 import { demo, es256OnlyPasskeyWarning, typeCodeInFrame, waitForText } from './page.js'
 
 // The WebAuthn ceremony codes of SPEC §8 produced for real by Chromium and its virtual
@@ -74,6 +74,12 @@ afterEach(async () => {
 /** The extension that stands in for the machine's authenticator and fails every ceremony. */
 const FAILING_AUTHENTICATOR = `${import.meta.dirname}/passkeys/failing-authenticator`
 
+/**
+ * The ceremony page names a backend that is not there (port 9, which Chromium refuses): opening the
+ * modal asks it whether it offers guests, and the browser logs that failed request.
+ */
+const absentBackendConfig = failedRequest('http://localhost:9/auth/config')
+
 /** Core logs a failed flow once, as an error (a misconfiguration, not a user's cancellation). */
 const loggedCeremonyError = (entry: ConsoleEntry) =>
   entry.kind === 'error' && entry.text.startsWith('[latchkey]') && entry.text.includes('WebauthnCeremonyError')
@@ -120,6 +126,7 @@ describe('WebAuthn ceremony codes (SPEC §8)', () => {
     const { page } = browser
     browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
     browser.expectConsole('the ceremony failure, logged by core', loggedCeremonyError)
+    browser.expectConsole('the guest offer asked of the page’s absent backend', absentBackendConfig)
     await addPasskeyAuthenticator(page)
     const alert = await createPasskeyAt(page, `http://127.0.0.1:${appPort}/`)
     expect(await alert.getByText('Passkeys cannot be used on this domain.', { exact: true }).count()).toBe(1)
@@ -130,6 +137,7 @@ describe('WebAuthn ceremony codes (SPEC §8)', () => {
     const { page } = browser
     browser.expectConsole('the ES256-only passkey options (SPEC §9)', es256OnlyPasskeyWarning)
     browser.expectConsole('the ceremony failure, logged by core', loggedCeremonyError)
+    browser.expectConsole('the guest offer asked of the page’s absent backend', absentBackendConfig)
     const authenticator = await addPasskeyAuthenticator(page)
     const alert = await createPasskeyAt(page, `http://localhost:${appPort}/?rpId=login.example.com`)
     expect(await alert.getByText('The passkey relying party id does not match this site.', { exact: true }).count()).toBe(1)
