@@ -30,6 +30,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { getFreePort, startStack } from '@latchkey/devnet'
 import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import { addPasskeyAuthenticator, type VirtualCredential } from '../e2e/authenticator.js'
 import { chromiumLaunchOptions } from '../test/chromium.js'
 
 const index = process.argv.indexOf('--runs')
@@ -49,7 +50,6 @@ const stack = await startStack({ ports, stateDir })
 const browser = await chromium.launch(chromiumLaunchOptions)
 
 /** A passkey as CDP's WebAuthn domain exports and imports it. */
-type Credential = { credentialId: string; isResidentCredential: boolean; rpId?: string; privateKey: string; userHandle?: string; signCount: number }
 
 /**
  * Runs in every page before its own scripts: records each click event (the button's text, when
@@ -96,26 +96,14 @@ async function shown(page: Page, what: 'address' | 'code' | 'email' | 'qr'): Pro
 const nodeClock = () => performance.timeOrigin + performance.now()
 
 /** A fresh browser (no cookie, nothing stored) with a virtual platform authenticator holding `credentials`. */
-async function freshPage(credentials: readonly Credential[] = []) {
+async function freshPage(credentials: readonly VirtualCredential[] = []) {
   const context: BrowserContext = await browser.newContext()
   await context.addInitScript(PAGE_CLOCK)
   const page = await context.newPage()
-  const cdp = await context.newCDPSession(page)
-  await cdp.send('WebAuthn.enable')
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  })
-  for (const credential of credentials) await cdp.send('WebAuthn.addCredential', { authenticatorId, credential })
+  const authenticator = await addPasskeyAuthenticator(page, credentials)
   return {
     page,
-    credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials,
+    credentials: authenticator.credentials,
     close: () => context.close(),
   }
 }
@@ -183,7 +171,7 @@ async function email(address: string): Promise<{ roundTrip: number; signIn: numb
  * the page's time, the time around Playwright's calls, and the passkey as the authenticator left it
  * (its signature counter moved on, which the kms requires of the next sign-in).
  */
-async function passkey(credentials: readonly Credential[]): Promise<{ ms: number; aroundPlaywright: number; credentials: Credential[] }> {
+async function passkey(credentials: readonly VirtualCredential[]): Promise<{ ms: number; aroundPlaywright: number; credentials: VirtualCredential[] }> {
   const browser = await freshPage(credentials)
   try {
     const { page } = browser
@@ -205,7 +193,7 @@ async function passkey(credentials: readonly Credential[]): Promise<{ ms: number
  * Chromium's share: `navigator.credentials.get` of the passkey with the options our stamper uses
  * (no allow list, user verification preferred), alone in a fresh browser on the demo's origin.
  */
-async function bareGet(credentials: readonly Credential[]): Promise<{ ms: number; credentials: Credential[] }> {
+async function bareGet(credentials: readonly VirtualCredential[]): Promise<{ ms: number; credentials: VirtualCredential[] }> {
   const browser = await freshPage(credentials)
   try {
     await browser.page.goto(stack.urls.demo)
@@ -269,7 +257,7 @@ const googleAddress = `bench.google.${Date.now()}@example.test`
 for (const address of mailAddresses) await email(address)
 await google(googleAddress)
 const signUp = await freshPage()
-let passkeys: Credential[]
+let passkeys: VirtualCredential[]
 try {
   const view = ui(signUp.page)
   await signUp.page.goto(stack.urls.demo)
