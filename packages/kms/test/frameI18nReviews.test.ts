@@ -21,6 +21,7 @@ import { afterAll, describe, expect, test } from 'vitest'
 import { checkCredential } from '../src/frames/browser/consentChecks/credential.js'
 import { checkExport } from '../src/frames/browser/consentChecks/exportKey.js'
 import { feeRow } from '../src/frames/browser/consentChecks/transaction.js'
+import { GRANT_SIGNS_ROW } from '../src/frames/browser/consentPayload.js'
 import { dialog } from '../src/frames/browser/i18n/dialog.js'
 import { en } from '../src/frames/browser/i18n/en.js'
 import { display, displayRow, displayValue, FRAME_LOCALES, type FrameLocale, t, useFrameLocale } from '../src/frames/browser/i18n/index.js'
@@ -297,6 +298,7 @@ const EXPORT_KEY = `04${'11'.repeat(64)}`
 /** What the payload checks add (consentChecks/*.ts): the fee a signed transaction allows, a credential's lifetime, an export's target. */
 const FACTS = [
   feeRow({ to: recipient, gas: 49319n, maxFeePerGas: 1_383_508_776n, chainId: 31337, type: 'eip1559' }),
+  GRANT_SIGNS_ROW,
   ...(checkCredential(
     {
       type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2',

@@ -87,6 +87,7 @@ export const values = {
   valueExportPhrase: 'the secret recovery phrase of the whole wallet',
   valueExportKey: 'the private key of this account',
   warnExportFrame: 'It appears only in the export frame. Never type it into a site or share it: whoever has it takes everything.',
+  valueSignsWithin: 'inside these limits until it expires, without asking you again',
 } as const
 
 export default values

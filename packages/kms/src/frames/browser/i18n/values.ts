@@ -36,6 +36,7 @@ const DECODED_ROWS = [
   'rowImport',
   'rowExports',
   'rowSignInEmail',
+  'rowSigns',
 ]
 
 const AMOUNT = /^(\d{1,80})(?:\.(\d{1,80}))?(?: ([\p{L}\p{N}._$+-]{1,32}))?$/u

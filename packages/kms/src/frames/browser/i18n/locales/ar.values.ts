@@ -80,6 +80,7 @@ const arValues: FrameValueTexts = {
   valueExportPhrase: 'عبارة الاسترداد السرية للمحفظة كلها',
   valueExportKey: 'المفتاح الخاص لهذا الحساب',
   warnExportFrame: 'تظهر فقط في نافذة التصدير. لا تكتبها أبدًا في موقع ولا تشاركها: من يملكها يأخذ كل شيء.',
+  valueSignsWithin: 'ضمن هذه الحدود حتى انتهاء صلاحيته، دون أن يسألك مجددًا',
 }
 
 export default arValues

@@ -83,6 +83,7 @@ const deValues: FrameValueTexts = {
   valueExportPhrase: 'die geheime Wiederherstellungsphrase der ganzen Wallet',
   valueExportKey: 'den privaten Schlüssel dieses Kontos',
   warnExportFrame: 'Er erscheint nur im Export-Fenster. Gib ihn nie auf einer Seite ein und teile ihn nie: Wer ihn hat, nimmt alles.',
+  valueSignsWithin: 'innerhalb dieser Grenzen, bis sie abläuft, ohne dich erneut zu fragen',
 }
 
 export default deValues

@@ -82,6 +82,7 @@ const esValues: FrameValueTexts = {
   valueExportPhrase: 'la frase secreta de recuperación de toda la billetera',
   valueExportKey: 'la clave privada de esta cuenta',
   warnExportFrame: 'Solo aparece en la ventana de exportación. Nunca la escribas en un sitio ni la compartas: quien la tenga se lo lleva todo.',
+  valueSignsWithin: 'dentro de estos límites hasta que caduque, sin volver a preguntarte',
 }
 
 export default esValues

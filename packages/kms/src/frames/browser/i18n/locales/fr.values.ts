@@ -82,6 +82,7 @@ const frValues: FrameValueTexts = {
   valueExportPhrase: 'la phrase secrète de récupération de tout le portefeuille',
   valueExportKey: 'la clé privée de ce compte',
   warnExportFrame: 'Elle n’apparaît que dans la fenêtre d’export. Ne la tapez jamais sur un site et ne la partagez pas : qui l’a prend tout.',
+  valueSignsWithin: 'dans ces limites jusqu’à son expiration, sans vous redemander',
 }
 
 export default frValues

@@ -80,6 +80,7 @@ const heValues: FrameValueTexts = {
   valueExportPhrase: 'את ביטוי השחזור הסודי של הארנק כולו',
   valueExportKey: 'את המפתח הפרטי של החשבון הזה',
   warnExportFrame: 'הוא מופיע רק בחלון הייצוא. לעולם אל תקלידו אותו באתר ואל תשתפו אותו: מי שמחזיק בו לוקח הכול.',
+  valueSignsWithin: 'בתוך המגבלות האלה עד שיפוג, בלי לשאול אותך שוב',
 }
 
 export default heValues

@@ -80,6 +80,7 @@ const hiValues: FrameValueTexts = {
   valueExportPhrase: 'पूरे वॉलेट का गुप्त रिकवरी वाक्यांश',
   valueExportKey: 'इस खाते की निजी कुंजी',
   warnExportFrame: 'यह केवल एक्सपोर्ट विंडो में दिखता है। इसे कभी किसी साइट पर न लिखें, न साझा करें: जिसके पास यह है, वह सब ले लेता है।',
+  valueSignsWithin: 'समाप्त होने तक इन सीमाओं के भीतर, आपसे दोबारा पूछे बिना',
 }
 
 export default hiValues

@@ -81,6 +81,7 @@ const idValues: FrameValueTexts = {
   valueExportPhrase: 'frasa pemulihan rahasia seluruh dompet',
   valueExportKey: 'kunci privat akun ini',
   warnExportFrame: 'Ini hanya muncul di jendela ekspor. Jangan pernah mengetiknya di situs atau membagikannya: siapa pun yang memilikinya mengambil semuanya.',
+  valueSignsWithin: 'dalam batas ini hingga kedaluwarsa, tanpa bertanya lagi kepada Anda',
 }
 
 export default idValues

@@ -81,6 +81,7 @@ const itValues: FrameValueTexts = {
   valueExportPhrase: 'la frase segreta di recupero dell’intero wallet',
   valueExportKey: 'la chiave privata di questo account',
   warnExportFrame: 'Appare solo nella finestra di esportazione. Non digitarla mai su un sito né condividerla: chi la ha prende tutto.',
+  valueSignsWithin: 'entro questi limiti fino alla scadenza, senza chiederti di nuovo',
 }
 
 export default itValues

@@ -83,6 +83,7 @@ const jaValues: FrameValueTexts = {
   valueExportPhrase: 'ウォレット全体の秘密のリカバリーフレーズ',
   valueExportKey: 'このアカウントの秘密鍵',
   warnExportFrame: 'エクスポートウィンドウにだけ表示されます。サイトに入力したり共有したりしないでください。持つ人がすべてを奪えます。',
+  valueSignsWithin: '期限が切れるまでこの範囲内で、再度確認せずに',
 }
 
 export default jaValues

@@ -80,6 +80,7 @@ const koValues: FrameValueTexts = {
   valueExportPhrase: '지갑 전체의 비밀 복구 구문',
   valueExportKey: '이 계정의 개인 키',
   warnExportFrame: '내보내기 창에만 표시됩니다. 어떤 사이트에도 입력하거나 공유하지 마세요. 가진 사람이 모든 것을 가져갑니다.',
+  valueSignsWithin: '만료될 때까지 이 한도 안에서, 다시 묻지 않고',
 }
 
 export default koValues

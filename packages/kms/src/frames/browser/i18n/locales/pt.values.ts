@@ -81,6 +81,7 @@ const ptValues: FrameValueTexts = {
   valueExportPhrase: 'a frase secreta de recuperação de toda a carteira',
   valueExportKey: 'a chave privada desta conta',
   warnExportFrame: 'Ela aparece só na janela de exportação. Nunca a digite em um site nem a compartilhe: quem a tiver leva tudo.',
+  valueSignsWithin: 'dentro desses limites até expirar, sem perguntar de novo',
 }
 
 export default ptValues

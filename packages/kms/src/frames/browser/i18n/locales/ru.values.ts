@@ -82,6 +82,7 @@ const ruValues: FrameValueTexts = {
   valueExportPhrase: 'секретную фразу восстановления всего кошелька',
   valueExportKey: 'закрытый ключ этого аккаунта',
   warnExportFrame: 'Она появится только в окне экспорта. Никогда не вводите её на сайтах и никому не передавайте: у кого она, тот забирает всё.',
+  valueSignsWithin: 'в этих пределах до истечения срока, не спрашивая вас снова',
 }
 
 export default ruValues

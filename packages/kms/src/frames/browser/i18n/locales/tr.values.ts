@@ -83,6 +83,7 @@ const trValues: FrameValueTexts = {
   valueExportPhrase: 'tüm cüzdanın gizli kurtarma ifadesi',
   valueExportKey: 'bu hesabın özel anahtarı',
   warnExportFrame: 'Yalnızca dışa aktarma penceresinde görünür. Asla bir siteye yazmayın veya paylaşmayın: ona sahip olan her şeyi alır.',
+  valueSignsWithin: 'süresi dolana kadar bu sınırlar içinde, size yeniden sormadan',
 }
 
 export default trValues

@@ -80,6 +80,7 @@ const viValues: FrameValueTexts = {
   valueExportPhrase: 'cụm từ khôi phục bí mật của toàn bộ ví',
   valueExportKey: 'khóa riêng của tài khoản này',
   warnExportFrame: 'Nó chỉ xuất hiện trong cửa sổ xuất. Đừng bao giờ gõ nó vào trang web hay chia sẻ: ai có nó sẽ lấy mọi thứ.',
+  valueSignsWithin: 'trong các giới hạn này cho đến khi hết hạn, không hỏi lại bạn',
 }
 
 export default viValues

@@ -80,6 +80,7 @@ const zhValues: FrameValueTexts = {
   valueExportPhrase: '整个钱包的秘密恢复短语',
   valueExportKey: '此账户的私钥',
   warnExportFrame: '它只会出现在导出窗口中。切勿在任何网站输入或与人分享：拥有它的人可以拿走一切。',
+  valueSignsWithin: '在这些限制内，直到过期，无需再次询问你',
 }
 
 export default zhValues
