@@ -188,7 +188,13 @@ describe('consent frame screenshots', () => {
       let reject = await dialog(page, frame, 'message', message)
       found.push(await shoot(page, name('message'), [origin]))
       await reject()
-      reject = await dialog(page, frame, 'transaction', transaction, locale === 'ar' ? 'ترسل 1 ETH. لا تتلقى شيئًا' : 'You send 1 ETH. You receive nothing')
+      reject = await dialog(
+        page,
+        frame,
+        'transaction',
+        transaction,
+        locale === 'ar' ? 'ترسل \u20681 ETH\u2069. لا تتلقى شيئًا' : 'You send 1 ETH. You receive nothing',
+      )
       found.push(await shoot(page, name('transaction'), [origin]))
       await reject()
       reject = await dialog(page, frame, 'typed', typedData)

@@ -124,7 +124,8 @@ describe('consent frame configured by the kms', () => {
     const dialog = frame.getByRole('dialog')
     await expect.poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 }).toBe('You send 1 ETH. You receive nothing')
     expect(await frame.locator('#review-title').textContent()).toBe('Send a transaction')
-    expect(await dialog.getByText('0.000042 ETH (21000 gas at 2 gwei)').count()).toBe(1)
+    // The review writes "21000 gas"; the dialog shows its numbers through Intl in the frame's locale.
+    expect(await dialog.getByText('0.000042 ETH (21,000 gas at 2 gwei)').count()).toBe(1)
     // The key, not Playwright's mouse: its click waits forever on this dialog once a simulation was
     // shown (the hang seen before on the overlay's Approve; not yet explained). A key press is as trusted.
     await frame.getByRole('button', { name: 'Reject' }).press('Enter')
@@ -189,9 +190,10 @@ describe("consent frame in the app's language", () => {
     await dialog.waitFor()
     expect(await frame.evaluate(() => [document.documentElement.lang, document.documentElement.dir])).toEqual(['ar', 'rtl'])
     expect(await frame.locator('#review-title').textContent()).toBe('توقيع رسالة')
-    expect(await frame.locator('#review-origin').textContent()).toBe(`مطلوب من ${appOrigin}`)
+    // Values keep their own direction inside a right-to-left line: isolated (U+2068 … U+2069).
+    expect(await frame.locator('#review-origin').textContent()).toBe(`مطلوب من \u2068${appOrigin}\u2069`)
     expect(await frame.locator('#review-rows dt').allTextContents()).toEqual(['الرسالة'])
-    expect(await frame.locator('#review-rows dd').allTextContents()).toEqual(['hello'])
+    expect(await frame.locator('#review-rows dd').allTextContents()).toEqual(['\u2068hello\u2069'])
     expect(await dialog.getByRole('button').allTextContents()).toEqual(['رفض', 'موافقة'])
     // Mirrored: the actions sit at the start of the line, which is the left in a right-to-left dialog.
     const [reject, approve] = await Promise.all([frame.locator('#reject').boundingBox(), frame.locator('#approve').boundingBox()])
@@ -200,6 +202,41 @@ describe("consent frame in the app's language", () => {
     await frame.getByRole('button', { name: 'رفض' }).press('Enter')
     // The API's error text stays as it is.
     expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'ar-1' })
+    await page.close()
+  })
+
+  test('behavior: in Arabic an amount reads "1 ETH" as it does in English, on its own and inside a sentence: the browser lays it out left to right', async () => {
+    const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress }, '?locale=ar')
+    await ask(page, 'ar-bidi', transaction)
+    await frame.getByRole('dialog').waitFor()
+    await expect.poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 }).toContain('ETH')
+    /** Where the browser drew the first "1" and the first "ETH" of `element`'s text: the left edge of each, from Range rectangles. */
+    const drawn = (selector: string, index = 0) =>
+      frame.evaluate(
+        ([selector, index]) => {
+          const element = document.querySelectorAll(selector)[index]!
+          const text = element.firstChild as Text
+          const left = (word: string) => {
+            const range = document.createRange()
+            const at = text.data.indexOf(word)
+            range.setStart(text, at)
+            range.setEnd(text, at + word.length)
+            return range.getClientRects()[0]!.left
+          }
+          return { one: left('1'), eth: left('ETH') }
+        },
+        [selector, index] as const,
+      )
+    // The "Value" row (القيمة): "1 ETH" on its own in a right-to-left cell.
+    const labels = await frame.locator('#review-rows dt').allTextContents()
+    const value = await drawn('#review-rows dd', labels.indexOf('القيمة'))
+    expect(value.one).toBeLessThan(value.eth)
+    // The simulation's sentence: "1 ETH" inside Arabic text.
+    const sentence = await drawn('#review-simulation')
+    expect(sentence.one).toBeLessThan(sentence.eth)
+    expect(await frame.locator('#review-simulation').textContent()).toBe('ترسل \u20681 ETH\u2069. لا تتلقى شيئًا')
+    await frame.locator('#reject').press('Enter')
+    await answer(page)
     await page.close()
   })
 
@@ -252,7 +289,7 @@ describe('consent frame accessibility', () => {
       // The simulation's answer, not its pending line: axe checks the dialog as it settles, in the frame's language.
       await expect
         .poll(() => frame.locator('#review-simulation').textContent(), { timeout: 20_000 })
-        .toBe(query ? 'ترسل 1 ETH. لا تتلقى شيئًا' : 'You send 1 ETH. You receive nothing')
+        .toBe(query ? 'ترسل \u20681 ETH\u2069. لا تتلقى شيئًا' : 'You send 1 ETH. You receive nothing')
       expect(await dialogViolations(page, frame, `transaction${query}`)).toEqual([])
       await frame.locator('#reject').press('Enter')
       await answer(page)
@@ -307,8 +344,8 @@ describe('consent frame typed data', () => {
       if (query) {
         expect(await frame.locator('#review-title').textContent()).toBe('توقيع إذن رمز مميز')
         expect(await frame.locator('#review-warnings li').allTextContents()).toEqual([
-          'لم يُجب الرمز المميز على العنوان 0x5FbDB2315678afecb367f032d93F642f64180aa3 على symbol() وdecimals(): تُعرض كميته خامًا، بأصغر وحدة للرمز.',
-          `موافقة غير محدودة: يمكن لـ ${recipient} أخذ كل ما لديك من tokens of 0x5FbDB2315678afecb367f032d93F642f64180aa3، الآن ولاحقًا، حتى تلغيها.`,
+          'لم يُجب الرمز المميز على العنوان \u20680x5FbDB2315678afecb367f032d93F642f64180aa3\u2069 على symbol() وdecimals(): تُعرض كميته خامًا، بأصغر وحدة للرمز.',
+          `موافقة غير محدودة: يمكن لـ \u2068${recipient}\u2069 أخذ كل ما لديك من \u2068رموز \u20680x5FbDB2315678afecb367f032d93F642f64180aa3\u2069\u2069، الآن ولاحقًا، حتى تلغيها.`,
         ])
       }
       expect(await dialogViolations(page, frame, `typed data${query}`)).toEqual([])

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest'
 import { dialog } from '../src/frames/browser/i18n/dialog.js'
 import { en } from '../src/frames/browser/i18n/en.js'
 import { display, displayRow, FRAME_LOCALES, frameLocale, resolveFrameLocale, t, useFrameLocale } from '../src/frames/browser/i18n/index.js'
-import { values } from '../src/frames/browser/i18n/values.js'
+import { values } from '../src/frames/browser/i18n/valueTexts.js'
 import { formatDate, formatNative } from '../src/frames/browser/review/format.js'
 import { formatTokenAmount } from '../src/frames/browser/review/tokens.js'
 import {
@@ -20,6 +20,8 @@ import {
 // English `{name}`s; decoded English texts are shown in the active locale, numbers, amounts and
 // dates through Intl; a request's own text (a message) never is.
 
+/** A value isolated in a right-to-left sentence (U+2068 FIRST STRONG ISOLATE … U+2069 POP DIRECTIONAL ISOLATE). */
+const isolated = (value: string) => `\u2068${value}\u2069`
 const names = (text: string) => [...text.matchAll(/\{(\w+)\}/g)].map((found) => found[1]).sort()
 const english: Record<string, string> = { ...en, ...dialog, ...values }
 
@@ -42,8 +44,8 @@ describe('consent frame catalogues', () => {
     expect(display('Sign typed data')).toBe('توقيع بيانات منظَّمة')
     expect(display('Send 3 calls at once')).toBe('إرسال 3 استدعاءات دفعة واحدة')
     expect(display('Call 12')).toBe('الاستدعاء 12')
-    expect(display('0x70997970C51812dc3A010C7d01b50e0d17dc79C8')).toBe('0x70997970C51812dc3A010C7d01b50e0d17dc79C8')
-    expect(t('requestedBy', { origin: 'https://app.example' })).toBe('مطلوب من https://app.example')
+    expect(display('0x70997970C51812dc3A010C7d01b50e0d17dc79C8')).toBe(isolated('0x70997970C51812dc3A010C7d01b50e0d17dc79C8'))
+    expect(t('requestedBy', { origin: 'https://app.example' })).toBe(`مطلوب من ${isolated('https://app.example')}`)
     await useFrameLocale('de')
     expect(display('Send 1200 calls at once')).toBe('1.200 Aufrufe auf einmal senden')
     await useFrameLocale('en')
@@ -69,7 +71,7 @@ describe('consent frame catalogues', () => {
     expect(display('You send 1.5 ETH')).toBe('Du sendest 1,5 ETH')
     expect(display(REFUSED_DELEGATION)).toBe('Eine Delegation an einen anderen Vertrag als den Executor der Wallet wird abgelehnt')
     await useFrameLocale('ar')
-    expect(display(siweAddressMismatch(spender, token).text)).toBe(`يذكر تسجيل الدخول هذا الحساب ${spender}، لا حسابك (${token}).`)
+    expect(display(siweAddressMismatch(spender, token).text)).toBe(`يذكر تسجيل الدخول هذا الحساب ${isolated(spender)}، لا حسابك (${isolated(token)}).`)
     expect(display('You receive nothing')).toBe('لا تتلقى شيئًا')
     await useFrameLocale('hi')
     expect(display(formatNative(1234567000000000000000000n))).toBe('12,34,567 ETH')

@@ -1,4 +1,4 @@
-import { display, displayRow, t } from './i18n/index.js'
+import { display, displayRow, displayValue, t } from './i18n/index.js'
 import type { Review, ReviewNode, SimulationResult } from './review/types.js'
 
 // The consent dialog: renders a Review (text only, through textContent) and answers whether the
@@ -157,7 +157,7 @@ function render(elements: ConsentDialogElements, review: Review) {
     elements.rows.append(term, detail)
   }
   elements.rows.hidden = review.rows.length === 0
-  if (review.tree?.length) elements.tree.append(treeList(review.tree))
+  if (review.tree?.length) elements.tree.append(treeList(review.tree, review.kind !== 'typedData'))
   elements.tree.hidden = !review.tree?.length
   elements.raw.textContent = review.raw ?? ''
   elements.rawBox.open = false
@@ -180,7 +180,8 @@ function render(elements: ConsentDialogElements, review: Review) {
   }
 }
 
-function treeList(nodes: readonly ReviewNode[]): HTMLUListElement {
+/** `decoded`: the review wrote the tree's values (a call's, a grant's), not the request (typed data's message). */
+function treeList(nodes: readonly ReviewNode[], decoded: boolean): HTMLUListElement {
   const list = document.createElement('ul')
   for (const node of nodes) {
     const item = document.createElement('li')
@@ -188,8 +189,8 @@ function treeList(nodes: readonly ReviewNode[]): HTMLUListElement {
     label.className = 'tree-label'
     label.textContent = display(node.label)
     item.append(label)
-    if (node.value !== undefined) item.append(' ', treeValue(node.value))
-    if (node.children?.length) item.append(treeList(node.children))
+    if (node.value !== undefined) item.append(' ', treeValue(node.value, decoded))
+    if (node.children?.length) item.append(treeList(node.children, decoded))
     list.append(item)
   }
   return list
@@ -198,10 +199,10 @@ function treeList(nodes: readonly ReviewNode[]): HTMLUListElement {
 /** Hex data longer than a selector and one word (undecoded calldata): folded under its size, one click away, so the review's decoded rows and Approve stay in view. */
 const FOLDED_HEX = /^0x(?:[0-9a-fA-F]{2}){37,}$/
 
-function treeValue(text: string): HTMLElement {
+function treeValue(text: string, decoded: boolean): HTMLElement {
   if (!FOLDED_HEX.test(text)) {
     const value = document.createElement('span')
-    value.textContent = text
+    value.textContent = displayValue(text, decoded)
     return value
   }
   const box = document.createElement('details')
@@ -215,7 +216,7 @@ function treeValue(text: string): HTMLElement {
 }
 
 function describeSimulation(result: SimulationResult): string {
-  if (result.status !== 'ok') return t(result.status === 'reverted' ? 'simReverted' : 'simUnavailable', { reason: display(result.reason) })
+  if (result.status !== 'ok') return t(result.status === 'reverted' ? 'simReverted' : 'simUnavailable', { reason: display(result.reason) }, true)
   const lines = [...result.sends, ...result.receives].map(display)
   return lines.length ? lines.join('. ') : t('simulationNoChanges')
 }

@@ -10,6 +10,8 @@ import { checkTransaction } from './consentChecks/transaction.js'
 import { checkTypedData } from './consentChecks/typedData.js'
 import type { ReviewAndStampValue } from './consentMessages.js'
 import { bytesToHex, concatBytes, hexToBytes, utf8Encode } from './encoding.js'
+import { en } from './i18n/en.js'
+import type { ReviewRow } from './review/types.js'
 
 // The stamp authorises the payload, not the picture: a page could show the user one request and
 // ask for a stamp over another. So before anything is shown, the payload (the kms activity the
@@ -17,6 +19,9 @@ import { bytesToHex, concatBytes, hexToBytes, utf8Encode } from './encoding.js'
 // its own module (consentChecks/); any other method is refused.
 
 export type { PayloadFacts, PayloadSettings } from './consentChecks/activity.js'
+
+/** What a grant adds to its review: the frame signs inside it without asking again. */
+export const GRANT_SIGNS_ROW: ReviewRow = { label: en.rowSigns, value: 'inside these limits until it expires, without asking you again' }
 
 /**
  * Throws unless `payload` is the kms activity that carries out `request` for `context.account`;
@@ -61,7 +66,7 @@ export function assertPayloadMatches({ request, payload, context }: ReviewAndSta
       return checkCalls(activity as Activity, request.params, context, settings)
     case 'wallet_grantPermissions':
       checkGrant(activity as Activity, request.params, context)
-      return { rows: [{ label: 'Signs', value: 'inside these limits until it expires, without asking you again' }] }
+      return { rows: [GRANT_SIGNS_ROW] }
     case 'eip7702_authorization':
       return checkAuthorization(activity as Activity, request.params, context, settings)
     case 'export_wallet':

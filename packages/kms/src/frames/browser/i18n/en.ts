@@ -6,7 +6,7 @@
 // own that downloads, like every other locale's catalogue, only when English is the active locale.
 
 import type { dialog } from './dialog.js'
-import type { values } from './values.js'
+import type { values } from './valueTexts.js'
 
 export const en = {
   // What a review decodes (review/*.ts writes these English texts; the dialog shows them translated).
@@ -63,5 +63,9 @@ export const en = {
 } as const
 
 /** A catalogue: every key of the English texts, each a text with the same `{name}` values. */
-export type FrameMessages = { readonly [key in keyof typeof en | keyof typeof dialog | keyof typeof values]: string }
+export type FrameMessages = FrameTexts & FrameValueTexts
 export type FrameMessageKey = keyof FrameMessages
+/** A locale's own catalogue (locales/<locale>.ts): the decoded texts without values and the dialogs' texts. */
+export type FrameTexts = { readonly [key in keyof typeof en | keyof typeof dialog]: string }
+/** A locale's texts with values (locales/<locale>.values.ts; English's are valueTexts.ts), a chunk of its own that downloads with values.ts. */
+export type FrameValueTexts = { readonly [key in keyof typeof values]: string }

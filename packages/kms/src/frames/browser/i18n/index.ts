@@ -1,12 +1,14 @@
-import { en, type FrameMessageKey, type FrameMessages } from './en.js'
+import { en, type FrameMessageKey, type FrameMessages, type FrameTexts, type FrameValueTexts } from './en.js'
 
 // The consent frame's language: the app names it (`/consent?locale=ar`, as the embedded package
 // opens the frame), else the browser's languages, else English. English is bundled with the page;
-// the texts review/*.ts decodes into are bundled with the page in English (en.ts); each locale's
-// catalogue, English's dialog texts (dialog.ts) included, is a chunk of its own, downloaded only
-// when it is the active one, with values.ts (the decoded texts with values, and their Intl
-// formatting), a chunk of its own too. The frame shows its texts through `t` (its own) and
-// `display`/`displayRow` (what review/*.ts decoded, in English).
+// the texts review/*.ts decodes into are bundled with the page in English (en.ts). Each locale's
+// catalogue is two chunks, downloaded only when it is the active locale: its texts
+// (locales/<locale>.ts; English's dialog texts are dialog.ts) and its texts with values
+// (locales/<locale>.values.ts; English's are valueTexts.ts), each within issue 30's 3 KiB (gzip).
+// The formatter (values.ts, with Intl) and its English patterns (valueTexts.ts) download with any
+// catalogue. The frame shows its texts through `t` (its own) and `display`/`displayRow`/
+// `displayValue` (what review/*.ts decoded, in English).
 
 export type { FrameMessageKey, FrameMessages } from './en.js'
 
@@ -17,24 +19,27 @@ export type FrameLocale = (typeof FRAME_LOCALES)[number]
 /** Right-to-left scripts: the frame sets `dir="rtl"` and its layout mirrors. */
 export const isRtl = (locale: FrameLocale): boolean => locale === 'ar' || locale === 'he'
 
-const catalogues: Record<FrameLocale, () => Promise<{ default: FrameMessages }>> = {
-  en: () =>
-    Promise.all([import('./dialog.js'), import('./values.js')]).then(([dialog, values]) => ({ default: { ...en, ...dialog.default, ...values.values } })),
-  es: () => import('./locales/es.js'),
-  pt: () => import('./locales/pt.js'),
-  fr: () => import('./locales/fr.js'),
-  de: () => import('./locales/de.js'),
-  it: () => import('./locales/it.js'),
-  ru: () => import('./locales/ru.js'),
-  tr: () => import('./locales/tr.js'),
-  ar: () => import('./locales/ar.js'),
-  he: () => import('./locales/he.js'),
-  hi: () => import('./locales/hi.js'),
-  zh: () => import('./locales/zh.js'),
-  ja: () => import('./locales/ja.js'),
-  ko: () => import('./locales/ko.js'),
-  id: () => import('./locales/id.js'),
-  vi: () => import('./locales/vi.js'),
+/** Both halves of a locale's catalogue: its texts, and its texts with values (which download beside values.ts). */
+const both = (texts: Promise<{ default: FrameTexts }>, values: Promise<{ default: FrameValueTexts }>): Promise<FrameMessages> =>
+  Promise.all([texts, values]).then(([own, withValues]) => ({ ...own.default, ...withValues.default }))
+
+const catalogues: Record<FrameLocale, () => Promise<FrameMessages>> = {
+  en: () => Promise.all([import('./dialog.js'), import('./valueTexts.js')]).then(([dialog, values]) => ({ ...en, ...dialog.default, ...values.default })),
+  es: () => both(import('./locales/es.js'), import('./locales/es.values.js')),
+  pt: () => both(import('./locales/pt.js'), import('./locales/pt.values.js')),
+  fr: () => both(import('./locales/fr.js'), import('./locales/fr.values.js')),
+  de: () => both(import('./locales/de.js'), import('./locales/de.values.js')),
+  it: () => both(import('./locales/it.js'), import('./locales/it.values.js')),
+  ru: () => both(import('./locales/ru.js'), import('./locales/ru.values.js')),
+  tr: () => both(import('./locales/tr.js'), import('./locales/tr.values.js')),
+  ar: () => both(import('./locales/ar.js'), import('./locales/ar.values.js')),
+  he: () => both(import('./locales/he.js'), import('./locales/he.values.js')),
+  hi: () => both(import('./locales/hi.js'), import('./locales/hi.values.js')),
+  zh: () => both(import('./locales/zh.js'), import('./locales/zh.values.js')),
+  ja: () => both(import('./locales/ja.js'), import('./locales/ja.values.js')),
+  ko: () => both(import('./locales/ko.js'), import('./locales/ko.values.js')),
+  id: () => both(import('./locales/id.js'), import('./locales/id.values.js')),
+  vi: () => both(import('./locales/vi.js'), import('./locales/vi.values.js')),
 }
 
 /** `pt-BR` → `pt`, `zh-Hant-TW` → `zh`; undefined for a language without a catalogue. */
@@ -71,25 +76,35 @@ let active: { locale: FrameLocale; messages: Partial<FrameMessages>; values?: Fo
 /** The active locale, as `lang` names it. */
 export const frameLocale = (): FrameLocale => active.locale
 
-/** Downloads `locale`'s catalogue and the formatter of decoded texts (values.ts), and makes them the active ones. */
+/** Downloads `locale`'s catalogue and the formatter of decoded texts (values.ts, with the English patterns of valueTexts.ts), and makes them the active ones. */
 export async function useFrameLocale(locale: FrameLocale, now?: () => number): Promise<void> {
-  const [catalogue, module] = await Promise.all([catalogues[locale](), import('./values.js')])
-  active = { locale, messages: catalogue.default }
-  active.values = module.valueFormatter(locale, t, en, now)
+  const [catalogue, module, english] = await Promise.all([catalogues[locale](), import('./values.js'), import('./valueTexts.js')])
+  active = { locale, messages: catalogue }
+  active.values = module.valueFormatter(locale, t, { ...en, ...english.default }, now)
 }
 
 const formatNumber = (text: string) => (/^\d{1,15}$/.test(text) ? new Intl.NumberFormat(active.locale).format(Number(text)) : text)
 
 /**
- * The active locale's text for `key` (the key itself before its catalogue is in), `{name}`s filled from `values` (whole numbers through `Intl`).
+ * A value put into a sentence: a whole number through `Intl`; any other value with its explicit
+ * direction controls shown as <U+…>, and in a right-to-left locale isolated (U+2068 … U+2069), so
+ * "1 ETH" or an address keeps its own order inside an Arabic or Hebrew sentence.
+ */
+function fill(value: string, shown: boolean): string {
+  if (/^\d{1,15}$/.test(value)) return formatNumber(value)
+  const text = shown ? value : value.replace(/[\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu, (mark) => `<U+${mark.codePointAt(0)!.toString(16).toUpperCase()}>`)
+  return isRtl(active.locale) ? `\u2068${text}\u2069` : text
+}
+
+/**
+ * The active locale's text for `key` (the key itself before its catalogue is in), `{name}`s filled from `values` (see `fill`;
+ * `shown`: the values are what `display` returned, their direction controls revealed already).
  *
  * @example
  * t('requestedBy', { origin: 'https://app.example' }) // 'Requested by https://app.example'
  */
-export function t(key: FrameMessageKey, values: Readonly<Record<string, string | number>> = {}): string {
-  return (active.messages[key] ?? key).replace(/\{(\w+)\}/g, (whole, name: string) =>
-    Object.hasOwn(values, name) ? formatNumber(String(values[name])) : whole,
-  )
+export function t(key: FrameMessageKey, values: Readonly<Record<string, string | number>> = {}, shown = false): string {
+  return (active.messages[key] ?? key).replace(/\{(\w+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? fill(String(values[name]), shown) : whole))
 }
 
 /**
@@ -104,6 +119,9 @@ export const display = (text: string): string => active.values?.display(text) ??
 
 /** A row's value: translated and formatted when the review wrote it (a fee, an amount, a date), as it is when it is the request's own text (a message). */
 export const displayRow = (label: string, value: string): string => active.values?.row(label, value) ?? value
+
+/** A tree's value: as `display` shows it when the review decoded it (a call's amount), as it is when it is the request's own (typed data's). */
+export const displayValue = (value: string, decoded: boolean): string => active.values?.value(value, decoded) ?? value
 
 /**
  * Sets the document's `lang` and `dir` and the page's own texts (elements with `data-i18n`; an

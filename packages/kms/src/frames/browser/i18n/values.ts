@@ -1,59 +1,20 @@
-// The texts with values the review writes (warnings, amounts, fees, dates, the simulation's
-// sentences), in English, and what shows them in the active locale: a text review/*.ts wrote is
-// matched against these English patterns (and en.ts's), its values put into the catalogue's text,
-// numbers, amounts and dates through Intl. A chunk of its own, downloaded with the first catalogue:
-// the frame's first chunk carries none of it.
+// What shows the texts with values the review writes (valueTexts.ts: warnings, amounts, fees,
+// dates, the simulation's sentences) in the active locale: a text review/*.ts wrote is matched
+// against those English patterns (and en.ts's), its values put into the catalogue's text, numbers,
+// amounts and dates through Intl. A chunk of its own, downloaded with the first catalogue: the
+// frame's first chunk carries none of it.
 
-export const values = {
-  // Warnings (review/warnings.ts, userOperation.ts).
-  warnChainMismatch: 'This request is for {network}, but the wallet is on {current}.',
-  warnUnlimited: 'Unlimited approval: {spender} may take all your {symbol}, now and later, until you revoke it.',
-  warnApprovalForAll: '{operator} may move every token you hold of {collection}, now and later, until you revoke it.',
-  warnUnknownCall: 'Unknown contract call: the data sent to {contract} could not be decoded. Approve only if you trust this app and this contract.',
-  warnUnreadableToken: "The token at {token} did not answer symbol() and decimals(): its amount is shown raw, in the token's smallest unit.",
-  warnSiweDomain: 'This sign-in is for {domain}, but the request comes from {host}: signing it may let this site sign in to {domain} as you.',
-  warnSiweAddress: 'This sign-in names the account {address}, not yours ({account}).',
-  warnPaymaster: 'The paymaster {paymaster} is not one this app configured: it decides whether, and for what, this operation runs.',
-  refusedDelegation: "Delegation to a contract other than the wallet's executor is refused",
-  // The simulation (review/simulate.ts; consentDialog.ts).
-  simSend: 'You send {amount}',
-  simReceive: 'You receive {amount}',
-  simSendNothing: 'You send nothing',
-  simReceiveNothing: 'You receive nothing',
-  simReverted: 'The simulation reverted: {reason}',
-  simUnavailable: 'No simulation: {reason}',
-  simCallReverts: 'Call {index} reverts: {reason}',
-  simNoConnection: 'There is no connection to {network}: the asset changes cannot be simulated.',
-  // Values (fee.ts, userOperation.ts, calls.ts, permit.ts, grant.ts, siwe.ts, authorization.ts).
-  valueUpTo: 'up to {amount}',
-  valueAbout: 'about {amount}',
-  valueSponsored: 'sponsored by {app}',
-  valuePaidBy: 'paid by {paymaster}',
-  valueFeeUnknown: 'unknown (no connection to the chain)',
-  valueUnlimited: 'unlimited {symbol}',
-  valueEveryChain: 'every chain',
-  valueNever: 'never',
-  valueThisWallet: 'this wallet',
-  valueSignerAccount: 'account {address}',
-  valueNewContract: 'a new contract',
-  actionSend: 'Send {amount} to {to}',
-  actionAllow: 'Allow {spender} to spend {amount}',
-  actionMove: 'Move {amount} from {from} to {to}',
-  permitAllows: 'Allows {spender} to spend {amount} until {date}',
-  limitFrom: '{limit}, from {date}',
-  limitPerHour: '{amount} per hour',
-  limitPerDay: '{amount} per day',
-  limitPerWeek: '{amount} per week',
-  limitPer30Days: '{amount} per 30 days',
-  rowLimit: '{symbol} limit',
-  titleSendFrom: 'Send from {account}',
-} as const
+/**
+ * How a `{name}` is read and shown: whole numbers; texts shown in turn (amounts, dates, networks);
+ * addresses (only a whole address matches, so "Move 5 of #1, 3 of #2 of 0x… from 0x… to 0x…" splits
+ * where it should); a list of texts shown in turn ("5 of #1, 3 of #2"); else as it is.
+ */
+const NUMBERS = new Set(['count', 'index', 'gas'])
+const NESTED = new Set(['amount', 'limit', 'date', 'network', 'current', 'price', 'item', 'symbol', 'target', 'signer', 'duration', 'reason'])
+const ADDRESSES = new Set(['contract', 'from', 'to'])
+const LISTS = new Set(['items'])
 
-/** How a `{name}` is read and shown: whole numbers, texts shown in turn (amounts, dates, networks), else as it is. */
-const NUMBERS = new Set(['count', 'index'])
-const NESTED = new Set(['amount', 'limit', 'date', 'network', 'current'])
-
-/** The rows (en.ts's keys) whose values the review wrote itself: only these are shown translated (a message or a statement never is). */
+/** The rows (en.ts's and these keys) whose values the review wrote itself: only these are shown translated (a message or a statement never is). */
 const DECODED_ROWS = [
   'rowNetwork',
   'rowChain',
@@ -69,38 +30,62 @@ const DECODED_ROWS = [
   'rowSigner',
   'rowAction',
   'rowTransfer',
+  'rowPasskey',
+  'rowAdds',
+  'rowOpens',
+  'rowImport',
+  'rowExports',
+  'rowSignInEmail',
+  'rowSigns',
 ]
 
 const AMOUNT = /^(\d{1,80})(?:\.(\d{1,80}))?(?: ([\p{L}\p{N}._$+-]{1,32}))?$/u
 const DATE = /^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) UTC$/
+const DURATION = /^(\d{1,15}) (second|minute|hour|day)s?$/
+
+/** Explicit direction marks and isolates: inside a value they are shown as <U+…>, as a message's are, so a value cannot reorder the text around it. */
+const BIDI_CONTROLS = /[\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu
+const revealBidi = (text: string): string =>
+  text.replace(BIDI_CONTROLS, (character) => `<U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`)
 
 /**
- * The active locale's way of showing decoded texts: `display` (a title, label, warning or value)
- * and `row` (a row's value), from the English texts (en.ts's, handed in: this chunk imports
- * nothing) and the active catalogue's `t`.
+ * The active locale's way of showing decoded texts: `display` (a title, label, warning or value),
+ * `row` (a row's value) and `value` (a tree's value), from the English texts (en.ts's and valueTexts.ts's,
+ * handed in: this chunk imports nothing) and the active catalogue's `t`. In Arabic and Hebrew a value the
+ * review wrote on its own (an amount, a date, an address) or the request's own text is isolated
+ * (U+2068 … U+2069): "1 ETH" stays "1 ETH" in a right-to-left line; `t` isolates the values it puts
+ * into a sentence.
  */
 export function valueFormatter<Key extends string>(
   locale: string,
-  t: (key: Key, values?: Readonly<Record<string, string | number>>) => string,
+  t: (key: Key, values?: Readonly<Record<string, string | number>>, shown?: boolean) => string,
   english: Readonly<Record<string, string>>,
   now: () => number = Date.now,
 ) {
-  const texts: Record<string, string> = { ...english, ...values }
-  const decodedRows = new Set(DECODED_ROWS.map((key) => english[key]))
+  const texts = english
+  const decodedRows = new Set(DECODED_ROWS.map((key) => texts[key]))
   const patterns = Object.keys(texts).map((key) => {
     const names = [...texts[key]!.matchAll(/\{(\w+)\}/g)].map((found) => found[1]!)
-    const source = texts[key]!.split(/\{(\w+)\}/)
-      .map((part, index) => (index % 2 ? (NUMBERS.has(part) ? '(\\d{1,15})' : '(.+?)') : part.replace(/[.*+?^$()|[\]\\{}]/g, '\\$&')))
+    const parts = texts[key]!.split(/\{(\w+)\}/)
+    const source = parts
+      .map((part, index) =>
+        index % 2 ? (NUMBERS.has(part) ? '(\\d{1,15})' : ADDRESSES.has(part) ? '(0x[0-9a-fA-F]{40})' : '(.+?)') : part.replace(/[.*+?^$()|[\]\\{}]/g, '\\$&'),
+      )
       .join('')
-    return { key: key as Key, pattern: new RegExp(`^${source}$`, 'u'), names }
+    const literal = parts.filter((_, index) => index % 2 === 0).join('').length
+    return { key: key as Key, pattern: new RegExp(`^${source}$`, 'u'), names, literal }
   })
-  // A text without values first: "You receive nothing" is not "You receive {amount}".
-  patterns.sort((a, b) => a.names.length - b.names.length)
+  // The most specific text first: "You receive nothing" is not "You receive {amount}", and "Move NFT #1 of … from … to …"
+  // is not "Move {amount} from {from} to {to}" with NFT as its amount.
+  patterns.sort((a, b) => b.literal - a.literal || a.names.length - b.names.length)
+  const rtl = /^(?:ar|he)$/.test(locale)
+  const own = (text: string) => (rtl ? `\u2068${revealBidi(text)}\u2069` : revealBidi(text))
   const numbers = new Intl.NumberFormat(locale)
   const digits = [...'0123456789'].map((digit) => numbers.format(Number(digit)))
   const decimal = numbers.formatToParts(1.5).find((part) => part.type === 'decimal')?.value ?? '.'
   const dates = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'long', timeZone: 'UTC' })
   const relative = new Intl.RelativeTimeFormat(locale, { numeric: 'auto' })
+  const list = new Intl.ListFormat(locale, { type: 'unit', style: 'short' })
   const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
     ['year', 31_536_000_000],
     ['month', 2_592_000_000],
@@ -124,26 +109,47 @@ export function valueFormatter<Key extends string>(
     return `${dates.format(at)} (${relative.format(Math.round(distance / size), unit)})`
   }
 
-  const display = (text: string, depth = 0): string => {
-    if (depth > 4) return text
+  /** "3 days" → "3 Tage" in de: a duration in the locale's own words for the unit. */
+  const duration = (found: RegExpExecArray) => new Intl.NumberFormat(locale, { style: 'unit', unit: found[2]!, unitDisplay: 'long' }).format(Number(found[1]))
+
+  const translate = (text: string, depth: number): string | undefined => {
+    if (depth > 4) return undefined
     for (const { key, pattern, names } of patterns) {
       const found = pattern.exec(text)
       if (!found) continue
       const filled: Record<string, string | number> = {}
-      for (const [index, name] of names.entries())
-        filled[name] = NESTED.has(name) ? display(found[index + 1]!, depth + 1) : NUMBERS.has(name) ? Number(found[index + 1]) : found[index + 1]!
-      return t(key, filled)
+      for (const [index, name] of names.entries()) {
+        const value = found[index + 1]!
+        filled[name] = NESTED.has(name)
+          ? show(value, depth + 1)
+          : NUMBERS.has(name)
+            ? Number(value)
+            : LISTS.has(name)
+              ? list.format(value.split(', ').map((item) => show(item, depth + 1)))
+              : revealBidi(value)
+      }
+      // Every value is shown already (its direction controls revealed): `t` only isolates it.
+      return t(key, filled, true)
     }
+    // "7200 seconds" is a duration before it reads as an amount of a token called "seconds".
+    const length = DURATION.exec(text)
+    if (length) return duration(length)
     const number = AMOUNT.exec(text)
     if (number) return amount(number)
     const moment = DATE.exec(text)
-    return moment ? date(moment) : text
+    return moment ? date(moment) : undefined
+  }
+  /** A text inside a sentence: translated, or as it is, its direction controls revealed (`t` isolates it). */
+  const show = (text: string, depth: number) => translate(text, depth) ?? revealBidi(text)
+  /** A text on its own: a sentence translated, a value formatted and isolated, anything else isolated as the request's own. */
+  const display = (text: string) => {
+    const translated = translate(text, 0)
+    return translated === undefined ? own(text) : AMOUNT.test(text) || DATE.test(text) || DURATION.test(text) ? own(translated) : translated
   }
 
   return {
-    display: (text: string) => display(text),
-    row: (label: string, value: string) => (decodedRows.has(label) || /^Call \d+$/.test(label) || / limit$/.test(label) ? display(value) : value),
+    display,
+    row: (label: string, value: string) => (decodedRows.has(label) || /^Call \d+$|^API key | limit$/.test(label) ? display(value) : own(value)),
+    value: (text: string, decoded: boolean) => (decoded ? display(text) : own(text)),
   }
 }
-
-export default values

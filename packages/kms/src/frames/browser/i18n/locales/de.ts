@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const de: FrameMessages = {
+const de: FrameTexts = {
   frameIntro: 'Dieser Rahmen verwahrt den Signaturschlüssel der Wallet für die App, die ihn einbettet, und fragt dich, bevor er signiert.',
   requestedBy: 'Angefragt von {origin}',
   warnings: 'Warnungen',
@@ -87,48 +87,6 @@ const de: FrameMessages = {
   warnHidden:
     'Diese Nachricht enthält unsichtbare oder richtungsändernde Zeichen, angezeigt als <U+…>: Was sie zu sagen scheint, ist vielleicht nicht das, was du signierst.',
   warnEveryChain: 'Diese Autorisierung gilt auf jeder Chain, nicht nur auf dieser.',
-  warnChainMismatch: 'Diese Anfrage ist für {network}, aber die Wallet ist auf {current}.',
-  warnUnlimited: 'Unbegrenzte Freigabe: {spender} darf alle deine {symbol} nehmen, jetzt und später, bis du sie widerrufst.',
-  warnApprovalForAll: '{operator} darf jeden Token bewegen, den du von {collection} hältst, jetzt und später, bis du es widerrufst.',
-  warnUnknownCall:
-    'Unbekannter Vertragsaufruf: Die an {contract} gesendeten Daten konnten nicht dekodiert werden. Genehmige nur, wenn du dieser App und diesem Vertrag vertraust.',
-  warnUnreadableToken:
-    'Der Token unter {token} hat auf symbol() und decimals() nicht geantwortet: Sein Betrag wird roh angezeigt, in der kleinsten Einheit des Tokens.',
-  warnSiweDomain:
-    'Diese Anmeldung ist für {domain}, aber die Anfrage kommt von {host}: Wenn du sie signierst, kann sich diese Seite als du bei {domain} anmelden.',
-  warnSiweAddress: 'Diese Anmeldung nennt das Konto {address}, nicht deines ({account}).',
-  warnPaymaster: 'Der Paymaster {paymaster} ist keiner, den diese App eingerichtet hat: Er entscheidet, ob und wofür dieser Vorgang ausgeführt wird.',
-  refusedDelegation: 'Eine Delegation an einen anderen Vertrag als den Executor der Wallet wird abgelehnt',
-  simSend: 'Du sendest {amount}',
-  simReceive: 'Du erhältst {amount}',
-  simSendNothing: 'Du sendest nichts',
-  simReceiveNothing: 'Du erhältst nichts',
-  simReverted: 'Die Simulation ist gescheitert: {reason}',
-  simUnavailable: 'Keine Simulation: {reason}',
-  simCallReverts: 'Aufruf {index} scheitert: {reason}',
-  simNoConnection: 'Keine Verbindung zu {network}: Die Änderungen der Guthaben können nicht simuliert werden.',
-  valueUpTo: 'bis zu {amount}',
-  valueAbout: 'etwa {amount}',
-  valueSponsored: 'übernommen von {app}',
-  valuePaidBy: 'bezahlt von {paymaster}',
-  valueFeeUnknown: 'unbekannt (keine Verbindung zur Chain)',
-  valueUnlimited: 'unbegrenzt {symbol}',
-  valueEveryChain: 'jede Chain',
-  valueNever: 'nie',
-  valueThisWallet: 'diese Wallet',
-  valueSignerAccount: 'Konto {address}',
-  valueNewContract: 'ein neuer Vertrag',
-  actionSend: '{amount} an {to} senden',
-  actionAllow: '{spender} erlauben, {amount} auszugeben',
-  actionMove: '{amount} von {from} nach {to} bewegen',
-  permitAllows: 'Erlaubt {spender}, {amount} bis {date} auszugeben',
-  limitFrom: '{limit}, ab {date}',
-  limitPerHour: '{amount} pro Stunde',
-  limitPerDay: '{amount} pro Tag',
-  limitPerWeek: '{amount} pro Woche',
-  limitPer30Days: '{amount} pro 30 Tage',
-  rowLimit: '{symbol}-Limit',
-  titleSendFrom: 'Senden von {account}',
 }
 
 export default de

@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const es: FrameMessages = {
+const es: FrameTexts = {
   frameIntro: 'Este marco guarda la clave de firma de la billetera para la aplicación que lo integra y te pregunta antes de firmar.',
   requestedBy: 'Solicitado por {origin}',
   warnings: 'Advertencias',
@@ -87,47 +87,6 @@ const es: FrameMessages = {
   warnHidden:
     'Este mensaje contiene caracteres invisibles o que cambian la dirección del texto, mostrados como <U+…>: lo que parece decir puede no ser lo que firmas.',
   warnEveryChain: 'Esta autorización es válida en todas las cadenas, no solo en esta.',
-  warnChainMismatch: 'Esta solicitud es para {network}, pero la billetera está en {current}.',
-  warnUnlimited: 'Aprobación ilimitada: {spender} puede tomar todos tus {symbol}, ahora y después, hasta que la revoques.',
-  warnApprovalForAll: '{operator} puede mover todos los tokens que tienes de {collection}, ahora y después, hasta que lo revoques.',
-  warnUnknownCall:
-    'Llamada de contrato desconocida: los datos enviados a {contract} no se pudieron decodificar. Aprueba solo si confías en esta app y en este contrato.',
-  warnUnreadableToken: 'El token en {token} no respondió a symbol() ni a decimals(): su cantidad se muestra sin convertir, en la unidad más pequeña del token.',
-  warnSiweDomain:
-    'Este inicio de sesión es para {domain}, pero la solicitud viene de {host}: firmarlo puede permitir que este sitio inicie sesión en {domain} como tú.',
-  warnSiweAddress: 'Este inicio de sesión nombra la cuenta {address}, no la tuya ({account}).',
-  warnPaymaster: 'El paymaster {paymaster} no es uno que esta app haya configurado: decide si esta operación se ejecuta y a cambio de qué.',
-  refusedDelegation: 'Se rechaza la delegación a un contrato que no sea el ejecutor de la billetera',
-  simSend: 'Envías {amount}',
-  simReceive: 'Recibes {amount}',
-  simSendNothing: 'No envías nada',
-  simReceiveNothing: 'No recibes nada',
-  simReverted: 'La simulación se revirtió: {reason}',
-  simUnavailable: 'Sin simulación: {reason}',
-  simCallReverts: 'La llamada {index} se revierte: {reason}',
-  simNoConnection: 'No hay conexión con {network}: no se pueden simular los cambios de activos.',
-  valueUpTo: 'hasta {amount}',
-  valueAbout: 'aproximadamente {amount}',
-  valueSponsored: 'patrocinada por {app}',
-  valuePaidBy: 'pagada por {paymaster}',
-  valueFeeUnknown: 'desconocida (sin conexión con la cadena)',
-  valueUnlimited: '{symbol} ilimitados',
-  valueEveryChain: 'todas las cadenas',
-  valueNever: 'nunca',
-  valueThisWallet: 'esta billetera',
-  valueSignerAccount: 'la cuenta {address}',
-  valueNewContract: 'un contrato nuevo',
-  actionSend: 'Enviar {amount} a {to}',
-  actionAllow: 'Permitir que {spender} gaste {amount}',
-  actionMove: 'Mover {amount} de {from} a {to}',
-  permitAllows: 'Permite que {spender} gaste {amount} hasta el {date}',
-  limitFrom: '{limit}, desde el {date}',
-  limitPerHour: '{amount} por hora',
-  limitPerDay: '{amount} por día',
-  limitPerWeek: '{amount} por semana',
-  limitPer30Days: '{amount} cada 30 días',
-  rowLimit: 'Límite de {symbol}',
-  titleSendFrom: 'Enviar desde {account}',
 }
 
 export default es

@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const fr: FrameMessages = {
+const fr: FrameTexts = {
   frameIntro: "Ce cadre garde la clé de signature du portefeuille pour l'application qui l'intègre et vous demande avant de signer.",
   requestedBy: 'Demandé par {origin}',
   warnings: 'Avertissements',
@@ -87,47 +87,6 @@ const fr: FrameMessages = {
   warnHidden:
     'Ce message contient des caractères invisibles ou qui changent le sens du texte, affichés comme <U+…> : ce qu’il semble dire peut ne pas être ce que vous signez.',
   warnEveryChain: 'Cette autorisation est valable sur toutes les chaînes, pas seulement sur celle-ci.',
-  warnChainMismatch: 'Cette demande concerne {network}, mais le portefeuille est sur {current}.',
-  warnUnlimited: 'Approbation illimitée : {spender} peut prendre tous vos {symbol}, maintenant et plus tard, jusqu’à ce que vous la révoquiez.',
-  warnApprovalForAll: '{operator} peut déplacer tous vos jetons de {collection}, maintenant et plus tard, jusqu’à ce que vous le révoquiez.',
-  warnUnknownCall:
-    'Appel de contrat inconnu : les données envoyées à {contract} n’ont pas pu être décodées. N’approuvez que si vous faites confiance à cette app et à ce contrat.',
-  warnUnreadableToken: 'Le jeton à {token} n’a pas répondu à symbol() et decimals() : son montant est affiché brut, dans la plus petite unité du jeton.',
-  warnSiweDomain:
-    'Cette connexion est pour {domain}, mais la demande vient de {host} : la signer peut permettre à ce site de se connecter à {domain} en votre nom.',
-  warnSiweAddress: 'Cette connexion nomme le compte {address}, pas le vôtre ({account}).',
-  warnPaymaster: 'Le paymaster {paymaster} n’a pas été configuré par cette app : il décide si cette opération s’exécute, et à quel prix.',
-  refusedDelegation: 'La délégation à un contrat autre que l’exécuteur du portefeuille est refusée',
-  simSend: 'Vous envoyez {amount}',
-  simReceive: 'Vous recevez {amount}',
-  simSendNothing: 'Vous n’envoyez rien',
-  simReceiveNothing: 'Vous ne recevez rien',
-  simReverted: 'La simulation a échoué : {reason}',
-  simUnavailable: 'Pas de simulation : {reason}',
-  simCallReverts: 'L’appel {index} échoue : {reason}',
-  simNoConnection: 'Aucune connexion à {network} : les changements d’actifs ne peuvent pas être simulés.',
-  valueUpTo: 'jusqu’à {amount}',
-  valueAbout: 'environ {amount}',
-  valueSponsored: 'offerts par {app}',
-  valuePaidBy: 'payés par {paymaster}',
-  valueFeeUnknown: 'inconnus (aucune connexion à la chaîne)',
-  valueUnlimited: '{symbol} illimités',
-  valueEveryChain: 'toutes les chaînes',
-  valueNever: 'jamais',
-  valueThisWallet: 'ce portefeuille',
-  valueSignerAccount: 'le compte {address}',
-  valueNewContract: 'un nouveau contrat',
-  actionSend: 'Envoyer {amount} à {to}',
-  actionAllow: 'Autoriser {spender} à dépenser {amount}',
-  actionMove: 'Déplacer {amount} de {from} vers {to}',
-  permitAllows: 'Autorise {spender} à dépenser {amount} jusqu’au {date}',
-  limitFrom: '{limit}, à partir du {date}',
-  limitPerHour: '{amount} par heure',
-  limitPerDay: '{amount} par jour',
-  limitPerWeek: '{amount} par semaine',
-  limitPer30Days: '{amount} tous les 30 jours',
-  rowLimit: 'Plafond en {symbol}',
-  titleSendFrom: 'Envoyer depuis {account}',
 }
 
 export default fr

@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const id: FrameMessages = {
+const id: FrameTexts = {
   frameIntro: 'Bingkai ini menyimpan kunci penandatanganan dompet untuk aplikasi yang menyematkannya dan menanyakan Anda sebelum menandatangani.',
   requestedBy: 'Diminta oleh {origin}',
   warnings: 'Peringatan',
@@ -86,46 +86,6 @@ const id: FrameMessages = {
   warnHidden:
     'Pesan ini berisi karakter tak terlihat atau pengubah arah, ditampilkan sebagai <U+…>: apa yang tampaknya dikatakan mungkin bukan yang Anda tandatangani.',
   warnEveryChain: 'Otorisasi ini berlaku di semua rantai, bukan hanya di rantai ini.',
-  warnChainMismatch: 'Permintaan ini untuk {network}, tetapi dompet berada di {current}.',
-  warnUnlimited: 'Persetujuan tanpa batas: {spender} dapat mengambil semua {symbol} Anda, sekarang dan nanti, sampai Anda mencabutnya.',
-  warnApprovalForAll: '{operator} dapat memindahkan setiap token {collection} yang Anda miliki, sekarang dan nanti, sampai Anda mencabutnya.',
-  warnUnknownCall:
-    'Panggilan kontrak tidak dikenal: data yang dikirim ke {contract} tidak dapat didekode. Setujui hanya jika Anda memercayai aplikasi dan kontrak ini.',
-  warnUnreadableToken: 'Token di {token} tidak menjawab symbol() dan decimals(): jumlahnya ditampilkan mentah, dalam satuan terkecil token.',
-  warnSiweDomain: 'Masuk ini untuk {domain}, tetapi permintaan datang dari {host}: menandatanganinya dapat membuat situs ini masuk ke {domain} sebagai Anda.',
-  warnSiweAddress: 'Masuk ini menyebut akun {address}, bukan akun Anda ({account}).',
-  warnPaymaster: 'Paymaster {paymaster} bukan yang dikonfigurasi aplikasi ini: ia yang menentukan apakah operasi ini berjalan, dan dengan imbalan apa.',
-  refusedDelegation: 'Delegasi ke kontrak selain eksekutor dompet ditolak',
-  simSend: 'Anda mengirim {amount}',
-  simReceive: 'Anda menerima {amount}',
-  simSendNothing: 'Anda tidak mengirim apa pun',
-  simReceiveNothing: 'Anda tidak menerima apa pun',
-  simReverted: 'Simulasi dibatalkan: {reason}',
-  simUnavailable: 'Tanpa simulasi: {reason}',
-  simCallReverts: 'Panggilan {index} dibatalkan: {reason}',
-  simNoConnection: 'Tidak ada koneksi ke {network}: perubahan aset tidak dapat disimulasikan.',
-  valueUpTo: 'hingga {amount}',
-  valueAbout: 'sekitar {amount}',
-  valueSponsored: 'disponsori oleh {app}',
-  valuePaidBy: 'dibayar oleh {paymaster}',
-  valueFeeUnknown: 'tidak diketahui (tidak ada koneksi ke chain)',
-  valueUnlimited: '{symbol} tanpa batas',
-  valueEveryChain: 'setiap chain',
-  valueNever: 'tidak pernah',
-  valueThisWallet: 'dompet ini',
-  valueSignerAccount: 'akun {address}',
-  valueNewContract: 'kontrak baru',
-  actionSend: 'Kirim {amount} ke {to}',
-  actionAllow: 'Izinkan {spender} membelanjakan {amount}',
-  actionMove: 'Pindahkan {amount} dari {from} ke {to}',
-  permitAllows: 'Mengizinkan {spender} membelanjakan {amount} hingga {date}',
-  limitFrom: '{limit}, mulai {date}',
-  limitPerHour: '{amount} per jam',
-  limitPerDay: '{amount} per hari',
-  limitPerWeek: '{amount} per minggu',
-  limitPer30Days: '{amount} per 30 hari',
-  rowLimit: 'Batas {symbol}',
-  titleSendFrom: 'Kirim dari {account}',
 }
 
 export default id

@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const it: FrameMessages = {
+const it: FrameTexts = {
   frameIntro: "Questo riquadro custodisce la chiave di firma del wallet per l'app che lo incorpora e ti chiede conferma prima di firmare.",
   requestedBy: 'Richiesto da {origin}',
   warnings: 'Avvisi',
@@ -87,46 +87,6 @@ const it: FrameMessages = {
   warnHidden:
     'Questo messaggio contiene caratteri invisibili o che cambiano la direzione del testo, mostrati come <U+…>: ciò che sembra dire potrebbe non essere ciò che firmi.',
   warnEveryChain: 'Questa autorizzazione è valida su ogni catena, non solo su questa.',
-  warnChainMismatch: 'Questa richiesta è per {network}, ma il wallet è su {current}.',
-  warnUnlimited: 'Approvazione illimitata: {spender} può prendere tutti i tuoi {symbol}, ora e in futuro, finché non la revochi.',
-  warnApprovalForAll: '{operator} può spostare ogni token che possiedi di {collection}, ora e in futuro, finché non lo revochi.',
-  warnUnknownCall:
-    'Chiamata di contratto sconosciuta: i dati inviati a {contract} non sono stati decodificati. Approva solo se ti fidi di questa app e di questo contratto.',
-  warnUnreadableToken: 'Il token a {token} non ha risposto a symbol() e decimals(): l’importo è mostrato grezzo, nell’unità più piccola del token.',
-  warnSiweDomain: 'Questo accesso è per {domain}, ma la richiesta arriva da {host}: firmarlo può permettere a questo sito di accedere a {domain} come te.',
-  warnSiweAddress: 'Questo accesso indica l’account {address}, non il tuo ({account}).',
-  warnPaymaster: 'Il paymaster {paymaster} non è stato configurato da questa app: decide se, e a quale prezzo, questa operazione viene eseguita.',
-  refusedDelegation: 'La delega a un contratto diverso dall’esecutore del wallet è rifiutata',
-  simSend: 'Invii {amount}',
-  simReceive: 'Ricevi {amount}',
-  simSendNothing: 'Non invii nulla',
-  simReceiveNothing: 'Non ricevi nulla',
-  simReverted: 'La simulazione è fallita: {reason}',
-  simUnavailable: 'Nessuna simulazione: {reason}',
-  simCallReverts: 'La chiamata {index} fallisce: {reason}',
-  simNoConnection: 'Nessuna connessione a {network}: le variazioni degli asset non possono essere simulate.',
-  valueUpTo: 'fino a {amount}',
-  valueAbout: 'circa {amount}',
-  valueSponsored: 'offerta da {app}',
-  valuePaidBy: 'pagata da {paymaster}',
-  valueFeeUnknown: 'sconosciuta (nessuna connessione alla chain)',
-  valueUnlimited: '{symbol} illimitati',
-  valueEveryChain: 'ogni chain',
-  valueNever: 'mai',
-  valueThisWallet: 'questo wallet',
-  valueSignerAccount: 'l’account {address}',
-  valueNewContract: 'un nuovo contratto',
-  actionSend: 'Invia {amount} a {to}',
-  actionAllow: 'Consenti a {spender} di spendere {amount}',
-  actionMove: 'Sposta {amount} da {from} a {to}',
-  permitAllows: 'Consente a {spender} di spendere {amount} fino al {date}',
-  limitFrom: '{limit}, dal {date}',
-  limitPerHour: '{amount} all’ora',
-  limitPerDay: '{amount} al giorno',
-  limitPerWeek: '{amount} a settimana',
-  limitPer30Days: '{amount} ogni 30 giorni',
-  rowLimit: 'Limite in {symbol}',
-  titleSendFrom: 'Invia da {account}',
 }
 
 export default it

@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const ja: FrameMessages = {
+const ja: FrameTexts = {
   frameIntro: 'このフレームは、埋め込み先のアプリのためにウォレットの署名鍵を保管し、署名の前に確認を求めます。',
   requestedBy: '{origin} からのリクエスト',
   warnings: '警告',
@@ -85,48 +85,6 @@ const ja: FrameMessages = {
   warnNotText: 'このメッセージはテキストではないため、16 進で表示しています。これらのバイトが何か分かる場合にのみ署名してください。',
   warnHidden: 'このメッセージには、<U+…> と表示される不可視文字または方向を変える文字が含まれています。見た目の内容と署名する内容が異なる可能性があります。',
   warnEveryChain: 'この承認はこのチェーンだけでなく、すべてのチェーンで有効です。',
-  warnChainMismatch: 'このリクエストは {network} 向けですが、ウォレットは {current} 上にあります。',
-  warnUnlimited: '無制限の承認：{spender} は、あなたが取り消すまで、今もこれからもあなたの {symbol} をすべて取得できます。',
-  warnApprovalForAll: '{operator} は、あなたが取り消すまで、今もこれからもあなたが持つ {collection} のすべてのトークンを移動できます。',
-  warnUnknownCall:
-    '不明なコントラクト呼び出し：{contract} に送られたデータをデコードできませんでした。このアプリとコントラクトを信頼できる場合のみ承認してください。',
-  warnUnreadableToken: '{token} のトークンが symbol() と decimals() に応答しませんでした：金額はトークンの最小単位のまま表示されています。',
-  warnSiweDomain:
-    'このサインインは {domain} 向けですが、リクエストは {host} から来ています：署名すると、このサイトがあなたとして {domain} にサインインできる可能性があります。',
-  warnSiweAddress: 'このサインインはあなたのアカウント（{account}）ではなく {address} を指定しています。',
-  warnPaymaster:
-    'ペイマスター {paymaster} はこのアプリが設定したものではありません：この操作を実行するかどうか、何と引き換えにするかを決めるのはこのペイマスターです。',
-  refusedDelegation: 'ウォレットのエグゼキューター以外のコントラクトへの委任は拒否されます',
-  simSend: '{amount} を送ります',
-  simReceive: '{amount} を受け取ります',
-  simSendNothing: '何も送りません',
-  simReceiveNothing: '何も受け取りません',
-  simReverted: 'シミュレーションがリバートしました：{reason}',
-  simUnavailable: 'シミュレーションなし：{reason}',
-  simCallReverts: '呼び出し {index} がリバートします：{reason}',
-  simNoConnection: '{network} に接続していません：資産の変化をシミュレーションできません。',
-  valueUpTo: '最大 {amount}',
-  valueAbout: '約 {amount}',
-  valueSponsored: '{app} が負担',
-  valuePaidBy: '{paymaster} が支払い',
-  valueFeeUnknown: '不明（チェーンに接続していません）',
-  valueUnlimited: '無制限の {symbol}',
-  valueEveryChain: 'すべてのチェーン',
-  valueNever: 'なし',
-  valueThisWallet: 'このウォレット',
-  valueSignerAccount: 'アカウント {address}',
-  valueNewContract: '新しいコントラクト',
-  actionSend: '{to} に {amount} を送る',
-  actionAllow: '{spender} に {amount} の使用を許可する',
-  actionMove: '{amount} を {from} から {to} へ移動する',
-  permitAllows: '{spender} が {date} まで {amount} を使用することを許可します',
-  limitFrom: '{limit}、{date} から',
-  limitPerHour: '1 時間あたり {amount}',
-  limitPerDay: '1 日あたり {amount}',
-  limitPerWeek: '1 週間あたり {amount}',
-  limitPer30Days: '30 日あたり {amount}',
-  rowLimit: '{symbol} の上限',
-  titleSendFrom: '{account} から送信',
 }
 
 export default ja

@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const pt: FrameMessages = {
+const pt: FrameTexts = {
   frameIntro: 'Este quadro guarda a chave de assinatura da carteira para o app que o incorpora e pergunta a você antes de assinar.',
   requestedBy: 'Solicitado por {origin}',
   warnings: 'Avisos',
@@ -86,46 +86,6 @@ const pt: FrameMessages = {
   warnHidden:
     'Esta mensagem contém caracteres invisíveis ou que mudam a direção do texto, mostrados como <U+…>: o que ela parece dizer pode não ser o que você assina.',
   warnEveryChain: 'Esta autorização vale em todas as cadeias, não só nesta.',
-  warnChainMismatch: 'Esta solicitação é para {network}, mas a carteira está em {current}.',
-  warnUnlimited: 'Aprovação ilimitada: {spender} pode pegar todos os seus {symbol}, agora e depois, até você revogar.',
-  warnApprovalForAll: '{operator} pode mover todos os tokens que você tem de {collection}, agora e depois, até você revogar.',
-  warnUnknownCall:
-    'Chamada de contrato desconhecida: os dados enviados para {contract} não puderam ser decodificados. Aprove somente se confiar neste app e neste contrato.',
-  warnUnreadableToken: 'O token em {token} não respondeu a symbol() e decimals(): o valor é mostrado bruto, na menor unidade do token.',
-  warnSiweDomain: 'Este login é para {domain}, mas a solicitação vem de {host}: assiná-lo pode permitir que este site entre em {domain} como você.',
-  warnSiweAddress: 'Este login indica a conta {address}, não a sua ({account}).',
-  warnPaymaster: 'O paymaster {paymaster} não foi configurado por este app: ele decide se esta operação é executada e em troca de quê.',
-  refusedDelegation: 'A delegação a um contrato que não seja o executor da carteira é recusada',
-  simSend: 'Você envia {amount}',
-  simReceive: 'Você recebe {amount}',
-  simSendNothing: 'Você não envia nada',
-  simReceiveNothing: 'Você não recebe nada',
-  simReverted: 'A simulação foi revertida: {reason}',
-  simUnavailable: 'Sem simulação: {reason}',
-  simCallReverts: 'A chamada {index} é revertida: {reason}',
-  simNoConnection: 'Não há conexão com {network}: as mudanças de ativos não podem ser simuladas.',
-  valueUpTo: 'até {amount}',
-  valueAbout: 'cerca de {amount}',
-  valueSponsored: 'patrocinada por {app}',
-  valuePaidBy: 'paga por {paymaster}',
-  valueFeeUnknown: 'desconhecida (sem conexão com a rede)',
-  valueUnlimited: '{symbol} ilimitado',
-  valueEveryChain: 'todas as redes',
-  valueNever: 'nunca',
-  valueThisWallet: 'esta carteira',
-  valueSignerAccount: 'a conta {address}',
-  valueNewContract: 'um novo contrato',
-  actionSend: 'Enviar {amount} para {to}',
-  actionAllow: 'Permitir que {spender} gaste {amount}',
-  actionMove: 'Mover {amount} de {from} para {to}',
-  permitAllows: 'Permite que {spender} gaste {amount} até {date}',
-  limitFrom: '{limit}, a partir de {date}',
-  limitPerHour: '{amount} por hora',
-  limitPerDay: '{amount} por dia',
-  limitPerWeek: '{amount} por semana',
-  limitPer30Days: '{amount} a cada 30 dias',
-  rowLimit: 'Limite de {symbol}',
-  titleSendFrom: 'Enviar de {account}',
 }
 
 export default pt

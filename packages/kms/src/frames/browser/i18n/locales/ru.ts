@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const ru: FrameMessages = {
+const ru: FrameTexts = {
   frameIntro: 'Это окно хранит ключ подписи кошелька для приложения, в которое оно встроено, и спрашивает вас перед подписью.',
   requestedBy: 'Запрос от {origin}',
   warnings: 'Предупреждения',
@@ -86,47 +86,6 @@ const ru: FrameMessages = {
   warnHidden:
     'Это сообщение содержит невидимые символы или символы смены направления, показанные как <U+…>: то, что оно будто бы говорит, может не совпадать с тем, что вы подписываете.',
   warnEveryChain: 'Это разрешение действует во всех цепочках, а не только в этой.',
-  warnChainMismatch: 'Этот запрос для {network}, но кошелёк подключён к {current}.',
-  warnUnlimited: 'Неограниченное разрешение: {spender} может забрать все ваши {symbol}, сейчас и позже, пока вы его не отзовёте.',
-  warnApprovalForAll: '{operator} может перемещать все ваши токены {collection}, сейчас и позже, пока вы это не отзовёте.',
-  warnUnknownCall:
-    'Неизвестный вызов контракта: данные, отправленные в {contract}, не удалось расшифровать. Одобряйте, только если доверяете этому приложению и этому контракту.',
-  warnUnreadableToken: 'Токен по адресу {token} не ответил на symbol() и decimals(): сумма показана как есть, в наименьших единицах токена.',
-  warnSiweDomain:
-    'Этот вход предназначен для {domain}, но запрос пришёл от {host}: подписав его, вы можете позволить этому сайту войти в {domain} от вашего имени.',
-  warnSiweAddress: 'В этом входе указан аккаунт {address}, а не ваш ({account}).',
-  warnPaymaster: 'Paymaster {paymaster} не настроен этим приложением: он решает, будет ли выполнена операция и на каких условиях.',
-  refusedDelegation: 'Делегирование любому контракту, кроме исполнителя кошелька, отклонено',
-  simSend: 'Вы отправляете {amount}',
-  simReceive: 'Вы получаете {amount}',
-  simSendNothing: 'Вы ничего не отправляете',
-  simReceiveNothing: 'Вы ничего не получаете',
-  simReverted: 'Симуляция завершилась откатом: {reason}',
-  simUnavailable: 'Нет симуляции: {reason}',
-  simCallReverts: 'Вызов {index} откатывается: {reason}',
-  simNoConnection: 'Нет подключения к {network}: изменения активов нельзя смоделировать.',
-  valueUpTo: 'до {amount}',
-  valueAbout: 'около {amount}',
-  valueSponsored: 'оплачивает {app}',
-  valuePaidBy: 'оплачивает {paymaster}',
-  valueFeeUnknown: 'неизвестна (нет подключения к сети)',
-  valueUnlimited: 'неограниченно {symbol}',
-  valueEveryChain: 'любая сеть',
-  valueNever: 'никогда',
-  valueThisWallet: 'этот кошелёк',
-  valueSignerAccount: 'аккаунт {address}',
-  valueNewContract: 'новый контракт',
-  actionSend: 'Отправить {amount} на {to}',
-  actionAllow: 'Разрешить {spender} тратить {amount}',
-  actionMove: 'Переместить {amount} с {from} на {to}',
-  permitAllows: 'Разрешает {spender} тратить {amount} до {date}',
-  limitFrom: '{limit}, с {date}',
-  limitPerHour: '{amount} в час',
-  limitPerDay: '{amount} в день',
-  limitPerWeek: '{amount} в неделю',
-  limitPer30Days: '{amount} за 30 дней',
-  rowLimit: 'Лимит {symbol}',
-  titleSendFrom: 'Отправка с {account}',
 }
 
 export default ru

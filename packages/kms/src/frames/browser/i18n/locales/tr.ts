@@ -1,6 +1,6 @@
-import type { FrameMessages } from '../en.js'
+import type { FrameTexts } from '../en.js'
 
-const tr: FrameMessages = {
+const tr: FrameTexts = {
   frameIntro: 'Bu çerçeve, onu yerleştiren uygulama için cüzdanın imza anahtarını saklar ve imzalamadan önce size sorar.',
   requestedBy: '{origin} tarafından istendi',
   warnings: 'Uyarılar',
@@ -85,48 +85,6 @@ const tr: FrameMessages = {
   warnNotText: 'Bu mesaj metin değil: hex olarak gösteriliyor. Yalnızca bu baytların ne olduğunu biliyorsanız imzalayın.',
   warnHidden: 'Bu mesaj, <U+…> olarak gösterilen görünmez veya yön değiştiren karakterler içeriyor: söylüyor gibi göründüğü şey imzaladığınız şey olmayabilir.',
   warnEveryChain: 'Bu yetkilendirme yalnızca bu zincirde değil, her zincirde geçerlidir.',
-  warnChainMismatch: 'Bu istek {network} için, ancak cüzdan {current} üzerinde.',
-  warnUnlimited: 'Sınırsız onay: {spender}, siz iptal edene kadar şimdi ve sonra tüm {symbol} varlığınızı alabilir.',
-  warnApprovalForAll: '{operator}, siz iptal edene kadar şimdi ve sonra {collection} koleksiyonundaki tüm tokenlarınızı taşıyabilir.',
-  warnUnknownCall:
-    'Bilinmeyen sözleşme çağrısı: {contract} adresine gönderilen veri çözülemedi. Yalnızca bu uygulamaya ve bu sözleşmeye güveniyorsanız onaylayın.',
-  warnUnreadableToken:
-    '{token} adresindeki token symbol() ve decimals() çağrılarına yanıt vermedi: miktarı ham olarak, tokenın en küçük biriminde gösteriliyor.',
-  warnSiweDomain:
-    'Bu oturum açma {domain} için, ancak istek {host} adresinden geliyor: imzalamak bu sitenin {domain} üzerinde sizin adınıza oturum açmasına izin verebilir.',
-  warnSiweAddress: 'Bu oturum açma sizin hesabınızı ({account}) değil, {address} hesabını belirtiyor.',
-  warnPaymaster: "{paymaster} paymaster'ı bu uygulamanın yapılandırdığı biri değil: bu işlemin çalışıp çalışmayacağına ve karşılığına o karar verir.",
-  refusedDelegation: 'Cüzdanın yürütücüsü dışındaki bir sözleşmeye yetki devri reddedilir',
-  simSend: '{amount} gönderiyorsunuz',
-  simReceive: '{amount} alıyorsunuz',
-  simSendNothing: 'Hiçbir şey göndermiyorsunuz',
-  simReceiveNothing: 'Hiçbir şey almıyorsunuz',
-  simReverted: 'Simülasyon geri alındı: {reason}',
-  simUnavailable: 'Simülasyon yok: {reason}',
-  simCallReverts: '{index}. çağrı geri alınıyor: {reason}',
-  simNoConnection: '{network} ağına bağlantı yok: varlık değişiklikleri simüle edilemiyor.',
-  valueUpTo: 'en fazla {amount}',
-  valueAbout: 'yaklaşık {amount}',
-  valueSponsored: '{app} tarafından karşılanıyor',
-  valuePaidBy: '{paymaster} tarafından ödeniyor',
-  valueFeeUnknown: 'bilinmiyor (zincire bağlantı yok)',
-  valueUnlimited: 'sınırsız {symbol}',
-  valueEveryChain: 'tüm zincirler',
-  valueNever: 'hiçbir zaman',
-  valueThisWallet: 'bu cüzdan',
-  valueSignerAccount: '{address} hesabı',
-  valueNewContract: 'yeni bir sözleşme',
-  actionSend: '{to} adresine {amount} gönder',
-  actionAllow: '{spender} için {amount} harcama izni ver',
-  actionMove: '{amount} miktarını {from} adresinden {to} adresine taşı',
-  permitAllows: '{spender} adresinin {date} tarihine kadar {amount} harcamasına izin verir',
-  limitFrom: '{limit}, {date} tarihinden itibaren',
-  limitPerHour: 'saatte {amount}',
-  limitPerDay: 'günde {amount}',
-  limitPerWeek: 'haftada {amount}',
-  limitPer30Days: '30 günde {amount}',
-  rowLimit: '{symbol} limiti',
-  titleSendFrom: '{account} hesabından gönder',
 }
 
 export default tr
