@@ -306,9 +306,10 @@ describe('consent frame typed data', () => {
       await frame.locator('#review-raw-box summary').click()
       if (query) {
         expect(await frame.locator('#review-title').textContent()).toBe('توقيع إذن رمز مميز')
+        // The danger first, then the caution.
         expect(await frame.locator('#review-warnings li').allTextContents()).toEqual([
-          'لم يُجب الرمز المميز على العنوان 0x5FbDB2315678afecb367f032d93F642f64180aa3 على symbol() وdecimals(): تُعرض كميته خامًا، بأصغر وحدة للرمز.',
           `موافقة غير محدودة: يمكن لـ ${recipient} أخذ كل ما لديك من tokens of 0x5FbDB2315678afecb367f032d93F642f64180aa3، الآن ولاحقًا، حتى تلغيها.`,
+          'لم يُجب الرمز المميز على العنوان 0x5FbDB2315678afecb367f032d93F642f64180aa3 على symbol() وdecimals(): تُعرض كميته خامًا، بأصغر وحدة للرمز.',
         ])
       }
       expect(await dialogViolations(page, frame, `typed data${query}`)).toEqual([])

@@ -46,12 +46,13 @@ export const values = {
   limitPerWeek: '{amount} per week',
   limitPer30Days: '{amount} per 30 days',
   rowLimit: '{symbol} limit',
-  titleSendFrom: 'Send from {account}',
+  // A warning several calls of a batch raise, once (review/warnings.ts callWarnings): "Calls 1 and 2: …".
+  warnCalls: 'Calls {calls}: {warning}',
 } as const
 
 /** How a `{name}` is read and shown: whole numbers, texts shown in turn (amounts, dates, networks), else as it is. */
 const NUMBERS = new Set(['count', 'index'])
-const NESTED = new Set(['amount', 'limit', 'date', 'network', 'current'])
+const NESTED = new Set(['amount', 'limit', 'date', 'network', 'current', 'warning'])
 
 /** The rows (en.ts's keys) whose values the review wrote itself: only these are shown translated (a message or a statement never is). */
 const DECODED_ROWS = [
@@ -114,6 +115,21 @@ export function valueFormatter<Key extends string>(
   const amount = (found: RegExpExecArray) =>
     `${numbers.format(BigInt(found[1]!))}${found[2] ? decimal + [...found[2]].map((digit) => digits[Number(digit)]).join('') : ''}${found[3] ? ` ${found[3]}` : ''}`
 
+  /** "1–3, 5, and 7" (review/warnings.ts callList) → the locale's list of its numbers and ranges; else as it is. */
+  const lists = new Intl.ListFormat(locale, { type: 'conjunction' })
+  const callList = (text: string) => {
+    const items = text.split(/, and |, | and /).map((item) => /^(\d{1,15})(?:–(\d{1,15}))?$/.exec(item))
+    if (items.some((item) => !item)) return text
+    return lists.format(
+      items.map((item) =>
+        item!
+          .slice(1, 3)
+          .flatMap((number) => (number ? [numbers.format(Number(number))] : []))
+          .join('–'),
+      ),
+    )
+  }
+
   /** "2030-01-01 00:00:00 UTC" → the locale's date and time in UTC, and how far from now ("in 3 years"). */
   const date = (found: RegExpExecArray) => {
     const [year, month, day, hour, minute, second] = found.slice(1).map(Number) as [number, number, number, number, number, number]
@@ -131,7 +147,13 @@ export function valueFormatter<Key extends string>(
       if (!found) continue
       const filled: Record<string, string | number> = {}
       for (const [index, name] of names.entries())
-        filled[name] = NESTED.has(name) ? display(found[index + 1]!, depth + 1) : NUMBERS.has(name) ? Number(found[index + 1]) : found[index + 1]!
+        filled[name] = NESTED.has(name)
+          ? display(found[index + 1]!, depth + 1)
+          : NUMBERS.has(name)
+            ? Number(found[index + 1])
+            : name === 'calls'
+              ? callList(found[index + 1]!)
+              : found[index + 1]!
       return t(key, filled)
     }
     const number = AMOUNT.exec(text)

@@ -122,7 +122,7 @@ const ar: FrameMessages = {
   limitPerWeek: '{amount} في الأسبوع',
   limitPer30Days: '{amount} كل 30 يومًا',
   rowLimit: 'حدّ {symbol}',
-  titleSendFrom: 'إرسال من {account}',
+  warnCalls: 'الاستدعاءات {calls}: {warning}',
 }
 
 export default ar

@@ -128,7 +128,7 @@ const de: FrameMessages = {
   limitPerWeek: '{amount} pro Woche',
   limitPer30Days: '{amount} pro 30 Tage',
   rowLimit: '{symbol}-Limit',
-  titleSendFrom: 'Senden von {account}',
+  warnCalls: 'Aufrufe {calls}: {warning}',
 }
 
 export default de

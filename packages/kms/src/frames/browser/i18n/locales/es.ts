@@ -127,7 +127,7 @@ const es: FrameMessages = {
   limitPerWeek: '{amount} por semana',
   limitPer30Days: '{amount} cada 30 días',
   rowLimit: 'Límite de {symbol}',
-  titleSendFrom: 'Enviar desde {account}',
+  warnCalls: 'Llamadas {calls}: {warning}',
 }
 
 export default es

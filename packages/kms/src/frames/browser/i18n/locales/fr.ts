@@ -127,7 +127,7 @@ const fr: FrameMessages = {
   limitPerWeek: '{amount} par semaine',
   limitPer30Days: '{amount} tous les 30 jours',
   rowLimit: 'Plafond en {symbol}',
-  titleSendFrom: 'Envoyer depuis {account}',
+  warnCalls: 'Appels {calls} : {warning}',
 }
 
 export default fr

@@ -122,7 +122,7 @@ const he: FrameMessages = {
   limitPerWeek: '{amount} לשבוע',
   limitPer30Days: '{amount} ל-30 יום',
   rowLimit: 'מגבלת {symbol}',
-  titleSendFrom: 'שליחה מ-{account}',
+  warnCalls: 'קריאות {calls}: {warning}',
 }
 
 export default he

@@ -122,7 +122,7 @@ const hi: FrameMessages = {
   limitPerWeek: '{amount} प्रति सप्ताह',
   limitPer30Days: '{amount} प्रति 30 दिन',
   rowLimit: '{symbol} सीमा',
-  titleSendFrom: '{account} से भेजें',
+  warnCalls: 'कॉल {calls}: {warning}',
 }
 
 export default hi

@@ -125,7 +125,7 @@ const id: FrameMessages = {
   limitPerWeek: '{amount} per minggu',
   limitPer30Days: '{amount} per 30 hari',
   rowLimit: 'Batas {symbol}',
-  titleSendFrom: 'Kirim dari {account}',
+  warnCalls: 'Panggilan {calls}: {warning}',
 }
 
 export default id

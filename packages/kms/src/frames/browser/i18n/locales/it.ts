@@ -126,7 +126,7 @@ const it: FrameMessages = {
   limitPerWeek: '{amount} a settimana',
   limitPer30Days: '{amount} ogni 30 giorni',
   rowLimit: 'Limite in {symbol}',
-  titleSendFrom: 'Invia da {account}',
+  warnCalls: 'Chiamate {calls}: {warning}',
 }
 
 export default it

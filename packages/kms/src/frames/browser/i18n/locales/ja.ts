@@ -126,7 +126,7 @@ const ja: FrameMessages = {
   limitPerWeek: '1 週間あたり {amount}',
   limitPer30Days: '30 日あたり {amount}',
   rowLimit: '{symbol} の上限',
-  titleSendFrom: '{account} から送信',
+  warnCalls: '呼び出し {calls}：{warning}',
 }
 
 export default ja

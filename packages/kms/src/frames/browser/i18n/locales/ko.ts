@@ -122,7 +122,7 @@ const ko: FrameMessages = {
   limitPerWeek: '주당 {amount}',
   limitPer30Days: '30일당 {amount}',
   rowLimit: '{symbol} 한도',
-  titleSendFrom: '{account}에서 보내기',
+  warnCalls: '호출 {calls}: {warning}',
 }
 
 export default ko

@@ -125,7 +125,7 @@ const pt: FrameMessages = {
   limitPerWeek: '{amount} por semana',
   limitPer30Days: '{amount} a cada 30 dias',
   rowLimit: 'Limite de {symbol}',
-  titleSendFrom: 'Enviar de {account}',
+  warnCalls: 'Chamadas {calls}: {warning}',
 }
 
 export default pt

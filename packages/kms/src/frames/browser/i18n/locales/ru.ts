@@ -126,7 +126,7 @@ const ru: FrameMessages = {
   limitPerWeek: '{amount} в неделю',
   limitPer30Days: '{amount} за 30 дней',
   rowLimit: 'Лимит {symbol}',
-  titleSendFrom: 'Отправка с {account}',
+  warnCalls: 'Вызовы {calls}: {warning}',
 }
 
 export default ru

@@ -126,7 +126,7 @@ const tr: FrameMessages = {
   limitPerWeek: 'haftada {amount}',
   limitPer30Days: '30 günde {amount}',
   rowLimit: '{symbol} limiti',
-  titleSendFrom: '{account} hesabından gönder',
+  warnCalls: 'Çağrı {calls}: {warning}',
 }
 
 export default tr

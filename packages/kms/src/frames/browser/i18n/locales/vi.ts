@@ -123,7 +123,7 @@ const vi: FrameMessages = {
   limitPerWeek: '{amount} mỗi tuần',
   limitPer30Days: '{amount} mỗi 30 ngày',
   rowLimit: 'Hạn mức {symbol}',
-  titleSendFrom: 'Gửi từ {account}',
+  warnCalls: 'Lệnh gọi {calls}: {warning}',
 }
 
 export default vi

@@ -122,7 +122,7 @@ const zh: FrameMessages = {
   limitPerWeek: '每周 {amount}',
   limitPer30Days: '每 30 天 {amount}',
   rowLimit: '{symbol} 限额',
-  titleSendFrom: '从 {account} 发送',
+  warnCalls: '调用 {calls}：{warning}',
 }
 
 export default zh
