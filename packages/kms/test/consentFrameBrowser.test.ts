@@ -347,6 +347,7 @@ const layout = (frame: Frame) =>
       actionsTop: actions.getBoundingClientRect().top,
       contentBottom: content.getBoundingClientRect().bottom,
       focused: document.activeElement?.id,
+      titleWraps: getComputedStyle(document.getElementById('review-title')!).overflowWrap,
     }
   })
 
@@ -361,7 +362,7 @@ describe('consent frame actions', () => {
     ])
     await expect.poll(() => approve.isEnabled(), { timeout: 10_000 }).toBe(true)
     const shown = await layout(frame)
-    expect(shown).toMatchObject({ scrollable: true, scrollTop: 0, focused: 'review-title' })
+    expect(shown).toMatchObject({ scrollable: true, scrollTop: 0, focused: 'review-title', titleWraps: 'anywhere' })
     expect(shown.approveBottom).toBeLessThanOrEqual(shown.frameHeight)
     // Scrolled to its end, the review's last part sits above the bar, not under it (to the pixel: layout rounds).
     await frame.locator('#review').evaluate((review) => review.scrollTo({ top: review.scrollHeight }))
