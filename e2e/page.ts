@@ -94,8 +94,9 @@ export async function answerConsent(page: Page, name: 'Approve' | 'Reject', expe
   const frame = page.frameLocator('iframe[id^="latchkey-consent-frame-"]')
   const dialog = expectedTitle ? frame.getByRole('dialog', { name: expectedTitle }) : frame.getByRole('dialog')
   await dialog.waitFor()
-  // Approve stays disabled until the browser reports it fully visible: a long review (a batch's
-  // calls and their simulation) is scrolled down to it first, as its user would.
+  // Approve stays disabled until the browser reports it fully visible. It sits in the dialog's
+  // sticky action bar, in view however long the review; scrolled to should a page make the frame
+  // shorter than the bar.
   await frame.locator('#approve').scrollIntoViewIfNeeded()
   await frame.locator('#approve:not([disabled])').waitFor()
   await frame.getByRole('button', { name, exact: true }).focus()

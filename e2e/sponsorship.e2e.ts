@@ -50,7 +50,11 @@ describe('Send batch, sponsored (ERC-4337, ERC-7677)', () => {
     const review = frame.getByRole('dialog')
     await review.getByText('Network fee', { exact: true }).waitFor()
     expect(await review.getByText('sponsored by Latchkey Demo', { exact: true }).isVisible()).toBe(true)
-    await answerConsent(page, 'Approve')
+    // It reads as the ETH-paid batch's review: its title, and the two mints' warning once.
+    expect(await frame.locator('#review-warnings li').allTextContents()).toEqual([
+      `Calls 1 and 2: Unknown contract call: the data sent to ${TOKEN} could not be decoded. Approve only if you trust this app and this contract.`,
+    ])
+    await answerConsent(page, 'Approve', 'Send 2 calls at once')
 
     const text = await waitForText(page.getByRole('status', { name: 'Batch status' }), EMBEDDED_STATUS)
     const [, , hash] = EMBEDDED_STATUS.exec(text) as unknown as [string, string, Hex]

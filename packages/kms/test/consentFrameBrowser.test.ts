@@ -5,6 +5,7 @@ import { getTypesForEIP712Domain, maxUint256, parseEther, parseGwei, serializeTr
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest'
 import { batchExecutorAddress } from '../../../contracts/index.js'
 import { chromiumLaunchOptions } from '../../../test/chromium.js'
+import { executeData } from '../src/frames/browser/consentChecks/calls.js'
 import { createKms, type Kms } from '../src/index.js'
 import { testDatabase } from './database.js'
 import { dialogViolations } from './frameAxe.js'
@@ -15,7 +16,7 @@ import { dialogViolations } from './frameAxe.js'
 // approve. The app page speaks the frame's protocol by hand; clicks are Playwright's, trusted.
 
 const account = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266'
-const recipient = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
+const recipient = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8' as const
 /** eth_sendTransaction of `call` (2 gwei, 21,000 gas) with the SIGN_TRANSACTION_V2 payload that carries it out. */
 function sendTransaction(call: { to: `0x${string}`; value?: bigint; data?: `0x${string}` }) {
   const fees = { gas: '0x5208', maxFeePerGas: '0x77359400', maxPriorityFeePerGas: '0x3b9aca00' }
@@ -343,9 +344,10 @@ describe('consent frame typed data', () => {
       await frame.locator('#review-raw-box summary').click()
       if (query) {
         expect(await frame.locator('#review-title').textContent()).toBe('توقيع إذن رمز مميز')
+        // The danger first, then the caution.
         expect(await frame.locator('#review-warnings li').allTextContents()).toEqual([
-          'لم يُجب الرمز المميز على العنوان \u20680x5FbDB2315678afecb367f032d93F642f64180aa3\u2069 على symbol() وdecimals(): تُعرض كميته خامًا، بأصغر وحدة للرمز.',
           `موافقة غير محدودة: يمكن لـ \u2068${recipient}\u2069 أخذ كل ما لديك من \u2068رموز \u20680x5FbDB2315678afecb367f032d93F642f64180aa3\u2069\u2069، الآن ولاحقًا، حتى تلغيها.`,
+          'لم يُجب الرمز المميز على العنوان \u20680x5FbDB2315678afecb367f032d93F642f64180aa3\u2069 على symbol() وdecimals(): تُعرض كميته خامًا، بأصغر وحدة للرمز.',
         ])
       }
       expect(await dialogViolations(page, frame, `typed data${query}`)).toEqual([])
@@ -353,5 +355,92 @@ describe('consent frame typed data', () => {
       expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: `axe-typed${query}` })
       await page.close()
     }
+  })
+})
+
+/** wallet_sendCalls of `count` calls no selector table knows (the mint above), with the SIGN_TRANSACTION_V2 payload of the executor's execute of them. */
+function unknownBatch(count: number) {
+  const calls = Array.from({ length: count }, () => ({ to: recipient, value: 0n, data: mintData }))
+  const { payload, context } = sendTransaction({ to: account, data: executeData(calls) })
+  const request = {
+    method: 'wallet_sendCalls',
+    params: [{ version: '2.0.0', chainId: '0x7a69', from: account, calls: calls.map(({ to, data }) => ({ to, data })) }],
+  }
+  return { request, payload, context }
+}
+
+/** Where the review dialog's parts are in the frame (px), its scroll, and what has focus. */
+const layout = (frame: Frame) =>
+  frame.evaluate(() => {
+    const review = document.getElementById('review')!
+    const actions = review.querySelector('.actions')!
+    const content = [...review.children].filter((child) => child !== actions && !(child as HTMLElement).hidden).at(-1)!
+    return {
+      scrollable: review.scrollHeight > review.clientHeight,
+      scrollTop: review.scrollTop,
+      atEnd: Math.abs(review.scrollHeight - review.clientHeight - review.scrollTop) < 1,
+      frameHeight: innerHeight,
+      approveBottom: document.getElementById('approve')!.getBoundingClientRect().bottom,
+      actionsTop: actions.getBoundingClientRect().top,
+      contentBottom: content.getBoundingClientRect().bottom,
+      focused: document.activeElement?.id,
+      titleWraps: getComputedStyle(document.getElementById('review-title')!).overflowWrap,
+    }
+  })
+
+describe('consent frame actions', () => {
+  test('behavior: a long review (12 calls in a 640 px frame) shows Approve at once in its sticky bar and arms it unscrolled; the warnings first, once; the end of the review scrolls clear of the bar', async () => {
+    const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress })
+    await ask(page, 'long-1', unknownBatch(12))
+    const approve = frame.getByRole('button', { name: 'Approve' })
+    await frame.getByRole('dialog', { name: 'Send 12 calls at once' }).waitFor()
+    expect(await frame.locator('#review-warnings li').allTextContents()).toEqual([
+      `Calls 1–12: Unknown contract call: the data sent to ${recipient} could not be decoded. Approve only if you trust this app and this contract.`,
+    ])
+    await expect.poll(() => approve.isEnabled(), { timeout: 10_000 }).toBe(true)
+    const shown = await layout(frame)
+    expect(shown).toMatchObject({ scrollable: true, scrollTop: 0, focused: 'review-title', titleWraps: 'anywhere' })
+    expect(shown.approveBottom).toBeLessThanOrEqual(shown.frameHeight)
+    // Scrolled to its end, the review's last part sits above the bar, not under it (to the pixel: layout rounds).
+    await frame.locator('#review').evaluate((review) => review.scrollTo({ top: review.scrollHeight }))
+    await expect.poll(async () => (await layout(frame)).atEnd).toBe(true)
+    const end = await layout(frame)
+    expect(end.contentBottom).toBeLessThanOrEqual(end.actionsTop + 1)
+    await approve.press('Enter')
+    expect(await answer(page)).toMatchObject({ type: 'STAMP', requestId: 'long-1' })
+    await page.close()
+  })
+
+  test('error: the sticky Approve disarms while the page covers the frame with a decoy or makes it transparent, and a click a script makes on it is ignored', async () => {
+    const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress })
+    await ask(page, 'guard-1', unknownBatch(12))
+    const approve = frame.getByRole('button', { name: 'Approve' })
+    await expect.poll(() => approve.isEnabled(), { timeout: 10_000 }).toBe(true)
+    // A decoy the page lays over the frame (as a clickjacker would, over the whole frame).
+    await page.evaluate(() => {
+      const decoy = document.createElement('div')
+      decoy.id = 'decoy'
+      decoy.style.cssText = 'position: fixed; inset: 0; z-index: 10; background: white'
+      decoy.textContent = 'Claim your prize'
+      document.body.append(decoy)
+    })
+    await expect.poll(() => approve.isDisabled(), { timeout: 10_000 }).toBe(true)
+    await page.evaluate(() => document.getElementById('decoy')!.remove())
+    await expect.poll(() => approve.isEnabled(), { timeout: 10_000 }).toBe(true)
+    // The frame made see-through, so the page below it shows.
+    await page.evaluate(() => {
+      document.querySelector('iframe')!.style.opacity = '0.2'
+    })
+    await expect.poll(() => approve.isDisabled(), { timeout: 10_000 }).toBe(true)
+    await page.evaluate(() => {
+      document.querySelector('iframe')!.style.opacity = ''
+    })
+    await expect.poll(() => approve.isEnabled(), { timeout: 10_000 }).toBe(true)
+    // A script's click on the armed button, inside the frame itself: not a user's, ignored.
+    await approve.evaluate((button) => (button as HTMLButtonElement).click())
+    expect(await frame.getByRole('dialog').isVisible()).toBe(true)
+    await frame.getByRole('button', { name: 'Reject' }).press('Enter')
+    expect(await answer(page)).toEqual({ type: 'ERROR', value: { code: 4001, message: 'User rejected the request.' }, requestId: 'guard-1' })
+    await page.close()
   })
 })

@@ -7,6 +7,7 @@ import { formatDate, formatNative } from '../src/frames/browser/review/format.js
 import { formatTokenAmount } from '../src/frames/browser/review/tokens.js'
 import {
   approvalForAll,
+  callWarnings,
   chainMismatch,
   REFUSED_DELEGATION,
   siweAddressMismatch,
@@ -79,6 +80,23 @@ describe('consent frame catalogues', () => {
     expect(display(formatNative(1234500000000000000000n))).toBe('1,234.5 ETH')
   })
 
+  test('behavior: a warning several calls raise shows once in the active locale, the calls listed as the locale lists numbers, a run of three as a range', async () => {
+    const unknown = unknownCall('0x5FbDB2315678afecb367f032d93F642f64180aa3')
+    const [five] = callWarnings([[unknown], [unknown], [unknown], [], [unknown], [unknown]])
+    const [two] = callWarnings([[unknown], [unknown]])
+    expect(five!.text).toBe(`Calls 1–3, 5, and 6: ${unknown.text}`)
+    await useFrameLocale('de')
+    expect(display(two!.text)).toBe(`Aufrufe 1 und 2: ${display(unknown.text)}`)
+    expect(display(five!.text)).toBe(`Aufrufe 1–3, 5 und 6: ${display(unknown.text)}`)
+    await useFrameLocale('ar')
+    // Right to left, each value isolated (FSI … PDI): the list of calls and the warning.
+    expect(display(five!.text)).toBe(`الاستدعاءات \u20681–3 و5 و6\u2069: \u2068${display(unknown.text)}\u2069`)
+    await useFrameLocale('ja')
+    expect(display(two!.text)).toBe(`呼び出し 1、2：${display(unknown.text)}`)
+    await useFrameLocale('en')
+    expect(display(five!.text)).toBe(five!.text)
+  })
+
   test('behavior: dates in the locale, in UTC, with how far from now; a grant limit per period; every warning the review writes is in the catalogue', async () => {
     const now = Date.UTC(2030, 0, 1, 0, 0, 0)
     await useFrameLocale('de', () => now)
@@ -99,6 +117,7 @@ describe('consent frame catalogues', () => {
       unreadableToken(address),
       siweDomainMismatch('a.example', 'b.example'),
       siweAddressMismatch(address, address),
+      ...callWarnings([[unknownCall(address)], [unknownCall(address)]]),
     ].map((warning) => warning.text)
     for (const locale of FRAME_LOCALES.filter((locale) => locale !== 'en')) {
       await useFrameLocale(locale, () => now)

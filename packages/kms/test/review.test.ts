@@ -488,6 +488,28 @@ describe('batches', () => {
     expect(await result.simulation).toEqual({ status: 'ok', sends: ['You send 1 TKN', 'You send 0.01 ETH'], receives: ['You receive nothing'] })
   })
 
+  test('behavior: a warning several calls raise word for word shows once, naming the calls (a run of three as a range); dangers first; one call is titled as a transaction', async () => {
+    const mint = { to: token, data: encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [recipient, 1n] }) }
+    const approve = { to: token, data: encodeFunctionData({ abi: TOKEN_ABI, functionName: 'approve', args: [spender, maxUint256] }) }
+    const result = await review({ method: 'wallet_sendCalls', params: [{ version: '2.0.0', chainId: '0x7a69', calls: [mint, mint, mint, approve, mint] }] })
+    expect(result.title).toBe('Send 5 calls at once')
+    expect(result.warnings).toEqual([
+      { level: 'danger', text: `Unlimited approval: ${spender} may take all your TKN, now and later, until you revoke it.` },
+      {
+        level: 'warning',
+        text: `Calls 1–3 and 5: Unknown contract call: the data sent to ${token} could not be decoded. Approve only if you trust this app and this contract.`,
+      },
+    ])
+    const single = await review({ method: 'wallet_sendCalls', params: [{ version: '2.0.0', chainId: '0x7a69', calls: [mint] }] })
+    expect(single.title).toBe('Send a transaction')
+    expect(single.warnings).toEqual([
+      {
+        level: 'warning',
+        text: `Unknown contract call: the data sent to ${token} could not be decoded. Approve only if you trust this app and this contract.`,
+      },
+    ])
+  })
+
   test('error: a batch with a malformed call is refused', async () => {
     expect(
       await rejection({ method: 'wallet_sendCalls', params: [{ version: '2.0.0', chainId: '0x7a69', calls: [{ to: token, data: '0x123' }] }] }),
@@ -538,7 +560,7 @@ describe('UserOperations (EntryPoint v0.8 typed data)', () => {
   test('default: the calls of the executor’s execute, reviewed and simulated as a batch, and the gas the account pays', async () => {
     const result = await reviewRequest(signTyped(typedData(operation())), withPaymasters)
     expect(result.kind).toBe('userOperation')
-    expect(result.title).toBe(`Send from ${account}`)
+    expect(result.title).toBe('Send a transaction')
     expect(result.rows).toEqual([
       { label: 'Network', value: 'Anvil A (31337)' },
       { label: 'Call 1', value: `Send 1 TKN to ${recipient}` },
@@ -547,6 +569,45 @@ describe('UserOperations (EntryPoint v0.8 typed data)', () => {
     ])
     expect(result.warnings).toEqual([])
     expect(await result.simulation).toEqual({ status: 'ok', sends: ['You send 1 TKN'], receives: ['You receive nothing'] })
+  })
+
+  test('behavior: the demo’s sponsored batch (two mints) reads as the EIP-7702 batch of its calls: the same title, rows and warnings (once, naming both calls), and the fee row', async () => {
+    const mint = encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [account, parseUnits('1', 18)] })
+    const calls = [
+      { to: token, value: 0n, data: mint },
+      { to: token, value: 0n, data: mint },
+    ]
+    const sponsored = await reviewRequest(
+      signTyped(
+        typedData(
+          operation({ callData: execute(calls), paymaster: sponsor, paymasterVerificationGasLimit: 60_000n, paymasterPostOpGasLimit: 0n, paymasterData: '0x' }),
+        ),
+      ),
+      withPaymasters,
+    )
+    const batch = await reviewRequest(
+      { method: 'wallet_sendCalls', params: [{ version: '2.0.0', chainId: '0x7a69', from: account, calls: calls.map(({ to, data }) => ({ to, data })) }] },
+      withPaymasters,
+    )
+    const unknown = `Unknown contract call to ${token} (selector 0x40c10f19)`
+    expect(sponsored.title).toBe('Send 2 calls at once')
+    expect(sponsored.title).toBe(batch.title)
+    expect(sponsored.rows).toEqual([
+      { label: 'Network', value: 'Anvil A (31337)' },
+      { label: 'Call 1', value: unknown },
+      { label: 'Call 2', value: unknown },
+      { label: 'Total value', value: '0 ETH' },
+      { label: 'Network fee', value: 'sponsored by Demo App' },
+    ])
+    expect(sponsored.rows.slice(0, -1)).toEqual(batch.rows)
+    expect(sponsored.warnings).toEqual([
+      {
+        level: 'warning',
+        text: `Calls 1 and 2: Unknown contract call: the data sent to ${token} could not be decoded. Approve only if you trust this app and this contract.`,
+      },
+    ])
+    expect(sponsored.warnings).toEqual(batch.warnings)
+    expect(sponsored.tree).toEqual(batch.tree)
   })
 
   test('behavior: a sponsored op with no app name in the settings reads "sponsored by the app"', async () => {
@@ -821,8 +882,9 @@ describe('the frame bundle', () => {
       expect(code).not.toMatch(/\bfrom\s*["']node:/)
       const gzip = gzipSync(code).length
       // 20.0 KiB (20 441 bytes) measured on 2026-11-28 (mostly viem's ABI coding, keccak and error classes); 22.0 KiB
-      // (22 541 bytes) on 2026-11-29 with the UserOperation review (review/userOperation.ts); the whole frame may take 60 KiB.
-      expect(gzip).toBeLessThan(23 * 1024)
+      // (22 541 bytes) on 2026-11-29 with the UserOperation review (review/userOperation.ts); 23.0 KiB (23 571 bytes) later
+      // that day with a batch's warnings each once (review/warnings.ts callWarnings, orderWarnings); the whole frame may take 60 KiB.
+      expect(gzip).toBeLessThan(23.5 * 1024)
     } finally {
       await bundle.close()
     }

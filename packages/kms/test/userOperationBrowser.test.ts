@@ -167,7 +167,7 @@ describe('a UserOperation in the consent frame', () => {
     const value = request(organizationId, account, operation)
     await ask(page, 'op-1', value)
     expect(await rows(frame)).toEqual([...CALL_ROWS, 'Network fee: up to 0.0007 ETH'])
-    expect(await frame.locator('#review-title').textContent()).toBe(`Send from ${account}`)
+    expect(await frame.locator('#review-title').textContent()).toBe('Send a transaction')
     expect(await dialogViolations(page, frame, 'UserOperation')).toEqual([])
     expect(await approveAndSign(page, frame, value, hashOf(operation))).toBe(account)
     await page.close()

@@ -15,6 +15,7 @@ import { applySettings, element, metaContent, pageConfig, showRefusal } from './
 import { type Review, ReviewError, reviewRequest } from './review/index.js'
 import { readToken } from './review/tokens.js'
 import type { ReviewContext } from './review/types.js'
+import { orderWarnings } from './review/warnings.js'
 import { signingKeyStore, stampWithSigningKey } from './signingKey.js'
 import { frameStore } from './storage.js'
 
@@ -98,7 +99,7 @@ const { refused } = openFrameChannel({
           appName: consentConfig.appName,
         }
         const decoded = await reviewRequest(value.request, reviewContext)
-        review = { ...decoded, rows: [...decoded.rows, ...(facts?.rows ?? [])], warnings: [...decoded.warnings, ...(facts?.warnings ?? [])] }
+        review = { ...decoded, rows: [...decoded.rows, ...(facts?.rows ?? [])], warnings: orderWarnings([...decoded.warnings, ...(facts?.warnings ?? [])]) }
       } catch (error) {
         // Refused before anything could be approved: the parent gets the typed error at once,
         // and the dialog says why until the user closes it or the next request comes.

@@ -45,7 +45,6 @@ export const values = {
   limitPerWeek: '{amount} per week',
   limitPer30Days: '{amount} per 30 days',
   rowLimit: '{symbol} limit',
-  titleSendFrom: 'Send from {account}',
   // The rest of what review/*.ts and consentChecks/*.ts write (rows, NFT sentences, the tree, the fee's gas).
   rowAdds: 'Adds',
   valueDerivedAccount: 'an Ethereum account derived at {path}',
@@ -88,6 +87,8 @@ export const values = {
   valueExportKey: 'the private key of this account',
   warnExportFrame: 'It appears only in the export frame. Never type it into a site or share it: whoever has it takes everything.',
   valueSignsWithin: 'inside these limits until it expires, without asking you again',
+  // A warning several calls of a batch raise, once (review/warnings.ts callWarnings): "Calls 1 and 2: …".
+  warnCalls: 'Calls {calls}: {warning}',
 } as const
 
 export default values

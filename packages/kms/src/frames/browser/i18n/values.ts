@@ -10,7 +10,7 @@
  * where it should); a list of texts shown in turn ("5 of #1, 3 of #2"); else as it is.
  */
 const NUMBERS = new Set(['count', 'index', 'gas'])
-const NESTED = new Set(['amount', 'limit', 'date', 'network', 'current', 'price', 'item', 'symbol', 'target', 'signer', 'duration', 'reason'])
+const NESTED = new Set(['amount', 'limit', 'date', 'network', 'current', 'price', 'item', 'symbol', 'target', 'signer', 'duration', 'reason', 'warning'])
 const ADDRESSES = new Set(['contract', 'from', 'to'])
 const LISTS = new Set(['items'])
 
@@ -109,6 +109,21 @@ export function valueFormatter<Key extends string>(
     return `${dates.format(at)} (${relative.format(Math.round(distance / size), unit)})`
   }
 
+  /** "1–3, 5, and 7" (review/warnings.ts callList) → the locale's list of its numbers and ranges; else as it is. */
+  const calls = new Intl.ListFormat(locale, { type: 'conjunction' })
+  const callList = (text: string) => {
+    const items = text.split(/, and |, | and /).map((item) => /^(\d{1,15})(?:–(\d{1,15}))?$/.exec(item))
+    if (items.some((item) => !item)) return text
+    return calls.format(
+      items.map((item) =>
+        item!
+          .slice(1, 3)
+          .flatMap((number) => (number ? [numbers.format(Number(number))] : []))
+          .join('–'),
+      ),
+    )
+  }
+
   /** "3 days" → "3 Tage" in de: a duration in the locale's own words for the unit. */
   const duration = (found: RegExpExecArray) => new Intl.NumberFormat(locale, { style: 'unit', unit: found[2]!, unitDisplay: 'long' }).format(Number(found[1]))
 
@@ -126,7 +141,9 @@ export function valueFormatter<Key extends string>(
             ? Number(value)
             : LISTS.has(name)
               ? list.format(value.split(', ').map((item) => show(item, depth + 1)))
-              : revealBidi(value)
+              : name === 'calls'
+                ? callList(value)
+                : revealBidi(value)
       }
       // Every value is shown already (its direction controls revealed): `t` only isolates it.
       return t(key, filled, true)

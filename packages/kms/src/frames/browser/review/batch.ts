@@ -4,10 +4,11 @@ import { ReviewError } from './errors.js'
 import { formatNative, formatNetwork, sameAddress, toAddress, toQuantity } from './format.js'
 import { simulate } from './simulate.js'
 import type { Review, ReviewContext, ReviewRow, ReviewWarning } from './types.js'
-import { chainMismatch } from './warnings.js'
+import { callWarnings, chainMismatch } from './warnings.js'
 
 // wallet_sendCalls (EIP-5792): every call of the batch decoded on its own row, and the batch
-// simulated in order, as the executor runs it (all or nothing).
+// simulated in order, as the executor runs it (all or nothing). A warning several calls raise
+// word for word is shown once, naming the calls; a batch of one call is titled as a transaction.
 
 const fail = (reason: string) => new ReviewError('MALFORMED_CALLS', reason)
 
@@ -33,7 +34,7 @@ export async function reviewBatch(params: readonly unknown[], context: ReviewCon
   const warnings: ReviewWarning[] = []
   if (chainId !== BigInt(context.chainId)) warnings.push(chainMismatch(Number(chainId), context.chainId))
   const decoded = await Promise.all(calls.map((call) => decodeCall(context, call)))
-  for (const call of decoded) warnings.push(...call.warnings)
+  warnings.push(...callWarnings(decoded.map((call) => call.warnings)))
   const rows: ReviewRow[] = [
     { label: en.rowNetwork, value: formatNetwork(Number(chainId)) },
     ...decoded.map((call, index) => ({ label: `Call ${index + 1}`, value: call.action })),
@@ -41,7 +42,7 @@ export async function reviewBatch(params: readonly unknown[], context: ReviewCon
   ]
   return {
     kind: 'batch',
-    title: `Send ${calls.length} calls at once`,
+    title: calls.length === 1 ? en.titleTransaction : `Send ${calls.length} calls at once`,
     origin: context.origin,
     rows,
     tree: decoded.map((call, index) => ({ label: `Call ${index + 1} to ${calls[index]!.to ?? 'a new contract'}`, children: [call.node] })),

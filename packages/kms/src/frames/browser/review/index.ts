@@ -7,10 +7,11 @@ import { reviewMessage } from './message.js'
 import { reviewTransaction } from './transaction.js'
 import { reviewTypedData } from './typedData.js'
 import type { Review, ReviewContext, WalletRequest } from './types.js'
+import { orderWarnings } from './warnings.js'
 
 // What the consent frame shows for a request: every request decoded (text, typed tree, calldata of
 // the standard ABIs) and, for transactions and batches, simulated. A request that does not decode
-// throws a ReviewError and leaves nothing to approve.
+// throws a ReviewError and leaves nothing to approve. Its warnings come each once, dangers first.
 
 export { ReviewError, type ReviewErrorCode } from './errors.js'
 export type * from './types.js'
@@ -24,6 +25,11 @@ export type * from './types.js'
  * review.rows // [{ label: 'Message', value: 'hello' }]
  */
 export async function reviewRequest(request: WalletRequest, context: ReviewContext): Promise<Review> {
+  const review = await decode(request, context)
+  return { ...review, warnings: orderWarnings(review.warnings) }
+}
+
+async function decode(request: WalletRequest, context: ReviewContext): Promise<Review> {
   const params = Array.isArray(request.params) ? request.params : undefined
   if (!params) throw new ReviewError('UNSUPPORTED_METHOD', `The request's params are not a list`)
   switch (request.method) {

@@ -11,8 +11,10 @@ import { unreadableToken } from './warnings.js'
 // A UserOperation the wallet asks to sign as EntryPoint v0.8's EIP-712 message (viem's
 // getUserOperationTypedData): reviewed as what it does, not as a typed-data tree. Its callData is
 // the batch executor's ERC-7821 `execute` of a batch, reviewed exactly as wallet_sendCalls is
-// (decoded calls, tokens, the simulation from the account); the fee row says who pays the gas,
-// read from paymasterAndData and the gas fields. Anything that looks like a UserOperation but is
+// (its title, decoded calls, tokens, warnings, the simulation from the account): it reads as the
+// EIP-7702 batch the account would send itself, plus a delegation riding with it and the fee row,
+// which says who pays the gas, read from paymasterAndData and the gas fields; the EntryPoint, the
+// paymaster's data and the gas limits stay in the raw data. Anything that looks like a UserOperation but is
 // not one of this account, for EntryPoint v0.8 on this chain, through the executor, is refused.
 
 /** EntryPoint v0.8, at its canonical (deterministic) address on every chain. */
@@ -204,7 +206,6 @@ export async function reviewUserOperation(
   return {
     ...batch,
     kind: 'userOperation',
-    title: `Send from ${context.account}`,
     rows: [...batch.rows, ...rows, fee],
     warnings: [...warnings, ...batch.warnings],
     raw,

@@ -39,7 +39,6 @@ const arValues: FrameValueTexts = {
   limitPerWeek: '{amount} في الأسبوع',
   limitPer30Days: '{amount} كل 30 يومًا',
   rowLimit: 'حدّ {symbol}',
-  titleSendFrom: 'إرسال من {account}',
   rowAdds: 'يضيف',
   valueDerivedAccount: 'حساب إيثريوم مشتق عند {path}',
   rowOpens: 'يفتح',
@@ -81,6 +80,7 @@ const arValues: FrameValueTexts = {
   valueExportKey: 'المفتاح الخاص لهذا الحساب',
   warnExportFrame: 'تظهر فقط في نافذة التصدير. لا تكتبها أبدًا في موقع ولا تشاركها: من يملكها يأخذ كل شيء.',
   valueSignsWithin: 'ضمن هذه الحدود حتى انتهاء صلاحيته، دون أن يسألك مجددًا',
+  warnCalls: 'الاستدعاءات {calls}: {warning}',
 }
 
 export default arValues

@@ -42,7 +42,6 @@ const deValues: FrameValueTexts = {
   limitPerWeek: '{amount} pro Woche',
   limitPer30Days: '{amount} pro 30 Tage',
   rowLimit: '{symbol}-Limit',
-  titleSendFrom: 'Senden von {account}',
   rowAdds: 'Fügt hinzu',
   valueDerivedAccount: 'ein Ethereum-Konto, abgeleitet bei {path}',
   rowOpens: 'Öffnet',
@@ -84,6 +83,7 @@ const deValues: FrameValueTexts = {
   valueExportKey: 'den privaten Schlüssel dieses Kontos',
   warnExportFrame: 'Er erscheint nur im Export-Fenster. Gib ihn nie auf einer Seite ein und teile ihn nie: Wer ihn hat, nimmt alles.',
   valueSignsWithin: 'innerhalb dieser Grenzen, bis sie abläuft, ohne dich erneut zu fragen',
+  warnCalls: 'Aufrufe {calls}: {warning}',
 }
 
 export default deValues

@@ -41,7 +41,6 @@ const esValues: FrameValueTexts = {
   limitPerWeek: '{amount} por semana',
   limitPer30Days: '{amount} cada 30 días',
   rowLimit: 'Límite de {symbol}',
-  titleSendFrom: 'Enviar desde {account}',
   rowAdds: 'Añade',
   valueDerivedAccount: 'una cuenta de Ethereum derivada en {path}',
   rowOpens: 'Abre',
@@ -83,6 +82,7 @@ const esValues: FrameValueTexts = {
   valueExportKey: 'la clave privada de esta cuenta',
   warnExportFrame: 'Solo aparece en la ventana de exportación. Nunca la escribas en un sitio ni la compartas: quien la tenga se lo lleva todo.',
   valueSignsWithin: 'dentro de estos límites hasta que caduque, sin volver a preguntarte',
+  warnCalls: 'Llamadas {calls}: {warning}',
 }
 
 export default esValues

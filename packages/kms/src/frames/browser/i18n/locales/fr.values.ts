@@ -41,7 +41,6 @@ const frValues: FrameValueTexts = {
   limitPerWeek: '{amount} par semaine',
   limitPer30Days: '{amount} tous les 30 jours',
   rowLimit: 'Plafond en {symbol}',
-  titleSendFrom: 'Envoyer depuis {account}',
   rowAdds: 'Ajoute',
   valueDerivedAccount: 'un compte Ethereum dérivé en {path}',
   rowOpens: 'Ouvre',
@@ -83,6 +82,7 @@ const frValues: FrameValueTexts = {
   valueExportKey: 'la clé privée de ce compte',
   warnExportFrame: 'Elle n’apparaît que dans la fenêtre d’export. Ne la tapez jamais sur un site et ne la partagez pas : qui l’a prend tout.',
   valueSignsWithin: 'dans ces limites jusqu’à son expiration, sans vous redemander',
+  warnCalls: 'Appels {calls} : {warning}',
 }
 
 export default frValues

@@ -39,7 +39,6 @@ const heValues: FrameValueTexts = {
   limitPerWeek: '{amount} לשבוע',
   limitPer30Days: '{amount} ל-30 יום',
   rowLimit: 'מגבלת {symbol}',
-  titleSendFrom: 'שליחה מ-{account}',
   rowAdds: 'מוסיף',
   valueDerivedAccount: 'חשבון Ethereum שנגזר ב-{path}',
   rowOpens: 'פותח',
@@ -81,6 +80,7 @@ const heValues: FrameValueTexts = {
   valueExportKey: 'את המפתח הפרטי של החשבון הזה',
   warnExportFrame: 'הוא מופיע רק בחלון הייצוא. לעולם אל תקלידו אותו באתר ואל תשתפו אותו: מי שמחזיק בו לוקח הכול.',
   valueSignsWithin: 'בתוך המגבלות האלה עד שיפוג, בלי לשאול אותך שוב',
+  warnCalls: 'קריאות {calls}: {warning}',
 }
 
 export default heValues

@@ -39,7 +39,6 @@ const hiValues: FrameValueTexts = {
   limitPerWeek: '{amount} प्रति सप्ताह',
   limitPer30Days: '{amount} प्रति 30 दिन',
   rowLimit: '{symbol} सीमा',
-  titleSendFrom: '{account} से भेजें',
   rowAdds: 'जोड़ता है',
   valueDerivedAccount: '{path} पर व्युत्पन्न एक Ethereum खाता',
   rowOpens: 'खोलता है',
@@ -81,6 +80,7 @@ const hiValues: FrameValueTexts = {
   valueExportKey: 'इस खाते की निजी कुंजी',
   warnExportFrame: 'यह केवल एक्सपोर्ट विंडो में दिखता है। इसे कभी किसी साइट पर न लिखें, न साझा करें: जिसके पास यह है, वह सब ले लेता है।',
   valueSignsWithin: 'समाप्त होने तक इन सीमाओं के भीतर, आपसे दोबारा पूछे बिना',
+  warnCalls: 'कॉल {calls}: {warning}',
 }
 
 export default hiValues

@@ -40,7 +40,6 @@ const idValues: FrameValueTexts = {
   limitPerWeek: '{amount} per minggu',
   limitPer30Days: '{amount} per 30 hari',
   rowLimit: 'Batas {symbol}',
-  titleSendFrom: 'Kirim dari {account}',
   rowAdds: 'Menambahkan',
   valueDerivedAccount: 'akun Ethereum yang diturunkan di {path}',
   rowOpens: 'Membuka',
@@ -82,6 +81,7 @@ const idValues: FrameValueTexts = {
   valueExportKey: 'kunci privat akun ini',
   warnExportFrame: 'Ini hanya muncul di jendela ekspor. Jangan pernah mengetiknya di situs atau membagikannya: siapa pun yang memilikinya mengambil semuanya.',
   valueSignsWithin: 'dalam batas ini hingga kedaluwarsa, tanpa bertanya lagi kepada Anda',
+  warnCalls: 'Panggilan {calls}: {warning}',
 }
 
 export default idValues

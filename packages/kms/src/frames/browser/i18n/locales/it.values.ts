@@ -40,7 +40,6 @@ const itValues: FrameValueTexts = {
   limitPerWeek: '{amount} a settimana',
   limitPer30Days: '{amount} ogni 30 giorni',
   rowLimit: 'Limite in {symbol}',
-  titleSendFrom: 'Invia da {account}',
   rowAdds: 'Aggiunge',
   valueDerivedAccount: 'un account Ethereum derivato in {path}',
   rowOpens: 'Apre',
@@ -82,6 +81,7 @@ const itValues: FrameValueTexts = {
   valueExportKey: 'la chiave privata di questo account',
   warnExportFrame: 'Appare solo nella finestra di esportazione. Non digitarla mai su un sito né condividerla: chi la ha prende tutto.',
   valueSignsWithin: 'entro questi limiti fino alla scadenza, senza chiederti di nuovo',
+  warnCalls: 'Chiamate {calls}: {warning}',
 }
 
 export default itValues

@@ -42,7 +42,6 @@ const jaValues: FrameValueTexts = {
   limitPerWeek: '1 週間あたり {amount}',
   limitPer30Days: '30 日あたり {amount}',
   rowLimit: '{symbol} の上限',
-  titleSendFrom: '{account} から送信',
   rowAdds: '追加',
   valueDerivedAccount: '{path} で派生した Ethereum アカウント',
   rowOpens: '開く',
@@ -84,6 +83,7 @@ const jaValues: FrameValueTexts = {
   valueExportKey: 'このアカウントの秘密鍵',
   warnExportFrame: 'エクスポートウィンドウにだけ表示されます。サイトに入力したり共有したりしないでください。持つ人がすべてを奪えます。',
   valueSignsWithin: '期限が切れるまでこの範囲内で、再度確認せずに',
+  warnCalls: '呼び出し {calls}：{warning}',
 }
 
 export default jaValues

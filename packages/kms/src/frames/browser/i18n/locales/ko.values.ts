@@ -39,7 +39,6 @@ const koValues: FrameValueTexts = {
   limitPerWeek: '주당 {amount}',
   limitPer30Days: '30일당 {amount}',
   rowLimit: '{symbol} 한도',
-  titleSendFrom: '{account}에서 보내기',
   rowAdds: '추가',
   valueDerivedAccount: '{path}에서 파생된 이더리움 계정',
   rowOpens: '열기',
@@ -81,6 +80,7 @@ const koValues: FrameValueTexts = {
   valueExportKey: '이 계정의 개인 키',
   warnExportFrame: '내보내기 창에만 표시됩니다. 어떤 사이트에도 입력하거나 공유하지 마세요. 가진 사람이 모든 것을 가져갑니다.',
   valueSignsWithin: '만료될 때까지 이 한도 안에서, 다시 묻지 않고',
+  warnCalls: '호출 {calls}: {warning}',
 }
 
 export default koValues

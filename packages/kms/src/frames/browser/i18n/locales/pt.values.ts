@@ -40,7 +40,6 @@ const ptValues: FrameValueTexts = {
   limitPerWeek: '{amount} por semana',
   limitPer30Days: '{amount} a cada 30 dias',
   rowLimit: 'Limite de {symbol}',
-  titleSendFrom: 'Enviar de {account}',
   rowAdds: 'Adiciona',
   valueDerivedAccount: 'uma conta Ethereum derivada em {path}',
   rowOpens: 'Abre',
@@ -82,6 +81,7 @@ const ptValues: FrameValueTexts = {
   valueExportKey: 'a chave privada desta conta',
   warnExportFrame: 'Ela aparece só na janela de exportação. Nunca a digite em um site nem a compartilhe: quem a tiver leva tudo.',
   valueSignsWithin: 'dentro desses limites até expirar, sem perguntar de novo',
+  warnCalls: 'Chamadas {calls}: {warning}',
 }
 
 export default ptValues

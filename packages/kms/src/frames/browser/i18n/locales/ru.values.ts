@@ -41,7 +41,6 @@ const ruValues: FrameValueTexts = {
   limitPerWeek: '{amount} в неделю',
   limitPer30Days: '{amount} за 30 дней',
   rowLimit: 'Лимит {symbol}',
-  titleSendFrom: 'Отправка с {account}',
   rowAdds: 'Добавляет',
   valueDerivedAccount: 'аккаунт Ethereum, выведенный по пути {path}',
   rowOpens: 'Открывает',
@@ -83,6 +82,7 @@ const ruValues: FrameValueTexts = {
   valueExportKey: 'закрытый ключ этого аккаунта',
   warnExportFrame: 'Она появится только в окне экспорта. Никогда не вводите её на сайтах и никому не передавайте: у кого она, тот забирает всё.',
   valueSignsWithin: 'в этих пределах до истечения срока, не спрашивая вас снова',
+  warnCalls: 'Вызовы {calls}: {warning}',
 }
 
 export default ruValues

@@ -42,7 +42,6 @@ const trValues: FrameValueTexts = {
   limitPerWeek: 'haftada {amount}',
   limitPer30Days: '30 günde {amount}',
   rowLimit: '{symbol} limiti',
-  titleSendFrom: '{account} hesabından gönder',
   rowAdds: 'Ekler',
   valueDerivedAccount: '{path} yolunda türetilmiş bir Ethereum hesabı',
   rowOpens: 'Açar',
@@ -84,6 +83,7 @@ const trValues: FrameValueTexts = {
   valueExportKey: 'bu hesabın özel anahtarı',
   warnExportFrame: 'Yalnızca dışa aktarma penceresinde görünür. Asla bir siteye yazmayın veya paylaşmayın: ona sahip olan her şeyi alır.',
   valueSignsWithin: 'süresi dolana kadar bu sınırlar içinde, size yeniden sormadan',
+  warnCalls: 'Çağrı {calls}: {warning}',
 }
 
 export default trValues

@@ -39,7 +39,6 @@ const viValues: FrameValueTexts = {
   limitPerWeek: '{amount} mỗi tuần',
   limitPer30Days: '{amount} mỗi 30 ngày',
   rowLimit: 'Hạn mức {symbol}',
-  titleSendFrom: 'Gửi từ {account}',
   rowAdds: 'Thêm',
   valueDerivedAccount: 'một tài khoản Ethereum dẫn xuất tại {path}',
   rowOpens: 'Mở',
@@ -81,6 +80,7 @@ const viValues: FrameValueTexts = {
   valueExportKey: 'khóa riêng của tài khoản này',
   warnExportFrame: 'Nó chỉ xuất hiện trong cửa sổ xuất. Đừng bao giờ gõ nó vào trang web hay chia sẻ: ai có nó sẽ lấy mọi thứ.',
   valueSignsWithin: 'trong các giới hạn này cho đến khi hết hạn, không hỏi lại bạn',
+  warnCalls: 'Lệnh gọi {calls}: {warning}',
 }
 
 export default viValues

@@ -39,7 +39,6 @@ const zhValues: FrameValueTexts = {
   limitPerWeek: '每周 {amount}',
   limitPer30Days: '每 30 天 {amount}',
   rowLimit: '{symbol} 限额',
-  titleSendFrom: '从 {account} 发送',
   rowAdds: '添加',
   valueDerivedAccount: '在 {path} 派生的以太坊账户',
   rowOpens: '打开',
@@ -81,6 +80,7 @@ const zhValues: FrameValueTexts = {
   valueExportKey: '此账户的私钥',
   warnExportFrame: '它只会出现在导出窗口中。切勿在任何网站输入或与人分享：拥有它的人可以拿走一切。',
   valueSignsWithin: '在这些限制内，直到过期，无需再次询问你',
+  warnCalls: '调用 {calls}：{warning}',
 }
 
 export default zhValues
