@@ -1,6 +1,6 @@
 import type { Metrics } from '@latchkey/service'
 import { type AuditStorage, verifyAuditTrail } from '@latchkey/service/database'
-import { type RawBuilder, sql } from 'kysely'
+import { CompiledQuery, type RawBuilder, sql } from 'kysely'
 import { type Executor, isPostgresUrl, isUniqueViolation, openStorage, type Storage } from './storage/database.js'
 import { dataKeyStatements } from './storage/dataKeys.js'
 import { KMS_MIGRATIONS } from './storage/migrations.js'
@@ -124,6 +124,29 @@ function unprefixed<row>(record: Record<string, unknown>, alias: string, columns
 const rootUsersOf = (organizationId: RawBuilder<unknown>) =>
   sql`(select user_id, rowid as first, '' as second from root_quorum_members where organization_id = ${organizationId} union all select id as user_id, created_at as first, id as second from users where organization_id = ${organizationId} and not exists (select 1 from root_quorum_members where organization_id = ${organizationId}))`
 
+/** An identifier as SQL text, double-quoted. */
+const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
+/** Whether an insert's value is SQL for the builder to place (an expression or a factory of one), not a value. */
+const isExpression = (value: unknown) =>
+  typeof value === 'function' || (typeof value === 'object' && value !== null && typeof (value as { toOperationNode?: unknown }).toOperationNode === 'function')
+
+/**
+ * An insert's text by engine, table and column list, written once per process: the builder made a
+ * query tree and compiled it on every insert, which cost the activity write more than SQLite's own
+ * work (issue 31). Column names come from the row types, never from a request.
+ */
+const INSERT_TEXTS = new Map<string, string>()
+function insertText(dialect: 'sqlite' | 'postgres', table: string, columns: readonly string[]) {
+  const key = `${dialect} ${table}(${columns.join(',')})`
+  let text = INSERT_TEXTS.get(key)
+  if (text === undefined) {
+    const placeholders = columns.map((_, index) => (dialect === 'postgres' ? `$${index + 1}` : '?'))
+    text = `insert into ${quoted(table)} (${columns.map(quoted).join(', ')}) values (${placeholders.join(', ')})`
+    INSERT_TEXTS.set(key, text)
+  }
+  return text
+}
+
 function statements(storage: Storage, executor: () => Promise<Executor>) {
   const run = async (query: RawBuilder<unknown>) => {
     await query.execute(await executor())
@@ -131,10 +154,22 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
   const all = async <row>(query: RawBuilder<row>): Promise<row[]> => (await query.execute(await executor())).rows
   const get = async <row>(query: RawBuilder<row>): Promise<row | undefined> => (await all(query))[0]
   const insert = async <table extends keyof Tables>(table: table, row: Tables[table]) => {
-    await (await executor())
-      .insertInto(table)
-      .values(row as never)
-      .execute()
+    const values = row as Record<string, unknown>
+    const columns = Object.keys(values).filter((column) => values[column] !== undefined)
+    // A value that is SQL (an expression) is the builder's to place.
+    if (columns.some((column) => isExpression(values[column]))) {
+      await (await executor())
+        .insertInto(table)
+        .values(row as never)
+        .execute()
+      return
+    }
+    await (await executor()).executeQuery(
+      CompiledQuery.raw(
+        insertText(storage.dialect, table, columns),
+        columns.map((column) => values[column]),
+      ),
+    )
   }
   const subOrganizationsWith = (table: string, condition: RawBuilder<unknown>) => (parent: string) =>
     all<{ id: string }>(

@@ -89,10 +89,13 @@ test(`behavior: the previous release (${previousRelease.commit.slice(0, 12)}) ma
     const laterWallet = await createWallet(restartedUrl, 'made by the previous release after the upgrade')
     expect(await signer(currentUrl, laterWallet, 'the current release signs')).toBe(laterWallet)
   } else {
-    // A contraction: the previous release refuses the database and exits 1 before it listens.
+    // A contraction: the previous release refuses the database and exits 1 before it listens. It
+    // names every step it cannot read: the first contraction and every step after it (an expansion
+    // after a contraction needs code that knows that contraction).
+    const unreadable = since.slice(since.indexOf(contractions[0]!))
     const refused = run('previous', ['--port', String(await getFreePort())])
     expect((await refused.exited).code).toBe(1)
-    expect(refused.stderr()).toContain(`The database has migration ${contractions.join(', ')} of a newer version of kms; run that version or a newer one`)
+    expect(refused.stderr()).toContain(`The database has migration ${unreadable.join(', ')} of a newer version of kms; run that version or a newer one`)
     expect(refused.logs().filter(listening)).toEqual([])
   }
 }, 240_000)

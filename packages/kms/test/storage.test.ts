@@ -48,6 +48,7 @@ describe(`storage (${testBackend})`, () => {
         '0011_grant_key_creators',
         '0012_otp_contacts',
         '0013_mfa',
+        '0014_policies_by_organization',
       ])
     } finally {
       await storage.close()
@@ -100,6 +101,38 @@ describe(`storage (${testBackend})`, () => {
       expect((await db.organization('a'))?.name).toBe('org a')
     } finally {
       await db.close()
+    }
+  })
+
+  test('behavior: an insert leaves out a value that is undefined: the column takes its default', async () => {
+    const db = openDatabase(location(await testDatabase()))
+    try {
+      await db.insertOrganization({ ...organization('d'), root_quorum_threshold: undefined } as never)
+      expect(await db.organization('d')).toEqual({ ...organization('d'), root_quorum_threshold: 1 })
+    } finally {
+      await db.close()
+    }
+  })
+
+  test("behavior: an organization's policies are read by their index, already in order (no scan of every organization's, no sort)", async () => {
+    const database = await sharedDatabase()
+    const db = openDatabase(location(database))
+    await db.insertOrganization(organization('p'))
+    await db.close()
+    const storage = connect(database)
+    try {
+      const statement = 'select * from policies where organization_id = $1 order by created_at, rowid'
+      if (storage.dialect === 'sqlite') {
+        const plan = await sql.raw<{ detail: string }>(`explain query plan ${statement.replace('$1', "'p'")}`).execute(storage.kysely)
+        expect(plan.rows.map((row) => row.detail)).toEqual(['SEARCH policies USING INDEX policies_organization (organization_id=?)'])
+      } else {
+        const indexes = await sql<{
+          indexdef: string
+        }>`select indexdef from pg_indexes where tablename = 'policies' and indexname = 'policies_organization'`.execute(storage.kysely)
+        expect(indexes.rows).toEqual([{ indexdef: 'CREATE INDEX policies_organization ON public.policies USING btree (organization_id, created_at)' }])
+      }
+    } finally {
+      await storage.close()
     }
   })
 

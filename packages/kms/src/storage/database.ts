@@ -15,7 +15,8 @@ export const isUniqueViolation = (error: unknown): boolean => error instanceof U
 
 /**
  * PostgreSQL tables carry an identity column `rowid` for insertion order (SQLite's implicit
- * rowid); rows come back without it, as they do from SQLite.
+ * rowid); rows come back without it, as they do from SQLite. On SQLite no row has it (`select *`
+ * leaves the implicit rowid out), so its statements skip the plugin (one step less each).
  */
 const hideRowid: KyselyPlugin = {
   transformQuery: (args: PluginTransformQueryArgs): RootOperationNode => args.node,
@@ -76,12 +77,12 @@ export function openStorage(location: string, migrations: readonly Migration[], 
   return {
     dialect,
     executor: () => {
-      plain ??= opening.then((database) => database.db.withPlugin(hideRowid))
+      plain ??= opening.then((database) => (dialect === 'postgres' ? database.db.withPlugin(hideRowid) : database.db))
       return plain
     },
     async transaction(work) {
       const database = await opening
-      return database.transaction((trx) => work(trx.withPlugin(hideRowid)), { isolation: 'read committed' })
+      return database.transaction((trx) => work(dialect === 'postgres' ? trx.withPlugin(hideRowid) : trx), { isolation: 'read committed' })
     },
     ping: async () => (await opening).ping(),
     async close() {
