@@ -94,9 +94,9 @@ export async function answerConsent(page: Page, name: 'Approve' | 'Reject', expe
   const frame = page.frameLocator('iframe[id^="latchkey-consent-frame-"]')
   const dialog = expectedTitle ? frame.getByRole('dialog', { name: expectedTitle }) : frame.getByRole('dialog')
   await dialog.waitFor()
-  // Approve stays disabled until the browser reports it fully visible. It sits in the dialog's
-  // sticky action bar, in view however long the review; scrolled to should a page make the frame
-  // shorter than the bar.
+  // Approve stays disabled until the browser reports it fully visible. It sits below the review's
+  // scrolling body, in view however long the review; scrolled to should a page make the frame
+  // shorter than the dialog's bar.
   await frame.locator('#approve').scrollIntoViewIfNeeded()
   await frame.locator('#approve:not([disabled])').waitFor()
   await frame.getByRole('button', { name, exact: true }).focus()

@@ -372,13 +372,13 @@ function unknownBatch(count: number) {
 /** Where the review dialog's parts are in the frame (px), its scroll, and what has focus. */
 const layout = (frame: Frame) =>
   frame.evaluate(() => {
-    const review = document.getElementById('review')!
-    const actions = review.querySelector('.actions')!
-    const content = [...review.children].filter((child) => child !== actions && !(child as HTMLElement).hidden).at(-1)!
+    const body = document.getElementById('review-body')!
+    const actions = document.querySelector('#review > .actions')!
+    const content = [...body.children].filter((child) => !(child as HTMLElement).hidden).at(-1)!
     return {
-      scrollable: review.scrollHeight > review.clientHeight,
-      scrollTop: review.scrollTop,
-      atEnd: Math.abs(review.scrollHeight - review.clientHeight - review.scrollTop) < 1,
+      scrollable: body.scrollHeight > body.clientHeight,
+      scrollTop: body.scrollTop,
+      atEnd: Math.abs(body.scrollHeight - body.clientHeight - body.scrollTop) < 1,
       frameHeight: innerHeight,
       approveBottom: document.getElementById('approve')!.getBoundingClientRect().bottom,
       actionsTop: actions.getBoundingClientRect().top,
@@ -389,7 +389,7 @@ const layout = (frame: Frame) =>
   })
 
 describe('consent frame actions', () => {
-  test('behavior: a long review (12 calls in a 640 px frame) shows Approve at once in its sticky bar and arms it unscrolled; the warnings first, once; the end of the review scrolls clear of the bar', async () => {
+  test('behavior: a long review (12 calls in a 640 px frame) shows Approve at once below its scrolling body and arms it unscrolled; the warnings first, once; the end of the review scrolls clear of the bar', async () => {
     const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress })
     await ask(page, 'long-1', unknownBatch(12))
     const approve = frame.getByRole('button', { name: 'Approve' })
@@ -402,7 +402,7 @@ describe('consent frame actions', () => {
     expect(shown).toMatchObject({ scrollable: true, scrollTop: 0, focused: 'review-title', titleWraps: 'anywhere' })
     expect(shown.approveBottom).toBeLessThanOrEqual(shown.frameHeight)
     // Scrolled to its end, the review's last part sits above the bar, not under it (to the pixel: layout rounds).
-    await frame.locator('#review').evaluate((review) => review.scrollTo({ top: review.scrollHeight }))
+    await frame.locator('#review-body').evaluate((body) => body.scrollTo({ top: body.scrollHeight }))
     await expect.poll(async () => (await layout(frame)).atEnd).toBe(true)
     const end = await layout(frame)
     expect(end.contentBottom).toBeLessThanOrEqual(end.actionsTop + 1)
@@ -411,7 +411,7 @@ describe('consent frame actions', () => {
     await page.close()
   })
 
-  test('error: the sticky Approve disarms while the page covers the frame with a decoy or makes it transparent, and a click a script makes on it is ignored', async () => {
+  test('error: Approve below a long review disarms while the page covers the frame with a decoy or makes it transparent, and a click a script makes on it is ignored', async () => {
     const { page, frame } = await openConsent({ chains: [{ id: 31337, rpcUrl: inject('chainARpc') }], executor: batchExecutorAddress })
     await ask(page, 'guard-1', unknownBatch(12))
     const approve = frame.getByRole('button', { name: 'Approve' })

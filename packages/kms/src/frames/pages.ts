@@ -81,7 +81,8 @@ function body(parameters: PageParameters): string {
     case 'consent':
       return `<main class="consent">
 <p class="visually-hidden" data-i18n="frameIntro">This frame keeps the wallet's signing key for the app that embeds it and asks you before it signs.</p>
-<div id="review" class="review" role="dialog" aria-modal="true" aria-labelledby="review-title" aria-describedby="review-origin" hidden>
+<div id="review" class="review split" role="dialog" aria-modal="true" aria-labelledby="review-title" aria-describedby="review-origin" hidden>
+<div id="review-body" class="review-body">
 <h1 id="review-title" class="label" tabindex="-1"></h1>
 <p id="review-origin" class="status"></p>
 <ul id="review-warnings" class="warnings" aria-label="Warnings" data-i18n="warnings" data-i18n-attribute="aria-label" hidden></ul>
@@ -90,6 +91,7 @@ function body(parameters: PageParameters): string {
 <details id="review-raw-box" class="raw" hidden><summary data-i18n="rawData">Raw data</summary><pre id="review-raw"></pre></details>
 <p id="review-simulation" class="status" role="status" hidden></p>
 <p id="review-refusal" class="error" role="alert" hidden></p>
+</div>
 <div class="actions">
 <button id="reject" type="button" class="secondary" data-i18n="reject">Reject</button>
 <button id="approve" type="button" class="primary" data-i18n="approve" disabled>Approve</button>

@@ -116,21 +116,34 @@ function trapFocus(dialog: HTMLElement, event: KeyboardEvent) {
   }
 }
 
-/** Enables "Approve" once the dialog is seen whole; returns what stops watching. */
+/** Enables "Approve" while the browser reports it fully visible; returns what stops watching. */
 function arm(approve: HTMLButtonElement, allowed: boolean): () => void {
   approve.hidden = !allowed
   approve.disabled = true
   if (!allowed) return () => undefined
   if ('isVisible' in IntersectionObserverEntry.prototype) {
-    const observer = new IntersectionObserver(
-      (entries) => {
-        const entry = entries.at(-1) as (IntersectionObserverEntry & { isVisible?: boolean }) | undefined
-        approve.disabled = !entry?.isVisible
-      },
-      { threshold: [1], trackVisibility: true, delay: 100 } as IntersectionObserverInit,
-    )
-    observer.observe(approve)
-    return () => observer.disconnect()
+    // Watched from the second frame the dialog is drawn in, not the first: the app shows this
+    // frame's iframe as it sends the request, and a report made in the frame in which the iframe
+    // appeared says "not visible" (the page's hit test has not caught up). The next report comes
+    // only the observer's 100 ms later, so a review shown within a few ms of its request armed
+    // 100 ms late, at random. A later start only ever arms later, never sooner.
+    let observer: IntersectionObserver | undefined
+    let drawn = requestAnimationFrame(() => {
+      drawn = requestAnimationFrame(() => {
+        observer = new IntersectionObserver(
+          (entries) => {
+            const entry = entries.at(-1) as (IntersectionObserverEntry & { isVisible?: boolean }) | undefined
+            approve.disabled = !entry?.isVisible
+          },
+          { threshold: [1], trackVisibility: true, delay: 100 } as IntersectionObserverInit,
+        )
+        observer.observe(approve)
+      })
+    })
+    return () => {
+      cancelAnimationFrame(drawn)
+      observer?.disconnect()
+    }
   }
   const timer = setTimeout(() => {
     approve.disabled = false
