@@ -28,6 +28,7 @@ import { display, displayRow, displayValue, FRAME_LOCALES, type FrameLocale, t, 
 import { values } from '../src/frames/browser/i18n/valueTexts.js'
 import { reviewRequest } from '../src/frames/browser/review/index.js'
 import type { Review, ReviewContext, ReviewNode, WalletRequest } from '../src/frames/browser/review/types.js'
+import { PERMIT_TYPES } from './fixtures/permit.js'
 
 // Every text the review builders (review/*.ts) and the payload checks (consentChecks/*.ts) write,
 // for a set of requests against a scripted chain (tokens, an NFT collection, a simulation that
@@ -195,21 +196,7 @@ const REQUESTS: [string, WalletRequest, ReviewContext][] = [
   [
     'unlimited permit',
     typed({
-      types: {
-        EIP712Domain: [
-          { name: 'name', type: 'string' },
-          { name: 'version', type: 'string' },
-          { name: 'chainId', type: 'uint256' },
-          { name: 'verifyingContract', type: 'address' },
-        ],
-        Permit: [
-          { name: 'owner', type: 'address' },
-          { name: 'spender', type: 'address' },
-          { name: 'value', type: 'uint256' },
-          { name: 'nonce', type: 'uint256' },
-          { name: 'deadline', type: 'uint256' },
-        ],
-      },
+      types: PERMIT_TYPES,
       primaryType: 'Permit',
       domain: { name: 'Token', version: '1', chainId: 31337, verifyingContract: TOKEN },
       message: { owner: account, spender, value: maxUint256.toString(), nonce: 0, deadline: 1893456000 },

@@ -14,6 +14,7 @@ import { hashAuthorization, recoverAddress, recoverAuthorizationAddress } from '
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { generateApiKeyPair } from '../src/index.js'
 import { POLICY_DENIED_MESSAGE } from '../src/policies/engine.js'
+import { PERMIT_TYPES } from './fixtures/permit.js'
 import { ethereumAccount, post, startKms } from './harness.js'
 
 // Turnkey's permission model against a kms on loopback, driven by the official clients: what a
@@ -486,21 +487,7 @@ describe('policies over typed data and EIP-7702 authorizations', () => {
     ({
       domain: { name: domainName, version: '2', chainId: 31337n, verifyingContract: TOKEN },
       // @turnkey/viem sends serializeTypedData's JSON, which keeps the domain only when its type is given (as eth_signTypedData_v4 payloads do).
-      types: {
-        EIP712Domain: [
-          { name: 'name', type: 'string' },
-          { name: 'version', type: 'string' },
-          { name: 'chainId', type: 'uint256' },
-          { name: 'verifyingContract', type: 'address' },
-        ],
-        Permit: [
-          { name: 'owner', type: 'address' },
-          { name: 'spender', type: 'address' },
-          { name: 'value', type: 'uint256' },
-          { name: 'nonce', type: 'uint256' },
-          { name: 'deadline', type: 'uint256' },
-        ],
-      },
+      types: PERMIT_TYPES,
       primaryType: 'Permit',
       message: { owner: RECIPIENT, spender: RECIPIENT, value: 500_000n, nonce: 0n, deadline: 2_000_000_000n, ...message },
     }) as const satisfies TypedDataDefinition

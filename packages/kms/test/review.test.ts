@@ -29,6 +29,7 @@ import { beforeAll, describe, expect, inject, test } from 'vitest'
 import { batchExecutorAddress, testTokenAddress as token } from '../../../contracts/index.js'
 import { ReviewError, reviewRequest } from '../src/frames/browser/review/index.js'
 import type { ReviewContext, WalletRequest } from '../src/frames/browser/review/types.js'
+import { PERMIT_TYPES } from './fixtures/permit.js'
 
 // What the consent frame shows, decoded from real requests against the unit run's anvil (chain A),
 // where test/globalSetup.ts deployed the test token (TKN, 18 decimals) as `npm start` does.
@@ -147,21 +148,7 @@ describe('messages', () => {
 })
 
 describe('typed data', () => {
-  const permitTypes = {
-    EIP712Domain: [
-      { name: 'name', type: 'string' },
-      { name: 'version', type: 'string' },
-      { name: 'chainId', type: 'uint256' },
-      { name: 'verifyingContract', type: 'address' },
-    ],
-    Permit: [
-      { name: 'owner', type: 'address' },
-      { name: 'spender', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'nonce', type: 'uint256' },
-      { name: 'deadline', type: 'uint256' },
-    ],
-  }
+  const permitTypes = PERMIT_TYPES
   const permit = (value: bigint) => ({
     types: permitTypes,
     primaryType: 'Permit',
