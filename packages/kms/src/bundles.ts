@@ -3,11 +3,12 @@ import { p256 } from '@noble/curves/p256'
 import { sha256 } from '@noble/hashes/sha2'
 import { createBase58check } from '@scure/base'
 import { GrpcCode, invalid, KmsError, permissionDenied } from './errors.js'
+import { p256PublicKey, p256Sign } from './p256.js'
 
 // Bundles as the Turnkey clients and frames read them (research/turnkey-api.md §4): RFC 9180 HPKE
 // base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, info "turnkey_hpke", and the
-// associated data enc ‖ pkR, both uncompressed. WebCrypto underneath, so this file runs in the
-// frames as well as in the service.
+// associated data enc ‖ pkR, both uncompressed. HPKE by @hpke/core over WebCrypto; the signer
+// key's signatures and the recipient's public key by OpenSSL (p256.ts).
 
 const INFO = new TextEncoder().encode('turnkey_hpke')
 const suite = new CipherSuite({ kem: new DhkemP256HkdfSha256(), kdf: new HkdfSha256(), aead: new Aes256Gcm() })
@@ -47,7 +48,7 @@ export async function hpkeSeal(recipientPublicKey: string, plaintext: Uint8Array
 /** Opens what `hpkeSeal` made for the key pair of `recipientPrivateKey` (32 bytes, hex). */
 export async function hpkeOpen(recipientPrivateKey: string, enc: Uint8Array, ciphertext: Uint8Array): Promise<Uint8Array> {
   const secret = hexToBytes(recipientPrivateKey)
-  const pkR = p256.getPublicKey(secret, false)
+  const pkR = p256PublicKey(secret)
   const recipient = await suite.createRecipientContext({
     recipientKey: await suite.kem.deserializePrivateKey(secret),
     enc: p256.ProjectivePoint.fromHex(enc).toRawBytes(false),
@@ -86,12 +87,11 @@ export type SignedBundle = { version: 'v1.0.0'; data: string; dataSignature: str
 /** Signs `data` (its raw bytes, as hex in the envelope) with the service's signer key. */
 export function signBundle(signerPrivateKey: string, data: object): string {
   const bytes = new TextEncoder().encode(JSON.stringify(data))
-  const signature = p256.sign(sha256(bytes), hexToBytes(signerPrivateKey)).toDERHex()
   const bundle: SignedBundle = {
     version: 'v1.0.0',
     data: bytesToHex(bytes),
-    dataSignature: signature,
-    enclaveQuorumPublic: bytesToHex(p256.getPublicKey(hexToBytes(signerPrivateKey), false)),
+    dataSignature: p256Sign(signerPrivateKey, bytes, 'der').toString('hex'),
+    enclaveQuorumPublic: p256PublicKey(signerPrivateKey).toString('hex'),
   }
   return JSON.stringify(bundle)
 }
