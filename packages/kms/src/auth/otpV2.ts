@@ -24,6 +24,33 @@ const targetRecord = (otpId: string) => `otp-target:${otpId}`
 const compressedKey = z.string().regex(/^0[23][0-9a-f]{64}$/, 'must be a compressed P-256 public key in lowercase hex')
 const seconds = z.string().regex(/^\d+$/)
 
+// The parameters of each activity, built once: a zod schema compiles its parser on first use, and
+// one built per request paid that again on every call.
+const initOtpParams = z.object({
+  otpType: z.literal('OTP_TYPE_EMAIL', 'only OTP_TYPE_EMAIL is supported'),
+  contact: z.email(),
+  appName: z.string().min(1).max(128),
+  /** Latchkey extension: the mail's language (a BCP 47 tag or an Accept-Language list); English otherwise. */
+  locale: z.string().max(256).optional(),
+  otpLength: z.number().int().min(6).max(9).optional(),
+  alphanumeric: z.boolean().optional(),
+  expirationSeconds: seconds.optional(),
+})
+const verifyOtpParams = z.object({ otpId: z.string().min(1), encryptedOtpBundle: z.string().min(1).max(4096), expirationSeconds: seconds.optional() })
+const otpLoginParams = z.object({
+  verificationToken: z.string().min(1).max(4096),
+  publicKey: compressedKey,
+  clientSignature: z.object({
+    publicKey: z.string().min(1),
+    scheme: z.literal('CLIENT_SIGNATURE_SCHEME_API_P256', 'only CLIENT_SIGNATURE_SCHEME_API_P256 is supported'),
+    message: z.string().min(1).max(4096),
+    signature: z.string().regex(/^[0-9a-fA-F]{128}$/, 'must be the raw r‖s signature, 64 bytes of hex'),
+  }),
+  expirationSeconds: seconds.optional(),
+  invalidateExisting: z.boolean().optional(),
+  sessionProfileId: z.undefined('session profiles are not supported').optional(),
+})
+
 /** A standard ES256 JWT (one SHA-256, unlike the session JWT's two), as verifyOtpVerificationToken checks it. */
 function verificationJwt(claims: Record<string, string>, privateKey: string): string {
   const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
@@ -90,19 +117,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
     intentKey: 'initOtpIntentV3',
     resultKey: 'initOtpResultV2',
     async run(params, context) {
-      const input = parse(
-        z.object({
-          otpType: z.literal('OTP_TYPE_EMAIL', 'only OTP_TYPE_EMAIL is supported'),
-          contact: z.email(),
-          appName: z.string().min(1).max(128),
-          /** Latchkey extension: the mail's language (a BCP 47 tag or an Accept-Language list); English otherwise. */
-          locale: z.string().max(256).optional(),
-          otpLength: z.number().int().min(6).max(9).optional(),
-          alphanumeric: z.boolean().optional(),
-          expirationSeconds: seconds.optional(),
-        }),
-        params,
-      )
+      const input = parse(initOtpParams, params)
       const lifetime = Number(input.expirationSeconds ?? OTP_DEFAULT_SECONDS)
       if (lifetime > OTP_MAX_SECONDS) throw invalid(`invalid parameters: expirationSeconds: must be at most ${OTP_MAX_SECONDS} seconds`)
       const { db, caller, masterKey, now } = context
@@ -158,10 +173,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
     intentKey: 'verifyOtpIntentV2',
     resultKey: 'verifyOtpResult',
     async run(params, context) {
-      const input = parse(
-        z.object({ otpId: z.string().min(1), encryptedOtpBundle: z.string().min(1).max(4096), expirationSeconds: seconds.optional() }),
-        params,
-      )
+      const input = parse(verifyOtpParams, params)
       const lifetime = Number(input.expirationSeconds ?? VERIFICATION_TOKEN_DEFAULT_SECONDS)
       if (lifetime > VERIFICATION_TOKEN_MAX_SECONDS)
         throw invalid(
@@ -207,22 +219,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
     intentKey: 'otpLoginIntentV2',
     resultKey: 'otpLoginResult',
     async run(params, context) {
-      const input = parse(
-        z.object({
-          verificationToken: z.string().min(1).max(4096),
-          publicKey: compressedKey,
-          clientSignature: z.object({
-            publicKey: z.string().min(1),
-            scheme: z.literal('CLIENT_SIGNATURE_SCHEME_API_P256', 'only CLIENT_SIGNATURE_SCHEME_API_P256 is supported'),
-            message: z.string().min(1).max(4096),
-            signature: z.string().regex(/^[0-9a-fA-F]{128}$/, 'must be the raw r‖s signature, 64 bytes of hex'),
-          }),
-          expirationSeconds: seconds.optional(),
-          invalidateExisting: z.boolean().optional(),
-          sessionProfileId: z.undefined('session profiles are not supported').optional(),
-        }),
-        params,
-      )
+      const input = parse(otpLoginParams, params)
       refuseLongLifetime(context, input.expirationSeconds)
       const { db, caller, now } = context
       const claims = readVerificationToken(input.verificationToken, context)
