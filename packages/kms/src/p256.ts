@@ -12,8 +12,8 @@ import { createECDH, createPrivateKey, createPublicKey, type KeyObject, sign, ve
 const SPKI_COMPRESSED = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex')
 const SPKI_UNCOMPRESSED = Buffer.from('3059301306072a8648ce3d020106082a8648ce3d030107034200', 'hex')
 
-/** A private key as OpenSSL holds it, with its public key (65 bytes, uncompressed). */
-type PrivateKey = { readonly key: KeyObject; readonly publicKey: Buffer }
+/** A private key as OpenSSL holds it, with its public key (65 bytes, uncompressed, and as OpenSSL holds it). */
+type PrivateKey = { readonly key: KeyObject; readonly publicKey: Buffer; readonly publicKeyObject: KeyObject }
 
 // The service signs with one or two keys (the signer, the next while it rotates): each is parsed
 // once. A pure function of the key's bytes, so nothing here can go stale.
@@ -38,7 +38,7 @@ function privateKeyOf(hex: string): PrivateKey {
       y: publicKey.subarray(33).toString('base64url'),
     },
   })
-  const parsed = { key, publicKey }
+  const parsed = { key, publicKey, publicKeyObject: createPublicKey(key) }
   if (privateKeys.size >= 16) privateKeys.clear()
   privateKeys.set(hex, parsed)
   return parsed
@@ -50,6 +50,20 @@ export function p256PublicKey(privateKey: string | Uint8Array): Buffer {
   const ecdh = createECDH('prime256v1')
   ecdh.setPrivateKey(privateKey)
   return ecdh.getPublicKey()
+}
+
+/**
+ * Whether `signature` is the signature of `privateKey` (hex: the service's own key, so its public
+ * key is parsed once) over SHA-256 of `data`; as `p256Verify`.
+ */
+export function p256VerifyOwn(privateKey: string, data: Uint8Array | string, signature: Uint8Array, encoding: 'der' | 'p1363'): boolean {
+  if (encoding === 'p1363' && signature.length !== 64) return false
+  try {
+    const key = privateKeyOf(privateKey).publicKeyObject
+    return verify('sha256', typeof data === 'string' ? Buffer.from(data) : data, { key, dsaEncoding: encoding === 'der' ? 'der' : 'ieee-p1363' }, signature)
+  } catch {
+    return false
+  }
 }
 
 /** A new P-256 key pair: the private key (32 bytes) and the public key (65 bytes, uncompressed). */

@@ -3,7 +3,7 @@ import { p256 } from '@noble/curves/p256'
 import { verifySessionJwtSignature } from '@turnkey/crypto'
 import { describe, expect, test } from 'vitest'
 import { sessionJwt } from '../src/credentials.js'
-import { newP256Key, p256PublicKey, p256Sign, p256Verify } from '../src/p256.js'
+import { newP256Key, p256PublicKey, p256Sign, p256Verify, p256VerifyOwn } from '../src/p256.js'
 
 // The service's P-256 by OpenSSL (src/p256.ts) against @noble/curves, which signed before and which
 // the frames and @turnkey/crypto read with: the same keys, signatures each side accepts.
@@ -26,6 +26,7 @@ describe('P-256 by OpenSSL', () => {
     const nobles = p256.sign(sha256(message), privateKey)
     expect(p256Verify(hex(p256.getPublicKey(privateKey, true)), message, nobles.toDERRawBytes(), 'der')).toBe(true)
     expect(p256Verify(p256.getPublicKey(privateKey, false), message, nobles.toCompactRawBytes(), 'p1363')).toBe(true)
+    expect([p256VerifyOwn(privateKey, message, raw, 'p1363'), p256VerifyOwn(privateKey, message, der, 'der')]).toEqual([true, true])
   })
 
   test('default: a new key pair is a valid scalar and its point, 32 and 65 bytes', () => {
@@ -60,6 +61,15 @@ describe('P-256 by OpenSSL', () => {
       p256Verify(`02${'ff'.repeat(32)}`, message, raw, 'p1363'),
       p256Verify('not hex', message, raw, 'p1363'),
     ]).toEqual([true, false, false, false, false, false, false, false, false, false])
+    const otherKey = hex(p256.utils.randomPrivateKey())
+    expect([
+      p256VerifyOwn(privateKey, message, raw, 'p1363'),
+      p256VerifyOwn(otherKey, message, raw, 'p1363'),
+      p256VerifyOwn(privateKey, 'other words', raw, 'p1363'),
+      p256VerifyOwn(privateKey, message, changed, 'p1363'),
+      p256VerifyOwn(privateKey, message, raw.subarray(1), 'p1363'),
+      p256VerifyOwn(privateKey, message, raw, 'der'),
+    ]).toEqual([true, false, false, false, false, false])
     expect(() => p256PublicKey('00'.repeat(32))).toThrow('Private key is not valid for specified curve.')
   })
 })

@@ -6,7 +6,7 @@ import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, refuseLongLifetime, sessionJwt } from '../credentials.js'
 import { failedPrecondition, GrpcCode, invalid, KmsError, notFound, permissionDenied } from '../errors.js'
 import { codeMail, mailLocale } from '../mails.js'
-import { newP256Key, p256PublicKey, p256Sign, p256Verify } from '../p256.js'
+import { newP256Key, p256Sign, p256Verify, p256VerifyOwn } from '../p256.js'
 import { parse } from '../params.js'
 import { keepingWrites } from '../refusal.js'
 import { open, seal } from '../secrets.js'
@@ -69,7 +69,7 @@ function readVerificationToken(token: string, context: ActivityContext): TokenCl
   let claims: Record<string, unknown>
   try {
     if (JSON.parse(Buffer.from(header, 'base64url').toString()).alg !== 'ES256') throw refused()
-    if (!p256Verify(p256PublicKey(context.signerPrivateKey), `${header}.${payload}`, Buffer.from(signature, 'base64url'), 'p1363')) throw refused()
+    if (!p256VerifyOwn(context.signerPrivateKey, `${header}.${payload}`, Buffer.from(signature, 'base64url'), 'p1363')) throw refused()
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString())
   } catch {
     throw refused()
