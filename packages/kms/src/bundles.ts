@@ -8,8 +8,8 @@ import { p256PublicKey, p256Sign } from './p256.js'
 
 // Bundles as the Turnkey clients and frames read them (research/turnkey-api.md §4): RFC 9180 HPKE
 // base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, info "turnkey_hpke", and the
-// associated data enc ‖ pkR, both uncompressed. HPKE by @hpke/core over WebCrypto; the signer
-// key's signatures and the recipient's public key by OpenSSL (p256.ts).
+// associated data enc ‖ pkR, both uncompressed. Sealing by @hpke/core over WebCrypto; opening,
+// the signer key's signatures and the recipient's public key by OpenSSL (`hpkeOpen`, p256.ts).
 
 const INFO = new TextEncoder().encode('turnkey_hpke')
 const suite = new CipherSuite({ kem: new DhkemP256HkdfSha256(), kdf: new HkdfSha256(), aead: new Aes256Gcm() })
