@@ -8,6 +8,7 @@ import { chromiumLaunchOptions } from '../../../test/chromium.js'
 import { executeData } from '../src/frames/browser/consentChecks/calls.js'
 import { createKms, type Kms } from '../src/index.js'
 import { testDatabase } from './database.js'
+import { PERMIT_TYPES } from './fixtures/permit.js'
 import { dialogViolations } from './frameAxe.js'
 
 // The consent frame's configuration in Chromium: a kms whose frames name the unit run's anvil
@@ -308,15 +309,7 @@ describe('consent frame accessibility', () => {
 /** An EIP-2612 permit for an unlimited amount of a token the chain does not know: rows, a tree, the raw JSON and two warnings. */
 const permitTyped = {
   domain: { name: 'Token', version: '1', chainId: 31337, verifyingContract: '0x5FbDB2315678afecb367f032d93F642f64180aa3' },
-  types: {
-    Permit: [
-      { name: 'owner', type: 'address' },
-      { name: 'spender', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'nonce', type: 'uint256' },
-      { name: 'deadline', type: 'uint256' },
-    ],
-  },
+  types: { Permit: PERMIT_TYPES.Permit },
   primaryType: 'Permit',
   message: { owner: account, spender: recipient, value: maxUint256, nonce: 0n, deadline: 1924992000n },
 } as const

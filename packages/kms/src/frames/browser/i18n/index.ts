@@ -80,19 +80,21 @@ export const frameLocale = (): FrameLocale => active.locale
 export async function useFrameLocale(locale: FrameLocale, now?: () => number): Promise<void> {
   const [catalogue, module, english] = await Promise.all([catalogues[locale](), import('./values.js'), import('./valueTexts.js')])
   active = { locale, messages: catalogue }
-  active.values = module.valueFormatter(locale, t, { ...en, ...english.default }, now)
+  active.values = module.valueFormatter(locale, t, { ...en, ...english.default }, revealBidi, now)
 }
 
-const formatNumber = (text: string) => (/^\d{1,15}$/.test(text) ? new Intl.NumberFormat(active.locale).format(Number(text)) : text)
+/** Explicit direction marks and isolates shown as <U+…> (as a message's are), so a value cannot reorder the text around it. */
+const revealBidi = (text: string): string =>
+  text.replace(/[\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu, (mark) => `<U+${mark.codePointAt(0)!.toString(16).toUpperCase()}>`)
 
 /**
  * A value put into a sentence: a whole number through `Intl`; any other value with its explicit
- * direction controls shown as <U+…>, and in a right-to-left locale isolated (U+2068 … U+2069), so
- * "1 ETH" or an address keeps its own order inside an Arabic or Hebrew sentence.
+ * direction controls revealed (`revealBidi`), and in a right-to-left locale isolated (U+2068 …
+ * U+2069), so "1 ETH" or an address keeps its own order inside an Arabic or Hebrew sentence.
  */
 function fill(value: string, shown: boolean): string {
-  if (/^\d{1,15}$/.test(value)) return formatNumber(value)
-  const text = shown ? value : value.replace(/[\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu, (mark) => `<U+${mark.codePointAt(0)!.toString(16).toUpperCase()}>`)
+  if (/^\d{1,15}$/.test(value)) return new Intl.NumberFormat(active.locale).format(Number(value))
+  const text = shown ? value : revealBidi(value)
   return isRtl(active.locale) ? `\u2068${text}\u2069` : text
 }
 

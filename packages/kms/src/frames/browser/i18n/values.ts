@@ -43,15 +43,10 @@ const AMOUNT = /^(\d{1,80})(?:\.(\d{1,80}))?(?: ([\p{L}\p{N}._$+-]{1,32}))?$/u
 const DATE = /^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) UTC$/
 const DURATION = /^(\d{1,15}) (second|minute|hour|day)s?$/
 
-/** Explicit direction marks and isolates: inside a value they are shown as <U+…>, as a message's are, so a value cannot reorder the text around it. */
-const BIDI_CONTROLS = /[\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu
-const revealBidi = (text: string): string =>
-  text.replace(BIDI_CONTROLS, (character) => `<U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`)
-
 /**
  * The active locale's way of showing decoded texts: `display` (a title, label, warning or value),
  * `row` (a row's value) and `value` (a tree's value), from the English texts (en.ts's and valueTexts.ts's,
- * handed in: this chunk imports nothing) and the active catalogue's `t`. In Arabic and Hebrew a value the
+ * handed in: this chunk imports nothing), the active catalogue's `t` and the frame's `revealBidi`. In Arabic and Hebrew a value the
  * review wrote on its own (an amount, a date, an address) or the request's own text is isolated
  * (U+2068 … U+2069): "1 ETH" stays "1 ETH" in a right-to-left line; `t` isolates the values it puts
  * into a sentence.
@@ -59,10 +54,10 @@ const revealBidi = (text: string): string =>
 export function valueFormatter<Key extends string>(
   locale: string,
   t: (key: Key, values?: Readonly<Record<string, string | number>>, shown?: boolean) => string,
-  english: Readonly<Record<string, string>>,
+  texts: Readonly<Record<string, string>>,
+  revealBidi: (text: string) => string,
   now: () => number = Date.now,
 ) {
-  const texts = english
   const decodedRows = new Set(DECODED_ROWS.map((key) => texts[key]))
   const patterns = Object.keys(texts).map((key) => {
     const names = [...texts[key]!.matchAll(/\{(\w+)\}/g)].map((found) => found[1]!)
