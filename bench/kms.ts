@@ -35,9 +35,9 @@ import { generateApiKeyPair as apiKeyPair, createKms, createStageProfile, STAGES
 import { createServerApp, openStore } from '@latchkey/server'
 import { secp256k1 } from '@noble/curves/secp256k1'
 import pg from 'pg'
-import { sealCode } from '../packages/server/test/consentFrameCode.js'
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
 import { wholeNumberArg as arg } from './args.js'
+import { sealCodeAsFrame } from './kms/frameCode.js'
 import { BENCH_POLICY_COUNT, createBenchUser, measureInstances, percentile } from './kms/instances.js'
 import type { LoadResult, LoadStart } from './kms/load.js'
 
@@ -185,6 +185,7 @@ try {
     allowedOrigins: ['http://localhost:5173'],
   })
   const rounds: number[] = []
+  const sealings: number[] = []
   for (let i = 0; i < 10; i++) {
     const email = `round${i}@example.test`
     const begun = performance.now()
@@ -196,8 +197,11 @@ try {
     const sent = (await started.json()) as { otpId: string; otpEncryptionTargetBundle: string }
     const inbox = (await (await fetch(`${kms.url}/dev/mailbox.json`)).json()) as { messages: { to: string; text: string }[] }
     const code = /code is (\d{6})/.exec(inbox.messages.find((message) => message.to === email)!.text)![1]!
-    // The code as the consent frame answers it: sealed to the kms, with the frame key's signature of its login.
-    const sealed = await sealCode({ otpEncryptionTargetBundle: sent.otpEncryptionTargetBundle, code, key: apiKeyPair(), signerPublicKey: kms.signerPublicKey })
+    // The code as the consent frame answers it, by the frame's own code on WebCrypto: the bundle
+    // checked, the code sealed to the kms, with the frame key's signature of its login.
+    const sealing = performance.now()
+    const sealed = await sealCodeAsFrame({ otpEncryptionTargetBundle: sent.otpEncryptionTargetBundle, email, code, signerPublicKey: kms.signerPublicKey })
+    sealings.push(performance.now() - sealing)
     const verifyResponse = await app.request('/auth/email/verify', {
       method: 'POST',
       body: JSON.stringify({ otpId: sent.otpId, ...sealed }),
@@ -208,6 +212,7 @@ try {
   }
   await store.close()
   rounds.sort((a, b) => a - b)
+  sealings.sort((a, b) => a - b)
 
   const serverShare = serverMs / 1000 / load.seconds
   console.log(
@@ -271,7 +276,7 @@ try {
   )
   console.log(`  ${'raw crypto, same run'.padEnd(32)} ${fixed(1e6 / raw.both).padStart(5)} µs  (verify + sign, above)`)
   console.log(
-    `\nEmail sign-in round trip through the app backend (first sign-in: sub-organization, wallet, code, verify), 10 runs: median ${fixed(rounds[5]!, 1)} ms, max ${fixed(rounds[9]!, 1)} ms`,
+    `\nEmail sign-in round trip through the app backend (first sign-in: sub-organization, wallet, code, verify), 10 runs: median ${fixed(rounds[5]!, 1)} ms, max ${fixed(rounds[9]!, 1)} ms (target ≤ 50: ${rounds[5]! <= 50 ? 'met' : 'missed'}; of it the frame's sealing of the code, median ${fixed(sealings[5]!, 1)} ms)`,
   )
   if (load.failed || profiled.failed) process.exitCode = 1
 } finally {

@@ -71,9 +71,12 @@ test('behavior: one trace spans the backend route, the kms activity and its data
   expect(String(statement.attributes['db.query.text'])).toMatch(/^insert into "/)
 })
 
-test('behavior: the backend request id reaches the kms', async () => {
+test("behavior: the backend request id reaches the kms, on its own calls and on the delegated user's", async () => {
   expect(kmsLines.filter((line) => line.reqId === 'trace-test-1').map((line) => line.msg)).toEqual([
     'POST /public/v1/submit/create_sub_organization 200',
+    // The new account's delegated user is narrowed next (narrowDelegated.ts), one call after the other.
+    'POST /public/v1/submit/create_policies 200',
+    'POST /public/v1/submit/update_root_quorum 200',
     'POST /public/v1/submit/init_otp 200',
   ])
 })

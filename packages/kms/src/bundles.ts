@@ -1,13 +1,15 @@
+import { createDecipheriv, createECDH, createHmac } from 'node:crypto'
 import { Aes256Gcm, CipherSuite, DhkemP256HkdfSha256, HkdfSha256 } from '@hpke/core'
 import { p256 } from '@noble/curves/p256'
 import { sha256 } from '@noble/hashes/sha2'
 import { createBase58check } from '@scure/base'
 import { GrpcCode, invalid, KmsError, permissionDenied } from './errors.js'
+import { p256PublicKey, p256Sign } from './p256.js'
 
 // Bundles as the Turnkey clients and frames read them (research/turnkey-api.md §4): RFC 9180 HPKE
 // base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, info "turnkey_hpke", and the
-// associated data enc ‖ pkR, both uncompressed. WebCrypto underneath, so this file runs in the
-// frames as well as in the service.
+// associated data enc ‖ pkR, both uncompressed. Sealing by @hpke/core over WebCrypto; opening,
+// the signer key's signatures and the recipient's public key by OpenSSL (`hpkeOpen`, p256.ts).
 
 const INFO = new TextEncoder().encode('turnkey_hpke')
 const suite = new CipherSuite({ kem: new DhkemP256HkdfSha256(), kdf: new HkdfSha256(), aead: new Aes256Gcm() })
@@ -44,17 +46,56 @@ export async function hpkeSeal(recipientPublicKey: string, plaintext: Uint8Array
   return { enc, ciphertext }
 }
 
-/** Opens what `hpkeSeal` made for the key pair of `recipientPrivateKey` (32 bytes, hex). */
+// RFC 9180's labelled HKDF for this one suite, by node:crypto: `suite` is "KEM" ‖ kem id for the
+// KEM's steps, "HPKE" ‖ kem, kdf and aead ids for the key schedule.
+const KEM_SUITE = Buffer.from('KEM\x00\x10', 'latin1')
+const HPKE_SUITE = Buffer.from('HPKE\x00\x10\x00\x01\x00\x02', 'latin1')
+const hpkeV1 = Buffer.from('HPKE-v1')
+const labeledExtract = (suiteId: Buffer, salt: Uint8Array, label: string, ikm: Uint8Array) =>
+  createHmac('sha256', salt.length ? salt : Buffer.alloc(32))
+    .update(Buffer.concat([hpkeV1, suiteId, Buffer.from(label), ikm]))
+    .digest()
+const labeledExpand = (suiteId: Buffer, prk: Buffer, label: string, info: Uint8Array, length: number) => {
+  // One HKDF-Expand block is enough: every output here is at most 32 bytes.
+  const lengthBytes = Buffer.from([length >> 8, length & 0xff])
+  return createHmac('sha256', prk)
+    .update(Buffer.concat([lengthBytes, hpkeV1, suiteId, Buffer.from(label), info, Buffer.from([1])]))
+    .digest()
+    .subarray(0, length)
+}
+
+/**
+ * Opens what `hpkeSeal` made for the key pair of `recipientPrivateKey` (32 bytes, hex): RFC 9180
+ * base mode, single shot, for this file's one suite, by OpenSSL (node:crypto) rather than
+ * @hpke/core over WebCrypto, whose key imports and promises cost about a millisecond per bundle
+ * (every email code's verify_otp opens one). `hpkeSeal`'s output, the frames' and @turnkey/crypto's
+ * open here as before (test/bundles.test.ts).
+ */
 export async function hpkeOpen(recipientPrivateKey: string, enc: Uint8Array, ciphertext: Uint8Array): Promise<Uint8Array> {
   const secret = hexToBytes(recipientPrivateKey)
-  const pkR = p256.getPublicKey(secret, false)
-  const recipient = await suite.createRecipientContext({
-    recipientKey: await suite.kem.deserializePrivateKey(secret),
-    enc: p256.ProjectivePoint.fromHex(enc).toRawBytes(false),
-    info: INFO,
-  })
+  const pkR = p256PublicKey(secret)
+  const pkE = p256.ProjectivePoint.fromHex(enc).toRawBytes(false)
+  const ecdh = createECDH('prime256v1')
+  ecdh.setPrivateKey(secret)
   try {
-    return new Uint8Array(await recipient.open(ciphertext, concat(p256.ProjectivePoint.fromHex(enc).toRawBytes(false), pkR)))
+    // Decap: the shared secret from DH(skR, pkE) and enc ‖ pkR.
+    const dh = ecdh.computeSecret(pkE)
+    const eaePrk = labeledExtract(KEM_SUITE, new Uint8Array(0), 'eae_prk', dh)
+    const sharedSecret = labeledExpand(KEM_SUITE, eaePrk, 'shared_secret', concat(pkE, pkR), 32)
+    // The key schedule, base mode (no PSK).
+    const context = concat(
+      new Uint8Array([0]),
+      labeledExtract(HPKE_SUITE, new Uint8Array(0), 'psk_id_hash', new Uint8Array(0)),
+      labeledExtract(HPKE_SUITE, new Uint8Array(0), 'info_hash', INFO),
+    )
+    const schedule = labeledExtract(HPKE_SUITE, sharedSecret, 'secret', new Uint8Array(0))
+    const key = labeledExpand(HPKE_SUITE, schedule, 'key', context, 32)
+    const nonce = labeledExpand(HPKE_SUITE, schedule, 'base_nonce', context, 12)
+    if (ciphertext.length < 16) throw new Error('too short')
+    const decipher = createDecipheriv('aes-256-gcm', key, nonce)
+    decipher.setAAD(concat(pkE, pkR))
+    decipher.setAuthTag(ciphertext.subarray(ciphertext.length - 16))
+    return new Uint8Array(Buffer.concat([decipher.update(ciphertext.subarray(0, ciphertext.length - 16)), decipher.final()]))
   } catch {
     throw invalid('the bundle does not open with this key')
   }
@@ -86,12 +127,11 @@ export type SignedBundle = { version: 'v1.0.0'; data: string; dataSignature: str
 /** Signs `data` (its raw bytes, as hex in the envelope) with the service's signer key. */
 export function signBundle(signerPrivateKey: string, data: object): string {
   const bytes = new TextEncoder().encode(JSON.stringify(data))
-  const signature = p256.sign(sha256(bytes), hexToBytes(signerPrivateKey)).toDERHex()
   const bundle: SignedBundle = {
     version: 'v1.0.0',
     data: bytesToHex(bytes),
-    dataSignature: signature,
-    enclaveQuorumPublic: bytesToHex(p256.getPublicKey(hexToBytes(signerPrivateKey), false)),
+    dataSignature: p256Sign(signerPrivateKey, bytes, 'der').toString('hex'),
+    enclaveQuorumPublic: p256PublicKey(signerPrivateKey).toString('hex'),
   }
   return JSON.stringify(bundle)
 }

@@ -4,6 +4,7 @@ import { credentialBundle } from './bundles.js'
 import type { ActivityContext, Caller } from './context.js'
 import type { Db } from './db.js'
 import { alreadyExists, invalid } from './errors.js'
+import { p256Sign, p256Verify } from './p256.js'
 import type { ApiKeyParams } from './params.js'
 import { type AuthenticatorParams, toTransport, type verifyRegistration } from './webauthn.js'
 
@@ -178,8 +179,8 @@ export async function registerCredential(
 export function sessionJwt(claims: Record<string, unknown>, privateKey: string): string {
   const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
   const input = `${encode({ alg: 'ES256', typ: 'JWT' })}.${encode(claims)}`
-  const digest = createHash('sha256').update(createHash('sha256').update(input).digest()).digest()
-  return `${input}.${Buffer.from(p256.sign(digest, privateKey).toCompactRawBytes()).toString('base64url')}`
+  // OpenSSL hashes once more: the signature is over SHA-256 of the first digest.
+  return `${input}.${p256Sign(privateKey, createHash('sha256').update(input).digest(), 'p1363').toString('base64url')}`
 }
 
 /**
@@ -190,12 +191,9 @@ export function readSessionJwt(token: string, publicKey: Uint8Array | string): R
   const parts = token.split('.')
   if (parts.length !== 3) return undefined
   const [header, claims, signature] = parts as [string, string, string]
-  const digest = createHash('sha256')
-    .update(createHash('sha256').update(`${header}.${claims}`).digest())
-    .digest()
   try {
     const bytes = Buffer.from(signature, 'base64url')
-    if (bytes.length !== 64 || !p256.verify(bytes, digest, publicKey, { lowS: false })) return undefined
+    if (bytes.length !== 64 || !p256Verify(publicKey, createHash('sha256').update(`${header}.${claims}`).digest(), bytes, 'p1363')) return undefined
     const parsed = JSON.parse(Buffer.from(claims, 'base64url').toString('utf8')) as unknown
     return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined
   } catch {

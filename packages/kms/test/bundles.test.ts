@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
@@ -5,7 +6,7 @@ import { decryptCredentialBundle, decryptExportBundle, encryptWalletToBundle, ge
 import { TurnkeyClient } from '@turnkey/http'
 import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { generateApiKeyPair as apiKeyPair, createKms, type Kms, openExportBundle, SIGNER_PATH } from '../src/index.js'
+import { generateApiKeyPair as apiKeyPair, createKms, hpkeOpen, hpkeSeal, type Kms, openExportBundle, SIGNER_PATH } from '../src/index.js'
 import { testDatabase } from './database.js'
 
 // Bundles: the real export bundle of the hosted service opened by our code, and our bundles
@@ -41,6 +42,33 @@ describe('the hosted service’s export bundle', () => {
     const tampered = { ...vector.bundle, data: vector.bundle.data.replace(/.$/, (c) => (c === '0' ? '1' : '0')) }
     await expect(open({ bundle: JSON.stringify(tampered) })).rejects.toThrow('the bundle signature does not verify')
     await expect(open({ recipientPrivateKey: other.privateKey })).rejects.toThrow('the bundle does not open with this key')
+  })
+})
+
+describe('HPKE open (OpenSSL) against the seal (@hpke/core)', () => {
+  test('default: every length from empty to 100 bytes opens to what was sealed', async () => {
+    const recipient = generateP256KeyPair()
+    for (let length = 0; length <= 100; length++) {
+      const plaintext = randomBytes(length)
+      const { enc, ciphertext } = await hpkeSeal(recipient.publicKey, plaintext)
+      expect(Buffer.from(await hpkeOpen(recipient.privateKey, enc, ciphertext)).equals(plaintext)).toBe(true)
+    }
+  })
+
+  test('error: another key, a changed byte, a cut tag or another enc do not open', async () => {
+    const recipient = generateP256KeyPair()
+    const { enc, ciphertext } = await hpkeSeal(recipient.publicKey, new TextEncoder().encode('{"otp_code":"123456"}'))
+    const changed = Uint8Array.from(ciphertext)
+    changed[0]! ^= 1
+    const otherEnc = (await hpkeSeal(recipient.publicKey, new Uint8Array(1))).enc
+    for (const [key, encapped, sealed] of [
+      [generateP256KeyPair().privateKey, enc, ciphertext],
+      [recipient.privateKey, enc, changed],
+      [recipient.privateKey, enc, ciphertext.subarray(0, ciphertext.length - 1)],
+      [recipient.privateKey, enc, ciphertext.subarray(0, 15)],
+      [recipient.privateKey, otherEnc, ciphertext],
+    ] as const)
+      await expect(hpkeOpen(key, encapped, sealed)).rejects.toThrow('the bundle does not open with this key')
   })
 })
 

@@ -1,10 +1,9 @@
 import { createServer, type Server } from 'node:http'
 import { getRequestListener } from '@hono/node-server'
 import { closeGracefully, createHttpObserver, type InflightRequest, type Logger } from '@latchkey/service'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { createServerApp, paymasterFor, type ServerAppOptions } from './app.js'
 import { createServerAudit } from './audit.js'
-import { KmsClient } from './internal/kmsClient.js'
+import { apiKeyStamper, KmsClient } from './internal/kmsClient.js'
 import type { Paymaster } from './paymaster/service.js'
 import { openStore, type Store } from './store.js'
 import { createWebhookSender, type WebhookSender } from './webhooks/dispatcher.js'
@@ -86,7 +85,7 @@ export function createAppServer(options: AppServerOptions) {
       const sender = createWebhookSender({ outbox: store.webhooks, now: options.now, logger: options.logger, timeoutMs: options.webhookTimeoutMs })
       // Every instance follows the kms's trail too: the cursor's compare-and-set and the once-keys keep an activity to one event.
       const follower = createKmsEventFollower({
-        kms: new KmsClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey })),
+        kms: new KmsClient({ baseUrl: options.kmsUrl }, apiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey })),
         organizationId: options.organizationId,
         store,
         logger: options.logger,

@@ -1,5 +1,4 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
-import { p256 } from '@noble/curves/p256'
 import { z } from 'zod'
 import type { ActivityTable } from '../activities/table.js'
 import { hpkeOpen, signBundle } from '../bundles.js'
@@ -7,6 +6,7 @@ import type { ActivityContext } from '../context.js'
 import { DEFAULT_SESSION_SECONDS, insertApiKey, invalidateKeys, refuseLongLifetime, sessionJwt } from '../credentials.js'
 import { failedPrecondition, GrpcCode, invalid, KmsError, notFound, permissionDenied } from '../errors.js'
 import { codeMail, mailLocale } from '../mails.js'
+import { newP256Key, p256Sign, p256Verify, p256VerifyOwn } from '../p256.js'
 import { parse } from '../params.js'
 import { keepingWrites } from '../refusal.js'
 import { open, seal } from '../secrets.js'
@@ -24,12 +24,38 @@ const targetRecord = (otpId: string) => `otp-target:${otpId}`
 const compressedKey = z.string().regex(/^0[23][0-9a-f]{64}$/, 'must be a compressed P-256 public key in lowercase hex')
 const seconds = z.string().regex(/^\d+$/)
 
+// The parameters of each activity, built once: a zod schema compiles its parser on first use, and
+// one built per request paid that again on every call.
+const initOtpParams = z.object({
+  otpType: z.literal('OTP_TYPE_EMAIL', 'only OTP_TYPE_EMAIL is supported'),
+  contact: z.email(),
+  appName: z.string().min(1).max(128),
+  /** Latchkey extension: the mail's language (a BCP 47 tag or an Accept-Language list); English otherwise. */
+  locale: z.string().max(256).optional(),
+  otpLength: z.number().int().min(6).max(9).optional(),
+  alphanumeric: z.boolean().optional(),
+  expirationSeconds: seconds.optional(),
+})
+const verifyOtpParams = z.object({ otpId: z.string().min(1), encryptedOtpBundle: z.string().min(1).max(4096), expirationSeconds: seconds.optional() })
+const otpLoginParams = z.object({
+  verificationToken: z.string().min(1).max(4096),
+  publicKey: compressedKey,
+  clientSignature: z.object({
+    publicKey: z.string().min(1),
+    scheme: z.literal('CLIENT_SIGNATURE_SCHEME_API_P256', 'only CLIENT_SIGNATURE_SCHEME_API_P256 is supported'),
+    message: z.string().min(1).max(4096),
+    signature: z.string().regex(/^[0-9a-fA-F]{128}$/, 'must be the raw r‖s signature, 64 bytes of hex'),
+  }),
+  expirationSeconds: seconds.optional(),
+  invalidateExisting: z.boolean().optional(),
+  sessionProfileId: z.undefined('session profiles are not supported').optional(),
+})
+
 /** A standard ES256 JWT (one SHA-256, unlike the session JWT's two), as verifyOtpVerificationToken checks it. */
 function verificationJwt(claims: Record<string, string>, privateKey: string): string {
   const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
   const input = `${encode({ alg: 'ES256', typ: 'JWT' })}.${encode(claims)}`
-  const signature = p256.sign(createHash('sha256').update(input).digest(), privateKey).toCompactRawBytes()
-  return `${input}.${Buffer.from(signature).toString('base64url')}`
+  return `${input}.${p256Sign(privateKey, input, 'p1363').toString('base64url')}`
 }
 
 type TokenClaims = { id: string; organization_id: string; public_key: string; exp: string }
@@ -42,10 +68,8 @@ function readVerificationToken(token: string, context: ActivityContext): TokenCl
   const [header, payload, signature] = parts as [string, string, string]
   let claims: Record<string, unknown>
   try {
-    const digest = createHash('sha256').update(`${header}.${payload}`).digest()
-    const publicKey = p256.getPublicKey(context.signerPrivateKey, false)
     if (JSON.parse(Buffer.from(header, 'base64url').toString()).alg !== 'ES256') throw refused()
-    if (!p256.verify(Buffer.from(signature, 'base64url'), digest, publicKey, { lowS: false })) throw refused()
+    if (!p256VerifyOwn(context.signerPrivateKey, `${header}.${payload}`, Buffer.from(signature, 'base64url'), 'p1363')) throw refused()
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString())
   } catch {
     throw refused()
@@ -83,13 +107,8 @@ async function openOtpBundle(bundle: string, targetPrivateKey: string): Promise<
 
 /** Refuses unless `signature` (raw r‖s hex) is `publicKey`'s ECDSA P-256 SHA-256 signature of `message`. */
 function verifyClientSignature(message: string, signature: string, publicKey: string) {
-  let valid = false
-  try {
-    valid = p256.verify(signature, createHash('sha256').update(message).digest(), publicKey, { lowS: false, prehash: false })
-  } catch {
-    valid = false
-  }
-  if (!valid) throw permissionDenied('clientSignature does not verify with the public key bound in the verification token')
+  if (!p256Verify(publicKey, message, Buffer.from(signature, 'hex'), 'p1363'))
+    throw permissionDenied('clientSignature does not verify with the public key bound in the verification token')
 }
 
 export const OTP_V2_ACTIVITIES: ActivityTable = {
@@ -98,19 +117,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
     intentKey: 'initOtpIntentV3',
     resultKey: 'initOtpResultV2',
     async run(params, context) {
-      const input = parse(
-        z.object({
-          otpType: z.literal('OTP_TYPE_EMAIL', 'only OTP_TYPE_EMAIL is supported'),
-          contact: z.email(),
-          appName: z.string().min(1).max(128),
-          /** Latchkey extension: the mail's language (a BCP 47 tag or an Accept-Language list); English otherwise. */
-          locale: z.string().max(256).optional(),
-          otpLength: z.number().int().min(6).max(9).optional(),
-          alphanumeric: z.boolean().optional(),
-          expirationSeconds: seconds.optional(),
-        }),
-        params,
-      )
+      const input = parse(initOtpParams, params)
       const lifetime = Number(input.expirationSeconds ?? OTP_DEFAULT_SECONDS)
       if (lifetime > OTP_MAX_SECONDS) throw invalid(`invalid parameters: expirationSeconds: must be at most ${OTP_MAX_SECONDS} seconds`)
       const { db, caller, masterKey, now } = context
@@ -123,7 +130,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
         throw notFound(`no user with email ${input.contact} in organization ${caller.organizationId}`)
       const otpId = randomUUID()
       const code = newCode(input.otpLength ?? 6, input.alphanumeric ?? false)
-      const target = p256.utils.randomPrivateKey()
+      const target = newP256Key()
       const at = now()
       if (user) await db.retireOtps(user.id, caller.organizationId)
       else await db.retireContactOtps(contact!, caller.organizationId)
@@ -135,7 +142,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
         code_hash: hashCode(otpId, code).toString('hex'),
         expires_at: at + lifetime * 1000,
         created_at: at,
-        sealed_target_key: seal(masterKey, targetRecord(otpId), Buffer.from(target).toString('hex')),
+        sealed_target_key: seal(masterKey, targetRecord(otpId), target.privateKey.toString('hex')),
       })
       await context.mailer.send(
         codeMail({
@@ -147,7 +154,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
           locale: mailLocale(input.locale),
         }),
       )
-      const targetPublic = Buffer.from(p256.getPublicKey(target, false)).toString('hex')
+      const targetPublic = target.publicKey.toString('hex')
       return {
         otpId,
         otpEncryptionTargetBundle: signBundle(context.signerPrivateKey, {
@@ -166,10 +173,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
     intentKey: 'verifyOtpIntentV2',
     resultKey: 'verifyOtpResult',
     async run(params, context) {
-      const input = parse(
-        z.object({ otpId: z.string().min(1), encryptedOtpBundle: z.string().min(1).max(4096), expirationSeconds: seconds.optional() }),
-        params,
-      )
+      const input = parse(verifyOtpParams, params)
       const lifetime = Number(input.expirationSeconds ?? VERIFICATION_TOKEN_DEFAULT_SECONDS)
       if (lifetime > VERIFICATION_TOKEN_MAX_SECONDS)
         throw invalid(
@@ -215,22 +219,7 @@ export const OTP_V2_ACTIVITIES: ActivityTable = {
     intentKey: 'otpLoginIntentV2',
     resultKey: 'otpLoginResult',
     async run(params, context) {
-      const input = parse(
-        z.object({
-          verificationToken: z.string().min(1).max(4096),
-          publicKey: compressedKey,
-          clientSignature: z.object({
-            publicKey: z.string().min(1),
-            scheme: z.literal('CLIENT_SIGNATURE_SCHEME_API_P256', 'only CLIENT_SIGNATURE_SCHEME_API_P256 is supported'),
-            message: z.string().min(1).max(4096),
-            signature: z.string().regex(/^[0-9a-fA-F]{128}$/, 'must be the raw r‖s signature, 64 bytes of hex'),
-          }),
-          expirationSeconds: seconds.optional(),
-          invalidateExisting: z.boolean().optional(),
-          sessionProfileId: z.undefined('session profiles are not supported').optional(),
-        }),
-        params,
-      )
+      const input = parse(otpLoginParams, params)
       refuseLongLifetime(context, input.expirationSeconds)
       const { db, caller, now } = context
       const claims = readVerificationToken(input.verificationToken, context)

@@ -55,6 +55,9 @@ const createSubOrganization = z.object({
     .optional(),
 })
 
+/** update_root_quorum's parameters, built once (a zod schema compiles its parser on first use). */
+const updateRootQuorumParams = z.object({ threshold: z.number().int().min(1), userIds: ids('user') })
+
 export const ORGANIZATION_ACTIVITIES: ActivityTable = {
   ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V7: {
     op: 'create_sub_organization',
@@ -96,7 +99,7 @@ export const ORGANIZATION_ACTIVITIES: ActivityTable = {
     intentKey: 'updateRootQuorumIntent',
     resultKey: 'updateRootQuorumResult',
     async run(params, context) {
-      const input = parse(z.object({ threshold: z.number().int().min(1), userIds: ids('user') }), params)
+      const input = parse(updateRootQuorumParams, params)
       const { db, caller } = context
       for (const userId of input.userIds) await userIn(context, userId)
       if (input.threshold > input.userIds.length)

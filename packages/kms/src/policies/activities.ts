@@ -20,6 +20,8 @@ const policyParams = z.object({
   notes: z.string().max(4096).default(''),
   time: z.string().optional(),
 })
+/** create_policies' parameters, built once (a zod schema compiles its parser on first use). */
+const createPoliciesParams = z.object({ policies: z.array(policyParams).min(1).max(100) })
 
 /**
  * Refuses a condition or consensus the engine could never evaluate, as Turnkey does (code 3), and
@@ -75,7 +77,7 @@ export const POLICY_ACTIVITIES: ActivityTable = {
     intentKey: 'createPoliciesIntent',
     resultKey: 'createPoliciesResult',
     async run(params, context) {
-      const input = parse(z.object({ policies: z.array(policyParams).min(1).max(100) }), params)
+      const input = parse(createPoliciesParams, params)
       return { policyIds: await insertPolicies(context, input.policies) }
     },
   },

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import type { Metrics } from '@latchkey/service'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import type { TurnkeyClient } from '@turnkey/http'
 import type { Context } from 'hono'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
@@ -9,7 +8,7 @@ import { ServerError } from '../errors.js'
 import { noteEmail, noteSession } from '../middleware/audit.js'
 import type { SessionKind, SessionRow, Store } from '../store.js'
 import { createDelegatedAccess, type DelegatedAccess } from './delegated.js'
-import { KmsClient } from './kmsClient.js'
+import { apiKeyStamper, KmsClient } from './kmsClient.js'
 import { ACCESS_TOKEN_SECONDS, loadSessionJwtKeys, SESSION_JWT_DEFAULTS, type SessionJwtKey } from './sessionTokens.js'
 import { createSiweConfig, type SiweChain, type SiweConfig } from './siwe.js'
 
@@ -264,7 +263,7 @@ export function createRouteContext(options: {
   const now = options.now ?? Date.now
   let keys: Promise<readonly [SessionJwtKey, ...SessionJwtKey[]]> | undefined
   // Forwards the request id and the trace to the kms.
-  const kms = new KmsClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey }))
+  const kms = new KmsClient({ baseUrl: options.kmsUrl }, apiKeyStamper({ apiPublicKey: options.apiPublicKey, apiPrivateKey: options.apiPrivateKey }))
   const rateLimited = options.metrics?.counter({
     name: 'latchkey_server_rate_limited_total',
     help: 'Requests refused by a rate limit, by limit (its name: codes-per-email, sign-ins-per-ip, …; never the email or address counted).',

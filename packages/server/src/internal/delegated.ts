@@ -1,8 +1,7 @@
-import { createHmac, randomBytes } from 'node:crypto'
-import { ApiKeyStamper } from '@turnkey/api-key-stamper'
-import { getPublicKey } from '@turnkey/crypto'
-import { TurnkeyClient } from '@turnkey/http'
+import { createECDH, createHmac, randomBytes } from 'node:crypto'
+import type { TurnkeyClient } from '@turnkey/http'
 import { incompleteAnswer, ServerError } from '../errors.js'
+import { apiKeyStamper, KmsClient } from './kmsClient.js'
 import { SESSION_KEY_SECONDS } from './schemas.js'
 
 // Delegated access (docs.turnkey.com/concepts/policies/delegated-access-backend). The parent
@@ -99,7 +98,9 @@ export function delegatedKey(delegationSecret: string, salt: string): KeyPair {
     const scalar = BigInt(`0x${candidate.toString('hex')}`)
     if (scalar === 0n || scalar >= P256_ORDER) continue
     const apiPrivateKey = candidate.toString('hex')
-    return { apiPrivateKey, apiPublicKey: Buffer.from(getPublicKey(candidate, true)).toString('hex') }
+    const ecdh = createECDH('prime256v1')
+    ecdh.setPrivateKey(candidate)
+    return { apiPrivateKey, apiPublicKey: ecdh.getPublicKey('hex', 'compressed') }
   }
 }
 
@@ -112,7 +113,8 @@ export function delegatedKey(delegationSecret: string, salt: string): KeyPair {
  * const { rootUser, limit } = delegated.newUser()
  */
 export function createDelegatedAccess(options: { kms: TurnkeyClient; kmsUrl: string; delegationSecret: string; now: () => number }) {
-  const clientFor = (keys: KeyPair) => new TurnkeyClient({ baseUrl: options.kmsUrl }, new ApiKeyStamper(keys))
+  // The backend's own client (kmsClient.ts): keep-alive connections, the request id forwarded.
+  const clientFor = (keys: KeyPair): TurnkeyClient => new KmsClient({ baseUrl: options.kmsUrl }, apiKeyStamper(keys))
   // Sub-organization → its delegated client; a look-up costs a query, so recent ones are kept.
   const known = new Map<string, TurnkeyClient>()
 
