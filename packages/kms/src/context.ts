@@ -2,6 +2,7 @@ import type { OidcVerifier } from './auth/oidc.js'
 import type { Db } from './db.js'
 import type { Mailer } from './mail.js'
 import type { SealingKey } from './secrets.js'
+import type { WalletAccountRow } from './storage/tables.js'
 import type { WebauthnConfig } from './webauthn.js'
 
 /**
@@ -40,6 +41,19 @@ export type ActivityContext = {
   maxCredentialSeconds: number
   now: () => number
   caller: Caller
+  /**
+   * What the request's authorization already read of the address it signs with, in this request:
+   * the signing then reads it no more. Absent when nothing was read (a root user's signature).
+   */
+  signingKey?: SigningKeyRead | undefined
+}
+
+/** What an address names for signing in an organization: a private key's id, and the wallet account holding it (either, both or neither). */
+export type SigningKeyRead = {
+  organizationId: string
+  address: string
+  privateKeyId: string | undefined
+  account: WalletAccountRow | undefined
 }
 
 /** One activity type: parameters in, result out. */

@@ -124,6 +124,12 @@ function unprefixed<row>(record: Record<string, unknown>, alias: string, columns
 const rootUsersOf = (organizationId: RawBuilder<unknown>) =>
   sql`(select user_id, rowid as first, '' as second from root_quorum_members where organization_id = ${organizationId} union all select id as user_id, created_at as first, id as second from users where organization_id = ${organizationId} and not exists (select 1 from root_quorum_members where organization_id = ${organizationId}))`
 
+/** A JSON array of ids as an aggregate answers it: parsed already (PostgreSQL), as text (SQLite), or null for none. */
+const jsonIds = (ids: unknown): string[] => (typeof ids === 'string' ? JSON.parse(ids) : (ids ?? [])) as string[]
+
+/** A user as the policies' `approvers` list them: email and name (null for no such user) and tag ids. */
+export type Approver = { email: string | null; name: string | null; tags: string[] }
+
 /** An identifier as SQL text, double-quoted. */
 const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
 /** Whether an insert's value is SQL for the builder to place (an expression or a factory of one), not a value. */
@@ -171,6 +177,11 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       ),
     )
   }
+  /** A member's tag ids (a value, or SQL such as a column) as one JSON array, in tagsOf's order. */
+  const tagIdsOf = (member: unknown) =>
+    storage.dialect === 'postgres'
+      ? sql`(select json_agg(tag_id order by rowid) from tag_members where member_id = ${member})`
+      : sql`(select json_group_array(tag_id order by rowid) from tag_members where member_id = ${member})`
   const subOrganizationsWith = (table: string, condition: RawBuilder<unknown>) => (parent: string) =>
     all<{ id: string }>(
       sql`select id from organizations where parent_id = ${parent} and id in (select organization_id from ${sql.table(table)} where ${condition}) order by created_at, rowid`,
@@ -275,14 +286,19 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
           ? sql`(select json_agg(user_id order by first, second) from ${roots} roots)`
           : sql`(select json_group_array(user_id order by first, second) from ${roots} roots)`
       const record = (await get<Record<string, unknown>>(
-        sql`select ${prefixed('k', API_KEY_COLUMNS)}, ${prefixed('o', ORGANIZATION_COLUMNS)}, ${rootsArray} as root_user_ids from (select 1 as one) one left join api_keys k on k.public_key = ${publicKey} left join organizations o on o.id = ${organizationId}`,
+        sql`select ${prefixed('k', API_KEY_COLUMNS)}, ${prefixed('o', ORGANIZATION_COLUMNS)}, ${rootsArray} as root_user_ids, u.email as u_email, u.name as u_name, ${tagIdsOf(sql`k.user_id`)} as u_tags from (select 1 as one) one left join api_keys k on k.public_key = ${publicKey} left join organizations o on o.id = ${organizationId} left join users u on u.id = k.user_id and u.organization_id = o.id`,
       ))!
       const organization = unprefixed<OrganizationRow>(record, 'o', ORGANIZATION_COLUMNS)
-      const ids = record['root_user_ids']
+      const apiKey = unprefixed<ApiKeyRow>(record, 'k', API_KEY_COLUMNS)
       return {
-        apiKey: unprefixed<ApiKeyRow>(record, 'k', API_KEY_COLUMNS),
+        apiKey,
         organization,
-        rootUserIds: organization ? ((typeof ids === 'string' ? JSON.parse(ids) : (ids ?? [])) as string[]) : undefined,
+        rootUserIds: organization ? jsonIds(record['root_user_ids']) : undefined,
+        // What approver(apiKey.user_id, organizationId) answers, read in the same statement.
+        approver:
+          apiKey && organization
+            ? { email: record['u_email'] as string | null, name: record['u_name'] as string | null, tags: jsonIds(record['u_tags']) }
+            : undefined,
       }
     },
     apiKeysOfUser: (userId: string) => all<ApiKeyRow>(sql`select * from api_keys where user_id = ${userId} order by created_at, id`),
@@ -315,15 +331,16 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     /**
      * What an address names for the policies, in one statement: the private key holding it (its
      * address row), else the wallet account holding it with that account's wallet. Each side is
-     * what privateKeyByAddress, accountByAddress and wallet answer alone.
+     * what privateKeyByAddress, accountByAddress and wallet answer alone; the account is its whole
+     * row, so a signature authorized on it signs without reading it again (signingKeyByAddress).
      */
     addressHolders: async (organizationId: string, address: string) => {
       const record = (await get<Record<string, unknown>>(
-        sql`select p.private_key_id as p_private_key_id, p.address as p_address, a.id as a_id, a.wallet_id as a_wallet_id, a.address as a_address, w.id as w_id, w.name as w_name, w.imported as w_imported, w.exported as w_exported from (select 1 as one) one left join private_key_addresses p on p.organization_id = ${organizationId} and lower(p.address) = lower(${address}) left join wallet_accounts a on a.organization_id = ${organizationId} and lower(a.address) = lower(${address}) left join wallets w on w.id = a.wallet_id and w.organization_id = ${organizationId}`,
+        sql`select p.private_key_id as p_private_key_id, p.address as p_address, ${prefixed('a', WALLET_ACCOUNT_COLUMNS)}, w.id as w_id, w.name as w_name, w.imported as w_imported, w.exported as w_exported from (select 1 as one) one left join private_key_addresses p on p.organization_id = ${organizationId} and lower(p.address) = lower(${address}) left join wallet_accounts a on a.organization_id = ${organizationId} and lower(a.address) = lower(${address}) left join wallets w on w.id = a.wallet_id and w.organization_id = ${organizationId}`,
       ))!
       const privateKey =
         typeof record['p_private_key_id'] === 'string' ? { private_key_id: record['p_private_key_id'], address: record['p_address'] as string } : undefined
-      const account = typeof record['a_id'] === 'string' ? { wallet_id: record['a_wallet_id'] as string, address: record['a_address'] as string } : undefined
+      const account = unprefixed<WalletAccountRow>(record, 'a', WALLET_ACCOUNT_COLUMNS)
       const wallet =
         typeof record['w_id'] === 'string'
           ? { id: record['w_id'], name: record['w_name'] as string, imported: Number(record['w_imported']), exported: Number(record['w_exported']) }
@@ -569,16 +586,11 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
       run(sql`insert into tag_members (tag_id, member_id) values (${tagId}, ${memberId}) on conflict do nothing`),
     removeTagMember: (tagId: string, memberId: string) => run(sql`delete from tag_members where tag_id = ${tagId} and member_id = ${memberId}`),
     /** A user as the policies' `approvers` list them, in one statement: email and name (absent for no such user), and tag ids in tagsOf's order. */
-    approver: async (id: string, organizationId: string) => {
-      const tags =
-        storage.dialect === 'postgres'
-          ? sql`(select json_agg(tag_id order by rowid) from tag_members where member_id = ${id})`
-          : sql`(select json_group_array(tag_id order by rowid) from tag_members where member_id = ${id})`
+    approver: async (id: string, organizationId: string): Promise<Approver> => {
       const record = (await get<{ email: string | null; name: string | null; tags: unknown }>(
-        sql`select u.email as email, u.name as name, ${tags} as tags from (select 1 as one) one left join users u on u.id = ${id} and u.organization_id = ${organizationId}`,
+        sql`select u.email as email, u.name as name, ${tagIdsOf(id)} as tags from (select 1 as one) one left join users u on u.id = ${id} and u.organization_id = ${organizationId}`,
       ))!
-      const ids = typeof record.tags === 'string' ? (JSON.parse(record.tags) as string[]) : ((record.tags ?? []) as string[])
-      return { email: record.email, name: record.name, tags: ids }
+      return { email: record.email, name: record.name, tags: jsonIds(record.tags) }
     },
     tagsOf: async (memberId: string) =>
       (await all<{ tag_id: string }>(sql`select tag_id from tag_members where member_id = ${memberId} order by rowid`)).map((row) => row.tag_id),

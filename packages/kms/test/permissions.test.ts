@@ -1,8 +1,10 @@
 import { Turnkey } from '@turnkey/sdk-server'
 import { createAccount } from '@turnkey/viem'
 import {
+  keccak256,
   parseEther,
   recoverTransactionAddress,
+  serializeSignature,
   serializeTransaction,
   serializeTypedData,
   type TransactionSerializableEIP1559,
@@ -371,6 +373,63 @@ describe('delegated access', () => {
     // The same policy for a wallet of another name does not apply.
     const other = await delegatedSubOrganization((ids) => [allowed(ids, 'Other')])
     expect(await sign(other)).toEqual({ status: 403, body: implicitDeny([{ policyId: other.policyIds[0]!, outcome: 'OUTCOME_DENY_IMPLICIT' }]) })
+  })
+
+  test("behavior: a signer's tags, given after the key, reach the policies; the key read for the policies is the one that signs", async () => {
+    const { timestampMs } = harness
+    // Only a policy on a tag the delegated user does not have yet.
+    const sub = await delegatedSubOrganization(({ walletId }) => [{ policyName: 'no one yet', consensus: 'false', condition: `wallet.id == '${walletId}'` }])
+    const tag = await sub.endUser.createUserTag({
+      type: 'ACTIVITY_TYPE_CREATE_USER_TAG',
+      timestampMs: timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userTagName: 'signers', userIds: [sub.delegatedUserId] },
+    })
+    const tagId = tag.activity.result.createUserTagResult!.userTagId
+    const policy = await sub.endUser.createPolicy({
+      type: 'ACTIVITY_TYPE_CREATE_POLICY_V3',
+      timestampMs: timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: {
+        policyName: 'tagged signers',
+        effect: 'EFFECT_ALLOW',
+        consensus: `approvers.any(user, user.tags.contains('${tagId}'))`,
+        condition: `wallet_account.address == '${sub.address}'`,
+        notes: '',
+      },
+    })
+    const policyId = policy.activity.result.createPolicyResult!.policyId
+    const hash = keccak256('0x0102')
+    const sign = () =>
+      post(harness.kms, sub.delegatedKeys, '/public/v1/submit/sign_raw_payload', {
+        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+        timestampMs: timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: {
+          signWith: sub.address.toLowerCase(),
+          payload: '0x0102',
+          encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+          hashFunction: 'HASH_FUNCTION_KECCAK256',
+        },
+      })
+    const signed = await sign()
+    expect(signed.body).toMatchObject({ activity: { status: 'ACTIVITY_STATUS_COMPLETED' } })
+    const { r, s, v } = (signed.body['activity'] as { result: { signRawPayloadResult: { r: string; s: string; v: string } } }).result.signRawPayloadResult
+    expect(await recoverAddress({ hash, signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, v: BigInt(`0x${v}`) + 27n }) })).toBe(sub.address)
+    // Untagged, the same user is refused by the same policy.
+    await sub.endUser.updateUserTag({
+      type: 'ACTIVITY_TYPE_UPDATE_USER_TAG',
+      timestampMs: timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userTagId: tagId, addUserIds: [], removeUserIds: [sub.delegatedUserId] },
+    })
+    expect(await sign()).toEqual({
+      status: 403,
+      body: implicitDeny([
+        { policyId: sub.policyIds[0]!, outcome: 'OUTCOME_DENY_IMPLICIT' },
+        { policyId, outcome: 'OUTCOME_DENY_IMPLICIT' },
+      ]),
+    })
   })
 
   test('consensus: a policy for another approver does not let this user act', async () => {

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono'
 import type { Caller } from '../context.js'
 import { GRANT_CREDENTIAL_TYPE, readSessionJwt } from '../credentials.js'
-import type { Db } from '../db.js'
+import type { Approver, Db } from '../db.js'
 import { expiredKeyMessage, GrpcCode, invalid, KmsError, permissionDenied, UNKNOWN_KEY_MESSAGE } from '../errors.js'
 import { grantRefusal } from '../grants/rule.js'
 import { verifiedAtOf } from '../policies/freshVerification.js'
@@ -21,6 +21,8 @@ export type Authenticated = {
   rootUserIds: readonly string[] | undefined
   /** The API key that stamped the request, as read while authenticating it (absent for other stamps): authorize() then reads it no more. */
   apiKey: ApiKeyRow | undefined
+  /** The key's user as the policies' `approvers` list them, read in the same statement as `organization`: authorize() then reads it no more. */
+  approver: Approver | undefined
   /** The stamp that signed the body (absent for a read-only session): a vote cast with this request lists it. */
   stamp: SignerStamp | undefined
 }
@@ -48,6 +50,11 @@ const READ_ONLY_SESSION = 'read-only session'
 
 /** The one path a grant's key may reach. */
 const GRANT_PATH = '/public/v1/submit/sign_transaction'
+
+/** What an API-key stamp's statement read beside the key: the organization the body names, its root users and the key's user as an approver. */
+type ReadWithKey = {
+  organization?: { id: string; row: OrganizationRow | undefined; rootUserIds: readonly string[] | undefined; approver: Approver | undefined }
+}
 
 type Signer = {
   userId: string
@@ -84,7 +91,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     raw: Uint8Array,
     named: string | undefined,
     /** Filled with the organization `named` when it was read along with the key (per request). */
-    read: { organization?: { id: string; row: OrganizationRow | undefined; rootUserIds: readonly string[] | undefined } },
+    read: ReadWithKey,
   ): Promise<Signer> {
     if (headers.stamp) {
       const { publicKey, signature, scheme } = checkApiKeyStamp(headers.stamp, raw)
@@ -95,7 +102,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       else {
         const found = await db.apiKeyAndOrganization(publicKey, named)
         apiKey = found.apiKey
-        read.organization = { id: named, row: found.organization, rootUserIds: found.rootUserIds }
+        read.organization = { id: named, row: found.organization, rootUserIds: found.rootUserIds, approver: found.approver }
       }
       if (!apiKey) throw new KmsError(GrpcCode.unauthenticated, UNKNOWN_KEY_MESSAGE)
       return {
@@ -168,7 +175,7 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
       body = undefined
     }
     stages?.lap('http')
-    const read: { organization?: { id: string; row: OrganizationRow | undefined; rootUserIds: readonly string[] | undefined } } = {}
+    const read: ReadWithKey = {}
     const named = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { organizationId?: unknown }).organizationId : undefined
     const signer = await signerOf(
       { stamp: c.req.header('x-stamp'), passkey: c.req.header('x-stamp-webauthn'), session: c.req.header('x-session') },
@@ -201,7 +208,9 @@ export function authenticate(options: AuthenticateOptions): MiddlewareHandler<{ 
     c.set('body', body as Record<string, unknown>)
     c.set('organization', organization)
     // Only for the very row read with them (a sub-organization look-up answers in another).
-    c.set('rootUserIds', organization === read.organization?.row ? read.organization.rootUserIds : undefined)
+    const readWithKey = organization === read.organization?.row ? read.organization : undefined
+    c.set('rootUserIds', readWithKey?.rootUserIds)
+    c.set('approver', readWithKey?.approver)
     c.set('stamp', signer.stamp)
     c.set('apiKey', signer.apiKey)
     c.set('caller', {

@@ -1,6 +1,6 @@
 import { type Hex, parseTransaction, type TypedDataDefinition } from 'viem'
-import type { Caller } from '../context.js'
-import type { Db } from '../db.js'
+import type { Caller, SigningKeyRead } from '../context.js'
+import type { Approver, Db } from '../db.js'
 import { GrpcCode, KmsError } from '../errors.js'
 import { authorizationOf, typedDataOf } from '../ethereum.js'
 import { rootUserIds } from '../organizations/quorum.js'
@@ -54,8 +54,8 @@ function ethereumTransaction(unsignedTransaction: string, from: string): Value |
 }
 
 /** The user as `approvers` lists them: id, tag ids, email and name (Turnkey's alias). */
-async function userValue(db: Db, organizationId: string, userId: string): Promise<Value> {
-  const user = await db.approver(userId, organizationId)
+async function userValue(db: Db, organizationId: string, userId: string, read?: Approver | undefined): Promise<Value> {
+  const user = read ?? (await db.approver(userId, organizationId))
   return { id: userId, tags: user.tags, email: user.email ?? '', alias: user.name ?? '' }
 }
 
@@ -83,6 +83,8 @@ export type Approval = {
   credential?: string | null | undefined
   /** The credential's API key when the request already read it (its own stamp's, in the same request): not read again. */
   apiKey?: ApiKeyRow | undefined
+  /** The user as `approvers` lists them, when the request already read them (with its own stamp's key): not read again. */
+  approver?: Approver | undefined
 }
 
 /** `approvers` and `credentials` of a set of approvals, in the order they were given. */
@@ -90,7 +92,7 @@ export async function consensusScope(db: Db, organizationId: string, approvals: 
   const approvers: Value[] = []
   const credentials: Value[] = []
   for (const approval of approvals) {
-    approvers.push(await userValue(db, organizationId, approval.userId))
+    approvers.push(await userValue(db, organizationId, approval.userId, approval.approver))
     credentials.push(...(await credentialValue(db, approval.credential, approval.apiKey)))
   }
   return { approvers, credentials }
@@ -177,7 +179,14 @@ function payloadValue(encoding: unknown, payload: unknown): Value | undefined {
  * payload for sign_raw_payloads, whose payloads the policies judge one by one (decideEach); one
  * scope for everything else.
  */
-export async function conditionScopes(db: Db, organizationId: string, type: string, params: unknown): Promise<Scope[]> {
+export async function conditionScopes(
+  db: Db,
+  organizationId: string,
+  type: string,
+  params: unknown,
+  /** Filled with what the address `signWith` names, when it was read (for the signing to use). */
+  read?: { signingKey?: SigningKeyRead },
+): Promise<Scope[]> {
   const input = (params ?? {}) as Record<string, unknown>
   const kind = activityKind(type)
   const scope: Record<string, Value> = {
@@ -208,6 +217,7 @@ export async function conditionScopes(db: Db, organizationId: string, type: stri
     // An address's holders are read in one statement.
     const byId = isPrivateKeyId(signWith)
     const held = byId ? undefined : await db.addressHolders(organizationId, signWith)
+    if (held && read) read.signingKey = { organizationId, address: signWith, privateKeyId: held.privateKey?.private_key_id, account: held.account }
     const byAddress = held?.privateKey
     const keyId = byId ? signWith : byAddress?.private_key_id
     const key = keyId === undefined ? undefined : await privateKeyValue(keyId)
@@ -272,8 +282,10 @@ export async function authorize(
     rootUserIds?: readonly string[] | undefined
     /** The caller's API key as authentication read it in this request; else read here. */
     apiKey?: ApiKeyRow | undefined
+    /** The caller as `approvers` lists them, as authentication read them with that key; else read here. */
+    approver?: Approver | undefined
   },
-): Promise<{ verdict: 'run' | 'consensus'; decision?: PolicyDecision }> {
+): Promise<{ verdict: 'run' | 'consensus'; decision?: PolicyDecision; signingKey?: SigningKeyRead }> {
   const { caller, organization, type, params } = request
   if (caller.homeOrganizationId !== organization.id) {
     if (PARENT_INITIATED.has(type)) return { verdict: 'run' }
@@ -287,13 +299,16 @@ export async function authorize(
     throw policyDenied()
   }
   const policies = await db.policies(organization.id)
-  const conditions = await conditionScopes(db, organization.id, type, params)
+  const read: { signingKey?: SigningKeyRead } = {}
+  const conditions = await conditionScopes(db, organization.id, type, params, read)
   const decision = decideEach(policies, {
-    consensus: await consensusScope(db, organization.id, [{ userId: caller.userId, credential: caller.credential, apiKey: request.apiKey }]),
+    consensus: await consensusScope(db, organization.id, [
+      { userId: caller.userId, credential: caller.credential, apiKey: request.apiKey, approver: request.approver },
+    ]),
     conditions,
   })
   if (decision.outcome === 'explicit deny') throw policyDenied(decision)
-  if (decision.outcome === 'allow' || allowedByDefault(type, params, caller.userId)) return { verdict: 'run', decision }
+  if (decision.outcome === 'allow' || allowedByDefault(type, params, caller.userId)) return { verdict: 'run', decision, ...read }
   if (isRoot) return { verdict: 'consensus', decision }
   // Only on the way to a denial: could other users' approvals still satisfy a policy?
   if (await approvableByPolicy(db, policies, organization.id, conditions)) return { verdict: 'consensus', decision }

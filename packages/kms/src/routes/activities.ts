@@ -259,6 +259,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
           organization: c.var.organization,
           rootUserIds: c.var.rootUserIds,
           apiKey: c.var.apiKey,
+          approver: c.var.approver,
           type: type as string,
           params: body['parameters'],
         }
@@ -269,6 +270,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
           const result = await kind.run(body['parameters'], {
             ...context,
             mailer: { send: () => Promise.reject(new Error('a read-only activity sends no mail')) },
+            signingKey: authorized.signingKey,
           })
           stages?.lap('signature')
           done = { stored: { ...row, result: JSON.stringify({ [kind.resultKey]: result }), policy_evaluations: evaluationsOf(authorized, '') }, result }

@@ -16,8 +16,13 @@ async function withSigningKey<result>(context: ActivityContext, signWith: string
     held = await heldPrivateKey(context, signWith)
     if (!held) return await withAccountKey(context, signWith, use)
   } else {
-    // An address: the private key holding it and the wallet account holding it, in one round trip.
-    const { privateKeyId, account } = await context.db.signingKeyByAddress(context.caller.organizationId, signWith)
+    // An address: the private key holding it and the wallet account holding it, in one round trip
+    // (or none, when this request's authorization read them).
+    const read = context.signingKey
+    const { privateKeyId, account } =
+      read?.organizationId === context.caller.organizationId && read.address === signWith
+        ? read
+        : await context.db.signingKeyByAddress(context.caller.organizationId, signWith)
     if (privateKeyId !== undefined) held = await openedPrivateKey(context, privateKeyId)
     if (!held) {
       if (!account) throw notFound(`no wallet account with address ${signWith} in organization ${context.caller.organizationId}`)
