@@ -1,6 +1,6 @@
 import type { Metrics } from '@latchkey/service'
 import { type AuditStorage, verifyAuditTrail } from '@latchkey/service/database'
-import { CompiledQuery, type RawBuilder, sql } from 'kysely'
+import { CompiledQuery, type QueryResult, type RawBuilder, sql } from 'kysely'
 import { type Executor, isPostgresUrl, isUniqueViolation, openStorage, type Storage } from './storage/database.js'
 import { dataKeyStatements } from './storage/dataKeys.js'
 import { KMS_MIGRATIONS } from './storage/migrations.js'
@@ -63,7 +63,7 @@ type Statements = ReturnType<typeof statements>
 
 function statementsOf(storage: Storage, executor: () => Promise<Executor>, inTransaction: boolean): Db {
   const db: Db = {
-    ...statements(storage, executor),
+    ...statements(storage, executor, inTransaction),
     async transaction(work) {
       if (inTransaction) return work(db)
       return storage.transaction((trx) => work(statementsOf(storage, async () => trx, true)))
@@ -153,11 +153,19 @@ function insertText(dialect: 'sqlite' | 'postgres', table: string, columns: read
   return text
 }
 
-function statements(storage: Storage, executor: () => Promise<Executor>) {
-  const run = async (query: RawBuilder<unknown>) => {
-    await query.execute(await executor())
+function statements(storage: Storage, executor: () => Promise<Executor>, inTransaction: boolean) {
+  // Outside a transaction, SQLite runs a statement at once when it can (storage.runNow); else, and
+  // in a transaction, through Kysely on the executor.
+  const execute = async <row>(query: RawBuilder<row> | CompiledQuery<row>): Promise<QueryResult<row>> => {
+    const now = inTransaction ? undefined : storage.runNow(query)
+    if (now) return now
+    const on = await executor()
+    return 'compile' in query ? await query.execute(on) : await on.executeQuery(query)
   }
-  const all = async <row>(query: RawBuilder<row>): Promise<row[]> => (await query.execute(await executor())).rows
+  const run = async (query: RawBuilder<unknown>) => {
+    await execute(query)
+  }
+  const all = async <row>(query: RawBuilder<row>): Promise<row[]> => (await execute(query)).rows
   const get = async <row>(query: RawBuilder<row>): Promise<row | undefined> => (await all(query))[0]
   const insert = async <table extends keyof Tables>(table: table, row: Tables[table]) => {
     const values = row as Record<string, unknown>
@@ -170,7 +178,7 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
         .execute()
       return
     }
-    await (await executor()).executeQuery(
+    await execute(
       CompiledQuery.raw(
         insertText(storage.dialect, table, columns),
         columns.map((column) => values[column]),
@@ -372,7 +380,11 @@ function statements(storage: Storage, executor: () => Promise<Executor>) {
     activity: (id: string, organizationId: string) => get<ActivityRow>(sql`select * from activities where id = ${id} and organization_id = ${organizationId}`),
     activityByFingerprint: (fingerprint: string) => get<ActivityRow>(sql`select * from activities where fingerprint = ${fingerprint}`),
     /** Where the audit trail appends (its own transactions, on the database itself). */
-    auditStorage: { dialect: storage.dialect, transaction: (work) => storage.transaction((trx) => work(trx)) } satisfies AuditStorage as AuditStorage,
+    auditStorage: {
+      dialect: storage.dialect,
+      transaction: (work) => storage.transaction((trx) => work(trx)),
+      immediate: storage.transactionNow,
+    } satisfies AuditStorage as AuditStorage,
     /** Walks the audit chain (`latchkey-kms audit verify`): intact, or the first altered row. */
     verifyAudit: async () => verifyAuditTrail(await storage.executor(), 'kms'),
     /** Throws unless the database answers a query: the kms's `GET /readyz`. */

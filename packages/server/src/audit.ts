@@ -23,7 +23,11 @@ export function createServerAudit(store: Store, options: ServerAuditOptions = {}
   const { database } = store
   return createAuditTrail({
     service: 'server',
-    storage: { dialect: database.dialect, transaction: (work) => database.transaction(work, { isolation: 'read committed' }) },
+    storage: {
+      dialect: database.dialect,
+      transaction: (work) => database.transaction(work, { isolation: 'read committed' }),
+      immediate: database.immediate?.transaction,
+    },
     key: options.key,
     logFile: options.logFile,
     now: options.now,

@@ -1,5 +1,5 @@
 import BetterSqlite3 from 'better-sqlite3'
-import { type Kysely, sql } from 'kysely'
+import { CompiledQuery, type Kysely, sql } from 'kysely'
 import pg from 'pg'
 import { afterEach, describe, expect, test } from 'vitest'
 import {
@@ -358,4 +358,76 @@ describe('transaction', () => {
     expect(await database.db.selectFrom('counters').selectAll().execute()).toEqual([])
     await database.ping()
   })
+})
+
+describe('immediate statements (SQLite)', () => {
+  const insert = (name: string) => CompiledQuery.raw('insert into counters (name, value, updated_at) values (?, 1, 1)', [name])
+  const names = async (database: Database<Schema>) => (await database.db.selectFrom('counters').select('name').orderBy('name').execute()).map((row) => row.name)
+
+  test('default: none on PostgreSQL; on SQLite a statement runs at once and a transaction commits', async () => {
+    const { database } = await open(await freshDatabaseUrl())
+    if (testEngine === 'postgres') {
+      expect(database.immediate).toBeUndefined()
+      return
+    }
+    expect(database.immediate!.run(insert('a'))).toMatchObject({ numAffectedRows: 1n })
+    expect(database.immediate!.run(CompiledQuery.raw('select name from counters', []))).toEqual({ rows: [{ name: 'a' }] })
+    expect(database.immediate!.transaction((run) => run(insert('b')).numAffectedRows)).toEqual({ value: 1n })
+    expect(await names(database)).toEqual(['a', 'b'])
+  })
+
+  // SQLite's alone: PostgreSQL has no immediate statements (the test above checks).
+  if (testEngine === 'sqlite') {
+    test('behavior: while a transaction waits between its statements nothing runs at once, so nothing joins it or is rolled back with it', async () => {
+      const { database } = await open(await freshDatabaseUrl())
+      let resume!: () => void
+      const waiting = new Promise<void>((resolve) => {
+        resume = resolve
+      })
+      let inserted!: () => void
+      const insertedInside = new Promise<void>((resolve) => {
+        inserted = resolve
+      })
+      const rolledBack = database.transaction(async (trx) => {
+        await trx.executeQuery(insert('inside'))
+        inserted()
+        await waiting
+        throw new Error('changed my mind')
+      })
+      await insertedInside
+      expect(database.immediate!.run(insert('outside'))).toBeUndefined()
+      expect(database.immediate!.transaction((run) => run(insert('outside')))).toBeUndefined()
+      // Kysely's path waits for the transaction, then writes on its own.
+      const outside = database.db.executeQuery(insert('outside'))
+      resume()
+      await expect(rolledBack).rejects.toThrowError('changed my mind')
+      await outside
+      expect(await names(database)).toEqual(['outside'])
+      expect(database.immediate!.run(insert('after'))).toMatchObject({ numAffectedRows: 1n })
+    })
+
+    test('error: a failing statement rolls the transaction back and arrives typed; a busy database answers undefined, having written nothing', async () => {
+      const url = await freshDatabaseUrl()
+      const { database } = await open(url, [counters], { busyTimeoutMs: 20 })
+      database.immediate!.run(insert('a'))
+      expect(() => database.immediate!.run(insert('a'))).toThrowError(UniqueViolationError)
+      expect(() =>
+        database.immediate!.transaction((run) => {
+          run(insert('b'))
+          run(insert('a'))
+        }),
+      ).toThrowError(UniqueViolationError)
+      expect(await names(database)).toEqual(['a'])
+      // Another process holds the write lock past the busy timeout.
+      const other = new BetterSqlite3(url)
+      try {
+        other.exec('begin immediate')
+        expect(database.immediate!.transaction((run) => run(insert('c')))).toBeUndefined()
+        other.exec('rollback')
+      } finally {
+        other.close()
+      }
+      expect(await names(database)).toEqual(['a'])
+    })
+  }
 })

@@ -1,6 +1,24 @@
 import type { Metrics } from '@latchkey/service'
-import { type Database, databaseTarget, type Migration, openDatabase as openServiceDatabase, UniqueViolationError } from '@latchkey/service/database'
-import type { Kysely, KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, Transaction, UnknownRow } from 'kysely'
+import {
+  type Database,
+  databaseTarget,
+  type ImmediateStatements,
+  type Migration,
+  openDatabase as openServiceDatabase,
+  UniqueViolationError,
+} from '@latchkey/service/database'
+import type {
+  CompiledQuery,
+  Kysely,
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RawBuilder,
+  RootOperationNode,
+  Transaction,
+  UnknownRow,
+} from 'kysely'
 import { sql } from 'kysely'
 import type { Tables } from './tables.js'
 
@@ -41,6 +59,14 @@ export type Storage = {
    * predicate locks under which unrelated writers abort each other.
    */
   transaction<result>(work: (trx: Executor) => Promise<result>): Promise<result>
+  /**
+   * One statement run at once on SQLite, outside any transaction (ImmediateStatements.run), once
+   * the database is open; undefined when it cannot be (PostgreSQL, opening, a transaction open,
+   * traces on): the caller then runs it through `executor()`.
+   */
+  runNow<row>(query: RawBuilder<row> | CompiledQuery<row>): QueryResult<row> | undefined
+  /** SQLite's synchronous transaction (ImmediateStatements.transaction) once open; undefined when it cannot be. */
+  transactionNow: ImmediateStatements['transaction']
   ping(): Promise<void>
   close(): Promise<void>
 }
@@ -73,6 +99,13 @@ export function openStorage(location: string, migrations: readonly Migration[], 
   })
   // Awaited by the first statement; a failed opening fails every statement with its error.
   opening.catch(() => {})
+  let open: Database<Tables> | undefined
+  opening.then(
+    (database) => {
+      open = database
+    },
+    () => {},
+  )
   let plain: Promise<Executor> | undefined
   return {
     dialect,
@@ -84,6 +117,12 @@ export function openStorage(location: string, migrations: readonly Migration[], 
       const database = await opening
       return database.transaction((trx) => work(dialect === 'postgres' ? trx.withPlugin(hideRowid) : trx), { isolation: 'read committed' })
     },
+    runNow(query) {
+      const immediate = open?.immediate
+      if (!immediate) return undefined
+      return immediate.run('compile' in query ? query.compile(open!.db) : query)
+    },
+    transactionNow: (work) => open?.immediate?.transaction(work),
     ping: async () => (await opening).ping(),
     async close() {
       const database = await opening.catch(() => undefined)

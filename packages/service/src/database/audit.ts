@@ -3,6 +3,7 @@ import { appendFile } from 'node:fs/promises'
 import { CompiledQuery, type Kysely, sql } from 'kysely'
 import { DEVELOPMENT_AUDIT_KEY } from '../audit.js'
 import { currentRequestId, type Logger } from '../logger.js'
+import type { ImmediateStatements } from './connection.js'
 import type { DatabaseDialect, Migration } from './open.js'
 
 // The audit trail the kms and the backend append to: one row per event, each row's hash taken over
@@ -154,6 +155,8 @@ export type AuditStorage = {
   dialect: DatabaseDialect
   /** Runs `work` in one transaction (read committed on PostgreSQL: the advisory lock orders the appends). */
   transaction<result>(work: (trx: AnyDb) => Promise<result>): Promise<result>
+  /** SQLite's synchronous transaction (ImmediateStatements): tried first; when it answers `undefined`, `transaction` runs. */
+  immediate?: ImmediateStatements['transaction'] | undefined
 }
 
 export type AuditTrailOptions = {
@@ -217,7 +220,7 @@ function appendStatements(dialect: DatabaseDialect, table: string) {
     return text
   }
   return {
-    head: CompiledQuery.raw(head, []),
+    head: CompiledQuery.raw(head, []) as CompiledQuery<Pick<AuditEventRow, 'seq' | 'hash'>>,
     insert: (rows: readonly AuditEventRow[]) =>
       CompiledQuery.raw(
         insertText(rows.length),
@@ -259,19 +262,30 @@ export function createAuditTrail(options: AuditTrailOptions) {
   let flushing: Promise<void> | undefined
   const statements = appendStatements(storage.dialect, table)
 
+  /** The batch's rows, chained onto the head as read in the append's transaction. */
+  function chained(batch: readonly Pending[], head: Pick<AuditEventRow, 'seq' | 'hash'> | undefined): AuditEventRow[] {
+    let seq = head?.seq ?? 0
+    let prevHash = head?.hash ?? GENESIS_HASH
+    return batch.map(({ event }) => {
+      seq += 1
+      const fields = { seq, ...event }
+      const row: AuditEventRow = { ...fields, prev_hash: prevHash, hash: auditHash(prevHash, fields) }
+      prevHash = row.hash
+      return row
+    })
+  }
+
   async function append(batch: readonly Pending[]): Promise<AuditEventRow[]> {
+    // SQLite: the head's read and the insert in one synchronous transaction, when the connection is free.
+    const done = storage.immediate?.((run) => {
+      const rows = chained(batch, run(statements.head).rows[0])
+      run(statements.insert(rows))
+      return rows
+    })
+    if (done) return done.value
     return storage.transaction(async (trx) => {
       if (storage.dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`latchkey:${table}`}))`.execute(trx)
-      const head = (await trx.executeQuery<Pick<AuditEventRow, 'seq' | 'hash'>>(statements.head)).rows[0]
-      let seq = head?.seq ?? 0
-      let prevHash = head?.hash ?? GENESIS_HASH
-      const rows = batch.map(({ event }) => {
-        seq += 1
-        const fields = { seq, ...event }
-        const row: AuditEventRow = { ...fields, prev_hash: prevHash, hash: auditHash(prevHash, fields) }
-        prevHash = row.hash
-        return row
-      })
+      const rows = chained(batch, (await trx.executeQuery(statements.head)).rows[0])
       await trx.executeQuery(statements.insert(rows))
       return rows
     })

@@ -1,6 +1,16 @@
 import { performance } from 'node:perf_hooks'
 import BetterSqlite3 from 'better-sqlite3'
-import { type Dialect, type Driver, Kysely, type LogEvent, PostgresDialect, type SqliteDatabase, SqliteDialect } from 'kysely'
+import {
+  type CompiledQuery,
+  type Dialect,
+  type Driver,
+  Kysely,
+  type LogEvent,
+  PostgresDialect,
+  type QueryResult,
+  type SqliteDatabase,
+  SqliteDialect,
+} from 'kysely'
 import pg from 'pg'
 import type { Metrics } from '../metrics.js'
 import { recordSpan, tracingOn } from '../tracing.js'
@@ -177,14 +187,70 @@ export function preparedOnce(file: BetterSqlite3.Database): SqliteDatabase {
   }
 }
 
-/** A Kysely instance on the database `options.url` names, its typed errors attached; nothing migrated. */
+/** Runs one compiled statement on SQLite's connection, as Kysely's SQLite driver does, its errors typed. */
+export type RunStatement = <row>(query: CompiledQuery<row>) => QueryResult<row>
+
+/**
+ * Statements run at once on SQLite's one connection, without Kysely's asynchronous round (its
+ * connection lock, a promise per step): better-sqlite3 runs every statement synchronously anyway,
+ * so a statement that starts and ends in one call cannot interleave with anything. Each answers
+ * `undefined` while a transaction is open on the connection (a Kysely transaction waiting between
+ * its statements): the caller then takes Kysely's path, which waits for it, as before.
+ */
+export type ImmediateStatements = {
+  /** One statement, atomic on its own; `undefined` while a transaction is open. */
+  run<row>(query: CompiledQuery<row>): QueryResult<row> | undefined
+  /**
+   * `work`, synchronous, in one transaction (BEGIN IMMEDIATE: it takes the write lock first, so it
+   * never fails midway for want of it). `undefined` while another transaction is open, or when the
+   * database was busy (another process writing past the busy timeout): the caller then takes the
+   * transaction that waits and retries. Any other error is thrown, typed, after the rollback.
+   */
+  transaction<result>(work: (run: RunStatement) => result): { value: result } | undefined
+}
+
+function immediateStatements(file: BetterSqlite3.Database, statements: SqliteDatabase): ImmediateStatements {
+  const run: RunStatement = <row>(query: CompiledQuery<row>): QueryResult<row> => {
+    try {
+      const statement = statements.prepare(query.sql)
+      if (statement.reader) return { rows: statement.all(query.parameters as unknown[]) as row[] }
+      const { changes, lastInsertRowid } = statement.run(query.parameters as unknown[])
+      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
+    } catch (error) {
+      throw typedDatabaseError(error)
+    }
+  }
+  // Made once: better-sqlite3 prepares its begin, commit and rollback for it.
+  const inTransaction = file.transaction((work: (run: RunStatement) => unknown) => work(run))
+  return {
+    run: (query) => (file.inTransaction ? undefined : run(query)),
+    transaction<result>(work: (run: RunStatement) => result) {
+      if (file.inTransaction) return undefined
+      try {
+        return { value: inTransaction.immediate(work) as result }
+      } catch (error) {
+        const typed = typedDatabaseError(error)
+        if (typed instanceof SerializationFailureError) return undefined
+        throw typed
+      }
+    },
+  }
+}
+
+/**
+ * A Kysely instance on the database `options.url` names, its typed errors attached; nothing
+ * migrated. On SQLite, with traces off, also its statements run at once (each statement a span
+ * needs Kysely's log, so with traces on every statement takes Kysely's path).
+ */
 export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'poolSize' | 'busyTimeoutMs' | 'onIdleError' | 'metrics'>): {
   dialect: DatabaseDialect
   description: string
   db: Kysely<Schema>
+  immediate: ImmediateStatements | undefined
 } {
   const { dialect, description } = databaseTarget(options.url)
   let engine: Dialect
+  let immediate: ImmediateStatements | undefined
   if (dialect === 'postgres') {
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types: pgTypes })
     // An idle connection that drops (a database restart) must not crash the process.
@@ -193,7 +259,9 @@ export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'pool
   } else {
     const file = new BetterSqlite3(options.url ?? ':memory:', { timeout: options.busyTimeoutMs ?? 5000 })
     if (file.name !== ':memory:') file.pragma('journal_mode = WAL')
-    engine = new SqliteDialect({ database: preparedOnce(file) })
+    const statements = preparedOnce(file)
+    engine = new SqliteDialect({ database: statements })
+    if (!tracingOn()) immediate = immediateStatements(file, statements)
   }
   // With traces on, each statement becomes a span of the request that ran it; off, Kysely times nothing.
   const system = dialect === 'postgres' ? 'postgresql' : 'sqlite'
@@ -206,7 +274,7 @@ export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'pool
           failed: event.level === 'error',
         })
     : undefined
-  return { dialect, description, db: new Kysely<Schema>({ dialect: withTypedErrors(engine), ...(log ? { log } : {}) }) }
+  return { dialect, description, db: new Kysely<Schema>({ dialect: withTypedErrors(engine), ...(log ? { log } : {}) }), immediate }
 }
 
 /** A pool connection, timed; a wait is counted when every connection was busy and the pool full. */

@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely'
 import type { Metrics } from '../metrics.js'
-import { backoffMs, connect, delay } from './connection.js'
+import { backoffMs, connect, delay, type ImmediateStatements } from './connection.js'
 import { MigrationError, RetriesExhaustedError, SerializationFailureError, typedDatabaseError } from './errors.js'
 import { migrateWithRetries } from './migrations.js'
 
@@ -75,6 +75,12 @@ export type Database<Schema> = {
    * of instances without each caller proving it safe under weaker isolation.
    */
   transaction<result>(work: (trx: Transaction<Schema>) => Promise<result>, options?: { isolation?: IsolationLevel | undefined }): Promise<result>
+  /**
+   * SQLite's statements run at once, outside Kysely (connection.ts says when they answer
+   * `undefined`, and the caller takes `db` or `transaction` instead); undefined on PostgreSQL and
+   * with traces on. Transactions here are counted as `transaction`'s are.
+   */
+  readonly immediate: ImmediateStatements | undefined
   /** Throws unless the database answers a query (readiness). */
   ping(): Promise<void>
   /** Ends the pool or closes the file. */
@@ -104,7 +110,7 @@ export async function openDatabase<Schema>(options: OpenDatabaseOptions): Promis
     if (names.has(migration.name)) throw new MigrationError(`Migration ${migration.name} is listed twice`)
     names.add(migration.name)
   }
-  const { dialect, description, db } = connect<Schema>(options)
+  const { dialect, description, db, immediate } = connect<Schema>(options)
   const maxAttempts = options.maxAttempts ?? 8
   try {
     await migrateWithRetries(db as unknown as Kysely<unknown>, dialect, options.service, options.migrations, maxAttempts)
@@ -112,13 +118,26 @@ export async function openDatabase<Schema>(options: OpenDatabaseOptions): Promis
     await db.destroy()
     throw error
   }
+  const counted = options.metrics?.database
   return {
     dialect,
     description,
     db,
+    immediate: immediate && {
+      run: immediate.run,
+      transaction(work) {
+        try {
+          const done = immediate.transaction(work)
+          if (done) counted?.transactions.inc({ outcome: 'committed' })
+          return done
+        } catch (error) {
+          counted?.transactions.inc({ outcome: 'failed' })
+          throw error
+        }
+      },
+    },
     async transaction(work, transactionOptions) {
       const isolation = transactionOptions?.isolation ?? 'serializable'
-      const counted = options.metrics?.database
       for (let attempt = 1; ; attempt++) {
         try {
           const result = await db.transaction().setIsolationLevel(isolation).execute(work)
