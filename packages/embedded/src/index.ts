@@ -1,13 +1,7 @@
 export { type BackendAccount, type BackendConfig, BackendError } from './backend.js'
-export {
-  type CollectedOtp,
-  type CollectOtpValue,
-  type ConsentContext,
-  type ConsentFrame,
-  type ConsentFrameParameters,
-  type ConsentWalletRequest,
-  mountConsentFrame,
-} from './consentFrame.js'
+// The frame's module itself loads on the wallet's first need (signers.ts); mounting it by hand is
+// `@latchkey/embedded/consent-frame`'s `mountConsentFrame`.
+export type { CollectedOtp, CollectOtpValue, ConsentContext, ConsentFrame, ConsentFrameParameters, ConsentWalletRequest } from './consentFrame.js'
 export {
   AccountAlreadyLinkedError,
   AccountNotFoundError,
