@@ -65,8 +65,3 @@ test('default: exports', async () => {
     ]
   `)
 })
-
-// The consent frame's mount is a subpath of its own, so that an app's first load of the wallet leaves the frame's module out.
-test('default: @latchkey/embedded/consent-frame exports the mount alone', async () => {
-  expect(Object.keys(await import('./consentFrame.js')).sort()).toEqual(['mountConsentFrame'])
-})
