@@ -97,8 +97,8 @@ export function openStorage(location: string, migrations: readonly Migration[], 
     }
     return database
   })
-  // Awaited by the first statement; a failed opening fails every statement with its error.
-  opening.catch(() => {})
+  // Awaited by the first statement; a failed opening fails every statement with its error (so it
+  // is not an unhandled rejection here). Once open, SQLite's statements can run at once (runNow).
   let open: Database<Tables> | undefined
   opening.then(
     (database) => {
