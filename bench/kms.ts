@@ -14,7 +14,7 @@
  * main-thread time split into its stages (packages/kms/src/http/stages.ts) in µs per request,
  * beside the process's CPU over the same window and the raw crypto of this run.
  *
- *   npm run bench:kms [-- --requests 6000 --concurrency 32 --profile-requests 1500 --compare-requests 3000] [--no-compare]
+ *   npm run bench:kms [-- --requests 6000 --warmup 5000 --concurrency 32 --profile-requests 1500 --compare-requests 3000] [--no-compare]
  *
  * Then the stores side by side, each instance a `latchkey-kms` process of its own: one on SQLite,
  * one on PostgreSQL, two on one PostgreSQL (clients spread over both), with throughput and
@@ -42,6 +42,10 @@ import { BENCH_POLICY_COUNT, createBenchUser, measureInstances, percentile } fro
 import type { LoadResult, LoadStart } from './kms/load.js'
 
 const requests = arg('--requests', 6000)
+// Untimed requests first, as the raw crypto's first round is: V8 keeps compiling the kms's hot path
+// for its first few thousand requests (about 8 s at this bench's rate), and a service's steady
+// state is what every signature of a long-running instance costs.
+const warmup = arg('--warmup', 5000)
 const concurrency = arg('--concurrency', 32)
 const compareRequests = arg('--compare-requests', 3000)
 const profileRequests = arg('--profile-requests', 1500)
@@ -133,7 +137,7 @@ try {
     ...user.userKey,
     requests,
     concurrency,
-    warmup: 500,
+    warmup,
   }
   let loadBefore = 0
   let loadAfter = 0
