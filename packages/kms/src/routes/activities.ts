@@ -1,5 +1,6 @@
-import { createHash, randomUUID } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { type Context, Hono } from 'hono'
+import { newActivityId } from '../activities/id.js'
 import type { OidcVerifier } from '../auth/oidc.js'
 import type { ActivityContext, Caller } from '../context.js'
 import { type Db, isUniqueViolation } from '../db.js'
@@ -227,7 +228,7 @@ export function activityRoutes(options: ActivityRoutesOptions) {
     const at = now()
     const fingerprint = `sha256:${createHash('sha256').update(raw).digest('hex')}`
     const row: ActivityRow = {
-      id: randomUUID(),
+      id: newActivityId(at),
       organization_id: caller.organizationId,
       fingerprint,
       type: type as string,
