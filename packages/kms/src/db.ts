@@ -178,12 +178,14 @@ function statements(storage: Storage, executor: () => Promise<Executor>, inTrans
         .execute()
       return
     }
-    await execute(
-      CompiledQuery.raw(
-        insertText(storage.dialect, table, columns),
-        columns.map((column) => values[column]),
-      ),
+    const query = CompiledQuery.raw(
+      insertText(storage.dialect, table, columns),
+      columns.map((column) => values[column]),
     )
+    // Outside a transaction, SQLite commits it with the other writes of this turn (one commit for the group).
+    const grouped = inTransaction ? undefined : storage.groupCommit((run) => run(query))
+    if (grouped && (await grouped)) return
+    await execute(query)
   }
   /** A member's tag ids (a value, or SQL such as a column) as one JSON array, in tagsOf's order. */
   const tagIdsOf = (member: unknown) =>
@@ -383,7 +385,7 @@ function statements(storage: Storage, executor: () => Promise<Executor>, inTrans
     auditStorage: {
       dialect: storage.dialect,
       transaction: (work) => storage.transaction((trx) => work(trx)),
-      immediate: storage.transactionNow,
+      groupCommit: storage.groupCommit,
     } satisfies AuditStorage as AuditStorage,
     /** Walks the audit chain (`latchkey-kms audit verify`): intact, or the first altered row. */
     verifyAudit: async () => verifyAuditTrail(await storage.executor(), 'kms'),

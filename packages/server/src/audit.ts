@@ -26,7 +26,7 @@ export function createServerAudit(store: Store, options: ServerAuditOptions = {}
     storage: {
       dialect: database.dialect,
       transaction: (work) => database.transaction(work, { isolation: 'read committed' }),
-      immediate: database.immediate?.transaction,
+      groupCommit: database.immediate?.groupCommit,
     },
     key: options.key,
     logFile: options.logFile,

@@ -54,6 +54,8 @@ test('error: a chunked body past the limit is answered 413', async () => {
 })
 
 test('error: a declared content-length over the limit is answered 413', async () => {
-  const answer = await upload({ 'content-length': String(LIMITS.bodyBytes + 1) }, 4)
+  // Less than it declares, and never more: the body is still unfinished when the answer comes, and
+  // no byte past the declared length reaches Node's parser as the start of another request.
+  const answer = await upload({ 'content-length': String(LIMITS.bodyBytes + 1) }, 2)
   expect([answer.status, answer.body]).toEqual([413, tooLarge])
 })

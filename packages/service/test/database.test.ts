@@ -429,5 +429,92 @@ describe('immediate statements (SQLite)', () => {
       }
       expect(await names(database)).toEqual(['a'])
     })
+
+    test('behavior: the works of one turn commit together, each atomic on its own: one that throws is undone alone', async () => {
+      const { database } = await open(await freshDatabaseUrl())
+      const works = Array.from({ length: 40 }, (_, index) =>
+        database.immediate!.groupCommit((run) => {
+          run(insert(`n${String(index).padStart(2, '0')}`))
+          // Work 7 writes, then fails: its own row goes; work 9 repeats work 3's name, a unique violation.
+          if (index === 7) throw new Error('work 7 changed its mind')
+          if (index === 9) run(insert('n03'))
+          return index
+        }),
+      )
+      // Nothing is run, or seen by a reader, before the turn's callbacks are done.
+      expect(await names(database)).toEqual([])
+      const outcomes = await Promise.allSettled(works)
+      expect(outcomes[7]).toMatchObject({ status: 'rejected', reason: { message: 'work 7 changed its mind' } })
+      expect(outcomes[9]).toMatchObject({ status: 'rejected', reason: expect.any(UniqueViolationError) })
+      expect(outcomes.filter((outcome) => outcome.status === 'fulfilled').map((outcome) => outcome.value)).toEqual(
+        Array.from({ length: 40 }, (_, index) => index)
+          .filter((index) => index !== 7 && index !== 9)
+          .map((value) => ({ value })),
+      )
+      expect(await names(database)).toEqual(
+        Array.from({ length: 40 }, (_, index) => `n${String(index).padStart(2, '0')}`).filter((name) => name !== 'n07' && name !== 'n09'),
+      )
+      // Alone in its turn, a work that throws is undone with its transaction; a unique violation arrives typed.
+      await expect(
+        database.immediate!.groupCommit((run) => {
+          run(insert('lone'))
+          throw new Error('the lone work changed its mind')
+        }),
+      ).rejects.toThrowError('the lone work changed its mind')
+      await expect(database.immediate!.groupCommit((run) => run(insert('n00')))).rejects.toThrowError(UniqueViolationError)
+      expect(await names(database)).not.toContain('lone')
+    })
+
+    test('error: when the commit fails, every work of the group rejects and none is written', async () => {
+      const url = await freshDatabaseUrl()
+      const children: Migration = {
+        name: '0002_children',
+        up: async (db) => {
+          await sql`create table children (name text primary key, parent text not null references counters (name) deferrable initially deferred)`.execute(db)
+        },
+      }
+      const { database } = await open(url, [counters, children])
+      await sql`pragma foreign_keys = on`.execute(database.db)
+      const fine = database.immediate!.groupCommit((run) => run(insert('fine')))
+      // Checked at the commit: a child whose parent does not exist.
+      const orphan = database.immediate!.groupCommit((run) => run(CompiledQuery.raw('insert into children (name, parent) values (?, ?)', ['c', 'missing'])))
+      await expect(fine).rejects.toThrowError(/FOREIGN KEY/)
+      await expect(orphan).rejects.toThrowError(/FOREIGN KEY/)
+      expect(await names(database)).toEqual([])
+      expect(await database.immediate!.groupCommit((run) => run(insert('after')).numAffectedRows)).toEqual({ value: 1n })
+    })
+
+    test('behavior: a group that meets an open transaction or a busy file runs nothing and answers undefined', async () => {
+      const url = await freshDatabaseUrl()
+      const { database } = await open(url, [counters], { busyTimeoutMs: 20 })
+      let resume!: () => void
+      const waiting = new Promise<void>((resolve) => {
+        resume = resolve
+      })
+      let inserted!: () => void
+      const insertedInside = new Promise<void>((resolve) => {
+        inserted = resolve
+      })
+      const rolledBack = database.transaction(async (trx) => {
+        await trx.executeQuery(insert('inside'))
+        inserted()
+        await waiting
+        throw new Error('changed my mind')
+      })
+      await insertedInside
+      expect(await database.immediate!.groupCommit((run) => run(insert('outside')))).toBeUndefined()
+      resume()
+      await expect(rolledBack).rejects.toThrowError('changed my mind')
+      // Another process holds the write lock past the busy timeout.
+      const other = new BetterSqlite3(url)
+      try {
+        other.exec('begin immediate')
+        expect(await database.immediate!.groupCommit((run) => run(insert('busy')))).toBeUndefined()
+        other.exec('rollback')
+      } finally {
+        other.close()
+      }
+      expect(await names(database)).toEqual([])
+    })
   }
 })

@@ -5,6 +5,7 @@ import {
   type ImmediateStatements,
   type Migration,
   openDatabase as openServiceDatabase,
+  type RunStatement,
   UniqueViolationError,
 } from '@latchkey/service/database'
 import type {
@@ -67,6 +68,8 @@ export type Storage = {
   runNow<row>(query: RawBuilder<row> | CompiledQuery<row>): QueryResult<row> | undefined
   /** SQLite's synchronous transaction (ImmediateStatements.transaction) once open; undefined when it cannot be. */
   transactionNow: ImmediateStatements['transaction']
+  /** SQLite's group commit (ImmediateStatements.groupCommit) once open; undefined on PostgreSQL, while opening, with traces on. */
+  groupCommit<result>(work: (run: RunStatement) => result): Promise<{ value: result } | undefined> | undefined
   ping(): Promise<void>
   close(): Promise<void>
 }
@@ -123,6 +126,7 @@ export function openStorage(location: string, migrations: readonly Migration[], 
       return immediate.run('compile' in query ? query.compile(open!.db) : query)
     },
     transactionNow: (work) => open?.immediate?.transaction(work),
+    groupCommit: (work) => open?.immediate?.groupCommit(work),
     ping: async () => (await opening).ping(),
     async close() {
       const database = await opening.catch(() => undefined)

@@ -3,7 +3,7 @@ import { appendFile } from 'node:fs/promises'
 import { CompiledQuery, type Kysely, sql } from 'kysely'
 import { DEVELOPMENT_AUDIT_KEY } from '../audit.js'
 import { currentRequestId, type Logger } from '../logger.js'
-import type { ImmediateStatements } from './connection.js'
+import type { RunStatement } from './connection.js'
 import type { DatabaseDialect, Migration } from './open.js'
 
 // The audit trail the kms and the backend append to: one row per event, each row's hash taken over
@@ -155,8 +155,8 @@ export type AuditStorage = {
   dialect: DatabaseDialect
   /** Runs `work` in one transaction (read committed on PostgreSQL: the advisory lock orders the appends). */
   transaction<result>(work: (trx: AnyDb) => Promise<result>): Promise<result>
-  /** SQLite's synchronous transaction (ImmediateStatements): tried first; when it answers `undefined`, `transaction` runs. */
-  immediate?: ImmediateStatements['transaction'] | undefined
+  /** SQLite's group commit (ImmediateStatements): tried first; when it answers `undefined` (or is not there yet), `transaction` runs. */
+  groupCommit?: (<result>(work: (run: RunStatement) => result) => Promise<{ value: result } | undefined> | undefined) | undefined
 }
 
 export type AuditTrailOptions = {
@@ -276,8 +276,8 @@ export function createAuditTrail(options: AuditTrailOptions) {
   }
 
   async function append(batch: readonly Pending[]): Promise<AuditEventRow[]> {
-    // SQLite: the head's read and the insert in one synchronous transaction, when the connection is free.
-    const done = storage.immediate?.((run) => {
+    // SQLite: the head's read and the insert together, committed with the other writes of this turn, when the connection is free.
+    const done = await storage.groupCommit?.((run) => {
       const rows = chained(batch, run(statements.head).rows[0])
       run(statements.insert(rows))
       return rows

@@ -207,7 +207,23 @@ export type ImmediateStatements = {
    * transaction that waits and retries. Any other error is thrown, typed, after the rollback.
    */
   transaction<result>(work: (run: RunStatement) => result): { value: result } | undefined
+  /**
+   * `work`, synchronous, committed together with every other `groupCommit` of this turn of the
+   * event loop: one `begin immediate … commit` for all of them, run when the turn's callbacks are
+   * done (`setImmediate`). Each work is atomic on its own (a savepoint): one that throws is rolled
+   * back alone and rejects with its error, typed, while the others commit. Resolves once its writes
+   * are committed; `undefined` (nothing run) when the connection was in a transaction or the file
+   * busy, as `transaction` answers: the caller then takes the path that waits. When the commit
+   * itself fails, every work of the group rejects with its error and nothing of theirs is written.
+   *
+   * Why: each commit writes its pages to the write-ahead log and takes the file's locks; under load
+   * the requests of one turn share them.
+   */
+  groupCommit<result>(work: (run: RunStatement) => result): Promise<{ value: result } | undefined>
 }
+
+type GroupOutcome = { value: unknown } | { error: unknown }
+type GroupedWork = { work: (run: RunStatement) => unknown; settle: (outcome: GroupOutcome | undefined) => void }
 
 function immediateStatements(file: BetterSqlite3.Database, statements: SqliteDatabase): ImmediateStatements {
   const run: RunStatement = <row>(query: CompiledQuery<row>): QueryResult<row> => {
@@ -222,6 +238,56 @@ function immediateStatements(file: BetterSqlite3.Database, statements: SqliteDat
   }
   // Made once: better-sqlite3 prepares its begin, commit and rollback for it.
   const inTransaction = file.transaction((work: (run: RunStatement) => unknown) => work(run))
+  const control = {
+    begin: file.prepare('begin immediate'),
+    commit: file.prepare('commit'),
+    rollback: file.prepare('rollback'),
+    savepoint: file.prepare('savepoint grouped'),
+    release: file.prepare('release grouped'),
+    undo: file.prepare('rollback to grouped'),
+  }
+  let group: GroupedWork[] = []
+  /** One outcome per work of the group: its value, its error, or `undefined` when nothing ran. */
+  function runGroup(works: readonly GroupedWork[]): (GroupOutcome | undefined)[] {
+    if (file.inTransaction) return works.map(() => undefined)
+    try {
+      control.begin.run()
+    } catch (error) {
+      const typed = typedDatabaseError(error)
+      const outcome = typed instanceof SerializationFailureError ? undefined : { error: typed }
+      return works.map(() => outcome)
+    }
+    const outcomes: GroupOutcome[] = []
+    // A work alone is the transaction: its error rolls the transaction back, with no savepoint needed.
+    const alone = works.length === 1
+    try {
+      for (const { work } of works) {
+        if (!alone) control.savepoint.run()
+        try {
+          outcomes.push({ value: work(run) })
+          if (!alone) control.release.run()
+        } catch (error) {
+          // SQLite ends the whole transaction on some errors (a full disk, I/O): then nothing of the group stands.
+          if (alone || !file.inTransaction) throw error
+          control.undo.run()
+          control.release.run()
+          outcomes.push({ error: typedDatabaseError(error) })
+        }
+      }
+      control.commit.run()
+      return outcomes
+    } catch (error) {
+      if (file.inTransaction) control.rollback.run()
+      const failed = { error: typedDatabaseError(error) }
+      return works.map(() => failed)
+    }
+  }
+  function commitGroup() {
+    const works = group
+    group = []
+    const outcomes = runGroup(works)
+    for (const [index, { settle }] of works.entries()) settle(outcomes[index])
+  }
   return {
     run: (query) => (file.inTransaction ? undefined : run(query)),
     transaction<result>(work: (run: RunStatement) => result) {
@@ -233,6 +299,16 @@ function immediateStatements(file: BetterSqlite3.Database, statements: SqliteDat
         if (typed instanceof SerializationFailureError) return undefined
         throw typed
       }
+    },
+    groupCommit<result>(work: (run: RunStatement) => result) {
+      return new Promise<{ value: result } | undefined>((resolve, reject) => {
+        if (group.length === 0) setImmediate(commitGroup)
+        group.push({
+          work,
+          settle: (outcome) =>
+            outcome === undefined ? resolve(undefined) : 'error' in outcome ? reject(outcome.error) : resolve(outcome as { value: result }),
+        })
+      })
     },
   }
 }

@@ -135,6 +135,18 @@ export async function openDatabase<Schema>(options: OpenDatabaseOptions): Promis
           throw error
         }
       },
+      // Each work counted as the transaction it would have been alone.
+      groupCommit: (work) =>
+        immediate.groupCommit(work).then(
+          (done) => {
+            if (done) counted?.transactions.inc({ outcome: 'committed' })
+            return done
+          },
+          (error: unknown) => {
+            counted?.transactions.inc({ outcome: 'failed' })
+            throw error
+          },
+        ),
     },
     async transaction(work, transactionOptions) {
       const isolation = transactionOptions?.isolation ?? 'serializable'
