@@ -2,7 +2,6 @@ import type { Metrics } from '@latchkey/service'
 import {
   type Database,
   databaseTarget,
-  type ImmediateStatements,
   type Migration,
   openDatabase as openServiceDatabase,
   type RunStatement,
@@ -66,9 +65,7 @@ export type Storage = {
    * traces on): the caller then runs it through `executor()`.
    */
   runNow<row>(query: RawBuilder<row> | CompiledQuery<row>): QueryResult<row> | undefined
-  /** SQLite's synchronous transaction (ImmediateStatements.transaction) once open; undefined when it cannot be. */
-  transactionNow: ImmediateStatements['transaction']
-  /** SQLite's group commit (ImmediateStatements.groupCommit) once open; undefined on PostgreSQL, while opening, with traces on. */
+  /** SQLite's group commit (@latchkey/service/database's ImmediateStatements.groupCommit) once open; undefined on PostgreSQL, while opening, with traces on. */
   groupCommit<result>(work: (run: RunStatement) => result): Promise<{ value: result } | undefined> | undefined
   ping(): Promise<void>
   close(): Promise<void>
@@ -125,7 +122,6 @@ export function openStorage(location: string, migrations: readonly Migration[], 
       if (!immediate) return undefined
       return immediate.run('compile' in query ? query.compile(open!.db) : query)
     },
-    transactionNow: (work) => open?.immediate?.transaction(work),
     groupCommit: (work) => open?.immediate?.groupCommit(work),
     ping: async () => (await opening).ping(),
     async close() {
