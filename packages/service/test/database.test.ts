@@ -378,8 +378,8 @@ describe('immediate statements (SQLite)', () => {
 
   // SQLite's alone: PostgreSQL has no immediate statements (the test above checks).
   if (testEngine === 'sqlite') {
-    test('behavior: while a transaction waits between its statements nothing runs at once, so nothing joins it or is rolled back with it', async () => {
-      const { database } = await open(await freshDatabaseUrl())
+    /** A transaction that has written 'inside' and waits between its statements; `resume()` makes it throw, rolled back. */
+    async function waitingTransaction(database: Database<Schema>) {
       let resume!: () => void
       const waiting = new Promise<void>((resolve) => {
         resume = resolve
@@ -395,6 +395,12 @@ describe('immediate statements (SQLite)', () => {
         throw new Error('changed my mind')
       })
       await insertedInside
+      return { resume, rolledBack }
+    }
+
+    test('behavior: while a transaction waits between its statements nothing runs at once, so nothing joins it or is rolled back with it', async () => {
+      const { database } = await open(await freshDatabaseUrl())
+      const { resume, rolledBack } = await waitingTransaction(database)
       expect(database.immediate!.run(insert('outside'))).toBeUndefined()
       expect(database.immediate!.transaction((run) => run(insert('outside')))).toBeUndefined()
       // Kysely's path waits for the transaction, then writes on its own.
@@ -487,21 +493,7 @@ describe('immediate statements (SQLite)', () => {
     test('behavior: a group that meets an open transaction or a busy file runs nothing and answers undefined', async () => {
       const url = await freshDatabaseUrl()
       const { database } = await open(url, [counters], { busyTimeoutMs: 20 })
-      let resume!: () => void
-      const waiting = new Promise<void>((resolve) => {
-        resume = resolve
-      })
-      let inserted!: () => void
-      const insertedInside = new Promise<void>((resolve) => {
-        inserted = resolve
-      })
-      const rolledBack = database.transaction(async (trx) => {
-        await trx.executeQuery(insert('inside'))
-        inserted()
-        await waiting
-        throw new Error('changed my mind')
-      })
-      await insertedInside
+      const { resume, rolledBack } = await waitingTransaction(database)
       expect(await database.immediate!.groupCommit((run) => run(insert('outside')))).toBeUndefined()
       resume()
       await expect(rolledBack).rejects.toThrowError('changed my mind')
