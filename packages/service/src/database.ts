@@ -17,7 +17,7 @@ export {
   verifyAuditTrail,
 } from './database/audit.js'
 export { type MigrationCommandOptions, migrationCommands } from './database/commands.js'
-export { databaseTarget, type ImmediateStatements, type RunStatement } from './database/connection.js'
+export { databaseTarget, type GroupCommit, type ImmediateStatements, type RunStatement } from './database/connection.js'
 export { DatabaseError, MigrationError, RetriesExhaustedError, SerializationFailureError, UniqueViolationError } from './database/errors.js'
 export {
   type AppliedMigration,

@@ -43,7 +43,7 @@ afterEach(async () => {
 async function open(
   url: string,
   migrations: readonly Migration[] = [counters],
-  extra: { maxAttempts?: number; busyTimeoutMs?: number; poolSize?: number } = {},
+  extra: { maxAttempts?: number; busyTimeoutMs?: number; poolSize?: number; onIdleError?: (error: Error) => void } = {},
 ) {
   const attempts: number[] = []
   const database = await openDatabase<Schema>({ url, service: 'demo', migrations, onRetry: ({ attempt }) => attempts.push(attempt), ...extra })
@@ -358,6 +358,31 @@ describe('transaction', () => {
     expect(await database.db.selectFrom('counters').selectAll().execute()).toEqual([])
     await database.ping()
   })
+
+  if (testEngine === 'postgres')
+    test('error: a connection the server ends while a transaction holds it fails that transaction, not the process; the next one commits', async () => {
+      const url = await freshDatabaseUrl()
+      let reported!: (error: Error) => void
+      const dropped = new Promise<Error>((resolve) => (reported = resolve))
+      const { database } = await open(url, [counters], { poolSize: 1, onIdleError: (error) => reported(error) })
+      const failure = await database
+        .transaction(async (trx) => {
+          await trx.insertInto('counters').values({ name: 'a', value: 1, updated_at: 1 }).execute()
+          const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)
+          // A restart or failover, while the transaction waits on work of its own.
+          await writeElsewhere(url, `select pg_terminate_backend(${rows[0]!.pid})`)
+          await dropped
+          await trx.insertInto('counters').values({ name: 'b', value: 2, updated_at: 1 }).execute()
+        })
+        .catch((error: unknown) => error)
+      expect(failure).toBeInstanceOf(Error)
+      expect((await dropped).message).toMatch(/terminating connection/)
+      // The pool dropped the dead connection: the same single-connection pool serves the next transaction.
+      await database.transaction(async (trx) => {
+        await trx.insertInto('counters').values({ name: 'c', value: 3, updated_at: 1 }).execute()
+      })
+      expect(await database.db.selectFrom('counters').select('name').execute()).toEqual([{ name: 'c' }])
+    })
 })
 
 describe('immediate statements (SQLite)', () => {

@@ -2,9 +2,9 @@ import type { Metrics } from '@latchkey/service'
 import {
   type Database,
   databaseTarget,
+  type GroupCommit,
   type Migration,
   openDatabase as openServiceDatabase,
-  type RunStatement,
   UniqueViolationError,
 } from '@latchkey/service/database'
 import type {
@@ -66,7 +66,7 @@ export type Storage = {
    */
   runNow<row>(query: RawBuilder<row> | CompiledQuery<row>): QueryResult<row> | undefined
   /** SQLite's group commit (@latchkey/service/database's ImmediateStatements.groupCommit) once open; undefined on PostgreSQL, while opening, with traces on. */
-  groupCommit<result>(work: (run: RunStatement) => result): Promise<{ value: result } | undefined> | undefined
+  groupCommit: GroupCommit
   ping(): Promise<void>
   close(): Promise<void>
 }

@@ -3,7 +3,7 @@ import { appendFile } from 'node:fs/promises'
 import { CompiledQuery, type Kysely, sql } from 'kysely'
 import { DEVELOPMENT_AUDIT_KEY } from '../audit.js'
 import { currentRequestId, type Logger } from '../logger.js'
-import type { RunStatement } from './connection.js'
+import type { GroupCommit } from './connection.js'
 import type { DatabaseDialect, Migration } from './open.js'
 
 // The audit trail the kms and the backend append to: one row per event, each row's hash taken over
@@ -156,7 +156,7 @@ export type AuditStorage = {
   /** Runs `work` in one transaction (read committed on PostgreSQL: the advisory lock orders the appends). */
   transaction<result>(work: (trx: AnyDb) => Promise<result>): Promise<result>
   /** SQLite's group commit (ImmediateStatements): tried first; when it answers `undefined` (or is not there yet), `transaction` runs. */
-  groupCommit?: (<result>(work: (run: RunStatement) => result) => Promise<{ value: result } | undefined> | undefined) | undefined
+  groupCommit?: GroupCommit | undefined
 }
 
 export type AuditTrailOptions = {

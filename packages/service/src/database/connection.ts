@@ -121,7 +121,7 @@ const CACHED_PLAN_CHANGED = '0A000'
  * it is prepared again on each connection, and the statement runs again, or, inside a
  * transaction (which the refusal aborted), the transaction does, as after a serialization failure.
  */
-function namedStatementPool(pool: pg.Pool, metrics: Metrics | undefined) {
+function namedStatementPool(pool: pg.Pool, metrics: Metrics | undefined, onConnectionError: ((error: Error) => void) | undefined) {
   const names = new Map<string, string>()
   let counter = 0
   const nameOf = (text: string) => {
@@ -133,10 +133,25 @@ function namedStatementPool(pool: pg.Pool, metrics: Metrics | undefined) {
     return name
   }
   const patched = new WeakSet<pg.PoolClient>()
+  const held = new WeakSet<pg.PoolClient>()
   return {
     async connect() {
       const client = metrics ? await timedConnect(pool, metrics) : await pool.connect()
+      held.add(client)
+      const release = client.release
+      client.release = (error) => {
+        held.delete(client)
+        release(error)
+      }
       if (!patched.has(client)) {
+        // A held connection whose server ends it between two statements (a restart, a failover,
+        // pg_terminate_backend: a transaction waiting on the process's own work) emits 'error' with
+        // no listener of the pool's, which would end the process. The holder's next statement
+        // rejects instead ("not queryable"), and the pool drops the connection when it comes back.
+        // Idle, the pool's own listener reports it.
+        client.on('error', (error) => {
+          if (held.has(client)) onConnectionError?.(error)
+        })
         const query = client.query.bind(client) as (config: pg.QueryConfig) => Promise<pg.QueryResult>
         let inTransaction = false
         const run = async (text: string, values: unknown[]): Promise<pg.QueryResult> => {
@@ -221,6 +236,13 @@ export type ImmediateStatements = {
    */
   groupCommit<result>(work: (run: RunStatement) => result): Promise<{ value: result } | undefined>
 }
+
+/**
+ * A group commit as a store offers it to its callers: ImmediateStatements.groupCommit where the
+ * store has one; `undefined`, with nothing run, where it has none (PostgreSQL, a database still
+ * opening, traces on). The caller then takes its transaction that waits.
+ */
+export type GroupCommit = <result>(work: (run: RunStatement) => result) => Promise<{ value: result } | undefined> | undefined
 
 type GroupOutcome = { value: unknown } | { error: unknown }
 type GroupedWork = { work: (run: RunStatement) => unknown; settle: (outcome: GroupOutcome | undefined) => void }
@@ -329,9 +351,9 @@ export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'pool
   let immediate: ImmediateStatements | undefined
   if (dialect === 'postgres') {
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types: pgTypes })
-    // An idle connection that drops (a database restart) must not crash the process.
+    // A connection that drops (a database restart), idle or held, must not crash the process.
     pool.on('error', (error) => options.onIdleError?.(error))
-    engine = new PostgresDialect({ pool: namedStatementPool(pool, options.metrics) })
+    engine = new PostgresDialect({ pool: namedStatementPool(pool, options.metrics, options.onIdleError) })
   } else {
     const file = new BetterSqlite3(options.url ?? ':memory:', { timeout: options.busyTimeoutMs ?? 5000 })
     if (file.name !== ':memory:') file.pragma('journal_mode = WAL')

@@ -53,7 +53,7 @@ export type OpenDatabaseOptions = {
   maxAttempts?: number | undefined
   /** Told before a transaction runs again after a serialization failure (for logs and metrics). */
   onRetry?: ((event: { attempt: number; error: SerializationFailureError }) => void) | undefined
-  /** Told of an error on an idle PostgreSQL connection (the pool drops it and opens another). Default: ignored. */
+  /** Told of an error on a PostgreSQL connection, idle or held between statements (the pool drops it and opens another; a holder's next statement fails). Default: ignored. */
   onIdleError?: ((error: Error) => void) | undefined
   /** Counts transactions by outcome, retries by error code, and waits for a pool connection. Default: nothing counted. */
   metrics?: Metrics | undefined
