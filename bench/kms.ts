@@ -301,12 +301,12 @@ if (postgres)
       return { databaseUrl: url.href }
     }
     const rows = [
-      await measureInstances('SQLite, 1 instance', 1, { databasePath: join(dir, 'compare.db') }, compareRequests, concurrency, { policies: true }),
-      await measureInstances('PostgreSQL, 1 instance', 1, await databaseOf('bench_one'), compareRequests, concurrency, { policies: true }),
-      await measureInstances('PostgreSQL, 2 instances', 2, await databaseOf('bench_two'), compareRequests, concurrency, { policies: true }),
+      await measureInstances('SQLite, 1 instance', 1, { databasePath: join(dir, 'compare.db') }, compareRequests, concurrency, { policies: true }, warmup),
+      await measureInstances('PostgreSQL, 1 instance', 1, await databaseOf('bench_one'), compareRequests, concurrency, { policies: true }, warmup),
+      await measureInstances('PostgreSQL, 2 instances', 2, await databaseOf('bench_two'), compareRequests, concurrency, { policies: true }, warmup),
     ]
     console.log(`
-Stores side by side: ${compareRequests} stamped sign_raw_payload requests each, ${concurrency} in flight, each kms instance its own process
+Stores side by side: ${compareRequests} stamped sign_raw_payload requests each, ${concurrency} in flight, each kms instance its own process, after ${warmup} to warm it up
 `)
     for (const row of rows)
       console.log(

@@ -235,8 +235,17 @@ export async function kmsCluster(
   }
 }
 
-/** `requests` signatures spread over `cluster`'s instances, `concurrency` in flight, measured by the load client in its own process. */
-export async function measureLoad(label: string, cluster: Awaited<ReturnType<typeof kmsCluster>>, requests: number, concurrency: number): Promise<Measured> {
+/**
+ * `requests` signatures spread over `cluster`'s instances, `concurrency` in flight, measured by the
+ * load client in its own process, after `warmup` more that are not timed.
+ */
+export async function measureLoad(
+  label: string,
+  cluster: Awaited<ReturnType<typeof kmsCluster>>,
+  requests: number,
+  concurrency: number,
+  warmup = 300,
+): Promise<Measured> {
   const client = fork(new URL('./load.ts', import.meta.url).pathname, [], {
     execArgv: ['--conditions=source', '--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -256,7 +265,7 @@ export async function measureLoad(label: string, cluster: Awaited<ReturnType<typ
     ...cluster.userKey,
     requests,
     concurrency,
-    warmup: 300,
+    warmup,
   }
   const readyMessage = next()
   client.send(start)
@@ -299,7 +308,11 @@ export async function measureLoad(label: string, cluster: Awaited<ReturnType<typ
   }
 }
 
-/** `compareRequests` signatures spread over `count` fresh instances on `store` (its user's organization as `user` says), then the instances stopped. */
+/**
+ * `compareRequests` signatures spread over `count` fresh instances on `store` (its user's
+ * organization as `user` says), then the instances stopped. A fresh instance is still compiling its
+ * hot path for its first several thousand requests: give `warmup` as bench:kms's own (--warmup).
+ */
 export async function measureInstances(
   label: string,
   count: number,
@@ -307,10 +320,11 @@ export async function measureInstances(
   requests: number,
   concurrency: number,
   user: { policies?: boolean } = {},
+  warmup?: number,
 ): Promise<Measured> {
   const cluster = await kmsCluster(count, store, undefined, 'kms', {}, user)
   try {
-    return await measureLoad(label, cluster, requests, concurrency)
+    return await measureLoad(label, cluster, requests, concurrency, warmup)
   } finally {
     await Promise.all(cluster.instances.map((instance) => stopInstance(instance.child)))
   }
