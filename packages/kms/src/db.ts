@@ -385,6 +385,7 @@ function statements(storage: Storage, executor: () => Promise<Executor>, inTrans
     auditStorage: {
       dialect: storage.dialect,
       transaction: (work) => storage.transaction((trx) => work(trx)),
+      connection: async (work) => (await storage.executor()).connection().execute(work),
       groupCommit: storage.groupCommit,
     } satisfies AuditStorage as AuditStorage,
     /** Walks the audit chain (`latchkey-kms audit verify`): intact, or the first altered row. */

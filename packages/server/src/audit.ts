@@ -26,6 +26,7 @@ export function createServerAudit(store: Store, options: ServerAuditOptions = {}
     storage: {
       dialect: database.dialect,
       transaction: (work) => database.transaction(work, { isolation: 'read committed' }),
+      connection: (work) => database.db.connection().execute(work),
       groupCommit: database.immediate?.groupCommit,
     },
     key: options.key,

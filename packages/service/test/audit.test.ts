@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
+import pg from 'pg'
 import { pino } from 'pino'
 import { afterAll, afterEach, expect, test } from 'vitest'
 import {
@@ -31,7 +32,11 @@ afterAll(() => rmSync(directory, { recursive: true, force: true }))
 async function open(url: string) {
   const database = await openDatabase<unknown>({ url, service: 'demo', migrations: [auditMigration('0001_audit_events', 'demo')] })
   opened.push(database)
-  const storage: AuditStorage = { dialect: database.dialect, transaction: (work) => database.transaction(work, { isolation: 'read committed' }) }
+  const storage: AuditStorage = {
+    dialect: database.dialect,
+    transaction: (work) => database.transaction(work, { isolation: 'read committed' }),
+    connection: (work) => database.db.connection().execute(work),
+  }
   return { database, storage }
 }
 
@@ -112,6 +117,35 @@ test('behavior: two instances appending at once on one database keep one chain w
   const verdict = await verifyAuditTrail(instances[0]!.database.db, 'demo')
   expect(verdict).toMatchObject({ intact: true, count: 40 })
 })
+
+if (testEngine === 'postgres')
+  test("behavior: appends waiting for another instance's lock each read the chain's head once they hold it", async () => {
+    const url = await freshDatabaseUrl()
+    const instances = [await open(url), await open(url)]
+    const trails = instances.map(({ storage }) => createAuditTrail({ service: 'demo', storage, key }))
+    // A third party holds the appends' lock, as an instance mid-append would.
+    const holder = new pg.Client({ connectionString: url })
+    await holder.connect()
+    try {
+      await holder.query('begin')
+      await holder.query(`select pg_advisory_xact_lock(hashtext('latchkey:demo_audit_events'))`)
+      const recorded = trails.map((trail, index) => trail.record({ action: `waited ${index}`, outcome: 'completed' }))
+      const waiting = async () =>
+        Number((await holder.query(`select count(*) as count from pg_locks where locktype = 'advisory' and not granted`)).rows[0].count)
+      // Both appends have begun and wait for the lock (what PostgreSQL reports, polled).
+      for (let polls = 0; (await waiting()) < 2; polls++) {
+        if (polls > 500) throw new Error('the appends never waited for the lock')
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      await holder.query('commit')
+      await Promise.all(recorded)
+    } finally {
+      await holder.end()
+    }
+    // The second to get the lock read the first's row as the head: one chain, no failed append.
+    expect(trails.map((trail) => trail.failures())).toEqual([0, 0])
+    expect(await verifyAuditTrail(instances[0]!.database.db, 'demo')).toMatchObject({ intact: true, count: 2 })
+  })
 
 test('error: an append that fails is logged with its events and counted, and the caller is answered regardless', async () => {
   const { database, storage } = await open(await freshDatabaseUrl())

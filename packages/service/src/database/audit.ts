@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto'
 import { appendFile } from 'node:fs/promises'
-import { CompiledQuery, type Kysely, sql } from 'kysely'
+import { CompiledQuery, type Kysely } from 'kysely'
 import { DEVELOPMENT_AUDIT_KEY } from '../audit.js'
 import { currentRequestId, type Logger } from '../logger.js'
 import type { GroupCommit } from './connection.js'
@@ -150,11 +150,16 @@ function targetText(target: AuditEventInput['target']): string | null {
   return entries.length ? JSON.stringify(Object.fromEntries(entries)) : null
 }
 
-/** Where a service's audit trail lives: its database's engine and a transaction on it. */
+/** Where a service's audit trail lives: its database's engine, and how the append runs its statements there. */
 export type AuditStorage = {
   dialect: DatabaseDialect
-  /** Runs `work` in one transaction (read committed on PostgreSQL: the advisory lock orders the appends). */
+  /** SQLite: runs `work` in one transaction, when `groupCommit` cannot. */
   transaction<result>(work: (trx: AnyDb) => Promise<result>): Promise<result>
+  /**
+   * PostgreSQL: runs `work` with statements on one pooled connection, outside any transaction:
+   * the append begins and ends its own (read committed; the advisory lock orders the appends).
+   */
+  connection<result>(work: (connection: AnyDb) => Promise<result>): Promise<result>
   /** SQLite's group commit (ImmediateStatements): tried first; when it answers `undefined` (or is not there yet), `transaction` runs. */
   groupCommit?: GroupCommit | undefined
 }
@@ -174,6 +179,9 @@ export type AuditTrailOptions = {
   /** Told when events could not be stored or mirrored, instead of the logger. */
   onError?: ((error: Error, events: readonly AuditEventRow[] | readonly AuditEventInput[]) => void) | undefined
 }
+
+const COMMIT = CompiledQuery.raw('commit', [])
+const ROLLBACK = CompiledQuery.raw('rollback', [])
 
 /** Events one append transaction takes at most; more wait for the next. */
 const MAX_BATCH = 200
@@ -206,6 +214,12 @@ const AUDIT_COLUMNS = [
 function appendStatements(dialect: DatabaseDialect, table: string) {
   const quoted = `"${table.replaceAll('"', '""')}"`
   const head = `select "seq", "hash" from ${quoted} order by "seq" desc limit 1`
+  // PostgreSQL: the transaction, its lock and the head's read in one round trip (a text of three
+  // statements, sent without parameters). Read committed takes a snapshot per statement, so the
+  // head is read after the lock is held: it is the last append's, whichever instance made it.
+  // The lock's key is the text every release has locked, so that old and new instances of a
+  // rolling upgrade still append one after another.
+  const lockedHead = `start transaction isolation level read committed; select pg_advisory_xact_lock(hashtext('latchkey:${table.replaceAll("'", "''")}')); ${head}`
   const columns = AUDIT_COLUMNS.map((column) => `"${column}"`).join(', ')
   const inserts = new Map<number, string>()
   const insertText = (count: number) => {
@@ -221,6 +235,7 @@ function appendStatements(dialect: DatabaseDialect, table: string) {
   }
   return {
     head: CompiledQuery.raw(head, []) as CompiledQuery<Pick<AuditEventRow, 'seq' | 'hash'>>,
+    lockedHead: CompiledQuery.raw(lockedHead, []) as CompiledQuery<Pick<AuditEventRow, 'seq' | 'hash'>>,
     insert: (rows: readonly AuditEventRow[]) =>
       CompiledQuery.raw(
         insertText(rows.length),
@@ -283,8 +298,23 @@ export function createAuditTrail(options: AuditTrailOptions) {
       return rows
     })
     if (done) return done.value
+    // PostgreSQL: three round trips (begin, lock and head; the insert; commit), not five.
+    if (storage.dialect === 'postgres')
+      return storage.connection(async (connection) => {
+        try {
+          const rows = chained(batch, (await connection.executeQuery(statements.lockedHead)).rows[0])
+          await connection.executeQuery(statements.insert(rows))
+          await connection.executeQuery(COMMIT)
+          return rows
+        } catch (error) {
+          // Ends the transaction (and the lock) before the connection goes back to the pool. On a
+          // broken connection it fails too, and the pool drops that connection: the append's own
+          // error is the one to report.
+          await connection.executeQuery(ROLLBACK).catch(() => undefined)
+          throw error
+        }
+      })
     return storage.transaction(async (trx) => {
-      if (storage.dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`latchkey:${table}`}))`.execute(trx)
       const rows = chained(batch, (await trx.executeQuery(statements.head)).rows[0])
       await trx.executeQuery(statements.insert(rows))
       return rows

@@ -157,7 +157,9 @@ function namedStatementPool(pool: pg.Pool, metrics: Metrics | undefined, onConne
         const run = async (text: string, values: unknown[]): Promise<pg.QueryResult> => {
           const name = nameOf(text)
           try {
-            return await query(name === undefined ? { text, values } : { name, text, values })
+            const result = await query(name === undefined ? { text, values } : { name, text, values })
+            // A text of several statements (sent without parameters) answers each one's result: Kysely gets the last one's.
+            return Array.isArray(result) ? (result.at(-1) as pg.QueryResult) : result
           } catch (error) {
             if (name === undefined || (error as { code?: unknown }).code !== CACHED_PLAN_CHANGED) throw error
             if (names.get(text) === name) names.delete(text)
