@@ -95,7 +95,10 @@ const typedData = {
   }),
   context: { account, chainId: 31337 },
 }
-/** The demo's kind of grant: up to 0.01 ETH a day, for an hour from the test's start. */
+/** The instant the pages' clocks are held at (a grant must not have expired: the kms checks that at submission, which these tests never reach). */
+const SHOT_TIME = Date.UTC(2026, 5, 15, 12, 0, 0)
+
+/** The demo's kind of grant: up to 0.01 ETH a day, for an hour from `now` (the pages' held clock). */
 function grant(now: number) {
   const request = {
     chainId: toHex(31337),
@@ -175,6 +178,9 @@ describe('consent frame screenshots', () => {
         reducedMotion: 'reduce',
         locale: 'en-US',
       })
+      // The dates the dialogs show, and how far off they read, come from the page's clock: held
+      // at one instant, they lay out the same on any day (a date wraps on a phone by its length).
+      await context.clock.setFixedTime(SHOT_TIME)
       const page = context.pages()[0] ?? (await context.newPage())
       const errors: string[] = []
       page.on('pageerror', (error) => errors.push(error.message))
@@ -201,8 +207,8 @@ describe('consent frame screenshots', () => {
       // The permission's date reads how far off it is: that moves with the day.
       found.push(await shoot(page, name('typed-data'), [origin, frame.locator('#review-rows dd').nth(4)]))
       await reject()
-      reject = await dialog(page, frame, 'grant', grant(Date.now()))
-      // The expiry, an hour from now: its row and its line in the tree.
+      reject = await dialog(page, frame, 'grant', grant(SHOT_TIME))
+      // The expiry, an hour from the held clock: its row and its line in the tree.
       found.push(await shoot(page, name('grant'), [origin, frame.locator('#review-rows dd').nth(1), frame.locator('#review-tree li li').first()]))
       await reject()
 
