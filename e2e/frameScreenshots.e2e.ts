@@ -13,8 +13,9 @@ import { compareImage } from './screenshot.js'
 // the PNGs in e2e/screenshots/ as e2e/screenshots.e2e.ts compares the app's modals. The demo's page
 // is the parent (its origin is one the kms's frames accept): it mounts the frame over the whole
 // viewport and asks REVIEW_AND_STAMP by hand, then rejects each request from the keyboard. One page
-// per theme × viewport × locale. What moves is masked: the parent's origin (a free port) and the
-// dates with how far off they are (the permit's deadline, the grant's expiry),
+// per theme × viewport × locale. The pages' clock is held at one instant (SHOT_TIME), so the dates
+// lay out alike on any day. What moves is masked: the parent's origin (a free port), the dates with
+// how far off they are (the permit's deadline, the grant's expiry; their rows keep their height),
 // and "Approve", which arms when the browser reports the dialog visible.
 //
 //   LATCHKEY_UPDATE_SCREENSHOTS=1 npx vitest run --config e2e/vitest.config.ts e2e/frameScreenshots.e2e.ts
