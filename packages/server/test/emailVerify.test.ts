@@ -121,9 +121,13 @@ describe('POST /auth/email/verify sealed codes', () => {
     expect(signedIn.length).toBe(1)
     expect(responses.filter((response) => response.headers.get('set-cookie') !== null).length).toBe(1)
     const refusals = await errorCodes(responses.filter((response) => response.status !== 200))
-    expect(refusals['429 rate_limited']).toBe(40 - LIMITS.verifiesPerCode)
-    // The others reached the kms or the store after the winner: the code is spent either way.
-    expect((refusals['400 invalid_code'] ?? 0) + (refusals['400 unknown_code'] ?? 0)).toBe(LIMITS.verifiesPerCode - 1)
+    // A request that looks the code up after the winner spent it is refused before the count
+    // (unknown_code); how many do depends on timing. Of those counted, exactly verifiesPerCode pass
+    // to the kms: the winner, and the others the kms refuses (invalid_code).
+    const late = refusals['400 unknown_code'] ?? 0
+    expect(refusals['400 invalid_code']).toBe(LIMITS.verifiesPerCode - 1)
+    expect(refusals['429 rate_limited']).toBe(40 - LIMITS.verifiesPerCode - late)
+    expect(Object.keys(refusals).sort()).toEqual(['400 invalid_code', '429 rate_limited', ...(late ? ['400 unknown_code'] : [])].sort())
     const { organizationId } = (await signedIn[0]!.json()) as { organizationId: string }
     const user = new TurnkeyClient({ baseUrl: t.kms.url }, new ApiKeyStamper(key))
     const { apiKeys } = await user.getApiKeys({ organizationId })
