@@ -133,25 +133,16 @@ function namedStatementPool(pool: pg.Pool, metrics: Metrics | undefined, onConne
     return name
   }
   const patched = new WeakSet<pg.PoolClient>()
-  const held = new WeakSet<pg.PoolClient>()
   return {
     async connect() {
       const client = metrics ? await timedConnect(pool, metrics) : await pool.connect()
-      held.add(client)
-      const release = client.release
-      client.release = (error) => {
-        held.delete(client)
-        release(error)
-      }
       if (!patched.has(client)) {
         // A held connection whose server ends it between two statements (a restart, a failover,
         // pg_terminate_backend: a transaction waiting on the process's own work) emits 'error' with
-        // no listener of the pool's, which would end the process. The holder's next statement
-        // rejects instead ("not queryable"), and the pool drops the connection when it comes back.
-        // Idle, the pool's own listener reports it.
-        client.on('error', (error) => {
-          if (held.has(client)) onConnectionError?.(error)
-        })
+        // no listener of the pool's, which would end the process. This listener, the connection's
+        // own, hears it held or idle, once each: the holder's next statement rejects ("not
+        // queryable"), and the pool drops the connection when it comes back (idle, at once).
+        client.on('error', (error) => onConnectionError?.(error))
         const query = client.query.bind(client) as (config: pg.QueryConfig) => Promise<pg.QueryResult>
         let inTransaction = false
         const run = async (text: string, values: unknown[]): Promise<pg.QueryResult> => {
@@ -353,8 +344,9 @@ export function connect<Schema>(options: Pick<OpenDatabaseOptions, 'url' | 'pool
   let immediate: ImmediateStatements | undefined
   if (dialect === 'postgres') {
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types: pgTypes })
-    // A connection that drops (a database restart), idle or held, must not crash the process.
-    pool.on('error', (error) => options.onIdleError?.(error))
+    // The pool re-emits an idle connection's error, which would end the process unheard; each
+    // connection's own listener (namedStatementPool) already reports it, held or idle.
+    pool.on('error', () => undefined)
     engine = new PostgresDialect({ pool: namedStatementPool(pool, options.metrics, options.onIdleError) })
   } else {
     const file = new BetterSqlite3(options.url ?? ':memory:', { timeout: options.busyTimeoutMs ?? 5000 })
