@@ -35,9 +35,11 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
 /** A kms-style session JWT signer (ES256 over a double SHA-256, raw r‖s), trusted by the bench's backend. */
 function jwtSigner() {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = publicKey.export({ format: 'jwk' })
+  // The point from the SPKI encoding (its last 65 bytes), not a JWK export: Node 20 can deadlock
+  // exporting generateKeyPairSync's key as a JWK (packages/kms/src/keys.ts).
+  const point = publicKey.export({ format: 'der', type: 'spki' }).subarray(-65)
   return {
-    publicKey: `04${Buffer.from(jwk.x!, 'base64url').toString('hex')}${Buffer.from(jwk.y!, 'base64url').toString('hex')}`,
+    publicKey: point.toString('hex'),
     sign(claims: object) {
       const input = `${Buffer.from(JSON.stringify({ alg: 'ES256', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
       const signature = sign('sha256', createHash('sha256').update(input).digest(), { key: privateKey, dsaEncoding: 'ieee-p1363' })

@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto'
+import { createHash, createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import Provider from 'oidc-provider'
 import { defineInstance, type Instance, PortInUseError } from './instance.js'
@@ -98,8 +98,19 @@ function memoryAdapter() {
 }
 
 function issuerConfiguration(name: OidcProviderName, parameters: OidcInstanceParameters, emails: Map<string, string>) {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
-  const jwk = { ...privateKey.export({ format: 'jwk' }), kid: `${name}-${randomBytes(4).toString('hex')}`, use: 'sig', alg: 'RS256' }
+  // Made as PKCS#8 and read back, not exported from generateKeyPairSync's key object: Node 20 can
+  // deadlock exporting that one as a JWK (packages/kms/src/keys.ts says how).
+  const pkcs8 = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs8', format: 'der' },
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+  }).privateKey
+  const jwk = {
+    ...createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ format: 'jwk' }),
+    kid: `${name}-${randomBytes(4).toString('hex')}`,
+    use: 'sig',
+    alg: 'RS256',
+  }
   return {
     adapter: memoryAdapter(),
     clients: [

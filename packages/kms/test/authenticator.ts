@@ -28,7 +28,9 @@ const toArrayBuffer = (bytes: Buffer) => bytes.buffer.slice(bytes.byteOffset, by
 /** A passkey: `register` makes its attestation, `credentials` answers navigator.credentials.get. */
 export function softwareAuthenticator(options: { origin?: string } = {}) {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const jwk = publicKey.export({ format: 'jwk' })
+  // The point from the SPKI encoding (its last 65 bytes), not a JWK export: Node 20 can deadlock
+  // exporting generateKeyPairSync's key as a JWK (packages/kms/src/keys.ts).
+  const point = publicKey.export({ format: 'der', type: 'spki' }).subarray(-65)
   const credentialId = randomBytes(16)
   const state = { counter: 0 }
   const clientOrigin = options.origin ?? origin
@@ -43,8 +45,8 @@ export function softwareAuthenticator(options: { origin?: string } = {}) {
           [1, 2],
           [3, -7],
           [-1, 1],
-          [-2, Buffer.from(jwk.x!, 'base64url')],
-          [-3, Buffer.from(jwk.y!, 'base64url')],
+          [-2, point.subarray(1, 33)],
+          [-3, point.subarray(33)],
         ]),
       )
       const length = Buffer.from([credentialId.length >> 8, credentialId.length & 255])

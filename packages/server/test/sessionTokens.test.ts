@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto'
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
@@ -115,7 +115,8 @@ describe('POST /auth/token', () => {
   test('behavior: a key from settings (PKCS#8 PEM or JWK) signs, and the same key gives the same kid across instances', async () => {
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
     const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
-    const jwk = JSON.stringify(privateKey.export({ format: 'jwk' }))
+    // Read back from the PEM: Node 20 can deadlock exporting generateKeyPairSync's own key as a JWK (packages/kms/src/keys.ts).
+    const jwk = JSON.stringify(createPrivateKey(pem).export({ format: 'jwk' }))
     const kidOf = async (sessionJwtKey: string) => {
       const app = createServerApp({ ...t.options, sessionJwtKey })
       return ((await (await app.request('/.well-known/jwks.json')).json()) as { keys: { kid: string }[] }).keys[0]!.kid
@@ -151,7 +152,7 @@ describe('POST /auth/token', () => {
   test('behavior: a key list may be a JSON array of JWKs or a JWK Set, with the same kids as its PEM blocks', async () => {
     const [first, second] = [0, 1].map(() => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey)
     const pems = [first!, second!].map((key) => key.export({ format: 'pem', type: 'pkcs8' }).toString())
-    const jwks = [first!, second!].map((key) => key.export({ format: 'jwk' }))
+    const jwks = pems.map((pem) => createPrivateKey(pem).export({ format: 'jwk' }))
     const kidsOf = async (sessionJwtKey: string) => {
       const app = createServerApp({ ...t.options, sessionJwtKey })
       return ((await (await app.request('/.well-known/jwks.json')).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid)
