@@ -183,6 +183,31 @@ test('behavior: an account made on one instance signs in on the other; its sessi
   expect((await call(a, '/auth/token/refresh', { json: { refreshToken } })).status).toBe(401)
 })
 
+test('behavior: the first sign-in of one email, started on both instances at once, makes one account; its newest code signs in there, through the start it was sent for', async () => {
+  const [a, b] = await twoInstances()
+  const email = newEmail()
+  // Both find no account and make a sub-organization; one account is stored, and each start's code must be in it.
+  const starts = await Promise.all([a, b].map((base) => call(base, '/auth/email/start', { json: { email } })))
+  expect(starts.map((start) => start.status)).toEqual([200, 200])
+  const [newest] = await mailTo(email)
+  const code = /sign-in code is (\d{6})\./.exec(newest!.text)![1]!
+  const answers = []
+  for (const start of starts) {
+    const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+    answers.push(await call(a, '/auth/email/verify', { json: await frameAnswer(sent, code) }))
+  }
+  // One start signs in; the other's code is an older one of the same account, which the newest replaced.
+  const statuses = answers.map((answer) => answer.status)
+  expect([...statuses].sort()).toEqual([200, 400])
+  const signedIn = (await answers[statuses.indexOf(200)]!.json()) as { organizationId: string }
+  expect(await answers[statuses.indexOf(400)]!.json()).toEqual({ error: { code: 'invalid_code', message: 'a newer code was sent: use the latest one' } })
+  // The account a later sign-in finds is that one.
+  const again = await call(b, '/auth/email/start', { json: { email } })
+  const [latest] = await mailTo(email)
+  const verify = await call(b, '/auth/email/verify', { json: await frameAnswer(await again.json(), /sign-in code is (\d{6})\./.exec(latest!.text)![1]!) })
+  expect(((await verify.json()) as { organizationId: string }).organizationId).toBe(signedIn.organizationId)
+})
+
 test('behavior: one SIWE nonce sent to both instances at once signs in exactly once', async () => {
   const [a, b] = await twoInstances()
   const nonceResponse = await call(a, '/auth/nonce')
