@@ -10,6 +10,10 @@
  * delegated user signs under one of BENCH_POLICY_COUNT policies, with a grant beside them, the rate
  * limit and the audit trail on, so that every signature pays the permission model and every rule.
  *
+ * Then the floor (bench/kms/floor.ts): the same load against a server that only reads, verifies,
+ * signs, writes an activity and an audit row and answers, so that what the kms's own rules cost is
+ * told apart from what no implementation on Node and SQLite can skip.
+ *
  * Then the profile: the same signatures one at a time (`--profile-requests`), each submission's
  * main-thread time split into its stages (packages/kms/src/http/stages.ts) in µs per request,
  * beside the process's CPU over the same window and the raw crypto of this run.
@@ -37,6 +41,7 @@ import { secp256k1 } from '@noble/curves/secp256k1'
 import pg from 'pg'
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
 import { wholeNumberArg as arg } from './args.js'
+import { startFloor } from './kms/floor.js'
 import { sealCodeAsFrame } from './kms/frameCode.js'
 import { BENCH_POLICY_COUNT, createBenchUser, measureInstances, percentile } from './kms/instances.js'
 import type { LoadResult, LoadStart } from './kms/load.js'
@@ -158,6 +163,22 @@ try {
   // After the load: noble's secp256k1 is the service's own instance, with the base table it signed with.
   const raw = rawCryptoRates()
 
+  // The floor: the same load against a server that does only what no implementation can skip.
+  const floor = await startFloor(join(dir, 'floor.db'))
+  let floorCpu = process.cpuUsage()
+  let floorMs = 0
+  const floorLoad = await runLoad(
+    { ...start, url: floor.url, tag: 'floor' },
+    {
+      open() {
+        floorCpu = process.cpuUsage()
+      },
+      close() {
+        floorMs = cpuMs(process.cpuUsage(floorCpu))
+      },
+    },
+  ).finally(() => floor.stop())
+
   // The profile: one request in flight, so that each lap of the stage clock is this request's.
   let profileCpu = process.cpuUsage()
   let profileMs = 0
@@ -248,6 +269,13 @@ try {
   console.log(
     `  per CPU second / raw     ${fixed(cpuRatio, 2)}× (a signature at ${fixed(1 / cpuRatio, 2)}× its crypto's CPU; target ≥ 0.5, at most 2×: ${cpuRatio >= 0.5 ? 'met' : 'missed'})`,
   )
+  const floorRatio = (floorLoad.served * 1000) / floorMs / raw.both
+  console.log(
+    `  the floor                ${fixed((floorMs * 1000) / floorLoad.served)} µs per request, ${fixed(floorRatio, 2)}× the raw crypto per CPU second: Node's HTTP server, the stamp, the signature, an activity and an audit row, nothing looked up (bench/kms/floor.ts)${floorLoad.failed ? `; ${floorLoad.failed} failed, first: ${floorLoad.firstFailure}` : ''}`,
+  )
+  console.log(
+    `  kms / floor              ${fixed(cpuRatio / floorRatio, 2)}× per server CPU second (what the kms's own rules cost: authentication, policies and grant, rate limit, idempotency, the envelope)`,
+  )
 
   // The profile's table: each stage's main-thread time per request, then what the process spent outside them.
   const perRequest = (micros: number) => micros / profile.requests
@@ -282,7 +310,7 @@ try {
   console.log(
     `\nEmail sign-in round trip through the app backend (first sign-in: sub-organization, wallet, code, verify), 10 runs: median ${fixed(rounds[5]!, 1)} ms, max ${fixed(rounds[9]!, 1)} ms (target ≤ 50: ${rounds[5]! <= 50 ? 'met' : 'missed'}; of it the frame's sealing of the code, median ${fixed(sealings[5]!, 1)} ms)`,
   )
-  if (load.failed || profiled.failed) process.exitCode = 1
+  if (load.failed || floorLoad.failed || profiled.failed) process.exitCode = 1
 } finally {
   await kms.stop()
 }
