@@ -16,7 +16,7 @@
  * sequentially, then `--concurrency` at a time (login only) to show contention; the two stores
  * take turns round by round (and chunk by chunk), so both see the same process and machine.
  */
-import { createHash, generateKeyPairSync, sign } from 'node:crypto'
+import { generateKeyPairSync } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -24,6 +24,7 @@ import { performance } from 'node:perf_hooks'
 import { createServerApp, openStore, type Store } from '@latchkey/server'
 import { generateP256KeyPair } from '@turnkey/crypto'
 import { startPostgres } from '../scripts/ensure-postgres.mjs'
+import { jwtSigner } from '../test/jwtSigner.js'
 import { wholeNumberArg as arg } from './args.js'
 
 /** The app page the requests come from, as a browser names it. */
@@ -31,22 +32,6 @@ const PAGE = 'http://localhost:5173'
 const requests = arg('--requests', 400)
 const concurrency = arg('--concurrency', 8)
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
-
-/** A kms-style session JWT signer (ES256 over a double SHA-256, raw r‖s), trusted by the bench's backend. */
-function jwtSigner() {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  // The point from the SPKI encoding (its last 65 bytes), not a JWK export: Node 20 can deadlock
-  // exporting generateKeyPairSync's key as a JWK (packages/kms/src/keys.ts).
-  const point = publicKey.export({ format: 'der', type: 'spki' }).subarray(-65)
-  return {
-    publicKey: point.toString('hex'),
-    sign(claims: object) {
-      const input = `${Buffer.from(JSON.stringify({ alg: 'ES256', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
-      const signature = sign('sha256', createHash('sha256').update(input).digest(), { key: privateKey, dsaEncoding: 'ieee-p1363' })
-      return `${input}.${signature.toString('base64url')}`
-    },
-  }
-}
 
 const routes = ['POST /auth/login', 'GET /auth/session', 'POST /auth/token', 'POST /auth/token/refresh', 'GET /auth/nonce'] as const
 type Route = (typeof routes)[number]

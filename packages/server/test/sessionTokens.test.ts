@@ -150,8 +150,7 @@ describe('POST /auth/token', () => {
   })
 
   test('behavior: a key list may be a JSON array of JWKs or a JWK Set, with the same kids as its PEM blocks', async () => {
-    const [first, second] = [0, 1].map(() => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey)
-    const pems = [first!, second!].map((key) => key.export({ format: 'pem', type: 'pkcs8' }).toString())
+    const pems = [0, 1].map(() => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString())
     const jwks = pems.map((pem) => createPrivateKey(pem).export({ format: 'jwk' }))
     const kidsOf = async (sessionJwtKey: string) => {
       const app = createServerApp({ ...t.options, sessionJwtKey })
