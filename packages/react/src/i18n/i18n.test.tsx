@@ -2,7 +2,7 @@
 
 import { createClient, createMemoryStorage, InvalidCodeError, injected } from '@latchkey/core'
 import { createDevWallet } from '@latchkey/core/dev'
-import { cleanup, render, screen, within } from '@testing-library/react'
+import { cleanup, render, screen, waitFor, within } from '@testing-library/react'
 import userEvent from '@testing-library/user-event'
 import { afterEach, describe, expect, test, vi } from 'vitest'
 import { anvilKeys, testChains } from '../../../../test/chains.js'
@@ -105,14 +105,15 @@ describe('LatchkeyProvider locale', () => {
       </LatchkeyProvider>,
     )
     await screen.findByRole('button', { name: 'ربط المحفظة' })
-    expect(reads.map((read) => read())).toEqual(['ar'])
+    // The provider hands the client its locale in an effect, after the render that shows the texts.
+    await waitFor(() => expect(reads.map((read) => read())).toEqual(['ar']))
     view.rerender(
       <LatchkeyProvider client={client} locale="he-IL">
         <ConnectButton />
       </LatchkeyProvider>,
     )
     await screen.findByRole('button', { name: 'חיבור ארנק' })
-    expect(reads.map((read) => read())).toEqual(['he'])
+    await waitFor(() => expect(reads.map((read) => read())).toEqual(['he']))
   })
 
   test('behavior: the app overrides texts per key, over the catalogue', async () => {
