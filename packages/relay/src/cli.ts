@@ -21,7 +21,13 @@ import {
   withoutCredentials,
 } from '@latchkey/service'
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP } from './limits.js'
-import { DEFAULT_MAX_STORED_BYTES, DEFAULT_MAX_STORED_BYTES_PER_CLIENT, DEFAULT_MAX_STORED_BYTES_PER_TOPIC, type StorageQuotas } from './quota.js'
+import {
+  DEFAULT_MAX_STORED_BYTES,
+  DEFAULT_MAX_STORED_BYTES_PER_CLIENT,
+  DEFAULT_MAX_STORED_BYTES_PER_TOPIC,
+  DEFAULT_MAX_STORED_MESSAGES_PER_TOPIC,
+  type StorageQuotas,
+} from './quota.js'
 import { redisStore } from './redisStore.js'
 import { createRelay } from './server.js'
 import { sqliteStore } from './sqliteStore.js'
@@ -158,6 +164,15 @@ const settings = {
     default: DEFAULT_MAX_STORED_BYTES_PER_CLIENT,
     description: "Bytes of stored messages one client id's publishes take; a publish past it is refused (-32015). 0: no quota.",
   }),
+  maxStoredMessagesPerTopic: integer({
+    flag: 'max-stored-messages-per-topic',
+    env: 'LATCHKEY_RELAY_MAX_STORED_MESSAGES_PER_TOPIC',
+    valueName: '<n>',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    default: DEFAULT_MAX_STORED_MESSAGES_PER_TOPIC,
+    description: 'Messages one topic holds, whatever their size; a publish past it is refused (-32015). 0: no quota.',
+  }),
   audiences: list(
     url({
       flag: 'audience',
@@ -199,6 +214,7 @@ await runService({
       maxStoredBytes: values.maxStoredBytes,
       maxStoredBytesPerTopic: values.maxStoredBytesPerTopic,
       maxStoredBytesPerClient: values.maxStoredBytesPerClient,
+      maxStoredMessagesPerTopic: values.maxStoredMessagesPerTopic,
     }
     try {
       if (values.memory) [store, storeName] = [memoryStore({ quotas }), 'memory']

@@ -30,7 +30,11 @@ export type Connection = {
   subscriptions: Map<string, Subscription>
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */
   inflight: InFlight<StoredMessage>
+  /** The message bytes of those pushes. */
+  unackedBytes: number
+  /** Whether the client answered the latest heartbeat ping (with its payload, `ping`) since it was sent. */
   alive: boolean
+  ping: Buffer | undefined
   /** Text frames to send at the end of this loop iteration (or sooner, see send), in order, in one write. */
   out: (string | Push)[]
   /** The request being handled and those queued behind it; the next starts when it settles. */
@@ -64,12 +68,19 @@ export type ClientRate = { count: number; left: number; spent: boolean; taking: 
 
 /** A frame that is a request, its envelope checked; its params are checked when its turn comes. */
 export type Request = {
-  id: number | string
+  /** null only for `junk` without an id of its own. */
+  id: number | string | null
   method: string
   params: unknown
   checked: PublishParams | undefined
   /** The publish's message is known to be `JSON_SAFE` (read from its bytes): not tested again. */
   jsonSafe?: true | undefined
+  /**
+   * A frame refused before it became a request, counted against the rate all the same: the error
+   * it is answered with (not JSON, an invalid envelope), or null when it is answered with nothing
+   * (an ack of no push in flight).
+   */
+  junk?: RpcError | null | undefined
 }
 
 export class RpcError extends Error {

@@ -9,6 +9,8 @@ test('default: exports', async () => {
       "DEFAULT_MAX_STORED_BYTES",
       "DEFAULT_MAX_STORED_BYTES_PER_CLIENT",
       "DEFAULT_MAX_STORED_BYTES_PER_TOPIC",
+      "DEFAULT_MAX_STORED_MESSAGES_PER_TOPIC",
+      "MESSAGE_OVERHEAD_BYTES",
       "QuotaExceededError",
       "RelayCloseCode",
       "RelayErrorCode",

@@ -22,6 +22,25 @@ export type RelayLimits = ConnectionLimits & {
   maxFetchMessages?: number | undefined
   /** Most message bytes in one `irn_batchFetchMessages` reply (one message always goes). Default 2 MiB. */
   maxFetchBytes?: number | undefined
+  /**
+   * Bytes the relay holds for one connection that its socket has not taken yet (a client that does
+   * not read). Past it the connection is closed with `RelayCloseCode.slowConsumer` and its frames
+   * are dropped; a subscription's stored backlog is written paced (half of this at a time, the rest
+   * as the socket drains), so a client that reads is never closed for a large backlog. At least
+   * twice `maxMessageBytes` and 64 KiB. Default 4 MiB, or twice `maxMessageBytes` when that is more.
+   */
+  maxBufferedBytes?: number | undefined
+  /**
+   * Pushed messages one connection may leave unacknowledged. Past it the connection is closed with
+   * `RelayCloseCode.slowConsumer` (nothing is lost: an unacknowledged message is sent again on the
+   * next subscribe). Default 2000 (two topics' `maxStoredMessagesPerTopic`); 0: no cap.
+   */
+  maxUnackedMessages?: number | undefined
+  /**
+   * Message bytes one connection may leave unacknowledged, as `maxUnackedMessages`. Default 32 MiB
+   * (two topics' `maxStoredBytesPerTopic`); 0: no cap.
+   */
+  maxUnackedBytes?: number | undefined
 }
 
 export type RelayOptions = {
@@ -89,5 +108,10 @@ export type Relay = {
   inflight(): InflightRequest[]
 }
 
-/** WebSocket close codes: 4001 for a refused token, 4008 for abuse. */
-export const RelayCloseCode = { unauthorized: 4001, policy: 4008 } as const
+/**
+ * WebSocket close codes: 4001 for a refused token, 4008 for abuse (the rate limit), 4009 for a
+ * slow consumer (a client that leaves more than `maxBufferedBytes` unread, or more than
+ * `maxUnackedMessages` / `maxUnackedBytes` unacknowledged; it may reconnect and is sent again what
+ * it did not acknowledge).
+ */
+export const RelayCloseCode = { unauthorized: 4001, policy: 4008, slowConsumer: 4009 } as const

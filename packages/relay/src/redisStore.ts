@@ -2,7 +2,7 @@ import { type Metrics, withoutCredentials } from '@latchkey/service'
 import { Redis } from 'ioredis'
 import { fieldsBytes, messageJsonBytes, writeFields, writeMessageJson } from './bytes.js'
 import { timeRedis } from './metrics.js'
-import { QuotaExceededError, type QuotaScope, quotaLimits, type StorageQuotas } from './quota.js'
+import { MESSAGE_OVERHEAD_BYTES, QuotaExceededError, type QuotaScope, quotaLimits, type StorageQuotas } from './quota.js'
 import { type NewMessage, type RelayStore, type StoredMessage, withSeq } from './store.js'
 
 const NEWLINE = 0x0a
@@ -61,13 +61,16 @@ const NOTICE_V2 = 'published:2'
 // The expiry index holds a member per call and second of expiry (its messages' `topic:seq id`
 // entries, a line each), scored by the latest of them, not a member per message. (A Redis Cluster
 // is not supported: one counter orders every topic.) ARGV: the prefix, the lines, the relay's,
-// a topic's and a client's quota, and 1 when the lines are one publish, stored whole or not at all.
+// a topic's and a client's byte quota, a topic's message quota, and 1 when the lines are one
+// publish, stored whole or not at all.
 const ADD = `
 local prefix, lines = ARGV[1], ARGV[2]
 -- Storage quotas in bytes (0: none), counted in one hash over every node: the relay's (g), each
--- topic's (t:), each publisher's (c:).
-local maxG, maxT, maxC = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- topic's (t:), each publisher's (c:). A message counts its record and MESSAGE_OVERHEAD_BYTES.
+-- A topic's messages (maxN, 0: none) are its list's length, which every prune keeps.
+local maxG, maxT, maxC, maxN = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local quotas = maxG + maxT + maxC > 0
+local overhead = ${MESSAGE_OVERHEAD_BYTES}
 local usage = prefix .. 'usage'
 local function count(field, by)
   local total = redis.call('HINCRBY', usage, field, by)
@@ -76,18 +79,24 @@ local function count(field, by)
 end
 local v1, v2 = prefix .. '${NOTICE_V1}', prefix .. '${NOTICE_V2}'
 local find, sub = string.find, string.sub
--- One publish of several messages (ARGV[6] is 1: an irn_batchPublish, a wc_approveSession) is
+-- One publish of several messages (ARGV[7] is 1: an irn_batchPublish, a wc_approveSession) is
 -- stored whole or not at all. Before anything is written, its messages not stored yet are counted
 -- together, in order, against what is used: the first that would pass a quota refuses them all
--- (answered {-1}, {-2} or {-3}), and nothing is written, counts included. Only reads: then every
--- message passes the check below, where it is counted. Single publishes never come here.
-if quotas and ARGV[6] == '1' then
+-- (answered {-1}, {-2}, {-3} or {-4}), and nothing is written, counts included. Only reads: then
+-- every message passes the check below, where it is counted. Single publishes never come here.
+if (quotas or maxN > 0) and ARGV[7] == '1' then
   local adding, seen = {}, {}
   local function over(field, by, max)
     if max == 0 then return false end
     local total = (adding[field] or tonumber(redis.call('HGET', usage, field) or '0')) + by
     adding[field] = total
     return total > max
+  end
+  local function full(topic)
+    if maxN == 0 then return false end
+    local total = (adding['n:' .. topic] or redis.call('LLEN', prefix .. 't:' .. topic)) + 1
+    adding['n:' .. topic] = total
+    return total > maxN
   end
   local at, size = 1, #lines
   while at <= size do
@@ -100,10 +109,11 @@ if quotas and ARGV[6] == '1' then
     -- A message already stored (or twice in the batch) is stored once and counts once.
     if not seen[id] and redis.call('EXISTS', prefix .. 'm:' .. id) == 0 then
       seen[id] = true
-      local bytes = e - d - 1
+      local bytes = e - d - 1 + overhead
       if over('g', bytes, maxG) then return { -1 } end
       if over('t:' .. sub(lines, a + 1, b - 1), bytes, maxT) then return { -2 } end
       if over('c:' .. sub(lines, d + 1, find(lines, ' ', d + 1, true) - 1), bytes, maxC) then return { -3 } end
+      if full(sub(lines, a + 1, b - 1)) then return { -4 } end
     end
     at = e + 1
   end
@@ -132,14 +142,16 @@ while at <= size do
   if not extend then keep = -keep end
   local record = sub(lines, d + 1, e - 1)
   local topic = sub(lines, a + 1, b - 1)
-  -- Counted first, taken back when over a quota or already stored: -1, -2, -3 answer which
-  -- quota (the relay's, the topic's, the publisher's) refused a message not stored before.
-  local refused, size, publisher = 0, e - d - 1, nil
+  -- Counted first, taken back when over a quota or already stored: -1, -2, -3, -4 answer which
+  -- quota (the relay's, the topic's, the publisher's bytes, the topic's messages) refused a
+  -- message not stored before.
+  local refused, size, publisher = 0, e - d - 1 + overhead, nil
   if quotas then
     publisher = sub(lines, d + 1, find(lines, ' ', d + 1, true) - 1)
     local g, t, c = count('g', size), count('t:' .. topic, size), count('c:' .. publisher, size)
     if maxG > 0 and g > maxG then refused = 1 elseif maxT > 0 and t > maxT then refused = 2 elseif maxC > 0 and c > maxC then refused = 3 end
   end
+  if refused == 0 and maxN > 0 and redis.call('LLEN', prefix .. 't:' .. topic) >= maxN then refused = 4 end
   if refused == 0 and redis.call('SET', prefix .. 'm:' .. id, record, 'NX', 'PX', keep) then
     seq = seq + 1
     seqs[i] = seq
@@ -166,10 +178,12 @@ while at <= size do
       counted[#counted + 1] = seq .. ' ' .. size .. ' ' .. topic .. ' ' .. publisher
     end
     if old then notice[#notice + 1] = entry .. ' ' .. topic .. ' ' .. record end
-  elseif quotas then
-    count('g', -size)
-    count('t:' .. topic, -size)
-    count('c:' .. publisher, -size)
+  else
+    if quotas then
+      count('g', -size)
+      count('t:' .. topic, -size)
+      count('c:' .. publisher, -size)
+    end
     if refused > 0 and redis.call('EXISTS', prefix .. 'm:' .. id) == 0 then answers[i] = -refused end
   end
 end
@@ -515,7 +529,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
   redis.defineCommand('relayCount', { lua: COUNT })
   redis.defineCommand('relayRelease', { lua: RELEASE })
   const limits = quotaLimits(options.quotas)
-  const scopes: readonly QuotaScope[] = ['relay', 'topic', 'client']
+  const scopes: readonly QuotaScope[] = ['relay', 'topic', 'client', 'topicMessages']
   const scripts = redis as unknown as Scripts
   let subscriber: Redis | undefined
 
@@ -562,7 +576,7 @@ export async function redisStore(url: string, options: RedisStoreOptions = {}): 
       if (at) lines[at++] = NEWLINE
       at = writeMessageJson(lines, writeFields(lines, at, fields[index]!), m.message, m.jsonSafe)
     }
-    const quotas = [limits.relay, limits.topic, limits.client]
+    const quotas = [limits.relay, limits.topic, limits.client, limits.topicMessages]
     const seqs = await (whole
       ? scripts.relayAdd(0, prefix, lines.subarray(0, at), ...quotas, 1)
       : scripts.relayAdd(0, prefix, lines.subarray(0, at), ...quotas))

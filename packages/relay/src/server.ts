@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { getRequestListener } from '@hono/node-server'
@@ -12,6 +12,7 @@ import { InFlight } from './inflight.js'
 import { connectionGate } from './limits.js'
 import { relayMetrics } from './metrics.js'
 import { type Relay, RelayCloseCode, type RelayOptions } from './options.js'
+import { outboundLimits, PUSH_FRAME_OVERHEAD, paced } from './outbound.js'
 import { Push, textFrames } from './push.js'
 import { requestRate } from './rate.js'
 import {
@@ -33,6 +34,9 @@ import { acceptWebSockets, type ServerWebSocket, type WebSocketServer } from './
 
 export { RelayErrorCode } from './http.js'
 export { type Relay, RelayCloseCode, type RelayLimits, type RelayOptions } from './options.js'
+
+/** The random payload of a heartbeat ping, which its pong must echo. */
+const PING_BYTES = 8
 
 /** Frames gathered for all connections that are written out at once, not at the end of the loop iteration. */
 const OUT_AT_ONCE = 1000
@@ -59,6 +63,7 @@ export function createRelay(options: RelayOptions): Relay {
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
   const maxFetchMessages = options.limits?.maxFetchMessages ?? 100
   const maxFetchBytes = options.limits?.maxFetchBytes ?? 2 * 1024 * 1024
+  const { maxBufferedBytes, maxUnackedMessages, maxUnackedBytes } = outboundLimits(options.limits, maxMessageBytes)
   const withinRate = requestRate({ now, maxRequestsPerSecond, countShared: store.countRequests?.bind(store) })
   const addToBatch = shared ? undefined : store.addToBatch?.bind(store)
   /**
@@ -138,7 +143,9 @@ export function createRelay(options: RelayOptions): Relay {
       clientId,
       subscriptions: new Map(),
       inflight: new InFlight(),
+      unackedBytes: 0,
       alive: true,
+      ping: undefined,
       out: [],
       queue: Promise.resolve(),
       pending: 0,
@@ -173,16 +180,20 @@ export function createRelay(options: RelayOptions): Relay {
       try {
         payload = JSON.parse(text)
       } catch {
-        return reply(connection, null, undefined, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
+        return junk(connection, null, new RpcError(RelayErrorCode.parse, 'Parse error: the frame is not JSON'))
       }
       if (isAck(payload)) return onAck(connection, payload)
       const request = toRequest(payload)
-      if (request instanceof RpcError) return reply(connection, idOf(payload), undefined, request)
+      if (request instanceof RpcError) return junk(connection, idOf(payload), request)
       // Counted as it arrives, not when its turn comes: on a shared store every request read in
       // one turn is counted in one round trip.
       enqueue(connection, request, withinRate(connection))
     }
-    socket.on('pong', () => (connection.alive = true))
+    // Only the answer to the latest ping counts: a client that sends pongs unasked (RFC 6455 allows
+    // them) but reads nothing would otherwise be kept alive forever.
+    socket.on('pong', (payload) => {
+      if (connection.ping?.equals(payload)) connection.alive = true
+    })
     socket.on('close', () => {
       connections.delete(socket)
       for (const topic of [...connection.subscriptions.keys()]) unsubscribe(connection, topic)
@@ -192,11 +203,22 @@ export function createRelay(options: RelayOptions): Relay {
   function onAck(connection: Connection, payload: unknown) {
     const ack = ackSchema.safeParse(payload)
     if (ack.success) acknowledge(connection, ack.data.id, ack.data.error !== undefined)
+    else junk(connection, null, null)
+  }
+
+  /**
+   * A frame refused before it is a request (not JSON, an invalid envelope, an ack of no push in
+   * flight): counted against the rate as a request, so junk is not free, and answered with `error`
+   * (if any) in its turn. Acks of pushes in flight are never counted: a busy subscriber sends many.
+   */
+  function junk(connection: Connection, id: number | string | null, error: RpcError | null) {
+    enqueue(connection, { id, method: '', params: undefined, checked: undefined, junk: error }, withinRate(connection))
   }
 
   function acknowledge(connection: Connection, requestId: number, failed: boolean) {
     const message = connection.inflight.take(requestId)
-    if (message === undefined) return
+    if (message === undefined) return junk(connection, null, null)
+    connection.unackedBytes -= message.message.length
     // A client that answers a push with an error gets it again when it next subscribes.
     if (failed) return
     const { clientId } = connection
@@ -276,6 +298,10 @@ export function createRelay(options: RelayOptions): Relay {
           connection.socket.close(RelayCloseCode.policy, 'rate limit exceeded')
         }
         if (connection.unanswered === 0) connection.refusal()
+        return
+      }
+      if (request.junk !== undefined || id === null) {
+        if (request.junk) reply(connection, id, undefined, request.junk)
         return
       }
       let params: unknown = request.checked
@@ -400,7 +426,9 @@ export function createRelay(options: RelayOptions): Relay {
     const reached = new Map<string, number>()
     let bytes = 0
     let hasMore = false
-    pages: for (const topic of topics)
+    // A topic named twice is read once: each read lists its whole backlog.
+    const unique = [...new Set(topics)]
+    pages: for (const topic of unique)
       for (const [m, wanted] of await backlog(connection.clientId, topic)) {
         if (!wanted || m.seq <= (reached.get(topic) ?? cursors?.get(topic) ?? 0)) continue
         if (messages.length === maxFetchMessages || (messages.length > 0 && bytes + m.message.length > maxFetchBytes)) {
@@ -414,7 +442,7 @@ export function createRelay(options: RelayOptions): Relay {
     if (hasMore) {
       connection.fetched ??= new Map()
       for (const [topic, seq] of reached) connection.fetched.set(topic, seq)
-    } else if (cursors) for (const topic of topics) cursors.delete(topic)
+    } else if (cursors) for (const topic of unique) cursors.delete(topic)
     return { messages, hasMore }
   }
 
@@ -450,20 +478,46 @@ export function createRelay(options: RelayOptions): Relay {
       ids: topics.map((topic) => connection.subscriptions.get(topic)!.id),
       undo,
       flush() {
-        for (const [index, [topic, subscription]] of opened.entries()) {
-          // Closed or unsubscribed meanwhile: nothing to send.
-          if (connection.subscriptions.get(topic) !== subscription) continue
-          for (const [message, wanted] of backlogs[index]!)
-            if (message.seq > subscription.cursor) {
-              subscription.cursor = message.seq
-              if (wanted) deliver(connection, subscription, message)
-            }
-          const held = subscription.held ?? []
-          subscription.held = undefined
-          for (const message of held) live(connection, subscription, message)
-        }
+        flushBacklogs(connection, opened, backlogs, 0)
       },
     }
+  }
+
+  /**
+   * Sends each new subscription's backlog, paced to what the socket takes (a client that reads gets
+   * a backlog of any size without passing `maxBufferedBytes`), then the live messages held meanwhile,
+   * one topic after another. Stops for a topic unsubscribed, or a connection closed, meanwhile.
+   */
+  function flushBacklogs(
+    connection: Connection,
+    opened: readonly [string, Subscription][],
+    backlogs: readonly (readonly (readonly [StoredMessage, boolean])[])[],
+    index: number,
+  ) {
+    const entry = opened[index]
+    if (!entry) return
+    const [topic, subscription] = entry
+    const isOpen = () => connection.subscriptions.get(topic) === subscription && connection.socket.readyState === connection.socket.OPEN
+    // Closed or unsubscribed meanwhile: nothing to send.
+    if (!isOpen()) return flushBacklogs(connection, opened, backlogs, index + 1)
+    paced({
+      tcp: connection.tcp,
+      budget: maxBufferedBytes / 2,
+      items: backlogs[index]!.filter(([message]) => message.seq > subscription.cursor),
+      sizeOf: ([message, wanted]) => (wanted ? message.message.length + PUSH_FRAME_OVERHEAD : 0),
+      send([message, wanted]) {
+        subscription.cursor = message.seq
+        if (wanted) deliver(connection, subscription, message)
+      },
+      writeOut: () => writeOut(connection),
+      open: isOpen,
+      done() {
+        const held = subscription.held ?? []
+        subscription.held = undefined
+        for (const message of held) live(connection, subscription, message)
+        flushBacklogs(connection, opened, backlogs, index + 1)
+      },
+    })
   }
 
   function unsubscribe(connection: Connection, topic: string) {
@@ -566,9 +620,19 @@ export function createRelay(options: RelayOptions): Relay {
 
   function deliver(connection: Connection, subscription: Subscription, message: StoredMessage) {
     if (message.publisher === connection.clientId || connection.socket.readyState !== connection.socket.OPEN) return
+    // Each push is held until the client acks it: one that does not is closed, not held without end.
+    if (
+      (maxUnackedMessages > 0 && connection.inflight.size >= maxUnackedMessages) ||
+      (maxUnackedBytes > 0 && connection.unackedBytes + message.message.length > maxUnackedBytes)
+    ) {
+      // What it was sent so far goes before the close frame.
+      writeOut(connection)
+      return slowConsumer(connection, 'too many messages unacknowledged')
+    }
     counts.delivered++
     const id = nextRequestId++
     connection.inflight.add(id, message)
+    connection.unackedBytes += message.message.length
     // Written out rather than stringified from objects (see Push): this is the hot path. A message
     // the store holds as JSON text (Redis notices) goes as it is, unparsed; most others (base64)
     // need no escaping and go between quotes as they are.
@@ -662,7 +726,19 @@ export function createRelay(options: RelayOptions): Relay {
     if (frames.length === 0) return
     connection.out = []
     if (connection.socket.readyState !== connection.socket.OPEN) return
-    connection.tcp.write(textFrames(frames, lengths))
+    const bytes = textFrames(frames, lengths)
+    // A client that does not read would have the relay buffer every frame for it.
+    if (connection.tcp.writableLength + bytes.length > maxBufferedBytes) return slowConsumer(connection, 'too many bytes unread')
+    connection.tcp.write(bytes)
+  }
+
+  /**
+   * Closes a connection whose client does not keep up (reads or acks too little), dropping its
+   * frames not yet written; what it did not acknowledge is sent again when it subscribes again.
+   */
+  function slowConsumer(connection: Connection, reason: string) {
+    connection.out = []
+    connection.socket.close(RelayCloseCode.slowConsumer, `slow consumer: ${reason}`)
   }
 
   return {
@@ -698,13 +774,17 @@ export function createRelay(options: RelayOptions): Relay {
       server = http
       wss = sockets
       const heartbeat = setInterval(() => {
+        // Each ping carries its own random payload: only a pong that echoes it says the client reads.
+        const payloads = randomBytes(PING_BYTES * connections.size)
+        let at = 0
         for (const [socket, connection] of connections) {
           if (!connection.alive) {
             socket.terminate()
             continue
           }
           connection.alive = false
-          socket.ping()
+          connection.ping = payloads.subarray(at, (at += PING_BYTES))
+          socket.ping(connection.ping)
         }
       }, options.heartbeatMs ?? 30_000)
       const prune = setInterval(() => void store.prune(now()), 60_000)

@@ -169,7 +169,8 @@ const ignore = () => undefined
 type Events = {
   /** The connection's TCP socket closed: the peer's close code and reason (see `ServerWebSocket`). */
   close: [code: number, reason: string]
-  pong: []
+  /** A pong and its payload (valid only during the call): an answer to a ping, or unsolicited (RFC 6455 allows both). */
+  pong: [payload: Buffer]
 }
 
 /**
@@ -260,8 +261,9 @@ export class ServerWebSocket extends EventEmitter<Events> {
     this.socket.destroy()
   }
 
-  ping() {
-    if (this.readyState === OPEN) this.socket.write(PING_FRAME)
+  /** Sends a ping; a peer's answer echoes `payload` (at most 125 bytes), which tells it from an unsolicited pong. */
+  ping(payload?: Buffer) {
+    if (this.readyState === OPEN) this.socket.write(payload === undefined ? PING_FRAME : controlFrame(PING, payload, 0, Math.min(payload.length, 125)))
   }
 
   /** Reads the frames of one chunk from the socket. */
@@ -390,7 +392,7 @@ export class ServerWebSocket extends EventEmitter<Events> {
       return true
     }
     if (opcode === PONG) {
-      this.emit('pong')
+      this.emit('pong', buffer.subarray(start, end))
       return true
     }
     return this.onClose(buffer, start, end, high)
@@ -458,7 +460,7 @@ export class ServerWebSocket extends EventEmitter<Events> {
 /** What a split frame's buffer starts at: about what one read from a socket gives. */
 const FIRST_FILL = 64 * 1024
 
-/** A ping with no payload: the heartbeat's, the same every time. */
+/** A ping with no payload. */
 const PING_FRAME = Buffer.from([0x80 | PING, 0])
 
 /** A control frame as a server sends it: final, unmasked. */

@@ -195,6 +195,8 @@ describe('latchkey-relay', () => {
       '--project-id <id>, LATCHKEY_RELAY_PROJECT_IDS',
       '--upstream-timeout <ms>, LATCHKEY_RELAY_UPSTREAM_TIMEOUT',
       '--coalesce <µs>, LATCHKEY_RELAY_COALESCE',
+      '--max-stored-bytes-per-topic <bytes>, LATCHKEY_RELAY_MAX_STORED_BYTES_PER_TOPIC',
+      '--max-stored-messages-per-topic <n>, LATCHKEY_RELAY_MAX_STORED_MESSAGES_PER_TOPIC',
     ])
       expect(help).toContain(`\n  ${setting}\n`)
   })

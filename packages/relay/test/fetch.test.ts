@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { afterEach, describe, expect, test } from 'vitest'
-import { createRelay, memoryStore, type Relay, type RelayLimits } from '../src/index.js'
+import { createRelay, memoryStore, type Relay, type RelayLimits, type RelayStore } from '../src/index.js'
 import { connectClient } from './client.js'
 
 // irn_batchFetchMessages answers a bounded page; `hasMore: true` says to fetch again.
@@ -11,8 +11,8 @@ const topic = () => randomBytes(32).toString('hex')
 let relay: Relay
 afterEach(() => relay.stop())
 
-async function start(limits: RelayLimits = {}) {
-  relay = createRelay({ port: await getFreePort(), store: memoryStore(), limits })
+async function start(limits: RelayLimits = {}, store: RelayStore = memoryStore()) {
+  relay = createRelay({ port: await getFreePort(), store, limits })
   await relay.start()
   return { alice: await connectClient(relay.url), bob: await connectClient(relay.url) }
 }
@@ -63,5 +63,33 @@ describe('irn_batchFetchMessages pages', () => {
       sizes.push(page.messages.map((m) => m.message.length))
     } while (page.hasMore)
     expect(sizes).toEqual([[400, 400], [400], [1500]])
+  })
+
+  test('error: a topic named many times in one fetch is read once, and its messages sent once', async () => {
+    const store = memoryStore()
+    const lists: string[] = []
+    const counted: RelayStore = {
+      ...store,
+      list: (t, now) => {
+        lists.push(t)
+        return store.list(t, now)
+      },
+    }
+    const { alice, bob } = await start({}, counted)
+    const [first, second] = [topic(), topic()]
+    const messages = [first, second, first].map((t, index) => ({ topic: t, message: `m${index}`, ttl: 300, tag: 1 }))
+    expect(await alice.request('irn_batchPublish', { messages })).toBe(true)
+    lists.length = 0
+    const page = await bob.request<Page>('irn_batchFetchMessages', { topics: [...Array<string>(100).fill(first), second, first] })
+    // In order over the topics as first named: the first topic's two, then the second's.
+    expect([page.messages.map((m) => [m.topic, m.message]), page.hasMore]).toEqual([
+      [
+        [first, 'm0'],
+        [first, 'm2'],
+        [second, 'm1'],
+      ],
+      false,
+    ])
+    expect(lists).toEqual([first, second])
   })
 })

@@ -396,6 +396,26 @@ for (const [storeName, makeStore] of stores)
         expect(await client.closed).toEqual({ code: RelayCloseCode.policy, reason: 'rate limit exceeded' })
       })
 
+      test('error: junk frames (not JSON, invalid envelopes, acks of nothing pushed) count against the rate: past it, closed with 4008', async () => {
+        const client = await connectClient(relay.url)
+        const junk = ['x', JSON.stringify({ jsonrpc: '2.0', method: 5 }), JSON.stringify({ id: 123_456, jsonrpc: '2.0', result: true })]
+        for (let index = 0; index < 51; index++) client.socket.send(junk[index % junk.length]!)
+        expect(await client.closed).toEqual({ code: RelayCloseCode.policy, reason: 'rate limit exceeded' })
+      })
+
+      test('behavior: acks of pushes in flight do not count against the rate', async () => {
+        const [publisher, subscriber] = [await connectClient(relay.url), await connectClient(relay.url)]
+        const t = topic()
+        await subscriber.request('irn_subscribe', { topic: t })
+        for (let batch = 0; batch < 6; batch++) {
+          const messages = Array.from({ length: 10 }, (_, index) => ({ topic: t, message: `m${batch}-${index}`, ttl: 300, tag: 1 }))
+          expect(await publisher.request('irn_batchPublish', { messages })).toBe(true)
+        }
+        // 60 pushes acked, more than the limit of 50, then a request within it.
+        for (let index = 0; index < 60; index++) await subscriber.nextPush()
+        expect(await barrier(subscriber)).toBe(true)
+      })
+
       test('error: the rate limit counts a client over all its connections; a refused publish stores nothing', async () => {
         const seed = randomBytes(32).toString('hex')
         const [first, second] = [await connectClient(relay.url, { seed }), await connectClient(relay.url, { seed })]

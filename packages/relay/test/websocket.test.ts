@@ -581,8 +581,9 @@ describe('in the relay', () => {
     await once(answering, 'open')
     const silent = await rawConnect(port, { path: `/?auth=${token(url)}` })
     expect(relay!.connections()).toBe(2)
-    // The silent client is sent a ping, and terminated at the next beat without a pong.
-    expect(await silent.frames.next()).toEqual({ fin: true, opcode: PING, payload: Buffer.alloc(0) })
+    // The silent client is sent a ping (a random payload to echo), and terminated at the next beat without a pong.
+    const ping = await silent.frames.next()
+    expect({ fin: ping.fin, opcode: ping.opcode, payloadBytes: ping.payload.length }).toEqual({ fin: true, opcode: PING, payloadBytes: 8 })
     await silent.ended
     expect(pings).toBeGreaterThanOrEqual(1)
     // The answering client, pinged at the same beats, is still served.
@@ -590,6 +591,24 @@ describe('in the relay', () => {
     const [answer] = await once(answering, 'message')
     expect(JSON.parse(answer.toString())).toMatchObject({ id: 7 })
     answering.terminate()
+  })
+
+  test('error: the heartbeat drops a connection whose pongs do not echo its ping: unasked pongs keep no one alive', async () => {
+    const { url, port } = await startRelay(100)
+    const liar = await rawConnect(port, { path: `/?auth=${token(url)}` })
+    // Pongs sent unasked, and every ping answered with a pong of another payload: what a client
+    // that reads nothing (and so never sees a ping's payload) could send.
+    await liar.send(frame(PONG, 'unasked'))
+    const answering = (async () => {
+      for (;;) {
+        const next = await Promise.race([liar.frames.next(), liar.ended.then(() => undefined)])
+        if (!next) return
+        if (next.opcode === PING) await liar.send(frame(PONG, 'not the payload'), frame(PONG))
+      }
+    })()
+    await liar.ended
+    await answering
+    await expect.poll(() => relay!.connections()).toBe(0)
   })
 
   test('behavior: stop() closes every client with 1001', async () => {
