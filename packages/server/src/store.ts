@@ -124,6 +124,10 @@ export class LoginConflictError extends StoreConflictError {
     super(`the login belongs to ${owner === 'self' ? 'this user' : 'another user'}`)
   }
 }
+/** The user has an email login already: one per user (the kms user has one email). */
+export class EmailAlreadyLinkedError extends StoreConflictError {
+  override name = 'EmailAlreadyLinkedError'
+}
 /** Unlinking would leave the user without a login. */
 export class LastLoginError extends Error {
   override name = 'LastLoginError'
@@ -401,16 +405,28 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
   // A passkey account's email is unverified: it is no account's email.
   const knownPasskey = ['organization_id', 'user_id', 'address', sql<null>`null`.as('email')] as const
   const byLowerAddress = (address: string) => sql<boolean>`lower(address) = ${address.toLowerCase()}`
+  /**
+   * Ends, in `trx`, every session of a sub-organization's accounts but `keep` (a session id), with
+   * their refresh tokens; answers the kms session keys those sessions held, for the caller to
+   * delete in the kms once the transaction commits.
+   */
+  const endSessionsOf = async (trx: Transaction<ServerSchema>, organizationId: string, keep?: string): Promise<string[]> => {
+    const ended = trx
+      .selectFrom('sessions')
+      .where('organization_id', '=', organizationId)
+      .$if(keep !== undefined, (query) => query.where('id', '!=', keep!))
+    const keys = await ended.select('session_public_key').execute()
+    await trx.deleteFrom('refresh_tokens').where('session_id', 'in', ended.select('id')).execute()
+    await trx
+      .deleteFrom('sessions')
+      .where('organization_id', '=', organizationId)
+      .$if(keep !== undefined, (query) => query.where('id', '!=', keep!))
+      .execute()
+    return keys.flatMap((row) => (row.session_public_key === null ? [] : [row.session_public_key]))
+  }
   /** Ends every session of a sub-organization's accounts, with their refresh tokens, in one transaction ("sign out everywhere"). */
   const deleteSessionsOf = async (organizationId: string) => {
-    await database.transaction(
-      async (trx) => {
-        const ids = trx.selectFrom('sessions').select('id').where('organization_id', '=', organizationId)
-        await trx.deleteFrom('refresh_tokens').where('session_id', 'in', ids).execute()
-        await trx.deleteFrom('sessions').where('organization_id', '=', organizationId).execute()
-      },
-      { isolation: 'read committed' },
-    )
+    await database.transaction((trx) => endSessionsOf(trx, organizationId), { isolation: 'read committed' })
   }
   /** Ends a session: the row and every refresh token of its JWTs, in one transaction. */
   const deleteSession = async (id: string) => {
@@ -612,11 +628,25 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
      * account row, which email sign-in finds it by), then `kms`, which records it in the kms and
      * answers the kms's id of it, then `account.linked`. Throws LoginConflictError (nothing
      * written, `kms` not called) when the login or the email is taken, by this user (`self`) or
-     * another (`other`); whatever `kms` throws rolls everything back.
+     * another (`other`), and EmailAlreadyLinkedError when an email is linked to a user who has
+     * one (checked under a transaction-scoped advisory lock on the user's sub-organization on
+     * PostgreSQL, so two emails linked at once on any instances link one; SQLite runs one
+     * transaction at a time); whatever `kms` throws rolls everything back.
      */
     async linkLogin(row: LoginRow, kms: () => Promise<string | null>, account?: AccountRow): Promise<LoginRow> {
       const { linked, queued } = await database.transaction(
         async (trx) => {
+          if (row.kind === 'email') {
+            if (database.dialect === 'postgres')
+              await sql`select pg_advisory_xact_lock(hashtext(${`latchkey:email-login:${row.organization_id}`}))`.execute(trx)
+            const email = await trx
+              .selectFrom('logins')
+              .select('id')
+              .where('organization_id', '=', row.organization_id)
+              .where('kind', '=', 'email')
+              .executeTakeFirst()
+            if (email) throw new EmailAlreadyLinkedError('the user has an email already')
+          }
           const ownerOf = async () =>
             (await trx.selectFrom('logins').select('organization_id').where('kind', '=', row.kind).where('subject', '=', row.subject).executeTakeFirst())
               ?.organization_id
@@ -646,11 +676,21 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
      * Unlinks a user's login, in one transaction that first locks all the user's logins (on
      * PostgreSQL; SQLite runs one transaction at a time): refused with LastLoginError when it is
      * the last one, UnknownLoginError when the user has no such login; else the row goes (with an
-     * email's account row, a passkey's sign-up row), `kms` removes it from the kms, and
-     * `account.unlinked` is queued. Whatever `kms` throws rolls everything back.
+     * email's account row, a passkey's sign-up row), every session of the account but `session`
+     * (the one unlinking) ends with its refresh tokens (whatever the login opened goes with it),
+     * `session` forgets the email if it was the one unlinked, `kms` removes the login from the
+     * kms, and `account.unlinked` is queued. Whatever `kms` throws rolls everything back. Answers
+     * the login removed and the kms session keys of the sessions ended, for the caller to delete
+     * in the kms.
      */
-    async unlinkLogin(organizationId: string, id: string, at: number, kms: (row: LoginRow) => Promise<void>): Promise<LoginRow> {
-      const { removed, queued } = await database.transaction(
+    async unlinkLogin(
+      organizationId: string,
+      id: string,
+      session: string,
+      at: number,
+      kms: (row: LoginRow) => Promise<void>,
+    ): Promise<{ removed: LoginRow; endedSessionKeys: string[] }> {
+      const { removed, endedSessionKeys, queued } = await database.transaction(
         async (trx) => {
           // An `external` id or a `guest` row is no way in: it is neither counted nor unlinked here.
           const query = trx.selectFrom('logins').selectAll().where('organization_id', '=', organizationId).where('kind', 'not in', HIDDEN_LOGIN_KINDS)
@@ -663,13 +703,18 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
             await trx.deleteFrom('accounts').where('email', '=', removed.subject).where('organization_id', '=', organizationId).execute()
           if (removed.kind === 'passkey')
             await trx.deleteFrom('passkey_accounts').where('credential_id', '=', removed.subject).where('organization_id', '=', organizationId).execute()
+          const endedSessionKeys = await endSessionsOf(trx, organizationId, session)
+          // Its access JWTs would go on claiming an email another account may take next.
+          if (removed.kind === 'email')
+            await trx.updateTable('sessions').set({ email: null }).where('id', '=', session).where('email', '=', removed.subject).execute()
           await kms(removed)
-          return { removed, queued: await webhooks.enqueue(trx, [{ type: 'account.unlinked', data: loginEventData(removed) }], at) }
+          const queued = await webhooks.enqueue(trx, [{ type: 'account.unlinked', data: loginEventData(removed) }], at)
+          return { removed, endedSessionKeys, queued }
         },
         { isolation: 'read committed' },
       )
       nudge(queued)
-      return removed
+      return { removed, endedSessionKeys }
     },
     /**
      * The user of a pregenerated identity (`POST /admin/users`): the login of `row.kind` and

@@ -1,17 +1,20 @@
 import { randomBytes } from 'node:crypto'
+import { decodeJwt } from 'jose'
 import { sql } from 'kysely'
-import { privateKeyToAccount } from 'viem/accounts'
+import { type Address, serializeSignature, toPrefixedMessage } from 'viem'
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { describe, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
 import { oauthNonce } from '../src/index.js'
+import { EmailAlreadyLinkedError, emailLogin } from '../src/store.js'
 import { type Authenticator, answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
 import { totp } from './totp.js'
 
 // Account linking (issue 28, item 1): one user, many logins, each linked by its own flow while
 // signed in; a login of another user is refused with nothing written, here or in the kms.
 
-const { t, post, mailTo, frameAnswer, signedInByEmail, signedUpWithPasskey, oauthSignIn, stampLogin, withPasskey, userStamped } = useBackend({
+const { t, post, mailTo, frameAnswer, signedInByEmail, signedUpWithPasskey, oauthSignIn, stampLogin, withKey, withPasskey, userStamped, session } = useBackend({
   oidc: true,
   chains: [{ id: 31337, rpcUrl: inject('chainARpc') }],
 })
@@ -41,6 +44,46 @@ async function written() {
 /** An ID token of the local issuer for `email`, bound to `sessionPublicKey`. */
 const idTokenFor = (email: string, sessionPublicKey: string, provider: 'google' | 'apple' | 'github' | 'discord' = 'google') =>
   t.oidc!.idToken({ provider, email, nonce: oauthNonce(sessionPublicKey), redirectUri: oauthRedirectUri })
+
+/** A SIWE message for `address` with a nonce issued to a new browser, and that browser's nonce cookie. */
+async function siweMessage(address: Address) {
+  const nonce = await t.app.request('/auth/nonce', { headers: { origin } })
+  const message = createSiweMessage({
+    address,
+    chainId: 31337,
+    domain: 'localhost:5173',
+    uri: origin,
+    version: '1',
+    nonce: ((await nonce.json()) as { nonce: string }).nonce,
+    issuedAt: new Date(t.clock),
+  })
+  return { message, nonceCookie: cookieOf(nonce) }
+}
+
+/** Links the external `wallet` to the user of `cookie` by its SIWE signature; answers the login's id. */
+async function linkWallet(cookie: string, wallet: PrivateKeyAccount) {
+  const { message, nonceCookie } = await siweMessage(wallet.address)
+  const linked = await postAs(`${cookie}; ${nonceCookie}`, '/auth/user/link/wallet', { message, signature: await wallet.signMessage({ message }) })
+  expect(linked.status).toBe(200)
+  return ((await linked.json()) as { login: { id: string } }).login.id
+}
+
+/** Sign-In with Ethereum by `wallet` (an outside wallet's, `injected`): the session's cookie. */
+async function signedInWithWallet(wallet: PrivateKeyAccount) {
+  const { message, nonceCookie } = await siweMessage(wallet.address)
+  const response = await post('/auth/siwe', { message, signature: await wallet.signMessage({ message }), walletKind: 'injected' }, { cookie: nonceCookie })
+  expect(response.status).toBe(200)
+  return cookieOf(response)
+}
+
+/** A refresh token of the session of `cookie` (`POST /auth/token`). */
+async function refreshTokenOf(cookie: string) {
+  const issued = await postAs(cookie, '/auth/token', {})
+  expect(issued.status).toBe(200)
+  return ((await issued.json()) as { refreshToken: string }).refreshToken
+}
+
+const UNKNOWN_KEY = 'Turnkey error 16: could not find public key in organization or its parent organization'
 
 /** A signed-in user as the link routes need them: the session cookie, whose account, and the key its consent frame stamps with. */
 type Linker = { cookie: string; organizationId: string; userId: string; sessionKey: Parameters<typeof userStamped>[0] }
@@ -381,6 +424,83 @@ describe('account linking', () => {
   })
 })
 
+describe('one email per user', () => {
+  test('error: two emails linked at once: one links, the other is refused as a second email (409 email_already_linked); the kms user has the one linked', async () => {
+    const key = generateApiKeyPair()
+    const guest = await post('/auth/guest', { sessionPublicKey: key.apiPublicKey })
+    expect(guest.status).toBe(200)
+    const user: Linker = { ...((await guest.json()) as { organizationId: string; userId: string }), cookie: cookieOf(guest), sessionKey: key }
+    const emails = [newEmail(), newEmail()]
+    const proofs = []
+    for (const email of emails) {
+      const start = await postAs(user.cookie, '/auth/user/link/email/start', { email })
+      expect(start.status).toBe(200)
+      const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+      const [mail] = await mailTo(email)
+      proofs.push({ ...(await frameAnswer(sent, /sign-in code is (\d{6})\./.exec(mail!.text)![1]!)), ...(await emailUpdate(user, email)) })
+    }
+
+    const results = await Promise.all(proofs.map(async (proof) => answer(await postAs(user.cookie, '/auth/user/link/email', proof))))
+
+    expect(results.map(([status]) => status).sort()).toEqual([200, 409])
+    expect(results.find(([status]) => status === 409)).toEqual([
+      409,
+      { error: { code: 'email_already_linked', message: 'This account has an email already (one per user); unlink it first' } },
+    ])
+    const linked = emails[results.findIndex(([status]) => status === 200)]!
+    expect(await loginsOf(user.cookie)).toEqual([{ kind: 'email', label: linked }])
+    expect((await written()).accounts.filter((row) => row.organization_id === user.organizationId)).toEqual([
+      { email: linked, organization_id: user.organizationId },
+    ])
+    const { user: kmsUser } = await t.backend.getUser({ organizationId: user.organizationId, userId: user.userId })
+    expect(kmsUser.userEmail).toBe(linked)
+  })
+
+  test('error: an email linked while another email’s link is still in its transaction is refused (EmailAlreadyLinkedError), and its kms step is never run', async () => {
+    const user = await signedUpWithPasskey()
+    const emailLink = (email: string) => {
+      const account = { email, organization_id: user.organizationId, user_id: user.userId, address: user.address, created_at: t.clock }
+      return { row: emailLogin(account), account }
+    }
+    const [first, second] = [emailLink(newEmail()), emailLink(newEmail())]
+    let inFirst!: () => void
+    let releaseFirst!: () => void
+    const firstEntered = new Promise<void>((resolve) => {
+      inFirst = resolve
+    })
+    const firstReleased = new Promise<void>((resolve) => {
+      releaseFirst = resolve
+    })
+    // The first link stops inside its transaction, at its kms step, until the second has started.
+    const firstLinked = t.store.linkLogin(
+      first.row,
+      async () => {
+        inFirst()
+        await firstReleased
+        return null
+      },
+      first.account,
+    )
+    await firstEntered
+    let secondKmsCalled = false
+    const secondLinked = t.store.linkLogin(
+      second.row,
+      async () => {
+        secondKmsCalled = true
+        return null
+      },
+      second.account,
+    )
+    releaseFirst()
+
+    expect((await firstLinked).subject).toBe(first.row.subject)
+    await expect(secondLinked).rejects.toThrow(EmailAlreadyLinkedError)
+    expect(secondKmsCalled).toBe(false)
+    const emails = (await t.store.loginsOf(user.organizationId)).filter((row) => row.kind === 'email')
+    expect(emails.map((row) => row.subject)).toEqual([first.row.subject])
+  })
+})
+
 describe('second factors', () => {
   /** Submits a Latchkey second-factor activity with the user's own session key (the embedded wallet's). */
   const submitFactor = (
@@ -414,5 +534,140 @@ describe('second factors', () => {
       )
     const lockedUntil = new Date(t.clock + 900_000).toISOString()
     expect(await mfaOf()).toEqual({ enrolled: [{ ...factor, lockedUntil }] })
+  })
+})
+
+describe('unlinking a login', () => {
+  test('behavior: every other session of the account ends (its cookie, its refresh tokens, its kms key); the session that unlinked stays signed in', async () => {
+    const user = await signedInByEmail(newEmail())
+    const wallet = privateKeyToAccount(generatePrivateKey())
+    const walletLogin = await linkWallet(user.cookie, wallet)
+    const googleEmail = newEmail()
+    const linked = await postAs(user.cookie, '/auth/user/link/oauth', {
+      provider: 'google',
+      sessionPublicKey: user.sessionKey.apiPublicKey,
+      idToken: await idTokenFor(googleEmail, user.sessionKey.apiPublicKey),
+    })
+    expect(linked.status).toBe(200)
+    const google = await oauthSignIn(googleEmail)
+    expect(google.response.status).toBe(200)
+    const googleCookie = cookieOf(google.response)
+    const walletCookie = await signedInWithWallet(wallet)
+    const refreshTokens = [await refreshTokenOf(googleCookie), await refreshTokenOf(walletCookie)]
+
+    expect((await del(`/auth/user/logins/${walletLogin}`, user.cookie)).status).toBe(204)
+
+    expect(await answer(await session(walletCookie))).toEqual([200, null])
+    expect(await answer(await session(googleCookie))).toEqual([200, null])
+    for (const refreshToken of refreshTokens)
+      expect(await answer(await post('/auth/token/refresh', { refreshToken }))).toEqual([
+        401,
+        { error: { code: 'invalid_refresh_token', message: 'This refresh token is unknown, used, expired or signed out; sign in again' } },
+      ])
+    await expect(withKey(google.sessionKey).getWhoami({ organizationId: user.organizationId })).rejects.toThrow(UNKNOWN_KEY)
+    // The session that unlinked, and its key, are untouched.
+    expect(await answer(await session(user.cookie))).toMatchObject([200, { organizationId: user.organizationId, kind: 'email' }])
+    expect(await withKey(user.sessionKey).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+    expect(await loginsOf(user.cookie)).toEqual([
+      { kind: 'email', label: expect.any(String) },
+      { kind: 'oauth:google', label: `Google · ${googleEmail}` },
+    ])
+  })
+
+  test('error: the Sign-In with Ethereum of a wallet unlinked from the account is signed out: it reads nothing and links nothing, and the Google identity it tried opens an account of its own', async () => {
+    const victim = await signedInByEmail(newEmail())
+    const wallet = privateKeyToAccount(generatePrivateKey())
+    const walletLogin = await linkWallet(victim.cookie, wallet)
+    const walletCookie = await signedInWithWallet(wallet)
+
+    expect((await del(`/auth/user/logins/${walletLogin}`, victim.cookie)).status).toBe(204)
+
+    expect(await answer(await get('/auth/user', walletCookie))).toEqual([200, null])
+    const attackerKey = generateApiKeyPair()
+    const attackerEmail = newEmail()
+    const addGoogle = await postAs(walletCookie, '/auth/user/link/oauth', {
+      provider: 'google',
+      sessionPublicKey: attackerKey.apiPublicKey,
+      idToken: await idTokenFor(attackerEmail, attackerKey.apiPublicKey),
+    })
+    expect(await answer(addGoogle)).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
+    const { response } = await oauthSignIn(attackerEmail)
+    expect(response.status).toBe(200)
+    expect(((await response.json()) as { organizationId: string }).organizationId).not.toBe(victim.organizationId)
+    const { oauthProviders } = await t.backend.getOauthProviders({ organizationId: victim.organizationId, userId: victim.userId })
+    expect(oauthProviders).toEqual([])
+  })
+
+  test('behavior: the session that unlinked the email no longer carries it: neither /auth/session nor its next access JWT names it once another account signs in with it', async () => {
+    const email = newEmail()
+    const user = await signedInByEmail(email)
+    await linkWallet(user.cookie, privateKeyToAccount(generatePrivateKey()))
+    const logins = ((await (await get('/auth/user', user.cookie)).json()) as { logins: { id: string; kind: string }[] }).logins
+    const emailLogin = logins.find((row) => row.kind === 'email')!
+    expect(await answer(await session(user.cookie))).toMatchObject([200, { email }])
+
+    expect((await del(`/auth/user/logins/${emailLogin.id}`, user.cookie)).status).toBe(204)
+
+    const other = await signedInByEmail(email)
+    expect(other.organizationId).not.toBe(user.organizationId)
+    expect(await answer(await session(user.cookie))).toMatchObject([200, { email: null, organizationId: user.organizationId }])
+    const issued = await postAs(user.cookie, '/auth/token', {})
+    expect(issued.status).toBe(200)
+    const claims = decodeJwt(((await issued.json()) as { accessToken: string }).accessToken)
+    expect([claims['org'], claims['email']]).toEqual([user.organizationId, undefined])
+  })
+})
+
+describe('linking a social account', () => {
+  test('error: a session with no kms key of its own (a linked wallet’s Sign-In with Ethereum) cannot link one (403 session_key_required), and nothing is written', async () => {
+    const user = await signedInByEmail(newEmail())
+    const wallet = privateKeyToAccount(generatePrivateKey())
+    await linkWallet(user.cookie, wallet)
+    const walletCookie = await signedInWithWallet(wallet)
+    const before = await written()
+    const key = generateApiKeyPair()
+    const email = newEmail()
+    const refused = await postAs(walletCookie, '/auth/user/link/oauth', {
+      provider: 'google',
+      sessionPublicKey: key.apiPublicKey,
+      idToken: await idTokenFor(email, key.apiPublicKey),
+    })
+    expect(await answer(refused)).toEqual([
+      403,
+      {
+        error: {
+          code: 'session_key_required',
+          message: 'This session holds no key of the wallet; sign in with email, a passkey or a social account to link a social account',
+        },
+      },
+    ])
+    expect(await written()).toEqual(before)
+    const { oauthProviders } = await t.backend.getOauthProviders({ organizationId: user.organizationId, userId: user.userId })
+    expect(oauthProviders).toEqual([])
+  })
+
+  test('behavior: the embedded wallet’s own Sign-In with Ethereum links one with the wallet’s session key, and it signs in to the same wallet', async () => {
+    const user = await signedInByEmail(newEmail())
+    const address = user.address as Address
+    const { message, nonceCookie } = await siweMessage(address)
+    const { activity } = await user.user.signRawPayload({
+      type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
+      timestampMs: String(t.clock),
+      organizationId: user.organizationId,
+      parameters: { signWith: address, payload: toPrefixedMessage(message), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+    })
+    const { r, s, v } = activity.result.signRawPayloadResult!
+    const signature = serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) })
+    const siwe = await post('/auth/siwe', { message, signature, walletKind: 'embedded' }, { cookie: nonceCookie })
+    expect(siwe.status).toBe(200)
+    const email = newEmail()
+    const linked = await postAs(cookieOf(siwe), '/auth/user/link/oauth', {
+      provider: 'google',
+      sessionPublicKey: user.sessionKey.apiPublicKey,
+      idToken: await idTokenFor(email, user.sessionKey.apiPublicKey),
+    })
+    expect(linked.status).toBe(200)
+    const { response } = await oauthSignIn(email)
+    expect(((await response.json()) as { organizationId: string }).organizationId).toBe(user.organizationId)
   })
 })

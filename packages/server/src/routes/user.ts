@@ -6,7 +6,9 @@ import { proveEmail } from '../internal/emailProof.js'
 import { mfaFactorsOf } from '../internal/mfa.js'
 import { attestation, challenge, email } from '../internal/schemas.js'
 import { stampedActivity, submitUserStamped, userStamped } from '../internal/userStamped.js'
+import { deleteSessionKeys } from '../revoke.js'
 import {
+  EmailAlreadyLinkedError,
   type KnownAccount,
   LastLoginError,
   LoginConflictError,
@@ -28,6 +30,7 @@ import { checkSiwe } from './siwe.js'
 export const accountAlreadyLinked = () =>
   new ServerError(409, 'account_already_linked', 'This login belongs to another user; sign in with it, or unlink it from that account first')
 const alreadyYours = () => new ServerError(409, 'already_linked', 'This login is linked to your account already')
+const emailAlreadyLinked = () => new ServerError(409, 'email_already_linked', 'This account has an email already (one per user); unlink it first')
 
 /** The user behind the session cookie: an account of this backend's embedded wallets. */
 async function signedInUser(c: Context, context: RouteContext): Promise<{ session: SessionRow; account: KnownAccount }> {
@@ -54,6 +57,7 @@ async function link(context: RouteContext, row: LoginRow, kms: () => Promise<str
     return { login: loginAnswer(linked) }
   } catch (error) {
     if (error instanceof LoginConflictError) throw error.owner === 'self' ? alreadyYours() : accountAlreadyLinked()
+    if (error instanceof EmailAlreadyLinkedError) throw emailAlreadyLinked()
     throw error
   }
 }
@@ -109,10 +113,12 @@ export const user = (context: RouteContext) => async (c: Context) => {
 const emailStartSchema = z.object({ email })
 const emailLinkSchema = userStamped.extend({ otpId: z.string().min(1).max(64), encryptedOtpBundle: z.string().min(1).max(4096) })
 
-/** One email per user: the kms user has one, and email sign-in's codes go to it. */
+/**
+ * One email per user: the kms user has one, and email sign-in's codes go to it. Asked before any
+ * code is sent; the store asks again as it links, for two links at once.
+ */
 async function refuseSecondEmail(context: RouteContext, organizationId: string) {
-  if ((await context.store.loginsOf(organizationId)).some((row) => row.kind === 'email'))
-    throw new ServerError(409, 'email_already_linked', 'This account has an email already (one per user); unlink it first')
+  if ((await context.store.loginsOf(organizationId)).some((row) => row.kind === 'email')) throw emailAlreadyLinked()
 }
 
 /**
@@ -192,8 +198,11 @@ const oauthLinkSchema = oauthProof.refine(oneOAuthProof, ONE_OAUTH_PROOF)
 /**
  * `POST /auth/user/link/oauth` `{provider, sessionPublicKey, idToken | code+codeVerifier+redirectUri}`
  * (signed in) → `{login}`: the ID token is verified as `POST /auth/oauth` verifies it (its nonce
- * binds `sessionPublicKey`, which must be the session's key when the session has one; used once),
- * then its identity is recorded in the kms (create_oauth_providers) and is the user's login.
+ * binds `sessionPublicKey`, which must be the session's key; used once), then its identity is
+ * recorded in the kms (create_oauth_providers) and is the user's login. A session with no key of
+ * the wallet is refused (403 `session_key_required`), but for the embedded wallet's own Sign-In
+ * with Ethereum, which only a holder of a kms credential of the user can sign: a linked outside
+ * wallet's session, which could not sign a transaction, must not add a way in that could.
  *
  * @example
  * app.post('/auth/user/link/oauth', linkOAuth(context, oauth))
@@ -203,6 +212,12 @@ export const linkOAuth = (context: RouteContext, oauth: OAuth) => async (c: Cont
   const { session, account } = await signedInUser(c, context)
   const input = await readBody(c.req.raw, oauthLinkSchema)
   if (!oauth.config(input.provider)) throw new ServerError(404, 'unknown_provider', `${oauth.displayName(input.provider)} sign-in is not configured`)
+  if (session.session_public_key === null && session.address.toLowerCase() !== account.address.toLowerCase())
+    throw new ServerError(
+      403,
+      'session_key_required',
+      'This session holds no key of the wallet; sign in with email, a passkey or a social account to link a social account',
+    )
   if (session.session_public_key !== null && session.session_public_key !== input.sessionPublicKey)
     throw new ServerError(400, 'invalid_request', "sessionPublicKey: must be this session's key")
   const token = input.idToken ?? (await oauth.exchange(input.provider, input.code!, input.codeVerifier!, input.redirectUri!))
@@ -289,63 +304,74 @@ export const linkPasskey = (context: RouteContext) => async (c: Context) => {
 /**
  * `DELETE /auth/user/logins/:id` (signed in) → 204: the login is unlinked, here and in the kms (its
  * authenticator, OAuth identity, or the user's email), while another login remains; the last one
- * is refused (409 `last_login`).
+ * is refused (409 `last_login`). Every other session of the account ends with it, as signing out
+ * everywhere ends them (whichever of them the login opened): their cookies and refresh tokens at
+ * once, their kms session keys once the unlink is done. The session that asked stays signed in,
+ * without the email if it was the one unlinked.
  *
  * @example
  * app.delete('/auth/user/logins/:id', unlink(context))
  */
 export const unlink = (context: RouteContext) => async (c: Context) => {
-  const { kms, now } = context
-  const { account } = await signedInUser(c, context)
+  const { now } = context
+  const { session, account } = await signedInUser(c, context)
   const id = c.req.param('id') ?? ''
-  try {
-    await context.store.unlinkLogin(account.organization_id, id, now(), async (row) => {
-      if (row.kind === 'wallet') return
-      const organizationId = account.organization_id
-      const userId = row.user_id
-      const delegated = await callKms(() => context.delegated.client(organizationId))
-      if (row.kind === 'email') {
-        const { user } = await callKms(() => kms.getUser({ organizationId, userId }))
-        if (user.userEmail?.toLowerCase() !== row.subject) return
-        await callKms(() =>
-          delegated.updateUserEmail({
-            type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
-            timestampMs: String(now()),
-            organizationId,
-            parameters: { userId, userEmail: '' },
-          }),
-        )
-      } else if (row.kind === 'passkey') {
-        const { authenticators } = await callKms(() => kms.getAuthenticators({ organizationId, userId }))
-        const found = authenticators.find((authenticator) => authenticator.credentialId === row.subject)
-        if (!found) return
-        await callKms(() =>
-          delegated.deleteAuthenticators({
-            type: 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
-            timestampMs: String(now()),
-            organizationId,
-            parameters: { userId, authenticatorIds: [found.authenticatorId] },
-          }),
-        )
-      } else {
-        const { oauthProviders } = await callKms(() => kms.getOauthProviders({ organizationId, userId }))
-        const found = oauthProviders.find((provider) => `${provider.issuer} ${provider.subject}` === row.subject)
-        if (!found) return
-        await callKms(() =>
-          delegated.deleteOauthProviders({
-            type: 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
-            timestampMs: String(now()),
-            organizationId,
-            parameters: { userId, providerIds: [found.providerId] },
-          }),
-        )
-      }
+  const { endedSessionKeys } = await context.store
+    .unlinkLogin(account.organization_id, id, session.id, now(), (row) => removeFromKms(context, account.organization_id, row))
+    .catch((error: unknown) => {
+      if (error instanceof UnknownLoginError) throw new ServerError(404, 'unknown_login', 'This account has no such login')
+      if (error instanceof LastLoginError)
+        throw new ServerError(409, 'last_login', 'This is the last way to sign in to this account; link another before removing it')
+      throw error
     })
-  } catch (error) {
-    if (error instanceof UnknownLoginError) throw new ServerError(404, 'unknown_login', 'This account has no such login')
-    if (error instanceof LastLoginError)
-      throw new ServerError(409, 'last_login', 'This is the last way to sign in to this account; link another before removing it')
-    throw error
-  }
+  const publicKeys = endedSessionKeys.filter((key) => key !== session.session_public_key)
+  // The unlink is done: a kms outage here leaves the ended sessions' keys to their expiry (or to
+  // signing out everywhere), and must not answer as if nothing had changed.
+  if (publicKeys.length)
+    await deleteSessionKeys(context.delegated, { organizationId: account.organization_id, userId: account.user_id, publicKeys }, now).catch(() => undefined)
   return c.body(null, 204)
+}
+
+/** Removes an unlinked login from the kms, as the backend's delegated user: its authenticator, OAuth identity, or the user's email. */
+async function removeFromKms(context: RouteContext, organizationId: string, row: LoginRow) {
+  const { kms, now } = context
+  if (row.kind === 'wallet') return
+  const userId = row.user_id
+  const delegated = await callKms(() => context.delegated.client(organizationId))
+  if (row.kind === 'email') {
+    const { user } = await callKms(() => kms.getUser({ organizationId, userId }))
+    if (user.userEmail?.toLowerCase() !== row.subject) return
+    await callKms(() =>
+      delegated.updateUserEmail({
+        type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+        timestampMs: String(now()),
+        organizationId,
+        parameters: { userId, userEmail: '' },
+      }),
+    )
+  } else if (row.kind === 'passkey') {
+    const { authenticators } = await callKms(() => kms.getAuthenticators({ organizationId, userId }))
+    const found = authenticators.find((authenticator) => authenticator.credentialId === row.subject)
+    if (!found) return
+    await callKms(() =>
+      delegated.deleteAuthenticators({
+        type: 'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
+        timestampMs: String(now()),
+        organizationId,
+        parameters: { userId, authenticatorIds: [found.authenticatorId] },
+      }),
+    )
+  } else {
+    const { oauthProviders } = await callKms(() => kms.getOauthProviders({ organizationId, userId }))
+    const found = oauthProviders.find((provider) => `${provider.issuer} ${provider.subject}` === row.subject)
+    if (!found) return
+    await callKms(() =>
+      delegated.deleteOauthProviders({
+        type: 'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
+        timestampMs: String(now()),
+        organizationId,
+        parameters: { userId, providerIds: [found.providerId] },
+      }),
+    )
+  }
 }
