@@ -7,7 +7,7 @@
  * Driven over IPC by bench/kms.ts: `start` → `ready` → `go` → `result`.
  */
 import { performance } from 'node:perf_hooks'
-import { toHex } from 'viem'
+import { toPrefixedMessage } from 'viem'
 import { Connection, type Prepared, stampAll, wire } from './wire.js'
 
 export type LoadStart = {
@@ -42,7 +42,8 @@ const prepare = (start: LoadStart, count: number, tag: string) =>
     organizationId: start.organizationId,
     parameters: {
       signWith: start.signWith,
-      payload: toHex(`${tag} ${i}`),
+      // A personal message as EIP-191 frames it: a sub-organization signs only 0x19-framed keccak payloads.
+      payload: toPrefixedMessage(`${tag} ${i}`),
       encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
       hashFunction: 'HASH_FUNCTION_KECCAK256',
     },

@@ -470,6 +470,15 @@ function statements(storage: Storage, executor: () => Promise<Executor>, inTrans
           )
         )?.count ?? 0,
       ),
+    /** How many factors the users of an organization have enrolled between them (pending TOTP enrolments aside). */
+    activeMfaFactorCountOfOrganization: async (organizationId: string) =>
+      Number(
+        (
+          await get<{ count: number | string }>(
+            sql`select count(*) as count from mfa_factors f join users u on u.id = f.user_id where u.organization_id = ${organizationId} and f.status = 'MFA_FACTOR_STATUS_ACTIVE'`,
+          )
+        )?.count ?? 0,
+      ),
     deleteMfaFactor: (id: string) => run(sql`delete from mfa_factors where id = ${id}`),
     deletePendingMfaFactors: (userId: string, type: string) =>
       run(sql`delete from mfa_factors where user_id = ${userId} and type = ${type} and status = 'MFA_FACTOR_STATUS_PENDING'`),

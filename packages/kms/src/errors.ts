@@ -79,6 +79,16 @@ export const opaqueHashRefused = () =>
     'opaque hash refused: a sub-organization signs only what the kms can read: a message with HASH_FUNCTION_KECCAK256, PAYLOAD_ENCODING_EIP712 typed data or a PAYLOAD_ENCODING_EIP7702_AUTHORIZATION',
   )
 
+/**
+ * PermissionDenied (403): a sub-organization's user asked to KECCAK256-hash bytes that are not an
+ * EIP-191 message; a serialized unsigned transaction hashes to its signing hash, which would sign
+ * it past the transaction's rules (policies/readableSigning.ts).
+ */
+export const unframedPayloadRefused = () =>
+  permissionDenied(
+    'unframed payload refused: a sub-organization hashes with HASH_FUNCTION_KECCAK256 only an EIP-191 message, whose first byte is 0x19 ("\\x19Ethereum Signed Message:\\n…" or "\\x19\\x01…"); a transaction is signed with sign_transaction',
+  )
+
 /** PermissionDenied (403): an EIP-7702 delegation in a sub-organization to an address the kms does not allow, or for every chain (policies/readableSigning.ts). */
 export const delegationRefused = (address: string, chainId: number) =>
   permissionDenied(

@@ -6,7 +6,7 @@ import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { type Kysely, sql } from 'kysely'
-import { type Hex, keccak256, recoverAddress, serializeSignature, toHex } from 'viem'
+import { type Hex, hashMessage, keccak256, recoverAddress, serializeSignature, toHex, toPrefixedMessage } from 'viem'
 import { privateKeyToAccount, sign } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { deriveAccounts, signDigest } from '../src/ethereum.js'
@@ -136,20 +136,20 @@ describe('sealed account keys in the service', () => {
     return { keys, organizationId: result.subOrganizationId!, addresses }
   }
 
-  /** Signs keccak256(`digest`) with `signWith` through the official client (a sub-organization signs no opaque hash); each call is a new activity (its own timestamp). */
+  /** Signs `digest` as an EIP-191 message with `signWith` through the official client (a sub-organization signs no opaque hash, nor unframed bytes); each call is a new activity (its own timestamp). */
   async function signWithClient(user: { keys: ReturnType<typeof apiKeyPair>; organizationId: string }, signWith: string, digest: Hex) {
     clock += 1
     const { activity } = await new TurnkeyClient({ baseUrl: kms.url }, new ApiKeyStamper(user.keys)).signRawPayload({
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: String(clock),
       organizationId: user.organizationId,
-      parameters: { signWith, payload: digest, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      parameters: { signWith, payload: toPrefixedMessage({ raw: digest }), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
     })
     const { r, s, v } = activity.result.signRawPayloadResult!
     return { r, s, v }
   }
   const recovered = ({ r, s, v }: { r: string; s: string; v: string }, digest: Hex) =>
-    recoverAddress({ hash: keccak256(digest), signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) }) })
+    recoverAddress({ hash: hashMessage({ raw: digest }), signature: serializeSignature({ r: `0x${r}`, s: `0x${s}`, yParity: Number(v) }) })
 
   test('default: each account’s key is sealed beside it, bound to its row, and signs for its address', async () => {
     const user = await subOrganization()

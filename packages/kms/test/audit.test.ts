@@ -54,7 +54,7 @@ describe('audit trail', () => {
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { signWith, payload: `0x${'11'.repeat(32)}`, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      parameters: { signWith, payload: `0x19${'11'.repeat(32)}`, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
     })
     const signed = await post(kms.url, '/public/v1/submit/sign_raw_payload', sub.keys, sign(sub.address), { requestId: 'audit-signed' })
     expect(signed.status).toBe(200)

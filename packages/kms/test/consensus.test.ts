@@ -496,7 +496,7 @@ test('policy consensus: no policy that more approvals could satisfy is a denial 
     parameters: {
       signWith: (await root.getWalletAccounts({ organizationId, walletId: (await root.getWallets({ organizationId })).wallets[0]!.walletId })).accounts[0]!
         .address,
-      payload: '0x01',
+      payload: '0x1901',
       encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
       hashFunction: 'HASH_FUNCTION_KECCAK256',
     },

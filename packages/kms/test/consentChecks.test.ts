@@ -470,6 +470,27 @@ describe('wallet_grantPermissions', () => {
         'Unknown permission type "native-token-stream": the wallet can grant only native-token-recurring-allowance, erc20-recurring-allowance, native-token-periodic, erc20-token-periodic, contract-call',
     })
   })
+
+  test('error: a grant request with two allowances for one asset is refused before anything is shown or stamped', () => {
+    const twice = {
+      ...request.params[0],
+      permissions: [
+        { type: 'native-token-recurring-allowance', data: { allowance: '0x8ac7230489e80000', period: 86400 } },
+        { type: 'native-token-periodic', data: { periodAmount: '0xde0b6b3a7640000', periodDuration: 3600 } },
+      ],
+    }
+    const both = {
+      ...grant,
+      permissions: [
+        { type: 'native-token-recurring-allowance', data: { allowance: '10000000000000000000', start: '0', period: '86400' } },
+        { type: 'native-token-recurring-allowance', data: { allowance: '1000000000000000000', start: '0', period: '3600' } },
+      ],
+    }
+    expect(check({ ...request, params: [twice] }, body({ grant: both }))).toEqual({
+      code: 'MALFORMED_GRANT',
+      message: 'The grant asks for two allowances for ETH: a grant limits each token once',
+    })
+  })
 })
 
 describe('any other method', () => {

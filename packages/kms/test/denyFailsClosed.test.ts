@@ -102,7 +102,7 @@ describe('a DENY policy whose condition errors', () => {
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: harness.timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { signWith: sub.address, payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      parameters: { signWith: sub.address, payload: '0x1901', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
     })
     expect(wallet.status).toBe(200)
   })

@@ -21,6 +21,14 @@ afterAll(() => harness.kms.stop())
 
 type Sub = Awaited<ReturnType<typeof harness.subOrganization>>
 
+/** Submits `body` as `op` stamped by `keys`, for the activities the typed client has not: its status and message. */
+async function fetchSubmit(keys: { apiPublicKey: string; apiPrivateKey: string }, op: string, body: unknown) {
+  const text = JSON.stringify(body)
+  const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(keys).stamp(text)
+  const response = await fetch(`${harness.kms.url}/public/v1/submit/${op}`, { method: 'POST', body: text, headers: { [stampHeaderName]: stampHeaderValue } })
+  return { status: response.status, message: ((await response.json()) as { message: string }).message }
+}
+
 const refused = (type: string, seconds = 900) =>
   `Turnkey error 7: fresh verification required: ${type} from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than ${seconds} seconds old`
 
@@ -155,6 +163,47 @@ describe('fresh verification', () => {
     })
     const exportWallet = guarded(sub, session).ACTIVITY_TYPE_EXPORT_WALLET
     await expect(exportWallet()).rejects.toThrow(refused('ACTIVITY_TYPE_EXPORT_WALLET'))
+  })
+
+  test('error: a user added without a way in, to an organization whose user has one, is no guest: its key may not export, add a credential or enrol a factor', async () => {
+    const sub = await userWithEmail()
+    // Added by the root key (a key without an expiry, which the rule does not ask) and made a root
+    // user: what a stolen session did before create_users and update_root_quorum needed the user.
+    const attacker = generateApiKeyPair()
+    const { activity } = await sub.client.createUsers({
+      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: {
+        users: [
+          {
+            userName: 'helper',
+            apiKeys: [{ apiKeyName: 'helper key', publicKey: attacker.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '900' }],
+            authenticators: [],
+            oauthProviders: [],
+            userTags: [],
+          },
+        ],
+      },
+    })
+    const addedUserId = activity.result.createUsersResult!.userIds[0]!
+    await sub.client.updateRootQuorum({
+      type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { threshold: 1, userIds: [sub.userId, addedUserId] },
+    })
+    const added = guarded({ ...sub, userId: addedUserId }, harness.client(attacker))
+    await expect(added.ACTIVITY_TYPE_EXPORT_WALLET()).rejects.toThrow(refused('ACTIVITY_TYPE_EXPORT_WALLET'))
+    await expect(added.ACTIVITY_TYPE_CREATE_API_KEYS_V2()).rejects.toThrow(refused('ACTIVITY_TYPE_CREATE_API_KEYS_V2'))
+    const enrol = await fetchSubmit(attacker, 'create_totp_factor', {
+      type: 'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: { userId: addedUserId },
+    })
+    expect(enrol).toEqual({ status: 403, message: refused('ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR').replace('Turnkey error 7: ', '') })
+    expect((await harness.backend.getWallet({ organizationId: sub.organizationId, walletId: sub.walletId })).wallet.exported).toBe(false)
   })
 
   test('behavior: a passkey stamp of the user runs each of them', async () => {

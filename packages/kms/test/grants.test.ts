@@ -224,7 +224,7 @@ describe('signing inside a grant', () => {
             'sign_raw_payload',
             {
               type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
-              parameters: { signWith: user.address, payload: '0x00', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+              parameters: { signWith: user.address, payload: '0x1900', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
             },
           ],
           ['create_api_keys', { type: 'ACTIVITY_TYPE_CREATE_API_KEYS_V2', parameters: { userId: user.userId, apiKeys: [] } }],
@@ -391,6 +391,43 @@ describe('creating, listing and revoking grants', () => {
     expect((await user.client.getApiKeys({ organizationId: user.organizationId, userId: user.userId })).apiKeys).toHaveLength(keysBefore)
   })
 
+  test('error: refuses a grant with two allowances for one asset (native, or one token however its address is cased), writing nothing', async () => {
+    const keysBefore = (await user.client.getApiKeys({ organizationId: user.organizationId, userId: user.userId })).apiKeys.length
+    const native = (allowance: string, period: string) => ({
+      type: 'native-token-recurring-allowance',
+      data: { allowance: parseEther(allowance).toString(), start: '0', period },
+    })
+    const lowercaseToken = { ...tokenAllowance('1', HOUR), data: { ...tokenAllowance('1', HOUR).data, address: token.toLowerCase() } }
+    const cases = [
+      [
+        [native('10', '86400'), native('1', '3600')],
+        'invalid parameters: grant.permissions.1: a second allowance for the native token (the first is grant.permissions.0); a grant has one allowance per asset',
+      ],
+      [
+        [tokenAllowance('10'), { type: 'contract-call', data: { address: other, calls: ['0x12345678'] } }, lowercaseToken],
+        `invalid parameters: grant.permissions.2: a second allowance for token ${token} (the first is grant.permissions.0); a grant has one allowance per asset`,
+      ],
+    ] as const
+    for (const [permissions, message] of cases) {
+      const answer = await post(kms, user.keys, '/public/v1/submit/create_grant', {
+        type: 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT',
+        timestampMs: timestampMs(),
+        organizationId: user.organizationId,
+        parameters: { userId: user.userId, apiKey: { apiKeyName: 'grant', publicKey: generateApiKeyPair().apiPublicKey }, grant: grant({ permissions }) },
+      })
+      expect(answer).toEqual({
+        status: 400,
+        body: {
+          code: 3,
+          message,
+          details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'GRANT_DUPLICATE_ALLOWANCE', domain: 'latchkey.grants', metadata: {} }],
+        },
+      })
+    }
+    expect(await listGrants(user)).toEqual([])
+    expect((await user.client.getApiKeys({ organizationId: user.organizationId, userId: user.userId })).apiKeys).toHaveLength(keysBefore)
+  })
+
   test('behavior: list_grants answers the grants in force; revoke_grant deletes the key and its rule', async () => {
     const created = await createGrant(user, grant({}))
     const listed = await listGrants(user)
@@ -549,6 +586,10 @@ describe('a grant ends with the session that made it', () => {
       'stamp_login',
       'create_totp_factor',
       'create_passkey_factor',
+      'create_users',
+      'create_api_only_users',
+      'create_invitations',
+      'update_root_quorum',
       'create_grant',
     ])
     expect(await listGrants(user)).toEqual(grantsBefore)

@@ -55,7 +55,7 @@ async function sign(
     type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
     timestampMs: harness.timestampMs(),
     organizationId: sub.organizationId,
-    parameters: { signWith: sub.address, payload: `0x${'ab'.repeat(32)}`, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+    parameters: { signWith: sub.address, payload: `0x19${'ab'.repeat(32)}`, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
   })
   return activity.result.signRawPayloadResult!
 }

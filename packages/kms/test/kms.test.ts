@@ -134,7 +134,12 @@ describe('with the official clients', () => {
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: String(clock),
       organizationId: sub.organizationId,
-      parameters: { signWith: sub.address, payload: `0x${'11'.repeat(32)}`, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      parameters: {
+        signWith: sub.address,
+        payload: `0x19${'11'.repeat(32)}`,
+        encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+        hashFunction: 'HASH_FUNCTION_KECCAK256',
+      },
     })
     const send = async () => {
       const { stampHeaderName, stampHeaderValue } = await new ApiKeyStamper(sub.keys).stamp(body)

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto'
+import { BATCH_CALLS_PARAMETERS, BATCH_EXECUTOR_ABI, BATCH_MODE } from '@latchkey/constants/batch-executor'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { decryptCredentialBundle, decryptExportBundle, generateP256KeyPair, getPublicKey } from '@turnkey/crypto'
 import { TurnkeyClient } from '@turnkey/http'
 import { WebauthnStamper } from '@turnkey/webauthn-stamper'
 import { generateSync } from 'otplib'
-import { parseGwei, serializeTransaction } from 'viem'
+import { type Address, encodeAbiParameters, encodeFunctionData, type Hex, parseEther, parseGwei, serializeTransaction } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { hpkeSeal } from '../src/bundles.js'
 import { generateApiKeyPair, type Kms } from '../src/index.js'
@@ -945,5 +946,190 @@ describe('sealed codes', () => {
     // None was judged: the factor counts no failure, and the right code, sealed, still verifies.
     expect((await harness.kms.db.mfaFactor(factorId, user.organizationId))!.failures).toBe(0)
     expect((await verify(await sealed({ code, factorId, ...bound })))[0]).toBe(200)
+  })
+})
+
+/** Submits any activity `type` as `op` in `user`'s organization, stamped by `keys`. */
+const submitActivity = (on: Harness, keys: ApiKeyPair, user: User, op: string, type: string, parameters: unknown) =>
+  submitStamped(on.kms, (text) => new ApiKeyStamper(keys).stamp(text), op, {
+    type,
+    timestampMs: on.timestampMs(),
+    organizationId: user.organizationId,
+    parameters,
+  })
+
+/** A user for create_users holding `keys` (an hour's key), with no email, passkey or OAuth identity. */
+const userHolding = (keys: ApiKeyPair) => ({
+  userName: 'helper',
+  apiKeys: [{ apiKeyName: 'helper key', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
+  authenticators: [],
+  oauthProviders: [],
+  userTags: [],
+})
+
+/** Each activity that adds a way into the organization or power over it, as a stolen session would submit it (refused before its parameters are read). */
+function organizationAccess(userId: string, attacker: ApiKeyPair) {
+  return [
+    ['create_users', 'ACTIVITY_TYPE_CREATE_USERS_V4', { users: [userHolding(attacker)] }],
+    ['create_api_only_users', 'ACTIVITY_TYPE_CREATE_API_ONLY_USERS', { apiOnlyUsers: [{ userName: 'helper', apiKeys: userHolding(attacker).apiKeys }] }],
+    [
+      'create_invitations',
+      'ACTIVITY_TYPE_CREATE_INVITATIONS',
+      { invitations: [{ receiverUserName: 'helper', receiverUserEmail: 'helper@example.test', accessType: 'ACCESS_TYPE_ALL', senderUserId: userId }] },
+    ],
+    ['update_root_quorum', 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', { threshold: 1, userIds: [userId] }],
+  ] as const
+}
+
+/** A user of `sub`'s organization added by its root key (a key without an expiry, asked for nothing), made a root user, holding `keys`. */
+async function addRootUser(on: Harness, user: User, keys: ApiKeyPair) {
+  const added = await submitActivity(on, user.keys, user, 'create_users', 'ACTIVITY_TYPE_CREATE_USERS_V4', { users: [userHolding(keys)] })
+  expect(added.body.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  const userId = (added.body.activity.result as unknown as { createUsersResult: { userIds: string[] } }).createUsersResult.userIds[0]!
+  const quorum = await submitActivity(on, user.keys, user, 'update_root_quorum', 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', {
+    threshold: 1,
+    userIds: [user.userId, userId],
+  })
+  expect(quorum.body.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  return userId
+}
+
+describe('security review: ways around the factor', () => {
+  test('error: a session of a user with a factor may not add a user, an invitation or a root user without it; stale, it is refused fresh verification; nothing is added', async () => {
+    const on = await startKms({ mfa: { required: ['export'], graceSeconds: 60 } })
+    try {
+      const user = await signedIn(on)
+      const { factorId, secret } = await enrolTotp(user, on)
+      const attacker = generateApiKeyPair()
+      const users = async () => (await on.backend.getUsers({ organizationId: user.organizationId })).users.length
+      const before = await users()
+      // Freshly verified by its email code, but past the factor's 60 s.
+      on.clock.now += 120_000
+      for (const [op, type, parameters] of organizationAccess(user.userId, attacker)) {
+        const refused = await submitActivity(on, user.session, user, op, type, parameters)
+        expect({ status: refused.status, message: refused.body.message }, type).toEqual({
+          status: 403,
+          message: `second factor required: ${type} from a session key needs a second factor verified in the last 60 seconds (verify_mfa_factor)`,
+        })
+      }
+      // An hour on: neither fresh (900 s) nor within the factor's grace.
+      on.clock.now += 3_600_000
+      for (const [op, type, parameters] of organizationAccess(user.userId, attacker)) {
+        const refused = await submitActivity(on, user.session, user, op, type, parameters)
+        expect({ status: refused.status, message: refused.body.message }, type).toEqual({
+          status: 403,
+          message: `fresh verification required: ${type} from a session credential needs a passkey stamp (X-Stamp-Webauthn) or a credential from an email code less than 900 seconds old`,
+        })
+      }
+      expect(await users()).toBe(before)
+      // The key the organization was created with (as an app backend's delegated user's) is asked for neither.
+      const [, type, parameters] = organizationAccess(user.userId, attacker)[3]
+      expect((await submitActivity(on, user.keys, user, 'update_root_quorum', type, parameters)).body.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      expect((await submit(user, 'verify_mfa_factor', { factorId, code: codeOf(secret, on) }, user.session, on)).status).toBe(200)
+      await expect(exportWallet(user, user.sessionClient, on)).rejects.toThrow(
+        'Turnkey error 7: fresh verification required: ACTIVITY_TYPE_EXPORT_WALLET from a session credential needs a passkey stamp',
+      )
+    } finally {
+      await on.kms.stop()
+    }
+  })
+
+  test('error: a user without a factor, in an organization whose user has one, may not enrol its own nor export: the factor counts per organization', async () => {
+    // A guest's organization (no email, passkey or OAuth identity anywhere): fresh verification asks its keys nothing.
+    const on = await startKms({ mfa: { required: ['export'], graceSeconds: 60 } })
+    try {
+      const sub = await on.subOrganization()
+      const guestKeys = generateApiKeyPair()
+      const guest: User = { ...sub, email: '', session: guestKeys, sessionClient: on.client(guestKeys) }
+      const registered = await submitActivity(on, sub.keys, guest, 'create_api_keys', 'ACTIVITY_TYPE_CREATE_API_KEYS_V2', {
+        userId: sub.userId,
+        apiKeys: userHolding(guestKeys).apiKeys,
+      })
+      expect(registered.body.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      await enrolTotp(guest, on)
+      // Another root user, whose key is the attacker's (added by a key the checks do not ask).
+      const attacker = generateApiKeyPair()
+      const addedUserId = await addRootUser(on, guest, attacker)
+      const perOrganization = (type: string) => ({
+        status: 403,
+        message: `second factor required: ${type} needs a second factor, and another user of this organization has one: a user without one cannot run it from a session key`,
+      })
+      const own = await submitActivity(on, attacker, guest, 'create_totp_factor', OPS['create_totp_factor']!, { userId: addedUserId })
+      expect({ status: own.status, message: own.body.message }).toEqual(perOrganization('ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR'))
+      await expect(exportWallet(guest, on.client(attacker), on)).rejects.toThrow(`Turnkey error 7: ${perOrganization('ACTIVITY_TYPE_EXPORT_WALLET').message}`)
+      expect(await on.kms.db.mfaFactorsOfUser(addedUserId)).toEqual([])
+    } finally {
+      await on.kms.stop()
+    }
+  })
+
+  describe('with --mfa-required tx-over:<wei>', () => {
+    const THRESHOLD = parseGwei('1000')
+    const recipient: Address = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
+    let on: Harness
+    beforeAll(async () => {
+      on = await startKms({ freshVerificationSeconds: 86_400, maxCredentialSeconds: 86_400, mfa: { required: [`tx-over:${THRESHOLD}`], graceSeconds: 60 } })
+    })
+    afterAll(() => on.kms.stop())
+
+    /** A user with a factor whose 60 s of grace have passed. */
+    async function enrolledAndLapsed() {
+      const user = await signedIn(on)
+      await enrolTotp(user, on)
+      on.clock.now += 120_000
+      return user
+    }
+    const batch = (calls: readonly { to: Address; value: bigint; data: Hex }[]) =>
+      encodeFunctionData({ abi: BATCH_EXECUTOR_ABI, functionName: 'execute', args: [BATCH_MODE, encodeAbiParameters(BATCH_CALLS_PARAMETERS, [calls])] })
+    const signTransaction = (user: User, to: Address, value: bigint, data: Hex) =>
+      submitActivity(on, user.session, user, 'sign_transaction', 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2', {
+        signWith: user.address,
+        type: 'TRANSACTION_TYPE_ETHEREUM',
+        unsignedTransaction: serializeTransaction({ chainId: 1, nonce: 0, to, value, data, gas: 100_000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n }).slice(
+          2,
+        ),
+      })
+    const outcome = (answer: Answer) => (answer.status === 200 ? answer.body.activity.status : { status: answer.status, message: answer.body.message })
+    const over = (type: string) => ({
+      status: 403,
+      message: `second factor required: ${type} from a session key needs a second factor verified in the last 60 seconds (verify_mfa_factor)`,
+    })
+
+    test('error: value in a batch to the account itself counts: 1 ETH inside a 0-value batch needs the factor; a batch within the threshold does not', async () => {
+      const user = await enrolledAndLapsed()
+      const call = (value: bigint) => ({ to: recipient, value, data: '0x' as Hex })
+      expect(outcome(await signTransaction(user, user.address, 0n, batch([call(parseEther('1'))])))).toEqual(over('ACTIVITY_TYPE_SIGN_TRANSACTION_V2'))
+      // Calls that each stay under the threshold but together exceed it.
+      expect(outcome(await signTransaction(user, user.address, 0n, batch([call(THRESHOLD), call(1n)])))).toEqual(over('ACTIVITY_TYPE_SIGN_TRANSACTION_V2'))
+      // A batch inside a batch.
+      const nested = { to: user.address, value: 0n, data: batch([call(parseEther('1'))]) }
+      expect(outcome(await signTransaction(user, user.address, 0n, batch([nested])))).toEqual(over('ACTIVITY_TYPE_SIGN_TRANSACTION_V2'))
+      expect(outcome(await signTransaction(user, user.address, 0n, batch([call(THRESHOLD / 2n), call(THRESHOLD / 2n)])))).toBe('ACTIVITY_STATUS_COMPLETED')
+    })
+
+    test('error: calldata to the account itself that is not a batch cannot be counted, so it needs the factor; calldata to another contract counts its value only', async () => {
+      const user = await enrolledAndLapsed()
+      expect(outcome(await signTransaction(user, user.address, 0n, '0xdeadbeef'))).toEqual(over('ACTIVITY_TYPE_SIGN_TRANSACTION_V2'))
+      expect(outcome(await signTransaction(user, recipient, 0n, batch([{ to: recipient, value: parseEther('1'), data: '0x' }])))).toBe(
+        'ACTIVITY_STATUS_COMPLETED',
+      )
+    })
+
+    test('error: a grant whose native allowance exceeds the threshold needs the factor (its key is never asked); one within it does not', async () => {
+      const user = await enrolledAndLapsed()
+      const createGrant = (allowance: bigint) =>
+        submitActivity(on, user.session, user, 'create_grant', 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT', {
+          userId: user.userId,
+          apiKey: { apiKeyName: 'grant', publicKey: generateApiKeyPair().apiPublicKey },
+          grant: {
+            chainId: '1',
+            account: user.address,
+            expiry: String(Math.floor(on.clock.now / 1000) + 3600),
+            permissions: [{ type: 'native-token-recurring-allowance', data: { allowance: String(allowance), period: '86400' } }],
+          },
+        })
+      expect(outcome(await createGrant(THRESHOLD + 1n))).toEqual(over('ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT'))
+      expect(outcome(await createGrant(THRESHOLD))).toBe('ACTIVITY_STATUS_COMPLETED')
+    })
   })
 })

@@ -144,7 +144,7 @@ describe('a parent organization in its sub-organizations', () => {
       [
         '/public/v1/submit/sign_raw_payload',
         'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
-        { signWith: sub.address, payload: '0x00', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+        { signWith: sub.address, payload: '0x1900', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
       ],
       ['/public/v1/submit/update_root_quorum', 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM', { threshold: 1, userIds: [sub.userId] }],
     ] as const) {
@@ -365,7 +365,12 @@ describe('delegated access', () => {
         type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
         timestampMs: harness.timestampMs(),
         organizationId: sub.organizationId,
-        parameters: { signWith: sub.address.toLowerCase(), payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+        parameters: {
+          signWith: sub.address.toLowerCase(),
+          payload: '0x1901',
+          encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+          hashFunction: 'HASH_FUNCTION_KECCAK256',
+        },
       })
     const main = await delegatedSubOrganization((ids) => [allowed(ids, 'Main')])
     const signed = await sign(main)
@@ -399,7 +404,7 @@ describe('delegated access', () => {
       },
     })
     const policyId = policy.activity.result.createPolicyResult!.policyId
-    const hash = keccak256('0x0102')
+    const hash = keccak256('0x190102')
     const sign = () =>
       post(harness.kms, sub.delegatedKeys, '/public/v1/submit/sign_raw_payload', {
         type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
@@ -407,7 +412,7 @@ describe('delegated access', () => {
         organizationId: sub.organizationId,
         parameters: {
           signWith: sub.address.toLowerCase(),
-          payload: '0x0102',
+          payload: '0x190102',
           encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
           hashFunction: 'HASH_FUNCTION_KECCAK256',
         },
@@ -440,7 +445,7 @@ describe('delegated access', () => {
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: harness.timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { signWith: sub.address, payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      parameters: { signWith: sub.address, payload: '0x1901', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
     })
     expect(refused).toEqual({ status: 403, body: implicitDeny([{ policyId: sub.policyIds[0]!, outcome: 'OUTCOME_DENY_IMPLICIT' }]) })
   })

@@ -3,13 +3,13 @@ import { createAccount } from '@turnkey/viem'
 import {
   type Hex,
   hashMessage,
-  keccak256,
   parseEther,
   recoverAddress,
   recoverTransactionAddress,
   serializeSignature,
   serializeTransaction,
   type TransactionSerialized,
+  toPrefixedMessage,
 } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { afterAll, beforeAll, expect, test } from 'vitest'
@@ -29,13 +29,16 @@ const signRawPayload = (client: TurnkeyClient, organizationId: string, signWith:
     type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
     timestampMs: harness.timestampMs(),
     organizationId,
-    // Hashed by the kms: a sub-organization signs no opaque hash.
-    parameters: { signWith, payload, encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+    // The EIP-191 preimage, hashed by the kms: a sub-organization signs no opaque hash, nor unframed bytes.
+    parameters: { signWith, payload: toPrefixedMessage({ raw: payload }), encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
   })
 
-/** The address that signed keccak256(`payload`), from a sign_raw_payload result. */
+/** The address that signed `payload` as an EIP-191 message, from a sign_raw_payload result. */
 async function signerOf(payload: Hex, result: { r: string; s: string; v: string }) {
-  return recoverAddress({ hash: keccak256(payload), signature: serializeSignature({ r: `0x${result.r}`, s: `0x${result.s}`, yParity: Number(result.v) }) })
+  return recoverAddress({
+    hash: hashMessage({ raw: payload }),
+    signature: serializeSignature({ r: `0x${result.r}`, s: `0x${result.s}`, yParity: Number(result.v) }),
+  })
 }
 
 test('default: sign_raw_payload names the key by id or by address; viem recovers its address', async () => {

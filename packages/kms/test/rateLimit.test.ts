@@ -175,7 +175,7 @@ describe('a flood, refused from memory', () => {
 
       const signed = await submit(signer.keys, signer.organizationId, 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2', {
         signWith: signer.address,
-        payload: `0x${'11'.repeat(32)}`,
+        payload: `0x19${'11'.repeat(32)}`,
         encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
         hashFunction: 'HASH_FUNCTION_KECCAK256',
       })

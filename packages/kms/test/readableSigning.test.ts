@@ -1,14 +1,22 @@
 import { BATCH_EXECUTOR_ADDRESS } from '@latchkey/devnet'
 import type { TurnkeyClient } from '@turnkey/http'
 import {
+  concat,
+  getTypesForEIP712Domain,
   type Hex,
+  hashDomain,
   hashMessage,
+  hashStruct,
+  hashTypedData,
+  keccak256,
+  parseEther,
   recoverAddress,
   recoverTypedDataAddress,
   serializeSignature,
   serializeTransaction,
   serializeTypedData,
   toPrefixedMessage,
+  toRlp,
 } from 'viem'
 import { recoverAuthorizationAddress } from 'viem/utils'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -21,6 +29,8 @@ import { startKms } from './harness.js'
 const OTHER = '0x000000000000000000000000000000000000dEaD'
 const OPAQUE =
   'Turnkey error 7: opaque hash refused: a sub-organization signs only what the kms can read: a message with HASH_FUNCTION_KECCAK256, PAYLOAD_ENCODING_EIP712 typed data or a PAYLOAD_ENCODING_EIP7702_AUTHORIZATION'
+const UNFRAMED =
+  'Turnkey error 7: unframed payload refused: a sub-organization hashes with HASH_FUNCTION_KECCAK256 only an EIP-191 message, whose first byte is 0x19 ("\\x19Ethereum Signed Message:\\n…" or "\\x19\\x01…"); a transaction is signed with sign_transaction'
 const notDelegate = (address: string) => `Turnkey error 7: EIP-7702 delegation refused: ${address} is not an allowed delegate (--eip7702-delegate)`
 const EVERY_CHAIN = 'Turnkey error 7: EIP-7702 delegation refused: an authorization for every chain (chainId 0) is not signed in a sub-organization'
 
@@ -180,5 +190,99 @@ describe('readable signing in sub-organizations', () => {
     } finally {
       await bare.kms.stop()
     }
+  })
+
+  test('error: refuses KECCAK256 over bytes that are not EIP-191 framed, such as a serialized transaction (its signing hash), alone or in a batch; nothing is written', async () => {
+    const transfer = { chainId: 31337, nonce: 0, to: OTHER, value: parseEther('1'), gas: 21_000n } as const
+    const eip1559 = serializeTransaction({ ...transfer, type: 'eip1559', maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1n })
+    const legacy = serializeTransaction({ ...transfer, type: 'legacy', gasPrice: 2_000_000_000n })
+    const before = await activityCount(sub.organizationId)
+    for (const [payload, encoding] of [
+      [eip1559, 'PAYLOAD_ENCODING_HEXADECIMAL'],
+      [eip1559.slice(2), 'PAYLOAD_ENCODING_HEXADECIMAL'],
+      [legacy, 'PAYLOAD_ENCODING_HEXADECIMAL'],
+      [toRlp(['0x01']), 'PAYLOAD_ENCODING_HEXADECIMAL'],
+      ['0x', 'PAYLOAD_ENCODING_HEXADECIMAL'],
+      ['Ethereum Signed Message without its 0x19', 'PAYLOAD_ENCODING_TEXT_UTF8'],
+    ] as const)
+      await expect(
+        signRaw(sub.client, sub.organizationId, sub.address, payload, encoding, 'HASH_FUNCTION_KECCAK256'),
+        `${payload} ${encoding}`,
+      ).rejects.toThrow(UNFRAMED)
+    await expect(
+      sub.client.signRawPayloads({
+        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: {
+          signWith: sub.address,
+          payloads: [toPrefixedMessage('a message'), eip1559],
+          encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+          hashFunction: 'HASH_FUNCTION_KECCAK256',
+        },
+      }),
+    ).rejects.toThrow(UNFRAMED)
+    expect(await activityCount(sub.organizationId)).toBe(before)
+  })
+
+  test('behavior: KECCAK256 over EIP-191 framed bytes signs: a personal message as text, EIP-712’s 0x19 0x01 preimage, both in one batch', async () => {
+    const typed = {
+      domain: { name: 'Demo', version: '1', chainId: 31337n },
+      types: { Mail: [{ name: 'contents', type: 'string' }] },
+      primaryType: 'Mail',
+      message: { contents: 'hello' },
+    } as const
+    const typedPreimage = concat([
+      '0x1901',
+      hashDomain({ domain: typed.domain, types: { EIP712Domain: getTypesForEIP712Domain({ domain: typed.domain }) } } as Parameters<typeof hashDomain>[0]),
+      hashStruct({ data: typed.message, primaryType: typed.primaryType, types: typed.types }),
+    ])
+    expect(keccak256(typedPreimage)).toBe(hashTypedData(typed))
+    const text = await signRaw(
+      sub.client,
+      sub.organizationId,
+      sub.address,
+      '\x19Ethereum Signed Message:\n5hello',
+      'PAYLOAD_ENCODING_TEXT_UTF8',
+      'HASH_FUNCTION_KECCAK256',
+    )
+    expect(await recoverAddress({ hash: hashMessage('hello'), signature: signatureOf(text.activity.result.signRawPayloadResult!) })).toBe(sub.address)
+    const { activity } = await sub.client.signRawPayloads({
+      type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
+      timestampMs: harness.timestampMs(),
+      organizationId: sub.organizationId,
+      parameters: {
+        signWith: sub.address,
+        payloads: [toPrefixedMessage('hello'), typedPreimage.slice(2)],
+        encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+        hashFunction: 'HASH_FUNCTION_KECCAK256',
+      },
+    })
+    const [personal, eip712] = activity.result.signRawPayloadsResult!.signatures!
+    expect(await recoverAddress({ hash: hashMessage('hello'), signature: signatureOf(personal!) })).toBe(sub.address)
+    expect(await recoverTypedDataAddress({ ...typed, signature: signatureOf(eip712!) })).toBe(sub.address)
+  })
+
+  test('behavior: a parent organization’s user still signs KECCAK256 over any bytes, a transaction’s included (Turnkey’s behaviour)', async () => {
+    const key = await harness.createPrivateKey(harness.backend, harness.parent.organizationId, 'backend keccak signer')
+    const transaction = serializeTransaction({
+      chainId: 31337,
+      type: 'eip1559',
+      nonce: 0,
+      to: OTHER,
+      value: 1n,
+      gas: 21_000n,
+      maxFeePerGas: 2n,
+      maxPriorityFeePerGas: 1n,
+    })
+    const { activity } = await signRaw(
+      harness.backend,
+      harness.parent.organizationId,
+      key.address,
+      transaction,
+      'PAYLOAD_ENCODING_HEXADECIMAL',
+      'HASH_FUNCTION_KECCAK256',
+    )
+    expect(await recoverAddress({ hash: keccak256(transaction), signature: signatureOf(activity.result.signRawPayloadResult!) })).toBe(key.address)
   })
 })

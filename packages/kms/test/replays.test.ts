@@ -51,7 +51,7 @@ describe('resubmitted bytes', () => {
       type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
       timestampMs: harness.timestampMs(),
       organizationId: sub.organizationId,
-      parameters: { signWith: sub.address, payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+      parameters: { signWith: sub.address, payload: '0x1901', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
     }
     const first = await post(harness.kms, sub.keys, '/public/v1/submit/sign_raw_payload', body)
     expect(first.status).toBe(200)

@@ -825,6 +825,25 @@ describe('grants (ERC-7715)', () => {
     ).toMatchObject({ code: 'UNKNOWN_PERMISSION', message: 'Unknown rule type "redeemer": the wallet enforces only expiry' })
   })
 
+  test('error: a grant with two allowances for one asset is refused before it is shown (native twice, or one token in both of the ERC’s shapes)', async () => {
+    const native = (allowance: string, period: number) => ({
+      type: 'native-token-recurring-allowance',
+      data: { allowance: toHex(parseEther(allowance)), period },
+    })
+    expect(await rejection({ method: 'wallet_grantPermissions', params: [grant({ permissions: [native('10', 86400), native('1', 3600)] })] })).toMatchObject({
+      code: 'MALFORMED_GRANT',
+      message: 'The grant asks for two allowances for ETH: a grant limits each token once',
+    })
+    const tokenTwice = [
+      { type: 'erc20-recurring-allowance', data: { token, allowance: toHex(parseUnits('10', 18)), period: 86400 } },
+      { type: 'erc20-token-periodic', data: { tokenAddress: token.toLowerCase(), periodAmount: toHex(parseUnits('1', 18)), periodDuration: 3600 } },
+    ]
+    expect(await rejection({ method: 'wallet_grantPermissions', params: [grant({ permissions: tokenTwice })] })).toMatchObject({
+      code: 'MALFORMED_GRANT',
+      message: `The grant asks for two allowances for ${token}: a grant limits each token once`,
+    })
+  })
+
   test('error: a grant without an expiry is refused', async () => {
     const { expiry: _, ...noExpiry } = grant()
     expect(await rejection({ method: 'wallet_grantPermissions', params: [noExpiry] })).toMatchObject({

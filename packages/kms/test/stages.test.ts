@@ -21,7 +21,7 @@ const sign = (sub: Awaited<ReturnType<typeof setup.subOrganization>>, payload: s
 test('default: off, a signature reads no clock and counts nothing', async () => {
   const sub = await setup.subOrganization()
   reads = 0
-  expect((await sign(sub, '0x01')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  expect((await sign(sub, '0x1901')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   expect(reads).toBe(0)
   expect(stages.take()).toEqual({ requests: 0, micros: Object.fromEntries(STAGES.map((stage) => [stage, 0])) })
 })
@@ -30,7 +30,7 @@ test('behavior: on, each stage of a signature is charged by its own laps, from t
   const sub = await setup.subOrganization()
   stages.take()
   stages.enable(true)
-  expect((await sign(sub, '0x02')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  expect((await sign(sub, '0x1902')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   stages.enable(false)
   expect(stages.take()).toEqual({
     requests: 1,
@@ -52,6 +52,6 @@ test('behavior: on, each stage of a signature is charged by its own laps, from t
     },
   })
   // Off again: another signature is not counted.
-  expect((await sign(sub, '0x03')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  expect((await sign(sub, '0x1903')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
   expect(stages.take().requests).toBe(0)
 })

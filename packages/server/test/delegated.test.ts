@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
 import { Turnkey } from '@turnkey/sdk-server'
+import { toPrefixedMessage } from 'viem'
 import { describe, expect, test } from 'vitest'
 import { DELEGATED_USER_PREFIX, delegatedKey, delegatedPolicies } from '../src/internal/delegated.js'
 import { generateApiKeyPair, newEmail, softwareAuthenticator, useBackend } from './backend.js'
@@ -76,7 +77,12 @@ describe('delegated access', () => {
     const denied = { code: 7, details: [{ message: 'No policies evaluated to outcome: Allow' }] }
     await expect(sdk.createWallet({ walletName: 'not allowed', accounts: [] })).rejects.toMatchObject(denied)
     await expect(
-      sdk.signRawPayload({ signWith: account.address, payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' }),
+      sdk.signRawPayload({
+        signWith: account.address,
+        payload: toPrefixedMessage('hello'),
+        encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+        hashFunction: 'HASH_FUNCTION_KECCAK256',
+      }),
     ).rejects.toMatchObject(denied)
     await expect(sdk.updateRootQuorum({ threshold: 1, userIds: [account.userId, user.userId] })).rejects.toMatchObject(denied)
     expect((await sdk.getWallets()).wallets).toEqual(wallets)

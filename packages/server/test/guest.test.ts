@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { toPrefixedMessage } from 'viem'
 import { describe, expect, test } from 'vitest'
 import { createServerApp, LIMITS, oauthNonce } from '../src/index.js'
 import { answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
@@ -30,7 +31,12 @@ const signs = async (client: ReturnType<typeof withKey>, account: { organization
     type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
     timestampMs: String(t.clock),
     organizationId: account.organizationId,
-    parameters: { signWith: account.address, payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+    parameters: {
+      signWith: account.address,
+      payload: toPrefixedMessage('hello'),
+      encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+      hashFunction: 'HASH_FUNCTION_KECCAK256',
+    },
   })
   return activity.status
 }

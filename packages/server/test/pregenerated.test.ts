@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto'
 import { getFreePort, testSubject } from '@latchkey/devnet'
+import { toPrefixedMessage } from 'viem'
 import { afterEach, describe, expect, test } from 'vitest'
 import { freshDatabaseUrl, testEngine } from '../../service/test/testDatabase.js'
 import { createAppServer, createServerApp, openStore, type Store } from '../src/index.js'
@@ -40,7 +41,12 @@ const signs = async (client: ReturnType<typeof withKey>, account: { organization
     type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOAD_V2',
     timestampMs: String(t.clock),
     organizationId: account.organizationId,
-    parameters: { signWith: account.address, payload: '0x01', encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_KECCAK256' },
+    parameters: {
+      signWith: account.address,
+      payload: toPrefixedMessage('hello'),
+      encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
+      hashFunction: 'HASH_FUNCTION_KECCAK256',
+    },
   })
   return activity.status
 }

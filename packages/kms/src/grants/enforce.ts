@@ -2,7 +2,7 @@ import { z } from 'zod'
 import type { Db } from '../db.js'
 import { GrpcCode } from '../errors.js'
 import { parse } from '../params.js'
-import { type Asset, allowanceOf, formatAmount, formatPeriod, type GrantRule, grantRefusal, spendsOf } from './rule.js'
+import { type Asset, allowancesOf, formatAmount, formatPeriod, type GrantRule, grantRefusal, spendsOf } from './rule.js'
 
 // A grant's rule applied to an activity its key stamped, against the ledger of what it already
 // signed: run inside the activity's transaction, so the charge commits with the signature or not
@@ -37,22 +37,22 @@ export async function chargeGrant(db: Db, apiKeyId: string, type: string, params
   if (signWith.toLowerCase() !== rule.account.toLowerCase())
     throw grantRefusal(GrpcCode.permissionDenied, 'GRANT_CALL_NOT_ALLOWED', `Outside the grant: it signs for ${rule.account} only`, { grantId: grant.id })
   const spends = spendsOf(rule, unsignedTransaction)
-  for (const [asset, asked] of spends) {
-    const limit = allowanceOf(rule, asset)!
-    if (at < Number(limit.start) * 1000)
-      throw grantRefusal(GrpcCode.permissionDenied, 'GRANT_NOT_STARTED', `Grant limit starts at ${new Date(Number(limit.start) * 1000).toISOString()}`, {
-        grantId: grant.id,
-      })
-    const period = Number(limit.period)
-    const spent = (await db.grantSpendsSince(grant.id, asset, at - period * 1000)).reduce((sum, amount) => sum + BigInt(amount), 0n)
-    if (spent + asked > BigInt(limit.allowance))
-      throw grantRefusal(
-        GrpcCode.permissionDenied,
-        'GRANT_LIMIT_EXCEEDED',
-        `Grant limit: ${formatAmount(BigInt(limit.allowance), asset, limit)} per ${formatPeriod(period)}; ${formatAmount(spent, asset, limit)} already spent`,
-        { grantId: grant.id, asset, allowance: limit.allowance, spent: String(spent), asked: String(asked) },
-      )
-  }
+  for (const [asset, asked] of spends)
+    for (const limit of allowancesOf(rule, asset)) {
+      if (at < Number(limit.start) * 1000)
+        throw grantRefusal(GrpcCode.permissionDenied, 'GRANT_NOT_STARTED', `Grant limit starts at ${new Date(Number(limit.start) * 1000).toISOString()}`, {
+          grantId: grant.id,
+        })
+      const period = Number(limit.period)
+      const spent = (await db.grantSpendsSince(grant.id, asset, at - period * 1000)).reduce((sum, amount) => sum + BigInt(amount), 0n)
+      if (spent + asked > BigInt(limit.allowance))
+        throw grantRefusal(
+          GrpcCode.permissionDenied,
+          'GRANT_LIMIT_EXCEEDED',
+          `Grant limit: ${formatAmount(BigInt(limit.allowance), asset, limit)} per ${formatPeriod(period)}; ${formatAmount(spent, asset, limit)} already spent`,
+          { grantId: grant.id, asset, allowance: limit.allowance, spent: String(spent), asked: String(asked) },
+        )
+    }
   return { grantId: grant.id, spends }
 }
 

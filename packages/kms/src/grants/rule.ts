@@ -31,6 +31,7 @@ export type GrantRefusalReason =
   | 'GRANT_EXPIRY_PAST'
   | 'GRANT_EXPIRY_TOO_LONG'
   | 'GRANT_UNKNOWN_PERMISSION_TYPE'
+  | 'GRANT_DUPLICATE_ALLOWANCE'
   | 'GRANT_ACTIVITY_NOT_ALLOWED'
   | 'GRANT_CALL_NOT_ALLOWED'
   | 'GRANT_LIMIT_EXCEEDED'
@@ -107,6 +108,7 @@ export function parseGrant(value: unknown, limits: { now: number; maxSeconds: nu
     const type = permission.type as PermissionType
     return { type, data: parseField(PERMISSION_DATA[type], permission.data, `grant.permissions.${index}.data`) } as Permission
   })
+  refuseDuplicateAllowances(permissions)
   if (grant.expiry === undefined)
     throw grantRefusal(GrpcCode.invalidArgument, 'GRANT_EXPIRY_REQUIRED', 'invalid parameters: grant.expiry: is required: a grant never lasts for ever')
   const expiresAt = Number(grant.expiry) * 1000
@@ -118,6 +120,27 @@ export function parseGrant(value: unknown, limits: { now: number; maxSeconds: nu
       `invalid parameters: grant.expiry: must be at most ${limits.maxSeconds} seconds from now, the longest lifetime this kms gives a credential`,
     )
   return { rule: { chainId: Number(grant.chainId), account: grant.account as Address, permissions }, expiresAt }
+}
+
+/**
+ * One allowance per asset (security review, finding 6): the consent frame shows each allowance as
+ * a limit of its own, and two for one asset ("1 ETH per hour", "10 ETH per day") leave it unclear
+ * which one the user agreed to. InvalidArgument naming both; the consent frame refuses the same.
+ */
+function refuseDuplicateAllowances(permissions: readonly Permission[]) {
+  const first = new Map<Asset, number>()
+  for (const [index, permission] of permissions.entries()) {
+    if (permission.type === 'contract-call') continue
+    const asset: Asset = permission.type === 'native-token-recurring-allowance' ? 'native' : (permission.data.address.toLowerCase() as Asset)
+    const earlier = first.get(asset)
+    if (earlier !== undefined)
+      throw grantRefusal(
+        GrpcCode.invalidArgument,
+        'GRANT_DUPLICATE_ALLOWANCE',
+        `invalid parameters: grant.permissions.${index}: a second allowance for ${asset === 'native' ? 'the native token' : `token ${getAddress(asset)}`} (the first is grant.permissions.${earlier}); a grant has one allowance per asset`,
+      )
+    first.set(asset, index)
+  }
 }
 
 /** Parses one nested value, its problems named under `field` (as params.ts's `parse` names them). */
@@ -174,8 +197,13 @@ export function spendsOf(rule: GrantRule, unsignedTransaction: string): Map<Asse
   return spends
 }
 
-/** The calls of the batch executor's `execute(BATCH_MODE, abi.encode(calls))`; anything else on the account is refused. */
-function batchCalls(data: Hex): readonly { to: Address; value: bigint; data: Hex }[] {
+/**
+ * The calls of the batch executor's `execute(BATCH_MODE, abi.encode(calls))`; anything else on the account is refused.
+ *
+ * @example
+ * batchCalls(transaction.data) // [{ to: '0x70997970…', value: 1000000000000000000n, data: '0x' }]
+ */
+export function batchCalls(data: Hex): readonly { to: Address; value: bigint; data: Hex }[] {
   try {
     const { args } = decodeFunctionData({ abi: BATCH_EXECUTOR_ABI, data })
     if (args[0].toLowerCase() !== BATCH_MODE) throw new Error('mode')
@@ -222,13 +250,16 @@ function spendOfCall(rule: GrantRule, call: { to: Address; value: bigint; data: 
   if (!allowed) throw outside(`function ${functionSelector} of ${getAddress(call.to)} is not among the calls the grant allows`)
 }
 
-/** The allowance that limits `asset` under `rule` (undefined for none: never for an asset spendsOf returned). */
-export function allowanceOf(rule: GrantRule, asset: Asset): NativeAllowance | TokenAllowance | undefined {
-  for (const permission of rule.permissions) {
-    if (asset === 'native' && permission.type === 'native-token-recurring-allowance') return permission.data
-    if (permission.type === 'erc20-recurring-allowance' && permission.data.address.toLowerCase() === asset) return permission.data
-  }
-  return undefined
+/**
+ * The allowances that limit `asset` under `rule` (none: never for an asset spendsOf returned).
+ * parseGrant takes one per asset; a rule stored before it did is held to all of them.
+ */
+export function allowancesOf(rule: GrantRule, asset: Asset): (NativeAllowance | TokenAllowance)[] {
+  return rule.permissions.flatMap((permission) => {
+    if (asset === 'native' && permission.type === 'native-token-recurring-allowance') return [permission.data]
+    if (permission.type === 'erc20-recurring-allowance' && permission.data.address.toLowerCase() === asset) return [permission.data]
+    return []
+  })
 }
 
 /** An amount as a refusal reads it: "4.5 TKN", "0.01 ETH", or smallest units of a token whose decimals are unknown. */

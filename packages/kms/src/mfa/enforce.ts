@@ -1,7 +1,9 @@
-import { type Hex, parseTransaction } from 'viem'
+import { type Address, type Hex, isAddress, isAddressEqual, parseTransaction } from 'viem'
 import type { Caller } from '../context.js'
 import type { Db } from '../db.js'
 import { GrpcCode } from '../errors.js'
+import { batchCalls } from '../grants/rule.js'
+import { ORGANIZATION_ACCESS_ACTIVITIES } from '../policies/freshVerification.js'
 import type { OrganizationRow } from '../storage/tables.js'
 import { DEFAULT_MFA_GRACE_SECONDS, mfaRefusal } from './factors.js'
 
@@ -43,13 +45,16 @@ const ACTION_ACTIVITIES: Readonly<Record<Exclude<MfaAction, 'sign-in'>, readonly
 
 /**
  * What needs a factor once the user has one, whatever the operator chose: export, a new login,
- * key or session, and taking a passkey or a factor away (else a stolen session would remove the
- * factor that stops it). update_user setting an email counts too (alwaysOnceEnrolled).
+ * key or session, a new user, invitation or root user (ORGANIZATION_ACCESS_ACTIVITIES: else
+ * a stolen session would add a user of its own, without the factor, and export as that user), and
+ * taking a passkey or a factor away (else a stolen session would remove the factor that stops it).
+ * update_user setting an email counts too (alwaysOnceEnrolled).
  */
 export const MFA_ALWAYS_ONCE_ENROLLED: ReadonlySet<string> = new Set([
   ...ACTION_ACTIVITIES.export,
   ...ACTION_ACTIVITIES['add-login'],
   ...ACTION_ACTIVITIES['add-key'],
+  ...ORGANIZATION_ACCESS_ACTIVITIES,
   'ACTIVITY_TYPE_DELETE_AUTHENTICATORS',
   'ACTIVITY_TYPE_DELETE_OAUTH_PROVIDERS',
   'ACTIVITY_TYPE_LATCHKEY_DELETE_MFA_FACTOR',
@@ -97,21 +102,77 @@ const changesLogins = (type: string, params: unknown) =>
 /** Whether the request needs a factor once the user has one, whatever the operator chose. */
 const alwaysOnceEnrolled = (type: string, params: unknown) => MFA_ALWAYS_ONCE_ENROLLED.has(type) || changesEmail(type, params)
 
-/** Whether the operator's settings put this request behind the factor (sign-in aside). */
-function operatorRequires(settings: MfaSettings, type: string, params: unknown): boolean {
-  for (const action of settings.required) if (action !== 'sign-in' && isAction(action, type, params)) return true
-  if (settings.txOverWei !== undefined && type === 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2') {
-    const unsigned = (params as { unsignedTransaction?: unknown } | null)?.unsignedTransaction
-    if (typeof unsigned !== 'string') return false
-    try {
-      const value = parseTransaction((unsigned.startsWith('0x') ? unsigned : `0x${unsigned}`) as Hex).value ?? 0n
-      return value > settings.txOverWei
-    } catch {
-      // Not a transaction: the activity refuses it itself.
-      return false
-    }
+/** A call's native value, plus, for a call to the account itself, each call of the batch it executes; undefined: calldata to the account that is not a batch. */
+function nativeValueOfCall(call: { to: Address; value: bigint; data: Hex }, accounts: readonly Address[]): bigint | undefined {
+  if (call.data === '0x' || !accounts.some((account) => isAddressEqual(account, call.to))) return call.value
+  let calls: ReturnType<typeof batchCalls>
+  try {
+    calls = batchCalls(call.data)
+  } catch {
+    return undefined
   }
-  return false
+  let total = call.value
+  for (const inner of calls) {
+    const value = nativeValueOfCall(inner, accounts)
+    if (value === undefined) return undefined
+    total += value
+  }
+  return total
+}
+
+/**
+ * The native value (wei) a sign_transaction sends from `accounts`, the signer's addresses, counted
+ * as grants count it (grants/rule.ts, spendsOf): the top-level value, plus each call's value when
+ * the transaction calls the account itself with the batch executor's `execute`, a batch inside a
+ * batch included. `unreadable`: calldata to the account that is not such a batch, which the rule
+ * cannot count and so does not let pass. Undefined: not a transaction (the activity refuses it).
+ */
+function nativeValueOf(unsignedTransaction: string, accounts: readonly Address[]): bigint | 'unreadable' | undefined {
+  let transaction: ReturnType<typeof parseTransaction>
+  try {
+    transaction = parseTransaction((unsignedTransaction.startsWith('0x') ? unsignedTransaction : `0x${unsignedTransaction}`) as Hex)
+  } catch {
+    return undefined
+  }
+  const value = transaction.value ?? 0n
+  if (!transaction.to) return value
+  return nativeValueOfCall({ to: transaction.to, value, data: transaction.data ?? '0x' }, accounts) ?? 'unreadable'
+}
+
+/** The addresses `signWith` signs as: itself, or a private key's addresses. */
+async function signerAddresses(db: Db, signWith: string): Promise<Address[]> {
+  if (isAddress(signWith, { strict: false })) return [signWith]
+  return (await db.privateKeyAddresses(signWith)).map((row) => row.address as Address).filter((address) => isAddress(address, { strict: false }))
+}
+
+/**
+ * Whether a create_grant lets its key send more native value in one transaction than `txOverWei`:
+ * a native allowance above it. A grant's key is never asked for the factor (it signs within its
+ * rule), so the factor is asked when the grant is made; an allowance at or below the threshold
+ * lets no single transaction over it, as the rule would on a session key. Malformed permissions
+ * are left to the activity, which refuses them (grants/rule.ts, parseGrant).
+ */
+function grantExceeds(params: unknown, txOverWei: bigint): boolean {
+  const permissions = (params as { grant?: { permissions?: unknown } } | null)?.grant?.permissions
+  if (!Array.isArray(permissions)) return false
+  return permissions.some((permission: { type?: unknown; data?: { allowance?: unknown } } | null) => {
+    const allowance = permission?.data?.allowance
+    return (
+      permission?.type === 'native-token-recurring-allowance' && typeof allowance === 'string' && /^\d{1,78}$/.test(allowance) && BigInt(allowance) > txOverWei
+    )
+  })
+}
+
+/** Whether the operator's settings put this request behind the factor (sign-in aside). */
+async function operatorRequires(db: Db, settings: MfaSettings, type: string, params: unknown): Promise<boolean> {
+  for (const action of settings.required) if (action !== 'sign-in' && isAction(action, type, params)) return true
+  if (settings.txOverWei === undefined) return false
+  if (type === 'ACTIVITY_TYPE_LATCHKEY_CREATE_GRANT') return grantExceeds(params, settings.txOverWei)
+  if (type !== 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2') return false
+  const { unsignedTransaction, signWith } = (params ?? {}) as { unsignedTransaction?: unknown; signWith?: unknown }
+  if (typeof unsignedTransaction !== 'string' || typeof signWith !== 'string') return false
+  const value = nativeValueOf(unsignedTransaction, await signerAddresses(db, signWith))
+  return value === 'unreadable' || (value !== undefined && value > settings.txOverWei)
 }
 
 /**
@@ -133,7 +194,7 @@ export async function requireMfa(
   if (request.passkey || !caller.apiKeyId || caller.grantKeyId) return
   if (caller.homeOrganizationId !== organization.id || organization.parent_id === null) return
   const signIn = settings.required.has('sign-in') && !MFA_OWN_ACTIVITIES.has(type)
-  const byOperator = operatorRequires(settings, type, params)
+  const byOperator = await operatorRequires(db, settings, type, params)
   const always = alwaysOnceEnrolled(type, params)
   if (!signIn && !byOperator && !always) return
   const key = await db.apiKey(caller.apiKeyId, organization.id)
@@ -150,6 +211,16 @@ export async function requireMfa(
     )
   if (key.expires_at === null) return
   const enrolled = (await db.activeMfaFactorCount(caller.userId)) > 0
+  // Enrolment counts per organization: a user without a factor, where another user has one, is one
+  // someone added (a stolen session could have, with the attacker's key), and may not enrol a factor
+  // of its own and go on without the one the organization's user holds.
+  if (!enrolled && (await db.activeMfaFactorCountOfOrganization(organization.id)) > 0)
+    throw mfaRefusal(
+      GrpcCode.permissionDenied,
+      'MFA_REQUIRED',
+      `second factor required: ${type} needs a second factor, and another user of this organization has one: a user without one cannot run it from a session key`,
+      { activityType: type },
+    )
   if (!enrolled) {
     // Enrolment itself is how a user without a factor gets one.
     if (MFA_OWN_ACTIVITIES.has(type) || (!signIn && !byOperator)) return

@@ -1,16 +1,36 @@
 import type { Caller } from '../context.js'
 import type { Db } from '../db.js'
 import { freshVerificationRequired } from '../errors.js'
-import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
+import type { ApiKeyRow, OrganizationRow, UserRow } from '../storage/tables.js'
 
 // Fresh verification (security review H1, fix 3): in a sub-organization, the activities that hand
 // out the wallet or a lasting way into it need the user themselves, not just a session.
 
 /**
+ * Activities that give someone a way into the organization or a seat in its root quorum: a user
+ * with its keys, passkeys and OAuth identities, an invitation, the quorum itself. A session that
+ * could run them alone would add a user holding the attacker's key, make it a root user, and export
+ * through it (security review, finding 1). The app backend's delegated user runs update_root_quorum
+ * after create_sub_organization with its key that never expires, which is not a session: neither
+ * this rule nor the second factor asks it (mfa/enforce.ts).
+ *
+ * Policies are not here: no policy overrides the kms's own rules (fresh verification, the second
+ * factor, readable signing), so a policy a session writes opens no way in; and the backend's
+ * `delegated narrow` command writes the end user's policies with a short key of that user.
+ */
+export const ORGANIZATION_ACCESS_ACTIVITIES: ReadonlySet<string> = new Set([
+  'ACTIVITY_TYPE_CREATE_USERS_V4',
+  'ACTIVITY_TYPE_CREATE_API_ONLY_USERS',
+  'ACTIVITY_TYPE_CREATE_INVITATIONS',
+  'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+])
+
+/**
  * Activities a session credential may not run alone in a sub-organization: exporting the wallet or
  * an account, and creating any credential or session (each is a way to keep access after the
  * session ends), a second factor included (mfa/: its secret and recovery codes outlast the session,
- * and a factor the user does not hold would lock them out of their own export).
+ * and a factor the user does not hold would lock them out of their own export), and each of
+ * ORGANIZATION_ACCESS_ACTIVITIES.
  */
 export const FRESH_VERIFICATION_ACTIVITIES: ReadonlySet<string> = new Set([
   'ACTIVITY_TYPE_EXPORT_WALLET',
@@ -21,6 +41,7 @@ export const FRESH_VERIFICATION_ACTIVITIES: ReadonlySet<string> = new Set([
   'ACTIVITY_TYPE_STAMP_LOGIN',
   'ACTIVITY_TYPE_LATCHKEY_CREATE_TOTP_FACTOR',
   'ACTIVITY_TYPE_LATCHKEY_CREATE_PASSKEY_FACTOR',
+  ...ORGANIZATION_ACCESS_ACTIVITIES,
 ])
 
 /**
@@ -66,18 +87,31 @@ export function verifiedAtOf(key: ApiKeyRow): number | null {
  */
 export const DEFAULT_FRESH_VERIFICATION_SECONDS = 900
 
+/** Whether the user has a way in besides their keys: a passkey, an OAuth identity or an email. */
+async function hasWayIn(db: Db, user: UserRow): Promise<boolean> {
+  if (user.email) return true
+  const [authenticators, providers] = await Promise.all([db.authenticatorsOfUser(user.id), db.oauthProvidersOfUser(user.id)])
+  return authenticators.length > 0 || providers.length > 0
+}
+
 /**
- * Whether the user has no way in but their session keys: no passkey, no OAuth identity, no email (a
- * guest, issue 28). Nothing could verify them afresh, and whoever holds the key holds the account
- * already, so the key's own stamp (approved in the consent frame) is all there is to ask for.
+ * Whether the organization has no way in but its session keys: none of its users has a passkey, an
+ * OAuth identity or an email (a guest, issue 28). Nothing could verify them afresh, and whoever
+ * holds a key holds the account already, so the key's own stamp (approved in the consent frame) is
+ * all there is to ask for.
+ *
+ * Asked of the whole organization, not of the user alone: a user without a way in, in an
+ * organization where another user has one, is a user someone added later by their stamp
+ * (create_users, create_api_only_users), whose keys nothing ties to a person: a stolen session
+ * could have added it with the attacker's key (security review, finding 1). It gets no exemption, so
+ * it needs a fresh verification it can never give (no email, no passkey, keys registered for it
+ * carry none): it exports, registers keys and enrols a factor only by a passkey stamp.
  */
 async function onlyWayIn(db: Db, userId: string, organizationId: string): Promise<boolean> {
-  const [user, authenticators, providers] = await Promise.all([
-    db.user(userId, organizationId),
-    db.authenticatorsOfUser(userId),
-    db.oauthProvidersOfUser(userId),
-  ])
-  return user !== undefined && !user.email && authenticators.length === 0 && providers.length === 0
+  const users = await db.users(organizationId)
+  if (!users.some((user) => user.id === userId)) return false
+  const wayIn = await Promise.all(users.map((user) => hasWayIn(db, user)))
+  return !wayIn.includes(true)
 }
 
 /**
@@ -86,8 +120,8 @@ async function onlyWayIn(db: Db, userId: string, organizationId: string): Promis
  * fresh verification. Allowed: a passkey stamp (`passkey`, X-Stamp-Webauthn: the user was just
  * there); an API key whose moment of verification (`verifiedAtOf`: an email code it was made from,
  * or the verification a key registered it inherited) is at most `freshSeconds` old; a parent
- * organization's user (a backend's own key); an exempted request; the key of a user with no other
- * way in (a guest: `onlyWayIn`). A session credential is any API
+ * organization's user (a backend's own key); an exempted request; the key of a user in an
+ * organization with no other way in (a guest: `onlyWayIn`). A session credential is any API
  * key with an expiry: sessions, sign-in credentials, and keys from create_api_keys, which in a
  * sub-organization must expire. A key without one is in a sub-organization only because its parent
  * put it there at create_sub_organization (a backend's delegated-access user), and is not a session.

@@ -28,14 +28,36 @@ function describeFunction(entry: string): string {
   }
 }
 
-/** A read grant request, or the reader's refusal as a ReviewError (the same code and message). */
+/**
+ * Refuses a second allowance for an asset already limited (two native allowances, or two for one
+ * token, in either of the ERC's shapes): the kms takes one per asset, and the user would be shown
+ * two limits of which one would be enforced.
+ */
+function refuseDuplicateAllowances(permissions: readonly GrantRequestPermission[]) {
+  const seen = new Set<string>()
+  for (const permission of permissions) {
+    if (permission.kind === 'calls') continue
+    const asset = permission.kind === 'native' ? 'native' : permission.token!.toLowerCase()
+    if (seen.has(asset))
+      throw new ReviewError(
+        'MALFORMED_GRANT',
+        `The grant asks for two allowances for ${asset === 'native' ? NATIVE_SYMBOL : toAddress(asset)}: a grant limits each token once`,
+      )
+    seen.add(asset)
+  }
+}
+
+/** A read grant request, or the reader's refusal as a ReviewError (the same code and message); one allowance per asset. */
 export function readGrant(request: unknown, context: Pick<ReviewContext, 'account'>, now: number) {
+  let read: ReturnType<typeof readGrantRequest>
   try {
-    return readGrantRequest(request, { account: context.account, now })
+    read = readGrantRequest(request, { account: context.account, now })
   } catch (error) {
     if (error instanceof GrantRequestProblem) throw new ReviewError(error.code, error.message)
     throw error
   }
+  refuseDuplicateAllowances(read.permissions)
+  return read
 }
 
 type Described = { rows: ReviewRow[]; node: ReviewNode; warnings: ReviewWarning[] }
