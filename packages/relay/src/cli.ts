@@ -22,6 +22,13 @@ import {
 } from '@latchkey/service'
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP } from './limits.js'
 import {
+  DEFAULT_MAX_BUFFERED_BYTES,
+  DEFAULT_MAX_BUFFERED_BYTES_PER_IP,
+  DEFAULT_MAX_BUFFERED_BYTES_TOTAL,
+  DEFAULT_MAX_UNACKED_BYTES,
+  DEFAULT_MAX_UNACKED_MESSAGES,
+} from './outbound.js'
+import {
   DEFAULT_MAX_STORED_BYTES,
   DEFAULT_MAX_STORED_BYTES_PER_CLIENT,
   DEFAULT_MAX_STORED_BYTES_PER_TOPIC,
@@ -137,6 +144,53 @@ const settings = {
     default: DEFAULT_MAX_CONNECTIONS_PER_IP,
     description: 'Open WebSockets from one IP address (IPv6: one /64); an upgrade past it is refused with HTTP 429. 0: no cap (behind a proxy, cap there).',
   }),
+  maxBufferedBytes: integer({
+    flag: 'max-buffered-bytes',
+    env: 'LATCHKEY_RELAY_MAX_BUFFERED_BYTES',
+    valueName: '<bytes>',
+    // Twice the largest message (512 KiB): a paced backlog writes half of it at a time.
+    min: 1024 * 1024,
+    max: Number.MAX_SAFE_INTEGER,
+    default: DEFAULT_MAX_BUFFERED_BYTES,
+    description: 'Bytes one connection may leave unread (a client that does not read); past it the connection is closed with 4009 slow consumer.',
+  }),
+  maxBufferedBytesPerIp: integer({
+    flag: 'max-buffered-bytes-per-ip',
+    env: 'LATCHKEY_RELAY_MAX_BUFFERED_BYTES_PER_IP',
+    valueName: '<bytes>',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    default: DEFAULT_MAX_BUFFERED_BYTES_PER_IP,
+    description:
+      'Bytes the connections of one IP address (IPv6: one /64) may leave unread together; past it 4009. 0: no cap; else at least --max-buffered-bytes.',
+  }),
+  maxBufferedBytesTotal: integer({
+    flag: 'max-buffered-bytes-total',
+    env: 'LATCHKEY_RELAY_MAX_BUFFERED_BYTES_TOTAL',
+    valueName: '<bytes>',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    default: DEFAULT_MAX_BUFFERED_BYTES_TOTAL,
+    description: 'Bytes all connections may leave unread together; past it 4009. 0: no cap; else at least --max-buffered-bytes.',
+  }),
+  maxUnackedMessages: integer({
+    flag: 'max-unacked-messages',
+    env: 'LATCHKEY_RELAY_MAX_UNACKED_MESSAGES',
+    valueName: '<n>',
+    min: 0,
+    max: 10_000_000,
+    default: DEFAULT_MAX_UNACKED_MESSAGES,
+    description: 'Pushes one connection may leave unacknowledged; past it 4009 (they are sent again on its next subscribe). 0: no cap.',
+  }),
+  maxUnackedBytes: integer({
+    flag: 'max-unacked-bytes',
+    env: 'LATCHKEY_RELAY_MAX_UNACKED_BYTES',
+    valueName: '<bytes>',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    default: DEFAULT_MAX_UNACKED_BYTES,
+    description: 'Message bytes one connection may leave unacknowledged; past it 4009. 0: no cap.',
+  }),
   maxStoredBytes: integer({
     flag: 'max-stored-bytes',
     env: 'LATCHKEY_RELAY_MAX_STORED_BYTES',
@@ -208,6 +262,11 @@ await runService({
     const redisUrl = values.redis ?? values.redisUrl
     // The store is named by host and port: the whole URL is a secret (it may hold a password) and would be logged as [redacted].
     if (chosen.length > 1) throw new SettingsError(`choose one store, not ${chosen.map((key) => settingLabel(settings[key])).join(' and ')}`)
+    for (const key of ['maxBufferedBytesPerIp', 'maxBufferedBytesTotal'] as const)
+      if (values[key] > 0 && values[key] < values.maxBufferedBytes)
+        throw new SettingsError(
+          `${settingLabel(settings[key])} must be 0 (no cap) or at least ${settingLabel(settings.maxBufferedBytes)} (${values.maxBufferedBytes})`,
+        )
     let store: RelayStore
     let storeName: string
     const quotas: StorageQuotas = {
@@ -236,7 +295,15 @@ await runService({
       maxRpcRequestsPerSecond: values.rpcRequestsPerSecond,
       coalesceMicros: values.coalesce,
       audiences: values.audiences.length ? values.audiences : undefined,
-      limits: { maxConnections: values.maxConnections, maxConnectionsPerIp: values.maxConnectionsPerIp },
+      limits: {
+        maxConnections: values.maxConnections,
+        maxConnectionsPerIp: values.maxConnectionsPerIp,
+        maxBufferedBytes: values.maxBufferedBytes,
+        maxBufferedBytesPerIp: values.maxBufferedBytesPerIp,
+        maxBufferedBytesTotal: values.maxBufferedBytesTotal,
+        maxUnackedMessages: values.maxUnackedMessages,
+        maxUnackedBytes: values.maxUnackedBytes,
+      },
       logger,
       metrics,
     })

@@ -26,6 +26,10 @@ export type Connection = {
   socket: ServerWebSocket
   /** The TCP socket under the WebSocket (from the HTTP upgrade): a turn's frames leave on it in one write. */
   tcp: Socket
+  /** The client's address as the per-address limits count it (limits.ts `addressKey`). */
+  address: string
+  /** Bytes of this connection's counted in the relay's unread budget (outbound.ts `unreadBudget`). */
+  unread: number
   clientId: string
   subscriptions: Map<string, Subscription>
   /** Pushed irn_subscription requests awaiting the client's ack, by request id. */

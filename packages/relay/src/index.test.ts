@@ -4,12 +4,17 @@ import { expect, test } from 'vitest'
 test('default: exports', async () => {
   expect(Object.keys(await import('./index.js')).sort()).toMatchInlineSnapshot(`
     [
+      "DEFAULT_MAX_BUFFERED_BYTES",
+      "DEFAULT_MAX_BUFFERED_BYTES_PER_IP",
+      "DEFAULT_MAX_BUFFERED_BYTES_TOTAL",
       "DEFAULT_MAX_CONNECTIONS",
       "DEFAULT_MAX_CONNECTIONS_PER_IP",
       "DEFAULT_MAX_STORED_BYTES",
       "DEFAULT_MAX_STORED_BYTES_PER_CLIENT",
       "DEFAULT_MAX_STORED_BYTES_PER_TOPIC",
       "DEFAULT_MAX_STORED_MESSAGES_PER_TOPIC",
+      "DEFAULT_MAX_UNACKED_BYTES",
+      "DEFAULT_MAX_UNACKED_MESSAGES",
       "MESSAGE_OVERHEAD_BYTES",
       "QuotaExceededError",
       "RelayCloseCode",

@@ -31,6 +31,19 @@ export type RelayLimits = ConnectionLimits & {
    */
   maxBufferedBytes?: number | undefined
   /**
+   * Bytes all connections from one address (IPv6: one /64) may hold unread together, counted per
+   * connection once its socket is past its 16 KiB high-water mark. Past it the connection being
+   * written to is closed with `RelayCloseCode.slowConsumer`. 0 or at least `maxBufferedBytes`.
+   * Default 64 MiB; 0: no cap (behind a proxy every client has its address: cap there).
+   */
+  maxBufferedBytesPerIp?: number | undefined
+  /**
+   * Bytes all connections may hold unread together, counted as `maxBufferedBytesPerIp`; past it
+   * the connection being written to is closed with `RelayCloseCode.slowConsumer`. 0 or at least
+   * `maxBufferedBytes`. Default 1 GiB; 0: no cap.
+   */
+  maxBufferedBytesTotal?: number | undefined
+  /**
    * Pushed messages one connection may leave unacknowledged. Past it the connection is closed with
    * `RelayCloseCode.slowConsumer` (nothing is lost: an unacknowledged message is sent again on the
    * next subscribe). Default 2000 (two topics' `maxStoredMessagesPerTopic`); 0: no cap.

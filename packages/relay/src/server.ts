@@ -9,10 +9,10 @@ import { type Connection, idOf, internal, isAck, type Request, RpcError, type Su
 import { verifyEd25519 } from './ed25519.js'
 import { createRelayHttpApp, RelayErrorCode } from './http.js'
 import { InFlight } from './inflight.js'
-import { connectionGate } from './limits.js'
+import { addressKey, connectionGate } from './limits.js'
 import { relayMetrics } from './metrics.js'
 import { type Relay, RelayCloseCode, type RelayOptions } from './options.js'
-import { outboundLimits, PUSH_FRAME_OVERHEAD, paced } from './outbound.js'
+import { outboundLimits, PUSH_FRAME_OVERHEAD, paced, unreadBudget } from './outbound.js'
 import { Push, textFrames } from './push.js'
 import { requestRate } from './rate.js'
 import {
@@ -63,7 +63,10 @@ export function createRelay(options: RelayOptions): Relay {
   const maxRequestsPerSecond = options.limits?.maxRequestsPerSecond ?? 200
   const maxFetchMessages = options.limits?.maxFetchMessages ?? 100
   const maxFetchBytes = options.limits?.maxFetchBytes ?? 2 * 1024 * 1024
-  const { maxBufferedBytes, maxUnackedMessages, maxUnackedBytes } = outboundLimits(options.limits, maxMessageBytes)
+  const outbound = outboundLimits(options.limits, maxMessageBytes)
+  const { maxBufferedBytes, maxUnackedMessages, maxUnackedBytes } = outbound
+  /** Unread bytes per address and in all: many connections that do not read add up. */
+  const unread = unreadBudget(outbound)
   const withinRate = requestRate({ now, maxRequestsPerSecond, countShared: store.countRequests?.bind(store) })
   const addToBatch = shared ? undefined : store.addToBatch?.bind(store)
   /**
@@ -140,6 +143,8 @@ export function createRelay(options: RelayOptions): Relay {
     const connection: Connection = {
       socket,
       tcp: request.socket,
+      address: addressKey(request.socket.remoteAddress ?? ''),
+      unread: 0,
       clientId,
       subscriptions: new Map(),
       inflight: new InFlight(),
@@ -194,7 +199,9 @@ export function createRelay(options: RelayOptions): Relay {
     socket.on('pong', (payload) => {
       if (connection.ping?.equals(payload)) connection.alive = true
     })
+    request.socket.on('drain', () => unread.clear(connection))
     socket.on('close', () => {
+      unread.clear(connection)
       connections.delete(socket)
       for (const topic of [...connection.subscriptions.keys()]) unsubscribe(connection, topic)
     })
@@ -727,9 +734,12 @@ export function createRelay(options: RelayOptions): Relay {
     connection.out = []
     if (connection.socket.readyState !== connection.socket.OPEN) return
     const bytes = textFrames(frames, lengths)
-    // A client that does not read would have the relay buffer every frame for it.
-    if (connection.tcp.writableLength + bytes.length > maxBufferedBytes) return slowConsumer(connection, 'too many bytes unread')
-    connection.tcp.write(bytes)
+    // A client that does not read would have the relay buffer every frame for it; many such clients, more.
+    const waiting = connection.tcp.writableLength + bytes.length
+    if (waiting > maxBufferedBytes) return slowConsumer(connection, 'too many bytes unread')
+    const over = unread.over(connection, waiting)
+    if (over) return slowConsumer(connection, over)
+    if (!connection.tcp.write(bytes)) unread.wrote(connection)
   }
 
   /**

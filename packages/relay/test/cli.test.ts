@@ -197,6 +197,11 @@ describe('latchkey-relay', () => {
       '--coalesce <µs>, LATCHKEY_RELAY_COALESCE',
       '--max-stored-bytes-per-topic <bytes>, LATCHKEY_RELAY_MAX_STORED_BYTES_PER_TOPIC',
       '--max-stored-messages-per-topic <n>, LATCHKEY_RELAY_MAX_STORED_MESSAGES_PER_TOPIC',
+      '--max-buffered-bytes <bytes>, LATCHKEY_RELAY_MAX_BUFFERED_BYTES',
+      '--max-buffered-bytes-per-ip <bytes>, LATCHKEY_RELAY_MAX_BUFFERED_BYTES_PER_IP',
+      '--max-buffered-bytes-total <bytes>, LATCHKEY_RELAY_MAX_BUFFERED_BYTES_TOTAL',
+      '--max-unacked-messages <n>, LATCHKEY_RELAY_MAX_UNACKED_MESSAGES',
+      '--max-unacked-bytes <bytes>, LATCHKEY_RELAY_MAX_UNACKED_BYTES',
     ])
       expect(help).toContain(`\n  ${setting}\n`)
   })
@@ -225,6 +230,12 @@ describe('latchkey-relay', () => {
       '--audience must be a URL starting with wss:// or ws:// or https:// or http://, got "relay.example" (see latchkey-relay --help)',
     ],
     ['two stores', ['--memory', '--db', 'x.db'], {}, 'choose one store, not --db / LATCHKEY_RELAY_DB and --memory / LATCHKEY_RELAY_MEMORY'],
+    [
+      'an address budget below one connection’s',
+      ['--memory', '--max-buffered-bytes-per-ip', '2000000'],
+      {},
+      '--max-buffered-bytes-per-ip / LATCHKEY_RELAY_MAX_BUFFERED_BYTES_PER_IP must be 0 (no cap) or at least --max-buffered-bytes / LATCHKEY_RELAY_MAX_BUFFERED_BYTES (4194304)',
+    ],
     [
       'production without a store or an audience',
       [],

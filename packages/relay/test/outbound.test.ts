@@ -81,6 +81,54 @@ describe('slow consumers', () => {
     expect(relay.connections()).toBe(2)
   })
 
+  /**
+   * Four subscribers from this one address stop reading, and enough is published to fill both ends'
+   * socket buffers and `fill` more for each. Answers how each was closed, once they read again.
+   */
+  async function stalledFromOneAddress(fill: number) {
+    const t = topic()
+    const readers = await Promise.all(Array.from({ length: 4 }, () => connectClient(relay.url, { ack: false })))
+    for (const reader of readers) await reader.request('irn_subscribe', { topic: t })
+    for (const reader of readers) tcpOf(reader).pause()
+    const publisher = await connectClient(relay.url)
+    const count = Math.ceil((2 * (kernelBuffer('tcp_wmem', 2) + kernelBuffer('tcp_rmem', 1)) + fill) / (512 * 1024))
+    for (let index = 0; index < count; index++)
+      expect(await publisher.request('irn_publish', { topic: t, message: payload(512 * 1024, index), ttl: 300, tag: 1 })).toBe(true)
+    for (const reader of readers) tcpOf(reader).resume()
+    return { closes: await Promise.all(readers.map((reader) => reader.closed)), publisher }
+  }
+
+  test('error: subscribers of one address that stop reading are closed with 4009 once together they pass maxBufferedBytesPerIp, none past its own cap', async () => {
+    await start({ maxBufferedBytes: 2 * 1024 * 1024, maxBufferedBytesPerIp: 2 * 1024 * 1024, maxUnackedMessages: 0, maxUnackedBytes: 0 })
+    const { closes } = await stalledFromOneAddress(1024 * 1024)
+    expect(closes).toEqual(Array(4).fill({ code: RelayCloseCode.slowConsumer, reason: 'slow consumer: too many bytes unread from your address' }))
+  })
+
+  test('error: subscribers that stop reading are closed with 4009 once together they pass maxBufferedBytesTotal', async () => {
+    await start({
+      maxBufferedBytes: 2 * 1024 * 1024,
+      maxBufferedBytesPerIp: 0,
+      maxBufferedBytesTotal: 2 * 1024 * 1024,
+      maxUnackedMessages: 0,
+      maxUnackedBytes: 0,
+    })
+    const { closes } = await stalledFromOneAddress(1024 * 1024)
+    expect(closes).toEqual(Array(4).fill({ code: RelayCloseCode.slowConsumer, reason: 'slow consumer: too many bytes unread on this relay' }))
+  })
+
+  test('behavior: a subscriber that reads is not closed for the bytes other connections of its address left unread', async () => {
+    await start({ maxBufferedBytes: 2 * 1024 * 1024, maxBufferedBytesPerIp: 2 * 1024 * 1024, maxUnackedMessages: 0, maxUnackedBytes: 0 })
+    const other = topic()
+    const reader = await connectClient(relay.url)
+    await reader.request('irn_subscribe', { topic: other })
+    const { publisher } = await stalledFromOneAddress(1024 * 1024)
+    for (let index = 0; index < 10; index++) {
+      expect(await publisher.request('irn_publish', { topic: other, message: payload(100, index), ttl: 300, tag: 1 })).toBe(true)
+      expect((await reader.nextPush()).params.data.message.slice(0, 6)).toBe(index.toString(36).padStart(6, '0'))
+    }
+    expect(await reader.request('irn_unsubscribe', { topic: other, id: 'x' })).toBe(true)
+  })
+
   test('error: a subscriber that reads but never acks is closed with 4009 past maxUnackedMessages; a new connection is sent them all again', async () => {
     await start({ maxUnackedMessages: 5 })
     const t = topic()
@@ -130,5 +178,8 @@ describe('slow consumers', () => {
       new RangeError('maxBufferedBytes must be at least twice maxMessageBytes and at least 65536'),
     )
     expect(() => createRelay({ port: 0, limits: { maxUnackedMessages: -1 } })).toThrow(new RangeError('maxUnackedMessages must be a whole number'))
+    expect(() => createRelay({ port: 0, limits: { maxBufferedBytesPerIp: 1024 * 1024 } })).toThrow(
+      new RangeError('maxBufferedBytesPerIp must be 0 (no cap) or at least maxBufferedBytes'),
+    )
   })
 })
