@@ -1,4 +1,4 @@
-import { type Address, encodeFunctionData, erc20Abi, maxUint256, numberToHex, parseAbi, parseUnits } from 'viem'
+import { type Address, encodeFunctionData, erc20Abi, maxUint256, numberToHex, parseAbi, parseEther, parseUnits } from 'viem'
 import { RECIPIENT } from './typedData.js'
 
 // The demo's ERC-20 on the local chains (contracts/TestToken.sol, deployed by `npm start`) and the
@@ -23,6 +23,12 @@ export const SEND_AMOUNT = parseUnits('1.5', TOKEN_DECIMALS)
 /** The grant's allowance: 5 TKN per day. */
 export const GRANT_ALLOWANCE = parseUnits('5', TOKEN_DECIMALS)
 export const GRANT_PERIOD_SECONDS = 86_400
+/**
+ * The grant's native allowance, for network fees only (the demo sends no ETH under it): 0.01 ETH
+ * per day. The kms charges each transaction's fee ceiling (gas × maxFeePerGas) to it, and refuses
+ * any fee under a grant without one; on anvil (1 gwei base fee) a send's ceiling is about 0.0001 ETH.
+ */
+export const GRANT_FEE_ALLOWANCE = parseEther('0.01')
 export const GRANT_LIFETIME_SECONDS = 3_600
 
 /** The TestToken's open mint, beside the standard ERC-20 functions. */
@@ -38,7 +44,8 @@ export const approveUnlimitedData = () => encodeFunctionData({ abi: erc20Abi, fu
 /**
  * The ERC-7715 `wallet_grantPermissions` request (the ERC's first shape, as
  * packages/embedded/src/permissions.ts reads it): the account may spend up to 5 TKN per rolling
- * day without a prompt, for one hour from `now`. The signer is the account itself, so the wallet
+ * day without a prompt, and up to 0.01 ETH a day on those transactions' network fees, for one hour
+ * from `now`. The signer is the account itself, so the wallet
  * binds its own key. ERC-7715 allowances limit the amount, not the recipient: the demo only ever
  * sends to TEST_ACCOUNT.
  *
@@ -56,6 +63,11 @@ export function grantRequest({ account, chainId, now }: { account: Address; chai
       {
         type: 'erc20-recurring-allowance',
         data: { token: TOKEN, allowance: numberToHex(GRANT_ALLOWANCE), start: seconds, period: GRANT_PERIOD_SECONDS },
+        policies: [],
+      },
+      {
+        type: 'native-token-recurring-allowance',
+        data: { allowance: numberToHex(GRANT_FEE_ALLOWANCE), start: seconds, period: GRANT_PERIOD_SECONDS },
         policies: [],
       },
     ],

@@ -45,10 +45,14 @@ function covers(grant: KmsGrant, call: Call): boolean {
   )
 }
 
+/** Whether `grant` may pay network fees: the kms charges a transaction's fee ceiling to the native allowance, and refuses any fee without one. */
+const paysFees = (grant: KmsGrant) => grant.permissions.some((permission) => permission.type === 'native-token-recurring-allowance')
+
 /**
  * The first grant in force at `now` (unix ms) whose scope covers `transaction` of `account`: its
  * chain and account, every call's contract and selector (or an ERC-20 allowance's token), and
- * native value only with a native allowance. An EIP-7702 authorization is never inside a grant.
+ * native value, or a fee (gas × maxFeePerGas or gasPrice), only with a native allowance. An
+ * EIP-7702 authorization is never inside a grant.
  *
  * @example
  * const grant = coveringGrant(grants, { chainId: 31337, to: game, data }, account, Date.now())
@@ -57,9 +61,12 @@ export function coveringGrant(grants: readonly KmsGrant[], transaction: Transact
   if ('authorizationList' in transaction && transaction.authorizationList?.length) return undefined
   const calls = callsOf(transaction, account)
   if (!calls || calls.every((call) => call.value === 0n && call.data === '0x')) return undefined
+  const { gas, maxFeePerGas, gasPrice } = transaction as { gas?: bigint | undefined; maxFeePerGas?: bigint | undefined; gasPrice?: bigint | undefined }
+  const fees = (gas ?? 0n) * (maxFeePerGas ?? gasPrice ?? 0n)
   return grants.find(
     (grant) =>
       Number(grant.expiry) * 1000 > now &&
+      (fees === 0n || paysFees(grant)) &&
       Number(grant.chainId) === transaction.chainId &&
       grant.account.toLowerCase() === account.toLowerCase() &&
       calls.every((call) => covers(grant, call)),

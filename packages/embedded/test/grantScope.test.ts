@@ -63,4 +63,18 @@ describe('coveringGrant', () => {
     expect(coveringGrant([moves], { chainId: 31337, to: game, data: move }, recipient, NOW)).toBeUndefined()
     expect(coveringGrant([moves], { chainId: 31337, to: game, data: move }, account, NOW + 3600_000)).toBeUndefined()
   })
+
+  test('behavior: a transaction that pays network fees is covered only by a grant with a native allowance (the kms charges fees to it, and refuses them without one)', () => {
+    const transfer = encodeFunctionData({ abi: ERC20, functionName: 'transfer', args: [recipient, 1n] })
+    const eip1559 = { chainId: 31337, to: token, data: transfer, type: 'eip1559', gas: 60_000n, maxFeePerGas: 2_000_000_000n } as const
+    const legacy = { chainId: 31337, to: token, data: transfer, type: 'legacy', gas: 60_000n, gasPrice: 2_000_000_000n } as const
+    const tokensAndFees = grant([...tokens.permissions, ...native.permissions], { grantId: 'fees' })
+    for (const transaction of [eip1559, legacy]) {
+      expect(coveringGrant([tokens], transaction, account, NOW)).toBeUndefined()
+      expect(coveringGrant([tokens, tokensAndFees], transaction, account, NOW)).toBe(tokensAndFees)
+    }
+    // No fee offered (no gas limit, or no price): nothing to pay.
+    expect(coveringGrant([tokens], { ...eip1559, maxFeePerGas: 0n }, account, NOW)).toBe(tokens)
+    expect(coveringGrant([tokens], { chainId: 31337, to: token, data: transfer, maxFeePerGas: 2_000_000_000n }, account, NOW)).toBe(tokens)
+  })
 })

@@ -241,7 +241,7 @@ describe('grants in the consent frame', { timeout: 90_000 }, () => {
       'Anvil A (31337)',
       `${expiry} (in 1 hour)`,
       'this wallet',
-      '0.01 ETH per day',
+      '0.01 ETH per day, network fees included',
       'inside these limits until it expires, without asking you again',
     ])
     // The frame made the grant's key and named it; the stamp is the session key's, over that body.
@@ -286,7 +286,8 @@ describe('grants in the consent frame', { timeout: 90_000 }, () => {
         name: 'GrantRefusedError',
         reason: 'GRANT_LIMIT_EXCEEDED',
         shortMessage: 'The permission you granted does not allow this request.',
-        details: `Grant limit: 0.01 ETH per 1 day; 0.006 ETH already spent (grant ${grantId})`,
+        // 0.006 ETH and its fee ceiling, 21,000 gas at 2 gwei.
+        details: `Grant limit: 0.01 ETH per 1 day; 0.006042 ETH already spent (grant ${grantId})`,
       },
     })
 

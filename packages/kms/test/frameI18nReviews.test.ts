@@ -272,6 +272,21 @@ const REQUESTS: [string, WalletRequest, ReviewContext][] = [
     },
     context,
   ],
+  [
+    'grant of tokens only (it cannot pay network fees)',
+    {
+      method: 'wallet_grantPermissions',
+      params: [
+        {
+          chainId: '0x7a69',
+          address: account,
+          expiry: 1893456000,
+          permissions: [{ type: 'erc20-recurring-allowance', data: { token: TOKEN, allowance: toHex(parseUnits('10', 18)), period: 86400 } }],
+        },
+      ],
+    },
+    context,
+  ],
   ['authorization on every chain', { method: 'eip7702_authorization', params: [{ address: EXECUTOR, chainId: 0, nonce: 0 }] }, context],
   ['authorization to a stranger on another chain', { method: 'eip7702_authorization', params: [{ address: STRANGER, chainId: 10 }] }, context],
   ['export', { method: 'export_wallet', params: [] }, context],
@@ -423,6 +438,26 @@ describe('the review in every locale', async () => {
     expect(displayRow(en.rowValue, '1 ETH')).toBe(isolated('1 ETH'))
     expect(displayRow(en.rowMessage, 'Pay 1 ETH')).toBe(isolated('Pay 1 ETH'))
     expect(display(`Send 1 ETH to ${recipient}`)).toBe(`שליחת ${isolated('1 ETH')} אל ${isolated(recipient)}`)
+  })
+
+  test('behavior: a grant’s native limit reads "network fees included", and a grant without one says it cannot pay them, in de and ar', async () => {
+    const byName = new Map(reviews)
+    const shown = (name: string) =>
+      byName
+        .get(name)!
+        .rows.slice(3)
+        .map((row) => [display(row.label), displayRow(row.label, row.value)])
+    await useFrameLocale('de', () => NOW)
+    expect(shown('grant')[0]).toEqual(['ETH-Limit', '0,1 ETH pro Tag, ab 01.01.2026, 00:00:00 UTC (vor 3 Jahren), Netzwerkgebühren inbegriffen'])
+    expect(shown('grant of tokens only (it cannot pay network fees)')).toEqual([
+      ['TKN-Limit', '10 TKN pro Tag'],
+      ['Netzwerkgebühr', 'keine: ohne ETH-Limit kann diese Berechtigung keine Netzwerkgebühren zahlen'],
+    ])
+    await useFrameLocale('ar', () => NOW)
+    expect(shown('grant of tokens only (it cannot pay network fees)')[1]).toEqual([
+      'رسوم الشبكة',
+      'لا شيء: من دون حدّ \u2068ETH\u2069 لا يمكن لهذا الإذن دفع رسوم الشبكة',
+    ])
   })
 
   test('error: a value cannot reorder the sentence around it: its direction controls are shown as code points', async () => {

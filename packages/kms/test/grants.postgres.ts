@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { getFreePort } from '@latchkey/devnet'
 import { ApiKeyStamper } from '@turnkey/api-key-stamper'
 import { TurnkeyClient } from '@turnkey/http'
-import { encodeFunctionData, parseAbi, parseUnits, serializeTransaction } from 'viem'
+import { encodeFunctionData, parseAbi, parseEther, parseUnits, serializeTransaction } from 'viem'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { testTokenAddress as token } from '../../../contracts/index.js'
 import { createKms, generateApiKeyPair, type Kms } from '../src/index.js'
@@ -31,7 +31,7 @@ describe('a grant on two instances on one PostgreSQL', () => {
   })
   afterAll(() => Promise.all([kmsA.stop(), kmsB.stop()]))
 
-  test('behavior: forty signatures at once over both instances sign exactly as many as the allowance holds', async () => {
+  test('behavior: forty signatures at once over both instances sign exactly as many as the allowances hold, network fees counted', async () => {
     const parentKey = generateApiKeyPair()
     const { organizationId } = await kmsA.createParentOrganization({ name: 'App', userName: 'backend', publicKey: parentKey.apiPublicKey })
     const userKey = generateApiKeyPair()
@@ -74,6 +74,8 @@ describe('a grant on two instances on one PostgreSQL', () => {
               type: 'erc20-recurring-allowance',
               data: { address: token, allowance: parseUnits('5', 18).toString(), period: '86400', symbol: 'TKN', decimals: 18 },
             },
+            // The fees of four: each transaction's fee ceiling (100,000 gas at 2 gwei, 0.0002 ETH) is native spend.
+            { type: 'native-token-recurring-allowance', data: { allowance: parseEther('0.0008').toString(), period: '86400' } },
           ],
         },
       },
@@ -109,8 +111,8 @@ describe('a grant on two instances on one PostgreSQL', () => {
           ),
       ),
     )
-    expect(answers.filter((answer) => answer === 'signed')).toHaveLength(5)
-    expect(answers.filter((answer) => answer === 'Turnkey error 7: Grant limit: 5 TKN per 1 day; 5 TKN already spent')).toHaveLength(35)
+    expect(answers.filter((answer) => answer === 'signed')).toHaveLength(4)
+    expect(answers.filter((answer) => answer === 'Turnkey error 7: Grant limit: 0.0008 ETH per 1 day; 0.0008 ETH already spent')).toHaveLength(36)
   })
 
   test('behavior: a sign-out racing forty grants of its session over both instances leaves no grant of that session', async () => {

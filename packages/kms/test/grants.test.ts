@@ -10,11 +10,14 @@ import {
   type Hex,
   http,
   keccak256,
+  maxUint256,
   parseAbi,
   parseEther,
+  parseTransaction,
   parseUnits,
   serializeTransaction,
   serializeTypedData,
+  type TransactionSerializable,
   toHex,
 } from 'viem'
 import { getUserOperationTypedData } from 'viem/account-abstraction'
@@ -69,6 +72,13 @@ const tokenAllowance = (allowance: string, period = 86_400) => ({
   type: 'erc20-recurring-allowance',
   data: { address: token, allowance: TKN(allowance).toString(), start: '0', period: String(period), symbol: 'TKN', decimals: 18 },
 })
+/** A native allowance: `allowance` ETH per `period` seconds, which pays network fees too (a transaction's fee ceiling is native spend). */
+const nativeAllowance = (allowance: string, period = 86_400) => ({
+  type: 'native-token-recurring-allowance',
+  data: { allowance: parseEther(allowance).toString(), start: '0', period: String(period) },
+})
+/** Room for the network fees of every transaction a test signs (`unsigned`'s ceiling is 0.0006 ETH). */
+const FEES = nativeAllowance('1')
 const expiryIn = (seconds: number) => String(Math.floor(clock.now / 1000) + seconds)
 
 /** create_grant, stamped by the user's own key; its answer's activity. */
@@ -106,6 +116,10 @@ const unsigned = (to: Address, data: Hex = '0x', value = 0n, chainId = CHAIN_ID)
     maxPriorityFeePerGas: 1_000_000n,
   }).slice(2)
 
+/** An unsigned transaction from `user` with the fee fields given (and no others: a field left out is absent), as sign_transaction takes it. */
+const withFees = (fields: Omit<TransactionSerializable, 'chainId' | 'nonce' | 'to' | 'data'>, to: Address = token, data: Hex = transfer(1n)) =>
+  serializeTransaction({ chainId: CHAIN_ID, to, data, nonce: nonce++, ...fields } as TransactionSerializable).slice(2)
+
 /** sign_transaction stamped by `client` for `user`: the signed transaction (hex without 0x). */
 async function sign(client: TurnkeyClient, user: User, unsignedTransaction: string) {
   const { activity } = await client.signTransaction({
@@ -138,7 +152,7 @@ describe('signing inside a grant', () => {
   })
 
   test('default: a transfer inside the grant is signed with no approval and lands on chain', async () => {
-    const grant = await grantFor(user, [tokenAllowance('5')])
+    const grant = await grantFor(user, [tokenAllowance('5'), FEES])
     const before = await chain.readContract({ address: token, abi: TOKEN_ABI, functionName: 'balanceOf', args: [recipient] })
     nonce = await chain.getTransactionCount({ address: user.address })
     const signed = await sign(grant.client, user, unsigned(token, transfer(TKN('1.5'))))
@@ -148,7 +162,7 @@ describe('signing inside a grant', () => {
   })
 
   test('error: refuses what goes over the ERC-20 allowance, counting what was already signed in the rolling window', async () => {
-    const grant = await grantFor(user, [tokenAllowance('5', WINDOW)])
+    const grant = await grantFor(user, [tokenAllowance('5', WINDOW), FEES])
     for (let index = 0; index < 3; index++) await sign(grant.client, user, unsigned(token, transfer(TKN('1.5'))))
     expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1.5')))))).toBe(
       'Turnkey error 7: Grant limit: 5 TKN per 10 minutes; 4.5 TKN already spent',
@@ -172,12 +186,11 @@ describe('signing inside a grant', () => {
   })
 
   test('error: refuses native value over the native-token allowance, and any value without one', async () => {
-    const grant = await grantFor(user, [
-      { type: 'native-token-recurring-allowance', data: { allowance: parseEther('0.01').toString(), start: '0', period: '86400' } },
-    ])
+    const grant = await grantFor(user, [nativeAllowance('0.01')])
+    // 0.006 ETH and a fee ceiling of 0.0006 ETH (300,000 gas at 2 gwei).
     await sign(grant.client, user, unsigned(recipient, '0x', parseEther('0.006')))
-    expect(await refusal(sign(grant.client, user, unsigned(recipient, '0x', parseEther('0.005'))))).toBe(
-      'Turnkey error 7: Grant limit: 0.01 ETH per 1 day; 0.006 ETH already spent',
+    expect(await refusal(sign(grant.client, user, unsigned(recipient, '0x', parseEther('0.0035'))))).toBe(
+      'Turnkey error 7: Grant limit: 0.01 ETH per 1 day; 0.0066 ETH already spent',
     )
     const tokensOnly = await grantFor(user, [tokenAllowance('5')])
     expect(await refusal(sign(tokensOnly.client, user, unsigned(recipient, '0x', 1n)))).toBe(
@@ -187,7 +200,7 @@ describe('signing inside a grant', () => {
 
   test('error: refuses calls to contracts and functions the grant does not list; allows those it lists', async () => {
     const selector = encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [recipient, 1n] }).slice(0, 10)
-    const grant = await grantFor(user, [tokenAllowance('5'), { type: 'contract-call', data: { address: other, calls: ['0x12345678'] } }])
+    const grant = await grantFor(user, [tokenAllowance('5'), FEES, { type: 'contract-call', data: { address: other, calls: ['0x12345678'] } }])
     expect(await refusal(sign(grant.client, user, unsigned(token, encodeFunctionData({ abi: TOKEN_ABI, functionName: 'mint', args: [recipient, 1n] }))))).toBe(
       `Turnkey error 7: Outside the grant: function ${selector} of ${token} is not among the calls the grant allows`,
     )
@@ -201,7 +214,7 @@ describe('signing inside a grant', () => {
   })
 
   test('behavior: a batch through the executor is judged call by call, its spends added up', async () => {
-    const grant = await grantFor(user, [tokenAllowance('5')])
+    const grant = await grantFor(user, [tokenAllowance('5'), FEES])
     const call = (amount: string) => ({ to: token, value: 0n, data: transfer(TKN(amount)) })
     expect(await refusal(sign(grant.client, user, unsigned(user.address, batch([call('2'), call('2')]))))).toBe('signed')
     expect(await refusal(sign(grant.client, user, unsigned(user.address, batch([call('0.5'), call('1')]))))).toBe(
@@ -247,7 +260,7 @@ describe('signing inside a grant', () => {
   })
 
   test('error: a grant key cannot sign a UserOperation, even one whose calls the grant allows: its gas and calls would escape the window; refused, writing nothing', async () => {
-    const grant = await grantFor(user, [tokenAllowance('5')])
+    const grant = await grantFor(user, [tokenAllowance('5'), FEES])
     // EntryPoint v0.8's PackedUserOperation for the account, whose execute transfers 1 TKN: inside the grant as a transaction.
     const typed = getUserOperationTypedData({
       chainId: CHAIN_ID,
@@ -311,7 +324,7 @@ describe('signing inside a grant', () => {
   })
 
   test('behavior: a refusal writes nothing but its audit event: no activity, no spend', async () => {
-    const grant = await grantFor(user, [tokenAllowance('1')])
+    const grant = await grantFor(user, [tokenAllowance('1'), FEES])
     const activities = async () => (await user.client.getActivities({ organizationId: user.organizationId })).activities.length
     const before = await activities()
     expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('2')))))).toBe(
@@ -323,10 +336,119 @@ describe('signing inside a grant', () => {
   })
 
   test('behavior: forty requests at once sign exactly as many as the allowance holds', async () => {
-    const grant = await grantFor(user, [tokenAllowance('5')])
+    const grant = await grantFor(user, [tokenAllowance('5'), FEES])
     const answers = await Promise.all(Array.from({ length: 40 }, () => refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))))
     expect(answers.filter((answer) => answer === 'signed')).toHaveLength(5)
     expect(answers.filter((answer) => answer === 'Turnkey error 7: Grant limit: 5 TKN per 1 day; 5 TKN already spent')).toHaveLength(35)
+  })
+})
+
+describe('network fees under a grant', () => {
+  let user: User
+  beforeAll(async () => {
+    user = await fundedUser()
+  })
+  const activities = async () => (await user.client.getActivities({ organizationId: user.organizationId })).activities.length
+  /** The finding: no value, no token, a fee price of the whole balance (10 ETH) over 21,000 gas. */
+  const drain = () => withFees({ type: 'eip1559', gas: 21_000n, maxFeePerGas: parseEther('10') / 21_000n }, recipient, '0x')
+
+  test('error: a transaction’s fee ceiling is native spend: charged to the native allowance in its rolling window, refused past it', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5'), nativeAllowance('0.002', WINDOW)])
+    // Three transfers of 1 TKN, each with a fee ceiling of 0.0006 ETH (300,000 gas at 2 gwei): 0.0018 ETH of 0.002.
+    for (let index = 0; index < 3; index++) expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))).toBe('signed')
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))).toBe(
+      'Turnkey error 7: Grant limit: 0.002 ETH per 10 minutes; 0.0018 ETH already spent',
+    )
+    expect(await refusal(sign(grant.client, user, drain()))).toBe('Turnkey error 7: Grant limit: 0.002 ETH per 10 minutes; 0.0018 ETH already spent')
+    // A fee and a value add up: 0.0002 ETH of fee and 1 wei is past what is left; the fee alone fits, then nothing does.
+    expect(
+      await refusal(sign(grant.client, user, withFees({ type: 'eip1559', gas: 100_000n, maxFeePerGas: 2_000_000_000n, value: 1n }, recipient, '0x'))),
+    ).toBe('Turnkey error 7: Grant limit: 0.002 ETH per 10 minutes; 0.0018 ETH already spent')
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'eip1559', gas: 100_000n, maxFeePerGas: 2_000_000_000n }, recipient, '0x')))).toBe('signed')
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'eip1559', gas: 21_000n, maxFeePerGas: 1n })))).toBe(
+      'Turnkey error 7: Grant limit: 0.002 ETH per 10 minutes; 0.002 ETH already spent',
+    )
+    // Rolling: past the window the fees paid leave it.
+    clock.now += WINDOW * 1000 + 1
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))).toBe('signed')
+  })
+
+  test('error: a grant with no native allowance refuses a transaction that pays network fees (GRANT_FEES_NOT_ALLOWED), writing nothing', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5')])
+    const before = await activities()
+    const answer = await post(kms, grant.keys, '/public/v1/submit/sign_transaction', {
+      type: 'ACTIVITY_TYPE_SIGN_TRANSACTION_V2',
+      timestampMs: timestampMs(),
+      organizationId: user.organizationId,
+      parameters: { signWith: user.address, unsignedTransaction: drain(), type: 'TRANSACTION_TYPE_ETHEREUM' },
+    })
+    expect(answer).toEqual({
+      status: 403,
+      body: {
+        code: 7,
+        message: 'Outside the grant: network fees of up to 9.999999999999996 ETH need a native-token allowance; the grant has none',
+        details: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'GRANT_FEES_NOT_ALLOWED',
+            domain: 'latchkey.grants',
+            metadata: { asset: 'native', asked: '9999999999999996000' },
+          },
+        ],
+      },
+    })
+    // A transfer inside the token allowance is refused for its fee alone; a ceiling past any balance reads whole.
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))).toBe(
+      'Turnkey error 7: Outside the grant: network fees of up to 0.0006 ETH need a native-token allowance; the grant has none',
+    )
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'eip1559', gas: 30_000_000n, maxFeePerGas: maxUint256 })))).toBe(
+      'Turnkey error 7: Outside the grant: network fees of up to 3473762677119485862707129550260637235598099539969216921183727520237.39388919805 ETH need a native-token allowance; the grant has none',
+    )
+    expect(await activities()).toBe(before)
+    // Nothing was charged: the whole token allowance still signs, in a transaction that offers the network no fee.
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'eip1559', gas: 100_000n }, token, transfer(TKN('5')))))).toBe('signed')
+  })
+
+  test('behavior: a transaction with no gas limit or no fee price is charged nothing, and the chain runs neither: leaving a field out dodges no charge', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5'), nativeAllowance('0.0006')])
+    nonce = await chain.getTransactionCount({ address: user.address })
+    const noGas = await sign(grant.client, user, withFees({ type: 'eip1559', maxFeePerGas: parseEther('1') }))
+    nonce--
+    // The kms signs the fields as it parsed them: no gas limit, which no chain runs.
+    expect(parseTransaction(`0x${noGas}`).gas).toBeUndefined()
+    await expect(chain.request({ method: 'eth_sendRawTransaction', params: [`0x${noGas}`] })).rejects.toThrow(/intrinsic gas too low/)
+    const noPrice = await sign(grant.client, user, withFees({ type: 'eip1559', gas: 100_000n }))
+    nonce--
+    expect(parseTransaction(`0x${noPrice}`).maxFeePerGas).toBeUndefined()
+    await expect(chain.request({ method: 'eth_sendRawTransaction', params: [`0x${noPrice}`] })).rejects.toThrow(/max fee per gas less than block base fee/)
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'legacy', gas: 100_000n })))).toBe('signed')
+    // Neither was charged: the whole native allowance pays one fee of 0.0006 ETH, then nothing is left.
+    expect(await refusal(sign(grant.client, user, unsigned(token, transfer(1n))))).toBe('signed')
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'eip1559', gas: 21_000n, maxFeePerGas: 1n })))).toBe(
+      'Turnkey error 7: Grant limit: 0.0006 ETH per 1 day; 0.0006 ETH already spent',
+    )
+  })
+
+  test('behavior: a legacy or EIP-2930 transaction’s fee ceiling is its gas limit times its gasPrice', async () => {
+    const grant = await grantFor(user, [tokenAllowance('5'), nativeAllowance('0.001')])
+    // 100,000 gas at 5 gwei: 0.0005 ETH.
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'legacy', gas: 100_000n, gasPrice: 5_000_000_000n })))).toBe('signed')
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'eip2930', gas: 100_000n, gasPrice: 6_000_000_000n, accessList: [] })))).toBe(
+      'Turnkey error 7: Grant limit: 0.001 ETH per 1 day; 0.0005 ETH already spent',
+    )
+    expect(await refusal(sign(grant.client, user, withFees({ type: 'eip2930', gas: 100_000n, gasPrice: 5_000_000_000n, accessList: [] })))).toBe('signed')
+    const tokensOnly = await grantFor(user, [tokenAllowance('5')])
+    expect(await refusal(sign(tokensOnly.client, user, withFees({ type: 'legacy', gas: 21_000n, gasPrice: 1_000_000_000n })))).toBe(
+      'Turnkey error 7: Outside the grant: network fees of up to 0.000021 ETH need a native-token allowance; the grant has none',
+    )
+  })
+
+  test('behavior: forty requests at once sign exactly as many as the native allowance holds fees for', async () => {
+    // 0.0024 ETH: four fee ceilings of 0.0006 ETH; the 4 TKN they move leave the token allowance room.
+    const grant = await grantFor(user, [tokenAllowance('5'), nativeAllowance('0.0024')])
+    const answers = await Promise.all(Array.from({ length: 40 }, () => refusal(sign(grant.client, user, unsigned(token, transfer(TKN('1')))))))
+    expect(answers.filter((answer) => answer === 'signed')).toHaveLength(4)
+    expect(answers.filter((answer) => answer === 'Turnkey error 7: Grant limit: 0.0024 ETH per 1 day; 0.0024 ETH already spent')).toHaveLength(36)
   })
 })
 
@@ -494,7 +616,7 @@ describe('a grant ends with the session that made it', () => {
   const grantOf = (by: { client: TurnkeyClient }) =>
     createGrant(
       { ...user, client: by.client },
-      { chainId: String(CHAIN_ID), account: user.address, expiry: expiryIn(HOUR), permissions: [tokenAllowance('5')] },
+      { chainId: String(CHAIN_ID), account: user.address, expiry: expiryIn(HOUR), permissions: [tokenAllowance('5'), FEES] },
     )
 
   test('behavior: deleting the session key that created a grant deletes the grant’s key, rule and ledger; grants of other keys stay', async () => {

@@ -755,7 +755,7 @@ describe('grants (ERC-7715)', () => {
       { label: 'Network', value: 'Anvil A (31337)' },
       { label: 'Expires', value: '2030-01-01 00:00:00 UTC' },
       { label: 'Signer', value: `account ${session}` },
-      { label: 'ETH limit', value: '0.1 ETH per day, from 2026-01-01 00:00:00 UTC' },
+      { label: 'ETH limit', value: '0.1 ETH per day, from 2026-01-01 00:00:00 UTC, network fees included' },
       { label: 'TKN limit', value: '10 TKN per week, from 2026-01-01 00:00:00 UTC' },
       { label: 'Allowed call', value: `${token}: transfer(address,uint256) (0xa9059cbb)` },
       { label: 'Allowed call', value: `${token}: 0x095ea7b3` },
@@ -814,6 +814,7 @@ describe('grants (ERC-7715)', () => {
       { label: 'Expires', value: '2030-01-01 00:00:00 UTC' },
       { label: 'Signer', value: `account ${session}` },
       { label: 'TKN limit', value: '5 TKN per hour' },
+      { label: 'Network fee', value: 'none: without an ETH limit, this grant cannot pay network fees' },
     ])
     expect(
       await rejection({
@@ -823,6 +824,31 @@ describe('grants (ERC-7715)', () => {
         ],
       }),
     ).toMatchObject({ code: 'UNKNOWN_PERMISSION', message: 'Unknown rule type "redeemer": the wallet enforces only expiry' })
+  })
+
+  test('behavior: the native limit says it pays the network fees too; a grant without one says it cannot pay them', async () => {
+    const native = await review({
+      method: 'wallet_grantPermissions',
+      params: [grant({ permissions: [{ type: 'native-token-periodic', data: { periodAmount: toHex(parseEther('0.01')), periodDuration: 3600 } }] })],
+    })
+    expect(native.rows.slice(3)).toEqual([{ label: 'ETH limit', value: '0.01 ETH per hour, network fees included' }])
+    const tokensOnly = await review({
+      method: 'wallet_grantPermissions',
+      params: [
+        grant({
+          permissions: [
+            { type: 'erc20-recurring-allowance', data: { token, allowance: toHex(parseUnits('10', 18)), period: 86400 } },
+            { type: 'contract-call', data: { address: token, calls: ['0x095ea7b3'] } },
+          ],
+        }),
+      ],
+    })
+    expect(tokensOnly.rows.slice(3)).toEqual([
+      { label: 'TKN limit', value: '10 TKN per day' },
+      { label: 'Allowed call', value: `${token}: 0x095ea7b3` },
+      { label: 'Network fee', value: 'none: without an ETH limit, this grant cannot pay network fees' },
+    ])
+    expect(tokensOnly.warnings).toEqual([])
   })
 
   test('error: a grant with two allowances for one asset is refused before it is shown (native twice, or one token in both of the ERC’s shapes)', async () => {

@@ -19,7 +19,8 @@ const signTransaction = z.object({ signWith: z.string().min(1), unsignedTransact
 /**
  * Checks an activity stamped by the grant key `apiKeyId` against its grant, at `at` (unix ms):
  * only sign_transaction, for the grant's account and chain, to what its permissions allow, and
- * within each allowance's rolling window counting what was already signed. Takes the grant's row
+ * within each allowance's rolling window counting what was already signed (the fee ceiling, gas
+ * times the highest price, counts as native spend: rule.ts feeCeilingOf). Takes the grant's row
  * lock (call inside the activity's transaction); throws a typed refusal, writing nothing.
  *
  * @example

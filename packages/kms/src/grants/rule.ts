@@ -34,6 +34,7 @@ export type GrantRefusalReason =
   | 'GRANT_DUPLICATE_ALLOWANCE'
   | 'GRANT_ACTIVITY_NOT_ALLOWED'
   | 'GRANT_CALL_NOT_ALLOWED'
+  | 'GRANT_FEES_NOT_ALLOWED'
   | 'GRANT_LIMIT_EXCEEDED'
   | 'GRANT_NOT_STARTED'
   | 'GRANT_EXPIRED'
@@ -172,9 +173,12 @@ const outside = (message: string) => grantRefusal(GrpcCode.permissionDenied, 'GR
  * the grant does not allow: another chain, contract creation, an EIP-7702 authorization, a call
  * to a contract or selector it does not list, or native value it has no allowance for. A call to
  * the account itself must be the batch executor's `execute`, and each call inside it is judged so.
+ * The transaction's fee ceiling (`feeCeilingOf`) is native spend like its value: charged to the
+ * native allowance, and refused (`GRANT_FEES_NOT_ALLOWED`) by a grant without one, so a grant's key
+ * cannot spend the balance on gas.
  *
  * @example
- * spendsOf(rule, '02f8…') // Map { '0x5fbd…' => 1500000000000000000n }
+ * spendsOf(rule, '02f8…') // Map { '0x5fbd…' => 1500000000000000000n, 'native' => 600000000000000n }
  */
 export function spendsOf(rule: GrantRule, unsignedTransaction: string): Map<Asset, bigint> {
   let transaction: ReturnType<typeof parseTransaction>
@@ -194,7 +198,30 @@ export function spendsOf(rule: GrantRule, unsignedTransaction: string): Map<Asse
       ? [{ to: transaction.to, value: transaction.value ?? 0n, data: '0x' as Hex }, ...batchCalls(transaction.data)]
       : [{ to: transaction.to, value: transaction.value ?? 0n, data: transaction.data ?? ('0x' as Hex) }]
   for (const call of calls) spendOfCall(rule, call, spends)
+  const fees = feeCeilingOf(transaction)
+  if (fees > 0n && !rule.permissions.some((permission) => permission.type === 'native-token-recurring-allowance'))
+    throw grantRefusal(
+      GrpcCode.permissionDenied,
+      'GRANT_FEES_NOT_ALLOWED',
+      `Outside the grant: network fees of up to ${formatUnits(fees, 18)} ETH need a native-token allowance; the grant has none`,
+      { asset: 'native', asked: String(fees) },
+    )
+  add(spends, 'native', fees)
   return spends
+}
+
+/**
+ * The most a transaction can pay the network: its gas limit at its highest price, `maxFeePerGas`
+ * (EIP-1559, EIP-7702) or `gasPrice` (legacy, EIP-2930). The ledger charges this ceiling, not the
+ * fee the chain takes later (at most this; the kms never sees the receipt). No gas limit or no
+ * price is 0: the kms signs the fields as parsed, so such a transaction offers the network nothing
+ * (and with no gas limit it never runs).
+ *
+ * @example
+ * feeCeilingOf({ gas: 21_000n, maxFeePerGas: 2_000_000_000n }) // 42000000000000n
+ */
+export function feeCeilingOf(transaction: { gas?: bigint | undefined; maxFeePerGas?: bigint | undefined; gasPrice?: bigint | undefined }): bigint {
+  return (transaction.gas ?? 0n) * (transaction.maxFeePerGas ?? transaction.gasPrice ?? 0n)
 }
 
 /**

@@ -44,6 +44,9 @@ export const values = {
   limitPerDay: '{amount} per day',
   limitPerWeek: '{amount} per week',
   limitPer30Days: '{amount} per 30 days',
+  // A grant's native limit pays its network fees; a grant without one pays none (review/grant.ts).
+  limitFees: '{limit}, network fees included',
+  valueNoFees: 'none: without an {symbol} limit, this grant cannot pay network fees',
   rowLimit: '{symbol} limit',
   // The rest of what review/*.ts and consentChecks/*.ts write (rows, NFT sentences, the tree, the fee's gas).
   rowAdds: 'Adds',

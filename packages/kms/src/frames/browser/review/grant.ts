@@ -11,7 +11,9 @@ import { chainMismatch, unlimitedApproval } from './warnings.js'
 // within limits. The request is read by the reader the embedded wallet shares
 // (@latchkey/constants/erc7715: both of the ERC's shapes, refusing any grant without an end and
 // anything the kms cannot enforce); this shows what it read, with token symbols and decimals
-// from the chain.
+// from the chain. The kms charges each transaction's network fee (its ceiling, gas times the
+// highest price) to the native allowance and refuses any fee under a grant without one, so the
+// native limit reads "network fees included", and a grant without one says it cannot pay them.
 
 export { GRANT_PERMISSION_TYPES as PERMISSION_TYPES } from '@latchkey/constants/erc7715'
 
@@ -88,7 +90,7 @@ async function describePermission(context: ReviewContext, permission: GrantReque
     warnings.push(...formatted.warnings)
   }
   if (isUnlimited(allowance)) warnings.push(unlimitedApproval("The permission's signer", symbol))
-  const limit = `${amount} ${formatPeriod(period)}${start === undefined ? '' : `, from ${formatDate(start)}`}`
+  const limit = `${amount} ${formatPeriod(period)}${start === undefined ? '' : `, from ${formatDate(start)}`}${token ? '' : ', network fees included'}`
   const children: ReviewNode[] = [
     ...(token ? [{ label: 'token', value: token }] : []),
     { label: 'allowance', value: amount },
@@ -126,6 +128,8 @@ export async function reviewGrant(params: readonly unknown[], context: ReviewCon
       rows.push(...permission.rows)
       warnings.push(...permission.warnings)
     }
+    if (!permissions.some((permission) => permission.kind === 'native'))
+      rows.push({ label: en.rowNetworkFee, value: `none: without an ${NATIVE_SYMBOL} limit, this grant cannot pay network fees` })
     tree.push({
       label: `Grant to ${signer}`,
       children: [{ label: 'expiry', value: formatDate(expiry) }, ...described.map((permission) => permission.node)],

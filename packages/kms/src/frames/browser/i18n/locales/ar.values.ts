@@ -38,6 +38,8 @@ const arValues: FrameValueTexts = {
   limitPerDay: '{amount} في اليوم',
   limitPerWeek: '{amount} في الأسبوع',
   limitPer30Days: '{amount} كل 30 يومًا',
+  limitFees: '{limit}، شاملةً رسوم الشبكة',
+  valueNoFees: 'لا شيء: من دون حدّ {symbol} لا يمكن لهذا الإذن دفع رسوم الشبكة',
   rowLimit: 'حدّ {symbol}',
   rowAdds: 'يضيف',
   valueDerivedAccount: 'حساب إيثريوم مشتق عند {path}',

@@ -41,6 +41,8 @@ const deValues: FrameValueTexts = {
   limitPerDay: '{amount} pro Tag',
   limitPerWeek: '{amount} pro Woche',
   limitPer30Days: '{amount} pro 30 Tage',
+  limitFees: '{limit}, Netzwerkgebühren inbegriffen',
+  valueNoFees: 'keine: ohne {symbol}-Limit kann diese Berechtigung keine Netzwerkgebühren zahlen',
   rowLimit: '{symbol}-Limit',
   rowAdds: 'Fügt hinzu',
   valueDerivedAccount: 'ein Ethereum-Konto, abgeleitet bei {path}',

@@ -40,6 +40,8 @@ const esValues: FrameValueTexts = {
   limitPerDay: '{amount} por día',
   limitPerWeek: '{amount} por semana',
   limitPer30Days: '{amount} cada 30 días',
+  limitFees: '{limit}, comisiones de red incluidas',
+  valueNoFees: 'ninguna: sin un límite de {symbol}, este permiso no puede pagar comisiones de red',
   rowLimit: 'Límite de {symbol}',
   rowAdds: 'Añade',
   valueDerivedAccount: 'una cuenta de Ethereum derivada en {path}',

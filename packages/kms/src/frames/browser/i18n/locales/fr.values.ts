@@ -40,6 +40,8 @@ const frValues: FrameValueTexts = {
   limitPerDay: '{amount} par jour',
   limitPerWeek: '{amount} par semaine',
   limitPer30Days: '{amount} tous les 30 jours',
+  limitFees: '{limit}, frais de réseau compris',
+  valueNoFees: 'aucun : sans plafond en {symbol}, cette autorisation ne peut pas payer de frais de réseau',
   rowLimit: 'Plafond en {symbol}',
   rowAdds: 'Ajoute',
   valueDerivedAccount: 'un compte Ethereum dérivé en {path}',

@@ -38,6 +38,8 @@ const heValues: FrameValueTexts = {
   limitPerDay: '{amount} ליום',
   limitPerWeek: '{amount} לשבוע',
   limitPer30Days: '{amount} ל-30 יום',
+  limitFees: '{limit}, כולל עמלות רשת',
+  valueNoFees: 'אין: ללא מגבלת {symbol} ההרשאה הזו אינה יכולה לשלם עמלות רשת',
   rowLimit: 'מגבלת {symbol}',
   rowAdds: 'מוסיף',
   valueDerivedAccount: 'חשבון Ethereum שנגזר ב-{path}',

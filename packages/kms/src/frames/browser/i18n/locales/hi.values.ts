@@ -38,6 +38,8 @@ const hiValues: FrameValueTexts = {
   limitPerDay: '{amount} प्रति दिन',
   limitPerWeek: '{amount} प्रति सप्ताह',
   limitPer30Days: '{amount} प्रति 30 दिन',
+  limitFees: '{limit}, नेटवर्क शुल्क सहित',
+  valueNoFees: 'कोई नहीं: {symbol} सीमा के बिना यह अनुमति नेटवर्क शुल्क नहीं चुका सकती',
   rowLimit: '{symbol} सीमा',
   rowAdds: 'जोड़ता है',
   valueDerivedAccount: '{path} पर व्युत्पन्न एक Ethereum खाता',

@@ -39,6 +39,8 @@ const idValues: FrameValueTexts = {
   limitPerDay: '{amount} per hari',
   limitPerWeek: '{amount} per minggu',
   limitPer30Days: '{amount} per 30 hari',
+  limitFees: '{limit}, termasuk biaya jaringan',
+  valueNoFees: 'tidak ada: tanpa batas {symbol}, izin ini tidak dapat membayar biaya jaringan',
   rowLimit: 'Batas {symbol}',
   rowAdds: 'Menambahkan',
   valueDerivedAccount: 'akun Ethereum yang diturunkan di {path}',

@@ -39,6 +39,8 @@ const itValues: FrameValueTexts = {
   limitPerDay: '{amount} al giorno',
   limitPerWeek: '{amount} a settimana',
   limitPer30Days: '{amount} ogni 30 giorni',
+  limitFees: '{limit}, commissioni di rete incluse',
+  valueNoFees: 'nessuna: senza un limite in {symbol}, questo permesso non può pagare commissioni di rete',
   rowLimit: 'Limite in {symbol}',
   rowAdds: 'Aggiunge',
   valueDerivedAccount: 'un account Ethereum derivato in {path}',

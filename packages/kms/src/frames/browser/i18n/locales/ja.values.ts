@@ -41,6 +41,8 @@ const jaValues: FrameValueTexts = {
   limitPerDay: '1 日あたり {amount}',
   limitPerWeek: '1 週間あたり {amount}',
   limitPer30Days: '30 日あたり {amount}',
+  limitFees: '{limit}、ネットワーク手数料を含む',
+  valueNoFees: 'なし：{symbol} の上限がないため、この権限ではネットワーク手数料を支払えません',
   rowLimit: '{symbol} の上限',
   rowAdds: '追加',
   valueDerivedAccount: '{path} で派生した Ethereum アカウント',

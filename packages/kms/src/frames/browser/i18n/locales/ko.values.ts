@@ -38,6 +38,8 @@ const koValues: FrameValueTexts = {
   limitPerDay: '하루 {amount}',
   limitPerWeek: '주당 {amount}',
   limitPer30Days: '30일당 {amount}',
+  limitFees: '{limit}, 네트워크 수수료 포함',
+  valueNoFees: '없음: {symbol} 한도가 없어 이 권한으로는 네트워크 수수료를 낼 수 없습니다',
   rowLimit: '{symbol} 한도',
   rowAdds: '추가',
   valueDerivedAccount: '{path}에서 파생된 이더리움 계정',

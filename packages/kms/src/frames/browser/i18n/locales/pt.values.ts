@@ -39,6 +39,8 @@ const ptValues: FrameValueTexts = {
   limitPerDay: '{amount} por dia',
   limitPerWeek: '{amount} por semana',
   limitPer30Days: '{amount} a cada 30 dias',
+  limitFees: '{limit}, taxas de rede incluídas',
+  valueNoFees: 'nenhuma: sem um limite de {symbol}, esta permissão não pode pagar taxas de rede',
   rowLimit: 'Limite de {symbol}',
   rowAdds: 'Adiciona',
   valueDerivedAccount: 'uma conta Ethereum derivada em {path}',

@@ -40,6 +40,8 @@ const ruValues: FrameValueTexts = {
   limitPerDay: '{amount} в день',
   limitPerWeek: '{amount} в неделю',
   limitPer30Days: '{amount} за 30 дней',
+  limitFees: '{limit}, включая комиссии сети',
+  valueNoFees: 'нет: без лимита {symbol} это разрешение не может оплачивать комиссии сети',
   rowLimit: 'Лимит {symbol}',
   rowAdds: 'Добавляет',
   valueDerivedAccount: 'аккаунт Ethereum, выведенный по пути {path}',

@@ -41,6 +41,8 @@ const trValues: FrameValueTexts = {
   limitPerDay: 'günde {amount}',
   limitPerWeek: 'haftada {amount}',
   limitPer30Days: '30 günde {amount}',
+  limitFees: '{limit}, ağ ücretleri dahil',
+  valueNoFees: 'yok: {symbol} limiti olmadan bu izin ağ ücretlerini ödeyemez',
   rowLimit: '{symbol} limiti',
   rowAdds: 'Ekler',
   valueDerivedAccount: '{path} yolunda türetilmiş bir Ethereum hesabı',

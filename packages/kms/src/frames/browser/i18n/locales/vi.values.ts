@@ -38,6 +38,8 @@ const viValues: FrameValueTexts = {
   limitPerDay: '{amount} mỗi ngày',
   limitPerWeek: '{amount} mỗi tuần',
   limitPer30Days: '{amount} mỗi 30 ngày',
+  limitFees: '{limit}, đã gồm phí mạng',
+  valueNoFees: 'không có: không có hạn mức {symbol}, quyền này không thể trả phí mạng',
   rowLimit: 'Hạn mức {symbol}',
   rowAdds: 'Thêm',
   valueDerivedAccount: 'một tài khoản Ethereum dẫn xuất tại {path}',

@@ -38,6 +38,8 @@ const zhValues: FrameValueTexts = {
   limitPerDay: '每天 {amount}',
   limitPerWeek: '每周 {amount}',
   limitPer30Days: '每 30 天 {amount}',
+  limitFees: '{limit}，含网络费用',
+  valueNoFees: '无：没有 {symbol} 限额，此权限无法支付网络费用',
   rowLimit: '{symbol} 限额',
   rowAdds: '添加',
   valueDerivedAccount: '在 {path} 派生的以太坊账户',
