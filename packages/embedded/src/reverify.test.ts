@@ -7,7 +7,9 @@ import { mnemonicToAccount } from 'viem/accounts'
 import { afterEach, describe, expect, test } from 'vitest'
 import { softwareAuthenticator, useAuthenticator } from '../../kms/test/authenticator.js'
 import { memoryKeys, memoryStorage, useEmbeddedStack } from '../test/harness.js'
+import { createBackend } from './backend.js'
 import { ProviderRpcError } from './errors.js'
+import { linkingFlows } from './linking.js'
 import { REVERIFY_CODE_TRIES } from './reverify.js'
 import { createEmbeddedWallet } from './wallet.js'
 
@@ -278,6 +280,35 @@ describe('by a passkey', () => {
     expect(await exportedAccount(setup)).toBe(setup.user.credential.address)
     expect(setup.passkey.state.counter).toBe(1)
     expect(await mails(setup.email)).toBe(1)
+    expect(setup.wallet.current).toEqual(setup.user)
+  })
+
+  test('behavior: past the window, linking an email asks for the passkey and links with a new code (the refused link spent the first); the kms user has that email', async () => {
+    const setup = await signedIn()
+    const passkey = softwareAuthenticator()
+    const challenge = randomBytes(32).toString('base64url')
+    await setup.wallet.linkPasskey({ passkeyName: 'Laptop', challenge, attestation: passkey.register(challenge) })
+    const linking = linkingFlows(
+      setup.wallet,
+      { backend: createBackend(stack.backendUrl, setup.browser.fetchFn) },
+      { rpId: 'localhost', appName: 'Embedded test' },
+    )
+    await linking.unlink((await linking.getUser())!.logins.find((login) => login.kind === 'email')!.id)
+    stack.clock += WINDOW_MS + 1000
+    useAuthenticator(passkey)
+    const next = newEmail()
+    // The user answers the passkey prompt a second after the refusal (the kms answers a code start
+    // identical to the first, in the same millisecond, with the first activity).
+    setup.intercept(async (input, init, fetchNext) => {
+      const response = await fetchNext(input, init)
+      if (response.status === 403) stack.clock += 1000
+      return response
+    })
+    const login = await linking.linkEmail(next)
+    expect([login.kind, login.label]).toEqual(['email', next])
+    expect((await parent().getUser({ organizationId: setup.user.organizationId, userId: setup.user.userId })).user.userEmail).toBe(next)
+    expect(await mails(next)).toBe(2)
+    expect(passkey.state.counter).toBe(1)
     expect(setup.wallet.current).toEqual(setup.user)
   })
 

@@ -26,11 +26,18 @@ export function linksOf(context: WalletContext) {
 
   /**
    * Asks the user to approve `activity` as `consent`, then has the backend link it at `path` with
-   * `fields`. The kms's refusals the backend passes on read as the kms's own (a fresh verification
-   * is asked for and the link runs again; a second factor is `MfaRequiredError`).
+   * the fields `proof` answers. The kms's refusals the backend passes on read as the kms's own (a
+   * fresh verification is asked for and the link runs again, `proof` included; a second factor is
+   * `MfaRequiredError`).
    */
-  function linkStamped(path: string, consent: ConsentWalletRequest, activity: Record<string, unknown>, fields: Record<string, unknown> = {}) {
+  function linkStamped(
+    path: string,
+    consent: ConsentWalletRequest,
+    activity: Record<string, unknown>,
+    proof: () => Promise<Record<string, unknown>> = async () => ({}),
+  ) {
     return approved(consent, async (stamper: Stamper) => {
+      const fields = await proof()
       const body = JSON.stringify({ ...activity, timestampMs: String(now()) })
       const stamp = await stamper.stamp(body)
       const { login } = await kmsCall(async () => {
@@ -66,18 +73,23 @@ export function linksOf(context: WalletContext) {
 
     /**
      * Links an email to the signed-in user: the backend has the kms mail it a code, which the user
-     * types in the consent frame, then approves the email there as a way to sign in. A wrong code
-     * is `InvalidCodeError`; an email of another account `account_already_linked`, and nothing changes.
+     * types in the consent frame, then approves the email there as a way to sign in. A new email
+     * needs a fresh verification of the user (the kms's rule): when the kms asks for one, the user
+     * re-verifies and the link runs again with a new code, since the refused link spent the first.
+     * A wrong code is `InvalidCodeError`; an email of another account `account_already_linked`,
+     * and nothing changes.
      */
     async linkEmail(email: string): Promise<LinkedLogin> {
       const { organizationId, userId } = signedIn()
-      const sent = await backend.post<{ otpId: string; otpEncryptionTargetBundle: string }>('/auth/user/link/email/start', { email })
-      const sealed = await signer.collectOtp({ targetBundle: sent.otpEncryptionTargetBundle, email, otpId: sent.otpId })
       return linkStamped(
         '/auth/user/link/email',
         { method: 'add_credential', params: [{ type: 'email', email }] },
         { type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL', organizationId, parameters: { userId, userEmail: email } },
-        { otpId: sent.otpId, encryptedOtpBundle: sealed.encryptedOtpBundle },
+        async () => {
+          const sent = await backend.post<{ otpId: string; otpEncryptionTargetBundle: string }>('/auth/user/link/email/start', { email })
+          const sealed = await signer.collectOtp({ targetBundle: sent.otpEncryptionTargetBundle, email, otpId: sent.otpId })
+          return { otpId: sent.otpId, encryptedOtpBundle: sealed.encryptedOtpBundle }
+        },
       )
     },
   }

@@ -214,6 +214,25 @@ function statements(storage: Storage, executor: () => Promise<Executor>, inTrans
     insertUser: (row: UserRow) => insert('users', { ...row, phone_number: null, updated_at: null }),
     user: (id: string, organizationId: string) => get<UserRow>(sql`select * from users where id = ${id} and organization_id = ${organizationId}`),
     users: (organizationId: string) => all<UserRow>(sql`select * from users where organization_id = ${organizationId} order by created_at, id`),
+    /**
+     * Whether `userId` is a user of the organization and none of its users has a way in besides
+     * their keys: an email, a passkey or an OAuth identity (policies/freshVerification.ts, a guest's
+     * organization). One statement, whatever the number of users.
+     */
+    onlyKeysLetIn: async (userId: string, organizationId: string) =>
+      Number(
+        (
+          await get<{ guest: number | string }>(
+            sql`select case when exists (select 1 from users where id = ${userId} and organization_id = ${organizationId})
+              and not exists (
+                select 1 from users u where u.organization_id = ${organizationId} and (
+                  (u.email is not null and u.email <> '')
+                  or exists (select 1 from authenticators a where a.user_id = u.id)
+                  or exists (select 1 from oauth_providers o where o.user_id = u.id)))
+              then 1 else 0 end as guest`,
+          )
+        )?.guest ?? 0,
+      ) === 1,
     insertAuthenticator: (row: AuthenticatorRow) => insert('authenticators', row),
     upsertImportTarget: (row: ImportTargetRow) =>
       run(

@@ -206,6 +206,42 @@ describe('fresh verification', () => {
     expect((await harness.backend.getWallet({ organizationId: sub.organizationId, walletId: sub.walletId })).wallet.exported).toBe(false)
   })
 
+  test("behavior: an organization of two users is a guest's while neither has a way in; another user's passkey ends the exemption for both", async () => {
+    const guest = await harness.subOrganization()
+    const keys = generateApiKeyPair()
+    const { activity } = await (await sessionKeyOf(guest)).createUsers({
+      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
+      timestampMs: harness.timestampMs(),
+      organizationId: guest.organizationId,
+      parameters: {
+        users: [
+          {
+            userName: 'second',
+            apiKeys: [{ apiKeyName: 'second key', publicKey: keys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '900' }],
+            authenticators: [],
+            oauthProviders: [],
+            userTags: [],
+          },
+        ],
+      },
+    })
+    const second = { ...guest, userId: activity.result.createUsersResult!.userIds[0]! }
+    const rootSession = await sessionKeyOf(guest)
+    expect((await guarded(second, harness.client(keys)).ACTIVITY_TYPE_CREATE_API_KEYS_V2()).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    const challenge = randomBytes(32).toString('base64url')
+    await guest.client.createAuthenticators({
+      type: 'ACTIVITY_TYPE_CREATE_AUTHENTICATORS_V2',
+      timestampMs: harness.timestampMs(),
+      organizationId: guest.organizationId,
+      parameters: {
+        userId: guest.userId,
+        authenticators: [{ authenticatorName: 'Passkey', challenge, attestation: softwareAuthenticator().register(challenge) }],
+      },
+    })
+    await expect(guarded(second, harness.client(keys)).ACTIVITY_TYPE_CREATE_API_KEYS_V2()).rejects.toThrow(refused('ACTIVITY_TYPE_CREATE_API_KEYS_V2'))
+    await expect(guarded(guest, rootSession).ACTIVITY_TYPE_EXPORT_WALLET()).rejects.toThrow(refused('ACTIVITY_TYPE_EXPORT_WALLET'))
+  })
+
   test('behavior: a passkey stamp of the user runs each of them', async () => {
     const sub = await harness.subOrganization()
     const passkey = softwareAuthenticator()
@@ -320,6 +356,77 @@ describe('fresh verification', () => {
     } finally {
       harness.clock.now -= 901_000
     }
+  })
+
+  test('error: a stale session key may not give the user a new email (update_user_email, update_user); nothing changes, and a code to the new address opens nothing', async () => {
+    const sub = await userWithEmail()
+    const stale = await sessionKeyOf(sub)
+    const attacker = `attacker.${randomBytes(6).toString('hex')}@example.test`
+    const common = () => ({ timestampMs: harness.timestampMs(), organizationId: sub.organizationId })
+    const before = await stateOf(sub)
+    await expect(
+      stale.updateUserEmail({ ...common(), type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL', parameters: { userId: sub.userId, userEmail: attacker } }),
+    ).rejects.toThrow(refused('ACTIVITY_TYPE_UPDATE_USER_EMAIL'))
+    await expect(stale.updateUser({ ...common(), type: 'ACTIVITY_TYPE_UPDATE_USER', parameters: { userId: sub.userId, userEmail: attacker } })).rejects.toThrow(
+      refused('ACTIVITY_TYPE_UPDATE_USER'),
+    )
+    expect(await stateOf(sub)).toEqual(before)
+    expect((await harness.backend.getUser({ organizationId: sub.organizationId, userId: sub.userId })).user.userEmail).toBe(sub.email)
+    await expect(
+      harness.backend.initOtpAuth({
+        ...common(),
+        type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
+        parameters: { otpType: 'OTP_TYPE_EMAIL', contact: attacker, appName: 'Demo' },
+      }),
+    ).rejects.toThrow(`Turnkey error 5: no user with email ${attacker} in organization ${sub.organizationId}`)
+    // What adds no way in still runs from the stale key: the email it has (in another case), and a name.
+    for (const parameters of [
+      { userId: sub.userId, userEmail: sub.email.toUpperCase() },
+      { userId: sub.userId, userName: 'renamed' },
+    ])
+      expect((await stale.updateUser({ ...common(), type: 'ACTIVITY_TYPE_UPDATE_USER', parameters })).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+  })
+
+  test("behavior: a credential from an email code sets a new email within 900 s; the key the organization was created with (never expiring, as the app backend's delegated user's) clears it", async () => {
+    const sub = await userWithEmail()
+    const credential = await otpCredentialOf(sub)
+    const next = `next.${randomBytes(6).toString('hex')}@example.test`
+    const setEmail = (client: TurnkeyClient, userEmail: string) =>
+      client.updateUserEmail({
+        type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+        timestampMs: harness.timestampMs(),
+        organizationId: sub.organizationId,
+        parameters: { userId: sub.userId, userEmail },
+      })
+    const emailOf = async () => (await harness.backend.getUser({ organizationId: sub.organizationId, userId: sub.userId })).user.userEmail
+    harness.clock.now += 900_000
+    try {
+      expect((await setEmail(credential, next)).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      expect(await emailOf()).toBe(next)
+      harness.clock.now += 1000
+      await expect(setEmail(credential, sub.email)).rejects.toThrow(refused('ACTIVITY_TYPE_UPDATE_USER_EMAIL'))
+      expect(await emailOf()).toBe(next)
+      expect((await setEmail(sub.client, '')).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+      expect(await emailOf()).toBeUndefined()
+    } finally {
+      harness.clock.now -= 901_000
+    }
+  })
+
+  test("behavior: a guest's stale key links the guest's first email (no other way in to verify by); then a new one needs a fresh verification", async () => {
+    const guest = await harness.subOrganization()
+    const stale = await sessionKeyOf(guest)
+    const setEmail = (userEmail: string) =>
+      stale.updateUserEmail({
+        type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+        timestampMs: harness.timestampMs(),
+        organizationId: guest.organizationId,
+        parameters: { userId: guest.userId, userEmail },
+      })
+    const first = `guest.${randomBytes(6).toString('hex')}@example.test`
+    expect((await setEmail(first)).activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    expect((await harness.backend.getUser({ organizationId: guest.organizationId, userId: guest.userId })).user.userEmail).toBe(first)
+    await expect(setEmail(`second.${first}`)).rejects.toThrow(refused('ACTIVITY_TYPE_UPDATE_USER_EMAIL'))
   })
 
   test('behavior: the window is a setting; an emailed credential (email_auth) counts as an email code', async () => {

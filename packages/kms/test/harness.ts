@@ -42,8 +42,13 @@ export async function startKms(options: KmsOptions = {}) {
   const backend = client(parentKey)
   const timestampMs = () => String(clock.now + ++sequence)
 
-  /** A sub-organization with one root user holding a fresh API key (and `email`), and an Ethereum wallet. */
-  async function subOrganization(parameters: { email?: string; rootQuorumThreshold?: number } = {}) {
+  /**
+   * A sub-organization with one root user holding a fresh API key (and `email`), and an Ethereum
+   * wallet. With `delegate`, a second user holding that key, as an app backend's delegated user is
+   * made (packages/server/src/internal/delegated.ts): a root user at create_sub_organization with a
+   * key that never expires, then taken out of the root quorum; `delegateUserId` is its id.
+   */
+  async function subOrganization(parameters: { email?: string; rootQuorumThreshold?: number; delegate?: ApiKeyPair } = {}) {
     const keys = generateApiKeyPair()
     const { activity } = await backend.createSubOrganization({
       type: 'ACTIVITY_TYPE_CREATE_SUB_ORGANIZATION_V8',
@@ -60,17 +65,39 @@ export async function startKms(options: KmsOptions = {}) {
             authenticators: [],
             oauthProviders: [],
           },
+          ...(parameters.delegate
+            ? [
+                {
+                  userName: 'delegated access',
+                  apiKeys: [{ apiKeyName: 'delegated access', publicKey: parameters.delegate.apiPublicKey, curveType: 'API_KEY_CURVE_P256' as const }],
+                  authenticators: [],
+                  oauthProviders: [],
+                },
+              ]
+            : []),
         ],
         wallet: { walletName: 'Turnkey HD', accounts: [ethereumAccount] },
       },
     })
     expect(activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
     const result = activity.result.createSubOrganizationResultV8!
+    const organizationId = result.subOrganizationId!
+    const userId = result.rootUserIds![0]!
+    if (parameters.delegate) {
+      const quorum = await client(parameters.delegate).updateRootQuorum({
+        type: 'ACTIVITY_TYPE_UPDATE_ROOT_QUORUM',
+        timestampMs: timestampMs(),
+        organizationId,
+        parameters: { threshold: 1, userIds: [userId] },
+      })
+      expect(quorum.activity.status).toBe('ACTIVITY_STATUS_COMPLETED')
+    }
     return {
       keys,
       client: client(keys),
-      organizationId: result.subOrganizationId!,
-      userId: result.rootUserIds![0]!,
+      organizationId,
+      userId,
+      delegateUserId: result.rootUserIds![1],
       walletId: result.wallet!.walletId,
       address: result.wallet!.addresses[0] as `0x${string}`,
     }

@@ -29,9 +29,9 @@ beforeAll(async () => {
 afterAll(() => harness.kms.stop())
 
 /** A sub-organization's user and a session key from an email code (the credential a browser holds after sign-in). */
-async function signedIn(on: Harness = harness) {
+async function signedIn(on: Harness = harness, delegate?: ApiKeyPair) {
   const email = `mfa.${randomBytes(6).toString('hex')}@example.test`
-  const sub = await on.subOrganization({ email })
+  const sub = await on.subOrganization({ email, ...(delegate ? { delegate } : {}) })
   const init = await on.backend.initOtpAuth({
     type: 'ACTIVITY_TYPE_INIT_OTP_AUTH_V3',
     timestampMs: on.timestampMs(),
@@ -472,25 +472,10 @@ describe('enforcement', () => {
 
 describe('another user acting for the user', () => {
   test("error: another user's key (an app backend's delegated user) cannot add or change a login of a user with a factor; it could before the factor", async () => {
-    const user = await signedIn()
+    // As create_sub_organization makes it: its key never expires, so no fresh verification is asked of it.
     const delegateKeys = generateApiKeyPair()
-    const created = await user.client.createUsers({
-      type: 'ACTIVITY_TYPE_CREATE_USERS_V4',
-      timestampMs: harness.timestampMs(),
-      organizationId: user.organizationId,
-      parameters: {
-        users: [
-          {
-            userName: 'delegated access',
-            apiKeys: [{ apiKeyName: 'backend', publicKey: delegateKeys.apiPublicKey, curveType: 'API_KEY_CURVE_P256', expirationSeconds: '3600' }],
-            authenticators: [],
-            oauthProviders: [],
-            userTags: [],
-          },
-        ],
-      },
-    })
-    const delegateId = created.activity.result.createUsersResult!.userIds[0]!
+    const user = await signedIn(harness, delegateKeys)
+    const delegateId = user.delegateUserId!
     await user.client.createPolicies({
       type: 'ACTIVITY_TYPE_CREATE_POLICIES',
       timestampMs: harness.timestampMs(),

@@ -50,6 +50,15 @@ const signRaw = (client: TurnkeyClient, organizationId: string, signWith: string
     parameters: { signWith, payload, encoding: encoding as never, hashFunction: hashFunction as never },
   })
 
+/** sign_raw_payloads of `payloads` by the sub-organization's root key, as its account. */
+const signRawBatch = (payloads: string[], encoding: string, hashFunction: string) =>
+  sub.client.signRawPayloads({
+    type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
+    timestampMs: harness.timestampMs(),
+    organizationId: sub.organizationId,
+    parameters: { signWith: sub.address, payloads, encoding: encoding as never, hashFunction: hashFunction as never },
+  })
+
 const signatureOf = (result: { r: string; s: string; v: string }) => serializeSignature({ r: `0x${result.r}`, s: `0x${result.s}`, yParity: Number(result.v) })
 
 const activityCount = async (organizationId: string) => (await harness.backend.getActivities({ organizationId })).activities.length
@@ -88,14 +97,7 @@ describe('readable signing in sub-organizations', () => {
       ['PAYLOAD_ENCODING_TEXT_UTF8', 'HASH_FUNCTION_NOT_APPLICABLE'],
     ] as const)
       await expect(signRaw(sub.client, sub.organizationId, sub.address, hash, encoding, hashFunction), `${encoding} ${hashFunction}`).rejects.toThrow(OPAQUE)
-    await expect(
-      sub.client.signRawPayloads({
-        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
-        timestampMs: harness.timestampMs(),
-        organizationId: sub.organizationId,
-        parameters: { signWith: sub.address, payloads: [hash], encoding: 'PAYLOAD_ENCODING_HEXADECIMAL', hashFunction: 'HASH_FUNCTION_NO_OP' },
-      }),
-    ).rejects.toThrow(OPAQUE)
+    await expect(signRawBatch([hash], 'PAYLOAD_ENCODING_HEXADECIMAL', 'HASH_FUNCTION_NO_OP')).rejects.toThrow(OPAQUE)
     expect(await activityCount(sub.organizationId)).toBe(before)
   })
 
@@ -153,17 +155,11 @@ describe('readable signing in sub-organizations', () => {
     await expect(asPayload(authorization(OTHER, 31337))).rejects.toThrow(notDelegate(OTHER))
     await expect(asPayload(authorization(BATCH_EXECUTOR_ADDRESS, 0))).rejects.toThrow(EVERY_CHAIN)
     await expect(
-      sub.client.signRawPayloads({
-        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
-        timestampMs: harness.timestampMs(),
-        organizationId: sub.organizationId,
-        parameters: {
-          signWith: sub.address,
-          payloads: [authorization(BATCH_EXECUTOR_ADDRESS, 31337), authorization(OTHER, 31337)],
-          encoding: 'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION',
-          hashFunction: 'HASH_FUNCTION_NOT_APPLICABLE',
-        },
-      }),
+      signRawBatch(
+        [authorization(BATCH_EXECUTOR_ADDRESS, 31337), authorization(OTHER, 31337)],
+        'PAYLOAD_ENCODING_EIP7702_AUTHORIZATION',
+        'HASH_FUNCTION_NOT_APPLICABLE',
+      ),
     ).rejects.toThrow(notDelegate(OTHER))
     await expect(signTransaction(delegatingTransaction(OTHER, 31337))).rejects.toThrow(notDelegate(OTHER))
     await expect(signTransaction(delegatingTransaction(BATCH_EXECUTOR_ADDRESS, 0))).rejects.toThrow(EVERY_CHAIN)
@@ -209,19 +205,7 @@ describe('readable signing in sub-organizations', () => {
         signRaw(sub.client, sub.organizationId, sub.address, payload, encoding, 'HASH_FUNCTION_KECCAK256'),
         `${payload} ${encoding}`,
       ).rejects.toThrow(UNFRAMED)
-    await expect(
-      sub.client.signRawPayloads({
-        type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
-        timestampMs: harness.timestampMs(),
-        organizationId: sub.organizationId,
-        parameters: {
-          signWith: sub.address,
-          payloads: [toPrefixedMessage('a message'), eip1559],
-          encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
-          hashFunction: 'HASH_FUNCTION_KECCAK256',
-        },
-      }),
-    ).rejects.toThrow(UNFRAMED)
+    await expect(signRawBatch([toPrefixedMessage('a message'), eip1559], 'PAYLOAD_ENCODING_HEXADECIMAL', 'HASH_FUNCTION_KECCAK256')).rejects.toThrow(UNFRAMED)
     expect(await activityCount(sub.organizationId)).toBe(before)
   })
 
@@ -247,17 +231,7 @@ describe('readable signing in sub-organizations', () => {
       'HASH_FUNCTION_KECCAK256',
     )
     expect(await recoverAddress({ hash: hashMessage('hello'), signature: signatureOf(text.activity.result.signRawPayloadResult!) })).toBe(sub.address)
-    const { activity } = await sub.client.signRawPayloads({
-      type: 'ACTIVITY_TYPE_SIGN_RAW_PAYLOADS',
-      timestampMs: harness.timestampMs(),
-      organizationId: sub.organizationId,
-      parameters: {
-        signWith: sub.address,
-        payloads: [toPrefixedMessage('hello'), typedPreimage.slice(2)],
-        encoding: 'PAYLOAD_ENCODING_HEXADECIMAL',
-        hashFunction: 'HASH_FUNCTION_KECCAK256',
-      },
-    })
+    const { activity } = await signRawBatch([toPrefixedMessage('hello'), typedPreimage.slice(2)], 'PAYLOAD_ENCODING_HEXADECIMAL', 'HASH_FUNCTION_KECCAK256')
     const [personal, eip712] = activity.result.signRawPayloadsResult!.signatures!
     expect(await recoverAddress({ hash: hashMessage('hello'), signature: signatureOf(personal!) })).toBe(sub.address)
     expect(await recoverTypedDataAddress({ ...typed, signature: signatureOf(eip712!) })).toBe(sub.address)

@@ -1,5 +1,7 @@
 import type { AuditTrail } from '@latchkey/service/database'
 import { sql } from 'kysely'
+import { ServerError } from './errors.js'
+import { callKms } from './internal/context.js'
 import type { DelegatedAccess } from './internal/delegated.js'
 import type { KnownAccount, Store } from './store.js'
 
@@ -89,25 +91,47 @@ export async function revokeSessions(target: RevokeTarget, options: RevokeOption
   return { ...counts, apiKeys }
 }
 
+/** Whose kms keys `deleteSessionKeys` deletes: `publicKeys` only, or every one (with or without a session here) but `except`. */
+export type SessionKeysOf = {
+  organizationId: string
+  userId: string
+  publicKeys?: readonly string[] | undefined
+  except?: readonly string[] | undefined
+}
+
 /**
  * Deletes in the kms, as the delegated user of the user's sub-organization (its policy allows
  * delete_api_keys for the end user's keys), the user's API keys: those whose public key is in
- * `publicKeys`, or every one (the browsers' session keys) when it is not given. Answers the ids
- * deleted; a key already gone is no error.
+ * `publicKeys`, or every one (the browsers' session keys, whether or not a session here knows
+ * them: a passkey's stamp_login never posted to /auth/login) when it is not given; never one in
+ * `except`. Answers the ids deleted; a key already gone is no error.
  *
  * @example
  * await deleteSessionKeys(delegated, { organizationId, userId, publicKeys: [session.session_public_key] }, Date.now)
  */
-export async function deleteSessionKeys(
-  delegated: DelegatedAccess,
-  user: { organizationId: string; userId: string; publicKeys?: readonly string[] | undefined },
-  now: () => number,
-): Promise<string[]> {
-  const { organizationId, userId, publicKeys } = user
+export async function deleteSessionKeys(delegated: DelegatedAccess, user: SessionKeysOf, now: () => number): Promise<string[]> {
+  const { organizationId, userId, publicKeys, except = [] } = user
   const client = await delegated.client(organizationId)
   const { apiKeys } = await client.getApiKeys({ organizationId, userId })
-  const apiKeyIds = apiKeys.filter((key) => !publicKeys || publicKeys.includes(key.credential.publicKey)).map((key) => key.apiKeyId)
+  const apiKeyIds = apiKeys
+    .filter((key) => (!publicKeys || publicKeys.includes(key.credential.publicKey)) && !except.includes(key.credential.publicKey))
+    .map((key) => key.apiKeyId)
   if (apiKeyIds.length)
     await client.deleteApiKeys({ type: 'ACTIVITY_TYPE_DELETE_API_KEYS', timestampMs: String(now()), organizationId, parameters: { userId, apiKeyIds } })
   return apiKeyIds
+}
+
+/**
+ * `deleteSessionKeys` as a route runs it (signing out, unlinking a login): a kms refusal or outage
+ * is the route's error, answered and audited, so the caller ends nothing until the keys are gone
+ * and the user can try again; an account whose owner removed the backend's delegated user keeps
+ * its keys, left to the owner (nothing here could delete them, and refusing would not either).
+ *
+ * @example
+ * await endSessionKeys(context, { organizationId, userId, except: [session.session_public_key] })
+ */
+export async function endSessionKeys(context: { delegated: DelegatedAccess; now: () => number }, user: SessionKeysOf): Promise<void> {
+  await callKms(() => deleteSessionKeys(context.delegated, user, context.now)).catch((error: unknown) => {
+    if (!(error instanceof ServerError && error.code === 'no_delegated_access')) throw error
+  })
 }

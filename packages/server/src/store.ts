@@ -109,7 +109,12 @@ export type ServerSchema = WebhookSchema &
     refresh_tokens: RefreshTokenRow
     oauth_nonces: OAuthNonceRow
     rate_limits: RateLimitRow
-    logins: LoginRow
+    /**
+     * `unproven_since`: when `POST /auth/email/start` wrote an email login whose code no sign-in
+     * has proven yet (null once one has, and for every other login): until then a proven link of
+     * the email takes it over (`linkLogin`), so whoever typed an address first cannot squat it.
+     */
+    logins: LoginRow & { unproven_since: number | null }
   }
 
 /** Thrown when a row would break a uniqueness rule (an email or a credential registered twice). */
@@ -347,6 +352,15 @@ export const SERVER_MIGRATIONS: readonly Migration[] = [
         .execute()
     },
   },
+  {
+    // An email start's login stays unproven until a sign-in proves it (security review 2): null
+    // means proven, so every row before, and every row an older release writes, is never taken over.
+    name: '0012_unproven_email_logins',
+    expand: true,
+    async up(db) {
+      await db.schema.alterTable('logins').addColumn('unproven_since', 'bigint').execute()
+    },
+  },
 ]
 
 /** How long sent events are kept for `webhooks replay` (7 days). */
@@ -407,22 +421,18 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
   const byLowerAddress = (address: string) => sql<boolean>`lower(address) = ${address.toLowerCase()}`
   /**
    * Ends, in `trx`, every session of a sub-organization's accounts but `keep` (a session id), with
-   * their refresh tokens; answers the kms session keys those sessions held, for the caller to
-   * delete in the kms once the transaction commits.
+   * their refresh tokens. Their kms keys are the caller's to delete (`deleteSessionKeys`), with
+   * every key of the user that no session here knows.
    */
-  const endSessionsOf = async (trx: Transaction<ServerSchema>, organizationId: string, keep?: string): Promise<string[]> => {
+  const endSessionsOf = async (trx: Transaction<ServerSchema>, organizationId: string, keep?: string) => {
+    // One condition, read by both deletes (SQLite and PostgreSQL allow a table in its own delete's subquery).
     const ended = trx
       .selectFrom('sessions')
+      .select('id')
       .where('organization_id', '=', organizationId)
       .$if(keep !== undefined, (query) => query.where('id', '!=', keep!))
-    const keys = await ended.select('session_public_key').execute()
-    await trx.deleteFrom('refresh_tokens').where('session_id', 'in', ended.select('id')).execute()
-    await trx
-      .deleteFrom('sessions')
-      .where('organization_id', '=', organizationId)
-      .$if(keep !== undefined, (query) => query.where('id', '!=', keep!))
-      .execute()
-    return keys.flatMap((row) => (row.session_public_key === null ? [] : [row.session_public_key]))
+    await trx.deleteFrom('refresh_tokens').where('session_id', 'in', ended).execute()
+    await trx.deleteFrom('sessions').where('id', 'in', ended).execute()
   }
   /** Ends every session of a sub-organization's accounts, with their refresh tokens, in one transaction ("sign out everywhere"). */
   const deleteSessionsOf = async (organizationId: string) => {
@@ -440,7 +450,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
   }
 
   /** Inserts a login unless its (kind, subject) is taken; true when this one was written. */
-  const claimLogin = async (trx: Transaction<ServerSchema>, row: LoginRow) =>
+  const claimLogin = async (trx: Transaction<ServerSchema>, row: LoginRow & { unproven_since?: number | null }) =>
     changed(
       await trx
         .insertInto('logins')
@@ -448,6 +458,21 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .onConflict((conflict) => conflict.columns(['kind', 'subject']).doNothing())
         .executeTakeFirst(),
     )
+  /**
+   * Deletes, in `trx`, the email login of `row.subject` if another account holds it unproven, with
+   * that account's row for the email and its codes in flight; answers it (without the flag), else
+   * undefined. A proven login, or this user's own, is left for `claimLogin` to refuse.
+   */
+  const takeOverUnproven = async (trx: Transaction<ServerSchema>, row: LoginRow): Promise<LoginRow | undefined> => {
+    const query = trx.selectFrom('logins').selectAll().where('kind', '=', 'email').where('subject', '=', row.subject)
+    const held = await (database.dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst()
+    if (!held || held.unproven_since === null || held.organization_id === row.organization_id) return undefined
+    await trx.deleteFrom('logins').where('id', '=', held.id).execute()
+    await trx.deleteFrom('accounts').where('email', '=', held.subject).where('organization_id', '=', held.organization_id).execute()
+    await trx.deleteFrom('pending_codes').where('email', '=', held.subject).where('organization_id', '=', held.organization_id).execute()
+    const { unproven_since: _, ...squatted } = held
+    return squatted
+  }
   const nudge = (queued: number) => {
     if (queued) for (const listener of queuedListeners) listener()
   }
@@ -465,9 +490,12 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
     account: (email: string): Promise<AccountRow | undefined> => db.selectFrom('accounts').selectAll().where('email', '=', email).executeTakeFirst(),
     /**
      * Records an email account unless one is already recorded for that email (another instance
-     * may have created it a moment ago); answers the recorded one, the first to arrive.
+     * may have created it a moment ago); answers the recorded one, the first to arrive. `unproven`:
+     * nobody has proven the email yet (`POST /auth/email/start`): its login stays unproven until a
+     * sign-in of the account (`proveEmailSignIn`, `insertSession`), and a proven link may take it
+     * over until then (`linkLogin`).
      */
-    async insertAccount(row: AccountRow): Promise<AccountRow> {
+    async insertAccount(row: AccountRow, options: { unproven?: boolean } = {}): Promise<AccountRow> {
       await database.transaction(
         async (trx) => {
           const inserted = await trx
@@ -475,7 +503,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
             .values(row)
             .onConflict((conflict) => conflict.column('email').doNothing())
             .executeTakeFirst()
-          if (changed(inserted)) await claimLogin(trx, emailLogin(row))
+          if (changed(inserted)) await claimLogin(trx, { ...emailLogin(row), unproven_since: options.unproven ? row.created_at : null })
         },
         { isolation: 'read committed' },
       )
@@ -552,6 +580,28 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
         .executeTakeFirst()
         .then((row) => (row ? { organization_id: row.organization_id, user_id: row.user_id, address: row.address, email: row.email } : undefined)),
     pendingCode: (otpId: string) => db.selectFrom('pending_codes').selectAll().where('otp_id', '=', otpId).executeTakeFirst(),
+    /**
+     * An email sign-in's code was proven for the account of `organizationId`: its email login is
+     * proven from now on (no link takes it over), if the email is still that account's. False when
+     * a link took the unproven login over meanwhile (the code must then sign nobody in there). On
+     * PostgreSQL the update waits for a takeover holding the login's row, and a takeover waits for
+     * it: one of them wins; SQLite runs one transaction at a time.
+     */
+    proveEmailSignIn: (email: string, organizationId: string): Promise<boolean> =>
+      database.transaction(
+        async (trx) => {
+          await trx
+            .updateTable('logins')
+            .set({ unproven_since: null })
+            .where('kind', '=', 'email')
+            .where('subject', '=', email)
+            .where('organization_id', '=', organizationId)
+            .execute()
+          const account = await trx.selectFrom('accounts').select('organization_id').where('email', '=', email).executeTakeFirst()
+          return account?.organization_id === organizationId
+        },
+        { isolation: 'read committed' },
+      ),
     async insertPendingCode(row: PendingCodeRow) {
       // The same request within one millisecond is the same kms activity, so the same otpId.
       await db
@@ -600,6 +650,14 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
       const queued = await database.transaction(
         async (trx) => {
           await trx.insertInto('sessions').values(row).execute()
+          // A completed sign-in (a code, a recovery email, a provider's verified email) proves the account's email login.
+          if (row.organization_id !== null)
+            await trx
+              .updateTable('logins')
+              .set({ unproven_since: null })
+              .where('organization_id', '=', row.organization_id)
+              .where('unproven_since', 'is not', null)
+              .execute()
           return webhooks.enqueue(trx, sessionEvents(row), row.created_at)
         },
         { isolation: 'read committed' },
@@ -632,10 +690,22 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
      * one (checked under a transaction-scoped advisory lock on the user's sub-organization on
      * PostgreSQL, so two emails linked at once on any instances link one; SQLite runs one
      * transaction at a time); whatever `kms` throws rolls everything back.
+     *
+     * An email another account holds only by an unproven login (`insertAccount`'s `unproven`: an
+     * email start whose code no sign-in proved) is taken over: that login, its account row and its
+     * codes in flight go (the row locked first on PostgreSQL, so a sign-in proving it meanwhile,
+     * `proveEmailSignIn`, wins or loses whole), then after `kms`, `release` removes the email from
+     * that account in the kms. Nothing else of that account is touched or merged.
      */
-    async linkLogin(row: LoginRow, kms: () => Promise<string | null>, account?: AccountRow): Promise<LoginRow> {
+    async linkLogin(
+      row: LoginRow,
+      kms: () => Promise<string | null>,
+      account?: AccountRow,
+      release?: (squatted: LoginRow) => Promise<void>,
+    ): Promise<LoginRow> {
       const { linked, queued } = await database.transaction(
         async (trx) => {
+          let squatted: LoginRow | undefined
           if (row.kind === 'email') {
             if (database.dialect === 'postgres')
               await sql`select pg_advisory_xact_lock(hashtext(${`latchkey:email-login:${row.organization_id}`}))`.execute(trx)
@@ -646,6 +716,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
               .where('kind', '=', 'email')
               .executeTakeFirst()
             if (email) throw new EmailAlreadyLinkedError('the user has an email already')
+            squatted = await takeOverUnproven(trx, row)
           }
           const ownerOf = async () =>
             (await trx.selectFrom('logins').select('organization_id').where('kind', '=', row.kind).where('subject', '=', row.subject).executeTakeFirst())
@@ -663,6 +734,7 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
             }
           }
           const kmsId = await kms()
+          if (squatted) await release?.(squatted)
           if (kmsId !== null) await trx.updateTable('logins').set({ kms_id: kmsId }).where('id', '=', row.id).execute()
           const linked = { ...row, kms_id: kmsId }
           return { linked, queued: await webhooks.enqueue(trx, [{ type: 'account.linked', data: loginEventData(linked) }], row.created_at) }
@@ -679,18 +751,11 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
      * email's account row, a passkey's sign-up row), every session of the account but `session`
      * (the one unlinking) ends with its refresh tokens (whatever the login opened goes with it),
      * `session` forgets the email if it was the one unlinked, `kms` removes the login from the
-     * kms, and `account.unlinked` is queued. Whatever `kms` throws rolls everything back. Answers
-     * the login removed and the kms session keys of the sessions ended, for the caller to delete
-     * in the kms.
+     * kms (and the user's other session keys there), and `account.unlinked` is queued. Whatever
+     * `kms` throws rolls everything back. Answers the login removed.
      */
-    async unlinkLogin(
-      organizationId: string,
-      id: string,
-      session: string,
-      at: number,
-      kms: (row: LoginRow) => Promise<void>,
-    ): Promise<{ removed: LoginRow; endedSessionKeys: string[] }> {
-      const { removed, endedSessionKeys, queued } = await database.transaction(
+    async unlinkLogin(organizationId: string, id: string, session: string, at: number, kms: (row: LoginRow) => Promise<void>): Promise<{ removed: LoginRow }> {
+      const { removed, queued } = await database.transaction(
         async (trx) => {
           // An `external` id or a `guest` row is no way in: it is neither counted nor unlinked here.
           const query = trx.selectFrom('logins').selectAll().where('organization_id', '=', organizationId).where('kind', 'not in', HIDDEN_LOGIN_KINDS)
@@ -703,18 +768,18 @@ export async function openStore(url = ':memory:', options: OpenStoreOptions = {}
             await trx.deleteFrom('accounts').where('email', '=', removed.subject).where('organization_id', '=', organizationId).execute()
           if (removed.kind === 'passkey')
             await trx.deleteFrom('passkey_accounts').where('credential_id', '=', removed.subject).where('organization_id', '=', organizationId).execute()
-          const endedSessionKeys = await endSessionsOf(trx, organizationId, session)
+          await endSessionsOf(trx, organizationId, session)
           // Its access JWTs would go on claiming an email another account may take next.
           if (removed.kind === 'email')
             await trx.updateTable('sessions').set({ email: null }).where('id', '=', session).where('email', '=', removed.subject).execute()
           await kms(removed)
           const queued = await webhooks.enqueue(trx, [{ type: 'account.unlinked', data: loginEventData(removed) }], at)
-          return { removed, endedSessionKeys, queued }
+          return { removed, queued }
         },
         { isolation: 'read committed' },
       )
       nudge(queued)
-      return { removed, endedSessionKeys }
+      return { removed }
     },
     /**
      * The user of a pregenerated identity (`POST /admin/users`): the login of `row.kind` and

@@ -669,3 +669,90 @@ test('error: forty unlinks at once of a user’s two logins over both instances 
   const { authenticators } = await t.backend.getAuthenticators({ organizationId: user.organizationId, userId: user.userId })
   expect(authenticators).toHaveLength(1)
 })
+
+test.for([
+  ['two accounts linking the email', false],
+  ['two accounts linking the email and its owner signing in', true],
+] as const)(
+  'error: an email start no sign-in completed, raced by %s (forty requests over both instances): exactly one wins whole, and email sign-in then opens the winner',
+  async ([, ownerSignsIn]) => {
+    const [a, b, url] = await twoInstances({ sharedSqliteStore: true })
+    const email = newEmail()
+    const newestCode = async () => /sign-in code is (\d{6})\./.exec((await mailTo(email))[0]!.text)![1]!
+    // The squatter's start; then the owner's sign-in start on the other instance, a code of the account the squatter made.
+    expect((await call(a, '/auth/email/start', { json: { email }, ip: '198.51.100.10' })).status).toBe(200)
+    const [squatted] = (await rowsOf(url, 'accounts', 'email', email)) as { organization_id: string; user_id: string }[]
+    const ownerStart = ownerSignsIn ? await call(b, '/auth/email/start', { json: { email }, ip: '198.51.100.11' }) : undefined
+    const signIn = ownerStart && (await frameAnswer(await ownerStart.json(), await newestCode()))
+    const linkers = [await passkeyUser(a, '198.51.100.12'), await passkeyUser(b, '198.51.100.13')]
+    const links: unknown[] = []
+    for (const linker of linkers) {
+      const start = await call(a, '/auth/user/link/email/start', { json: { email }, cookie: linker.cookie, ip: '198.51.100.14' })
+      expect(start.status).toBe(200)
+      const proof = await frameAnswer(await start.json(), await newestCode())
+      // Stamped by the linker's passkey: a new email needs a fresh verification in the kms.
+      const update = await userStamped(linker.passkey, {
+        type: 'ACTIVITY_TYPE_UPDATE_USER_EMAIL',
+        organizationId: linker.organizationId,
+        parameters: { userId: linker.userId, userEmail: email },
+      })
+      links.push({ ...proof, ...update })
+    }
+
+    // Each request is the owner's sign-in (when it races) or one linker's link, taking turns; the instances alternate.
+    const contenders = ownerSignsIn ? (['owner', 'linker 0', 'linker 1'] as const) : (['linker 0', 'linker 1'] as const)
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const who = contenders[i % contenders.length]!
+        const base = Math.floor(i / contenders.length) % 2 ? b : a
+        const ip = `203.0.113.${i}`
+        const linker = Number(who.slice(-1))
+        const response =
+          who === 'owner'
+            ? await call(base, '/auth/email/verify', { json: signIn, ip })
+            : await call(base, '/auth/user/link/email', { json: links[linker], cookie: linkers[linker]!.cookie, ip })
+        return { who, status: response.status, code: ((await response.json()) as { error?: { code: string } }).error?.code }
+      }),
+    )
+
+    const won = answers.filter((entry) => entry.status === 200)
+    expect(won).toHaveLength(1)
+    const winner = won[0]!.who
+    // Every other request is refused: its proof spent or limited, or the email taken; none half-done.
+    const lost = new Set(answers.filter((entry) => entry.status !== 200).map((entry) => `${entry.who === winner ? 'winner' : entry.who} ${entry.code}`))
+    const spent = ['invalid_code', 'unknown_code', 'rate_limited']
+    const allowed = new Set([
+      ...spent.map((code) => `winner ${code}`),
+      ...(winner === 'owner' ? [] : ['winner email_already_linked']),
+      ...contenders
+        .filter((name) => name !== winner)
+        .flatMap((name) => [...spent, ...(name === 'owner' ? [] : ['account_already_linked'])].map((code) => `${name} ${code}`)),
+    ])
+    expect([...lost].filter((outcome) => !allowed.has(outcome))).toEqual([])
+    const winnerAccount = winner === 'owner' ? { organizationId: squatted!.organization_id, userId: squatted!.user_id } : linkers[Number(winner.slice(-1))]!
+    const store = await openStore(url)
+    try {
+      const db = store.database.db
+      expect(
+        await db.selectFrom('logins').select(['organization_id', 'unproven_since']).where('kind', '=', 'email').where('subject', '=', email).execute(),
+      ).toEqual([{ organization_id: winnerAccount.organizationId, unproven_since: null }])
+      expect((await db.selectFrom('accounts').select('organization_id').where('email', '=', email).execute()).map((row) => row.organization_id)).toEqual([
+        winnerAccount.organizationId,
+      ])
+      expect(await db.selectFrom('webhook_events').select('type').where('type', '=', 'account.linked').execute()).toHaveLength(winner === 'owner' ? 0 : 1)
+    } finally {
+      await store.close()
+    }
+    // In the kms, only the winner's user has the email.
+    const kmsEmails = await Promise.all(
+      [{ organizationId: squatted!.organization_id, userId: squatted!.user_id }, ...linkers].map(
+        async ({ organizationId, userId }) => (await t.backend.getUser({ organizationId, userId })).user.userEmail || null,
+      ),
+    )
+    expect(kmsEmails).toEqual(['owner', 'linker 0', 'linker 1'].map((name) => (name === winner ? email : null)))
+    // A later email sign-in, on either instance, opens the winner's wallet.
+    const again = await call(b, '/auth/email/start', { json: { email }, ip: '198.51.100.15' })
+    const verify = await call(a, '/auth/email/verify', { json: await frameAnswer(await again.json(), await newestCode()), ip: '198.51.100.15' })
+    expect(await verify.json()).toMatchObject({ organizationId: winnerAccount.organizationId, userId: winnerAccount.userId })
+  },
+)

@@ -6,7 +6,7 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import { createSiweMessage } from 'viem/siwe'
 import { describe, expect, inject, test } from 'vitest'
 import { anvilKeys } from '../../../test/chains.js'
-import { oauthNonce } from '../src/index.js'
+import { createServerApp, oauthNonce } from '../src/index.js'
 import { EmailAlreadyLinkedError, emailLogin } from '../src/store.js'
 import { type Authenticator, answer, cookieOf, generateApiKeyPair, newEmail, oauthRedirectUri, origin, softwareAuthenticator, useBackend } from './backend.js'
 import { totp } from './totp.js'
@@ -44,6 +44,15 @@ async function written() {
 /** An ID token of the local issuer for `email`, bound to `sessionPublicKey`. */
 const idTokenFor = (email: string, sessionPublicKey: string, provider: 'google' | 'apple' | 'github' | 'discord' = 'google') =>
   t.oidc!.idToken({ provider, email, nonce: oauthNonce(sessionPublicKey), redirectUri: oauthRedirectUri })
+
+/**
+ * Links the Google identity of `email` to `user`, its ID token bound to the user's session key, as
+ * the session of `cookie` (default the user's own) posts it.
+ */
+async function linkGoogle(user: { cookie: string; sessionKey: { apiPublicKey: string } }, email: string, cookie = user.cookie) {
+  const sessionPublicKey = user.sessionKey.apiPublicKey
+  return postAs(cookie, '/auth/user/link/oauth', { provider: 'google', sessionPublicKey, idToken: await idTokenFor(email, sessionPublicKey) })
+}
 
 /** A SIWE message for `address` with a nonce issued to a new browser, and that browser's nonce cookie. */
 async function siweMessage(address: Address) {
@@ -126,11 +135,7 @@ describe('account linking', () => {
     const user = await signedUpWithPasskey()
     expect(await loginsOf(user.cookie)).toEqual([{ kind: 'passkey', label: 'my passkey' }])
     const email = newEmail()
-    const linked = await postAs(user.cookie, '/auth/user/link/oauth', {
-      provider: 'google',
-      sessionPublicKey: user.sessionKey.apiPublicKey,
-      idToken: await idTokenFor(email, user.sessionKey.apiPublicKey),
-    })
+    const linked = await linkGoogle(user, email)
     expect(linked.status).toBe(200)
     const { login } = (await linked.json()) as { login: { id: string; kind: string; label: string; linkedAt: string } }
     expect(login).toEqual({ id: expect.stringMatching(/^lg_/), kind: 'oauth:google', label: `Google · ${email}`, linkedAt: expect.any(String) })
@@ -204,7 +209,8 @@ describe('account linking', () => {
   test('behavior: an email linked by its code is the kms user’s email and signs in to the same wallet; unlinked, it is neither', async () => {
     const user = await signedUpWithPasskey()
     const email = newEmail()
-    const linked = await answer(await linkEmail(user, email))
+    // Stamped by the passkey: a new email needs a fresh verification, which the session key is not.
+    const linked = await answer(await linkEmail(user, email, await emailUpdate(user, email, user.authenticator)))
     expect(linked).toEqual([200, { login: { id: expect.stringMatching(/^lg_/), kind: 'email', label: email, linkedAt: expect.any(String) } }])
     const { user: kmsUser } = await t.backend.getUser({ organizationId: user.organizationId, userId: user.userId })
     expect(kmsUser.userEmail).toBe(email)
@@ -294,6 +300,24 @@ describe('account linking', () => {
     ])
   })
 
+  test('error: a passkey user’s stale session key may not set an email: the kms’s fresh-verification refusal reaches the page as `kms`, and nothing is written here or in the kms; the passkey’s stamp then links it with a new code', async () => {
+    const user = await signedUpWithPasskey()
+    const email = newEmail()
+    const before = await written()
+    const refused = await answer(await linkEmail(user, email))
+    expect(refused[0]).toBe(403)
+    expect(refused[1]).toMatchObject({
+      error: { code: 'kms_refused', kms: { code: 7, message: expect.stringMatching(/^fresh verification required: ACTIVITY_TYPE_UPDATE_USER_EMAIL /) } },
+    })
+    expect(await written()).toEqual(before)
+    const { user: kmsUser } = await t.backend.getUser({ organizationId: user.organizationId, userId: user.userId })
+    expect(kmsUser.userEmail ?? null).toBe(null)
+    expect(await answer(await linkEmail(user, email, await emailUpdate(user, email, user.authenticator)))).toEqual([
+      200,
+      { login: { id: expect.stringMatching(/^lg_/), kind: 'email', label: email, linkedAt: expect.any(String) } },
+    ])
+  })
+
   test('behavior: a wallet linked by a SIWE signature is listed among the wallets, and its Sign-In with Ethereum is a session of the account', async () => {
     const email = newEmail()
     const user = { ...(await signedInByEmail(email)), email }
@@ -363,12 +387,7 @@ describe('account linking', () => {
     }
 
     expect(await answer(await linkEmail(other, email))).toEqual([409, refused])
-    const token = await idTokenFor(email, other.sessionKey.apiPublicKey)
-    expect(
-      await answer(
-        await postAs(other.cookie, '/auth/user/link/oauth', { provider: 'google', sessionPublicKey: other.sessionKey.apiPublicKey, idToken: token }),
-      ),
-    ).toEqual([409, refused])
+    expect(await answer(await linkGoogle(other, email))).toEqual([409, refused])
 
     expect(await written()).toEqual(before)
     expect(await loginsOf(other.cookie)).toEqual([{ kind: 'passkey', label: 'my passkey' }])
@@ -501,6 +520,106 @@ describe('one email per user', () => {
   })
 })
 
+describe('an email start that no sign-in completed', () => {
+  /** `POST /auth/email/start` of `email` by someone who never sees its code: the account it made, and the code the mailbox got. */
+  async function squat(email: string) {
+    const start = await post('/auth/email/start', { email })
+    expect(start.status).toBe(200)
+    const sent = (await start.json()) as { otpId: string; otpEncryptionTargetBundle: string }
+    const [mail] = await mailTo(email)
+    const squatter = (await t.store.account(email))!
+    return { sent, code: /sign-in code is (\d{6})\./.exec(mail!.text)![1]!, organizationId: squatter.organization_id, userId: squatter.user_id }
+  }
+
+  test('error: it does not keep the email from its owner: a proven link takes it over; email sign-in then opens the linker’s wallet, the squatted account loses that email here and in the kms, and its code opens nothing', async () => {
+    const email = newEmail()
+    const squatted = await squat(email)
+    const owner = await signedUpWithPasskey()
+
+    // Stamped by the owner's passkey: a new email needs a fresh verification in the kms.
+    const linked = await linkEmail(owner, email, await emailUpdate(owner, email, owner.authenticator))
+
+    expect(await answer(linked)).toEqual([200, { login: { id: expect.stringMatching(/^lg_/), kind: 'email', label: email, linkedAt: expect.any(String) } }])
+    expect((await t.store.account(email))?.organization_id).toBe(owner.organizationId)
+    expect(await t.store.loginsOf(squatted.organizationId)).toEqual([])
+    const kmsEmailOf = async (user: { organizationId: string; userId: string }) =>
+      (await t.backend.getUser({ organizationId: user.organizationId, userId: user.userId })).user.userEmail ?? null
+    expect([await kmsEmailOf(squatted), await kmsEmailOf(owner)]).toEqual([null, email])
+    // The code the squatter's start sent (to the owner's mailbox) opens neither account now; nor
+    // does it when a start that read the account before the takeover records its code after it.
+    const opensNothing = [400, { error: { code: 'unknown_code', message: 'This code was not sent, or has been used; ask for a new one' } }]
+    const verifySquatted = async () => answer(await post('/auth/email/verify', await frameAnswer(squatted.sent, squatted.code)))
+    expect(await verifySquatted()).toEqual(opensNothing)
+    await t.store.insertPendingCode({ otp_id: squatted.sent.otpId, email, organization_id: squatted.organizationId, created_at: t.clock })
+    expect(await verifySquatted()).toEqual(opensNothing)
+    const again = await signedInByEmail(email)
+    expect([again.organizationId, again.userId, again.address]).toEqual([owner.organizationId, owner.userId, owner.address])
+    // Nothing was merged: the squatted account is left as it was made, only without the email.
+    expect((await written()).events).toEqual([{ type: 'account.linked' }])
+  })
+
+  test('behavior: a squatter’s start racing the owner’s first sign-in: the owner’s code signs in, and the email, proven, is no longer taken over (409 account_already_linked)', async () => {
+    const email = newEmail()
+    // The squatter's start and the owner's, at once: one account is kept, and the newest code is in it.
+    const starts = await Promise.all([post('/auth/email/start', { email }, { 'x-test-ip': '198.51.100.7' }), post('/auth/email/start', { email })])
+    expect(starts.map((start) => start.status)).toEqual([200, 200])
+    const [newest] = await mailTo(email)
+    const code = /sign-in code is (\d{6})\./.exec(newest!.text)![1]!
+    const verified = []
+    for (const start of starts) verified.push(await post('/auth/email/verify', await frameAnswer(await start.json(), code)))
+    const signedIn = verified.find((response) => response.status === 200)!
+    const account = (await signedIn.json()) as { organizationId: string }
+    expect(account.organizationId).toBe((await t.store.account(email))!.organization_id)
+
+    const other = await signedUpWithPasskey()
+    const before = await written()
+    expect(await answer(await linkEmail(other, email, await emailUpdate(other, email, other.authenticator)))).toEqual([
+      409,
+      { error: { code: 'account_already_linked', message: 'This login belongs to another user; sign in with it, or unlink it from that account first' } },
+    ])
+    expect(await written()).toEqual(before)
+    expect((await t.backend.getUser({ organizationId: account.organizationId, userId: (await t.store.account(email))!.user_id })).user.userEmail).toBe(email)
+  })
+
+  test('error: a sign-in proving the code while a link is taking the email over, inside its transaction, loses whole: it is told the code opens nothing', async () => {
+    const email = newEmail()
+    const squatted = await squat(email)
+    const linker = await signedUpWithPasskey()
+    const account = { email, organization_id: linker.organizationId, user_id: linker.userId, address: linker.address, created_at: t.clock }
+    let inLink!: () => void
+    let releaseLink!: () => void
+    const linkEntered = new Promise<void>((resolve) => {
+      inLink = resolve
+    })
+    const linkReleased = new Promise<void>((resolve) => {
+      releaseLink = resolve
+    })
+    const released: string[] = []
+    // The link stops inside its transaction, at its kms step, until the sign-in's proof has started.
+    const linking = t.store.linkLogin(
+      emailLogin(account),
+      async () => {
+        inLink()
+        await linkReleased
+        return null
+      },
+      account,
+      async (row) => {
+        released.push(row.organization_id)
+      },
+    )
+    // A link refused before its kms step (no takeover) ends the wait too, and fails below.
+    await Promise.race([linkEntered, linking])
+    const proving = t.store.proveEmailSignIn(email, squatted.organizationId)
+    releaseLink()
+
+    expect((await linking).organization_id).toBe(linker.organizationId)
+    expect(await proving).toBe(false)
+    expect(released).toEqual([squatted.organizationId])
+    expect((await written()).logins.filter((row) => row.subject === email)).toEqual([{ kind: 'email', subject: email, organization_id: linker.organizationId }])
+  })
+})
+
 describe('second factors', () => {
   /** Submits a Latchkey second-factor activity with the user's own session key (the embedded wallet's). */
   const submitFactor = (
@@ -543,12 +662,7 @@ describe('unlinking a login', () => {
     const wallet = privateKeyToAccount(generatePrivateKey())
     const walletLogin = await linkWallet(user.cookie, wallet)
     const googleEmail = newEmail()
-    const linked = await postAs(user.cookie, '/auth/user/link/oauth', {
-      provider: 'google',
-      sessionPublicKey: user.sessionKey.apiPublicKey,
-      idToken: await idTokenFor(googleEmail, user.sessionKey.apiPublicKey),
-    })
-    expect(linked.status).toBe(200)
+    expect((await linkGoogle(user, googleEmail)).status).toBe(200)
     const google = await oauthSignIn(googleEmail)
     expect(google.response.status).toBe(200)
     const googleCookie = cookieOf(google.response)
@@ -585,17 +699,52 @@ describe('unlinking a login', () => {
     expect(await answer(await get('/auth/user', walletCookie))).toEqual([200, null])
     const attackerKey = generateApiKeyPair()
     const attackerEmail = newEmail()
-    const addGoogle = await postAs(walletCookie, '/auth/user/link/oauth', {
-      provider: 'google',
-      sessionPublicKey: attackerKey.apiPublicKey,
-      idToken: await idTokenFor(attackerEmail, attackerKey.apiPublicKey),
-    })
+    const addGoogle = await linkGoogle({ cookie: walletCookie, sessionKey: attackerKey }, attackerEmail)
     expect(await answer(addGoogle)).toEqual([401, { error: { code: 'signed_out', message: 'Not signed in' } }])
     const { response } = await oauthSignIn(attackerEmail)
     expect(response.status).toBe(200)
     expect(((await response.json()) as { organizationId: string }).organizationId).not.toBe(victim.organizationId)
     const { oauthProviders } = await t.backend.getOauthProviders({ organizationId: victim.organizationId, userId: victim.userId })
     expect(oauthProviders).toEqual([])
+  })
+
+  test('error: a passkey’s stamp_login never posted to /auth/login ends with an unlink: its key reads nothing; the unlinking session’s key still does', async () => {
+    const user = await signedInByEmail(newEmail())
+    const authenticator = softwareAuthenticator()
+    const linked = await linkPasskey(user, authenticator)
+    expect(linked.status).toBe(200)
+    const { login } = (await linked.json()) as { login: { id: string } }
+    // The passkey's own session, whose JWT never reached the backend: no session here knows its key.
+    const hidden = generateApiKeyPair()
+    await stampLogin(withPasskey(authenticator), hidden.apiPublicKey, user.organizationId)
+    expect(await withKey(hidden).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+
+    expect((await del(`/auth/user/logins/${login.id}`, user.cookie)).status).toBe(204)
+
+    await expect(withKey(hidden).getWhoami({ organizationId: user.organizationId })).rejects.toThrow(UNKNOWN_KEY)
+    expect(await withKey(user.sessionKey).getWhoami({ organizationId: user.organizationId })).toMatchObject({ userId: user.userId })
+  })
+
+  test('error: a kms outage while unlinking is answered as at sign-out (502 kms_unavailable) and audited as failed, and ends nothing', async () => {
+    const user = await signedInByEmail(newEmail())
+    const wallet = privateKeyToAccount(generatePrivateKey())
+    const walletLogin = await linkWallet(user.cookie, wallet)
+    const walletCookie = await signedInWithWallet(wallet)
+    // The same backend over the same store, with its kms out of reach (a wallet's unlink asks it nothing else).
+    const cutOff = createServerApp({ ...t.options, kmsUrl: 'http://127.0.0.1:9' })
+
+    const refused = await cutOff.request(`/auth/user/logins/${walletLogin}`, {
+      method: 'DELETE',
+      headers: { cookie: user.cookie, origin, 'content-type': 'application/json' },
+    })
+
+    expect(refused.status).toBe(502)
+    expect(await refused.json()).toEqual({ error: { code: 'kms_unavailable', message: 'The key-management service is unavailable' } })
+    expect((await loginsOf(user.cookie)).map((row) => row.kind)).toEqual(['email', 'wallet'])
+    expect(await answer(await session(walletCookie))).toMatchObject([200, { address: wallet.address }])
+    const audited = await sql<{ outcome: string; reason: string }>`select outcome, reason from server_audit_events
+      where action = ${`DELETE /auth/user/logins/${walletLogin}`}`.execute(t.store.database.db)
+    expect(audited.rows).toEqual([{ outcome: 'failed', reason: '502 kms_unavailable: The key-management service is unavailable' }])
   })
 
   test('behavior: the session that unlinked the email no longer carries it: neither /auth/session nor its next access JWT names it once another account signs in with it', async () => {
@@ -627,11 +776,7 @@ describe('linking a social account', () => {
     const before = await written()
     const key = generateApiKeyPair()
     const email = newEmail()
-    const refused = await postAs(walletCookie, '/auth/user/link/oauth', {
-      provider: 'google',
-      sessionPublicKey: key.apiPublicKey,
-      idToken: await idTokenFor(email, key.apiPublicKey),
-    })
+    const refused = await linkGoogle({ cookie: walletCookie, sessionKey: key }, email)
     expect(await answer(refused)).toEqual([
       403,
       {
@@ -661,12 +806,7 @@ describe('linking a social account', () => {
     const siwe = await post('/auth/siwe', { message, signature, walletKind: 'embedded' }, { cookie: nonceCookie })
     expect(siwe.status).toBe(200)
     const email = newEmail()
-    const linked = await postAs(cookieOf(siwe), '/auth/user/link/oauth', {
-      provider: 'google',
-      sessionPublicKey: user.sessionKey.apiPublicKey,
-      idToken: await idTokenFor(email, user.sessionKey.apiPublicKey),
-    })
-    expect(linked.status).toBe(200)
+    expect((await linkGoogle(user, email, cookieOf(siwe))).status).toBe(200)
     const { response } = await oauthSignIn(email)
     expect(((await response.json()) as { organizationId: string }).organizationId).toBe(user.organizationId)
   })

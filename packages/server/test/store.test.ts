@@ -109,6 +109,7 @@ describe('openStore', () => {
       '0009_paymaster',
       '0010_logins',
       '0011_kms_event_cursor',
+      '0012_unproven_email_logins',
     ])
     db.close()
     // Opening again changes nothing.

@@ -1,7 +1,7 @@
 import type { Caller } from '../context.js'
 import type { Db } from '../db.js'
 import { freshVerificationRequired } from '../errors.js'
-import type { ApiKeyRow, OrganizationRow, UserRow } from '../storage/tables.js'
+import type { ApiKeyRow, OrganizationRow } from '../storage/tables.js'
 
 // Fresh verification (security review H1, fix 3): in a sub-organization, the activities that hand
 // out the wallet or a lasting way into it need the user themselves, not just a session.
@@ -30,7 +30,9 @@ export const ORGANIZATION_ACCESS_ACTIVITIES: ReadonlySet<string> = new Set([
  * an account, and creating any credential or session (each is a way to keep access after the
  * session ends), a second factor included (mfa/: its secret and recovery codes outlast the session,
  * and a factor the user does not hold would lock them out of their own export), and each of
- * ORGANIZATION_ACCESS_ACTIVITIES.
+ * ORGANIZATION_ACCESS_ACTIVITIES. A request that gives a user an email they do not have
+ * (update_user_email, update_user) needs it too (`setsNewEmail`), though the type is not listed: its
+ * clearing is how the app backend unlinks an email.
  */
 export const FRESH_VERIFICATION_ACTIVITIES: ReadonlySet<string> = new Set([
   'ACTIVITY_TYPE_EXPORT_WALLET',
@@ -87,13 +89,6 @@ export function verifiedAtOf(key: ApiKeyRow): number | null {
  */
 export const DEFAULT_FRESH_VERIFICATION_SECONDS = 900
 
-/** Whether the user has a way in besides their keys: a passkey, an OAuth identity or an email. */
-async function hasWayIn(db: Db, user: UserRow): Promise<boolean> {
-  if (user.email) return true
-  const [authenticators, providers] = await Promise.all([db.authenticatorsOfUser(user.id), db.oauthProvidersOfUser(user.id)])
-  return authenticators.length > 0 || providers.length > 0
-}
-
 /**
  * Whether the organization has no way in but its session keys: none of its users has a passkey, an
  * OAuth identity or an email (a guest, issue 28). Nothing could verify them afresh, and whoever
@@ -107,23 +102,37 @@ async function hasWayIn(db: Db, user: UserRow): Promise<boolean> {
  * it needs a fresh verification it can never give (no email, no passkey, keys registered for it
  * carry none): it exports, registers keys and enrols a factor only by a passkey stamp.
  */
-async function onlyWayIn(db: Db, userId: string, organizationId: string): Promise<boolean> {
-  const users = await db.users(organizationId)
-  if (!users.some((user) => user.id === userId)) return false
-  const wayIn = await Promise.all(users.map((user) => hasWayIn(db, user)))
-  return !wayIn.includes(true)
+const onlyWayIn = (db: Db, userId: string, organizationId: string): Promise<boolean> => db.onlyKeysLetIn(userId, organizationId)
+
+/** The activities that can set a user's email: update_user_email, and update_user with `userEmail`. */
+const EMAIL_ACTIVITIES: ReadonlySet<string> = new Set(['ACTIVITY_TYPE_UPDATE_USER_EMAIL', 'ACTIVITY_TYPE_UPDATE_USER'])
+
+/**
+ * Whether the request gives a user of the organization an email they do not have (case aside): a
+ * new way in, since the codes sent there sign in (security review 2: a stale session set the
+ * attacker's address, then signed in by a code sent there). Proving the new address proves nothing
+ * here (the attacker owns it); the user must be there. Not asked: clearing the email (the app
+ * backend's delegated user unlinks one so), setting the one the user has, and a user the
+ * organization does not have (the activity refuses it).
+ */
+async function setsNewEmail(db: Db, organizationId: string, type: string, params: unknown): Promise<boolean> {
+  if (!EMAIL_ACTIVITIES.has(type)) return false
+  const { userId, userEmail } = (params ?? {}) as { userId?: unknown; userEmail?: unknown }
+  if (typeof userEmail !== 'string' || userEmail === '' || typeof userId !== 'string') return false
+  const user = await db.user(userId, organizationId)
+  return user !== undefined && user.email?.toLowerCase() !== userEmail.toLowerCase()
 }
 
 /**
  * Refuses (PermissionDenied, before anything is read for the activity or written) one of
- * FRESH_VERIFICATION_ACTIVITIES stamped in a sub-organization by a session credential without a
- * fresh verification. Allowed: a passkey stamp (`passkey`, X-Stamp-Webauthn: the user was just
- * there); an API key whose moment of verification (`verifiedAtOf`: an email code it was made from,
- * or the verification a key registered it inherited) is at most `freshSeconds` old; a parent
- * organization's user (a backend's own key); an exempted request; the key of a user in an
- * organization with no other way in (a guest: `onlyWayIn`). A session credential is any API
- * key with an expiry: sessions, sign-in credentials, and keys from create_api_keys, which in a
- * sub-organization must expire. A key without one is in a sub-organization only because its parent
+ * FRESH_VERIFICATION_ACTIVITIES, or a request that sets a new email (`setsNewEmail`), stamped in a
+ * sub-organization by a session credential without a fresh verification. Allowed: a passkey
+ * stamp (`passkey`, X-Stamp-Webauthn: the user was just there); an API key whose moment of
+ * verification (`verifiedAtOf`: an email code it was made from, or the verification a key
+ * registered it inherited) is at most `freshSeconds` old; a parent organization's user (a
+ * backend's own key); an exempted request; the key of a user in an organization with no other
+ * way in (a guest: `onlyWayIn`). A session credential is any API key with an expiry: sessions,
+ * sign-in credentials, and keys from create_api_keys, which in a sub-organization must expire. A key without one is in a sub-organization only because its parent
  * put it there at create_sub_organization (a backend's delegated-access user), and is not a session.
  *
  * @example
@@ -134,12 +143,14 @@ export async function requireFreshVerification(
   request: { caller: Caller; organization: OrganizationRow; type: string; params: unknown; passkey: boolean; freshSeconds: number; now: number },
 ): Promise<void> {
   const { caller, organization, type, params } = request
-  if (!FRESH_VERIFICATION_ACTIVITIES.has(type) || request.passkey || !caller.credential) return
+  const listed = FRESH_VERIFICATION_ACTIVITIES.has(type)
+  if ((!listed && !EMAIL_ACTIVITIES.has(type)) || request.passkey || !caller.credential) return
   // A sub-organization's own user; a parent's user is refused these by the permission model anyway.
   if (caller.homeOrganizationId !== organization.id || organization.parent_id === null) return
   if (FRESH_VERIFICATION_EXEMPTIONS.some((exempt) => exempt(type, params))) return
   const key = await db.apiKeyByPublicKey(caller.credential)
   if (!key || key.expires_at === null) return
+  if (!listed && !(await setsNewEmail(db, organization.id, type, params))) return
   const verifiedAt = verifiedAtOf(key)
   if (verifiedAt !== null && request.now - verifiedAt <= request.freshSeconds * 1000) return
   if (await onlyWayIn(db, key.user_id, organization.id)) return

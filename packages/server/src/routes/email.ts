@@ -27,7 +27,9 @@ const verifySchema = z.object({
  * `POST /auth/email/start` `{email}` → `{otpId, otpEncryptionTargetBundle}`: on the first sign-in
  * of an email, a sub-organization whose root user has that email, with the 'Turnkey HD' Ethereum
  * wallet; then the kms emails a code (init_otp V3). The bundle names the key the consent frame
- * seals the typed code to, signed by the kms's signer key; the page only relays it.
+ * seals the typed code to, signed by the kms's signer key; the page only relays it. Anyone can
+ * type any address here, so the account's email login stays unproven until a sign-in proves its
+ * code: until then an account that proves the address by linking it takes it over.
  *
  * @example
  * app.post('/auth/email/start', emailStart(context))
@@ -48,13 +50,10 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
       authenticators: [],
       oauthProviders: [],
     })
-    account = await store.insertAccount({
-      email: address,
-      organization_id: created.subOrganizationId,
-      user_id: created.userId,
-      address: created.address,
-      created_at: now(),
-    })
+    account = await store.insertAccount(
+      { email: address, organization_id: created.subOrganizationId, user_id: created.userId, address: created.address, created_at: now() },
+      { unproven: true },
+    )
   }
   const organizationId = account.organization_id
   const { activity } = await callKms(() =>
@@ -78,7 +77,9 @@ export const emailStart = (context: RouteContext) => async (c: Context) => {
  * (`encryptedOtpBundle`), and signed the login of that key (`clientSignature`); the backend runs
  * verify_otp and then otp_login with the parent's key, so the frame's key becomes the user's key
  * for `sessionSeconds` (default 900). No code reaches the backend or the page in clear: a `code`
- * is refused. Tries are limited per IP, per code and per email per day (`LIMITS`).
+ * is refused. Tries are limited per IP, per code and per email per day (`LIMITS`). A code sent for
+ * an account that has lost the email since (a link took over its unproven login, or it was
+ * unlinked) signs nobody in (400 `unknown_code`): a new one goes to the email's account now.
  *
  * @example
  * app.post('/auth/email/verify', emailVerify(context))
@@ -120,6 +121,10 @@ export const emailVerify = (context: RouteContext) => async (c: Context) => {
   const verificationToken = verified.activity.result.verifyOtpResult?.verificationToken
   if (!verificationToken) throw incompleteAnswer()
   await store.deletePendingCode(input.otpId)
+  // Before the kms registers a key there: the proven code makes the email this account's for good,
+  // or the account lost it to a link meanwhile and the code opens nothing.
+  if (!(await store.proveEmailSignIn(pending.email, pending.organization_id)))
+    throw new ServerError(400, 'unknown_code', 'This code was not sent, or has been used; ask for a new one')
   const at = now()
   const login = await callKms(() =>
     kms.otpLogin({

@@ -1,9 +1,8 @@
 import type { Context } from 'hono'
 import { getCookie } from 'hono/cookie'
 import { z } from 'zod'
-import { ServerError } from '../errors.js'
-import { callKms, clearCookie, type RouteContext, readBody, SESSION_COOKIE, sessionAnswer, validSession } from '../internal/context.js'
-import { deleteSessionKeys } from '../revoke.js'
+import { clearCookie, type RouteContext, readBody, SESSION_COOKIE, sessionAnswer, validSession } from '../internal/context.js'
+import { endSessionKeys } from '../revoke.js'
 
 const signOutSchema = z.object({ everywhere: z.boolean().optional() })
 
@@ -46,14 +45,8 @@ export const signOut = (context: RouteContext) => async (c: Context) => {
     // Read first, so that the audit event names who signed out.
     const session = await validSession(c, context)
     const { organization_id: organizationId, user_id: userId, session_public_key: publicKey } = session ?? {}
-    if (organizationId && userId && (everywhere || publicKey)) {
-      const publicKeys = everywhere ? undefined : [publicKey!]
-      await callKms(() => deleteSessionKeys(context.delegated, { organizationId, userId, publicKeys }, context.now)).catch((error: unknown) => {
-        // The end user removed the backend's delegated user: nothing here can delete their keys,
-        // and keeping them signed in would not either.
-        if (!(error instanceof ServerError && error.code === 'no_delegated_access')) throw error
-      })
-    }
+    if (organizationId && userId && (everywhere || publicKey))
+      await endSessionKeys(context, { organizationId, userId, publicKeys: everywhere ? undefined : [publicKey!] })
     if (everywhere && organizationId) await context.store.deleteSessionsOf(organizationId)
     else await context.store.deleteSession(id)
   }

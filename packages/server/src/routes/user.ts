@@ -6,7 +6,7 @@ import { proveEmail } from '../internal/emailProof.js'
 import { mfaFactorsOf } from '../internal/mfa.js'
 import { attestation, challenge, email } from '../internal/schemas.js'
 import { stampedActivity, submitUserStamped, userStamped } from '../internal/userStamped.js'
-import { deleteSessionKeys } from '../revoke.js'
+import { endSessionKeys } from '../revoke.js'
 import {
   EmailAlreadyLinkedError,
   type KnownAccount,
@@ -44,7 +44,11 @@ async function signedInUser(c: Context, context: RouteContext): Promise<{ sessio
 /** A login as `GET /auth/user` and the link routes answer it. */
 const loginAnswer = (row: LoginRow) => ({ id: row.id, kind: row.kind, label: row.label, linkedAt: new Date(Number(row.created_at)).toISOString() })
 
-/** Links `row` for the signed-in user, with `kms` recording it in the kms; the typed 409s for a taken login. */
+/**
+ * Links `row` for the signed-in user, with `kms` recording it in the kms; the typed 409s for a taken
+ * login. An email (`emailAccount`) that another account holds unproven is taken over, and removed
+ * from that account's kms user, so that email sign-in opens this wallet only.
+ */
 async function link(context: RouteContext, row: LoginRow, kms: () => Promise<string | null>, emailAccount?: boolean) {
   try {
     const linked = await context.store.linkLogin(
@@ -53,6 +57,7 @@ async function link(context: RouteContext, row: LoginRow, kms: () => Promise<str
       emailAccount
         ? { email: row.subject, organization_id: row.organization_id, user_id: row.user_id, address: row.address, created_at: row.created_at }
         : undefined,
+      (squatted) => removeFromKms(context, squatted.organization_id, squatted),
     )
     return { login: loginAnswer(linked) }
   } catch (error) {
@@ -167,6 +172,9 @@ const emailActivity = (account: KnownAccount) =>
  * the backend's delegated user). The backend claims the login, then hands the kms the stamped body
  * unchanged; so email sign-in opens this wallet. A kms refusal (a second factor or a fresh
  * verification asked for) is answered with the kms's own `{code, message, details}` as `kms`.
+ * An email whose `POST /auth/email/start` made an account that no sign-in has entered yet (its code
+ * never proven) is taken over: that account loses the email, here and in the kms, and nothing
+ * else; an email a sign-in proved is another user's (409 `account_already_linked`).
  *
  * @example
  * app.post('/auth/user/link/email', linkEmail(context))
@@ -305,9 +313,11 @@ export const linkPasskey = (context: RouteContext) => async (c: Context) => {
  * `DELETE /auth/user/logins/:id` (signed in) → 204: the login is unlinked, here and in the kms (its
  * authenticator, OAuth identity, or the user's email), while another login remains; the last one
  * is refused (409 `last_login`). Every other session of the account ends with it, as signing out
- * everywhere ends them (whichever of them the login opened): their cookies and refresh tokens at
- * once, their kms session keys once the unlink is done. The session that asked stays signed in,
- * without the email if it was the one unlinked.
+ * everywhere ends them (whichever of them the login opened): their cookies and refresh tokens, and
+ * every kms session key of the user but this session's own, those no session here knows included
+ * (a passkey's stamp_login never posted to `/auth/login`). The session that asked stays signed in,
+ * without the email if it was the one unlinked. As at sign-out, until the kms has removed the login
+ * and deleted the keys nothing is ended: a kms refusal or outage answers its error.
  *
  * @example
  * app.delete('/auth/user/logins/:id', unlink(context))
@@ -316,23 +326,23 @@ export const unlink = (context: RouteContext) => async (c: Context) => {
   const { now } = context
   const { session, account } = await signedInUser(c, context)
   const id = c.req.param('id') ?? ''
-  const { endedSessionKeys } = await context.store
-    .unlinkLogin(account.organization_id, id, session.id, now(), (row) => removeFromKms(context, account.organization_id, row))
+  await context.store
+    .unlinkLogin(account.organization_id, id, session.id, now(), async (row) => {
+      await removeFromKms(context, account.organization_id, row)
+      // After the login is gone from the kms, so it mints no key that outlives this.
+      const except = session.session_public_key === null ? [] : [session.session_public_key]
+      await endSessionKeys(context, { organizationId: account.organization_id, userId: account.user_id, except })
+    })
     .catch((error: unknown) => {
       if (error instanceof UnknownLoginError) throw new ServerError(404, 'unknown_login', 'This account has no such login')
       if (error instanceof LastLoginError)
         throw new ServerError(409, 'last_login', 'This is the last way to sign in to this account; link another before removing it')
       throw error
     })
-  const publicKeys = endedSessionKeys.filter((key) => key !== session.session_public_key)
-  // The unlink is done: a kms outage here leaves the ended sessions' keys to their expiry (or to
-  // signing out everywhere), and must not answer as if nothing had changed.
-  if (publicKeys.length)
-    await deleteSessionKeys(context.delegated, { organizationId: account.organization_id, userId: account.user_id, publicKeys }, now).catch(() => undefined)
   return c.body(null, 204)
 }
 
-/** Removes an unlinked login from the kms, as the backend's delegated user: its authenticator, OAuth identity, or the user's email. */
+/** Removes an unlinked (or taken over) login from the kms, as the backend's delegated user: its authenticator, OAuth identity, or the user's email. */
 async function removeFromKms(context: RouteContext, organizationId: string, row: LoginRow) {
   const { kms, now } = context
   if (row.kind === 'wallet') return
